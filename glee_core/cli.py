@@ -1,0 +1,210 @@
+"""Command line: ``python -m glee_core {methods,datasets,inspect,train,compare,score}``.
+
+Bad input exits with status 2 and one ``error:`` line on stderr that says what to fix. ``train``
+prints a progress bar on stderr and, as the last line of stdout, a JSON list of results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import GleeError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, status 2, no usage dump
+        raise GleeError(f"{message} (see {self.prog} --help)")
+
+
+def _seeds(value: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in value.split(",") if s.strip()]
+    except ValueError:
+        raise GleeError(f"--seeds must be comma-separated integers, got {value!r}") from None
+    if not seeds:
+        raise GleeError("--seeds is empty; e.g. --seeds 1,2,3")
+    return seeds
+
+
+def _add_dataset_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True,
+                        help="demo, a paper id (r52 r8 cmid ...), csv:PATH or hf:NAME[:CONFIG]")
+    parser.add_argument("--data-dir", help="folder of the paper's datasets (default $GLEE_DATA_DIR)")
+    parser.add_argument("--threshold", type=float, help="head/tail threshold (default: paper's)")
+    parser.add_argument("--template", help="prompt template with {text} and [MASK]")
+    parser.add_argument("--verbalizer", help="JSON file: label -> label word(s)")
+    parser.add_argument("--text-column", help="CSV/HF: the text column")
+    parser.add_argument("--label-column", help="CSV/HF: the label column")
+    parser.add_argument("--text-b-column", help="CSV/HF: an optional second text column")
+
+
+def _dataset(args):
+    from .datasets import load_dataset
+    return load_dataset(args.dataset, data_dir=args.data_dir, threshold=args.threshold,
+                        template=args.template, verbalizer=args.verbalizer,
+                        text_column=args.text_column, label_column=args.label_column,
+                        text_b_column=args.text_b_column)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m glee_core",
+                     description="Glee Studio: prompt-tuning vs CLS-tuning on long-tailed data")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, required=True)
+    sub.add_parser("methods", help="the 12 method ids, one per line")
+    sub.add_parser("datasets", help="dataset ids, one per line")
+    inspect = sub.add_parser("inspect", help="JSON: sizes, class counts, head/tail classes")
+    _add_dataset_args(inspect)
+
+    train = sub.add_parser("train", help="train (or load) methods x seeds on a dataset")
+    _add_dataset_args(train)
+    train.add_argument("--method", required=True, help="ids, comma-separated, or 'all'")
+    train.add_argument("--seeds", default="1", help="comma-separated, e.g. 1,2,3 (default 1)")
+    train.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
+    train.add_argument("--epochs", type=int, default=10)
+    train.add_argument("--batch-size", type=int, help="default 32 (few-shot sets: 2)")
+    train.add_argument("--lr", type=float, default=1e-5)
+    train.add_argument("--weight-decay", type=float, default=0.0)
+    train.add_argument("--patience", type=int, default=2, help="early-stopping epochs")
+    train.add_argument("--max-length", type=int, help="default: the dataset's (paper's)")
+    train.add_argument("--limit", type=int, help="keep the first N training examples")
+    train.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    train.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
+    train.add_argument("--force", action="store_true", help="retrain even if stored")
+
+    compare = sub.add_parser("compare", help="paper-style table of stored runs, mean ± std")
+    compare.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
+    compare.add_argument("--dataset", help="only this dataset id")
+    compare.add_argument("--format", choices=("md", "csv", "json"), default="md")
+
+    score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
+    score.add_argument("--run", required=True, help="a run directory")
+    score.add_argument("--text", required=True)
+    score.add_argument("--text-b", help="second text, for pair datasets")
+    score.add_argument("--device", default="cpu")
+    return parser
+
+
+class TqdmProgress:
+    """Turns trainer events into one tqdm bar per run on stderr."""
+
+    def __init__(self):
+        self.bar = None
+
+    def __call__(self, event: dict) -> None:
+        from tqdm import tqdm
+
+        stage = event["stage"]
+        if stage == "run":
+            self.close()
+            state = "stored, loading" if event["cached"] else "training"
+            tqdm.write(f"[{event['index']}/{event['total']}] {event['method']} seed "
+                       f"{event['seed']}: {state} ({event['run_id']})", file=sys.stderr)
+        elif stage == "train":
+            if self.bar is None:
+                self.bar = tqdm(total=event["steps"] * event["epochs"], file=sys.stderr,
+                                unit="step", dynamic_ncols=True, mininterval=1.0)
+            self.bar.set_description(f"epoch {event['epoch']}/{event['epochs']}", refresh=False)
+            if "loss" in event:
+                self.bar.set_postfix(loss=f"{event['loss']:.4f}", refresh=False)
+            self.bar.update(1)
+        elif stage == "eval" and self.bar is not None:
+            self.bar.set_postfix(dev_f1=f"{event['dev_f1']:.4f}", best=f"{event['best_dev_f1']:.4f}")
+        elif stage == "test":
+            self.close()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _cmd_train(args) -> int:
+    from .methods import parse_methods
+    from .runs import run_experiments
+    from .store import RunStore
+    from .training import TrainConfig
+
+    methods = parse_methods(args.method)
+    seeds = _seeds(args.seeds)
+    for name, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size),
+                        ("--max-length", args.max_length), ("--limit", args.limit)):
+        if value is not None and value < 1:
+            raise GleeError(f"{name} must be at least 1, got {value}")
+    dataset = _dataset(args)
+    for warning in dataset.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                         weight_decay=args.weight_decay, patience=args.patience,
+                         max_length=args.max_length, limit=args.limit, device=args.device)
+    progress = TqdmProgress()
+    try:
+        runs = run_experiments(dataset, methods, seeds, args.model, config,
+                               RunStore(args.runs_dir), args.force, progress)
+    finally:
+        progress.close()
+    for run in runs:
+        for note in run.config.get("notes", []):
+            print(f"note: {note}", file=sys.stderr)
+    print(json.dumps([run.summary() for run in runs]))
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from .store import RunStore, aggregate
+    from .tables import comparison_table, to_markdown
+
+    store = RunStore(args.runs_dir)
+    runs = store.runs(args.dataset)
+    for name, problem in store.problems.items():
+        print(f"warning: skipped {name}: {problem}", file=sys.stderr)
+    if not runs:
+        raise GleeError(f"no finished runs in {store.root}"
+                        + (f" for dataset {args.dataset!r}" if args.dataset else "")
+                        + "; train some with python -m glee_core train")
+    table = comparison_table(aggregate(runs))
+    if args.format == "md":
+        print(to_markdown(table))
+    elif args.format == "csv":
+        print(table.assign(best=table["best"].str.join(";")).to_csv(index=False), end="")
+    else:
+        print(table.to_json(orient="records", force_ascii=False))
+    return 0
+
+
+def _cmd_score(args) -> int:
+    from .runs import load_run, score_texts
+
+    run = load_run(args.run)
+    scores = score_texts(run, [args.text], [args.text_b] if args.text_b else None, args.device)
+    print(json.dumps({k: round(float(v), 6) for k, v in scores.iloc[0].items()},
+                     ensure_ascii=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "methods":
+            from .methods import METHODS
+            print("\n".join(METHODS))
+        elif args.command == "datasets":
+            from .datasets import dataset_ids
+            print("\n".join(dataset_ids()))
+        elif args.command == "inspect":
+            print(json.dumps(_dataset(args).info(), indent=1, ensure_ascii=False))
+        elif args.command == "train":
+            return _cmd_train(args)
+        elif args.command == "compare":
+            return _cmd_compare(args)
+        elif args.command == "score":
+            return _cmd_score(args)
+        return 0
+    except GleeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted; finished runs are kept, the unfinished one is discarded",
+              file=sys.stderr)
+        return 130

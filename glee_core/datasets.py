@@ -1,0 +1,656 @@
+"""Long-tailed text classification datasets: one loader, four sources.
+
+``load_dataset(spec)`` understands
+
+* ``demo`` - built from the ``chatterbot-corpus`` package (offline, always available);
+* a paper dataset id (``r52 r8 cmid iflytek ctc msra ecom rte boolq``) read from a data directory
+  in the paper's TSV layout (``r8`` in the ``label<TAB>text`` layout);
+* ``csv:PATH`` - a user's CSV;
+* ``hf:NAME[:CONFIG]`` - a Hugging Face dataset through ``datasets.load_dataset``.
+
+Every source ends as a :class:`LongTailDataset`: three splits (train/dev/test) of
+``text, text_b, label`` rows, a fixed class order, the prompt template and verbalizer, and the
+head/tail threshold. Head and tail classes are defined on the **training split's** class counts.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from .errors import GleeError
+
+SPLITS = ("train", "dev", "test")
+DEFAULT_THRESHOLD = 0.65
+SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
+PAPER_REPO = "https://github.com/GeneZC/Glee"
+DEFAULT_TEMPLATE = "{text} This is about [MASK] ."
+TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
+MAX_CSV_BYTES = 200 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PaperDataset:
+    """The paper's set-up for one of its datasets (``../shared/data/README.md``)."""
+
+    template: str
+    threshold: float
+    max_length: int
+    language: str
+    columns: tuple[str, ...] = ("text", "label")
+    batch_size: int | None = None  # few-shot sets use 2
+    verbalizer_file: str | None = None  # defaults to the dataset id
+    few_shot: bool = False
+
+
+_RTE_TEMPLATE = "{text_a} Question: {text_b}? The answer: [MASK]."
+PAPER_DATASETS: dict[str, PaperDataset] = {
+    "r52": PaperDataset("{text} This is [MASK] news .", 0.55, 256, "en"),
+    # Reuters-8 is a subset of R52's classes: same template and label words.
+    "r8": PaperDataset("{text} This is [MASK] news .", DEFAULT_THRESHOLD, 256, "en",
+                       verbalizer_file="r52"),
+    "cmid": PaperDataset("{text}？这个问题的意图是[MASK]。", 0.65, 64, "zh"),
+    "iflytek": PaperDataset("{text}。这句话描述的物品属于[MASK]。", 0.65, 512, "zh"),
+    "ctc": PaperDataset("{text}。这个标准的类别是[MASK]。", 0.80, 64, "zh"),
+    "msra": PaperDataset("{text}。这句话中的{entity}是[MASK]。", 0.55, 128, "zh",
+                         columns=("text", "entity", "label")),
+    "ecom": PaperDataset("{text}。这个评论中的物品[MASK]好。", DEFAULT_THRESHOLD, 128, "zh",
+                         batch_size=2, few_shot=True),
+    "rte": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
+                        columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),
+    "boolq": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
+                          columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),
+}
+
+
+def dataset_ids() -> list[str]:
+    """The dataset ids the CLI lists: ``demo`` and the paper's datasets."""
+    return ["demo", *PAPER_DATASETS]
+
+
+@dataclass
+class LongTailDataset:
+    """A loaded dataset: splits of ``text, text_b, label`` (label = index into ``classes``)."""
+
+    id: str
+    classes: list[str]
+    splits: dict[str, pd.DataFrame]
+    template: str
+    verbalizer: dict[str, list[str]]
+    threshold: float = DEFAULT_THRESHOLD
+    max_length: int = 128
+    batch_size: int | None = None
+    language: str = "en"
+    warnings: list[str] = field(default_factory=list)
+    dropped_classes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def has_text_b(self) -> bool:
+        return bool(self.splits["train"]["text_b"].astype(bool).any())
+
+    def class_counts(self, split: str = "train") -> pd.Series:
+        """Examples per class in ``split``, sorted head to tail (ties by class order)."""
+        counts = np.bincount(self.splits[split]["label"].to_numpy(), minlength=self.num_classes)
+        series = pd.Series(counts, index=self.classes, name=split)
+        order = sorted(range(self.num_classes), key=lambda i: (-counts[i], i))
+        return series.iloc[order]
+
+    def head_tail(self) -> tuple[list[str], list[str]]:
+        """The paper's head/tail split of the classes, on the training split's counts."""
+        return split_head_tail(self.class_counts("train").to_dict(), self.threshold)
+
+    def fingerprint(self) -> str:
+        """A short hash of the content (rows of every split, classes): names the data in run ids."""
+        digest = hashlib.sha256("\x1f".join(self.classes).encode())
+        for name in SPLITS:
+            frame = self.splits[name][["text", "text_b", "label"]]
+            digest.update(name.encode())
+            digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+        return digest.hexdigest()[:16]
+
+    def info(self) -> dict:
+        """What ``inspect`` prints: sizes, class counts head to tail, head and tail classes."""
+        head, tail = self.head_tail()
+        counts = {s: {k: int(v) for k, v in self.class_counts(s).items()} for s in SPLITS}
+        return {
+            "dataset": self.id,
+            "num_classes": self.num_classes,
+            "sizes": {s: int(len(self.splits[s])) for s in SPLITS},
+            "class_counts": counts["train"],
+            "class_counts_by_split": counts,
+            "head_tail_split": "train",
+            "threshold": self.threshold,
+            "head_classes": head,
+            "tail_classes": tail,
+            "imbalance_ratio": _imbalance_ratio(counts["train"]),
+            "template": self.template,
+            "verbalizer": self.verbalizer,
+            "max_length": self.max_length,
+            "dropped_classes": self.dropped_classes,
+            "warnings": self.warnings,
+            "fingerprint": self.fingerprint(),
+        }
+
+
+def _imbalance_ratio(counts: Mapping[str, int]) -> float | None:
+    values = [v for v in counts.values() if v > 0]
+    return round(max(values) / min(values), 2) if values else None
+
+
+def split_head_tail(counts: Mapping[str, int], threshold: float) -> tuple[list[str], list[str]]:
+    """Split classes into head and tail as the paper does.
+
+    Classes are sorted by frequency; a class is *head* while the cumulative share of examples up
+    to and including it does not exceed ``threshold``, the rest are *tail*. The most frequent class
+    is always head and, with two or more classes, the least frequent always tail.
+    """
+    if not 0.0 < threshold < 1.0:
+        raise GleeError(f"head/tail threshold must be between 0 and 1, got {threshold}")
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1])  # stable: ties keep given order
+    total = sum(c for _, c in ordered) or 1
+    head, tail, cumulative = [], [], 0
+    for name, count in ordered:
+        cumulative += count
+        is_head = not head or (cumulative / total <= threshold + 1e-12)
+        (head if is_head and not tail else tail).append(name)
+    if len(ordered) > 1 and not tail:
+        tail.append(head.pop())
+    return head, tail
+
+
+# --------------------------------------------------------------------------------------------
+# Templates and verbalizers
+
+
+def label_words_from_name(label: str) -> str:
+    """Derive a label word from a class name: split on ``-``, ``_``, ``/`` and spaces."""
+    words = [w for w in re.split(r"[-_/\s]+", str(label)) if w]
+    return " ".join(words) or str(label)
+
+
+def derive_verbalizer(classes: list[str]) -> dict[str, list[str]]:
+    return {c: [label_words_from_name(c)] for c in classes}
+
+
+def parse_verbalizer(raw: Mapping, classes: list[str], source: str) -> dict[str, list[str]]:
+    """Match a ``{label: word(s)}`` mapping to the classes (case-insensitively, as boolq needs)."""
+    by_key = {str(k).strip().lower(): v for k, v in raw.items()}
+    verbalizer, missing = {}, []
+    for name in classes:
+        value = by_key.get(name.strip().lower())
+        if value is None:
+            missing.append(name)
+            continue
+        words = [value] if isinstance(value, str) else list(value)
+        words = [str(w).strip() for w in words if str(w).strip()]
+        if not words:
+            raise GleeError(f"{source}: class {name!r} has no label word")
+        verbalizer[name] = words
+    if missing:
+        raise GleeError(
+            f"{source}: no label word for class(es) {', '.join(map(repr, missing[:10]))}; "
+            "add them to the verbalizer JSON ({\"label\": \"label word\", ...})")
+    return verbalizer
+
+
+def load_verbalizer_file(path: str | os.PathLike, classes: list[str]) -> dict[str, list[str]]:
+    """Read a verbalizer JSON file (label -> word or list of words)."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise GleeError(f"verbalizer file not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GleeError(f"{path}: not a JSON object of label -> label word ({exc})") from None
+    if not isinstance(raw, dict):
+        raise GleeError(f"{path}: expected a JSON object of label -> label word")
+    return parse_verbalizer(raw, classes, str(path))
+
+
+def check_template(template: str) -> str:
+    """A template must hold ``[MASK]`` once and a text slot (``{text}`` or ``{text_a}``)."""
+    if template.count("[MASK]") != 1:
+        raise GleeError(f"template {template!r} must contain [MASK] exactly once")
+    slots = re.findall(r"\{(\w+)\}", template)
+    unknown = [s for s in slots if s not in TEMPLATE_SLOTS]
+    if unknown:
+        raise GleeError(f"template {template!r} has unknown slot(s) {unknown}; "
+                        f"use {{text}}, {{text_a}}, {{text_b}} or {{entity}}")
+    if not any(TEMPLATE_SLOTS[s] == "text" for s in slots):
+        raise GleeError(f"template {template!r} has no text slot: add {{text}}")
+    return template
+
+
+# --------------------------------------------------------------------------------------------
+# Splitting
+
+
+def _frame(texts, labels, texts_b=None) -> pd.DataFrame:
+    texts = [str(t) for t in texts]
+    return pd.DataFrame({
+        "text": texts,
+        "text_b": [str(t) for t in texts_b] if texts_b is not None else [""] * len(texts),
+        "label": list(labels),
+    })
+
+
+def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Hold out ``fraction`` of every class (at least one text where the class has two or more).
+
+    Rows are grouped by text first: copies of one text always land on the same side, so a
+    duplicated text can never be both trained on and tested on."""
+    rng = np.random.default_rng(seed)
+    keep, hold = [], []
+    for _, group in frame.groupby("label", sort=True):
+        texts = group.groupby(["text", "text_b"], sort=True).indices
+        keys = list(texts)
+        order = rng.permutation(len(keys))
+        n_hold = int(round(fraction * len(keys)))
+        n_hold = min(max(n_hold, 1 if len(keys) >= 2 else 0), len(keys) - 1)
+        for rank, k in enumerate(order):
+            (hold if rank < n_hold else keep).extend(group.index[texts[keys[k]]])
+    return frame.loc[sorted(keep)].reset_index(drop=True), frame.loc[sorted(hold)].reset_index(drop=True)
+
+
+def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
+                    seed: int = SPLIT_SEED) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+    """Stratified train/dev/test split (by distinct text). Classes with fewer than 3 distinct texts
+    cannot appear in every split: they are left out and returned, so the caller reports them."""
+    sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
+    too_small = {str(k): int(v) for k, v in sizes.items() if v < 3}
+    frame = frame[~frame["label"].isin(list(too_small))].reset_index(drop=True)
+    rest, test_part = stratified_holdout(frame, test, seed)
+    train, dev_part = stratified_holdout(rest, dev / (1 - test), seed + 1)
+    return {"train": train, "dev": dev_part, "test": test_part}, too_small
+
+
+def _index_labels(splits: dict[str, pd.DataFrame], classes: list[str]) -> dict[str, pd.DataFrame]:
+    index = {c: i for i, c in enumerate(classes)}
+    out = {}
+    for name, frame in splits.items():
+        frame = frame.copy()
+        frame["label"] = frame["label"].map(index).astype(np.int64)
+        out[name] = frame.reset_index(drop=True)
+    return out
+
+
+def _classes_head_to_tail(frame: pd.DataFrame) -> list[str]:
+    counts = frame["label"].value_counts()
+    return sorted(counts.index.astype(str), key=lambda c: (-counts[c], c))
+
+
+def _from_labelled_frames(dataset_id: str, splits: dict[str, pd.DataFrame], *, template: str,
+                          verbalizer: Mapping | None, threshold: float, max_length: int,
+                          warnings: list[str], dropped: dict[str, int] | None = None,
+                          language: str = "en", batch_size: int | None = None,
+                          classes: list[str] | None = None) -> LongTailDataset:
+    """Common end of every loader: fix the class order, index labels, attach prompt set-up."""
+    classes = classes or _classes_head_to_tail(splits["train"])
+    if len(classes) < 2:
+        raise GleeError(f"{dataset_id}: only one class ({classes[0] if classes else 'none'}) - "
+                        "a classifier needs at least two")
+    for name in ("dev", "test"):
+        unseen = sorted(set(splits[name]["label"]) - set(classes))
+        if unseen:
+            warnings.append(f"{name}: {len(unseen)} class(es) absent from train were dropped: "
+                            f"{unseen[:5]}")
+            splits[name] = splits[name][splits[name]["label"].isin(classes)]
+    verbalizer = (parse_verbalizer(verbalizer, classes, f"{dataset_id} verbalizer")
+                  if verbalizer else derive_verbalizer(classes))
+    return LongTailDataset(
+        id=dataset_id, classes=classes, splits=_index_labels(splits, classes),
+        template=check_template(template), verbalizer=verbalizer, threshold=threshold,
+        max_length=max_length, batch_size=batch_size, language=language, warnings=warnings,
+        dropped_classes=dropped or {})
+
+
+# --------------------------------------------------------------------------------------------
+# Sources
+
+
+def load_demo(threshold: float | None = None) -> LongTailDataset:
+    """The embedded demo: first utterance of each chatterbot-corpus conversation -> its category.
+
+    21 English categories from ``tech support`` (1050 conversations) down to single digits; a
+    deterministic stratified 70/10/20 split by distinct text (many conversations share their first
+    utterance, and a text never sits in two splits). Categories with fewer than 3 distinct texts are
+    reported in ``dropped_classes`` (they cannot appear in every split)."""
+    import yaml
+    try:
+        import chatterbot_corpus
+    except ImportError:
+        raise GleeError("the demo dataset needs the 'chatterbot-corpus' package: "
+                        "pip install --no-deps chatterbot-corpus") from None
+    folder = Path(chatterbot_corpus.__file__).parent / "data" / "english"
+    texts, labels = [], []
+    for path in sorted(folder.glob("*.yml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        label = str((doc.get("categories") or [path.stem])[0]).strip().lower()
+        for conversation in doc.get("conversations") or []:
+            if conversation and isinstance(conversation[0], str) and conversation[0].strip():
+                texts.append(conversation[0].strip())
+                labels.append(label)
+    splits, dropped = three_way_split(_frame(texts, labels))
+    warnings = [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
+                for c, n in dropped.items()]
+    return _from_labelled_frames(
+        "demo", splits, template=DEFAULT_TEMPLATE, verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD, max_length=64, warnings=warnings,
+        dropped=dropped)
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
+    value = data_dir or os.environ.get("GLEE_DATA_DIR")
+    if not value:
+        raise GleeError("no data directory for the paper's datasets: pass --data-dir DIR "
+                        "or set GLEE_DATA_DIR (one folder per dataset id, the paper's TSV layout)")
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise GleeError(f"data directory not found: {path}")
+    return path
+
+
+def _read_tsv(path: Path, columns: tuple[str, ...], warnings: list[str]) -> pd.DataFrame:
+    """Read one of the paper's TSV files; malformed rows are counted and skipped, never fatal."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if not rows:
+        raise GleeError(f"{path}: empty file; expected a header row {list(columns)}")
+    header = [h.strip() for h in rows[0]]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise GleeError(f"{path}: missing column(s) {missing}; header is {header}")
+    pos = [header.index(c) for c in columns]
+    good, ragged, empty = [], 0, 0
+    for row in rows[1:]:
+        if len(row) != len(header):
+            ragged += 1
+            continue
+        values = [row[i].strip() for i in pos]
+        if not all(values):
+            empty += 1
+            continue
+        good.append(values)
+    if ragged or empty:
+        warnings.append(f"{path.name}: skipped {ragged} malformed row(s) and {empty} row(s) "
+                        "with an empty text or label")
+    frame = pd.DataFrame(good, columns=list(columns))
+    text_b = frame[columns[1]] if len(columns) == 3 else None
+    return _frame(frame[columns[0]], frame["label"], text_b)
+
+
+def _read_r8(path: Path, warnings: list[str]) -> pd.DataFrame:
+    texts, labels, bad = [], [], 0
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            label, sep, text = line.rstrip("\n").partition("\t")
+            if not sep or not label.strip() or not text.strip():
+                bad += 1
+                continue
+            labels.append(label.strip())
+            texts.append(text.strip())
+    if bad:
+        warnings.append(f"{path.name}: skipped {bad} malformed line(s)")
+    return _frame(texts, labels)
+
+
+def _missing_split(dataset_id: str, path: Path) -> GleeError:
+    return GleeError(
+        f"{dataset_id}: {path} not found. The paper's datasets come from its repository "
+        f"({PAPER_REPO}); put {path.name} in {path.parent}/")
+
+
+def load_paper_dataset(dataset_id: str, data_dir: str | os.PathLike | None = None,
+                       threshold: float | None = None) -> LongTailDataset:
+    """Read a paper dataset from ``<data_dir>/<id>/{train,dev,test}.tsv`` (r8: ``train/test.txt``).
+
+    A missing dev split is made from 10% of train (stratified, fixed seed) as the paper does."""
+    spec = PAPER_DATASETS[dataset_id]
+    root = resolve_data_dir(data_dir)
+    folder = root / dataset_id
+    warnings: list[str] = []
+    splits: dict[str, pd.DataFrame] = {}
+    if dataset_id == "r8":
+        for name in ("train", "test"):
+            path = folder / f"{name}.txt"
+            if not path.is_file():
+                raise _missing_split(dataset_id, path)
+            splits[name] = _read_r8(path, warnings)
+    else:
+        for name in SPLITS:
+            path = folder / f"{name}.tsv"
+            if path.is_file():
+                splits[name] = _read_tsv(path, spec.columns, warnings)
+            elif name != "dev":
+                raise _missing_split(dataset_id, path)
+    if "dev" not in splits:
+        splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
+        warnings.append("no dev split: 10% of train (stratified, seed 42) is used as dev")
+
+    classes = None
+    label_file = folder / "label2idx.json"
+    if label_file.is_file():
+        label2idx = json.loads(label_file.read_text(encoding="utf-8"))
+        classes = [k for k, _ in sorted(label2idx.items(), key=lambda kv: kv[1])]
+        canonical = {c.strip().lower(): c for c in classes}
+        for name, frame in splits.items():
+            mapped = frame["label"].str.lower().map(canonical)
+            unknown = int(mapped.isna().sum())
+            if unknown:
+                warnings.append(f"{name}: skipped {unknown} row(s) whose label is not in "
+                                "label2idx.json")
+            splits[name] = frame.assign(label=mapped)[mapped.notna()]
+    verbalizer_path = root / "verbalizers" / f"{spec.verbalizer_file or dataset_id}.verbalizer"
+    verbalizer = None
+    if verbalizer_path.is_file():
+        verbalizer = json.loads(verbalizer_path.read_text(encoding="utf-8"))
+    else:
+        warnings.append(f"{verbalizer_path} not found: label words derived from class names")
+    return _from_labelled_frames(
+        dataset_id, splits, template=spec.template, verbalizer=verbalizer,
+        threshold=threshold or spec.threshold, max_length=spec.max_length, warnings=warnings,
+        language=spec.language, batch_size=spec.batch_size, classes=classes)
+
+
+TEXT_COLUMN_NAMES = ("text", "sentence", "content", "review", "document", "utterance", "query",
+                     "question", "text_a", "sentence1")
+LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
+
+
+def _pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], what: str,
+                 source: str) -> str:
+    if given:
+        if given not in columns:
+            raise GleeError(f"{source}: no {what} column named {given!r}; columns are {columns}")
+        return given
+    lowered = {c.lower().strip(): c for c in columns}
+    for name in candidates:
+        if name in lowered:
+            return lowered[name]
+    raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
+                    f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
+
+
+def _decode(raw: bytes, source: str, warnings: list[str]) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16")
+    if b"\x00" in raw[:4096]:
+        raise GleeError(f"{source}: this is not a text file (binary content); "
+                        "save it as CSV (UTF-8)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        warnings.append(f"{source}: not UTF-8, read as latin-1 - check accented characters")
+        return raw.decode("latin-1")
+
+
+def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
+                      label_column: str | None = None, text_b_column: str | None = None
+                      ) -> tuple[pd.DataFrame, list[str]]:
+    """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one).
+
+    The delimiter (comma, semicolon, tab, pipe) and the encoding (UTF-8 with or without BOM,
+    UTF-16, latin-1) are detected. Rows with an empty text or label are dropped and reported."""
+    path = Path(path).expanduser()
+    source = str(path)
+    if not path.is_file():
+        raise GleeError(f"CSV file not found: {path}")
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise GleeError(f"{source}: larger than the {MAX_CSV_BYTES // 2**20} MiB limit")
+    warnings: list[str] = []
+    text = _decode(path.read_bytes(), source, warnings)
+    if not text.strip():
+        raise GleeError(f"{source}: the file is empty; expected a header row and labelled rows")
+    try:
+        delimiter = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
+    except csv.Error:
+        delimiter = ","
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise GleeError(f"{source}: not a readable CSV ({str(exc).strip()}); "
+                        "check quoting and that every row has the same number of fields") from None
+    columns = [str(c) for c in frame.columns]
+    if frame.empty:
+        raise GleeError(f"{source}: header only, no rows (columns: {columns})")
+    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
+    label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
+    if text_b_column and text_b_column not in columns:
+        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
+                        f"columns are {columns}")
+    out = _frame(frame[text_col].str.strip(), frame[label_col].str.strip(),
+                 frame[text_b_column].str.strip() if text_b_column else None)
+    if "split" in (c.lower() for c in columns):
+        split_col = next(c for c in columns if c.lower() == "split")
+        out["split"] = frame[split_col].str.strip().str.lower().replace({"validation": "dev"})
+    empty = (out["text"] == "") | (out["label"] == "")
+    if empty.any():
+        warnings.append(f"{source}: dropped {int(empty.sum())} row(s) with an empty text or label")
+        out = out[~empty].reset_index(drop=True)
+    if out.empty:
+        raise GleeError(f"{source}: no row has both a text and a label")
+    duplicates = int(out.duplicated(subset=["text", "text_b", "label"]).sum())
+    if duplicates:
+        warnings.append(f"{source}: {duplicates} duplicate row(s) kept")
+    return out, warnings
+
+
+def load_csv_dataset(path: str, text_column: str | None = None, label_column: str | None = None,
+                     text_b_column: str | None = None, threshold: float | None = None,
+                     template: str | None = None, max_length: int = 128) -> LongTailDataset:
+    """``csv:PATH``: a CSV with a text and a label column; a ``split`` column (train/dev/test) is
+    used when present, otherwise a stratified 70/10/20 split is made."""
+    frame, warnings = read_labelled_csv(path, text_column, label_column, text_b_column)
+    dropped: dict[str, int] = {}
+    if "split" in frame and set(frame["split"]) <= set(SPLITS) and "train" in set(frame["split"]):
+        splits = {s: frame[frame["split"] == s].drop(columns="split").reset_index(drop=True)
+                  for s in SPLITS}
+        if splits["dev"].empty:
+            splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
+        if splits["test"].empty:
+            raise GleeError(f"{path}: the split column has no 'test' rows")
+    else:
+        frame = frame.drop(columns="split", errors="ignore")
+        if frame["label"].nunique() < 2:
+            raise GleeError(f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
+                            "a classifier needs at least two")
+        splits, dropped = three_way_split(frame)
+        warnings += [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
+                     for c, n in dropped.items()]
+    return _from_labelled_frames(
+        f"csv:{path}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings,
+        dropped=dropped)
+
+
+def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str | None = None,
+                    text_b_column: str | None = None, threshold: float | None = None,
+                    template: str | None = None, max_length: int = 128) -> LongTailDataset:
+    """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder)."""
+    try:
+        import datasets as hf_datasets
+    except ImportError:
+        raise GleeError("hf: datasets need the 'datasets' package: pip install datasets") from None
+    name, _, config = spec.partition(":")
+    try:
+        loaded = hf_datasets.load_dataset(name, config or None)
+    except Exception as exc:  # the hub raises many types; all mean "cannot load this"
+        raise GleeError(f"cannot load Hugging Face dataset {spec!r}: {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''} (is the hub reachable? "
+                        "offline, use a local folder or csv:PATH)") from None
+    frames, names = {}, None
+    for split_name, part in loaded.items():
+        key = {"validation": "dev", "valid": "dev"}.get(split_name, split_name)
+        if key not in SPLITS:
+            continue
+        feature = part.features.get(label_column or "label")
+        if names is None and getattr(feature, "names", None):
+            names = list(feature.names)
+        frames[key] = part.to_pandas()
+    if "train" not in frames:
+        raise GleeError(f"{spec}: has no 'train' split (splits: {list(loaded)})")
+    columns = [str(c) for c in frames["train"].columns]
+    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", spec)
+    label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", spec)
+    splits = {}
+    for key, frame in frames.items():
+        labels = frame[label_col]
+        if names is not None:
+            labels = labels.map(lambda i: names[int(i)] if int(i) >= 0 else "")
+        splits[key] = _frame(frame[text_col], labels.astype(str),
+                             frame[text_b_column] if text_b_column else None)
+        splits[key] = splits[key][(splits[key]["text"].str.strip() != "")
+                                  & (splits[key]["label"] != "")]
+    warnings: list[str] = []
+    if "test" not in splits:
+        splits["train"], splits["test"] = stratified_holdout(splits["train"], 0.2)
+        warnings.append("no test split: 20% of train (stratified, seed 42) is used as test")
+    if "dev" not in splits:
+        splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
+        warnings.append("no dev split: 10% of train (stratified, seed 42) is used as dev")
+    return _from_labelled_frames(
+        f"hf:{spec}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings)
+
+
+def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
+                 threshold: float | None = None, template: str | None = None,
+                 verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
+                 label_column: str | None = None, text_b_column: str | None = None
+                 ) -> LongTailDataset:
+    """Load any dataset by spec (``demo``, a paper id, ``csv:PATH``, ``hf:NAME[:CONFIG]``).
+
+    ``template`` and ``verbalizer`` (a JSON file) override the dataset's own."""
+    column_args = dict(text_column=text_column, label_column=label_column,
+                       text_b_column=text_b_column)
+    if spec == "demo":
+        dataset = load_demo(threshold)
+    elif spec in PAPER_DATASETS:
+        dataset = load_paper_dataset(spec, data_dir, threshold)
+    elif spec.startswith("csv:"):
+        dataset = load_csv_dataset(spec[4:], threshold=threshold, **column_args)
+    elif spec.startswith("hf:"):
+        dataset = load_hf_dataset(spec[3:], threshold=threshold, **column_args)
+    else:
+        raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
+                        "csv:PATH or hf:NAME[:CONFIG]")
+    if template:
+        dataset.template = check_template(template)
+    if verbalizer:
+        dataset.verbalizer = load_verbalizer_file(verbalizer, dataset.classes)
+    return dataset

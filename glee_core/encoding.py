@@ -1,0 +1,167 @@
+"""Examples -> token ids, and batches of them.
+
+Two input formats: ``plain`` (the text, or the text pair, as the tokenizer encodes it; the head
+reads position 0, ``[CLS]``) and ``prompt`` (the dataset's template with the text filled in; the
+head reads the ``[MASK]`` position). Prompt inputs are truncated inside the text slots only, so the
+template and its ``[MASK]`` always survive ``max_length``.
+
+Batches are padded to their own longest sequence (dynamic padding) and, for training, drawn from
+groups of similar length, so little compute goes to padding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .datasets import TEMPLATE_SLOTS
+
+
+@dataclass
+class EncodedSplit:
+    """Token ids of one split, unpadded; ``positions`` is where the head reads."""
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]] | None
+    positions: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self))
+
+    def subset(self, index) -> "EncodedSplit":
+        index = list(index)
+        return EncodedSplit([self.input_ids[i] for i in index],
+                            None if self.token_type_ids is None
+                            else [self.token_type_ids[i] for i in index],
+                            self.positions[index], self.labels[index])
+
+
+def encode_plain(frame: pd.DataFrame, tokenizer, max_length: int) -> EncodedSplit:
+    texts = frame["text"].tolist()
+    pairs = frame["text_b"].tolist() if frame["text_b"].astype(bool).any() else None
+    enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
+    return EncodedSplit(enc["input_ids"], enc.get("token_type_ids"),
+                        np.zeros(len(texts), dtype=np.int64), frame["label"].to_numpy())
+
+
+def _template_pieces(template: str) -> list[tuple[str, str]]:
+    """``"{text} This is [MASK] ."`` -> [("slot","text"), ("literal"," This is"), ("mask",""), ...]
+
+    Whitespace before ``[MASK]`` is dropped (mask tokens absorb it); a slot that follows a space
+    gets the space back as a prefix, which byte-level BPE tokenizers need."""
+    pieces: list[tuple[str, str]] = []
+    for part in re.split(r"(\{\w+\}|\[MASK\])", template):
+        if not part:
+            continue
+        if part == "[MASK]":
+            if pieces and pieces[-1][0] == "literal":
+                pieces[-1] = ("literal", pieces[-1][1].rstrip())
+            pieces.append(("mask", ""))
+        elif part.startswith("{") and part[1:-1] in TEMPLATE_SLOTS:
+            pieces.append(("slot", TEMPLATE_SLOTS[part[1:-1]]))
+        else:
+            pieces.append(("literal", part))
+    return [p for p in pieces if p != ("literal", "")]
+
+
+def _truncate_longest_first(lengths: list[int], budget: int) -> list[int]:
+    lengths = list(lengths)
+    while sum(lengths) > budget and max(lengths) > 0:
+        lengths[int(np.argmax(lengths))] -= 1
+    return lengths
+
+
+def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int) -> EncodedSplit:
+    pieces = _template_pieces(template)
+    mask_id = tokenizer.mask_token_id
+    # The special tokens around a single sequence, read off the tokenizer itself: [CLS] .. [SEP]
+    probe = tokenizer(tokenizer.mask_token)["input_ids"]
+    lead, trail = probe[:probe.index(mask_id)], probe[probe.index(mask_id) + 1:]
+    n_lead, n_special = len(lead), len(lead) + len(trail)
+    literal_ids, slot_ids = {}, {}
+    for i, (kind, value) in enumerate(pieces):
+        if kind == "literal":
+            literal_ids[i] = tokenizer(value, add_special_tokens=False)["input_ids"]
+        elif kind == "slot":
+            after_space = i > 0 and pieces[i - 1][0] == "literal" and pieces[i - 1][1][-1:].isspace()
+            values = frame[value].tolist()
+            if after_space:
+                values = [" " + v for v in values]
+            slot_ids[i] = tokenizer(values, add_special_tokens=False)["input_ids"]
+    fixed = sum(len(v) for v in literal_ids.values()) + 1 + n_special
+    budget = max(max_length - fixed, 1)
+    input_ids, positions = [], np.zeros(len(frame), dtype=np.int64)
+    slots = list(slot_ids)
+    for row in range(len(frame)):
+        keep = _truncate_longest_first([len(slot_ids[s][row]) for s in slots], budget)
+        body: list[int] = []
+        for i, (kind, _) in enumerate(pieces):
+            if kind == "literal":
+                body.extend(literal_ids[i])
+            elif kind == "mask":
+                positions[row] = n_lead + len(body)
+                body.append(mask_id)
+            else:
+                body.extend(slot_ids[i][row][:keep[slots.index(i)]])
+        input_ids.append(lead + body + trail)
+    return EncodedSplit(input_ids, None, positions, frame["label"].to_numpy())
+
+
+def encode(frame: pd.DataFrame, tokenizer, input_format: str, template: str,
+           max_length: int) -> EncodedSplit:
+    if input_format == "prompt":
+        return encode_prompt(frame, tokenizer, template, max_length)
+    return encode_plain(frame, tokenizer, max_length)
+
+
+def collate(split: EncodedSplit, index, pad_id: int, pad_to: int | None = None
+            ) -> dict[str, torch.Tensor]:
+    """Pad the examples at ``index`` to their longest length (or ``pad_to``)."""
+    index = list(index)
+    seqs = [split.input_ids[i] for i in index]
+    width = pad_to or max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    types = None if split.token_type_ids is None else torch.zeros((len(seqs), width),
+                                                                  dtype=torch.long)
+    for row, i in enumerate(index):
+        n = len(seqs[row])
+        ids[row, :n] = torch.tensor(seqs[row])
+        mask[row, :n] = 1
+        if types is not None:
+            types[row, :n] = torch.tensor(split.token_type_ids[i])
+    batch = {"input_ids": ids, "attention_mask": mask,
+             "positions": torch.as_tensor(split.positions[index]),
+             "labels": torch.as_tensor(split.labels[index])}
+    if types is not None:
+        batch["token_type_ids"] = types
+    return batch
+
+
+def length_grouped_batches(lengths: np.ndarray, batch_size: int, generator: np.random.Generator,
+                           group_batches: int = 50) -> list[np.ndarray]:
+    """Shuffle, cut into mega-batches of ``group_batches`` batches, sort each by length, split into
+    batches, and shuffle the batch order: every example once per epoch, little padding."""
+    order = generator.permutation(len(lengths))
+    mega = batch_size * group_batches
+    batches = []
+    for start in range(0, len(order), mega):
+        chunk = order[start:start + mega]
+        chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[i] for i in generator.permutation(len(batches))]
+
+
+def eval_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Batches of similar length for evaluation (results are put back in order by the caller)."""
+    order = np.argsort(-lengths, kind="stable")
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

@@ -1,0 +1,276 @@
+"""The twelve methods of Glee (Zhang et al., EMNLP 2022, "Making Pretrained Language Models Good
+Long-tailed Learners"), Tables 2 and 3, as compositions of a few parts.
+
+Every method is a backbone encoder, a position to read (``[CLS]`` or ``[MASK]``), a classifier
+head, a loss and an optional evaluation-time calibration:
+
+* CLS-tuning heads: ``Linear(h,h) -> act -> Dropout(0.1) [-> LayerNorm] -> Linear(h,C)``, with the
+  activation Tanh (the usual BERT pooler) or ReLU, and the LayerNorm absent, fresh, or copied from
+  the MLM head's transform ("pt. LN").
+* The prompt head *is* the pretrained MLM head: its transform (dense + act + LayerNorm) and, as the
+  predictor, the decoder rows of the verbalizer's label words. A label of several tokens scores the
+  average of their logits, which equals one row: the average of their decoder rows.
+
+``METHODS`` is the one registry the CLI, the app and the report list methods from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .backbone import Backbone
+from .errors import GleeError
+
+FOCAL_GAMMA = 1.0  # the paper's gamma
+ETA = 1.1  # eta-norm: eval logits divided by ||w_c|| ** ETA
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One row of the paper's tables."""
+
+    id: str
+    paper_row: str
+    input_format: str  # "plain": text as is, read [CLS]; "prompt": template, read [MASK]
+    predictor: str  # "cls": fresh MLP head; "mlm": the pretrained MLM head + verbalizer
+    activation: str | None = None  # cls heads: "tanh" or "relu"
+    norm: str | None = None  # cls heads: None, "fresh" or "pretrained" (the MLM head's LayerNorm)
+    loss: str = "ce"  # "ce" or "focal"
+    eta_norm: bool = False
+    decoupled_embedding: bool = False  # prompt-ed: untied copy of the embeddings as decoder
+    group: str = "CLS-tuning"
+
+    @property
+    def uses_mlm_head(self) -> bool:
+        """Does the method start from weights of the MLM head (so a pretrained head matters)?"""
+        return self.predictor == "mlm" or self.norm == "pretrained"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _cls(id, row, act, **kw):
+    return MethodSpec(id, row, kw.pop("input_format", "plain"), "cls", activation=act, **kw)
+
+
+def _prompt(id, row, **kw):
+    return MethodSpec(id, row, "prompt", "mlm", group="Prompt-tuning", **kw)
+
+
+METHODS: dict[str, MethodSpec] = {m.id: m for m in (
+    _cls("cls-tanh", "CLS-tuning ∘ T", "tanh"),
+    _cls("cls-tanh-eta-norm", "CLS-tuning ∘ T w/ η-norm", "tanh", eta_norm=True),
+    _cls("cls-tanh-focal", "CLS-tuning ∘ T w/ focal loss", "tanh", loss="focal"),
+    _cls("cls-relu", "CLS-tuning ∘ R", "relu"),
+    _cls("cls-relu-eta-norm", "CLS-tuning ∘ R w/ η-norm", "relu", eta_norm=True),
+    _cls("cls-relu-focal", "CLS-tuning ∘ R w/ focal loss", "relu", loss="focal"),
+    _cls("cls-relu-prompt", "CLS-tuning ∘ R w/ prompt", "relu", input_format="prompt"),
+    _cls("cls-relu-ln", "CLS-tuning ∘ R w/ LN", "relu", norm="fresh"),
+    _cls("cls-relu-pt-ln", "CLS-tuning ∘ R w/ pt. LN", "relu", norm="pretrained"),
+    _prompt("prompt", "Prompt-tuning"),
+    _prompt("prompt-focal", "Prompt-tuning w/ focal loss", loss="focal"),
+    _prompt("prompt-ed", "Prompt-tuning w/ ed.", decoupled_embedding=True),
+)}
+
+
+def get_method(method_id: str) -> MethodSpec:
+    try:
+        return METHODS[method_id]
+    except KeyError:
+        raise GleeError(f"unknown method {method_id!r}; choose from {', '.join(METHODS)} "
+                        "(python -m glee_core methods)") from None
+
+
+def parse_methods(value: str) -> list[MethodSpec]:
+    """``"prompt,cls-relu-pt-ln"`` or ``"all"`` -> specs."""
+    if value.strip() == "all":
+        return list(METHODS.values())
+    ids = [v.strip() for v in value.split(",") if v.strip()]
+    if not ids:
+        raise GleeError("no method given; e.g. --method prompt,cls-relu-pt-ln (or all)")
+    return [get_method(i) for i in ids]
+
+
+# --------------------------------------------------------------------------------------------
+# Losses and calibration
+
+
+def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = FOCAL_GAMMA
+               ) -> torch.Tensor:
+    """Mean of ``-(1 - p_t) ** gamma * log p_t`` (Lin et al., 2017)."""
+    log_p = F.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).squeeze(1)
+    return (-(1.0 - log_p.exp()) ** gamma * log_p).mean()
+
+
+def classification_loss(spec: MethodSpec, logits: torch.Tensor, labels: torch.Tensor
+                        ) -> torch.Tensor:
+    if spec.loss == "focal":
+        return focal_loss(logits, labels)
+    return F.cross_entropy(logits.float(), labels)
+
+
+def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA
+                  ) -> torch.Tensor:
+    """eta-norm calibration: logits of class c divided by ``||w_c|| ** eta``."""
+    return logits / class_weight_norms.to(logits.dtype).clamp_min(1e-12) ** eta
+
+
+# --------------------------------------------------------------------------------------------
+# Heads. Both return (logits, features): features are the classifier's input, what the paper's
+# Figure 4 histograms.
+
+
+class ClsHead(nn.Module):
+    """``Linear(h,h) -> act -> Dropout -> [LayerNorm] -> Linear(h,C)`` on one hidden state."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, num_classes: int):
+        super().__init__()
+        h = backbone.hidden_size
+        self.dense = nn.Linear(h, h)
+        self.activation = nn.Tanh() if spec.activation == "tanh" else nn.ReLU()
+        self.dropout = nn.Dropout(0.1)
+        if spec.norm is None:
+            self.norm = nn.Identity()
+        else:
+            source = backbone.mlm_layer_norm
+            self.norm = nn.LayerNorm(h, eps=source.eps)
+            if spec.norm == "pretrained":  # w/ pt. LN: start from the MLM head's LayerNorm
+                self.norm.load_state_dict(source.state_dict())
+        self.predictor = nn.Linear(h, num_classes)
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.norm(self.dropout(self.activation(self.dense(hidden))))
+        return self.predictor(features), features
+
+    def class_weights(self) -> torch.Tensor:
+        return self.predictor.weight
+
+
+class PromptHead(nn.Module):
+    """The pretrained MLM head, scoring only the verbalizer's label-word tokens.
+
+    ``label_token_ids`` holds every token of every label word (T of them); ``averaging`` (C x T)
+    averages a class's tokens. Rather than the full vocabulary (V columns) it gathers the T decoder
+    rows and builds one weight row per class, so the step costs O(C h) instead of O(V h)."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, class_token_ids: list[list[int]]):
+        super().__init__()
+        self.dense = backbone.mlm_dense  # shared modules: trained with, and saved in, the backbone
+        self.layer_norm = backbone.mlm_layer_norm
+        self._activation = backbone.mlm_activation
+        self.decoder = backbone.mlm_decoder
+        flat = [t for ids in class_token_ids for t in ids]
+        averaging = torch.zeros(len(class_token_ids), len(flat))
+        col = 0
+        for c, ids in enumerate(class_token_ids):
+            averaging[c, col:col + len(ids)] = 1.0 / len(ids)
+            col += len(ids)
+        self.register_buffer("label_token_ids", torch.tensor(flat, dtype=torch.long))
+        self.register_buffer("averaging", averaging)
+        self.decoupled = spec.decoupled_embedding
+        if self.decoupled:  # w/ ed.: an untied, separately trained copy of the input embeddings
+            # Only label-word rows ever reach the loss, so copying those rows is the same model
+            # as copying the whole matrix.
+            rows = backbone.word_embeddings.weight.detach()[self.label_token_ids].clone()
+            self.decoupled_rows = nn.Parameter(rows)
+
+    def token_rows(self) -> torch.Tensor:
+        if self.decoupled:
+            return self.decoupled_rows
+        return self.decoder.weight[self.label_token_ids]
+
+    def token_bias(self) -> torch.Tensor:
+        if self.decoder.bias is None:
+            return torch.zeros(len(self.label_token_ids), device=self.averaging.device)
+        return self.decoder.bias[self.label_token_ids]
+
+    def transform(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.layer_norm(self._activation(self.dense(hidden)))
+
+    def class_weights(self) -> torch.Tensor:
+        return self.averaging @ self.token_rows()
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.transform(hidden)
+        weight = self.class_weights().to(features.dtype)
+        bias = (self.averaging @ self.token_bias()).to(features.dtype)
+        return features @ weight.T + bias, features
+
+    def full_vocabulary_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The straightforward path (the released code's): all V logits, then keep label words."""
+        features = self.transform(hidden)
+        if self.decoupled:
+            return features @ self.class_weights().T + self.averaging @ self.token_bias()
+        vocab_logits = self.decoder(features)
+        return vocab_logits[:, self.label_token_ids] @ self.averaging.T
+
+
+class GleeModel(nn.Module):
+    """Backbone encoder + the method's head, reading one position of the sequence."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, num_classes: int,
+                 class_token_ids: list[list[int]] | None = None):
+        super().__init__()
+        self.spec = spec
+        self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
+        self.pass_token_type_ids = backbone.uses_token_type_ids
+        if spec.predictor == "mlm":
+            if class_token_ids is None:
+                raise ValueError("prompt methods need the label words' token ids")
+            self.head = PromptHead(spec, backbone, class_token_ids)
+        else:
+            self.head = ClsHead(spec, backbone, num_classes)
+
+    def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
+        kwargs = {}
+        if token_type_ids is not None and self.pass_token_type_ids:
+            kwargs["token_type_ids"] = token_type_ids
+        hidden = self.mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                                     **kwargs).last_hidden_state
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), positions]
+
+    def forward(self, input_ids, attention_mask, positions, token_type_ids=None,
+                calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(logits, features)``; ``calibrate`` applies eta-norm for methods that use it
+        (the trainer sets it at evaluation only)."""
+        logits, features = self.head(self.hidden_at(input_ids, attention_mask, positions,
+                                                     token_type_ids))
+        if calibrate and self.spec.eta_norm:
+            logits = eta_normalise(logits, self.class_weight_norms())
+        return logits, features
+
+    def class_weight_norms(self) -> torch.Tensor:
+        """Per-class L2 norm of the predictor's rows (prompt: the averaged label-word rows)."""
+        return self.head.class_weights().float().norm(dim=-1)
+
+
+def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
+                         ) -> list[list[int]]:
+    """Token ids of each class's label words; an out-of-vocabulary word is an error naming it."""
+    unk = tokenizer.unk_token_id
+    out, problems = [], []
+    for name in classes:
+        ids: list[int] = []
+        for word in verbalizer[name]:
+            word_ids = tokenizer(word, add_special_tokens=False)["input_ids"]
+            if not word_ids or (unk is not None and unk in word_ids):
+                problems.append(f"{name!r} -> {word!r}")
+            ids.extend(word_ids)
+        out.append(ids)
+    if problems:
+        raise GleeError(f"label word(s) not in the model's vocabulary: {', '.join(problems[:10])}"
+                        " - give other words with --verbalizer FILE.json")
+    return out
+
+
+def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],
+                verbalizer: dict[str, list[str]]) -> GleeModel:
+    """Compose the method on ``backbone`` (whose weights it then owns and trains)."""
+    token_ids = None
+    if spec.predictor == "mlm":
+        token_ids = label_word_token_ids(backbone.tokenizer, verbalizer, classes)
+    return GleeModel(spec, backbone, len(classes), token_ids)

@@ -1,0 +1,190 @@
+"""Run experiments through the store: train what is missing, load what is finished.
+
+``run_experiments`` is what the CLI's ``train``, the app's Train page and the benchmarks call:
+for each method and seed it derives the run id from the configuration, takes the run's lock, and
+either loads the finished run or trains and stores it. ``score_texts`` re-loads a stored run's
+weights to score new text.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import __version__
+from .backbone import Backbone, describe_source, load_backbone, model_fingerprint
+from .datasets import LongTailDataset
+from .encoding import encode
+from .errors import GleeError
+from .methods import MethodSpec, build_model, get_method
+from .store import Run, RunStore, make_run_id, write_json
+from .training import RunResult, TrainConfig, predict, resolve_device, train_and_evaluate
+
+_BACKBONES: dict[str, Backbone] = {}
+
+
+def get_backbone(name: str) -> Backbone:
+    """Load a backbone once per process (runs train deep copies of it)."""
+    if name not in _BACKBONES:
+        _BACKBONES[name] = load_backbone(name)
+    return _BACKBONES[name]
+
+
+def resolve_config(dataset: LongTailDataset, config: TrainConfig) -> TrainConfig:
+    """Fill dataset-dependent defaults: max length and batch size (few-shot sets use 2)."""
+    return replace(config, max_length=config.max_length or dataset.max_length,
+                   batch_size=config.batch_size or dataset.batch_size or 32)
+
+
+def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
+                 config: TrainConfig) -> dict:
+    """What makes two runs the same run (and so the run id)."""
+    return {
+        "dataset": dataset.id, "dataset_fingerprint": dataset.fingerprint(),
+        "template": dataset.template, "verbalizer": dataset.verbalizer,
+        "threshold": dataset.threshold,
+        "model": model_name, "model_fingerprint": model_fingerprint(model_name),
+        "method": spec.id, "backbone": "finetune", **config.identity(),
+    }
+
+
+def package_versions() -> dict:
+    import sklearn
+    import transformers
+    return {"glee_core": __version__, "torch": torch.__version__,
+            "transformers": transformers.__version__, "scikit-learn": sklearn.__version__,
+            "numpy": np.__version__, "pandas": pd.__version__,
+            "python": platform.python_version()}
+
+
+def run_config(run_id: str, dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
+               config: TrainConfig, identity: dict) -> dict:
+    head, tail = dataset.head_tail()
+    notes = []
+    if spec.uses_mlm_head and not backbone.mlm_head_pretrained:
+        notes.append(f"{spec.id} starts from the MLM head, but the MLM head transform of "
+                     f"{describe_source(backbone.name)} was not pretrained (initialised fresh), "
+                     "so the paper's prompt / pt. LN advantage cannot show with this backbone")
+    return {
+        "run_id": run_id,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "dataset": {"id": dataset.id, "fingerprint": identity["dataset_fingerprint"],
+                    "classes": dataset.classes, "head_classes": head, "tail_classes": tail,
+                    "threshold": dataset.threshold, "template": dataset.template,
+                    "verbalizer": dataset.verbalizer,
+                    "class_counts": {k: int(v) for k, v in dataset.class_counts().items()},
+                    "sizes": {k: len(v) for k, v in dataset.splits.items()},
+                    "warnings": dataset.warnings},
+        "model": backbone.describe(),
+        "method": {**spec.to_dict(), "uses_mlm_head": spec.uses_mlm_head},
+        "seed": config.seed,
+        "hyperparameters": config.identity(),
+        "backbone_mode": "finetune",
+        "notes": notes,
+        "versions": package_versions(),
+        "identity": identity,
+    }
+
+
+def save_result(store: RunStore, run_id: str, config_json: dict, result: RunResult) -> Run:
+    from safetensors.torch import save_model
+
+    classes = config_json["dataset"]["classes"]
+
+    def write(folder: Path) -> None:
+        save_model(result.model, str(folder / "model.safetensors"))
+        np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
+        np.savez(folder / "features.npz", **result.features)
+        result.predictions.to_csv(folder / "predictions.csv", index=False)
+        write_json(folder / "weight_norms.json", dict(zip(classes, result.weight_norms)))
+        write_json(folder / "history.json", result.history)
+        write_json(folder / "config.json", {**config_json, "timing": result.timing})
+        write_json(folder / "metrics.json", result.metrics)  # last: marks the run complete
+
+    return store.write(run_id, write)
+
+
+def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
+                    seeds: Iterable[int], model_name: str = "auto",
+                    config: TrainConfig | None = None, store: RunStore | None = None,
+                    force: bool = False, progress: Callable[[dict], None] | None = None
+                    ) -> list[Run]:
+    """Train (or load from the store) every method x seed; returns the runs in that order.
+
+    ``progress`` receives the trainer's events plus ``{"stage": "run", "run_id", "method",
+    "seed", "index", "total", "cached"}`` before each run."""
+    store = store or RunStore()
+    progress = progress or (lambda event: None)
+    base = resolve_config(dataset, config or TrainConfig())
+    resolve_device(base.device)  # fail before any work on a bad device
+    jobs = [(spec, seed) for spec in methods for seed in seeds]
+    runs = []
+    for index, (spec, seed) in enumerate(jobs, 1):
+        cfg = replace(base, seed=seed)
+        identity = run_identity(dataset, spec, model_name, cfg)
+        run_id = make_run_id(dataset.id, spec.id, seed, identity)
+        with store.lock(run_id):
+            run = None if force else store.get(run_id)
+            progress({"stage": "run", "run_id": run_id, "method": spec.id, "seed": seed,
+                      "index": index, "total": len(jobs), "cached": run is not None})
+            if run is None:
+                backbone = get_backbone(model_name)
+                result = train_and_evaluate(dataset, spec, backbone, cfg, progress)
+                config_json = run_config(run_id, dataset, spec, backbone, cfg, identity)
+                run = save_result(store, run_id, config_json, result)
+        runs.append(run)
+    return runs
+
+
+def load_run(path: str | Path) -> Run:
+    """A finished run from its directory, or a :class:`GleeError` saying what is wrong."""
+    from .store import check_run
+
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise GleeError(f"run directory not found: {path}")
+    problem = check_run(path)
+    if problem:
+        raise GleeError(f"{path} is not a finished run: {problem}")
+    return Run(path)
+
+
+def load_run_model(run: Run, device: str = "cpu"):
+    """Rebuild a run's model from its config and load its saved weights."""
+    from safetensors.torch import load_model
+
+    if not run.weights_path.is_file():
+        raise GleeError(f"{run.path}: model.safetensors missing - the run cannot score text; "
+                        "retrain it with --force")
+    config = run.config
+    backbone = load_backbone(config["model"]["name"])
+    spec = get_method(config["method"]["id"])
+    model = build_model(spec, backbone, config["dataset"]["classes"],
+                        config["dataset"]["verbalizer"])
+    try:
+        load_model(model, str(run.weights_path), strict=False)
+    except Exception as exc:  # a truncated or foreign file
+        raise GleeError(f"{run.weights_path}: cannot load the weights ({exc})") from None
+    return model.to(resolve_device(device)).eval(), backbone
+
+
+def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,
+                device: str = "cpu") -> pd.DataFrame:
+    """Every class's probability for each text (rows: texts, columns: classes)."""
+    model, backbone = load_run_model(run, device)
+    config = run.config
+    frame = pd.DataFrame({"text": texts, "text_b": texts_b or [""] * len(texts),
+                          "label": np.zeros(len(texts), dtype=np.int64)})
+    split = encode(frame, backbone.tokenizer, model.spec.input_format,
+                   config["dataset"]["template"], config["hyperparameters"]["max_length"])
+    pad_id = backbone.tokenizer.pad_token_id or 0
+    logits, _ = predict(model, split, pad_id, resolve_device(device))
+    probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
+    return pd.DataFrame(probs, columns=config["dataset"]["classes"])

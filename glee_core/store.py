@@ -1,0 +1,245 @@
+"""The run store: one directory per finished run, everything the app and the report show.
+
+``<runs-dir>/<run_id>/`` holds
+
+* ``config.json``  - everything needed to repeat the run (dataset + fingerprint, model, method,
+  seed, hyper-parameters, package versions) and the class list with its head/tail split;
+* ``metrics.json`` - ``acc``, ``f1``, ``head_f1``, ``tail_f1``, per-class P/R/F1, confusion matrix;
+* ``history.json`` - per epoch: train loss, dev F1, seconds;
+* ``predictions.csv`` + ``logits.npy`` - test predictions and every class's (calibrated) logit;
+* ``weight_norms.json`` - per-class norm of the predictor rows (Figure 3);
+* ``features.npz`` - classifier-input features of up to 64 test examples per class (Figure 4);
+* ``model.safetensors`` - the weights, to score new text.
+
+The run id follows from the configuration, so asking again for a finished configuration finds it.
+A run is written under a temporary name and renamed into place when complete, under a file lock
+on its id: a killed run leaves nothing that looks finished, and two launches train it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from filelock import FileLock
+
+from .errors import GleeError
+
+RUN_FILES = ("config.json", "metrics.json")
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
+
+
+def config_hash(identity: dict) -> str:
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a dataset id (``csv:/a/b.csv`` -> ``csv-b``)."""
+    if ":" in text:
+        kind, _, rest = text.partition(":")
+        text = f"{kind}-{Path(rest.rstrip('/')).stem or rest}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:60] or "dataset"
+
+
+def make_run_id(dataset_id: str, method: str, seed: int, identity: dict) -> str:
+    return f"{slug(dataset_id)}-{method}-s{seed}-{config_hash(identity)}"
+
+
+def write_json(path: Path, data) -> None:
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=_json_default),
+                    encoding="utf-8")
+
+
+def _json_default(value):
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+@dataclass
+class Run:
+    """A finished run on disk; its files are read when first asked for."""
+
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @cached_property
+    def config(self) -> dict:
+        return json.loads((self.path / "config.json").read_text(encoding="utf-8"))
+
+    @cached_property
+    def metrics(self) -> dict:
+        return json.loads((self.path / "metrics.json").read_text(encoding="utf-8"))
+
+    @cached_property
+    def history(self) -> list[dict]:
+        return json.loads((self.path / "history.json").read_text(encoding="utf-8"))
+
+    @cached_property
+    def weight_norms(self) -> dict[str, float]:
+        return json.loads((self.path / "weight_norms.json").read_text(encoding="utf-8"))
+
+    @cached_property
+    def predictions(self) -> pd.DataFrame:
+        return pd.read_csv(self.path / "predictions.csv", keep_default_na=False)
+
+    @cached_property
+    def logits(self) -> np.ndarray:
+        return np.load(self.path / "logits.npy", allow_pickle=False)
+
+    @cached_property
+    def features(self) -> dict[str, np.ndarray]:
+        with np.load(self.path / "features.npz", allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+
+    @property
+    def weights_path(self) -> Path:
+        return self.path / "model.safetensors"
+
+    @property
+    def dataset(self) -> str:
+        return self.config["dataset"]["id"]
+
+    @property
+    def method(self) -> str:
+        return self.config["method"]["id"]
+
+    @property
+    def seed(self) -> int:
+        return int(self.config["seed"])
+
+    @property
+    def classes(self) -> list[str]:
+        return self.config["dataset"]["classes"]
+
+    def summary(self) -> dict:
+        """The one-line result the CLI prints: {run_id, dataset, method, seed, acc, f1, ...}."""
+        return {"run_id": self.run_id, "dataset": self.dataset, "method": self.method,
+                "seed": self.seed, **{k: self.metrics[k] for k in METRIC_KEYS}}
+
+
+def check_run(path: Path) -> str | None:
+    """Why ``path`` is not a usable finished run, or None if it is."""
+    for name in RUN_FILES:
+        file = path / name
+        if not file.is_file():
+            return f"{name} missing"
+        try:
+            json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            return f"{name} unreadable ({exc})"
+    metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
+    if not all(k in metrics for k in METRIC_KEYS):
+        return "metrics.json lacks acc/f1/head_f1/tail_f1"
+    return None
+
+
+class RunStore:
+    """Runs under one directory (default ``./runs``, or ``GLEE_RUNS_DIR``)."""
+
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.root = Path(root or os.environ.get("GLEE_RUNS_DIR") or "runs").expanduser()
+        self.problems: dict[str, str] = {}  # run dirs skipped by runs(), with why
+
+    def path(self, run_id: str) -> Path:
+        """The directory of ``run_id``; ids that could leave the store are refused."""
+        if not SAFE_ID.match(run_id) or ".." in run_id:
+            raise GleeError(f"invalid run id {run_id!r}: letters, digits, '.', '_' and '-' only")
+        return self.root / run_id
+
+    def get(self, run_id: str) -> Run | None:
+        path = self.path(run_id)
+        return Run(path) if path.is_dir() and check_run(path) is None else None
+
+    def lock(self, run_id: str, timeout: float = -1) -> FileLock:
+        """A file lock on ``run_id``: hold it while training so a second launch waits."""
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(locks / f"{self.path(run_id).name}.lock"), timeout=timeout)
+
+    def runs(self, dataset: str | None = None) -> list[Run]:
+        """Finished runs, oldest first; broken run directories are skipped and listed in
+        :attr:`problems`."""
+        self.problems = {}
+        if not self.root.is_dir():
+            return []
+        found = []
+        for path in sorted(self.root.iterdir()):
+            if not path.is_dir() or path.name.startswith("."):
+                continue
+            problem = check_run(path)
+            if problem:
+                self.problems[path.name] = problem
+                continue
+            run = Run(path)
+            if dataset is None or run.dataset == dataset:
+                found.append(run)
+        found.sort(key=lambda r: (r.config.get("created", ""), r.run_id))
+        return found
+
+    def write(self, run_id: str, write_files) -> Run:
+        """Call ``write_files(tmp_dir)`` and move the directory into place in one rename."""
+        final = self.path(run_id)
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=self.root))
+        try:
+            write_files(tmp)
+            if final.exists():  # a forced re-run replaces the old one
+                trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-", dir=self.root))
+                final.rename(trash / "run")
+                shutil.rmtree(trash, ignore_errors=True)
+            tmp.rename(final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return Run(final)
+
+    def clean_partial(self) -> list[str]:
+        """Remove leftovers of killed runs (``.tmp-*`` directories); returns their names."""
+        removed = []
+        if self.root.is_dir():
+            for path in self.root.glob(".tmp-*"):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path.name)
+        return removed
+
+
+def aggregate(runs: list[Run]) -> pd.DataFrame:
+    """Mean and standard deviation (population, ddof=0) of acc, f1, head_f1, tail_f1 over seeds,
+    per dataset and method, in percent. Methods keep the registry's order."""
+    from .methods import METHODS
+
+    rows = [{"dataset": r.dataset, "method": r.method, "seed": r.seed,
+             **{k: 100.0 * float(r.metrics[k]) for k in METRIC_KEYS}} for r in runs]
+    columns = ["dataset", "method", "seeds"] + [f"{k}_{s}" for k in METRIC_KEYS
+                                                for s in ("mean", "std")]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows)
+    grouped = frame.groupby(["dataset", "method"], sort=False)
+    out = grouped[list(METRIC_KEYS)].agg(["mean", lambda x: float(np.std(x, ddof=0))])
+    out.columns = [f"{k}_{'mean' if s == 'mean' else 'std'}" for k, s in out.columns]
+    out["seeds"] = grouped.size()
+    out = out.reset_index()
+    order = {m: i for i, m in enumerate(METHODS)}
+    out["_order"] = out["method"].map(lambda m: order.get(m, len(order)))
+    out = out.sort_values(["dataset", "_order"]).drop(columns="_order").reset_index(drop=True)
+    return out[columns]

@@ -1,0 +1,45 @@
+"""Paper-style result tables: Acc, F1, Head F1, Tail F1 as mean ± std over seeds (percent)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .methods import METHODS
+from .store import METRIC_KEYS
+
+METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
+
+
+def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset x method with 'mean ± std' cells; ``best`` lists the columns where the
+    row is the best mean of its dataset (the paper's bold)."""
+    rows = []
+    for dataset, group in summary.groupby("dataset", sort=False):
+        best = {k: group[f"{k}_mean"].max() for k in METRIC_KEYS}
+        for _, row in group.iterrows():
+            spec = METHODS.get(row["method"])
+            cells = {METRIC_TITLES[k]: f"{row[f'{k}_mean']:.2f} ± {row[f'{k}_std']:.2f}"
+                     for k in METRIC_KEYS}
+            rows.append({"dataset": dataset, "method": row["method"],
+                         "paper row": spec.paper_row if spec else row["method"],
+                         "seeds": int(row["seeds"]), **cells,
+                         "best": [METRIC_TITLES[k] for k in METRIC_KEYS
+                                  if row[f"{k}_mean"] == best[k]]})
+    return pd.DataFrame(rows, columns=["dataset", "method", "paper row", "seeds",
+                                       *METRIC_TITLES.values(), "best"])
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """Markdown, one section per dataset, best cells in bold."""
+    out = []
+    for dataset, group in table.groupby("dataset", sort=False):
+        out += [f"### {dataset}", "",
+                "| Method | Seeds | " + " | ".join(METRIC_TITLES.values()) + " |",
+                "|---|---:|" + "---:|" * len(METRIC_TITLES)]
+        for _, row in group.iterrows():
+            cells = [f"**{row[t]}**" if t in row["best"] else row[t]
+                     for t in METRIC_TITLES.values()]
+            out.append(f"| {row['paper row']} (`{row['method']}`) | {row['seeds']} | "
+                       + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
