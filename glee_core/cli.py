@@ -89,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
 class TqdmProgress:
     """Turns trainer events into one tqdm bar per run on stderr."""
 
-    def __init__(self):
+    def __init__(self, warnings: list[str] | None = None):
         self.bar = None
+        self.warnings = list(warnings or [])  # printed once training starts
 
     def __call__(self, event: dict) -> None:
         from tqdm import tqdm
@@ -102,6 +103,9 @@ class TqdmProgress:
             tqdm.write(f"[{event['index']}/{event['total']}] {event['method']} seed "
                        f"{event['seed']}: {state} ({event['run_id']})", file=sys.stderr)
         elif stage == "train":
+            for warning in self.warnings:
+                tqdm.write(f"warning: {warning}", file=sys.stderr)
+            self.warnings = []
             if self.bar is None:
                 self.bar = tqdm(total=event["steps"] * event["epochs"], file=sys.stderr,
                                 unit="step", dynamic_ncols=True, mininterval=1.0)
@@ -121,24 +125,25 @@ class TqdmProgress:
 
 
 def _cmd_train(args) -> int:
+    from .backbone import resolve_model_source
     from .methods import parse_methods
     from .runs import run_experiments
     from .store import RunStore
-    from .training import TrainConfig
+    from .training import TrainConfig, resolve_device
 
     methods = parse_methods(args.method)
+    resolve_device(args.device)
+    resolve_model_source(args.model)
     seeds = _seeds(args.seeds)
     for name, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size),
                         ("--max-length", args.max_length), ("--limit", args.limit)):
         if value is not None and value < 1:
             raise GleeError(f"{name} must be at least 1, got {value}")
     dataset = _dataset(args)
-    for warning in dataset.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                          weight_decay=args.weight_decay, patience=args.patience,
                          max_length=args.max_length, limit=args.limit, device=args.device)
-    progress = TqdmProgress()
+    progress = TqdmProgress(dataset.warnings)
     try:
         runs = run_experiments(dataset, methods, seeds, args.model, config,
                                RunStore(args.runs_dir), args.force, progress)

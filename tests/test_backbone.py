@@ -1,0 +1,36 @@
+import pytest
+
+from glee_core.backbone import load_backbone
+from glee_core.errors import GleeError
+
+
+@pytest.mark.parametrize("fixture, family", [("tiny_bert", "bert"), ("tiny_roberta", "roberta")])
+def test_tiny_models_load_back_through_the_user_path(request, fixture, family):
+    backbone = load_backbone(str(request.getfixturevalue(fixture)))
+    assert backbone.layout.family == family
+    assert backbone.mlm_head_pretrained  # saved with its head
+    assert backbone.describe()["mlm_head_pretrained"] is True
+    assert backbone.mlm_decoder.weight.shape[0] == backbone.model.config.vocab_size
+
+
+def test_auto_backbone_is_the_packaged_minilm_with_an_untrained_head():
+    backbone = load_backbone("auto")
+    assert backbone.hidden_size == 384 and backbone.layout.family == "bert"
+    assert backbone.model.config.num_hidden_layers == 6
+    assert backbone.mlm_head_pretrained is False  # the package ships the encoder only
+    # ... but the decoder is tied to the pretrained word embeddings
+    assert backbone.mlm_decoder.weight.data_ptr() == backbone.word_embeddings.weight.data_ptr()
+
+
+@pytest.mark.parametrize("name, message", [
+    ("/nonexistent/model", "model path not found"),
+    ("surely-not/a-model-xyz", "cannot load model"),
+])
+def test_unknown_models_are_clear_errors(name, message):
+    with pytest.raises(GleeError, match=message):
+        load_backbone(name)
+
+
+def test_folder_without_config_is_not_a_model(tmp_path):
+    with pytest.raises(GleeError, match="no config.json"):
+        load_backbone(str(tmp_path))

@@ -1,0 +1,132 @@
+"""The command line as users and the app call it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_DATA
+from glee_core.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_methods_and_datasets_list_one_id_per_line(capsys):
+    code, out, _ = run_cli(capsys, "methods")
+    assert code == 0 and len(out.split()) == 12 and out.split()[0] == "cls-tanh"
+    code, out, _ = run_cli(capsys, "datasets")
+    assert out.split() == ["demo", "r52", "r8", "cmid", "iflytek", "ctc", "msra", "ecom", "rte",
+                           "boolq"]
+
+
+def test_inspect_prints_sizes_counts_and_head_tail(capsys):
+    code, out, _ = run_cli(capsys, "inspect", "--dataset", "demo")
+    info = json.loads(out)
+    assert code == 0 and info["head_classes"][0] == "tech support"
+    assert set(info["head_classes"]) | set(info["tail_classes"]) == set(info["class_counts"])
+
+
+def test_cli_end_to_end_on_demo(tiny_bert, tmp_path):
+    """train -> compare -> score through the real entry point, as a user runs it."""
+    runs = tmp_path / "runs"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    train = subprocess.run(
+        [sys.executable, "-m", "glee_core", "train", "--dataset", "demo", "--method",
+         "prompt,cls-relu-pt-ln", "--epochs", "1", "--limit", "200", "--model", str(tiny_bert),
+         "--runs-dir", str(runs)], capture_output=True, text=True, env=env, timeout=300)
+    assert train.returncode == 0, train.stderr
+    results = json.loads(train.stdout.strip().splitlines()[-1])
+    assert [r["method"] for r in results] == ["prompt", "cls-relu-pt-ln"]
+    assert set(results[0]) == {"run_id", "dataset", "method", "seed", "acc", "f1", "head_f1",
+                               "tail_f1"}
+    assert all((runs / r["run_id"] / "metrics.json").is_file() for r in results)
+    assert "training" in train.stderr and "epoch 1/1" in train.stderr  # progress on stderr
+
+    compare = subprocess.run([sys.executable, "-m", "glee_core", "compare", "--runs-dir",
+                              str(runs), "--format", "json"], capture_output=True, text=True,
+                             env=env, timeout=120)
+    rows = json.loads(compare.stdout)
+    assert {r["method"] for r in rows} == {"prompt", "cls-relu-pt-ln"}
+    f1 = 100 * results[0]["f1"]
+    assert next(r for r in rows if r["method"] == "prompt")["F1"] == f"{f1:.2f} ± 0.00"
+
+    score = subprocess.run([sys.executable, "-m", "glee_core", "score", "--run",
+                            str(runs / results[0]["run_id"]), "--text", "how do i sort a list"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    scores = json.loads(score.stdout)
+    assert score.returncode == 0 and "tech support" in scores
+    assert sum(scores.values()) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_second_train_call_loads_from_the_store(capsys, tiny_bert, tmp_path):
+    args = ["train", "--dataset", "demo", "--method", "cls-relu", "--epochs", "1", "--limit",
+            "64", "--model", tiny_bert, "--runs-dir", tmp_path]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and "training" in err
+    code, out2, err2 = run_cli(capsys, *args)
+    assert code == 0 and "stored, loading" in err2
+    assert json.loads(out2.splitlines()[-1]) == json.loads(out.splitlines()[-1])
+
+
+def test_compare_format_md_and_csv(capsys, tiny_bert, tmp_path):
+    run_cli(capsys, "train", "--dataset", "demo", "--method", "cls-tanh", "--epochs", "1",
+            "--limit", "64", "--model", tiny_bert, "--runs-dir", tmp_path)
+    code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path)
+    assert code == 0 and "### demo" in out and "CLS-tuning ∘ T (`cls-tanh`)" in out
+    code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path, "--format", "csv")
+    assert out.splitlines()[0].startswith("dataset,method,paper row,seeds,Acc,F1")
+
+
+BAD_INPUTS = [
+    (["train", "--dataset", "nope", "--method", "prompt"], "unknown dataset 'nope'"),
+    (["train", "--dataset", "demo", "--method", "nope"], "unknown method 'nope'"),
+    (["train", "--dataset", "demo"], "--method"),
+    (["train", "--dataset", "demo", "--method", "prompt", "--epochs", "0"], "--epochs must be"),
+    (["train", "--dataset", "demo", "--method", "prompt", "--epochs", "x"], "invalid int value"),
+    (["train", "--dataset", "demo", "--method", "prompt", "--seeds", "a,b"], "--seeds"),
+    (["train", "--dataset", "demo", "--method", "prompt", "--device", "tpu"], "unknown device"),
+    (["train", "--dataset", "demo", "--method", "prompt", "--model", "/no/such/model"],
+     "model path not found"),
+    (["train", "--dataset", "csv:/no/such.csv", "--method", "prompt"], "CSV file not found"),
+    (["inspect", "--dataset", "demo", "--template", "no mask {text}"], "[MASK]"),
+    (["inspect", "--dataset", "demo", "--verbalizer", "/no/v.json"], "verbalizer file not found"),
+    (["compare", "--runs-dir", "/no/such/runs"], "no finished runs"),
+    (["score", "--run", "/no/such/run", "--text", "hi"], "run directory not found"),
+    (["frobnicate"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUTS, ids=[" ".join(a[:3]) for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_error_line_and_status_2(capsys, args, message):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert message in lines[0]
+    assert "Traceback" not in err
+
+
+def test_malformed_csv_is_an_error_line(capsys, tmp_path):
+    binary = tmp_path / "garbage.csv"
+    binary.write_bytes(bytes(range(256)) * 4)
+    code, _, err = run_cli(capsys, "inspect", "--dataset", f"csv:{binary}")
+    assert code == 2 and err.startswith("error: ") and "not a text file" in err
+    one_class = tmp_path / "one.csv"
+    one_class.write_text("text,label\na,x\nb,x\nc,x\n")
+    code, _, err = run_cli(capsys, "inspect", "--dataset", f"csv:{one_class}")
+    assert code == 2 and "only one class" in err
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "r52").is_dir(), reason="../shared/data is not present")
+def test_missing_paper_split_is_an_error_line(capsys):
+    code, _, err = run_cli(capsys, "inspect", "--dataset", "r52", "--data-dir", SHARED_DATA)
+    assert code == 2 and "train.tsv not found" in err

@@ -1,0 +1,152 @@
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import SHARED_DATA, TOY_CLASSES
+from glee_core.datasets import (check_template, derive_verbalizer, load_dataset,
+                                parse_verbalizer, split_head_tail, stratified_holdout)
+from glee_core.errors import GleeError
+
+needs_shared = pytest.mark.skipif(not (SHARED_DATA / "r8").is_dir(),
+                                  reason="../shared/data is not present")
+
+
+@pytest.mark.parametrize("threshold, head", [
+    (0.65, ["a"]),        # cumulative shares: .5 .8 .9 .96 1.0
+    (0.80, ["a", "b"]),   # .8 does not exceed .8
+    (0.95, ["a", "b", "c"]),
+    (0.30, ["a"]),        # the most frequent class is always head
+])
+def test_head_tail_split_on_known_distribution(threshold, head):
+    counts = {"c": 10, "a": 50, "e": 4, "b": 30, "d": 6}
+    got_head, got_tail = split_head_tail(counts, threshold)
+    assert got_head == head
+    assert got_tail == [c for c in ["a", "b", "c", "d", "e"] if c not in head]
+
+
+def test_head_tail_split_keeps_a_tail_and_checks_threshold():
+    assert split_head_tail({"a": 1, "b": 1}, 0.99) == (["a"], ["b"])
+    with pytest.raises(GleeError, match="threshold"):
+        split_head_tail({"a": 1}, 1.5)
+
+
+def test_demo_is_long_tailed_split_by_text_and_reports_small_classes():
+    demo = load_dataset("demo")
+    info = demo.info()
+    counts = list(info["class_counts"].values())
+    assert counts == sorted(counts, reverse=True)
+    assert info["imbalance_ratio"] > 50  # tech support (hundreds) down to single digits
+    assert set(info["dropped_classes"]) == {"health", "humor"}  # fewer than 3 distinct texts
+    assert any("health" in w for w in info["warnings"])
+    assert info["head_tail_split"] == "train"
+    train, test = set(demo.splits["train"]["text"]), set(demo.splits["test"]["text"])
+    assert not train & test
+    for split in ("train", "dev", "test"):  # every kept class appears in every split
+        assert all(v > 0 for v in info["class_counts_by_split"][split].values())
+    assert load_dataset("demo").fingerprint() == demo.fingerprint()  # deterministic
+
+
+def test_csv_dataset_with_default_columns_and_derived_verbalizer(toy_dataset):
+    assert toy_dataset.classes[0] == "sports"
+    assert set(toy_dataset.classes) == set(TOY_CLASSES)
+    assert toy_dataset.verbalizer["tech_support"] == ["tech support"]
+    sizes = {k: len(v) for k, v in toy_dataset.splits.items()}
+    assert sizes["train"] > sizes["test"] > sizes["dev"] > 0
+
+
+def test_csv_with_split_column_and_named_columns(tmp_path):
+    frame = pd.DataFrame({"sentence": ["x a", "y b", "x c", "y d", "x e", "y f"],
+                          "intent": ["p", "q", "p", "q", "p", "q"],
+                          "split": ["train", "train", "dev", "dev", "test", "test"]})
+    path = tmp_path / "named.csv"
+    frame.to_csv(path, sep=";", index=False)
+    dataset = load_dataset(f"csv:{path}")
+    assert {k: len(v) for k, v in dataset.splits.items()} == {"train": 2, "dev": 2, "test": 2}
+    with pytest.raises(GleeError, match="no text column named 'body'"):
+        load_dataset(f"csv:{path}", text_column="body")
+
+
+def test_verbalizer_matches_labels_case_insensitively_and_names_missing():
+    assert parse_verbalizer({"True": "yes", "False": "no"}, ["false", "true"], "v") == \
+        {"false": ["no"], "true": ["yes"]}
+    with pytest.raises(GleeError, match="'maybe'"):
+        parse_verbalizer({"True": "yes"}, ["true", "maybe"], "v")
+    assert derive_verbalizer(["money-fx", "a_b/c d"]) == {"money-fx": ["money fx"],
+                                                         "a_b/c d": ["a b c d"]}
+
+
+@pytest.mark.parametrize("template, message", [
+    ("{text} is good", r"\[MASK\] exactly once"),
+    ("It is [MASK].", "no text slot"),
+    ("{body} [MASK]", "unknown slot"),
+])
+def test_bad_templates(template, message):
+    with pytest.raises(GleeError, match=message):
+        check_template(template)
+
+
+def test_holdout_is_stratified_and_keeps_singletons_in_train():
+    frame = pd.DataFrame({"text": [f"t{i}" for i in range(23)], "text_b": "",
+                          "label": ["a"] * 20 + ["b"] * 2 + ["c"]})
+    keep, hold = stratified_holdout(frame, 0.1)
+    assert hold["label"].value_counts().to_dict() == {"a": 2, "b": 1}
+    assert "c" in set(keep["label"])
+
+
+@needs_shared
+def test_r8_reads_label_tab_text_and_makes_a_dev_split():
+    r8 = load_dataset("r8", data_dir=SHARED_DATA)
+    assert r8.num_classes == 8
+    assert r8.class_counts().index[0] == "earn"
+    assert len(r8.splits["train"]) + len(r8.splits["dev"]) == 5485
+    assert r8.head_tail()[0] == ["earn"]
+    assert r8.verbalizer["money-fx"] == ["money fx"]  # R52's label words
+    assert "This is [MASK] news" in r8.template
+
+
+@needs_shared
+def test_paper_tsv_with_label2idx_order_and_case_mismatch():
+    boolq = load_dataset("boolq", data_dir=SHARED_DATA)
+    assert boolq.classes == ["false", "true"]  # label2idx order; TSV says True/False
+    assert boolq.verbalizer == {"false": ["no"], "true": ["yes"]}
+    assert boolq.has_text_b and boolq.batch_size == 2
+    cmid = load_dataset("cmid", data_dir=SHARED_DATA)
+    assert cmid.num_classes == 36 and cmid.max_length == 64
+
+
+@needs_shared
+def test_missing_train_split_says_which_file_and_where_to_get_it():
+    with pytest.raises(GleeError, match=r"r52/train.tsv not found.*GeneZC/Glee"):
+        load_dataset("r52", data_dir=SHARED_DATA)
+
+
+def test_hf_dataset_from_a_local_folder(tmp_path):
+    folder = tmp_path / "hfdata"
+    folder.mkdir()
+    frame = pd.DataFrame({"text": [f"w{i}" for i in range(30)], "label": ["a"] * 20 + ["b"] * 10})
+    frame.to_csv(folder / "train.csv", index=False)
+    frame.to_csv(folder / "test.csv", index=False)
+    dataset = load_dataset(f"hf:{folder}")
+    assert dataset.classes == ["a", "b"]
+    assert len(dataset.splits["test"]) == 30 and len(dataset.splits["dev"]) > 0
+
+
+def test_hf_dataset_unreachable_is_a_clear_error():
+    with pytest.raises(GleeError, match="cannot load Hugging Face dataset"):
+        load_dataset("hf:surely-not/a-dataset-xyz")
+
+
+def test_unknown_dataset_and_missing_data_dir(monkeypatch):
+    with pytest.raises(GleeError, match="unknown dataset 'nope'"):
+        load_dataset("nope")
+    monkeypatch.delenv("GLEE_DATA_DIR", raising=False)
+    with pytest.raises(GleeError, match="--data-dir"):
+        load_dataset("cmid")
+
+
+def test_verbalizer_file_override(tmp_path, toy_csv):
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({c: "news" for c in TOY_CLASSES}))
+    dataset = load_dataset(f"csv:{toy_csv}", verbalizer=path)
+    assert set(w for ws in dataset.verbalizer.values() for w in ws) == {"news"}

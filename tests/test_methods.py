@@ -1,0 +1,126 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+from glee_core.backbone import load_backbone
+from glee_core.encoding import collate, encode
+from glee_core.errors import GleeError
+from glee_core.methods import (ETA, METHODS, build_model, focal_loss, get_method,
+                               label_word_token_ids, parse_methods)
+
+
+def test_registry_lists_the_twelve_rows_of_the_paper():
+    assert len(METHODS) == 12
+    assert [m.paper_row for m in METHODS.values()][:3] == [
+        "CLS-tuning ∘ T", "CLS-tuning ∘ T w/ η-norm", "CLS-tuning ∘ T w/ focal loss"]
+    assert {m.id for m in METHODS.values() if m.uses_mlm_head} == {
+        "cls-relu-pt-ln", "prompt", "prompt-focal", "prompt-ed"}
+    assert [m.id for m in parse_methods("prompt, cls-relu-pt-ln")] == ["prompt", "cls-relu-pt-ln"]
+    assert len(parse_methods("all")) == 12
+    with pytest.raises(GleeError, match="unknown method 'nope'"):
+        get_method("nope")
+
+
+def _batch(backbone, dataset, spec, n=6):
+    split = encode(dataset.splits["test"].head(n), backbone.tokenizer, spec.input_format,
+                   dataset.template, 64)
+    batch = collate(split, range(len(split)), backbone.tokenizer.pad_token_id)
+    return {k: v for k, v in batch.items() if k != "labels"}
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
+def test_pt_ln_starts_from_exactly_the_mlm_layer_norm(request, fixture, toy_dataset):
+    backbone = load_backbone(str(request.getfixturevalue(fixture)))
+    source = backbone.mlm_layer_norm
+    model = build_model(get_method("cls-relu-pt-ln"), backbone, toy_dataset.classes,
+                        toy_dataset.verbalizer)
+    norm = model.head.norm
+    assert torch.equal(norm.weight, source.weight) and torch.equal(norm.bias, source.bias)
+    assert not torch.allclose(source.weight, torch.ones_like(source.weight))  # non-trivial
+    assert norm.weight.data_ptr() != source.weight.data_ptr()  # a copy, trained on its own
+    fresh = build_model(get_method("cls-relu-ln"), backbone, toy_dataset.classes,
+                        toy_dataset.verbalizer).head.norm
+    assert torch.equal(fresh.weight, torch.ones_like(fresh.weight))
+
+
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
+@pytest.mark.parametrize("method", ["prompt", "prompt-ed"])
+def test_prompt_logits_equal_the_full_mlm_head_at_label_words(request, fixture, method,
+                                                              toy_dataset):
+    backbone = load_backbone(str(request.getfixturevalue(fixture)))
+    spec = get_method(method)
+    assert toy_dataset.verbalizer["tech_support"] == ["tech support"]  # two tokens: averaged
+    model = build_model(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer).eval()
+    batch = _batch(backbone, toy_dataset, spec)
+    with torch.no_grad():
+        logits, _ = model(**batch)
+        full = backbone.model(input_ids=batch["input_ids"],
+                              attention_mask=batch["attention_mask"]).logits
+    at_mask = full[torch.arange(len(full)), batch["positions"]]
+    expected = torch.stack([at_mask[:, ids].mean(dim=1) for ids in label_word_token_ids(
+        backbone.tokenizer, toy_dataset.verbalizer, toy_dataset.classes)], dim=1)
+    assert (batch["input_ids"][torch.arange(len(full)), batch["positions"]]
+            == backbone.tokenizer.mask_token_id).all()
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():  # the straightforward full-vocabulary path agrees too
+        hidden = model.hidden_at(batch["input_ids"], batch["attention_mask"], batch["positions"])
+        torch.testing.assert_close(model.head.full_vocabulary_logits(hidden), logits)
+
+
+def test_prompt_ed_decouples_the_decoder_from_the_embeddings(tiny_bert, toy_dataset):
+    backbone = load_backbone(str(tiny_bert))
+    model = build_model(get_method("prompt-ed"), backbone, toy_dataset.classes,
+                        toy_dataset.verbalizer)
+    rows = model.head.decoupled_rows
+    with torch.no_grad():
+        rows.add_(1.0)
+    ids = model.head.label_token_ids
+    assert not torch.allclose(backbone.word_embeddings.weight[ids], rows)
+    tied = build_model(get_method("prompt"), load_backbone(str(tiny_bert)), toy_dataset.classes,
+                       toy_dataset.verbalizer)
+    assert tied.head.decoder.weight.data_ptr() == tied.mlm.get_input_embeddings().weight.data_ptr()
+
+
+@pytest.mark.parametrize("method", ["cls-relu-eta-norm", "cls-tanh-eta-norm"])
+def test_eta_norm_divides_eval_logits_by_row_norm_power(tiny_bert, toy_dataset, method):
+    backbone = load_backbone(str(tiny_bert))
+    spec = get_method(method)
+    model = build_model(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer).eval()
+    batch = _batch(backbone, toy_dataset, spec)
+    with torch.no_grad():
+        raw, _ = model(**batch)
+        calibrated, _ = model(**batch, calibrate=True)
+    norms = model.head.predictor.weight.norm(dim=1)
+    torch.testing.assert_close(calibrated, raw / norms ** ETA)
+    assert ETA == 1.1
+
+
+def test_focal_loss_matches_its_formula():
+    torch.manual_seed(0)
+    logits, labels = torch.randn(8, 5), torch.randint(0, 5, (8,))
+    p = F.softmax(logits, dim=1)[torch.arange(8), labels]
+    expected = torch.mean(-(1 - p) * torch.log(p))  # gamma = 1
+    torch.testing.assert_close(focal_loss(logits, labels), expected)
+    torch.testing.assert_close(focal_loss(logits, labels, gamma=0.0),
+                               F.cross_entropy(logits, labels))
+    p0 = math.exp(-F.cross_entropy(logits[:1], labels[:1]).item())
+    assert focal_loss(logits[:1], labels[:1]).item() == pytest.approx(-(1 - p0) * math.log(p0))
+
+
+def test_out_of_vocabulary_label_word_is_named(tiny_bert, toy_dataset):
+    backbone = load_backbone(str(tiny_bert))
+    verbalizer = dict(toy_dataset.verbalizer, food=["zzyzx"])
+    with pytest.raises(GleeError, match=r"'food' -> 'zzyzx'"):
+        build_model(get_method("prompt"), backbone, toy_dataset.classes, verbalizer)
+
+
+def test_cls_methods_read_cls_and_prompt_methods_read_mask(tiny_bert, toy_dataset):
+    backbone = load_backbone(str(tiny_bert))
+    plain = _batch(backbone, toy_dataset, get_method("cls-relu"))
+    prompt = _batch(backbone, toy_dataset, get_method("cls-relu-prompt"))
+    assert (plain["positions"] == 0).all()
+    assert np.all(prompt["input_ids"][torch.arange(6), prompt["positions"]].numpy()
+                  == backbone.tokenizer.mask_token_id)

@@ -1,0 +1,119 @@
+import json
+
+import numpy as np
+import pytest
+
+from glee_core.errors import GleeError
+from glee_core.methods import get_method
+from glee_core.runs import load_run, run_experiments, score_texts
+from glee_core.store import RunStore, aggregate
+from glee_core.training import TrainConfig
+
+CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3)
+
+
+def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_dataset, runs_dir):
+    store = RunStore(runs_dir)
+    events = []
+    first = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
+                            store, progress=events.append)
+    assert [e["cached"] for e in events if e["stage"] == "run"] == [False]
+    run = first[0]
+    for name in ("config.json", "metrics.json", "history.json", "predictions.csv", "logits.npy",
+                 "weight_norms.json", "features.npz", "model.safetensors"):
+        assert (run.path / name).is_file(), name
+    stamp = (run.path / "metrics.json").stat().st_mtime_ns
+
+    events.clear()
+    again = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
+                            store, progress=events.append)
+    assert again[0].run_id == run.run_id
+    assert [e["cached"] for e in events if e["stage"] == "run"] == [True]
+    assert not [e for e in events if e["stage"] == "train"]  # nothing trained
+    assert (run.path / "metrics.json").stat().st_mtime_ns == stamp
+
+    other_seed = run_experiments(toy_dataset, [get_method("prompt")], [2], str(tiny_bert),
+                                 CONFIG, store)[0]
+    assert other_seed.run_id != run.run_id
+
+    forced = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
+                             store, force=True)[0]
+    assert forced.run_id == run.run_id
+    assert (forced.path / "metrics.json").stat().st_mtime_ns != stamp
+    assert not list(runs_dir.glob(".tmp-*")) and not list(runs_dir.glob(".old-*"))
+
+
+def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
+    run = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
+                          CONFIG, RunStore(runs_dir))[0]
+    config = run.config
+    assert config["dataset"]["fingerprint"] == toy_dataset.fingerprint()
+    assert config["model"]["mlm_head_pretrained"] is True
+    assert config["method"]["paper_row"] == "CLS-tuning ∘ R w/ pt. LN"
+    assert config["hyperparameters"]["lr"] == CONFIG.lr
+    assert {"torch", "transformers", "glee_core"} <= set(config["versions"])
+    assert set(run.weight_norms) == set(toy_dataset.classes)
+    assert run.features["features"].dtype == np.float16
+    assert run.logits.shape == (len(run.predictions), toy_dataset.num_classes)
+    assert set(run.metrics["per_class"]) == set(toy_dataset.classes)
+    per_class_f1 = [v["f1"] for v in run.metrics["per_class"].values() if v["support"]]
+    assert run.metrics["f1"] == pytest.approx(np.mean(per_class_f1))
+    predictions = run.predictions
+    assert (predictions["correct"] == (predictions["gold"] == predictions["pred"])).all()
+    assert run.metrics["acc"] == pytest.approx(predictions["correct"].mean())
+
+
+def test_saved_weights_score_new_text_like_the_run_did(tiny_bert, toy_dataset, runs_dir):
+    run = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
+                          RunStore(runs_dir))[0]
+    texts = run.predictions["text"].head(4).tolist()
+    scores = score_texts(run, texts)
+    assert list(scores.columns) == toy_dataset.classes
+    np.testing.assert_allclose(scores.sum(axis=1), 1.0, rtol=1e-5)
+    expected = np.exp(run.logits[:4]) / np.exp(run.logits[:4]).sum(1, keepdims=True)
+    np.testing.assert_allclose(scores.to_numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_aggregate_mean_and_std_over_seeds(tiny_bert, toy_dataset, runs_dir):
+    runs = run_experiments(toy_dataset, [get_method("cls-relu")], [1, 2], str(tiny_bert), CONFIG,
+                           RunStore(runs_dir))
+    table = aggregate(runs)
+    assert len(table) == 1 and table.loc[0, "seeds"] == 2
+    f1 = [100 * r.metrics["f1"] for r in runs]
+    assert table.loc[0, "f1_mean"] == pytest.approx(np.mean(f1))
+    assert table.loc[0, "f1_std"] == pytest.approx(np.std(f1))
+
+
+def test_broken_runs_are_skipped_and_reported(tiny_bert, toy_dataset, runs_dir):
+    store = RunStore(runs_dir)
+    run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), CONFIG,
+                          store)[0]
+    (runs_dir / "half-written").mkdir()
+    (runs_dir / "half-written" / "config.json").write_text("{}")
+    (runs_dir / ".tmp-killed-run").mkdir()
+    assert [r.run_id for r in store.runs()] == [run.run_id]
+    assert store.problems == {"half-written": "metrics.json missing"}
+    (run.path / "metrics.json").write_text("{trunc")
+    assert store.runs() == [] and "unreadable" in store.problems[run.run_id]
+    with pytest.raises(GleeError, match="not a finished run"):
+        load_run(run.path)
+
+
+@pytest.mark.parametrize("bad", ["../escape", "/etc/passwd", "a/../../b", "..", ""])
+def test_run_ids_cannot_escape_the_store(runs_dir, bad):
+    with pytest.raises(GleeError, match="invalid run id"):
+        RunStore(runs_dir).path(bad)
+
+
+def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
+    from glee_core.tables import comparison_table, to_markdown
+
+    runs = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
+                           str(tiny_bert), CONFIG, RunStore(runs_dir))
+    table = comparison_table(aggregate(runs))
+    assert list(table["method"]) == ["cls-relu", "prompt"]  # registry order
+    f1 = 100 * runs[1].metrics["f1"]
+    assert table.loc[1, "F1"] == f"{f1:.2f} ± 0.00"
+    markdown = to_markdown(table)
+    assert "Prompt-tuning (`prompt`)" in markdown and "| Method |" in markdown
+    json.dumps(table.to_dict(orient="records"))

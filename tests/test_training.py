@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+import torch
+
+from glee_core.backbone import load_backbone
+from glee_core.encoding import encode, length_grouped_batches
+from glee_core.methods import METHODS, get_method
+from glee_core.runs import resolve_config
+from glee_core.training import TrainConfig, train_and_evaluate
+
+FAST = dict(epochs=4, batch_size=16, lr=3e-3, patience=10, log_every=1)
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert):
+    return load_backbone(str(tiny_bert))
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_trains_and_its_loss_falls(bert, toy_dataset, method):
+    events = []
+    config = resolve_config(toy_dataset, TrainConfig(**FAST, seed=3))
+    result = train_and_evaluate(toy_dataset, get_method(method), bert, config, events.append)
+    losses = [r["train_loss"] for r in result.history]
+    assert losses[-1] < losses[0], losses
+    assert {"acc", "f1", "head_f1", "tail_f1"} <= set(result.metrics)
+    assert len(result.predictions) == len(toy_dataset.splits["test"])
+    assert result.logits.shape == (len(toy_dataset.splits["test"]), toy_dataset.num_classes)
+    assert len(result.weight_norms) == toy_dataset.num_classes
+    assert result.features["features"].shape[1] == bert.hidden_size
+    assert [e["stage"] for e in events].count("eval") == len(result.history)
+    assert any("loss" in e for e in events if e["stage"] == "train")
+
+
+def test_training_does_not_touch_the_shared_backbone(bert, toy_dataset):
+    before = {k: v.clone() for k, v in bert.model.state_dict().items()}
+    train_and_evaluate(toy_dataset, get_method("prompt"), bert,
+                       resolve_config(toy_dataset, TrainConfig(**FAST)))
+    after = bert.model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_same_seed_same_result_and_the_best_dev_epoch_is_kept(bert, toy_dataset):
+    config = resolve_config(toy_dataset, TrainConfig(**FAST, seed=5))
+    a = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
+    b = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
+    np.testing.assert_allclose(a.logits, b.logits, rtol=1e-5, atol=1e-5)
+    best = max(a.history, key=lambda r: r["dev_f1"])
+    assert a.metrics["best_dev_f1"] == best["dev_f1"]
+
+
+def test_early_stopping_after_patience_epochs_without_gain(bert, toy_dataset):
+    config = resolve_config(toy_dataset, TrainConfig(epochs=10, batch_size=16, lr=0.0,
+                                                     patience=2))
+    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
+    assert len(result.history) == 3  # lr 0: no gain after epoch 1, stop after two more
+
+
+def test_length_grouped_batches_cover_every_example_once():
+    lengths = np.random.default_rng(0).integers(5, 200, size=1000)
+    batches = length_grouped_batches(lengths, 32, np.random.default_rng(1))
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(1000))
+    spread = np.mean([lengths[b].max() - lengths[b].min() for b in batches])
+    assert spread < 30  # grouped: far less than the 195 of random batches
+
+
+def test_prompt_truncation_keeps_the_template_and_mask(bert, toy_dataset):
+    frame = toy_dataset.splits["train"].head(3).copy()
+    frame["text"] = frame["text"] + " the" * 300
+    split = encode(frame, bert.tokenizer, "prompt", toy_dataset.template, 32)
+    mask = bert.tokenizer.mask_token_id
+    for ids, pos in zip(split.input_ids, split.positions):
+        assert len(ids) == 32 and ids[pos] == mask
+        assert ids[-1] == bert.tokenizer.sep_token_id
