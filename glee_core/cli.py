@@ -64,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
     train.add_argument("--epochs", type=int, default=10)
     train.add_argument("--batch-size", type=int, help="default 32 (few-shot sets: 2)")
-    train.add_argument("--lr", type=float, default=1e-5)
+    train.add_argument("--lr", type=float,
+                       help="default 1e-5 (the paper's); 1e-3 with --backbone frozen")
+    train.add_argument("--backbone", choices=("finetune", "frozen"), default="finetune",
+                       help="frozen: quick mode, heads trained on cached features")
     train.add_argument("--weight-decay", type=float, default=0.0)
     train.add_argument("--patience", type=int, default=2, help="early-stopping epochs")
     train.add_argument("--max-length", type=int, help="default: the dataset's (paper's)")
@@ -113,6 +116,14 @@ class TqdmProgress:
             if "loss" in event:
                 self.bar.set_postfix(loss=f"{event['loss']:.4f}", refresh=False)
             self.bar.update(1)
+        elif stage == "features":
+            if self.bar is None:
+                self.bar = tqdm(total=event["total"], file=sys.stderr, unit="ex",
+                                desc=f"encoding ({event['format']} input, frozen backbone)",
+                                dynamic_ncols=True, mininterval=1.0)
+            self.bar.update(event["done"] - self.bar.n)
+            if event["done"] >= event["total"]:
+                self.close()
         elif stage == "eval" and self.bar is not None:
             self.bar.set_postfix(dev_f1=f"{event['dev_f1']:.4f}", best=f"{event['best_dev_f1']:.4f}")
         elif stage == "test":
@@ -142,7 +153,8 @@ def _cmd_train(args) -> int:
     dataset = _dataset(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                          weight_decay=args.weight_decay, patience=args.patience,
-                         max_length=args.max_length, limit=args.limit, device=args.device)
+                         max_length=args.max_length, limit=args.limit, device=args.device,
+                         backbone=args.backbone)
     progress = TqdmProgress(dataset.warnings)
     try:
         runs = run_experiments(dataset, methods, seeds, args.model, config,

@@ -37,6 +37,9 @@ class EncodedSplit:
     def lengths(self) -> np.ndarray:
         return np.fromiter((len(x) for x in self.input_ids), dtype=np.int64, count=len(self))
 
+    def batch(self, index, pad_id: int, pad_to: int | None = None) -> dict[str, torch.Tensor]:
+        return collate(self, index, pad_id, pad_to)
+
     def subset(self, index) -> "EncodedSplit":
         index = list(index)
         return EncodedSplit([self.input_ids[i] for i in index],

@@ -16,6 +16,7 @@ head, a loss and an optional evaluation-time calibration:
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass
 
 import torch
@@ -155,14 +156,19 @@ class PromptHead(nn.Module):
 
     ``label_token_ids`` holds every token of every label word (T of them); ``averaging`` (C x T)
     averages a class's tokens. Rather than the full vocabulary (V columns) it gathers the T decoder
-    rows and builds one weight row per class, so the step costs O(C h) instead of O(V h)."""
+    rows and builds one weight row per class, so the step costs O(C h) instead of O(V h).
 
-    def __init__(self, spec: MethodSpec, backbone: Backbone, class_token_ids: list[list[int]]):
+    ``own_weights`` (w/ ed., and every prompt method on a frozen backbone) gives the head its own
+    copies of the decoder's label-word rows and bias instead of the rows tied to the embeddings;
+    ``detached`` (frozen backbone) also copies the transform, so the backbone is never changed."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, class_token_ids: list[list[int]],
+                 detached: bool = False):
         super().__init__()
-        self.dense = backbone.mlm_dense  # shared modules: trained with, and saved in, the backbone
-        self.layer_norm = backbone.mlm_layer_norm
-        self._activation = backbone.mlm_activation
-        self.decoder = backbone.mlm_decoder
+        share = (lambda m: copy.deepcopy(m)) if detached else (lambda m: m)
+        self.dense = share(backbone.mlm_dense)  # shared: trained with, and saved in, the backbone
+        self.layer_norm = share(backbone.mlm_layer_norm)
+        self._activation = share(backbone.mlm_activation)
         flat = [t for ids in class_token_ids for t in ids]
         averaging = torch.zeros(len(class_token_ids), len(flat))
         col = 0
@@ -171,19 +177,27 @@ class PromptHead(nn.Module):
             col += len(ids)
         self.register_buffer("label_token_ids", torch.tensor(flat, dtype=torch.long))
         self.register_buffer("averaging", averaging)
-        self.decoupled = spec.decoupled_embedding
-        if self.decoupled:  # w/ ed.: an untied, separately trained copy of the input embeddings
-            # Only label-word rows ever reach the loss, so copying those rows is the same model
-            # as copying the whole matrix.
-            rows = backbone.word_embeddings.weight.detach()[self.label_token_ids].clone()
-            self.decoupled_rows = nn.Parameter(rows)
+        decoder = backbone.mlm_decoder
+        self.own_weights = spec.decoupled_embedding or detached
+        if self.own_weights:
+            # w/ ed.: an untied, separately trained copy of the input embeddings. Only label-word
+            # rows ever reach the loss, so copying those rows is the same model as copying all.
+            ids = self.label_token_ids
+            self.decoupled_rows = nn.Parameter(backbone.word_embeddings.weight.detach()[ids].clone())
+            bias = decoder.bias.detach()[ids].clone() if decoder.bias is not None \
+                else torch.zeros(len(flat))
+            self.decoupled_bias = nn.Parameter(bias)
+        else:
+            self.decoder = decoder
 
     def token_rows(self) -> torch.Tensor:
-        if self.decoupled:
+        if self.own_weights:
             return self.decoupled_rows
         return self.decoder.weight[self.label_token_ids]
 
     def token_bias(self) -> torch.Tensor:
+        if self.own_weights:
+            return self.decoupled_bias
         if self.decoder.bias is None:
             return torch.zeros(len(self.label_token_ids), device=self.averaging.device)
         return self.decoder.bias[self.label_token_ids]
@@ -203,42 +217,49 @@ class PromptHead(nn.Module):
     def full_vocabulary_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The straightforward path (the released code's): all V logits, then keep label words."""
         features = self.transform(hidden)
-        if self.decoupled:
+        if self.own_weights:
             return features @ self.class_weights().T + self.averaging @ self.token_bias()
         vocab_logits = self.decoder(features)
         return vocab_logits[:, self.label_token_ids] @ self.averaging.T
 
 
 class GleeModel(nn.Module):
-    """Backbone encoder + the method's head, reading one position of the sequence."""
+    """Backbone encoder + the method's head, reading one position of the sequence.
+
+    With ``frozen=True`` (quick mode) the model is the head alone: it is fed the cached hidden
+    states of the frozen backbone and never holds or changes the backbone's weights."""
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, num_classes: int,
-                 class_token_ids: list[list[int]] | None = None):
+                 class_token_ids: list[list[int]] | None = None, frozen: bool = False):
         super().__init__()
         self.spec = spec
-        self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
+        self.frozen = frozen
+        if not frozen:
+            self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
         self.pass_token_type_ids = backbone.uses_token_type_ids
         if spec.predictor == "mlm":
             if class_token_ids is None:
                 raise ValueError("prompt methods need the label words' token ids")
-            self.head = PromptHead(spec, backbone, class_token_ids)
+            self.head = PromptHead(spec, backbone, class_token_ids, detached=frozen)
         else:
             self.head = ClsHead(spec, backbone, num_classes)
 
     def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
-        kwargs = {}
-        if token_type_ids is not None and self.pass_token_type_ids:
-            kwargs["token_type_ids"] = token_type_ids
-        hidden = self.mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
-                                     **kwargs).last_hidden_state
-        return hidden[torch.arange(hidden.shape[0], device=hidden.device), positions]
+        return encoder_hidden_at(self.mlm, input_ids, attention_mask, positions,
+                                 token_type_ids if self.pass_token_type_ids else None)
 
-    def forward(self, input_ids, attention_mask, positions, token_type_ids=None,
-                calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(logits, features)``; ``calibrate`` applies eta-norm for methods that use it
-        (the trainer sets it at evaluation only)."""
-        logits, features = self.head(self.hidden_at(input_ids, attention_mask, positions,
-                                                     token_type_ids))
+    def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
+                hidden=None, calibrate: bool = False, full_vocabulary: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(logits, features)`` from token inputs or, frozen, from cached ``hidden``
+        states. ``calibrate`` applies eta-norm for methods that use it (the trainer sets it at
+        evaluation only); ``full_vocabulary`` takes the straightforward prompt path."""
+        if hidden is None:
+            hidden = self.hidden_at(input_ids, attention_mask, positions, token_type_ids)
+        if full_vocabulary and isinstance(self.head, PromptHead):
+            logits, features = self.head.full_vocabulary_logits(hidden), None
+        else:
+            logits, features = self.head(hidden)
         if calibrate and self.spec.eta_norm:
             logits = eta_normalise(logits, self.class_weight_norms())
         return logits, features
@@ -246,6 +267,19 @@ class GleeModel(nn.Module):
     def class_weight_norms(self) -> torch.Tensor:
         """Per-class L2 norm of the predictor's rows (prompt: the averaged label-word rows)."""
         return self.head.class_weights().float().norm(dim=-1)
+
+    def trained_module(self) -> nn.Module:
+        """What a run saves: the whole model, or the head alone when the backbone is frozen."""
+        return self.head if self.frozen else self
+
+
+def encoder_hidden_at(mlm: nn.Module, input_ids, attention_mask, positions, token_type_ids=None
+                      ) -> torch.Tensor:
+    """The encoder's last hidden state at one position per sequence."""
+    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+    hidden = mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                            **kwargs).last_hidden_state
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), positions]
 
 
 def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
@@ -268,9 +302,10 @@ def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: l
 
 
 def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],
-                verbalizer: dict[str, list[str]]) -> GleeModel:
-    """Compose the method on ``backbone`` (whose weights it then owns and trains)."""
+                verbalizer: dict[str, list[str]], frozen: bool = False) -> GleeModel:
+    """Compose the method on ``backbone``. Fine-tuning, the model owns and trains the backbone's
+    weights (pass a copy); ``frozen``, it is the head alone and the backbone stays untouched."""
     token_ids = None
     if spec.predictor == "mlm":
         token_ids = label_word_token_ids(backbone.tokenizer, verbalizer, classes)
-    return GleeModel(spec, backbone, len(classes), token_ids)
+    return GleeModel(spec, backbone, len(classes), token_ids, frozen=frozen)

@@ -40,7 +40,8 @@ def get_backbone(name: str) -> Backbone:
 def resolve_config(dataset: LongTailDataset, config: TrainConfig) -> TrainConfig:
     """Fill dataset-dependent defaults: max length and batch size (few-shot sets use 2)."""
     return replace(config, max_length=config.max_length or dataset.max_length,
-                   batch_size=config.batch_size or dataset.batch_size or 32)
+                   batch_size=config.batch_size or dataset.batch_size or 32,
+                   lr=config.learning_rate)
 
 
 def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
@@ -51,7 +52,7 @@ def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
         "template": dataset.template, "verbalizer": dataset.verbalizer,
         "threshold": dataset.threshold,
         "model": model_name, "model_fingerprint": model_fingerprint(model_name),
-        "method": spec.id, "backbone": "finetune", **config.identity(),
+        "method": spec.id, **config.identity(),
     }
 
 
@@ -86,7 +87,7 @@ def run_config(run_id: str, dataset: LongTailDataset, spec: MethodSpec, backbone
         "method": {**spec.to_dict(), "uses_mlm_head": spec.uses_mlm_head},
         "seed": config.seed,
         "hyperparameters": config.identity(),
-        "backbone_mode": "finetune",
+        "backbone_mode": config.backbone,
         "notes": notes,
         "versions": package_versions(),
         "identity": identity,
@@ -99,7 +100,7 @@ def save_result(store: RunStore, run_id: str, config_json: dict, result: RunResu
     classes = config_json["dataset"]["classes"]
 
     def write(folder: Path) -> None:
-        save_model(result.model, str(folder / "model.safetensors"))
+        save_model(result.model.trained_module(), str(folder / "model.safetensors"))
         np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
         np.savez(folder / "features.npz", **result.features)
         result.predictions.to_csv(folder / "predictions.csv", index=False)
@@ -136,7 +137,8 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                       "index": index, "total": len(jobs), "cached": run is not None})
             if run is None:
                 backbone = get_backbone(model_name)
-                result = train_and_evaluate(dataset, spec, backbone, cfg, progress)
+                result = train_and_evaluate(dataset, spec, backbone, cfg, progress,
+                                            feature_cache=store.root / ".features")
                 config_json = run_config(run_id, dataset, spec, backbone, cfg, identity)
                 run = save_result(store, run_id, config_json, result)
         runs.append(run)
@@ -157,19 +159,22 @@ def load_run(path: str | Path) -> Run:
 
 
 def load_run_model(run: Run, device: str = "cpu"):
-    """Rebuild a run's model from its config and load its saved weights."""
+    """Rebuild a run's model from its config and load its saved weights (the head alone for a
+    frozen-backbone run); returns ``(model, backbone)``."""
     from safetensors.torch import load_model
 
     if not run.weights_path.is_file():
         raise GleeError(f"{run.path}: model.safetensors missing - the run cannot score text; "
                         "retrain it with --force")
     config = run.config
-    backbone = load_backbone(config["model"]["name"])
+    frozen = config.get("backbone_mode") == "frozen"
+    backbone = get_backbone(config["model"]["name"]) if frozen else \
+        load_backbone(config["model"]["name"])
     spec = get_method(config["method"]["id"])
     model = build_model(spec, backbone, config["dataset"]["classes"],
-                        config["dataset"]["verbalizer"])
+                        config["dataset"]["verbalizer"], frozen=frozen)
     try:
-        load_model(model, str(run.weights_path), strict=False)
+        load_model(model.trained_module(), str(run.weights_path))
     except Exception as exc:  # a truncated or foreign file
         raise GleeError(f"{run.weights_path}: cannot load the weights ({exc})") from None
     return model.to(resolve_device(device)).eval(), backbone
@@ -178,13 +183,17 @@ def load_run_model(run: Run, device: str = "cpu"):
 def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,
                 device: str = "cpu") -> pd.DataFrame:
     """Every class's probability for each text (rows: texts, columns: classes)."""
+    from .features import FeatureSplit, compute_hidden
+
     model, backbone = load_run_model(run, device)
     config = run.config
     frame = pd.DataFrame({"text": texts, "text_b": texts_b or [""] * len(texts),
                           "label": np.zeros(len(texts), dtype=np.int64)})
     split = encode(frame, backbone.tokenizer, model.spec.input_format,
                    config["dataset"]["template"], config["hyperparameters"]["max_length"])
-    pad_id = backbone.tokenizer.pad_token_id or 0
-    logits, _ = predict(model, split, pad_id, resolve_device(device))
+    torch_device = resolve_device(device)
+    if model.frozen:
+        split = FeatureSplit(compute_hidden(backbone, split, torch_device), split.labels)
+    logits, _ = predict(model, split, backbone.tokenizer.pad_token_id or 0, torch_device)
     probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
     return pd.DataFrame(probs, columns=config["dataset"]["classes"])

@@ -9,9 +9,11 @@ AdamW; the loop never waits on the device except to report the loss every ``log_
 from __future__ import annotations
 
 import copy
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Union
 
 import numpy as np
 import pandas as pd
@@ -19,11 +21,14 @@ import torch
 
 from .backbone import Backbone
 from .datasets import SPLIT_SEED, LongTailDataset
-from .encoding import EncodedSplit, collate, encode, eval_batches, length_grouped_batches
+from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
+from .features import FeatureSplit, cached_features
 from .methods import GleeModel, MethodSpec, build_model, classification_loss
 from .metrics import classification_metrics, macro_f1
 
+FINETUNE_LR = 1e-5  # the paper's
+FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
 ProgressFn = Callable[[dict], None]
@@ -34,8 +39,8 @@ class TrainConfig:
     """Hyper-parameters of a run (defaults: the paper's)."""
 
     epochs: int = 10
-    batch_size: int = 32
-    lr: float = 1e-5
+    batch_size: int | None = 32  # None: the dataset's (few-shot sets use 2)
+    lr: float | None = None  # None: 1e-5 fine-tuning (the paper's), 1e-3 for heads on a frozen backbone
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     warmup_ratio: float = 0.1
@@ -43,14 +48,29 @@ class TrainConfig:
     max_length: int | None = None  # None: the dataset's (the paper's per-dataset length)
     limit: int | None = None  # keep the first N training examples (smoke runs)
     seed: int = 1
+    backbone: str = "finetune"  # "finetune", or "frozen": quick mode, heads on cached features
+    strategy: str = "fast"  # "fast", or "reference": the released code's (pad to max length,
+    #                         fp32, full-vocabulary logits), for benchmarks and checks
     eval_batch_size: int = 128
     device: str = "auto"
     log_every: int = 20
 
+    def __post_init__(self):
+        if self.backbone not in ("finetune", "frozen"):
+            raise GleeError(f"--backbone must be finetune or frozen, got {self.backbone!r}")
+        if self.strategy not in ("fast", "reference"):
+            raise GleeError(f"strategy must be fast or reference, got {self.strategy!r}")
+
+    @property
+    def learning_rate(self) -> float:
+        if self.lr is not None:
+            return self.lr
+        return FROZEN_LR if self.backbone == "frozen" else FINETUNE_LR
+
     def identity(self) -> dict:
-        """The fields that change a run's result (device and logging do not)."""
+        """The fields that change a run's result (device, strategy and logging do not)."""
         fields = asdict(self)
-        for key in ("device", "eval_batch_size", "log_every"):
+        for key in ("device", "eval_batch_size", "log_every", "strategy"):
             fields.pop(key)
         return fields
 
@@ -79,10 +99,10 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def _autocast(device: torch.device):
-    if device.type == "cuda":
+def _autocast(device: torch.device, strategy: str = "fast"):
+    if device.type == "cuda" and strategy == "fast":
         return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
+    return torch.autocast(device.type, enabled=False)
 
 
 def _to(batch: dict, device: torch.device) -> dict:
@@ -90,36 +110,54 @@ def _to(batch: dict, device: torch.device) -> dict:
 
 
 def _model_inputs(batch: dict) -> dict:
-    return {k: batch[k] for k in ("input_ids", "attention_mask", "positions", "token_type_ids")
-            if k in batch}
+    return {k: batch[k] for k in ("input_ids", "attention_mask", "positions", "token_type_ids",
+                                  "hidden") if k in batch}
+
+
+Split = Union[EncodedSplit, FeatureSplit]
 
 
 @torch.inference_mode()
-def predict(model: GleeModel, split: EncodedSplit, pad_id: int, device: torch.device,
-            batch_size: int = 128) -> tuple[np.ndarray, np.ndarray]:
-    """Calibrated logits and classifier-input features for every example, in split order."""
+def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
+            batch_size: int = 128, strategy: str = "fast", max_length: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Calibrated logits and classifier-input features for every example, in split order.
+
+    ``strategy="reference"`` evaluates as the released code does (no features returned)."""
     model.eval()
+    reference = strategy == "reference"
     logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
     features = None
-    for index in eval_batches(split.lengths, batch_size):
-        batch = _to(collate(split, index, pad_id), device)
-        with _autocast(device):
-            out, feats = model(**_model_inputs(batch), calibrate=True)
-        if features is None:
-            features = np.zeros((len(split), feats.shape[-1]), dtype=np.float32)
+    batches = ([np.arange(i, min(i + batch_size, len(split)))
+                for i in range(0, len(split), batch_size)] if reference
+               else eval_batches(split.lengths, batch_size))
+    for index in batches:
+        batch = _to(split.batch(index, pad_id, max_length if reference else None), device)
+        with _autocast(device, strategy):
+            out, feats = model(**_model_inputs(batch), calibrate=True, full_vocabulary=reference)
         logits[index] = out.float().cpu().numpy()
-        features[index] = feats.float().cpu().numpy()
+        if feats is not None:
+            if features is None:
+                features = np.zeros((len(split), feats.shape[-1]), dtype=np.float32)
+            features[index] = feats.float().cpu().numpy()
     return logits, features
 
 
-def encode_dataset(dataset: LongTailDataset, spec: MethodSpec, tokenizer, config: TrainConfig
-                   ) -> dict[str, EncodedSplit]:
+def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
+                   config: TrainConfig, device: torch.device, feature_cache: Path | None,
+                   progress: ProgressFn) -> dict[str, Split]:
+    """Token ids (fine-tuning) or cached hidden states (frozen) of every split; ``--limit`` keeps
+    the first N training examples."""
     max_length = config.max_length or dataset.max_length
-    splits = {}
-    for name, frame in dataset.splits.items():
-        if name == "train" and config.limit:
-            frame = frame.head(config.limit)
-        splits[name] = encode(frame, tokenizer, spec.input_format, dataset.template, max_length)
+    if config.backbone == "frozen":
+        cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
+        splits = cached_features(dataset, backbone, spec.input_format, max_length, cache, device,
+                                 progress)
+    else:
+        splits = {name: encode(frame, backbone.tokenizer, spec.input_format, dataset.template,
+                               max_length) for name, frame in dataset.splits.items()}
+    if config.limit:
+        splits["train"] = splits["train"].subset(range(min(config.limit, len(splits["train"]))))
     if len(splits["train"]) == 0:
         raise GleeError(f"{dataset.id}: the training split is empty")
     return splits
@@ -133,23 +171,29 @@ def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS)
 
 
 def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
-                       config: TrainConfig, progress: ProgressFn | None = None) -> RunResult:
-    """Train ``spec`` on a fresh copy of ``backbone`` and evaluate the best-on-dev weights."""
+                       config: TrainConfig, progress: ProgressFn | None = None,
+                       feature_cache: Path | None = None) -> RunResult:
+    """Train ``spec`` on a fresh copy of ``backbone`` (or, frozen, a head on its cached features)
+    and evaluate the best-on-dev weights."""
     progress = progress or (lambda event: None)
     device = resolve_device(config.device)
+    frozen = config.backbone == "frozen"
+    reference = config.strategy == "reference"
+    max_length = config.max_length or dataset.max_length
+    splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
+    train = splits["train"]
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    own = replace(backbone, model=copy.deepcopy(backbone.model))  # the pristine copy stays clean
-    model = build_model(spec, own, dataset.classes, dataset.verbalizer).to(device)
+    # Fine-tuning trains a deep copy, so the pristine backbone serves the next run unchanged.
+    own = backbone if frozen else replace(backbone, model=copy.deepcopy(backbone.model))
+    model = build_model(spec, own, dataset.classes, dataset.verbalizer, frozen=frozen).to(device)
     tokenizer = own.tokenizer
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    splits = encode_dataset(dataset, spec, tokenizer, config)
-    train = splits["train"]
 
     steps_per_epoch = -(-len(train) // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay,
+    optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay,
                                   fused=device.type == "cuda")
     from transformers import get_linear_schedule_with_warmup
     scheduler = get_linear_schedule_with_warmup(
@@ -162,11 +206,16 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         model.train()
         epoch_start = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
-        batches = length_grouped_batches(train.lengths, config.batch_size, rng)
+        if reference:  # the released code: shuffled batches padded to max_length
+            order = rng.permutation(len(train))
+            batches = [order[i:i + config.batch_size]
+                       for i in range(0, len(order), config.batch_size)]
+        else:
+            batches = length_grouped_batches(train.lengths, config.batch_size, rng)
         for step, index in enumerate(batches, 1):
-            batch = _to(collate(train, index, pad_id), device)
-            with _autocast(device):
-                logits, _ = model(**_model_inputs(batch))
+            batch = _to(train.batch(index, pad_id, max_length if reference else None), device)
+            with _autocast(device, config.strategy):
+                logits, _ = model(**_model_inputs(batch), full_vocabulary=reference)
             loss = classification_loss(spec, logits, batch["labels"])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -180,7 +229,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                 event["loss"] = float(loss_sum) / step
             progress(event)
         train_seconds = time.perf_counter() - epoch_start
-        dev_logits, _ = predict(model, splits["dev"], pad_id, device, config.eval_batch_size)
+        dev_logits, _ = predict(model, splits["dev"], pad_id, device, config.eval_batch_size,
+                                config.strategy, max_length)
         dev_pred = dev_logits.argmax(1)
         dev_f1 = macro_f1(splits["dev"].labels, dev_pred, dataset.num_classes)
         record = {"epoch": epoch, "train_loss": float(loss_sum) / len(batches),
@@ -203,7 +253,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     progress({"stage": "test"})
     test = splits["test"]
     test_start = time.perf_counter()
-    logits, features = predict(model, test, pad_id, device, config.eval_batch_size)
+    logits, features = predict(model, test, pad_id, device, config.eval_batch_size,
+                               config.strategy, max_length)
     test_seconds = time.perf_counter() - test_start
     pred = logits.argmax(1)
     head, tail = dataset.head_tail()
@@ -218,6 +269,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         "pred": [dataset.classes[i] for i in pred],
         "confidence": probs.max(1).round(6), "correct": pred == test.labels})
     rows = sample_feature_rows(test.labels)
+    if features is None:  # the reference strategy does not return them
+        features = np.zeros((len(test), 0), dtype=np.float32)
     seconds_training = sum(r["train_seconds"] for r in history)
     return RunResult(
         metrics=metrics, history=history, predictions=predictions, logits=logits,
@@ -226,6 +279,6 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                   "rows": rows},
         model=model,
         timing={"train_seconds": round(train_time, 3), "test_seconds": round(test_seconds, 3),
-                "epochs_run": len(history), "device": str(device),
+                "epochs_run": len(history), "device": str(device), "strategy": config.strategy,
                 "train_examples_per_second":
                     round(len(train) * len(history) / max(seconds_training, 1e-9), 2)})

@@ -1,0 +1,113 @@
+"""Quick mode: encode a dataset once with the frozen backbone and cache the hidden states.
+
+The paper's decoupling view is that the long tail bites in the classifier. With the backbone
+frozen, every method is a head trained on the same few hidden states: the ``[CLS]`` state of the
+plain input (CLS methods) or the ``[MASK]`` state of the template input (prompt methods and
+``cls-relu-prompt``). They are computed once per dataset + model + input format + max length and
+cached as ``.npz`` (loaded with ``allow_pickle=False``), so all twelve heads train in seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .backbone import Backbone
+from .datasets import LongTailDataset
+from .encoding import encode, eval_batches
+from .methods import encoder_hidden_at
+
+
+@dataclass
+class FeatureSplit:
+    """Cached hidden states of one split; batches are ``{"hidden", "labels"}``."""
+
+    hidden: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.ones(len(self), dtype=np.int64)
+
+    def subset(self, index) -> "FeatureSplit":
+        index = np.asarray(list(index), dtype=np.int64)
+        return FeatureSplit(self.hidden[index], self.labels[index])
+
+    def batch(self, index, pad_id: int = 0, pad_to: int | None = None) -> dict[str, torch.Tensor]:
+        index = np.asarray(index)
+        return {"hidden": torch.from_numpy(self.hidden[index]),
+                "labels": torch.from_numpy(self.labels[index])}
+
+
+def feature_key(dataset: LongTailDataset, backbone: Backbone, input_format: str,
+                max_length: int) -> str:
+    identity = {"dataset": dataset.fingerprint(), "model": backbone.fingerprint,
+                "format": input_format, "max_length": max_length,
+                "template": dataset.template if input_format == "prompt" else None}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{input_format}-{digest}"
+
+
+@torch.inference_mode()
+def compute_hidden(backbone: Backbone, split, device: torch.device, batch_size: int = 128,
+                   progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """The frozen encoder's hidden state at each example's read position."""
+    model = backbone.model.to(device).eval()
+    pad_id = backbone.tokenizer.pad_token_id or 0
+    out = np.zeros((len(split), backbone.hidden_size), dtype=np.float32)
+    for index in eval_batches(split.lengths, batch_size):
+        batch = {k: v.to(device) for k, v in split.batch(index, pad_id).items()}
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            hidden = encoder_hidden_at(
+                model, batch["input_ids"], batch["attention_mask"], batch["positions"],
+                batch.get("token_type_ids") if backbone.uses_token_type_ids else None)
+        out[index] = hidden.float().cpu().numpy()
+        if progress:
+            progress(len(index))
+    return out
+
+
+def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
+                    max_length: int, cache_dir: str | os.PathLike, device: torch.device,
+                    progress: Callable[[dict], None] | None = None) -> dict[str, FeatureSplit]:
+    """Hidden states of every split, from the cache or computed (and cached) now."""
+    progress = progress or (lambda event: None)
+    cache_dir = Path(cache_dir)
+    path = cache_dir / f"{feature_key(dataset, backbone, input_format, max_length)}.npz"
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {name: FeatureSplit(data[f"{name}_hidden"], data[f"{name}_labels"])
+                        for name in dataset.splits}
+        except (OSError, ValueError, KeyError):
+            path.unlink(missing_ok=True)  # a truncated cache file: compute it again
+    encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
+                            max_length) for name, frame in dataset.splits.items()}
+    total, done = sum(len(s) for s in encoded.values()), 0
+    arrays = {}
+    for name, split in encoded.items():
+        def tick(n, name=name):
+            nonlocal done
+            done += n
+            progress({"stage": "features", "format": input_format, "split": name,
+                      "done": done, "total": total})
+        arrays[f"{name}_hidden"] = compute_hidden(backbone, split, device, progress=tick)
+        arrays[f"{name}_labels"] = split.labels
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=cache_dir)
+    os.close(handle)
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
+    return {name: FeatureSplit(arrays[f"{name}_hidden"], arrays[f"{name}_labels"])
+            for name in dataset.splits}
