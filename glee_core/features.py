@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -90,7 +91,7 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
             with np.load(path, allow_pickle=False) as data:
                 return {name: FeatureSplit(data[f"{name}_hidden"], data[f"{name}_labels"])
                         for name in dataset.splits}
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # a truncated cache file: compute it again
     encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
                             max_length) for name, frame in dataset.splits.items()}

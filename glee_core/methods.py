@@ -214,13 +214,19 @@ class PromptHead(nn.Module):
         bias = (self.averaging @ self.token_bias()).to(features.dtype)
         return features @ weight.T + bias, features
 
-    def full_vocabulary_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The straightforward path (the released code's): all V logits, then keep label words."""
-        features = self.transform(hidden)
+    def full_vocabulary_logits(self, hidden_all: torch.Tensor, positions: torch.Tensor
+                               ) -> torch.Tensor:
+        """The straightforward path (the released code's): the MLM head over every position and
+        the whole vocabulary, then the ``[MASK]`` row and the label-word columns."""
+        features = self.transform(hidden_all)  # (B, L, h)
         if self.own_weights:
-            return features @ self.class_weights().T + self.averaging @ self.token_bias()
-        vocab_logits = self.decoder(features)
-        return vocab_logits[:, self.label_token_ids] @ self.averaging.T
+            vocab_logits = features @ self.token_rows().T + self.token_bias()  # (B, L, T)
+            columns = slice(None)
+        else:
+            vocab_logits = self.decoder(features)  # (B, L, V)
+            columns = self.label_token_ids
+        at_mask = vocab_logits[torch.arange(len(positions), device=positions.device), positions]
+        return at_mask[:, columns] @ self.averaging.T
 
 
 class GleeModel(nn.Module):
@@ -254,11 +260,13 @@ class GleeModel(nn.Module):
         """Return ``(logits, features)`` from token inputs or, frozen, from cached ``hidden``
         states. ``calibrate`` applies eta-norm for methods that use it (the trainer sets it at
         evaluation only); ``full_vocabulary`` takes the straightforward prompt path."""
-        if hidden is None:
-            hidden = self.hidden_at(input_ids, attention_mask, positions, token_type_ids)
-        if full_vocabulary and isinstance(self.head, PromptHead):
-            logits, features = self.head.full_vocabulary_logits(hidden), None
+        if full_vocabulary and isinstance(self.head, PromptHead) and hidden is None:
+            hidden_all = encoder_hidden_states(self.mlm, input_ids, attention_mask,
+                                               token_type_ids if self.pass_token_type_ids else None)
+            logits, features = self.head.full_vocabulary_logits(hidden_all, positions), None
         else:
+            if hidden is None:
+                hidden = self.hidden_at(input_ids, attention_mask, positions, token_type_ids)
             logits, features = self.head(hidden)
         if calibrate and self.spec.eta_norm:
             logits = eta_normalise(logits, self.class_weight_norms())
@@ -273,12 +281,18 @@ class GleeModel(nn.Module):
         return self.head if self.frozen else self
 
 
+def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_ids=None
+                          ) -> torch.Tensor:
+    """The encoder's last hidden states, (batch, length, hidden)."""
+    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+    return mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                          **kwargs).last_hidden_state
+
+
 def encoder_hidden_at(mlm: nn.Module, input_ids, attention_mask, positions, token_type_ids=None
                       ) -> torch.Tensor:
     """The encoder's last hidden state at one position per sequence."""
-    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-    hidden = mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
-                            **kwargs).last_hidden_state
+    hidden = encoder_hidden_states(mlm, input_ids, attention_mask, token_type_ids)
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), positions]
 
 

@@ -170,6 +170,50 @@ def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS)
     return np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
 
 
+def train_one_epoch(model: GleeModel, spec: MethodSpec, train: Split, config: TrainConfig,
+                    optimizer, scheduler, rng: np.random.Generator, device: torch.device,
+                    pad_id: int, max_length: int, params: list, progress: ProgressFn
+                    ) -> tuple[float, int]:
+    """One pass over ``train``; returns (summed loss, steps). The loss stays on the device and
+    is read back only every ``config.log_every`` steps."""
+    model.train()
+    reference = config.strategy == "reference"
+    if reference:  # the released code: shuffled batches padded to max_length
+        order = rng.permutation(len(train))
+        batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+    else:
+        batches = length_grouped_batches(train.lengths, config.batch_size, rng)
+    loss_sum = torch.zeros((), device=device)
+    for step, index in enumerate(batches, 1):
+        batch = _to(train.batch(index, pad_id, max_length if reference else None), device)
+        with _autocast(device, config.strategy):
+            logits, _ = model(**_model_inputs(batch), full_vocabulary=reference)
+        loss = classification_loss(spec, logits, batch["labels"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        loss_sum += loss.detach()
+        event = {"stage": "train", "epochs": config.epochs, "step": step, "steps": len(batches)}
+        if step % config.log_every == 0 or step == len(batches):
+            event["loss"] = float(loss_sum) / step
+        progress(event)
+    return float(loss_sum), len(batches)
+
+
+def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int):
+    """AdamW (fused on CUDA) with linear warm-up over ``warmup_ratio`` of the steps, then decay."""
+    from transformers import get_linear_schedule_with_warmup
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.learning_rate,
+                                  weight_decay=config.weight_decay, fused=device.type == "cuda")
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    return params, optimizer, scheduler
+
+
 def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
                        config: TrainConfig, progress: ProgressFn | None = None,
                        feature_cache: Path | None = None) -> RunResult:
@@ -178,7 +222,6 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     progress = progress or (lambda event: None)
     device = resolve_device(config.device)
     frozen = config.backbone == "frozen"
-    reference = config.strategy == "reference"
     max_length = config.max_length or dataset.max_length
     splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
     train = splits["train"]
@@ -192,48 +235,22 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
 
     steps_per_epoch = -(-len(train) // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay,
-                                  fused=device.type == "cuda")
-    from transformers import get_linear_schedule_with_warmup
-    scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    params, optimizer, scheduler = make_optimizer(model, config, device, total_steps)
 
     history: list[dict] = []
     best_f1, best_state, stale = -1.0, None, 0
     started = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        model.train()
         epoch_start = time.perf_counter()
-        loss_sum = torch.zeros((), device=device)
-        if reference:  # the released code: shuffled batches padded to max_length
-            order = rng.permutation(len(train))
-            batches = [order[i:i + config.batch_size]
-                       for i in range(0, len(order), config.batch_size)]
-        else:
-            batches = length_grouped_batches(train.lengths, config.batch_size, rng)
-        for step, index in enumerate(batches, 1):
-            batch = _to(train.batch(index, pad_id, max_length if reference else None), device)
-            with _autocast(device, config.strategy):
-                logits, _ = model(**_model_inputs(batch), full_vocabulary=reference)
-            loss = classification_loss(spec, logits, batch["labels"])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            loss_sum += loss.detach()
-            event = {"stage": "train", "epoch": epoch, "epochs": config.epochs, "step": step,
-                     "steps": len(batches)}
-            if step % config.log_every == 0 or step == len(batches):
-                event["loss"] = float(loss_sum) / step
-            progress(event)
+        loss_sum, steps = train_one_epoch(model, spec, train, config, optimizer, scheduler, rng,
+                                          device, pad_id, max_length, params,
+                                          lambda e: progress({**e, "epoch": epoch}))
         train_seconds = time.perf_counter() - epoch_start
         dev_logits, _ = predict(model, splits["dev"], pad_id, device, config.eval_batch_size,
                                 config.strategy, max_length)
         dev_pred = dev_logits.argmax(1)
         dev_f1 = macro_f1(splits["dev"].labels, dev_pred, dataset.num_classes)
-        record = {"epoch": epoch, "train_loss": float(loss_sum) / len(batches),
+        record = {"epoch": epoch, "train_loss": loss_sum / steps,
                   "dev_f1": dev_f1, "dev_acc": float((dev_pred == splits["dev"].labels).mean()),
                   "train_seconds": round(train_seconds, 3),
                   "seconds": round(time.perf_counter() - epoch_start, 3)}
