@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--max-length", type=int, help="default: the dataset's (paper's)")
     train.add_argument("--limit", type=int, help="keep the first N training examples")
     train.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    train.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
+                       help="auto: bf16 autocast on CUDA and on CPUs with native bf16")
     train.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
     train.add_argument("--force", action="store_true", help="retrain even if stored")
 
@@ -90,11 +92,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class TqdmProgress:
-    """Turns trainer events into one tqdm bar per run on stderr."""
+    """Turns trainer events into one tqdm bar per run on stderr.
+
+    The line announcing a run and the dataset's warnings are printed once work really starts, so
+    a set-up error (say, a label word outside the vocabulary) stays a single ``error:`` line."""
 
     def __init__(self, warnings: list[str] | None = None):
         self.bar = None
-        self.warnings = list(warnings or [])  # printed once training starts
+        self.pending = [f"warning: {w}" for w in warnings or []]
+
+    def _flush(self):
+        from tqdm import tqdm
+        for line in self.pending:
+            tqdm.write(line, file=sys.stderr)
+        self.pending = []
 
     def __call__(self, event: dict) -> None:
         from tqdm import tqdm
@@ -103,20 +114,16 @@ class TqdmProgress:
         if stage == "run":
             self.close()
             state = "stored, loading" if event["cached"] else "training"
-            tqdm.write(f"[{event['index']}/{event['total']}] {event['method']} seed "
-                       f"{event['seed']}: {state} ({event['run_id']})", file=sys.stderr)
-        elif stage == "train":
-            for warning in self.warnings:
-                tqdm.write(f"warning: {warning}", file=sys.stderr)
-            self.warnings = []
-            if self.bar is None:
-                self.bar = tqdm(total=event["steps"] * event["epochs"], file=sys.stderr,
-                                unit="step", dynamic_ncols=True, mininterval=1.0)
-            self.bar.set_description(f"epoch {event['epoch']}/{event['epochs']}", refresh=False)
-            if "loss" in event:
-                self.bar.set_postfix(loss=f"{event['loss']:.4f}", refresh=False)
-            self.bar.update(1)
+            self.pending.append(f"[{event['index']}/{event['total']}] {event['method']} seed "
+                                f"{event['seed']}: {state} ({event['run_id']})")
+            if event["cached"]:
+                self._flush()
+        elif stage == "queued":
+            self._flush()
+            tqdm.write("waiting: another run is training in this store "
+                       "(GLEE_MAX_CONCURRENT_RUNS allows more at once)", file=sys.stderr)
         elif stage == "features":
+            self._flush()
             if self.bar is None:
                 self.bar = tqdm(total=event["total"], file=sys.stderr, unit="ex",
                                 desc=f"encoding ({event['format']} input, frozen backbone)",
@@ -124,6 +131,15 @@ class TqdmProgress:
             self.bar.update(event["done"] - self.bar.n)
             if event["done"] >= event["total"]:
                 self.close()
+        elif stage == "train":
+            self._flush()
+            if self.bar is None:
+                self.bar = tqdm(total=event["steps"] * event["epochs"], file=sys.stderr,
+                                unit="step", dynamic_ncols=True, mininterval=1.0)
+            self.bar.set_description(f"epoch {event['epoch']}/{event['epochs']}", refresh=False)
+            if "loss" in event:
+                self.bar.set_postfix(loss=f"{event['loss']:.4f}", refresh=False)
+            self.bar.update(1)
         elif stage == "eval" and self.bar is not None:
             self.bar.set_postfix(dev_f1=f"{event['dev_f1']:.4f}", best=f"{event['best_dev_f1']:.4f}")
         elif stage == "test":
@@ -140,7 +156,8 @@ def _cmd_train(args) -> int:
     from .methods import parse_methods
     from .runs import run_experiments
     from .store import RunStore
-    from .training import TrainConfig, resolve_device
+    from .devices import resolve_device
+    from .training import TrainConfig
 
     methods = parse_methods(args.method)
     resolve_device(args.device)
@@ -154,7 +171,7 @@ def _cmd_train(args) -> int:
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                          weight_decay=args.weight_decay, patience=args.patience,
                          max_length=args.max_length, limit=args.limit, device=args.device,
-                         backbone=args.backbone)
+                         backbone=args.backbone, precision=args.precision)
     progress = TqdmProgress(dataset.warnings)
     try:
         runs = run_experiments(dataset, methods, seeds, args.model, config,

@@ -520,11 +520,20 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
         delimiter = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
     except csv.Error:
         delimiter = ","
+    ragged: list[list[str]] = []
+
+    def skip_bad_line(fields: list[str]) -> None:  # rows with too many fields: skip and report
+        ragged.append(fields)
+
     try:
-        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False,
+                            engine="python", on_bad_lines=skip_bad_line)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
         raise GleeError(f"{source}: not a readable CSV ({str(exc).strip()}); "
-                        "check quoting and that every row has the same number of fields") from None
+                        "check the quoting (an unclosed \" swallows the rest of the file)") from None
+    if ragged:
+        warnings.append(f"{source}: skipped {len(ragged)} row(s) with more fields than the header")
+    frame = frame.fillna("")  # rows with fewer fields than the header
     columns = [str(c) for c in frame.columns]
     if frame.empty:
         raise GleeError(f"{source}: header only, no rows (columns: {columns})")
@@ -546,7 +555,15 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
         raise GleeError(f"{source}: no row has both a text and a label")
     duplicates = int(out.duplicated(subset=["text", "text_b", "label"]).sum())
     if duplicates:
-        warnings.append(f"{source}: {duplicates} duplicate row(s) kept")
+        warnings.append(f"{source}: {duplicates} duplicate row(s) kept (copies of a text never "
+                        "straddle train and test)")
+    if out["label"].str.fullmatch(r"-?\d+(\.\d+)?").all():
+        warnings.append(f"{source}: the labels are numbers, so prompt methods' label words are "
+                        "digits; give real words with --verbalizer FILE.json")
+    n_classes = out["label"].nunique()
+    if n_classes > 1000:
+        warnings.append(f"{source}: {n_classes} classes - classes with fewer than 3 distinct "
+                        "texts are left out, and per-class charts will be dense")
     return out, warnings
 
 

@@ -24,6 +24,7 @@ import torch
 from .backbone import Backbone
 from .datasets import LongTailDataset
 from .encoding import encode, eval_batches
+from .devices import autocast, resolve_precision
 from .methods import encoder_hidden_at
 
 
@@ -69,7 +70,7 @@ def compute_hidden(backbone: Backbone, split, device: torch.device, batch_size: 
     out = np.zeros((len(split), backbone.hidden_size), dtype=np.float32)
     for index in eval_batches(split.lengths, batch_size):
         batch = {k: v.to(device) for k, v in split.batch(index, pad_id).items()}
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with autocast(device, resolve_precision("auto", device)):
             hidden = encoder_hidden_at(
                 model, batch["input_ids"], batch["attention_mask"], batch["positions"],
                 batch.get("token_type_ids") if backbone.uses_token_type_ids else None)

@@ -242,6 +242,16 @@ class GleeModel(nn.Module):
         self.frozen = frozen
         if not frozen:
             self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
+            # Parts of the MLM head a method never uses get no gradient: keep them out of training
+            # (data-parallel training refuses parameters without gradients).
+            unused = []
+            if spec.predictor == "cls":
+                unused += [*backbone.mlm_dense.parameters(), *backbone.mlm_layer_norm.parameters()]
+            if (spec.predictor == "cls" or spec.decoupled_embedding) \
+                    and backbone.mlm_decoder.bias is not None:
+                unused.append(backbone.mlm_decoder.bias)
+            for parameter in unused:
+                parameter.requires_grad_(False)
         self.pass_token_type_ids = backbone.uses_token_type_ids
         if spec.predictor == "mlm":
             if class_token_ids is None:

@@ -8,6 +8,7 @@ weights to score new text.
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import time
 from dataclasses import replace
@@ -22,10 +23,12 @@ from . import __version__
 from .backbone import Backbone, describe_source, load_backbone, model_fingerprint
 from .datasets import LongTailDataset
 from .encoding import encode
+from .distributed import data_parallel
 from .errors import GleeError
 from .methods import MethodSpec, build_model, get_method
 from .store import Run, RunStore, make_run_id, write_json
-from .training import RunResult, TrainConfig, predict, resolve_device, train_and_evaluate
+from .devices import resolve_device
+from .training import RunResult, TrainConfig, predict, train_and_evaluate
 
 _BACKBONES: dict[str, Backbone] = {}
 
@@ -125,23 +128,34 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     progress = progress or (lambda event: None)
     base = resolve_config(dataset, config or TrainConfig())
     resolve_device(base.device)  # fail before any work on a bad device
+    ddp = data_parallel(base.device)  # several processes: the main one decides and writes
+    main = ddp is None or ddp.is_main
     jobs = [(spec, seed) for spec in methods for seed in seeds]
     runs = []
     for index, (spec, seed) in enumerate(jobs, 1):
         cfg = replace(base, seed=seed)
         identity = run_identity(dataset, spec, model_name, cfg)
         run_id = make_run_id(dataset.id, spec.id, seed, identity)
-        with store.lock(run_id):
-            run = None if force else store.get(run_id)
+        with store.lock(run_id) if main else contextlib.nullcontext():
+            train = force or store.get(run_id) is None
+            if ddp is not None:
+                train = ddp.broadcast(train)
             progress({"stage": "run", "run_id": run_id, "method": spec.id, "seed": seed,
-                      "index": index, "total": len(jobs), "cached": run is not None})
-            if run is None:
+                      "index": index, "total": len(jobs), "cached": not train})
+            if train:
                 backbone = get_backbone(model_name)
-                result = train_and_evaluate(dataset, spec, backbone, cfg, progress,
-                                            feature_cache=store.root / ".features")
-                config_json = run_config(run_id, dataset, spec, backbone, cfg, identity)
-                run = save_result(store, run_id, config_json, result)
-        runs.append(run)
+                slot = store.training_slot(lambda: progress({"stage": "queued", "run_id": run_id})) \
+                    if main else contextlib.nullcontext()
+                with slot:
+                    result = train_and_evaluate(dataset, spec, backbone, cfg, progress,
+                                                feature_cache=store.root / ".features")
+                if main:
+                    config_json = run_config(run_id, dataset, spec, backbone, cfg, identity)
+                    config_json["notes"] += result.notes
+                    save_result(store, run_id, config_json, result)
+            if ddp is not None:
+                ddp.barrier()  # the others read the run once the main process has written it
+        runs.append(Run(store.path(run_id)))
     return runs
 
 

@@ -24,13 +24,16 @@ import os
 import re
 import shutil
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from .errors import GleeError
 
@@ -153,10 +156,16 @@ def check_run(path: Path) -> str | None:
 
 
 class RunStore:
-    """Runs under one directory (default ``./runs``, or ``GLEE_RUNS_DIR``)."""
+    """Runs under one directory (default ``./runs``, or ``GLEE_RUNS_DIR``).
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    ``max_concurrent`` (default ``GLEE_MAX_CONCURRENT_RUNS`` or 1) is how many runs may train at
+    once across every process using this store: further ones queue, so two launches of different
+    configurations share one GPU one after the other."""
+
+    def __init__(self, root: str | os.PathLike | None = None, max_concurrent: int | None = None):
         self.root = Path(root or os.environ.get("GLEE_RUNS_DIR") or "runs").expanduser()
+        self.max_concurrent = max(1, int(max_concurrent or
+                                         os.environ.get("GLEE_MAX_CONCURRENT_RUNS", 1)))
         self.problems: dict[str, str] = {}  # run dirs skipped by runs(), with why
 
     def path(self, run_id: str) -> Path:
@@ -174,6 +183,29 @@ class RunStore:
         locks = self.root / ".locks"
         locks.mkdir(parents=True, exist_ok=True)
         return FileLock(str(locks / f"{self.path(run_id).name}.lock"), timeout=timeout)
+
+    @contextmanager
+    def training_slot(self, on_wait: Callable[[], None] | None = None):
+        """Hold one of ``max_concurrent`` training slots; wait (polling) while all are taken."""
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        slots = [FileLock(str(locks / f"slot-{i}.lock")) for i in range(self.max_concurrent)]
+        announced = False
+        while True:
+            for slot in slots:
+                try:
+                    slot.acquire(timeout=0)
+                except Timeout:
+                    continue
+                try:
+                    yield
+                finally:
+                    slot.release()
+                return
+            if on_wait and not announced:
+                on_wait()
+                announced = True
+            time.sleep(0.5)
 
     def runs(self, dataset: str | None = None) -> list[Run]:
         """Finished runs, oldest first; broken run directories are skipped and listed in

@@ -23,6 +23,8 @@ from .backbone import Backbone
 from .datasets import SPLIT_SEED, LongTailDataset
 from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
+from .devices import autocast, resolve_device, resolve_precision
+from .distributed import DataParallel, data_parallel
 from .features import FeatureSplit, cached_features
 from .methods import GleeModel, MethodSpec, build_model, classification_loss
 from .metrics import classification_metrics, macro_f1
@@ -49,6 +51,7 @@ class TrainConfig:
     limit: int | None = None  # keep the first N training examples (smoke runs)
     seed: int = 1
     backbone: str = "finetune"  # "finetune", or "frozen": quick mode, heads on cached features
+    precision: str = "auto"  # "auto": bf16 autocast on CUDA and on CPUs with native bf16; "fp32"
     strategy: str = "fast"  # "fast", or "reference": the released code's (pad to max length,
     #                         fp32, full-vocabulary logits), for benchmarks and checks
     eval_batch_size: int = 128
@@ -58,6 +61,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.backbone not in ("finetune", "frozen"):
             raise GleeError(f"--backbone must be finetune or frozen, got {self.backbone!r}")
+        if self.precision not in ("auto", "fp32", "bf16"):
+            raise GleeError(f"--precision must be auto, fp32 or bf16, got {self.precision!r}")
         if self.strategy not in ("fast", "reference"):
             raise GleeError(f"strategy must be fast or reference, got {self.strategy!r}")
 
@@ -70,7 +75,7 @@ class TrainConfig:
     def identity(self) -> dict:
         """The fields that change a run's result (device, strategy and logging do not)."""
         fields = asdict(self)
-        for key in ("device", "eval_batch_size", "log_every", "strategy"):
+        for key in ("device", "eval_batch_size", "log_every", "strategy", "precision"):
             fields.pop(key)
         return fields
 
@@ -87,22 +92,7 @@ class RunResult:
     features: dict[str, np.ndarray]
     model: GleeModel
     timing: dict = field(default_factory=dict)
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise GleeError("--device cuda asked for, but no CUDA GPU is available; use --device cpu")
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise GleeError(f"unknown device {device!r}; use auto, cpu or cuda")
-    return torch.device(device)
-
-
-def _autocast(device: torch.device, strategy: str = "fast"):
-    if device.type == "cuda" and strategy == "fast":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast(device.type, enabled=False)
+    notes: list[str] = field(default_factory=list)
 
 
 def _to(batch: dict, device: torch.device) -> dict:
@@ -119,13 +109,14 @@ Split = Union[EncodedSplit, FeatureSplit]
 
 @torch.inference_mode()
 def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
-            batch_size: int = 128, strategy: str = "fast", max_length: int | None = None
-            ) -> tuple[np.ndarray, np.ndarray | None]:
+            batch_size: int = 128, strategy: str = "fast", max_length: int | None = None,
+            precision: str = "auto") -> tuple[np.ndarray, np.ndarray | None]:
     """Calibrated logits and classifier-input features for every example, in split order.
 
     ``strategy="reference"`` evaluates as the released code does (no features returned)."""
     model.eval()
     reference = strategy == "reference"
+    precision = resolve_precision(precision, device, strategy)
     logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
     features = None
     batches = ([np.arange(i, min(i + batch_size, len(split)))
@@ -133,7 +124,7 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
                else eval_batches(split.lengths, batch_size))
     for index in batches:
         batch = _to(split.batch(index, pad_id, max_length if reference else None), device)
-        with _autocast(device, strategy):
+        with autocast(device, precision):
             out, feats = model(**_model_inputs(batch), calibrate=True, full_vocabulary=reference)
         logits[index] = out.float().cpu().numpy()
         if feats is not None:
@@ -172,10 +163,11 @@ def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS)
 
 def train_one_epoch(model: GleeModel, spec: MethodSpec, train: Split, config: TrainConfig,
                     optimizer, scheduler, rng: np.random.Generator, device: torch.device,
-                    pad_id: int, max_length: int, params: list, progress: ProgressFn
-                    ) -> tuple[float, int]:
+                    pad_id: int, max_length: int, params: list, progress: ProgressFn,
+                    ddp: DataParallel | None = None) -> tuple[float, int]:
     """One pass over ``train``; returns (summed loss, steps). The loss stays on the device and
-    is read back only every ``config.log_every`` steps."""
+    is read back only every ``config.log_every`` steps. Under data parallelism every process
+    draws the same batches and trains on its slice of each."""
     model.train()
     reference = config.strategy == "reference"
     if reference:  # the released code: shuffled batches padded to max_length
@@ -183,10 +175,13 @@ def train_one_epoch(model: GleeModel, spec: MethodSpec, train: Split, config: Tr
         batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
     else:
         batches = length_grouped_batches(train.lengths, config.batch_size, rng)
+    if ddp is not None:  # every process must step together: drop batches too small to split
+        batches = [ddp.shard(b) for b in batches if len(b) >= ddp.size]
+    precision = resolve_precision(config.precision, device, config.strategy)
     loss_sum = torch.zeros((), device=device)
     for step, index in enumerate(batches, 1):
         batch = _to(train.batch(index, pad_id, max_length if reference else None), device)
-        with _autocast(device, config.strategy):
+        with autocast(device, precision):
             logits, _ = model(**_model_inputs(batch), full_vocabulary=reference)
         loss = classification_loss(spec, logits, batch["labels"])
         optimizer.zero_grad(set_to_none=True)
@@ -220,11 +215,16 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     """Train ``spec`` on a fresh copy of ``backbone`` (or, frozen, a head on its cached features)
     and evaluate the best-on-dev weights."""
     progress = progress or (lambda event: None)
-    device = resolve_device(config.device)
+    ddp = data_parallel(config.device)
+    device = ddp.device if ddp else resolve_device(config.device)
     frozen = config.backbone == "frozen"
     max_length = config.max_length or dataset.max_length
     splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
     train = splits["train"]
+    notes = [f"{n} of {len(splits[name])} {name} texts reached max length and were truncated to "
+             f"{max_length} tokens" for name in ("train", "test")
+             if isinstance(splits[name], EncodedSplit)
+             and (n := int((splits[name].lengths >= max_length).sum()))]
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     # Fine-tuning trains a deep copy, so the pristine backbone serves the next run unchanged.
@@ -236,18 +236,19 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     steps_per_epoch = -(-len(train) // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
     params, optimizer, scheduler = make_optimizer(model, config, device, total_steps)
+    trained = ddp.wrap(model) if ddp else model  # DDP shares the parameters of ``model``
 
     history: list[dict] = []
     best_f1, best_state, stale = -1.0, None, 0
     started = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
         epoch_start = time.perf_counter()
-        loss_sum, steps = train_one_epoch(model, spec, train, config, optimizer, scheduler, rng,
+        loss_sum, steps = train_one_epoch(trained, spec, train, config, optimizer, scheduler, rng,
                                           device, pad_id, max_length, params,
-                                          lambda e: progress({**e, "epoch": epoch}))
+                                          lambda e: progress({**e, "epoch": epoch}), ddp)
         train_seconds = time.perf_counter() - epoch_start
         dev_logits, _ = predict(model, splits["dev"], pad_id, device, config.eval_batch_size,
-                                config.strategy, max_length)
+                                config.strategy, max_length, config.precision)
         dev_pred = dev_logits.argmax(1)
         dev_f1 = macro_f1(splits["dev"].labels, dev_pred, dataset.num_classes)
         record = {"epoch": epoch, "train_loss": loss_sum / steps,
@@ -271,7 +272,7 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     test = splits["test"]
     test_start = time.perf_counter()
     logits, features = predict(model, test, pad_id, device, config.eval_batch_size,
-                               config.strategy, max_length)
+                               config.strategy, max_length, config.precision)
     test_seconds = time.perf_counter() - test_start
     pred = logits.argmax(1)
     head, tail = dataset.head_tail()
@@ -294,8 +295,9 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         weight_norms=model.class_weight_norms().detach().cpu().tolist(),
         features={"features": features[rows].astype(np.float16), "labels": test.labels[rows],
                   "rows": rows},
-        model=model,
+        model=model, notes=notes,
         timing={"train_seconds": round(train_time, 3), "test_seconds": round(test_seconds, 3),
                 "epochs_run": len(history), "device": str(device), "strategy": config.strategy,
+                "precision": resolve_precision(config.precision, device, config.strategy),
                 "train_examples_per_second":
                     round(len(train) * len(history) / max(seconds_training, 1e-9), 2)})

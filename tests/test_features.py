@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from glee_core.backbone import load_backbone
+from glee_core.devices import autocast, resolve_precision
 from glee_core.encoding import collate, encode
 from glee_core.features import cached_features
 from glee_core.methods import build_model, classification_loss, get_method
@@ -31,10 +32,11 @@ def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset,
     np.testing.assert_array_equal(first["test"].hidden, again["test"].hidden)
     split = encode(toy_dataset.splits["test"], bert.tokenizer, "prompt", toy_dataset.template, 64)
     batch = collate(split, range(4), bert.tokenizer.pad_token_id)
-    with torch.no_grad():
+    cpu = torch.device("cpu")
+    with torch.no_grad(), autocast(cpu, resolve_precision("auto", cpu)):  # as the feature pass
         hidden = bert.model.base_model(input_ids=batch["input_ids"],
                                        attention_mask=batch["attention_mask"]).last_hidden_state
-    expected = hidden[torch.arange(4), batch["positions"]].numpy()
+    expected = hidden[torch.arange(4), batch["positions"]].float().numpy()
     np.testing.assert_allclose(first["test"].hidden[:4], expected, rtol=1e-4, atol=1e-5)
 
 

@@ -1,0 +1,269 @@
+"""Training and evaluation throughput: the released implementation's strategy vs Glee Studio's.
+
+    python bench/train_throughput.py [--dataset r8 --data-dir ../shared/data] [--model auto]
+        [--max-length 256] [--device auto] [--json]
+
+For ``cls-tanh`` and ``prompt`` it measures, on the same examples and model, the *reference*
+strategy (every batch padded to max length, fp32, MLM logits over the whole vocabulary at every
+position: what the paper's code does) and the *fast* one (dynamic padding over length-grouped
+batches, label-word decoder rows only, bf16 autocast + fused AdamW on CUDA): training and
+evaluation examples/s, peak memory, and on CUDA the model FLOPs utilisation. Then the quick mode:
+all 12 heads on the frozen backbone, with and without cached features. Each (method, strategy)
+runs in a fresh process, so peak memory is its own. Run by hand; CI never runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# Dense bf16 peak of the GPUs we time on (no sparsity), FLOP/s.
+PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+R52_TRAIN, R52_DEV, R52_TEST = 6532, 1000, 2568  # the paper's R52 sizes for the projection
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dataset", default="r8")
+    p.add_argument("--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    p.add_argument("--model", default="auto",
+                   help="auto, HF id, path, or random:bert-base (random weights, for timing)")
+    p.add_argument("--max-length", type=int, default=256)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
+                   help="of the fast path (the reference is always fp32)")
+    p.add_argument("--methods", default="cls-tanh,prompt")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--train-examples", type=int, default=320, help="examples timed per strategy")
+    p.add_argument("--eval-examples", type=int, default=640)
+    p.add_argument("--warmup-steps", type=int, default=2)
+    p.add_argument("--peak-tflops", type=float, help="override the device's bf16 peak")
+    p.add_argument("--skip-quick", action="store_true", help="skip the quick-mode timing")
+    p.add_argument("--json", action="store_true", help="print one JSON object only")
+    p.add_argument("--one", nargs=2, metavar=("METHOD", "STRATEGY"), help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def resolve_model(name: str) -> str:
+    """``random:bert-base``: a bert-base-sized MLM with random weights and the MiniLM tokenizer
+    (same vocabulary), saved once to a temp folder; anything else is passed through."""
+    if not name.startswith("random:"):
+        return name
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+    from glee_core.backbone import resolve_model_source
+
+    folder = Path(tempfile.gettempdir()) / "glee-bench-random-bert-base"
+    if not (folder / "config.json").is_file():
+        BertForMaskedLM(BertConfig()).save_pretrained(folder)
+        AutoTokenizer.from_pretrained(resolve_model_source("auto")).save_pretrained(folder)
+    return str(folder)
+
+
+def peak_memory_mb(device) -> float:
+    import torch
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def measure_one(args) -> dict:
+    """Time one (method, strategy) in this process: a training pass and an evaluation pass."""
+    import copy
+    from dataclasses import replace
+
+    import numpy as np
+    import torch
+
+    from glee_core.backbone import load_backbone
+    from glee_core.datasets import load_dataset
+    from glee_core.encoding import encode
+    from glee_core.methods import build_model, get_method
+    from glee_core.devices import resolve_device, resolve_precision
+    from glee_core.training import TrainConfig, make_optimizer, predict, train_one_epoch
+
+    method, strategy = args.one
+    device = resolve_device(args.device)
+    spec = get_method(method)
+    dataset = load_dataset(args.dataset, data_dir=args.data_dir)
+    backbone = load_backbone(resolve_model(args.model))
+    rng = np.random.default_rng(0)
+    train_frame = dataset.splits["train"]
+    n_train = min(args.train_examples, len(train_frame))
+    train_frame = train_frame.iloc[np.sort(rng.choice(len(train_frame), n_train, replace=False))]
+    eval_frame = dataset.splits["test"].head(args.eval_examples)
+    train = encode(train_frame, backbone.tokenizer, spec.input_format, dataset.template,
+                   args.max_length)
+    evaluation = encode(eval_frame, backbone.tokenizer, spec.input_format, dataset.template,
+                        args.max_length)
+    own = replace(backbone, model=copy.deepcopy(backbone.model))
+    model = build_model(spec, own, dataset.classes, dataset.verbalizer).to(device)
+    config = TrainConfig(batch_size=args.batch_size, max_length=args.max_length,
+                         strategy=strategy, lr=1e-5, log_every=10**9, device=args.device,
+                         precision=args.precision)
+    steps = -(-n_train // args.batch_size)
+    params, optimizer, scheduler = make_optimizer(model, config, device,
+                                                  steps + args.warmup_steps)
+    pad_id = backbone.tokenizer.pad_token_id or 0
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    warm = train.subset(range(min(len(train), args.warmup_steps * args.batch_size)))
+    train_one_epoch(model, spec, warm, config, optimizer, scheduler, rng, device, pad_id,
+                    args.max_length, params, lambda e: None)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    sync()
+    start = time.perf_counter()
+    train_one_epoch(model, spec, train, config, optimizer, scheduler, rng, device, pad_id,
+                    args.max_length, params, lambda e: None)
+    sync()
+    train_seconds = time.perf_counter() - start
+    train_peak = peak_memory_mb(device)
+
+    predict(model, evaluation.subset(range(min(64, len(evaluation)))), pad_id, device,
+            strategy=strategy, max_length=args.max_length, precision=args.precision)  # warm-up
+    sync()
+    start = time.perf_counter()
+    predict(model, evaluation, pad_id, device, strategy=strategy, max_length=args.max_length,
+            precision=args.precision)
+    sync()
+    eval_seconds = time.perf_counter() - start
+
+    real_tokens = int(train.lengths.sum())
+    padded_tokens = (len(train) * args.max_length if strategy == "reference"
+                     else real_tokens)  # upper bound for fast: grouped batches pad little
+    n_params = sum(p.numel() for p in backbone.model.parameters())
+    result = {
+        "method": method, "strategy": strategy, "device": str(device),
+        "device_name": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "threads": torch.get_num_threads(),
+        "precision": resolve_precision(args.precision, device, strategy),
+        "attention": getattr(backbone.model.config, "_attn_implementation", "?"),
+        "parameters": n_params, "train_examples": len(train),
+        "mean_tokens": round(real_tokens / len(train), 1), "max_length": args.max_length,
+        "train_seconds": round(train_seconds, 3),
+        "train_examples_per_s": round(len(train) / train_seconds, 2),
+        "train_real_tokens_per_s": round(real_tokens / train_seconds, 1),
+        "eval_examples": len(evaluation),
+        "eval_examples_per_s": round(len(evaluation) / eval_seconds, 2),
+        "peak_memory_mb": round(train_peak, 1),
+        "peak_memory_kind": "cuda max_memory_allocated" if device.type == "cuda" else "RSS",
+        "padded_tokens": padded_tokens,
+    }
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name()
+        peak = (args.peak_tflops * 1e12 if args.peak_tflops else
+                next((v for k, v in PEAK_BF16.items() if k in name), None))
+        if peak:
+            result["mfu"] = round(6 * n_params * (real_tokens / train_seconds) / peak, 4)
+            result["peak_flops_assumed"] = peak
+    return result
+
+
+def measure_quick(args) -> dict:
+    """All 12 heads on the frozen backbone: once computing the features, once from the cache."""
+    from glee_core.datasets import load_dataset
+    from glee_core.methods import METHODS
+    from glee_core.runs import get_backbone, run_experiments
+    from glee_core.store import RunStore
+    from glee_core.training import TrainConfig
+
+    dataset = load_dataset(args.dataset, data_dir=args.data_dir)
+    model = resolve_model(args.model)
+    get_backbone(model)  # loading the model is not part of the figure
+    config = TrainConfig(backbone="frozen", max_length=args.max_length, device=args.device)
+    with tempfile.TemporaryDirectory() as runs:
+        store = RunStore(runs)
+        start = time.perf_counter()
+        run_experiments(dataset, list(METHODS.values()), [1], model, config, store)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        runs_ = run_experiments(dataset, list(METHODS.values()), [1], model, config, store,
+                                force=True)
+        warm = time.perf_counter() - start
+        f1 = {r.method: round(r.metrics["f1"], 4) for r in runs_}
+    return {"dataset": dataset.id, "train_examples": len(dataset.splits["train"]),
+            "methods": len(METHODS), "seconds_with_feature_pass": round(cold, 2),
+            "seconds_cached_features": round(warm, 2),
+            "feature_pass_seconds": round(cold - warm, 2),
+            "f1": f1}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.one:
+        print(json.dumps(measure_one(args)))
+        return 0
+    forwarded = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json"]
+    results = []
+    for method in args.methods.split(","):
+        for strategy in ("reference", "fast"):
+            if not args.json:
+                print(f"timing {method} / {strategy} ...", file=sys.stderr, flush=True)
+            out = subprocess.run([sys.executable, __file__, *forwarded, "--one", method, strategy],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(out.stderr, file=sys.stderr)
+                return out.returncode
+            results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    speedups = {}
+    for method in args.methods.split(","):
+        ref, fast = [next(r for r in results if r["method"] == method and r["strategy"] == s)
+                     for s in ("reference", "fast")]
+        speedups[method] = {
+            "train": round(fast["train_examples_per_s"] / ref["train_examples_per_s"], 2),
+            "eval": round(fast["eval_examples_per_s"] / ref["eval_examples_per_s"], 2)}
+    report = {"command": " ".join([Path(sys.executable).name, "bench/train_throughput.py",
+                                   *forwarded]),
+              "results": results, "speedup": speedups}
+    fast_prompt = min((r for r in results if r["strategy"] == "fast"),
+                      key=lambda r: r["train_examples_per_s"], default=None)  # the slowest
+    if fast_prompt:
+        rate = fast_prompt["train_examples_per_s"]
+        eval_rate = fast_prompt["eval_examples_per_s"]
+        runs = 5 * 5  # Table 2, r52 column: 5 methods x 5 seeds
+        seconds = runs * (10 * R52_TRAIN / rate + 10 * R52_DEV / eval_rate + R52_TEST / eval_rate)
+        report["projection_table2_r52"] = {
+            "runs": runs, "epochs": 10, "train_examples": R52_TRAIN,
+            "assumes": f"{fast_prompt['method']} fast-path rates on this device, no early stop",
+            "hours": round(seconds / 3600, 2)}
+    if not args.skip_quick:
+        if not args.json:
+            print("timing quick mode (12 heads, frozen backbone) ...", file=sys.stderr, flush=True)
+        report["quick_mode"] = measure_quick(args)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"\n{report['command']}\n")
+    print(f"{'method':10} {'strategy':10} {'train ex/s':>11} {'eval ex/s':>10} "
+          f"{'peak MB':>9} {'MFU':>6}  device")
+    for r in results:
+        mfu = f"{100 * r['mfu']:.1f}%" if "mfu" in r else "-"
+        print(f"{r['method']:10} {r['strategy']:10} {r['train_examples_per_s']:11.2f} "
+              f"{r['eval_examples_per_s']:10.2f} {r['peak_memory_mb']:9.0f} {mfu:>6}  "
+              f"{r['device_name']} ({r['threads']} threads, {r['attention']}, {r['precision']})")
+    for method, s in speedups.items():
+        print(f"speed-up {method}: train x{s['train']}, eval x{s['eval']}")
+    if "projection_table2_r52" in report:
+        p = report["projection_table2_r52"]
+        print(f"projected Table 2 r52 column ({p['runs']} runs x {p['epochs']} epochs): "
+              f"{p['hours']} h ({p['assumes']})")
+    if "quick_mode" in report:
+        q = report["quick_mode"]
+        print(f"quick mode, {q['methods']} heads on {q['dataset']} ({q['train_examples']} train): "
+              f"{q['seconds_with_feature_pass']} s with the feature pass, "
+              f"{q['seconds_cached_features']} s from cached features")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""Bad input, killed runs, concurrent launches: the tool keeps working and loses nothing."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from glee_core.cli import main
+from glee_core.datasets import MAX_CSV_BYTES, load_dataset
+from glee_core.errors import GleeError
+from glee_core.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+GOOD = "text,label\n" + "".join(f"sample text {i},{'ab'[i % 2]}\n" for i in range(20))
+
+
+def good_rows(n=20, sep=","):
+    return "".join(f"sample text {i}{sep}{'ab'[i % 2]}\n" for i in range(n))
+
+
+# (name, file bytes, extra args, expected error or None, expected warning or None)
+CSV_CASES = [
+    ("empty file", b"", {}, "the file is empty", None),
+    ("header only", b"text,label\n", {}, "header only", None),
+    ("no text column", b"body,label\n" + good_rows().encode(), {}, "which column holds the text",
+     None),
+    ("no label column", b"text,kind\n" + good_rows().encode(), {},
+     "which column holds the label", None),
+    ("wrong text name given", GOOD.encode(), {"text_column": "body"},
+     "no text column named 'body'", None),
+    ("semicolons", ("text;label\n" + good_rows(sep=";")).encode(), {}, None, None),
+    ("tabs", ("text\tlabel\n" + good_rows(sep="\t")).encode(), {}, None, None),
+    ("latin-1", ("text,label\n" + good_rows().replace("sample", "café")).encode("latin-1"), {},
+     None, "not UTF-8, read as latin-1"),
+    ("utf-16 bom", GOOD.encode("utf-16"), {}, None, None),
+    ("utf-8 bom", GOOD.encode("utf-8-sig"), {}, None, None),
+    ("binary garbage", bytes(range(256)) * 8, {}, "not a text file", None),
+    ("newline inside quotes", ('text,label\n"two\nlines",a\n' + good_rows()).encode(), {}, None,
+     None),
+    ("ragged rows", (GOOD + "x,a,extra,fields\ny\n").encode(), {}, None,
+     "more fields than the header"),
+    ("whitespace-only texts", (GOOD + "   ,a\n,b\n").encode(), {}, None,
+     "empty text or label"),
+    ("missing labels", (GOOD + "orphan text,\n").encode(), {}, None, "empty text or label"),
+    ("numeric labels", ("text,label\n" + "".join(f"t {i},{i % 2}\n" for i in range(20))).encode(),
+     {}, None, "labels are numbers"),
+    ("single class", ("text,label\n" + "".join(f"t {i},a\n" for i in range(9))).encode(), {},
+     "only one class", None),
+    ("class with one example", (GOOD + "lonely,c\n").encode(), {}, None,
+     "'c' has 1 distinct text"),
+    ("duplicate rows", (GOOD + "sample text 0,a\n").encode(), {}, None, "duplicate row"),
+    ("thousands of classes", ("text,label\n" + "".join(f"t {i},c{i % 1500}\n"
+                                                       for i in range(4500))).encode(), {},
+     None, "1500 classes"),
+]
+
+
+@pytest.mark.parametrize("name, content, kwargs, error, warning", CSV_CASES,
+                         ids=[c[0] for c in CSV_CASES])
+def test_csv_input_cases(tmp_path, capsys, name, content, kwargs, error, warning):
+    path = tmp_path / "data.csv"
+    path.write_bytes(content)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    if error:
+        with pytest.raises(GleeError, match=error):
+            load_dataset(f"csv:{path}", **kwargs)
+        args = ["inspect", "--dataset", f"csv:{path}"]
+        args += [f"--{k.replace('_', '-')}={v}" for k, v in kwargs.items()]
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and error in err[0]
+    else:
+        dataset = load_dataset(f"csv:{path}", **kwargs)
+        assert dataset.num_classes >= 2
+        if warning:
+            assert any(warning in w for w in dataset.warnings), dataset.warnings
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_csv_over_the_size_limit(tmp_path, monkeypatch):
+    path = tmp_path / "big.csv"
+    path.write_text(GOOD)
+    monkeypatch.setattr("glee_core.datasets.MAX_CSV_BYTES", 10)
+    with pytest.raises(GleeError, match="larger than the 0 MiB limit"):
+        load_dataset(f"csv:{path}")
+    assert MAX_CSV_BYTES == 200 * 2**20
+
+
+def test_very_long_text_is_truncated_with_a_note(tiny_bert, tmp_path, capsys):
+    rows = "".join(f"{'news ' * (400 if i == 0 else 3)}{i},{'ab'[i % 2]}\n" for i in range(30))
+    path = tmp_path / "long.csv"
+    path.write_text("text,label\n" + rows)
+    code = main(["train", "--dataset", f"csv:{path}", "--method", "cls-relu", "--epochs", "1",
+                 "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs"),
+                 "--max-length", "32"])
+    err = capsys.readouterr().err
+    assert code == 0 and "truncated to 32 tokens" in err
+
+
+def test_a_folder_that_is_not_a_masked_lm(tmp_path, capsys):
+    from transformers import GPT2Config
+
+    GPT2Config(n_layer=1, n_embd=8, n_head=1).save_pretrained(tmp_path)
+    assert main(["train", "--dataset", "demo", "--method", "prompt", "--model",
+                 str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a masked language model" in err[0]
+
+
+def test_label_word_outside_the_vocabulary_is_one_error_line(tiny_bert, toy_csv, tmp_path,
+                                                             capsys):
+    verbalizer = tmp_path / "v.json"
+    verbalizer.write_text(json.dumps({"sports": "sports", "money": "money", "science": "zzqx",
+                                      "food": "food", "tech_support": "tech support"}))
+    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "prompt", "--model",
+                 str(tiny_bert), "--verbalizer", str(verbalizer), "--runs-dir",
+                 str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "'science' -> 'zzqx'" in err[0]
+    assert not list((tmp_path / "runs").glob("*-prompt-*"))
+
+
+def _train_cmd(model, data, runs, *extra):
+    return [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{data}", "--method",
+            "cls-relu", "--model", str(model), "--runs-dir", str(runs), "--batch-size", "4",
+            "--lr", "1e-3", *extra]
+
+
+def test_a_killed_run_leaves_nothing_that_looks_finished(tiny_bert, toy_csv, tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen(_train_cmd(tiny_bert, toy_csv, runs, "--epochs", "200",
+                                       "--patience", "200"),
+                            stderr=subprocess.PIPE, text=True, env=ENV)
+    seen = ""
+    deadline = time.time() + 120
+    while "epoch 2/" not in seen and time.time() < deadline:
+        seen += proc.stderr.read(64)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert "epoch 2/" in seen
+    store = RunStore(runs)
+    assert store.runs() == [] and not store.problems
+    assert main(["compare", "--runs-dir", str(runs)]) == 2  # "no finished runs"
+    again = subprocess.run(_train_cmd(tiny_bert, toy_csv, runs, "--epochs", "1"),
+                           capture_output=True, text=True, env=ENV, timeout=300)
+    assert again.returncode == 0 and "training" in again.stderr  # trained, not "loading"
+    assert len(store.runs()) == 1
+
+
+def test_two_launches_of_one_configuration_train_it_once(tiny_bert, toy_csv, tmp_path):
+    runs = tmp_path / "runs"
+    cmd = _train_cmd(tiny_bert, toy_csv, runs, "--epochs", "3")
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=ENV) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    trained = [err for _, err in outs if ": training (" in err]
+    loaded = [err for _, err in outs if "stored, loading" in err]
+    assert len(trained) == 1 and len(loaded) == 1
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert results[0] == results[1]
+    assert len(RunStore(runs).runs()) == 1
+
+
+def test_different_configurations_queue_for_the_training_slot(tiny_bert, toy_csv, tmp_path):
+    runs = tmp_path / "runs"
+    store = RunStore(runs)
+    with store.training_slot():  # another process is training
+        proc = subprocess.Popen(_train_cmd(tiny_bert, toy_csv, runs, "--epochs", "1"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=ENV)
+        time.sleep(8)
+        assert proc.poll() is None  # still waiting for the slot
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and "waiting: another run is training" in err
+    assert RunStore(runs, max_concurrent=3).max_concurrent == 3
