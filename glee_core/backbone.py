@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlparse
 
 import torch
 from torch import nn
@@ -135,6 +138,33 @@ def resolve_model_source(name: str) -> str:
     return name
 
 
+@lru_cache(maxsize=1)
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Can this machine reach the Hugging Face hub? (A DNS lookup and a TCP connect, so that an
+    offline machine gets a clear error at once instead of minutes of retries.)"""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Is a config of this hub id in the local Hugging Face cache (usable offline)?"""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # an id that is not a valid repo name, or no cache
+        return False
+
+
+def is_local(name: str) -> bool:
+    return name == AUTO_MODEL or Path(resolve_model_source(name)).expanduser().is_dir()
+
+
 def model_fingerprint(name: str) -> str:
     """Identify a model for run ids: a local folder by its config and weight files' sizes, a hub
     id by its name (pin a revision by downloading it to a folder)."""
@@ -162,6 +192,10 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
     source = resolve_model_source(name)
     if name == AUTO_MODEL:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if not is_local(name) and not _in_hub_cache(source) and not hub_reachable():
+        raise GleeError(f"cannot load model {name!r}: it is not a local folder and the Hugging "
+                        "Face hub is unreachable from this machine; download it elsewhere "
+                        "(save_pretrained) and pass the folder")
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
@@ -190,6 +224,23 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
     model.config.use_cache = False
     return Backbone(name=name, source=source, model=model, tokenizer=tokenizer, layout=layout,
                     mlm_head_pretrained=mlm_head_pretrained, fingerprint=model_fingerprint(name))
+
+
+def estimate_parameters(name: str, default: int = 110_000_000) -> int:
+    """Parameter count from the model's config alone (no weights loaded); ``default`` (bert-base)
+    when the config cannot be read (a hub id offline)."""
+    from transformers import AutoConfig
+
+    try:
+        if not is_local(name) and not _in_hub_cache(name) and not hub_reachable():
+            return default
+        config = AutoConfig.from_pretrained(resolve_model_source(name))
+    except (OSError, ValueError, GleeError):
+        return default
+    h = config.hidden_size
+    layers = getattr(config, "num_hidden_layers", 12)
+    inner = getattr(config, "intermediate_size", 4 * h)
+    return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h)
 
 
 def describe_source(name: str) -> str:

@@ -77,11 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="auto: bf16 autocast on CUDA and on CPUs with native bf16")
     train.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
     train.add_argument("--force", action="store_true", help="retrain even if stored")
+    train.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
 
     compare = sub.add_parser("compare", help="paper-style table of stored runs, mean ± std")
     compare.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
     compare.add_argument("--dataset", help="only this dataset id")
     compare.add_argument("--format", choices=("md", "csv", "json"), default="md")
+
+    report = sub.add_parser("report", help="PDF report of a dataset's runs")
+    report.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
+    report.add_argument("--dataset", help="dataset id (needed when the store holds several)")
+    report.add_argument("--model", help="only runs of this backbone")
+    report.add_argument("--backbone", choices=("finetune", "frozen"), help="only this mode")
+    report.add_argument("--out", required=True, help="the PDF file to write")
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help="a run directory")
@@ -151,6 +159,25 @@ class TqdmProgress:
             self.bar = None
 
 
+class ProgressFile:
+    """Appends trainer events to a JSON-lines file; training steps at most twice a second."""
+
+    def __init__(self, path: str, inner):
+        self.path, self.inner, self.last = path, inner, 0.0
+
+    def __call__(self, event: dict) -> None:
+        import time
+
+        self.inner(event)
+        now = time.monotonic()
+        if event["stage"] in ("train", "features") and now - self.last < 0.5 \
+                and event.get("step") != event.get("steps") and event.get("done") != event.get("total"):
+            return
+        self.last = now
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
+
+
 def _cmd_train(args) -> int:
     from .backbone import resolve_model_source
     from .methods import parse_methods
@@ -172,12 +199,13 @@ def _cmd_train(args) -> int:
                          weight_decay=args.weight_decay, patience=args.patience,
                          max_length=args.max_length, limit=args.limit, device=args.device,
                          backbone=args.backbone, precision=args.precision)
-    progress = TqdmProgress(dataset.warnings)
+    bars = TqdmProgress(dataset.warnings)
+    progress = ProgressFile(args.progress_file, bars) if args.progress_file else bars
     try:
         runs = run_experiments(dataset, methods, seeds, args.model, config,
                                RunStore(args.runs_dir), args.force, progress)
     finally:
-        progress.close()
+        bars.close()
     for run in runs:
         for note in run.config.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
@@ -204,6 +232,21 @@ def _cmd_compare(args) -> int:
         print(table.assign(best=table["best"].str.join(";")).to_csv(index=False), end="")
     else:
         print(table.to_json(orient="records", force_ascii=False))
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .report import write_report
+    from .store import RunStore
+
+    store = RunStore(args.runs_dir)
+    runs = [r for r in store.runs(args.dataset)
+            if (args.model is None or r.config["model"]["name"] == args.model)
+            and (args.backbone is None or r.config.get("backbone_mode") == args.backbone)]
+    for name, problem in store.problems.items():
+        print(f"warning: skipped {name}: {problem}", file=sys.stderr)
+    out = write_report(runs, args.out)
+    print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
     return 0
 
 
@@ -234,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_compare(args)
         elif args.command == "score":
             return _cmd_score(args)
+        elif args.command == "report":
+            return _cmd_report(args)
         return 0
     except GleeError as exc:
         print(f"error: {exc}", file=sys.stderr)

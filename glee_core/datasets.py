@@ -499,13 +499,9 @@ def _decode(raw: bytes, source: str, warnings: list[str]) -> str:
         return raw.decode("latin-1")
 
 
-def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
-                      label_column: str | None = None, text_b_column: str | None = None
-                      ) -> tuple[pd.DataFrame, list[str]]:
-    """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one).
-
-    The delimiter (comma, semicolon, tab, pipe) and the encoding (UTF-8 with or without BOM,
-    UTF-16, latin-1) are detected. Rows with an empty text or label are dropped and reported."""
+def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
+    """Parse a CSV file into strings, whatever its delimiter (comma, semicolon, tab, pipe) and
+    encoding (UTF-8 with or without BOM, UTF-16, latin-1); malformed rows are reported."""
     path = Path(path).expanduser()
     source = str(path)
     if not path.is_file():
@@ -534,9 +530,20 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
     if ragged:
         warnings.append(f"{source}: skipped {len(ragged)} row(s) with more fields than the header")
     frame = frame.fillna("")  # rows with fewer fields than the header
-    columns = [str(c) for c in frame.columns]
     if frame.empty:
-        raise GleeError(f"{source}: header only, no rows (columns: {columns})")
+        raise GleeError(f"{source}: header only, no rows (columns: {list(frame.columns)})")
+    return frame, warnings
+
+
+def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
+                      label_column: str | None = None, text_b_column: str | None = None
+                      ) -> tuple[pd.DataFrame, list[str]]:
+    """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one).
+
+    Rows with an empty text or label are dropped and reported (see :func:`read_csv_frame`)."""
+    source = str(Path(path).expanduser())
+    frame, warnings = read_csv_frame(path)
+    columns = [str(c) for c in frame.columns]
     text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
     label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
     if text_b_column and text_b_column not in columns:

@@ -194,20 +194,43 @@ def load_run_model(run: Run, device: str = "cpu"):
     return model.to(resolve_device(device)).eval(), backbone
 
 
-def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,
-                device: str = "cpu") -> pd.DataFrame:
-    """Every class's probability for each text (rows: texts, columns: classes)."""
+def text_logits(model, backbone: Backbone, template: str, max_length: int, texts: list[str],
+                texts_b: list[str] | None = None, device: str = "cpu") -> np.ndarray:
+    """Calibrated logits of ``model`` (as a run evaluated them) for new texts."""
     from .features import FeatureSplit, compute_hidden
 
-    model, backbone = load_run_model(run, device)
-    config = run.config
     frame = pd.DataFrame({"text": texts, "text_b": texts_b or [""] * len(texts),
                           "label": np.zeros(len(texts), dtype=np.int64)})
-    split = encode(frame, backbone.tokenizer, model.spec.input_format,
-                   config["dataset"]["template"], config["hyperparameters"]["max_length"])
+    split = encode(frame, backbone.tokenizer, model.spec.input_format, template, max_length)
     torch_device = resolve_device(device)
     if model.frozen:
         split = FeatureSplit(compute_hidden(backbone, split, torch_device), split.labels)
     logits, _ = predict(model, split, backbone.tokenizer.pad_token_id or 0, torch_device)
+    return logits
+
+
+def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,
+                device: str = "cpu") -> pd.DataFrame:
+    """Every class's probability for each text (rows: texts, columns: classes)."""
+    model, backbone = load_run_model(run, device)
+    config = run.config
+    logits = text_logits(model, backbone, config["dataset"]["template"],
+                         config["hyperparameters"]["max_length"], texts, texts_b, device)
     probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
     return pd.DataFrame(probs, columns=config["dataset"]["classes"])
+
+
+def class_score_table(logits: np.ndarray, classes: list[str], verbalizer: dict[str, list[str]],
+                      head: list[str]) -> pd.DataFrame:
+    """One text's scores as a table: class, probability, logit, label words, head/tail."""
+    probs = torch.softmax(torch.from_numpy(logits.reshape(-1)), dim=0).numpy()
+    return pd.DataFrame({"class": classes, "score": probs, "logit": logits.reshape(-1),
+                         "label words": [" | ".join(verbalizer.get(c, [])) for c in classes],
+                         "group": ["head" if c in head else "tail" for c in classes]})
+
+
+def zero_shot_logits(backbone: Backbone, dataset: LongTailDataset, texts: list[str],
+                     max_length: int | None = None) -> np.ndarray:
+    """The untrained backbone's MLM head scoring the verbalizer's label words at ``[MASK]``."""
+    model = build_model(get_method("prompt"), backbone, dataset.classes, dataset.verbalizer)
+    return text_logits(model, backbone, dataset.template, max_length or dataset.max_length, texts)

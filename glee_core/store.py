@@ -130,6 +130,11 @@ class Run:
         return int(self.config["seed"])
 
     @property
+    def setting(self) -> str:
+        """Backbone and mode: runs of different settings are never averaged together."""
+        return f"{self.config['model']['name']} · {self.config.get('backbone_mode', 'finetune')}"
+
+    @property
     def classes(self) -> list[str]:
         return self.config["dataset"]["classes"]
 
@@ -256,22 +261,24 @@ class RunStore:
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and standard deviation (population, ddof=0) of acc, f1, head_f1, tail_f1 over seeds,
-    per dataset and method, in percent. Methods keep the registry's order."""
+    per dataset, setting (backbone · mode) and method, in percent. Methods keep the registry's
+    order."""
     from .methods import METHODS
 
-    rows = [{"dataset": r.dataset, "method": r.method, "seed": r.seed,
+    rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,
              **{k: 100.0 * float(r.metrics[k]) for k in METRIC_KEYS}} for r in runs]
-    columns = ["dataset", "method", "seeds"] + [f"{k}_{s}" for k in METRIC_KEYS
-                                                for s in ("mean", "std")]
+    columns = ["dataset", "setting", "method", "seeds"] + [f"{k}_{s}" for k in METRIC_KEYS
+                                                           for s in ("mean", "std")]
     if not rows:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame(rows)
-    grouped = frame.groupby(["dataset", "method"], sort=False)
+    grouped = frame.groupby(["dataset", "setting", "method"], sort=False)
     out = grouped[list(METRIC_KEYS)].agg(["mean", lambda x: float(np.std(x, ddof=0))])
     out.columns = [f"{k}_{'mean' if s == 'mean' else 'std'}" for k, s in out.columns]
     out["seeds"] = grouped.size()
     out = out.reset_index()
     order = {m: i for i, m in enumerate(METHODS)}
     out["_order"] = out["method"].map(lambda m: order.get(m, len(order)))
-    out = out.sort_values(["dataset", "_order"]).drop(columns="_order").reset_index(drop=True)
+    out = out.sort_values(["dataset", "setting", "_order"]).drop(columns="_order")
+    out = out.reset_index(drop=True)
     return out[columns]

@@ -11,29 +11,29 @@ METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tai
 
 
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per dataset x method with 'mean ± std' cells; ``best`` lists the columns where the
-    row is the best mean of its dataset (the paper's bold)."""
+    """One row per dataset x setting x method with 'mean ± std' cells; ``best`` lists the columns
+    where the row is the best mean of its dataset and setting (the paper's bold)."""
     rows = []
-    for dataset, group in summary.groupby("dataset", sort=False):
+    for (dataset, setting), group in summary.groupby(["dataset", "setting"], sort=False):
         best = {k: group[f"{k}_mean"].max() for k in METRIC_KEYS}
         for _, row in group.iterrows():
             spec = METHODS.get(row["method"])
             cells = {METRIC_TITLES[k]: f"{row[f'{k}_mean']:.2f} ± {row[f'{k}_std']:.2f}"
                      for k in METRIC_KEYS}
-            rows.append({"dataset": dataset, "method": row["method"],
+            rows.append({"dataset": dataset, "setting": setting, "method": row["method"],
                          "paper row": spec.paper_row if spec else row["method"],
                          "seeds": int(row["seeds"]), **cells,
                          "best": [METRIC_TITLES[k] for k in METRIC_KEYS
                                   if row[f"{k}_mean"] == best[k]]})
-    return pd.DataFrame(rows, columns=["dataset", "method", "paper row", "seeds",
+    return pd.DataFrame(rows, columns=["dataset", "setting", "method", "paper row", "seeds",
                                        *METRIC_TITLES.values(), "best"])
 
 
 def to_markdown(table: pd.DataFrame) -> str:
-    """Markdown, one section per dataset, best cells in bold."""
+    """Markdown, one section per dataset and setting, best cells in bold."""
     out = []
-    for dataset, group in table.groupby("dataset", sort=False):
-        out += [f"### {dataset}", "",
+    for (dataset, setting), group in table.groupby(["dataset", "setting"], sort=False):
+        out += [f"### {dataset} ({setting})", "",
                 "| Method | Seeds | " + " | ".join(METRIC_TITLES.values()) + " |",
                 "|---|---:|" + "---:|" * len(METRIC_TITLES)]
         for _, row in group.iterrows():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -18,6 +19,8 @@ from glee_core.datasets import DEFAULT_TEMPLATE, load_dataset  # noqa: E402
 from glee_core.testing import save_tiny_mlm  # noqa: E402
 
 torch.set_num_threads(2)
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the app's pages import studio_ui from the project root
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 # Five classes, long-tailed 40/20/10/6/4 (x test/dev copies); each class has a keyword.

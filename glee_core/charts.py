@@ -1,0 +1,292 @@
+"""Every chart of the app and of the PDF report: one function per chart, returning ``alt.Chart``.
+
+Each ``chart_*`` draws one thing from stored runs (or a dataset's counts); the matching
+``*_frame`` function builds the tidy table behind it, so the numbers can be checked and tabled.
+Classes are always ordered head to tail (by training count) and coloured head / tail.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .methods import METHODS
+from .store import Run
+
+GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
+METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
+
+
+def _method_order(methods: Iterable[str]) -> list[str]:
+    present = set(methods)
+    return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+
+
+def _row_name(method: str) -> str:
+    return f"{METHODS[method].paper_row} ({method})" if method in METHODS else method
+
+
+def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
+    grouped: dict[str, list[Run]] = {}
+    for run in sorted(runs, key=lambda r: r.seed):
+        grouped.setdefault(run.method, []).append(run)
+    return {m: grouped[m] for m in _method_order(grouped)}
+
+
+def _class_table(run: Run) -> pd.DataFrame:
+    """Classes of a run's dataset, head to tail, with their training count and group."""
+    dataset = run.config["dataset"]
+    counts = dataset["class_counts"]  # stored head to tail
+    head = set(dataset["head_classes"])
+    return pd.DataFrame({"class": list(counts), "count": list(counts.values()),
+                         "rank": range(1, len(counts) + 1),
+                         "group": ["head" if c in head else "tail" for c in counts]})
+
+
+# --------------------------------------------------------------------------------------------
+# Data: class frequency
+
+
+def class_frequency_frame(counts: Mapping[str, int], head: Iterable[str]) -> pd.DataFrame:
+    head = set(head)
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1])
+    total = sum(counts.values()) or 1
+    frame = pd.DataFrame(ordered, columns=["class", "count"])
+    frame["rank"] = np.arange(1, len(frame) + 1)
+    frame["share"] = frame["count"] / total
+    frame["cumulative share"] = frame["share"].cumsum()
+    frame["group"] = ["head" if c in head else "tail" for c in frame["class"]]
+    return frame
+
+
+def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
+                          log_scale: bool = False, title: str = "Training examples per class"
+                          ) -> alt.Chart:
+    """Classes sorted head to tail; the head/tail boundary is the dashed rule."""
+    frame = class_frequency_frame(counts, head)
+    y_scale = alt.Scale(type="symlog") if log_scale else alt.Scale()  # bars start at 0
+    bars = alt.Chart(frame).mark_bar().encode(
+        x=alt.X("class:N", sort=list(frame["class"]), title="class (head → tail)",
+                axis=alt.Axis(labelAngle=-60, labelLimit=120)),
+        y=alt.Y("count:Q", scale=y_scale, title="training examples"),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        tooltip=["class", "count", alt.Tooltip("share:Q", format=".1%"),
+                 alt.Tooltip("cumulative share:Q", format=".1%"), "group"])
+    n_head = int((frame["group"] == "head").sum())
+    layers = [bars]
+    if 0 < n_head < len(frame):
+        boundary = pd.DataFrame({"class": [frame["class"].iloc[n_head]]})
+        layers.append(alt.Chart(boundary).mark_rule(strokeDash=[6, 4], color="black")
+                      .encode(x=alt.X("class:N", sort=list(frame["class"]), bandPosition=0)))
+    return alt.layer(*layers).properties(title=title, width="container", height=260)
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
+    """Per-class test F1 (mean over seeds) with each class's training count and group."""
+    rows = []
+    for method, group in _by_method(runs).items():
+        classes = _class_table(group[0])
+        for _, c in classes.iterrows():
+            f1 = [r.metrics["per_class"][c["class"]]["f1"] for r in group]
+            support = group[0].metrics["per_class"][c["class"]]["support"]
+            rows.append({"method": method, "paper row": _row_name(method), "class": c["class"],
+                         "rank": c["rank"], "count": c["count"], "group": c["group"],
+                         "f1": float(np.mean(f1)), "test support": support,
+                         "seeds": len(group)})
+    return pd.DataFrame(rows)
+
+
+def chart_per_class_f1(runs: list[Run]) -> alt.Chart:
+    """Per-class F1 against class frequency, one line per method; click the legend to single
+    one out."""
+    frame = per_class_f1_frame(runs)
+    pick = alt.selection_point(fields=["paper row"], bind="legend")
+    order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
+    return alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("class:N", sort=order, title="class (head → tail, by training count)",
+                axis=alt.Axis(labelAngle=-60, labelLimit=120)),
+        y=alt.Y("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],
+                        title="method"),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+        tooltip=["paper row", "class", "count", "group", alt.Tooltip("f1:Q", format=".3f"),
+                 "test support"],
+    ).add_params(pick).properties(title="Per-class F1 against class frequency",
+                                  width="container", height=300)
+
+
+def summary_frame(runs: list[Run]) -> pd.DataFrame:
+    from .store import aggregate
+    frame = aggregate(runs)
+    frame["paper row"] = frame["method"].map(_row_name)
+    return frame
+
+
+def chart_head_tail(runs: list[Run]) -> alt.Chart:
+    """Head-F1 and Tail-F1 per method (mean over seeds; the tick spans ± std)."""
+    frame = summary_frame(runs)
+    long = pd.concat([
+        pd.DataFrame({"paper row": frame["paper row"], "group": g,
+                      "F1": frame[f"{g}_f1_mean"], "std": frame[f"{g}_f1_std"]})
+        for g in ("head", "tail")])
+    long["low"], long["high"] = long["F1"] - long["std"], long["F1"] + long["std"]
+    order = list(frame["paper row"])
+    base = alt.Chart(long).encode(
+        y=alt.Y("paper row:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+        yOffset="group:N")
+    bars = base.mark_bar().encode(
+        x=alt.X("F1:Q", title="macro-F1 (%)", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        tooltip=["paper row", "group", alt.Tooltip("F1:Q", format=".2f"),
+                 alt.Tooltip("std:Q", format=".2f")])
+    errors = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
+    return alt.layer(bars, errors).properties(title="Head vs tail classes", width="container",
+                                              height=max(120, 34 * len(order)))
+
+
+# --------------------------------------------------------------------------------------------
+# Diagnostics: the paper's Figures 3 and 4
+
+
+def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
+    """Per-class norm of the predictor rows (prompt: averaged label-word decoder rows), mean over
+    seeds."""
+    rows = []
+    for method, group in _by_method(runs).items():
+        classes = _class_table(group[0])
+        for _, c in classes.iterrows():
+            norms = [r.weight_norms[c["class"]] for r in group]
+            rows.append({"method": method, "paper row": _row_name(method), "class": c["class"],
+                         "rank": c["rank"], "count": c["count"], "group": c["group"],
+                         "norm": float(np.mean(norms))})
+    return pd.DataFrame(rows)
+
+
+def chart_weight_norms(runs: list[Run], columns: int = 3) -> alt.Chart:
+    """Figure 3: per-class weight-norm bars, classes head to tail, one panel per method, shared
+    axis. Flat bars mean the classifier does not favour the head."""
+    frame = weight_norm_frame(runs)
+    order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
+    return alt.Chart(frame).mark_bar().encode(
+        x=alt.X("class:N", sort=order, title=None, axis=alt.Axis(labels=len(order) <= 30,
+                                                                 labelAngle=-60)),
+        y=alt.Y("norm:Q", title="‖w_c‖"),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        tooltip=["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")],
+    ).properties(width=220, height=150).facet(
+        facet=alt.Facet("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],
+                        title=None),
+        columns=columns,
+    ).resolve_scale(y="shared").properties(title="Per-class weight norms (head → tail)")
+
+
+def default_feature_classes(run: Run) -> tuple[str, str]:
+    """The most frequent head class and the rarest tail class with stored features."""
+    classes = _class_table(run)
+    labels = set(run.features["labels"].tolist())
+    index = {c: i for i, c in enumerate(run.classes)}
+    present = classes[[index[c] in labels for c in classes["class"]]]
+    head = present[present["group"] == "head"]["class"]
+    tail = present[present["group"] == "tail"]["class"]
+    return (head.iloc[0] if len(head) else present["class"].iloc[0],
+            tail.iloc[-1] if len(tail) else present["class"].iloc[-1])
+
+
+def feature_histogram_frame(runs: list[Run], head_class: str, tail_class: str, dims: int = 8,
+                            bins: int = 30) -> pd.DataFrame:
+    """Histograms of the first ``dims`` classifier-input features for the stored test examples of
+    one head and one tail class, per method (the lowest seed's run); both classes of a method
+    share its bin edges."""
+    rows = []
+    for method, group in _by_method(runs).items():
+        run = group[0]
+        data = run.features
+        index = {c: i for i, c in enumerate(run.classes)}
+        values = {role: data["features"][data["labels"] == index[name]][:, :dims]
+                  .astype(np.float32).ravel()
+                  for name, role in ((head_class, "head"), (tail_class, "tail"))}
+        pooled = np.concatenate(list(values.values()))
+        if pooled.size == 0:
+            continue
+        edges = np.histogram_bin_edges(pooled, bins=bins)
+        for (name, role) in ((head_class, "head"), (tail_class, "tail")):
+            counts, _ = np.histogram(values[role], bins=edges)
+            for i, count in enumerate(counts):
+                rows.append({"method": method, "paper row": _row_name(method),
+                             "class": f"{name} ({role})", "group": role,
+                             "bin_start": float(edges[i]), "bin_end": float(edges[i + 1]),
+                             "count": int(count)})
+    return pd.DataFrame(rows, columns=["method", "paper row", "class", "group", "bin_start",
+                                       "bin_end", "count"])
+
+
+def chart_feature_histograms(runs: list[Run], head_class: str, tail_class: str, dims: int = 8,
+                             columns: int = 3) -> alt.Chart:
+    """Figure 4: histograms of the first features of the classifier input for a head class and a
+    tail class, one panel per method. Similar shapes mean head and tail features live on one
+    scale (what a LayerNorm before the predictor buys)."""
+    frame = feature_histogram_frame(runs, head_class, tail_class, dims)
+    return alt.Chart(frame).mark_bar(opacity=0.6).encode(
+        x=alt.X("bin_start:Q", title=f"feature value (first {dims} dims)"),
+        x2="bin_end:Q",
+        y=alt.Y("count:Q", stack=None, title="count"),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        tooltip=["class", alt.Tooltip("bin_start:Q", format=".3f"),
+                 alt.Tooltip("bin_end:Q", format=".3f"), "count"],
+    ).properties(width=220, height=140).facet(
+        facet=alt.Facet("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],
+                        title=None),
+        columns=columns,
+    ).resolve_scale(x="independent", y="independent").properties(
+        title=f"Classifier-input features: {head_class} (head) vs {tail_class} (tail)")
+
+
+# --------------------------------------------------------------------------------------------
+# Predictions and the playground
+
+
+def confusion_frame(run: Run, top_k: int | None = None) -> pd.DataFrame:
+    """Confusion counts, classes head to tail; ``top_k`` keeps the most frequent classes."""
+    classes = _class_table(run)["class"].tolist()
+    if top_k:
+        classes = classes[:top_k]
+    matrix = np.asarray(run.metrics["confusion_matrix"])
+    index = {c: i for i, c in enumerate(run.classes)}
+    rows = [{"gold": g, "predicted": p, "count": int(matrix[index[g], index[p]])}
+            for g in classes for p in classes]
+    return pd.DataFrame(rows)
+
+
+def chart_confusion(run: Run, top_k: int | None = None) -> alt.Chart:
+    frame = confusion_frame(run, top_k)
+    order = list(dict.fromkeys(frame["gold"]))
+    base = alt.Chart(frame).encode(
+        x=alt.X("predicted:N", sort=order, axis=alt.Axis(labelAngle=-60, labelLimit=100)),
+        y=alt.Y("gold:N", sort=order, axis=alt.Axis(labelLimit=120)))
+    cells = base.mark_rect().encode(
+        color=alt.Color("count:Q", scale=alt.Scale(scheme="blues", type="symlog")),
+        tooltip=["gold", "predicted", "count"])
+    size = min(600, 24 * len(order) + 40)
+    layers = [cells]
+    if len(order) <= 25:
+        layers.append(base.mark_text(fontSize=9).encode(
+            text=alt.condition(alt.datum.count > 0, "count:Q", alt.value(""))))
+    return alt.layer(*layers).properties(title=f"Confusion matrix ({_row_name(run.method)})",
+                                         width=size, height=size)
+
+
+def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
+    """One bar per class (columns ``class``, ``score``, ``label words``, ``group``)."""
+    return alt.Chart(scores).mark_bar().encode(
+        y=alt.Y("class:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
+        x=alt.X("score:Q", title="probability"),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"],
+    ).properties(title=title, width="container", height=max(120, 18 * len(scores)))

@@ -1,0 +1,54 @@
+"""Rough wall-time estimates for a planned set of runs (the Train page shows them).
+
+Calibrated on finished runs in the store with the same backbone, mode and device when there are
+any (their measured training examples per second, scaled by max length); otherwise from the
+backbone's size and a token throughput typical of the device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .datasets import LongTailDataset
+from .store import RunStore
+
+# Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
+# with bf16; bert-base on an H100 in bf16: several 100k tok/s). Used without stored runs.
+TOKENS_X_PARAMS_PER_S = {"cpu": 4e10, "cuda": 2e13}
+
+
+def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
+    """Approximate tokens per example (4 characters a token, capped at max length)."""
+    chars = dataset.splits["train"]["text"].str.len() + dataset.splits["train"]["text_b"].str.len()
+    return float(np.minimum(chars.mean() / 4 + 10, max_length))
+
+
+def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_length: int,
+                     model_name: str, parameters: int, device: str, backbone: str,
+                     store: RunStore | None = None, limit: int | None = None) -> dict:
+    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (upper bound: no early stop)."""
+    n_train = min(limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
+    n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
+    tokens = mean_tokens(dataset, max_length)
+    rates = []
+    for run in (store.runs() if store else []):
+        timing, config = run.config.get("timing", {}), run.config
+        if (config["model"]["name"] == model_name and config.get("backbone_mode") == backbone
+                and timing.get("device", "").split(":")[0] == device
+                and timing.get("train_examples_per_second")):
+            scale = config["hyperparameters"]["max_length"] / max_length
+            rates.append(timing["train_examples_per_second"] * scale)
+    if backbone == "frozen":
+        encode_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3 / tokens
+        per_run = 1.5 + 0.002 * n_train * epochs / 32
+        total = n_runs * per_run + 2 * (n_train + n_eval / max(epochs, 1)) / encode_rate
+        return {"seconds": total, "per_run": per_run,
+                "basis": "frozen backbone: one feature pass per input format, then heads only"}
+    if rates:
+        rate = float(np.median(rates))
+        basis = f"median of {len(rates)} finished run(s) with this backbone on {device}"
+    else:
+        rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
+        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
+    per_run = n_train * epochs / rate + n_eval / (rate * 4)
+    return {"seconds": n_runs * per_run, "per_run": per_run, "basis": basis}

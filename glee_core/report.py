@@ -1,0 +1,167 @@
+"""The PDF report of one dataset's runs: configuration, results table, and the app's charts.
+
+The charts are the very ``glee_core.charts`` functions the app draws, exported to PNG with
+``vl-convert-python`` and laid out on A4 pages (with page numbers) by ``fpdf2``.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+from PIL import Image
+
+from . import charts
+from .errors import GleeError
+from .store import Run, aggregate
+from .tables import METRIC_TITLES, comparison_table
+
+FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
+                "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
+
+
+def chart_png(chart, scale: float = 2.0) -> bytes:
+    """An Altair chart as PNG bytes (``width="container"`` charts get a fixed page width)."""
+    import vl_convert
+
+    spec = chart.to_dict()
+    if spec.get("width") == "container":
+        spec["width"] = 640
+    return vl_convert.vegalite_to_png(spec, scale=scale)
+
+
+def _pdf_class():
+    from fpdf import FPDF
+
+    class ReportPDF(FPDF):
+        def footer(self):
+            self.set_y(-12)
+            self.set_font(self.body_font, size=8)
+            self.set_text_color(120)
+            self.cell(0, 8, f"Glee Studio report · page {self.page_no()}/{{nb}}", align="C")
+
+    return ReportPDF
+
+
+def _text(unicode_font: bool, text: str) -> str:
+    """Core PDF fonts are latin-1 only: without a Unicode font, replace what they cannot draw."""
+    if unicode_font:
+        return text
+    text = text.replace("∘", "o").replace("η", "eta").replace("→", "->").replace("‖", "||")
+    return text.encode("latin-1", "replace").decode("latin-1")
+
+
+def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
+    """The report of ``runs`` (all of one dataset) as PDF bytes."""
+    if dataset is not None:
+        runs = [r for r in runs if r.dataset == dataset]
+    if not runs:
+        raise GleeError("no finished runs to report" + (f" for dataset {dataset!r}"
+                                                        if dataset else ""))
+    datasets = sorted({r.dataset for r in runs})
+    if len(datasets) > 1:
+        raise GleeError(f"runs of several datasets ({', '.join(datasets)}); choose one with "
+                        "--dataset")
+    settings = sorted({r.setting for r in runs})
+    if len(settings) > 1:
+        raise GleeError(f"runs of several settings ({'; '.join(settings)}); choose one with "
+                        "--model and --backbone")
+    first = runs[0]
+    pdf = _pdf_class()(format="A4", unit="mm")
+    font = next((Path(f) for f in FONT_FOLDERS
+                 if (Path(f) / "DejaVuSans.ttf").is_file()
+                 and (Path(f) / "DejaVuSans-Bold.ttf").is_file()), None)
+    if font:
+        pdf.add_font("DejaVu", fname=str(font / "DejaVuSans.ttf"))
+        pdf.add_font("DejaVu", style="B", fname=str(font / "DejaVuSans-Bold.ttf"))
+        pdf.body_font = "DejaVu"
+    else:
+        pdf.body_font = "Helvetica"
+    unicode_font = font is not None
+    t = lambda s: _text(unicode_font, s)  # noqa: E731
+    pdf.set_auto_page_break(True, margin=16)
+    pdf.alias_nb_pages()
+    pdf.add_page()
+    pdf.set_font(pdf.body_font, size=16)
+    pdf.cell(0, 10, t(f"Glee Studio: {datasets[0]}"), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=9)
+    config = first.config
+    model = config["model"]
+    lines = [
+        f"Generated {time.strftime('%Y-%m-%d %H:%M')} from {len(runs)} run(s).",
+        f"Dataset {config['dataset']['id']} (fingerprint {config['dataset']['fingerprint']}): "
+        f"{len(config['dataset']['classes'])} classes, sizes {config['dataset']['sizes']}, "
+        f"head/tail threshold {config['dataset']['threshold']} on training counts: "
+        f"{len(config['dataset']['head_classes'])} head, "
+        f"{len(config['dataset']['tail_classes'])} tail classes.",
+        f"Backbone {model['name']} ({model['family']}, {model['parameters']:,} parameters), "
+        f"mode {config.get('backbone_mode', 'finetune')}. MLM head pretrained: "
+        f"{'yes' if model['mlm_head_pretrained'] else 'NO - its transform was initialised fresh, so prompt-tuning and pt. LN cannot show the paper advantage'}.",
+        "Hyper-parameters: " + ", ".join(f"{k} {v}" for k, v in config["hyperparameters"].items()
+                                         if k != "seed"),
+        f"Template: {config['dataset']['template']}",
+    ]
+    for line in lines:
+        pdf.multi_cell(0, 5, t(line), new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
+
+    summary = aggregate(runs)
+    table = comparison_table(summary)
+    pdf.set_font(pdf.body_font, size=12)
+    pdf.cell(0, 8, "Results (test, %, mean ± std over seeds; * best)", new_x="LMARGIN",
+             new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=8)
+    headings = ["Method", "Seeds", *METRIC_TITLES.values()]
+    with pdf.table(col_widths=(62, 12, 27, 27, 27, 27), text_align=("LEFT", "RIGHT", "RIGHT",
+                                                                   "RIGHT", "RIGHT", "RIGHT"),
+                   first_row_as_headings=True) as grid:
+        grid.row(headings)
+        for _, row in table.iterrows():
+            cells = [t(row["paper row"]), str(row["seeds"])]
+            cells += [(row[m] + " *") if m in row["best"] else row[m]
+                      for m in METRIC_TITLES.values()]
+            grid.row(cells)
+    pdf.ln(4)
+
+    head_class, tail_class = charts.default_feature_classes(first)
+    figures = [
+        ("Class frequency", charts.chart_class_frequency(
+            config["dataset"]["class_counts"], config["dataset"]["head_classes"])),
+        ("Head vs tail", charts.chart_head_tail(runs)),
+        ("Per-class F1", charts.chart_per_class_f1(runs)),
+        ("Weight norms (Figure 3)", charts.chart_weight_norms(runs)),
+        ("Feature histograms (Figure 4)",
+         charts.chart_feature_histograms(runs, head_class, tail_class)),
+    ]
+    for title, chart in figures:
+        png = chart_png(chart)
+        width_px, height_px = Image.open(io.BytesIO(png)).size
+        width = min(pdf.epw, 180)
+        height = width * height_px / width_px
+        if height > pdf.eph - 10:
+            height = pdf.eph - 10
+            width = height * width_px / height_px
+        if pdf.get_y() + height + 10 > pdf.page_break_trigger:
+            pdf.add_page()
+        pdf.set_font(pdf.body_font, size=11)
+        pdf.cell(0, 7, t(title), new_x="LMARGIN", new_y="NEXT")
+        pdf.image(io.BytesIO(png), w=width, h=height)
+        pdf.ln(3)
+    notes = sorted({n for r in runs for n in r.config.get("notes", [])})
+    if notes:
+        pdf.set_font(pdf.body_font, size=8)
+        for note in notes:
+            pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def write_report(runs: list[Run], out: str | Path, dataset: str | None = None) -> Path:
+    """Write the report atomically to ``out``."""
+    out = Path(out)
+    data = build_report(runs, dataset)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(out)
+    return out

@@ -1,0 +1,95 @@
+"""Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
+
+import streamlit as st
+
+import studio_ui
+from glee_core import GleeError
+from glee_core.charts import chart_class_frequency, class_frequency_frame
+from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
+
+studio_ui.sidebar()
+st.title("Data")
+
+choices = studio_ui.dataset_choices()
+choice = studio_ui.current_choice()
+labels = list(choices)
+current = next((i for i, k in enumerate(labels) if choices[k]["spec"] == choice["spec"]), 0)
+picked = st.selectbox("Dataset", labels, index=current,
+                      help="The paper's datasets appear when GLEE_DATA_DIR (default ./data) "
+                           "holds them in the paper's TSV layout.")
+hf_name = st.text_input("…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
+                        help="Needs the hub (or a local folder of CSV/JSON files).")
+new = {"spec": f"hf:{hf_name.strip()}", "columns": {}} if hf_name.strip() else choices[picked]
+if new["spec"] != choice["spec"]:
+    st.session_state["dataset"] = {**new, "threshold": None}
+    st.rerun()
+
+with st.expander("Upload a CSV", expanded=False):
+    st.caption(f"Up to {MAX_UPLOAD_BYTES // 2**20} MB; comma, semicolon, tab or pipe separated; "
+               f"{ACCEPTED_ENCODINGS}. A `split` column (train/dev/test) is used if present, "
+               "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk.")
+    uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"], key="upload")
+    if uploaded is not None:
+        data = uploaded.getvalue()
+        try:
+            columns = csv_columns(data)
+        except GleeError as exc:
+            st.error(str(exc))
+            columns = []
+        if columns:
+            pick = lambda name, options, i: st.selectbox(name, options, index=i)  # noqa: E731
+            guess = lambda names: next((i for i, c in enumerate(columns)  # noqa: E731
+                                        if c.lower() in names), 0)
+            text_col = pick("Text column", columns, guess(("text", "sentence", "content")))
+            label_col = pick("Label column", columns,
+                             guess(("label", "class", "category", "intent")))
+            text_b_col = pick("Second text column (optional)", ["(none)", *columns], 0)
+            if st.button("Use this CSV", type="primary"):
+                try:
+                    upload, dataset = save_upload(
+                        studio_ui.directories()["uploads"], uploaded.name, data, text_col,
+                        label_col, None if text_b_col == "(none)" else text_b_col)
+                except GleeError as exc:
+                    st.error(f"This CSV cannot be used: {exc}")
+                else:
+                    st.session_state["dataset"] = {"spec": upload.spec, "threshold": None,
+                                                   "columns": {k: v for k, v in
+                                                               upload.columns.items() if v}}
+                    st.success(f"Kept as {upload.path.name}: {dataset.num_classes} classes.")
+                    st.rerun()
+
+dataset = studio_ui.current_dataset()
+if dataset is None:
+    st.stop()
+
+for warning in dataset.warnings:
+    st.warning(warning)
+left, right = st.columns([1, 3])
+threshold = left.number_input("Head/tail threshold", min_value=0.05, max_value=0.95,
+                              value=float(dataset.threshold), step=0.05,
+                              help="Classes are head while the cumulative share of training "
+                                   "examples stays at or under this.")
+if abs(threshold - dataset.threshold) > 1e-9:
+    st.session_state["dataset"]["threshold"] = threshold
+    st.rerun()
+log_scale = left.toggle("Log scale", value=True)
+sizes = {name: len(frame) for name, frame in dataset.splits.items()}
+left.write({"classes": dataset.num_classes, **sizes})
+head, tail = dataset.head_tail()
+counts = dataset.class_counts("train").to_dict()
+right.altair_chart(chart_class_frequency(counts, head, log_scale=log_scale), width="stretch")
+st.caption(f"{len(head)} head classes, {len(tail)} tail classes, defined on the training split. "
+           f"Template: `{dataset.template}`")
+
+with st.expander("Class table"):
+    table = class_frequency_frame(counts, head)
+    table["label words"] = [" | ".join(dataset.verbalizer[c]) for c in table["class"]]
+    st.dataframe(table, hide_index=True)
+
+st.subheader("Sample rows per class")
+per_class = st.slider("Rows per class", 1, 10, 3)
+train = dataset.splits["train"]
+sample = train.groupby("label", group_keys=False).head(per_class).copy()
+sample["class"] = [dataset.classes[i] for i in sample["label"]]
+columns = ["class", "text"] + (["text_b"] if dataset.has_text_b else [])
+st.dataframe(sample.sort_values("label")[columns], hide_index=True)

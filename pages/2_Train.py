@@ -1,0 +1,133 @@
+"""Train: choose methods, seeds and settings; launch in the background; watch progress."""
+
+import pandas as pd
+import streamlit as st
+
+import studio_ui
+from glee_core.backbone import estimate_parameters
+from glee_core.datasets import PAPER_DATASETS
+from glee_core.devices import resolve_device
+from glee_core.estimate import estimate_seconds
+from glee_core.jobs import launch_training, list_jobs
+from glee_core.methods import METHODS
+
+studio_ui.sidebar()
+st.title("Train")
+
+dataset = studio_ui.current_dataset()
+if dataset is None:
+    st.stop()
+device = resolve_device("auto").type
+st.caption(f"Dataset **{dataset.id}** · {len(dataset.splits['train'])} training examples · "
+           f"device **{device}**")
+
+methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
+                                ["cls-tanh", "cls-relu-pt-ln", "prompt"])
+mode = st.radio("Mode", ["Quick compare (frozen backbone)", "Fine-tune (the paper's set-up)"],
+                horizontal=True,
+                help="Quick compare encodes the data once with the frozen backbone and trains "
+                     "only the heads: seconds on a CPU. Fine-tuning trains the whole model.")
+frozen = mode.startswith("Quick")
+c1, c2, c3, c4, c5 = st.columns(5)
+seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
+epochs = c2.number_input("Epochs", 1, 100, 10)
+batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or 32)
+max_length = c4.number_input("Max length", 8, 512, dataset.max_length)
+limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0)
+model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
+                      studio_ui.current_model())
+st.session_state["model"] = model.strip() or "auto"
+studio_ui.backbone_notice(st.session_state["model"], methods)
+
+try:
+    seeds = [int(s) for s in seeds_text.split(",") if s.strip()]
+except ValueError:
+    seeds = []
+    st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
+
+if methods and seeds:
+    parameters = estimate_parameters(st.session_state["model"])
+    estimate = estimate_seconds(dataset, len(methods) * len(seeds), int(epochs), int(max_length),
+                                st.session_state["model"], parameters, device,
+                                "frozen" if frozen else "finetune", studio_ui.store(),
+                                int(limit) or None)
+    minutes = estimate["seconds"] / 60
+    duration = f"{minutes:.0f} min" if minutes >= 1.5 else f"{estimate['seconds']:.0f} s"
+    message = (f"Estimated time: about {duration} for {len(methods) * len(seeds)} run(s) "
+               f"(at most; early stopping shortens it). Basis: {estimate['basis']}. "
+               "Runs already in the store are loaded, not retrained.")
+    if device == "cpu" and not frozen and minutes > 20:
+        st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
+                   "training limit, or a GPU machine.")
+    else:
+        st.info(message)
+
+if st.button("Launch", type="primary", disabled=not (methods and seeds)):
+    args = ["--dataset", dataset.id, "--method", ",".join(methods),
+            "--seeds", ",".join(map(str, seeds)), "--epochs", str(int(epochs)),
+            "--batch-size", str(int(batch_size)), "--max-length", str(int(max_length)),
+            "--model", st.session_state["model"], "--threshold", str(dataset.threshold)]
+    for key, value in studio_ui.current_choice()["columns"].items():
+        args += [f"--{key.replace('_', '-')}", value]
+    if dataset.id in PAPER_DATASETS:
+        args += ["--data-dir", str(studio_ui.directories()["data"])]
+    if frozen:
+        args += ["--backbone", "frozen"]
+    if limit:
+        args += ["--limit", str(int(limit))]
+    job = launch_training(studio_ui.directories()["runs"], args,
+                          label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on {dataset.id}"
+                                f"{' (frozen)' if frozen else ''}")
+    st.session_state["last_job"] = job.id
+    st.toast(f"Launched job {job.id}")
+
+
+@st.fragment(run_every=2)
+def show_jobs():
+    jobs = list_jobs(studio_ui.directories()["runs"])[:8]
+    if not jobs:
+        st.caption("No jobs yet.")
+        return
+    for job in jobs:
+        status = job.status
+        progress = job.progress()
+        label = job.info.get("label") or job.id
+        with st.container(border=True):
+            st.markdown(f"**{label}** · `{job.id}` · {status}")
+            if status == "running":
+                detail = ""
+                if progress.get("run"):
+                    detail = (f"run {progress['run']}/{progress['runs']}: "
+                              f"{progress.get('method')} seed {progress.get('seed')}")
+                    if progress.get("phase") == "training":
+                        detail += (f" · epoch {progress['epoch']}/{progress['epochs']} · step "
+                                   f"{progress['step']}/{progress['steps']}")
+                    if "dev_f1" in progress:
+                        detail += f" · dev F1 {progress['dev_f1']:.3f}"
+                    if progress.get("phase") in ("encoding", "queued", "testing"):
+                        detail += f" · {progress['phase']}"
+                st.progress(job.fraction(), text=detail or "starting ...")
+                if st.button("Stop", key=f"stop-{job.id}"):
+                    job.stop()
+            elif status == "done":
+                st.dataframe(pd.DataFrame(job.result), hide_index=True)
+            elif status == "failed":
+                st.error(job.error)
+            else:
+                st.warning("Stopped before it finished; its unfinished run was discarded. "
+                           "Launch again to train it.")
+
+
+st.subheader("Jobs")
+show_jobs()
+
+st.subheader("Finished runs for this dataset")
+runs = studio_ui.dataset_runs(dataset.id)
+if runs:
+    st.dataframe(pd.DataFrame([{**r.summary(), "mode": r.config.get("backbone_mode"),
+                                "model": r.config["model"]["name"],
+                                "created": r.config.get("created"),
+                                "seconds": r.config.get("timing", {}).get("train_seconds")}
+                               for r in runs]), hide_index=True)
+else:
+    studio_ui.no_runs_message(dataset.id)

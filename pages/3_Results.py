@@ -1,0 +1,51 @@
+"""Results: the paper-style table, per-class F1 against frequency, head vs tail."""
+
+import streamlit as st
+
+import studio_ui
+from glee_core.charts import chart_head_tail, chart_per_class_f1, per_class_f1_frame
+from glee_core.store import aggregate
+from glee_core.tables import METRIC_TITLES, comparison_table
+
+studio_ui.sidebar()
+st.title("Results")
+
+dataset_id = studio_ui.current_choice()["spec"]
+runs = studio_ui.dataset_runs(dataset_id)
+if not runs:
+    studio_ui.no_runs_message(dataset_id)
+    st.stop()
+
+modes = sorted({r.config.get("backbone_mode", "finetune") for r in runs})
+mode = studio_ui.choose("Backbone", {m: studio_ui.MODE_LABELS[m] for m in modes}, st.radio,
+                        horizontal=True)
+models = sorted({r.config["model"]["name"] for r in runs if r.config.get("backbone_mode") == mode})
+model = st.selectbox("Model", models) if len(models) > 1 else models[0]
+runs = [r for r in runs if r.config.get("backbone_mode") == mode and r.config["model"]["name"] == model]
+studio_ui.backbone_notice(model, sorted({r.method for r in runs}))
+runs = studio_ui.pick_runs(runs, key="results-methods")
+if not runs:
+    st.stop()
+
+st.subheader("Test results (%, mean ± std over seeds)")
+table = comparison_table(aggregate(runs))
+
+
+def bold_best(row):
+    return ["font-weight: bold; background-color: #e8f0fe" if col in row["best"] else ""
+            for col in row.index]
+
+
+shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
+st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
+             column_config={"best": None})
+st.caption("Highlighted: the best mean of each column. Head/Tail F1 average the per-class F1 of "
+           "the head / tail classes (split on training counts).")
+st.download_button("Download table (CSV)",
+                   table.assign(best=table["best"].str.join(";")).to_csv(index=False),
+                   file_name=f"results-{runs[0].run_id.split('-')[0]}.csv", mime="text/csv")
+
+st.altair_chart(chart_per_class_f1(runs), width="stretch")
+st.altair_chart(chart_head_tail(runs), width="stretch")
+with st.expander("Per-class numbers"):
+    st.dataframe(per_class_f1_frame(runs), hide_index=True)

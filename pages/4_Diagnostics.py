@@ -1,0 +1,44 @@
+"""Diagnostics: the paper's Figure 3 (weight norms) and Figure 4 (feature histograms)."""
+
+import streamlit as st
+
+import studio_ui
+from glee_core.charts import (chart_feature_histograms, chart_weight_norms,
+                              default_feature_classes)
+
+studio_ui.sidebar()
+st.title("Diagnostics")
+
+dataset_id = studio_ui.current_choice()["spec"]
+runs = studio_ui.dataset_runs(dataset_id)
+if not runs:
+    studio_ui.no_runs_message(dataset_id)
+    st.stop()
+modes = sorted({r.config.get("backbone_mode", "finetune") for r in runs})
+mode = studio_ui.choose("Backbone", {m: studio_ui.MODE_LABELS[m] for m in modes}, st.radio,
+                        horizontal=True)
+runs = studio_ui.pick_runs([r for r in runs if r.config.get("backbone_mode") == mode],
+                           key="diag-methods")
+if not runs:
+    st.stop()
+studio_ui.backbone_notice(runs[0].config["model"]["name"], sorted({r.method for r in runs}))
+
+st.subheader("Per-class weight norms (Figure 3)")
+st.caption("The norm of each class's predictor row, classes ordered head to tail (for prompt "
+           "methods: the average of the label words' decoder rows). A CLS head trained on a long "
+           "tail grows large norms for head classes; the paper finds prompt-tuning's flatter.")
+st.altair_chart(chart_weight_norms(runs), width="content")
+
+st.subheader("Classifier-input features (Figure 4)")
+classes = runs[0].classes
+head_default, tail_default = default_feature_classes(runs[0])
+head_classes = runs[0].config["dataset"]["head_classes"]
+tail_classes = runs[0].config["dataset"]["tail_classes"]
+c1, c2, c3 = st.columns(3)
+head_class = c1.selectbox("Head class", head_classes, index=head_classes.index(head_default))
+tail_class = c2.selectbox("Tail class", tail_classes, index=tail_classes.index(tail_default)
+                          if tail_default in tail_classes else 0)
+dims = c3.slider("First features", 1, 64, 8)
+st.caption("Values of the first features fed to the predictor, for stored test examples of the "
+           "two classes (up to 64 each, the lowest seed's run).")
+st.altair_chart(chart_feature_histograms(runs, head_class, tail_class, dims), width="content")

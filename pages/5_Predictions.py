@@ -1,0 +1,44 @@
+"""Predictions: a class's test examples with gold, prediction and confidence; confusion matrix."""
+
+import streamlit as st
+
+import studio_ui
+from glee_core.charts import chart_confusion
+
+studio_ui.sidebar()
+st.title("Predictions")
+
+dataset_id = studio_ui.current_choice()["spec"]
+runs = studio_ui.dataset_runs(dataset_id)
+if not runs:
+    studio_ui.no_runs_message(dataset_id)
+    st.stop()
+run_id = studio_ui.choose("Run", studio_ui.run_labels(runs))
+run = next(r for r in runs if r.run_id == run_id)
+predictions = run.predictions
+head = set(run.config["dataset"]["head_classes"])
+order = list(run.config["dataset"]["class_counts"])  # head to tail
+
+c1, c2 = st.columns([2, 1])
+class_labels = {"(all classes)": "(all classes)"}
+class_labels.update({c: f"{c} ({'head' if c in head else 'tail'}, "
+                        f"{run.metrics['per_class'][c]['support']} test examples, "
+                        f"F1 {run.metrics['per_class'][c]['f1']:.2f})" for c in order})
+with c1:
+    chosen = studio_ui.choose("Class", class_labels)
+errors_only = c2.toggle("Errors only")
+shown = predictions if chosen == "(all classes)" else predictions[predictions["gold"] == chosen]
+if errors_only:
+    shown = shown[~shown["correct"]]
+st.caption(f"{len(shown)} example(s)")
+columns = ["text", "gold", "pred", "confidence", "correct"]
+if predictions["text_b"].astype(str).str.len().gt(0).any():
+    columns.insert(1, "text_b")
+st.dataframe(shown[columns], hide_index=True,
+             column_config={"confidence": st.column_config.ProgressColumn(
+                 "confidence", min_value=0.0, max_value=1.0, format="%.2f")})
+
+st.subheader("Confusion matrix")
+full = st.toggle("All classes", value=len(order) <= 25)
+top_k = None if full else st.slider("Most frequent classes", 2, len(order), min(15, len(order)))
+st.altair_chart(chart_confusion(run, top_k), width="content")

@@ -1,0 +1,152 @@
+"""Every page of the Streamlit app against a small run store made here (tiny random BERT)."""
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from glee_core.datasets import load_dataset
+from glee_core.jobs import list_jobs
+from glee_core.methods import get_method
+from glee_core.runs import run_experiments
+from glee_core.store import RunStore
+from glee_core.training import TrainConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+METHODS = ["cls-relu", "cls-relu-pt-ln", "prompt"]
+
+
+@pytest.fixture(scope="module")
+def app_dirs(tmp_path_factory, tiny_bert):
+    """A run store with three methods on demo (two seeds of cls-relu) and one frozen run."""
+    root = tmp_path_factory.mktemp("app")
+    dirs = {"runs": root / "runs", "uploads": root / "uploads", "data": root / "data"}
+    demo = load_dataset("demo")
+    store = RunStore(dirs["runs"])
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96)
+    run_experiments(demo, [get_method(m) for m in METHODS], [1], str(tiny_bert), config, store)
+    run_experiments(demo, [get_method("cls-relu")], [2], str(tiny_bert), config, store)
+    run_experiments(demo, [get_method("cls-relu")], [1], str(tiny_bert),
+                    TrainConfig(epochs=2, batch_size=16, backbone="frozen"), store)
+    return dirs
+
+
+@pytest.fixture
+def app(app_dirs, tiny_bert, monkeypatch):
+    for key, path in app_dirs.items():
+        monkeypatch.setenv(f"GLEE_{key.upper()}_DIR", str(path))
+
+    def make(page: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+        at.session_state["model"] = str(tiny_bert)
+        return at
+    return make
+
+
+def charts(at: AppTest) -> list:
+    return at.get("vega_lite_chart")
+
+
+def test_home_shows_dataset_backbone_and_quick_start(app, monkeypatch):
+    at = app("app.py").run()  # the navigation opens Home
+    assert not at.exception
+    assert [m.value for m in at.metric][:1] == ["demo"]
+    assert any(b.label == "Quick compare on demo" for b in at.button)
+    at.session_state["model"] = "auto"  # the MiniLM default: the untrained head is stated
+    at.run()
+    assert any("MLM head transform" in w.value for w in at.warning)
+
+
+def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
+    at = app("pages/1_Data.py").run()
+    assert not at.exception
+    assert len(charts(at)) == 1 and len(at.dataframe) >= 1
+    assert any(w for w in at.warning if "health" in w.value)  # the dropped class is reported
+    rows = "text,intent\n" + "".join(f"question number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
+    at.file_uploader[0].upload("../../evil name.csv", rows.encode(), "text/csv").run()
+    assert [s.value for s in at.selectbox][1:3] == ["text", "intent"]
+    next(b for b in at.button if b.label == "Use this CSV").click().run()
+    assert not at.exception and not at.error
+    kept = list((app_dirs["uploads"]).glob("*.csv"))
+    assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
+    assert at.session_state["dataset"]["spec"] == f"csv:{kept[0]}"
+
+
+def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
+    at = app("pages/1_Data.py").run()
+    at.file_uploader[0].upload("one.csv", b"text,label\na,x\nb,x\nc,x\n", "text/csv").run()
+    next(b for b in at.button if b.label == "Use this CSV").click().run()
+    assert not at.exception
+    assert any("only one class" in e.value for e in at.error)
+    assert not list(app_dirs["uploads"].glob("one-*.csv"))  # nothing kept
+
+
+def test_results_page_table_and_charts(app):
+    at = app("pages/3_Results.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert set(table["method"]) == set(METHODS)
+    assert table.loc[table["method"] == "cls-relu", "seeds"].item() == 2
+    assert len(charts(at)) == 2
+    at.radio[0].set_value("frozen backbone (quick compare)").run()
+    assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
+
+
+def test_diagnostics_page_weight_norms_and_histograms(app):
+    at = app("pages/4_Diagnostics.py").run()
+    assert not at.exception
+    assert len(charts(at)) == 2
+    at.selectbox[1].select_index(len(at.selectbox[1].options) - 1).run()
+    assert not at.exception
+
+
+def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
+    at = app("pages/5_Predictions.py").run()
+    assert not at.exception
+    all_rows = len(at.dataframe[0].value)
+    at.toggle[0].set_value(True).run()  # errors only
+    errors = at.dataframe[0].value
+    assert len(errors) <= all_rows and not errors["correct"].any()
+    assert len(charts(at)) == 1
+
+
+def test_playground_scores_every_class(app):
+    at = app("pages/6_Playground.py").run()
+    assert not at.exception
+    assert at.metric and len(charts(at)) == 1  # zero-shot scores of the tiny model's MLM head
+    at.selectbox[0].select_index(1).run()  # a trained run
+    assert not at.exception and at.metric
+    at.text_area[0].input("my printer is not printing").run()
+    assert len(charts(at)) == 1
+
+
+def test_report_page_builds_a_pdf(app):
+    at = app("pages/7_Report.py").run()
+    assert not at.exception
+    next(b for b in at.button if b.label == "Build the PDF").click().run()
+    assert not at.exception
+    assert at.session_state["report_pdf"][:5] == b"%PDF-"
+    assert any(d.label == "Download the PDF report" for d in at.get("download_button"))
+
+
+def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
+    at = app("pages/2_Train.py").run()
+    assert not at.exception
+    assert any("Estimated time" in i.value for i in at.info)
+    at.multiselect[0].set_value(["CLS-tuning ∘ T (cls-tanh)",
+                                 "Prompt-tuning w/ focal loss (prompt-focal)"])
+    at.number_input[0].set_value(1)  # epochs
+    at.number_input[3].set_value(48)  # limit
+    at.run()
+    next(b for b in at.button if b.label == "Launch").click().run()
+    assert not at.exception
+    job = list_jobs(app_dirs["runs"])[0]
+    deadline = time.time() + 240
+    while job.status == "running" and time.time() < deadline:
+        time.sleep(1)
+    assert job.status == "done", (job.status, job.error)
+    assert {r["method"] for r in job.result} == {"cls-tanh", "prompt-focal"}
+    assert any(e["stage"] == "train" for e in job.events())
+    at.run()
+    assert not at.exception

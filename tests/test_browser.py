@@ -1,0 +1,105 @@
+"""The app in a real browser: served on localhost, clicked through in headless Chromium.
+
+Screenshots of every page land in ``test-artifacts/`` (look at them)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path, tiny_bert):
+    port = free_port()
+    env = dict(os.environ, GLEE_RUNS_DIR=str(tmp_path / "runs"),
+               GLEE_UPLOADS_DIR=str(tmp_path / "uploads"), GLEE_DATA_DIR=str(tmp_path / "data"),
+               GLEE_DEFAULT_MODEL=str(tiny_bert), PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+         "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_click_through_the_app(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+        def settle(name: str, ready):
+            """Wait for the page's key element, let the script finish, then take the shot."""
+            expect(ready).to_be_visible(timeout=120_000)
+            expect(page.get_by_role("button", name="Stop")).to_have_count(0, timeout=120_000)
+            page.wait_for_timeout(1000)  # charts finish drawing
+            assert not page.locator('[data-testid="stException"]').count(), name
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+        def go(label: str):
+            page.locator('[data-testid="stSidebarNavLink"]', has_text=label).first.click()
+            expect(page.get_by_role("heading", name=label).first).to_be_visible(timeout=60_000)
+
+        charts = page.locator(".vega-embed")
+        page.goto(server)
+        settle("0-home", page.get_by_text("Quick start"))
+        go("Data")
+        settle("1-data", charts.first)
+
+        go("Train")
+        settle("2-train", page.get_by_role("button", name="Launch"))
+        page.get_by_role("button", name="Launch").click()
+        expect(page.get_by_text("· done").first).to_be_visible(timeout=180_000)
+        settle("2-train-done", page.get_by_text("· done").first)
+
+        go("Results")
+        settle("3-results", page.locator('[data-testid="stDataFrame"]').first)
+        expect(charts).to_have_count(2)
+        go("Diagnostics")
+        settle("4-diagnostics", charts.nth(1))
+        go("Playground")
+        settle("6-playground", page.get_by_text("Prediction", exact=True))
+        expect(charts).to_have_count(1)
+        go("Report")
+        settle("7-report", page.get_by_role("button", name="Build the PDF"))
+        page.get_by_role("button", name="Build the PDF").click()
+        settle("7-report-ready", page.get_by_role("button", name="Download the PDF report"))
+        browser.close()
+    assert not errors, errors

@@ -1,0 +1,76 @@
+import io
+import json
+
+import pytest
+from pypdf import PdfReader
+
+from glee_core.charts import (chart_class_frequency, chart_weight_norms, class_frequency_frame,
+                              weight_norm_frame)
+from glee_core.cli import main
+from glee_core.errors import GleeError
+from glee_core.methods import get_method
+from glee_core.report import build_report
+from glee_core.runs import run_experiments
+from glee_core.store import RunStore
+from glee_core.training import TrainConfig
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, tiny_bert, toy_dataset):
+    store = RunStore(tmp_path_factory.mktemp("report") / "runs")
+    run_experiments(toy_dataset, [get_method(m) for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")],
+                    [1, 2], str(tiny_bert), TrainConfig(epochs=2, batch_size=16, lr=3e-3), store)
+    return store
+
+
+def test_report_holds_the_table_numbers_the_charts_and_page_numbers(store):
+    runs = store.runs()
+    reader = PdfReader(io.BytesIO(build_report(runs)))
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    assert len(reader.pages) >= 2
+    assert f"page 1/{len(reader.pages)}" in text
+    assert "CLS-tuning ∘ R w/ pt. LN" in text and "Prompt-tuning" in text
+    for method in ("cls-tanh", "cls-relu-pt-ln", "prompt"):
+        f1 = [100 * r.metrics["f1"] for r in runs if r.method == method]
+        mean = sum(f1) / 2
+        std = (sum((x - mean) ** 2 for x in f1) / 2) ** 0.5
+        assert f"{mean:.2f} ± {std:.2f}" in text, method
+    images = sum(len(page.images) for page in reader.pages)
+    assert images == 5  # frequency, head/tail, per-class F1, weight norms, feature histograms
+    assert reader.pages[0].mediabox.width == pytest.approx(595.28, abs=1)  # A4
+
+
+def test_report_command_writes_the_pdf(store, tmp_path, capsys):
+    out = tmp_path / "r.pdf"
+    assert main(["report", "--runs-dir", str(store.root), "--out", str(out)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["runs"] == 6 and out.read_bytes()[:5] == b"%PDF-"
+
+
+def test_report_refuses_mixed_settings_and_empty_stores(store, tmp_path, tiny_bert,
+                                                        toy_dataset):
+    with pytest.raises(GleeError, match="no finished runs"):
+        build_report([])
+    frozen = run_experiments(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert),
+                             TrainConfig(epochs=1, backbone="frozen"), RunStore(store.root))
+    with pytest.raises(GleeError, match="several settings"):
+        build_report(store.runs())
+    assert main(["report", "--runs-dir", str(store.root), "--backbone", "frozen", "--out",
+                 str(tmp_path / "f.pdf")]) == 0
+    assert frozen[0].config["backbone_mode"] == "frozen"
+
+
+def test_chart_data_is_ordered_head_to_tail(store):
+    runs = [r for r in store.runs() if r.config["backbone_mode"] == "finetune"]
+    frame = weight_norm_frame(runs)
+    prompt = frame[frame["method"] == "prompt"].sort_values("rank")
+    assert list(prompt["class"]) == list(runs[0].config["dataset"]["class_counts"])
+    mean_norm = sum(r.weight_norms["sports"] for r in runs if r.method == "prompt") / 2
+    assert prompt.iloc[0]["norm"] == pytest.approx(mean_norm)
+    chart_weight_norms(runs).to_dict()  # a valid Vega-Lite spec
+    counts = {"a": 5, "b": 20, "c": 1}
+    freq = class_frequency_frame(counts, ["b"])
+    assert list(freq["class"]) == ["b", "a", "c"] and list(freq["group"]) == ["head", "tail",
+                                                                               "tail"]
+    spec = chart_class_frequency(counts, ["b"], log_scale=True).to_dict()
+    assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "symlog"
