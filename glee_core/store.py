@@ -25,6 +25,7 @@ import re
 import shutil
 import tempfile
 import time
+import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -144,8 +145,37 @@ class Run:
                 "seed": self.seed, **{k: self.metrics[k] for k in METRIC_KEYS}}
 
 
+ARTIFACTS = ("history.json", "predictions.csv", "logits.npy", "weight_norms.json",
+             "features.npz", "model.safetensors")
+
+
+def _safetensors_complete(path: Path) -> bool:
+    """The header's tensor offsets must end where the file ends (a truncated copy does not)."""
+    with path.open("rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            return False
+        size = int.from_bytes(head, "little")
+        try:
+            header = json.loads(handle.read(size))
+        except ValueError:
+            return False
+    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"),
+              default=0)
+    return path.stat().st_size == 8 + size + end
+
+
+def _npy_complete(path: Path) -> bool:
+    try:  # mapping reads only the header, and fails when the data is shorter than it says
+        np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
 def check_run(path: Path) -> str | None:
-    """Why ``path`` is not a usable finished run, or None if it is."""
+    """Why ``path`` is not a usable finished run, or None if it is. Cheap: JSON files are parsed,
+    binary artifacts only have their headers and sizes checked."""
     for name in RUN_FILES:
         file = path / name
         if not file.is_file():
@@ -157,6 +187,15 @@ def check_run(path: Path) -> str | None:
     metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
     if not all(k in metrics for k in METRIC_KEYS):
         return "metrics.json lacks acc/f1/head_f1/tail_f1"
+    for name in ARTIFACTS:
+        if not (path / name).is_file():
+            return f"{name} missing"
+    if not _safetensors_complete(path / "model.safetensors"):
+        return "model.safetensors truncated or corrupt"
+    if not zipfile.is_zipfile(path / "features.npz"):
+        return "features.npz truncated or corrupt"
+    if not _npy_complete(path / "logits.npy"):
+        return "logits.npy truncated or corrupt"
     return None
 
 

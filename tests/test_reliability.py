@@ -180,3 +180,29 @@ def test_different_configurations_queue_for_the_training_slot(tiny_bert, toy_csv
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and "waiting: another run is training" in err
     assert RunStore(runs, max_concurrent=3).max_concurrent == 3
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/abs/path/data.csv", "..\\..\\win.csv",
+                                  "a/../../b.csv", "....csv", ""])
+def test_upload_names_cannot_escape_the_uploads_directory(tmp_path, name):
+    from glee_core.uploads import list_uploads, save_upload
+
+    uploads = tmp_path / "uploads"
+    upload, dataset = save_upload(uploads, name, GOOD.encode())
+    assert upload.path.parent == uploads and upload.path.resolve().parent == uploads.resolve()
+    assert dataset.num_classes == 2
+    assert [u.path for u in list_uploads(uploads)] == [upload.path]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["uploads"]
+
+
+def test_bad_or_oversized_uploads_keep_nothing(tmp_path, monkeypatch):
+    from glee_core import uploads as uploads_module
+    from glee_core.uploads import list_uploads, save_upload
+
+    folder = tmp_path / "uploads"
+    with pytest.raises(GleeError, match="only one class"):
+        save_upload(folder, "one.csv", b"text,label\na,x\nb,x\nc,x\n")
+    monkeypatch.setattr(uploads_module, "MAX_UPLOAD_BYTES", 10)
+    with pytest.raises(GleeError, match="upload limit"):
+        save_upload(folder, "big.csv", GOOD.encode())
+    assert list(folder.iterdir()) == [] and list_uploads(folder) == []

@@ -93,6 +93,14 @@ def test_broken_runs_are_skipped_and_reported(tiny_bert, toy_dataset, runs_dir):
     (runs_dir / ".tmp-killed-run").mkdir()
     assert [r.run_id for r in store.runs()] == [run.run_id]
     assert store.problems == {"half-written": "metrics.json missing"}
+    for name, problem in (("model.safetensors", "model.safetensors truncated"),
+                          ("features.npz", "features.npz truncated"),
+                          ("logits.npy", "logits.npy truncated")):
+        original = (run.path / name).read_bytes()
+        (run.path / name).write_bytes(original[: len(original) // 2])
+        assert store.runs() == [] and problem in store.problems[run.run_id]
+        (run.path / name).write_bytes(original)
+        assert [r.run_id for r in store.runs()] == [run.run_id]
     (run.path / "metrics.json").write_text("{trunc")
     assert store.runs() == [] and "unreadable" in store.problems[run.run_id]
     with pytest.raises(GleeError, match="not a finished run"):
