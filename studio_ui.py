@@ -144,6 +144,27 @@ def run_labels(runs) -> dict[str, str]:
                       f"F1 {100 * r.metrics['f1']:.1f} · {r.run_id[-10:]}" for r in runs}
 
 
-def no_runs_message(dataset_id: str) -> None:
-    st.info(f"No finished runs for **{dataset_id}** yet. Launch some on the **Train** page "
-            "(the quick compare takes seconds).")
+def runs_or_stop():
+    """The current dataset's finished runs; with none, say how to get some and stop the page."""
+    dataset_id = current_choice()["spec"]
+    runs = dataset_runs(dataset_id)
+    if not runs:
+        st.info(f"No finished runs for **{dataset_id}** yet. Launch some on the **Train** page "
+                "(the quick compare takes seconds).")
+        st.stop()
+    return runs
+
+
+def setting_runs(key: str):
+    """Runs of one setting (backbone and mode: never mixed in a table) and the chosen methods."""
+    runs = runs_or_stop()
+    labels = {r.setting: f"{r.config['model']['name']} · "
+                         f"{MODE_LABELS[r.config.get('backbone_mode', 'finetune')]}"
+              for r in runs}
+    setting = choose("Backbone", dict(sorted(labels.items())), st.radio, horizontal=True)
+    runs = [r for r in runs if r.setting == setting]
+    backbone_notice(runs[0].config["model"]["name"], sorted({r.method for r in runs}))
+    runs = pick_runs(runs, key=key)
+    if not runs:
+        st.stop()
+    return runs

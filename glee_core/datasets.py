@@ -93,6 +93,7 @@ class LongTailDataset:
     language: str = "en"
     warnings: list[str] = field(default_factory=list)
     dropped_classes: dict[str, int] = field(default_factory=dict)
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_classes(self) -> int:
@@ -114,13 +115,16 @@ class LongTailDataset:
         return split_head_tail(self.class_counts("train").to_dict(), self.threshold)
 
     def fingerprint(self) -> str:
-        """A short hash of the content (rows of every split, classes): names the data in run ids."""
-        digest = hashlib.sha256("\x1f".join(self.classes).encode())
-        for name in SPLITS:
-            frame = self.splits[name][["text", "text_b", "label"]]
-            digest.update(name.encode())
-            digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-        return digest.hexdigest()[:16]
+        """A short hash of the content (rows of every split, classes): names the data in run ids.
+        Computed once: the rows and classes do not change after loading."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256("\x1f".join(self.classes).encode())
+            for name in SPLITS:
+                frame = self.splits[name][["text", "text_b", "label"]]
+                digest.update(name.encode())
+                digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
 
     def info(self) -> dict:
         """What ``inspect`` prints: sizes, class counts head to tail, head and tail classes."""
@@ -472,16 +476,21 @@ TEXT_COLUMN_NAMES = ("text", "sentence", "content", "review", "document", "utter
 LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
 
 
+def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:
+    """The first column whose name (any case) is one of ``candidates``."""
+    lowered = {c.lower().strip(): c for c in columns}
+    return next((lowered[name] for name in candidates if name in lowered), None)
+
+
 def _pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], what: str,
                  source: str) -> str:
     if given:
         if given not in columns:
             raise GleeError(f"{source}: no {what} column named {given!r}; columns are {columns}")
         return given
-    lowered = {c.lower().strip(): c for c in columns}
-    for name in candidates:
-        if name in lowered:
-            return lowered[name]
+    found = find_column(columns, candidates)
+    if found:
+        return found
     raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
                     f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
 
@@ -611,6 +620,10 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
     except ImportError:
         raise GleeError("hf: datasets need the 'datasets' package: pip install datasets") from None
     name, _, config = spec.partition(":")
+    from .backbone import hub_reachable
+    if not Path(name).expanduser().is_dir() and not hub_reachable():
+        raise GleeError(f"cannot load Hugging Face dataset {spec!r}: it is not a local folder and "
+                        "the hub is unreachable from this machine; use csv:PATH or a local folder")
     try:
         loaded = hf_datasets.load_dataset(name, config or None)
     except Exception as exc:  # the hub raises many types; all mean "cannot load this"

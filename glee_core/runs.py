@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from . import __version__
-from .backbone import Backbone, describe_source, load_backbone, model_fingerprint
+from .backbone import Backbone, load_backbone, model_fingerprint
 from .datasets import LongTailDataset
 from .encoding import encode
 from .distributed import data_parallel
@@ -73,9 +73,9 @@ def run_config(run_id: str, dataset: LongTailDataset, spec: MethodSpec, backbone
     head, tail = dataset.head_tail()
     notes = []
     if spec.uses_mlm_head and not backbone.mlm_head_pretrained:
-        notes.append(f"{spec.id} starts from the MLM head, but the MLM head transform of "
-                     f"{describe_source(backbone.name)} was not pretrained (initialised fresh), "
-                     "so the paper's prompt / pt. LN advantage cannot show with this backbone")
+        notes.append(f"{spec.id} starts from the MLM head, but the backbone {backbone.name!r} "
+                     "has no pretrained MLM head transform (it was initialised fresh), so the "
+                     "paper's prompt / pt. LN advantage cannot show with this backbone")
     return {
         "run_id": run_id,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -144,9 +144,9 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                       "index": index, "total": len(jobs), "cached": not train})
             if train:
                 backbone = get_backbone(model_name)
-                slot = store.training_slot(lambda: progress({"stage": "queued", "run_id": run_id})) \
-                    if main else contextlib.nullcontext()
-                with slot:
+                queued = {"stage": "queued", "run_id": run_id}
+                with store.training_slot(lambda: progress(queued)) if main \
+                        else contextlib.nullcontext():
                     result = train_and_evaluate(dataset, spec, backbone, cfg, progress,
                                                 feature_cache=store.root / ".features")
                 if main:

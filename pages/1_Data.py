@@ -5,10 +5,17 @@ import streamlit as st
 import studio_ui
 from glee_core import GleeError
 from glee_core.charts import chart_class_frequency, class_frequency_frame
+from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
 from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
 
 studio_ui.sidebar()
 st.title("Data")
+
+
+def guess_column(columns: list[str], names: tuple[str, ...]) -> int:
+    """Preselect the column csv:PATH would pick by name (else the first)."""
+    return columns.index(find_column(columns, names) or columns[0])
+
 
 choices = studio_ui.dataset_choices()
 choice = studio_ui.current_choice()
@@ -37,13 +44,11 @@ with st.expander("Upload a CSV", expanded=False):
             st.error(str(exc))
             columns = []
         if columns:
-            pick = lambda name, options, i: st.selectbox(name, options, index=i)  # noqa: E731
-            guess = lambda names: next((i for i, c in enumerate(columns)  # noqa: E731
-                                        if c.lower() in names), 0)
-            text_col = pick("Text column", columns, guess(("text", "sentence", "content")))
-            label_col = pick("Label column", columns,
-                             guess(("label", "class", "category", "intent")))
-            text_b_col = pick("Second text column (optional)", ["(none)", *columns], 0)
+            text_col = st.selectbox("Text column", columns,
+                                    index=guess_column(columns, TEXT_COLUMN_NAMES))
+            label_col = st.selectbox("Label column", columns,
+                                     index=guess_column(columns, LABEL_COLUMN_NAMES))
+            text_b_col = st.selectbox("Second text column (optional)", ["(none)", *columns])
             if st.button("Use this CSV", type="primary"):
                 try:
                     upload, dataset = save_upload(

@@ -130,4 +130,4 @@ if runs:
                                 "seconds": r.config.get("timing", {}).get("train_seconds")}
                                for r in runs]), hide_index=True)
 else:
-    studio_ui.no_runs_message(dataset.id)
+    st.caption("None yet.")

@@ -10,22 +10,7 @@ from glee_core.tables import METRIC_TITLES, comparison_table
 studio_ui.sidebar()
 st.title("Results")
 
-dataset_id = studio_ui.current_choice()["spec"]
-runs = studio_ui.dataset_runs(dataset_id)
-if not runs:
-    studio_ui.no_runs_message(dataset_id)
-    st.stop()
-
-modes = sorted({r.config.get("backbone_mode", "finetune") for r in runs})
-mode = studio_ui.choose("Backbone", {m: studio_ui.MODE_LABELS[m] for m in modes}, st.radio,
-                        horizontal=True)
-models = sorted({r.config["model"]["name"] for r in runs if r.config.get("backbone_mode") == mode})
-model = st.selectbox("Model", models) if len(models) > 1 else models[0]
-runs = [r for r in runs if r.config.get("backbone_mode") == mode and r.config["model"]["name"] == model]
-studio_ui.backbone_notice(model, sorted({r.method for r in runs}))
-runs = studio_ui.pick_runs(runs, key="results-methods")
-if not runs:
-    st.stop()
+runs = studio_ui.setting_runs(key="results-methods")
 
 st.subheader("Test results (%, mean ± std over seeds)")
 table = comparison_table(aggregate(runs))

@@ -9,19 +9,7 @@ from glee_core.charts import (chart_feature_histograms, chart_weight_norms,
 studio_ui.sidebar()
 st.title("Diagnostics")
 
-dataset_id = studio_ui.current_choice()["spec"]
-runs = studio_ui.dataset_runs(dataset_id)
-if not runs:
-    studio_ui.no_runs_message(dataset_id)
-    st.stop()
-modes = sorted({r.config.get("backbone_mode", "finetune") for r in runs})
-mode = studio_ui.choose("Backbone", {m: studio_ui.MODE_LABELS[m] for m in modes}, st.radio,
-                        horizontal=True)
-runs = studio_ui.pick_runs([r for r in runs if r.config.get("backbone_mode") == mode],
-                           key="diag-methods")
-if not runs:
-    st.stop()
-studio_ui.backbone_notice(runs[0].config["model"]["name"], sorted({r.method for r in runs}))
+runs = studio_ui.setting_runs(key="diag-methods")
 
 st.subheader("Per-class weight norms (Figure 3)")
 st.caption("The norm of each class's predictor row, classes ordered head to tail (for prompt "

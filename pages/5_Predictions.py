@@ -8,11 +8,7 @@ from glee_core.charts import chart_confusion
 studio_ui.sidebar()
 st.title("Predictions")
 
-dataset_id = studio_ui.current_choice()["spec"]
-runs = studio_ui.dataset_runs(dataset_id)
-if not runs:
-    studio_ui.no_runs_message(dataset_id)
-    st.stop()
+runs = studio_ui.runs_or_stop()
 run_id = studio_ui.choose("Run", studio_ui.run_labels(runs))
 run = next(r for r in runs if r.run_id == run_id)
 predictions = run.predictions

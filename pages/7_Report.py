@@ -9,16 +9,7 @@ from glee_core.report import build_report
 studio_ui.sidebar()
 st.title("Report")
 
-dataset_id = studio_ui.current_choice()["spec"]
-runs = studio_ui.dataset_runs(dataset_id)
-if not runs:
-    studio_ui.no_runs_message(dataset_id)
-    st.stop()
-modes = sorted({r.config.get("backbone_mode", "finetune") for r in runs})
-mode = studio_ui.choose("Backbone", {m: studio_ui.MODE_LABELS[m] for m in modes}, st.radio,
-                        horizontal=True)
-runs = studio_ui.pick_runs([r for r in runs if r.config.get("backbone_mode") == mode],
-                           key="report-methods")
+runs = studio_ui.setting_runs(key="report-methods")
 st.caption("A4 PDF: configuration, the results table, class frequency, head vs tail, per-class "
            "F1, weight norms and feature histograms. The same report from the command line: "
            "`python -m glee_core report --runs-dir DIR --dataset ID --out report.pdf`.")
