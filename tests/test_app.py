@@ -55,7 +55,7 @@ def test_home_shows_dataset_backbone_and_quick_start(app, monkeypatch):
     assert any(b.label == "Quick compare on demo" for b in at.button)
     at.session_state["model"] = "auto"  # the MiniLM default: the untrained head is stated
     at.run()
-    assert any("MLM head transform" in w.value for w in at.warning)
+    assert any("ships no MLM head" in w.value for w in at.warning)
 
 
 def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
