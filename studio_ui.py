@@ -145,6 +145,16 @@ def run_labels(runs) -> dict[str, str]:
                       f"F1 {100 * r.metrics['f1']:.1f} · {r.run_id[-10:]}" for r in runs}
 
 
+def class_highlight(classes: list[str]) -> str | None:
+    """A sidebar choice of one class to bring forward in every chart (kept across pages)."""
+    options = ["(none)", *classes]
+    current = st.session_state.get("highlight_class", "(none)")
+    chosen = st.sidebar.selectbox("Highlight a class in the charts", options,
+                                  index=options.index(current) if current in options else 0)
+    st.session_state["highlight_class"] = chosen
+    return None if chosen == "(none)" else chosen
+
+
 def runs_or_stop():
     """The current dataset's finished runs; with none, say how to get some and stop the page."""
     dataset_id = current_choice()["spec"]

@@ -17,6 +17,13 @@ from .methods import METHODS
 from .store import Run
 
 GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
+
+
+def _highlight(highlight: str | None):
+    """Opacity encoding that brings one class forward (the same class in every chart)."""
+    if not highlight:
+        return alt.value(1.0)
+    return alt.condition(alt.datum["class"] == highlight, alt.value(1.0), alt.value(0.25))
 METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
 
 
@@ -63,8 +70,8 @@ def class_frequency_frame(counts: Mapping[str, int], head: Iterable[str]) -> pd.
 
 
 def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
-                          log_scale: bool = False, title: str = "Training examples per class"
-                          ) -> alt.Chart:
+                          log_scale: bool = False, title: str = "Training examples per class",
+                          highlight: str | None = None) -> alt.Chart:
     """Classes sorted head to tail; the head/tail boundary is the dashed rule."""
     frame = class_frequency_frame(counts, head)
     y_scale = alt.Scale(type="symlog") if log_scale else alt.Scale()  # bars start at 0
@@ -73,6 +80,7 @@ def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
                 axis=alt.Axis(labelAngle=-60, labelLimit=120)),
         y=alt.Y("count:Q", scale=y_scale, title="training examples"),
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        opacity=_highlight(highlight),
         tooltip=["class", "count", alt.Tooltip("share:Q", format=".1%"),
                  alt.Tooltip("cumulative share:Q", format=".1%"), "group"])
     n_head = int((frame["group"] == "head").sum())
@@ -103,13 +111,13 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chart_per_class_f1(runs: list[Run]) -> alt.Chart:
+def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Chart:
     """Per-class F1 against class frequency, one line per method; click the legend to single
-    one out."""
+    one out; ``highlight`` marks one class."""
     frame = per_class_f1_frame(runs)
     pick = alt.selection_point(fields=["paper row"], bind="legend")
     order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
-    return alt.Chart(frame).mark_line(point=True).encode(
+    lines = alt.Chart(frame).mark_line(point=True).encode(
         x=alt.X("class:N", sort=order, title="class (head → tail, by training count)",
                 axis=alt.Axis(labelAngle=-60, labelLimit=120)),
         y=alt.Y("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1])),
@@ -118,8 +126,14 @@ def chart_per_class_f1(runs: list[Run]) -> alt.Chart:
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
         tooltip=["paper row", "class", "count", "group", alt.Tooltip("f1:Q", format=".3f"),
                  "test support"],
-    ).add_params(pick).properties(title="Per-class F1 against class frequency",
-                                  width="container", height=300)
+    ).add_params(pick)
+    layers = [lines]
+    if highlight:
+        marked = pd.DataFrame({"class": [highlight]})
+        layers.append(alt.Chart(marked).mark_rule(color="black", strokeDash=[2, 2]).encode(
+            x=alt.X("class:N", sort=order)))
+    return alt.layer(*layers).properties(title="Per-class F1 against class frequency",
+                                         width="container", height=300)
 
 
 def summary_frame(runs: list[Run]) -> pd.DataFrame:
@@ -169,7 +183,8 @@ def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chart_weight_norms(runs: list[Run], columns: int = 3) -> alt.Chart:
+def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None = None
+                       ) -> alt.Chart:
     """Figure 3: per-class weight-norm bars, classes head to tail, one panel per method, shared
     axis. Flat bars mean the classifier does not favour the head."""
     frame = weight_norm_frame(runs)
@@ -179,6 +194,7 @@ def chart_weight_norms(runs: list[Run], columns: int = 3) -> alt.Chart:
                                                                  labelAngle=-60)),
         y=alt.Y("norm:Q", title="‖w_c‖"),
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        opacity=_highlight(highlight),
         tooltip=["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")],
     ).properties(width=220, height=150).facet(
         facet=alt.Facet("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],

@@ -82,7 +82,9 @@ sizes = {name: len(frame) for name, frame in dataset.splits.items()}
 left.write({"classes": dataset.num_classes, **sizes})
 head, tail = dataset.head_tail()
 counts = dataset.class_counts("train").to_dict()
-right.altair_chart(chart_class_frequency(counts, head, log_scale=log_scale), width="stretch")
+highlight = studio_ui.class_highlight(list(counts))
+right.altair_chart(chart_class_frequency(counts, head, log_scale=log_scale, highlight=highlight),
+                   width="stretch")
 st.caption(f"{len(head)} head classes, {len(tail)} tail classes, defined on the training split. "
            f"Template: `{dataset.template}`")
 

@@ -30,7 +30,8 @@ st.download_button("Download table (CSV)",
                    table.assign(best=table["best"].str.join(";")).to_csv(index=False),
                    file_name=f"results-{runs[0].run_id.split('-')[0]}.csv", mime="text/csv")
 
-st.altair_chart(chart_per_class_f1(runs), width="stretch")
+highlight = studio_ui.class_highlight(list(runs[0].config["dataset"]["class_counts"]))
+st.altair_chart(chart_per_class_f1(runs, highlight), width="stretch")
 st.altair_chart(chart_head_tail(runs), width="stretch")
 with st.expander("Per-class numbers"):
     st.dataframe(per_class_f1_frame(runs), hide_index=True)

@@ -15,7 +15,8 @@ st.subheader("Per-class weight norms (Figure 3)")
 st.caption("The norm of each class's predictor row, classes ordered head to tail (for prompt "
            "methods: the average of the label words' decoder rows). A CLS head trained on a long "
            "tail grows large norms for head classes; the paper finds prompt-tuning's flatter.")
-st.altair_chart(chart_weight_norms(runs), width="content")
+highlight = studio_ui.class_highlight(list(runs[0].config["dataset"]["class_counts"]))
+st.altair_chart(chart_weight_norms(runs, highlight=highlight), width="content")
 
 st.subheader("Classifier-input features (Figure 4)")
 classes = runs[0].classes

@@ -206,3 +206,47 @@ def test_bad_or_oversized_uploads_keep_nothing(tmp_path, monkeypatch):
     with pytest.raises(GleeError, match="upload limit"):
         save_upload(folder, "big.csv", GOOD.encode())
     assert list(folder.iterdir()) == [] and list_uploads(folder) == []
+
+
+def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_path, capsys,
+                                                   monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from glee_core.methods import get_method
+    from glee_core.runs import run_experiments
+    from glee_core.training import TrainConfig
+
+    runs_dir = tmp_path / "runs"
+    good, bad = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
+                                str(tiny_bert), TrainConfig(epochs=1, batch_size=16),
+                                RunStore(runs_dir))
+    weights = bad.path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    assert main(["compare", "--runs-dir", str(runs_dir), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert [r["method"] for r in json.loads(out)] == ["cls-relu"]
+    assert f"warning: skipped {bad.run_id}: model.safetensors truncated" in err
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(runs_dir))
+    at = AppTest.from_file(str(ROOT / "pages" / "3_Results.py"), default_timeout=60)
+    at.session_state["dataset"] = {"spec": toy_dataset.id, "columns": {}, "threshold": None}
+    at.run()
+    assert not at.exception
+    assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
+    assert any("skipped" in e.label for e in at.expander)
+
+
+def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
+    import numpy as np
+
+    from glee_core.methods import get_method
+    from glee_core.runs import run_experiments
+    from glee_core.training import TrainConfig
+
+    run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
+                          TrainConfig(epochs=1, batch_size=16), RunStore(tmp_path))[0]
+    np.savez(run.path / "features.npz", features=np.array([{"evil": 1}], dtype=object))
+    with pytest.raises(ValueError, match="allow_pickle"):
+        run.features
+    source = "\n".join(p.read_text() for p in (ROOT / "glee_core").glob("*.py"))
+    assert "torch.load(" not in source and "allow_pickle=True" not in source
+    assert "trust_remote_code=True" not in source

@@ -74,3 +74,12 @@ def test_chart_data_is_ordered_head_to_tail(store):
                                                                                "tail"]
     spec = chart_class_frequency(counts, ["b"], log_scale=True).to_dict()
     assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "symlog"
+
+
+def test_one_class_can_be_highlighted_across_charts(store):
+    runs = [r for r in store.runs() if r.config["backbone_mode"] == "finetune"]
+    for spec in (chart_weight_norms(runs, highlight="food").to_dict(),
+                 chart_class_frequency({"food": 3, "money": 9}, ["money"],
+                                       highlight="food").to_dict()):
+        text = json.dumps(spec)
+        assert '"opacity"' in text and "food" in text
