@@ -170,9 +170,11 @@ class ProgressFile:
 
         self.inner(event)
         now = time.monotonic()
-        if event["stage"] in ("train", "features") and now - self.last < 0.5 \
-                and event.get("step") != event.get("steps") and event.get("done") != event.get("total"):
-            return
+        stage = event["stage"]
+        last_of_pass = (stage == "train" and event["step"] == event["steps"]) or \
+            (stage == "features" and event["done"] == event["total"])
+        if stage in ("train", "features") and not last_of_pass and now - self.last < 0.5:
+            return  # frequent step events: at most two a second
         self.last = now
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(event) + "\n")
@@ -180,10 +182,10 @@ class ProgressFile:
 
 def _cmd_train(args) -> int:
     from .backbone import resolve_model_source
+    from .devices import resolve_device
     from .methods import parse_methods
     from .runs import run_experiments
     from .store import RunStore
-    from .devices import resolve_device
     from .training import TrainConfig
 
     methods = parse_methods(args.method)

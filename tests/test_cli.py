@@ -130,3 +130,20 @@ def test_malformed_csv_is_an_error_line(capsys, tmp_path):
 def test_missing_paper_split_is_an_error_line(capsys):
     code, _, err = run_cli(capsys, "inspect", "--dataset", "r52", "--data-dir", SHARED_DATA)
     assert code == 2 and "train.tsv not found" in err
+
+
+def test_progress_file_throttles_step_events_but_keeps_the_rest(tmp_path):
+    from glee_core.cli import ProgressFile
+
+    path = tmp_path / "progress.jsonl"
+    seen = []
+    progress = ProgressFile(str(path), seen.append)
+    progress({"stage": "run", "index": 1, "total": 1})
+    for step in range(1, 101):
+        progress({"stage": "train", "epoch": 1, "epochs": 1, "step": step, "steps": 100})
+    progress({"stage": "eval", "dev_f1": 0.5})
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(seen) == 102  # the progress bar sees everything
+    assert lines[0]["stage"] == "run" and lines[-1]["stage"] == "eval"
+    steps = [e["step"] for e in lines if e["stage"] == "train"]
+    assert steps[-1] == 100 and len(steps) < 10  # throttled, the last step kept
