@@ -23,8 +23,8 @@ import torch
 
 from .backbone import Backbone
 from .datasets import LongTailDataset
-from .encoding import encode, eval_batches
 from .devices import autocast, resolve_precision
+from .encoding import encode, eval_batches
 from .methods import encoder_hidden_at
 
 

@@ -22,12 +22,12 @@ import torch
 from . import __version__
 from .backbone import Backbone, load_backbone, model_fingerprint
 from .datasets import LongTailDataset
-from .encoding import encode
+from .devices import resolve_device
 from .distributed import data_parallel
+from .encoding import encode
 from .errors import GleeError
 from .methods import MethodSpec, build_model, get_method
-from .store import Run, RunStore, make_run_id, write_json
-from .devices import resolve_device
+from .store import Run, RunStore, load_checked, make_run_id, write_json
 from .training import RunResult, TrainConfig, predict, train_and_evaluate
 
 _BACKBONES: dict[str, Backbone] = {}
@@ -161,15 +161,13 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
 
 def load_run(path: str | Path) -> Run:
     """A finished run from its directory, or a :class:`GleeError` saying what is wrong."""
-    from .store import check_run
-
     path = Path(path).expanduser()
     if not path.is_dir():
         raise GleeError(f"run directory not found: {path}")
-    problem = check_run(path)
+    run, problem = load_checked(path)
     if problem:
         raise GleeError(f"{path} is not a finished run: {problem}")
-    return Run(path)
+    return run
 
 
 def load_run_model(run: Run, device: str = "cpu"):

@@ -173,30 +173,34 @@ def _npy_complete(path: Path) -> bool:
     return True
 
 
-def check_run(path: Path) -> str | None:
-    """Why ``path`` is not a usable finished run, or None if it is. Cheap: JSON files are parsed,
-    binary artifacts only have their headers and sizes checked."""
+def load_checked(path: Path) -> tuple[Run | None, str | None]:
+    """``(run, None)`` for a usable finished run, ``(None, why)`` otherwise. Cheap: the two JSON
+    files are parsed once (and kept on the returned run), binary artifacts only have their headers
+    and sizes checked."""
+    parsed = {}
     for name in RUN_FILES:
         file = path / name
         if not file.is_file():
-            return f"{name} missing"
+            return None, f"{name} missing"
         try:
-            json.loads(file.read_text(encoding="utf-8"))
+            parsed[name] = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            return f"{name} unreadable ({exc})"
-    metrics = json.loads((path / "metrics.json").read_text(encoding="utf-8"))
-    if not all(k in metrics for k in METRIC_KEYS):
-        return "metrics.json lacks acc/f1/head_f1/tail_f1"
+            return None, f"{name} unreadable ({exc})"
+    if not all(k in parsed["metrics.json"] for k in METRIC_KEYS):
+        return None, "metrics.json lacks acc/f1/head_f1/tail_f1"
     for name in ARTIFACTS:
         if not (path / name).is_file():
-            return f"{name} missing"
+            return None, f"{name} missing"
     if not _safetensors_complete(path / "model.safetensors"):
-        return "model.safetensors truncated or corrupt"
+        return None, "model.safetensors truncated or corrupt"
     if not zipfile.is_zipfile(path / "features.npz"):
-        return "features.npz truncated or corrupt"
+        return None, "features.npz truncated or corrupt"
     if not _npy_complete(path / "logits.npy"):
-        return "logits.npy truncated or corrupt"
-    return None
+        return None, "logits.npy truncated or corrupt"
+    run = Run(path)
+    run.__dict__["config"] = parsed["config.json"]  # seeds the cached properties
+    run.__dict__["metrics"] = parsed["metrics.json"]
+    return run, None
 
 
 class RunStore:
@@ -220,20 +224,22 @@ class RunStore:
 
     def get(self, run_id: str) -> Run | None:
         path = self.path(run_id)
-        return Run(path) if path.is_dir() and check_run(path) is None else None
+        return load_checked(path)[0] if path.is_dir() else None
+
+    def _locks(self) -> Path:
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        return locks
 
     def lock(self, run_id: str, timeout: float = -1) -> FileLock:
         """A file lock on ``run_id``: hold it while training so a second launch waits."""
-        locks = self.root / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(locks / f"{self.path(run_id).name}.lock"), timeout=timeout)
+        return FileLock(str(self._locks() / f"{self.path(run_id).name}.lock"), timeout=timeout)
 
     @contextmanager
     def training_slot(self, on_wait: Callable[[], None] | None = None):
         """Hold one of ``max_concurrent`` training slots; wait (polling) while all are taken."""
-        locks = self.root / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        slots = [FileLock(str(locks / f"slot-{i}.lock")) for i in range(self.max_concurrent)]
+        slots = [FileLock(str(self._locks() / f"slot-{i}.lock"))
+                 for i in range(self.max_concurrent)]
         announced = False
         while True:
             for slot in slots:
@@ -261,11 +267,10 @@ class RunStore:
         for path in sorted(self.root.iterdir()):
             if not path.is_dir() or path.name.startswith("."):
                 continue
-            problem = check_run(path)
+            run, problem = load_checked(path)
             if problem:
                 self.problems[path.name] = problem
                 continue
-            run = Run(path)
             if dataset is None or run.dataset == dataset:
                 found.append(run)
         found.sort(key=lambda r: (r.config.get("created", ""), r.run_id))
@@ -287,15 +292,6 @@ class RunStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return Run(final)
-
-    def clean_partial(self) -> list[str]:
-        """Remove leftovers of killed runs (``.tmp-*`` directories); returns their names."""
-        removed = []
-        if self.root.is_dir():
-            for path in self.root.glob(".tmp-*"):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path.name)
-        return removed
 
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
