@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 
@@ -49,8 +50,9 @@ class Job:
     def id(self) -> str:
         return self.path.stem
 
-    @property
+    @cached_property
     def info(self) -> dict:
+        """The launch record (command, pid, label); written once, atomically, at launch."""
         return json.loads(self.path.read_text(encoding="utf-8"))
 
     def _file(self, suffix: str) -> Path:
@@ -97,7 +99,7 @@ class Job:
         return "failed" if self.error else "stopped"
 
     def progress(self) -> dict:
-        """Where the job is: run i of n, epoch, step, dev F1 so far."""
+        """Where the job is: run i of n, epoch, step, dev F1 so far, and ``fraction`` done."""
         state: dict = {}
         for event in self.events():
             stage = event.get("stage")
@@ -115,24 +117,26 @@ class Job:
                 state.update(phase="encoding", done=event["done"], total=event["total"])
             elif stage in ("test", "queued"):
                 state["phase"] = {"test": "testing", "queued": "queued"}[stage]
+        state["fraction"] = _fraction(state)
         return state
-
-    def fraction(self) -> float:
-        """Overall completion in [0, 1]."""
-        p = self.progress()
-        if not p:
-            return 0.0
-        within = 0.0
-        if p.get("phase") == "training" and p.get("steps"):
-            within = ((p["epoch"] - 1) * p["steps"] + p["step"]) / (p["epochs"] * p["steps"])
-        elif p.get("phase") == "encoding" and p.get("total"):
-            within = 0.2 * p["done"] / p["total"]
-        return min(1.0, (p["run"] - 1 + within) / p["runs"])
 
     def stop(self) -> None:
         """Stop the job (its unfinished run leaves nothing in the store)."""
         if _alive(self.info["pid"]):
             os.killpg(self.info["pid"], signal.SIGTERM)
+
+
+def _fraction(state: dict) -> float:
+    """Overall completion in [0, 1] of a job's progress state."""
+    if not state.get("run"):
+        return 0.0
+    within = 0.0
+    if state.get("phase") == "training" and state.get("steps"):
+        within = ((state["epoch"] - 1) * state["steps"] + state["step"]) / \
+            (state["epochs"] * state["steps"])
+    elif state.get("phase") == "encoding" and state.get("total"):
+        within = 0.2 * state["done"] / state["total"]
+    return min(1.0, (state["run"] - 1 + within) / state["runs"])
 
 
 def launch_training(runs_dir: str | os.PathLike, train_args: list[str],

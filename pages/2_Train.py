@@ -90,11 +90,11 @@ def show_jobs():
         return
     for job in jobs:
         status = job.status
-        progress = job.progress()
         label = job.info.get("label") or job.id
         with st.container(border=True):
             st.markdown(f"**{label}** · `{job.id}` · {status}")
             if status == "running":
+                progress = job.progress()
                 detail = ""
                 if progress.get("run"):
                     detail = (f"run {progress['run']}/{progress['runs']}: "
@@ -106,7 +106,7 @@ def show_jobs():
                         detail += f" · dev F1 {progress['dev_f1']:.3f}"
                     if progress.get("phase") in ("encoding", "queued", "testing"):
                         detail += f" · {progress['phase']}"
-                st.progress(job.fraction(), text=detail or "starting ...")
+                st.progress(progress["fraction"], text=detail or "starting ...")
                 if st.button("Stop", key=f"stop-{job.id}"):
                     job.stop()
             elif status == "done":
