@@ -36,6 +36,11 @@ def _row_name(method: str) -> str:
     return f"{METHODS[method].paper_row} ({method})" if method in METHODS else method
 
 
+def _row_order(frame: pd.DataFrame) -> list[str]:
+    """The paper-row labels of a frame's methods, in the registry's order (legends, panels)."""
+    return [_row_name(m) for m in _method_order(frame["method"])]
+
+
 def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
     grouped: dict[str, list[Run]] = {}
     for run in sorted(runs, key=lambda r: r.seed):
@@ -121,7 +126,7 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
         x=alt.X("class:N", sort=order, title="class (head → tail, by training count)",
                 axis=alt.Axis(labelAngle=-60, labelLimit=120)),
         y=alt.Y("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],
+        color=alt.Color("paper row:N", sort=_row_order(frame),
                         title="method"),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
         tooltip=["paper row", "class", "count", "group", alt.Tooltip("f1:Q", format=".3f"),
@@ -197,7 +202,7 @@ def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None 
         opacity=_highlight(highlight),
         tooltip=["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")],
     ).properties(width=220, height=150).facet(
-        facet=alt.Facet("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],
+        facet=alt.Facet("paper row:N", sort=_row_order(frame),
                         title=None),
         columns=columns,
     ).resolve_scale(y="shared").properties(title="Per-class weight norms (head → tail)")
@@ -257,7 +262,7 @@ def chart_feature_histograms(runs: list[Run], head_class: str, tail_class: str, 
         tooltip=["class", alt.Tooltip("bin_start:Q", format=".3f"),
                  alt.Tooltip("bin_end:Q", format=".3f"), "count"],
     ).properties(width=220, height=140).facet(
-        facet=alt.Facet("paper row:N", sort=[_row_name(m) for m in _method_order(frame["method"])],
+        facet=alt.Facet("paper row:N", sort=_row_order(frame),
                         title=None),
         columns=columns,
     ).resolve_scale(x="independent", y="independent").properties(
