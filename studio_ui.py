@@ -166,13 +166,18 @@ def runs_or_stop():
     return runs
 
 
+def setting_labels(runs) -> dict[str, str]:
+    """Setting -> what the user reads: backbone · mode · protocol."""
+    return dict(sorted({r.setting: f"{r.config['model']['name']} · "
+                                   f"{MODE_LABELS[r.config.get('backbone_mode', 'finetune')]} · "
+                                   f"{r.protocol}" for r in runs}.items()))
+
+
 def setting_runs(key: str):
-    """Runs of one setting (backbone and mode: never mixed in a table) and the chosen methods."""
+    """Runs of one setting (backbone, mode and protocol: never mixed in a table) and the chosen
+    methods."""
     runs = runs_or_stop()
-    labels = {r.setting: f"{r.config['model']['name']} · "
-                         f"{MODE_LABELS[r.config.get('backbone_mode', 'finetune')]}"
-              for r in runs}
-    setting = choose("Backbone", dict(sorted(labels.items())), st.radio, horizontal=True)
+    setting = choose("Setting", setting_labels(runs), st.radio)
     runs = [r for r in runs if r.setting == setting]
     backbone_notice(runs[0].config["model"]["name"], sorted({r.method for r in runs}))
     runs = pick_runs(runs, key=key)

@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="frozen: quick mode, heads trained on cached features")
     train.add_argument("--weight-decay", type=float, default=0.0)
     train.add_argument("--patience", type=int, default=2, help="early-stopping epochs")
+    train.add_argument("--select-metric", choices=("f1", "acc"), default="f1",
+                       help="dev metric for early stopping and the kept weights")
     train.add_argument("--max-length", type=int, help="default: the dataset's (paper's)")
     train.add_argument("--limit", type=int, help="keep the first N training examples")
     train.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -89,7 +91,26 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--dataset", help="dataset id (needed when the store holds several)")
     report.add_argument("--model", help="only runs of this backbone")
     report.add_argument("--backbone", choices=("finetune", "frozen"), help="only this mode")
+    report.add_argument("--setting", help="only this setting, as the error listing them prints it")
     report.add_argument("--out", required=True, help="the PDF file to write")
+
+    rep = sub.add_parser("reproduce", help="run a table of the paper (2, 3 or 5) with its "
+                         "protocol and print ours beside its numbers")
+    rep.add_argument("--table", required=True, help="2, 3 (long-tailed) or 5 (few-shot)")
+    rep.add_argument("--datasets", help="comma-separated ids (default: the table's, e.g. "
+                     "r52,cmid,iflytek,ctc,msra; r8 works too)")
+    rep.add_argument("--model", default="auto", help="auto (offline MiniLM), an HF id or path, "
+                     "or 'paper': bert-base-uncased / bert-base-chinese by the data's language")
+    rep.add_argument("--seeds", type=int, default=5, help="how many (the scripts' 775, 776, ...)")
+    rep.add_argument("--data-dir", help="folder of the paper's datasets (default $GLEE_DATA_DIR)")
+    rep.add_argument("--runs-dir", help="run store (default ./runs or $GLEE_RUNS_DIR)")
+    rep.add_argument("--epochs", type=int, help="default: the paper's (10; few-shot 5)")
+    rep.add_argument("--limit", type=int, help="keep the first N training examples")
+    rep.add_argument("--backbone", choices=("finetune", "frozen"), default="finetune",
+                     help="frozen: quick mode, heads trained on cached features")
+    rep.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    rep.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    rep.add_argument("--format", choices=("text", "md"), default="text")
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help="a run directory")
@@ -149,7 +170,8 @@ class TqdmProgress:
                 self.bar.set_postfix(loss=f"{event['loss']:.4f}", refresh=False)
             self.bar.update(1)
         elif stage == "eval" and self.bar is not None:
-            self.bar.set_postfix(dev_f1=f"{event['dev_f1']:.4f}", best=f"{event['best_dev_f1']:.4f}")
+            self.bar.set_postfix(dev_f1=f"{event['dev_f1']:.4f}", dev_acc=f"{event['dev_acc']:.4f}",
+                                 best=f"{event['best_dev']:.4f} ({event['select_metric']})")
         elif stage == "test":
             self.close()
 
@@ -199,6 +221,7 @@ def _cmd_train(args) -> int:
     dataset = _dataset(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                          weight_decay=args.weight_decay, patience=args.patience,
+                         select_metric=args.select_metric,
                          max_length=args.max_length, limit=args.limit, device=args.device,
                          backbone=args.backbone, precision=args.precision)
     bars = TqdmProgress(dataset.warnings)
@@ -212,6 +235,63 @@ def _cmd_train(args) -> int:
         for note in run.config.get("notes", []):
             print(f"note: {note}", file=sys.stderr)
     print(json.dumps([run.summary() for run in runs]))
+    return 0
+
+
+def _cmd_reproduce(args, argv: list[str]) -> int:
+    from .backbone import resolve_model_source
+    from .datasets import PAPER_DATASETS, load_dataset
+    from .devices import resolve_device
+    from .reproduce import (comparison_markdown, comparison_text, get_table, header_lines,
+                            model_for, paper_seeds, protocol_config, reproduce)
+    from .store import RunStore
+
+    table = get_table(args.table)
+    ids = [d.strip() for d in args.datasets.split(",") if d.strip()] if args.datasets \
+        else list(table.datasets)
+    if not ids:
+        raise GleeError("--datasets is empty; e.g. --datasets r8,cmid")
+    seeds = paper_seeds(args.seeds)
+    config = protocol_config(table, args.epochs, args.limit, args.backbone, args.device,
+                             args.precision)
+    resolve_device(args.device)
+    datasets, problems = [], []
+    for dataset_id in ids:  # every dataset is checked before anything trains
+        try:
+            if dataset_id not in PAPER_DATASETS:
+                raise GleeError(f"not one of the paper's datasets ({', '.join(PAPER_DATASETS)})")
+            datasets.append(load_dataset(dataset_id, data_dir=args.data_dir))
+        except GleeError as exc:
+            problems.append(f"{dataset_id}: {exc}")
+    if problems:
+        raise GleeError("cannot load " + "; ".join(problems)
+                        + " - pass --datasets with the ones you have (--data-dir DIR)")
+    for model in {model_for(d, args.model) for d in datasets}:
+        resolve_model_source(model)
+
+    bars: list[TqdmProgress] = []
+
+    def progress_for(dataset):
+        print(f"== Table {table.number} · {dataset.id} · {model_for(dataset, args.model)} · "
+              f"{args.backbone} · seeds {','.join(map(str, seeds))}", file=sys.stderr)
+        bars.append(TqdmProgress(dataset.warnings))
+        return bars[-1]
+
+    try:
+        frame, manifest = reproduce(table, datasets, args.model, seeds, config,
+                                    RunStore(args.runs_dir), progress_for=progress_for,
+                                    command=" ".join(["python -m glee_core", *argv]))
+    finally:
+        for bar in bars:
+            bar.close()
+    for note in manifest["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    if args.format == "md":
+        print(comparison_markdown(frame, table, header_lines(manifest)), end="")
+    else:
+        print(comparison_text(frame, table, header_lines(manifest)), end="")
+    for kind, path in manifest["files"].items():
+        print(f"wrote {kind}: {path}", file=sys.stderr)
     return 0
 
 
@@ -244,7 +324,8 @@ def _cmd_report(args) -> int:
     store = RunStore(args.runs_dir)
     runs = [r for r in store.runs(args.dataset)
             if (args.model is None or r.config["model"]["name"] == args.model)
-            and (args.backbone is None or r.config.get("backbone_mode") == args.backbone)]
+            and (args.backbone is None or r.config.get("backbone_mode") == args.backbone)
+            and (args.setting is None or r.setting == args.setting)]
     for name, problem in store.problems.items():
         print(f"warning: skipped {name}: {problem}", file=sys.stderr)
     out = write_report(runs, args.out)
@@ -275,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(_dataset(args).info(), indent=1, ensure_ascii=False))
         elif args.command == "train":
             return _cmd_train(args)
+        elif args.command == "reproduce":
+            return _cmd_reproduce(args, sys.argv[1:] if argv is None else argv)
         elif args.command == "compare":
             return _cmd_compare(args)
         elif args.command == "score":

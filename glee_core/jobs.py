@@ -112,7 +112,8 @@ class Job:
                 if "loss" in event:
                     state["loss"] = event["loss"]
             elif stage == "eval":
-                state.update(dev_f1=event["dev_f1"], best_dev_f1=event["best_dev_f1"])
+                state.update(dev_f1=event["dev_f1"], dev_acc=event["dev_acc"],
+                             best_dev=event["best_dev"], select_metric=event["select_metric"])
             elif stage == "features":
                 state.update(phase="encoding", done=event["done"], total=event["total"])
             elif stage in ("test", "queued"):

@@ -66,7 +66,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
     settings = sorted({r.setting for r in runs})
     if len(settings) > 1:
         raise GleeError(f"runs of several settings ({'; '.join(settings)}); choose one with "
-                        "--model and --backbone")
+                        "--setting (or narrow with --model and --backbone)")
     first = runs[0]
     pdf = _pdf_class()(format="A4", unit="mm")
     font = next((Path(f) for f in FONT_FOLDERS

@@ -131,9 +131,24 @@ class Run:
         return int(self.config["seed"])
 
     @property
+    def protocol(self) -> str:
+        """The training hyper-parameters but the seed, short: ``10 ep · bs 32 · lr 1e-05 · len
+        256``, then what departs from the paper's defaults (a training limit, patience, ...)."""
+        hp = self.config["hyperparameters"]
+        text = f"{hp['epochs']} ep · bs {hp['batch_size']} · lr {hp['lr']:g} · len {hp['max_length']}"
+        extras = {"limit": ("first {} train", None), "patience": ("patience {}", 2),
+                  "weight_decay": ("wd {:g}", 0.0), "warmup_ratio": ("warm-up {:g}", 0.1),
+                  "max_grad_norm": ("clip {:g}", 1.0), "select_metric": ("select on dev {}", "f1")}
+        for key, (form, default) in extras.items():
+            if hp.get(key, default) != default:
+                text += " · " + form.format(hp[key])
+        return text
+
+    @property
     def setting(self) -> str:
-        """Backbone and mode: runs of different settings are never averaged together."""
-        return f"{self.config['model']['name']} · {self.config.get('backbone_mode', 'finetune')}"
+        """Backbone, mode and protocol: runs of different settings are never averaged together."""
+        return (f"{self.config['model']['name']} · {self.config.get('backbone_mode', 'finetune')}"
+                f" · {self.protocol}")
 
     @property
     def classes(self) -> list[str]:
@@ -296,7 +311,7 @@ class RunStore:
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and standard deviation (population, ddof=0) of acc, f1, head_f1, tail_f1 over seeds,
-    per dataset, setting (backbone · mode) and method, in percent. Methods keep the registry's
+    per dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the registry's
     order."""
     from .methods import METHODS
 

@@ -47,6 +47,8 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     warmup_ratio: float = 0.1
     patience: int = 2
+    select_metric: str = "f1"  # dev metric for early stopping and the kept weights: "f1" (macro,
+    #                            the paper's long-tailed runs) or "acc" (its few-shot runs)
     max_length: int | None = None  # None: the dataset's (the paper's per-dataset length)
     limit: int | None = None  # keep the first N training examples (smoke runs)
     seed: int = 1
@@ -65,6 +67,8 @@ class TrainConfig:
             raise GleeError(f"--precision must be auto, fp32 or bf16, got {self.precision!r}")
         if self.strategy not in ("fast", "reference"):
             raise GleeError(f"strategy must be fast or reference, got {self.strategy!r}")
+        if self.select_metric not in ("f1", "acc"):
+            raise GleeError(f"--select-metric must be f1 or acc, got {self.select_metric!r}")
 
     @property
     def learning_rate(self) -> float:
@@ -77,6 +81,8 @@ class TrainConfig:
         fields = asdict(self)
         for key in ("device", "eval_batch_size", "log_every", "strategy", "precision"):
             fields.pop(key)
+        if fields["select_metric"] == "f1":  # the default leaves run ids as they were before it
+            fields.pop("select_metric")
         return fields
 
 
@@ -239,7 +245,7 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     trained = ddp.wrap(model) if ddp else model  # DDP shares the parameters of ``model``
 
     history: list[dict] = []
-    best_f1, best_state, stale = -1.0, None, 0
+    best_score, best_state, stale = -1.0, None, 0
     started = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
         epoch_start = time.perf_counter()
@@ -256,13 +262,14 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                   "train_seconds": round(train_seconds, 3),
                   "seconds": round(time.perf_counter() - epoch_start, 3)}
         history.append(record)
-        improved = dev_f1 > best_f1
-        if improved:
-            best_f1, stale = dev_f1, 0
+        score = record[f"dev_{config.select_metric}"]
+        if score > best_score:
+            best_score, stale = score, 0
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         else:
             stale += 1
-        progress({"stage": "eval", **record, "best_dev_f1": best_f1, "epochs": config.epochs})
+        progress({"stage": "eval", **record, "select_metric": config.select_metric,
+                  "best_dev": best_score, "epochs": config.epochs})
         if stale >= config.patience:
             break
     train_time = time.perf_counter() - started
@@ -277,8 +284,9 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     pred = logits.argmax(1)
     head, tail = dataset.head_tail()
     metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
-    metrics["best_dev_f1"] = best_f1
-    metrics["best_epoch"] = max(history, key=lambda r: r["dev_f1"])["epoch"]
+    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best epoch
+    metrics.update(best_epoch=best["epoch"], best_dev_f1=best["dev_f1"],
+                   best_dev_acc=best["dev_acc"], select_metric=config.select_metric)
     probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
     frame = dataset.splits["test"]
     predictions = pd.DataFrame({

@@ -21,7 +21,8 @@ def test_progress_of_the_second_of_two_runs_halfway_through_its_epochs(tmp_path)
     job = write_job(tmp_path, [
         {"stage": "run", "index": 2, "total": 2, "method": "prompt", "seed": 1, "cached": False},
         {"stage": "train", "epoch": 2, "epochs": 4, "step": 5, "steps": 10},
-        {"stage": "eval", "epoch": 1, "dev_f1": 0.4, "best_dev_f1": 0.4},
+        {"stage": "eval", "epoch": 1, "dev_f1": 0.4, "dev_acc": 0.5, "best_dev": 0.4,
+         "select_metric": "f1"},
     ])
     progress = job.progress()
     assert progress["method"] == "prompt" and progress["dev_f1"] == 0.4

@@ -49,6 +49,18 @@ def test_same_seed_same_result_and_the_best_dev_epoch_is_kept(bert, toy_dataset)
     assert a.metrics["best_dev_f1"] == best["dev_f1"]
 
 
+def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_dataset):
+    config = resolve_config(toy_dataset, TrainConfig(**FAST, seed=5, select_metric="acc"))
+    result = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
+    best = max(result.history, key=lambda r: r["dev_acc"])
+    assert result.metrics["select_metric"] == "acc"
+    assert (result.metrics["best_epoch"], result.metrics["best_dev_acc"]) == \
+        (best["epoch"], best["dev_acc"])
+    # only a non-default choice enters the run's identity: older run ids stay valid
+    assert "select_metric" in config.identity()
+    assert "select_metric" not in TrainConfig().identity()
+
+
 def test_early_stopping_after_patience_epochs_without_gain(bert, toy_dataset):
     config = resolve_config(toy_dataset, TrainConfig(epochs=10, batch_size=16, lr=0.0,
                                                      patience=2))
