@@ -1,37 +1,83 @@
-"""Results: the paper-style table, per-class F1 against frequency, head vs tail."""
+"""Results: the paper-style table, per-class F1 against frequency, head vs tail; and the paper
+comparison that ``python -m glee_core reproduce`` wrote."""
 
 import streamlit as st
 
 import studio_ui
 from glee_core.charts import chart_head_tail, chart_per_class_f1, per_class_f1_frame
+from glee_core.reproduce import (comparison, comparison_block, comparison_markdown, get_table,
+                                 header_lines, reference_note, saved_comparisons)
 from glee_core.store import aggregate
 from glee_core.tables import METRIC_TITLES, comparison_table
 
 studio_ui.sidebar()
 st.title("Results")
-
-runs = studio_ui.setting_runs(key="results-methods")
-
-st.subheader("Test results (%, mean ± std over seeds)")
-table = comparison_table(aggregate(runs))
+ours, paper = st.tabs(["This dataset", "Paper comparison (reproduce)"])
 
 
-def bold_best(row):
-    return ["font-weight: bold; background-color: #e8f0fe" if col in row["best"] else ""
-            for col in row.index]
+def bold_marked(value):
+    return "font-weight: bold; background-color: #e8f0fe" if str(value).endswith("*") else ""
 
 
-shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
-st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
-             column_config={"best": None})
-st.caption("Highlighted: the best mean of each column. Head/Tail F1 average the per-class F1 of "
-           "the head / tail classes (split on training counts).")
-st.download_button("Download table (CSV)",
-                   table.assign(best=table["best"].str.join(";")).to_csv(index=False),
-                   file_name=f"results-{runs[0].run_id.split('-')[0]}.csv", mime="text/csv")
+with paper:  # drawn first: the other tab stops the page when the dataset has no runs
+    store = studio_ui.store()
+    manifests = saved_comparisons(store)
+    if not manifests:
+        st.info("No reproduction in this run store yet. Run one table of the paper from the "
+                "command line, e.g. `python -m glee_core reproduce --table 2 --datasets r8 "
+                f"--backbone frozen --data-dir DATA --runs-dir {store.root}`; it appears here.")
+    else:
+        labels = {m["path"]: f"Table {m['table']} · {', '.join(m['datasets'])} · "
+                             f"{', '.join(sorted(set(m['models'].values())))} ({m['backbone']}) · "
+                             f"{len(m['seeds'])} seed(s) · {m['created'][:16]}"
+                  for m in manifests}
+        path = studio_ui.choose("Reproduction", labels)
+        manifest = next(m for m in manifests if m["path"] == path)
+        table = get_table(manifest["table"])
+        runs = [store.get(run_id) for run_id in manifest["run_ids"]]
+        if any(r is None for r in runs):
+            st.warning(f"{sum(r is None for r in runs)} of its {len(runs)} runs are no longer in "
+                       "the store; the table shows the others.")
+        runs = [r for r in runs if r is not None]
+        for model in sorted(set(manifest["models"].values())):
+            studio_ui.backbone_notice(model, list(table.methods))
+        frame = comparison(runs, table, manifest["datasets"])
+        st.subheader(f"Table {table.number}: {table.title}")
+        st.markdown("\n\n".join(line for line in header_lines(manifest) if line))
+        for metrics in table.blocks:
+            st.markdown(f"**{' / '.join(METRIC_TITLES[m] for m in metrics)}** "
+                        "(ours: mean ± std over seeds; ref; Δ = ours − ref; * best mean)")
+            block = comparison_block(frame, metrics).reset_index()
+            st.dataframe(block.style.map(bold_marked), hide_index=True)
+        st.caption(reference_note(frame))
+        stem = path.rsplit("/", 1)[-1].removesuffix(".json")
+        left, right = st.columns(2)
+        left.download_button("Download (CSV)", frame.to_csv(index=False), f"{stem}.csv",
+                             "text/csv")
+        right.download_button("Download (Markdown)",
+                              comparison_markdown(frame, table, header_lines(manifest)),
+                              f"{stem}.md", "text/markdown")
 
-highlight = studio_ui.class_highlight(list(runs[0].config["dataset"]["class_counts"]))
-st.altair_chart(chart_per_class_f1(runs, highlight), width="stretch")
-st.altair_chart(chart_head_tail(runs), width="stretch")
-with st.expander("Per-class numbers"):
-    st.dataframe(per_class_f1_frame(runs), hide_index=True)
+with ours:
+    runs = studio_ui.setting_runs(key="results-methods")
+    st.subheader("Test results (%, mean ± std over seeds)")
+    table = comparison_table(aggregate(runs))
+
+    def bold_best(row):
+        return ["font-weight: bold; background-color: #e8f0fe" if col in row["best"] else ""
+                for col in row.index]
+
+    shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
+    st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
+                 column_config={"best": None})
+    st.caption("Highlighted: the best mean of each column. Head/Tail F1 average the per-class F1 "
+               "of the head / tail classes (split on training counts).")
+    st.download_button("Download table (CSV)",
+                       table.assign(best=table["best"].str.join(";")).to_csv(index=False),
+                       file_name=f"results-{runs[0].run_id.split('-')[0]}.csv", mime="text/csv")
+
+    highlight = studio_ui.class_highlight(list(runs[0].config["dataset"]["class_counts"]))
+    st.altair_chart(chart_per_class_f1(runs, highlight), width="stretch")
+    st.altair_chart(chart_head_tail(runs), width="stretch")
+    with st.expander("Per-class numbers"):
+        st.dataframe(per_class_f1_frame(runs), hide_index=True)

@@ -89,9 +89,34 @@ def test_results_page_table_and_charts(app):
     assert set(table["method"]) == set(METHODS)
     assert table.loc[table["method"] == "cls-relu", "seeds"].item() == 2
     assert len(charts(at)) == 2
-    frozen = next(o for o in at.radio[0].options if o.endswith("frozen backbone (quick compare)"))
+    frozen = next(o for o in at.radio[0].options if "frozen backbone (quick compare)" in o)
     at.radio[0].set_value(frozen).run()
     assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
+    assert any("reproduce --table 2" in i.value for i in at.info)  # how to get a paper table
+
+
+def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatch, tmp_path,
+                                                                 tiny_bert, toy_dataset):
+    from glee_core.reproduce import get_table, reproduce
+
+    store = RunStore(tmp_path / "runs")
+    frame, manifest = reproduce(get_table(2), [toy_dataset], str(tiny_bert), [775, 776],
+                                TrainConfig(epochs=1, batch_size=16, limit=40), store,
+                                command="python -m glee_core reproduce --table 2")
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(store.root))
+    at = app("pages/3_Results.py").run()
+    assert not at.exception
+    assert at.selectbox[0].value.startswith(f"Table 2 · {toy_dataset.id}")
+    first, second = (d.value for d in at.dataframe[:2])
+    assert list(first.columns)[2:] == [f"{toy_dataset.id.upper()} Acc",
+                                       f"{toy_dataset.id.upper()} F1", "AVG Acc", "AVG F1"]
+    prompt_f1 = frame[(frame["method"] == "prompt") & (frame["metric"] == "f1")
+                      & (frame["dataset"] == toy_dataset.id)].iloc[0]
+    shown = first.loc[first["method"] == "Prompt-tuning", f"{toy_dataset.id.upper()} F1"].item()
+    assert shown.rstrip("*") == f"{prompt_f1['mean']:.2f} ± {prompt_f1['std']:.2f}"
+    assert "Tail F1" in " ".join(second.columns)
+    assert [b.label for b in at.get("download_button")][:2] == ["Download (CSV)",
+                                                               "Download (Markdown)"]
 
 
 def test_diagnostics_page_weight_norms_and_histograms(app):

@@ -1,0 +1,341 @@
+"""Reproduce the paper's Tables 2, 3 and 5: run its protocol, then table our results beside its.
+
+``reproduce`` trains (or loads from the store) every method of a table on every chosen dataset
+with the paper's hyper-parameters, and ``comparison`` turns the runs into the table: one row per
+method, a column per dataset and metric plus the average over datasets (AVG), each cell our
+mean ± std over seeds, the reference value and our difference. The reference values live in one
+data file, ``reference_results.json``, each row naming its source.
+
+Which methods make which table follows the paper's rows and the released scripts
+(github.com/GeneZC/Glee, ``scripts/run_*_<dataset>.sh``): Table 2 compares CLS-tuning (Tanh head)
+with its long-tail remedies and prompt-tuning; Table 3 bridges the two step by step (ReLU, the
+template input, a fresh LayerNorm, the MLM head's LayerNorm, decoupled embeddings), with Table 2's
+two end points as reference rows; Table 5 runs the bridging heads few-shot.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .datasets import LongTailDataset
+from .errors import GleeError
+from .methods import METHODS, get_method
+from .store import METRIC_KEYS, Run, RunStore, aggregate, config_hash, slug
+from .tables import METRIC_TITLES
+from .training import TrainConfig
+
+REFERENCE_FILE = Path(__file__).with_name("reference_results.json")
+PAPER_SEEDS = (775, 776, 777, 778, 779)  # the released scripts' seeds
+PAPER_MODELS = {"en": "bert-base-uncased", "zh": "bert-base-chinese"}  # --model paper
+FEW_SHOT_EXAMPLES = 32
+LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    number: int
+    title: str
+    datasets: tuple[str, ...]
+    methods: tuple[str, ...]
+    blocks: tuple[tuple[str, ...], ...] = LONG_TAILED_BLOCKS
+    few_shot: bool = False
+
+
+PAPER_TABLES: dict[int, PaperTable] = {t.number: t for t in (
+    PaperTable(2, "Long-tailed classification: CLS-tuning and its remedies vs prompt-tuning",
+               ("r52", "cmid", "iflytek", "ctc", "msra"),
+               ("cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal", "prompt", "prompt-focal")),
+    PaperTable(3, "Bridging CLS-tuning and prompt-tuning: activation, input, LayerNorm, embeddings",
+               ("r52", "cmid", "iflytek", "ctc", "msra"),
+               ("cls-tanh", "cls-relu", "cls-relu-eta-norm", "cls-relu-focal", "cls-relu-prompt",
+                "cls-relu-ln", "cls-relu-pt-ln", "prompt-ed", "prompt")),
+    PaperTable(5, "Few-shot classification (32 training examples, batch size 2)",
+               ("ecom", "rte", "boolq"),
+               ("cls-tanh", "cls-relu", "cls-relu-prompt", "cls-relu-pt-ln", "prompt-ed", "prompt"),
+               blocks=(("acc", "f1"),), few_shot=True),
+)}
+
+
+def get_table(number: int | str) -> PaperTable:
+    try:
+        return PAPER_TABLES[int(number)]
+    except (KeyError, ValueError):
+        raise GleeError(f"--table must be one of {', '.join(map(str, PAPER_TABLES))}, "
+                        f"got {number!r}") from None
+
+
+def paper_seeds(count: int) -> list[int]:
+    """The released scripts' seeds (775-779), continued upwards past five."""
+    if count < 1:
+        raise GleeError(f"--seeds must be at least 1, got {count}")
+    return [PAPER_SEEDS[0] + i for i in range(count)]
+
+
+def model_for(dataset: LongTailDataset, model: str) -> str:
+    """``paper`` picks the paper's checkpoint for the dataset's language."""
+    return PAPER_MODELS.get(dataset.language, PAPER_MODELS["en"]) if model == "paper" else model
+
+
+def protocol_config(table: PaperTable, epochs: int | None = None, limit: int | None = None,
+                    backbone: str = "finetune", device: str = "auto",
+                    precision: str = "auto") -> TrainConfig:
+    """The paper's hyper-parameters for a table. Long-tailed: batch 32, lr 1e-5, 10 epochs,
+    patience 2, selection on dev macro-F1. Few-shot (the released scripts): batch 2, 5 epochs,
+    patience 5, selection on dev accuracy, 32 training examples. ``epochs`` and ``limit``
+    shorten the protocol (the run then records it)."""
+    config = TrainConfig(backbone=backbone, device=device, precision=precision, limit=limit,
+                         batch_size=None)  # None: the dataset's (the paper's) batch size
+    if table.few_shot:
+        config = replace(config, epochs=5, patience=5, select_metric="acc",
+                         limit=min(limit or FEW_SHOT_EXAMPLES, FEW_SHOT_EXAMPLES))
+    if epochs is not None:
+        if epochs < 1:
+            raise GleeError(f"--epochs must be at least 1, got {epochs}")
+        config = replace(config, epochs=epochs)
+    if config.limit is not None and config.limit < 1:
+        raise GleeError(f"--limit must be at least 1, got {config.limit}")
+    return config
+
+
+# --------------------------------------------------------------------------------------------
+# Reference values
+
+
+@lru_cache(maxsize=1)
+def _reference_file() -> dict:
+    return json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
+
+
+def reference_sources() -> dict[str, dict]:
+    return _reference_file()["sources"]
+
+
+def reference_results() -> pd.DataFrame:
+    """One row per dataset x method: the preferred source's values (``paper`` first)."""
+    frame = pd.DataFrame(_reference_file()["results"],
+                         columns=["dataset", "method", "source", "seeds", *METRIC_KEYS])
+    rank = {source: i for i, source in enumerate(reference_sources())}
+    frame = frame.assign(_rank=frame["source"].map(rank)).sort_values("_rank", kind="stable")
+    return frame.drop_duplicates(["dataset", "method"]).drop(columns="_rank").reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------------------------
+# The comparison
+
+
+def comparison(runs: list[Run], table: PaperTable, datasets: Iterable[str] | None = None
+               ) -> pd.DataFrame:
+    """Long format, one row per method x dataset (and AVG) x metric of the table: ``mean``,
+    ``std`` (population, over seeds), ``seeds``, ``ref``, ``ref_source``, ``ref_seeds``, ``diff``
+    (ours - ref), ``best`` (the best mean of its column, the paper's bold), and the ``setting``.
+
+    Runs of methods or datasets outside the table are ignored; a dataset whose runs come from
+    more than one setting (backbone, mode, protocol) is an error: they must not be averaged."""
+    datasets = list(datasets or table.datasets)
+    runs = [r for r in runs if r.method in table.methods and r.dataset in datasets]
+    settings = {}
+    for run in runs:
+        settings.setdefault(run.dataset, set()).add(run.setting)
+    mixed = {d: s for d, s in settings.items() if len(s) > 1}
+    if mixed:
+        raise GleeError("runs of several settings for " + "; ".join(
+            f"{d}: {' | '.join(sorted(s))}" for d, s in mixed.items()) + " - compare one at a time")
+    summary = aggregate(runs).set_index(["dataset", "method"])
+    refs = reference_results().set_index(["dataset", "method"])
+    metrics = [m for block in table.blocks for m in block]
+    rows = []
+    for method in table.methods:
+        for dataset in datasets:
+            ours = summary.loc[(dataset, method)] if (dataset, method) in summary.index else None
+            ref = refs.loc[(dataset, method)] if (dataset, method) in refs.index else None
+            for metric in metrics:
+                rows.append({
+                    "method": method, "paper row": METHODS[method].paper_row, "dataset": dataset,
+                    "metric": metric,
+                    "mean": np.nan if ours is None else float(ours[f"{metric}_mean"]),
+                    "std": np.nan if ours is None else float(ours[f"{metric}_std"]),
+                    "seeds": 0 if ours is None else int(ours["seeds"]),
+                    "ref": np.nan if ref is None else float(ref[metric]),
+                    "ref_source": "" if ref is None else ref["source"],
+                    "ref_seeds": 0 if ref is None else int(ref["seeds"]),
+                    "setting": " | ".join(sorted(settings.get(dataset, ())))})
+    frame = pd.DataFrame(rows)
+    # AVG over the datasets: only where every dataset has a value (else it would mislead)
+    avg = (frame.groupby(["method", "paper row", "metric"], sort=False)
+           .agg(mean=("mean", lambda x: x.mean() if x.notna().all() else np.nan),
+                ref=("ref", lambda x: x.mean() if x.notna().all() else np.nan),
+                seeds=("seeds", "min"), ref_seeds=("ref_seeds", "min"),
+                ref_source=("ref_source", lambda x: "/".join(sorted(set(x) - {""}))))
+           .reset_index().assign(dataset="AVG", std=np.nan, setting=""))
+    frame = pd.concat([frame, avg[frame.columns]], ignore_index=True)
+    frame["diff"] = frame["mean"] - frame["ref"]
+    best = frame.groupby(["dataset", "metric"])["mean"].transform("max")
+    frame["best"] = frame["mean"].notna() & np.isclose(frame["mean"], best)
+    return frame[["method", "paper row", "dataset", "metric", "mean", "std", "seeds", "ref",
+                  "ref_source", "ref_seeds", "diff", "best", "setting"]]
+
+
+def _number(value: float, digits: int = 2) -> str:
+    return "–" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+def comparison_block(frame: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFrame:
+    """One block of the paper's layout as strings: rows (paper row, ours | ref | Δ), columns
+    ``"<DATASET> <Metric>"`` with AVG last; the best mean of a column carries a ``*``. Without
+    any reference value in the block the ref and Δ rows are left out."""
+    metrics = list(metrics)
+    part = frame[frame["metric"].isin(metrics)]
+    with_ref = bool(part["ref"].notna().any())  # no reference value at all: no ref/Δ rows
+    datasets = list(dict.fromkeys(part["dataset"]))
+    columns = [f"{d.upper() if d != 'AVG' else 'AVG'} {METRIC_TITLES[m]}"
+               for d in datasets for m in metrics]
+    rows, index = [], []
+    for row_name, group in part.groupby("paper row", sort=False):
+        cells = {(r["dataset"], r["metric"]): r for _, r in group.iterrows()}
+        ordered = [cells[(d, m)] for d in datasets for m in metrics]
+        ours = [("–" if pd.isna(r["mean"]) else
+                 (_number(r["mean"]) if r["dataset"] == "AVG"
+                  else f"{_number(r['mean'])} ± {_number(r['std'])}")
+                 + ("*" if r["best"] else "")) for r in ordered]
+        refs = [_number(r["ref"]) for r in ordered]
+        diffs = ["–" if pd.isna(r["diff"]) else f"{r['diff']:+.2f}" for r in ordered]
+        kinds = (("ours", ours), ("ref", refs), ("Δ", diffs)) if with_ref else (("ours", ours),)
+        for kind, values in kinds:
+            index.append((row_name, kind))
+            rows.append(values)
+    return pd.DataFrame(rows, columns=columns,
+                        index=pd.MultiIndex.from_tuples(index, names=["method", ""]))
+
+
+def comparison_markdown(frame: pd.DataFrame, table: PaperTable, header: Iterable[str] = ()
+                        ) -> str:
+    """The table in Markdown: one block per metric pair, best means in bold."""
+    out = [f"## Table {table.number}: {table.title}", "", *header]
+    if header:
+        out.append("")
+    for metrics in table.blocks:
+        block = comparison_block(frame, metrics)
+        names = " / ".join(METRIC_TITLES[m] for m in metrics)
+        out += [f"### {names}", "",
+                "| Method | | " + " | ".join(block.columns) + " |",
+                "|---|---|" + "---:|" * len(block.columns)]
+        for (row_name, kind), values in block.iterrows():
+            cells = [f"**{v[:-1]}**" if v.endswith("*") else v for v in values]
+            out.append(f"| {row_name if kind == 'ours' else ''} | {kind} | "
+                       + " | ".join(cells) + " |")
+        out.append("")
+    out.append(reference_note(frame))
+    return "\n".join(out) + "\n"
+
+
+def comparison_text(frame: pd.DataFrame, table: PaperTable, header: Iterable[str] = ()) -> str:
+    """The same table as aligned plain text, for the terminal."""
+    out = [f"Table {table.number}: {table.title}", *header]
+    for metrics in table.blocks:
+        block = comparison_block(frame, metrics)
+        out += ["", " / ".join(METRIC_TITLES[m] for m in metrics) + "  (* best mean)",
+                block.to_string()]
+    out += ["", reference_note(frame)]
+    return "\n".join(out) + "\n"
+
+
+def reference_note(frame: pd.DataFrame) -> str:
+    """Which reference values a table shows, and where they come from."""
+    used = sorted({s for value in frame["ref_source"] for s in value.split("/") if s})
+    sources = reference_sources()
+    lines = ["ref: " + ("no reference value for these datasets" if not used else
+                        "; ".join(f"{s} - {sources[s]['title']} {sources[s]['status']}"
+                                  for s in used))]
+    if "paper" not in used:
+        lines.append(f"The paper's own numbers: {sources['paper']['status']}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Running a table
+
+
+def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, seeds: list[int],
+              config: TrainConfig, store: RunStore,
+              run: Callable[..., list[Run]] | None = None,
+              progress_for: Callable[[LongTailDataset], Callable[[dict], None]] | None = None,
+              command: str = "") -> tuple[pd.DataFrame, dict]:
+    """Train (or load) every method x seed of ``table`` on every dataset, then compare and write
+    ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest."""
+    from .runs import run_experiments
+
+    run = run or run_experiments
+    specs = [get_method(m) for m in table.methods]
+    started = time.perf_counter()
+    runs: list[Run] = []
+    models = {}
+    for dataset in datasets:
+        models[dataset.id] = model_for(dataset, model)
+        progress = progress_for(dataset) if progress_for else None
+        runs += run(dataset, specs, seeds, models[dataset.id], config, store, False, progress)
+    frame = comparison(runs, table, [d.id for d in datasets])
+    manifest = {
+        "table": table.number, "datasets": [d.id for d in datasets], "model": model,
+        "models": models, "backbone": config.backbone, "seeds": list(seeds),
+        "settings": {d: sorted({r.setting for r in runs if r.dataset == d}) for d in models},
+        "run_ids": [r.run_id for r in runs], "command": command,
+        "notes": sorted({note for r in runs for note in r.config.get("notes", [])}),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "wall_seconds": round(time.perf_counter() - started, 1)}
+    write_outputs(store, manifest, frame, table)
+    return frame, manifest
+
+
+def output_stem(manifest: dict) -> str:
+    """``table2-auto-frozen-<hash>``: one file set per table, backbone and protocol."""
+    key = {k: manifest[k] for k in ("datasets", "models", "seeds", "settings")}
+    return (f"table{manifest['table']}-{slug(manifest['model'])}-{manifest['backbone']}-"
+            f"{config_hash(key)}")
+
+
+def header_lines(manifest: dict) -> list[str]:
+    models = sorted(set(manifest["models"].values()))
+    return [f"Datasets: {', '.join(manifest['datasets'])} · backbone: {', '.join(models)} "
+            f"({manifest['backbone']}) · seeds: {', '.join(map(str, manifest['seeds']))}",
+            "", *[f"- {d}: {' | '.join(s)}" for d, s in manifest["settings"].items()],
+            "", f"Command: `{manifest['command']}` ({manifest['wall_seconds']} s, "
+            f"{manifest['created']})"]
+
+
+def write_outputs(store: RunStore, manifest: dict, frame: pd.DataFrame, table: PaperTable
+                  ) -> dict[str, Path]:
+    folder = store.root / "reproduce"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = output_stem(manifest)
+    paths = {kind: folder / f"{stem}.{kind}" for kind in ("csv", "md", "json")}
+    manifest["files"] = {kind: str(path) for kind, path in paths.items()}
+    texts = {"csv": frame.to_csv(index=False),
+             "md": comparison_markdown(frame, table, header_lines(manifest)),
+             "json": json.dumps(manifest, indent=1, ensure_ascii=False)}
+    for kind, text in texts.items():  # the manifest last: the app lists the manifests
+        tmp = paths[kind].with_name(paths[kind].name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(paths[kind])
+    return paths
+
+
+def saved_comparisons(store: RunStore) -> list[dict]:
+    """The manifests ``reproduce`` wrote into the store, newest first."""
+    folder = store.root / "reproduce"
+    manifests = []
+    for path in sorted(folder.glob("table*.json")) if folder.is_dir() else []:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            manifest["path"] = str(path)
+            manifests.append(manifest)
+        except (OSError, json.JSONDecodeError):
+            continue  # a file being written, or not ours
+    return sorted(manifests, key=lambda m: m.get("created", ""), reverse=True)
