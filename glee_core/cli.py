@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--table", required=True, help="2, 3 (long-tailed) or 5 (few-shot)")
     rep.add_argument("--datasets", help="comma-separated ids (default: the table's, e.g. "
                      "r52,cmid,iflytek,ctc,msra; r8 works too)")
+    rep.add_argument("--methods", help="a subset of the table's method ids, comma-separated "
+                     "(default: all its rows)")
     rep.add_argument("--model", default="auto", help="auto (offline MiniLM), an HF id or path, "
                      "or 'paper': bert-base-uncased / bert-base-chinese by the data's language")
     rep.add_argument("--seeds", type=int, default=5, help="how many (the scripts' 775, 776, ...)")
@@ -147,6 +149,9 @@ class TqdmProgress:
                                 f"{event['seed']}: {state} ({event['run_id']})")
             if event["cached"]:
                 self._flush()
+        elif stage == "note":
+            self.pending.append(f"note: {event['message']}")
+            self._flush()
         elif stage == "queued":
             self._flush()
             tqdm.write("waiting: another run is training in this store "
@@ -247,6 +252,8 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
     from .store import RunStore
 
     table = get_table(args.table)
+    if args.methods:
+        table = table.subset([m.strip() for m in args.methods.split(",") if m.strip()])
     ids = [d.strip() for d in args.datasets.split(",") if d.strip()] if args.datasets \
         else list(table.datasets)
     if not ids:

@@ -168,3 +168,14 @@ def eval_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     """Batches of similar length for evaluation (results are put back in order by the caller)."""
     order = np.argsort(-lengths, kind="stable")
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def unknown_token_share(tokenizer, texts: list[str]) -> float:
+    """The share of the texts' tokens that the tokenizer maps to its unknown token (0 without
+    one): high when a vocabulary does not cover the data's language."""
+    unk = tokenizer.unk_token_id
+    if unk is None or not texts:
+        return 0.0
+    ids = [i for row in tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+           for i in row]
+    return sum(i == unk for i in ids) / len(ids) if ids else 0.0

@@ -48,6 +48,14 @@ class PaperTable:
     blocks: tuple[tuple[str, ...], ...] = LONG_TAILED_BLOCKS
     few_shot: bool = False
 
+    def subset(self, methods: list[str]) -> "PaperTable":
+        """The table with only some of its rows (in the table's order)."""
+        unknown = [m for m in methods if m not in self.methods]
+        if unknown or not methods:
+            raise GleeError(f"--methods: {', '.join(unknown) or 'none given'} - Table "
+                            f"{self.number} has {', '.join(self.methods)}")
+        return replace(self, methods=tuple(m for m in self.methods if m in methods))
+
 
 PAPER_TABLES: dict[int, PaperTable] = {t.number: t for t in (
     PaperTable(2, "Long-tailed classification: CLS-tuning and its remedies vs prompt-tuning",
@@ -70,6 +78,12 @@ def get_table(number: int | str) -> PaperTable:
     except (KeyError, ValueError):
         raise GleeError(f"--table must be one of {', '.join(map(str, PAPER_TABLES))}, "
                         f"got {number!r}") from None
+
+
+def table_of(manifest: dict) -> PaperTable:
+    """The table (with the rows it ran) of a manifest ``reproduce`` wrote."""
+    table = get_table(manifest["table"])
+    return table.subset(manifest["methods"]) if manifest.get("methods") else table
 
 
 def paper_seeds(count: int) -> list[int]:
@@ -270,20 +284,23 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
               command: str = "") -> tuple[pd.DataFrame, dict]:
     """Train (or load) every method x seed of ``table`` on every dataset, then compare and write
     ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest."""
-    from .runs import run_experiments
+    from .runs import plan_runs, preflight, run_experiments
 
     run = run or run_experiments
     specs = [get_method(m) for m in table.methods]
     started = time.perf_counter()
+    models = {d.id: model_for(d, model) for d in datasets}
+    for dataset in datasets:  # vocabulary problems surface before anything trains
+        preflight(dataset, plan_runs(dataset, specs, seeds, models[dataset.id], config),
+                  models[dataset.id], store)
     runs: list[Run] = []
-    models = {}
     for dataset in datasets:
-        models[dataset.id] = model_for(dataset, model)
         progress = progress_for(dataset) if progress_for else None
         runs += run(dataset, specs, seeds, models[dataset.id], config, store, False, progress)
     frame = comparison(runs, table, [d.id for d in datasets])
     manifest = {
-        "table": table.number, "datasets": [d.id for d in datasets], "model": model,
+        "table": table.number, "methods": list(table.methods),
+        "datasets": [d.id for d in datasets], "model": model,
         "models": models, "backbone": config.backbone, "seeds": list(seeds),
         "settings": {d: sorted({r.setting for r in runs if r.dataset == d}) for d in models},
         "run_ids": [r.run_id for r in runs], "command": command,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import platform
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -24,9 +24,9 @@ from .backbone import Backbone, load_backbone, model_fingerprint
 from .datasets import LongTailDataset
 from .devices import resolve_device
 from .distributed import data_parallel
-from .encoding import encode
+from .encoding import encode, unknown_token_share
 from .errors import GleeError
-from .methods import MethodSpec, build_model, get_method
+from .methods import MethodSpec, build_model, get_method, label_word_token_ids
 from .store import Run, RunStore, load_checked, make_run_id, write_json
 from .training import RunResult, TrainConfig, predict, train_and_evaluate
 
@@ -115,6 +115,54 @@ def save_result(store: RunStore, run_id: str, config_json: dict, result: RunResu
     return store.write(run_id, write)
 
 
+@dataclass(frozen=True)
+class PlannedRun:
+    spec: MethodSpec
+    config: TrainConfig
+    identity: dict
+    run_id: str
+
+
+def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: Iterable[int],
+              model_name: str, config: TrainConfig | None = None) -> list[PlannedRun]:
+    """Every method x seed with its resolved configuration and run id, in training order."""
+    base = resolve_config(dataset, config or TrainConfig())
+    planned = []
+    for spec in methods:
+        for seed in seeds:
+            cfg = replace(base, seed=seed)
+            identity = run_identity(dataset, spec, model_name, cfg)
+            planned.append(PlannedRun(spec, cfg, identity,
+                                      make_run_id(dataset.id, spec.id, seed, identity)))
+    return planned
+
+
+UNKNOWN_SHARE_WARNING = 0.05
+VOCABULARY_SAMPLE = 500
+
+
+def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
+              store: RunStore, force: bool = False) -> list[str]:
+    """Checks that need the backbone, made before anything trains (and only when something
+    will): the verbalizer's label words must be in its vocabulary (an error naming them), and a
+    vocabulary that maps much of the data to the unknown token earns a note (returned)."""
+    pending = [p for p in plan if force or store.get(p.run_id) is None]
+    if not pending:
+        return []
+    tokenizer = get_backbone(model_name).tokenizer
+    if any(p.spec.predictor == "mlm" for p in pending):
+        label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
+    share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
+                                .head(VOCABULARY_SAMPLE).tolist())
+    if share <= UNKNOWN_SHARE_WARNING:
+        return []
+    return [f"{share:.0%} of the tokens of {dataset.id}'s training texts (first "
+            f"{VOCABULARY_SAMPLE}) are the unknown token for {model_name!r}: its vocabulary "
+            f"does not cover this data's language ({dataset.language}), so the results say "
+            "little; use a model made for it" + (" (e.g. bert-base-chinese)"
+                                                 if dataset.language == "zh" else "")]
+
+
 def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                     seeds: Iterable[int], model_name: str = "auto",
                     config: TrainConfig | None = None, store: RunStore | None = None,
@@ -126,16 +174,18 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     "seed", "index", "total", "cached"}`` before each run."""
     store = store or RunStore()
     progress = progress or (lambda event: None)
-    base = resolve_config(dataset, config or TrainConfig())
-    resolve_device(base.device)  # fail before any work on a bad device
-    ddp = data_parallel(base.device)  # several processes: the main one decides and writes
+    device = (config or TrainConfig()).device
+    resolve_device(device)  # fail before any work on a bad device
+    ddp = data_parallel(device)  # several processes: the main one decides and writes
     main = ddp is None or ddp.is_main
-    jobs = [(spec, seed) for spec in methods for seed in seeds]
+    jobs = plan_runs(dataset, methods, seeds, model_name, config)
+    vocabulary_notes = preflight(dataset, jobs, model_name, store, force)
+    for note in vocabulary_notes:
+        progress({"stage": "note", "message": note})
     runs = []
-    for index, (spec, seed) in enumerate(jobs, 1):
-        cfg = replace(base, seed=seed)
-        identity = run_identity(dataset, spec, model_name, cfg)
-        run_id = make_run_id(dataset.id, spec.id, seed, identity)
+    for index, job in enumerate(jobs, 1):
+        spec, cfg, identity, run_id, seed = (job.spec, job.config, job.identity, job.run_id,
+                                             job.config.seed)
         with store.lock(run_id) if main else contextlib.nullcontext():
             train = force or store.get(run_id) is None
             if ddp is not None:
@@ -151,7 +201,7 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                                                 feature_cache=store.root / ".features")
                 if main:
                     config_json = run_config(run_id, dataset, spec, backbone, cfg, identity)
-                    config_json["notes"] += result.notes
+                    config_json["notes"] += vocabulary_notes + result.notes
                     save_result(store, run_id, config_json, result)
             if ddp is not None:
                 ddp.barrier()  # the others read the run once the main process has written it

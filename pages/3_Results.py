@@ -5,8 +5,8 @@ import streamlit as st
 
 import studio_ui
 from glee_core.charts import chart_head_tail, chart_per_class_f1, per_class_f1_frame
-from glee_core.reproduce import (comparison, comparison_block, comparison_markdown, get_table,
-                                 header_lines, reference_note, saved_comparisons)
+from glee_core.reproduce import (comparison, comparison_block, comparison_markdown, header_lines,
+                                 reference_note, saved_comparisons, table_of)
 from glee_core.store import aggregate
 from glee_core.tables import METRIC_TITLES, comparison_table
 
@@ -33,7 +33,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
                   for m in manifests}
         path = studio_ui.choose("Reproduction", labels)
         manifest = next(m for m in manifests if m["path"] == path)
-        table = get_table(manifest["table"])
+        table = table_of(manifest)
         runs = [store.get(run_id) for run_id in manifest["run_ids"]]
         if any(r is None for r in runs):
             st.warning(f"{sum(r is None for r in runs)} of its {len(runs)} runs are no longer in "

@@ -221,3 +221,51 @@ def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, cap
     assert main(["reproduce", "--table", "4"]) == 2
     assert main(["reproduce", "--table", "2", "--datasets", "demo"]) == 2
     assert "not one of the paper's datasets" in capsys.readouterr().err
+
+
+def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, tiny_bert):
+    from glee_core.datasets import load_dataset
+    from glee_core.runs import run_experiments
+    from glee_core.training import TrainConfig
+
+    rows = toy_rows().assign(label=lambda f: f["label"].str.replace("food", "zymurgy"))
+    path = tmp_path / "oov.csv"
+    rows.to_csv(path, index=False)
+    dataset = load_dataset(f"csv:{path}")
+    store = RunStore(tmp_path / "runs")
+    methods = [METHODS["cls-tanh"], METHODS["prompt"]]  # the CLS run would come first
+    with pytest.raises(GleeError, match="zymurgy"):
+        run_experiments(dataset, methods, [1], str(tiny_bert),
+                        TrainConfig(epochs=1, batch_size=16, limit=20), store)
+    assert store.runs() == []
+
+
+def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_bert):
+    from glee_core.datasets import load_dataset
+    from glee_core.runs import run_experiments
+    from glee_core.training import TrainConfig
+
+    rows = toy_rows().assign(text=lambda f: "病症治疗 " + f["text"])  # not in the vocabulary
+    path = tmp_path / "zh.csv"
+    rows.to_csv(path, index=False)
+    events = []
+    [run] = run_experiments(load_dataset(f"csv:{path}"), [METHODS["cls-relu"]], [1],
+                            str(tiny_bert), TrainConfig(epochs=1, batch_size=16, limit=20),
+                            RunStore(tmp_path / "runs"), progress=events.append)
+    [note] = [e["message"] for e in events if e["stage"] == "note"]
+    assert "unknown token" in note and note in run.config["notes"]
+
+
+def test_reproduce_runs_a_subset_of_the_rows_and_the_app_keeps_it(tmp_path, tiny_bert, capsys):
+    data = write_paper_layout(tmp_path / "data")
+    argv = ["reproduce", "--table", "3", "--datasets", "r52", "--methods", "prompt,cls-relu",
+            "--model", str(tiny_bert), "--seeds", "1", "--epochs", "1", "--limit", "20",
+            "--data-dir", str(data), "--runs-dir", str(tmp_path / "runs"), "--format", "md"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## Table 3") and "CLS-tuning ∘ R " in out and "w/ pt. LN" not in out
+    from glee_core.reproduce import table_of
+    [manifest] = saved_comparisons(RunStore(tmp_path / "runs"))
+    assert table_of(manifest).methods == ("cls-relu", "prompt")  # the table's order
+    assert main(argv[:3] + ["--methods", "nope"]) == 2
+    assert "Table 3 has" in capsys.readouterr().err
