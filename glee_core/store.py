@@ -41,6 +41,7 @@ from .errors import GleeError
 RUN_FILES = ("config.json", "metrics.json")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
+NOT_RUNS = {"reproduce"}  # folders of a run store that hold no run (besides hidden ones)
 
 
 def config_hash(identity: dict) -> str:
@@ -280,7 +281,7 @@ class RunStore:
             return []
         found = []
         for path in sorted(self.root.iterdir()):
-            if not path.is_dir() or path.name.startswith("."):
+            if not path.is_dir() or path.name.startswith(".") or path.name in NOT_RUNS:
                 continue
             run, problem = load_checked(path)
             if problem:
@@ -311,8 +312,8 @@ class RunStore:
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and standard deviation (population, ddof=0) of acc, f1, head_f1, tail_f1 over seeds,
-    per dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the registry's
-    order."""
+    per dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the
+    registry's order."""
     from .methods import METHODS
 
     rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,

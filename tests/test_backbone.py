@@ -22,6 +22,21 @@ def test_auto_backbone_is_the_packaged_minilm_with_an_untrained_head():
     assert backbone.mlm_decoder.weight.data_ptr() == backbone.word_embeddings.weight.data_ptr()
 
 
+def test_an_untrained_head_is_initialised_the_same_in_every_load():
+    """Two processes (here: two global RNG states) must get the same MiniLM head transform, or
+    prompt runs with the same seed differ between launches; the caller's RNG is left alone."""
+    import torch
+
+    torch.manual_seed(1)
+    first = load_backbone("auto").mlm_dense.weight.detach().clone()
+    after_first = torch.rand(1)
+    torch.manual_seed(2)
+    second = load_backbone("auto").mlm_dense.weight.detach().clone()
+    assert torch.equal(first, second)
+    torch.manual_seed(1)
+    assert torch.equal(torch.rand(1), after_first)  # the load drew nothing from it
+
+
 @pytest.mark.parametrize("name, message", [
     ("/nonexistent/model", "model path not found"),
     ("surely-not/a-model-xyz", "cannot load model"),

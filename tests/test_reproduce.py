@@ -203,6 +203,7 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     assert f1["mean"] == pytest.approx(100 * np.mean([r.metrics["f1"] for r in prompt]))
     assert f1["ref"] == pytest.approx(84.26)
     assert Path(manifest["files"]["md"]).read_text().startswith("## Table 2")
+    assert len(store.runs()) == 10 and store.problems == {}  # reproduce/ is not a broken run
 
     # again: every run comes from the store, the same table comes out
     assert main(argv) == 0
