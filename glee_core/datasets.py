@@ -64,7 +64,7 @@ PAPER_DATASETS: dict[str, PaperDataset] = {
     "ctc": PaperDataset("{text}。这个标准的类别是[MASK]。", 0.80, 64, "zh"),
     "msra": PaperDataset("{text}。这句话中的{entity}是[MASK]。", 0.55, 128, "zh",
                          columns=("text", "entity", "label")),
-    "ecom": PaperDataset("{text}。这个评论中的物品[MASK]好。", DEFAULT_THRESHOLD, 128, "zh",
+    "ecom": PaperDataset("{text}。这个评论中的物品[MASK]好。", DEFAULT_THRESHOLD, 64, "zh",
                          batch_size=2, few_shot=True),
     "rte": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
                         columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),

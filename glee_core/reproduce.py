@@ -105,18 +105,15 @@ def protocol_config(table: PaperTable, epochs: int | None = None, limit: int | N
     patience 2, selection on dev macro-F1. Few-shot (the released scripts): batch 2, 5 epochs,
     patience 5, selection on dev accuracy, 32 training examples. ``epochs`` and ``limit``
     shorten the protocol (the run then records it)."""
+    for name, value in (("--epochs", epochs), ("--limit", limit)):
+        if value is not None and value < 1:
+            raise GleeError(f"{name} must be at least 1, got {value}")
     config = TrainConfig(backbone=backbone, device=device, precision=precision, limit=limit,
                          batch_size=None)  # None: the dataset's (the paper's) batch size
     if table.few_shot:
         config = replace(config, epochs=5, patience=5, select_metric="acc",
                          limit=min(limit or FEW_SHOT_EXAMPLES, FEW_SHOT_EXAMPLES))
-    if epochs is not None:
-        if epochs < 1:
-            raise GleeError(f"--epochs must be at least 1, got {epochs}")
-        config = replace(config, epochs=epochs)
-    if config.limit is not None and config.limit < 1:
-        raise GleeError(f"--limit must be at least 1, got {config.limit}")
-    return config
+    return replace(config, epochs=epochs) if epochs is not None else config
 
 
 # --------------------------------------------------------------------------------------------

@@ -49,7 +49,11 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
                         "(ours: mean ± std over seeds; ref; Δ = ours − ref; * best mean)")
             block = comparison_block(frame, metrics).reset_index()
             st.dataframe(block.style.map(bold_marked), hide_index=True)
-        st.caption(reference_note(frame))
+        st.caption(reference_note(frame).replace("\n", "  \n"))
+        if manifest.get("notes"):
+            with st.expander(f"Notes from the runs ({len(manifest['notes'])})", expanded=True):
+                for note in manifest["notes"]:
+                    st.markdown(f"- {note}")
         stem = path.rsplit("/", 1)[-1].removesuffix(".json")
         left, right = st.columns(2)
         left.download_button("Download (CSV)", frame.to_csv(index=False), f"{stem}.csv",
