@@ -136,7 +136,8 @@ class Run:
         """The training hyper-parameters but the seed, short: ``10 ep · bs 32 · lr 1e-05 · len
         256``, then what departs from the paper's defaults (a training limit, patience, ...)."""
         hp = self.config["hyperparameters"]
-        text = f"{hp['epochs']} ep · bs {hp['batch_size']} · lr {hp['lr']:g} · len {hp['max_length']}"
+        text = (f"{hp['epochs']} ep · bs {hp['batch_size']} · lr {hp['lr']:g} · "
+                f"len {hp['max_length']}")
         extras = {"limit": ("first {} train", None), "patience": ("patience {}", 2),
                   "weight_decay": ("wd {:g}", 0.0), "warmup_ratio": ("warm-up {:g}", 0.1),
                   "max_grad_norm": ("clip {:g}", 1.0), "select_metric": ("select on dev {}", "f1")}

@@ -110,7 +110,8 @@ def test_layout_is_the_papers_two_blocks_with_avg_last_and_best_marked(fake_stor
     assert prompt_row["R52 Acc"] == f"{mean['mean']:.2f} ± {mean['std']:.2f}"
     assert first.loc[(METHODS["prompt-focal"].paper_row, "ours"), "AVG F1"].endswith("*")
     ref_row = first.loc[(METHODS["prompt"].paper_row, "ref")]
-    assert ref_row["R52 Acc"] == f"{reference_results().set_index(['dataset', 'method']).loc[('r52', 'prompt'), 'acc']:.2f}"
+    ref_acc = reference_results().set_index(["dataset", "method"]).loc[("r52", "prompt"), "acc"]
+    assert ref_row["R52 Acc"] == f"{ref_acc:.2f}"
     assert ref_row["CMID Acc"] == "–"
     second = comparison_block(frame, ("head_f1", "tail_f1"))
     assert list(second.columns)[:2] == ["R52 Head F1", "R52 Tail F1"]
