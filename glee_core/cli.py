@@ -219,16 +219,12 @@ def _cmd_train(args) -> int:
     resolve_device(args.device)
     resolve_model_source(args.model)
     seeds = _seeds(args.seeds)
-    for name, value in (("--epochs", args.epochs), ("--batch-size", args.batch_size),
-                        ("--max-length", args.max_length), ("--limit", args.limit)):
-        if value is not None and value < 1:
-            raise GleeError(f"{name} must be at least 1, got {value}")
-    dataset = _dataset(args)
     config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                          weight_decay=args.weight_decay, patience=args.patience,
                          select_metric=args.select_metric,
                          max_length=args.max_length, limit=args.limit, device=args.device,
                          backbone=args.backbone, precision=args.precision)
+    dataset = _dataset(args)
     bars = TqdmProgress(dataset.warnings)
     progress = ProgressFile(args.progress_file, bars) if args.progress_file else bars
     try:

@@ -104,10 +104,7 @@ def protocol_config(table: PaperTable, epochs: int | None = None, limit: int | N
     """The paper's hyper-parameters for a table. Long-tailed: batch 32, lr 1e-5, 10 epochs,
     patience 2, selection on dev macro-F1. Few-shot (the released scripts): batch 2, 5 epochs,
     patience 5, selection on dev accuracy, 32 training examples. ``epochs`` and ``limit``
-    shorten the protocol (the run then records it)."""
-    for name, value in (("--epochs", epochs), ("--limit", limit)):
-        if value is not None and value < 1:
-            raise GleeError(f"{name} must be at least 1, got {value}")
+    shorten the protocol (the run then records it); TrainConfig refuses values below 1."""
     config = TrainConfig(backbone=backbone, device=device, precision=precision, limit=limit,
                          batch_size=None)  # None: the dataset's (the paper's) batch size
     if table.few_shot:

@@ -69,6 +69,10 @@ class TrainConfig:
             raise GleeError(f"strategy must be fast or reference, got {self.strategy!r}")
         if self.select_metric not in ("f1", "acc"):
             raise GleeError(f"--select-metric must be f1 or acc, got {self.select_metric!r}")
+        for name in ("epochs", "batch_size", "max_length", "limit"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
 
     @property
     def learning_rate(self) -> float:
