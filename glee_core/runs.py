@@ -184,13 +184,12 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
         progress({"stage": "note", "message": note})
     runs = []
     for index, job in enumerate(jobs, 1):
-        spec, cfg, identity, run_id, seed = (job.spec, job.config, job.identity, job.run_id,
-                                             job.config.seed)
+        spec, cfg, run_id = job.spec, job.config, job.run_id
         with store.lock(run_id) if main else contextlib.nullcontext():
             train = force or store.get(run_id) is None
             if ddp is not None:
                 train = ddp.broadcast(train)
-            progress({"stage": "run", "run_id": run_id, "method": spec.id, "seed": seed,
+            progress({"stage": "run", "run_id": run_id, "method": spec.id, "seed": cfg.seed,
                       "index": index, "total": len(jobs), "cached": not train})
             if train:
                 backbone = get_backbone(model_name)
@@ -200,7 +199,7 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                     result = train_and_evaluate(dataset, spec, backbone, cfg, progress,
                                                 feature_cache=store.root / ".features")
                 if main:
-                    config_json = run_config(run_id, dataset, spec, backbone, cfg, identity)
+                    config_json = run_config(run_id, dataset, spec, backbone, cfg, job.identity)
                     config_json["notes"] += vocabulary_notes + result.notes
                     save_result(store, run_id, config_json, result)
             if ddp is not None:

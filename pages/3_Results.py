@@ -1,6 +1,8 @@
 """Results: the paper-style table, per-class F1 against frequency, head vs tail; and the paper
 comparison that ``python -m glee_core reproduce`` wrote."""
 
+from pathlib import Path
+
 import streamlit as st
 
 import studio_ui
@@ -15,8 +17,11 @@ st.title("Results")
 ours, paper = st.tabs(["This dataset", "Paper comparison (reproduce)"])
 
 
+HIGHLIGHT = "font-weight: bold; background-color: #e8f0fe"
+
+
 def bold_marked(value):
-    return "font-weight: bold; background-color: #e8f0fe" if str(value).endswith("*") else ""
+    return HIGHLIGHT if str(value).endswith("*") else ""
 
 
 with paper:  # drawn first: the other tab stops the page when the dataset has no runs
@@ -54,7 +59,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
             with st.expander(f"Notes from the runs ({len(manifest['notes'])})", expanded=True):
                 for note in manifest["notes"]:
                     st.markdown(f"- {note}")
-        stem = path.rsplit("/", 1)[-1].removesuffix(".json")
+        stem = Path(path).stem
         left, right = st.columns(2)
         left.download_button("Download (CSV)", frame.to_csv(index=False), f"{stem}.csv",
                              "text/csv")
@@ -68,8 +73,7 @@ with ours:
     table = comparison_table(aggregate(runs))
 
     def bold_best(row):
-        return ["font-weight: bold; background-color: #e8f0fe" if col in row["best"] else ""
-                for col in row.index]
+        return [HIGHLIGHT if col in row["best"] else "" for col in row.index]
 
     shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
