@@ -264,8 +264,10 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
             if dataset_id not in PAPER_DATASETS:
                 raise GleeError(f"not one of the paper's datasets ({', '.join(PAPER_DATASETS)})")
             datasets.append(load_dataset(dataset_id, data_dir=args.data_dir))
-        except GleeError as exc:
-            problems.append(f"{dataset_id}: {exc}")
+        except GleeError as exc:  # name the dataset once (many messages already start with it)
+            message = str(exc)
+            problems.append(message if message.startswith(f"{dataset_id}:")
+                            else f"{dataset_id}: {message}")
     if problems:
         raise GleeError("cannot load " + "; ".join(problems)
                         + " - pass --datasets with the ones you have (--data-dir DIR)")

@@ -218,6 +218,7 @@ def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, cap
                  "--runs-dir", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: cannot load r52")
+    assert "r52: r52:" not in err
     assert "msra" in err and "--datasets" in err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert main(["reproduce", "--table", "4"]) == 2
