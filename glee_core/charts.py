@@ -7,14 +7,15 @@ Classes are always ordered head to tail (by training count) and coloured head / 
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from .methods import METHODS
-from .store import Run
+from .methods import method_label, registry_order
+from .record import group_of
+from .store import Run, aggregate
 
 GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
 
@@ -24,38 +25,25 @@ def _highlight(highlight: str | None):
     if not highlight:
         return alt.value(1.0)
     return alt.condition(alt.datum["class"] == highlight, alt.value(1.0), alt.value(0.25))
-METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
-
-
-def _method_order(methods: Iterable[str]) -> list[str]:
-    present = set(methods)
-    return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
-
-
-def _row_name(method: str) -> str:
-    return f"{METHODS[method].paper_row} ({method})" if method in METHODS else method
-
-
 def _row_order(frame: pd.DataFrame) -> list[str]:
     """The paper-row labels of a frame's methods, in the registry's order (legends, panels)."""
-    return [_row_name(m) for m in _method_order(frame["method"])]
+    return [method_label(m) for m in registry_order(frame["method"])]
 
 
 def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
     grouped: dict[str, list[Run]] = {}
     for run in sorted(runs, key=lambda r: r.seed):
         grouped.setdefault(run.method, []).append(run)
-    return {m: grouped[m] for m in _method_order(grouped)}
+    return {m: grouped[m] for m in registry_order(grouped)}
 
 
 def _class_table(run: Run) -> pd.DataFrame:
     """Classes of a run's dataset, head to tail, with their training count and group."""
-    dataset = run.config["dataset"]
-    counts = dataset["class_counts"]  # stored head to tail
-    head = set(dataset["head_classes"])
+    dataset = run.record.dataset
+    counts = dataset.class_counts  # stored head to tail
     return pd.DataFrame({"class": list(counts), "count": list(counts.values()),
                          "rank": range(1, len(counts) + 1),
-                         "group": ["head" if c in head else "tail" for c in counts]})
+                         "group": [dataset.group(c) for c in counts]})
 
 
 # --------------------------------------------------------------------------------------------
@@ -70,7 +58,7 @@ def class_frequency_frame(counts: Mapping[str, int], head: Iterable[str]) -> pd.
     frame["rank"] = np.arange(1, len(frame) + 1)
     frame["share"] = frame["count"] / total
     frame["cumulative share"] = frame["share"].cumsum()
-    frame["group"] = ["head" if c in head else "tail" for c in frame["class"]]
+    frame["group"] = [group_of(c, head) for c in frame["class"]]
     return frame
 
 
@@ -109,7 +97,7 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
         for _, c in classes.iterrows():
             f1 = [r.metrics["per_class"][c["class"]]["f1"] for r in group]
             support = group[0].metrics["per_class"][c["class"]]["support"]
-            rows.append({"method": method, "paper row": _row_name(method), "class": c["class"],
+            rows.append({"method": method, "paper row": method_label(method), "class": c["class"],
                          "rank": c["rank"], "count": c["count"], "group": c["group"],
                          "f1": float(np.mean(f1)), "test support": support,
                          "seeds": len(group)})
@@ -142,9 +130,8 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
 
 
 def summary_frame(runs: list[Run]) -> pd.DataFrame:
-    from .store import aggregate
     frame = aggregate(runs)
-    frame["paper row"] = frame["method"].map(_row_name)
+    frame["paper row"] = frame["method"].map(method_label)
     return frame
 
 
@@ -182,7 +169,7 @@ def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
         classes = _class_table(group[0])
         for _, c in classes.iterrows():
             norms = [r.weight_norms[c["class"]] for r in group]
-            rows.append({"method": method, "paper row": _row_name(method), "class": c["class"],
+            rows.append({"method": method, "paper row": method_label(method), "class": c["class"],
                          "rank": c["rank"], "count": c["count"], "group": c["group"],
                          "norm": float(np.mean(norms))})
     return pd.DataFrame(rows)
@@ -240,7 +227,7 @@ def feature_histogram_frame(runs: list[Run], head_class: str, tail_class: str, d
         for (name, role) in ((head_class, "head"), (tail_class, "tail")):
             counts, _ = np.histogram(values[role], bins=edges)
             for i, count in enumerate(counts):
-                rows.append({"method": method, "paper row": _row_name(method),
+                rows.append({"method": method, "paper row": method_label(method),
                              "class": f"{name} ({role})", "group": role,
                              "bin_start": float(edges[i]), "bin_end": float(edges[i + 1]),
                              "count": int(count)})
@@ -299,7 +286,7 @@ def chart_confusion(run: Run, top_k: int | None = None) -> alt.Chart:
     if len(order) <= 25:
         layers.append(base.mark_text(fontSize=9).encode(
             text=alt.condition(alt.datum.count > 0, "count:Q", alt.value(""))))
-    return alt.layer(*layers).properties(title=f"Confusion matrix ({_row_name(run.method)})",
+    return alt.layer(*layers).properties(title=f"Confusion matrix ({method_label(run.method)})",
                                          width=size, height=size)
 
 

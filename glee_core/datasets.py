@@ -21,61 +21,21 @@ import io
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from . import environment
+from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
 from .errors import GleeError
 
 SPLITS = ("train", "dev", "test")
-DEFAULT_THRESHOLD = 0.65
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
-PAPER_REPO = "https://github.com/GeneZC/Glee"
-DEFAULT_TEMPLATE = "{text} This is about [MASK] ."
 TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
 MAX_CSV_BYTES = 200 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class PaperDataset:
-    """The paper's set-up for one of its datasets (``../shared/data/README.md``)."""
-
-    template: str
-    threshold: float
-    max_length: int
-    language: str
-    columns: tuple[str, ...] = ("text", "label")
-    batch_size: int | None = None  # few-shot sets use 2
-    verbalizer_file: str | None = None  # defaults to the dataset id
-    few_shot: bool = False
-
-
-_RTE_TEMPLATE = "{text_a} Question: {text_b}? The answer: [MASK]."
-PAPER_DATASETS: dict[str, PaperDataset] = {
-    "r52": PaperDataset("{text} This is [MASK] news .", 0.55, 256, "en"),
-    # Reuters-8 is a subset of R52's classes: same template and label words.
-    "r8": PaperDataset("{text} This is [MASK] news .", DEFAULT_THRESHOLD, 256, "en",
-                       verbalizer_file="r52"),
-    "cmid": PaperDataset("{text}？这个问题的意图是[MASK]。", 0.65, 64, "zh"),
-    "iflytek": PaperDataset("{text}。这句话描述的物品属于[MASK]。", 0.65, 512, "zh"),
-    "ctc": PaperDataset("{text}。这个标准的类别是[MASK]。", 0.80, 64, "zh"),
-    "msra": PaperDataset("{text}。这句话中的{entity}是[MASK]。", 0.55, 128, "zh",
-                         columns=("text", "entity", "label")),
-    "ecom": PaperDataset("{text}。这个评论中的物品[MASK]好。", DEFAULT_THRESHOLD, 64, "zh",
-                         batch_size=2, few_shot=True),
-    "rte": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
-                        columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),
-    "boolq": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
-                          columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),
-}
-
-
-def dataset_ids() -> list[str]:
-    """The dataset ids the CLI lists: ``demo`` and the paper's datasets."""
-    return ["demo", *PAPER_DATASETS]
 
 
 @dataclass
@@ -359,13 +319,10 @@ def load_demo(threshold: float | None = None) -> LongTailDataset:
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
-    value = data_dir or os.environ.get("GLEE_DATA_DIR")
-    if not value:
-        raise GleeError("no data directory for the paper's datasets: pass --data-dir DIR "
-                        "or set GLEE_DATA_DIR (one folder per dataset id, the paper's TSV layout)")
-    path = Path(value).expanduser()
+    path = Path(data_dir).expanduser() if data_dir else environment.data_dir()
     if not path.is_dir():
-        raise GleeError(f"data directory not found: {path}")
+        raise GleeError(f"data directory not found: {path} - pass --data-dir DIR or set "
+                        "GLEE_DATA_DIR (one folder per dataset id, the paper's TSV layout)")
     return path
 
 

@@ -25,11 +25,8 @@ def cpu_has_bf16() -> bool:
         return False
 
 
-def resolve_precision(precision: str, device: torch.device, strategy: str = "fast") -> str:
-    """``auto`` -> ``bf16`` on CUDA and on CPUs with native bf16, else ``fp32``; the reference
-    strategy (the released code's) is always fp32."""
-    if strategy == "reference":
-        return "fp32"
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``auto`` -> ``bf16`` on CUDA and on CPUs with native bf16, else ``fp32``."""
     if precision == "auto":
         return "bf16" if device.type == "cuda" or cpu_has_bf16() else "fp32"
     return precision

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
@@ -61,7 +61,7 @@ class DataParallel:
         self.accelerator.wait_for_everyone()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _context(cpu: bool) -> DataParallel:
     from accelerate import Accelerator
     return DataParallel(Accelerator(cpu=cpu))

@@ -40,7 +40,7 @@ class EncodedSplit:
     def batch(self, index, pad_id: int, pad_to: int | None = None) -> dict[str, torch.Tensor]:
         return collate(self, index, pad_id, pad_to)
 
-    def subset(self, index) -> "EncodedSplit":
+    def subset(self, index) -> EncodedSplit:
         index = list(index)
         return EncodedSplit([self.input_ids[i] for i in index],
                             None if self.token_type_ids is None

@@ -24,7 +24,7 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 
 
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_length: int,
-                     model_name: str, parameters: int, device: str, backbone: str,
+                     model_name: str, parameters: int, device: str, mode: str,
                      store: RunStore | None = None, limit: int | None = None) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (upper bound: no early stop)."""
     n_train = min(limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
@@ -32,13 +32,14 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_len
     tokens = mean_tokens(dataset, max_length)
     rates = []
     for run in (store.runs() if store else []):
-        timing, config = run.config.get("timing", {}), run.config
-        if (config["model"]["name"] == model_name and config.get("backbone_mode") == backbone
+        record = run.record
+        timing = record.timing
+        if (record.model.name == model_name and record.mode == mode
                 and timing.get("device", "").split(":")[0] == device
                 and timing.get("train_examples_per_second")):
-            scale = config["hyperparameters"]["max_length"] / max_length
+            scale = record.hyperparameters.max_length / max_length
             rates.append(timing["train_examples_per_second"] * scale)
-    if backbone == "frozen":
+    if mode == "frozen":
         encode_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3 / tokens
         per_run = 1.5 + 0.002 * n_train * epochs / 32
         total = n_runs * per_run + 2 * (n_train + n_eval / max(epochs, 1)) / encode_rate

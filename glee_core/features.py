@@ -14,9 +14,9 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -25,7 +25,8 @@ from .backbone import Backbone
 from .datasets import LongTailDataset
 from .devices import autocast, resolve_precision
 from .encoding import encode, eval_batches
-from .methods import encoder_hidden_at
+from .events import FeaturePass, ProgressFn
+from .heads import encoder_hidden_at
 
 
 @dataclass
@@ -42,7 +43,7 @@ class FeatureSplit:
     def lengths(self) -> np.ndarray:
         return np.ones(len(self), dtype=np.int64)
 
-    def subset(self, index) -> "FeatureSplit":
+    def subset(self, index) -> FeatureSplit:
         index = np.asarray(list(index), dtype=np.int64)
         return FeatureSplit(self.hidden[index], self.labels[index])
 
@@ -82,7 +83,7 @@ def compute_hidden(backbone: Backbone, split, device: torch.device, batch_size: 
 
 def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
                     max_length: int, cache_dir: str | os.PathLike, device: torch.device,
-                    progress: Callable[[dict], None] | None = None) -> dict[str, FeatureSplit]:
+                    progress: ProgressFn | None = None) -> dict[str, FeatureSplit]:
     """Hidden states of every split, from the cache or computed (and cached) now."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
@@ -102,8 +103,7 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
         def tick(n, name=name):
             nonlocal done
             done += n
-            progress({"stage": "features", "format": input_format, "split": name,
-                      "done": done, "total": total})
+            progress(FeaturePass(format=input_format, done=done, total=total))
         arrays[f"{name}_hidden"] = compute_hidden(backbone, split, device, progress=tick)
         arrays[f"{name}_labels"] = split.labels
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,11 @@
 """Background training jobs, as the app launches them.
 
-A job is a detached ``python -m glee_core train ... --progress-file F`` process: navigation,
-reloads and even an app restart leave it running. Its state lives in ``<runs-dir>/.jobs/``:
-``<id>.json`` (the command, pid, start time), ``<id>.progress.jsonl`` (the trainer's events),
-``<id>.out`` (stdout: the result JSON as its last line) and ``<id>.err`` (stderr). The run store's
-locks and queue apply as for any launch: the same configuration twice trains once.
+A job is a detached ``python -m glee_core train --request FILE --progress-file F`` process:
+navigation, reloads and even an app restart leave it running. Its state lives in the store's
+``jobs_dir``: ``<id>.json`` (the launch record: pid and its start time, label), ``<id>.request.json``
+(the :class:`TrainRequest`), ``<id>.progress.jsonl`` (the trainer's events), ``<id>.out`` (stdout:
+the result JSON as its last line) and ``<id>.err`` (stderr). The run store's locks and queue
+apply as for any launch: the same configuration twice trains once.
 """
 
 from __future__ import annotations
@@ -20,21 +21,34 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from .config import TrainRequest
+from .events import Event, ProgressState, fold, read_events
+from .store import RunStore, write_json_atomic
 
 _CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies
 
 
-def jobs_dir(runs_dir: str | os.PathLike) -> Path:
-    return Path(runs_dir) / ".jobs"
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.is_file():  # Linux: a zombie (exited, not yet reaped) counts as gone
-        try:
-            return stat.read_text().split(")")[-1].split()[0] != "Z"
-        except OSError:
-            return False
+def process_start(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, Linux): with the pid, it names one process,
+    even after the pid is reused. None where /proc is missing."""
+    stat = _proc_stat(pid)
+    return stat[19] if stat and len(stat) > 19 else None
+
+
+def _alive(pid: int, started: str | None = None) -> bool:
+    """Is the process ``pid`` (started at ``started``, when known) still running? A zombie
+    (exited, not yet reaped) and a reused pid count as gone."""
+    stat = _proc_stat(pid)
+    if stat is not None:
+        return stat[0] != "Z" and (started is None or stat[19] == started)
     try:
         os.kill(pid, 0)
     except OSError:
@@ -52,24 +66,19 @@ class Job:
 
     @cached_property
     def info(self) -> dict:
-        """The launch record (command, pid, label); written once, atomically, at launch."""
+        """The launch record (pid, its start time, label); written once, atomically."""
         return json.loads(self.path.read_text(encoding="utf-8"))
+
+    @property
+    def label(self) -> str:
+        return self.info.get("label") or self.id
 
     def _file(self, suffix: str) -> Path:
         return self.path.with_name(f"{self.id}{suffix}")
 
-    def events(self) -> list[dict]:
-        """The trainer's progress events so far (a torn last line is skipped)."""
-        file = self._file(".progress.jsonl")
-        if not file.is_file():
-            return []
-        events = []
-        for line in file.read_text(encoding="utf-8").splitlines():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return events
+    def events(self) -> list[Event]:
+        """The trainer's progress events so far."""
+        return read_events(self._file(".progress.jsonl"))
 
     @property
     def result(self) -> list[dict] | None:
@@ -90,82 +99,58 @@ class Job:
         return lines[-1][len("error:"):].strip() if lines else None
 
     @property
+    def running(self) -> bool:
+        return _alive(self.info["pid"], self.info.get("pid_start"))
+
+    @property
     def status(self) -> str:
         """``running``, ``done``, ``failed`` (with :attr:`error`) or ``stopped`` (killed)."""
-        if _alive(self.info["pid"]):
+        if self.running:
             return "running"
         if self.result is not None:
             return "done"
         return "failed" if self.error else "stopped"
 
-    def progress(self) -> dict:
-        """Where the job is: run i of n, epoch, step, dev F1 so far, and ``fraction`` done."""
-        state: dict = {}
-        for event in self.events():
-            stage = event.get("stage")
-            if stage == "run":
-                state = {"run": event["index"], "runs": event["total"], "method": event["method"],
-                         "seed": event["seed"], "cached": event["cached"]}
-            elif stage == "train":
-                state.update(epoch=event["epoch"], epochs=event["epochs"], step=event["step"],
-                             steps=event["steps"], phase="training")
-                if "loss" in event:
-                    state["loss"] = event["loss"]
-            elif stage == "eval":
-                state.update(dev_f1=event["dev_f1"], dev_acc=event["dev_acc"],
-                             best_dev=event["best_dev"], select_metric=event["select_metric"])
-            elif stage == "features":
-                state.update(phase="encoding", done=event["done"], total=event["total"])
-            elif stage in ("test", "queued"):
-                state["phase"] = {"test": "testing", "queued": "queued"}[stage]
-        state["fraction"] = _fraction(state)
-        return state
+    def progress(self) -> ProgressState:
+        """Where the job is: the same state the command line's progress bar draws."""
+        return fold(self.events())
 
-    def stop(self) -> None:
-        """Stop the job (its unfinished run leaves nothing in the store)."""
-        if _alive(self.info["pid"]):
-            os.killpg(self.info["pid"], signal.SIGTERM)
+    def stop(self) -> bool:
+        """Stop the job (its unfinished run leaves nothing in the store). Signals only the
+        process this job started: a pid since reused by another process is left alone."""
+        if not self.running:
+            return False
+        os.killpg(self.info["pid"], signal.SIGTERM)
+        return True
 
 
-def _fraction(state: dict) -> float:
-    """Overall completion in [0, 1] of a job's progress state."""
-    if not state.get("run"):
-        return 0.0
-    within = 0.0
-    if state.get("phase") == "training" and state.get("steps"):
-        within = ((state["epoch"] - 1) * state["steps"] + state["step"]) / \
-            (state["epochs"] * state["steps"])
-    elif state.get("phase") == "encoding" and state.get("total"):
-        within = 0.2 * state["done"] / state["total"]
-    return min(1.0, (state["run"] - 1 + within) / state["runs"])
-
-
-def launch_training(runs_dir: str | os.PathLike, train_args: list[str],
-                    label: str = "") -> Job:
-    """Start ``python -m glee_core train <train_args> --runs-dir runs_dir`` in the background."""
-    folder = jobs_dir(runs_dir)
+def launch_training(store: RunStore, request: TrainRequest, label: str = "") -> Job:
+    """Start ``python -m glee_core train --request FILE`` on ``store`` in the background."""
+    folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-    argv = [sys.executable, "-m", "glee_core", "train", *train_args,
-            "--runs-dir", str(runs_dir), "--progress-file", str(folder / f"{job_id}.progress.jsonl")]
+    request_file = request.write(folder / f"{job_id}.request.json")
+    argv = [sys.executable, "-m", "glee_core", "train", "--request", str(request_file),
+            "--runs-dir", str(store.root),
+            "--progress-file", str(folder / f"{job_id}.progress.jsonl")]
     with open(folder / f"{job_id}.out", "wb") as out, open(folder / f"{job_id}.err", "wb") as err:
         process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                    start_new_session=True, env=dict(os.environ,
                                                                     PYTHONUNBUFFERED="1"))
     _CHILDREN.append(process)
     job = Job(folder / f"{job_id}.json")
-    tmp = job.path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"id": job_id, "argv": argv, "pid": process.pid, "label": label,
-                               "started": time.time()}), encoding="utf-8")
-    tmp.replace(job.path)
+    write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,
+                                 "pid_start": process_start(process.pid), "label": label,
+                                 "started": time.time()})
     return job
 
 
-def list_jobs(runs_dir: str | os.PathLike) -> list[Job]:
+def list_jobs(store: RunStore) -> list[Job]:
     """Jobs, newest first."""
     for child in _CHILDREN:
         child.poll()
-    folder = jobs_dir(runs_dir)
+    folder = store.jobs_dir
     if not folder.is_dir():
         return []
-    return sorted((Job(p) for p in folder.glob("*.json")), key=lambda j: j.id, reverse=True)
+    return sorted((Job(p) for p in folder.glob("*.json") if not p.name.endswith(".request.json")),
+                  key=lambda j: j.id, reverse=True)

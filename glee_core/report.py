@@ -14,8 +14,9 @@ from PIL import Image
 
 from . import charts
 from .errors import GleeError
-from .store import Run, aggregate
-from .tables import METRIC_TITLES, comparison_table
+from .record import METRIC_TITLES, MODE_LABELS
+from .store import Run, aggregate, write_atomic
+from .tables import comparison_table
 
 FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
                 "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
@@ -86,21 +87,19 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
     pdf.set_font(pdf.body_font, size=16)
     pdf.cell(0, 10, t(f"Glee Studio: {datasets[0]}"), new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(pdf.body_font, size=9)
-    config = first.config
-    model = config["model"]
+    record = first.record
+    data, model = record.dataset, record.model
     lines = [
         f"Generated {time.strftime('%Y-%m-%d %H:%M')} from {len(runs)} run(s).",
-        f"Dataset {config['dataset']['id']} (fingerprint {config['dataset']['fingerprint']}): "
-        f"{len(config['dataset']['classes'])} classes, sizes {config['dataset']['sizes']}, "
-        f"head/tail threshold {config['dataset']['threshold']} on training counts: "
-        f"{len(config['dataset']['head_classes'])} head, "
-        f"{len(config['dataset']['tail_classes'])} tail classes.",
-        f"Backbone {model['name']} ({model['family']}, {model['parameters']:,} parameters), "
-        f"mode {config.get('backbone_mode', 'finetune')}. MLM head pretrained: "
-        f"{'yes' if model['mlm_head_pretrained'] else 'NO - its transform was initialised fresh, so prompt-tuning and pt. LN cannot show the paper advantage'}.",
-        "Hyper-parameters: " + ", ".join(f"{k} {v}" for k, v in config["hyperparameters"].items()
-                                         if k != "seed"),
-        f"Template: {config['dataset']['template']}",
+        f"Dataset {data.id} (fingerprint {data.fingerprint}): {len(data.classes)} classes, "
+        "sizes " + ", ".join(f"{k} {v}" for k, v in data.sizes.items()) + ", head/tail "
+        f"threshold {data.threshold} on training counts: {len(data.head_classes)} head, "
+        f"{len(data.tail_classes)} tail classes.",
+        f"Backbone {model.name} ({model.family}, {model.parameters:,} parameters), "
+        f"{MODE_LABELS[record.mode]}. MLM head pretrained: "
+        f"{'yes' if model.mlm_head_pretrained else 'NO (see the note at the end)'}.",
+        f"Setting: {record.protocol}.",
+        f"Template: {data.template}",
     ]
     for line in lines:
         pdf.multi_cell(0, 5, t(line), new_x="LMARGIN", new_y="NEXT")
@@ -127,7 +126,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
     head_class, tail_class = charts.default_feature_classes(first)
     figures = [
         ("Class frequency", charts.chart_class_frequency(
-            config["dataset"]["class_counts"], config["dataset"]["head_classes"])),
+            data.class_counts, data.head_classes)),
         ("Head vs tail", charts.chart_head_tail(runs)),
         ("Per-class F1", charts.chart_per_class_f1(runs)),
         ("Weight norms (Figure 3)", charts.chart_weight_norms(runs)),
@@ -148,7 +147,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
         pdf.cell(0, 7, t(title), new_x="LMARGIN", new_y="NEXT")
         pdf.image(io.BytesIO(png), w=width, h=height)
         pdf.ln(3)
-    notes = sorted({n for r in runs for n in r.config.get("notes", [])})
+    notes = sorted({n for r in runs for n in r.record.notes})
     if notes:
         pdf.set_font(pdf.body_font, size=8)
         for note in notes:
@@ -158,10 +157,4 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
 
 def write_report(runs: list[Run], out: str | Path, dataset: str | None = None) -> Path:
     """Write the report atomically to ``out``."""
-    out = Path(out)
-    data = build_report(runs, dataset)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(out)
-    return out
+    return write_atomic(Path(out), build_report(runs, dataset))

@@ -17,20 +17,21 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from .config import TrainConfig
 from .datasets import LongTailDataset
 from .errors import GleeError
+from .events import ProgressFn
 from .methods import METHODS, get_method
-from .store import METRIC_KEYS, Run, RunStore, aggregate, config_hash, slug
-from .tables import METRIC_TITLES
-from .training import TrainConfig
+from .record import METRIC_KEYS, METRIC_TITLES
+from .store import Run, RunStore, aggregate, config_hash, slug, write_atomic
 
 REFERENCE_FILE = Path(__file__).with_name("reference_results.json")
 PAPER_SEEDS = (775, 776, 777, 778, 779)  # the released scripts' seeds
@@ -48,7 +49,7 @@ class PaperTable:
     blocks: tuple[tuple[str, ...], ...] = LONG_TAILED_BLOCKS
     few_shot: bool = False
 
-    def subset(self, methods: list[str]) -> "PaperTable":
+    def subset(self, methods: list[str]) -> PaperTable:
         """The table with only some of its rows (in the table's order)."""
         unknown = [m for m in methods if m not in self.methods]
         if unknown or not methods:
@@ -98,19 +99,19 @@ def model_for(dataset: LongTailDataset, model: str) -> str:
     return PAPER_MODELS.get(dataset.language, PAPER_MODELS["en"]) if model == "paper" else model
 
 
-def protocol_config(table: PaperTable, epochs: int | None = None, limit: int | None = None,
-                    backbone: str = "finetune", device: str = "auto",
-                    precision: str = "auto") -> TrainConfig:
+def protocol_config(table: PaperTable, overrides: dict | None = None) -> TrainConfig:
     """The paper's hyper-parameters for a table. Long-tailed: batch 32, lr 1e-5, 10 epochs,
     patience 2, selection on dev macro-F1. Few-shot (the released scripts): batch 2, 5 epochs,
-    patience 5, selection on dev accuracy, 32 training examples. ``epochs`` and ``limit``
-    shorten the protocol (the run then records it); TrainConfig refuses values below 1."""
-    config = TrainConfig(backbone=backbone, device=device, precision=precision, limit=limit,
-                         batch_size=None)  # None: the dataset's (the paper's) batch size
+    patience 5, selection on dev accuracy, 32 training examples. ``overrides`` (the user's
+    ``--epochs``, ``--limit``, ``--mode``, ``--device``, ``--precision``) apply on top; a
+    shortened protocol is recorded by the runs; TrainConfig refuses values below 1."""
+    overrides = dict(overrides or {})
+    config = TrainConfig(batch_size=None)  # None: the dataset's (the paper's) batch size
     if table.few_shot:
+        limit = overrides.pop("limit", None)
         config = replace(config, epochs=5, patience=5, select_metric="acc",
                          limit=min(limit or FEW_SHOT_EXAMPLES, FEW_SHOT_EXAMPLES))
-    return replace(config, epochs=epochs) if epochs is not None else config
+    return replace(config, **overrides)
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,11 +275,11 @@ def reference_note(frame: pd.DataFrame) -> str:
 def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, seeds: list[int],
               config: TrainConfig, store: RunStore,
               run: Callable[..., list[Run]] | None = None,
-              progress_for: Callable[[LongTailDataset], Callable[[dict], None]] | None = None,
+              progress_for: Callable[[LongTailDataset], ProgressFn] | None = None,
               command: str = "") -> tuple[pd.DataFrame, dict]:
     """Train (or load) every method x seed of ``table`` on every dataset, then compare and write
     ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest."""
-    from .runs import plan_runs, preflight, run_experiments
+    from .experiment import plan_runs, preflight, run_experiments  # torch: only to train
 
     run = run or run_experiments
     specs = [get_method(m) for m in table.methods]
@@ -295,10 +296,10 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
     manifest = {
         "table": table.number, "methods": list(table.methods),
         "datasets": [d.id for d in datasets], "model": model,
-        "models": models, "backbone": config.backbone, "seeds": list(seeds),
+        "models": models, "backbone": config.mode, "seeds": list(seeds),
         "settings": {d: sorted({r.setting for r in runs if r.dataset == d}) for d in models},
         "run_ids": [r.run_id for r in runs], "command": command,
-        "notes": sorted({note for r in runs for note in r.config.get("notes", [])}),
+        "notes": sorted({note for r in runs for note in r.record.notes}),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "wall_seconds": round(time.perf_counter() - started, 1)}
     write_outputs(store, manifest, frame, table)
@@ -323,8 +324,7 @@ def header_lines(manifest: dict) -> list[str]:
 
 def write_outputs(store: RunStore, manifest: dict, frame: pd.DataFrame, table: PaperTable
                   ) -> dict[str, Path]:
-    folder = store.root / "reproduce"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = store.reproduce_dir
     stem = output_stem(manifest)
     paths = {kind: folder / f"{stem}.{kind}" for kind in ("csv", "md", "json")}
     manifest["files"] = {kind: str(path) for kind, path in paths.items()}
@@ -332,15 +332,13 @@ def write_outputs(store: RunStore, manifest: dict, frame: pd.DataFrame, table: P
              "md": comparison_markdown(frame, table, header_lines(manifest)),
              "json": json.dumps(manifest, indent=1, ensure_ascii=False)}
     for kind, text in texts.items():  # the manifest last: the app lists the manifests
-        tmp = paths[kind].with_name(paths[kind].name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(paths[kind])
+        write_atomic(paths[kind], text)
     return paths
 
 
 def saved_comparisons(store: RunStore) -> list[dict]:
     """The manifests ``reproduce`` wrote into the store, newest first."""
-    folder = store.root / "reproduce"
+    folder = store.reproduce_dir
     manifests = []
     for path in sorted(folder.glob("table*.json")) if folder.is_dir() else []:
         try:

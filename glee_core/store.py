@@ -26,22 +26,23 @@ import shutil
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 from filelock import FileLock, Timeout
 
+from . import environment
 from .errors import GleeError
+from .methods import registry_order
+from .record import METRIC_KEYS, RunRecord
 
 RUN_FILES = ("config.json", "metrics.json")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
-NOT_RUNS = {"reproduce"}  # folders of a run store that hold no run (besides hidden ones)
 
 
 def config_hash(identity: dict) -> str:
@@ -62,8 +63,30 @@ def make_run_id(dataset_id: str, method: str, seed: int, identity: dict) -> str:
 
 
 def write_json(path: Path, data) -> None:
+    """Write JSON (numpy scalars and arrays allowed). Inside a run being written, plain writes
+    suffice: the whole folder is renamed into place."""
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=_json_default),
                     encoding="utf-8")
+
+
+def write_atomic(path: Path, data: bytes | str) -> Path:
+    """Write a file another process may read: to a temporary name beside it, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomic(path: Path, data) -> Path:
+    return write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False,
+                                         default=_json_default))
 
 
 def _json_default(value):
@@ -87,8 +110,10 @@ class Run:
         return self.path.name
 
     @cached_property
-    def config(self) -> dict:
-        return json.loads((self.path / "config.json").read_text(encoding="utf-8"))
+    def record(self) -> RunRecord:
+        """The typed ``config.json``."""
+        return RunRecord.from_dict(
+            json.loads((self.path / "config.json").read_text(encoding="utf-8")))
 
     @cached_property
     def metrics(self) -> dict:
@@ -121,40 +146,23 @@ class Run:
 
     @property
     def dataset(self) -> str:
-        return self.config["dataset"]["id"]
+        return self.record.dataset.id
 
     @property
     def method(self) -> str:
-        return self.config["method"]["id"]
+        return self.record.method.id
 
     @property
     def seed(self) -> int:
-        return int(self.config["seed"])
-
-    @property
-    def protocol(self) -> str:
-        """The training hyper-parameters but the seed, short: ``10 ep · bs 32 · lr 1e-05 · len
-        256``, then what departs from the paper's defaults (a training limit, patience, ...)."""
-        hp = self.config["hyperparameters"]
-        text = (f"{hp['epochs']} ep · bs {hp['batch_size']} · lr {hp['lr']:g} · "
-                f"len {hp['max_length']}")
-        extras = {"limit": ("first {} train", None), "patience": ("patience {}", 2),
-                  "weight_decay": ("wd {:g}", 0.0), "warmup_ratio": ("warm-up {:g}", 0.1),
-                  "max_grad_norm": ("clip {:g}", 1.0), "select_metric": ("select on dev {}", "f1")}
-        for key, (form, default) in extras.items():
-            if hp.get(key, default) != default:
-                text += " · " + form.format(hp[key])
-        return text
+        return self.record.seed
 
     @property
     def setting(self) -> str:
-        """Backbone, mode and protocol: runs of different settings are never averaged together."""
-        return (f"{self.config['model']['name']} · {self.config.get('backbone_mode', 'finetune')}"
-                f" · {self.protocol}")
+        return self.record.setting
 
     @property
     def classes(self) -> list[str]:
-        return self.config["dataset"]["classes"]
+        return self.record.dataset.classes
 
     def summary(self) -> dict:
         """The one-line result the CLI prints: {run_id, dataset, method, seed, acc, f1, ...}."""
@@ -205,6 +213,10 @@ def load_checked(path: Path) -> tuple[Run | None, str | None]:
             return None, f"{name} unreadable ({exc})"
     if not all(k in parsed["metrics.json"] for k in METRIC_KEYS):
         return None, "metrics.json lacks acc/f1/head_f1/tail_f1"
+    try:
+        record = RunRecord.from_dict(parsed["config.json"])
+    except (KeyError, TypeError, ValueError, GleeError) as exc:
+        return None, f"config.json is not a run record ({type(exc).__name__}: {exc})"
     for name in ARTIFACTS:
         if not (path / name).is_file():
             return None, f"{name} missing"
@@ -215,7 +227,7 @@ def load_checked(path: Path) -> tuple[Run | None, str | None]:
     if not _npy_complete(path / "logits.npy"):
         return None, "logits.npy truncated or corrupt"
     run = Run(path)
-    run.__dict__["config"] = parsed["config.json"]  # seeds the cached properties
+    run.__dict__["record"] = record  # seeds the cached properties
     run.__dict__["metrics"] = parsed["metrics.json"]
     return run, None
 
@@ -228,10 +240,30 @@ class RunStore:
     configurations share one GPU one after the other."""
 
     def __init__(self, root: str | os.PathLike | None = None, max_concurrent: int | None = None):
-        self.root = Path(root or os.environ.get("GLEE_RUNS_DIR") or "runs").expanduser()
-        self.max_concurrent = max(1, int(max_concurrent or
-                                         os.environ.get("GLEE_MAX_CONCURRENT_RUNS", 1)))
+        self.root = Path(root).expanduser() if root else environment.runs_dir()
+        self.max_concurrent = max(1, int(max_concurrent or environment.max_concurrent_runs()))
         self.problems: dict[str, str] = {}  # run dirs skipped by runs(), with why
+
+    # The store's layout: one folder per run, and these beside them (hidden ones and
+    # ``reproduce/`` are never read as runs).
+    @property
+    def locks_dir(self) -> Path:
+        return self.root / ".locks"
+
+    @property
+    def jobs_dir(self) -> Path:
+        """The app's background jobs (:mod:`glee_core.jobs`)."""
+        return self.root / ".jobs"
+
+    @property
+    def features_dir(self) -> Path:
+        """Quick mode's cached hidden states (:mod:`glee_core.features`)."""
+        return self.root / ".features"
+
+    @property
+    def reproduce_dir(self) -> Path:
+        """Tables that ``reproduce`` wrote (:mod:`glee_core.reproduce`)."""
+        return self.root / "reproduce"
 
     def path(self, run_id: str) -> Path:
         """The directory of ``run_id``; ids that could leave the store are refused."""
@@ -244,9 +276,8 @@ class RunStore:
         return load_checked(path)[0] if path.is_dir() else None
 
     def _locks(self) -> Path:
-        locks = self.root / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        return locks
+        self.locks_dir.mkdir(parents=True, exist_ok=True)
+        return self.locks_dir
 
     def lock(self, run_id: str, timeout: float = -1) -> FileLock:
         """A file lock on ``run_id``: hold it while training so a second launch waits."""
@@ -282,7 +313,7 @@ class RunStore:
             return []
         found = []
         for path in sorted(self.root.iterdir()):
-            if not path.is_dir() or path.name.startswith(".") or path.name in NOT_RUNS:
+            if not path.is_dir() or path.name.startswith(".") or path == self.reproduce_dir:
                 continue
             run, problem = load_checked(path)
             if problem:
@@ -290,7 +321,7 @@ class RunStore:
                 continue
             if dataset is None or run.dataset == dataset:
                 found.append(run)
-        found.sort(key=lambda r: (r.config.get("created", ""), r.run_id))
+        found.sort(key=lambda r: (r.record.created, r.run_id))
         return found
 
     def write(self, run_id: str, write_files) -> Run:
@@ -315,8 +346,6 @@ def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and standard deviation (population, ddof=0) of acc, f1, head_f1, tail_f1 over seeds,
     per dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the
     registry's order."""
-    from .methods import METHODS
-
     rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,
              **{k: 100.0 * float(r.metrics[k]) for k in METRIC_KEYS}} for r in runs]
     columns = ["dataset", "setting", "method", "seeds"] + [f"{k}_{s}" for k in METRIC_KEYS
@@ -329,8 +358,8 @@ def aggregate(runs: list[Run]) -> pd.DataFrame:
     out.columns = [f"{k}_{'mean' if s == 'mean' else 'std'}" for k, s in out.columns]
     out["seeds"] = grouped.size()
     out = out.reset_index()
-    order = {m: i for i, m in enumerate(METHODS)}
-    out["_order"] = out["method"].map(lambda m: order.get(m, len(order)))
-    out = out.sort_values(["dataset", "setting", "_order"]).drop(columns="_order")
-    out = out.reset_index(drop=True)
-    return out[columns]
+    order = {m: i for i, m in enumerate(registry_order(out["method"]))}
+    out = out.sort_values(["dataset", "setting"], kind="stable")
+    out = out.assign(_order=out["method"].map(order)).sort_values(
+        ["dataset", "setting", "_order"]).drop(columns="_order")
+    return out.reset_index(drop=True)[columns]

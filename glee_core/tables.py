@@ -5,9 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .methods import METHODS
-from .store import METRIC_KEYS
-
-METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
+from .record import METRIC_KEYS, METRIC_TITLES
 
 
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:

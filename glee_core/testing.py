@@ -18,9 +18,14 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
 
     The vocabulary is the special tokens plus ``vocab_words``; ``family`` is ``bert`` or
     ``roberta``. It is loaded back through :func:`load_backbone` like any model."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, normalizers
-    from transformers import (BertConfig, BertForMaskedLM, PreTrainedTokenizerFast,
-                              RobertaConfig, RobertaForMaskedLM)
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import (
+        BertConfig,
+        BertForMaskedLM,
+        PreTrainedTokenizerFast,
+        RobertaConfig,
+        RobertaForMaskedLM,
+    )
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datasets import LongTailDataset, load_dataset
+from .config import DataOptions
+from .datasets import LongTailDataset, load_dataset, read_csv_frame
 from .errors import GleeError
+from .store import write_atomic
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 ACCEPTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 with BOM, latin-1"
@@ -41,8 +43,13 @@ class Upload:
     def spec(self) -> str:
         return f"csv:{self.path}"
 
+    @property
+    def options(self) -> DataOptions:
+        """How to load this upload (its columns as the user chose them)."""
+        return DataOptions(dataset=self.spec, **{k: v for k, v in self.columns.items() if v})
+
     def load(self) -> LongTailDataset:
-        return load_dataset(self.spec, **self.columns)
+        return self.options.load()
 
 
 def _inside(folder: Path, path: Path) -> bool:
@@ -74,7 +81,7 @@ def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
         raise
     dataset = load_dataset(f"csv:{target}", **columns)  # its messages name the kept file
     meta = {"original_name": Path(str(filename)).name, "columns": columns}
-    target.with_suffix(".json").write_text(json.dumps(meta), encoding="utf-8")
+    write_atomic(target.with_suffix(".json"), json.dumps(meta))
     return Upload(target, meta["original_name"], columns), dataset
 
 
@@ -98,5 +105,4 @@ def csv_columns(data: bytes) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "peek.csv"
         path.write_bytes(data)
-        from .datasets import read_csv_frame
         return list(read_csv_frame(path)[0].columns)

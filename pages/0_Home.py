@@ -3,7 +3,9 @@
 import streamlit as st
 
 import studio_ui
+from glee_core.config import TrainConfig, TrainRequest
 from glee_core.jobs import launch_training
+from glee_core.methods import METHODS
 
 studio_ui.sidebar()
 
@@ -23,7 +25,7 @@ st.markdown(
 choice = studio_ui.current_choice()
 model = studio_ui.current_model()
 left, right = st.columns(2)
-left.metric("Dataset", choice["spec"])
+left.metric("Dataset", choice.dataset)
 right.metric("Backbone", model)
 studio_ui.backbone_notice(model)
 
@@ -38,9 +40,10 @@ st.write("Compare all twelve heads on the embedded demo with the backbone frozen
          "encodes the data once, then each head trains in about a second (about 30 s on a "
          "laptop CPU the first time).")
 if st.button("Quick compare on demo", type="primary"):
-    job = launch_training(studio_ui.directories()["runs"],
-                          ["--dataset", "demo", "--method", "all", "--backbone", "frozen",
-                           "--model", model], label="Quick compare: 12 heads on demo")
-    st.session_state["dataset"] = {"spec": "demo", "columns": {}, "threshold": None}
+    request = TrainRequest(data=studio_ui.DEMO, methods=list(METHODS), seeds=[1], model=model,
+                           config=TrainConfig(mode="frozen"))
+    job = launch_training(studio_ui.store(), request,
+                          label=f"Quick compare: {len(METHODS)} heads on demo")
+    studio_ui.choose_dataset(studio_ui.DEMO)
     st.session_state["last_job"] = job.id
     st.switch_page("pages/2_Train.py")

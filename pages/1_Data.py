@@ -3,8 +3,9 @@
 import streamlit as st
 
 import studio_ui
-from glee_core import GleeError
+from glee_core import GleeError, environment
 from glee_core.charts import chart_class_frequency, class_frequency_frame
+from glee_core.config import DataOptions
 from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
 from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
 
@@ -20,15 +21,15 @@ def guess_column(columns: list[str], names: tuple[str, ...]) -> int:
 choices = studio_ui.dataset_choices()
 choice = studio_ui.current_choice()
 labels = list(choices)
-current = next((i for i, k in enumerate(labels) if choices[k]["spec"] == choice["spec"]), 0)
+current = next((i for i, k in enumerate(labels) if choices[k].dataset == choice.dataset), 0)
 picked = st.selectbox("Dataset", labels, index=current,
                       help="The paper's datasets appear when GLEE_DATA_DIR (default ./data) "
                            "holds them in the paper's TSV layout.")
 hf_name = st.text_input("…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
                         help="Needs the hub (or a local folder of CSV/JSON files).")
-new = {"spec": f"hf:{hf_name.strip()}", "columns": {}} if hf_name.strip() else choices[picked]
-if new["spec"] != choice["spec"]:
-    st.session_state["dataset"] = {**new, "threshold": None}
+new = DataOptions(dataset=f"hf:{hf_name.strip()}") if hf_name.strip() else choices[picked]
+if new.dataset != choice.dataset:
+    studio_ui.choose_dataset(new)
     st.rerun()
 
 with st.expander("Upload a CSV", expanded=False):
@@ -52,14 +53,12 @@ with st.expander("Upload a CSV", expanded=False):
             if st.button("Use this CSV", type="primary"):
                 try:
                     upload, dataset = save_upload(
-                        studio_ui.directories()["uploads"], uploaded.name, data, text_col,
+                        environment.uploads_dir(), uploaded.name, data, text_col,
                         label_col, None if text_b_col == "(none)" else text_b_col)
                 except GleeError as exc:
                     st.error(f"This CSV cannot be used: {exc}")
                 else:
-                    st.session_state["dataset"] = {"spec": upload.spec, "threshold": None,
-                                                   "columns": {k: v for k, v in
-                                                               upload.columns.items() if v}}
+                    studio_ui.choose_dataset(upload.options)
                     st.success(f"Kept as {upload.path.name}: {dataset.num_classes} classes.")
                     st.rerun()
 
@@ -75,7 +74,7 @@ threshold = left.number_input("Head/tail threshold", min_value=0.05, max_value=0
                               help="Classes are head while the cumulative share of training "
                                    "examples stays at or under this.")
 if abs(threshold - dataset.threshold) > 1e-9:
-    st.session_state["dataset"]["threshold"] = threshold
+    studio_ui.set_threshold(threshold)
     st.rerun()
 log_scale = left.toggle("Log scale", value=True)
 sizes = {name: len(frame) for name, frame in dataset.splits.items()}

@@ -1,11 +1,13 @@
 """Train: choose methods, seeds and settings; launch in the background; watch progress."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 import studio_ui
 from glee_core.backbone import estimate_parameters
-from glee_core.datasets import PAPER_DATASETS
+from glee_core.config import TrainConfig, TrainRequest, help_of
 from glee_core.devices import resolve_device
 from glee_core.estimate import estimate_seconds
 from glee_core.jobs import launch_training, list_jobs
@@ -29,11 +31,15 @@ mode = st.radio("Mode", ["Quick compare (frozen backbone)", "Fine-tune (the pape
                      "only the heads: seconds on a CPU. Fine-tuning trains the whole model.")
 frozen = mode.startswith("Quick")
 c1, c2, c3, c4, c5 = st.columns(5)
+defaults = TrainConfig()
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
-epochs = c2.number_input("Epochs", 1, 100, 10)
-batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or 32)
-max_length = c4.number_input("Max length", 8, 512, dataset.max_length)
-limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0)
+epochs = c2.number_input("Epochs", 1, 100, defaults.epochs, help=help_of(TrainConfig, "epochs"))
+batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or defaults.batch_size,
+                             help=help_of(TrainConfig, "batch_size"))
+max_length = c4.number_input("Max length", 8, 512, dataset.max_length,
+                             help=help_of(TrainConfig, "max_length"))
+limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
+                        help=help_of(TrainConfig, "limit"))
 model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
                       studio_ui.current_model())
 st.session_state["model"] = model.strip() or "auto"
@@ -63,19 +69,13 @@ if methods and seeds:
         st.info(message)
 
 if st.button("Launch", type="primary", disabled=not (methods and seeds)):
-    args = ["--dataset", dataset.id, "--method", ",".join(methods),
-            "--seeds", ",".join(map(str, seeds)), "--epochs", str(int(epochs)),
-            "--batch-size", str(int(batch_size)), "--max-length", str(int(max_length)),
-            "--model", st.session_state["model"], "--threshold", str(dataset.threshold)]
-    for key, value in studio_ui.current_choice()["columns"].items():
-        args += [f"--{key.replace('_', '-')}", value]
-    if dataset.id in PAPER_DATASETS:
-        args += ["--data-dir", str(studio_ui.directories()["data"])]
-    if frozen:
-        args += ["--backbone", "frozen"]
-    if limit:
-        args += ["--limit", str(int(limit))]
-    job = launch_training(studio_ui.directories()["runs"], args,
+    request = TrainRequest(
+        data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
+        methods=methods, seeds=seeds, model=st.session_state["model"],
+        config=TrainConfig(epochs=int(epochs), batch_size=int(batch_size),
+                           max_length=int(max_length), limit=int(limit) or None,
+                           mode="frozen" if frozen else "finetune"))
+    job = launch_training(studio_ui.store(), request,
                           label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on {dataset.id}"
                                 f"{' (frozen)' if frozen else ''}")
     st.session_state["last_job"] = job.id
@@ -84,29 +84,17 @@ if st.button("Launch", type="primary", disabled=not (methods and seeds)):
 
 @st.fragment(run_every=2)
 def show_jobs():
-    jobs = list_jobs(studio_ui.directories()["runs"])[:8]
+    jobs = list_jobs(studio_ui.store())[:8]
     if not jobs:
         st.caption("No jobs yet.")
         return
     for job in jobs:
         status = job.status
-        label = job.info.get("label") or job.id
         with st.container(border=True):
-            st.markdown(f"**{label}** · `{job.id}` · {status}")
+            st.markdown(f"**{job.label}** · `{job.id}` · {status}")
             if status == "running":
                 progress = job.progress()
-                detail = ""
-                if progress.get("run"):
-                    detail = (f"run {progress['run']}/{progress['runs']}: "
-                              f"{progress.get('method')} seed {progress.get('seed')}")
-                    if progress.get("phase") == "training":
-                        detail += (f" · epoch {progress['epoch']}/{progress['epochs']} · step "
-                                   f"{progress['step']}/{progress['steps']}")
-                    if "dev_f1" in progress:
-                        detail += f" · dev F1 {progress['dev_f1']:.3f}"
-                    if progress.get("phase") in ("encoding", "queued", "testing"):
-                        detail += f" · {progress['phase']}"
-                st.progress(progress["fraction"], text=detail or "starting ...")
+                st.progress(progress.fraction, text=progress.describe())
                 if st.button("Stop", key=f"stop-{job.id}"):
                     job.stop()
             elif status == "done":
@@ -124,10 +112,9 @@ show_jobs()
 st.subheader("Finished runs for this dataset")
 runs = studio_ui.dataset_runs(dataset.id)
 if runs:
-    st.dataframe(pd.DataFrame([{**r.summary(), "mode": r.config.get("backbone_mode"),
-                                "model": r.config["model"]["name"],
-                                "created": r.config.get("created"),
-                                "seconds": r.config.get("timing", {}).get("train_seconds")}
+    st.dataframe(pd.DataFrame([{**r.summary(), "mode": r.record.mode,
+                                "model": r.record.model.name, "created": r.record.created,
+                                "seconds": r.record.timing.get("train_seconds")}
                                for r in runs]), hide_index=True)
 else:
     st.caption("None yet.")

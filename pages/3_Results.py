@@ -7,10 +7,18 @@ import streamlit as st
 
 import studio_ui
 from glee_core.charts import chart_head_tail, chart_per_class_f1, per_class_f1_frame
-from glee_core.reproduce import (comparison, comparison_block, comparison_markdown, header_lines,
-                                 reference_note, saved_comparisons, table_of)
-from glee_core.store import aggregate
-from glee_core.tables import METRIC_TITLES, comparison_table
+from glee_core.record import METRIC_TITLES
+from glee_core.reproduce import (
+    comparison,
+    comparison_block,
+    comparison_markdown,
+    header_lines,
+    reference_note,
+    saved_comparisons,
+    table_of,
+)
+from glee_core.store import aggregate, slug
+from glee_core.tables import comparison_table
 
 studio_ui.sidebar()
 st.title("Results")
@@ -45,7 +53,10 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
                        "the store; the table shows the others.")
         runs = [r for r in runs if r is not None]
         for model in sorted(set(manifest["models"].values())):
-            studio_ui.backbone_notice(model, list(table.methods))
+            records = [r.record for r in runs if r.record.model.name == model]
+            studio_ui.backbone_notice(model, list(table.methods),
+                                      all(r.model.mlm_head_pretrained for r in records)
+                                      if records else None)
         frame = comparison(runs, table, manifest["datasets"])
         st.subheader(f"Table {table.number}: {table.title}")
         st.markdown("\n\n".join(line for line in header_lines(manifest) if line))
@@ -82,9 +93,9 @@ with ours:
                "of the head / tail classes (split on training counts).")
     st.download_button("Download table (CSV)",
                        table.assign(best=table["best"].str.join(";")).to_csv(index=False),
-                       file_name=f"results-{runs[0].run_id.split('-')[0]}.csv", mime="text/csv")
+                       file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")
 
-    highlight = studio_ui.class_highlight(list(runs[0].config["dataset"]["class_counts"]))
+    highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
     st.altair_chart(chart_per_class_f1(runs, highlight), width="stretch")
     st.altair_chart(chart_head_tail(runs), width="stretch")
     with st.expander("Per-class numbers"):

@@ -3,8 +3,7 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.charts import (chart_feature_histograms, chart_weight_norms,
-                              default_feature_classes)
+from glee_core.charts import chart_feature_histograms, chart_weight_norms, default_feature_classes
 
 studio_ui.sidebar()
 st.title("Diagnostics")
@@ -15,14 +14,13 @@ st.subheader("Per-class weight norms (Figure 3)")
 st.caption("The norm of each class's predictor row, classes ordered head to tail (for prompt "
            "methods: the average of the label words' decoder rows). A CLS head trained on a long "
            "tail grows large norms for head classes; the paper finds prompt-tuning's flatter.")
-highlight = studio_ui.class_highlight(list(runs[0].config["dataset"]["class_counts"]))
+highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
 st.altair_chart(chart_weight_norms(runs, highlight=highlight), width="content")
 
 st.subheader("Classifier-input features (Figure 4)")
-classes = runs[0].classes
 head_default, tail_default = default_feature_classes(runs[0])
-head_classes = runs[0].config["dataset"]["head_classes"]
-tail_classes = runs[0].config["dataset"]["tail_classes"]
+head_classes = runs[0].record.dataset.head_classes
+tail_classes = runs[0].record.dataset.tail_classes
 c1, c2, c3 = st.columns(3)
 head_class = c1.selectbox("Head class", head_classes, index=head_classes.index(head_default))
 tail_class = c2.selectbox("Tail class", tail_classes, index=tail_classes.index(tail_default)

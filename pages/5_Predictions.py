@@ -12,12 +12,12 @@ runs = studio_ui.runs_or_stop()
 run_id = studio_ui.choose("Run", studio_ui.run_labels(runs))
 run = next(r for r in runs if r.run_id == run_id)
 predictions = run.predictions
-head = set(run.config["dataset"]["head_classes"])
-order = list(run.config["dataset"]["class_counts"])  # head to tail
+data = run.record.dataset
+order = data.order  # head to tail
 
 c1, c2 = st.columns([2, 1])
 class_labels = {"(all classes)": "(all classes)"}
-class_labels.update({c: f"{c} ({'head' if c in head else 'tail'}, "
+class_labels.update({c: f"{c} ({data.group(c)}, "
                         f"{run.metrics['per_class'][c]['support']} test examples, "
                         f"F1 {run.metrics['per_class'][c]['f1']:.2f})" for c in order})
 with c1:

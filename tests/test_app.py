@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from glee_core.config import TrainConfig, TrainRequest
 from glee_core.datasets import load_dataset
+from glee_core.experiment import run_experiments
 from glee_core.jobs import list_jobs
 from glee_core.methods import get_method
-from glee_core.runs import run_experiments
 from glee_core.store import RunStore
-from glee_core.training import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ["cls-relu", "cls-relu-pt-ln", "prompt"]
@@ -28,7 +28,7 @@ def app_dirs(tmp_path_factory, tiny_bert):
     run_experiments(demo, [get_method(m) for m in METHODS], [1], str(tiny_bert), config, store)
     run_experiments(demo, [get_method("cls-relu")], [2], str(tiny_bert), config, store)
     run_experiments(demo, [get_method("cls-relu")], [1], str(tiny_bert),
-                    TrainConfig(epochs=2, batch_size=16, backbone="frozen"), store)
+                    TrainConfig(epochs=2, batch_size=16, mode="frozen"), store)
     return dirs
 
 
@@ -70,7 +70,7 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert not at.exception and not at.error
     kept = list((app_dirs["uploads"]).glob("*.csv"))
     assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
-    assert at.session_state["dataset"]["spec"] == f"csv:{kept[0]}"
+    assert at.session_state["dataset"].dataset == f"csv:{kept[0]}"
 
 
 def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
@@ -167,12 +167,14 @@ def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     at.run()
     next(b for b in at.button if b.label == "Launch").click().run()
     assert not at.exception
-    job = list_jobs(app_dirs["runs"])[0]
+    job = list_jobs(RunStore(app_dirs["runs"]))[0]
     deadline = time.time() + 240
     while job.status == "running" and time.time() < deadline:
         time.sleep(1)
     assert job.status == "done", (job.status, job.error)
     assert {r["method"] for r in job.result} == {"cls-tanh", "prompt-focal"}
-    assert any(e["stage"] == "train" for e in job.events())
+    assert any(e.stage == "train" for e in job.events())
+    request = TrainRequest.read(job.path.with_name(f"{job.id}.request.json"))
+    assert (request.config.epochs, request.config.limit) == (1, 48)  # the page's fields
     at.run()
     assert not at.exception

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_DATA
 from glee_core.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,22 +125,26 @@ def test_malformed_csv_is_an_error_line(capsys, tmp_path):
     assert code == 2 and "only one class" in err
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "r52").is_dir(), reason="../shared/data is not present")
-def test_missing_paper_split_is_an_error_line(capsys):
-    code, _, err = run_cli(capsys, "inspect", "--dataset", "r52", "--data-dir", SHARED_DATA)
+def test_missing_paper_split_is_an_error_line(capsys, tmp_path):
+    folder = tmp_path / "data" / "r52"  # the paper's layout, without its training split
+    folder.mkdir(parents=True)
+    for split in ("dev", "test"):
+        (folder / f"{split}.tsv").write_text("text\tlabel\nsome news\tearn\n")
+    code, _, err = run_cli(capsys, "inspect", "--dataset", "r52", "--data-dir", tmp_path / "data")
     assert code == 2 and "train.tsv not found" in err
 
 
 def test_progress_file_throttles_step_events_but_keeps_the_rest(tmp_path):
-    from glee_core.cli import ProgressFile
+    from glee_core.events import Evaluated, ProgressLog, RunStarted, TrainStep
 
     path = tmp_path / "progress.jsonl"
     seen = []
-    progress = ProgressFile(str(path), seen.append)
-    progress({"stage": "run", "index": 1, "total": 1})
+    progress = ProgressLog(path, seen.append)
+    progress(RunStarted(run_id="r", method="prompt", seed=1, index=1, total=1, cached=False))
     for step in range(1, 101):
-        progress({"stage": "train", "epoch": 1, "epochs": 1, "step": step, "steps": 100})
-    progress({"stage": "eval", "dev_f1": 0.5})
+        progress(TrainStep(epoch=1, epochs=1, step=step, steps=100))
+    progress(Evaluated(epoch=1, epochs=1, dev_f1=0.5, dev_acc=0.5, best_dev=0.5,
+                       select_metric="f1"))
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(seen) == 102  # the progress bar sees everything
     assert lines[0]["stage"] == "run" and lines[-1]["stage"] == "eval"

@@ -2,10 +2,16 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import SHARED_DATA, TOY_CLASSES
-from glee_core.datasets import (check_template, derive_verbalizer, load_dataset,
-                                parse_verbalizer, split_head_tail, stratified_holdout)
+
+from glee_core.datasets import (
+    check_template,
+    derive_verbalizer,
+    load_dataset,
+    parse_verbalizer,
+    split_head_tail,
+    stratified_holdout,
+)
 from glee_core.errors import GleeError
 
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "r8").is_dir(),

@@ -2,6 +2,7 @@
 
 import json
 
+from glee_core.events import Evaluated, RunStarted, TrainStep
 from glee_core.jobs import Job
 
 
@@ -9,7 +10,8 @@ def write_job(folder, events, pid=2**22 + 12345, out=None, err=None):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "j1.json").write_text(json.dumps({"id": "j1", "pid": pid, "label": "x"}))
     (folder / "j1.progress.jsonl").write_text(
-        "".join(json.dumps(e) + "\n" for e in events) + '{"stage": "tr')  # a torn last line
+        "".join(json.dumps(e.to_dict()) + "\n" for e in events)
+        + '{"stage": "tr')  # a torn last line
     if out is not None:
         (folder / "j1.out").write_text(out)
     if err is not None:
@@ -19,14 +21,13 @@ def write_job(folder, events, pid=2**22 + 12345, out=None, err=None):
 
 def test_progress_of_the_second_of_two_runs_halfway_through_its_epochs(tmp_path):
     job = write_job(tmp_path, [
-        {"stage": "run", "index": 2, "total": 2, "method": "prompt", "seed": 1, "cached": False},
-        {"stage": "train", "epoch": 2, "epochs": 4, "step": 5, "steps": 10},
-        {"stage": "eval", "epoch": 1, "dev_f1": 0.4, "dev_acc": 0.5, "best_dev": 0.4,
-         "select_metric": "f1"},
+        RunStarted(run_id="r2", index=2, total=2, method="prompt", seed=1, cached=False),
+        TrainStep(epoch=2, epochs=4, step=5, steps=10),
+        Evaluated(epoch=1, epochs=4, dev_f1=0.4, dev_acc=0.5, best_dev=0.4, select_metric="f1"),
     ])
     progress = job.progress()
-    assert progress["method"] == "prompt" and progress["dev_f1"] == 0.4
-    assert progress["fraction"] == (1 + 15 / 40) / 2
+    assert progress.method == "prompt" and progress.dev_f1 == 0.4
+    assert progress.fraction == (1 + 15 / 40) / 2
 
 
 def test_status_of_finished_failed_and_killed_jobs(tmp_path):
@@ -34,4 +35,4 @@ def test_status_of_finished_failed_and_killed_jobs(tmp_path):
     failed = write_job(tmp_path / "b", [], err="warning: x\nerror: unknown method 'y'\n")
     assert failed.status == "failed" and failed.error == "unknown method 'y'"
     killed = write_job(tmp_path / "c", [], out="", err="epoch 1/3 ...")
-    assert killed.status == "stopped" and killed.progress()["fraction"] == 0.0
+    assert killed.status == "stopped" and killed.progress().fraction == 0.0

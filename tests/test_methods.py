@@ -5,11 +5,12 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from bench.reference import full_vocabulary_logits
 from glee_core.backbone import load_backbone
 from glee_core.encoding import collate, encode
 from glee_core.errors import GleeError
-from glee_core.methods import (ETA, METHODS, build_model, focal_loss, get_method,
-                               label_word_token_ids, parse_methods)
+from glee_core.heads import ETA, build_model, focal_loss, label_word_token_ids
+from glee_core.methods import METHODS, get_method, parse_methods
 
 
 def test_registry_lists_the_twelve_rows_of_the_paper():
@@ -66,7 +67,7 @@ def test_prompt_logits_equal_the_full_mlm_head_at_label_words(request, fixture, 
             == backbone.tokenizer.mask_token_id).all()
     torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
     with torch.no_grad():  # the straightforward full-vocabulary path agrees too
-        reference, _ = model(**batch, full_vocabulary=True)
+        reference, _ = full_vocabulary_logits(model, batch)
     torch.testing.assert_close(reference, logits, rtol=1e-5, atol=1e-5)
 
 

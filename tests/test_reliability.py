@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from glee_core.cli import main
+from glee_core.config import DataOptions
 from glee_core.datasets import MAX_CSV_BYTES, load_dataset
 from glee_core.errors import GleeError
+from glee_core.events import read_events
 from glee_core.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,11 +173,16 @@ def test_two_launches_of_one_configuration_train_it_once(tiny_bert, toy_csv, tmp
 def test_different_configurations_queue_for_the_training_slot(tiny_bert, toy_csv, tmp_path):
     runs = tmp_path / "runs"
     store = RunStore(runs)
+    events = tmp_path / "events.jsonl"
     with store.training_slot():  # another process is training
-        proc = subprocess.Popen(_train_cmd(tiny_bert, toy_csv, runs, "--epochs", "1"),
+        proc = subprocess.Popen(_train_cmd(tiny_bert, toy_csv, runs, "--epochs", "1",
+                                           "--progress-file", str(events)),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=ENV)
-        time.sleep(8)
+        deadline = time.time() + 120
+        while not any(e.stage == "queued" for e in read_events(events)) \
+                and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
         assert proc.poll() is None  # still waiting for the slot
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and "waiting: another run is training" in err
@@ -212,9 +219,9 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
                                                    monkeypatch):
     from streamlit.testing.v1 import AppTest
 
+    from glee_core.config import TrainConfig
+    from glee_core.experiment import run_experiments
     from glee_core.methods import get_method
-    from glee_core.runs import run_experiments
-    from glee_core.training import TrainConfig
 
     runs_dir = tmp_path / "runs"
     good, bad = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
@@ -228,7 +235,7 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
     assert f"warning: skipped {bad.run_id}: model.safetensors truncated" in err
     monkeypatch.setenv("GLEE_RUNS_DIR", str(runs_dir))
     at = AppTest.from_file(str(ROOT / "pages" / "3_Results.py"), default_timeout=60)
-    at.session_state["dataset"] = {"spec": toy_dataset.id, "columns": {}, "threshold": None}
+    at.session_state["dataset"] = DataOptions(dataset=toy_dataset.id)
     at.run()
     assert not at.exception
     assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
@@ -238,9 +245,9 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
 def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
     import numpy as np
 
+    from glee_core.config import TrainConfig
+    from glee_core.experiment import run_experiments
     from glee_core.methods import get_method
-    from glee_core.runs import run_experiments
-    from glee_core.training import TrainConfig
 
     run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
                           TrainConfig(epochs=1, batch_size=16), RunStore(tmp_path))[0]

@@ -4,15 +4,19 @@ import json
 import pytest
 from pypdf import PdfReader
 
-from glee_core.charts import (chart_class_frequency, chart_weight_norms, class_frequency_frame,
-                              weight_norm_frame)
+from glee_core.charts import (
+    chart_class_frequency,
+    chart_weight_norms,
+    class_frequency_frame,
+    weight_norm_frame,
+)
 from glee_core.cli import main
+from glee_core.config import TrainConfig
 from glee_core.errors import GleeError
+from glee_core.experiment import run_experiments
 from glee_core.methods import get_method
 from glee_core.report import build_report
-from glee_core.runs import run_experiments
 from glee_core.store import RunStore
-from glee_core.training import TrainConfig
 
 
 @pytest.fixture(scope="module")
@@ -52,19 +56,19 @@ def test_report_refuses_mixed_settings_and_empty_stores(store, tmp_path, tiny_be
     with pytest.raises(GleeError, match="no finished runs"):
         build_report([])
     frozen = run_experiments(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert),
-                             TrainConfig(epochs=1, backbone="frozen"), RunStore(store.root))
+                             TrainConfig(epochs=1, mode="frozen"), RunStore(store.root))
     with pytest.raises(GleeError, match="several settings"):
         build_report(store.runs())
     assert main(["report", "--runs-dir", str(store.root), "--backbone", "frozen", "--out",
                  str(tmp_path / "f.pdf")]) == 0
-    assert frozen[0].config["backbone_mode"] == "frozen"
+    assert frozen[0].record.mode == "frozen"
 
 
 def test_chart_data_is_ordered_head_to_tail(store):
-    runs = [r for r in store.runs() if r.config["backbone_mode"] == "finetune"]
+    runs = [r for r in store.runs() if r.record.mode == "finetune"]
     frame = weight_norm_frame(runs)
     prompt = frame[frame["method"] == "prompt"].sort_values("rank")
-    assert list(prompt["class"]) == list(runs[0].config["dataset"]["class_counts"])
+    assert list(prompt["class"]) == runs[0].record.dataset.order
     mean_norm = sum(r.weight_norms["sports"] for r in runs if r.method == "prompt") / 2
     assert prompt.iloc[0]["norm"] == pytest.approx(mean_norm)
     chart_weight_norms(runs).to_dict()  # a valid Vega-Lite spec
@@ -77,7 +81,7 @@ def test_chart_data_is_ordered_head_to_tail(store):
 
 
 def test_one_class_can_be_highlighted_across_charts(store):
-    runs = [r for r in store.runs() if r.config["backbone_mode"] == "finetune"]
+    runs = [r for r in store.runs() if r.record.mode == "finetune"]
     for spec in (chart_weight_norms(runs, highlight="food").to_dict(),
                  chart_class_frequency({"food": 3, "money": 9}, ["money"],
                                        highlight="food").to_dict()):

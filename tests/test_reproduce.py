@@ -8,16 +8,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import toy_rows
+
 from glee_core import GleeError
 from glee_core.cli import main
-from glee_core.methods import METHODS
-from glee_core.reproduce import (PAPER_SEEDS, PAPER_TABLES, comparison, comparison_block,
-                                 comparison_markdown, comparison_text, get_table, paper_seeds,
-                                 protocol_config, reference_results, reference_sources,
-                                 saved_comparisons)
 from glee_core.datasets import PAPER_DATASETS
+from glee_core.methods import METHODS
+from glee_core.reproduce import (
+    PAPER_SEEDS,
+    PAPER_TABLES,
+    comparison,
+    comparison_block,
+    comparison_markdown,
+    comparison_text,
+    get_table,
+    paper_seeds,
+    protocol_config,
+    reference_results,
+    reference_sources,
+    saved_comparisons,
+)
 from glee_core.store import Run, RunStore
 
 HYPER = {"epochs": 10, "batch_size": 32, "lr": 1e-5, "weight_decay": 0.0, "max_grad_norm": 1.0,
@@ -157,8 +167,8 @@ def test_protocols_follow_the_paper_long_tailed_and_few_shot():
             long_tailed.learning_rate, long_tailed.limit) == (10, 2, "f1", 1e-5, None)
     few = protocol_config(get_table(5))
     assert (few.epochs, few.patience, few.select_metric, few.limit) == (5, 5, "acc", 32)
-    assert protocol_config(get_table(5), epochs=2, limit=8).limit == 8
-    assert protocol_config(get_table(5), limit=1000).limit == 32  # few-shot stays few-shot
+    assert protocol_config(get_table(5), {"epochs": 2, "limit": 8}).limit == 8
+    assert protocol_config(get_table(5), {"limit": 1000}).limit == 32  # few-shot stays few-shot
     assert paper_seeds(5) == list(PAPER_SEEDS) and paper_seeds(7)[-1] == 781
     with pytest.raises(GleeError, match="--table"):
         get_table(4)
@@ -196,7 +206,7 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     assert manifest["table"] == 2 and manifest["seeds"] == [775, 776]
     assert len(manifest["run_ids"]) == 10
     runs = [store.get(i) for i in manifest["run_ids"]]
-    assert all(r.config["hyperparameters"]["limit"] == 40 for r in runs)
+    assert all(r.record.hyperparameters.limit == 40 for r in runs)
     frame = pd.read_csv(manifest["files"]["csv"])
     prompt = [r for r in runs if r.method == "prompt"]
     f1 = frame[(frame["method"] == "prompt") & (frame["dataset"] == "r52")
@@ -227,9 +237,9 @@ def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, cap
 
 
 def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, tiny_bert):
+    from glee_core.config import TrainConfig
     from glee_core.datasets import load_dataset
-    from glee_core.runs import run_experiments
-    from glee_core.training import TrainConfig
+    from glee_core.experiment import run_experiments
 
     rows = toy_rows().assign(label=lambda f: f["label"].str.replace("food", "zymurgy"))
     path = tmp_path / "oov.csv"
@@ -244,9 +254,9 @@ def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, t
 
 
 def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_bert):
+    from glee_core.config import TrainConfig
     from glee_core.datasets import load_dataset
-    from glee_core.runs import run_experiments
-    from glee_core.training import TrainConfig
+    from glee_core.experiment import run_experiments
 
     rows = toy_rows().assign(text=lambda f: "病症治疗 " + f["text"])  # not in the vocabulary
     path = tmp_path / "zh.csv"
@@ -255,8 +265,8 @@ def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_ber
     [run] = run_experiments(load_dataset(f"csv:{path}"), [METHODS["cls-relu"]], [1],
                             str(tiny_bert), TrainConfig(epochs=1, batch_size=16, limit=20),
                             RunStore(tmp_path / "runs"), progress=events.append)
-    [note] = [e["message"] for e in events if e["stage"] == "note"]
-    assert "unknown token" in note and note in run.config["notes"]
+    [note] = [e.message for e in events if e.stage == "note"]
+    assert "unknown token" in note and note in run.record.notes
 
 
 def test_reproduce_runs_a_subset_of_the_rows_and_the_app_keeps_it(tmp_path, tiny_bert, capsys):

@@ -3,11 +3,13 @@ import json
 import numpy as np
 import pytest
 
+from glee_core.config import TrainConfig
 from glee_core.errors import GleeError
+from glee_core.experiment import run_experiments
+from glee_core.inference import load_run, score_texts
 from glee_core.methods import get_method
-from glee_core.runs import load_run, run_experiments, score_texts
+from glee_core.record import RunRecord
 from glee_core.store import RunStore, aggregate
-from glee_core.training import TrainConfig
 
 CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3)
 
@@ -17,7 +19,7 @@ def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_datase
     events = []
     first = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
                             store, progress=events.append)
-    assert [e["cached"] for e in events if e["stage"] == "run"] == [False]
+    assert [e.cached for e in events if e.stage == "run"] == [False]
     run = first[0]
     for name in ("config.json", "metrics.json", "history.json", "predictions.csv", "logits.npy",
                  "weight_norms.json", "features.npz", "model.safetensors"):
@@ -28,8 +30,8 @@ def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_datase
     again = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
                             store, progress=events.append)
     assert again[0].run_id == run.run_id
-    assert [e["cached"] for e in events if e["stage"] == "run"] == [True]
-    assert not [e for e in events if e["stage"] == "train"]  # nothing trained
+    assert [e.cached for e in events if e.stage == "run"] == [True]
+    assert not [e for e in events if e.stage == "train"]  # nothing trained
     assert (run.path / "metrics.json").stat().st_mtime_ns == stamp
 
     other_seed = run_experiments(toy_dataset, [get_method("prompt")], [2], str(tiny_bert),
@@ -46,12 +48,14 @@ def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_datase
 def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
     run = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
                           CONFIG, RunStore(runs_dir))[0]
-    config = run.config
-    assert config["dataset"]["fingerprint"] == toy_dataset.fingerprint()
-    assert config["model"]["mlm_head_pretrained"] is True
-    assert config["method"]["paper_row"] == "CLS-tuning ∘ R w/ pt. LN"
-    assert config["hyperparameters"]["lr"] == CONFIG.lr
-    assert {"torch", "transformers", "glee_core"} <= set(config["versions"])
+    record = run.record
+    assert record.dataset.fingerprint == toy_dataset.fingerprint()
+    assert record.model.mlm_head_pretrained is True
+    assert record.method.paper_row == "CLS-tuning ∘ R w/ pt. LN"
+    assert record.hyperparameters.lr == CONFIG.lr
+    assert {"torch", "transformers", "glee_core"} <= set(record.versions)
+    # the typed record is what config.json holds, and reads back the same
+    assert RunRecord.from_dict(json.loads((run.path / "config.json").read_text())) == record
     assert set(run.weight_norms) == set(toy_dataset.classes)
     assert run.features["features"].dtype == np.float16
     assert run.logits.shape == (len(run.predictions), toy_dataset.num_classes)

@@ -3,10 +3,10 @@ import pytest
 import torch
 
 from glee_core.backbone import load_backbone
+from glee_core.config import TrainConfig
 from glee_core.encoding import encode, length_grouped_batches
 from glee_core.methods import METHODS, get_method
-from glee_core.runs import resolve_config
-from glee_core.training import TrainConfig, train_and_evaluate
+from glee_core.training import train_and_evaluate
 
 FAST = dict(epochs=4, batch_size=16, lr=3e-3, patience=10, log_every=1)
 
@@ -19,7 +19,7 @@ def bert(tiny_bert):
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_trains_and_its_loss_falls(bert, toy_dataset, method):
     events = []
-    config = resolve_config(toy_dataset, TrainConfig(**FAST, seed=3))
+    config = TrainConfig(**FAST, seed=3)
     result = train_and_evaluate(toy_dataset, get_method(method), bert, config, events.append)
     losses = [r["train_loss"] for r in result.history]
     assert losses[-1] < losses[0], losses
@@ -28,20 +28,20 @@ def test_every_method_trains_and_its_loss_falls(bert, toy_dataset, method):
     assert result.logits.shape == (len(toy_dataset.splits["test"]), toy_dataset.num_classes)
     assert len(result.weight_norms) == toy_dataset.num_classes
     assert result.features["features"].shape[1] == bert.hidden_size
-    assert [e["stage"] for e in events].count("eval") == len(result.history)
-    assert any("loss" in e for e in events if e["stage"] == "train")
+    assert [e.stage for e in events].count("eval") == len(result.history)
+    assert any(e.loss is not None for e in events if e.stage == "train")
 
 
 def test_training_does_not_touch_the_shared_backbone(bert, toy_dataset):
     before = {k: v.clone() for k, v in bert.model.state_dict().items()}
     train_and_evaluate(toy_dataset, get_method("prompt"), bert,
-                       resolve_config(toy_dataset, TrainConfig(**FAST)))
+                       TrainConfig(**FAST))
     after = bert.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
 def test_same_seed_same_result_and_the_best_dev_epoch_is_kept(bert, toy_dataset):
-    config = resolve_config(toy_dataset, TrainConfig(**FAST, seed=5))
+    config = TrainConfig(**FAST, seed=5)
     a = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
     b = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
     np.testing.assert_allclose(a.logits, b.logits, rtol=1e-5, atol=1e-5)
@@ -50,7 +50,7 @@ def test_same_seed_same_result_and_the_best_dev_epoch_is_kept(bert, toy_dataset)
 
 
 def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_dataset):
-    config = resolve_config(toy_dataset, TrainConfig(**FAST, seed=5, select_metric="acc"))
+    config = TrainConfig(**FAST, seed=5, select_metric="acc")
     result = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
     best = max(result.history, key=lambda r: r["dev_acc"])
     assert result.metrics["select_metric"] == "acc"
@@ -62,8 +62,7 @@ def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_datas
 
 
 def test_early_stopping_after_patience_epochs_without_gain(bert, toy_dataset):
-    config = resolve_config(toy_dataset, TrainConfig(epochs=10, batch_size=16, lr=0.0,
-                                                     patience=2))
+    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=2)
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
     assert len(result.history) == 3  # lr 0: no gain after epoch 1, stop after two more
 

@@ -5,15 +5,15 @@ import sys
 
 from safetensors.torch import save_model
 
+from glee_core.config import TrainConfig
 from glee_core.datasets import load_dataset
+from glee_core.experiment import get_backbone
 from glee_core.methods import get_method
-from glee_core.runs import get_backbone, resolve_config
-from glee_core.training import TrainConfig, train_and_evaluate
+from glee_core.training import train_and_evaluate
 
 model_dir, csv_path, out_dir, method = sys.argv[1:5]
 dataset = load_dataset(f"csv:{csv_path}")
-config = resolve_config(dataset, TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=64,
-                                             device="cpu"))
+config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=64, device="cpu")
 result = train_and_evaluate(dataset, get_method(method), get_backbone(model_dir), config)
 rank = int(os.environ["RANK"])
 save_model(result.model, os.path.join(out_dir, f"rank{rank}.safetensors"))

@@ -1,0 +1,245 @@
+"""Progress events: what a launch reports while it works, one typed record per kind.
+
+The trainer and the experiment loop emit these; :class:`ProgressState` folds them into where the
+work stands (run i of n, phase, epoch, step, dev score, fraction done). The command line's
+progress bar and the app's job view both read that one state. A launch from the app writes the
+events as JSON lines (:class:`ProgressLog`), which :func:`read_events` turns back into events.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import ClassVar
+
+
+@dataclass
+class Event:
+    stage: ClassVar[str] = ""
+
+    def to_dict(self) -> dict:
+        return {"stage": self.stage, **asdict(self)}
+
+
+@dataclass
+class RunStarted(Event):
+    """A planned run begins: trained, or loaded from the store (``cached``)."""
+
+    stage: ClassVar[str] = "run"
+    run_id: str
+    method: str
+    seed: int
+    index: int
+    total: int
+    cached: bool
+
+
+@dataclass
+class Note(Event):
+    """Something the user should read about the results (a vocabulary that misses the data ...)."""
+
+    stage: ClassVar[str] = "note"
+    message: str
+
+
+@dataclass
+class Queued(Event):
+    """Every training slot of the store is taken: this run waits."""
+
+    stage: ClassVar[str] = "queued"
+    run_id: str
+
+
+@dataclass
+class Loading(Event):
+    """Loading the backbone or encoding the data: said before work that takes seconds."""
+
+    stage: ClassVar[str] = "loading"
+    what: str
+
+
+@dataclass
+class FeaturePass(Event):
+    """Quick mode: the frozen backbone encodes ``done`` of ``total`` examples of one format."""
+
+    stage: ClassVar[str] = "features"
+    format: str
+    done: int
+    total: int
+
+
+@dataclass
+class TrainStep(Event):
+    stage: ClassVar[str] = "train"
+    epoch: int
+    epochs: int
+    step: int
+    steps: int
+    loss: float | None = None  # the running mean, read back every few steps only
+
+
+@dataclass
+class Evaluated(Event):
+    """The dev split was scored after an epoch."""
+
+    stage: ClassVar[str] = "eval"
+    epoch: int
+    epochs: int
+    dev_f1: float
+    dev_acc: float
+    best_dev: float
+    select_metric: str
+
+
+@dataclass
+class Testing(Event):
+    stage: ClassVar[str] = "test"
+
+
+EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
+    RunStarted, Note, Queued, Loading, FeaturePass, TrainStep, Evaluated, Testing)}
+
+ProgressFn = Callable[[Event], None]
+
+
+def event_from_dict(values: dict) -> Event | None:
+    """The event a JSON line holds; None for an unknown stage (a newer writer's)."""
+    cls = EVENT_TYPES.get(values.get("stage", ""))
+    if cls is None:
+        return None
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in known})
+
+
+@dataclass
+class ProgressState:
+    """Where a launch stands, folded from its events by :meth:`apply`."""
+
+    run: int = 0
+    runs: int = 0
+    method: str = ""
+    seed: int | None = None
+    cached: bool = False
+    phase: str = "starting"  # starting, loading, encoding, queued, training, testing
+    detail: str = ""  # what loading/encoding is doing
+    epoch: int = 0
+    epochs: int = 0
+    step: int = 0
+    steps: int = 0
+    loss: float | None = None
+    dev_f1: float | None = None
+    dev_acc: float | None = None
+    best_dev: float | None = None
+    select_metric: str = "f1"
+    done: int = 0
+    total: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def apply(self, event: Event) -> ProgressState:
+        if isinstance(event, RunStarted):
+            fresh = ProgressState(run=event.index, runs=event.total, method=event.method,
+                                  seed=event.seed, cached=event.cached, notes=self.notes)
+            self.__dict__.update(fresh.__dict__)  # a new run: nothing of the last one carries
+        elif isinstance(event, Note):
+            self.notes.append(event.message)
+        elif isinstance(event, Loading):
+            self.phase, self.detail = "loading", event.what
+        elif isinstance(event, Queued):
+            self.phase = "queued"
+        elif isinstance(event, FeaturePass):
+            self.phase, self.detail = "encoding", f"{event.format} input"
+            self.done, self.total = event.done, event.total
+        elif isinstance(event, TrainStep):
+            self.phase = "training"
+            self.epoch, self.epochs, self.step, self.steps = (event.epoch, event.epochs,
+                                                              event.step, event.steps)
+            if event.loss is not None:
+                self.loss = event.loss
+        elif isinstance(event, Evaluated):
+            self.dev_f1, self.dev_acc = event.dev_f1, event.dev_acc
+            self.best_dev, self.select_metric = event.best_dev, event.select_metric
+        elif isinstance(event, Testing):
+            self.phase = "testing"
+        return self
+
+    @property
+    def fraction(self) -> float:
+        """Overall completion in [0, 1]: finished runs plus the share of the current one."""
+        if not self.run or not self.runs:
+            return 0.0
+        within = 0.0
+        if self.phase == "training" and self.steps and self.epochs:
+            within = ((self.epoch - 1) * self.steps + self.step) / (self.epochs * self.steps)
+        elif self.phase == "encoding" and self.total:
+            within = 0.2 * self.done / self.total
+        elif self.phase == "testing":
+            within = 1.0
+        return min(1.0, (self.run - 1 + within) / self.runs)
+
+    def describe(self) -> str:
+        """One line for a person: ``run 2/6: prompt seed 1 · epoch 3/10 · step 5/40 · dev F1
+        0.512``."""
+        if not self.run:
+            return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
+        text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}"
+        if self.cached:
+            return text + " · loaded from the store"
+        if self.phase == "training":
+            text += f" · epoch {self.epoch}/{self.epochs} · step {self.step}/{self.steps}"
+        elif self.phase in ("loading", "encoding"):
+            text += f" · {self.phase} {self.detail}".rstrip()
+        elif self.phase in ("queued", "testing"):
+            text += f" · {self.phase}"
+        if self.dev_f1 is not None:
+            text += f" · dev F1 {self.dev_f1:.3f}"
+        return text
+
+
+def fold(events) -> ProgressState:
+    """The state after ``events``."""
+    state = ProgressState()
+    for event in events:
+        state.apply(event)
+    return state
+
+
+class ProgressLog:
+    """Appends events to a JSON-lines file (what the app's job view reads), passing each on to
+    ``inner``. Training steps and feature batches are written at most twice a second, the last of
+    a pass always."""
+
+    def __init__(self, path: str | Path, inner: ProgressFn | None = None,
+                 min_interval: float = 0.5):
+        self.path, self.inner, self.min_interval, self.last = Path(path), inner, min_interval, 0.0
+
+    def __call__(self, event: Event) -> None:
+        if self.inner:
+            self.inner(event)
+        now = time.monotonic()
+        frequent = isinstance(event, (TrainStep, FeaturePass))
+        last_of_pass = (isinstance(event, TrainStep) and event.step == event.steps) or \
+            (isinstance(event, FeaturePass) and event.done == event.total)
+        if frequent and not last_of_pass and now - self.last < self.min_interval:
+            return
+        self.last = now
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event.to_dict()) + "\n")
+
+
+def read_events(path: str | Path) -> list[Event]:
+    """The events a :class:`ProgressLog` wrote so far (a torn last line is skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = event_from_dict(json.loads(line))
+        except (json.JSONDecodeError, TypeError):
+            continue
+        if event is not None:
+            events.append(event)
+    return events

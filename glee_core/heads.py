@@ -1,0 +1,253 @@
+"""The heads a method spec composes (:mod:`glee_core.methods` is the registry), its losses and
+calibration, and the model that puts a head on a backbone.
+
+``HEADS`` maps a spec's ``predictor`` to its head class; each head knows which parts of the
+backbone's MLM head it leaves unused (so fine-tuning keeps them out of the optimiser).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .backbone import Backbone
+from .errors import GleeError
+from .methods import MethodSpec
+
+FOCAL_GAMMA = 1.0  # the paper's gamma
+ETA = 1.1  # eta-norm: eval logits divided by ||w_c|| ** ETA
+
+
+# --------------------------------------------------------------------------------------------
+# Losses and calibration
+
+
+def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = FOCAL_GAMMA
+               ) -> torch.Tensor:
+    """Mean of ``-(1 - p_t) ** gamma * log p_t`` (Lin et al., 2017)."""
+    log_p = F.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).squeeze(1)
+    return (-(1.0 - log_p.exp()) ** gamma * log_p).mean()
+
+
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float(), labels)
+
+
+LOSSES = {"ce": cross_entropy, "focal": focal_loss}  # MethodSpec.loss -> loss function
+
+
+def classification_loss(spec: MethodSpec, logits: torch.Tensor, labels: torch.Tensor
+                        ) -> torch.Tensor:
+    return LOSSES[spec.loss](logits, labels)
+
+
+def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA
+                  ) -> torch.Tensor:
+    """eta-norm calibration: logits of class c divided by ``||w_c|| ** eta``."""
+    return logits / class_weight_norms.to(logits.dtype).clamp_min(1e-12) ** eta
+
+
+# --------------------------------------------------------------------------------------------
+# Heads. Both return (logits, features): features are the classifier's input, what the paper's
+# Figure 4 histograms.
+
+
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+class ClsHead(nn.Module):
+    """``Linear(h,h) -> act -> Dropout -> [LayerNorm] -> Linear(h,C)`` on one hidden state."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
+                 verbalizer: dict[str, list[str]], detached: bool = False):
+        super().__init__()
+        h = backbone.hidden_size
+        self.dense = nn.Linear(h, h)
+        self.activation = ACTIVATIONS[spec.activation]()
+        self.dropout = nn.Dropout(0.1) if spec.dropout else nn.Identity()
+        if spec.norm is None:
+            self.norm = nn.Identity()
+        else:
+            source = backbone.mlm_layer_norm
+            self.norm = nn.LayerNorm(h, eps=source.eps)
+            if spec.norm == "pretrained":  # w/ pt. LN: start from the MLM head's LayerNorm
+                self.norm.load_state_dict(source.state_dict())
+        self.predictor = nn.Linear(h, len(classes))
+
+    @staticmethod
+    def unused_backbone_parameters(spec: MethodSpec, backbone: Backbone) -> list[nn.Parameter]:
+        """The MLM head's transform and decoder bias: a CLS head never reads them."""
+        unused = [*backbone.mlm_dense.parameters(), *backbone.mlm_layer_norm.parameters()]
+        return unused + ([backbone.mlm_decoder.bias] if backbone.mlm_decoder.bias is not None
+                         else [])
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.norm(self.dropout(self.activation(self.dense(hidden))))
+        return self.predictor(features), features
+
+    def class_weights(self) -> torch.Tensor:
+        return self.predictor.weight
+
+
+class PromptHead(nn.Module):
+    """The pretrained MLM head, scoring only the verbalizer's label-word tokens.
+
+    ``label_token_ids`` holds every token of every label word (T of them); ``averaging`` (C x T)
+    averages a class's tokens. Rather than the full vocabulary (V columns) it gathers the T decoder
+    rows and builds one weight row per class, so the step costs O(C h) instead of O(V h).
+
+    ``own_weights`` (w/ ed., and every prompt method on a frozen backbone) gives the head its own
+    copies of the decoder's label-word rows and bias instead of the rows tied to the embeddings;
+    ``detached`` (frozen backbone) also copies the transform, so the backbone is never changed."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
+                 verbalizer: dict[str, list[str]], detached: bool = False):
+        super().__init__()
+        class_token_ids = label_word_token_ids(backbone.tokenizer, verbalizer, classes)
+        share = (lambda m: copy.deepcopy(m)) if detached else (lambda m: m)
+        self.dense = share(backbone.mlm_dense)  # shared: trained with, and saved in, the backbone
+        self.layer_norm = share(backbone.mlm_layer_norm)
+        self._activation = share(backbone.mlm_activation)
+        flat = [t for ids in class_token_ids for t in ids]
+        averaging = torch.zeros(len(class_token_ids), len(flat))
+        col = 0
+        for c, ids in enumerate(class_token_ids):
+            averaging[c, col:col + len(ids)] = 1.0 / len(ids)
+            col += len(ids)
+        self.register_buffer("label_token_ids", torch.tensor(flat, dtype=torch.long))
+        self.register_buffer("averaging", averaging)
+        decoder = backbone.mlm_decoder
+        self.own_weights = spec.decoupled_embedding or detached
+        if self.own_weights:
+            # w/ ed.: an untied, separately trained copy of the input embeddings. Only label-word
+            # rows ever reach the loss, so copying those rows is the same model as copying all.
+            ids = self.label_token_ids
+            self.decoupled_rows = nn.Parameter(backbone.word_embeddings.weight.detach()[ids].clone())
+            bias = decoder.bias.detach()[ids].clone() if decoder.bias is not None \
+                else torch.zeros(len(flat))
+            self.decoupled_bias = nn.Parameter(bias)
+        else:
+            self.decoder = decoder
+
+    def token_rows(self) -> torch.Tensor:
+        if self.own_weights:
+            return self.decoupled_rows
+        return self.decoder.weight[self.label_token_ids]
+
+    def token_bias(self) -> torch.Tensor:
+        if self.own_weights:
+            return self.decoupled_bias
+        if self.decoder.bias is None:
+            return torch.zeros(len(self.label_token_ids), device=self.averaging.device)
+        return self.decoder.bias[self.label_token_ids]
+
+    def transform(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.layer_norm(self._activation(self.dense(hidden)))
+
+    def class_weights(self) -> torch.Tensor:
+        return self.averaging @ self.token_rows()
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.transform(hidden)
+        weight = self.class_weights().to(features.dtype)
+        bias = (self.averaging @ self.token_bias()).to(features.dtype)
+        return features @ weight.T + bias, features
+
+    @staticmethod
+    def unused_backbone_parameters(spec: MethodSpec, backbone: Backbone) -> list[nn.Parameter]:
+        """w/ ed. trains its own decoder rows and bias, so the tied decoder's bias is unused."""
+        bias = backbone.mlm_decoder.bias
+        return [bias] if spec.decoupled_embedding and bias is not None else []
+
+
+HEADS = {"cls": ClsHead, "mlm": PromptHead}  # MethodSpec.predictor -> head class
+
+
+class GleeModel(nn.Module):
+    """Backbone encoder + the method's head, reading one position of the sequence.
+
+    With ``frozen=True`` (quick mode) the model is the head alone: it is fed the cached hidden
+    states of the frozen backbone and never holds or changes the backbone's weights."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
+                 verbalizer: dict[str, list[str]], frozen: bool = False):
+        super().__init__()
+        self.spec = spec
+        self.frozen = frozen
+        head = HEADS[spec.predictor]
+        if not frozen:
+            self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
+            # Parts of the MLM head a method never uses get no gradient: keep them out of training
+            # (data-parallel training refuses parameters without gradients).
+            for parameter in head.unused_backbone_parameters(spec, backbone):
+                parameter.requires_grad_(False)
+        self.pass_token_type_ids = backbone.uses_token_type_ids
+        self.head = head(spec, backbone, classes, verbalizer, detached=frozen)
+
+    def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
+        return encoder_hidden_at(self.mlm, input_ids, attention_mask, positions,
+                                 token_type_ids if self.pass_token_type_ids else None)
+
+    def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
+                hidden=None, calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(logits, features)`` from token inputs or, frozen, from cached ``hidden``
+        states. ``calibrate`` applies eta-norm for methods that use it (the trainer sets it at
+        evaluation only)."""
+        if hidden is None:
+            hidden = self.hidden_at(input_ids, attention_mask, positions, token_type_ids)
+        logits, features = self.head(hidden)
+        if calibrate and self.spec.eta_norm:
+            logits = eta_normalise(logits, self.class_weight_norms())
+        return logits, features
+
+    def class_weight_norms(self) -> torch.Tensor:
+        """Per-class L2 norm of the predictor's rows (prompt: the averaged label-word rows)."""
+        return self.head.class_weights().float().norm(dim=-1)
+
+    def trained_module(self) -> nn.Module:
+        """What a run saves: the whole model, or the head alone when the backbone is frozen."""
+        return self.head if self.frozen else self
+
+
+def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_ids=None
+                          ) -> torch.Tensor:
+    """The encoder's last hidden states, (batch, length, hidden)."""
+    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+    return mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                          **kwargs).last_hidden_state
+
+
+def encoder_hidden_at(mlm: nn.Module, input_ids, attention_mask, positions, token_type_ids=None
+                      ) -> torch.Tensor:
+    """The encoder's last hidden state at one position per sequence."""
+    hidden = encoder_hidden_states(mlm, input_ids, attention_mask, token_type_ids)
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), positions]
+
+
+def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
+                         ) -> list[list[int]]:
+    """Token ids of each class's label words; an out-of-vocabulary word is an error naming it."""
+    unk = tokenizer.unk_token_id
+    out, problems = [], []
+    for name in classes:
+        ids: list[int] = []
+        for word in verbalizer[name]:
+            word_ids = tokenizer(word, add_special_tokens=False)["input_ids"]
+            if not word_ids or (unk is not None and unk in word_ids):
+                problems.append(f"{name!r} -> {word!r}")
+            ids.extend(word_ids)
+        out.append(ids)
+    if problems:
+        raise GleeError(f"label word(s) not in the model's vocabulary: {', '.join(problems[:10])}"
+                        " - give other words with --verbalizer FILE.json")
+    return out
+
+
+def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],
+                verbalizer: dict[str, list[str]], frozen: bool = False) -> GleeModel:
+    """Compose the method on ``backbone``. Fine-tuning, the model owns and trains the backbone's
+    weights (pass a copy); ``frozen``, it is the head alone and the backbone stays untouched."""
+    return GleeModel(spec, backbone, classes, verbalizer, frozen=frozen)

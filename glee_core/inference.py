@@ -1,0 +1,121 @@
+"""Score new text with a stored run (or, zero-shot, with a backbone's MLM head).
+
+A :class:`Scorer` is a model ready to score plus what is needed to read its scores: classes,
+label words, head classes, template and max length. ``Scorer.for_run`` rebuilds a run's model from
+its record and loads its saved weights; the CLI's ``score`` and the app's Playground both use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load_model
+
+from .backbone import Backbone, load_backbone
+from .datasets import LongTailDataset
+from .devices import resolve_device
+from .encoding import encode
+from .errors import GleeError
+from .experiment import get_backbone
+from .features import FeatureSplit, compute_hidden
+from .heads import GleeModel, build_model
+from .methods import get_method
+from .record import group_of
+from .store import Run, load_checked
+from .training import predict
+
+
+def load_run(path: str | Path) -> Run:
+    """A finished run from its directory, or a :class:`GleeError` saying what is wrong."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        raise GleeError(f"run directory not found: {path}")
+    run, problem = load_checked(path)
+    if problem:
+        raise GleeError(f"{path} is not a finished run: {problem}")
+    return run
+
+
+@dataclass
+class Scorer:
+    model: GleeModel
+    backbone: Backbone
+    classes: list[str]
+    verbalizer: dict[str, list[str]]
+    head_classes: list[str]
+    template: str
+    max_length: int
+    device: str = "cpu"
+
+    @classmethod
+    def for_run(cls, run: Run, device: str = "cpu") -> Scorer:
+        """Rebuild a run's model from its record and load its saved weights (the head alone for
+        a frozen-backbone run)."""
+        if not run.weights_path.is_file():
+            raise GleeError(f"{run.path}: model.safetensors missing - the run cannot score text; "
+                            "retrain it with --force")
+        record = run.record
+        frozen = record.mode == "frozen"
+        # A frozen run shares the process's backbone; a fine-tuned one overwrites every weight.
+        backbone = get_backbone(record.model.name) if frozen else load_backbone(record.model.name)
+        model = build_model(record.method, backbone, record.dataset.classes,
+                            record.dataset.verbalizer, frozen=frozen)
+        try:
+            load_model(model.trained_module(), str(run.weights_path))
+        except Exception as exc:  # a truncated or foreign file
+            raise GleeError(f"{run.weights_path}: cannot load the weights ({exc})") from None
+        model = model.to(resolve_device(device)).eval()
+        return cls(model, backbone, record.dataset.classes, record.dataset.verbalizer,
+                   record.dataset.head_classes, record.dataset.template,
+                   record.hyperparameters.max_length, device)
+
+    @classmethod
+    def zero_shot(cls, backbone: Backbone, dataset: LongTailDataset) -> Scorer:
+        """The untrained backbone's MLM head scoring the verbalizer's label words at
+        ``[MASK]``."""
+        model = build_model(get_method("prompt"), backbone, dataset.classes, dataset.verbalizer)
+        return cls(model.eval(), backbone, dataset.classes, dataset.verbalizer,
+                   dataset.head_tail()[0], dataset.template, dataset.max_length)
+
+    @property
+    def is_verbalizer(self) -> bool:
+        """Are the scores label words at ``[MASK]`` (prompt methods) rather than a CLS head's?"""
+        return self.model.spec.predictor == "mlm"
+
+    def logits(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
+        """Calibrated logits (as the run evaluated them), one row per text."""
+        frame = pd.DataFrame({"text": texts, "text_b": texts_b or [""] * len(texts),
+                              "label": np.zeros(len(texts), dtype=np.int64)})
+        split = encode(frame, self.backbone.tokenizer, self.model.spec.input_format,
+                       self.template, self.max_length)
+        device = resolve_device(self.device)
+        if self.model.frozen:
+            split = FeatureSplit(compute_hidden(self.backbone, split, device), split.labels)
+        logits, _ = predict(self.model, split, self.backbone.tokenizer.pad_token_id or 0, device)
+        return logits
+
+    def probabilities(self, texts: list[str], texts_b: list[str] | None = None
+                      ) -> pd.DataFrame:
+        """Every class's probability for each text (rows: texts, columns: classes)."""
+        probs = torch.softmax(torch.from_numpy(self.logits(texts, texts_b)), dim=1).numpy()
+        return pd.DataFrame(probs, columns=self.classes)
+
+    def score_table(self, text: str, text_b: str | None = None) -> pd.DataFrame:
+        """One text's scores, best first: class, probability, logit, label words, head/tail."""
+        logits = self.logits([text], [text_b] if text_b else None)[0]
+        probs = torch.softmax(torch.from_numpy(logits), dim=0).numpy()
+        table = pd.DataFrame({
+            "class": self.classes, "score": probs, "logit": logits,
+            "label words": [" | ".join(self.verbalizer.get(c, [])) for c in self.classes],
+            "group": [group_of(c, self.head_classes) for c in self.classes]})
+        return table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,
+                device: str = "cpu") -> pd.DataFrame:
+    """Every class's probability for each text with a stored run."""
+    return Scorer.for_run(run, device).probabilities(texts, texts_b)
