@@ -15,14 +15,14 @@ import torch
 
 from glee_core.encoding import EncodedSplit
 from glee_core.heads import GleeModel, PromptHead, classification_loss, encoder_hidden_states
-from glee_core.training import TrainingState, _model_inputs, _to
+from glee_core.training import TrainingState, batch_to, model_inputs, optimizer_step
 
 
 def full_vocabulary_logits(model: GleeModel, batch: dict) -> tuple[torch.Tensor, None]:
     """Logits the straightforward way. Prompt heads: the MLM head over every position and the
     whole vocabulary, then the ``[MASK]`` row and the label-word columns (averaged per class);
     CLS heads read ``[CLS]`` as the fast path does. Calibration (η-norm) as at evaluation."""
-    inputs = _model_inputs(batch)
+    inputs = model_inputs(batch)
     head = model.head
     if not isinstance(head, PromptHead):
         return model(**inputs, calibrate=True)[0], None
@@ -48,15 +48,11 @@ def train_one_epoch(state: TrainingState, train: EncodedSplit, max_length: int) 
     order = state.rng.permutation(len(train))
     losses = []
     for start in range(0, len(order), config.batch_size):
-        batch = _to(train.batch(order[start:start + config.batch_size], state.pad_id,
+        batch = batch_to(train.batch(order[start:start + config.batch_size], state.pad_id,
                                 max_length), device)
         logits, _ = full_vocabulary_logits(state.model, batch)
         loss = classification_loss(state.spec, logits, batch["labels"])
-        state.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(state.params, config.max_grad_norm)
-        state.optimizer.step()
-        state.scheduler.step()
+        optimizer_step(state, loss)
         losses.append(float(loss.detach()))  # the released loop reads the loss back every step
     return float(np.mean(losses))
 
@@ -69,7 +65,7 @@ def predict(model: GleeModel, split: EncodedSplit, pad_id: int, device: torch.de
     out = []
     for start in range(0, len(split), batch_size):
         index = np.arange(start, min(start + batch_size, len(split)))
-        logits, _ = full_vocabulary_logits(model, _to(split.batch(index, pad_id, max_length),
+        logits, _ = full_vocabulary_logits(model, batch_to(split.batch(index, pad_id, max_length),
                                                       device))
         out.append(logits.float().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)

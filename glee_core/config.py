@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GleeError
+from .files import write_json_atomic
 
 FINETUNE_LR = 1e-5  # the paper's
 FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
@@ -154,7 +155,7 @@ class DataOptions:
 
     def load(self):
         """The dataset (see :func:`glee_core.datasets.load_dataset`)."""
-        from .datasets import load_dataset  # pandas: only when a dataset is really read
+        from .datasets import load_dataset  # noqa: PLC0415 (pandas: only to read a dataset)
 
         return load_dataset(self.dataset, **{k: v for k, v in asdict(self).items()
                                              if k != "dataset"})
@@ -227,8 +228,6 @@ class TrainRequest:
                    force=bool(values.get("force", False)))
 
     def write(self, path: str | Path) -> Path:
-        from .store import write_json_atomic
-
         return write_json_atomic(Path(path), self.to_dict())
 
     @classmethod

@@ -27,10 +27,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from . import environment
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
 from .errors import GleeError
+from .hub import hub_reachable
 
 SPLITS = ("train", "dev", "test")
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
@@ -228,7 +230,8 @@ def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_S
         n_hold = min(max(n_hold, 1 if len(keys) >= 2 else 0), len(keys) - 1)
         for rank, k in enumerate(order):
             (hold if rank < n_hold else keep).extend(group.index[texts[keys[k]]])
-    return frame.loc[sorted(keep)].reset_index(drop=True), frame.loc[sorted(hold)].reset_index(drop=True)
+    return (frame.loc[sorted(keep)].reset_index(drop=True),
+            frame.loc[sorted(hold)].reset_index(drop=True))
 
 
 def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
@@ -294,9 +297,8 @@ def load_demo(threshold: float | None = None) -> LongTailDataset:
     deterministic stratified 70/10/20 split by distinct text (many conversations share their first
     utterance, and a text never sits in two splits). Categories with fewer than 3 distinct texts are
     reported in ``dropped_classes`` (they cannot appear in every split)."""
-    import yaml
     try:
-        import chatterbot_corpus
+        import chatterbot_corpus  # noqa: PLC0415 (optional: only for the demo)
     except ImportError:
         raise GleeError("the demo dataset needs the 'chatterbot-corpus' package: "
                         "pip install --no-deps chatterbot-corpus") from None
@@ -492,7 +494,8 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
                             engine="python", on_bad_lines=skip_bad_line)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
         raise GleeError(f"{source}: not a readable CSV ({str(exc).strip()}); "
-                        "check the quoting (an unclosed \" swallows the rest of the file)") from None
+                        "check the quoting (an unclosed \" swallows the rest of the file)"
+                        ) from None
     if ragged:
         warnings.append(f"{source}: skipped {len(ragged)} row(s) with more fields than the header")
     frame = frame.fillna("")  # rows with fewer fields than the header
@@ -573,11 +576,10 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
                     template: str | None = None, max_length: int = 128) -> LongTailDataset:
     """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder)."""
     try:
-        import datasets as hf_datasets
+        import datasets as hf_datasets  # noqa: PLC0415 (heavy: only for hf: specs)
     except ImportError:
         raise GleeError("hf: datasets need the 'datasets' package: pip install datasets") from None
     name, _, config = spec.partition(":")
-    from .backbone import hub_reachable
     if not Path(name).expanduser().is_dir() and not hub_reachable():
         raise GleeError(f"cannot load Hugging Face dataset {spec!r}: it is not a local folder and "
                         "the hub is unreachable from this machine; use csv:PATH or a local folder")

@@ -16,6 +16,8 @@ from functools import cache
 
 import numpy as np
 import torch
+from accelerate import Accelerator
+from accelerate.utils import broadcast_object_list
 
 
 def world_size() -> int:
@@ -54,7 +56,6 @@ class DataParallel:
 
     def broadcast(self, value):
         """The main process's ``value`` on every process."""
-        from accelerate.utils import broadcast_object_list
         return broadcast_object_list([value], from_process=0)[0]
 
     def barrier(self) -> None:
@@ -63,7 +64,6 @@ class DataParallel:
 
 @cache
 def _context(cpu: bool) -> DataParallel:
-    from accelerate import Accelerator
     return DataParallel(Accelerator(cpu=cpu))
 
 

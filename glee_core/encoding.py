@@ -95,7 +95,8 @@ def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int
         if kind == "literal":
             literal_ids[i] = tokenizer(value, add_special_tokens=False)["input_ids"]
         elif kind == "slot":
-            after_space = i > 0 and pieces[i - 1][0] == "literal" and pieces[i - 1][1][-1:].isspace()
+            after_space = (i > 0 and pieces[i - 1][0] == "literal"
+                           and pieces[i - 1][1][-1:].isspace())
             values = frame[value].tolist()
             if after_space:
                 values = [" " + v for v in values]

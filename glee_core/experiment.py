@@ -31,10 +31,11 @@ from .distributed import data_parallel
 from .encoding import unknown_token_share
 from .errors import GleeError
 from .events import Loading, Note, ProgressFn, Queued, RunStarted
+from .files import write_json
 from .heads import label_word_token_ids
 from .methods import MethodSpec, get_method
-from .record import DatasetRecord, ModelRecord, RunRecord
-from .store import Run, RunStore, make_run_id, write_json
+from .record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
+from .store import Run, RunStore, make_run_id
 from .training import RunResult, train_and_evaluate
 
 UNKNOWN_SHARE_WARNING = 0.05
@@ -131,10 +132,7 @@ def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
                        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                        versions=package_versions(), identity=job.identity, timing=result.timing)
     if record.mlm_head_caveat:
-        record.notes.append(
-            f"{job.spec.id} starts from the MLM head, but the backbone {backbone.name!r} has no "
-            "pretrained MLM head transform (it was initialised fresh), so the paper's prompt / "
-            "pt. LN advantage cannot show with this backbone")
+        record.notes.append(untrained_head_note(backbone.name, [job.spec.id]))
     record.notes += notes + result.notes
     return record
 
@@ -148,7 +146,7 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
         np.savez(folder / "features.npz", **result.features)
         result.predictions.to_csv(folder / "predictions.csv", index=False)
         write_json(folder / "weight_norms.json",
-                   dict(zip(record.dataset.classes, result.weight_norms)))
+                   dict(zip(record.dataset.classes, result.weight_norms, strict=True)))
         write_json(folder / "history.json", result.history)
         write_json(folder / "config.json", record.to_dict())
         write_json(folder / "metrics.json", result.metrics)  # last: marks the run complete
@@ -186,7 +184,7 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
             if train:
                 backbone = get_backbone(model_name)
                 queued = Queued(run_id=job.run_id)
-                with store.training_slot(lambda: progress(queued)) if main \
+                with store.training_slot(lambda event=queued: progress(event)) if main \
                         else contextlib.nullcontext():
                     result = train_and_evaluate(dataset, job.spec, backbone, job.config,
                                                 progress, feature_cache=store.features_dir)

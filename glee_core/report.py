@@ -10,12 +10,15 @@ import io
 import time
 from pathlib import Path
 
+import vl_convert
+from fpdf import FPDF
 from PIL import Image
 
 from . import charts
 from .errors import GleeError
+from .files import write_atomic
 from .record import METRIC_TITLES, MODE_LABELS
-from .store import Run, aggregate, write_atomic
+from .store import Run, aggregate
 from .tables import comparison_table
 
 FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
@@ -24,8 +27,6 @@ FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
 
 def chart_png(chart, scale: float = 2.0) -> bytes:
     """An Altair chart as PNG bytes (``width="container"`` charts get a fixed page width)."""
-    import vl_convert
-
     spec = chart.to_dict()
     if spec.get("width") == "container":
         spec["width"] = 640
@@ -33,8 +34,6 @@ def chart_png(chart, scale: float = 2.0) -> bytes:
 
 
 def _pdf_class():
-    from fpdf import FPDF
-
     class ReportPDF(FPDF):
         def footer(self):
             self.set_y(-12)
@@ -67,7 +66,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
     settings = sorted({r.setting for r in runs})
     if len(settings) > 1:
         raise GleeError(f"runs of several settings ({'; '.join(settings)}); choose one with "
-                        "--setting (or narrow with --model and --backbone)")
+                        "--setting (or narrow with --model and --mode)")
     first = runs[0]
     pdf = _pdf_class()(format="A4", unit="mm")
     font = next((Path(f) for f in FONT_FOLDERS

@@ -29,9 +29,11 @@ from .config import TrainConfig
 from .datasets import LongTailDataset
 from .errors import GleeError
 from .events import ProgressFn
+from .files import write_atomic
 from .methods import METHODS, get_method
 from .record import METRIC_KEYS, METRIC_TITLES
-from .store import Run, RunStore, aggregate, config_hash, slug, write_atomic
+from .store import Run, RunStore, aggregate, config_hash, slug
+from .tables import markdown_table
 
 REFERENCE_FILE = Path(__file__).with_name("reference_results.json")
 PAPER_SEEDS = (775, 776, 777, 778, 779)  # the released scripts' seeds
@@ -233,14 +235,11 @@ def comparison_markdown(frame: pd.DataFrame, table: PaperTable, header: Iterable
     for metrics in table.blocks:
         block = comparison_block(frame, metrics)
         names = " / ".join(METRIC_TITLES[m] for m in metrics)
-        out += [f"### {names}", "",
-                "| Method | | " + " | ".join(block.columns) + " |",
-                "|---|---|" + "---:|" * len(block.columns)]
-        for (row_name, kind), values in block.iterrows():
-            cells = [f"**{v[:-1]}**" if v.endswith("*") else v for v in values]
-            out.append(f"| {row_name if kind == 'ours' else ''} | {kind} | "
-                       + " | ".join(cells) + " |")
-        out.append("")
+        rows = [[row_name if kind == "ours" else "", kind,
+                 *[f"**{v[:-1]}**" if v.endswith("*") else v for v in values]]
+                for (row_name, kind), values in block.iterrows()]
+        out += [f"### {names}", "", *markdown_table(["Method", "", *block.columns], rows, left=2),
+                ""]
     out.append(reference_note(frame))
     return "\n".join(out) + "\n"
 
@@ -279,7 +278,8 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
               command: str = "") -> tuple[pd.DataFrame, dict]:
     """Train (or load) every method x seed of ``table`` on every dataset, then compare and write
     ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest."""
-    from .experiment import plan_runs, preflight, run_experiments  # torch: only to train
+    # torch: only to train (the app's Results page reads reproductions without it)
+    from .experiment import plan_runs, preflight, run_experiments  # noqa: PLC0415
 
     run = run or run_experiments
     specs = [get_method(m) for m in table.methods]

@@ -62,43 +62,6 @@ def make_run_id(dataset_id: str, method: str, seed: int, identity: dict) -> str:
     return f"{slug(dataset_id)}-{method}-s{seed}-{config_hash(identity)}"
 
 
-def write_json(path: Path, data) -> None:
-    """Write JSON (numpy scalars and arrays allowed). Inside a run being written, plain writes
-    suffice: the whole folder is renamed into place."""
-    path.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=_json_default),
-                    encoding="utf-8")
-
-
-def write_atomic(path: Path, data: bytes | str) -> Path:
-    """Write a file another process may read: to a temporary name beside it, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def write_json_atomic(path: Path, data) -> Path:
-    return write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False,
-                                         default=_json_default))
-
-
-def _json_default(value):
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (np.floating,)):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
 @dataclass
 class Run:
     """A finished run on disk; its files are read when first asked for."""

@@ -27,17 +27,20 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
                                        *METRIC_TITLES.values(), "best"])
 
 
+def markdown_table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    """A Markdown table's lines: the first ``left`` columns left-aligned, numbers right."""
+    return ["| " + " | ".join(header) + " |",
+            "|" + "---|" * left + "---:|" * (len(header) - left),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
+
+
 def to_markdown(table: pd.DataFrame) -> str:
     """Markdown, one section per dataset and setting, best cells in bold."""
     out = []
     for (dataset, setting), group in table.groupby(["dataset", "setting"], sort=False):
+        rows = [[f"{row['paper row']} (`{row['method']}`)", row["seeds"],
+                 *[f"**{row[t]}**" if t in row["best"] else row[t]
+                   for t in METRIC_TITLES.values()]] for _, row in group.iterrows()]
         out += [f"### {dataset} ({setting})", "",
-                "| Method | Seeds | " + " | ".join(METRIC_TITLES.values()) + " |",
-                "|---|---:|" + "---:|" * len(METRIC_TITLES)]
-        for _, row in group.iterrows():
-            cells = [f"**{row[t]}**" if t in row["best"] else row[t]
-                     for t in METRIC_TITLES.values()]
-            out.append(f"| {row['paper row']} (`{row['method']}`) | {row['seeds']} | "
-                       + " | ".join(cells) + " |")
-        out.append("")
+                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values()], rows), ""]
     return "\n".join(out)

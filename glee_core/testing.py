@@ -7,6 +7,15 @@ import os
 from pathlib import Path
 
 import torch
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+from tokenizers.processors import TemplateProcessing
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    PreTrainedTokenizerFast,
+    RobertaConfig,
+    RobertaForMaskedLM,
+)
 
 from .backbone import MLM_HEAD_LAYOUTS, _get
 from .errors import GleeError
@@ -18,15 +27,6 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
 
     The vocabulary is the special tokens plus ``vocab_words``; ``family`` is ``bert`` or
     ``roberta``. It is loaded back through :func:`load_backbone` like any model."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
-    from transformers import (
-        BertConfig,
-        BertForMaskedLM,
-        PreTrainedTokenizerFast,
-        RobertaConfig,
-        RobertaForMaskedLM,
-    )
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
@@ -46,7 +46,6 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
     core.normalizer = normalizers.Lowercase()
     core.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
-    from tokenizers.processors import TemplateProcessing
     cls, sep = tokens["cls_token"], tokens["sep_token"]
     core.post_processor = TemplateProcessing(
         single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
@@ -63,7 +62,8 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
         model = RobertaForMaskedLM(RobertaConfig(**common, bos_token_id=vocab["<s>"],
                                                  eos_token_id=vocab["</s>"], type_vocab_size=1))
     with torch.no_grad():  # a "pretrained" head: non-trivial LayerNorm so tests can see it copied
-        layout = next(l for l in MLM_HEAD_LAYOUTS if _get(model, l.layer_norm) is not None)
+        layout = next(candidate for candidate in MLM_HEAD_LAYOUTS
+                      if _get(model, candidate.layer_norm) is not None)
         ln = _get(model, layout.layer_norm)
         ln.weight.uniform_(0.5, 1.5)
         ln.bias.uniform_(-0.1, 0.1)

@@ -13,7 +13,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Union
 
 import numpy as np
 import pandas as pd
@@ -52,16 +51,16 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _to(batch: dict, device: torch.device) -> dict:
+def batch_to(batch: dict, device: torch.device) -> dict:
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
-def _model_inputs(batch: dict) -> dict:
+def model_inputs(batch: dict) -> dict:
     return {k: batch[k] for k in ("input_ids", "attention_mask", "positions", "token_type_ids",
                                   "hidden") if k in batch}
 
 
-Split = Union[EncodedSplit, FeatureSplit]
+Split = EncodedSplit | FeatureSplit
 
 
 @torch.inference_mode()
@@ -75,9 +74,9 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
     logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
     features = None
     for index in eval_batches(split.lengths, batch_size):
-        batch = _to(split.batch(index, pad_id), device)
+        batch = batch_to(split.batch(index, pad_id), device)
         with autocast(device, precision):
-            out, feats = model(**_model_inputs(batch), calibrate=True)
+            out, feats = model(**model_inputs(batch), calibrate=True)
         logits[index] = out.float().cpu().numpy()
         if features is None:
             features = np.zeros((len(split), feats.shape[-1]), dtype=np.float32)
@@ -130,6 +129,15 @@ class TrainingState:
     ddp: DataParallel | None = None
 
 
+def optimizer_step(state: TrainingState, loss: torch.Tensor) -> None:
+    """Backpropagate ``loss``, clip the gradient norm, step the optimiser and the schedule."""
+    state.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(state.params, state.config.max_grad_norm)
+    state.optimizer.step()
+    state.scheduler.step()
+
+
 def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: ProgressFn
                     ) -> tuple[float, int]:
     """One pass over ``train``; returns (summed loss, steps). The loss stays on the device and
@@ -143,15 +151,11 @@ def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: Pr
     precision = resolve_precision(config.precision, device)
     loss_sum = torch.zeros((), device=device)
     for step, index in enumerate(batches, 1):
-        batch = _to(train.batch(index, state.pad_id), device)
+        batch = batch_to(train.batch(index, state.pad_id), device)
         with autocast(device, precision):
-            logits, _ = state.model(**_model_inputs(batch))
+            logits, _ = state.model(**model_inputs(batch))
         loss = classification_loss(state.spec, logits, batch["labels"])
-        state.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(state.params, config.max_grad_norm)
-        state.optimizer.step()
-        state.scheduler.step()
+        optimizer_step(state, loss)
         loss_sum += loss.detach()
         report = step % config.log_every == 0 or step == len(batches)
         progress(TrainStep(epoch=epoch, epochs=config.epochs, step=step, steps=len(batches),

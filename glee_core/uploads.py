@@ -18,7 +18,7 @@ from pathlib import Path
 from .config import DataOptions
 from .datasets import LongTailDataset, load_dataset, read_csv_frame
 from .errors import GleeError
-from .store import write_atomic
+from .files import write_atomic
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 ACCEPTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 with BOM, latin-1"

@@ -38,7 +38,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
     if not manifests:
         st.info("No reproduction in this run store yet. Run one table of the paper from the "
                 "command line, e.g. `python -m glee_core reproduce --table 2 --datasets r8 "
-                f"--backbone frozen --data-dir DATA --runs-dir {store.root}`; it appears here.")
+                f"--mode frozen --data-dir DATA --runs-dir {store.root}`; it appears here.")
     else:
         labels = {m["path"]: f"Table {m['table']} · {', '.join(m['datasets'])} · "
                              f"{', '.join(sorted(set(m['models'].values())))} ({m['backbone']}) · "

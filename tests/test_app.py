@@ -156,6 +156,7 @@ def test_report_page_builds_a_pdf(app):
     assert any(d.label == "Download the PDF report" for d in at.get("download_button"))
 
 
+@pytest.mark.slow
 def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     at = app("pages/2_Train.py").run()
     assert not at.exception

@@ -55,6 +55,7 @@ def server(tmp_path, tiny_bert):
     proc.wait(timeout=20)
 
 
+@pytest.mark.slow
 def test_click_through_the_app(server):
     from playwright.sync_api import expect, sync_playwright
 

@@ -20,6 +20,7 @@ def free_port() -> int:
 
 
 @pytest.mark.parametrize("method", ["prompt", "cls-relu-pt-ln"])
+@pytest.mark.slow
 def test_two_process_data_parallel_step_ends_with_identical_weights(tiny_bert, toy_csv,
                                                                     tmp_path, method):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")

@@ -36,3 +36,19 @@ def test_status_of_finished_failed_and_killed_jobs(tmp_path):
     assert failed.status == "failed" and failed.error == "unknown method 'y'"
     killed = write_job(tmp_path / "c", [], out="", err="epoch 1/3 ...")
     assert killed.status == "stopped" and killed.progress().fraction == 0.0
+
+
+def test_a_reused_pid_is_neither_running_nor_signalled(tmp_path):
+    """The job's pid now names another process (here: this test's own): the job reads as
+    stopped and stop() signals nothing."""
+    import os
+
+    from glee_core.jobs import process_start
+
+    job = write_job(tmp_path, [], pid=os.getpid())
+    record = json.loads(job.path.read_text())
+    record["pid_start"] = "1"  # not when this process started
+    job.path.write_text(json.dumps(record))
+    job = Job(job.path)
+    assert process_start(os.getpid()) not in (None, "1")
+    assert job.status == "stopped" and job.stop() is False  # and we are still alive

@@ -134,6 +134,7 @@ def _train_cmd(model, data, runs, *extra):
             "--lr", "1e-3", *extra]
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_nothing_that_looks_finished(tiny_bert, toy_csv, tmp_path):
     runs = tmp_path / "runs"
     proc = subprocess.Popen(_train_cmd(tiny_bert, toy_csv, runs, "--epochs", "200",
@@ -155,6 +156,7 @@ def test_a_killed_run_leaves_nothing_that_looks_finished(tiny_bert, toy_csv, tmp
     assert len(store.runs()) == 1
 
 
+@pytest.mark.slow
 def test_two_launches_of_one_configuration_train_it_once(tiny_bert, toy_csv, tmp_path):
     runs = tmp_path / "runs"
     cmd = _train_cmd(tiny_bert, toy_csv, runs, "--epochs", "3")
@@ -170,6 +172,7 @@ def test_two_launches_of_one_configuration_train_it_once(tiny_bert, toy_csv, tmp
     assert len(RunStore(runs).runs()) == 1
 
 
+@pytest.mark.slow
 def test_different_configurations_queue_for_the_training_slot(tiny_bert, toy_csv, tmp_path):
     runs = tmp_path / "runs"
     store = RunStore(runs)
@@ -253,7 +256,7 @@ def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
                           TrainConfig(epochs=1, batch_size=16), RunStore(tmp_path))[0]
     np.savez(run.path / "features.npz", features=np.array([{"evil": 1}], dtype=object))
     with pytest.raises(ValueError, match="allow_pickle"):
-        run.features
+        _ = run.features
     source = "\n".join(p.read_text() for p in (ROOT / "glee_core").glob("*.py"))
     assert "torch.load(" not in source and "allow_pickle=True" not in source
     assert "trust_remote_code=True" not in source

@@ -129,3 +129,19 @@ def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
     markdown = to_markdown(table)
     assert "Prompt-tuning (`prompt`)" in markdown and "| Method |" in markdown
     json.dumps(table.to_dict(orient="records"))
+
+
+def test_a_run_folder_of_the_first_layout_still_loads(tiny_bert, toy_dataset, runs_dir):
+    """Version 1 wrote no schema_version and kept the mode as ``backbone_mode``."""
+    run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
+                          TrainConfig(epochs=1, batch_size=16, mode="frozen"),
+                          RunStore(runs_dir))[0]
+    config = json.loads((run.path / "config.json").read_text())
+    assert config["schema_version"] == 2 and config["mode"] == "frozen"
+    old = {k: v for k, v in config.items() if k not in ("schema_version", "mode")}
+    old["backbone_mode"] = "frozen"
+    old["hyperparameters"] = {k: v for k, v in old["hyperparameters"].items() if k != "backbone"}
+    (run.path / "config.json").write_text(json.dumps(old))
+    [again] = RunStore(runs_dir).runs()
+    assert again.record.schema_version == 1 and again.record.mode == "frozen"
+    assert again.setting == run.setting and again.run_id == run.run_id

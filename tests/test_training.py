@@ -81,6 +81,6 @@ def test_prompt_truncation_keeps_the_template_and_mask(bert, toy_dataset):
     frame["text"] = frame["text"] + " the" * 300
     split = encode(frame, bert.tokenizer, "prompt", toy_dataset.template, 32)
     mask = bert.tokenizer.mask_token_id
-    for ids, pos in zip(split.input_ids, split.positions):
+    for ids, pos in zip(split.input_ids, split.positions, strict=True):
         assert len(ids) == 32 and ids[pos] == mask
         assert ids[-1] == bert.tokenizer.sep_token_id

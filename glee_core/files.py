@@ -1,0 +1,48 @@
+"""Writing files that other processes read: JSON (numpy values allowed) and the atomic write.
+
+Anything another process may read while it is written (a job's record, a request, a reproduction's
+tables, an upload's metadata, a report) goes through :func:`write_atomic`: a temporary name beside
+the target, then one rename. A run folder is written whole under a temporary name by the store
+and renamed into place, so the files inside it use plain :func:`write_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def _json_default(value):
+    """numpy scalars and arrays (without importing numpy: they all have ``tolist``)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps(data) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False, default=_json_default)
+
+
+def write_json(path: Path, data) -> None:
+    Path(path).write_text(dumps(data), encoding="utf-8")
+
+
+def write_atomic(path: Path, data: bytes | str) -> Path:
+    """Write to a temporary name beside ``path``, then rename: readers see all or nothing."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomic(path: Path, data) -> Path:
+    return write_atomic(path, dumps(data))
