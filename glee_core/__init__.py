@@ -31,6 +31,7 @@ _EXPORTS = {
     "Run": "store", "RunStore": "store", "aggregate": "store", "RunRecord": "record",
     "TrainConfig": "config", "DataOptions": "config", "TrainRequest": "config",
     "run_experiments": "experiment", "Scorer": "inference", "load_run": "inference",
+    "load_classifier": "export", "export_run": "export",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -189,6 +189,19 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
     except OSError as exc:
         raise GleeError(f"cannot load model {name!r}: {str(exc).splitlines()[0]} - give a local "
                         "folder (save_pretrained) or an HF id where the hub is reachable") from None
+    layout = mlm_head_layout(model, tokenizer, source)
+    head_prefixes = tuple(p.rsplit(".", 1)[0] if "." in p else p
+                          for p in (layout.dense, layout.layer_norm))
+    missing = info.get("missing_keys", [])
+    mlm_head_pretrained = not any(k.startswith(head_prefixes) for k in missing)
+    model.config.use_cache = False
+    return Backbone(name=name, source=source, model=model, tokenizer=tokenizer, layout=layout,
+                    mlm_head_pretrained=mlm_head_pretrained, fingerprint=model_fingerprint(name))
+
+
+def mlm_head_layout(model: nn.Module, tokenizer, source: str) -> MLMHeadLayout:
+    """The MLM head layout of ``model``; a GleeError when its family is not supported or the
+    tokenizer has no mask token."""
     if tokenizer.mask_token_id is None:
         raise GleeError(f"{source}: the tokenizer has no mask token; prompt methods need one")
     layout = next((candidate for candidate in MLM_HEAD_LAYOUTS
@@ -198,13 +211,28 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
         families = ", ".join(known.family for known in MLM_HEAD_LAYOUTS)
         raise GleeError(f"{source}: MLM head layout of {type(model).__name__} is not supported "
                         f"(supported families: {families})")
-    head_prefixes = tuple(p.rsplit(".", 1)[0] if "." in p else p
-                          for p in (layout.dense, layout.layer_norm))
-    missing = info.get("missing_keys", [])
-    mlm_head_pretrained = not any(k.startswith(head_prefixes) for k in missing)
+    return layout
+
+
+def backbone_from_config(folder: str | Path, record: dict) -> Backbone:
+    """An architecture from ``folder``'s config.json and tokenizer files, with weights left to
+    the caller to load (an exported fine-tuned classifier carries them all). No download, no
+    remote code."""
+    source = str(folder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(LOAD_SEED)
+            model = AutoModelForMaskedLM.from_config(config, trust_remote_code=False)
+    except (OSError, ValueError) as exc:
+        raise GleeError(f"{source}: cannot rebuild the backbone ({str(exc).splitlines()[0]})"
+                        ) from None
     model.config.use_cache = False
-    return Backbone(name=name, source=source, model=model, tokenizer=tokenizer, layout=layout,
-                    mlm_head_pretrained=mlm_head_pretrained, fingerprint=model_fingerprint(name))
+    return Backbone(name=record.get("name", source), source=source, model=model,
+                    tokenizer=tokenizer, layout=mlm_head_layout(model, tokenizer, source),
+                    mlm_head_pretrained=bool(record.get("mlm_head_pretrained", True)),
+                    fingerprint=record.get("fingerprint", ""))
 
 
 def estimate_parameters(name: str, default: int = 110_000_000) -> int:

@@ -108,6 +108,26 @@ def build_parser() -> argparse.ArgumentParser:
                   help_overrides={"epochs": "default: the paper's (10; few-shot 5)"})
     rep.add_argument("--format", choices=("text", "md"), default="text")
 
+    predict = sub.add_parser("predict", help="classify a CSV of texts with a stored run or an "
+                             "exported classifier; writes the rows with the predictions")
+    source = predict.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", help="a run directory")
+    source.add_argument("--classifier", help="a folder written by export")
+    predict.add_argument("--input", required=True, help="CSV of texts (any delimiter/encoding)")
+    predict.add_argument("--text-column", help="the text column (default: text, sentence, ...)")
+    predict.add_argument("--text-b-column", help="a second text column, for pair datasets")
+    predict.add_argument("--out", required=True, help="the CSV to write")
+    predict.add_argument("--top-k", type=int, default=3, help="labels ranked per row (default 3)")
+    predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
+
+    export = sub.add_parser("export", help="write a run as a self-contained classifier folder "
+                            "with a model card")
+    export.add_argument("--run", required=True, help="a run directory")
+    export.add_argument("--out", required=True, help="a new folder")
+    export.add_argument("--include-backbone", action="store_true",
+                        help="quick-mode runs: copy the backbone's weights in (default: "
+                        "referenced by name and fingerprint)")
+
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help="a run directory")
     score.add_argument("--text", required=True)
@@ -338,6 +358,46 @@ def _cmd_score(args) -> int:
     return 0
 
 
+def _cmd_predict(args) -> int:
+    from .devices import resolve_device
+    from .export import load_classifier
+    from .files import write_atomic
+    from .inference import Scorer, load_run, predict_csv
+
+    device = resolve_device(args.device).type
+    scorer = (Scorer.for_run(load_run(args.run), device) if args.run
+              else load_classifier(args.classifier, device))
+    bars: list[tqdm] = []
+
+    def progress(done: int, total: int) -> None:  # the bar opens once the input has been read
+        if not bars:
+            bars.append(tqdm(total=total, unit="text", desc="predicting", file=sys.stderr,
+                             dynamic_ncols=True, mininterval=1.0))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        table = predict_csv(scorer, args.input, args.text_column, args.text_b_column, args.top_k,
+                            progress)
+    finally:
+        for bar in bars:
+            bar.close()
+    out = write_atomic(args.out, table.to_csv(index=False))
+    print(json.dumps({"predictions": str(out), "rows": len(table),
+                      "classes": len(scorer.classes)}))
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from .export import export_run
+    from .inference import load_run
+
+    out = export_run(load_run(args.run), args.out, args.include_backbone)
+    files = {p.relative_to(out).as_posix(): p.stat().st_size for p in sorted(out.rglob("*"))
+             if p.is_file()}
+    print(json.dumps({"classifier": str(out), "bytes": sum(files.values()), "files": files}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -356,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_compare(args)
         elif args.command == "score":
             return _cmd_score(args)
+        elif args.command == "predict":
+            return _cmd_predict(args)
+        elif args.command == "export":
+            return _cmd_export(args)
         elif args.command == "report":
             return _cmd_report(args)
         return 0

@@ -504,6 +504,20 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     return frame, warnings
 
 
+def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
+                   text_b_column: str | None = None) -> tuple[pd.DataFrame, str, str | None]:
+    """A CSV of texts to classify: its rows as read (every column kept, in order), the text
+    column and the optional second text column. Same reading and errors as training data."""
+    source = str(Path(path).expanduser())
+    frame, _ = read_csv_frame(path)
+    columns = [str(c) for c in frame.columns]
+    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
+    if text_b_column and text_b_column not in columns:
+        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
+                        f"columns are {columns}")
+    return frame, text_col, text_b_column
+
+
 def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
                       label_column: str | None = None, text_b_column: str | None = None
                       ) -> tuple[pd.DataFrame, list[str]]:

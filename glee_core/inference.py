@@ -7,6 +7,7 @@ its record and loads its saved weights; the CLI's ``score`` and the app's Playgr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 from safetensors.torch import load_model
 
 from .backbone import Backbone, load_backbone
-from .datasets import LongTailDataset
+from .datasets import LongTailDataset, read_texts_csv
 from .devices import resolve_device
 from .encoding import encode
 from .errors import GleeError
@@ -113,6 +114,54 @@ class Scorer:
             "label words": [" | ".join(self.verbalizer.get(c, [])) for c in self.classes],
             "group": [group_of(c, self.head_classes) for c in self.classes]})
         return table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+
+
+PREDICT_CHUNK = 512  # texts encoded and scored per step of the progress bar
+
+
+def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = None,
+                  top_k: int = 3, progress: Callable[[int, int], None] | None = None
+                  ) -> pd.DataFrame:
+    """One row per text, in input order: ``pred``, its ``probability``, the ``label_word`` that
+    scored it (prompt methods), and the ``top{i}`` labels with ``top{i}_score``. Texts are scored
+    sorted by length (little padding), ``PREDICT_CHUNK`` at a time; ``progress(done, total)``
+    is called after each chunk."""
+    if top_k < 1:
+        raise GleeError(f"--top-k must be at least 1, got {top_k}")
+    top_k = min(top_k, len(scorer.classes))
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    probs = np.zeros((len(texts), len(scorer.classes)), dtype=np.float32)
+    for start in range(0, len(order), PREDICT_CHUNK):
+        rows = order[start:start + PREDICT_CHUNK]
+        logits = scorer.logits([texts[i] for i in rows],
+                               [texts_b[i] for i in rows] if texts_b else None)
+        probs[rows] = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
+        if progress:
+            progress(start + len(rows), len(texts))
+    classes = np.asarray(scorer.classes, dtype=object)
+    ranked = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
+    table = pd.DataFrame({"pred": classes[ranked[:, 0]],
+                          "probability": probs[np.arange(len(texts)), ranked[:, 0]]})
+    if scorer.is_verbalizer:
+        table["label_word"] = [" | ".join(scorer.verbalizer.get(c, [])) for c in table["pred"]]
+    for k in range(top_k):
+        table[f"top{k + 1}"] = classes[ranked[:, k]]
+        table[f"top{k + 1}_score"] = probs[np.arange(len(texts)), ranked[:, k]]
+    return table
+
+
+def predict_csv(scorer: Scorer, path: str | Path, text_column: str | None = None,
+                text_b_column: str | None = None, top_k: int = 3,
+                progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+    """The input CSV's rows (every column, in order) with :func:`predict_table`'s columns after
+    them. A missing column, an empty file or an unreadable encoding is a GleeError."""
+    frame, text_col, text_b_col = read_texts_csv(path, text_column, text_b_column)
+    predictions = predict_table(scorer, frame[text_col].astype(str).tolist(),
+                                frame[text_b_col].astype(str).tolist() if text_b_col else None,
+                                top_k, progress)
+    clash = [c for c in predictions.columns if c in frame.columns]
+    return pd.concat([frame, predictions.rename(columns={c: f"{c}_predicted" for c in clash})],
+                     axis=1)
 
 
 def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,

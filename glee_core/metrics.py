@@ -46,3 +46,24 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, num_classes: int) -> float:
     _, _, f1, support = precision_recall_fscore_support(
         gold, pred, labels=list(range(num_classes)), zero_division=0)
     return float(np.mean(f1[support > 0]))
+
+
+# Many / medium / few-shot classes by training count (Liu et al. 2019, OLTR's convention).
+SHOT_BUCKETS = (("many", 101, None), ("medium", 20, 100), ("few", 0, 19))
+
+
+def shot_bucket(train_count: int) -> str:
+    """``many`` (> 100 training examples), ``medium`` (20-100) or ``few`` (< 20)."""
+    return next(name for name, low, high in SHOT_BUCKETS
+                if train_count >= low and (high is None or train_count <= high))
+
+
+def shot_f1(per_class: dict, class_counts: dict[str, int]) -> dict[str, float | None]:
+    """Mean test F1 of the many / medium / few-shot classes present in test; None for a bucket
+    with no such class (small data often has no many-shot class)."""
+    out: dict[str, float | None] = {}
+    for name, _, _ in SHOT_BUCKETS:
+        values = [per_class[c]["f1"] for c, n in class_counts.items()
+                  if shot_bucket(n) == name and per_class.get(c, {}).get("support", 0) > 0]
+        out[name] = float(np.mean(values)) if values else None
+    return out

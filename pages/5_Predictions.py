@@ -33,6 +33,9 @@ if predictions["text_b"].astype(str).str.len().gt(0).any():
 st.dataframe(shown[columns], hide_index=True,
              column_config={"confidence": st.column_config.ProgressColumn(
                  "confidence", min_value=0.0, max_value=1.0, format="%.2f")})
+st.download_button("Download this run's test predictions (CSV)",
+                   predictions.to_csv(index=False), f"{run.run_id}-test-predictions.csv",
+                   "text/csv")
 
 st.subheader("Confusion matrix")
 full = st.toggle("All classes", value=len(order) <= 25)

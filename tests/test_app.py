@@ -135,6 +135,8 @@ def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
     errors = at.dataframe[0].value
     assert len(errors) <= all_rows and not errors["correct"].any()
     assert len(charts(at)) == 1
+    assert any(b.label == "Download this run's test predictions (CSV)"
+               for b in at.get("download_button"))
 
 
 def test_playground_scores_every_class(app):
@@ -145,6 +147,14 @@ def test_playground_scores_every_class(app):
     assert not at.exception and at.metric
     at.text_area[0].input("my printer is not printing").run()
     assert len(charts(at)) == 1
+    rows = "id,text\n1,my printer is not printing\n2,what is your favourite food\n"
+    at.file_uploader[0].upload("texts.csv", rows.encode(), "text/csv").run()
+    assert not at.exception and not at.error
+    predicted = at.dataframe[-1].value
+    assert list(predicted["id"]) == ["1", "2"] and {"pred", "probability", "top3"} <= set(predicted)
+    assert any(b.label == "Download the predictions (CSV)" for b in at.get("download_button"))
+    at.file_uploader[0].upload("bad.csv", b"id,other\n1,a\n", "text/csv").run()
+    assert any("cannot be classified" in e.value for e in at.error)
 
 
 def test_report_page_builds_a_pdf(app):

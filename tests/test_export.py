@@ -1,0 +1,139 @@
+"""Using a trained classifier: batch prediction of a CSV, export with a model card, and loading
+the export back offline with nothing but the folder."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from huggingface_hub import ModelCard
+
+from glee_core.cli import main
+from glee_core.config import TrainConfig
+from glee_core.errors import GleeError
+from glee_core.experiment import run_experiments
+from glee_core.export import export_run, load_classifier
+from glee_core.inference import score_texts
+from glee_core.methods import get_method
+from glee_core.store import RunStore
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_bert, toy_dataset, tmp_path_factory):
+    """A fine-tuned prompt run and a quick-mode (frozen) pt. LN run."""
+    store = RunStore(tmp_path_factory.mktemp("export-runs"))
+    [prompt] = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert),
+                               TrainConfig(epochs=1, batch_size=16, lr=1e-3), store)
+    [frozen] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
+                               TrainConfig(epochs=2, batch_size=16, mode="frozen"), store)
+    return {"finetune": prompt, "frozen": frozen}
+
+
+def softmax(logits):
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset, tmp_path,
+                                                               capsys):
+    run = runs["finetune"]
+    texts = toy_dataset.splits["test"]["text"].tolist()[:7] + ["sports news today"]
+    source = pd.DataFrame({"id": range(len(texts), 0, -1), "body": texts, "note": "x"})
+    path = tmp_path / "in.csv"
+    source.to_csv(path, sep=";", index=False)
+    out = tmp_path / "out.csv"
+    code = main(["predict", "--run", str(run.path), "--input", str(path), "--text-column", "body",
+                 "--out", str(out), "--top-k", "2", "--device", "cpu"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["rows"] == len(texts)
+    table = pd.read_csv(out, keep_default_na=False)
+    assert list(table["id"]) == list(source["id"]) and list(table["body"]) == texts
+    assert list(table.columns[:3]) == ["id", "body", "note"]
+    expected = score_texts(run, texts)  # the same run, text by text
+    assert list(table["pred"]) == list(expected.idxmax(axis=1))
+    np.testing.assert_allclose(table["probability"], expected.max(axis=1), rtol=1e-4, atol=1e-5)
+    second = [row.sort_values(ascending=False).index[1] for _, row in expected.iterrows()]
+    assert list(table["top2"]) == second and (table["top1"] == table["pred"]).all()
+    verbalizer = run.record.dataset.verbalizer  # a prompt method says which label word won
+    assert list(table["label_word"]) == [" | ".join(verbalizer[c]) for c in table["pred"]]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty"),
+    (b"id,other\n1,a\n", "which column holds the text"),
+    (bytes(range(256)) * 4, "not a text file"),
+])
+def test_predict_bad_input_is_one_error_line(runs, tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(content)
+    code = main(["predict", "--run", str(runs["finetune"].path), "--input", str(path), "--out",
+                 str(tmp_path / "out.csv"), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and message in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_an_export_loads_in_a_fresh_process_from_the_folder_alone(runs, tmp_path, capsys):
+    run = runs["finetune"]
+    out = tmp_path / "classifier"
+    assert main(["export", "--run", str(run.path), "--out", str(out)]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert {"model.safetensors", "glee_classifier.json", "README.md",
+            "backbone/config.json"} <= set(listing["files"])
+    texts = run.predictions["text"].tolist()[:5]
+    code = ("import json, sys; from glee_core import load_classifier; "
+            "c = load_classifier(sys.argv[1]); "
+            "print(json.dumps(c.probabilities(json.loads(sys.argv[2])).values.tolist()))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLEE_")}
+    done = subprocess.run([sys.executable, "-c", code, str(out), json.dumps(texts)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**env, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    probs = np.asarray(json.loads(done.stdout))
+    np.testing.assert_allclose(probs, softmax(run.logits[:5]), rtol=1e-4, atol=1e-5)
+
+    card = ModelCard.load(out / "README.md")
+    assert card.data.library_name == "glee-studio" and "prompt" in card.data.tags
+    assert card.data.datasets == [run.dataset]
+    for fact in (run.run_id, "Tail F1", "Few-shot F1", run.record.dataset.fingerprint,
+                 "Prompt-tuning (prompt)", "MLM head pretrained: yes"):
+        assert fact in card.text, fact
+
+
+def test_a_quick_mode_export_references_or_includes_its_backbone(runs, tmp_path):
+    run = runs["frozen"]
+    texts = run.predictions["text"].tolist()[:4]
+    referenced = export_run(run, tmp_path / "ref")
+    assert not (referenced / "backbone" / "model.safetensors").exists()
+    np.testing.assert_allclose(load_classifier(referenced).probabilities(texts),
+                               softmax(run.logits[:4]), rtol=1e-4, atol=1e-5)
+    included = export_run(run, tmp_path / "inc", include_backbone=True)
+    assert (included / "backbone" / "model.safetensors").is_file()
+    np.testing.assert_allclose(load_classifier(included).probabilities(texts),
+                               softmax(run.logits[:4]), rtol=1e-4, atol=1e-5)
+    manifest = json.loads((referenced / "glee_classifier.json").read_text())
+    manifest["backbone"]["fingerprint"] = "0" * 16  # trained on another backbone than found
+    (referenced / "glee_classifier.json").write_text(json.dumps(manifest))
+    with pytest.raises(GleeError, match="--include-backbone"):
+        load_classifier(referenced)
+    with pytest.raises(GleeError, match="not an empty folder"):
+        export_run(run, included)
+    with pytest.raises(GleeError, match="for quick-mode"):
+        export_run(runs["finetune"], tmp_path / "x", include_backbone=True)
+
+
+def test_loading_an_export_never_unpickles(runs, tmp_path, monkeypatch):
+    out = export_run(runs["finetune"], tmp_path / "c")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("unpickling attempted")
+
+    for target, name in ((pickle, "load"), (pickle, "loads"), (torch, "load")):
+        monkeypatch.setattr(target, name, refuse)
+    assert load_classifier(out).probabilities(["sports"]).shape == (1, 5)
