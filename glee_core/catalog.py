@@ -48,6 +48,17 @@ PAPER_DATASETS: dict[str, PaperDataset] = {
 }
 
 
+def dataset_name(spec: str) -> str:
+    """A dataset's name for people and metadata: a CSV's file stem (never its path), an HF
+    dataset's name, else the id."""
+    kind, _, rest = spec.partition(":")
+    if kind == "csv" and rest:
+        return rest.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if kind == "hf" and rest:
+        return rest
+    return spec
+
+
 def dataset_ids() -> list[str]:
     """The dataset ids the CLI lists: ``demo`` and the paper's datasets."""
     return ["demo", *PAPER_DATASETS]

@@ -27,7 +27,7 @@ from safetensors.torch import load_model
 
 from . import __version__
 from .backbone import backbone_from_config, load_backbone
-from .catalog import PAPER_DATASETS
+from .catalog import PAPER_DATASETS, dataset_name
 from .errors import GleeError
 from .experiment import get_backbone
 from .files import write_json
@@ -139,14 +139,14 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         library_name="glee-studio", pipeline_tag="text-classification", language=language,
         tags=["text-classification", "long-tail", "glee", method.id,
               "prompt-tuning" if method.predictor == "mlm" else "cls-tuning"],
-        datasets=[data.id], metrics=["accuracy", "f1"], base_model=model.name
+        datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
         if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
     counts = data.class_counts
     per_class = metrics["per_class"]
     buckets = shot_f1(per_class, counts)
     lines = [
         "---", meta.to_yaml(), "---", "",
-        f"# {method.paper_row} on {data.id}", "",
+        f"# {method.paper_row} on {dataset_name(data.id)}", "",
         f"A {len(data.classes)}-class text classifier trained with Glee Studio: the method "
         f"**{method.label}** of {PAPER} (Tables 2 and 3), on the backbone `{model.name}` "
         f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.", ""]
@@ -192,7 +192,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         f"- Run id: `{record.run_id}` (created {record.created})",
         f"- Setting: {record.protocol}; seed {record.seed}; selection on dev "
         f"{record.hyperparameters.select_metric}",
-        f"- Data: `{data.id}`, fingerprint `{data.fingerprint}`, sizes "
+        f"- Data: `{dataset_name(data.id)}`, fingerprint `{data.fingerprint}`, sizes "
         + ", ".join(f"{k} {v}" for k, v in data.sizes.items()),
         f"- Template: `{data.template}`",
         f"- Backbone: `{model.name}` (fingerprint `{model.fingerprint}`), MLM head pretrained: "

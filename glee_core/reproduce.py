@@ -33,23 +33,51 @@ from .files import write_atomic
 from .methods import METHODS, get_method
 from .record import METRIC_KEYS, METRIC_TITLES
 from .store import Run, RunStore, aggregate, config_hash, slug
-from .tables import markdown_table
+from .tables import markdown_table, mean_std
 
-REFERENCE_FILE = Path(__file__).with_name("reference_results.json")
+REFERENCE_DIR = Path(__file__).with_name("reference")  # the paper's tables and R52 run logs
 PAPER_SEEDS = (775, 776, 777, 778, 779)  # the released scripts' seeds
 PAPER_MODELS = {"en": "bert-base-uncased", "zh": "bert-base-chinese"}  # --model paper
 FEW_SHOT_EXAMPLES = 32
 LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))
+# A dataset the paper does not report, and the paper's dataset nearest to it (R8's classes are a
+# subset of R52's, same template and label words): its numbers are shown, labelled as such.
+NEAREST_REFERENCE = {"r8": "r52"}
+
+
+@lru_cache(maxsize=1)
+def paper_cells() -> pd.DataFrame:
+    """Every cell of the paper's Tables 2, 3 and 5: table, dataset, method, metric, mean, std."""
+    return pd.read_csv(REFERENCE_DIR / "glee_tables.csv")
+
+
+@lru_cache(maxsize=1)
+def released_log_runs() -> pd.DataFrame:
+    """Every run of the authors' released R52 logs: dataset, method, seed and the four metrics."""
+    return pd.read_csv(REFERENCE_DIR / "glee_r52_logs.csv")
 
 
 @dataclass(frozen=True)
 class PaperTable:
     number: int
     title: str
-    datasets: tuple[str, ...]
-    methods: tuple[str, ...]
     blocks: tuple[tuple[str, ...], ...] = LONG_TAILED_BLOCKS
     few_shot: bool = False
+    only: tuple[str, ...] | None = None  # a subset of the rows (``--methods``)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The table's rows, in the paper's order (from the shipped table)."""
+        rows = paper_cells()
+        rows = tuple(dict.fromkeys(rows.loc[rows["table"] == self.number, "method"]))
+        return rows if self.only is None else tuple(m for m in rows if m in self.only)
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """The table's dataset columns, in the paper's order (its AVG column aside)."""
+        rows = paper_cells()
+        return tuple(d for d in dict.fromkeys(rows.loc[rows["table"] == self.number, "dataset"])
+                     if d != "avg")
 
     def subset(self, methods: list[str]) -> PaperTable:
         """The table with only some of its rows (in the table's order)."""
@@ -57,20 +85,14 @@ class PaperTable:
         if unknown or not methods:
             raise GleeError(f"--methods: {', '.join(unknown) or 'none given'} - Table "
                             f"{self.number} has {', '.join(self.methods)}")
-        return replace(self, methods=tuple(m for m in self.methods if m in methods))
+        return replace(self, only=tuple(methods))
 
 
 PAPER_TABLES: dict[int, PaperTable] = {t.number: t for t in (
-    PaperTable(2, "Long-tailed classification: CLS-tuning and its remedies vs prompt-tuning",
-               ("r52", "cmid", "iflytek", "ctc", "msra"),
-               ("cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal", "prompt", "prompt-focal")),
-    PaperTable(3, "Bridging CLS-tuning and prompt-tuning: activation, input, LayerNorm, embeddings",
-               ("r52", "cmid", "iflytek", "ctc", "msra"),
-               ("cls-tanh", "cls-relu", "cls-relu-eta-norm", "cls-relu-focal", "cls-relu-prompt",
-                "cls-relu-ln", "cls-relu-pt-ln", "prompt-ed", "prompt")),
+    PaperTable(2, "Long-tailed classification: CLS-tuning and its remedies vs prompt-tuning"),
+    PaperTable(3, "Bridging CLS-tuning and prompt-tuning: activation, input, LayerNorm, "
+                  "embeddings"),
     PaperTable(5, "Few-shot classification (32 training examples, batch size 2)",
-               ("ecom", "rte", "boolq"),
-               ("cls-tanh", "cls-relu", "cls-relu-prompt", "cls-relu-pt-ln", "prompt-ed", "prompt"),
                blocks=(("acc", "f1"),), few_shot=True),
 )}
 
@@ -121,21 +143,38 @@ def protocol_config(table: PaperTable, overrides: dict | None = None) -> TrainCo
 
 
 @lru_cache(maxsize=1)
-def _reference_file() -> dict:
-    return json.loads(REFERENCE_FILE.read_text(encoding="utf-8"))
-
-
 def reference_sources() -> dict[str, dict]:
-    return _reference_file()["sources"]
+    return json.loads((REFERENCE_DIR / "sources.json").read_text(encoding="utf-8"))["sources"]
 
 
-def reference_results() -> pd.DataFrame:
-    """One row per dataset x method: the preferred source's values (``paper`` first)."""
-    frame = pd.DataFrame(_reference_file()["results"],
-                         columns=["dataset", "method", "source", "seeds", *METRIC_KEYS])
-    rank = {source: i for i, source in enumerate(reference_sources())}
-    frame = frame.assign(_rank=frame["source"].map(rank)).sort_values("_rank", kind="stable")
-    return frame.drop_duplicates(["dataset", "method"]).drop(columns="_rank").reset_index(drop=True)
+def _wide(frame: pd.DataFrame, source: str, seeds: int) -> pd.DataFrame:
+    """Long cells (dataset, method, metric, mean, std) -> one row per dataset x method."""
+    means = frame.pivot_table(index=["dataset", "method"], columns="metric", values="mean")
+    stds = frame.pivot_table(index=["dataset", "method"], columns="metric", values="std")
+    out = means.join(stds.add_suffix("_std")).reset_index()
+    for key in METRIC_KEYS:  # Table 5 prints accuracy only
+        for column in (key, f"{key}_std"):
+            if column not in out:
+                out[column] = np.nan
+    return out.assign(source=source, seeds=seeds)
+
+
+def reference_results(source: str | None = None) -> pd.DataFrame:
+    """One row per dataset x method: ``source``, ``seeds``, each metric and its ``_std`` (the
+    sample std, as the paper prints it). The paper's cells first, then the released R52 logs
+    (mean and sample std of their five runs) where the paper has no cell; ``source`` picks one."""
+    cells = paper_cells()
+    paper = _wide(cells[cells["dataset"] != "avg"].drop_duplicates(
+        ["dataset", "method", "metric"]), "paper", len(PAPER_SEEDS))
+    logs = released_log_runs().melt(id_vars=["dataset", "method", "seed"],
+                                    value_vars=list(METRIC_KEYS), var_name="metric")
+    logs = logs.groupby(["dataset", "method", "metric"])["value"].agg(
+        mean="mean", std=lambda x: float(np.std(x, ddof=1))).reset_index()
+    logs = _wide(logs, "released-logs", len(PAPER_SEEDS))
+    frame = pd.concat([paper, logs], ignore_index=True)
+    if source is not None:
+        return frame[frame["source"] == source].reset_index(drop=True)
+    return frame.drop_duplicates(["dataset", "method"]).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,8 +184,11 @@ def reference_results() -> pd.DataFrame:
 def comparison(runs: list[Run], table: PaperTable, datasets: Iterable[str] | None = None
                ) -> pd.DataFrame:
     """Long format, one row per method x dataset (and AVG) x metric of the table: ``mean``,
-    ``std`` (population, over seeds), ``seeds``, ``ref``, ``ref_source``, ``ref_seeds``, ``diff``
-    (ours - ref), ``best`` (the best mean of its column, the paper's bold), and the ``setting``.
+    ``std`` (the sample std over seeds, as the paper's), ``seeds``; the reference ``ref``,
+    ``ref_std``, ``ref_source``, ``ref_seeds`` and ``ref_dataset`` (the paper's value; for a
+    dataset it does not report, its nearest one's, e.g. R52 for R8); ``logs``/``logs_std`` (the
+    authors' released R52 runs); ``diff`` (ours - ref), ``best`` (the best mean of its column,
+    the paper's bold), and the ``setting``.
 
     Runs of methods or datasets outside the table are ignored; a dataset whose runs come from
     more than one setting (backbone, mode, protocol) is an error: they must not be averaged."""
@@ -161,12 +203,15 @@ def comparison(runs: list[Run], table: PaperTable, datasets: Iterable[str] | Non
             f"{d}: {' | '.join(sorted(s))}" for d, s in mixed.items()) + " - compare one at a time")
     summary = aggregate(runs).set_index(["dataset", "method"])
     refs = reference_results().set_index(["dataset", "method"])
+    logs = reference_results("released-logs").set_index(["dataset", "method"])
     metrics = [m for block in table.blocks for m in block]
     rows = []
     for method in table.methods:
         for dataset in datasets:
             ours = summary.loc[(dataset, method)] if (dataset, method) in summary.index else None
-            ref = refs.loc[(dataset, method)] if (dataset, method) in refs.index else None
+            key = (NEAREST_REFERENCE.get(dataset, dataset), method)
+            ref = refs.loc[key] if key in refs.index else None
+            log = logs.loc[key] if key in logs.index else None
             for metric in metrics:
                 rows.append({
                     "method": method, "paper row": METHODS[method].paper_row, "dataset": dataset,
@@ -175,53 +220,58 @@ def comparison(runs: list[Run], table: PaperTable, datasets: Iterable[str] | Non
                     "std": np.nan if ours is None else float(ours[f"{metric}_std"]),
                     "seeds": 0 if ours is None else int(ours["seeds"]),
                     "ref": np.nan if ref is None else float(ref[metric]),
-                    "ref_source": "" if ref is None else ref["source"],
+                    "ref_std": np.nan if ref is None else float(ref[f"{metric}_std"]),
+                    "ref_source": "" if ref is None or pd.isna(ref[metric]) else ref["source"],
                     "ref_seeds": 0 if ref is None else int(ref["seeds"]),
+                    "ref_dataset": key[0] if ref is not None else "",
+                    "logs": np.nan if log is None else float(log[metric]),
+                    "logs_std": np.nan if log is None else float(log[f"{metric}_std"]),
                     "setting": " | ".join(sorted(settings.get(dataset, ())))})
     frame = pd.DataFrame(rows)
     # AVG over the datasets: only where every dataset has a value (else it would mislead)
     avg = (frame.groupby(["method", "paper row", "metric"], sort=False)
            .agg(mean=("mean", lambda x: x.mean() if x.notna().all() else np.nan),
                 ref=("ref", lambda x: x.mean() if x.notna().all() else np.nan),
+                logs=("logs", lambda x: x.mean() if x.notna().all() else np.nan),
                 seeds=("seeds", "min"), ref_seeds=("ref_seeds", "min"),
                 ref_source=("ref_source", lambda x: "/".join(sorted(set(x) - {""}))))
-           .reset_index().assign(dataset="AVG", std=np.nan, setting=""))
+           .reset_index().assign(dataset="AVG", std=np.nan, ref_std=np.nan, logs_std=np.nan,
+                                 ref_dataset="", setting=""))
     frame = pd.concat([frame, avg[frame.columns]], ignore_index=True)
     frame["diff"] = frame["mean"] - frame["ref"]
     best = frame.groupby(["dataset", "metric"])["mean"].transform("max")
     frame["best"] = frame["mean"].notna() & np.isclose(frame["mean"], best)
     return frame[["method", "paper row", "dataset", "metric", "mean", "std", "seeds", "ref",
-                  "ref_source", "ref_seeds", "diff", "best", "setting"]]
-
-
-def _number(value: float, digits: int = 2) -> str:
-    return "–" if pd.isna(value) else f"{value:.{digits}f}"
+                  "ref_std", "ref_source", "ref_seeds", "ref_dataset", "logs", "logs_std",
+                  "diff", "best", "setting"]]
 
 
 def comparison_block(frame: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFrame:
-    """One block of the paper's layout as strings: rows (paper row, ours | ref | Δ), columns
-    ``"<DATASET> <Metric>"`` with AVG last; the best mean of a column carries a ``*``. Without
-    any reference value in the block the ref and Δ rows are left out."""
+    """One block of the paper's layout as strings: rows per method (ours, ref, Δ and, where the
+    authors' released runs cover a column, logs), columns ``"<DATASET> <Metric>"`` with AVG last;
+    the best mean of a column carries a ``*``. Rows with no value at all are left out."""
     metrics = list(metrics)
     part = frame[frame["metric"].isin(metrics)]
-    with_ref = bool(part["ref"].notna().any())  # no reference value at all: no ref/Δ rows
     datasets = list(dict.fromkeys(part["dataset"]))
     columns = [f"{d.upper() if d != 'AVG' else 'AVG'} {METRIC_TITLES[m]}"
                for d in datasets for m in metrics]
+    kinds = ["ours"]
+    if part["ref"].notna().any():
+        kinds += ["ref", "Δ"]
+    if part["logs"].notna().any():
+        kinds.append("logs")
     rows, index = [], []
     for row_name, group in part.groupby("paper row", sort=False):
         cells = {(r["dataset"], r["metric"]): r for _, r in group.iterrows()}
         ordered = [cells[(d, m)] for d in datasets for m in metrics]
-        ours = [("–" if pd.isna(r["mean"]) else
-                 (_number(r["mean"]) if r["dataset"] == "AVG"
-                  else f"{_number(r['mean'])} ± {_number(r['std'])}")
-                 + ("*" if r["best"] else "")) for r in ordered]
-        refs = [_number(r["ref"]) for r in ordered]
-        diffs = ["–" if pd.isna(r["diff"]) else f"{r['diff']:+.2f}" for r in ordered]
-        kinds = (("ours", ours), ("ref", refs), ("Δ", diffs)) if with_ref else (("ours", ours),)
-        for kind, values in kinds:
+        text = {
+            "ours": [mean_std(r["mean"], r["std"]) + ("*" if r["best"] else "") for r in ordered],
+            "ref": [mean_std(r["ref"], r["ref_std"]) for r in ordered],
+            "Δ": ["–" if pd.isna(r["diff"]) else f"{r['diff']:+.2f}" for r in ordered],
+            "logs": [mean_std(r["logs"], r["logs_std"]) for r in ordered]}
+        for kind in kinds:
             index.append((row_name, kind))
-            rows.append(values)
+            rows.append(text[kind])
     return pd.DataFrame(rows, columns=columns,
                         index=pd.MultiIndex.from_tuples(index, names=["method", ""]))
 
@@ -256,14 +306,21 @@ def comparison_text(frame: pd.DataFrame, table: PaperTable, header: Iterable[str
 
 
 def reference_note(frame: pd.DataFrame) -> str:
-    """Which reference values a table shows, and where they come from."""
+    """What the rows mean, which reference values a table shows, and where they come from."""
     used = sorted({s for value in frame["ref_source"] for s in value.split("/") if s})
     sources = reference_sources()
-    lines = ["ref: " + ("no reference value for these datasets" if not used else
+    lines = ["ours: mean ± sample std (n - 1, as the paper's subscripts) over seeds; "
+             "Δ = ours - ref; * best mean of its column",
+             "ref: " + ("no reference value for these datasets" if not used else
                         "; ".join(f"{s} - {sources[s]['title']} {sources[s]['status']}"
                                   for s in used))]
-    if "paper" not in used:
-        lines.append(f"The paper's own numbers: {sources['paper']['status']}")
+    nearest = sorted({(d, r) for d, r in zip(frame["dataset"], frame["ref_dataset"],
+                                             strict=True) if r and r != d})
+    lines += [f"{d}: the paper does not report it; ref shows its nearest dataset, {r} "
+              "(the nearest reference, not a target)" for d, r in nearest]
+    if frame["logs"].notna().any():
+        lines.append(f"logs: {sources['released-logs']['title']} "
+                     f"{sources['released-logs']['status']}")
     return "\n".join(lines)
 
 

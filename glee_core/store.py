@@ -306,9 +306,9 @@ class RunStore:
 
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
-    """Mean and standard deviation (population, ddof=0) of acc, f1, head_f1, tail_f1 over seeds,
-    per dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the
-    registry's order."""
+    """Mean and sample standard deviation (ddof=1, as the paper's ±; NaN for one seed) of acc,
+    f1, head_f1, tail_f1 over seeds, per dataset, setting (backbone · mode · protocol) and
+    method, in percent. Methods keep the registry's order."""
     rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,
              **{k: 100.0 * float(r.metrics[k]) for k in METRIC_KEYS}} for r in runs]
     columns = ["dataset", "setting", "method", "seeds"] + [f"{k}_{s}" for k in METRIC_KEYS
@@ -317,7 +317,8 @@ def aggregate(runs: list[Run]) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame(rows)
     grouped = frame.groupby(["dataset", "setting", "method"], sort=False)
-    out = grouped[list(METRIC_KEYS)].agg(["mean", lambda x: float(np.std(x, ddof=0))])
+    out = grouped[list(METRIC_KEYS)].agg(
+        ["mean", lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else np.nan])
     out.columns = [f"{k}_{'mean' if s == 'mean' else 'std'}" for k, s in out.columns]
     out["seeds"] = grouped.size()
     out = out.reset_index()

@@ -7,6 +7,16 @@ import pandas as pd
 from .methods import METHODS
 from .record import METRIC_KEYS, METRIC_TITLES
 
+STD_NOTE = ("± is the sample standard deviation over seeds (n - 1, as the paper's); none for one "
+            "seed")
+
+
+def mean_std(mean: float, std: float, digits: int = 2) -> str:
+    """``mean ± std``; the mean alone where there is no spread (one seed, or an AVG cell)."""
+    if pd.isna(mean):
+        return "–"
+    return f"{mean:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
+
 
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per dataset x setting x method with 'mean ± std' cells; ``best`` lists the columns
@@ -16,7 +26,7 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
         best = {k: group[f"{k}_mean"].max() for k in METRIC_KEYS}
         for _, row in group.iterrows():
             spec = METHODS.get(row["method"])
-            cells = {METRIC_TITLES[k]: f"{row[f'{k}_mean']:.2f} ± {row[f'{k}_std']:.2f}"
+            cells = {METRIC_TITLES[k]: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
                      for k in METRIC_KEYS}
             rows.append({"dataset": dataset, "setting": setting, "method": row["method"],
                          "paper row": spec.paper_row if spec else row["method"],
@@ -42,5 +52,6 @@ def to_markdown(table: pd.DataFrame) -> str:
                  *[f"**{row[t]}**" if t in row["best"] else row[t]
                    for t in METRIC_TITLES.values()]] for _, row in group.iterrows()]
         out += [f"### {dataset} ({setting})", "",
-                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values()], rows), ""]
+                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values()], rows), "",
+                f"Best mean of each column in bold; {STD_NOTE}.", ""]
     return "\n".join(out)

@@ -18,7 +18,7 @@ from glee_core.reproduce import (
     table_of,
 )
 from glee_core.store import aggregate, slug
-from glee_core.tables import comparison_table
+from glee_core.tables import STD_NOTE, comparison_table
 
 studio_ui.sidebar()
 st.title("Results")
@@ -62,7 +62,8 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
         st.markdown("\n\n".join(line for line in header_lines(manifest) if line))
         for metrics in table.blocks:
             st.markdown(f"**{' / '.join(METRIC_TITLES[m] for m in metrics)}** "
-                        "(ours: mean ± std over seeds; ref; Δ = ours − ref; * best mean)")
+                        "(ours: mean ± sample std over seeds; ref: the paper's mean ± std; Δ = "
+                        "ours − ref; logs: the authors' released R52 runs; * best mean)")
             block = comparison_block(frame, metrics).reset_index()
             st.dataframe(block.style.map(bold_marked), hide_index=True)
         st.caption(reference_note(frame).replace("\n", "  \n"))
@@ -89,8 +90,8 @@ with ours:
     shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  column_config={"best": None})
-    st.caption("Highlighted: the best mean of each column. Head/Tail F1 average the per-class F1 "
-               "of the head / tail classes (split on training counts).")
+    st.caption(f"Highlighted: the best mean of each column; {STD_NOTE}. Head/Tail F1 average "
+               "the per-class F1 of the head / tail classes (split on training counts).")
     st.download_button("Download table (CSV)",
                        table.assign(best=table["best"].str.join(";")).to_csv(index=False),
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")

@@ -100,7 +100,8 @@ def test_an_export_loads_in_a_fresh_process_from_the_folder_alone(runs, tmp_path
 
     card = ModelCard.load(out / "README.md")
     assert card.data.library_name == "glee-studio" and "prompt" in card.data.tags
-    assert card.data.datasets == [run.dataset]
+    assert card.data.datasets == ["toy"]  # the CSV's name, never its path
+    assert "/" not in card.data.datasets[0] and str(run.path.parent) not in card.text
     for fact in (run.run_id, "Tail F1", "Few-shot F1", run.record.dataset.fingerprint,
                  "Prompt-tuning (prompt)", "MLM head pretrained: yes"):
         assert fact in card.text, fact

@@ -73,7 +73,7 @@ def cell(frame, method, dataset, metric):
     return row.iloc[0]
 
 
-def test_table_cells_hold_the_runs_numbers_mean_and_population_std(fake_store):
+def test_table_cells_hold_the_runs_numbers_mean_and_sample_std(fake_store):
     table = get_table(2)
     frame = comparison(fake_store, table, ["r52", "cmid"])
     # 5 methods x (2 datasets + AVG) x 4 metrics
@@ -82,7 +82,7 @@ def test_table_cells_hold_the_runs_numbers_mean_and_population_std(fake_store):
         base = 0.5 + 0.1 * i
         r52_acc = cell(frame, method, "r52", "acc")
         assert r52_acc["mean"] == pytest.approx(100 * (base + 0.01))
-        assert r52_acc["std"] == pytest.approx(1.0)  # population std of {b, b + 2}
+        assert r52_acc["std"] == pytest.approx(2 ** 0.5)  # sample std (n - 1) of {b, b + 2}
         assert r52_acc["seeds"] == 2
         tail = cell(frame, method, "cmid", "tail_f1")
         assert tail["mean"] == pytest.approx(100 * np.mean([base / 5, (base + 0.02) / 5]))
@@ -102,9 +102,20 @@ def test_reference_values_and_differences_fill_the_cells_that_have_them(fake_sto
     assert r52["ref"] == refs.loc[("r52", "prompt"), "tail_f1"]
     assert r52["ref_source"] == refs.loc[("r52", "prompt"), "source"]
     assert r52["diff"] == pytest.approx(r52["mean"] - r52["ref"])
-    cmid = cell(frame, "prompt", "cmid", "f1")  # no reference value for cmid
-    assert np.isnan(cmid["ref"]) and np.isnan(cmid["diff"]) and cmid["ref_source"] == ""
-    assert np.isnan(cell(frame, "prompt", "AVG", "f1")["ref"])  # AVG only when all are there
+    assert r52["ref_source"] == "paper" and r52["ref_std"] == refs.loc[("r52", "prompt"),
+                                                                       "tail_f1_std"]
+    logs = reference_results("released-logs").set_index(["dataset", "method"])
+    assert r52["logs"] == pytest.approx(logs.loc[("r52", "prompt"), "tail_f1"])
+    cmid = cell(frame, "prompt", "cmid", "f1")  # the paper's Table 2 cell: 43.4 ± 0.7
+    assert (cmid["ref"], cmid["ref_std"], cmid["ref_source"]) == (43.4, 0.7, "paper")
+    assert np.isnan(cmid["logs"])  # the released logs are R52 only
+    avg = cell(frame, "prompt", "AVG", "f1")  # AVG of the chosen datasets' references
+    assert avg["ref"] == pytest.approx((cmid["ref"] + cell(frame, "prompt", "r52", "f1")["ref"])
+                                       / 2)
+    demo = comparison([fake_run(fake_store[0].path.parent, "demo", "prompt", 775,
+                                metrics(.5, .5, .5, .5))], get_table(2), ["demo"])
+    assert np.isnan(cell(demo, "prompt", "demo", "f1")["ref"])  # the paper has no demo
+    assert np.isnan(cell(demo, "prompt", "AVG", "f1")["ref"])  # AVG only when all are there
 
 
 def test_layout_is_the_papers_two_blocks_with_avg_last_and_best_marked(fake_store):
@@ -121,8 +132,11 @@ def test_layout_is_the_papers_two_blocks_with_avg_last_and_best_marked(fake_stor
     assert first.loc[(METHODS["prompt-focal"].paper_row, "ours"), "AVG F1"].endswith("*")
     ref_row = first.loc[(METHODS["prompt"].paper_row, "ref")]
     ref_acc = reference_results().set_index(["dataset", "method"]).loc[("r52", "prompt"), "acc"]
-    assert ref_row["R52 Acc"] == f"{ref_acc:.2f}"
-    assert ref_row["CMID Acc"] == "–"
+    ref_std = reference_results().set_index(["dataset", "method"]).loc[("r52", "prompt"),
+                                                                       "acc_std"]
+    assert ref_row["R52 Acc"] == f"{ref_acc:.2f} ± {ref_std:.2f}"
+    assert ref_row["CMID Acc"] != "–"  # the paper reports every Table 2 cell
+    assert first.loc[(METHODS["prompt"].paper_row, "logs"), "CMID Acc"] == "–"
     second = comparison_block(frame, ("head_f1", "tail_f1"))
     assert list(second.columns)[:2] == ["R52 Head F1", "R52 Tail F1"]
 
@@ -130,14 +144,16 @@ def test_layout_is_the_papers_two_blocks_with_avg_last_and_best_marked(fake_stor
     assert "### Acc / F1" in markdown and "### Head F1 / Tail F1" in markdown
     best_cell = first.loc[(METHODS["prompt-focal"].paper_row, "ours"), "R52 Acc"]
     assert f"**{best_cell[:-1]}**" in markdown
-    assert "released-logs" in markdown  # the source of the reference values is named
+    assert "Making Pretrained Language Models Good Long-tailed Learners" in markdown
+    assert "released run logs" in markdown  # the source of each reference row is named
+    assert "sample std" in markdown
     text = comparison_text(frame, table)
     assert prompt_row["R52 Acc"] in text and "AVG F1" in text
 
 
 def test_blocks_without_any_reference_value_leave_out_the_ref_rows(tmp_path):
-    runs = [fake_run(tmp_path, "cmid", "prompt", 775, metrics(0.5, 0.4, 0.6, 0.3))]
-    block = comparison_block(comparison(runs, get_table(2), ["cmid"]), ("acc", "f1"))
+    runs = [fake_run(tmp_path, "demo", "prompt", 775, metrics(0.5, 0.4, 0.6, 0.3))]
+    block = comparison_block(comparison(runs, get_table(2), ["demo"]), ("acc", "f1"))
     assert {kind for _, kind in block.index} == {"ours"}
     missing = block.loc[(METHODS["cls-tanh"].paper_row, "ours")]
     assert list(missing) == ["–"] * 4  # a method without runs shows dashes, not zeros
@@ -157,8 +173,28 @@ def test_reference_file_names_a_source_for_every_row_and_only_known_ids():
     assert set(frame["source"]) <= set(sources)
     assert set(frame["method"]) <= set(METHODS) and set(frame["dataset"]) <= set(PAPER_DATASETS)
     values = frame[["acc", "f1", "head_f1", "tail_f1"]].to_numpy()
-    assert ((values > 0) & (values <= 100)).all()
+    assert ((values[~np.isnan(values)] > 0) & (values[~np.isnan(values)] <= 100)).all()
     assert set(frame[frame["dataset"] == "r52"]["method"]) == set(METHODS)
+    assert not np.isnan(frame["acc"]).any()  # Table 5 prints accuracy only; the rest all four
+    # every table's rows and columns are the paper's own
+    assert PAPER_TABLES[2].methods == ("cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal",
+                                       "prompt", "prompt-focal")
+    assert len(PAPER_TABLES[3].methods) == 11 and "prompt-ed" not in PAPER_TABLES[5].methods
+    assert PAPER_TABLES[5].datasets == ("ecom", "rte", "boolq")
+
+
+PAPER_DIR = Path(__file__).resolve().parents[2] / "shared" / "paper"
+
+
+@pytest.mark.skipif(not PAPER_DIR.is_dir(), reason="../shared/paper is not present")
+def test_shipped_reference_data_is_the_checked_transcription():
+    from glee_core.reproduce import REFERENCE_DIR
+
+    for name in ("glee_tables.csv", "glee_r52_logs.csv"):
+        shipped = pd.read_csv(REFERENCE_DIR / name)
+        pd.testing.assert_frame_equal(shipped, pd.read_csv(PAPER_DIR / name))
+    logs = pd.read_csv(PAPER_DIR / "glee_r52_logs.csv")
+    assert sorted(set(logs["seed"])) == list(PAPER_SEEDS) and set(logs["method"]) == set(METHODS)
 
 
 def test_protocols_follow_the_paper_long_tailed_and_few_shot():
@@ -199,7 +235,7 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
             "--runs-dir", str(runs_dir), "--device", "cpu"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert "Table 2" in out and "R52 Tail F1" in out and "released-logs" in out
+    assert "Table 2" in out and "R52 Tail F1" in out and "released run logs" in out
     assert err.count("training") == 10  # 5 methods x 2 seeds
     store = RunStore(runs_dir)
     [manifest] = saved_comparisons(store)
@@ -212,7 +248,7 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     f1 = frame[(frame["method"] == "prompt") & (frame["dataset"] == "r52")
                & (frame["metric"] == "f1")].iloc[0]
     assert f1["mean"] == pytest.approx(100 * np.mean([r.metrics["f1"] for r in prompt]))
-    assert f1["ref"] == pytest.approx(84.26)
+    assert (f1["ref"], f1["ref_std"]) == (85.3, 0.6)  # the paper's Table 2 cell
     assert Path(manifest["files"]["md"]).read_text().startswith("## Table 2")
     assert len(store.runs()) == 10 and store.problems == {}  # reproduce/ is not a broken run
 
@@ -227,8 +263,8 @@ def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, cap
     code = main(["reproduce", "--table", "2", "--data-dir", str(tmp_path),
                  "--runs-dir", str(tmp_path / "runs")])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and err.startswith("error: cannot load r52")
-    assert "r52: r52:" not in err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: cannot load cmid")
+    assert "r52: r52:" not in err and "cmid: cmid:" not in err
     assert "msra" in err and "--datasets" in err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert main(["reproduce", "--table", "4"]) == 2
