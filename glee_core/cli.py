@@ -250,7 +250,6 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
         header_lines,
         model_for,
         paper_seeds,
-        protocol_config,
         reproduce,
     )
     from .store import RunStore
@@ -265,15 +264,15 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
     seeds = paper_seeds(args.seeds)
     overrides = {f: getattr(args, f) for f in ("epochs", "limit", "mode", "device", "precision")
                  if hasattr(args, f)}
-    config = protocol_config(table, overrides)
-    resolve_device(config.device)
+    resolve_device(overrides.get("device", "auto"))
     data_dir = getattr(args, "data_dir", None)
     datasets, problems = [], []
     for dataset_id in ids:  # every dataset is checked before anything trains
         try:
             if dataset_id not in PAPER_DATASETS:
                 raise GleeError(f"not one of the paper's datasets ({', '.join(PAPER_DATASETS)})")
-            datasets.append(load_dataset(dataset_id, data_dir=data_dir))
+            # the released code's head/tail rule, so Head/Tail F1 are the paper's quantities
+            datasets.append(load_dataset(dataset_id, data_dir=data_dir, head_tail="released"))
         except GleeError as exc:  # name the dataset once (many messages already start with it)
             message = str(exc)
             problems.append(message if message.startswith(f"{dataset_id}:")
@@ -288,12 +287,13 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
 
     def progress_for(dataset):
         print(f"== Table {table.number} · {dataset.id} · {model_for(dataset, args.model)} · "
-              f"{config.mode} · seeds {','.join(map(str, seeds))}", file=sys.stderr)
+              f"{overrides.get('mode', 'finetune')} · seeds {','.join(map(str, seeds))}",
+              file=sys.stderr)
         bars.append(TqdmProgress(dataset.warnings))
         return bars[-1]
 
     try:
-        frame, manifest = reproduce(table, datasets, args.model, seeds, config,
+        frame, manifest = reproduce(table, datasets, args.model, seeds, overrides,
                                     RunStore(args.runs_dir), progress_for=progress_for,
                                     command=" ".join(["python -m glee_core", *argv]))
     finally:

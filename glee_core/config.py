@@ -58,6 +58,11 @@ class TrainConfig:
     warmup_ratio: float = option(0.1, "share of steps with linear warm-up",
                                  protocol="warm-up {:g}")
     max_grad_norm: float = option(1.0, "gradient norm clipping", protocol="clip {:g}")
+    eval_every_steps: int | None = option(
+        None, "score dev every N optimizer steps, keep the best step's weights and stop after "
+        "patience x steps-per-epoch steps without a gain (the released scripts' --log_interval: "
+        "100, 1000 for msra, 1 few-shot); default: after every epoch",
+        protocol="dev every {} steps")
     select_metric: str = option("f1", "dev metric for early stopping and the kept weights: "
                                 "macro-F1 (the paper's long-tailed runs) or accuracy (its "
                                 "few-shot runs)", choices=("f1", "acc"),
@@ -74,6 +79,9 @@ class TrainConfig:
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
     NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision")
+    # Fields added after runs were stored: left out of the identity at their default, so the
+    # run ids of those runs stay as they were.
+    ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None}
     # Fields every protocol line shows; the others appear only when they depart from the default.
     ALWAYS_SHOWN = ("epochs", "batch_size", "lr", "max_length")
 
@@ -85,7 +93,7 @@ class TrainConfig:
             if choices and getattr(self, f.name) not in choices:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
-        for name in ("epochs", "batch_size", "max_length", "limit"):
+        for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -108,13 +116,15 @@ class TrainConfig:
 
     def identity(self) -> dict:
         """The fields that change a run's result. ``mode`` is stored under its first name,
-        ``backbone``, and a default ``select_metric`` is left out, so run ids stay as they were."""
+        ``backbone``, and fields added later are left out at their default, so run ids stay as they
+        were."""
         values = asdict(self)
         for key in self.NOT_IDENTITY:
             values.pop(key)
         values["backbone"] = values.pop("mode")
-        if values["select_metric"] == "f1":
-            values.pop("select_metric")
+        for name, default in self.ADDED_LATER.items():
+            if values[name] == default:
+                values.pop(name)
         return values
 
     @classmethod
@@ -149,6 +159,10 @@ class DataOptions:
                                      "share (default: the paper's)")
     template: str | None = option(None, "prompt template with {text} and [MASK]")
     verbalizer: str | None = option(None, "JSON file: label -> label word(s)")
+    head_tail: str = option("train", "head/tail rule: train (training counts, <= threshold: "
+                            "what a user's data needs, the test split never decides) or "
+                            "released (the authors' code: the test labels, < threshold)",
+                            choices=("train", "released"))
     text_column: str | None = option(None, "CSV/HF: the text column")
     label_column: str | None = option(None, "CSV/HF: the label column")
     text_b_column: str | None = option(None, "CSV/HF: an optional second text column")

@@ -55,6 +55,7 @@ class LongTailDataset:
     language: str = "en"
     warnings: list[str] = field(default_factory=list)
     dropped_classes: dict[str, int] = field(default_factory=dict)
+    head_tail_rule: str = "train"  # see HEAD_TAIL_RULES
     _fingerprint: str | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -73,7 +74,10 @@ class LongTailDataset:
         return series.iloc[order]
 
     def head_tail(self) -> tuple[list[str], list[str]]:
-        """The paper's head/tail split of the classes, on the training split's counts."""
+        """The head/tail split of the classes by :attr:`head_tail_rule` (``HEAD_TAIL_RULES``)."""
+        if self.head_tail_rule == "released":
+            return split_head_tail(self.class_counts("test").to_dict(), self.threshold,
+                                   strict=True)
         return split_head_tail(self.class_counts("train").to_dict(), self.threshold)
 
     def fingerprint(self) -> str:
@@ -98,7 +102,7 @@ class LongTailDataset:
             "sizes": {s: int(len(self.splits[s])) for s in SPLITS},
             "class_counts": counts["train"],
             "class_counts_by_split": counts,
-            "head_tail_split": "train",
+            "head_tail_split": self.head_tail_rule,
             "threshold": self.threshold,
             "head_classes": head,
             "tail_classes": tail,
@@ -117,12 +121,23 @@ def _imbalance_ratio(counts: Mapping[str, int]) -> float | None:
     return round(max(values) / min(values), 2) if values else None
 
 
-def split_head_tail(counts: Mapping[str, int], threshold: float) -> tuple[list[str], list[str]]:
+HEAD_TAIL_RULES = {
+    "train": "on the training counts, head while the cumulative share stays at or under the "
+             "threshold (the top class always head, the rarest always tail)",
+    "released": "on the test labels, head while the cumulative share stays strictly under the "
+                "threshold (the authors' released code, metrics.py split_f1)",
+}
+
+
+def split_head_tail(counts: Mapping[str, int], threshold: float, strict: bool = False
+                    ) -> tuple[list[str], list[str]]:
     """Split classes into head and tail as the paper does.
 
     Classes are sorted by frequency; a class is *head* while the cumulative share of examples up
-    to and including it does not exceed ``threshold``, the rest are *tail*. The most frequent class
-    is always head and, with two or more classes, the least frequent always tail.
+    to and including it does not exceed ``threshold``, the rest are *tail*; the most frequent
+    class is always head and, with two or more classes, the least frequent always tail.
+    ``strict`` is the released code's rule instead: head while the share stays strictly under
+    ``threshold``, with no guard (a dominant top class leaves the head empty).
     """
     if not 0.0 < threshold < 1.0:
         raise GleeError(f"head/tail threshold must be between 0 and 1, got {threshold}")
@@ -131,9 +146,10 @@ def split_head_tail(counts: Mapping[str, int], threshold: float) -> tuple[list[s
     head, tail, cumulative = [], [], 0
     for name, count in ordered:
         cumulative += count
-        is_head = not head or (cumulative / total <= threshold + 1e-12)
+        share = cumulative / total
+        is_head = share < threshold if strict else (not head or share <= threshold + 1e-12)
         (head if is_head and not tail else tail).append(name)
-    if len(ordered) > 1 and not tail:
+    if not strict and len(ordered) > 1 and not tail:
         tail.append(head.pop())
     return head, tail
 
@@ -641,11 +657,15 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
 def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  threshold: float | None = None, template: str | None = None,
                  verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
-                 label_column: str | None = None, text_b_column: str | None = None
-                 ) -> LongTailDataset:
+                 label_column: str | None = None, text_b_column: str | None = None,
+                 head_tail: str = "train") -> LongTailDataset:
     """Load any dataset by spec (``demo``, a paper id, ``csv:PATH``, ``hf:NAME[:CONFIG]``).
 
-    ``template`` and ``verbalizer`` (a JSON file) override the dataset's own."""
+    ``template`` and ``verbalizer`` (a JSON file) override the dataset's own; ``head_tail``
+    picks the head/tail rule (``HEAD_TAIL_RULES``)."""
+    if head_tail not in HEAD_TAIL_RULES:
+        raise GleeError(f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, "
+                        f"got {head_tail!r}")
     column_args = dict(text_column=text_column, label_column=label_column,
                        text_b_column=text_b_column)
     if spec == "demo":
@@ -663,4 +683,5 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
         dataset.template = check_template(template)
     if verbalizer:
         dataset.verbalizer = load_verbalizer_file(verbalizer, dataset.classes)
+    dataset.head_tail_rule = head_tail
     return dataset

@@ -55,8 +55,9 @@ def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
         "dataset": dataset.id, "dataset_fingerprint": dataset.fingerprint(),
         "template": dataset.template, "verbalizer": dataset.verbalizer,
         "threshold": dataset.threshold,
+        **({"head_tail": dataset.head_tail_rule} if dataset.head_tail_rule != "train" else {}),
         "model": model_name, "model_fingerprint": model_fingerprint(model_name),
-        "method": spec.id, **config.identity(),
+        **spec.identity(), **config.identity(),
     }
 
 
@@ -74,7 +75,8 @@ def dataset_record(dataset: LongTailDataset) -> DatasetRecord:
         head_classes=head, tail_classes=tail, threshold=dataset.threshold,
         template=dataset.template, verbalizer=dataset.verbalizer,
         class_counts={k: int(v) for k, v in dataset.class_counts().items()},
-        sizes={k: len(v) for k, v in dataset.splits.items()}, warnings=dataset.warnings)
+        sizes={k: len(v) for k, v in dataset.splits.items()}, warnings=dataset.warnings,
+        head_tail_rule=dataset.head_tail_rule)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,11 @@ class MethodSpec:
     def to_dict(self) -> dict:
         return {**asdict(self), "uses_mlm_head": self.uses_mlm_head}
 
+    def identity(self) -> dict:
+        """What of the spec enters a run's id: its id, and any part that changed after runs of
+        that id were stored (so those runs are not taken for the new method)."""
+        return {"method": self.id, **({} if self.dropout else {"head_dropout": False})}
+
     @classmethod
     def from_dict(cls, values: dict) -> MethodSpec:
         """The registry's spec for a stored id; a spec no longer registered is rebuilt from the
@@ -81,7 +86,8 @@ METHODS: dict[str, MethodSpec] = {m.id: m for m in (
     _cls("cls-relu-focal", "CLS-tuning ∘ R w/ focal loss", "relu", loss="focal"),
     _cls("cls-relu-prompt", "CLS-tuning ∘ R w/ prompt", "relu", input_format="prompt"),
     _cls("cls-relu-ln", "CLS-tuning ∘ R w/ LN", "relu", norm="fresh"),
-    _cls("cls-relu-pt-ln", "CLS-tuning ∘ R w/ pt. LN", "relu", norm="pretrained"),
+    # the authors' w/ pt. LN head has no dropout (models/cls_tuning_w_init_norm.py); w/ LN has
+    _cls("cls-relu-pt-ln", "CLS-tuning ∘ R w/ pt. LN", "relu", norm="pretrained", dropout=False),
     _prompt("prompt", "Prompt-tuning"),
     _prompt("prompt-focal", "Prompt-tuning w/ focal loss", loss="focal"),
     _prompt("prompt-ed", "Prompt-tuning w/ ed.", decoupled_embedding=True),

@@ -59,6 +59,7 @@ class DatasetRecord:
     class_counts: dict[str, int] = field(default_factory=dict)  # training counts, head to tail
     sizes: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    head_tail_rule: str = "train"  # glee_core.datasets.HEAD_TAIL_RULES; older runs: train
 
     @property
     def order(self) -> list[str]:
@@ -67,6 +68,15 @@ class DatasetRecord:
 
     def group(self, name: str) -> str:
         return group_of(name, self.head_classes)
+
+    @property
+    def head_tail_caption(self) -> str:
+        """How head and tail were decided, in words (the Results caption)."""
+        where = ("the test labels, cumulative share strictly under" if self.head_tail_rule ==
+                 "released" else "training counts, cumulative share at or under")
+        return (f"Head/tail on {where} {self.threshold} ({len(self.head_classes)} head, "
+                f"{len(self.tail_classes)} tail classes"
+                + (", the authors' released rule)" if self.head_tail_rule == "released" else ")"))
 
     @classmethod
     def from_dict(cls, values: dict) -> DatasetRecord:

@@ -123,18 +123,55 @@ def model_for(dataset: LongTailDataset, model: str) -> str:
     return PAPER_MODELS.get(dataset.language, PAPER_MODELS["en"]) if model == "paper" else model
 
 
-def protocol_config(table: PaperTable, overrides: dict | None = None) -> TrainConfig:
-    """The paper's hyper-parameters for a table. Long-tailed: batch 32, lr 1e-5, 10 epochs,
-    patience 2, selection on dev macro-F1. Few-shot (the released scripts): batch 2, 5 epochs,
-    patience 5, selection on dev accuracy, 32 training examples. ``overrides`` (the user's
-    ``--epochs``, ``--limit``, ``--mode``, ``--device``, ``--precision``) apply on top; a
-    shortened protocol is recorded by the runs; TrainConfig refuses values below 1."""
+# The released scripts' model types (and, where the script takes it as ${1}, activations) -> ids
+SCRIPT_METHODS = {
+    "cls_tuning": ("cls-tanh", "cls-relu"),
+    "cls_tuning_w_eta_norm": ("cls-tanh-eta-norm", "cls-relu-eta-norm"),
+    "cls_tuning_w_focal_loss": ("cls-tanh-focal", "cls-relu-focal"),
+    "cls_tuning_w_prompt": ("cls-relu-prompt",),
+    "cls_tuning_w_layer_norm": ("cls-relu-ln",),
+    "cls_tuning_w_init_norm": ("cls-relu-pt-ln",), "cls_tuning_w_init": ("cls-relu-pt-ln",),
+    "prompt_tuning": ("prompt",), "prompt_tuning_w_decoupling": ("prompt-ed",),
+    "prompt_tuning_w_focal_loss": ("prompt-focal",),
+}
+
+
+@lru_cache(maxsize=1)
+def script_protocols() -> dict[tuple[str, str], dict]:
+    """(dataset, method) -> the TrainConfig fields of the authors' run script for it
+    (``reference/glee_scripts.csv``: every scripts/run_*.sh of their repository as data)."""
+    out = {}
+    for _, row in pd.read_csv(REFERENCE_DIR / "glee_scripts.csv").iterrows():
+        fields = {"max_length": int(row["max_length"]), "batch_size": int(row["batch"]),
+                  "lr": float(row["lr"]), "weight_decay": float(row["weight_decay"]),
+                  "epochs": int(row["epochs"]), "patience": int(row["patience_epochs"]),
+                  "warmup_ratio": float(row["warmup"]),
+                  "eval_every_steps": int(row["eval_every_steps"]),
+                  "select_metric": str(row["select"]),
+                  "max_grad_norm": float(row["max_grad_norm"])}
+        for method in SCRIPT_METHODS[row["model_type"]]:
+            out[(row["task"], method)] = fields
+    return out
+
+
+def protocol_config(table: PaperTable, dataset: str, method: str,
+                    overrides: dict | None = None) -> TrainConfig:
+    """The authors' hyper-parameters for one method on one dataset, from their run script (a
+    dataset they did not run, e.g. r8, takes its nearest one's, r52): max length, batch size,
+    lr (3e-5 for prompt-tuning and w/ ed. on RTE, else 1e-5), epochs, patience, warm-up, dev
+    evaluation every N steps (100; 1,000 for msra; 1 few-shot), selection metric, clipping.
+    Few-shot tables train on 32 examples. ``overrides`` (the user's ``--epochs``, ``--limit``,
+    ``--mode``, ``--device``, ``--precision``) apply on top; a shortened protocol is recorded by
+    the runs; TrainConfig refuses values below 1."""
     overrides = dict(overrides or {})
-    config = TrainConfig(batch_size=None)  # None: the dataset's (the paper's) batch size
+    script = script_protocols().get((NEAREST_REFERENCE.get(dataset, dataset), method))
+    if script is None:  # no script for this pair: the table's general protocol
+        script = ({"epochs": 5, "patience": 5, "select_metric": "acc", "batch_size": 2}
+                  if table.few_shot else {})
+    config = TrainConfig(**{"batch_size": None, **script})
     if table.few_shot:
         limit = overrides.pop("limit", None)
-        config = replace(config, epochs=5, patience=5, select_metric="acc",
-                         limit=min(limit or FEW_SHOT_EXAMPLES, FEW_SHOT_EXAMPLES))
+        config = replace(config, limit=min(limit or FEW_SHOT_EXAMPLES, FEW_SHOT_EXAMPLES))
     return replace(config, **overrides)
 
 
@@ -190,17 +227,19 @@ def comparison(runs: list[Run], table: PaperTable, datasets: Iterable[str] | Non
     authors' released R52 runs); ``diff`` (ours - ref), ``best`` (the best mean of its column,
     the paper's bold), and the ``setting``.
 
-    Runs of methods or datasets outside the table are ignored; a dataset whose runs come from
-    more than one setting (backbone, mode, protocol) is an error: they must not be averaged."""
+    Runs of methods or datasets outside the table are ignored; a method whose runs on a dataset
+    come from more than one setting (backbone, mode, protocol) is an error: they must not be
+    averaged. (Methods may differ: the authors' scripts give some their own learning rate.)"""
     datasets = list(datasets or table.datasets)
     runs = [r for r in runs if r.method in table.methods and r.dataset in datasets]
-    settings = {}
+    settings: dict[tuple[str, str], set[str]] = {}
     for run in runs:
-        settings.setdefault(run.dataset, set()).add(run.setting)
-    mixed = {d: s for d, s in settings.items() if len(s) > 1}
+        settings.setdefault((run.dataset, run.method), set()).add(run.setting)
+    mixed = {k: s for k, s in settings.items() if len(s) > 1}
     if mixed:
         raise GleeError("runs of several settings for " + "; ".join(
-            f"{d}: {' | '.join(sorted(s))}" for d, s in mixed.items()) + " - compare one at a time")
+            f"{d} {m}: {' | '.join(sorted(s))}" for (d, m), s in mixed.items())
+            + " - compare one at a time")
     summary = aggregate(runs).set_index(["dataset", "method"])
     refs = reference_results().set_index(["dataset", "method"])
     logs = reference_results("released-logs").set_index(["dataset", "method"])
@@ -226,7 +265,7 @@ def comparison(runs: list[Run], table: PaperTable, datasets: Iterable[str] | Non
                     "ref_dataset": key[0] if ref is not None else "",
                     "logs": np.nan if log is None else float(log[metric]),
                     "logs_std": np.nan if log is None else float(log[f"{metric}_std"]),
-                    "setting": " | ".join(sorted(settings.get(dataset, ())))})
+                    "setting": " | ".join(sorted(settings.get((dataset, method), ())))})
     frame = pd.DataFrame(rows)
     # AVG over the datasets: only where every dataset has a value (else it would mislead)
     avg = (frame.groupby(["method", "paper row", "metric"], sort=False)
@@ -329,7 +368,7 @@ def reference_note(frame: pd.DataFrame) -> str:
 
 
 def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, seeds: list[int],
-              config: TrainConfig, store: RunStore,
+              overrides: dict, store: RunStore,
               run: Callable[..., list[Run]] | None = None,
               progress_for: Callable[[LongTailDataset], ProgressFn] | None = None,
               command: str = "") -> tuple[pd.DataFrame, dict]:
@@ -342,19 +381,25 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
     specs = [get_method(m) for m in table.methods]
     started = time.perf_counter()
     models = {d.id: model_for(d, model) for d in datasets}
+    configs = {(d.id, s.id): protocol_config(table, d.id, s.id, overrides)
+               for d in datasets for s in specs}  # each method its script's hyper-parameters
     for dataset in datasets:  # vocabulary problems surface before anything trains
-        preflight(dataset, plan_runs(dataset, specs, seeds, models[dataset.id], config),
-                  models[dataset.id], store)
+        plan = [p for s in specs for p in plan_runs(dataset, [s], seeds, models[dataset.id],
+                                                    configs[(dataset.id, s.id)])]
+        preflight(dataset, plan, models[dataset.id], store)
     runs: list[Run] = []
     for dataset in datasets:
         progress = progress_for(dataset) if progress_for else None
-        runs += run(dataset, specs, seeds, models[dataset.id], config, store, False, progress)
+        for spec in specs:
+            runs += run(dataset, [spec], seeds, models[dataset.id],
+                        configs[(dataset.id, spec.id)], store, False, progress)
     frame = comparison(runs, table, [d.id for d in datasets])
     manifest = {
         "table": table.number, "methods": list(table.methods),
         "datasets": [d.id for d in datasets], "model": model,
-        "models": models, "backbone": config.mode, "seeds": list(seeds),
+        "models": models, "backbone": overrides.get("mode", "finetune"), "seeds": list(seeds),
         "settings": {d: sorted({r.setting for r in runs if r.dataset == d}) for d in models},
+        "protocol": "the authors' run scripts (reference/glee_scripts.csv), per method",
         "run_ids": [r.run_id for r in runs], "command": command,
         "notes": sorted({note for r in runs for note in r.record.notes}),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -127,6 +128,9 @@ class TrainingState:
     device: torch.device
     pad_id: int
     ddp: DataParallel | None = None
+    global_step: int = 0
+    # called after every optimizer step with the step's (detached) loss; True stops training
+    on_step: Callable[[torch.Tensor], bool] | None = None
 
 
 def optimizer_step(state: TrainingState, loss: torch.Tensor) -> None:
@@ -139,10 +143,10 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor) -> None:
 
 
 def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: ProgressFn
-                    ) -> tuple[float, int]:
-    """One pass over ``train``; returns (summed loss, steps). The loss stays on the device and
-    is read back only every ``config.log_every`` steps. Under data parallelism every process
-    draws the same batches and trains on its slice of each."""
+                    ) -> tuple[float, int, bool]:
+    """One pass over ``train``; returns (summed loss, steps, stopped early by ``on_step``). The
+    loss stays on the device and is read back only every ``config.log_every`` steps. Under data
+    parallelism every process draws the same batches and trains on its slice of each."""
     config, device = state.config, state.device
     state.model.train()
     batches = length_grouped_batches(train.lengths, config.batch_size, state.rng)
@@ -156,11 +160,14 @@ def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: Pr
             logits, _ = state.model(**model_inputs(batch))
         loss = classification_loss(state.spec, logits, batch["labels"])
         optimizer_step(state, loss)
+        state.global_step += 1
         loss_sum += loss.detach()
         report = step % config.log_every == 0 or step == len(batches)
         progress(TrainStep(epoch=epoch, epochs=config.epochs, step=step, steps=len(batches),
                            loss=float(loss_sum) / step if report else None))
-    return float(loss_sum), len(batches)
+        if state.on_step is not None and state.on_step(loss.detach()):
+            return float(loss_sum), step, True
+    return float(loss_sum), len(batches), False
 
 
 def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int):
@@ -171,6 +178,67 @@ def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, 
     scheduler = get_linear_schedule_with_warmup(
         optimizer, int(config.warmup_ratio * total_steps), total_steps)
     return params, optimizer, scheduler
+
+
+class DevSelection:
+    """Scores the dev split, keeps the best weights and decides when to stop: after every epoch
+    (patience in epochs), or every ``eval_every_steps`` optimizer steps as the released scripts do
+    (stop after patience x steps-per-epoch steps without a gain)."""
+
+    def __init__(self, model: GleeModel, dev: Split, num_classes: int, config: TrainConfig,
+                 pad_id: int, device: torch.device, steps_per_epoch: int, progress: ProgressFn):
+        self.model, self.dev, self.num_classes, self.config = model, dev, num_classes, config
+        self.pad_id, self.device, self.progress = pad_id, device, progress
+        self.patience_steps = config.patience * steps_per_epoch
+        self.history: list[dict] = []
+        self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
+        self.epoch, self.step = 1, 0
+        self.loss_sum, self.loss_steps = 0.0, 0
+        self.since = time.perf_counter()
+
+    def evaluate(self, step: int, train_loss: float | None = None) -> None:
+        started = time.perf_counter()
+        logits, _ = predict(self.model, self.dev, self.pad_id, self.device,
+                            self.config.eval_batch_size, self.config.precision)
+        self.model.train()
+        pred = logits.argmax(1)
+        eval_seconds = time.perf_counter() - started
+        record = {"epoch": self.epoch, "step": step,
+                  "train_loss": train_loss if train_loss is not None
+                  else float(self.loss_sum) / max(self.loss_steps, 1),
+                  "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
+                  "dev_acc": float((pred == self.dev.labels).mean()),
+                  "eval_seconds": round(eval_seconds, 3),
+                  "seconds": round(time.perf_counter() - self.since, 3)}
+        self.history.append(record)
+        self.since = time.perf_counter()
+        self.loss_sum, self.loss_steps = 0.0, 0
+        score = record[f"dev_{self.config.select_metric}"]
+        if score > self.best_score:
+            self.best_score, self.best_step, self.stale = score, step, 0
+            self.best_state = {k: v.detach().to("cpu", copy=True)
+                               for k, v in self.model.state_dict().items()}
+        else:
+            self.stale += 1
+        self.progress(Evaluated(epoch=self.epoch, epochs=self.config.epochs,
+                                dev_f1=record["dev_f1"], dev_acc=record["dev_acc"],
+                                best_dev=self.best_score,
+                                select_metric=self.config.select_metric))
+
+    def after_step(self, loss: torch.Tensor) -> bool:
+        """Step mode: score every ``eval_every_steps`` steps; True once patience ran out."""
+        self.step += 1
+        self.loss_sum = self.loss_sum + loss  # stays on the device until the next evaluation
+        self.loss_steps += 1
+        if self.step % self.config.eval_every_steps:
+            return False
+        self.evaluate(self.step)
+        return self.step - self.best_step >= self.patience_steps
+
+    def end_of_epoch(self, train_loss: float, step: int) -> bool:
+        """Epoch mode: score after the epoch; True once ``patience`` epochs brought no gain."""
+        self.evaluate(step, train_loss)
+        return self.stale >= self.config.patience
 
 
 def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
@@ -203,35 +271,22 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                           spec, config, optimizer, scheduler, params,
                           np.random.default_rng(config.seed), device, pad_id, ddp)
 
-    history: list[dict] = []
-    best_score, best_state, stale = -1.0, None, 0
+    selection = DevSelection(model, splits["dev"], dataset.num_classes, config, pad_id, device,
+                             steps_per_epoch, progress)
+    if config.eval_every_steps:
+        state.on_step = selection.after_step
     started = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        epoch_start = time.perf_counter()
-        loss_sum, steps = train_one_epoch(state, train, epoch, progress)
-        train_seconds = time.perf_counter() - epoch_start
-        dev_logits, _ = predict(model, splits["dev"], pad_id, device, config.eval_batch_size,
-                                config.precision)
-        dev_pred = dev_logits.argmax(1)
-        dev_f1 = macro_f1(splits["dev"].labels, dev_pred, dataset.num_classes)
-        record = {"epoch": epoch, "train_loss": loss_sum / steps,
-                  "dev_f1": dev_f1, "dev_acc": float((dev_pred == splits["dev"].labels).mean()),
-                  "train_seconds": round(train_seconds, 3),
-                  "seconds": round(time.perf_counter() - epoch_start, 3)}
-        history.append(record)
-        score = record[f"dev_{config.select_metric}"]
-        if score > best_score:
-            best_score, stale = score, 0
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-        else:
-            stale += 1
-        progress(Evaluated(epoch=epoch, epochs=config.epochs, dev_f1=record["dev_f1"],
-                           dev_acc=record["dev_acc"], best_dev=best_score,
-                           select_metric=config.select_metric))
-        if stale >= config.patience:
+        selection.epoch = epoch
+        loss_sum, steps, stopped = train_one_epoch(state, train, epoch, progress)
+        if stopped or (not config.eval_every_steps
+                       and selection.end_of_epoch(loss_sum / steps, state.global_step)):
             break
+    if not selection.history:  # fewer steps than one evaluation interval: score once at the end
+        selection.evaluate(state.global_step)
     train_time = time.perf_counter() - started
-    model.load_state_dict(best_state)
+    history = selection.history
+    model.load_state_dict(selection.best_state)
 
     progress(Testing())
     test = splits["test"]
@@ -242,8 +297,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     pred = logits.argmax(1)
     head, tail = dataset.head_tail()
     metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
-    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best epoch
-    metrics.update(best_epoch=best["epoch"], best_dev_f1=best["dev_f1"],
+    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best one
+    metrics.update(best_epoch=best["epoch"], best_step=best["step"], best_dev_f1=best["dev_f1"],
                    best_dev_acc=best["dev_acc"], select_metric=config.select_metric)
     probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
     frame = dataset.splits["test"]
@@ -253,7 +308,7 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         "pred": [dataset.classes[i] for i in pred],
         "confidence": probs.max(1).round(6), "correct": pred == test.labels})
     rows = sample_feature_rows(test.labels)
-    seconds_training = sum(r["train_seconds"] for r in history)
+    seconds_training = max(train_time - sum(r["eval_seconds"] for r in history), 1e-9)
     return RunResult(
         metrics=metrics, history=history, predictions=predictions, logits=logits,
         weight_norms=model.class_weight_norms().detach().cpu().tolist(),
@@ -261,7 +316,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                   "rows": rows},
         model=model, notes=notes, config=config,
         timing={"train_seconds": round(train_time, 3), "test_seconds": round(test_seconds, 3),
-                "epochs_run": len(history), "device": str(device),
+                "epochs_run": selection.epoch, "evaluations": len(history),
+                "device": str(device),
                 "precision": resolve_precision(config.precision, device),
                 "train_examples_per_second":
-                    round(len(train) * len(history) / max(seconds_training, 1e-9), 2)})
+                    round(state.global_step * config.batch_size / seconds_training, 2)})

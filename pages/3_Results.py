@@ -91,7 +91,8 @@ with ours:
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  column_config={"best": None})
     st.caption(f"Highlighted: the best mean of each column; {STD_NOTE}. Head/Tail F1 average "
-               "the per-class F1 of the head / tail classes (split on training counts).")
+               f"the per-class F1 of the head / tail classes. "
+               f"{runs[0].record.dataset.head_tail_caption}.")
     st.download_button("Download table (CSV)",
                        table.assign(best=table["best"].str.join(";")).to_csv(index=False),
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")

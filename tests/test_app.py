@@ -101,7 +101,7 @@ def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatc
 
     store = RunStore(tmp_path / "runs")
     frame, manifest = reproduce(get_table(2), [toy_dataset], str(tiny_bert), [775, 776],
-                                TrainConfig(epochs=1, batch_size=16, limit=40), store,
+                                {"epochs": 1, "batch_size": 16, "limit": 40}, store,
                                 command="python -m glee_core reproduce --table 2")
     monkeypatch.setenv("GLEE_RUNS_DIR", str(store.root))
     at = app("pages/3_Results.py").run()

@@ -37,6 +37,19 @@ def test_head_tail_split_keeps_a_tail_and_checks_threshold():
         split_head_tail({"a": 1}, 1.5)
 
 
+def test_the_released_rule_is_strict_and_reads_the_test_labels(toy_csv):
+    counts = {"c": 10, "a": 50, "e": 4, "b": 30, "d": 6}
+    # .8 is not strictly under .8; and no guard keeps the top class in the head
+    assert split_head_tail(counts, 0.80, strict=True) == (["a"], ["b", "c", "d", "e"])
+    assert split_head_tail(counts, 0.30, strict=True) == ([], ["a", "b", "c", "d", "e"])
+    released = load_dataset(f"csv:{toy_csv}", head_tail="released")
+    test_counts = released.class_counts("test").to_dict()
+    assert released.head_tail() == split_head_tail(test_counts, released.threshold, strict=True)
+    assert released.info()["head_tail_split"] == "released"
+    with pytest.raises(GleeError, match="--head-tail"):
+        load_dataset(f"csv:{toy_csv}", head_tail="nope")
+
+
 def test_demo_is_long_tailed_split_by_text_and_reports_small_classes():
     demo = load_dataset("demo")
     info = demo.info()

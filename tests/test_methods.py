@@ -47,6 +47,11 @@ def test_pt_ln_starts_from_exactly_the_mlm_layer_norm(request, fixture, toy_data
     assert torch.equal(norm.weight, source.weight) and torch.equal(norm.bias, source.bias)
     assert not torch.allclose(source.weight, torch.ones_like(source.weight))  # non-trivial
     assert norm.weight.data_ptr() != source.weight.data_ptr()  # a copy, trained on its own
+    # the authors' w/ pt. LN has no dropout; w/ LN keeps Dropout(0.1); the change is in the id
+    assert isinstance(model.head.dropout, torch.nn.Identity)
+    assert METHODS["cls-relu-pt-ln"].identity() == {"method": "cls-relu-pt-ln",
+                                                    "head_dropout": False}
+    assert METHODS["cls-relu-ln"].identity() == {"method": "cls-relu-ln"}
     fresh = build_model(get_method("cls-relu-ln"), backbone, toy_dataset.classes,
                         toy_dataset.verbalizer).head.norm
     assert torch.equal(fresh.weight, torch.ones_like(fresh.weight))

@@ -190,21 +190,32 @@ PAPER_DIR = Path(__file__).resolve().parents[2] / "shared" / "paper"
 def test_shipped_reference_data_is_the_checked_transcription():
     from glee_core.reproduce import REFERENCE_DIR
 
-    for name in ("glee_tables.csv", "glee_r52_logs.csv"):
+    for name in ("glee_tables.csv", "glee_r52_logs.csv", "glee_scripts.csv"):
         shipped = pd.read_csv(REFERENCE_DIR / name)
         pd.testing.assert_frame_equal(shipped, pd.read_csv(PAPER_DIR / name))
     logs = pd.read_csv(PAPER_DIR / "glee_r52_logs.csv")
     assert sorted(set(logs["seed"])) == list(PAPER_SEEDS) and set(logs["method"]) == set(METHODS)
 
 
-def test_protocols_follow_the_paper_long_tailed_and_few_shot():
-    long_tailed = protocol_config(get_table(2))
+def test_protocols_follow_the_authors_run_scripts():
+    long_tailed = protocol_config(get_table(2), "r52", "cls-tanh")
     assert (long_tailed.epochs, long_tailed.patience, long_tailed.select_metric,
-            long_tailed.learning_rate, long_tailed.limit) == (10, 2, "f1", 1e-5, None)
-    few = protocol_config(get_table(5))
-    assert (few.epochs, few.patience, few.select_metric, few.limit) == (5, 5, "acc", 32)
-    assert protocol_config(get_table(5), {"epochs": 2, "limit": 8}).limit == 8
-    assert protocol_config(get_table(5), {"limit": 1000}).limit == 32  # few-shot stays few-shot
+            long_tailed.learning_rate, long_tailed.limit, long_tailed.batch_size,
+            long_tailed.max_length, long_tailed.eval_every_steps) == \
+        (10, 2, "f1", 1e-5, None, 32, 256, 100)
+    assert protocol_config(get_table(2), "msra", "prompt").eval_every_steps == 1000
+    assert protocol_config(get_table(3), "r8", "cls-relu-pt-ln") == \
+        protocol_config(get_table(3), "r52", "cls-relu-pt-ln")  # r8 runs as r52 does
+    few = protocol_config(get_table(5), "rte", "cls-tanh")
+    assert (few.epochs, few.patience, few.select_metric, few.limit, few.batch_size,
+            few.max_length, few.eval_every_steps, few.lr) == (5, 5, "acc", 32, 2, 128, 1, 1e-5)
+    assert protocol_config(get_table(5), "rte", "prompt").lr == 3e-5  # the script's own lr
+    assert protocol_config(get_table(5), "boolq", "prompt").lr == 1e-5
+    assert protocol_config(get_table(5), "rte", "cls-tanh", {"epochs": 2, "limit": 8}).limit == 8
+    assert protocol_config(get_table(5), "rte", "cls-tanh",
+                           {"limit": 1000}).limit == 32  # few-shot stays few-shot
+    demo = protocol_config(get_table(2), "demo", "prompt", {"epochs": 1})  # no script: defaults
+    assert (demo.epochs, demo.eval_every_steps, demo.lr) == (1, None, None)
     assert paper_seeds(5) == list(PAPER_SEEDS) and paper_seeds(7)[-1] == 781
     with pytest.raises(GleeError, match="--table"):
         get_table(4)
@@ -243,6 +254,10 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     assert len(manifest["run_ids"]) == 10
     runs = [store.get(i) for i in manifest["run_ids"]]
     assert all(r.record.hyperparameters.limit == 40 for r in runs)
+    # the authors' protocol: their head/tail rule, dev every 100 steps (fewer here: scored at
+    # the end), w/ pt. LN without dropout is a method of its own
+    assert {r.record.dataset.head_tail_rule for r in runs} == {"released"}
+    assert {r.record.hyperparameters.eval_every_steps for r in runs} == {100}
     frame = pd.read_csv(manifest["files"]["csv"])
     prompt = [r for r in runs if r.method == "prompt"]
     f1 = frame[(frame["method"] == "prompt") & (frame["dataset"] == "r52")

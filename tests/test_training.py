@@ -84,3 +84,21 @@ def test_prompt_truncation_keeps_the_template_and_mask(bert, toy_dataset):
     for ids, pos in zip(split.input_ids, split.positions, strict=True):
         assert len(ids) == 32 and ids[pos] == mask
         assert ids[-1] == bert.tokenizer.sep_token_id
+
+
+def test_dev_scored_every_n_steps_stops_after_patience_times_an_epoch_of_steps(bert,
+                                                                            toy_dataset):
+    """The released scripts' protocol: dev every N optimizer steps, the best step's weights,
+    stop once patience x steps-per-epoch steps brought no gain."""
+    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=1, eval_every_steps=3)
+    steps_per_epoch = -(-len(toy_dataset.splits["train"]) // 16)
+    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
+    steps = [r["step"] for r in result.history]
+    assert steps == list(range(3, 3 * len(steps) + 1, 3))  # every third step
+    # lr 0: the first evaluation stays the best; training stops at the first evaluation at
+    # least one epoch of steps after it
+    assert result.metrics["best_step"] == 3
+    assert steps[-1] - 3 >= steps_per_epoch > steps[-2] - 3
+    assert "eval_every_steps" in config.identity()
+    assert "eval_every_steps" not in TrainConfig().identity()  # older run ids stay valid
+    assert "dev every 3 steps" in config.protocol()
