@@ -248,6 +248,7 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
         comparison_text,
         get_table,
         header_lines,
+        manifest_findings,
         model_for,
         paper_seeds,
         reproduce,
@@ -301,10 +302,11 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
             bar.close()
     for note in manifest["notes"]:
         print(f"note: {note}", file=sys.stderr)
+    findings = manifest_findings(manifest)
     if args.format == "md":
-        print(comparison_markdown(frame, table, header_lines(manifest)), end="")
+        print(comparison_markdown(frame, table, header_lines(manifest), findings), end="")
     else:
-        print(comparison_text(frame, table, header_lines(manifest)), end="")
+        print(comparison_text(frame, table, header_lines(manifest), findings), end="")
     for kind, path in manifest["files"].items():
         print(f"wrote {kind}: {path}", file=sys.stderr)
     return 0

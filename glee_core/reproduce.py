@@ -3,14 +3,15 @@
 ``reproduce`` trains (or loads from the store) every method of a table on every chosen dataset
 with the paper's hyper-parameters, and ``comparison`` turns the runs into the table: one row per
 method, a column per dataset and metric plus the average over datasets (AVG), each cell our
-mean ± std over seeds, the reference value and our difference. The reference values live in one
-data file, ``reference_results.json``, each row naming its source.
+mean ± sample std over seeds, the paper's value and our difference, and the authors' released
+R52 runs; then the paper's findings judged on our runs (:mod:`glee_core.findings`). The paper's
+numbers and run scripts ship as data (:mod:`glee_core.paper`).
 
-Which methods make which table follows the paper's rows and the released scripts
-(github.com/GeneZC/Glee, ``scripts/run_*_<dataset>.sh``): Table 2 compares CLS-tuning (Tanh head)
-with its long-tail remedies and prompt-tuning; Table 3 bridges the two step by step (ReLU, the
-template input, a fresh LayerNorm, the MLM head's LayerNorm, decoupled embeddings), with Table 2's
-two end points as reference rows; Table 5 runs the bridging heads few-shot.
+Each table's rows and datasets are the paper's own (read from the shipped tables): Table 2
+compares CLS-tuning (Tanh head) with its long-tail remedies and prompt-tuning; Table 3 bridges the
+two step by step (ReLU, the template input, a fresh LayerNorm, the MLM head's LayerNorm, decoupled
+embeddings) and repeats Table 2's CLS-tuning rows; Table 5 runs the bridging heads few-shot. Each
+run takes its hyper-parameters from the authors' script for that method and dataset.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -30,31 +30,24 @@ from .datasets import LongTailDataset
 from .errors import GleeError
 from .events import ProgressFn
 from .files import write_atomic
+from .findings import Finding, check_findings, findings_text
 from .methods import METHODS, get_method
-from .record import METRIC_KEYS, METRIC_TITLES
+from .paper import (
+    NEAREST_REFERENCE,
+    PAPER_SEEDS,
+    paper_cells,
+    reference_results,
+    reference_sources,
+    script_protocols,
+)
+from .record import METRIC_TITLES
 from .store import Run, RunStore, aggregate, config_hash, slug
 from .tables import markdown_table, mean_std
 
-REFERENCE_DIR = Path(__file__).with_name("reference")  # the paper's tables and R52 run logs
-PAPER_SEEDS = (775, 776, 777, 778, 779)  # the released scripts' seeds
 PAPER_MODELS = {"en": "bert-base-uncased", "zh": "bert-base-chinese"}  # --model paper
 FEW_SHOT_EXAMPLES = 32
 LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))
-# A dataset the paper does not report, and the paper's dataset nearest to it (R8's classes are a
-# subset of R52's, same template and label words): its numbers are shown, labelled as such.
-NEAREST_REFERENCE = {"r8": "r52"}
 
-
-@lru_cache(maxsize=1)
-def paper_cells() -> pd.DataFrame:
-    """Every cell of the paper's Tables 2, 3 and 5: table, dataset, method, metric, mean, std."""
-    return pd.read_csv(REFERENCE_DIR / "glee_tables.csv")
-
-
-@lru_cache(maxsize=1)
-def released_log_runs() -> pd.DataFrame:
-    """Every run of the authors' released R52 logs: dataset, method, seed and the four metrics."""
-    return pd.read_csv(REFERENCE_DIR / "glee_r52_logs.csv")
 
 
 @dataclass(frozen=True)
@@ -123,37 +116,6 @@ def model_for(dataset: LongTailDataset, model: str) -> str:
     return PAPER_MODELS.get(dataset.language, PAPER_MODELS["en"]) if model == "paper" else model
 
 
-# The released scripts' model types (and, where the script takes it as ${1}, activations) -> ids
-SCRIPT_METHODS = {
-    "cls_tuning": ("cls-tanh", "cls-relu"),
-    "cls_tuning_w_eta_norm": ("cls-tanh-eta-norm", "cls-relu-eta-norm"),
-    "cls_tuning_w_focal_loss": ("cls-tanh-focal", "cls-relu-focal"),
-    "cls_tuning_w_prompt": ("cls-relu-prompt",),
-    "cls_tuning_w_layer_norm": ("cls-relu-ln",),
-    "cls_tuning_w_init_norm": ("cls-relu-pt-ln",), "cls_tuning_w_init": ("cls-relu-pt-ln",),
-    "prompt_tuning": ("prompt",), "prompt_tuning_w_decoupling": ("prompt-ed",),
-    "prompt_tuning_w_focal_loss": ("prompt-focal",),
-}
-
-
-@lru_cache(maxsize=1)
-def script_protocols() -> dict[tuple[str, str], dict]:
-    """(dataset, method) -> the TrainConfig fields of the authors' run script for it
-    (``reference/glee_scripts.csv``: every scripts/run_*.sh of their repository as data)."""
-    out = {}
-    for _, row in pd.read_csv(REFERENCE_DIR / "glee_scripts.csv").iterrows():
-        fields = {"max_length": int(row["max_length"]), "batch_size": int(row["batch"]),
-                  "lr": float(row["lr"]), "weight_decay": float(row["weight_decay"]),
-                  "epochs": int(row["epochs"]), "patience": int(row["patience_epochs"]),
-                  "warmup_ratio": float(row["warmup"]),
-                  "eval_every_steps": int(row["eval_every_steps"]),
-                  "select_metric": str(row["select"]),
-                  "max_grad_norm": float(row["max_grad_norm"])}
-        for method in SCRIPT_METHODS[row["model_type"]]:
-            out[(row["task"], method)] = fields
-    return out
-
-
 def protocol_config(table: PaperTable, dataset: str, method: str,
                     overrides: dict | None = None) -> TrainConfig:
     """The authors' hyper-parameters for one method on one dataset, from their run script (a
@@ -177,41 +139,6 @@ def protocol_config(table: PaperTable, dataset: str, method: str,
 
 # --------------------------------------------------------------------------------------------
 # Reference values
-
-
-@lru_cache(maxsize=1)
-def reference_sources() -> dict[str, dict]:
-    return json.loads((REFERENCE_DIR / "sources.json").read_text(encoding="utf-8"))["sources"]
-
-
-def _wide(frame: pd.DataFrame, source: str, seeds: int) -> pd.DataFrame:
-    """Long cells (dataset, method, metric, mean, std) -> one row per dataset x method."""
-    means = frame.pivot_table(index=["dataset", "method"], columns="metric", values="mean")
-    stds = frame.pivot_table(index=["dataset", "method"], columns="metric", values="std")
-    out = means.join(stds.add_suffix("_std")).reset_index()
-    for key in METRIC_KEYS:  # Table 5 prints accuracy only
-        for column in (key, f"{key}_std"):
-            if column not in out:
-                out[column] = np.nan
-    return out.assign(source=source, seeds=seeds)
-
-
-def reference_results(source: str | None = None) -> pd.DataFrame:
-    """One row per dataset x method: ``source``, ``seeds``, each metric and its ``_std`` (the
-    sample std, as the paper prints it). The paper's cells first, then the released R52 logs
-    (mean and sample std of their five runs) where the paper has no cell; ``source`` picks one."""
-    cells = paper_cells()
-    paper = _wide(cells[cells["dataset"] != "avg"].drop_duplicates(
-        ["dataset", "method", "metric"]), "paper", len(PAPER_SEEDS))
-    logs = released_log_runs().melt(id_vars=["dataset", "method", "seed"],
-                                    value_vars=list(METRIC_KEYS), var_name="metric")
-    logs = logs.groupby(["dataset", "method", "metric"])["value"].agg(
-        mean="mean", std=lambda x: float(np.std(x, ddof=1))).reset_index()
-    logs = _wide(logs, "released-logs", len(PAPER_SEEDS))
-    frame = pd.concat([paper, logs], ignore_index=True)
-    if source is not None:
-        return frame[frame["source"] == source].reset_index(drop=True)
-    return frame.drop_duplicates(["dataset", "method"]).reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,9 +242,9 @@ def comparison_block(frame: pd.DataFrame, metrics: Iterable[str]) -> pd.DataFram
                         index=pd.MultiIndex.from_tuples(index, names=["method", ""]))
 
 
-def comparison_markdown(frame: pd.DataFrame, table: PaperTable, header: Iterable[str] = ()
-                        ) -> str:
-    """The table in Markdown: one block per metric pair, best means in bold."""
+def comparison_markdown(frame: pd.DataFrame, table: PaperTable, header: Iterable[str] = (),
+                        findings: Iterable[Finding] = ()) -> str:
+    """The table in Markdown: one block per metric pair, best means in bold; then the findings."""
     out = [f"## Table {table.number}: {table.title}", "", *header]
     if header:
         out.append("")
@@ -330,10 +257,13 @@ def comparison_markdown(frame: pd.DataFrame, table: PaperTable, header: Iterable
         out += [f"### {names}", "", *markdown_table(["Method", "", *block.columns], rows, left=2),
                 ""]
     out.append(reference_note(frame))
+    if findings:
+        out += ["", findings_text(list(findings))]
     return "\n".join(out) + "\n"
 
 
-def comparison_text(frame: pd.DataFrame, table: PaperTable, header: Iterable[str] = ()) -> str:
+def comparison_text(frame: pd.DataFrame, table: PaperTable, header: Iterable[str] = (),
+                    findings: Iterable[Finding] = ()) -> str:
     """The same table as aligned plain text, for the terminal."""
     out = [f"Table {table.number}: {table.title}", *header]
     for metrics in table.blocks:
@@ -341,7 +271,13 @@ def comparison_text(frame: pd.DataFrame, table: PaperTable, header: Iterable[str
         out += ["", " / ".join(METRIC_TITLES[m] for m in metrics) + "  (* best mean)",
                 block.to_string()]
     out += ["", reference_note(frame)]
+    if findings:
+        out += ["", findings_text(list(findings))]
     return "\n".join(out) + "\n"
+
+
+def manifest_findings(manifest: dict) -> list[Finding]:
+    return [Finding(**f) for f in manifest.get("findings", [])]
 
 
 def reference_note(frame: pd.DataFrame) -> str:
@@ -395,6 +331,7 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
                         configs[(dataset.id, spec.id)], store, False, progress)
     frame = comparison(runs, table, [d.id for d in datasets])
     manifest = {
+        "findings": [f.to_dict() for f in check_findings(runs)],
         "table": table.number, "methods": list(table.methods),
         "datasets": [d.id for d in datasets], "model": model,
         "models": models, "backbone": overrides.get("mode", "finetune"), "seeds": list(seeds),
@@ -431,7 +368,8 @@ def write_outputs(store: RunStore, manifest: dict, frame: pd.DataFrame, table: P
     paths = {kind: folder / f"{stem}.{kind}" for kind in ("csv", "md", "json")}
     manifest["files"] = {kind: str(path) for kind, path in paths.items()}
     texts = {"csv": frame.to_csv(index=False),
-             "md": comparison_markdown(frame, table, header_lines(manifest)),
+             "md": comparison_markdown(frame, table, header_lines(manifest),
+                                       manifest_findings(manifest)),
              "json": json.dumps(manifest, indent=1, ensure_ascii=False)}
     for kind, text in texts.items():  # the manifest last: the app lists the manifests
         write_atomic(paths[kind], text)

@@ -7,6 +7,7 @@ import streamlit as st
 
 import studio_ui
 from glee_core.charts import chart_head_tail, chart_per_class_f1, per_class_f1_frame
+from glee_core.findings import check_findings, findings_frame
 from glee_core.record import METRIC_TITLES
 from glee_core.reproduce import (
     comparison,
@@ -67,6 +68,12 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
             block = comparison_block(frame, metrics).reset_index()
             st.dataframe(block.style.map(bold_marked), hide_index=True)
         st.caption(reference_note(frame).replace("\n", "  \n"))
+        findings = check_findings(runs)  # judged on the runs still in the store
+        st.subheader("The paper's findings, on these runs")
+        st.dataframe(findings_frame(findings), hide_index=True,
+                     column_config={"claim": st.column_config.TextColumn(width="large"),
+                                    "evidence": st.column_config.TextColumn(width="large"),
+                                    "paper": st.column_config.TextColumn(width="large")})
         if manifest.get("notes"):
             with st.expander(f"Notes from the runs ({len(manifest['notes'])})", expanded=True):
                 for note in manifest["notes"]:
@@ -76,7 +83,8 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
         left.download_button("Download (CSV)", frame.to_csv(index=False), f"{stem}.csv",
                              "text/csv")
         right.download_button("Download (Markdown)",
-                              comparison_markdown(frame, table, header_lines(manifest)),
+                              comparison_markdown(frame, table, header_lines(manifest),
+                                                  findings),
                               f"{stem}.md", "text/markdown")
 
 with ours:

@@ -188,7 +188,7 @@ PAPER_DIR = Path(__file__).resolve().parents[2] / "shared" / "paper"
 
 @pytest.mark.skipif(not PAPER_DIR.is_dir(), reason="../shared/paper is not present")
 def test_shipped_reference_data_is_the_checked_transcription():
-    from glee_core.reproduce import REFERENCE_DIR
+    from glee_core.paper import REFERENCE_DIR
 
     for name in ("glee_tables.csv", "glee_r52_logs.csv", "glee_scripts.csv"):
         shipped = pd.read_csv(REFERENCE_DIR / name)
@@ -247,10 +247,13 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "Table 2" in out and "R52 Tail F1" in out and "released run logs" in out
+    assert "The paper's findings on these runs" in out  # the checklist follows the table
     assert err.count("training") == 10  # 5 methods x 2 seeds
     store = RunStore(runs_dir)
     [manifest] = saved_comparisons(store)
     assert manifest["table"] == 2 and manifest["seeds"] == [775, 776]
+    assert {f["verdict"] for f in manifest["findings"]} <= {"holds", "does not hold",
+                                                           "cannot judge"}
     assert len(manifest["run_ids"]) == 10
     runs = [store.get(i) for i in manifest["run_ids"]]
     assert all(r.record.hyperparameters.limit == 40 for r in runs)
@@ -327,7 +330,9 @@ def test_reproduce_runs_a_subset_of_the_rows_and_the_app_keeps_it(tmp_path, tiny
             "--data-dir", str(data), "--runs-dir", str(tmp_path / "runs"), "--format", "md"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert out.startswith("## Table 3") and "CLS-tuning ∘ R " in out and "w/ pt. LN" not in out
+    table = out.split("The paper's findings")[0]  # the checklist names every finding's rows
+    assert out.startswith("## Table 3") and "CLS-tuning ∘ R " in table
+    assert "w/ pt. LN" not in table
     from glee_core.reproduce import table_of
     [manifest] = saved_comparisons(RunStore(tmp_path / "runs"))
     assert table_of(manifest).methods == ("cls-relu", "prompt")  # the table's order
