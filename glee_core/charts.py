@@ -207,52 +207,111 @@ def default_feature_classes(run: Run) -> tuple[str, str]:
             tail.iloc[-1] if len(tail) else present["class"].iloc[-1])
 
 
-def feature_histogram_frame(runs: list[Run], head_class: str, tail_class: str, dims: int = 8,
-                            bins: int = 30) -> pd.DataFrame:
-    """Histograms of the first ``dims`` classifier-input features for the stored test examples of
-    one head and one tail class, per method (the lowest seed's run); both classes of a method
-    share its bin edges."""
+FIGURE4_METHODS = ("cls-tanh", "cls-relu", "cls-relu-ln", "cls-relu-pt-ln", "prompt")  # its heads
+FIGURE4_FEATURES = 10  # the paper plots the first ten classifier-input features
+
+
+def _class_features(run: Run, name: str, dims: int) -> np.ndarray:
+    """The stored classifier inputs (first ``dims`` features) of one class's test examples."""
+    data = run.features
+    index = run.classes.index(name)
+    return data["features"][data["labels"] == index][:, :dims].astype(np.float32)
+
+
+def feature_distribution_frame(runs: list[Run], head_class: str, tail_class: str,
+                               dims: int = FIGURE4_FEATURES, bins: int = 12) -> pd.DataFrame:
+    """Figure 4's data: for each method (its lowest seed's run) and each of the first ``dims``
+    classifier-input features, the density histogram of the head class's and the tail class's
+    stored test examples over shared bin edges (densities, so a class of 2 examples reads on
+    the same scale as one of 64)."""
     rows = []
     for method, group in _by_method(runs).items():
         run = group[0]
-        data = run.features
-        index = {c: i for i, c in enumerate(run.classes)}
-        values = {role: data["features"][data["labels"] == index[name]][:, :dims]
-                  .astype(np.float32).ravel()
-                  for name, role in ((head_class, "head"), (tail_class, "tail"))}
-        pooled = np.concatenate(list(values.values()))
-        if pooled.size == 0:
-            continue
-        edges = np.histogram_bin_edges(pooled, bins=bins)
-        for (name, role) in ((head_class, "head"), (tail_class, "tail")):
-            counts, _ = np.histogram(values[role], bins=edges)
-            for i, count in enumerate(counts):
-                rows.append({"method": method, "paper row": method_label(method),
-                             "class": f"{name} ({role})", "group": role,
-                             "bin_start": float(edges[i]), "bin_end": float(edges[i + 1]),
-                             "count": int(count)})
-    return pd.DataFrame(rows, columns=["method", "paper row", "class", "group", "bin_start",
-                                       "bin_end", "count"])
+        values = {"head": _class_features(run, head_class, dims),
+                  "tail": _class_features(run, tail_class, dims)}
+        for d in range(min(dims, values["head"].shape[1] if values["head"].size else dims)):
+            pooled = np.concatenate([values[g][:, d] for g in values if values[g].size])
+            if pooled.size == 0:
+                continue
+            edges = np.histogram_bin_edges(pooled, bins=bins)
+            if edges[0] == edges[-1]:  # a constant feature (e.g. always 0 after ReLU)
+                edges = np.array([edges[0] - 0.5, edges[0] + 0.5])
+            for group_name, array in values.items():
+                if not array.size:
+                    continue
+                density, _ = np.histogram(array[:, d], bins=edges, density=True)
+                for i, value in enumerate(density):
+                    rows.append({"method": method, "paper row": method_label(method),
+                                 "feature": f"f{d + 1}", "group": group_name,
+                                 "class": head_class if group_name == "head" else tail_class,
+                                 "examples": len(array), "bin_start": float(edges[i]),
+                                 "bin_end": float(edges[i + 1]), "density": float(value)})
+    return pd.DataFrame(rows, columns=["method", "paper row", "feature", "group", "class",
+                                       "examples", "bin_start", "bin_end", "density"])
 
 
-def chart_feature_histograms(runs: list[Run], head_class: str, tail_class: str, dims: int = 8,
-                             columns: int = 3) -> alt.Chart:
-    """Figure 4: histograms of the first features of the classifier input for a head class and a
-    tail class, one panel per method. Similar shapes mean head and tail features live on one
-    scale (what a LayerNorm before the predictor buys)."""
-    frame = feature_histogram_frame(runs, head_class, tail_class, dims)
-    return alt.Chart(frame).mark_bar(opacity=0.6).encode(
-        x=alt.X("bin_start:Q", title=f"feature value (first {dims} dims)"),
-        x2="bin_end:Q",
-        y=alt.Y("count:Q", stack=None, title="count"),
-        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
-        tooltip=["class", alt.Tooltip("bin_start:Q", format=".3f"),
-                 alt.Tooltip("bin_end:Q", format=".3f"), "count"],
-    ).properties(width=220, height=140).facet(
-        facet=alt.Facet("paper row:N", sort=_row_order(frame),
-                        title=None),
-        columns=columns,
-    ).resolve_scale(x="independent", y="independent").properties(
+def dead_feature_frame(runs: list[Run], head_class: str, tail_class: str,
+                       dims: int = FIGURE4_FEATURES) -> pd.DataFrame:
+    """The paper's argument for LayerNorm: the share of the first ``dims`` features that are
+    exactly zero ("dead" after ReLU), per method and class, and how many features are zero for
+    most of the class's examples."""
+    rows = []
+    for method, group in _by_method(runs).items():
+        run = group[0]
+        for name, group_name in ((head_class, "head"), (tail_class, "tail")):
+            array = _class_features(run, name, dims)
+            if not array.size:
+                continue
+            zero = array == 0
+            rows.append({"method": method, "paper row": method_label(method), "class": name,
+                         "group": group_name, "examples": len(array),
+                         "zero share": float(zero.mean()),
+                         "dead features": int((zero.mean(axis=0) > 0.5).sum()),
+                         "features": array.shape[1]})
+    return pd.DataFrame(rows, columns=["method", "paper row", "class", "group", "examples",
+                                       "zero share", "dead features", "features"])
+
+
+def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: str,
+                                dims: int = FIGURE4_FEATURES) -> alt.Chart:
+    """Figure 4: one small density plot per method (rows) and feature (columns), the head and
+    the tail class overlaid; beside it, how many of those features are dead (zero for most
+    examples) per method and class - ReLU kills tail features, a LayerNorm after it does not."""
+    frame = feature_distribution_frame(runs, head_class, tail_class, dims)
+    dead = dead_feature_frame(runs, head_class, tail_class, dims)
+    rows = _row_order(frame) if len(frame) else []
+    features = [f"f{d + 1}" for d in range(dims)]
+    color = alt.Color("group:N", scale=GROUP_COLORS, title=None,
+                      legend=alt.Legend(orient="top", labelExpr=(
+                          f"datum.label == 'head' ? 'head: {head_class}' : "
+                          f"'tail: {tail_class}'")))
+    grid = alt.Chart(frame).mark_area(opacity=0.45, interpolate="step-after").encode(
+        x=alt.X("bin_start:Q", title=None, axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("density:Q", title=None, stack=None, axis=alt.Axis(labels=False, ticks=False)),
+        color=color,
+        tooltip=["paper row", "feature", "class", "examples",
+                 alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("density:Q", format=".2f")],
+    ).properties(width=62, height=44).facet(
+        row=alt.Row("paper row:N", sort=rows, title=None,
+                    header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=230)),
+        column=alt.Column("feature:N", sort=features, title="classifier-input feature (density)"),
+        spacing=4,
+    ).resolve_scale(x="independent", y="independent")
+    base = alt.Chart(dead).encode(
+        y=alt.Y("paper row:N", sort=rows, title=None, axis=alt.Axis(labelLimit=230)),
+        yOffset="group:N",
+        x=alt.X("dead features:Q", title=f"dead features (of the first {dims})",
+                scale=alt.Scale(domain=[0, dims])),
+        tooltip=["paper row", "class", "examples", "dead features",
+                 alt.Tooltip("zero share:Q", format=".0%")])
+    bars = alt.layer(
+        base.mark_bar().encode(color=color),
+        base.mark_text(align="left", dx=3, fontSize=10).encode(
+            text=alt.Text("label:N")).transform_calculate(
+            label="datum.group + ': ' + datum['dead features'] + ' dead, ' + "
+                  "format(datum['zero share'], '.0%') + ' zeros'"),
+    ).properties(width=260, height=alt.Step(14), title="Dead features (zero for most examples)")
+    return alt.vconcat(bars, grid).resolve_legend(color="shared").properties(
         title=f"Classifier-input features: {head_class} (head) vs {tail_class} (tail)")
 
 

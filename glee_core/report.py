@@ -30,6 +30,8 @@ def chart_png(chart, scale: float = 2.0) -> bytes:
     spec = chart.to_dict()
     if spec.get("width") == "container":
         spec["width"] = 640
+    # one font with the row names' symbols (∘, η), so no glyph falls back to a serif face
+    spec.setdefault("config", {}).setdefault("font", "DejaVu Sans")
     return vl_convert.vegalite_to_png(spec, scale=scale)
 
 
@@ -129,8 +131,9 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
         ("Head vs tail", charts.chart_head_tail(runs)),
         ("Per-class F1", charts.chart_per_class_f1(runs)),
         ("Weight norms (Figure 3)", charts.chart_weight_norms(runs)),
-        ("Feature histograms (Figure 4)",
-         charts.chart_feature_histograms(runs, head_class, tail_class)),
+        ("Classifier-input features (Figure 4)", charts.chart_feature_distributions(
+            [r for r in runs if r.method in charts.FIGURE4_METHODS] or runs,
+            head_class, tail_class)),
     ]
     for title, chart in figures:
         png = chart_png(chart)

@@ -3,7 +3,14 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.charts import chart_feature_histograms, chart_weight_norms, default_feature_classes
+from glee_core.charts import (
+    FIGURE4_FEATURES,
+    FIGURE4_METHODS,
+    chart_feature_distributions,
+    chart_weight_norms,
+    default_feature_classes,
+)
+from glee_core.methods import registry_order
 
 studio_ui.sidebar()
 st.title("Diagnostics")
@@ -25,7 +32,18 @@ c1, c2, c3 = st.columns(3)
 head_class = c1.selectbox("Head class", head_classes, index=head_classes.index(head_default))
 tail_class = c2.selectbox("Tail class", tail_classes, index=tail_classes.index(tail_default)
                           if tail_default in tail_classes else 0)
-dims = c3.slider("First features", 1, 64, 8)
-st.caption("Values of the first features fed to the predictor, for stored test examples of the "
-           "two classes (up to 64 each, the lowest seed's run).")
-st.altair_chart(chart_feature_histograms(runs, head_class, tail_class, dims), width="content")
+dims = c3.slider("First features", 1, 20, FIGURE4_FEATURES)
+present = registry_order(r.method for r in runs)
+figure_rows = [m for m in present if m in FIGURE4_METHODS] or present
+shown = studio_ui.choose_many("Heads to compare", studio_ui.method_labels(present), figure_rows,
+                              key="figure4-methods",
+                              help="The paper's Figure 4 compares Tanh, ReLU, ReLU + LN, ReLU + "
+                                   "pt. LN and prompt-tuning.")
+st.caption("The distribution (density) of each of the first features fed to the predictor, for "
+           "the stored test examples of the two classes (up to 64 each, the lowest seed's run); "
+           "head and tail overlaid. Dead features are zero for most of a class's examples: the "
+           "paper finds ReLU kills many tail features, and a LayerNorm after it keeps them "
+           "alive.")
+if shown:
+    st.altair_chart(chart_feature_distributions([r for r in runs if r.method in shown],
+                                                head_class, tail_class, dims), width="content")

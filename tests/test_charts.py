@@ -1,0 +1,71 @@
+"""Figure 4's data for a known input: densities per feature, head vs tail, and dead features."""
+
+import json
+
+import numpy as np
+import pytest
+
+from glee_core.charts import (
+    chart_feature_distributions,
+    dead_feature_frame,
+    feature_distribution_frame,
+)
+from glee_core.report import chart_png
+from glee_core.store import Run
+
+
+def fake_run(root, method, head_values, tail_values):
+    """A run folder with only what Figure 4 reads: the record and features.npz."""
+    folder = root / method
+    folder.mkdir()
+    config = {"run_id": method, "method": {"id": method}, "seed": 1,
+              "dataset": {"id": "toy", "classes": ["big", "small"],
+                          "class_counts": {"big": 60, "small": 4}, "head_classes": ["big"],
+                          "tail_classes": ["small"]},
+              "model": {"name": "m"}, "hyperparameters": {"epochs": 1, "batch_size": 2,
+                                                         "lr": 0.1, "max_length": 8}}
+    (folder / "config.json").write_text(json.dumps(config))
+    features = np.concatenate([head_values, tail_values]).astype(np.float16)
+    labels = np.array([0] * len(head_values) + [1] * len(tail_values))
+    np.savez(folder / "features.npz", features=features, labels=labels,
+             rows=np.arange(len(labels)))
+    return Run(folder)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    rng = np.random.default_rng(0)
+    head = np.abs(rng.normal(size=(64, 10))) + 0.1  # every feature alive
+    tail = np.abs(rng.normal(size=(2, 10))) + 0.1
+    tail[:, :6] = 0.0  # ReLU zeroed 6 of the tail's 10 features
+    relu = fake_run(tmp_path, "cls-relu", head, tail)
+    normed = fake_run(tmp_path, "cls-relu-pt-ln", rng.normal(size=(64, 10)),
+                      rng.normal(size=(2, 10)))
+    return [relu, normed]
+
+
+def test_densities_integrate_to_one_whatever_the_class_size(runs):
+    frame = feature_distribution_frame(runs, "big", "small")
+    assert set(frame["feature"]) == {f"f{i}" for i in range(1, 11)}
+    assert set(frame["method"]) == {"cls-relu", "cls-relu-pt-ln"}
+    area = (frame["density"] * (frame["bin_end"] - frame["bin_start"])).groupby(
+        [frame["method"], frame["feature"], frame["group"]]).sum()
+    np.testing.assert_allclose(area.to_numpy(), 1.0, rtol=1e-6)  # 64 and 2 examples alike
+    assert set(frame.loc[frame["group"] == "tail", "examples"]) == {2}
+
+
+def test_dead_features_count_the_zeros_relu_leaves(runs):
+    dead = dead_feature_frame(runs, "big", "small").set_index(["method", "group"])
+    assert dead.loc[("cls-relu", "tail"), "dead features"] == 6
+    assert dead.loc[("cls-relu", "tail"), "zero share"] == pytest.approx(0.6)
+    assert dead.loc[("cls-relu", "head"), "dead features"] == 0
+    assert dead.loc[("cls-relu-pt-ln", "tail"), "dead features"] == 0
+
+
+def test_figure_4_renders_with_a_panel_per_method_and_feature(runs):
+    chart = chart_feature_distributions(runs, "big", "small")
+    spec = chart.to_dict()
+    grid = spec["vconcat"][1]
+    assert grid["facet"]["row"]["field"] == "paper row"
+    assert grid["facet"]["column"]["field"] == "feature"
+    assert chart_png(chart)[:4] == b"\x89PNG"
