@@ -155,14 +155,18 @@ def check_findings(runs: list[Run]) -> list[Finding]:
     def slopes(method: str) -> float:
         return float(np.nanmean([norm_slope(r) for r in runs if r.method == method]))
 
-    findings.append(_judge(
-        ours, "Prompt-tuning's per-class weight norms are flatter from head to tail than "
-              "CLS-tuning's (slope of ‖w_c‖/mean against log10 training count)",
-        "paper Figure 3: flatter for prompt-tuning: holds (no number printed)",
-        ("prompt", "cls-tanh"), True,
-        lambda: f"ours: slope {slopes('prompt'):+.3f} (prompt) vs {slopes('cls-tanh'):+.3f} "
-                "(CLS ∘ T)",
-        lambda: abs(slopes("prompt")) < abs(slopes("cls-tanh"))))
+    claim = ("Prompt-tuning's per-class weight norms are flatter from head to tail than "
+             "CLS-tuning's (slope of ‖w_c‖/mean against log10 training count)")
+    paper = "paper Figure 3: flatter for prompt-tuning: holds (no number printed)"
+    if not ours.missing("prompt", "cls-tanh") and np.isnan(slopes("prompt") + slopes("cls-tanh")):
+        findings.append(Finding(claim, paper, "cannot judge",
+                                "fewer than 3 classes with training examples: no slope"))
+    else:
+        findings.append(_judge(
+            ours, claim, paper, ("prompt", "cls-tanh"), True,
+            lambda: f"ours: slope {slopes('prompt'):+.3f} (prompt) vs "
+                    f"{slopes('cls-tanh'):+.3f} (CLS ∘ T)",
+            lambda: abs(slopes("prompt")) < abs(slopes("cls-tanh"))))
     return findings
 
 

@@ -68,12 +68,14 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
             block = comparison_block(frame, metrics).reset_index()
             st.dataframe(block.style.map(bold_marked), hide_index=True)
         st.caption(reference_note(frame).replace("\n", "  \n"))
-        findings = check_findings(runs)  # judged on the runs still in the store
-        st.subheader("The paper's findings, on these runs")
-        st.dataframe(findings_frame(findings), hide_index=True,
-                     column_config={"claim": st.column_config.TextColumn(width="large"),
-                                    "evidence": st.column_config.TextColumn(width="large"),
-                                    "paper": st.column_config.TextColumn(width="large")})
+        # judged on the runs still in the store; the findings are about long-tailed data
+        findings = [] if table.few_shot else check_findings(runs)
+        if findings:
+            st.subheader("The paper's findings, on these runs")
+            st.dataframe(findings_frame(findings), hide_index=True,
+                         column_config={"claim": st.column_config.TextColumn(width="large"),
+                                        "evidence": st.column_config.TextColumn(width="large"),
+                                        "paper": st.column_config.TextColumn(width="large")})
         if manifest.get("notes"):
             with st.expander(f"Notes from the runs ({len(manifest['notes'])})", expanded=True):
                 for note in manifest["notes"]:
