@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from .methods import method_label, registry_order
-from .record import group_of
+from .paper import NEAREST_REFERENCE, paper_cells
+from .record import METRIC_TITLES, group_of
 from .store import Run, aggregate
 
 GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
@@ -357,3 +358,78 @@ def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
         tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"],
     ).properties(title=title, width="container", height=max(120, 18 * len(scores)))
+
+
+# --------------------------------------------------------------------------------------------
+# The paper's own results (its Tables 2, 3 and 5), with the user's runs beside them
+
+
+def paper_results_frame(table: int, metric: str, runs: list[Run] | None = None) -> pd.DataFrame:
+    """One row per method x dataset (and AVG) of a paper table: the paper's mean and its ± (the
+    sample std), ``source`` ``paper``; plus, for the datasets ``runs`` cover (R8 in R52's panel,
+    its nearest), our mean and sample std with ``source`` ``ours``."""
+    cells = paper_cells()
+    cells = cells[(cells["table"] == table) & (cells["metric"] == metric)]
+    frame = pd.DataFrame({"method": cells["method"], "dataset": cells["dataset"].str.upper(),
+                          "mean": cells["mean"], "std": cells["std"], "source": "paper"})
+    if runs:
+        ours = aggregate([r for r in runs if r.method in set(cells["method"])])
+        if len(ours):
+            ours = pd.DataFrame({
+                "method": ours["method"],
+                "dataset": ours["dataset"].map(lambda d: NEAREST_REFERENCE.get(d, d)).str.upper(),
+                "mean": ours[f"{metric}_mean"], "std": ours[f"{metric}_std"],
+                "source": "ours (" + ours["dataset"] + ")"})
+            frame = pd.concat([frame, ours], ignore_index=True)
+    frame["paper row"] = frame["method"].map(method_label)
+    frame["low"], frame["high"] = frame["mean"] - frame["std"], frame["mean"] + frame["std"]
+    return frame.reset_index(drop=True)
+
+
+def chart_paper_results(table: int, metric: str, runs: list[Run] | None = None) -> alt.Chart:
+    """A paper table as bars: one panel per dataset (AVG last), one bar per method with its ±
+    as an error bar; our runs of a covered dataset as black diamonds (with their ±)."""
+    frame = paper_results_frame(table, metric, runs)
+    paper = frame[frame["source"] == "paper"]
+    order = [method_label(m) for m in dict.fromkeys(paper["method"])]
+    columns = list(dict.fromkeys(paper["dataset"]))
+    x = alt.X("mean:Q", title=f"{METRIC_TITLES[metric]} (%)", scale=alt.Scale(zero=True))
+    y = alt.Y("paper row:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
+    tooltip = ["paper row", "dataset", "source", alt.Tooltip("mean:Q", format=".1f"),
+               alt.Tooltip("std:Q", format=".1f")]
+    base = alt.Chart(frame)
+    layers = [
+        base.transform_filter(alt.datum.source == "paper").mark_bar(color="#9ecae1").encode(
+            x=x, y=y, tooltip=tooltip),
+        base.transform_filter(alt.datum.source == "paper").mark_rule(color="#08519c").encode(
+            x="low:Q", x2="high:Q", y=y),
+        base.transform_filter(alt.datum.source != "paper").mark_rule(color="black").encode(
+            x="low:Q", x2="high:Q", y=y),
+        base.transform_filter(alt.datum.source != "paper").mark_point(
+            shape="diamond", filled=True, color="black", size=60).encode(
+            x=x, y=y, tooltip=tooltip),
+    ]
+    return alt.layer(*layers).properties(width=150, height=alt.Step(18)).facet(
+        column=alt.Column("dataset:N", sort=columns, title=None),
+    ).properties(title=f"Table {table}: {METRIC_TITLES[metric]}, the paper's mean ± std "
+                       "(bars) and ours (black diamonds)")
+
+
+def chart_paper_head_tail_gap(table: int) -> alt.Chart:
+    """Head F1 - Tail F1 per method, averaged over the table's datasets (the paper's AVG): how
+    much each head favours the head classes. Prompt-tuning and pt. LN have the smallest gaps."""
+    cells = paper_cells()
+    avg = cells[(cells["table"] == table) & (cells["dataset"] == "avg")]
+    wide = avg.pivot_table(index="method", columns="metric", values="mean")
+    wide = wide.reindex(list(dict.fromkeys(avg["method"])))
+    frame = pd.DataFrame({"paper row": [method_label(m) for m in wide.index],
+                          "gap": wide["head_f1"] - wide["tail_f1"],
+                          "head_f1": wide["head_f1"], "tail_f1": wide["tail_f1"]})
+    return alt.Chart(frame).mark_bar(color="#f58518").encode(
+        x=alt.X("gap:Q", title="Head F1 − Tail F1 (points, AVG)"),
+        y=alt.Y("paper row:N", sort=list(frame["paper row"]), title=None,
+                axis=alt.Axis(labelLimit=260)),
+        tooltip=["paper row", alt.Tooltip("head_f1:Q", format=".1f"),
+                 alt.Tooltip("tail_f1:Q", format=".1f"), alt.Tooltip("gap:Q", format=".1f")],
+    ).properties(width=300, height=alt.Step(18),
+                 title=f"Table {table}: how far the tail trails the head")

@@ -189,3 +189,15 @@ def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     assert (request.config.epochs, request.config.limit) == (1, 48)  # the page's fields
     at.run()
     assert not at.exception
+
+
+def test_paper_page_draws_the_papers_tables_from_the_shipped_data(app):
+    at = app("pages/8_Paper.py").run()
+    assert not at.exception
+    assert len(charts(at)) == 2  # Table 2: the results and the head/tail gap
+    spec = charts(at)[0].spec
+    assert "Tail F1" in spec  # the default metric on a long-tailed table
+    few_shot = next(o for o in at.radio[0].options if o.startswith("Table 5"))
+    at.radio[0].set_value(few_shot).run()
+    assert not at.exception
+    assert len(charts(at)) == 1 and "Acc" in charts(at)[0].spec  # accuracy only, no gap chart

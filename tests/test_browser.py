@@ -98,6 +98,8 @@ def test_click_through_the_app(server):
         go("Playground")
         settle("6-playground", page.get_by_text("Prediction", exact=True))
         expect(charts).to_have_count(1)
+        go("Paper")
+        settle("8-paper", charts.first)
         go("Report")
         settle("7-report", page.get_by_role("button", name="Build the PDF"))
         page.get_by_role("button", name="Build the PDF").click()
