@@ -409,8 +409,9 @@ def chart_paper_results(table: int, metric: str, runs: list[Run] | None = None) 
             shape="diamond", filled=True, color="black", size=60).encode(
             x=x, y=y, tooltip=tooltip),
     ]
-    return alt.layer(*layers).properties(width=150, height=alt.Step(18)).facet(
-        column=alt.Column("dataset:N", sort=columns, title=None),
+    # fixed sizes (not steps): the app fits a chart to its width, which would squeeze steps
+    return alt.layer(*layers).properties(width=170, height=22 * len(order)).facet(
+        facet=alt.Facet("dataset:N", sort=columns, title=None), columns=3,
     ).properties(title=f"Table {table}: {METRIC_TITLES[metric]}, the paper's mean ± std "
                        "(bars) and ours (black diamonds)")
 
@@ -431,5 +432,5 @@ def chart_paper_head_tail_gap(table: int) -> alt.Chart:
                 axis=alt.Axis(labelLimit=260)),
         tooltip=["paper row", alt.Tooltip("head_f1:Q", format=".1f"),
                  alt.Tooltip("tail_f1:Q", format=".1f"), alt.Tooltip("gap:Q", format=".1f")],
-    ).properties(width=300, height=alt.Step(18),
+    ).properties(width="container", height=22 * len(frame),
                  title=f"Table {table}: how far the tail trails the head")
