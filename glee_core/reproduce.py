@@ -121,15 +121,19 @@ def protocol_config(table: PaperTable, dataset: str, method: str,
     """The authors' hyper-parameters for one method on one dataset, from their run script (a
     dataset they did not run, e.g. r8, takes its nearest one's, r52): max length, batch size,
     lr (3e-5 for prompt-tuning and w/ ed. on RTE, else 1e-5), epochs, patience, warm-up, dev
-    evaluation every N steps (100; 1,000 for msra; 1 few-shot), selection metric, clipping.
+    evaluation every N steps (100; 1,000 for msra; 1 few-shot), selection metric, clipping;
+    with ``mode=frozen`` the learning rate is quick mode's, not the scripts' fine-tuning one.
     Few-shot tables train on 32 examples. ``overrides`` (the user's ``--epochs``, ``--limit``,
     ``--mode``, ``--device``, ``--precision``) apply on top; a shortened protocol is recorded by
     the runs; TrainConfig refuses values below 1."""
     overrides = dict(overrides or {})
-    script = script_protocols().get((NEAREST_REFERENCE.get(dataset, dataset), method))
-    if script is None:  # no script for this pair: the table's general protocol
-        script = ({"epochs": 5, "patience": 5, "select_metric": "acc", "batch_size": 2}
-                  if table.few_shot else {})
+    script = dict(script_protocols().get((NEAREST_REFERENCE.get(dataset, dataset), method), {}))
+    if not script and table.few_shot:  # no script for this pair: the table's general protocol
+        script = {"epochs": 5, "patience": 5, "select_metric": "acc", "batch_size": 2}
+    if overrides.get("mode") == "frozen":
+        # the scripts' learning rates are for fine-tuning the whole model; heads alone on a
+        # frozen backbone keep quick mode's (unless --lr says otherwise)
+        script.pop("lr", None)
     config = TrainConfig(**{"batch_size": None, **script})
     if table.few_shot:
         limit = overrides.pop("limit", None)

@@ -214,6 +214,8 @@ def test_protocols_follow_the_authors_run_scripts():
     assert protocol_config(get_table(5), "rte", "cls-tanh", {"epochs": 2, "limit": 8}).limit == 8
     assert protocol_config(get_table(5), "rte", "cls-tanh",
                            {"limit": 1000}).limit == 32  # few-shot stays few-shot
+    quick = protocol_config(get_table(3), "r52", "prompt", {"mode": "frozen"})
+    assert quick.learning_rate == 1e-3 and quick.eval_every_steps == 100  # heads alone: 1e-3
     demo = protocol_config(get_table(2), "demo", "prompt", {"epochs": 1})  # no script: defaults
     assert (demo.epochs, demo.eval_every_steps, demo.lr) == (1, None, None)
     assert paper_seeds(5) == list(PAPER_SEEDS) and paper_seeds(7)[-1] == 781
