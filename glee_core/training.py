@@ -185,11 +185,13 @@ class DevSelection:
     (patience in epochs), or every ``eval_every_steps`` optimizer steps as the released scripts do
     (stop after patience x steps-per-epoch steps without a gain)."""
 
-    def __init__(self, model: GleeModel, dev: Split, num_classes: int, config: TrainConfig,
-                 pad_id: int, device: torch.device, steps_per_epoch: int, progress: ProgressFn):
-        self.model, self.dev, self.num_classes, self.config = model, dev, num_classes, config
-        self.pad_id, self.device, self.progress = pad_id, device, progress
-        self.patience_steps = config.patience * steps_per_epoch
+    def __init__(self, model: GleeModel, dev: Split, state: TrainingState,
+                 steps_per_epoch: int, progress: ProgressFn):
+        # ``model`` unwrapped (its state dict is what a run keeps), ``state`` where it trains
+        self.model, self.dev, self.progress = model, dev, progress
+        self.config, self.pad_id, self.device = state.config, state.pad_id, state.device
+        self.num_classes = model.head.class_weights().shape[0]
+        self.patience_steps = state.config.patience * steps_per_epoch
         self.history: list[dict] = []
         self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
         self.epoch, self.step = 1, 0
@@ -271,8 +273,7 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                           spec, config, optimizer, scheduler, params,
                           np.random.default_rng(config.seed), device, pad_id, ddp)
 
-    selection = DevSelection(model, splits["dev"], dataset.num_classes, config, pad_id, device,
-                             steps_per_epoch, progress)
+    selection = DevSelection(model, splits["dev"], state, steps_per_epoch, progress)
     if config.eval_every_steps:
         state.on_step = selection.after_step
     started = time.perf_counter()
