@@ -12,6 +12,7 @@ from glee_core.devices import resolve_device
 from glee_core.estimate import estimate_seconds
 from glee_core.jobs import launch_training, list_jobs
 from glee_core.methods import METHODS
+from glee_core.record import METRIC_KEYS, METRIC_TITLES
 
 studio_ui.sidebar()
 st.title("Train")
@@ -30,8 +31,8 @@ mode = st.radio("Mode", ["Quick compare (frozen backbone)", "Fine-tune (the pape
                 help="Quick compare encodes the data once with the frozen backbone and trains "
                      "only the heads: seconds on a CPU. Fine-tuning trains the whole model.")
 frozen = mode.startswith("Quick")
-c1, c2, c3, c4, c5 = st.columns(5)
-defaults = TrainConfig()
+c1, c2, c3, c4, c5, c6 = st.columns(6)
+defaults = TrainConfig(mode="frozen" if frozen else "finetune")
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
 epochs = c2.number_input("Epochs", 1, 100, defaults.epochs, help=help_of(TrainConfig, "epochs"))
 batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or defaults.batch_size,
@@ -40,6 +41,9 @@ max_length = c4.number_input("Max length", 8, 512, dataset.max_length,
                              help=help_of(TrainConfig, "max_length"))
 limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
                         help=help_of(TrainConfig, "limit"))
+lr = c6.number_input("Learning rate", 1e-7, 1.0, defaults.learning_rate, format="%.0e",
+                     step=defaults.learning_rate, help=help_of(TrainConfig, "lr"),
+                     key=f"lr-{defaults.mode}")  # each mode keeps its own default
 model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
                       studio_ui.current_model())
 st.session_state["model"] = model.strip() or "auto"
@@ -72,7 +76,7 @@ if st.button("Launch", type="primary", disabled=not (methods and seeds)):
     request = TrainRequest(
         data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
         methods=methods, seeds=seeds, model=st.session_state["model"],
-        config=TrainConfig(epochs=int(epochs), batch_size=int(batch_size),
+        config=TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
                            max_length=int(max_length), limit=int(limit) or None,
                            mode="frozen" if frozen else "finetune"))
     job = launch_training(studio_ui.store(), request,
@@ -98,7 +102,10 @@ def show_jobs():
                 if st.button("Stop", key=f"stop-{job.id}"):
                     job.stop()
             elif status == "done":
-                st.dataframe(pd.DataFrame(job.result), hide_index=True)
+                result = pd.DataFrame(job.result)
+                metrics = [c for c in METRIC_KEYS if c in result]
+                result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
+                st.dataframe(result.rename(columns=METRIC_TITLES), hide_index=True)
             elif status == "failed":
                 st.error(job.error)
             else:

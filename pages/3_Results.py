@@ -99,6 +99,7 @@ with ours:
 
     shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
+                 height=35 * (len(shown) + 1) + 3,  # every row, no inner scroll
                  column_config={"best": None})
     st.caption(f"Highlighted: the best mean of each column; {STD_NOTE}. Head/Tail F1 average "
                f"the per-class F1 of the head / tail classes. "

@@ -57,7 +57,9 @@ except GleeError as exc:
 
 if table is not None:
     top = table.iloc[0]
-    st.metric("Prediction", top["class"], f"{top['score']:.1%}")
+    # the probability as plain text: a metric's delta would read as an increase
+    st.metric("Prediction", top["class"])
+    st.caption(f"probability {top['score']:.1%} ({top['group']} class)")
     st.altair_chart(chart_class_scores(table, title), width="stretch")
     with st.expander("Scores as a table"):
         st.dataframe(table, hide_index=True)
