@@ -9,6 +9,7 @@ transform (dense + LayerNorm) fresh, while the decoder stays tied to the pretrai
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -160,6 +161,21 @@ def model_fingerprint(name: str) -> str:
             if file.name == "config.json":
                 digest.update(file.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def trained_pooling(name: str) -> str | None:
+    """The pooling a sentence-transformers checkpoint was trained with (``mean`` or ``cls``,
+    from its ``1_Pooling/config.json``); None for a plain masked LM or a hub id not on disk."""
+    try:
+        path = Path(resolve_model_source(name)).expanduser() / "1_Pooling" / "config.json"
+        config = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (GleeError, OSError, ValueError):
+        return None
+    if not config:
+        return None
+    if config.get("pooling_mode_mean_tokens"):
+        return "mean"
+    return "cls" if config.get("pooling_mode_cls_token") else None
 
 
 def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) -> Backbone:

@@ -210,7 +210,8 @@ def _train_request(args) -> TrainRequest:
         raise GleeError("train needs --dataset and --method (or --request FILE)")
 
     return TrainRequest(data=from_args(DataOptions, args),
-                        methods=[m.id for m in parse_methods(args.method)],
+                        methods=[m.id for m in parse_methods(
+                            args.method, getattr(args, "mode", "finetune"))],
                         seeds=_seeds(args.seeds), model=args.model,
                         config=from_args(TrainConfig, args), force=args.force)
 

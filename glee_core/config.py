@@ -67,6 +67,10 @@ class TrainConfig:
                                 "macro-F1 (the paper's long-tailed runs) or accuracy (its "
                                 "few-shot runs)", choices=("f1", "acc"),
                                 protocol="select on dev {}")
+    pooling: str = option("cls", "what a plain-input head reads: cls (the [CLS] state, the "
+                          "paper's) or mean (the mean of the token states, what sentence "
+                          "encoders such as the offline MiniLM were trained for)",
+                          choices=("cls", "mean"), protocol="{} pooling")
     mode: str = option("finetune", "finetune: train the whole model (the paper's set-up); "
                        "frozen: quick mode, heads alone on cached features", choices=MODES,
                        flag=("--mode", "--backbone"))
@@ -81,7 +85,7 @@ class TrainConfig:
     NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision")
     # Fields added after runs were stored: left out of the identity at their default, so the
     # run ids of those runs stay as they were.
-    ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None}
+    ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls"}
     # Fields every protocol line shows; the others appear only when they depart from the default.
     ALWAYS_SHOWN = ("epochs", "batch_size", "lr", "max_length")
 

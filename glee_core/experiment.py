@@ -23,7 +23,7 @@ import transformers
 from safetensors.torch import save_model
 
 from . import __version__
-from .backbone import Backbone, load_backbone, model_fingerprint
+from .backbone import Backbone, load_backbone, model_fingerprint, trained_pooling
 from .config import TrainConfig, TrainRequest
 from .datasets import LongTailDataset
 from .devices import resolve_device
@@ -95,8 +95,13 @@ def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: It
     for spec in methods:
         if base.frozen and not spec.supports_frozen:
             raise GleeError(f"{spec.id} cannot train on a frozen backbone; use --mode finetune")
+        if not base.frozen and not spec.supports_finetune:
+            raise GleeError(f"{spec.id} is a baseline fitted on a frozen backbone; use "
+                            "--mode frozen (or leave it out of a fine-tuning run)")
         for seed in seeds:
-            cfg = replace(base, seed=seed)
+            # a template input is read at [MASK] whatever the pooling: one run, one id
+            cfg = replace(base, seed=seed, **({"pooling": "cls"}
+                                              if spec.input_format == "prompt" else {}))
             identity = run_identity(dataset, spec, model_name, cfg)
             planned.append(PlannedRun(spec, cfg, identity,
                                       make_run_id(dataset.id, spec.id, seed, identity)))
@@ -135,6 +140,13 @@ def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
                        versions=package_versions(), identity=job.identity, timing=result.timing)
     if record.mlm_head_caveat:
         record.notes.append(untrained_head_note(backbone.name, [job.spec.id]))
+    trained = trained_pooling(backbone.name)
+    pooling = job.config.pooling
+    if job.spec.input_format == "plain" and trained and trained != pooling:
+        record.notes.append(
+            f"{job.spec.id} reads the {pooling} pooling, but {backbone.name!r} is a sentence "
+            f"encoder trained with {trained} pooling: its {pooling} state was never trained to "
+            f"sum up a text (try --pooling {trained})")
     record.notes += notes + result.notes
     return record
 

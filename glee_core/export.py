@@ -107,7 +107,8 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
                             f"on ({source['fingerprint']}); export it with --include-backbone")
     frozen = record.mode == "frozen"
     data = record.dataset
-    model = build_model(record.method, backbone, data.classes, data.verbalizer, frozen=frozen)
+    model = build_model(record.method, backbone, data.classes, data.verbalizer, frozen=frozen,
+                        pooling=record.hyperparameters.pooling)
     try:
         load_model(model.trained_module(), str(folder / WEIGHTS_FILE))
     except Exception as exc:  # a truncated or foreign file

@@ -26,7 +26,7 @@ from .datasets import LongTailDataset
 from .devices import autocast, resolve_precision
 from .encoding import encode, eval_batches
 from .events import FeaturePass, ProgressFn
-from .heads import encoder_hidden_at
+from .heads import POOLINGS, encoder_hidden_states, pool
 
 
 @dataclass
@@ -63,35 +63,46 @@ def feature_key(dataset: LongTailDataset, backbone: Backbone, input_format: str,
 
 
 @torch.inference_mode()
-def compute_hidden(backbone: Backbone, split, device: torch.device, batch_size: int = 128,
-                   progress: Callable[[int], None] | None = None) -> np.ndarray:
-    """The frozen encoder's hidden state at each example's read position."""
+def compute_states(backbone: Backbone, split, device: torch.device, batch_size: int = 128,
+                   progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """The frozen encoder's states of every example, in one pass: ``cls`` at its read position
+    (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
     model = backbone.model.to(device).eval()
     pad_id = backbone.tokenizer.pad_token_id or 0
-    out = np.zeros((len(split), backbone.hidden_size), dtype=np.float32)
+    out = {p: np.zeros((len(split), backbone.hidden_size), dtype=np.float32) for p in POOLINGS}
     for index in eval_batches(split.lengths, batch_size):
         batch = {k: v.to(device) for k, v in split.batch(index, pad_id).items()}
         with autocast(device, resolve_precision("auto", device)):
-            hidden = encoder_hidden_at(
-                model, batch["input_ids"], batch["attention_mask"], batch["positions"],
+            states = encoder_hidden_states(
+                model, batch["input_ids"], batch["attention_mask"],
                 batch.get("token_type_ids") if backbone.uses_token_type_ids else None)
-        out[index] = hidden.float().cpu().numpy()
+            for pooling in POOLINGS:
+                pooled = pool(states, batch["attention_mask"], batch["positions"], pooling)
+                out[pooling][index] = pooled.float().cpu().numpy()
         if progress:
             progress(len(index))
     return out
 
 
+def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str = "cls"
+                   ) -> np.ndarray:
+    """The frozen encoder's pooled state of every example (see :func:`compute_states`)."""
+    return compute_states(backbone, split, device)[pooling]
+
+
 def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
                     max_length: int, cache_dir: str | os.PathLike, device: torch.device,
-                    progress: ProgressFn | None = None) -> dict[str, FeatureSplit]:
-    """Hidden states of every split, from the cache or computed (and cached) now."""
+                    progress: ProgressFn | None = None, pooling: str = "cls"
+                    ) -> dict[str, FeatureSplit]:
+    """Pooled hidden states of every split, from the cache or computed (and cached) now; one
+    pass caches both poolings."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
     path = cache_dir / f"{feature_key(dataset, backbone, input_format, max_length)}.npz"
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as data:
-                return {name: FeatureSplit(data[f"{name}_hidden"], data[f"{name}_labels"])
+                return {name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"])
                         for name in dataset.splits}
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # a truncated cache file: compute it again
@@ -104,12 +115,13 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
             nonlocal done
             done += n
             progress(FeaturePass(format=input_format, done=done, total=total))
-        arrays[f"{name}_hidden"] = compute_hidden(backbone, split, device, progress=tick)
+        for key, states in compute_states(backbone, split, device, progress=tick).items():
+            arrays[f"{name}_{key}"] = states
         arrays[f"{name}_labels"] = split.labels
     cache_dir.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(suffix=".npz", dir=cache_dir)
     os.close(handle)
     np.savez(tmp, **arrays)
     os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
-    return {name: FeatureSplit(arrays[f"{name}_hidden"], arrays[f"{name}_labels"])
+    return {name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"])
             for name in dataset.splits}

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import torch
+from sklearn.linear_model import LogisticRegression
 from torch import nn
 from torch.nn import functional as F
 
@@ -164,7 +166,46 @@ class PromptHead(nn.Module):
         return [bias] if spec.decoupled_embedding and bias is not None else []
 
 
-HEADS = {"cls": ClsHead, "mlm": PromptHead}  # MethodSpec.predictor -> head class
+class ProbeHead(nn.Module):
+    """A linear classifier on the pooled state, fitted by scikit-learn's logistic regression
+    (:func:`fit_probe`), not by gradient steps: the baseline a practitioner tries first."""
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
+                 verbalizer: dict[str, list[str]], detached: bool = False):
+        super().__init__()
+        self.predictor = nn.Linear(backbone.hidden_size, len(classes))
+
+    unused_backbone_parameters = staticmethod(ClsHead.unused_backbone_parameters)
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.predictor(hidden), hidden
+
+    def class_weights(self) -> torch.Tensor:
+        return self.predictor.weight
+
+
+def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_classes: int,
+              class_balanced: bool, seed: int) -> None:
+    """Fit scikit-learn's ``LogisticRegression`` (L2, lbfgs; ``class_weight="balanced"`` when
+    asked) and copy its coefficients into ``head``: the head's logits are the classifier's
+    ``decision_function``. A class absent from training gets a zero row and a -1e4 bias."""
+    clf = LogisticRegression(max_iter=2000, class_weight="balanced" if class_balanced else None,
+                             random_state=seed)
+    clf.fit(features, labels)
+    weight = np.zeros((num_classes, features.shape[1]), dtype=np.float32)
+    bias = np.full(num_classes, -1e4, dtype=np.float32)
+    coef, intercept = clf.coef_, clf.intercept_
+    if len(clf.classes_) == 2:  # scikit-learn keeps one row for two classes
+        coef, intercept = np.vstack([-coef, coef]) / 2, np.array([-intercept[0],
+                                                                  intercept[0]]) / 2
+    weight[clf.classes_] = coef
+    bias[clf.classes_] = intercept
+    with torch.no_grad():
+        head.predictor.weight.copy_(torch.from_numpy(weight))
+        head.predictor.bias.copy_(torch.from_numpy(bias))
+
+
+HEADS = {"cls": ClsHead, "mlm": PromptHead, "probe": ProbeHead}  # MethodSpec.predictor -> head
 
 
 class GleeModel(nn.Module):
@@ -174,10 +215,11 @@ class GleeModel(nn.Module):
     states of the frozen backbone and never holds or changes the backbone's weights."""
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], frozen: bool = False):
+                 verbalizer: dict[str, list[str]], frozen: bool = False, pooling: str = "cls"):
         super().__init__()
         self.spec = spec
         self.frozen = frozen
+        self.pooling = pooling
         head = HEADS[spec.predictor]
         if not frozen:
             self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
@@ -190,7 +232,8 @@ class GleeModel(nn.Module):
 
     def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
         return encoder_hidden_at(self.mlm, input_ids, attention_mask, positions,
-                                 token_type_ids if self.pass_token_type_ids else None)
+                                 token_type_ids if self.pass_token_type_ids else None,
+                                 self.pooling)
 
     def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
                 hidden=None, calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -221,11 +264,25 @@ def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_
                           **kwargs).last_hidden_state
 
 
-def encoder_hidden_at(mlm: nn.Module, input_ids, attention_mask, positions, token_type_ids=None
-                      ) -> torch.Tensor:
-    """The encoder's last hidden state at one position per sequence."""
+POOLINGS = ("cls", "mean")
+
+
+def pool(states: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
+         pooling: str = "cls") -> torch.Tensor:
+    """One vector per sequence: the state at its read position (``cls``: ``[CLS]``, or
+    ``[MASK]`` for a template), or the mean over its tokens (``mean``: what sentence-transformers
+    such as all-MiniLM-L6-v2 were trained to produce)."""
+    if pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(states.dtype)
+        return (states * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+    return states[torch.arange(states.shape[0], device=states.device), positions]
+
+
+def encoder_hidden_at(mlm: nn.Module, input_ids, attention_mask, positions, token_type_ids=None,
+                      pooling: str = "cls") -> torch.Tensor:
+    """The encoder's last hidden state, pooled (see :func:`pool`)."""
     hidden = encoder_hidden_states(mlm, input_ids, attention_mask, token_type_ids)
-    return hidden[torch.arange(hidden.shape[0], device=hidden.device), positions]
+    return pool(hidden, attention_mask, positions, pooling)
 
 
 def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
@@ -248,7 +305,9 @@ def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: l
 
 
 def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],
-                verbalizer: dict[str, list[str]], frozen: bool = False) -> GleeModel:
+                verbalizer: dict[str, list[str]], frozen: bool = False, pooling: str = "cls"
+                ) -> GleeModel:
     """Compose the method on ``backbone``. Fine-tuning, the model owns and trains the backbone's
-    weights (pass a copy); ``frozen``, it is the head alone and the backbone stays untouched."""
-    return GleeModel(spec, backbone, classes, verbalizer, frozen=frozen)
+    weights (pass a copy); ``frozen``, it is the head alone and the backbone stays untouched.
+    ``pooling`` is what a plain-input head reads (see :func:`pool`)."""
+    return GleeModel(spec, backbone, classes, verbalizer, frozen=frozen, pooling=pooling)

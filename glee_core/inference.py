@@ -64,7 +64,8 @@ class Scorer:
         # A frozen run shares the process's backbone; a fine-tuned one overwrites every weight.
         backbone = get_backbone(record.model.name) if frozen else load_backbone(record.model.name)
         model = build_model(record.method, backbone, record.dataset.classes,
-                            record.dataset.verbalizer, frozen=frozen)
+                            record.dataset.verbalizer, frozen=frozen,
+                            pooling=record.hyperparameters.pooling)
         try:
             load_model(model.trained_module(), str(run.weights_path))
         except Exception as exc:  # a truncated or foreign file
@@ -95,7 +96,8 @@ class Scorer:
                        self.template, self.max_length)
         device = resolve_device(self.device)
         if self.model.frozen:
-            split = FeatureSplit(compute_hidden(self.backbone, split, device), split.labels)
+            split = FeatureSplit(compute_hidden(self.backbone, split, device, self.model.pooling),
+                                 split.labels)
         logits, _ = predict(self.model, split, self.backbone.tokenizer.pad_token_id or 0, device)
         return logits
 

@@ -40,6 +40,9 @@ class MethodSpec:
     decoupled_embedding: bool = False  # prompt-ed: untied copy of the embeddings as decoder
     group: str = "CLS-tuning"
     supports_frozen: bool = True  # can train as a head on cached features (quick mode)
+    supports_finetune: bool = True  # can train with the whole model
+    class_balanced: bool = False  # probes: class weights inversely proportional to frequency
+    paper: bool = True  # a row of the paper's tables (baselines are not)
 
     @property
     def uses_mlm_head(self) -> bool:
@@ -77,6 +80,13 @@ def _prompt(id, row, **kw):
     return MethodSpec(id, row, "prompt", "mlm", group="Prompt-tuning", **kw)
 
 
+def _probe(id, row, **kw):
+    """A baseline, not a paper row: scikit-learn logistic regression on the frozen backbone's
+    pooled states (what a practitioner tries first), fitted in quick mode."""
+    return MethodSpec(id, row, "plain", "probe", group="Baseline (not in the paper)",
+                      supports_finetune=False, paper=False, **kw)
+
+
 METHODS: dict[str, MethodSpec] = {m.id: m for m in (
     _cls("cls-tanh", "CLS-tuning ∘ T", "tanh"),
     _cls("cls-tanh-eta-norm", "CLS-tuning ∘ T w/ η-norm", "tanh", eta_norm=True),
@@ -91,6 +101,8 @@ METHODS: dict[str, MethodSpec] = {m.id: m for m in (
     _prompt("prompt", "Prompt-tuning"),
     _prompt("prompt-focal", "Prompt-tuning w/ focal loss", loss="focal"),
     _prompt("prompt-ed", "Prompt-tuning w/ ed.", decoupled_embedding=True),
+    _probe("probe", "Linear probe"),
+    _probe("probe-balanced", "Linear probe, class-balanced", class_balanced=True),
 )}
 
 
@@ -102,10 +114,12 @@ def get_method(method_id: str) -> MethodSpec:
                         "(python -m glee_core methods)") from None
 
 
-def parse_methods(value: str) -> list[MethodSpec]:
-    """``"prompt,cls-relu-pt-ln"`` or ``"all"`` -> specs."""
+def parse_methods(value: str, mode: str = "frozen") -> list[MethodSpec]:
+    """``"prompt,cls-relu-pt-ln"`` or ``"all"`` (every method that trains in ``mode``: the
+    baselines fit on a frozen backbone only) -> specs."""
     if value.strip() == "all":
-        return list(METHODS.values())
+        return [m for m in METHODS.values()
+                if (m.supports_frozen if mode == "frozen" else m.supports_finetune)]
     ids = [v.strip() for v in value.split(",") if v.strip()]
     if not ids:
         raise GleeError("no method given; e.g. --method prompt,cls-relu-pt-ln (or all)")

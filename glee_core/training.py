@@ -29,7 +29,7 @@ from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
 from .events import Evaluated, ProgressFn, Testing, TrainStep
 from .features import FeatureSplit, cached_features
-from .heads import GleeModel, build_model, classification_loss
+from .heads import GleeModel, build_model, classification_loss, fit_probe
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1
 
@@ -95,7 +95,7 @@ def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbon
     if config.frozen:
         cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
         splits = cached_features(dataset, backbone, spec.input_format, config.max_length, cache,
-                                 device, progress)
+                                 device, progress, config.pooling)
     else:
         splits = {name: encode(frame, backbone.tokenizer, spec.input_format, dataset.template,
                                config.max_length) for name, frame in dataset.splits.items()}
@@ -251,6 +251,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     max length and batch size."""
     progress = progress or (lambda event: None)
     config = config.resolved(dataset.max_length, dataset.batch_size)
+    if spec.predictor == "probe" and not config.frozen:
+        raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
     ddp = data_parallel(config.device)
     device = ddp.device if ddp else resolve_device(config.device)
     splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
@@ -263,7 +265,7 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     # Fine-tuning trains a deep copy, so the pristine backbone serves the next run unchanged.
     own = backbone if config.frozen else replace(backbone, model=copy.deepcopy(backbone.model))
     model = build_model(spec, own, dataset.classes, dataset.verbalizer,
-                        frozen=config.frozen).to(device)
+                        frozen=config.frozen, pooling=config.pooling).to(device)
     pad_id = own.tokenizer.pad_token_id if own.tokenizer.pad_token_id is not None else 0
 
     steps_per_epoch = -(-len(train) // config.batch_size)
@@ -277,7 +279,15 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     if config.eval_every_steps:
         state.on_step = selection.after_step
     started = time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
+    if spec.predictor == "probe":  # a closed-form baseline: fitted once, no epochs
+        fit_probe(model.head, train.hidden, train.labels, dataset.num_classes,
+                  spec.class_balanced, config.seed)
+        with torch.no_grad():
+            logits, _ = model.head(torch.from_numpy(train.hidden).to(device))
+            train_loss = float(torch.nn.functional.cross_entropy(
+                logits, torch.from_numpy(train.labels).long().to(device)))
+        selection.evaluate(0, train_loss)
+    for epoch in range(1, config.epochs + 1 if spec.predictor != "probe" else 1):
         selection.epoch = epoch
         loss_sum, steps, stopped = train_one_epoch(state, train, epoch, progress)
         if stopped or (not config.eval_every_steps
