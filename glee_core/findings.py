@@ -71,11 +71,12 @@ class _Ours:
 
 
 def _judge(ours: _Ours, claim: str, paper: str, methods: tuple[str, ...], mlm: bool,
-           evidence, decide) -> Finding:
-    """``evidence()`` -> text and ``decide()`` -> bool run only when the methods were run."""
+           evidence, decide, undecidable=None) -> Finding:
+    """``evidence()`` -> text and ``decide()`` -> bool run only when the methods were run;
+    ``undecidable()`` -> a reason when the numbers leave nothing to judge."""
     if ours.missing(*methods):
         return Finding(claim, paper, "cannot judge", ours.caveat(methods, mlm))
-    why = ours.caveat(methods, mlm)
+    why = ours.caveat(methods, mlm) or (undecidable() if undecidable else None)
     text = evidence()
     if why:
         return Finding(claim, paper, "cannot judge", f"{text} ({why})")
@@ -148,9 +149,10 @@ def check_findings(runs: list[Run]) -> list[Finding]:
             (head, "cls-relu", "prompt"), mlm,
             lambda h=head: (f"ours: CLS ∘ R {ours.f1('cls-relu'):.1f}, {h} {ours.f1(h):.1f}, "
                             f"prompt {ours.f1('prompt'):.1f}"
-                            + (f": closes {closed(h):.0%}" if closed(h) == closed(h)
-                               else ": no gap to close (prompt-tuning is not ahead)")),
-            lambda h=head: closed(h) >= CLOSES_MOST))
+                            + (f": closes {closed(h):.0%}" if closed(h) == closed(h) else "")),
+            lambda h=head: closed(h) >= CLOSES_MOST,
+            lambda h=head: None if closed(h) == closed(h) else
+            "no gap to close: prompt-tuning is not ahead of CLS ∘ R here"))
 
     def slopes(method: str) -> float:
         return float(np.nanmean([norm_slope(r) for r in runs if r.method == method]))
