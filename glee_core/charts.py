@@ -18,6 +18,7 @@ from .paper import NEAREST_REFERENCE, paper_cells
 from .record import METRIC_TITLES, group_of
 from .store import Run, aggregate
 
+REFERENCE_BASELINE = "probe-balanced"  # the line a Glee head has to beat on the tail
 GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
 
 
@@ -154,8 +155,18 @@ def chart_head_tail(runs: list[Run]) -> alt.Chart:
         tooltip=["paper row", "group", alt.Tooltip("F1:Q", format=".2f"),
                  alt.Tooltip("std:Q", format=".2f")])
     errors = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
-    return alt.layer(bars, errors).properties(title="Head vs tail classes", width="container",
-                                              height=max(120, 34 * len(order)))
+    layers = [bars, errors]
+    reference = frame[frame["method"] == REFERENCE_BASELINE]
+    if len(reference) and len(frame) > 1:  # the simple baseline's tail F1 as a line to beat
+        line = pd.DataFrame({"F1": reference["tail_f1_mean"].iloc[:1],
+                             "label": [f"balanced probe tail F1 "
+                                       f"{reference['tail_f1_mean'].iloc[0]:.1f}"]})
+        rule = alt.Chart(line).encode(x="F1:Q")
+        layers += [rule.mark_rule(strokeDash=[5, 3], color="#54a24b", size=2),
+                   rule.mark_text(align="left", dx=4, dy=-6, color="#54a24b", fontSize=11)
+                   .encode(text="label:N", y=alt.value(0))]
+    return alt.layer(*layers).properties(title="Head vs tail classes", width="container",
+                                         height=max(120, 34 * len(order)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
 lr = c6.number_input("Learning rate", 1e-7, 1.0, defaults.learning_rate, format="%.0e",
                      step=defaults.learning_rate, help=help_of(TrainConfig, "lr"),
                      key=f"lr-{defaults.mode}")  # each mode keeps its own default
+pooling = st.radio("Pooling of plain-input heads", ["cls", "mean"], horizontal=True,
+                   help=help_of(TrainConfig, "pooling"))
 model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
                       studio_ui.current_model())
 st.session_state["model"] = model.strip() or "auto"
@@ -77,6 +79,7 @@ if st.button("Launch", type="primary", disabled=not (methods and seeds)):
         data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
         methods=methods, seeds=seeds, model=st.session_state["model"],
         config=TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
+                           pooling=pooling,
                            max_length=int(max_length), limit=int(limit) or None,
                            mode="frozen" if frozen else "finetune"))
     job = launch_training(studio_ui.store(), request,

@@ -57,7 +57,8 @@ def server(tmp_path, tiny_bert):
 
 @pytest.mark.slow
 def test_click_through_the_app(server):
-    from playwright.sync_api import expect, sync_playwright
+    playwright = pytest.importorskip("playwright.sync_api")  # the test extra installs it
+    expect, sync_playwright = playwright.expect, playwright.sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:

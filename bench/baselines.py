@@ -1,0 +1,131 @@
+"""The baselines a practitioner tries first, against the paper's heads, in quick mode.
+
+    python bench/baselines.py [--data-dir ../shared/data] [--seeds 3] [--out baselines.md]
+
+On three long-tailed sets - the embedded demo; a stratified 1,500-text subset of Reuters-8's
+training split with its full test split; and "r52-lt", a CSV built here from R52's dev and test
+files (52 classes, a long tail, split 70/10/20 by class) - it trains, on the frozen offline MiniLM
+at max length 128, every paper head with ``[CLS]`` and with mean pooling, and the logistic-
+regression probes (balanced and not) with both poolings, over several seeds, and prints macro-F1
+and tail F1 as mean ± sample std. Nothing is committed: the data are built in a temp folder. Run
+by hand; CI never runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from glee_core.config import TrainConfig  # noqa: E402
+from glee_core.datasets import load_dataset  # noqa: E402
+from glee_core.experiment import get_backbone, run_experiments  # noqa: E402
+from glee_core.methods import METHODS  # noqa: E402
+from glee_core.store import RunStore, aggregate  # noqa: E402
+from glee_core.tables import markdown_table, mean_std  # noqa: E402
+
+
+def r8_subset(data_dir: Path, folder: Path, size: int = 1500, least: int = 15) -> str:
+    """A stratified ``size``-text subset of r8's training split (every class at least
+    ``least``), the full test split after it, as a CSV with a ``split`` column."""
+    train = pd.read_csv(data_dir / "r8" / "train.txt", sep="\t", names=["label", "text"])
+    test = pd.read_csv(data_dir / "r8" / "test.txt", sep="\t", names=["label", "text"])
+    share = size / len(train)
+    parts = [group.sample(max(least, round(share * len(group))), random_state=0)
+             for _, group in train.groupby("label")]
+    frame = pd.concat([pd.concat(parts).assign(split="train"), test.assign(split="test")])
+    path = folder / "r8-1500.csv"
+    frame[["text", "label", "split"]].to_csv(path, index=False)
+    return f"csv:{path}"
+
+
+def r52_long_tail(data_dir: Path, folder: Path) -> str:
+    """R52's dev and test files as one long-tailed CSV (the loader splits it 70/10/20)."""
+    frames = [pd.read_csv(data_dir / "r52" / f"{s}.tsv", sep="\t") for s in ("dev", "test")]
+    path = folder / "r52-lt.csv"
+    pd.concat(frames)[["text", "label"]].to_csv(path, index=False)
+    return f"csv:{path}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=os.environ.get(
+        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--model", default="auto")
+    parser.add_argument("--out", help="also write the Markdown table here")
+    args = parser.parse_args(argv)
+    data_dir = Path(args.data_dir)
+    seeds = list(range(1, args.seeds + 1))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        specs = {"demo": "demo", "r8-1500": r8_subset(data_dir, folder),
+                 "r52-lt": r52_long_tail(data_dir, folder)}
+        store = RunStore(folder / "runs")
+        get_backbone(args.model)
+        rows = []
+        for name, spec in specs.items():
+            dataset = load_dataset(spec)
+            head, tail = dataset.head_tail()
+            counts = dataset.class_counts()
+            print(f"{name}: {len(dataset.splits['train'])} train, {dataset.num_classes} classes "
+                  f"({counts.iloc[0]} down to {counts.iloc[-1]}), {len(head)} head / "
+                  f"{len(tail)} tail", file=sys.stderr)
+            for pooling in ("cls", "mean"):
+                methods = [m for m in METHODS.values() if m.supports_frozen
+                           and (pooling == "cls" or m.input_format == "plain")]
+                started = time.perf_counter()
+                config = TrainConfig(mode="frozen", max_length=args.max_length, pooling=pooling)
+                runs = run_experiments(dataset, methods, seeds, args.model, config, store)
+                seconds = time.perf_counter() - started
+                summary = aggregate(runs)
+                for _, row in summary.iterrows():
+                    method = METHODS[row["method"]]
+                    rows.append({
+                        "dataset": name, "method": row["method"],
+                        "pooling": pooling if method.input_format == "plain" else "[MASK]",
+                        "f1": row["f1_mean"], "f1_std": row["f1_std"],
+                        "tail_f1": row["tail_f1_mean"], "tail_f1_std": row["tail_f1_std"],
+                        "seeds": int(row["seeds"])})
+                print(f"  {pooling} pooling: {len(runs)} runs in {seconds:.0f} s",
+                      file=sys.stderr)
+    frame = pd.DataFrame(rows)
+    lines = []
+    for name, group in frame.groupby("dataset", sort=False):
+        group = group.sort_values("tail_f1", ascending=False)
+        probe = group[(group["method"] == "probe-balanced") & (group["pooling"] == "mean")]
+        line = probe.iloc[0] if len(probe) else None
+        table = [[METHODS[r["method"]].label, r["pooling"], mean_std(r["f1"], r["f1_std"]),
+                  mean_std(r["tail_f1"], r["tail_f1_std"])
+                  + (" *" if line is not None and r["tail_f1"] - r["tail_f1_std"]
+                     > line["tail_f1"] + line["tail_f1_std"] else "")]
+                 for _, r in group.iterrows()]
+        lines += [f"### {name} ({int(group['seeds'].min())} seeds, quick mode, max length "
+                  f"{args.max_length})", "",
+                  *markdown_table(["method", "pooling", "F1", "Tail F1"], table, left=2), ""]
+    lines.append("Sorted by tail F1. * beats the balanced mean-pooled probe on tail F1 beyond "
+                 "seed noise (its mean minus std above the probe's mean plus std).")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    best = frame.loc[frame.groupby("dataset", sort=False)["tail_f1"].idxmax()]
+    print("\nbest tail F1 per dataset:", file=sys.stderr)
+    for _, r in best.iterrows():
+        print(f"  {r['dataset']}: {r['method']} ({r['pooling']}) {r['tail_f1']:.1f}",
+              file=sys.stderr)
+    return 0 if np.isfinite(frame["f1"]).all() else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
