@@ -128,6 +128,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="quick-mode runs: copy the backbone's weights in (default: "
                         "referenced by name and fingerprint)")
 
+    calibrate = sub.add_parser("calibrate", help="post-hoc calibration of stored runs (logit "
+                               "adjustment, tau-norm, eta-norm): strength chosen on dev, "
+                               "before/after on test")
+    target = calibrate.add_mutually_exclusive_group(required=True)
+    target.add_argument("--run", help="a run directory")
+    target.add_argument("--all", action="store_true",
+                        help="every finished run of the store (narrow with --dataset/--setting)")
+    _add_runs_dir(calibrate)
+    calibrate.add_argument("--dataset", help="with --all: only this dataset id")
+    calibrate.add_argument("--setting", help="with --all: only this setting")
+    calibrate.add_argument("--method", default="la", choices=("la", "tau-norm", "eta-norm"),
+                           help="la: logit adjustment (Menon et al. 2021); tau-norm (Kang et "
+                           "al. 2020); eta-norm (the paper's, any eta) (default la)")
+    calibrate.add_argument("--select", default="f1", choices=("f1", "tail_f1"),
+                           help="the dev metric that chooses the strength (default f1)")
+
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help="a run directory")
     score.add_argument("--text", required=True)
@@ -390,6 +406,35 @@ def _cmd_predict(args) -> int:
     return 0
 
 
+def _cmd_calibrate(args) -> int:
+    from .calibration import calibrate, calibration_table, calibration_text
+    from .inference import load_run
+    from .store import RunStore
+    from .tables import markdown_table
+
+    if args.run:
+        print(calibration_text(calibrate(load_run(args.run), args.method, args.select)))
+        return 0
+    store = RunStore(args.runs_dir)
+    runs = [r for r in store.runs(args.dataset)
+            if args.setting is None or r.setting == args.setting]
+    if not runs:
+        raise GleeError(f"no finished runs in {store.root} to calibrate"
+                        + (f" for dataset {args.dataset!r}" if args.dataset else ""))
+    results, skipped = [], []
+    for run in tqdm(runs, desc=f"calibrating ({args.method})", file=sys.stderr, unit="run"):
+        try:
+            results.append(calibrate(run, args.method, args.select))
+        except GleeError as exc:
+            skipped.append(str(exc))
+    for line in skipped:
+        print(f"skipped: {line}", file=sys.stderr)
+    print("\n".join(markdown_table(
+        ["method", "run", "strength", "F1 before → after", "Tail F1 before → after",
+         "Few-shot F1 before → after"], calibration_table(results), left=2)))
+    return 0
+
+
 def _cmd_export(args) -> int:
     from .export import export_run
     from .inference import load_run
@@ -423,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_predict(args)
         elif args.command == "export":
             return _cmd_export(args)
+        elif args.command == "calibrate":
+            return _cmd_calibrate(args)
         elif args.command == "report":
             return _cmd_report(args)
         return 0

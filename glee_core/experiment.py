@@ -158,6 +158,7 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
         save_model(result.model.trained_module(), str(folder / "model.safetensors"))
         np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
         np.savez(folder / "features.npz", **result.features)
+        np.savez(folder / "calibration.npz", **result.calibration)
         result.predictions.to_csv(folder / "predictions.csv", index=False)
         write_json(folder / "weight_norms.json",
                    dict(zip(record.dataset.classes, result.weight_norms, strict=True)))

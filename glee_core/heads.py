@@ -93,6 +93,10 @@ class ClsHead(nn.Module):
     def class_weights(self) -> torch.Tensor:
         return self.predictor.weight
 
+    def linear_predictor(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(W, b)``: the head's logits are ``features @ W.T + b`` (before any calibration)."""
+        return self.predictor.weight, self.predictor.bias
+
 
 class PromptHead(nn.Module):
     """The pretrained MLM head, scoring only the verbalizer's label-word tokens.
@@ -153,6 +157,10 @@ class PromptHead(nn.Module):
     def class_weights(self) -> torch.Tensor:
         return self.averaging @ self.token_rows()
 
+    def linear_predictor(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(W, b)``: the averaged label-word rows and their averaged bias."""
+        return self.class_weights(), self.averaging @ self.token_bias()
+
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.transform(hidden)
         weight = self.class_weights().to(features.dtype)
@@ -182,6 +190,8 @@ class ProbeHead(nn.Module):
 
     def class_weights(self) -> torch.Tensor:
         return self.predictor.weight
+
+    linear_predictor = ClsHead.linear_predictor
 
 
 def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_classes: int,

@@ -9,6 +9,9 @@
 * ``predictions.csv`` + ``logits.npy`` - test predictions and every class's (calibrated) logit;
 * ``weight_norms.json`` - per-class norm of the predictor rows (Figure 3);
 * ``features.npz`` - classifier-input features of up to 64 test examples per class (Figure 4);
+* ``calibration.npz`` - the predictor's weights and bias and the classifier inputs of every dev
+  and test example, so post-hoc calibration recomputes any logit exactly (runs stored before it
+  lack it, and say so);
 * ``model.safetensors`` - the weights, to score new text.
 
 The run id follows from the configuration, so asking again for a finished configuration finds it.
@@ -101,6 +104,16 @@ class Run:
     @cached_property
     def features(self) -> dict[str, np.ndarray]:
         with np.load(self.path / "features.npz", allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+
+    @property
+    def calibration_data(self) -> dict[str, np.ndarray] | None:
+        """What post-hoc calibration needs (``calibration.npz``), or None for a run stored
+        before runs kept it."""
+        path = self.path / "calibration.npz"
+        if not path.is_file():
+            return None
+        with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
 
     @property

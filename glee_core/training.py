@@ -48,6 +48,7 @@ class RunResult:
     features: dict[str, np.ndarray]
     model: GleeModel
     config: TrainConfig  # resolved: what the run really used
+    calibration: dict[str, np.ndarray] = field(default_factory=dict)  # see calibration.py
     timing: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -66,10 +67,11 @@ Split = EncodedSplit | FeatureSplit
 
 @torch.inference_mode()
 def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
-            batch_size: int = 128, precision: str = "auto"
+            batch_size: int = 128, precision: str = "auto", calibrate: bool = True
             ) -> tuple[np.ndarray, np.ndarray]:
-    """Calibrated logits and classifier-input features for every example, in split order.
-    Batches are length-sorted; only one batch of activations is alive at a time."""
+    """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
+    classifier-input features for every example, in split order. Batches are length-sorted;
+    only one batch of activations is alive at a time."""
     model.eval()
     precision = resolve_precision(precision, device)
     logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
@@ -77,7 +79,7 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
     for index in eval_batches(split.lengths, batch_size):
         batch = batch_to(split.batch(index, pad_id), device)
         with autocast(device, precision):
-            out, feats = model(**model_inputs(batch), calibrate=True)
+            out, feats = model(**model_inputs(batch), calibrate=calibrate)
         logits[index] = out.float().cpu().numpy()
         if features is None:
             features = np.zeros((len(split), feats.shape[-1]), dtype=np.float32)
@@ -319,13 +321,24 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         "pred": [dataset.classes[i] for i in pred],
         "confidence": probs.max(1).round(6), "correct": pred == test.labels})
     rows = sample_feature_rows(test.labels)
+    # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
+    # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
+    calibration = {}
+    for name in ("dev", "test"):
+        raw, inputs = predict(model, splits[name], pad_id, device, config.eval_batch_size,
+                              config.precision, calibrate=False)
+        calibration.update({f"{name}_logits": raw, f"{name}_features": inputs,
+                            f"{name}_labels": splits[name].labels})
+    weight, bias = model.head.linear_predictor()
+    calibration.update(weight=weight.detach().float().cpu().numpy(),
+                       bias=bias.detach().float().cpu().numpy())
     seconds_training = max(train_time - sum(r["eval_seconds"] for r in history), 1e-9)
     return RunResult(
         metrics=metrics, history=history, predictions=predictions, logits=logits,
         weight_norms=model.class_weight_norms().detach().cpu().tolist(),
         features={"features": features[rows].astype(np.float16), "labels": test.labels[rows],
                   "rows": rows},
-        model=model, notes=notes, config=config,
+        model=model, notes=notes, config=config, calibration=calibration,
         timing={"train_seconds": round(train_time, 3), "test_seconds": round(test_seconds, 3),
                 "epochs_run": selection.epoch, "evaluations": len(history),
                 "device": str(device),
