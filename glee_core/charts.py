@@ -445,3 +445,49 @@ def chart_paper_head_tail_gap(table: int) -> alt.Chart:
                  alt.Tooltip("tail_f1:Q", format=".1f"), alt.Tooltip("gap:Q", format=".1f")],
     ).properties(width="container", height=22 * len(frame),
                  title=f"Table {table}: how far the tail trails the head")
+
+
+# --------------------------------------------------------------------------------------------
+# Post-hoc calibration
+
+
+def calibration_delta_frame(run: Run, before: dict, after: dict) -> pd.DataFrame:
+    """Per-class test F1 before and after a calibration, classes head to tail."""
+    classes = _class_table(run)
+    return classes.assign(
+        before=[before["per_class"][c]["f1"] for c in classes["class"]],
+        after=[after["per_class"][c]["f1"] for c in classes["class"]],
+        delta=lambda f: 100 * (f["after"] - f["before"]))
+
+
+def chart_calibration_delta(run: Run, before: dict, after: dict, title: str) -> alt.Chart:
+    """The change in each class's test F1 (points), classes head to tail: logit adjustment and
+    τ-norm should lift the tail and may cost the head."""
+    frame = calibration_delta_frame(run, before, after)
+    order = list(frame["class"])
+    bars = alt.Chart(frame).mark_bar().encode(
+        x=alt.X("class:N", sort=order, title="class (head → tail, by training count)",
+                axis=alt.Axis(labelAngle=-60, labelLimit=140, labelOverlap=False)),
+        y=alt.Y("delta:Q", title="Δ test F1 (points)"),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        tooltip=["class", "count", "group", alt.Tooltip("before:Q", format=".3f"),
+                 alt.Tooltip("after:Q", format=".3f"), alt.Tooltip("delta:Q", format="+.1f")])
+    zero = alt.Chart(pd.DataFrame({"y": [0]})).mark_rule(color="black").encode(y="y:Q")
+    return alt.layer(bars, zero).properties(title=title, width="container", height=260)
+
+
+def chart_calibration_curve(curve: dict[float, float], chosen: float, current: float,
+                            metric: str) -> alt.Chart:
+    """The dev metric against the strength; the dev-chosen value and the slider's marked."""
+    frame = pd.DataFrame({"strength": list(curve), "dev": [100 * v for v in curve.values()]})
+    line = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("strength:Q", title="strength"),
+        y=alt.Y("dev:Q", title=f"dev {METRIC_TITLES[metric]} (%)", scale=alt.Scale(zero=False)),
+        tooltip=[alt.Tooltip("strength:Q", format=".1f"), alt.Tooltip("dev:Q", format=".1f")])
+    marks = pd.DataFrame({"strength": [chosen, current],
+                          "what": ["chosen on dev", "shown below"]})
+    rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
+        x="strength:Q", color=alt.Color("what:N", title=None,
+                                        scale=alt.Scale(range=["#54a24b", "#e45756"])))
+    return alt.layer(line, rules).properties(width="container", height=180,
+                                             title="Dev metric against the strength")

@@ -15,8 +15,10 @@ from fpdf import FPDF
 from PIL import Image
 
 from . import charts
+from .calibration import calibrate, calibration_table
 from .errors import GleeError
 from .files import write_atomic
+from .methods import method_label
 from .record import METRIC_TITLES, MODE_LABELS
 from .store import Run, aggregate
 from .tables import comparison_table
@@ -149,12 +151,44 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
         pdf.cell(0, 7, t(title), new_x="LMARGIN", new_y="NEXT")
         pdf.image(io.BytesIO(png), w=width, h=height)
         pdf.ln(3)
+    _calibration_section(pdf, runs, t)
     notes = sorted({n for r in runs for n in r.record.notes})
     if notes:
         pdf.set_font(pdf.body_font, size=8)
         for note in notes:
             pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
+
+
+def _calibration_section(pdf, runs: list[Run], t) -> None:
+    """Logit adjustment on each method's lowest-seed run, τ chosen on dev: test before/after."""
+    firsts = {}
+    for run in sorted(runs, key=lambda r: r.seed):
+        firsts.setdefault(run.method, run)
+    results, skipped = [], []
+    for run in firsts.values():
+        try:
+            results.append(calibrate(run, "la", "f1"))
+        except GleeError:
+            skipped.append(run.method)
+    if not results and not skipped:
+        return
+    if pdf.get_y() + 40 > pdf.page_break_trigger:
+        pdf.add_page()
+    pdf.set_font(pdf.body_font, size=11)
+    pdf.cell(0, 7, t("Post-hoc calibration: logit adjustment (Menon et al. 2021), τ chosen on "
+                     "dev macro-F1, test"), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=8)
+    if results:
+        with pdf.table(col_widths=(50, 58, 14, 22, 22, 22),
+                       text_align=("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT")) as grid:
+            grid.row(["Method", "Run", "τ", "F1", "Tail F1", "Few-shot F1"])
+            for row in calibration_table(results):
+                grid.row([t(method_label(row[0])), row[1][-24:], *row[2:]])
+    if skipped:
+        pdf.multi_cell(0, 4, t("No calibration data (stored before runs kept it): "
+                               + ", ".join(skipped)), new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
 
 
 def write_report(runs: list[Run], out: str | Path, dataset: str | None = None) -> Path:

@@ -3,10 +3,19 @@ comparison that ``python -m glee_core reproduce`` wrote."""
 
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core.charts import chart_head_tail, chart_per_class_f1, per_class_f1_frame
+from glee_core.calibration import GRID, NAMES, SHOWN, Calibrator, calibrate
+from glee_core.charts import (
+    chart_calibration_curve,
+    chart_calibration_delta,
+    chart_head_tail,
+    chart_per_class_f1,
+    per_class_f1_frame,
+)
+from glee_core.errors import GleeError
 from glee_core.findings import check_findings, findings_frame
 from glee_core.record import METRIC_TITLES
 from glee_core.reproduce import (
@@ -23,7 +32,8 @@ from glee_core.tables import STD_NOTE, comparison_table
 
 studio_ui.sidebar()
 st.title("Results")
-ours, paper = st.tabs(["This dataset", "Paper comparison (reproduce)"])
+ours, paper, calibration_tab = st.tabs(["This dataset", "Paper comparison (reproduce)",
+                                        "Calibrate (post-hoc)"])
 
 
 HIGHLIGHT = "font-weight: bold; background-color: #e8f0fe"
@@ -88,6 +98,45 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
                               comparison_markdown(frame, table, header_lines(manifest),
                                                   findings),
                               f"{stem}.md", "text/markdown")
+
+with calibration_tab:  # drawn before the first tab, which stops the page without runs
+    runs_here = studio_ui.dataset_runs(studio_ui.current_choice().dataset)
+    if not runs_here:
+        st.info("No finished runs for this dataset yet.")
+    else:
+        st.caption("The standard long-tail fixes on a stored run, with no retraining: logit "
+                   "adjustment (Menon et al. 2021), τ-norm (Kang et al. 2020), the paper's "
+                   "η-norm at any η. The strength is chosen on the dev split; the numbers "
+                   "are test. The same as `python -m glee_core calibrate --run RUN`.")
+        run_id = studio_ui.choose("Run", studio_ui.run_labels(runs_here), key="calibrate-run")
+        run = next(r for r in runs_here if r.run_id == run_id)
+        c1, c2 = st.columns(2)
+        method = studio_ui.choose("Calibration", NAMES, c1.radio, key="calibrate-method")
+        select = c2.radio("Choose the strength on dev by", ["f1", "tail_f1"],
+                          format_func=METRIC_TITLES.get, key="calibrate-select")
+        try:
+            result = calibrate(run, method, select)
+        except GleeError as exc:
+            st.warning(str(exc))
+        else:
+            strength = st.select_slider("Strength", options=GRID.tolist(), value=result.value,
+                                        key=f"strength-{run_id}-{method}-{select}")
+            calibrator = Calibrator(run)
+            before = calibrator.raw("test")
+            after = calibrator.metrics("test", method, strength)
+            rows = [{"": "before", **{t: before.get(k) for k, t in SHOWN}},
+                    {"": f"after ({NAMES[method]} = {strength:g})",
+                     **{t: after.get(k) for k, t in SHOWN}}]
+            table = pd.DataFrame(rows).set_index("")
+            st.dataframe((100 * table).round(1), column_config={"": None})
+            st.caption(f"Dev chose {result.value:g} by {METRIC_TITLES[select]}. Many / medium "
+                       "/ few: > 100, 20-100, < 20 training examples (empty where no test class "
+                       "falls in a bucket).")
+            st.altair_chart(chart_calibration_curve(result.dev_curve, result.value, strength,
+                                                    select), width="stretch")
+            st.altair_chart(chart_calibration_delta(
+                run, before, after, f"Per-class change in test F1 ({NAMES[method]} = "
+                                    f"{strength:g})"), width="stretch")
 
 with ours:
     runs = studio_ui.setting_runs(key="results-methods")

@@ -88,7 +88,7 @@ def test_results_page_table_and_charts(app):
     table = at.dataframe[0].value
     assert set(table["method"]) == set(METHODS)
     assert table.loc[table["method"] == "cls-relu", "seeds"].item() == 2
-    assert len(charts(at)) == 2
+    assert len(charts(at)) == 4  # per-class F1 and head vs tail; the calibrate tab's two
     frozen = next(o for o in at.radio[0].options if "frozen backbone (quick compare)" in o)
     at.radio[0].set_value(frozen).run()
     assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
@@ -201,3 +201,17 @@ def test_paper_page_draws_the_papers_tables_from_the_shipped_data(app):
     at.radio[0].set_value(few_shot).run()
     assert not at.exception
     assert len(charts(at)) == 1 and "Acc" in charts(at)[0].spec  # accuracy only, no gap chart
+
+
+def test_results_calibrate_tab_moves_with_the_slider(app):
+    at = app("pages/3_Results.py").run()
+    assert not at.exception
+    slider = next(s for s in at.select_slider if s.label == "Strength")
+    chosen = slider.value
+    table = at.dataframe[-1].value
+    assert "Tail F1" in table.columns and len(table) == 2
+    other = 2.0 if chosen != 2.0 else 0.0
+    slider.set_value(other).run()
+    assert not at.exception
+    assert f"= {other:g})" in at.dataframe[-1].value.index[1]  # the after row follows the slider
+    assert len([c for c in charts(at) if "Per-class change" in c.spec]) == 1
