@@ -51,7 +51,7 @@ def train_one_epoch(state: TrainingState, train: EncodedSplit, max_length: int) 
         batch = batch_to(train.batch(order[start:start + config.batch_size], state.pad_id,
                                 max_length), device)
         logits, _ = full_vocabulary_logits(state.model, batch)
-        loss = classification_loss(state.spec, logits, batch["labels"])
+        loss = classification_loss(state.spec, logits, batch["labels"], state.class_counts)
         optimizer_step(state, loss)
         losses.append(float(loss.detach()))  # the released loop reads the loss back every step
     return float(np.mean(losses))

@@ -27,23 +27,50 @@ ETA = 1.1  # eta-norm: eval logits divided by ||w_c|| ** ETA
 # Losses and calibration
 
 
-def focal_loss(logits: torch.Tensor, labels: torch.Tensor, gamma: float = FOCAL_GAMMA
-               ) -> torch.Tensor:
+def focal_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor | None = None,
+               gamma: float = FOCAL_GAMMA) -> torch.Tensor:
     """Mean of ``-(1 - p_t) ** gamma * log p_t`` (Lin et al., 2017)."""
     log_p = F.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).squeeze(1)
     return (-(1.0 - log_p.exp()) ** gamma * log_p).mean()
 
 
-def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor,
+                  counts: torch.Tensor | None = None) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels)
 
 
-LOSSES = {"ce": cross_entropy, "focal": focal_loss}  # MethodSpec.loss -> loss function
+LA_TAU = 1.0  # logit-adjusted loss, Menon et al. 2021's default
+CB_BETA = 0.9999  # class-balanced loss, Cui et al. 2019's choice for long tails
 
 
-def classification_loss(spec: MethodSpec, logits: torch.Tensor, labels: torch.Tensor
-                        ) -> torch.Tensor:
-    return LOSSES[spec.loss](logits, labels)
+def logit_adjusted_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor,
+                        tau: float = LA_TAU) -> torch.Tensor:
+    """Menon et al., "Long-tail learning via logit adjustment" (ICLR 2021): cross-entropy of
+    ``logits + tau * log(prior)``; at test time the plain logits are used."""
+    prior = counts.float() / counts.sum()
+    return F.cross_entropy(logits.float() + tau * torch.log(prior.clamp_min(1e-12)), labels)
+
+
+def class_balanced_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor,
+                        beta: float = CB_BETA) -> torch.Tensor:
+    """Cui et al., "Class-balanced loss based on effective number of samples" (CVPR 2019):
+    cross-entropy weighted per class by ``(1 - beta) / (1 - beta ** n_c)``, normalised to sum to
+    the number of classes."""
+    effective = (1.0 - beta ** counts.double()).clamp_min(1e-12)
+    weight = (1.0 - beta) / effective
+    weight = (weight / weight.sum() * len(counts)).float()
+    return F.cross_entropy(logits.float(), labels, weight=weight)
+
+
+# MethodSpec.loss -> loss function (logits, labels, training class counts)
+LOSSES = {"ce": cross_entropy, "focal": focal_loss, "la": logit_adjusted_loss,
+          "cb": class_balanced_loss}
+
+
+def classification_loss(spec: MethodSpec, logits: torch.Tensor, labels: torch.Tensor,
+                        counts: torch.Tensor | None = None) -> torch.Tensor:
+    """The method's loss; ``counts`` (training examples per class) for the long-tail losses."""
+    return LOSSES[spec.loss](logits, labels, counts)
 
 
 def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA

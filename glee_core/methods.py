@@ -35,7 +35,7 @@ class MethodSpec:
     activation: str | None = None  # cls heads: "tanh" or "relu"
     norm: str | None = None  # cls heads: None, "fresh" or "pretrained" (the MLM head's LayerNorm)
     dropout: bool = True  # cls heads: Dropout(0.1) after the activation
-    loss: str = "ce"  # "ce" or "focal"
+    loss: str = "ce"  # "ce", "focal", "la" (logit-adjusted) or "cb" (class-balanced)
     eta_norm: bool = False
     decoupled_embedding: bool = False  # prompt-ed: untied copy of the embeddings as decoder
     group: str = "CLS-tuning"
@@ -72,12 +72,15 @@ class MethodSpec:
         return cls(**{k: v for k, v in values.items() if k in known})
 
 
+BEYOND = "[beyond the paper]"  # in the label of every method that is not one of its rows
+
+
 def _cls(id, row, act, **kw):
     return MethodSpec(id, row, kw.pop("input_format", "plain"), "cls", activation=act, **kw)
 
 
 def _prompt(id, row, **kw):
-    return MethodSpec(id, row, "prompt", "mlm", group="Prompt-tuning", **kw)
+    return MethodSpec(id, row, "prompt", "mlm", **{"group": "Prompt-tuning", **kw})
 
 
 def _probe(id, row, **kw):
@@ -101,8 +104,17 @@ METHODS: dict[str, MethodSpec] = {m.id: m for m in (
     _prompt("prompt", "Prompt-tuning"),
     _prompt("prompt-focal", "Prompt-tuning w/ focal loss", loss="focal"),
     _prompt("prompt-ed", "Prompt-tuning w/ ed.", decoupled_embedding=True),
-    _probe("probe", "Linear probe"),
-    _probe("probe-balanced", "Linear probe, class-balanced", class_balanced=True),
+    # beyond the paper: the long-tail losses on its strongest CLS head and on prompt-tuning
+    _cls("cls-relu-pt-ln-la", f"CLS-tuning ∘ R w/ pt. LN + logit-adjusted loss {BEYOND}",
+         "relu", norm="pretrained", dropout=False, loss="la", paper=False, group=BEYOND),
+    _cls("cls-relu-pt-ln-cb", f"CLS-tuning ∘ R w/ pt. LN + class-balanced loss {BEYOND}",
+         "relu", norm="pretrained", dropout=False, loss="cb", paper=False, group=BEYOND),
+    _prompt("prompt-la", f"Prompt-tuning + logit-adjusted loss {BEYOND}", loss="la",
+            paper=False, group=BEYOND),
+    _prompt("prompt-cb", f"Prompt-tuning + class-balanced loss {BEYOND}", loss="cb",
+            paper=False, group=BEYOND),
+    _probe("probe", "Linear probe [baseline]"),
+    _probe("probe-balanced", "Linear probe, class-balanced [baseline]", class_balanced=True),
 )}
 
 

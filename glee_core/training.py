@@ -31,7 +31,7 @@ from .events import Evaluated, ProgressFn, Testing, TrainStep
 from .features import FeatureSplit, cached_features
 from .heads import GleeModel, build_model, classification_loss, fit_probe
 from .methods import MethodSpec
-from .metrics import classification_metrics, macro_f1
+from .metrics import classification_metrics, macro_f1, shot_f1
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
@@ -130,6 +130,7 @@ class TrainingState:
     device: torch.device
     pad_id: int
     ddp: DataParallel | None = None
+    class_counts: torch.Tensor | None = None  # training examples per class (long-tail losses)
     global_step: int = 0
     # called after every optimizer step with the step's (detached) loss; True stops training
     on_step: Callable[[torch.Tensor], bool] | None = None
@@ -160,7 +161,7 @@ def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: Pr
         batch = batch_to(train.batch(index, state.pad_id), device)
         with autocast(device, precision):
             logits, _ = state.model(**model_inputs(batch))
-        loss = classification_loss(state.spec, logits, batch["labels"])
+        loss = classification_loss(state.spec, logits, batch["labels"], state.class_counts)
         optimizer_step(state, loss)
         state.global_step += 1
         loss_sum += loss.detach()
@@ -277,6 +278,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                           spec, config, optimizer, scheduler, params,
                           np.random.default_rng(config.seed), device, pad_id, ddp)
 
+    state.class_counts = torch.from_numpy(
+        np.bincount(train.labels, minlength=dataset.num_classes)).to(device)
     selection = DevSelection(model, splits["dev"], state, steps_per_epoch, progress)
     if config.eval_every_steps:
         state.on_step = selection.after_step
@@ -311,6 +314,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     head, tail = dataset.head_tail()
     metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
     best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best one
+    metrics.update({f"{k}_f1": v for k, v in shot_f1(metrics["per_class"],
+                                                     dataset.class_counts().to_dict()).items()})
     metrics.update(best_epoch=best["epoch"], best_step=best["step"], best_dev_f1=best["dev_f1"],
                    best_dev_acc=best["dev_acc"], select_metric=config.select_metric)
     probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()

@@ -21,7 +21,7 @@ def test_registry_lists_the_twelve_rows_of_the_paper():
     assert PAPER_ROWS <= set(METHODS)
     assert [m.paper_row for m in METHODS.values()][:3] == [
         "CLS-tuning ∘ T", "CLS-tuning ∘ T w/ η-norm", "CLS-tuning ∘ T w/ focal loss"]
-    assert {m.id for m in METHODS.values() if m.uses_mlm_head} == {
+    assert {m.id for m in METHODS.values() if m.uses_mlm_head and m.paper} == {
         "cls-relu-pt-ln", "prompt", "prompt-focal", "prompt-ed"}
     assert [m.id for m in parse_methods("prompt, cls-relu-pt-ln")] == ["prompt", "cls-relu-pt-ln"]
     assert {m.id for m in parse_methods("all")} == set(METHODS)
@@ -135,3 +135,29 @@ def test_cls_methods_read_cls_and_prompt_methods_read_mask(tiny_bert, toy_datase
     assert (plain["positions"] == 0).all()
     assert np.all(prompt["input_ids"][torch.arange(6), prompt["positions"]].numpy()
                   == backbone.tokenizer.mask_token_id)
+
+
+def test_the_long_tail_losses_are_their_formulas():
+    from glee_core.heads import CB_BETA, class_balanced_loss, logit_adjusted_loss
+
+    logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]])
+    labels = torch.tensor([0, 2])
+    counts = torch.tensor([80, 15, 5])
+    prior = counts.float() / 100
+    adjusted = logits + torch.log(prior)  # Menon et al. 2021, tau = 1
+    expected = -torch.log_softmax(adjusted, 1)[torch.arange(2), labels].mean()
+    torch.testing.assert_close(logit_adjusted_loss(logits, labels, counts), expected)
+    weight = (1 - CB_BETA) / (1 - CB_BETA ** counts.double())  # Cui et al. 2019
+    weight = (weight / weight.sum() * 3).float()
+    nll = -torch.log_softmax(logits, 1)[torch.arange(2), labels]
+    expected = (weight[labels] * nll).sum() / weight[labels].sum()
+    torch.testing.assert_close(class_balanced_loss(logits, labels, counts), expected)
+    assert weight[2] > weight[1] > weight[0]  # the rarer, the heavier
+
+
+def test_the_methods_beyond_the_paper_say_so():
+    beyond = [m for m in METHODS.values() if not m.paper]
+    assert {"cls-relu-pt-ln-la", "cls-relu-pt-ln-cb", "prompt-la", "prompt-cb", "probe",
+            "probe-balanced"} <= {m.id for m in beyond}
+    assert all("[beyond the paper]" in m.label or "[baseline]" in m.label for m in beyond)
+    assert PAPER_ROWS == {m.id for m in METHODS.values() if m.paper}  # the twelve, unchanged
