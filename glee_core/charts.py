@@ -491,3 +491,78 @@ def chart_calibration_curve(curve: dict[float, float], chosen: float, current: f
                                         scale=alt.Scale(range=["#54a24b", "#e45756"])))
     return alt.layer(line, rules).properties(width="container", height=180,
                                              title="Dev metric against the strength")
+
+
+# --------------------------------------------------------------------------------------------
+# Weight norms against class frequency, and as training goes
+
+
+def norm_count_frame(runs: list[Run]) -> pd.DataFrame:
+    """Per class and method: training count and the predictor norm relative to the method's
+    mean norm (mean over seeds), with each method's fitted slope against log10(count)."""
+    frame = weight_norm_frame(runs)
+    frame = frame[frame["count"] > 0].copy()
+    frame["relative norm"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
+    slopes = {m: float(np.polyfit(np.log10(g["count"]), g["relative norm"], 1)[0])
+              if len(g) >= 3 else float("nan") for m, g in frame.groupby("method")}
+    frame["slope"] = frame["method"].map(slopes)
+    frame["legend"] = [f"{row} (slope {s:+.2f})" for row, s in
+                       zip(frame["paper row"], frame["slope"], strict=True)]
+    return frame
+
+
+def chart_norm_vs_count(runs: list[Run]) -> alt.Chart:
+    """Figure 3 in one glance: each class's predictor norm (relative to its method's mean)
+    against its training count (log scale), one colour per method, the fitted slope in the
+    legend. Flat (slope near 0): the classifier does not favour frequent classes."""
+    frame = norm_count_frame(runs)
+    legend_order = list(dict.fromkeys(frame.set_index("method").loc[
+        registry_order(frame["method"]), "legend"]))
+    base = alt.Chart(frame).encode(
+        x=alt.X("count:Q", scale=alt.Scale(type="log"), title="training examples (log)"),
+        y=alt.Y("relative norm:Q", title="‖w_c‖ / mean ‖w‖", scale=alt.Scale(zero=False)),
+        color=alt.Color("legend:N", sort=legend_order, title="method (slope vs log10 count)",
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=360)))
+    points = base.mark_point(filled=True, size=40).encode(
+        tooltip=["paper row", "class", "count", alt.Tooltip("norm:Q", format=".3f"),
+                 alt.Tooltip("relative norm:Q", format=".2f")])
+    fits = base.transform_regression("count", "relative norm", groupby=["legend"],
+                                     method="log").mark_line(opacity=0.7)
+    return alt.layer(points, fits).properties(
+        title="Per-class weight norm against training count", width="container", height=300)
+
+
+def norm_evolution_frame(run: Run) -> pd.DataFrame:
+    """The per-class predictor norms at every dev evaluation of a run (empty for runs stored
+    before histories kept them)."""
+    classes = _class_table(run)
+    index = {c: i for i, c in enumerate(run.classes)}
+    rows = []
+    for record in run.history:
+        norms = record.get("weight_norms")
+        if not norms:
+            continue
+        for _, c in classes.iterrows():
+            rows.append({"evaluation": f"ep {record['epoch']} · step {record.get('step', '')}",
+                         "step": record.get("step", record["epoch"]), "class": c["class"],
+                         "rank": c["rank"], "group": c["group"],
+                         "norm": norms[index[c["class"]]]})
+    return pd.DataFrame(rows, columns=["evaluation", "step", "class", "rank", "group", "norm"])
+
+
+def chart_norm_evolution(run: Run) -> alt.Chart:
+    """How each class's predictor norm grows while training: classes head to tail (rows),
+    dev evaluations (columns)."""
+    frame = norm_evolution_frame(run)
+    order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
+    evaluations = list(dict.fromkeys(frame.sort_values("step")["evaluation"]))
+    return alt.Chart(frame).mark_rect().encode(
+        x=alt.X("evaluation:N", sort=evaluations, title="dev evaluation",
+                axis=alt.Axis(labelAngle=-45, labelOverlap="greedy")),
+        y=alt.Y("class:N", sort=order, title="class (head → tail)",
+                axis=alt.Axis(labelLimit=160, labelOverlap="greedy")),
+        color=alt.Color("norm:Q", title="‖w_c‖", scale=alt.Scale(scheme="viridis")),
+        tooltip=["class", "group", "evaluation", alt.Tooltip("norm:Q", format=".3f")],
+    ).properties(title=f"Weight norms while training ({method_label(run.method)}, seed "
+                       f"{run.seed})", width="container",
+                 height=max(160, min(14 * len(order), 900)))

@@ -41,7 +41,7 @@ class MethodSpec:
     group: str = "CLS-tuning"
     supports_frozen: bool = True  # can train as a head on cached features (quick mode)
     supports_finetune: bool = True  # can train with the whole model
-    class_balanced: bool = False  # probes: class weights inversely proportional to frequency
+    class_balanced: bool = False  # probes: class weights; heads: class-balanced batch sampling
     paper: bool = True  # a row of the paper's tables (baselines are not)
 
     @property
@@ -109,6 +109,11 @@ METHODS: dict[str, MethodSpec] = {m.id: m for m in (
          "relu", norm="pretrained", dropout=False, loss="la", paper=False, group=BEYOND),
     _cls("cls-relu-pt-ln-cb", f"CLS-tuning ∘ R w/ pt. LN + class-balanced loss {BEYOND}",
          "relu", norm="pretrained", dropout=False, loss="cb", paper=False, group=BEYOND),
+    # cRT (Kang et al. 2020): the classifier re-trained on frozen features, classes sampled
+    # equally often
+    _cls("cls-relu-pt-ln-crt", f"CLS-tuning ∘ R w/ pt. LN, classifier re-training {BEYOND}",
+         "relu", norm="pretrained", dropout=False, class_balanced=True, paper=False,
+         supports_finetune=False, group=BEYOND),
     _prompt("prompt-la", f"Prompt-tuning + logit-adjusted loss {BEYOND}", loss="la",
             paper=False, group=BEYOND),
     _prompt("prompt-cb", f"Prompt-tuning + class-balanced loss {BEYOND}", loss="cb",

@@ -136,6 +136,16 @@ class TrainingState:
     on_step: Callable[[torch.Tensor], bool] | None = None
 
 
+def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
+                           ) -> list[np.ndarray]:
+    """An epoch of as many examples as the split, drawn with replacement so that every class is
+    equally likely (Kang et al. 2020's class-balanced sampling)."""
+    counts = np.bincount(labels)
+    weights = 1.0 / counts[labels]
+    order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
 def optimizer_step(state: TrainingState, loss: torch.Tensor) -> None:
     """Backpropagate ``loss``, clip the gradient norm, step the optimiser and the schedule."""
     state.optimizer.zero_grad(set_to_none=True)
@@ -152,7 +162,10 @@ def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: Pr
     parallelism every process draws the same batches and trains on its slice of each."""
     config, device = state.config, state.device
     state.model.train()
-    batches = length_grouped_batches(train.lengths, config.batch_size, state.rng)
+    if state.spec.class_balanced:  # cRT: every class drawn equally often, with replacement
+        batches = class_balanced_batches(train.labels, config.batch_size, state.rng)
+    else:
+        batches = length_grouped_batches(train.lengths, config.batch_size, state.rng)
     if state.ddp is not None:  # every process must step together: drop batches too small
         batches = [state.ddp.shard(b) for b in batches if len(b) >= state.ddp.size]
     precision = resolve_precision(config.precision, device)
@@ -214,6 +227,9 @@ class DevSelection:
                   "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
                   "dev_acc": float((pred == self.dev.labels).mean()),
                   "eval_seconds": round(eval_seconds, 3),
+                  # per-class predictor norms as training goes (the norm-evolution heatmap)
+                  "weight_norms": [round(v, 5) for v in
+                                   self.model.class_weight_norms().detach().cpu().tolist()],
                   "seconds": round(time.perf_counter() - self.since, 3)}
         self.history.append(record)
         self.since = time.perf_counter()

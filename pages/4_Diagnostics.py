@@ -7,6 +7,8 @@ from glee_core.charts import (
     FIGURE4_FEATURES,
     FIGURE4_METHODS,
     chart_feature_distributions,
+    chart_norm_evolution,
+    chart_norm_vs_count,
     chart_weight_norms,
     default_feature_classes,
 )
@@ -23,6 +25,19 @@ st.caption("The norm of each class's predictor row, classes ordered head to tail
            "tail grows large norms for head classes; the paper finds prompt-tuning's flatter.")
 highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
 st.altair_chart(chart_weight_norms(runs, highlight=highlight), width="content")
+
+st.altair_chart(chart_norm_vs_count(runs), width="stretch")
+st.caption("The same norms against each class's training count (log scale), relative to the "
+           "method's mean norm; the legend gives each method's fitted slope. Near 0: flat, the "
+           "classifier does not favour frequent classes.")
+with st.expander("Weight norms while training (per dev evaluation)"):
+    evolving = [r for r in runs if any(h.get("weight_norms") for h in r.history)]
+    if evolving:
+        run_id = studio_ui.choose("Run", studio_ui.run_labels(evolving), key="norm-evolution")
+        st.altair_chart(chart_norm_evolution(next(r for r in evolving if r.run_id == run_id)),
+                        width="stretch")
+    else:
+        st.caption("These runs were stored before histories kept the norms; retrain to see.")
 
 st.subheader("Classifier-input features (Figure 4)")
 head_default, tail_default = default_feature_classes(runs[0])

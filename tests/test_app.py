@@ -122,7 +122,8 @@ def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatc
 def test_diagnostics_page_weight_norms_and_histograms(app):
     at = app("pages/4_Diagnostics.py").run()
     assert not at.exception
-    assert len(charts(at)) == 2
+    # Figure 3, norms against count, the norm-evolution heatmap (expander), Figure 4
+    assert len(charts(at)) == 4
     at.selectbox[1].select_index(len(at.selectbox[1].options) - 1).run()
     assert not at.exception
 

@@ -95,7 +95,7 @@ def test_click_through_the_app(server):
         settle("3-results", page.locator('[data-testid="stDataFrame"]').first)
         expect(charts).to_have_count(2)
         go("Diagnostics")
-        settle("4-diagnostics", charts.nth(1))
+        settle("4-diagnostics", charts.nth(3))
         go("Playground")
         settle("6-playground", page.get_by_text("Prediction", exact=True))
         expect(charts).to_have_count(1)

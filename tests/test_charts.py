@@ -69,3 +69,23 @@ def test_figure_4_renders_with_a_panel_per_method_and_feature(runs):
     assert grid["facet"]["row"]["field"] == "paper row"
     assert grid["facet"]["column"]["field"] == "feature"
     assert chart_png(chart)[:4] == b"\x89PNG"
+
+
+def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset, tmp_path):
+    from glee_core.charts import chart_norm_evolution, norm_count_frame, norm_evolution_frame
+    from glee_core.config import TrainConfig
+    from glee_core.experiment import run_experiments
+    from glee_core.methods import get_method
+    from glee_core.store import RunStore
+
+    runs = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("probe-balanced")],
+                           [1], str(tiny_bert), TrainConfig(mode="frozen", epochs=3),
+                           RunStore(tmp_path / "runs"))
+    frame = norm_count_frame(runs)
+    assert set(frame["method"]) == {"cls-relu", "probe-balanced"}
+    assert frame.groupby("method")["relative norm"].mean().round(6).eq(1.0).all()
+    assert all("slope" in label for label in frame["legend"])
+    evolution = norm_evolution_frame(runs[0])
+    assert evolution["step"].nunique() == len(runs[0].history) == 3  # one column per epoch
+    assert set(evolution["class"]) == set(toy_dataset.classes)
+    assert chart_png(chart_norm_evolution(runs[0]))[:4] == b"\x89PNG"
