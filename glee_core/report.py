@@ -19,7 +19,7 @@ from .calibration import calibrate, calibration_table
 from .errors import GleeError
 from .files import write_atomic
 from .methods import method_label
-from .record import METRIC_TITLES, MODE_LABELS
+from .record import METRIC_TITLES, MODE_LABELS, SHOT_TITLES
 from .store import Run, aggregate
 from .tables import comparison_table
 
@@ -114,16 +114,19 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
     pdf.cell(0, 8, "Results (test, %, mean ± sample std over seeds; * best)", new_x="LMARGIN",
              new_y="NEXT")
     pdf.set_font(pdf.body_font, size=8)
-    headings = ["Method", "Seeds", *METRIC_TITLES.values()]
-    with pdf.table(col_widths=(62, 12, 27, 27, 27, 27), text_align=("LEFT", "RIGHT", "RIGHT",
-                                                                   "RIGHT", "RIGHT", "RIGHT"),
-                   first_row_as_headings=True) as grid:
+    headings = ["Method", "Seeds", *METRIC_TITLES.values(), "Many", "Medium", "Few"]
+    with pdf.table(col_widths=(46, 9, 20, 20, 20, 20, 16, 16, 16),
+                   text_align=("LEFT", *["RIGHT"] * 8), first_row_as_headings=True) as grid:
         grid.row(headings)
         for _, row in table.iterrows():
             cells = [t(row["paper row"]), str(row["seeds"])]
             cells += [(row[m] + " *") if m in row["best"] else row[m]
                       for m in METRIC_TITLES.values()]
+            cells += [row[m].split(" ±")[0] for m in SHOT_TITLES.values()]  # means only
             grid.row(cells)
+    pdf.multi_cell(0, 4, t("Many / Medium / Few: mean F1 of the classes with > 100, 20-100, "
+                           "< 20 training examples (– where there is none)."),
+                   new_x="LMARGIN", new_y="NEXT")
     pdf.ln(4)
 
     head_class, tail_class = charts.default_feature_classes(first)

@@ -42,7 +42,7 @@ from filelock import FileLock, Timeout
 from . import environment
 from .errors import GleeError
 from .methods import registry_order
-from .record import METRIC_KEYS, RunRecord
+from .record import METRIC_KEYS, SHOT_TITLES, RunRecord
 
 RUN_FILES = ("config.json", "metrics.json")
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -322,16 +322,23 @@ def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and sample standard deviation (ddof=1, as the paper's ±; NaN for one seed) of acc,
     f1, head_f1, tail_f1 over seeds, per dataset, setting (backbone · mode · protocol) and
     method, in percent. Methods keep the registry's order."""
+    keys = (*METRIC_KEYS, *SHOT_TITLES)  # shot buckets: NaN where a run lacks or has none
+
+    def value(run: Run, key: str) -> float:
+        found = run.metrics.get(key)
+        return np.nan if found is None else 100.0 * float(found)
+
     rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,
-             **{k: 100.0 * float(r.metrics[k]) for k in METRIC_KEYS}} for r in runs]
-    columns = ["dataset", "setting", "method", "seeds"] + [f"{k}_{s}" for k in METRIC_KEYS
+             **{k: value(r, k) for k in keys}} for r in runs]
+    columns = ["dataset", "setting", "method", "seeds"] + [f"{k}_{s}" for k in keys
                                                            for s in ("mean", "std")]
     if not rows:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame(rows)
     grouped = frame.groupby(["dataset", "setting", "method"], sort=False)
-    out = grouped[list(METRIC_KEYS)].agg(
-        ["mean", lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else np.nan])
+    out = grouped[list(keys)].agg(
+        ["mean", lambda x: float(np.std(x.dropna(), ddof=1)) if x.notna().sum() > 1
+         else np.nan])
     out.columns = [f"{k}_{'mean' if s == 'mean' else 'std'}" for k, s in out.columns]
     out["seeds"] = grouped.size()
     out = out.reset_index()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .methods import METHODS
-from .record import METRIC_KEYS, METRIC_TITLES
+from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
 
 STD_NOTE = ("± is the sample standard deviation over seeds (n - 1, as the paper's); none for one "
             "seed")
@@ -26,15 +26,15 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
         best = {k: group[f"{k}_mean"].max() for k in METRIC_KEYS}
         for _, row in group.iterrows():
             spec = METHODS.get(row["method"])
-            cells = {METRIC_TITLES[k]: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
-                     for k in METRIC_KEYS}
+            cells = {title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
+                     for k, title in {**METRIC_TITLES, **SHOT_TITLES}.items()}
             rows.append({"dataset": dataset, "setting": setting, "method": row["method"],
                          "paper row": spec.paper_row if spec else row["method"],
                          "seeds": int(row["seeds"]), **cells,
                          "best": [METRIC_TITLES[k] for k in METRIC_KEYS
                                   if row[f"{k}_mean"] == best[k]]})
     return pd.DataFrame(rows, columns=["dataset", "setting", "method", "paper row", "seeds",
-                                       *METRIC_TITLES.values(), "best"])
+                                       *METRIC_TITLES.values(), *SHOT_TITLES.values(), "best"])
 
 
 def markdown_table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
@@ -50,8 +50,10 @@ def to_markdown(table: pd.DataFrame) -> str:
     for (dataset, setting), group in table.groupby(["dataset", "setting"], sort=False):
         rows = [[f"{row['paper row']} (`{row['method']}`)", row["seeds"],
                  *[f"**{row[t]}**" if t in row["best"] else row[t]
-                   for t in METRIC_TITLES.values()]] for _, row in group.iterrows()]
+                   for t in METRIC_TITLES.values()],
+                 *[row[t] for t in SHOT_TITLES.values()]] for _, row in group.iterrows()]
         out += [f"### {dataset} ({setting})", "",
-                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values()], rows), "",
+                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values(),
+                                 *SHOT_TITLES.values()], rows), "",
                 f"Best mean of each column in bold; {STD_NOTE}.", ""]
     return "\n".join(out)

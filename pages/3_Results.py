@@ -17,7 +17,7 @@ from glee_core.charts import (
 )
 from glee_core.errors import GleeError
 from glee_core.findings import check_findings, findings_frame
-from glee_core.record import METRIC_TITLES
+from glee_core.record import METRIC_TITLES, SHOT_TITLES
 from glee_core.reproduce import (
     comparison,
     comparison_block,
@@ -146,12 +146,14 @@ with ours:
     def bold_best(row):
         return [HIGHLIGHT if col in row["best"] else "" for col in row.index]
 
-    shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(), "best"]]
+    shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(),
+                   *SHOT_TITLES.values(), "best"]]
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  height=35 * (len(shown) + 1) + 3,  # every row, no inner scroll
                  column_config={"best": None})
     st.caption(f"Highlighted: the best mean of each column; {STD_NOTE}. Head/Tail F1 average "
-               f"the per-class F1 of the head / tail classes. "
+               f"the per-class F1 of the head / tail classes; Many/Medium/Few F1 those of the "
+               f"classes with > 100, 20-100, < 20 training examples (– where there is none). "
                f"{runs[0].record.dataset.head_tail_caption}.")
     st.download_button("Download table (CSV)",
                        table.assign(best=table["best"].str.join(";")).to_csv(index=False),

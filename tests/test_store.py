@@ -126,6 +126,9 @@ def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
     assert list(table["method"]) == ["cls-relu", "prompt"]  # registry order
     f1 = 100 * runs[1].metrics["f1"]
     assert table.loc[1, "F1"] == f"{f1:.2f}"  # one seed: no ±
+    # many / medium / few-shot buckets beside head/tail; the toy set has no many-shot class
+    few = 100 * runs[1].metrics["few_f1"]
+    assert table.loc[1, "Few F1"] == f"{few:.2f}" and table.loc[1, "Many F1"] == "–"
     markdown = to_markdown(table)
     assert "Prompt-tuning (`prompt`)" in markdown and "| Method |" in markdown
     json.dumps(table.to_dict(orient="records"))
