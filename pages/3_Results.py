@@ -124,11 +124,11 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
             calibrator = Calibrator(run)
             before = calibrator.raw("test")
             after = calibrator.metrics("test", method, strength)
-            rows = [{"": "before", **{t: before.get(k) for k, t in SHOWN}},
-                    {"": f"after ({NAMES[method]} = {strength:g})",
+            rows = [{"test": "before", **{t: before.get(k) for k, t in SHOWN}},
+                    {"test": f"after ({NAMES[method]} = {strength:g})",
                      **{t: after.get(k) for k, t in SHOWN}}]
-            table = pd.DataFrame(rows).set_index("")
-            st.dataframe((100 * table).round(1), column_config={"": None})
+            table = pd.DataFrame(rows).set_index("test").astype(float)
+            st.dataframe((100 * table).round(1))
             st.caption(f"Dev chose {result.value:g} by {METRIC_TITLES[select]}. Many / medium "
                        "/ few: > 100, 20-100, < 20 training examples (empty where no test class "
                        "falls in a bucket).")

@@ -215,4 +215,5 @@ def test_results_calibrate_tab_moves_with_the_slider(app):
     slider.set_value(other).run()
     assert not at.exception
     assert f"= {other:g})" in at.dataframe[-1].value.index[1]  # the after row follows the slider
+    assert at.dataframe[-1].value.index[0] == "before"
     assert len([c for c in charts(at) if "Per-class change" in c.spec]) == 1

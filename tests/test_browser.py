@@ -93,7 +93,8 @@ def test_click_through_the_app(server):
 
         go("Results")
         settle("3-results", page.locator('[data-testid="stDataFrame"]').first)
-        expect(charts).to_have_count(2)
+        page.get_by_role("tab", name="Calibrate (post-hoc)").click()
+        settle("3-results-calibrate", page.get_by_text("Dev chose", exact=False).first)
         go("Diagnostics")
         settle("4-diagnostics", charts.nth(3))
         go("Playground")
