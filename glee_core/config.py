@@ -182,7 +182,7 @@ class DataOptions:
 def _type_of(f) -> type:
     """int, float or str from a field's annotation (``"int | None"`` with postponed ones)."""
     annotation = str(f.type)
-    for name, kind in (("int", int), ("float", float), ("bool", bool)):
+    for name, kind in (("int", int), ("float", float)):
         if annotation.split(" ")[0] == name:
             return kind
     return str
