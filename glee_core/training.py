@@ -304,9 +304,10 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         fit_probe(model.head, train.hidden, train.labels, dataset.num_classes,
                   spec.class_balanced, config.seed)
         with torch.no_grad():
-            logits, _ = model.head(torch.from_numpy(train.hidden).to(device))
+            # torch.tensor copies: cached features may be read-only memory maps
+            logits, _ = model.head(torch.tensor(train.hidden, device=device))
             train_loss = float(torch.nn.functional.cross_entropy(
-                logits, torch.from_numpy(train.labels).long().to(device)))
+                logits, torch.tensor(train.labels, dtype=torch.long, device=device)))
         selection.evaluate(0, train_loss)
     for epoch in range(1, config.epochs + 1 if spec.predictor != "probe" else 1):
         selection.epoch = epoch
