@@ -36,9 +36,10 @@ if dataset is not None:
                f"· {len(head)} head / {len(tail)} tail classes (threshold {dataset.threshold})")
 
 st.subheader("Quick start")
-st.write("Compare all twelve heads on the embedded demo with the backbone frozen: the backbone "
-         "encodes the data once, then each head trains in about a second (about 30 s on a "
-         "laptop CPU the first time).")
+st.write(f"Compare all {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
+         "beyond the paper) on the embedded demo with the backbone frozen: the backbone encodes "
+         "the data once, then each head trains in seconds; the time depends on the CPU and on "
+         "what else runs (the Train page estimates it).")
 if st.button("Quick compare on demo", type="primary"):
     request = TrainRequest(data=studio_ui.DEMO, methods=list(METHODS), seeds=[1], model=model,
                            config=TrainConfig(mode="frozen"))
