@@ -29,7 +29,7 @@ from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
 from .events import Evaluated, ProgressFn, Testing, TrainStep
 from .features import FeatureSplit, cached_features
-from .heads import GleeModel, build_model, classification_loss, fit_probe
+from .heads import GleeModel, build_model, classification_loss, eta_normalise, fit_probe
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1, shot_f1
 
@@ -324,8 +324,13 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     progress(Testing())
     test = splits["test"]
     test_start = time.perf_counter()
-    logits, features = predict(model, test, pad_id, device, config.eval_batch_size,
-                               config.precision)
+    # one uncalibrated pass serves the run (η-norm applied here) and post-hoc calibration
+    raw_logits, features = predict(model, test, pad_id, device, config.eval_batch_size,
+                                   config.precision, calibrate=False)
+    logits = raw_logits
+    if spec.eta_norm:
+        logits = eta_normalise(torch.from_numpy(raw_logits),
+                               model.class_weight_norms().detach().cpu()).numpy()
     test_seconds = time.perf_counter() - test_start
     pred = logits.argmax(1)
     head, tail = dataset.head_tail()
@@ -345,12 +350,11 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
     rows = sample_feature_rows(test.labels)
     # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
     # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
-    calibration = {}
-    for name in ("dev", "test"):
-        raw, inputs = predict(model, splits[name], pad_id, device, config.eval_batch_size,
-                              config.precision, calibrate=False)
-        calibration.update({f"{name}_logits": raw, f"{name}_features": inputs,
-                            f"{name}_labels": splits[name].labels})
+    dev_raw, dev_features = predict(model, splits["dev"], pad_id, device,
+                                    config.eval_batch_size, config.precision, calibrate=False)
+    calibration = {"dev_logits": dev_raw, "dev_features": dev_features,
+                   "dev_labels": splits["dev"].labels, "test_logits": raw_logits,
+                   "test_features": features, "test_labels": test.labels}
     weight, bias = model.head.linear_predictor()
     calibration.update(weight=weight.detach().float().cpu().numpy(),
                        bias=bias.detach().float().cpu().numpy())
