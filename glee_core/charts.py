@@ -13,13 +13,23 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .methods import method_label, registry_order
+from .methods import METHODS, method_label, registry_order
+from .metrics import SHOT_BUCKETS, shot_bucket
 from .paper import NEAREST_REFERENCE, paper_cells
 from .record import METRIC_TITLES, group_of
 from .store import Run, aggregate
 
 REFERENCE_BASELINE = "probe-balanced"  # the line a Glee head has to beat on the tail
 GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
+# the class groups of the results: head / tail, and OLTR's many / medium / few-shot buckets
+GROUP_TITLES = {"head_f1": "Head", "tail_f1": "Tail", "many_f1": "Many (> 100)",
+                "medium_f1": "Medium (20-100)", "few_f1": "Few (< 20)"}
+# one colour per registry method, the same in every chart, app and PDF (20 distinguishable hues)
+METHOD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                  "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#f032e6", "#469990", "#9a6324",
+                  "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000000", "#dcbeff"]
+BUCKET_COLORS = alt.Scale(domain=list(GROUP_TITLES),
+                          range=["#4c78a8", "#f58518", "#6f4e7c", "#9d7bb0", "#c9b3d6"])
 
 
 def _highlight(highlight: str | None):
@@ -30,6 +40,15 @@ def _highlight(highlight: str | None):
 def _row_order(frame: pd.DataFrame) -> list[str]:
     """The paper-row labels of a frame's methods, in the registry's order (legends, panels)."""
     return [method_label(m) for m in registry_order(frame["method"])]
+
+
+def method_colors(labels: Mapping[str, str]) -> alt.Scale:
+    """A colour scale over ``labels`` (method id -> the text shown for it) giving each method its
+    fixed colour from :data:`METHOD_PALETTE` by its registry position."""
+    positions = {m: i for i, m in enumerate(registry_order(METHODS))}
+    ordered = registry_order(labels)
+    return alt.Scale(domain=[labels[m] for m in ordered],
+                     range=[METHOD_PALETTE[positions[m] % len(METHOD_PALETTE)] for m in ordered])
 
 
 def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
@@ -67,13 +86,21 @@ def class_frequency_frame(counts: Mapping[str, int], head: Iterable[str]) -> pd.
 def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
                           log_scale: bool = False, title: str = "Training examples per class",
                           highlight: str | None = None) -> alt.Chart:
-    """Classes sorted head to tail; the head/tail boundary is the dashed rule."""
+    """Classes sorted head to tail; the head/tail boundary is the dashed rule. Every class is
+    named: columns up to 40 classes, rows (one per class, the chart grows) beyond."""
     frame = class_frequency_frame(counts, head)
-    y_scale = alt.Scale(type="symlog") if log_scale else alt.Scale()  # bars start at 0
+    order = list(frame["class"])
+    scale = alt.Scale(type="symlog") if log_scale else alt.Scale()  # bars start at 0
+    value = alt.X if len(order) > 40 else alt.Y
+    category = alt.Y if len(order) > 40 else alt.X
+    cls = category("class:N", sort=order, title="class (head → tail)",
+                   axis=alt.Axis(labelOverlap=False, labelLimit=160,
+                                 labelFontSize=10 if len(order) <= 40 else 9,
+                                 **({} if len(order) > 40 else {"labelAngle": -60})))
+    count = value("count:Q", scale=scale, title="training examples" + (" (log)" if log_scale
+                                                                         else ""))
     bars = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("class:N", sort=list(frame["class"]), title="class (head → tail)",
-                axis=alt.Axis(labelAngle=-60, labelLimit=120)),
-        y=alt.Y("count:Q", scale=y_scale, title="training examples"),
+        **{("y" if len(order) > 40 else "x"): cls, ("x" if len(order) > 40 else "y"): count},
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
         opacity=_highlight(highlight),
         tooltip=["class", "count", alt.Tooltip("share:Q", format=".1%"),
@@ -82,9 +109,13 @@ def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
     layers = [bars]
     if 0 < n_head < len(frame):
         boundary = pd.DataFrame({"class": [frame["class"].iloc[n_head]]})
+        rule = category("class:N", sort=order, bandPosition=0)
         layers.append(alt.Chart(boundary).mark_rule(strokeDash=[6, 4], color="black")
-                      .encode(x=alt.X("class:N", sort=list(frame["class"]), bandPosition=0)))
-    return alt.layer(*layers).properties(title=title, width="container", height=260)
+                      .encode(**{("y" if len(order) > 40 else "x"): rule}))
+    if len(order) > 40:
+        return alt.layer(*layers).properties(title=title, width="container",
+                                             height=alt.Step(12))
+    return alt.layer(*layers).properties(title=title, width="container", height=280)
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,28 +138,48 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
 
 
 def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Chart:
-    """Per-class F1 against class frequency, one line per method; click the legend to single
-    one out; ``highlight`` marks one class."""
+    """Per-class test F1 (mean over seeds) as a grid: one row per class, head (top) to tail,
+    one column per method, the value printed in each cell. Every class and every method keeps
+    its label from 2 to 120+ classes and 1 to 16+ methods (the page grows instead); a strip on
+    the left marks head / tail and the many / medium / few bucket; ``highlight`` outlines one
+    class's row."""
     frame = per_class_f1_frame(runs)
-    pick = alt.selection_point(fields=["paper row"], bind="legend")
-    order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
-    lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("class:N", sort=order, title="class (head → tail, by training count)",
-                axis=alt.Axis(labelAngle=-60, labelLimit=120)),
-        y=alt.Y("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("paper row:N", sort=_row_order(frame),
-                        title="method"),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-        tooltip=["paper row", "class", "count", "group", alt.Tooltip("f1:Q", format=".3f"),
-                 "test support"],
-    ).add_params(pick)
-    layers = [lines]
+    frame["shot"] = frame["count"].map(shot_bucket)
+    frame["row"] = [f"{c} ({n})" for c, n in zip(frame["class"], frame["count"], strict=True)]
+    rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
+    columns = _row_order(frame)
+    y = alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
+              axis=alt.Axis(labelLimit=220, labelFontSize=10))
+    strips = alt.Chart(frame[frame["method"] == frame["method"].iloc[0]]).transform_fold(
+        ["group", "shot"], as_=["kind", "bucket"]).mark_rect().encode(
+        x=alt.X("kind:N", sort=["group", "shot"], title=None,
+                axis=alt.Axis(orient="top", labelAngle=0)),
+        y=y, color=alt.Color("bucket:N", title="class group", legend=alt.Legend(
+            orient="bottom", direction="vertical"),
+                             scale=alt.Scale(domain=["head", "tail", "many", "medium", "few"],
+                                             range=["#4c78a8", "#f58518", "#6f4e7c", "#9d7bb0",
+                                                    "#c9b3d6"])),
+        tooltip=["class", "count", "group", "shot"]).properties(width=70,
+                                                                 height=alt.Step(15))
+    cells = alt.Chart(frame).encode(
+        x=alt.X("paper row:N", sort=columns, title=None,
+                axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340, labelFontSize=10)),
+        y=alt.Y("row:N", sort=rows, title=None, axis=None))
+    heat = cells.mark_rect().encode(
+        color=alt.Color("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1], scheme="blues"),
+                        legend=alt.Legend(orient="bottom", direction="horizontal")),
+        tooltip=["paper row", "class", "count", "group", "shot",
+                 alt.Tooltip("f1:Q", format=".3f"), "test support", "seeds"])
+    text = cells.mark_text(fontSize=9).encode(
+        text=alt.Text("f1:Q", format=".2f"),
+        color=alt.condition(alt.datum.f1 > 0.6, alt.value("white"), alt.value("black")))
+    layers = [heat, text]
     if highlight:
-        marked = pd.DataFrame({"class": [highlight]})
-        layers.append(alt.Chart(marked).mark_rule(color="black", strokeDash=[2, 2]).encode(
-            x=alt.X("class:N", sort=order)))
-    return alt.layer(*layers).properties(title="Per-class F1 against class frequency",
-                                         width="container", height=300)
+        layers.append(cells.mark_rect(fill=None, stroke="black", strokeWidth=2)
+                      .transform_filter(alt.datum["class"] == highlight))
+    grid = alt.layer(*layers).properties(width=alt.Step(44), height=alt.Step(15))
+    return alt.hconcat(strips, grid, spacing=4).resolve_scale(color="independent").properties(
+        title="Per-class test F1 (mean over seeds), classes head → tail")
 
 
 def summary_frame(runs: list[Run]) -> pd.DataFrame:
@@ -137,36 +188,62 @@ def summary_frame(runs: list[Run]) -> pd.DataFrame:
     return frame
 
 
-def chart_head_tail(runs: list[Run]) -> alt.Chart:
-    """Head-F1 and Tail-F1 per method (mean over seeds; the tick spans ± std)."""
+def head_tail_frame(runs: list[Run]) -> pd.DataFrame:
+    """Mean ± std F1 per method on the head and tail classes and the many / medium / few-shot
+    buckets, one row per method x group; ``F1`` is NaN where a group has no test class."""
     frame = summary_frame(runs)
-    long = pd.concat([
-        pd.DataFrame({"paper row": frame["paper row"], "group": g,
-                      "F1": frame[f"{g}_f1_mean"], "std": frame[f"{g}_f1_std"]})
-        for g in ("head", "tail")])
-    long["low"], long["high"] = long["F1"] - long["std"], long["F1"] + long["std"]
-    order = list(frame["paper row"])
-    base = alt.Chart(long).encode(
-        y=alt.Y("paper row:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-        yOffset="group:N")
-    bars = base.mark_bar().encode(
-        x=alt.X("F1:Q", title="macro-F1 (%)", scale=alt.Scale(domain=[0, 100])),
-        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
-        tooltip=["paper row", "group", alt.Tooltip("F1:Q", format=".2f"),
-                 alt.Tooltip("std:Q", format=".2f")])
-    errors = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
-    layers = [bars, errors]
-    reference = frame[frame["method"] == REFERENCE_BASELINE]
-    if len(reference) and len(frame) > 1:  # the simple baseline's tail F1 as a line to beat
-        line = pd.DataFrame({"F1": reference["tail_f1_mean"].iloc[:1],
-                             "label": [f"balanced probe tail F1 "
-                                       f"{reference['tail_f1_mean'].iloc[0]:.1f}"]})
-        rule = alt.Chart(line).encode(x="F1:Q")
-        layers += [rule.mark_rule(strokeDash=[5, 3], color="#54a24b", size=2),
-                   rule.mark_text(align="left", dx=4, dy=-6, color="#54a24b", fontSize=11)
-                   .encode(text="label:N", y=alt.value(0))]
-    return alt.layer(*layers).properties(title="Head vs tail classes", width="container",
-                                         height=max(120, 34 * len(order)))
+    counts = runs[0].record.dataset.class_counts
+    head = set(runs[0].record.dataset.head_classes)
+    sizes = {"head_f1": sum(c in head for c in counts),
+             "tail_f1": sum(c not in head for c in counts),
+             **{f"{name}_f1": sum(shot_bucket(n) == name for n in counts.values())
+                for name, _, _ in SHOT_BUCKETS}}
+    rows = []
+    for key, title in GROUP_TITLES.items():
+        size = sizes[key]
+        panel = f"{title}\n{size} class{'es' if size != 1 else ''}" if size else \
+            f"{title}\nno class"
+        for _, row in frame.iterrows():
+            mean, std = row.get(f"{key}_mean", np.nan), row.get(f"{key}_std", np.nan)
+            rows.append({"method": row["method"], "paper row": row["paper row"], "group": key,
+                         "panel": panel, "F1": mean, "std": std,
+                         "low": mean - std if std == std else np.nan,
+                         "high": mean + std if std == std else np.nan,
+                         "note": "" if mean == mean else "no test class"})
+    return pd.DataFrame(rows)
+
+
+def chart_head_tail(runs: list[Run]) -> alt.Chart:
+    """Head / tail F1 and many / medium / few-shot F1 per method (mean over seeds; the black
+    line spans ± std; the dashed line is the class-balanced probe, the baseline to beat).
+    One panel per group, methods down the side: legible from 1 to 16+ methods; a group with no
+    class is said so in its title ("no class"), one with no test example in its bars."""
+    frame = head_tail_frame(runs)
+    order = _row_order(frame)
+    panels = list(dict.fromkeys(frame["panel"]))
+    y = alt.Y("paper row:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
+    x = alt.X("F1:Q", title="macro-F1 (%)", scale=alt.Scale(domain=[0, 100]),
+              axis=alt.Axis(values=[0, 50, 100]))
+    base = alt.Chart().encode(y=y)
+    bars = base.mark_bar(height={"band": 0.7}).encode(
+        x=x, color=alt.Color("group:N", scale=BUCKET_COLORS, legend=None),
+        tooltip=["paper row", "panel", alt.Tooltip("F1:Q", format=".1f"),
+                 alt.Tooltip("std:Q", format=".1f")])
+    errors = base.mark_rule(color="black", clip=True).encode(x="low:Q", x2="high:Q")
+    empty = base.mark_text(align="left", dx=4, color="#666", fontSize=11).encode(
+        x=alt.value(0), text="note:N")
+    layers = [bars, errors, empty]
+    if REFERENCE_BASELINE in set(frame["method"]) and frame["method"].nunique() > 1:
+        layers.append(alt.Chart().mark_rule(strokeDash=[5, 3], color="#54a24b", size=2)
+                      .encode(x="F1:Q")
+                      .transform_filter(alt.datum.method == REFERENCE_BASELINE))
+    return alt.layer(*layers, data=frame).properties(
+        width=150, height=alt.Step(20)).facet(
+        column=alt.Column("panel:N", sort=panels, title=None,
+                          header=alt.Header(labelFontWeight="bold", labelFontSize=11,
+                                            labelExpr="split(datum.label, '\\n')")),
+        spacing=8).properties(title="F1 by class group: head / tail and many / medium / few "
+                                    "shot (%)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,21 +267,48 @@ def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
 def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None = None
                        ) -> alt.Chart:
     """Figure 3: per-class weight-norm bars, classes head to tail, one panel per method, shared
-    axis. Flat bars mean the classifier does not favour the head."""
+    axis; flat bars mean the classifier does not favour the head. Every panel names every class
+    up to 30 classes; beyond that the bars become a grid (a row per class, a column per method,
+    the norm printed), so 120 classes stay legible."""
     frame = weight_norm_frame(runs)
     order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
+    tooltip = ["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")]
+    if len(order) > 30:
+        frame["relative"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
+        frame["row"] = [f"{c} ({n})" for c, n in zip(frame["class"], frame["count"],
+                                                      strict=True)]
+        rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
+        cells = alt.Chart(frame).encode(
+            x=alt.X("paper row:N", sort=_row_order(frame), title=None,
+                    axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340,
+                                  labelFontSize=10)),
+            y=alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
+                    axis=alt.Axis(labelFontSize=10, labelLimit=220)))
+        heat = cells.mark_rect().encode(
+            color=alt.Color("relative:Q", title="‖w_c‖ / method mean",
+                            scale=alt.Scale(scheme="redblue", reverse=True, domainMid=1),
+                            legend=alt.Legend(orient="bottom", direction="horizontal")),
+            opacity=_highlight(highlight), tooltip=tooltip)
+        text = cells.mark_text(fontSize=9).encode(text=alt.Text("norm:Q", format=".2f"))
+        return alt.layer(heat, text).properties(
+            width=alt.Step(44), height=alt.Step(15),
+            title="Per-class weight norms (head → tail; colour: against the method's mean)")
+    width = max(220, 14 * len(order))
+    columns = max(1, min(columns, 700 // width))
     return alt.Chart(frame).mark_bar().encode(
-        x=alt.X("class:N", sort=order, title=None, axis=alt.Axis(labels=len(order) <= 30,
-                                                                 labelAngle=-60)),
+        x=alt.X("class:N", sort=order, title=None,
+                axis=alt.Axis(labelAngle=-60, labelOverlap=False, labelFontSize=9,
+                              labelLimit=90)),
         y=alt.Y("norm:Q", title="‖w_c‖"),
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
         opacity=_highlight(highlight),
-        tooltip=["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")],
-    ).properties(width=220, height=150).facet(
-        facet=alt.Facet("paper row:N", sort=_row_order(frame),
-                        title=None),
+        tooltip=tooltip,
+    ).properties(width=width, height=150).facet(
+        facet=alt.Facet("paper row:N", sort=_row_order(frame), title=None,
+                        header=alt.Header(labelFontSize=11, labelLimit=width + 60)),
         columns=columns,
-    ).resolve_scale(y="shared").properties(title="Per-class weight norms (head → tail)")
+    ).resolve_scale(y="shared").resolve_axis(x="independent").properties(
+        title="Per-class weight norms (head → tail)")
 
 
 def default_feature_classes(run: Run) -> tuple[str, str]:
@@ -332,33 +436,59 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
 
 
 def confusion_frame(run: Run, top_k: int | None = None) -> pd.DataFrame:
-    """Confusion counts, classes head to tail; ``top_k`` keeps the most frequent classes."""
-    classes = _class_table(run)["class"].tolist()
-    if top_k:
-        classes = classes[:top_k]
+    """Confusion counts, classes head to tail, non-zero cells only (a 120-class matrix is
+    mostly zeros); ``share`` is the cell's part of its gold row (recall on the diagonal).
+    ``top_k`` keeps the most frequent classes and pools the rest into one row and column named
+    after how many classes it holds, so the tail is never dropped silently."""
+    order = _class_table(run)["class"].tolist()
     matrix = np.asarray(run.metrics["confusion_matrix"])
-    index = {c: i for i, c in enumerate(run.classes)}
-    rows = [{"gold": g, "predicted": p, "count": int(matrix[index[g], index[p]])}
-            for g in classes for p in classes]
-    return pd.DataFrame(rows)
+    index = [run.classes.index(c) for c in order]
+    matrix = matrix[np.ix_(index, index)]
+    labels = list(order)
+    if top_k and top_k < len(order):
+        pooled = f"{len(order) - top_k} rarer classes, pooled"
+        kept = matrix[:top_k, :top_k]
+        right = matrix[:top_k, top_k:].sum(1, keepdims=True)
+        bottom = matrix[top_k:, :top_k].sum(0, keepdims=True)
+        corner = matrix[top_k:, top_k:].sum(keepdims=True).reshape(1, 1)
+        matrix = np.block([[kept, right], [bottom, corner]])
+        labels = order[:top_k] + [pooled]
+    totals = matrix.sum(1)
+    gold, pred = np.nonzero(matrix)
+    return pd.DataFrame({"gold": [labels[i] for i in gold], "predicted": [labels[j] for j in pred],
+                         "count": matrix[gold, pred].astype(int),
+                         "share": matrix[gold, pred] / np.maximum(totals[gold], 1)}
+                        ).assign(order=lambda f: f["gold"].map(labels.index))
 
 
 def chart_confusion(run: Run, top_k: int | None = None) -> alt.Chart:
+    """Rows gold, columns predicted, classes head to tail; colour is the share of the gold row
+    (so a tail class with 3 test examples is as visible as a head class with 600), counts printed
+    in the cells up to 30 classes. Every class keeps its label; the matrix grows with classes."""
     frame = confusion_frame(run, top_k)
-    order = list(dict.fromkeys(frame["gold"]))
+    order = _class_table(run)["class"].tolist()
+    if top_k and top_k < len(order):
+        order = order[:top_k] + [f"{len(order) - top_k} rarer classes, pooled"]
+    step = 22 if len(order) <= 30 else 12
+    axis = dict(labelOverlap=False, labelFontSize=10 if len(order) <= 30 else 8, labelLimit=180)
     base = alt.Chart(frame).encode(
-        x=alt.X("predicted:N", sort=order, axis=alt.Axis(labelAngle=-60, labelLimit=100)),
-        y=alt.Y("gold:N", sort=order, axis=alt.Axis(labelLimit=120)))
-    cells = base.mark_rect().encode(
-        color=alt.Color("count:Q", scale=alt.Scale(scheme="blues", type="symlog")),
-        tooltip=["gold", "predicted", "count"])
-    size = min(600, 24 * len(order) + 40)
+        x=alt.X("predicted:N", scale=alt.Scale(domain=order), title="predicted",
+                axis=alt.Axis(labelAngle=-60, orient="top", **axis)),
+        y=alt.Y("gold:N", scale=alt.Scale(domain=order), title="gold (head → tail)",
+                axis=alt.Axis(**axis)))
+    cells = base.mark_rect(stroke="#eee", strokeWidth=0.5).encode(
+        color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
+                        title="share of gold row",
+                        legend=alt.Legend(orient="bottom", direction="horizontal",
+                                          format=".0%", values=[0, 0.25, 0.5, 0.75, 1])),
+        tooltip=["gold", "predicted", "count", alt.Tooltip("share:Q", format=".1%")])
     layers = [cells]
-    if len(order) <= 25:
-        layers.append(base.mark_text(fontSize=9).encode(
-            text=alt.condition(alt.datum.count > 0, "count:Q", alt.value(""))))
+    if len(order) <= 30:
+        layers.append(base.mark_text(fontSize=10 if len(order) <= 15 else 8).encode(
+            text="count:Q",
+            color=alt.condition(alt.datum.share > 0.5, alt.value("white"), alt.value("black"))))
     return alt.layer(*layers).properties(title=f"Confusion matrix ({method_label(run.method)})",
-                                         width=size, height=size)
+                                         width=alt.Step(step), height=alt.Step(step))
 
 
 def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
@@ -506,7 +636,7 @@ def norm_count_frame(runs: list[Run]) -> pd.DataFrame:
     slopes = {m: float(np.polyfit(np.log10(g["count"]), g["relative norm"], 1)[0])
               if len(g) >= 3 else float("nan") for m, g in frame.groupby("method")}
     frame["slope"] = frame["method"].map(slopes)
-    frame["legend"] = [f"{row} (slope {s:+.2f})" for row, s in
+    frame["legend"] = [f"{s:+.2f}  {row}" for row, s in
                        zip(frame["paper row"], frame["slope"], strict=True)]
     return frame
 
@@ -516,13 +646,14 @@ def chart_norm_vs_count(runs: list[Run]) -> alt.Chart:
     against its training count (log scale), one colour per method, the fitted slope in the
     legend. Flat (slope near 0): the classifier does not favour frequent classes."""
     frame = norm_count_frame(runs)
-    legend_order = list(dict.fromkeys(frame.set_index("method").loc[
-        registry_order(frame["method"]), "legend"]))
+    legends = dict(zip(frame["method"], frame["legend"], strict=True))
     base = alt.Chart(frame).encode(
         x=alt.X("count:Q", scale=alt.Scale(type="log"), title="training examples (log)"),
         y=alt.Y("relative norm:Q", title="‖w_c‖ / mean ‖w‖", scale=alt.Scale(zero=False)),
-        color=alt.Color("legend:N", sort=legend_order, title="method (slope vs log10 count)",
-                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=360)))
+        color=alt.Color("legend:N", scale=method_colors(legends),
+                        title="slope of the norm against log10 count, method",
+                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=360,
+                                          titleLimit=500, symbolLimit=0)))
     points = base.mark_point(filled=True, size=40).encode(
         tooltip=["paper row", "class", "count", alt.Tooltip("norm:Q", format=".3f"),
                  alt.Tooltip("relative norm:Q", format=".2f")])
@@ -560,9 +691,10 @@ def chart_norm_evolution(run: Run) -> alt.Chart:
         x=alt.X("evaluation:N", sort=evaluations, title="dev evaluation",
                 axis=alt.Axis(labelAngle=-45, labelOverlap="greedy")),
         y=alt.Y("class:N", sort=order, title="class (head → tail)",
-                axis=alt.Axis(labelLimit=160, labelOverlap="greedy")),
+                axis=alt.Axis(labelLimit=160, labelOverlap=False,
+                              labelFontSize=10 if len(order) <= 40 else 9)),
         color=alt.Color("norm:Q", title="‖w_c‖", scale=alt.Scale(scheme="viridis")),
         tooltip=["class", "group", "evaluation", alt.Tooltip("norm:Q", format=".3f")],
     ).properties(title=f"Weight norms while training ({method_label(run.method)}, seed "
                        f"{run.seed})", width="container",
-                 height=max(160, min(14 * len(order), 900)))
+                 height=alt.Step(16 if len(order) <= 40 else 12))

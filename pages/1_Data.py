@@ -1,5 +1,6 @@
 """Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
 
+import pandas as pd
 import streamlit as st
 
 import studio_ui
@@ -76,9 +77,11 @@ threshold = left.number_input("Head/tail threshold", min_value=0.05, max_value=0
 if abs(threshold - dataset.threshold) > 1e-9:
     studio_ui.set_threshold(threshold)
     st.rerun()
-log_scale = left.toggle("Log scale", value=True)
+log_scale = left.toggle("Log scale", value=False)
 sizes = {name: len(frame) for name, frame in dataset.splits.items()}
-left.write({"classes": dataset.num_classes, **sizes})
+left.metric("Classes", dataset.num_classes)
+left.dataframe(pd.DataFrame({"split": list(sizes), "examples": list(sizes.values())}),
+               hide_index=True)
 head, tail = dataset.head_tail()
 counts = dataset.class_counts("train").to_dict()
 highlight = studio_ui.class_highlight(list(counts))

@@ -160,7 +160,7 @@ with ours:
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")
 
     highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
-    st.altair_chart(chart_per_class_f1(runs, highlight), width="stretch")
-    st.altair_chart(chart_head_tail(runs), width="stretch")
+    st.altair_chart(chart_per_class_f1(runs, highlight), width="content")
+    st.altair_chart(chart_head_tail(runs), width="content")
     with st.expander("Per-class numbers"):
         st.dataframe(per_class_f1_frame(runs), hide_index=True)

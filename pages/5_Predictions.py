@@ -40,4 +40,7 @@ st.download_button("Download this run's test predictions (CSV)",
 st.subheader("Confusion matrix")
 full = st.toggle("All classes", value=len(order) <= 25)
 top_k = None if full else st.slider("Most frequent classes", 2, len(order), min(15, len(order)))
+if top_k and top_k < len(order):
+    st.caption(f"The {len(order) - top_k} rarer classes are pooled into the last row and column "
+               "(turn on All classes to see each).")
 st.altair_chart(chart_confusion(run, top_k), width="content")

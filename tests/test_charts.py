@@ -84,7 +84,9 @@ def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset,
     frame = norm_count_frame(runs)
     assert set(frame["method"]) == {"cls-relu", "probe-balanced"}
     assert frame.groupby("method")["relative norm"].mean().round(6).eq(1.0).all()
-    assert all("slope" in label for label in frame["legend"])
+    # the legend leads with the fitted slope, then the method
+    assert all(label == f"{slope:+.2f}  {row}" for label, slope, row in
+               zip(frame["legend"], frame["slope"], frame["paper row"], strict=True))
     evolution = norm_evolution_frame(runs[0])
     assert evolution["step"].nunique() == len(runs[0].history) == 3  # one column per epoch
     assert set(evolution["class"]) == set(toy_dataset.classes)

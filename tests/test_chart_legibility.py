@@ -1,0 +1,98 @@
+"""Every run chart renders, with the marks and labels a reader needs, from 2 to 120 classes and
+1 to 16 methods (synthetic stores; the PNGs go to test-artifacts/gallery for a person to look at;
+``python tools/chart_gallery.py`` draws the full grid)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glee_core import charts
+from glee_core.methods import METHODS, registry_order
+from glee_core.report import chart_png
+from glee_core.store import RunStore
+from glee_core.synthetic import write_synthetic_store
+from tools.chart_gallery import gallery_charts
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "gallery"
+SIZES = [(2, 1), (20, 3), (120, 16)]
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda s: f"c{s[0]}-m{s[1]}")
+def runs(request, tmp_path_factory):
+    n_classes, n_methods = request.param
+    store = RunStore(tmp_path_factory.mktemp(f"c{n_classes}m{n_methods}"))
+    return write_synthetic_store(store, n_classes, registry_order(METHODS)[:n_methods], [1, 2])
+
+
+def test_head_tail_has_a_panel_per_group_and_a_row_per_method(runs):
+    frame = charts.head_tail_frame(runs)
+    methods = {r.method for r in runs}
+    assert set(frame["group"]) == {"head_f1", "tail_f1", "many_f1", "medium_f1", "few_f1"}
+    assert len(frame) == 5 * len(methods)
+    counts = runs[0].record.dataset.class_counts
+    # each panel says how many classes it has, and an empty bucket says so instead of a bar
+    for _, row in frame.iterrows():
+        if row["panel"].endswith("no class"):
+            assert row["note"] == "no test class" and row["F1"] != row["F1"]
+    total = sum(int(p.split("\n")[1].split()[0]) for p in set(frame["panel"])
+                if not p.endswith("no class") and p.split("\n")[0] in ("Head", "Tail"))
+    assert total == len(counts)
+    spec = charts.chart_head_tail(runs).to_dict()
+    assert spec["facet"]["column"]["field"] == "panel"
+    name = f"head-tail-c{len(counts)}-m{len(methods)}.png"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    png = chart_png(charts.chart_head_tail(runs), scale=1.0)
+    (ARTIFACTS / name).write_bytes(png)
+    assert png[:4] == b"\x89PNG"
+
+
+CLASS_CHARTS = {"class-frequency", "per-class-f1", "weight-norms", "norm-evolution", "confusion"}
+CLASS_FIELDS = {"class", "row", "gold", "predicted"}  # the fields that put classes on an axis
+
+
+def _class_axes(spec: dict) -> list[dict]:
+    """The axis settings of every class-carrying channel in a Vega-Lite spec (nested layers,
+    facets, concats)."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("field") in CLASS_FIELDS and "axis" in node:
+                found.append(node["axis"] or {"labels": False})
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+def test_every_chart_renders_and_names_every_class(runs):
+    """No chart thins class labels out (labelOverlap) or hides them, and each renders to PNG
+    through the PDF's path (a 120-class confusion matrix once hit Altair's row limit)."""
+    n_classes = len(runs[0].classes)
+    for name, chart in gallery_charts(runs):
+        spec = chart.to_dict()
+        shown = [a for a in _class_axes(spec) if a.get("labels", True) is not False]
+        if name in CLASS_CHARTS:
+            assert shown, f"{name}: no axis names the classes"
+        for axis in shown:  # an axis hidden beside a labelled one (a grid's strip) is fine
+            assert axis.get("labelOverlap", False) in (False, None), (name, axis)
+        png = chart_png(chart, scale=1.0)
+        assert png[:4] == b"\x89PNG", name
+        (ARTIFACTS / f"{name}-c{n_classes}-m{len({r.method for r in runs})}.png").write_bytes(png)
+
+
+def test_confusion_pools_the_tail_instead_of_dropping_it(runs):
+    run = runs[0]
+    n = len(run.classes)
+    top_k = max(1, n // 2)
+    frame = charts.confusion_frame(run, top_k)
+    total = int(np.asarray(run.metrics["confusion_matrix"]).sum())
+    assert frame["count"].sum() == total  # every test example is still counted
+    if top_k < n:
+        pooled = f"{n - top_k} rarer classes, pooled"
+        assert pooled in set(frame["gold"]) | set(frame["predicted"])
