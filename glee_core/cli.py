@@ -17,7 +17,14 @@ import sys
 from tqdm import tqdm
 
 from .catalog import dataset_ids
-from .config import DataOptions, TrainConfig, TrainRequest, add_arguments, from_args
+from .config import (
+    DataOptions,
+    ExecutorOptions,
+    TrainConfig,
+    TrainRequest,
+    add_arguments,
+    from_args,
+)
 from .errors import GleeError
 from .events import (
     Evaluated,
@@ -73,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seeds", default="1", help="comma-separated, e.g. 1,2,3 (default 1)")
     train.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
     add_arguments(train, TrainConfig)
+    add_arguments(train, ExecutorOptions)
     _add_runs_dir(train)
     train.add_argument("--force", action="store_true", help="retrain even if stored")
     train.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
@@ -106,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(rep, TrainConfig, only=("epochs", "limit", "mode", "device", "precision"),
                   show_defaults=False,
                   help_overrides={"epochs": "default: the paper's (10; few-shot 5)"})
+    add_arguments(rep, ExecutorOptions)
     rep.add_argument("--format", choices=("text", "md"), default="text")
 
     predict = sub.add_parser("predict", help="classify a CSV of texts with a stored run or an "
@@ -229,17 +238,19 @@ def _train_request(args) -> TrainRequest:
                         methods=[m.id for m in parse_methods(
                             args.method, getattr(args, "mode", "finetune"))],
                         seeds=_seeds(args.seeds), model=args.model,
-                        config=from_args(TrainConfig, args), force=args.force)
+                        config=from_args(TrainConfig, args), force=args.force,
+                        executor=from_args(ExecutorOptions, args))
 
 
 def _cmd_train(args) -> int:
     from .backbone import resolve_model_source
     from .devices import resolve_device
-    from .experiment import execute
+    from .executors import execute
     from .store import RunStore
 
     request = _train_request(args)
-    resolve_device(request.config.device)
+    if request.executor.executor == "local":  # on a cluster, the node that trains checks
+        resolve_device(request.config.device)
     resolve_model_source(request.model)
     dataset = request.data.load()
     bars = TqdmProgress(dataset.warnings)
@@ -260,6 +271,7 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
     from .catalog import PAPER_DATASETS
     from .datasets import load_dataset
     from .devices import resolve_device
+    from .executors import make_executor
     from .reproduce import (
         comparison_markdown,
         comparison_text,
@@ -282,7 +294,9 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
     seeds = paper_seeds(args.seeds)
     overrides = {f: getattr(args, f) for f in ("epochs", "limit", "mode", "device", "precision")
                  if hasattr(args, f)}
-    resolve_device(overrides.get("device", "auto"))
+    options = from_args(ExecutorOptions, args)
+    if options.executor == "local":  # on a cluster, the node that trains checks
+        resolve_device(overrides.get("device", "auto"))
     data_dir = getattr(args, "data_dir", None)
     datasets, problems = [], []
     for dataset_id in ids:  # every dataset is checked before anything trains
@@ -312,7 +326,8 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
 
     try:
         frame, manifest = reproduce(table, datasets, args.model, seeds, overrides,
-                                    RunStore(args.runs_dir), progress_for=progress_for,
+                                    RunStore(args.runs_dir), make_executor(options),
+                                    progress_for=progress_for,
                                     command=" ".join(["python -m glee_core", *argv]))
     finally:
         for bar in bars:

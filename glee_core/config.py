@@ -179,6 +179,26 @@ class DataOptions:
                                              if k != "dataset"})
 
 
+@dataclass
+class ExecutorOptions:
+    """Where the planned runs train: one after another here, or as tasks on a Ray cluster."""
+
+    executor: str = option("local", "local (one after another here) or ray (one Ray task per "
+                           "run; pip install -e '.[cluster]')", choices=("local", "ray"))
+    ray_address: str | None = option(None, "Ray cluster to join: auto (a running one, as `ray "
+                                     "start --head` leaves) or HOST:PORT (default: start a "
+                                     "local Ray)")
+    cpus_per_run: float = option(1.0, "Ray: CPUs each run reserves")
+    gpus_per_run: float | None = option(None, "Ray: GPUs each run reserves (default 1 when the "
+                                        "cluster has GPUs, else 0)")
+
+    def __post_init__(self):
+        if self.executor not in ("local", "ray"):
+            raise GleeError(f"--executor must be local or ray, got {self.executor!r}")
+        if self.cpus_per_run <= 0 or (self.gpus_per_run is not None and self.gpus_per_run < 0):
+            raise GleeError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
+
+
 def _type_of(f) -> type:
     """int, float or str from a field's annotation (``"int | None"`` with postponed ones)."""
     annotation = str(f.type)
@@ -234,6 +254,7 @@ class TrainRequest:
     model: str = AUTO_MODEL
     config: TrainConfig = field(default_factory=TrainConfig)
     force: bool = False
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -243,7 +264,8 @@ class TrainRequest:
         return cls(data=DataOptions(**values["data"]), methods=list(values["methods"]),
                    seeds=[int(s) for s in values["seeds"]], model=values.get("model", AUTO_MODEL),
                    config=TrainConfig(**values.get("config", {})),
-                   force=bool(values.get("force", False)))
+                   force=bool(values.get("force", False)),
+                   executor=ExecutorOptions(**values.get("executor", {})))
 
     def write(self, path: str | Path) -> Path:
         return write_json_atomic(Path(path), self.to_dict())

@@ -99,8 +99,21 @@ class Testing(Event):
     stage: ClassVar[str] = "test"
 
 
+@dataclass
+class SweepProgress(Event):
+    """A sweep on a cluster: one run ended (``error`` empty when it landed in the store);
+    ``done`` and ``failed`` count the ended runs of ``total`` submitted."""
+
+    stage: ClassVar[str] = "sweep"
+    run_id: str
+    done: int
+    failed: int
+    total: int
+    error: str = ""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
-    RunStarted, Note, Queued, Loading, FeaturePass, TrainStep, Evaluated, Testing)}
+    RunStarted, Note, Queued, Loading, FeaturePass, TrainStep, Evaluated, Testing, SweepProgress)}
 
 ProgressFn = Callable[[Event], None]
 
@@ -123,7 +136,7 @@ class ProgressState:
     method: str = ""
     seed: int | None = None
     cached: bool = False
-    phase: str = "starting"  # starting, loading, encoding, queued, training, testing
+    phase: str = "starting"  # starting, loading, encoding, queued, training, testing, sweep
     detail: str = ""  # what loading/encoding is doing
     epoch: int = 0
     epochs: int = 0
@@ -136,6 +149,7 @@ class ProgressState:
     select_metric: str = "f1"
     done: int = 0
     total: int = 0
+    failed: int = 0  # sweeps: runs that raised
     notes: list[str] = field(default_factory=list)
 
     def apply(self, event: Event) -> ProgressState:
@@ -163,6 +177,11 @@ class ProgressState:
             self.best_dev, self.select_metric = event.best_dev, event.select_metric
         elif isinstance(event, Testing):
             self.phase = "testing"
+        elif isinstance(event, SweepProgress):
+            self.phase, self.run, self.runs = "sweep", event.done + event.failed, event.total
+            self.done, self.total, self.failed = event.done, event.total, event.failed
+            self.detail = (f"{event.run_id} failed: {event.error}" if event.error
+                           else f"{event.run_id} landed")
         return self
 
     @property
@@ -170,6 +189,8 @@ class ProgressState:
         """Overall completion in [0, 1]: finished runs plus the share of the current one."""
         if not self.run or not self.runs:
             return 0.0
+        if self.phase == "sweep":
+            return self.run / self.runs
         within = 0.0
         if self.phase == "training" and self.steps and self.epochs:
             within = ((self.epoch - 1) * self.steps + self.step) / (self.epochs * self.steps)
@@ -182,6 +203,9 @@ class ProgressState:
     def describe(self) -> str:
         """One line for a person: ``run 2/6: prompt seed 1 · epoch 3/10 · step 5/40 · dev F1
         0.512``."""
+        if self.phase == "sweep":
+            return (f"sweep on Ray: {self.run}/{self.runs} runs ended, {self.failed} failed · "
+                    f"last: {self.detail}")
         if not self.run:
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
         text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}"

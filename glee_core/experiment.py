@@ -24,7 +24,7 @@ from safetensors.torch import save_model
 
 from . import __version__
 from .backbone import Backbone, load_backbone, model_fingerprint, trained_pooling
-from .config import TrainConfig, TrainRequest
+from .config import TrainConfig
 from .datasets import LongTailDataset
 from .devices import resolve_device
 from .distributed import data_parallel
@@ -33,7 +33,7 @@ from .errors import GleeError
 from .events import Loading, Note, ProgressFn, Queued, RunStarted
 from .files import write_json
 from .heads import label_word_token_ids
-from .methods import MethodSpec, get_method
+from .methods import MethodSpec
 from .record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
 from .store import Run, RunStore, make_run_id
 from .training import RunResult, train_and_evaluate
@@ -210,13 +210,3 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                 ddp.barrier()  # the others read the run once the main process has written it
         runs.append(Run(store.path(job.run_id)))
     return runs
-
-
-def execute(request: TrainRequest, store: RunStore | None = None,
-            progress: ProgressFn | None = None, dataset: LongTailDataset | None = None
-            ) -> list[Run]:
-    """Carry out a :class:`TrainRequest` (the CLI's ``train`` and the app's jobs); ``dataset``
-    is the request's, when the caller has loaded it already."""
-    dataset = dataset or request.data.load()
-    return run_experiments(dataset, [get_method(m) for m in request.methods], request.seeds,
-                           request.model, request.config, store, request.force, progress)

@@ -308,16 +308,17 @@ def reference_note(frame: pd.DataFrame) -> str:
 
 
 def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, seeds: list[int],
-              overrides: dict, store: RunStore,
-              run: Callable[..., list[Run]] | None = None,
+              overrides: dict, store: RunStore, executor=None,
               progress_for: Callable[[LongTailDataset], ProgressFn] | None = None,
               command: str = "") -> tuple[pd.DataFrame, dict]:
     """Train (or load) every method x seed of ``table`` on every dataset, then compare and write
-    ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest."""
+    ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest.
+    ``executor`` (default: here, one run after another) may put the runs on a Ray cluster."""
     # torch: only to train (the app's Results page reads reproductions without it)
-    from .experiment import plan_runs, preflight, run_experiments  # noqa: PLC0415
+    from .executors import Batch, LocalExecutor  # noqa: PLC0415
+    from .experiment import plan_runs, preflight  # noqa: PLC0415
 
-    run = run or run_experiments
+    executor = executor or LocalExecutor()
     specs = [get_method(m) for m in table.methods]
     started = time.perf_counter()
     models = {d.id: model_for(d, model) for d in datasets}
@@ -327,12 +328,12 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
         plan = [p for s in specs for p in plan_runs(dataset, [s], seeds, models[dataset.id],
                                                     configs[(dataset.id, s.id)])]
         preflight(dataset, plan, models[dataset.id], store)
-    runs: list[Run] = []
+    batches = []
     for dataset in datasets:
-        progress = progress_for(dataset) if progress_for else None
-        for spec in specs:
-            runs += run(dataset, [spec], seeds, models[dataset.id],
-                        configs[(dataset.id, spec.id)], store, False, progress)
+        progress = _first_use(progress_for, dataset) if progress_for else None
+        batches += [Batch(dataset, [spec], list(seeds), models[dataset.id],
+                          configs[(dataset.id, spec.id)], False, progress) for spec in specs]
+    runs: list[Run] = executor.run(batches, store)
     frame = comparison(runs, table, [d.id for d in datasets])
     manifest = {
         # the findings are about long-tailed data: Tables 2 and 3
@@ -348,6 +349,20 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
         "wall_seconds": round(time.perf_counter() - started, 1)}
     write_outputs(store, manifest, frame, table)
     return frame, manifest
+
+
+def _first_use(progress_for: Callable[[LongTailDataset], ProgressFn],
+               dataset: LongTailDataset) -> ProgressFn:
+    """A progress function made by ``progress_for(dataset)`` when its first event comes (the
+    CLI prints a dataset's header line then, not when the sweep is planned)."""
+    made: list[ProgressFn] = []
+
+    def progress(event) -> None:
+        if not made:
+            made.append(progress_for(dataset))
+        made[0](event)
+
+    return progress
 
 
 def output_stem(manifest: dict) -> str:

@@ -213,11 +213,13 @@ class RunStore:
 
     ``max_concurrent`` (default ``GLEE_MAX_CONCURRENT_RUNS`` or 1) is how many runs may train at
     once across every process using this store: further ones queue, so two launches of different
-    configurations share one GPU one after the other."""
+    configurations share one GPU one after the other. ``max_concurrent=0`` takes no slot: a
+    scheduler (Ray) already decides what runs where."""
 
     def __init__(self, root: str | os.PathLike | None = None, max_concurrent: int | None = None):
         self.root = Path(root).expanduser() if root else environment.runs_dir()
-        self.max_concurrent = max(1, int(max_concurrent or environment.max_concurrent_runs()))
+        self.max_concurrent = (0 if max_concurrent == 0 else
+                               max(1, int(max_concurrent or environment.max_concurrent_runs())))
         self.problems: dict[str, str] = {}  # run dirs skipped by runs(), with why
 
     # The store's layout: one folder per run, and these beside them (hidden ones and
@@ -262,6 +264,9 @@ class RunStore:
     @contextmanager
     def training_slot(self, on_wait: Callable[[], None] | None = None):
         """Hold one of ``max_concurrent`` training slots; wait (polling) while all are taken."""
+        if self.max_concurrent == 0:
+            yield
+            return
         slots = [FileLock(str(self._locks() / f"slot-{i}.lock"))
                  for i in range(self.max_concurrent)]
         announced = False

@@ -1,5 +1,6 @@
 """Train: choose methods, seeds and settings; launch in the background; watch progress."""
 
+import importlib.util
 from dataclasses import replace
 
 import pandas as pd
@@ -7,7 +8,7 @@ import streamlit as st
 
 import studio_ui
 from glee_core.backbone import estimate_parameters
-from glee_core.config import TrainConfig, TrainRequest, help_of
+from glee_core.config import ExecutorOptions, TrainConfig, TrainRequest, help_of
 from glee_core.devices import resolve_device
 from glee_core.estimate import estimate_seconds
 from glee_core.jobs import launch_training, list_jobs
@@ -51,6 +52,28 @@ model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
 st.session_state["model"] = model.strip() or "auto"
 studio_ui.backbone_notice(st.session_state["model"], methods)
 
+with st.expander("Run on a Ray cluster (one Ray task per run)"):
+    has_ray = importlib.util.find_spec("ray") is not None
+    if not has_ray:
+        st.caption("Ray is not installed here: `pip install -e \".[cluster]\"`.")
+    on_ray = st.toggle("Use Ray", value=False, disabled=not has_ray,
+                       help=help_of(ExecutorOptions, "executor"))
+    r1, r2, r3 = st.columns(3)
+    ray_address = r1.text_input("Ray address", "", disabled=not on_ray,
+                                placeholder="local Ray", help=help_of(ExecutorOptions,
+                                                                      "ray_address"))
+    cpus_per_run = r2.number_input("CPUs per run", 0.5, 256.0, ExecutorOptions().cpus_per_run,
+                                   step=0.5, disabled=not on_ray,
+                                   help=help_of(ExecutorOptions, "cpus_per_run"))
+    gpus_per_run = r3.number_input("GPUs per run (-1 = 1 if the cluster has GPUs)", -1.0, 8.0,
+                                   -1.0, step=1.0, disabled=not on_ray,
+                                   help=help_of(ExecutorOptions, "gpus_per_run"))
+    st.caption("The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs already "
+               "in it are not submitted.")
+executor = ExecutorOptions(executor="ray" if on_ray else "local",
+                           ray_address=ray_address.strip() or None, cpus_per_run=cpus_per_run,
+                           gpus_per_run=None if gpus_per_run < 0 else gpus_per_run)
+
 try:
     seeds = [int(s) for s in seeds_text.split(",") if s.strip()]
 except ValueError:
@@ -81,10 +104,11 @@ if st.button("Launch", type="primary", disabled=not (methods and seeds)):
         config=TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
                            pooling=pooling,
                            max_length=int(max_length), limit=int(limit) or None,
-                           mode="frozen" if frozen else "finetune"))
+                           mode="frozen" if frozen else "finetune"),
+        executor=executor)
     job = launch_training(studio_ui.store(), request,
                           label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on {dataset.id}"
-                                f"{' (frozen)' if frozen else ''}")
+                                f"{' (frozen)' if frozen else ''}{' on Ray' if on_ray else ''}")
     st.session_state["last_job"] = job.id
     st.toast(f"Launched job {job.id}")
 
