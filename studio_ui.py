@@ -6,6 +6,7 @@ everything they show is computed by the engine and stored with the runs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, replace
 
 import streamlit as st
@@ -14,16 +15,90 @@ from glee_core import environment
 from glee_core.catalog import PAPER_DATASETS
 from glee_core.config import DataOptions
 from glee_core.errors import GleeError
+from glee_core.jobs import launch_training, list_jobs
 from glee_core.methods import METHODS, method_label, registry_order
 from glee_core.record import untrained_head_note
 from glee_core.store import RunStore
 from glee_core.uploads import list_uploads
+from glee_core.workspaces import LimitReached, Policy, Workspace, expire, size_text
 
 DEMO = DataOptions(dataset="demo")
+WORKSPACE_PARAM = "ws"  # public mode: the workspace key rides in the URL, so a reload keeps it
+_EXPIRED_AT = [0.0]  # when workspaces were last swept for expiry (at most every 10 minutes)
+
+
+def policy() -> Policy:
+    """What this deployment allows (public mode, read-only, per-session limits)."""
+    return Policy.from_environment()
+
+
+def workspace() -> Workspace | None:
+    """Public mode: this browser session's workspace (created on first use); None otherwise.
+    The key lives in the session and the page's URL only: nothing lists workspaces, and a key
+    that names none opens nothing (a new workspace is made instead)."""
+    rules = policy()
+    if not rules.public:
+        return None
+    if time.time() - _EXPIRED_AT[0] > 600:
+        _EXPIRED_AT[0] = time.time()
+        expire(ttl_seconds=rules.ttl_seconds)
+    key = st.session_state.get("workspace_key") or st.query_params.get(WORKSPACE_PARAM)
+    found = Workspace.open(key)
+    if found is None:
+        found = Workspace.create()
+    st.session_state["workspace_key"] = found.key
+    if st.query_params.get(WORKSPACE_PARAM) != found.key:
+        st.query_params[WORKSPACE_PARAM] = found.key
+    if time.time() - found.last_used > 60:
+        found.touch()
+    return found
 
 
 def store() -> RunStore:
+    """Where this session's runs and jobs go: its workspace in public mode, else the store."""
+    own = workspace()
+    return own.store if own is not None else shared_store()
+
+
+def launch(request, label: str):
+    """Launch a training job for this session, within its limits; None (after saying why) when
+    a limit or read-only mode refuses it."""
+    rules = policy()
+    if rules.read_only:
+        st.error("Training is switched off on this deployment (read-only).")
+        return None
+    own = workspace()
+    if own is not None:
+        if request.model not in rules.models:
+            st.error(f"Backbone {request.model!r} is not offered here; choose one of "
+                     f"{', '.join(rules.models)}.")
+            return None
+        unfinished = sum(job.running for job in list_jobs(own.store))
+        try:
+            own.check_launch(rules, unfinished)
+        except LimitReached as exc:
+            st.error(str(exc))
+            return None
+    # every workspace queues for the machine's training slots, kept in the shared store
+    slots = {"GLEE_SLOTS_DIR": str(shared_store().locks_dir)} if own is not None else None
+    return launch_training(store(), request, label=label, env=slots)
+
+
+def shared_store() -> RunStore:
+    """The owner's store (``GLEE_RUNS_DIR``); in public mode every visitor reads it, none
+    writes it."""
     return RunStore(environment.runs_dir())
+
+
+def stores() -> list[RunStore]:
+    """Every store this session may read: its own, then (public mode) the shared one."""
+    own = store()
+    return [own] if not policy().public else [own, shared_store()]
+
+
+def uploads_dir():
+    own = workspace()
+    return own.uploads_dir if own is not None else environment.uploads_dir()
 
 
 def dataset_choices() -> dict[str, DataOptions]:
@@ -35,7 +110,7 @@ def dataset_choices() -> dict[str, DataOptions]:
         if (folder / "train.tsv").is_file() or (folder / "train.txt").is_file():
             choices[f"{dataset_id} (paper, {data})"] = DataOptions(dataset=dataset_id,
                                                                    data_dir=str(data))
-    for upload in list_uploads(environment.uploads_dir()):
+    for upload in list_uploads(uploads_dir()):
         choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
     return choices
 
@@ -84,22 +159,62 @@ def backbone_notice(model: str, methods: list[str] | None = None,
 
 
 def sidebar() -> None:
+    rules = policy()
+    own = workspace()
     with st.sidebar:
         st.caption(f"Dataset: **{current_choice().dataset}**")
         st.caption(f"Backbone: **{current_model()}**")
-        st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}` · "
-                   f"paper data: `{environment.data_dir()}`")
+        if rules.read_only:
+            st.info("Read-only: this deployment shows its shipped runs; training and uploads are "
+                    "switched off. Run Glee Studio yourself to train.")
+        if own is None:
+            st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}`"
+                       f" · paper data: `{environment.data_dir()}`")
+        else:
+            workspace_panel(own, rules)
+
+
+def workspace_panel(own: Workspace, rules: Policy) -> None:
+    """Public mode's sidebar: what is private, the limits, the usage; delete what is yours."""
+    with st.expander("Your workspace", expanded=False):
+        st.caption(f"Your uploads and the runs you train are private to this browser session "
+                   f"(the link in the address bar holds its key: anyone with the link sees "
+                   f"them). They are deleted after {rules.ttl_text} without use. The demo, the "
+                   f"paper's datasets and the runs shipped here are shared and read-only.")
+        st.caption(f"Limits: {rules.jobs} job(s) training and {rules.queued} waiting, uploads up "
+                   f"to {size_text(rules.upload_bytes)}, {size_text(rules.disk_bytes)} in all; "
+                   f"used: {size_text(own.disk_bytes())}.")
+        for upload in list_uploads(own.uploads_dir):
+            if st.button(f"Delete upload {upload.original_name}", key=f"del-{upload.path.name}"):
+                own.delete_upload(upload.path.name)
+                st.rerun()
+        mine = own.store.runs()
+        if mine and st.button(f"Delete my {len(mine)} run(s)", key="delete-runs"):
+            for run in mine:
+                own.delete_run(run.run_id)
+            st.rerun()
+
+
+def all_runs(dataset_id: str | None = None):
+    """Finished runs (of a dataset) in every store this session may read, its own first; broken
+    run folders are reported, not fatal."""
+    runs, seen, problems = [], set(), {}
+    for runs_store in stores():
+        for run in runs_store.runs(dataset_id):
+            if run.run_id not in seen:
+                seen.add(run.run_id)
+                runs.append(run)
+        problems.update(runs_store.problems)
+    if problems:
+        with st.expander(f"{len(problems)} unfinished or broken run folder(s) skipped"):
+            for name, problem in problems.items():
+                st.write(f"`{name}`: {problem}")
+    return runs
 
 
 def dataset_runs(dataset_id: str):
-    """Finished runs of a dataset; broken run folders are reported, not fatal."""
-    runs_store = store()
-    runs = runs_store.runs(dataset_id)
-    if runs_store.problems:
-        with st.expander(f"{len(runs_store.problems)} unfinished or broken run folder(s) skipped"):
-            for name, problem in runs_store.problems.items():
-                st.write(f"`{name}`: {problem}")
-    return runs
+    """Finished runs of a dataset (see :func:`all_runs`)."""
+    return all_runs(dataset_id)
 
 
 def choose(label: str, options: dict, widget=None, **kwargs):

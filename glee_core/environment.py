@@ -1,12 +1,25 @@
 """Where things live, from the environment: the one home of every ``GLEE_*`` variable.
 
-| variable | default | what |
-|---|---|---|
-| ``GLEE_RUNS_DIR`` | ``./runs`` | the run store |
-| ``GLEE_UPLOADS_DIR`` | ``./uploads`` | CSVs uploaded in the app |
-| ``GLEE_DATA_DIR`` | ``./data`` | the paper's datasets (one folder per id) |
-| ``GLEE_DEFAULT_MODEL`` | ``auto`` | the backbone the app starts with |
-| ``GLEE_MAX_CONCURRENT_RUNS`` | ``1`` | runs training at once per store |
+Stores (on a Hugging Face Space, ``SPACE_ID`` set, with persistent storage mounted at ``/data``,
+they default to ``/data/glee/<name>`` so runs survive a restart; elsewhere to ``./<name>``):
+
+- ``GLEE_RUNS_DIR`` (``runs``): the run store (public mode: the owner's, shared read-only)
+- ``GLEE_UPLOADS_DIR`` (``uploads``): CSVs uploaded in the app
+- ``GLEE_WORKSPACES_DIR`` (``workspaces``): public mode, each browser session's uploads and runs
+- ``GLEE_DATA_DIR`` (``./data``): the paper's datasets, one folder per id
+- ``GLEE_SLOTS_DIR`` (the store's ``.locks``): the training slots (public mode: the shared
+  store's, so every workspace queues for the one GPU)
+
+Behaviour:
+
+- ``GLEE_DEFAULT_MODEL`` (``auto``): the backbone the app starts with
+- ``GLEE_MAX_CONCURRENT_RUNS`` (1): runs training at once per store (public mode: per machine)
+- ``GLEE_PUBLIC`` (1 when ``SPACE_ID`` is set, else 0): private workspaces and limits
+- ``GLEE_READ_ONLY`` (0): the app trains nothing and takes no uploads (shipped runs only)
+- ``GLEE_SESSION_JOBS`` (1) / ``GLEE_SESSION_QUEUED`` (2): jobs a session may have training /
+  waiting; ``GLEE_SESSION_UPLOAD_MB`` (10): largest upload; ``GLEE_SESSION_DISK_MB`` (500): a
+  workspace's uploads and runs; ``GLEE_SESSION_TTL_HOURS`` (24): an idle workspace is deleted
+- ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
 """
 
 from __future__ import annotations
@@ -16,9 +29,24 @@ from pathlib import Path
 
 from .config import AUTO_MODEL
 
+SPACE_STORAGE = Path("/data")  # where a Space's persistent storage is mounted
+
+
+def on_space() -> bool:
+    """Running as a Hugging Face Space (the platform sets ``SPACE_ID``)."""
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def _base() -> Path:
+    """``/data/glee`` on a Space with persistent storage, else the working directory."""
+    if on_space() and SPACE_STORAGE.is_dir() and os.access(SPACE_STORAGE, os.W_OK):
+        return SPACE_STORAGE / "glee"
+    return Path()
+
 
 def _path(variable: str, default: str) -> Path:
-    return Path(os.environ.get(variable) or default).expanduser()
+    value = os.environ.get(variable)
+    return Path(value).expanduser() if value else _base() / default
 
 
 def runs_dir() -> Path:
@@ -29,8 +57,17 @@ def uploads_dir() -> Path:
     return _path("GLEE_UPLOADS_DIR", "uploads")
 
 
+def workspaces_dir() -> Path:
+    return _path("GLEE_WORKSPACES_DIR", "workspaces")
+
+
 def data_dir() -> Path:
-    return _path("GLEE_DATA_DIR", "data")
+    return Path(os.environ.get("GLEE_DATA_DIR") or "data").expanduser()
+
+
+def slots_dir() -> Path | None:
+    value = os.environ.get("GLEE_SLOTS_DIR")
+    return Path(value).expanduser() if value else None
 
 
 def default_model() -> str:
@@ -39,3 +76,36 @@ def default_model() -> str:
 
 def max_concurrent_runs() -> int:
     return max(1, int(os.environ.get("GLEE_MAX_CONCURRENT_RUNS") or 1))
+
+
+def _flag(variable: str, default: bool) -> bool:
+    value = os.environ.get(variable, "").strip().lower()
+    if not value:
+        return default
+    return value not in ("0", "false", "no", "off")
+
+
+def public() -> bool:
+    return _flag("GLEE_PUBLIC", on_space())
+
+
+def read_only() -> bool:
+    return _flag("GLEE_READ_ONLY", False)
+
+
+def _number(variable: str, default: float) -> float:
+    value = os.environ.get(variable, "").strip()
+    return float(value) if value else default
+
+
+def session_limits() -> dict[str, float]:
+    """Public mode's per-session limits (see the table above)."""
+    return {"jobs": _number("GLEE_SESSION_JOBS", 1), "queued": _number("GLEE_SESSION_QUEUED", 2),
+            "upload_mb": _number("GLEE_SESSION_UPLOAD_MB", 10),
+            "disk_mb": _number("GLEE_SESSION_DISK_MB", 500),
+            "ttl_hours": _number("GLEE_SESSION_TTL_HOURS", 24)}
+
+
+def public_models() -> list[str]:
+    value = os.environ.get("GLEE_PUBLIC_MODELS", "")
+    return [m.strip() for m in value.split(",") if m.strip()] or [default_model()]

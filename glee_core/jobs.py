@@ -125,8 +125,10 @@ class Job:
         return True
 
 
-def launch_training(store: RunStore, request: TrainRequest, label: str = "") -> Job:
-    """Start ``python -m glee_core train --request FILE`` on ``store`` in the background."""
+def launch_training(store: RunStore, request: TrainRequest, label: str = "",
+                    env: dict[str, str] | None = None) -> Job:
+    """Start ``python -m glee_core train --request FILE`` on ``store`` in the background
+    (``env``: variables to add to its environment)."""
     folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
@@ -136,8 +138,8 @@ def launch_training(store: RunStore, request: TrainRequest, label: str = "") -> 
             "--progress-file", str(folder / f"{job_id}.progress.jsonl")]
     with open(folder / f"{job_id}.out", "wb") as out, open(folder / f"{job_id}.err", "wb") as err:
         process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   start_new_session=True, env=dict(os.environ,
-                                                                    PYTHONUNBUFFERED="1"))
+                                   start_new_session=True,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     _CHILDREN.append(process)
     job = Job(folder / f"{job_id}.json")
     write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,

@@ -267,8 +267,9 @@ class RunStore:
         if self.max_concurrent == 0:
             yield
             return
-        slots = [FileLock(str(self._locks() / f"slot-{i}.lock"))
-                 for i in range(self.max_concurrent)]
+        folder = environment.slots_dir() or self._locks()  # public mode: one queue per machine
+        folder.mkdir(parents=True, exist_ok=True)
+        slots = [FileLock(str(folder / f"slot-{i}.lock")) for i in range(self.max_concurrent)]
         announced = False
         while True:
             for slot in slots:

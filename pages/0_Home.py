@@ -4,7 +4,6 @@ import streamlit as st
 
 import studio_ui
 from glee_core.config import TrainConfig, TrainRequest
-from glee_core.jobs import launch_training
 from glee_core.methods import METHODS
 
 studio_ui.sidebar()
@@ -40,11 +39,14 @@ st.write(f"Compare all {len(METHODS)} heads (the paper's twelve, the baselines a
          "beyond the paper) on the embedded demo with the backbone frozen: the backbone encodes "
          "the data once, then each head trains in seconds; the time depends on the CPU and on "
          "what else runs (the Train page estimates it).")
-if st.button("Quick compare on demo", type="primary"):
+if studio_ui.policy().read_only:
+    st.caption("Training is switched off on this deployment: browse the shipped runs on the "
+               "Results, Diagnostics and Paper pages.")
+elif st.button("Quick compare on demo", type="primary"):
     request = TrainRequest(data=studio_ui.DEMO, methods=list(METHODS), seeds=[1], model=model,
                            config=TrainConfig(mode="frozen"))
-    job = launch_training(studio_ui.store(), request,
-                          label=f"Quick compare: {len(METHODS)} heads on demo")
-    studio_ui.choose_dataset(studio_ui.DEMO)
-    st.session_state["last_job"] = job.id
-    st.switch_page("pages/2_Train.py")
+    job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on demo")
+    if job is not None:
+        studio_ui.choose_dataset(studio_ui.DEMO)
+        st.session_state["last_job"] = job.id
+        st.switch_page("pages/2_Train.py")

@@ -4,11 +4,12 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core import GleeError, environment
+from glee_core import GleeError
 from glee_core.charts import chart_class_frequency, class_frequency_frame
 from glee_core.config import DataOptions
 from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
 from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
+from glee_core.workspaces import size_text
 
 studio_ui.sidebar()
 st.title("Data")
@@ -26,17 +27,26 @@ current = next((i for i, k in enumerate(labels) if choices[k].dataset == choice.
 picked = st.selectbox("Dataset", labels, index=current,
                       help="The paper's datasets appear when GLEE_DATA_DIR (default ./data) "
                            "holds them in the paper's TSV layout.")
-hf_name = st.text_input("…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
-                        help="Needs the hub (or a local folder of CSV/JSON files).")
+rules = studio_ui.policy()
+hf_name = "" if rules.public else st.text_input(
+    "…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
+    help="Needs the hub (or a local folder of CSV/JSON files).")
 new = DataOptions(dataset=f"hf:{hf_name.strip()}") if hf_name.strip() else choices[picked]
 if new.dataset != choice.dataset:
     studio_ui.choose_dataset(new)
     st.rerun()
 
-with st.expander("Upload a CSV", expanded=False):
-    st.caption(f"Up to {MAX_UPLOAD_BYTES // 2**20} MB; comma, semicolon, tab or pipe separated; "
+own = studio_ui.workspace()
+limit = min(MAX_UPLOAD_BYTES, rules.upload_bytes) if own is not None else MAX_UPLOAD_BYTES
+
+
+def upload_csv() -> None:
+    """Validate, keep (within the session's limits in public mode) and choose an uploaded CSV."""
+    st.caption(f"Up to {size_text(limit)}; comma, semicolon, tab or pipe separated; "
                f"{ACCEPTED_ENCODINGS}. A `split` column (train/dev/test) is used if present, "
-               "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk.")
+               "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk"
+               + (f", private to this session, for {rules.ttl_text} without use."
+                  if own is not None else "."))
     uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"], key="upload")
     if uploaded is not None:
         data = uploaded.getvalue()
@@ -53,8 +63,10 @@ with st.expander("Upload a CSV", expanded=False):
             text_b_col = st.selectbox("Second text column (optional)", ["(none)", *columns])
             if st.button("Use this CSV", type="primary"):
                 try:
+                    if own is not None:
+                        own.check_upload(rules, len(data))
                     upload, dataset = save_upload(
-                        environment.uploads_dir(), uploaded.name, data, text_col,
+                        studio_ui.uploads_dir(), uploaded.name, data, text_col,
                         label_col, None if text_b_col == "(none)" else text_b_col)
                 except GleeError as exc:
                     st.error(f"This CSV cannot be used: {exc}")
@@ -62,6 +74,13 @@ with st.expander("Upload a CSV", expanded=False):
                     studio_ui.choose_dataset(upload.options)
                     st.success(f"Kept as {upload.path.name}: {dataset.num_classes} classes.")
                     st.rerun()
+
+
+if rules.read_only:
+    st.caption("Uploads are switched off on this deployment (read-only).")
+else:
+    with st.expander("Upload a CSV", expanded=False):
+        upload_csv()
 
 dataset = studio_ui.current_dataset()
 if dataset is None:

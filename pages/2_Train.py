@@ -11,7 +11,7 @@ from glee_core.backbone import estimate_parameters
 from glee_core.config import ExecutorOptions, TrainConfig, TrainRequest, help_of
 from glee_core.devices import resolve_device
 from glee_core.estimate import estimate_seconds
-from glee_core.jobs import launch_training, list_jobs
+from glee_core.jobs import list_jobs
 from glee_core.methods import METHODS
 from glee_core.record import METRIC_KEYS, METRIC_TITLES
 
@@ -47,32 +47,45 @@ lr = c6.number_input("Learning rate", 1e-7, 1.0, defaults.learning_rate, format=
                      key=f"lr-{defaults.mode}")  # each mode keeps its own default
 pooling = st.radio("Pooling of plain-input heads", ["cls", "mean"], horizontal=True,
                    help=help_of(TrainConfig, "pooling"))
-model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
-                      studio_ui.current_model())
+rules = studio_ui.policy()
+if rules.public:  # visitors pick among the backbones the owner offers
+    offered = list(rules.models)
+    current = studio_ui.current_model()
+    model = st.selectbox("Backbone", offered,
+                         index=offered.index(current) if current in offered else 0)
+else:
+    model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
+                          studio_ui.current_model())
 st.session_state["model"] = model.strip() or "auto"
 studio_ui.backbone_notice(st.session_state["model"], methods)
 
-with st.expander("Run on a Ray cluster (one Ray task per run)"):
-    has_ray = importlib.util.find_spec("ray") is not None
-    if not has_ray:
-        st.caption("Ray is not installed here: `pip install -e \".[cluster]\"`.")
-    on_ray = st.toggle("Use Ray", value=False, disabled=not has_ray,
+
+def ray_options() -> ExecutorOptions:
+    """The executor: here, or one Ray task per run (not offered to a public deployment's
+    visitors)."""
+    with st.expander("Run on a Ray cluster (one Ray task per run)"):
+        has_ray = importlib.util.find_spec("ray") is not None
+        if not has_ray:
+            st.caption("Ray is not installed here: `pip install -e \".[cluster]\"`.")
+        on = st.toggle("Use Ray", value=False, disabled=not has_ray,
                        help=help_of(ExecutorOptions, "executor"))
-    r1, r2, r3 = st.columns(3)
-    ray_address = r1.text_input("Ray address", "", disabled=not on_ray,
-                                placeholder="local Ray", help=help_of(ExecutorOptions,
-                                                                      "ray_address"))
-    cpus_per_run = r2.number_input("CPUs per run", 0.5, 256.0, ExecutorOptions().cpus_per_run,
-                                   step=0.5, disabled=not on_ray,
-                                   help=help_of(ExecutorOptions, "cpus_per_run"))
-    gpus_per_run = r3.number_input("GPUs per run (-1 = 1 if the cluster has GPUs)", -1.0, 8.0,
-                                   -1.0, step=1.0, disabled=not on_ray,
-                                   help=help_of(ExecutorOptions, "gpus_per_run"))
-    st.caption("The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs already "
-               "in it are not submitted.")
-executor = ExecutorOptions(executor="ray" if on_ray else "local",
-                           ray_address=ray_address.strip() or None, cpus_per_run=cpus_per_run,
-                           gpus_per_run=None if gpus_per_run < 0 else gpus_per_run)
+        r1, r2, r3 = st.columns(3)
+        address = r1.text_input("Ray address", "", disabled=not on, placeholder="local Ray",
+                                help=help_of(ExecutorOptions, "ray_address"))
+        cpus = r2.number_input("CPUs per run", 0.5, 256.0, ExecutorOptions().cpus_per_run,
+                               step=0.5, disabled=not on,
+                               help=help_of(ExecutorOptions, "cpus_per_run"))
+        gpus = r3.number_input("GPUs per run (-1 = 1 if the cluster has GPUs)", -1.0, 8.0, -1.0,
+                               step=1.0, disabled=not on,
+                               help=help_of(ExecutorOptions, "gpus_per_run"))
+        st.caption("The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
+                   "already in it are not submitted.")
+    return ExecutorOptions(executor="ray" if on else "local", ray_address=address.strip() or None,
+                           cpus_per_run=cpus, gpus_per_run=None if gpus < 0 else gpus)
+
+
+executor = ExecutorOptions() if rules.public else ray_options()
+on_ray = executor.executor == "ray"
 
 try:
     seeds = [int(s) for s in seeds_text.split(",") if s.strip()]
@@ -97,7 +110,9 @@ if methods and seeds:
     else:
         st.info(message)
 
-if st.button("Launch", type="primary", disabled=not (methods and seeds)):
+if rules.read_only:
+    st.info("Training is switched off on this deployment (read-only): browse the shipped runs.")
+elif st.button("Launch", type="primary", disabled=not (methods and seeds)):
     request = TrainRequest(
         data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
         methods=methods, seeds=seeds, model=st.session_state["model"],
@@ -106,11 +121,12 @@ if st.button("Launch", type="primary", disabled=not (methods and seeds)):
                            max_length=int(max_length), limit=int(limit) or None,
                            mode="frozen" if frozen else "finetune"),
         executor=executor)
-    job = launch_training(studio_ui.store(), request,
-                          label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on {dataset.id}"
-                                f"{' (frozen)' if frozen else ''}{' on Ray' if on_ray else ''}")
-    st.session_state["last_job"] = job.id
-    st.toast(f"Launched job {job.id}")
+    job = studio_ui.launch(request, label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on "
+                                          f"{dataset.id}{' (frozen)' if frozen else ''}"
+                                          f"{' on Ray' if on_ray else ''}")
+    if job is not None:
+        st.session_state["last_job"] = job.id
+        st.toast(f"Launched job {job.id}")
 
 
 @st.fragment(run_every=2)

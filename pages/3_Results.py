@@ -44,12 +44,12 @@ def bold_marked(value):
 
 
 with paper:  # drawn first: the other tab stops the page when the dataset has no runs
-    store = studio_ui.store()
-    manifests = saved_comparisons(store)
+    stores = studio_ui.stores()
+    manifests = [m for s in stores for m in saved_comparisons(s)]
     if not manifests:
         st.info("No reproduction in this run store yet. Run one table of the paper from the "
                 "command line, e.g. `python -m glee_core reproduce --table 2 --datasets r8 "
-                f"--mode frozen --data-dir DATA --runs-dir {store.root}`; it appears here.")
+                f"--mode frozen --data-dir DATA --runs-dir {stores[-1].root}`; it appears here.")
     else:
         labels = {m["path"]: f"Table {m['table']} · {', '.join(m['datasets'])} · "
                              f"{', '.join(sorted(set(m['models'].values())))} ({m['backbone']}) · "
@@ -58,7 +58,8 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
         path = studio_ui.choose("Reproduction", labels)
         manifest = next(m for m in manifests if m["path"] == path)
         table = table_of(manifest)
-        runs = [store.get(run_id) for run_id in manifest["run_ids"]]
+        runs = [next((r for s in stores if (r := s.get(run_id)) is not None), None)
+                for run_id in manifest["run_ids"]]
         if any(r is None for r in runs):
             st.warning(f"{sum(r is None for r in runs)} of its {len(runs)} runs are no longer in "
                        "the store; the table shows the others.")

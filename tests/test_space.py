@@ -1,0 +1,112 @@
+"""Deployable as a Hugging Face Space: the README's metadata as the hub reads it, and the app
+started the way Spaces start it (port 7860, address 0.0.0.0, ``SPACE_ID`` set: public mode),
+driven by two browser sessions side by side (screenshots in test-artifacts/)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from huggingface_hub import RepoCard
+
+from glee_core.store import RunStore
+from glee_core.synthetic import synthetic_dataset, write_synthetic_run
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage"]
+SPACE_PORT = 7860
+
+
+def test_readme_carries_the_space_metadata():
+    card = RepoCard.load(ROOT / "README.md")
+    meta = card.data.to_dict()
+    assert meta["sdk"] == "streamlit" and meta["app_file"] == "app.py"
+    assert (ROOT / meta["app_file"]).is_file()
+    # the SDK version Spaces install is the Streamlit the project pins and runs
+    pinned = re.search(r"^streamlit==([\d.]+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert pinned and meta["sdk_version"] == pinned.group(1) == version("streamlit")
+    assert f'"streamlit=={pinned.group(1)}"' in (ROOT / "pyproject.toml").read_text()
+    assert meta["suggested_hardware"].startswith(("t4", "a10g", "l4", "a100", "h100"))
+    assert meta["title"] and meta["license"] == "apache-2.0"
+    assert card.text.lstrip().startswith("# Glee Studio")  # the body follows the metadata
+
+
+@pytest.fixture
+def space(tmp_path, tiny_bert):
+    """``streamlit run app.py`` as a Space runs it, with a shipped run in the owner's store."""
+    runs = tmp_path / "runs"
+    write_synthetic_run(RunStore(runs), synthetic_dataset(6, "demo"), "prompt", 1)
+    env = dict(os.environ, SPACE_ID="glee/glee-studio", GLEE_RUNS_DIR=str(runs),
+               GLEE_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+               GLEE_DATA_DIR=str(tmp_path / "data"), GLEE_DEFAULT_MODEL=str(tiny_bert),
+               PYTHONPATH=str(ROOT))
+    env.pop("GLEE_PUBLIC", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(SPACE_PORT),
+         "--server.address", "0.0.0.0", "--server.headless", "true",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{SPACE_PORT}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
+    if proc.poll() is not None:
+        pytest.fail("streamlit exited: " + proc.stdout.read().decode()[-2000:])
+    yield url, tmp_path
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
+    playwright = pytest.importorskip("playwright.sync_api")
+    url, root = space
+    ARTIFACTS.mkdir(exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        keys = []
+        for name in ("a", "b"):  # two browser contexts: two visitors, nothing shared
+            context = browser.new_context(viewport={"width": 1300, "height": 900})
+            page = context.new_page()
+            page.goto(url)
+            playwright.expect(page.get_by_role("heading", name="Glee Studio").first
+                              ).to_be_visible(timeout=90_000)
+            page.locator('[data-testid="stSidebarNavLink"]', has_text="Train").first.click()
+            playwright.expect(page.get_by_role("heading", name="Train").first).to_be_visible(
+                timeout=90_000)
+            page.get_by_text("Your workspace").first.click()
+            playwright.expect(page.get_by_text("private to this browser session").first
+                              ).to_be_visible(timeout=30_000)
+            page.wait_for_timeout(1500)
+            assert not page.locator('[data-testid="stException"]').count()
+            key = re.search(r"[?&]ws=([A-Za-z0-9_-]{32})", page.url)
+            assert key, page.url
+            keys.append(key.group(1))
+            page.screenshot(path=str(ARTIFACTS / f"space-session-{name}.png"), full_page=True)
+            context.close()
+        browser.close()
+    assert keys[0] != keys[1]
+    made = sorted(p.name for p in (root / "workspaces").iterdir())
+    assert made == sorted(keys)  # one workspace each, named by the key only that session has
