@@ -111,9 +111,20 @@ class LongTailDataset:
             "verbalizer": self.verbalizer,
             "max_length": self.max_length,
             "dropped_classes": self.dropped_classes,
+            "repeated_texts": self.repeated_texts(),
             "warnings": self.warnings,
             "fingerprint": self.fingerprint(),
         }
+
+    def repeated_texts(self) -> dict:
+        """Data health: ``within`` each split, how many rows repeat an earlier row's text (and
+        second text); ``across``, how many distinct texts sit in more than one split (a test
+        text also trained on inflates every score)."""
+        keys = {s: self.splits[s]["text"].astype(str) + "\x1f"
+                + self.splits[s]["text_b"].astype(str) for s in SPLITS}
+        within = {s: int(k.duplicated().sum()) for s, k in keys.items()}
+        seen = pd.concat([k.drop_duplicates() for k in keys.values()])
+        return {"within": within, "across": int(seen.duplicated().sum())}
 
 
 def _imbalance_ratio(counts: Mapping[str, int]) -> float | None:
@@ -230,9 +241,9 @@ def _frame(texts, labels, texts_b=None) -> pd.DataFrame:
     })
 
 
-def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED
-                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Hold out ``fraction`` of every class (at least one text where the class has two or more).
+def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED,
+                       minimum: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Hold out ``fraction`` of every class (at least ``minimum`` distinct texts, keeping one).
 
     Rows are grouped by text first: copies of one text always land on the same side, so a
     duplicated text can never be both trained on and tested on."""
@@ -243,7 +254,7 @@ def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_S
         keys = list(texts)
         order = rng.permutation(len(keys))
         n_hold = int(round(fraction * len(keys)))
-        n_hold = min(max(n_hold, 1 if len(keys) >= 2 else 0), len(keys) - 1)
+        n_hold = min(max(n_hold, minimum if len(keys) >= 2 else 0), len(keys) - 1)
         for rank, k in enumerate(order):
             (hold if rank < n_hold else keep).extend(group.index[texts[keys[k]]])
     return (frame.loc[sorted(keep)].reset_index(drop=True),
@@ -251,13 +262,15 @@ def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_S
 
 
 def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
-                    seed: int = SPLIT_SEED) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """Stratified train/dev/test split (by distinct text). Classes with fewer than 3 distinct texts
-    cannot appear in every split: they are left out and returned, so the caller reports them."""
+                    seed: int = SPLIT_SEED, min_test: int = 1
+                    ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+    """Stratified train/dev/test split (by distinct text), at least ``min_test`` distinct test
+    texts per class. Classes with fewer than ``min_test + 2`` distinct texts cannot appear in every
+    split: they are left out and returned, so the caller reports them."""
     sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
-    too_small = {str(k): int(v) for k, v in sizes.items() if v < 3}
+    too_small = {str(k): int(v) for k, v in sizes.items() if v < min_test + 2}
     frame = frame[~frame["label"].isin(list(too_small))].reset_index(drop=True)
-    rest, test_part = stratified_holdout(frame, test, seed)
+    rest, test_part = stratified_holdout(frame, test, seed, minimum=min_test)
     train, dev_part = stratified_holdout(rest, dev / (1 - test), seed + 1)
     return {"train": train, "dev": dev_part, "test": test_part}, too_small
 
@@ -306,33 +319,43 @@ def _from_labelled_frames(dataset_id: str, splits: dict[str, pd.DataFrame], *, t
 # Sources
 
 
-def load_demo(threshold: float | None = None) -> LongTailDataset:
-    """The embedded demo: first utterance of each chatterbot-corpus conversation -> its category.
+DEMO_THRESHOLD = 0.5  # two head classes (trivia, ai) on the demo
+DEMO_MIN_TEST = 3  # distinct test texts every demo class keeps
 
-    21 English categories from ``tech support`` (1050 conversations) down to single digits; a
-    deterministic stratified 70/10/20 split by distinct text (many conversations share their first
-    utterance, and a text never sits in two splits). Categories with fewer than 3 distinct texts are
-    reported in ``dropped_classes`` (they cannot appear in every split)."""
+
+def load_demo(threshold: float | None = None) -> LongTailDataset:
+    """The embedded demo: each whole chatterbot-corpus conversation (its utterances joined) ->
+    its category.
+
+    Conversations are deduplicated (the corpus repeats some, ``tech support`` 105 times over), so
+    no text appears twice in or across splits; 20 English categories from ``trivia`` (261
+    conversations) down to ``history`` (8); a deterministic stratified 70/10/20 split with at
+    least 3 test texts per class. A category with too few conversations for that (``health``, 1)
+    is reported in ``dropped_classes``. Head: ``trivia`` and ``ai`` (threshold 0.5)."""
     try:
         import chatterbot_corpus  # noqa: PLC0415 (optional: only for the demo)
     except ImportError:
         raise GleeError("the demo dataset needs the 'chatterbot-corpus' package: "
                         "pip install --no-deps chatterbot-corpus") from None
     folder = Path(chatterbot_corpus.__file__).parent / "data" / "english"
-    texts, labels = [], []
+    labels_of: dict[str, set[str]] = {}
     for path in sorted(folder.glob("*.yml")):
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         label = str((doc.get("categories") or [path.stem])[0]).strip().lower()
         for conversation in doc.get("conversations") or []:
-            if conversation and isinstance(conversation[0], str) and conversation[0].strip():
-                texts.append(conversation[0].strip())
-                labels.append(label)
-    splits, dropped = three_way_split(_frame(texts, labels))
+            parts = [str(u).strip() for u in conversation or []
+                     if isinstance(u, str | int | float) and str(u).strip()]
+            if parts:
+                labels_of.setdefault(" ".join(parts), set()).add(label)
+    # a conversation filed under two categories has no single label: left out
+    kept = {text: next(iter(labels)) for text, labels in labels_of.items() if len(labels) == 1}
+    splits, dropped = three_way_split(_frame(list(kept), list(kept.values())),
+                                      min_test=DEMO_MIN_TEST)
     warnings = [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
                 for c, n in dropped.items()]
     return _from_labelled_frames(
         "demo", splits, template=DEFAULT_TEMPLATE, verbalizer=None,
-        threshold=threshold or DEFAULT_THRESHOLD, max_length=64, warnings=warnings,
+        threshold=threshold or DEMO_THRESHOLD, max_length=128, warnings=warnings,
         dropped=dropped)
 
 

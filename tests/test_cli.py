@@ -31,7 +31,8 @@ def test_methods_and_datasets_list_one_id_per_line(capsys):
 def test_inspect_prints_sizes_counts_and_head_tail(capsys):
     code, out, _ = run_cli(capsys, "inspect", "--dataset", "demo")
     info = json.loads(out)
-    assert code == 0 and info["head_classes"][0] == "tech support"
+    assert code == 0 and info["head_classes"][:2] == ["trivia", "ai"]
+    assert info["repeated_texts"] == {"within": {"train": 0, "dev": 0, "test": 0}, "across": 0}
     assert set(info["head_classes"]) | set(info["tail_classes"]) == set(info["class_counts"])
 
 
@@ -64,7 +65,7 @@ def test_cli_end_to_end_on_demo(tiny_bert, tmp_path):
                             str(runs / results[0]["run_id"]), "--text", "how do i sort a list"],
                            capture_output=True, text=True, env=env, timeout=120)
     scores = json.loads(score.stdout)
-    assert score.returncode == 0 and "tech support" in scores
+    assert score.returncode == 0 and "trivia" in scores and "coding" in scores
     assert sum(scores.values()) == pytest.approx(1.0, abs=1e-4)
 
 
