@@ -133,11 +133,16 @@ def _load(options: tuple):
     return DataOptions(**dict(options)).load()
 
 
+def load_options(options: DataOptions):
+    """The dataset ``options`` name (cached); raises GleeError when it cannot be loaded."""
+    return _load(tuple(sorted(asdict(options).items())))
+
+
 def current_dataset():
     """The chosen dataset, or None after showing why it cannot be loaded."""
     choice = current_choice()
     try:
-        return _load(tuple(sorted(asdict(choice).items())))
+        return load_options(choice)
     except GleeError as exc:
         st.error(f"Cannot load dataset {choice.dataset}: {exc}")
         return None

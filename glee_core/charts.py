@@ -149,11 +149,11 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
     rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
     columns = _row_order(frame)
     y = alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
-              axis=alt.Axis(labelLimit=220, labelFontSize=10))
+              axis=alt.Axis(labelLimit=220, labelFontSize=10, labelOverlap=False))
     strips = alt.Chart(frame[frame["method"] == frame["method"].iloc[0]]).transform_fold(
         ["group", "shot"], as_=["kind", "bucket"]).mark_rect().encode(
         x=alt.X("kind:N", sort=["group", "shot"], title=None,
-                axis=alt.Axis(orient="top", labelAngle=0)),
+                axis=alt.Axis(orient="top", labelAngle=-35, labelOverlap=False)),
         y=y, color=alt.Color("bucket:N", title="class group", legend=alt.Legend(
             orient="bottom", direction="vertical"),
                              scale=alt.Scale(domain=["head", "tail", "many", "medium", "few"],
@@ -163,7 +163,8 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
                                                                  height=alt.Step(15))
     cells = alt.Chart(frame).encode(
         x=alt.X("paper row:N", sort=columns, title=None,
-                axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340, labelFontSize=10)),
+                axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340, labelFontSize=10,
+                              labelOverlap=False)),
         y=alt.Y("row:N", sort=rows, title=None, axis=None))
     heat = cells.mark_rect().encode(
         color=alt.Color("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1], scheme="blues"),
@@ -281,9 +282,9 @@ def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None 
         cells = alt.Chart(frame).encode(
             x=alt.X("paper row:N", sort=_row_order(frame), title=None,
                     axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340,
-                                  labelFontSize=10)),
+                                  labelFontSize=10, labelOverlap=False)),
             y=alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
-                    axis=alt.Axis(labelFontSize=10, labelLimit=220)))
+                    axis=alt.Axis(labelFontSize=10, labelLimit=220, labelOverlap=False)))
         heat = cells.mark_rect().encode(
             color=alt.Color("relative:Q", title="‖w_c‖ / method mean",
                             scale=alt.Scale(scheme="redblue", reverse=True, domainMid=1),
@@ -492,13 +493,20 @@ def chart_confusion(run: Run, top_k: int | None = None) -> alt.Chart:
 
 
 def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
-    """One bar per class (columns ``class``, ``score``, ``label words``, ``group``)."""
-    return alt.Chart(scores).mark_bar().encode(
-        y=alt.Y("class:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
-        x=alt.X("score:Q", title="probability"),
+    """One bar per class, best first (columns ``class``, ``score``, ``label words``, ``group``),
+    every class named and its probability printed, so a tiny bar still reads."""
+    frame = scores.assign(text=[f"{p:.1%}" if p >= 0.001 else "<0.1%" for p in scores["score"]])
+    base = alt.Chart(frame).encode(
+        y=alt.Y("class:N", sort="-x", title=None,
+                axis=alt.Axis(labelLimit=220, labelOverlap=False)),
+        x=alt.X("score:Q", title="probability", scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%")))
+    bars = base.mark_bar().encode(
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
-        tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"],
-    ).properties(title=title, width="container", height=max(120, 18 * len(scores)))
+        tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"])
+    labels = base.mark_text(align="left", dx=3, fontSize=10).encode(text="text:N")
+    return alt.layer(bars, labels).properties(title=title, width="container",
+                                              height=alt.Step(18))
 
 
 # --------------------------------------------------------------------------------------------

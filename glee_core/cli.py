@@ -40,6 +40,7 @@ from .events import (
     TrainStep,
 )
 from .methods import METHODS, parse_methods
+from .record import merged_notes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -259,9 +260,8 @@ def _cmd_train(args) -> int:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:
         bars.close()
-    for run in runs:
-        for note in run.record.notes:
-            print(f"note: {note}", file=sys.stderr)
+    for note in merged_notes([run.record for run in runs]):
+        print(f"note: {note}", file=sys.stderr)
     print(json.dumps([run.summary() for run in runs]))
     return 0
 

@@ -144,9 +144,9 @@ def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
     pooling = job.config.pooling
     if job.spec.input_format == "plain" and trained and trained != pooling:
         record.notes.append(
-            f"{job.spec.id} reads the {pooling} pooling, but {backbone.name!r} is a sentence "
-            f"encoder trained with {trained} pooling: its {pooling} state was never trained to "
-            f"sum up a text (try --pooling {trained})")
+            f"{job.spec.id}: plain input read at the {pooling} pooling, but {backbone.name!r} is a "
+            f"sentence encoder trained with {trained} pooling: its {pooling} state was never "
+            f"trained to sum up a text (try --pooling {trained})")
     record.notes += notes + result.notes
     return record
 

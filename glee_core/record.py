@@ -11,6 +11,7 @@ the note on a backbone whose MLM head was not pretrained. No torch, no pandas.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 
 from .config import AUTO_MODEL, TrainConfig
@@ -39,6 +40,26 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
             "untrained (only its decoder, tied to the word embeddings, is pretrained), so "
             f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
             "checkpoint with its MLM head) to reproduce it.")
+
+
+def merged_notes(records: list[RunRecord]) -> list[str]:
+    """The runs' notes, each said once: notes that differ only by the method they name (the
+    untrained-head note, the pooling note) become one note naming every such method."""
+    methods_of: dict[str, list[str]] = {}
+    for record in records:
+        method = record.method.id
+        for note in record.notes:
+            key = note.replace(f"`{method}`", "`{methods}`")
+            key = re.sub(rf"^{re.escape(method)}\b", "{methods}", key)
+            methods_of.setdefault(key, [])
+            if method not in methods_of[key]:
+                methods_of[key].append(method)
+    out = []
+    for key, methods in methods_of.items():
+        ticked = ", ".join(f"`{m}`" for m in methods)
+        plain = ", ".join(methods)
+        out.append(key.replace("`{methods}`", ticked).replace("{methods}", plain))
+    return sorted(out)
 
 
 def _known(cls, values: dict) -> dict:

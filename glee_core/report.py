@@ -19,7 +19,7 @@ from .calibration import calibrate, calibration_table
 from .errors import GleeError
 from .files import write_atomic
 from .methods import method_label
-from .record import METRIC_TITLES, MODE_LABELS, SHOT_TITLES
+from .record import METRIC_TITLES, MODE_LABELS, SHOT_TITLES, merged_notes
 from .store import Run, aggregate
 from .tables import comparison_table
 
@@ -115,7 +115,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
              new_y="NEXT")
     pdf.set_font(pdf.body_font, size=8)
     headings = ["Method", "Seeds", *METRIC_TITLES.values(), "Many", "Medium", "Few"]
-    with pdf.table(col_widths=(46, 9, 20, 20, 20, 20, 16, 16, 16),
+    with pdf.table(col_widths=(46, 11, 20, 20, 20, 20, 16, 16, 16),
                    text_align=("LEFT", *["RIGHT"] * 8), first_row_as_headings=True) as grid:
         grid.row(headings)
         for _, row in table.iterrows():
@@ -155,7 +155,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
         pdf.image(io.BytesIO(png), w=width, h=height)
         pdf.ln(3)
     _calibration_section(pdf, runs, t)
-    notes = sorted({n for r in runs for n in r.record.notes})
+    notes = merged_notes([r.record for r in runs])
     if notes:
         pdf.set_font(pdf.body_font, size=8)
         for note in notes:

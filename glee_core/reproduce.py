@@ -40,7 +40,7 @@ from .paper import (
     reference_sources,
     script_protocols,
 )
-from .record import METRIC_TITLES
+from .record import METRIC_TITLES, merged_notes
 from .store import Run, RunStore, aggregate, config_hash, slug
 from .tables import markdown_table, mean_std
 
@@ -344,7 +344,7 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
         "settings": {d: sorted({r.setting for r in runs if r.dataset == d}) for d in models},
         "protocol": "the authors' run scripts (reference/glee_scripts.csv), per method",
         "run_ids": [r.run_id for r in runs], "command": command,
-        "notes": sorted({note for r in runs for note in r.record.notes}),
+        "notes": merged_notes([r.record for r in runs]),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "wall_seconds": round(time.perf_counter() - started, 1)}
     write_outputs(store, manifest, frame, table)

@@ -74,7 +74,11 @@ def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        load_dataset(f"csv:{tmp}", **columns)  # raises GleeError with the problem
+        try:
+            load_dataset(f"csv:{tmp}", **columns)  # raises GleeError with the problem
+        except GleeError as exc:  # name the user's file, not the temporary copy
+            raise GleeError(str(exc).replace(f"csv:{tmp}", Path(str(filename)).name)
+                            .replace(tmp, Path(str(filename)).name)) from None
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core import GleeError
+from glee_core import GleeError, environment
+from glee_core.catalog import PAPER_DATASETS
 from glee_core.charts import chart_class_frequency, class_frequency_frame
 from glee_core.config import DataOptions
 from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
@@ -31,10 +32,19 @@ rules = studio_ui.policy()
 hf_name = "" if rules.public else st.text_input(
     "…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
     help="Needs the hub (or a local folder of CSV/JSON files).")
+if not any(options.dataset in PAPER_DATASETS for options in choices.values()):
+    st.caption(f"The paper's datasets appear in this list when `{environment.data_dir()}` holds "
+               "them (one folder per id in the paper's TSV layout; set `GLEE_DATA_DIR` to "
+               "point elsewhere).")
 new = DataOptions(dataset=f"hf:{hf_name.strip()}") if hf_name.strip() else choices[picked]
 if new.dataset != choice.dataset:
-    studio_ui.choose_dataset(new)
-    st.rerun()
+    try:
+        studio_ui.load_options(new)  # the choice changes only to a dataset that loads
+    except GleeError as exc:
+        st.error(f"Cannot load {new.dataset}: {exc}. Still showing {choice.dataset}.")
+    else:
+        studio_ui.choose_dataset(new)
+        st.rerun()
 
 own = studio_ui.workspace()
 limit = min(MAX_UPLOAD_BYTES, rules.upload_bytes) if own is not None else MAX_UPLOAD_BYTES
@@ -61,7 +71,10 @@ def upload_csv() -> None:
             label_col = st.selectbox("Label column", columns,
                                      index=guess_column(columns, LABEL_COLUMN_NAMES))
             text_b_col = st.selectbox("Second text column (optional)", ["(none)", *columns])
-            if st.button("Use this CSV", type="primary"):
+            if text_col == label_col:
+                st.error(f"The text and the label are both the column {text_col!r}: pick the "
+                         "column that holds each (a CSV needs at least two columns).")
+            elif st.button("Use this CSV", type="primary"):
                 try:
                     if own is not None:
                         own.check_upload(rules, len(data))

@@ -1,6 +1,7 @@
 """Train: choose methods, seeds and settings; launch in the background; watch progress."""
 
 import importlib.util
+import time
 from dataclasses import replace
 
 import pandas as pd
@@ -129,19 +130,37 @@ elif st.button("Launch", type="primary", disabled=not (methods and seeds)):
         st.toast(f"Launched job {job.id}")
 
 
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 20 s``, ``1 h 05 min``."""
+    seconds = int(max(seconds, 0))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
 @st.fragment(run_every=2)
 def show_jobs():
     jobs = list_jobs(studio_ui.store())[:8]
     if not jobs:
         st.caption("No jobs yet.")
         return
+    if "finished_jobs" not in st.session_state:  # jobs that ended before this visit
+        st.session_state["finished_jobs"] = {j.id for j in jobs if j.status != "running"}
+    finished = st.session_state["finished_jobs"]
     for job in jobs:
         status = job.status
         with st.container(border=True):
             st.markdown(f"**{job.label}** · `{job.id}` · {status}")
             if status == "running":
                 progress = job.progress()
-                st.progress(progress.fraction, text=progress.describe())
+                elapsed = time.time() - job.info.get("started", time.time())
+                text = f"{progress.describe()} · {duration(elapsed)} elapsed"
+                if progress.fraction >= 0.05:  # too early, the guess would be noise
+                    left = elapsed * (1 - progress.fraction) / progress.fraction
+                    text += f" · about {duration(left)} left"
+                st.progress(progress.fraction, text=text)
                 if st.button("Stop", key=f"stop-{job.id}"):
                     job.stop()
             elif status == "done":
@@ -154,6 +173,9 @@ def show_jobs():
             else:
                 st.warning("Stopped before it finished; its unfinished run was discarded. "
                            "Launch again to train it.")
+            if status != "running" and job.id not in finished:  # it ended while we watched
+                finished.add(job.id)
+                st.rerun(scope="app")  # the finished-runs table below picks its runs up
 
 
 st.subheader("Jobs")

@@ -63,7 +63,10 @@ if table is not None:
     st.caption(f"probability {top['score']:.1%} ({top['group']} class)")
     st.altair_chart(chart_class_scores(table, title), width="stretch")
     with st.expander("Scores as a table"):
-        st.dataframe(table, hide_index=True)
+        st.dataframe(table.assign(score=100 * table["score"]), hide_index=True,
+                     column_config={"score": st.column_config.NumberColumn(
+                         "probability (%)", format="%.2f"),
+                         "logit": st.column_config.NumberColumn(format="%.2f")})
 
 st.subheader("Classify a CSV of texts")
 st.caption("Every row of the file comes back with the predicted class, its probability, the top "

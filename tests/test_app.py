@@ -79,7 +79,23 @@ def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
     next(b for b in at.button if b.label == "Use this CSV").click().run()
     assert not at.exception
     assert any("only one class" in e.value for e in at.error)
+    assert not any(".upload-" in e.value for e in at.error)  # no internal temporary path
     assert not list(app_dirs["uploads"].glob("one-*.csv"))  # nothing kept
+    # a one-column file: text and label would be the same column - refused before any button
+    at = app("pages/1_Data.py").run()
+    at.file_uploader[0].upload("single.csv", b"text\na\nb\nc\n", "text/csv").run()
+    assert any("both the column 'text'" in e.value for e in at.error)
+    assert not any(b.label == "Use this CSV" for b in at.button)
+
+
+def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    at = app("pages/1_Data.py").run()
+    at.text_input[0].input("no-such/dataset-here").run()
+    assert not at.exception
+    assert any("Cannot load hf:no-such/dataset-here" in e.value and "Still showing demo"
+               in e.value for e in at.error)
+    assert at.session_state["dataset"].dataset == "demo"  # the sidebar and picker agree
 
 
 def test_results_page_table_and_charts(app):

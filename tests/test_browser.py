@@ -2,57 +2,24 @@
 
 Screenshots of every page land in ``test-artifacts/`` (look at them)."""
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
+
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def server(tmp_path, tiny_bert):
-    port = free_port()
-    env = dict(os.environ, GLEE_RUNS_DIR=str(tmp_path / "runs"),
-               GLEE_UPLOADS_DIR=str(tmp_path / "uploads"), GLEE_DATA_DIR=str(tmp_path / "data"),
-               GLEE_DEFAULT_MODEL=str(tiny_bert), PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-         "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serve({"GLEE_RUNS_DIR": str(tmp_path / "runs"),
+                "GLEE_UPLOADS_DIR": str(tmp_path / "uploads"),
+                "GLEE_DATA_DIR": str(tmp_path / "data"),
+                "GLEE_DEFAULT_MODEL": str(tiny_bert)}) as url:
+        yield url
 
 
 @pytest.mark.slow

@@ -87,3 +87,24 @@ def test_one_class_can_be_highlighted_across_charts(store):
                                        highlight="food").to_dict()):
         text = json.dumps(spec)
         assert '"opacity"' in text and "food" in text
+
+
+def test_notes_that_differ_only_by_method_are_said_once():
+    from glee_core.config import TrainConfig
+    from glee_core.methods import get_method
+    from glee_core.record import DatasetRecord, ModelRecord, RunRecord, merged_notes
+
+    def record(method, notes):
+        return RunRecord(run_id=method, dataset=DatasetRecord(id="d"), model=ModelRecord("m"),
+                         method=get_method(method), seed=1, hyperparameters=TrainConfig(),
+                         notes=notes)
+
+    head = "so `{}` cannot show the paper's advantage here."
+    pool = "{}: plain input read at the cls pooling, but 'm' is a sentence encoder"
+    merged = merged_notes([record("prompt", [head.format("prompt")]),
+                           record("cls-relu-pt-ln", [head.format("cls-relu-pt-ln"),
+                                                     pool.format("cls-relu-pt-ln")]),
+                           record("cls-relu", [pool.format("cls-relu"), "a note of its own"])])
+    assert merged == sorted(["so `prompt`, `cls-relu-pt-ln` cannot show the paper's advantage "
+                             "here.", pool.format("cls-relu-pt-ln, cls-relu"),
+                             "a note of its own"])

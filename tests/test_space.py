@@ -4,13 +4,7 @@ driven by two browser sessions side by side (screenshots in test-artifacts/)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 from importlib.metadata import version
 from pathlib import Path
 
@@ -19,13 +13,10 @@ from huggingface_hub import RepoCard
 
 from glee_core.store import RunStore
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage"]
 SPACE_PORT = 7860
 
 
@@ -44,38 +35,16 @@ def test_readme_carries_the_space_metadata():
 
 
 @pytest.fixture
-def space(tmp_path, tiny_bert):
+def space(tmp_path, tiny_bert, monkeypatch):
     """``streamlit run app.py`` as a Space runs it, with a shipped run in the owner's store."""
     runs = tmp_path / "runs"
     write_synthetic_run(RunStore(runs), synthetic_dataset(6, "demo"), "prompt", 1)
-    env = dict(os.environ, SPACE_ID="glee/glee-studio", GLEE_RUNS_DIR=str(runs),
-               GLEE_WORKSPACES_DIR=str(tmp_path / "workspaces"),
-               GLEE_DATA_DIR=str(tmp_path / "data"), GLEE_DEFAULT_MODEL=str(tiny_bert),
-               PYTHONPATH=str(ROOT))
-    env.pop("GLEE_PUBLIC", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(SPACE_PORT),
-         "--server.address", "0.0.0.0", "--server.headless", "true",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{SPACE_PORT}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
-    if proc.poll() is not None:
-        pytest.fail("streamlit exited: " + proc.stdout.read().decode()[-2000:])
-    yield url, tmp_path
-    proc.terminate()
-    proc.wait(timeout=20)
+    monkeypatch.delenv("GLEE_PUBLIC", raising=False)  # on by default: SPACE_ID is set
+    with serve({"SPACE_ID": "glee/glee-studio", "GLEE_RUNS_DIR": str(runs),
+                "GLEE_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+                "GLEE_DATA_DIR": str(tmp_path / "data"), "GLEE_DEFAULT_MODEL": str(tiny_bert)},
+               port=SPACE_PORT, address="0.0.0.0") as url:
+        yield url, tmp_path
 
 
 @pytest.mark.slow

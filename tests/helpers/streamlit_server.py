@@ -1,0 +1,56 @@
+"""Serve the app with ``streamlit run`` in a subprocess for the browser tests; Chromium flags."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# headless Chromium on a machine with no network (see the env tool's notes)
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(env: dict[str, str], port: int | None = None, address: str = "127.0.0.1"):
+    """``streamlit run app.py`` with ``env`` added; yields the URL once it answers."""
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", address,
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode()[-2000:])
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
