@@ -244,15 +244,19 @@ def _train_request(args) -> TrainRequest:
 
 
 def _cmd_train(args) -> int:
+    request = _train_request(args)
+    # the app's job view says what the first seconds go to (imports, the data), not "starting"
+    log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
+    log(Loading(what="the libraries (torch, transformers)"))
     from .backbone import resolve_model_source
     from .devices import resolve_device
     from .executors import execute
     from .store import RunStore
 
-    request = _train_request(args)
     if request.executor.executor == "local":  # on a cluster, the node that trains checks
         resolve_device(request.config.device)
     resolve_model_source(request.model)
+    log(Loading(what=f"the dataset {request.data.dataset}"))
     dataset = request.data.load()
     bars = TqdmProgress(dataset.warnings)
     progress = ProgressLog(args.progress_file, bars) if args.progress_file else bars
