@@ -6,6 +6,7 @@ everything they show is computed by the engine and stored with the runs.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, replace
 
@@ -200,16 +201,35 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
             st.rerun()
 
 
+def store_state(root) -> tuple[int, int]:
+    """What changes when a run lands in (or leaves) a store: its folder's modification time and
+    entry count (a run lands by a rename into the folder)."""
+    try:
+        return os.stat(root).st_mtime_ns, len(os.listdir(root))
+    except OSError:
+        return 0, 0
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _store_runs(root: str, state: tuple[int, int], dataset_id: str | None):
+    """A store's runs, read once per state of the store (pages re-render without re-reading
+    thousands of run folders; a run landing changes the state and so the key)."""
+    runs_store = RunStore(root)
+    return runs_store.runs(dataset_id), dict(runs_store.problems)
+
+
 def all_runs(dataset_id: str | None = None):
     """Finished runs (of a dataset) in every store this session may read, its own first; broken
     run folders are reported, not fatal."""
     runs, seen, problems = [], set(), {}
     for runs_store in stores():
-        for run in runs_store.runs(dataset_id):
+        root = str(runs_store.root)
+        found, skipped = _store_runs(root, store_state(root), dataset_id)
+        for run in found:
             if run.run_id not in seen:
                 seen.add(run.run_id)
                 runs.append(run)
-        problems.update(runs_store.problems)
+        problems.update(skipped)
     if problems:
         with st.expander(f"{len(problems)} unfinished or broken run folder(s) skipped"):
             for name, problem in problems.items():
