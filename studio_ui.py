@@ -210,12 +210,12 @@ def store_state(root) -> tuple[int, int]:
         return 0, 0
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _store_runs(root: str, state: tuple[int, int], dataset_id: str | None):
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _store_runs(root: str, state: tuple[int, int]):
     """A store's runs, read once per state of the store (pages re-render without re-reading
     thousands of run folders; a run landing changes the state and so the key)."""
     runs_store = RunStore(root)
-    return runs_store.runs(dataset_id), dict(runs_store.problems)
+    return runs_store.runs(), dict(runs_store.problems)
 
 
 def all_runs(dataset_id: str | None = None):
@@ -224,9 +224,9 @@ def all_runs(dataset_id: str | None = None):
     runs, seen, problems = [], set(), {}
     for runs_store in stores():
         root = str(runs_store.root)
-        found, skipped = _store_runs(root, store_state(root), dataset_id)
+        found, skipped = _store_runs(root, store_state(root))
         for run in found:
-            if run.run_id not in seen:
+            if (dataset_id is None or run.dataset == dataset_id) and run.run_id not in seen:
                 seen.add(run.run_id)
                 runs.append(run)
         problems.update(skipped)

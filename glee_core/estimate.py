@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .datasets import LongTailDataset
-from .store import RunStore
+from .store import Run
 
 # Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
 # with bf16; bert-base on an H100 in bf16: several 100k tok/s). Used without stored runs.
@@ -25,13 +25,14 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_length: int,
                      model_name: str, parameters: int, device: str, mode: str,
-                     store: RunStore | None = None, limit: int | None = None) -> dict:
-    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (upper bound: no early stop)."""
+                     runs: list[Run] | None = None, limit: int | None = None) -> dict:
+    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (upper bound: no early stop);
+    ``runs``: finished runs to calibrate on (the store's, as the app already holds them)."""
     n_train = min(limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
     tokens = mean_tokens(dataset, max_length)
     rates = []
-    for run in (store.runs() if store else []):
+    for run in runs or []:
         record = run.record
         timing = record.timing
         if (record.model.name == model_name and record.mode == mode

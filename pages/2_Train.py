@@ -98,7 +98,7 @@ if methods and seeds:
     parameters = estimate_parameters(st.session_state["model"])
     estimate = estimate_seconds(dataset, len(methods) * len(seeds), int(epochs), int(max_length),
                                 st.session_state["model"], parameters, device,
-                                "frozen" if frozen else "finetune", studio_ui.store(),
+                                "frozen" if frozen else "finetune", studio_ui.all_runs(),
                                 int(limit) or None)
     minutes = estimate["seconds"] / 60
     duration = f"{minutes:.0f} min" if minutes >= 1.5 else f"{estimate['seconds']:.0f} s"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from huggingface_hub import RepoCard
+from PIL import Image
 
 from glee_core.store import RunStore
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run
@@ -76,6 +77,12 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
             page.screenshot(path=str(ARTIFACTS / f"space-session-{name}.png"), full_page=True)
             context.close()
         browser.close()
+    shots = [Image.open(ARTIFACTS / f"space-session-{name}.png") for name in ("a", "b")]
+    side = Image.new("RGB", (sum(i.width for i in shots) + 20, max(i.height for i in shots)),
+                     "white")
+    side.paste(shots[0], (0, 0))
+    side.paste(shots[1], (shots[0].width + 20, 0))
+    side.save(ARTIFACTS / "space-two-sessions.png")  # the two visitors, side by side
     assert keys[0] != keys[1]
     made = sorted(p.name for p in (root / "workspaces").iterdir())
     assert made == sorted(keys)  # one workspace each, named by the key only that session has
