@@ -54,10 +54,12 @@ class FeatureSplit:
 
 
 def feature_key(dataset: LongTailDataset, backbone: Backbone, input_format: str,
-                max_length: int) -> str:
+                max_length: int, limit: int | None = None) -> str:
     identity = {"dataset": dataset.fingerprint(), "model": backbone.fingerprint,
                 "format": input_format, "max_length": max_length,
                 "template": dataset.template if input_format == "prompt" else None}
+    if limit:  # a limited pass holds only the first ``limit`` training examples
+        identity["train_limit"] = limit
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     return f"{input_format}-{digest}"
 
@@ -90,15 +92,24 @@ def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str
     return compute_states(backbone, split, device)[pooling]
 
 
+def limited_splits(dataset: LongTailDataset, limit: int | None) -> dict:
+    """The dataset's split frames, the training one cut to its first ``limit`` rows (``--limit``:
+    what is not trained on is not encoded either)."""
+    splits = dict(dataset.splits)
+    if limit:
+        splits["train"] = splits["train"].iloc[:limit]
+    return splits
+
+
 def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
                     max_length: int, cache_dir: str | os.PathLike, device: torch.device,
-                    progress: ProgressFn | None = None, pooling: str = "cls"
-                    ) -> dict[str, FeatureSplit]:
+                    progress: ProgressFn | None = None, pooling: str = "cls",
+                    limit: int | None = None) -> dict[str, FeatureSplit]:
     """Pooled hidden states of every split, from the cache or computed (and cached) now; one
-    pass caches both poolings."""
+    pass caches both poolings. ``limit`` encodes only the first N training examples."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
-    path = cache_dir / f"{feature_key(dataset, backbone, input_format, max_length)}.npz"
+    path = cache_dir / f"{feature_key(dataset, backbone, input_format, max_length, limit)}.npz"
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as data:
@@ -107,7 +118,7 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # a truncated cache file: compute it again
     encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
-                            max_length) for name, frame in dataset.splits.items()}
+                            max_length) for name, frame in limited_splits(dataset, limit).items()}
     total, done = sum(len(s) for s in encoded.values()), 0
     arrays = {}
     for name, split in encoded.items():

@@ -28,7 +28,7 @@ from .distributed import DataParallel, data_parallel
 from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
 from .events import Evaluated, ProgressFn, Testing, TrainStep
-from .features import FeatureSplit, cached_features
+from .features import FeatureSplit, cached_features, limited_splits
 from .heads import GleeModel, build_model, classification_loss, eta_normalise, fit_probe
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1, shot_f1
@@ -97,12 +97,11 @@ def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbon
     if config.frozen:
         cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
         splits = cached_features(dataset, backbone, spec.input_format, config.max_length, cache,
-                                 device, progress, config.pooling)
-    else:
+                                 device, progress, config.pooling, config.limit)
+    else:  # --limit: the rest of the training split is not even tokenised
         splits = {name: encode(frame, backbone.tokenizer, spec.input_format, dataset.template,
-                               config.max_length) for name, frame in dataset.splits.items()}
-    if config.limit:
-        splits["train"] = splits["train"].subset(range(min(config.limit, len(splits["train"]))))
+                               config.max_length)
+                  for name, frame in limited_splits(dataset, config.limit).items()}
     if len(splits["train"]) == 0:
         raise GleeError(f"{dataset.id}: the training split is empty")
     return splits

@@ -72,3 +72,18 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(tiny_bert, to
     logits = runs[1].logits[:3]
     expected = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
     np.testing.assert_allclose(scores.to_numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_limit_limits_the_feature_pass_too(bert, toy_dataset, tmp_path):
+    """``--limit N``: only the first N training texts are encoded (dev and test in full), in a
+    cache entry of their own; the features equal the full pass's first N rows."""
+    events = []
+    limited = cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"),
+                              events.append, limit=10)
+    sizes = {name: len(frame) for name, frame in toy_dataset.splits.items()}
+    assert events[-1].total == 10 + sizes["dev"] + sizes["test"]
+    assert len(limited["train"]) == 10 and len(limited["test"]) == sizes["test"]
+    full = cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"))
+    assert len(list(tmp_path.glob("plain-*.npz"))) == 2  # the full pass is not the limited one
+    np.testing.assert_allclose(limited["train"].hidden, full["train"].hidden[:10], atol=1e-4)
+    np.testing.assert_array_equal(limited["train"].labels, full["train"].labels[:10])
