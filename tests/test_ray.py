@@ -5,6 +5,7 @@ id while the others land; a killed driver leaves nothing that looks finished."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,5 +124,8 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
     finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=300)
     assert finished.returncode == 0, finished.stderr[-2000:]
-    assert f"submitted {4 - len(listed)} of 4 runs" in finished.stderr
+    # only what is missing is submitted (a task of the killed sweep may still have landed a
+    # whole run in between: it counts as there)
+    submitted = int(re.search(r"submitted (\d+) of 4 runs", finished.stderr).group(1))
+    assert submitted <= 4 - len(listed)
     assert len(RunStore(store).runs()) == 4
