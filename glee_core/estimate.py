@@ -15,6 +15,9 @@ from .store import Run
 # Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
 # with bf16; bert-base on an H100 in bf16: several 100k tok/s). Used without stored runs.
 TOKENS_X_PARAMS_PER_S = {"cpu": 4e10, "cuda": 2e13}
+# Before any run: importing torch/transformers and loading the backbone (bench/quick_compare.py on
+# 2 CPU cores: 4-6 s imports, 1.5-2 s MiniLM); every launch pays it once.
+STARTUP_SECONDS = 8.0
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
@@ -43,7 +46,8 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_len
     if mode == "frozen":
         encode_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3 / tokens
         per_run = 1.5 + 0.002 * n_train * epochs / 32
-        total = n_runs * per_run + 2 * (n_train + n_eval / max(epochs, 1)) / encode_rate
+        total = (STARTUP_SECONDS + n_runs * per_run
+                 + 2 * (n_train + n_eval / max(epochs, 1)) / encode_rate)
         return {"seconds": total, "per_run": per_run,
                 "basis": "frozen backbone: one feature pass per input format, then heads only"}
     if rates:
@@ -53,4 +57,4 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_len
         rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
     per_run = n_train * epochs / rate + n_eval / (rate * 4)
-    return {"seconds": n_runs * per_run, "per_run": per_run, "basis": basis}
+    return {"seconds": STARTUP_SECONDS + n_runs * per_run, "per_run": per_run, "basis": basis}
