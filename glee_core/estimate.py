@@ -15,9 +15,11 @@ from .store import Run
 # Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
 # with bf16; bert-base on an H100 in bf16: several 100k tok/s). Used without stored runs.
 TOKENS_X_PARAMS_PER_S = {"cpu": 4e10, "cuda": 2e13}
-# Before any run: importing torch/transformers and loading the backbone (bench/quick_compare.py on
-# 2 CPU cores: 4-6 s imports, 1.5-2 s MiniLM); every launch pays it once.
-STARTUP_SECONDS = 8.0
+# Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
+# check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
+# MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
+# cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
+STARTUP_SECONDS = 10.0
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
