@@ -340,7 +340,9 @@ def load_demo(threshold: float | None = None) -> LongTailDataset:
     folder = Path(chatterbot_corpus.__file__).parent / "data" / "english"
     labels_of: dict[str, set[str]] = {}
     for path in sorted(folder.glob("*.yml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # libyaml's loader where present: 5x faster than the pure-Python one
+        doc = yaml.load(path.read_text(encoding="utf-8"),
+                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         label = str((doc.get("categories") or [path.stem])[0]).strip().lower()
         for conversation in doc.get("conversations") or []:
             parts = [str(u).strip() for u in conversation or []
