@@ -79,10 +79,14 @@ class TrainConfig:
                             choices=("auto", "fp32", "bf16"))
     device: str = option("auto", "auto, cpu or cuda")
     eval_batch_size: int = option(128, "evaluation batch size")
+    micro_batch_size: int | None = option(
+        None, "run each training batch's forward and backward passes in pieces of this many "
+        "examples and step once: the same update with less memory (activations grow with batch "
+        "x length^2 at long lengths); default: the whole batch at once")
     log_every: int = option(20, "read the loss back every N steps", cli=False)
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
-    NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision")
+    NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size")
     # Fields added after runs were stored: left out of the identity at their default, so the
     # run ids of those runs stay as they were.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls"}
@@ -97,7 +101,8 @@ class TrainConfig:
             if choices and getattr(self, f.name) not in choices:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
-        for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps"):
+        for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
+                     "micro_batch_size"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")

@@ -56,10 +56,14 @@ def class_balanced_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torc
     """Cui et al., "Class-balanced loss based on effective number of samples" (CVPR 2019):
     cross-entropy weighted per class by ``(1 - beta) / (1 - beta ** n_c)``, normalised to sum to
     the number of classes."""
+    return F.cross_entropy(logits.float(), labels, weight=class_balanced_weights(counts, beta))
+
+
+def class_balanced_weights(counts: torch.Tensor, beta: float = CB_BETA) -> torch.Tensor:
+    """Cui et al.'s per-class weights, ``(1 - beta) / (1 - beta ** n_c)`` summing to C."""
     effective = (1.0 - beta ** counts.double()).clamp_min(1e-12)
     weight = (1.0 - beta) / effective
-    weight = (weight / weight.sum() * len(counts)).float()
-    return F.cross_entropy(logits.float(), labels, weight=weight)
+    return (weight / weight.sum() * len(counts)).float()
 
 
 # MethodSpec.loss -> loss function (logits, labels, training class counts)
@@ -71,6 +75,16 @@ def classification_loss(spec: MethodSpec, logits: torch.Tensor, labels: torch.Te
                         counts: torch.Tensor | None = None) -> torch.Tensor:
     """The method's loss; ``counts`` (training examples per class) for the long-tail losses."""
     return LOSSES[spec.loss](logits, labels, counts)
+
+
+def loss_share(spec: MethodSpec, part: torch.Tensor, whole: torch.Tensor,
+               counts: torch.Tensor | None = None) -> float:
+    """The weight of a piece's mean loss in its batch's mean loss (micro-batching): its share of
+    the examples, or for the class-balanced loss (a weighted mean) its share of the weights."""
+    if spec.loss == "cb":
+        weight = class_balanced_weights(counts).to(part.device)
+        return float(weight[part].sum() / weight[whole].sum())
+    return len(part) / len(whole)
 
 
 def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA

@@ -29,7 +29,14 @@ from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
 from .events import Evaluated, ProgressFn, Testing, TrainStep
 from .features import FeatureSplit, cached_features, limited_splits
-from .heads import GleeModel, build_model, classification_loss, eta_normalise, fit_probe
+from .heads import (
+    GleeModel,
+    build_model,
+    classification_loss,
+    eta_normalise,
+    fit_probe,
+    loss_share,
+)
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1, shot_f1
 
@@ -145,13 +152,41 @@ def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.G
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def optimizer_step(state: TrainingState, loss: torch.Tensor) -> None:
-    """Backpropagate ``loss``, clip the gradient norm, step the optimiser and the schedule."""
-    state.optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
+    """Backpropagate ``loss`` (None: the gradients are already accumulated), clip the gradient
+    norm, step the optimiser and the schedule."""
+    if loss is not None:
+        state.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
     torch.nn.utils.clip_grad_norm_(state.params, state.config.max_grad_norm)
     state.optimizer.step()
     state.scheduler.step()
+
+
+def batch_loss(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
+    """Forward a batch and return its loss; with ``micro_batch_size``, forward and backward it in
+    pieces (each padded to its own length), accumulating the gradients of the same mean loss,
+    and return the loss detached (the step then only applies the gradients)."""
+    micro = state.config.micro_batch_size
+    if not micro or len(index) <= micro:
+        batch = batch_to(train.batch(index, state.pad_id), state.device)
+        with autocast(state.device, precision):
+            logits, _ = state.model(**model_inputs(batch))
+        return classification_loss(state.spec, logits, batch["labels"], state.class_counts)
+    if state.ddp is not None:
+        raise GleeError("--micro-batch-size does not combine with several processes yet")
+    whole = torch.as_tensor(train.labels[index], device=state.device)
+    state.optimizer.zero_grad(set_to_none=True)
+    total = torch.zeros((), device=state.device)
+    for start in range(0, len(index), micro):
+        batch = batch_to(train.batch(index[start:start + micro], state.pad_id), state.device)
+        with autocast(state.device, precision):
+            logits, _ = state.model(**model_inputs(batch))
+        share = loss_share(state.spec, batch["labels"], whole, state.class_counts)
+        loss = classification_loss(state.spec, logits, batch["labels"], state.class_counts) * share
+        loss.backward()
+        total += loss.detach()
+    return total
 
 
 def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: ProgressFn
@@ -170,11 +205,8 @@ def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: Pr
     precision = resolve_precision(config.precision, device)
     loss_sum = torch.zeros((), device=device)
     for step, index in enumerate(batches, 1):
-        batch = batch_to(train.batch(index, state.pad_id), device)
-        with autocast(device, precision):
-            logits, _ = state.model(**model_inputs(batch))
-        loss = classification_loss(state.spec, logits, batch["labels"], state.class_counts)
-        optimizer_step(state, loss)
+        loss = batch_loss(state, train, index, precision)
+        optimizer_step(state, loss if loss.requires_grad else None)
         state.global_step += 1
         loss_sum += loss.detach()
         report = step % config.log_every == 0 or step == len(batches)

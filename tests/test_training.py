@@ -102,3 +102,42 @@ def test_dev_scored_every_n_steps_stops_after_patience_times_an_epoch_of_steps(b
     assert "eval_every_steps" in config.identity()
     assert "eval_every_steps" not in TrainConfig().identity()  # older run ids stay valid
     assert "dev every 3 steps" in config.protocol()
+
+
+@pytest.mark.parametrize("method", ["prompt", "cls-relu-pt-ln-cb"])
+def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy_dataset, method):
+    """``--micro-batch-size``: the pieces' gradients add up to the whole batch's (dropout off to
+    compare), for a plain mean loss and for the class-balanced weighted mean."""
+    from dataclasses import replace
+
+    from glee_core.heads import build_model
+    from glee_core.training import TrainingState, batch_loss, make_optimizer
+
+    bert = load_backbone(str(tiny_bert))
+    spec = get_method(method)
+    split = encode(toy_dataset.splits["train"], bert.tokenizer, spec.input_format,
+                   toy_dataset.template, 48)
+    index = np.arange(13)
+    counts = torch.tensor(toy_dataset.class_counts().to_numpy())
+    grads = []
+    for micro in (None, 4):
+        torch.manual_seed(0)
+        model = build_model(spec, bert, toy_dataset.classes, toy_dataset.verbalizer)
+        model.eval()  # no dropout: the two must see the same function
+        config = TrainConfig(batch_size=13, precision="fp32", micro_batch_size=micro)
+        params, optimizer, scheduler = make_optimizer(model, config, torch.device("cpu"), 1)
+        state = TrainingState(model, spec, config, optimizer, scheduler, params,
+                              np.random.default_rng(0), torch.device("cpu"),
+                              bert.tokenizer.pad_token_id, class_counts=counts)
+        optimizer.zero_grad()
+        loss = batch_loss(state, split, index, "fp32")
+        if loss.requires_grad:
+            loss.backward()
+        grads.append(([p.grad.clone() for p in params if p.grad is not None],
+                      float(loss.detach())))
+    (whole, whole_loss), (pieces, pieces_loss) = grads
+    assert pieces_loss == pytest.approx(whole_loss, rel=1e-5)
+    assert len(whole) == len(pieces)
+    for a, b in zip(whole, pieces, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert replace(TrainConfig(), micro_batch_size=8).identity() == TrainConfig().identity()
