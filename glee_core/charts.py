@@ -20,16 +20,20 @@ from .record import METRIC_TITLES, group_of
 from .store import Run, aggregate
 
 REFERENCE_BASELINE = "probe-balanced"  # the line a Glee head has to beat on the tail
-GROUP_COLORS = alt.Scale(domain=["head", "tail"], range=["#4c78a8", "#f58518"])
-# the class groups of the results: head / tail, and OLTR's many / medium / few-shot buckets
+# the class groups of the results: head / tail, and OLTR's many / medium / few-shot buckets;
+# one colour each, wherever a chart shows a group
+GROUP_PALETTE = {"head": "#4c78a8", "tail": "#f58518", "many": "#6f4e7c", "medium": "#9d7bb0",
+                 "few": "#c9b3d6"}
+GROUP_COLORS = alt.Scale(domain=["head", "tail"],
+                         range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]])
+SHOT_GROUP_COLORS = alt.Scale(domain=list(GROUP_PALETTE), range=list(GROUP_PALETTE.values()))
 GROUP_TITLES = {"head_f1": "Head", "tail_f1": "Tail", "many_f1": "Many (> 100)",
                 "medium_f1": "Medium (20-100)", "few_f1": "Few (< 20)"}
 # one colour per registry method, the same in every chart, app and PDF (20 distinguishable hues)
 METHOD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                   "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#f032e6", "#469990", "#9a6324",
                   "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000000", "#dcbeff"]
-BUCKET_COLORS = alt.Scale(domain=list(GROUP_TITLES),
-                          range=["#4c78a8", "#f58518", "#6f4e7c", "#9d7bb0", "#c9b3d6"])
+BUCKET_COLORS = alt.Scale(domain=list(GROUP_TITLES), range=list(GROUP_PALETTE.values()))
 
 
 def _highlight(highlight: str | None):
@@ -154,11 +158,8 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
         ["group", "shot"], as_=["kind", "bucket"]).mark_rect().encode(
         x=alt.X("kind:N", sort=["group", "shot"], title=None,
                 axis=alt.Axis(orient="top", labelAngle=-35, labelOverlap=False)),
-        y=y, color=alt.Color("bucket:N", title="class group", legend=alt.Legend(
-            orient="bottom", direction="vertical"),
-                             scale=alt.Scale(domain=["head", "tail", "many", "medium", "few"],
-                                             range=["#4c78a8", "#f58518", "#6f4e7c", "#9d7bb0",
-                                                    "#c9b3d6"])),
+        y=y, color=alt.Color("bucket:N", title="class group", scale=SHOT_GROUP_COLORS,
+                             legend=alt.Legend(orient="bottom", direction="vertical")),
         tooltip=["class", "count", "group", "shot"]).properties(width=70,
                                                                  height=alt.Step(15))
     cells = alt.Chart(frame).encode(
