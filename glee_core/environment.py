@@ -93,17 +93,17 @@ def read_only() -> bool:
     return _flag("GLEE_READ_ONLY", False)
 
 
-def _number(variable: str, default: float) -> float:
-    value = os.environ.get(variable, "").strip()
-    return float(value) if value else default
+SESSION_LIMITS = {"jobs": "GLEE_SESSION_JOBS", "queued": "GLEE_SESSION_QUEUED",
+                  "upload_mb": "GLEE_SESSION_UPLOAD_MB", "disk_mb": "GLEE_SESSION_DISK_MB",
+                  "ttl_hours": "GLEE_SESSION_TTL_HOURS"}
 
 
 def session_limits() -> dict[str, float]:
-    """Public mode's per-session limits (see the table above)."""
-    return {"jobs": _number("GLEE_SESSION_JOBS", 1), "queued": _number("GLEE_SESSION_QUEUED", 2),
-            "upload_mb": _number("GLEE_SESSION_UPLOAD_MB", 10),
-            "disk_mb": _number("GLEE_SESSION_DISK_MB", 500),
-            "ttl_hours": _number("GLEE_SESSION_TTL_HOURS", 24)}
+    """Public mode's per-session limits that the environment sets (the defaults live in
+    ``workspaces.Policy``)."""
+    values = {key: os.environ.get(variable, "").strip()
+              for key, variable in SESSION_LIMITS.items()}
+    return {key: float(value) for key, value in values.items() if value}
 
 
 def public_models() -> list[str]:

@@ -46,23 +46,28 @@ class Policy:
     queued: int = 2  # waiting besides those
     upload_bytes: int = 10 * 2**20
     disk_bytes: int = 500 * 2**20
-    ttl_seconds: float = 24 * 3600
+    ttl_seconds: float = 24 * 3600.0
     models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
 
     @classmethod
     def from_environment(cls) -> Policy:
-        limits = environment.session_limits()
+        """The fields' defaults, with what the environment sets (``GLEE_SESSION_*``, in the
+        units people write: MB, hours)."""
+        given = {field: type(getattr(cls, field))(value * unit)
+                 for key, value in environment.session_limits().items()
+                 for field, unit in [LIMIT_FIELDS[key]]}
         return cls(public=environment.public(), read_only=environment.read_only(),
-                   jobs=int(limits["jobs"]), queued=int(limits["queued"]),
-                   upload_bytes=int(limits["upload_mb"] * 2**20),
-                   disk_bytes=int(limits["disk_mb"] * 2**20),
-                   ttl_seconds=limits["ttl_hours"] * 3600,
-                   models=tuple(environment.public_models()))
+                   models=tuple(environment.public_models()), **given)
 
     @property
     def ttl_text(self) -> str:
         hours = self.ttl_seconds / 3600
         return f"{hours:g} hour{'s' if hours != 1 else ''}"
+
+
+# environment.session_limits() key -> (Policy field, unit)
+LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upload_bytes", 2**20),
+                "disk_mb": ("disk_bytes", 2**20), "ttl_hours": ("ttl_seconds", 3600)}
 
 
 def size_text(n: float) -> str:
@@ -167,7 +172,7 @@ class Workspace:
         shutil.rmtree(folder)
 
 
-def expire(root: str | Path | None = None, ttl_seconds: float = 24 * 3600,
+def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,
            now: float | None = None) -> list[str]:
     """Delete workspaces idle for longer than ``ttl_seconds`` (those with a job still running
     wait for it); returns the keys removed."""
