@@ -59,6 +59,13 @@ class Policy:
         return cls(public=environment.public(), read_only=environment.read_only(),
                    models=tuple(environment.public_models()), **given)
 
+    def check_upload_size(self, size: int) -> None:
+        """Any file a visitor sends (kept or only read): within the upload limit."""
+        if size > self.upload_bytes:
+            raise LimitReached(f"This file is {size_text(size)}; uploads here are limited to "
+                               f"{size_text(self.upload_bytes)}. Upload a sample of it, or "
+                               "run Glee Studio on your own machine for larger data.")
+
     @property
     def ttl_text(self) -> str:
         hours = self.ttl_seconds / 3600
@@ -132,10 +139,8 @@ class Workspace:
 
     # ---- limits -------------------------------------------------------------------------
     def check_upload(self, policy: Policy, size: int) -> None:
-        if size > policy.upload_bytes:
-            raise LimitReached(f"This file is {size_text(size)}; uploads here are limited to "
-                               f"{size_text(policy.upload_bytes)}. Upload a sample of it, or "
-                               "run Glee Studio on your own machine for larger data.")
+        """A file to keep: within the upload limit, and within the workspace's disk."""
+        policy.check_upload_size(size)
         self.check_disk(policy, size)
 
     def check_disk(self, policy: Policy, adding: int = 0) -> None:

@@ -11,7 +11,7 @@ from glee_core.charts import chart_class_scores
 from glee_core.experiment import get_backbone
 from glee_core.inference import Scorer, load_run, predict_csv
 from glee_core.store import slug
-from glee_core.workspaces import size_text
+from glee_core.workspaces import LimitReached
 
 studio_ui.sidebar()
 st.title("Playground")
@@ -74,11 +74,12 @@ st.caption("Every row of the file comes back with the predicted class, its proba
            "`python -m glee_core predict`. The file is read in memory, not kept.")
 uploaded = st.file_uploader("CSV of texts", type=["csv", "tsv", "txt"], key="predict-upload")
 rules = studio_ui.policy()
-if uploaded is not None and rules.public and uploaded.size > rules.upload_bytes:
-    st.error(f"This file is {size_text(uploaded.size)}; files here are limited to "
-             f"{size_text(rules.upload_bytes)}. Classify a part of it, or use `python -m "
-             "glee_core predict` on your own machine.")
-    uploaded = None
+if uploaded is not None and rules.public:
+    try:
+        rules.check_upload_size(uploaded.size)
+    except LimitReached as exc:
+        st.error(f"{exc} (`python -m glee_core predict` classifies any size.)")
+        uploaded = None
 if uploaded is not None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "texts.csv"
