@@ -194,7 +194,7 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
             if st.button(f"Delete upload {upload.original_name}", key=f"del-{upload.path.name}"):
                 own.delete_upload(upload.path.name)
                 st.rerun()
-        mine = own.store.runs()
+        mine, _ = cached_runs(own.store)
         if mine and st.button(f"Delete my {len(mine)} run(s)", key="delete-runs"):
             for run in mine:
                 own.delete_run(run.run_id)
@@ -218,13 +218,18 @@ def _store_runs(root: str, state: tuple[int, int]):
     return runs_store.runs(), dict(runs_store.problems)
 
 
+def cached_runs(runs_store: RunStore):
+    """``(runs, problems)`` of a store, read once per state of the store."""
+    root = str(runs_store.root)
+    return _store_runs(root, store_state(root))
+
+
 def all_runs(dataset_id: str | None = None):
     """Finished runs (of a dataset) in every store this session may read, its own first; broken
     run folders are reported, not fatal."""
     runs, seen, problems = [], set(), {}
     for runs_store in stores():
-        root = str(runs_store.root)
-        found, skipped = _store_runs(root, store_state(root))
+        found, skipped = cached_runs(runs_store)
         for run in found:
             if (dataset_id is None or run.dataset == dataset_id) and run.run_id not in seen:
                 seen.add(run.run_id)
