@@ -30,7 +30,7 @@ from .config import ExecutorOptions, TrainConfig, TrainRequest
 from .datasets import LongTailDataset
 from .errors import GleeError
 from .events import ProgressFn, SweepProgress
-from .experiment import plan_runs, preflight, run_experiments
+from .experiment import PlannedRun, plan_runs, preflight, run_experiments
 from .methods import MethodSpec, get_method
 from .store import Run, RunStore
 
@@ -131,16 +131,17 @@ class RayExecutor:
         batches = list(batches)
         root = store.root.expanduser().resolve()
         check_store_writable(root)
-        planned: list[tuple[Batch, str, int, TrainConfig, str]] = []
+        planned: list[tuple[Batch, PlannedRun]] = []
         for batch in batches:  # vocabulary problems surface before anything is submitted
             plan = plan_runs(batch.dataset, batch.methods, batch.seeds, batch.model, batch.config)
             for note in preflight(batch.dataset, plan, batch.model, store, batch.force):
                 self.echo(f"note: {note}")
-            planned += [(batch, p.spec.id, p.config.seed, batch.config, p.run_id) for p in plan]
-        missing = [p for p in planned if p[0].force or store.get(p[4]) is None]
+            planned += [(batch, p) for p in plan]
+        finished = [Run(store.path(p.run_id)) for _, p in planned]
+        missing = [(b, p) for b, p in planned if b.force or store.get(p.run_id) is None]
         if not missing:
             self.echo(f"all {len(planned)} runs are in the store; nothing to submit")
-            return [Run(store.path(p[4])) for p in planned]
+            return finished
         self._connect(ray)
         gpus = self.options.gpus_per_run
         if gpus is None:
@@ -149,12 +150,12 @@ class RayExecutor:
                                              max_retries=0)
         refs = {}
         shared = {}  # each dataset goes to the object store once
-        for batch, method, seed, config, run_id in missing:
+        for batch, job in missing:
             key = id(batch.dataset)
             if key not in shared:
                 shared[key] = ray.put(batch.dataset)
-            refs[task.remote(shared[key], method, seed, batch.model, config, str(root),
-                             batch.force)] = run_id
+            refs[task.remote(shared[key], job.spec.id, job.config.seed, batch.model, batch.config,
+                             str(root), batch.force)] = job.run_id
         self.echo(f"submitted {len(refs)} of {len(planned)} runs to Ray "
                   f"({len(planned) - len(refs)} already in the store; {self.options.cpus_per_run:g}"
                   f" CPU, {gpus:g} GPU each)")
@@ -189,7 +190,7 @@ class RayExecutor:
             bar.close()
         if failures:
             raise SweepFailed(failures, done)
-        return [Run(store.path(p[4])) for p in planned]
+        return finished
 
 
 def _task_error(exc: Exception) -> str:
