@@ -163,27 +163,32 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
     state.scheduler.step()
 
 
+def _forward_loss(state: TrainingState, train: Split, index, precision: str
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The method's loss on the examples ``index`` (padded to their own length), and their
+    labels on the device."""
+    batch = batch_to(train.batch(index, state.pad_id), state.device)
+    with autocast(state.device, precision):
+        logits, _ = state.model(**model_inputs(batch))
+    labels = batch["labels"]
+    return classification_loss(state.spec, logits, labels, state.class_counts), labels
+
+
 def batch_loss(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
     """Forward a batch and return its loss; with ``micro_batch_size``, forward and backward it in
     pieces (each padded to its own length), accumulating the gradients of the same mean loss,
     and return the loss detached (the step then only applies the gradients)."""
     micro = state.config.micro_batch_size
     if not micro or len(index) <= micro:
-        batch = batch_to(train.batch(index, state.pad_id), state.device)
-        with autocast(state.device, precision):
-            logits, _ = state.model(**model_inputs(batch))
-        return classification_loss(state.spec, logits, batch["labels"], state.class_counts)
+        return _forward_loss(state, train, index, precision)[0]
     if state.ddp is not None:
         raise GleeError("--micro-batch-size does not combine with several processes yet")
     whole = torch.as_tensor(train.labels[index], device=state.device)
     state.optimizer.zero_grad(set_to_none=True)
     total = torch.zeros((), device=state.device)
     for start in range(0, len(index), micro):
-        batch = batch_to(train.batch(index[start:start + micro], state.pad_id), state.device)
-        with autocast(state.device, precision):
-            logits, _ = state.model(**model_inputs(batch))
-        share = loss_share(state.spec, batch["labels"], whole, state.class_counts)
-        loss = classification_loss(state.spec, logits, batch["labels"], state.class_counts) * share
+        loss, labels = _forward_loss(state, train, index[start:start + micro], precision)
+        loss = loss * loss_share(state.spec, labels, whole, state.class_counts)
         loss.backward()
         total += loss.detach()
     return total
