@@ -224,9 +224,9 @@ def cached_runs(runs_store: RunStore):
     return _store_runs(root, store_state(root))
 
 
-def all_runs(dataset_id: str | None = None):
+def all_runs(dataset_id: str | None = None, report: bool = True):
     """Finished runs (of a dataset) in every store this session may read, its own first; broken
-    run folders are reported, not fatal."""
+    run folders are reported (``report``: in an expander here), not fatal."""
     runs, seen, problems = [], set(), {}
     for runs_store in stores():
         found, skipped = cached_runs(runs_store)
@@ -235,7 +235,7 @@ def all_runs(dataset_id: str | None = None):
                 seen.add(run.run_id)
                 runs.append(run)
         problems.update(skipped)
-    if problems:
+    if problems and report:
         with st.expander(f"{len(problems)} unfinished or broken run folder(s) skipped"):
             for name, problem in problems.items():
                 st.write(f"`{name}`: {problem}")

@@ -98,8 +98,8 @@ if methods and seeds:
     parameters = estimate_parameters(st.session_state["model"])
     estimate = estimate_seconds(dataset, len(methods) * len(seeds), int(epochs), int(max_length),
                                 st.session_state["model"], parameters, device,
-                                "frozen" if frozen else "finetune", studio_ui.all_runs(),
-                                int(limit) or None)
+                                "frozen" if frozen else "finetune",
+                                studio_ui.all_runs(report=False), int(limit) or None)
     minutes = estimate["seconds"] / 60
     duration = f"{minutes:.0f} min" if minutes >= 1.5 else f"{estimate['seconds']:.0f} s"
     message = (f"Estimated time: about {duration} for {len(methods) * len(seeds)} run(s) "

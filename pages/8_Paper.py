@@ -32,7 +32,7 @@ metric = studio_ui.choose("Metric", {m: METRIC_TITLES[m] for m in metrics}, st.r
 
 runs = []
 if st.toggle("Overlay my runs (datasets the paper has, R8 beside R52)", value=True):
-    store_runs = studio_ui.all_runs()
+    store_runs = studio_ui.all_runs(report=False)
     covered = [r for r in store_runs if r.dataset in {*PAPER_TABLES[number].datasets, "r8"}]
     if covered:
         labels = dict(sorted({r.setting: r.record.setting_label for r in covered}.items()))
