@@ -28,6 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from glee_core.cli import main as cli  # noqa: E402
+from glee_core.config import DataOptions  # noqa: E402
 from glee_core.reproduce import comparison, get_table  # noqa: E402
 from glee_core.store import RunStore  # noqa: E402
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run  # noqa: E402
@@ -53,10 +54,9 @@ def timed(fn) -> float:
     return time.perf_counter() - started
 
 
-def render(page: str, dataset: str = "r8") -> AppTest:
+def render(page: str, dataset: str) -> AppTest:
     at = AppTest.from_file(str(ROOT / page), default_timeout=600)
-    at.session_state["dataset"] = __import__("glee_core.config", fromlist=["DataOptions"]) \
-        .DataOptions(dataset=dataset)
+    at.session_state["dataset"] = DataOptions(dataset=dataset)
     return at
 
 
@@ -78,10 +78,8 @@ def main(argv=None) -> int:
             runs = RunStore(root).runs()
             row["table step"] = timed(lambda runs=runs: comparison(runs, get_table(2), ["r8"]))
             for name in args.pages:
-                at = render(PAGES[name])
-                # AppTest's page needs the demo for Home/Train's dataset panel; r8 is synthetic
-                if name in ("Home", "Train"):
-                    at = render(PAGES[name], "demo")
+                # Home and Train show the dataset itself, and r8 here is synthetic: the demo
+                at = render(PAGES[name], "demo" if name in ("Home", "Train") else "r8")
                 row[f"{name} cold"] = timed(at.run)
                 if at.exception:
                     raise SystemExit(f"{name} at {size} runs: {at.exception[0].message}")
