@@ -242,6 +242,30 @@ def all_runs(dataset_id: str | None = None, report: bool = True):
     return runs
 
 
+@st.cache_resource(show_spinner=False)
+def device_kind() -> str:
+    """``cuda`` or ``cpu``: where a launch here trains (imports torch once per server)."""
+    from glee_core.devices import resolve_device  # noqa: PLC0415 (torch: not for every page)
+
+    return resolve_device("auto").type
+
+
+def time_estimate(dataset, n_runs: int, *, epochs: int, max_length: int, mode: str,
+                  limit: int | None = None) -> dict:
+    """The wall-time estimate of a launch (``glee_core.estimate``), calibrated on the finished
+    runs this session can read; adds ``"text"``: "about 3 min" / "about 40 s"."""
+    from glee_core.backbone import estimate_parameters  # noqa: PLC0415 (transformers)
+    from glee_core.estimate import estimate_seconds  # noqa: PLC0415
+
+    model = current_model()
+    estimate = estimate_seconds(dataset, n_runs, epochs, max_length, model,
+                                estimate_parameters(model), device_kind(), mode,
+                                all_runs(report=False), limit)
+    minutes = estimate["seconds"] / 60
+    return {**estimate, "text": f"about {minutes:.0f} min" if minutes >= 1.5
+            else f"about {estimate['seconds']:.0f} s"}
+
+
 def dataset_runs(dataset_id: str):
     """Finished runs of a dataset (see :func:`all_runs`)."""
     return all_runs(dataset_id)

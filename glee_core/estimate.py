@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .datasets import LongTailDataset
+from .record import RunRecord
 from .store import Run
 
 # Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
@@ -20,6 +21,10 @@ TOKENS_X_PARAMS_PER_S = {"cpu": 4e10, "cuda": 2e13}
 # MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
 # cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
 STARTUP_SECONDS = 10.0
+# A head on cached states, without stored frozen runs to measure: examples/s of its training and
+# the seconds of its test pass and run folder (bench/quick_compare.py: 0.4-0.8 s a head on demo)
+HEAD_EXAMPLES_PER_S = 16_000.0
+HEAD_OVERHEAD_SECONDS = 0.5
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
@@ -32,31 +37,58 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_len
                      model_name: str, parameters: int, device: str, mode: str,
                      runs: list[Run] | None = None, limit: int | None = None) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (upper bound: no early stop);
-    ``runs``: finished runs to calibrate on (the store's, as the app already holds them)."""
+    ``runs``: finished runs to calibrate on (the store's, as the app already holds them): those
+    with the same backbone, mode and device give the measured rates."""
     n_train = min(limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
-    n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
     tokens = mean_tokens(dataset, max_length)
-    rates = []
-    for run in runs or []:
-        record = run.record
-        timing = record.timing
-        if (record.model.name == model_name and record.mode == mode
-                and timing.get("device", "").split(":")[0] == device
-                and timing.get("train_examples_per_second")):
-            scale = record.hyperparameters.max_length / max_length
-            rates.append(timing["train_examples_per_second"] * scale)
+    alike = [run.record for run in runs or []
+             if run.record.model.name == model_name and run.record.mode == mode
+             and run.record.timing.get("device", "").split(":")[0] == device]
     if mode == "frozen":
-        encode_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3 / tokens
-        per_run = 1.5 + 0.002 * n_train * epochs / 32
-        total = (STARTUP_SECONDS + n_runs * per_run
-                 + 2 * (n_train + n_eval / max(epochs, 1)) / encode_rate)
-        return {"seconds": total, "per_run": per_run,
-                "basis": "frozen backbone: one feature pass per input format, then heads only"}
+        return _frozen(dataset, n_runs, epochs, n_train, tokens, parameters, device, alike)
+    rates = [record.timing["train_examples_per_second"]
+             * record.hyperparameters.max_length / max_length
+             for record in alike if record.timing.get("train_examples_per_second")]
     if rates:
         rate = float(np.median(rates))
         basis = f"median of {len(rates)} finished run(s) with this backbone on {device}"
     else:
         rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
+    n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
     per_run = n_train * epochs / rate + n_eval / (rate * 4)
     return {"seconds": STARTUP_SECONDS + n_runs * per_run, "per_run": per_run, "basis": basis}
+
+
+def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, tokens: float,
+            parameters: int, device: str, alike: list[RunRecord]) -> dict:
+    """The quick compare: one feature pass per input format (plain, template) over every split,
+    then heads on the cached states. Rates: the medians of finished frozen runs with this
+    backbone on this device (their feature pass's tokens/s, their heads' examples/s), else
+    typical ones of the device."""
+    pass_rates = [r.timing["feature_pass_tokens_per_second"] for r in alike
+                  if r.timing.get("feature_pass_tokens_per_second")]
+    head_rates = [r.timing["train_examples_per_second"] for r in alike
+                  if r.timing.get("train_examples_per_second")]
+    measured = []
+    if pass_rates:
+        pass_rate = float(np.median(pass_rates))
+        measured.append(f"feature pass {pass_rate:,.0f} tokens/s")
+    else:
+        pass_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3
+    if head_rates:
+        head_rate = float(np.median(head_rates))
+        measured.append(f"heads {head_rate:,.0f} examples/s")
+    else:
+        head_rate = HEAD_EXAMPLES_PER_S
+    n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
+    per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / head_rate
+    total = STARTUP_SECONDS + n_runs * per_run + 2 * n_all * tokens / pass_rate
+    basis = "frozen backbone: one feature pass per input format, then heads only; " + (
+        f"{' and '.join(measured)} (median of "
+        f"{max(len(pass_rates), len(head_rates))} finished frozen run(s) with this "
+        f"backbone on {device})" if measured else
+        f"rates typical of {device}, no frozen runs with this backbone yet")
+    if len(measured) < 2 and measured:
+        basis += ", the rest typical of the device"
+    return {"seconds": total, "per_run": per_run, "basis": basis}

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ class FeatureSplit:
 
     hidden: np.ndarray
     labels: np.ndarray
+    # real tokens a second of the feature pass that made these states (None: a cache file of
+    # before it was recorded); the Train and Home estimates read it off frozen runs
+    pass_tokens_per_second: float | None = None
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -45,7 +49,7 @@ class FeatureSplit:
 
     def subset(self, index) -> FeatureSplit:
         index = np.asarray(list(index), dtype=np.int64)
-        return FeatureSplit(self.hidden[index], self.labels[index])
+        return FeatureSplit(self.hidden[index], self.labels[index], self.pass_tokens_per_second)
 
     def batch(self, index, pad_id: int = 0, pad_to: int | None = None) -> dict[str, torch.Tensor]:
         index = np.asarray(index)
@@ -113,13 +117,18 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as data:
-                return {name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"])
+                rate = float(data["pass_tokens_per_second"]) if "pass_tokens_per_second" in data \
+                    else None
+                return {name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"],
+                                           rate)
                         for name in dataset.splits}
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # a truncated cache file: compute it again
+    started = time.perf_counter()
     encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
                             max_length) for name, frame in limited_splits(dataset, limit).items()}
     total, done = sum(len(s) for s in encoded.values()), 0
+    tokens = sum(int(split.lengths.sum()) for split in encoded.values())
     arrays = {}
     for name, split in encoded.items():
         def tick(n, name=name):
@@ -129,10 +138,12 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
         for key, states in compute_states(backbone, split, device, progress=tick).items():
             arrays[f"{name}_{key}"] = states
         arrays[f"{name}_labels"] = split.labels
+    rate = tokens / max(time.perf_counter() - started, 1e-9)
+    arrays["pass_tokens_per_second"] = np.array(rate)
     cache_dir.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(suffix=".npz", dir=cache_dir)
     os.close(handle)
     np.savez(tmp, **arrays)
     os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
-    return {name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"])
+    return {name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"], rate)
             for name in dataset.splits}

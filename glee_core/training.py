@@ -114,6 +114,12 @@ def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbon
     return splits
 
 
+def feature_pass_timing(train: Split) -> dict:
+    """A frozen run's record of how fast its feature pass encoded (what estimates read)."""
+    rate = getattr(train, "pass_tokens_per_second", None)
+    return {"feature_pass_tokens_per_second": round(rate, 1)} if rate else {}
+
+
 def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS) -> np.ndarray:
     """Up to ``per_class`` test rows of every class, the same rows for every method and seed."""
     rng = np.random.default_rng(SPLIT_SEED)
@@ -406,4 +412,5 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
                 "device": str(device),
                 "precision": resolve_precision(config.precision, device),
                 "train_examples_per_second":
-                    round(state.global_step * config.batch_size / seconds_training, 2)})
+                    round(state.global_step * config.batch_size / seconds_training, 2),
+                **feature_pass_timing(splits["train"])})

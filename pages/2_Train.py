@@ -8,10 +8,7 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core.backbone import estimate_parameters
 from glee_core.config import ExecutorOptions, TrainConfig, TrainRequest, help_of
-from glee_core.devices import resolve_device
-from glee_core.estimate import estimate_seconds
 from glee_core.jobs import list_jobs
 from glee_core.methods import METHODS
 from glee_core.record import METRIC_KEYS, METRIC_TITLES
@@ -22,7 +19,7 @@ st.title("Train")
 dataset = studio_ui.current_dataset()
 if dataset is None:
     st.stop()
-device = resolve_device("auto").type
+device = studio_ui.device_kind()
 st.caption(f"Dataset **{dataset.id}** · {len(dataset.splits['train'])} training examples · "
            f"device **{device}**")
 
@@ -95,14 +92,12 @@ except ValueError:
     st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
 
 if methods and seeds:
-    parameters = estimate_parameters(st.session_state["model"])
-    estimate = estimate_seconds(dataset, len(methods) * len(seeds), int(epochs), int(max_length),
-                                st.session_state["model"], parameters, device,
-                                "frozen" if frozen else "finetune",
-                                studio_ui.all_runs(report=False), int(limit) or None)
+    estimate = studio_ui.time_estimate(dataset, len(methods) * len(seeds), epochs=int(epochs),
+                                       max_length=int(max_length),
+                                       mode="frozen" if frozen else "finetune",
+                                       limit=int(limit) or None)
     minutes = estimate["seconds"] / 60
-    duration = f"{minutes:.0f} min" if minutes >= 1.5 else f"{estimate['seconds']:.0f} s"
-    message = (f"Estimated time: about {duration} for {len(methods) * len(seeds)} run(s) "
+    message = (f"Estimated time: {estimate['text']} for {len(methods) * len(seeds)} run(s) "
                f"(at most; early stopping shortens it). Basis: {estimate['basis']}. "
                "Runs already in the store are loaded, not retrained.")
     if device == "cpu" and not frozen and minutes > 20:

@@ -31,6 +31,10 @@ def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset,
                             events.append)
     assert not events  # served from the cache
     np.testing.assert_array_equal(first["test"].hidden, again["test"].hidden)
+    # the pass's measured rate travels with the cache (the estimates read it off frozen runs)
+    assert first["train"].pass_tokens_per_second > 0
+    assert again["train"].pass_tokens_per_second == pytest.approx(
+        first["train"].pass_tokens_per_second)
     split = encode(toy_dataset.splits["test"], bert.tokenizer, "prompt", toy_dataset.template, 64)
     batch = collate(split, range(4), bert.tokenizer.pad_token_id)
     cpu = torch.device("cpu")
@@ -64,6 +68,7 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(tiny_bert, to
     assert all(r.record.mode == "frozen" for r in runs)
     assert runs[0].record.hyperparameters.lr == 1e-3  # quick mode's default
     assert len(list((runs_dir / ".features").glob("*.npz"))) == 2  # plain + prompt formats
+    assert all(r.record.timing["feature_pass_tokens_per_second"] > 0 for r in runs)
     finetuned = run_experiments(toy_dataset, methods[:1], [1], str(tiny_bert),
                                 TrainConfig(epochs=1, batch_size=16), RunStore(runs_dir))[0]
     assert finetuned.run_id != runs[0].run_id  # the mode is part of the configuration
