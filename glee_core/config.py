@@ -82,7 +82,8 @@ class TrainConfig:
     micro_batch_size: int | None = option(
         None, "run each training batch's forward and backward passes in pieces of this many "
         "examples and step once: the same update with less memory (activations grow with batch "
-        "x length^2 at long lengths); default: the whole batch at once")
+        "x length^2 at long lengths; on a CPU with glibc, large blocks are also handed back to "
+        "the system as soon as they are freed); default: the whole batch at once")
     log_every: int = option(20, "read the loss back every N steps", cli=False)
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).

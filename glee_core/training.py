@@ -23,7 +23,13 @@ from transformers import get_linear_schedule_with_warmup
 from .backbone import Backbone
 from .config import TrainConfig
 from .datasets import SPLIT_SEED, LongTailDataset
-from .devices import autocast, resolve_device, resolve_precision
+from .devices import (
+    autocast,
+    keep_large_blocks_mapped,
+    release_freed_memory,
+    resolve_device,
+    resolve_precision,
+)
 from .distributed import DataParallel, data_parallel
 from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
 from .errors import GleeError
@@ -80,6 +86,8 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
     classifier-input features for every example, in split order. Batches are length-sorted;
     only one batch of activations is alive at a time."""
     model.eval()
+    if device.type == "cpu":  # the training steps' freed activations: not on top of ours
+        release_freed_memory()
     precision = resolve_precision(precision, device)
     logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
     features = None
@@ -316,6 +324,8 @@ def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Bac
         raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
     ddp = data_parallel(config.device)
     device = ddp.device if ddp else resolve_device(config.device)
+    if device.type == "cpu" and config.micro_batch_size:  # asked to save memory
+        keep_large_blocks_mapped()
     splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
     train = splits["train"]
     notes = [f"{n} of {len(splits[name])} {name} texts reached max length and were truncated to "
