@@ -64,29 +64,32 @@ def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, to
             parameters: int, device: str, alike: list[RunRecord]) -> dict:
     """The quick compare: one feature pass per input format (plain, template) over every split,
     then heads on the cached states. Rates: the medians of finished frozen runs with this
-    backbone on this device (their feature pass's tokens/s, their heads' examples/s), else
-    typical ones of the device."""
+    backbone on this device (their feature pass's tokens/s, their heads' seconds per training
+    example and epoch, early stopping included), else typical ones of the device."""
     pass_rates = [r.timing["feature_pass_tokens_per_second"] for r in alike
                   if r.timing.get("feature_pass_tokens_per_second")]
-    head_rates = [r.timing["train_examples_per_second"] for r in alike
-                  if r.timing.get("train_examples_per_second")]
+    # a head's whole run (training with its dev scoring and early stopping, test), per training
+    # example and planned epoch: what the run measured, scaled to this launch
+    head_costs = [(r.timing["train_seconds"] + r.timing.get("test_seconds", 0.0))
+                  / (min(r.hyperparameters.limit or r.dataset.sizes["train"],
+                         r.dataset.sizes["train"]) * r.hyperparameters.epochs)
+                  for r in alike if r.timing.get("train_seconds") and r.dataset.sizes.get("train")]
     measured = []
     if pass_rates:
         pass_rate = float(np.median(pass_rates))
         measured.append(f"feature pass {pass_rate:,.0f} tokens/s")
     else:
         pass_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3
-    if head_rates:
-        head_rate = float(np.median(head_rates))
-        measured.append(f"heads {head_rate:,.0f} examples/s")
+    if head_costs:
+        per_run = float(np.median(head_costs)) * n_train * epochs
+        measured.append(f"heads {per_run:.1f} s each")
     else:
-        head_rate = HEAD_EXAMPLES_PER_S
+        per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
-    per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / head_rate
     total = STARTUP_SECONDS + n_runs * per_run + 2 * n_all * tokens / pass_rate
     basis = "frozen backbone: one feature pass per input format, then heads only; " + (
         f"{' and '.join(measured)} (median of "
-        f"{max(len(pass_rates), len(head_rates))} finished frozen run(s) with this "
+        f"{max(len(pass_rates), len(head_costs))} finished frozen run(s) with this "
         f"backbone on {device})" if measured else
         f"rates typical of {device}, no frozen runs with this backbone yet")
     if len(measured) < 2 and measured:

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from glee_core.estimate import HEAD_OVERHEAD_SECONDS, STARTUP_SECONDS, estimate_seconds
+from glee_core.estimate import STARTUP_SECONDS, estimate_seconds
 
 
 def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
@@ -24,10 +24,11 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
 
 
 def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64):
-    """What the estimate reads of a finished run: its record's backbone, mode, timing."""
+    """What the estimate reads of a finished run: its record's backbone, mode, timing, size."""
     return SimpleNamespace(record=SimpleNamespace(
         model=SimpleNamespace(name=model), mode=mode, timing={"device": "cpu", **timing},
-        hyperparameters=SimpleNamespace(max_length=max_length)))
+        dataset=SimpleNamespace(sizes={"train": 100}),
+        hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10)))
 
 
 def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
@@ -41,15 +42,18 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
 
     typical = frozen([])
     assert "no frozen runs with this backbone yet" in typical["basis"]
+    # 1,000 example-epochs in 2 s: a head costs 2 ms an example and epoch
     measured = [stored_run("frozen", {"feature_pass_tokens_per_second": 2000.0,
-                                      "train_examples_per_second": 8000.0})]
+                                      "train_seconds": 1.5, "test_seconds": 0.5})]
     slow = frozen(measured)
-    assert "feature pass 2,000 tokens/s and heads 8,000 examples/s" in slow["basis"]
+    n_train = len(toy_dataset.splits["train"])
+    assert slow["per_run"] == pytest.approx(0.002 * n_train * 10)
+    assert f"feature pass 2,000 tokens/s and heads {slow['per_run']:.1f} s each" in slow["basis"]
     assert "median of 1 finished frozen run(s)" in slow["basis"]
     fast = frozen([stored_run("frozen", {"feature_pass_tokens_per_second": 4000.0,
-                                         "train_examples_per_second": 16000.0})])
-    fixed = STARTUP_SECONDS + 19 * HEAD_OVERHEAD_SECONDS  # what the rates do not scale
-    assert fast["seconds"] - fixed == pytest.approx((slow["seconds"] - fixed) / 2)
-    others = [stored_run("finetune", {"train_examples_per_second": 10.0}),
+                                         "train_seconds": 0.75, "test_seconds": 0.25})])
+    assert fast["seconds"] - STARTUP_SECONDS == pytest.approx(
+        (slow["seconds"] - STARTUP_SECONDS) / 2)
+    others = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0}),
               stored_run("frozen", {"feature_pass_tokens_per_second": 1.0}, model="other")]
     assert frozen(others) == typical
