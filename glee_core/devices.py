@@ -68,8 +68,8 @@ def keep_large_blocks_mapped() -> None:
     training step's activations come from the heap, and the heap keeps their pages when they are
     freed: the process's peak grows by what the next steps' differently sized blocks add on top.
     A fixed threshold returns each large block to the system when it is freed, at the price of
-    faulting its pages in again (BENCHMARKS.md, "Memory of fine-tuning": -0.1 to -0.6 GB; up
-    to 20% slower with whole batches of 32 at 256, within the noise with micro-batches).
+    faulting its pages in again (BENCHMARKS.md, "Memory of fine-tuning": -0.2 to -0.5 GB with
+    micro-batches; 15-25% slower with whole batches of 32 at 256, hence only with them).
     A no-op elsewhere, or when ``MALLOC_MMAP_THRESHOLD_`` is set."""
     libc = _glibc()
     if libc is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ:  # the user's wins

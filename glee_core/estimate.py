@@ -36,7 +36,8 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_length: int,
                      model_name: str, parameters: int, device: str, mode: str,
                      runs: list[Run] | None = None, limit: int | None = None) -> dict:
-    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (upper bound: no early stop);
+    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (fine-tuning: an upper bound, no
+    early stop; frozen: measured runs carry their early stopping);
     ``runs``: finished runs to calibrate on (the store's, as the app already holds them): those
     with the same backbone, mode and device give the measured rates."""
     n_train = min(limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
