@@ -5,16 +5,20 @@
     python bench/peers.py --dataset r8 --data-dir ../shared/data [--max-length 256]
         [--train-examples 320] [--eval-examples 640] [--model auto]
 
-Times one epoch of training on the first ``--train-examples`` training texts (batch 32, bf16 where
-the CPU has it, as Glee Studio's fast path) and a prediction pass over the first
-``--eval-examples`` test texts (batch 128), and prints examples/s beside the figures of
-``bench/train_throughput.py`` (run it with the same arguments for Glee Studio's side).
+Times one epoch of training on ``--train-examples`` training texts (batch 32, bf16 where the
+CPU has it, as Glee Studio's fast path) and a prediction pass over the first ``--eval-examples``
+test texts (batch 128), and, in the same run, Glee Studio's fast path on the same texts
+(``bench/train_throughput.py``'s measurement of ``cls-tanh``, in its own process): one table.
+The training texts are the sample ``train_throughput.py`` draws (seed 0), so both sides see the
+same ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +27,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import (  # noqa: E402
@@ -54,7 +59,12 @@ def main(argv=None) -> int:
     bf16 = resolve_precision("auto", device) == "bf16"
 
     def tokenized(split: str, n: int) -> Dataset:
-        frame = data.splits[split].iloc[:n]
+        frame = data.splits[split]
+        if split == "train":  # train_throughput.py's sample
+            n = min(n, len(frame))
+            frame = frame.iloc[np.sort(np.random.default_rng(0).choice(len(frame), n,
+                                                                        replace=False))]
+        frame = frame.iloc[:n]
         encoded = tokenizer(list(frame["text"]), truncation=True, max_length=args.max_length)
         return Dataset.from_dict({**encoded, "labels": frame["label"].tolist()})
 
@@ -84,7 +94,17 @@ def main(argv=None) -> int:
             trainer.predict(test)
             eval_rate = len(test) / (time.perf_counter() - started)
         sampling = "length-grouped" if group else "random"
-        print(f"| HF Trainer, {sampling} batches | {train_rate:.2f} | {eval_rate:.1f} |")
+        print(f"| HF Trainer, {sampling} batches | {train_rate:.2f} | {eval_rate:.1f} |",
+              flush=True)
+    ours = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("train_throughput.py")), "--one", "cls-tanh",
+         "fast", "--dataset", args.dataset, "--model", args.model, "--max-length",
+         str(args.max_length), "--train-examples", str(args.train_examples), "--eval-examples",
+         str(args.eval_examples), *(["--data-dir", args.data_dir] if args.data_dir else [])],
+        capture_output=True, text=True, check=True)
+    fast = json.loads(ours.stdout.strip().splitlines()[-1])
+    print(f"| Glee Studio fast path, `cls-tanh` | {fast['train_examples_per_s']:.2f} | "
+          f"{fast['eval_examples_per_s']:.1f} |")
     return 0
 
 
