@@ -58,10 +58,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
         path = studio_ui.choose("Reproduction", labels)
         manifest = next(m for m in manifests if m["path"] == path)
         table = table_of(manifest)
-        stored = {}  # the stores' cached runs, the session's own first
-        for runs_store in stores:
-            for run in studio_ui.cached_runs(runs_store)[0]:
-                stored.setdefault(run.run_id, run)
+        stored = {run.run_id: run for run in studio_ui.all_runs(report=False)}
         runs = [stored.get(run_id) for run_id in manifest["run_ids"]]
         if any(r is None for r in runs):
             st.warning(f"{sum(r is None for r in runs)} of its {len(runs)} runs are no longer in "
