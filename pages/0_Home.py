@@ -42,15 +42,15 @@ quick = TrainConfig(mode="frozen")
 if studio_ui.policy().read_only:
     st.caption("Training is switched off on this deployment: browse the shipped runs on the "
                "Results, Diagnostics and Paper pages.")
-elif st.button("Quick compare on demo", type="primary"):
-    request = TrainRequest(data=studio_ui.DEMO, methods=list(METHODS), seeds=[1], model=model,
-                           config=quick)
-    job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on demo")
-    if job is not None:
-        studio_ui.choose_dataset(studio_ui.DEMO)
-        st.session_state["last_job"] = job.id
-        st.switch_page("pages/2_Train.py")
-if not studio_ui.policy().read_only:
+else:
+    if st.button("Quick compare on demo", type="primary"):
+        request = TrainRequest(data=studio_ui.DEMO, methods=list(METHODS), seeds=[1],
+                               model=model, config=quick)
+        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on demo")
+        if job is not None:
+            studio_ui.choose_dataset(studio_ui.DEMO)
+            st.session_state["last_job"] = job.id
+            st.switch_page("pages/2_Train.py")
     demo = studio_ui.load_options(studio_ui.DEMO)
     estimate = studio_ui.time_estimate(demo, len(METHODS), epochs=quick.epochs,
                                        max_length=quick.max_length or demo.max_length,
