@@ -38,6 +38,7 @@ from transformers import (  # noqa: E402
     TrainingArguments,
 )
 
+from bench.train_throughput import training_sample  # noqa: E402
 from glee_core.backbone import resolve_model_source  # noqa: E402
 from glee_core.datasets import load_dataset  # noqa: E402
 from glee_core.devices import resolve_device, resolve_precision  # noqa: E402
@@ -59,12 +60,8 @@ def main(argv=None) -> int:
     bf16 = resolve_precision("auto", device) == "bf16"
 
     def tokenized(split: str, n: int) -> Dataset:
-        frame = data.splits[split]
-        if split == "train":  # train_throughput.py's sample
-            n = min(n, len(frame))
-            frame = frame.iloc[np.sort(np.random.default_rng(0).choice(len(frame), n,
-                                                                        replace=False))]
-        frame = frame.iloc[:n]
+        frame = (training_sample(data.splits["train"], n, np.random.default_rng(0))
+                 if split == "train" else data.splits[split].iloc[:n])
         encoded = tokenizer(list(frame["text"]), truncation=True, max_length=args.max_length)
         return Dataset.from_dict({**encoded, "labels": frame["label"].tolist()})
 

@@ -78,6 +78,13 @@ def peak_memory_mb(device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def training_sample(frame, n: int, rng):
+    """The ``n`` training texts a timing uses (all when fewer), drawn by ``rng`` (seed 0 here and
+    in ``bench/peers.py``, so both benchmarks time the same texts), in split order."""
+    n = min(n, len(frame))
+    return frame.iloc[sorted(rng.choice(len(frame), n, replace=False))]
+
+
 def measure_one(args) -> dict:
     """Time one (method, strategy) in this process: a training pass and an evaluation pass."""
     import copy
@@ -102,9 +109,8 @@ def measure_one(args) -> dict:
     dataset = load_dataset(args.dataset, data_dir=args.data_dir)
     backbone = load_backbone(resolve_model(args.model))
     rng = np.random.default_rng(0)
-    train_frame = dataset.splits["train"]
-    n_train = min(args.train_examples, len(train_frame))
-    train_frame = train_frame.iloc[np.sort(rng.choice(len(train_frame), n_train, replace=False))]
+    train_frame = training_sample(dataset.splits["train"], args.train_examples, rng)
+    n_train = len(train_frame)
     eval_frame = dataset.splits["test"].head(args.eval_examples)
     train = encode(train_frame, backbone.tokenizer, spec.input_format, dataset.template,
                    args.max_length)
