@@ -97,8 +97,9 @@ if methods and seeds:
                                        mode="frozen" if frozen else "finetune",
                                        limit=int(limit) or None)
     minutes = estimate["seconds"] / 60
-    message = (f"Estimated time: {estimate['text']} for {len(methods) * len(seeds)} run(s) "
-               f"(at most; early stopping shortens it). Basis: {estimate['basis']}. "
+    bound = "" if frozen else " (at most; early stopping shortens it)"  # frozen: as measured
+    message = (f"Estimated time: {estimate['text']} for {len(methods) * len(seeds)} run(s)"
+               f"{bound}. Basis: {estimate['basis']}. "
                "Runs already in the store are loaded, not retrained.")
     if device == "cpu" and not frozen and minutes > 20:
         st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
