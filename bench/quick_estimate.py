@@ -42,9 +42,8 @@ def main(argv=None) -> int:
         root = Path(tmp) / "runs"
 
         def estimate(label: str) -> None:
-            found = estimate_seconds(dataset, len(METHODS), quick.epochs,
-                                     quick.max_length or dataset.max_length, args.model,
-                                     estimate_parameters(args.model), device, "frozen",
+            found = estimate_seconds(dataset, len(METHODS), quick, args.model,
+                                     estimate_parameters(args.model), device,
                                      RunStore(root).runs())
             print(f"estimate, {label}: {found['seconds']:.1f} s ({found['basis']})", flush=True)
 

@@ -36,6 +36,7 @@ from .events import (
     ProgressState,
     Queued,
     RunStarted,
+    Searching,
     Testing,
     TrainStep,
 )
@@ -209,13 +210,16 @@ class TqdmProgress:
             bar.update(state.done - bar.n)
             if state.done >= state.total:
                 self.close()
+        elif isinstance(event, Searching):  # each trial of the search gets its own bar
+            self.close()
         elif isinstance(event, TrainStep):
             self._flush()
             bar = self._open(state.steps * state.epochs, unit="step")
-            bar.set_description(f"epoch {state.epoch}/{state.epochs}", refresh=False)
+            search = f"{state.search}: " if state.search else ""
+            bar.set_description(f"{search}epoch {state.epoch}/{state.epochs}", refresh=False)
             if state.loss is not None:
                 bar.set_postfix(loss=f"{state.loss:.4f}", refresh=False)
-            bar.update(1)
+            bar.update((state.epoch - 1) * state.steps + state.step - bar.n)
         elif isinstance(event, Evaluated) and self.bar is not None:
             self.bar.set_postfix(dev_f1=f"{state.dev_f1:.4f}", dev_acc=f"{state.dev_acc:.4f}",
                                  best=f"{state.best_dev:.4f} ({state.select_metric})")

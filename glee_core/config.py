@@ -24,16 +24,54 @@ FINETUNE_LR = 1e-5  # the paper's
 FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
 MODES = ("finetune", "frozen")
 AUTO_MODEL = "auto"
+DEFAULT_EPOCHS = 10  # the paper's
+PAPER, PRACTICAL = "paper", "practical"
+RECIPES = (PRACTICAL, PAPER)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a fine-tuning recipe fills in where the user left a switch unset (``TrainConfig``'s
+    ``None``). ``paper`` is the authors' scripts exactly; ``practical`` is what a user's small,
+    long-tailed data needs, each value chosen by the sweep in BENCHMARKS.md
+    (``bench/recipe_sweep.py``)."""
+
+    lr_candidates: tuple[float, ...] | None  # searched on dev (None: the one lr below)
+    lr: float
+    lp_ft: bool
+    head_lr: float | None  # None: the model's rate
+    min_steps: int | None
+
+
+# How the app names the recipes, and the one line it says about each (the Train page)
+RECIPE_LABELS = {PRACTICAL: "Practical (for your data)", PAPER: "Paper (to reproduce it)"}
+RECIPE_LINES = {
+    PRACTICAL: "Practical: the learning rate is chosen on dev among a few (successive halving: "
+               "the better half of the rates goes on after each short round), the head is first "
+               "fitted on the frozen features (LP-FT), and small data trains at least 300 "
+               "optimizer steps; early stopping on dev. The test split is never read.",
+    PAPER: "Paper: the authors' scripts exactly: one learning rate (1e-5), a fresh head, "
+           "10 epochs with early stopping on dev. What `reproduce` uses; on a few hundred "
+           "texts it may learn little.",
+}
+RECIPE_DEFAULTS = {
+    PAPER: Recipe(lr_candidates=None, lr=FINETUNE_LR, lp_ft=False, head_lr=None, min_steps=None),
+    PRACTICAL: Recipe(lr_candidates=(2e-5, 5e-5, 1e-4, 2e-4), lr=FINETUNE_LR, lp_ft=True,
+                      head_lr=None, min_steps=300),
+}
 
 
 def option(default: Any, help: str, *, choices: tuple | None = None,
            flag: str | tuple[str, ...] | None = None,
-           cli: bool = True, protocol: str | None = None, **kwargs) -> Any:
+           cli: bool = True, protocol: str | None = None, finetune_only: bool = False,
+           **kwargs) -> Any:
     """A dataclass field carrying what the command line needs: help, choices, flag name.
 
     ``protocol`` is how the value reads in a run's protocol line (``"{} ep"``) when it departs
-    from the default (or always, for the fields every protocol line shows)."""
-    meta = {"help": help, "choices": choices, "flag": flag, "cli": cli, "protocol": protocol}
+    from the default (or always, for the fields every protocol line shows); ``finetune_only``
+    fields mean nothing to quick mode, whose protocol lines leave them out."""
+    meta = {"help": help, "choices": choices, "flag": flag, "cli": cli, "protocol": protocol,
+            "finetune_only": finetune_only}
     if callable(default):
         return field(default_factory=default, metadata=meta, **kwargs)
     return field(default=default, metadata=meta, **kwargs)
@@ -41,13 +79,44 @@ def option(default: Any, help: str, *, choices: tuple | None = None,
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters of a run (defaults: the paper's)."""
+    """Hyper-parameters of a run: the paper's protocol, or the practical recipe's where the
+    user leaves a switch unset (see :class:`Recipe`)."""
 
-    epochs: int = option(10, "training epochs (the paper's 10)", protocol="{} ep")
+    recipe: str = option(
+        PRACTICAL, "fine-tuning recipe: practical (the learning rate chosen on dev, the head "
+        "first fitted on the frozen features (LP-FT), a floor on optimizer steps for small data: "
+        "what a user's data needs) or paper (the authors' scripts exactly: one rate, 1e-5, a "
+        "fresh head; what reproduce uses). Each switch below overrides it. Quick mode (--mode "
+        "frozen) has its own protocol", choices=RECIPES, protocol="{} recipe", finetune_only=True)
+    epochs: int | None = option(None, "training epochs (default 10, the paper's; given, exactly "
+                                "that many: the practical recipe's floor on steps applies to the "
+                                "default only)", protocol="{} ep")
     batch_size: int | None = option(32, "batch size (default 32; the few-shot sets use 2)",
                                     protocol="bs {}")
-    lr: float | None = option(None, "learning rate (default 1e-5, the paper's; 1e-3 with "
-                              "--mode frozen)", protocol="lr {:g}")
+    lr: float | None = option(None, "learning rate; given, it turns the search off (default: "
+                              "practical recipe: chosen on dev; paper: 1e-5; 1e-3 with --mode "
+                              "frozen)", protocol="lr {:g}")
+    lr_candidates: str | None = option(
+        None, "learning rates tried on dev, comma-separated: each trains a short budget from the "
+        "same start, the better half continues (successive halving) until one is left, which "
+        "trains on; the test split is never read (default: practical recipe: 2e-5,5e-5,1e-4,"
+        "2e-4; paper: none)", protocol="lr chosen on dev from {}")
+    head_lr: float | None = option(None, "the head's own learning rate (an AdamW parameter "
+                                   "group; the encoder keeps --lr) (default: the model's rate)",
+                                   protocol="head lr {:g}", finetune_only=True)
+    layer_decay: float | None = option(
+        None, "layer-wise learning-rate decay: encoder layer l of L trains at lr x "
+        "decay^(L+1-l), the embeddings at lr x decay^(L+1) (default: off)",
+        protocol="layer decay {:g}", finetune_only=True)
+    lp_ft: bool | None = option(
+        None, "LP-FT (Kumar et al. 2022): fit the head on the frozen backbone's features first "
+        "(quick mode's run, re-used from the store when it holds it), then fine-tune the whole "
+        "model from that head: yes/no (default: practical recipe yes, paper no)",
+        protocol="LP-FT", finetune_only=True)
+    min_steps: int | None = option(
+        None, "a floor on optimizer steps: small data trains for more epochs (early stopping on "
+        "dev still ends it) (default: practical recipe 300 unless --epochs is given, paper none)",
+        protocol="≥ {} steps")
     max_length: int | None = option(None, "max tokens per example (default: the dataset's, the "
                                     "paper's per-dataset length)", protocol="len {}")
     limit: int | None = option(None, "keep the first N training examples (smoke runs)",
@@ -88,11 +157,13 @@ class TrainConfig:
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
     NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size")
-    # Fields added after runs were stored: left out of the identity at their default, so the
-    # run ids of those runs stay as they were.
-    ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls"}
-    # Fields every protocol line shows; the others appear only when they depart from the default.
-    ALWAYS_SHOWN = ("epochs", "batch_size", "lr", "max_length")
+    # Fields added after runs were stored, with the value those runs had: left out of the
+    # identity at that value, so their run ids stay as they were, and filled in when read back.
+    ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
+                   "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
+                   "lp_ft": False, "min_steps": None}
+    # Fields every protocol line shows; the others appear only when they depart from the paper.
+    ALWAYS_SHOWN = ("recipe", "epochs", "batch_size", "lr", "max_length")
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -103,31 +174,109 @@ class TrainConfig:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
-                     "micro_batch_size"):
+                     "micro_batch_size", "min_steps"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        for name in ("lr", "head_lr"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise GleeError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
+        if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
+            raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
+        if isinstance(self.lp_ft, str):
+            self.lp_ft = _boolean(self.lp_ft, "--lp-ft")
+        if self.lr_candidates is not None:
+            self.lr_candidates = _rate_list(self.lr_candidates)
+            if self.lr is not None:
+                raise GleeError("give --lr (one rate, no search) or --lr-candidates (a search "
+                                "on dev), not both")
+        if self.frozen:
+            asked = [f"--{n.replace('_', '-')}" for n in ("head_lr", "layer_decay")
+                     if getattr(self, n) is not None] + (["--lp-ft yes"] if self.lp_ft else [])
+            if asked:
+                raise GleeError(f"{', '.join(asked)} appl{'ies' if len(asked) == 1 else 'y'} "
+                                "to fine-tuning: with --mode frozen the model is the head alone")
 
     @property
     def frozen(self) -> bool:
         return self.mode == "frozen"
 
     @property
-    def learning_rate(self) -> float:
-        if self.lr is not None:
+    def learning_rate(self) -> float | None:
+        """The one rate this configuration trains at; None when it searches one on dev."""
+        if self.lr is not None or self.lr_candidates is not None:
             return self.lr
-        return FROZEN_LR if self.frozen else FINETUNE_LR
+        if self.frozen:
+            return FROZEN_LR
+        preset = RECIPE_DEFAULTS[self.recipe]
+        return None if preset.lr_candidates else preset.lr
+
+    @property
+    def lr_grid(self) -> tuple[float, ...]:
+        """The rates a run tries on dev: the candidates, or the one rate (a resolved config)."""
+        if self.lr_candidates:
+            return tuple(float(v) for v in self.lr_candidates.split(","))
+        return (self.learning_rate,)
 
     def resolved(self, max_length: int, batch_size: int | None) -> TrainConfig:
-        """Defaults that depend on the dataset (its max length and batch size) and the mode
-        (the learning rate) filled in: what a run really uses."""
-        return replace(self, max_length=self.max_length or max_length,
-                       batch_size=self.batch_size or batch_size or 32, lr=self.learning_rate)
+        """Defaults that depend on the dataset (its max length and batch size), the mode and the
+        recipe filled in: what a run really uses. Quick mode keeps its own protocol (heads at
+        1e-3): the fine-tuning recipe does not apply to it."""
+        base = replace(self, max_length=self.max_length or max_length,
+                       batch_size=self.batch_size or batch_size or 32,
+                       epochs=self.epochs or DEFAULT_EPOCHS)
+        if self.frozen:
+            return replace(base, recipe=PAPER, lr=self.learning_rate, lp_ft=False)
+        preset = RECIPE_DEFAULTS[self.recipe]
+        candidates = self.lr_candidates
+        if candidates is None and self.lr is None and preset.lr_candidates:
+            candidates = _rate_list(",".join(map(str, preset.lr_candidates)))
+        min_steps = self.min_steps
+        if min_steps is None and self.epochs is None:  # given epochs are exact
+            min_steps = preset.min_steps
+        return replace(base, lr=self.learning_rate, lr_candidates=candidates,
+                       lp_ft=preset.lp_ft if self.lp_ft is None else self.lp_ft,
+                       head_lr=preset.head_lr if self.head_lr is None else self.head_lr,
+                       min_steps=min_steps)
+
+    def steps_per_epoch(self, n_train: int) -> int:
+        """Optimizer steps of one epoch over ``n_train`` examples (a resolved config)."""
+        return -(-n_train // self.batch_size)
+
+    def planned_epochs(self, n_train: int) -> int:
+        """The epochs a run plans (a resolved config): ``epochs``, or more where ``min_steps``
+        asks for them on small data."""
+        floor = -(-(self.min_steps or 0) // self.steps_per_epoch(n_train))
+        return max(self.epochs, floor)
+
+    def planned_evaluations(self, n_train: int) -> int:
+        """Dev evaluations a run plans (what one round of the learning-rate search is a share
+        of): one an epoch, or one every ``eval_every_steps`` steps."""
+        epochs = self.planned_epochs(n_train)
+        if self.eval_every_steps:
+            return max(1, self.steps_per_epoch(n_train) * epochs // self.eval_every_steps)
+        return epochs
+
+    def search_cost(self, n_train: int) -> float:
+        """The learning-rate search's extra training, as a share of the planned run (0 without
+        a search): the rounds of the trials that lose (the time estimate reads it)."""
+        per_round, alive = search_schedule(len(self.lr_grid), self.planned_evaluations(n_train))
+        return per_round * (sum(alive) - len(alive)) / self.planned_evaluations(n_train)
+
+    def linear_probe_stage(self) -> TrainConfig:
+        """LP-FT's first stage: quick mode's run of the same method on the same inputs (max
+        length, pooling, training limit, seed, dev metric) with quick mode's own protocol, so a
+        quick compare's stored run is the one re-used."""
+        return TrainConfig(mode="frozen", seed=self.seed, max_length=self.max_length,
+                           pooling=self.pooling, limit=self.limit,
+                           select_metric=self.select_metric, device=self.device,
+                           precision=self.precision, eval_batch_size=self.eval_batch_size)
 
     def identity(self) -> dict:
         """The fields that change a run's result. ``mode`` is stored under its first name,
-        ``backbone``, and fields added later are left out at their default, so run ids stay as they
-        were."""
+        ``backbone``, and fields added later are left out at their earlier value, so run ids stay
+        as they were."""
         values = asdict(self)
         for key in self.NOT_IDENTITY:
             values.pop(key)
@@ -139,22 +288,65 @@ class TrainConfig:
 
     @classmethod
     def from_identity(cls, values: dict) -> TrainConfig:
-        """Read back what :meth:`identity` stored (older runs lack later fields)."""
+        """Read back what :meth:`identity` stored (older runs lack later fields: they had the
+        value ``ADDED_LATER`` gives, e.g. the paper's recipe)."""
         known = {f.name for f in fields(cls)}
-        values = dict(values)
+        values = {**cls.ADDED_LATER, **values}
         if "backbone" in values:
             values["mode"] = values.pop("backbone")
         return cls(**{k: v for k, v in values.items() if k in known})
 
     def protocol(self) -> str:
-        """The hyper-parameters but the seed, short: ``10 ep · bs 32 · lr 1e-05 · len 256``, then
-        whatever departs from the paper's defaults (a training limit, patience, ...)."""
+        """The hyper-parameters but the seed, short: ``paper recipe · 10 ep · bs 32 · lr 1e-05 ·
+        len 256``, then whatever departs from the paper's protocol (a training limit, a learning
+        rate searched on dev, LP-FT, ...). Quick mode's lines leave out what only fine-tuning
+        reads."""
         parts = []
         for f in fields(self):
             form, value = f.metadata.get("protocol"), getattr(self, f.name)
-            if form and value is not None and (f.name in self.ALWAYS_SHOWN or value != f.default):
+            if not form or value is None or (self.frozen and f.metadata.get("finetune_only")):
+                continue
+            if f.name in self.ALWAYS_SHOWN or value != self.ADDED_LATER.get(f.name, f.default):
                 parts.append(form.format(value))
         return " · ".join(parts)
+
+
+SEARCH_SHARE = 0.1  # one round of the learning-rate search: this share of the planned evaluations
+
+
+def search_schedule(candidates: int, evaluations: int) -> tuple[int, list[int]]:
+    """Successive halving over ``candidates`` rates for a run planning ``evaluations`` dev
+    evaluations: (evaluations each trial trains per round, trials alive in each round). The
+    better half goes on after a round; the last one left trains to the end. The trainer and the
+    time estimate both read it."""
+    per_round = max(1, round(SEARCH_SHARE * evaluations))
+    alive, rounds = candidates, []
+    while alive > 1:
+        rounds.append(alive)
+        alive = -(-alive // 2)
+    return per_round, rounds
+
+
+def _rate_list(text: str) -> str:
+    """``"2e-5, 5e-5"`` -> ``"2e-05,5e-05"``: learning rates, checked, in one spelling (a run's
+    identity must not depend on how the user wrote them)."""
+    try:
+        rates = sorted({float(v) for v in str(text).split(",") if v.strip()})
+    except ValueError:
+        raise GleeError(f"--lr-candidates must be comma-separated numbers, got {text!r}") from None
+    if len(rates) < 2 or not all(0 < r < 1 for r in rates):
+        raise GleeError(f"--lr-candidates needs two or more rates between 0 and 1, got {text!r} "
+                        "(for one rate, use --lr)")
+    return ",".join(f"{r:g}" for r in rates)
+
+
+def _boolean(text: str, flag: str) -> bool:
+    value = str(text).strip().lower()
+    if value in ("yes", "true", "on", "1"):
+        return True
+    if value in ("no", "false", "off", "0"):
+        return False
+    raise GleeError(f"{flag} must be yes or no, got {text!r}")
 
 
 @dataclass
@@ -208,6 +400,8 @@ class ExecutorOptions:
 def _type_of(f) -> type:
     """int, float or str from a field's annotation (``"int | None"`` with postponed ones)."""
     annotation = str(f.type)
+    if annotation.startswith("bool"):  # --lp-ft yes|no (TrainConfig checks the word)
+        return str
     for name, kind in (("int", int), ("float", float)):
         if annotation.split(" ")[0] == name:
             return kind

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .config import TrainConfig
 from .datasets import LongTailDataset
 from .record import RunRecord
 from .store import Run
@@ -33,40 +34,58 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
     return float(np.minimum(chars.mean() / 4 + 10, max_length))
 
 
-def estimate_seconds(dataset: LongTailDataset, n_runs: int, epochs: int, max_length: int,
-                     model_name: str, parameters: int, device: str, mode: str,
-                     runs: list[Run] | None = None, limit: int | None = None) -> dict:
-    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs (fine-tuning: an upper bound, no
-    early stop; frozen: measured runs carry their early stopping);
-    ``runs``: finished runs to calibrate on (the store's, as the app already holds them): those
-    with the same backbone, mode and device give the measured rates."""
-    n_train = min(limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
-    tokens = mean_tokens(dataset, max_length)
-    alike = [run.record for run in runs or []
-             if run.record.model.name == model_name and run.record.mode == mode
-             and run.record.timing.get("device", "").split(":")[0] == device]
-    if mode == "frozen":
-        return _frozen(dataset, n_runs, epochs, n_train, tokens, parameters, device, alike)
+def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
+                     model_name: str, parameters: int, device: str,
+                     runs: list[Run] | None = None) -> dict:
+    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
+    the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
+    an upper bound (no early stop), with the learning-rate search's extra rounds and LP-FT's
+    quick-mode head; frozen: measured runs carry their early stopping. ``runs``: finished runs to
+    calibrate on (the store's, as the app already holds them): those with the same backbone,
+    mode and device give the measured rates."""
+    config = config.resolved(dataset.max_length, dataset.batch_size)
+    n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
+    tokens = mean_tokens(dataset, config.max_length)
+    alike = {mode: [run.record for run in runs or []
+                    if run.record.model.name == model_name and run.record.mode == mode
+                    and run.record.timing.get("device", "").split(":")[0] == device]
+             for mode in ("frozen", "finetune")}
+    if config.frozen:
+        return _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
+                       alike["frozen"])
     rates = [record.timing["train_examples_per_second"]
-             * record.hyperparameters.max_length / max_length
-             for record in alike if record.timing.get("train_examples_per_second")]
+             * record.hyperparameters.max_length / config.max_length
+             for record in alike["finetune"] if record.timing.get("train_examples_per_second")]
     if rates:
         rate = float(np.median(rates))
         basis = f"median of {len(rates)} finished run(s) with this backbone on {device}"
     else:
         rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
+    epochs = config.planned_epochs(n_train)
     n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
-    per_run = n_train * epochs / rate + n_eval / (rate * 4)
-    return {"seconds": STARTUP_SECONDS + n_runs * per_run, "per_run": per_run, "basis": basis}
+    search = config.search_cost(n_train)
+    per_run = (n_train * epochs / rate + n_eval / (rate * 4)) * (1 + search)
+    if epochs > config.epochs:
+        basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
+    if search:
+        basis += (f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
+                  f"halving) adds up to {search:.0%}")
+    seconds = STARTUP_SECONDS + n_runs * per_run
+    if config.lp_ft:  # quick mode's heads first (one feature pass; stored heads are re-used)
+        stage = _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
+                        alike["frozen"], passes=1)
+        seconds += stage["seconds"] - STARTUP_SECONDS
+        basis += "; LP-FT's heads on the frozen features first"
+    return {"seconds": seconds, "per_run": per_run, "basis": basis}
 
 
 def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, tokens: float,
-            parameters: int, device: str, alike: list[RunRecord]) -> dict:
-    """The quick compare: one feature pass per input format (plain, template) over every split,
-    then heads on the cached states. Rates: the medians of finished frozen runs with this
-    backbone on this device (their feature pass's tokens/s, their heads' seconds per training
-    example and epoch, early stopping included), else typical ones of the device."""
+            parameters: int, device: str, alike: list[RunRecord], passes: int = 2) -> dict:
+    """The quick compare: one feature pass per input format (``passes``: plain and template)
+    over every split, then heads on the cached states. Rates: the medians of finished frozen
+    runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
+    per training example and epoch, early stopping included), else typical ones of the device."""
     pass_rates = [r.timing["feature_pass_tokens_per_second"] for r in alike
                   if r.timing.get("feature_pass_tokens_per_second")]
     # a head's whole run (training with its dev scoring and early stopping, test), per training
@@ -87,7 +106,7 @@ def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, to
     else:
         per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
-    total = STARTUP_SECONDS + n_runs * per_run + 2 * n_all * tokens / pass_rate
+    total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     basis = "frozen backbone: one feature pass per input format, then heads only; " + (
         f"{' and '.join(measured)} (median of "
         f"{max(len(pass_rates), len(head_costs))} finished frozen run(s) with this "

@@ -82,6 +82,20 @@ class TrainStep(Event):
 
 
 @dataclass
+class Searching(Event):
+    """The learning-rate search trains ``candidate`` of ``candidates`` (rate ``lr``) for one
+    round of successive halving on dev; ``chosen``: the search is over and ``lr`` trains on."""
+
+    stage: ClassVar[str] = "search"
+    lr: float
+    candidate: int = 1
+    candidates: int = 1
+    round: int = 0
+    rounds: int = 0
+    chosen: bool = False
+
+
+@dataclass
 class Evaluated(Event):
     """The dev split was scored after an epoch."""
 
@@ -113,7 +127,8 @@ class SweepProgress(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
-    RunStarted, Note, Queued, Loading, FeaturePass, TrainStep, Evaluated, Testing, SweepProgress)}
+    RunStarted, Note, Queued, Loading, FeaturePass, Searching, TrainStep, Evaluated, Testing,
+    SweepProgress)}
 
 ProgressFn = Callable[[Event], None]
 
@@ -138,6 +153,7 @@ class ProgressState:
     cached: bool = False
     phase: str = "starting"  # starting, loading, encoding, queued, training, testing, sweep
     detail: str = ""  # what loading/encoding is doing
+    search: str = ""  # the learning-rate search's trial being trained, while it lasts
     epoch: int = 0
     epochs: int = 0
     step: int = 0
@@ -166,6 +182,10 @@ class ProgressState:
         elif isinstance(event, FeaturePass):
             self.phase, self.detail = "encoding", f"{event.format} input"
             self.done, self.total = event.done, event.total
+        elif isinstance(event, Searching):
+            self.search = (f"lr {event.lr:g} chosen on dev" if event.chosen else
+                           f"lr search {event.candidate}/{event.candidates} ({event.lr:g}), "
+                           f"round {event.round}/{event.rounds}")
         elif isinstance(event, TrainStep):
             self.phase = "training"
             self.epoch, self.epochs, self.step, self.steps = (event.epoch, event.epochs,
@@ -176,7 +196,7 @@ class ProgressState:
             self.dev_f1, self.dev_acc = event.dev_f1, event.dev_acc
             self.best_dev, self.select_metric = event.best_dev, event.select_metric
         elif isinstance(event, Testing):
-            self.phase = "testing"
+            self.phase, self.search = "testing", ""
         elif isinstance(event, SweepProgress):
             self.phase, self.run, self.runs = "sweep", event.done + event.failed, event.total
             self.done, self.total, self.failed = event.done, event.total, event.failed
@@ -212,6 +232,7 @@ class ProgressState:
         if self.cached:
             return text + " · loaded from the store"
         if self.phase == "training":
+            text += f" · {self.search}" if self.search else ""
             text += f" · epoch {self.epoch}/{self.epochs} · step {self.step}/{self.steps}"
         elif self.phase in ("loading", "encoding"):
             text += f" · {self.phase} {self.detail}".rstrip()

@@ -20,7 +20,7 @@ import pandas as pd
 import sklearn
 import torch
 import transformers
-from safetensors.torch import save_model
+from safetensors.torch import load_file, save_model
 
 from . import __version__
 from .backbone import Backbone, load_backbone, model_fingerprint, trained_pooling
@@ -148,6 +148,7 @@ def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
             f"sentence encoder trained with {trained} pooling: its {pooling} state was never "
             f"trained to sum up a text (try --pooling {trained})")
     record.notes += notes + result.notes
+    record.tuning = dict(result.tuning)
     return record
 
 
@@ -169,44 +170,85 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
     return store.write(record.run_id, write)
 
 
+def lp_ft_stage(job: PlannedRun, dataset: LongTailDataset, model_name: str) -> PlannedRun:
+    """The quick-mode run LP-FT fits its head in: the same method, seed, data and backbone."""
+    return plan_runs(dataset, [job.spec], [job.config.seed], model_name,
+                     job.config.linear_probe_stage())[0]
+
+
+def load_head(run: Run) -> dict[str, torch.Tensor]:
+    """The head weights a quick-mode run stored (its ``model.safetensors`` is the head alone)."""
+    return load_file(str(run.path / "model.safetensors"))
+
+
+class _Runner:
+    """Trains (or loads) planned runs into the store, one at a time, under the run's lock and a
+    training slot; the main process of several decides and writes."""
+
+    def __init__(self, dataset: LongTailDataset, model_name: str, store: RunStore, force: bool,
+                 progress: ProgressFn, notes: list[str], device: str):
+        self.dataset, self.model_name, self.store = dataset, model_name, store
+        self.force, self.progress, self.notes = force, progress, notes
+        self.ddp = data_parallel(device)  # several processes: the main one decides and writes
+        self.main = self.ddp is None or self.ddp.is_main
+
+    def run(self, job: PlannedRun, index: int, total: int, stage: bool = False) -> Run:
+        """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
+        run, reported as part of it (no run of its own in the progress), and re-used from the
+        store even under ``force``."""
+        with self.store.lock(job.run_id) if self.main else contextlib.nullcontext():
+            train = (self.force and not stage) or self.store.get(job.run_id) is None
+            if self.ddp is not None:
+                train = self.ddp.broadcast(train)
+            if stage:
+                self.progress(Loading(what=f"LP-FT's head on the frozen features ("
+                                      f"{'fitting' if train else 'stored'}: {job.run_id})"))
+            else:
+                self.progress(RunStarted(run_id=job.run_id, method=job.spec.id,
+                                         seed=job.config.seed, index=index, total=total,
+                                         cached=not train))
+            if train:
+                self._train(job)
+            if self.ddp is not None:
+                self.ddp.barrier()  # the others read the run once the main process wrote it
+        return Run(self.store.path(job.run_id))
+
+    def _train(self, job: PlannedRun) -> None:
+        init_head, tuning = None, {}
+        if job.config.lp_ft:  # first the head alone, on the frozen features (its own run)
+            stage = self.run(lp_ft_stage(job, self.dataset, self.model_name), 0, 0, stage=True)
+            init_head, tuning = load_head(stage), {"lp_ft_from": stage.run_id}
+        backbone = get_backbone(self.model_name)
+        queued = Queued(run_id=job.run_id)
+        with self.store.training_slot(lambda event=queued: self.progress(event)) if self.main \
+                else contextlib.nullcontext():
+            result = train_and_evaluate(self.dataset, job.spec, backbone, job.config,
+                                        self.progress, feature_cache=self.store.features_dir,
+                                        init_head=init_head)
+        result.tuning.update(tuning)
+        if self.main:
+            save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes),
+                        result)
+
+
 def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                     seeds: Iterable[int], model_name: str = "auto",
                     config: TrainConfig | None = None, store: RunStore | None = None,
                     force: bool = False, progress: ProgressFn | None = None) -> list[Run]:
     """Train (or load from the store) every method x seed; returns the runs in that order.
+    A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, which is stored as
+    a run of its own.
 
     ``progress`` receives a :class:`RunStarted` before each run and the trainer's events."""
     store = store or RunStore()
     progress = progress or (lambda event: None)
     device = (config or TrainConfig()).device
     resolve_device(device)  # fail before any work on a bad device
-    ddp = data_parallel(device)  # several processes: the main one decides and writes
-    main = ddp is None or ddp.is_main
     jobs = plan_runs(dataset, methods, seeds, model_name, config)
     if any(force or store.get(job.run_id) is None for job in jobs):
         progress(Loading(what=f"the backbone {model_name}"))
     vocabulary_notes = preflight(dataset, jobs, model_name, store, force)
     for note in vocabulary_notes:
         progress(Note(message=note))
-    runs = []
-    for index, job in enumerate(jobs, 1):
-        with store.lock(job.run_id) if main else contextlib.nullcontext():
-            train = force or store.get(job.run_id) is None
-            if ddp is not None:
-                train = ddp.broadcast(train)
-            progress(RunStarted(run_id=job.run_id, method=job.spec.id, seed=job.config.seed,
-                                index=index, total=len(jobs), cached=not train))
-            if train:
-                backbone = get_backbone(model_name)
-                queued = Queued(run_id=job.run_id)
-                with store.training_slot(lambda event=queued: progress(event)) if main \
-                        else contextlib.nullcontext():
-                    result = train_and_evaluate(dataset, job.spec, backbone, job.config,
-                                                progress, feature_cache=store.features_dir)
-                if main:
-                    save_result(store, run_record(job, dataset, backbone, result,
-                                                  vocabulary_notes), result)
-            if ddp is not None:
-                ddp.barrier()  # the others read the run once the main process has written it
-        runs.append(Run(store.path(job.run_id)))
-    return runs
+    runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
+    return [runner.run(job, index, len(jobs)) for index, job in enumerate(jobs, 1)]

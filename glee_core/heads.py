@@ -104,6 +104,8 @@ ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 class ClsHead(nn.Module):
     """``Linear(h,h) -> act -> Dropout -> [LayerNorm] -> Linear(h,C)`` on one hidden state."""
 
+    closed_form = False  # trained by gradient steps (a probe is fitted in closed form)
+
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
                  verbalizer: dict[str, list[str]], detached: bool = False):
         super().__init__()
@@ -131,6 +133,10 @@ class ClsHead(nn.Module):
         features = self.norm(self.dropout(self.activation(self.dense(hidden))))
         return self.predictor(features), features
 
+    def warm_start(self, fitted: dict[str, torch.Tensor]) -> None:
+        """LP-FT: take every weight of the same head fitted on the frozen features."""
+        self.load_state_dict(fitted)
+
     def class_weights(self) -> torch.Tensor:
         return self.predictor.weight
 
@@ -149,6 +155,8 @@ class PromptHead(nn.Module):
     ``own_weights`` (w/ ed., and every prompt method on a frozen backbone) gives the head its own
     copies of the decoder's label-word rows and bias instead of the rows tied to the embeddings;
     ``detached`` (frozen backbone) also copies the transform, so the backbone is never changed."""
+
+    closed_form = False
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
                  verbalizer: dict[str, list[str]], detached: bool = False):
@@ -195,6 +203,25 @@ class PromptHead(nn.Module):
     def transform(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.layer_norm(self._activation(self.dense(hidden)))
 
+    def warm_start(self, fitted: dict[str, torch.Tensor]) -> None:
+        """LP-FT: start from the same method's head fitted on the frozen features (which has its
+        own label-word rows). A head with its own rows (w/ ed.) takes every weight; a head whose
+        rows are the tied word embeddings takes the transform and the label words' decoder bias,
+        and keeps the pretrained rows (they are the input embeddings too)."""
+        if not torch.equal(fitted["label_token_ids"].cpu(), self.label_token_ids.cpu()):
+            raise GleeError("LP-FT: the frozen-fit head scores other label words than this run")
+        if self.own_weights:
+            self.load_state_dict(fitted)
+            return
+        with torch.no_grad():
+            for name in ("dense", "layer_norm"):
+                part = getattr(self, name)
+                part.load_state_dict({k.split(".", 1)[1]: v for k, v in fitted.items()
+                                      if k.startswith(f"{name}.")})
+            if self.decoder.bias is not None:
+                self.decoder.bias[self.label_token_ids] = fitted["decoupled_bias"].to(
+                    self.decoder.bias.dtype)
+
     def class_weights(self) -> torch.Tensor:
         return self.averaging @ self.token_rows()
 
@@ -219,12 +246,19 @@ class ProbeHead(nn.Module):
     """A linear classifier on the pooled state, fitted by scikit-learn's logistic regression
     (:func:`fit_probe`), not by gradient steps: the baseline a practitioner tries first."""
 
+    closed_form = True  # fitted once by fit_closed_form, no epochs, no fine-tuning
+
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
                  verbalizer: dict[str, list[str]], detached: bool = False):
         super().__init__()
         self.predictor = nn.Linear(backbone.hidden_size, len(classes))
+        self.class_balanced = spec.class_balanced
 
     unused_backbone_parameters = staticmethod(ClsHead.unused_backbone_parameters)
+
+    def fit_closed_form(self, features: np.ndarray, labels: np.ndarray, num_classes: int,
+                        seed: int) -> None:
+        fit_probe(self, features, labels, num_classes, self.class_balanced, seed)
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.predictor(hidden), hidden

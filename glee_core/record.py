@@ -146,6 +146,9 @@ class RunRecord:
     versions: dict[str, str] = field(default_factory=dict)
     identity: dict = field(default_factory=dict)  # what the run id hashes
     timing: dict = field(default_factory=dict)
+    # how the weights were tuned: the learning rate trained at, the search's rounds on dev
+    # (``lr_search``), the quick-mode run LP-FT started from (``lp_ft_from``)
+    tuning: dict = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -177,7 +180,7 @@ class RunRecord:
                 "model": asdict(self.model), "method": self.method.to_dict(), "seed": self.seed,
                 "hyperparameters": self.hyperparameters.identity(), "mode": self.mode,
                 "notes": self.notes, "versions": self.versions, "identity": self.identity,
-                "timing": self.timing}
+                "timing": self.timing, "tuning": self.tuning}
 
     @classmethod
     def from_dict(cls, values: dict) -> RunRecord:
@@ -196,4 +199,5 @@ class RunRecord:
                    versions=dict(values.get("versions", {})),
                    identity=dict(values.get("identity", {})),
                    timing=dict(values.get("timing", {})),
+                   tuning=dict(values.get("tuning", {})),
                    schema_version=int(values.get("schema_version", 1)))

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .config import TrainConfig
+from .config import PAPER, TrainConfig
 from .datasets import LongTailDataset
 from .errors import GleeError
 from .events import ProgressFn
@@ -125,7 +125,8 @@ def protocol_config(table: PaperTable, dataset: str, method: str,
     with ``mode=frozen`` the learning rate is quick mode's, not the scripts' fine-tuning one.
     Few-shot tables train on 32 examples. ``overrides`` (the user's ``--epochs``, ``--limit``,
     ``--mode``, ``--device``, ``--precision``) apply on top; a shortened protocol is recorded by
-    the runs; TrainConfig refuses values below 1."""
+    the runs; TrainConfig refuses values below 1. Always the paper's recipe (one learning rate, a
+    fresh head), never the practical one."""
     overrides = dict(overrides or {})
     script = dict(script_protocols().get((NEAREST_REFERENCE.get(dataset, dataset), method), {}))
     if not script and table.few_shot:  # no script for this pair: the table's general protocol
@@ -134,7 +135,7 @@ def protocol_config(table: PaperTable, dataset: str, method: str,
         # the scripts' learning rates are for fine-tuning the whole model; heads alone on a
         # frozen backbone keep quick mode's (unless --lr says otherwise)
         script.pop("lr", None)
-    config = TrainConfig(**{"batch_size": None, **script})
+    config = TrainConfig(**{"batch_size": None, "recipe": PAPER, **script})
     if table.few_shot:
         limit = overrides.pop("limit", None)
         config = replace(config, limit=min(limit or FEW_SHOT_EXAMPLES, FEW_SHOT_EXAMPLES))

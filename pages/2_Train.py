@@ -8,7 +8,19 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core.config import ExecutorOptions, TrainConfig, TrainRequest, help_of
+from glee_core.config import (
+    DEFAULT_EPOCHS,
+    FROZEN_LR,
+    PAPER,
+    RECIPE_DEFAULTS,
+    RECIPE_LABELS,
+    RECIPE_LINES,
+    ExecutorOptions,
+    TrainConfig,
+    TrainRequest,
+    help_of,
+)
+from glee_core.errors import GleeError
 from glee_core.jobs import list_jobs
 from glee_core.methods import METHODS
 from glee_core.record import METRIC_KEYS, METRIC_TITLES
@@ -25,24 +37,57 @@ st.caption(f"Dataset **{dataset.id}** · {len(dataset.splits['train'])} training
 
 methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
                                 ["cls-tanh", "cls-relu-pt-ln", "prompt"])
-mode = st.radio("Mode", ["Quick compare (frozen backbone)", "Fine-tune (the paper's set-up)"],
+mode = st.radio("Mode", ["Quick compare (frozen backbone)", "Fine-tune"],
                 horizontal=True,
                 help="Quick compare encodes the data once with the frozen backbone and trains "
-                     "only the heads: seconds on a CPU. Fine-tuning trains the whole model.")
+                     "only the heads: seconds on a CPU. Fine-tuning trains the whole model: "
+                     "minutes on a CPU, where the accuracy is.")
 frozen = mode.startswith("Quick")
+recipe = PAPER
+if not frozen:
+    recipe = studio_ui.choose("Fine-tuning recipe", RECIPE_LABELS, st.radio, horizontal=True,
+                              help=help_of(TrainConfig, "recipe"))
+    st.caption(RECIPE_LINES[recipe])
+preset = RECIPE_DEFAULTS[recipe]
 c1, c2, c3, c4, c5, c6 = st.columns(6)
-defaults = TrainConfig(mode="frozen" if frozen else "finetune")
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
-epochs = c2.number_input("Epochs", 1, 100, defaults.epochs, help=help_of(TrainConfig, "epochs"))
-batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or defaults.batch_size,
+epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
+batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or 32,
                              help=help_of(TrainConfig, "batch_size"))
 max_length = c4.number_input("Max length", 8, 512, dataset.max_length,
                              help=help_of(TrainConfig, "max_length"))
 limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
                         help=help_of(TrainConfig, "limit"))
-lr = c6.number_input("Learning rate", 1e-7, 1.0, defaults.learning_rate, format="%.0e",
-                     step=defaults.learning_rate, help=help_of(TrainConfig, "lr"),
-                     key=f"lr-{defaults.mode}")  # each mode keeps its own default
+searched = not frozen and preset.lr_candidates is not None and c6.toggle(
+    "Choose lr on dev", value=True, key=f"search-{recipe}",
+    help=help_of(TrainConfig, "lr_candidates"))
+if searched:
+    candidates = c6.text_input("Learning rates tried", ",".join(
+        f"{v:g}" for v in preset.lr_candidates), help=help_of(TrainConfig, "lr_candidates"))
+    lr = None
+else:
+    candidates = None
+    default_lr = FROZEN_LR if frozen else preset.lr
+    lr = c6.number_input("Learning rate", 1e-7, 1.0, default_lr, format="%.0e", step=default_lr,
+                         help=help_of(TrainConfig, "lr"), key=f"lr-{mode}-{recipe}")
+switches = {}
+if not frozen:
+    with st.expander("Recipe switches (each overrides the recipe)"):
+        s1, s2, s3, s4 = st.columns(4)
+        switches["lp_ft"] = s1.toggle("LP-FT: head fitted on frozen features first",
+                                      value=preset.lp_ft, key=f"lpft-{recipe}",
+                                      help=help_of(TrainConfig, "lp_ft"))
+        switches["min_steps"] = int(s2.number_input(
+            "At least N optimizer steps (0 = off)", 0, 100_000, preset.min_steps or 0,
+            key=f"floor-{recipe}", help=help_of(TrainConfig, "min_steps"))) or None
+        switches["head_lr"] = s3.number_input(
+            "Head learning rate (0 = the model's)", 0.0, 1.0, preset.head_lr or 0.0,
+            format="%.0e", key=f"head-{recipe}", help=help_of(TrainConfig, "head_lr")) or None
+        switches["layer_decay"] = s4.number_input(
+            "Layer-wise lr decay (1 = off)", 0.05, 1.0, 1.0, step=0.05, key=f"decay-{recipe}",
+            help=help_of(TrainConfig, "layer_decay"))
+        if switches["layer_decay"] == 1.0:
+            switches["layer_decay"] = None
 pooling = st.radio("Pooling of plain-input heads", ["cls", "mean"], horizontal=True,
                    help=help_of(TrainConfig, "pooling"))
 rules = studio_ui.policy()
@@ -91,11 +136,17 @@ except ValueError:
     seeds = []
     st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
 
+config = None
 if methods and seeds:
-    estimate = studio_ui.time_estimate(dataset, len(methods) * len(seeds), epochs=int(epochs),
-                                       max_length=int(max_length),
-                                       mode="frozen" if frozen else "finetune",
-                                       limit=int(limit) or None)
+    try:
+        config = TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=lr,
+                             lr_candidates=candidates, pooling=pooling, recipe=recipe,
+                             max_length=int(max_length), limit=int(limit) or None,
+                             mode="frozen" if frozen else "finetune", **switches)
+    except GleeError as exc:
+        st.error(str(exc))
+if config is not None:
+    estimate = studio_ui.time_estimate(dataset, len(methods) * len(seeds), config)
     minutes = estimate["seconds"] / 60
     bound = "" if frozen else " (at most; early stopping shortens it)"  # frozen: as measured
     message = (f"Estimated time: {estimate['text']} for {len(methods) * len(seeds)} run(s)"
@@ -109,17 +160,14 @@ if methods and seeds:
 
 if rules.read_only:
     st.info("Training is switched off on this deployment (read-only): browse the shipped runs.")
-elif st.button("Launch", type="primary", disabled=not (methods and seeds)):
+elif st.button("Launch", type="primary", disabled=config is None):
     request = TrainRequest(
         data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
-        methods=methods, seeds=seeds, model=st.session_state["model"],
-        config=TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr),
-                           pooling=pooling,
-                           max_length=int(max_length), limit=int(limit) or None,
-                           mode="frozen" if frozen else "finetune"),
+        methods=methods, seeds=seeds, model=st.session_state["model"], config=config,
         executor=executor)
     job = studio_ui.launch(request, label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on "
-                                          f"{dataset.id}{' (frozen)' if frozen else ''}"
+                                          f"{dataset.id}"
+                                          f"{' (frozen)' if frozen else f' ({recipe} recipe)'}"
                                           f"{' on Ray' if on_ray else ''}")
     if job is not None:
         st.session_state["last_job"] = job.id

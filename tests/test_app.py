@@ -24,7 +24,7 @@ def app_dirs(tmp_path_factory, tiny_bert):
     dirs = {"runs": root / "runs", "uploads": root / "uploads", "data": root / "data"}
     demo = load_dataset("demo")
     store = RunStore(dirs["runs"])
-    config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96)
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96, recipe="paper")
     run_experiments(demo, [get_method(m) for m in METHODS], [1], str(tiny_bert), config, store)
     run_experiments(demo, [get_method("cls-relu")], [2], str(tiny_bert), config, store)
     run_experiments(demo, [get_method("cls-relu")], [1], str(tiny_bert),
@@ -185,6 +185,42 @@ def test_report_page_builds_a_pdf(app):
     assert not at.exception
     assert at.session_state["report_pdf"][:5] == b"%PDF-"
     assert any(d.label == "Download the PDF report" for d in at.get("download_button"))
+
+
+def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, app_dirs):
+    """After a quick compare, Home ranks its heads on dev and offers to fine-tune the best
+    ones with the practical recipe, in one click."""
+    at = app("app.py").run()
+    assert not at.exception
+    assert any(s.value == "Next: fine-tune the best heads" for s in at.subheader)
+    button = next(b for b in at.button if b.label.startswith("Fine-tune the top"))
+    assert button.label == "Fine-tune the top 1: cls-relu"  # the store's one quick-compare head
+    assert "Dev score (chooses)" in at.dataframe[0].value.columns
+    button.click().run()
+    job = list_jobs(RunStore(app_dirs["runs"]))[0]
+    request = TrainRequest.read(job.path.with_name(f"{job.id}.request.json"))
+    job.stop()
+    assert request.methods == ["cls-relu"] and request.config.mode == "finetune"
+    assert request.config.recipe == "practical"
+
+
+def test_train_page_offers_the_recipe_practical_by_default(app):
+    at = app("pages/2_Train.py").run()
+    mode = next(r for r in at.radio if r.label == "Mode")
+    mode.set_value("Fine-tune").run()
+    assert not at.exception
+    recipe = next(r for r in at.radio if r.label == "Fine-tuning recipe")
+    assert recipe.value == "Practical (for your data)"
+    assert any(c.value.startswith("Practical: the learning rate is chosen on dev")
+               for c in at.caption)
+    def estimate():  # info, or a warning when it is long for a CPU
+        return next(m.value for m in [*at.info, *at.warning] if "Estimated time" in m.value)
+
+    assert "learning-rate search on dev (4 rates" in estimate() and "LP-FT" in estimate()
+    recipe.set_value("Paper (to reproduce it)").run()
+    assert not at.exception
+    assert any(c.value.startswith("Paper: the authors' scripts") for c in at.caption)
+    assert "search" not in estimate()
 
 
 @pytest.mark.slow

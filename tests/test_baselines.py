@@ -75,7 +75,7 @@ def test_baselines_are_quick_mode_only_and_not_paper_rows(tiny_bert, toy_dataset
     assert "probe" in {m.id for m in parse_methods("all", "frozen")}
     with pytest.raises(GleeError, match="--mode frozen"):
         run_experiments(toy_dataset, [get_method("probe")], [1], str(tiny_bert),
-                        TrainConfig(epochs=1), RunStore(runs_dir))
+                        TrainConfig(epochs=1, recipe="paper"), RunStore(runs_dir))
     code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "probe-balanced",
                  "--model", str(tiny_bert), "--mode", "frozen", "--pooling", "mean",
                  "--runs-dir", str(runs_dir)])

@@ -48,7 +48,8 @@ def test_reference_strategy_trains_to_the_same_result(bert, toy_dataset):
     from dataclasses import replace
 
     spec = get_method("prompt")
-    config = TrainConfig(epochs=2, batch_size=16, lr=1e-3, max_length=48, precision="fp32")
+    config = TrainConfig(epochs=2, batch_size=16, lr=1e-3, max_length=48, precision="fp32",
+                         recipe="paper")
     fast = train_and_evaluate(toy_dataset, spec, bert, config)
     torch.manual_seed(config.seed)
     own = replace(bert, model=__import__("copy").deepcopy(bert.model))

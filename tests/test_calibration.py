@@ -30,7 +30,7 @@ def runs(tiny_bert, toy_dataset, tmp_path_factory):
     store = RunStore(tmp_path_factory.mktemp("calibration-runs"))
     methods = [get_method(m) for m in ("cls-relu", "prompt", "cls-tanh-eta-norm")]
     tuned = run_experiments(toy_dataset, methods, [1], str(tiny_bert),
-                            TrainConfig(epochs=2, batch_size=16, lr=1e-3), store)
+                            TrainConfig(epochs=2, batch_size=16, lr=1e-3, recipe="paper"), store)
     frozen = run_experiments(toy_dataset, [get_method("probe-balanced")], [1], str(tiny_bert),
                              TrainConfig(mode="frozen", epochs=1), store)
     return {r.method: r for r in tuned + frozen}

@@ -4,14 +4,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from glee_core.config import TrainConfig
 from glee_core.estimate import STARTUP_SECONDS, estimate_seconds
 
 
 def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
-    def seconds(**kw):
-        args = dict(n_runs=2, epochs=3, max_length=64, model_name="m", parameters=22_700_000,
-                    device="cpu", mode="finetune", runs=[])
-        return estimate_seconds(toy_dataset, **{**args, **kw})
+    def seconds(n_runs=2, **kw):
+        config = TrainConfig(**{"epochs": 3, "max_length": 64, "recipe": "paper", **kw})
+        return estimate_seconds(toy_dataset, n_runs, config, model_name="m",
+                                parameters=22_700_000, device="cpu", runs=[])
 
     base = seconds()
     assert base["basis"].endswith("no runs yet") and base["seconds"] > STARTUP_SECONDS
@@ -19,8 +20,26 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
     assert seconds(n_runs=4)["seconds"] - STARTUP_SECONDS == pytest.approx(
         2 * (base["seconds"] - STARTUP_SECONDS))  # the start is paid once per launch
     assert seconds(limit=5)["seconds"] < base["seconds"]
-    frozen = seconds(mode="frozen")
+    frozen = seconds(mode="frozen", recipe="practical")
     assert frozen["basis"].startswith("frozen backbone") and frozen["seconds"] < base["seconds"]
+
+
+def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dataset):
+    """The search's losing rounds, the epochs the floor on steps adds and LP-FT's heads are in
+    the estimate and named in its basis; a given --lr drops the search."""
+    def estimate(**kw):
+        return estimate_seconds(toy_dataset, 1, TrainConfig(max_length=64, **kw), "m",
+                                22_700_000, "cpu", [])
+
+    paper, practical = estimate(recipe="paper"), estimate()
+    assert "search" not in paper["basis"] and "LP-FT" not in paper["basis"]
+    n_train = len(toy_dataset.splits["train"])
+    steps = -(-n_train // toy_dataset.batch_size) if toy_dataset.batch_size else -(-n_train // 32)
+    assert f"{-(-300 // steps)} epochs to reach 300 optimizer steps" in practical["basis"]
+    assert "learning-rate search on dev (4 rates, successive halving)" in practical["basis"]
+    assert "LP-FT" in practical["basis"] and practical["seconds"] > paper["seconds"]
+    fixed = estimate(lr=1e-4)
+    assert "search" not in fixed["basis"] and fixed["seconds"] < practical["seconds"]
 
 
 def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64):
@@ -36,9 +55,8 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     and the heads' examples/s; twice the measured rates, less time; other backbones' and
     fine-tuned runs do not count."""
     def frozen(runs):
-        return estimate_seconds(toy_dataset, n_runs=19, epochs=10, max_length=64,
-                                model_name="m", parameters=22_700_000, device="cpu",
-                                mode="frozen", runs=runs)
+        return estimate_seconds(toy_dataset, 19, TrainConfig(mode="frozen", max_length=64),
+                                model_name="m", parameters=22_700_000, device="cpu", runs=runs)
 
     typical = frozen([])
     assert "no frozen runs with this backbone yet" in typical["basis"]

@@ -30,7 +30,7 @@ def runs(tiny_bert, toy_dataset, tmp_path_factory):
     """A fine-tuned prompt run and a quick-mode (frozen) pt. LN run."""
     store = RunStore(tmp_path_factory.mktemp("export-runs"))
     [prompt] = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert),
-                               TrainConfig(epochs=1, batch_size=16, lr=1e-3), store)
+                               TrainConfig(epochs=1, batch_size=16, lr=1e-3, recipe="paper"), store)
     [frozen] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
                                TrainConfig(epochs=2, batch_size=16, mode="frozen"), store)
     return {"finetune": prompt, "frozen": frozen}

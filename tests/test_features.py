@@ -70,7 +70,8 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(tiny_bert, to
     assert len(list((runs_dir / ".features").glob("*.npz"))) == 2  # plain + prompt formats
     assert all(r.record.timing["feature_pass_tokens_per_second"] > 0 for r in runs)
     finetuned = run_experiments(toy_dataset, methods[:1], [1], str(tiny_bert),
-                                TrainConfig(epochs=1, batch_size=16), RunStore(runs_dir))[0]
+                                TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+                                RunStore(runs_dir))[0]
     assert finetuned.run_id != runs[0].run_id  # the mode is part of the configuration
     # a frozen run stores only the head, and scores text like it scored its test set
     scores = score_texts(runs[1], runs[1].predictions["text"].head(3).tolist())

@@ -129,9 +129,10 @@ def test_label_word_outside_the_vocabulary_is_one_error_line(tiny_bert, toy_csv,
 
 
 def _train_cmd(model, data, runs, *extra):
+    """One fine-tuning run (the paper's recipe: no LP-FT stage, which is a run of its own)."""
     return [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{data}", "--method",
             "cls-relu", "--model", str(model), "--runs-dir", str(runs), "--batch-size", "4",
-            "--lr", "1e-3", *extra]
+            "--lr", "1e-3", "--recipe", "paper", *extra]
 
 
 @pytest.mark.slow
@@ -228,7 +229,8 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
 
     runs_dir = tmp_path / "runs"
     good, bad = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
-                                str(tiny_bert), TrainConfig(epochs=1, batch_size=16),
+                                str(tiny_bert),
+                                TrainConfig(epochs=1, batch_size=16, recipe="paper"),
                                 RunStore(runs_dir))
     weights = bad.path / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:1000])
@@ -253,7 +255,8 @@ def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
     from glee_core.methods import get_method
 
     run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
-                          TrainConfig(epochs=1, batch_size=16), RunStore(tmp_path))[0]
+                          TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+                          RunStore(tmp_path))[0]
     np.savez(run.path / "features.npz", features=np.array([{"evil": 1}], dtype=object))
     with pytest.raises(ValueError, match="allow_pickle"):
         _ = run.features

@@ -23,7 +23,8 @@ from glee_core.store import RunStore
 def store(tmp_path_factory, tiny_bert, toy_dataset):
     store = RunStore(tmp_path_factory.mktemp("report") / "runs")
     run_experiments(toy_dataset, [get_method(m) for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")],
-                    [1, 2], str(tiny_bert), TrainConfig(epochs=2, batch_size=16, lr=3e-3), store)
+                    [1, 2], str(tiny_bert),
+                    TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper"), store)
     return store
 
 
@@ -96,7 +97,8 @@ def test_notes_that_differ_only_by_method_are_said_once():
 
     def record(method, notes):
         return RunRecord(run_id=method, dataset=DatasetRecord(id="d"), model=ModelRecord("m"),
-                         method=get_method(method), seed=1, hyperparameters=TrainConfig(),
+                         method=get_method(method), seed=1,
+                         hyperparameters=TrainConfig(recipe="paper"),
                          notes=notes)
 
     head = "so `{}` cannot show the paper's advantage here."

@@ -307,7 +307,7 @@ def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, t
     methods = [METHODS["cls-tanh"], METHODS["prompt"]]  # the CLS run would come first
     with pytest.raises(GleeError, match="zymurgy"):
         run_experiments(dataset, methods, [1], str(tiny_bert),
-                        TrainConfig(epochs=1, batch_size=16, limit=20), store)
+                        TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"), store)
     assert store.runs() == []
 
 
@@ -321,7 +321,8 @@ def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_ber
     rows.to_csv(path, index=False)
     events = []
     [run] = run_experiments(load_dataset(f"csv:{path}"), [METHODS["cls-relu"]], [1],
-                            str(tiny_bert), TrainConfig(epochs=1, batch_size=16, limit=20),
+                            str(tiny_bert),
+                            TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
                             RunStore(tmp_path / "runs"), progress=events.append)
     [note] = [e.message for e in events if e.stage == "note"]
     assert "unknown token" in note and note in run.record.notes

@@ -11,7 +11,7 @@ from glee_core.methods import get_method
 from glee_core.record import RunRecord
 from glee_core.store import RunStore, aggregate
 
-CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3)
+CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
 
 
 def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_dataset, runs_dir):

@@ -8,7 +8,7 @@ from glee_core.encoding import encode, length_grouped_batches
 from glee_core.methods import METHODS, get_method
 from glee_core.training import train_and_evaluate
 
-FAST = dict(epochs=4, batch_size=16, lr=3e-3, patience=10, log_every=1)
+FAST = dict(epochs=4, batch_size=16, lr=3e-3, patience=10, log_every=1, recipe="paper")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_datas
 
 
 def test_early_stopping_after_patience_epochs_without_gain(bert, toy_dataset):
-    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=2)
+    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=2, recipe="paper")
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
     assert len(result.history) == 3  # lr 0: no gain after epoch 1, stop after two more
 
@@ -90,7 +90,8 @@ def test_dev_scored_every_n_steps_stops_after_patience_times_an_epoch_of_steps(b
                                                                             toy_dataset):
     """The released scripts' protocol: dev every N optimizer steps, the best step's weights,
     stop once patience x steps-per-epoch steps brought no gain."""
-    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=1, eval_every_steps=3)
+    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=1, eval_every_steps=3,
+                         recipe="paper")
     steps_per_epoch = -(-len(toy_dataset.splits["train"]) // 16)
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
     steps = [r["step"] for r in result.history]
@@ -124,7 +125,8 @@ def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy
         torch.manual_seed(0)
         model = build_model(spec, bert, toy_dataset.classes, toy_dataset.verbalizer)
         model.eval()  # no dropout: the two must see the same function
-        config = TrainConfig(batch_size=13, precision="fp32", micro_batch_size=micro)
+        config = TrainConfig(batch_size=13, precision="fp32", micro_batch_size=micro, lr=1e-5,
+                             recipe="paper")
         params, optimizer, scheduler = make_optimizer(model, config, torch.device("cpu"), 1)
         state = TrainingState(model, spec, config, optimizer, scheduler, params,
                               np.random.default_rng(0), torch.device("cpu"),

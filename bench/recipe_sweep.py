@@ -1,0 +1,139 @@
+"""The fine-tuning recipe, switch by switch: the sweep that chose the practical recipe's defaults.
+
+    python bench/recipe_sweep.py [--dataset demo|r8-1500|r52-lt] [--methods cls-relu-pt-ln]
+        [--seeds 1] [--variants paper,practical,lr-2e-4,...] [--work /tmp/glee-recipe-sweep]
+        [--data-dir ../shared/data] [--model auto] [--max-length N]
+
+Every (variant, method, seed) is one fresh ``python -m glee_core train --mode finetune`` with
+the variant's flags, so each row's peak memory is its own process's (``ru_maxrss``, Linux); runs
+land in one store under ``--work``, so a killed sweep resumes where it stopped and LP-FT's
+quick-mode heads are fitted once. For each variant and method it prints dev F1 (what a choice
+may read), test macro-F1 and tail F1 as mean ± sample std over seeds, the learning rates the runs
+trained at, wall time per run (process start to exit, LP-FT's stage included when it trained)
+and peak memory. ``--out FILE`` also writes the Markdown table. Run by hand; CI runs ``--dry``
+(a tiny model, two variants) only through its test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.baselines import r8_subset, r52_long_tail  # noqa: E402
+from glee_core.store import RunStore  # noqa: E402
+from glee_core.tables import markdown_table, mean_std  # noqa: E402
+
+
+def spread(values: list[float]) -> str:
+    """``mean ± sample std`` in percent (the mean alone for one seed)."""
+    series = pd.Series(values, dtype=float) * 100
+    return mean_std(series.mean(), series.std(ddof=1))
+
+# name -> train flags on top of --mode finetune (each a switch of the recipe, or a recipe)
+VARIANTS = {
+    "paper": ["--recipe", "paper"],
+    "practical": [],
+    **{f"lr-{lr}": ["--lr", lr] for lr in ("2e-5", "5e-5", "1e-4", "2e-4", "3e-4")},
+    **{f"lr-{lr}-no-lpft": ["--lr", lr, "--lp-ft", "no"] for lr in ("5e-5", "1e-4", "2e-4")},
+    "lr-2e-4-no-floor": ["--lr", "2e-4", "--min-steps", "1"],
+    "lr-2e-4-head-1e-3": ["--lr", "2e-4", "--head-lr", "1e-3"],
+    "lr-2e-4-decay-0.9": ["--lr", "2e-4", "--layer-decay", "0.9"],
+    "practical-no-lpft": ["--lp-ft", "no"],
+    "practical-3": ["--lr-candidates", "3e-5,1e-4,3e-4"],
+}
+
+
+def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
+    """``demo``, or one of bench/baselines.py's long-tailed sets built under ``work``."""
+    if name == "r8-1500":
+        return r8_subset(data_dir, work)
+    if name == "r52-lt":
+        return r52_long_tail(data_dir, work)
+    return name
+
+
+def run_child(command: list[str]) -> tuple[str, float, float]:
+    """(stdout, wall seconds, peak RSS in GB) of ``command``; exits with its stderr if it
+    fails."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = child.stdout.read()
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{' '.join(command)} failed:\n{err.decode(errors='replace')[-3000:]}")
+    return out.decode(), wall, usage.ru_maxrss / 1e6
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="demo", choices=("demo", "r8-1500", "r52-lt"))
+    parser.add_argument("--methods", default="cls-relu-pt-ln")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--variants", default="paper,practical")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/glee-recipe-sweep"))
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(
+        "GLEE_DATA_DIR", ROOT.parent / "shared" / "data")))
+    parser.add_argument("--model", default="auto")
+    parser.add_argument("--max-length", type=int)
+    parser.add_argument("--extra", default="", help="more train flags for every run, e.g. "
+                        "'--epochs 1 --limit 64' (the dry run)")
+    parser.add_argument("--out", help="also write the Markdown table here")
+    args = parser.parse_args(argv)
+    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+    args.work.mkdir(parents=True, exist_ok=True)
+    dataset = dataset_spec(args.dataset, args.data_dir, args.work)
+    store = RunStore(args.work / "runs")
+    rows = []
+    for variant in args.variants.split(","):
+        for method in args.methods.split(","):
+            found = []
+            for seed in range(1, args.seeds + 1):
+                command = [sys.executable, "-m", "glee_core", "train", "--dataset", dataset,
+                           "--mode", "finetune", "--method", method, "--seeds", str(seed),
+                           "--model", args.model, "--runs-dir", str(args.work / "runs"),
+                           "--data-dir", str(args.data_dir), *VARIANTS[variant],
+                           *args.extra.split()]
+                if args.max_length:
+                    command += ["--max-length", str(args.max_length)]
+                out, wall, peak = run_child(command)
+                result = json.loads(out.strip().splitlines()[-1])[0]
+                record = store.get(result["run_id"]).record
+                found.append({**result, "wall": wall, "peak": peak,
+                              "dev": store.get(result["run_id"]).metrics["best_dev_f1"],
+                              "lr": record.tuning.get("lr", record.hyperparameters.lr)})
+                print(f"{variant} {method} seed {seed}: f1 {result['f1']:.4f} tail "
+                      f"{result['tail_f1']:.4f} lr {found[-1]['lr']} {wall:.0f} s "
+                      f"{peak:.2f} GB", flush=True)
+            rows.append({
+                "dataset": args.dataset, "variant": variant, "method": method,
+                "seeds": len(found),
+                "dev F1": spread([r["dev"] for r in found]),
+                "macro-F1": spread([r["f1"] for r in found]),
+                "tail F1": spread([r["tail_f1"] for r in found]),
+                "lr": ", ".join(sorted({f"{r['lr']:g}" for r in found})),
+                "wall / run": f"{sum(r['wall'] for r in found) / len(found):.0f} s",
+                "peak": f"{max(r['peak'] for r in found):.2f} GB"})
+    table = "\n".join(markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3))
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
