@@ -250,20 +250,33 @@ def device_kind() -> str:
     return resolve_device("auto").type
 
 
-def time_estimate(dataset, n_runs: int, *, epochs: int, max_length: int, mode: str,
-                  limit: int | None = None) -> dict:
-    """The wall-time estimate of a launch (``glee_core.estimate``), calibrated on the finished
-    runs this session can read; adds ``"text"``: "about 3 min" / "about 40 s"."""
+def time_estimate(dataset, n_runs: int, config) -> dict:
+    """The wall-time estimate of a launch of ``n_runs`` runs of ``config`` (a ``TrainConfig``;
+    ``glee_core.estimate``), calibrated on the finished runs this session can read; adds
+    ``"text"``: "about 3 min" / "about 40 s"."""
     from glee_core.backbone import estimate_parameters  # noqa: PLC0415 (transformers)
     from glee_core.estimate import estimate_seconds  # noqa: PLC0415
 
     model = current_model()
-    estimate = estimate_seconds(dataset, n_runs, epochs, max_length, model,
-                                estimate_parameters(model), device_kind(), mode,
-                                all_runs(report=False), limit)
+    estimate = estimate_seconds(dataset, n_runs, config, model, estimate_parameters(model),
+                                device_kind(), all_runs(report=False))
     minutes = estimate["seconds"] / 60
     return {**estimate, "text": f"about {minutes:.0f} min" if minutes >= 1.5
             else f"about {estimate['seconds']:.0f} s"}
+
+
+def quick_compare_runs(dataset_id: str, model: str) -> list:
+    """The frozen (quick compare) runs of a dataset and backbone, of the setting with the most
+    methods (runs of different settings are never ranked together)."""
+    runs = [r for r in all_runs(dataset_id, report=False)
+            if r.record.mode == "frozen" and r.record.model.name == model]
+    settings: dict[str, set] = {}
+    for run in runs:
+        settings.setdefault(run.setting, set()).add(run.method)
+    if not settings:
+        return []
+    widest = max(settings, key=lambda s: len(settings[s]))
+    return [r for r in runs if r.setting == widest]
 
 
 def dataset_runs(dataset_id: str):

@@ -4,7 +4,10 @@ import streamlit as st
 
 import studio_ui
 from glee_core.config import TrainConfig, TrainRequest
-from glee_core.methods import METHODS
+from glee_core.methods import METHODS, method_label
+from glee_core.recommend import ranked_on_dev, top_for_finetuning
+
+FINETUNE_TOP = 3
 
 studio_ui.sidebar()
 
@@ -35,25 +38,52 @@ if dataset is not None:
                f"· {len(head)} head / {len(tail)} tail classes (threshold {dataset.threshold})")
 
 st.subheader("Quick start")
+target = dataset.id if dataset is not None else choice.dataset
 st.write(f"Compare all {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
-         "beyond the paper) on the embedded demo with the backbone frozen: the backbone encodes "
-         "the data once, then each head trains in seconds.")
+         f"beyond the paper) on **{target}** with the backbone frozen: the backbone encodes the "
+         "data once, then each head trains in seconds. Then fine-tune the best of them, where "
+         "the accuracy is.")
 quick = TrainConfig(mode="frozen")
-if studio_ui.policy().read_only:
+read_only = studio_ui.policy().read_only
+if read_only:
     st.caption("Training is switched off on this deployment: browse the shipped runs on the "
                "Results, Diagnostics and Paper pages.")
-else:
-    if st.button("Quick compare on demo", type="primary"):
-        request = TrainRequest(data=studio_ui.DEMO, methods=list(METHODS), seeds=[1],
-                               model=model, config=quick)
-        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on demo")
+elif dataset is not None:
+    if st.button(f"Quick compare on {target}", type="primary"):
+        request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
+                               config=quick)
+        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {target}")
         if job is not None:
-            studio_ui.choose_dataset(studio_ui.DEMO)
             st.session_state["last_job"] = job.id
             st.switch_page("pages/2_Train.py")
-    demo = studio_ui.load_options(studio_ui.DEMO)
-    estimate = studio_ui.time_estimate(demo, len(METHODS), epochs=quick.epochs,
-                                       max_length=quick.max_length or demo.max_length,
-                                       mode="frozen")
+    estimate = studio_ui.time_estimate(dataset, len(METHODS), quick)
     st.caption(f"Estimated here: {estimate['text']} with {model} "
                f"({estimate['basis']}; runs already in the store are opened, not retrained).")
+
+# After a quick compare: the heads that did best on dev, and one click to fine-tune them
+compared = studio_ui.quick_compare_runs(target, model) if dataset is not None else []
+if compared:
+    st.subheader("Next: fine-tune the best heads")
+    ranked = ranked_on_dev(compared)
+    top = top_for_finetuning(compared, FINETUNE_TOP)
+    shown = ranked.head(8).assign(
+        method=lambda f: f["method"].map(method_label),
+        **{c: lambda f, c=c: (100 * f[c]).round(1) for c in ("dev", "f1", "tail_f1")})
+    st.dataframe(shown.rename(columns={"method": "Method", "seeds": "Seeds",
+                                       "dev": "Dev score (chooses)", "f1": "Test macro-F1",
+                                       "tail_f1": "Test tail F1"}), hide_index=True)
+    st.caption(f"Your quick compare on {target} ({compared[0].record.setting_label}), ranked on "
+               "dev, never on test. Fine-tuning trains the whole model from each head "
+               "(practical recipe: learning rate chosen on dev, LP-FT from these very heads).")
+    if top and not read_only:
+        finetune = TrainConfig()
+        if st.button(f"Fine-tune the top {len(top)}: {', '.join(top)}", type="primary"):
+            request = TrainRequest(data=choice, methods=top, seeds=[1], model=model,
+                                   config=finetune)
+            job = studio_ui.launch(request, label=f"Fine-tune the top {len(top)} on {target} "
+                                                  "(practical recipe)")
+            if job is not None:
+                st.session_state["last_job"] = job.id
+                st.switch_page("pages/2_Train.py")
+        estimate = studio_ui.time_estimate(dataset, len(top), finetune)
+        st.caption(f"Estimated here: {estimate['text']} (at most; {estimate['basis']}).")
