@@ -41,6 +41,7 @@ class Recipe:
     lp_ft: bool
     head_lr: float | None  # None: the model's rate
     min_steps: int | None
+    patience: int  # early stopping: dev evaluations without a gain
 
 
 # How the app names the recipes, and the one line it says about each (the Train page)
@@ -55,9 +56,11 @@ RECIPE_LINES = {
            "texts it may learn little.",
 }
 RECIPE_DEFAULTS = {
-    PAPER: Recipe(lr_candidates=None, lr=FINETUNE_LR, lp_ft=False, head_lr=None, min_steps=None),
+    PAPER: Recipe(lr_candidates=None, lr=FINETUNE_LR, lp_ft=False, head_lr=None, min_steps=None,
+                  patience=2),
+    # small dev sets are noisy: more patience, so a dip does not end a run that is still rising
     PRACTICAL: Recipe(lr_candidates=(2e-5, 5e-5, 1e-4, 2e-4), lr=FINETUNE_LR, lp_ft=True,
-                      head_lr=None, min_steps=300),
+                      head_lr=None, min_steps=300, patience=4),
 }
 
 
@@ -121,8 +124,9 @@ class TrainConfig:
                                     "paper's per-dataset length)", protocol="len {}")
     limit: int | None = option(None, "keep the first N training examples (smoke runs)",
                                protocol="first {} train")
-    patience: int = option(2, "early stopping: epochs without a dev gain",
-                           protocol="patience {}")
+    patience: int | None = option(None, "early stopping: dev evaluations (epochs) without a "
+                                  "gain (default: paper recipe and quick mode 2, practical 4)",
+                                  protocol="patience {}")
     weight_decay: float = option(0.0, "AdamW weight decay", protocol="wd {:g}")
     warmup_ratio: float = option(0.1, "share of steps with linear warm-up",
                                  protocol="warm-up {:g}")
@@ -162,6 +166,8 @@ class TrainConfig:
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
                    "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
                    "lp_ft": False, "min_steps": None}
+    # The paper's values of the fields a protocol line names only when they depart from them
+    PAPER_VALUES = {**ADDED_LATER, "patience": 2}
     # Fields every protocol line shows; the others appear only when they depart from the paper.
     ALWAYS_SHOWN = ("recipe", "epochs", "batch_size", "lr", "max_length")
 
@@ -174,7 +180,7 @@ class TrainConfig:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
-                     "micro_batch_size", "min_steps"):
+                     "micro_batch_size", "min_steps", "patience"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -227,7 +233,8 @@ class TrainConfig:
                        batch_size=self.batch_size or batch_size or 32,
                        epochs=self.epochs or DEFAULT_EPOCHS)
         if self.frozen:
-            return replace(base, recipe=PAPER, lr=self.learning_rate, lp_ft=False)
+            return replace(base, recipe=PAPER, lr=self.learning_rate, lp_ft=False,
+                           patience=self.patience or RECIPE_DEFAULTS[PAPER].patience)
         preset = RECIPE_DEFAULTS[self.recipe]
         candidates = self.lr_candidates
         if candidates is None and self.lr is None and preset.lr_candidates:
@@ -238,7 +245,7 @@ class TrainConfig:
         return replace(base, lr=self.learning_rate, lr_candidates=candidates,
                        lp_ft=preset.lp_ft if self.lp_ft is None else self.lp_ft,
                        head_lr=preset.head_lr if self.head_lr is None else self.head_lr,
-                       min_steps=min_steps)
+                       min_steps=min_steps, patience=self.patience or preset.patience)
 
     def steps_per_epoch(self, n_train: int) -> int:
         """Optimizer steps of one epoch over ``n_train`` examples (a resolved config)."""
@@ -306,7 +313,7 @@ class TrainConfig:
             form, value = f.metadata.get("protocol"), getattr(self, f.name)
             if not form or value is None or (self.frozen and f.metadata.get("finetune_only")):
                 continue
-            if f.name in self.ALWAYS_SHOWN or value != self.ADDED_LATER.get(f.name, f.default):
+            if f.name in self.ALWAYS_SHOWN or value != self.PAPER_VALUES.get(f.name, f.default):
                 parts.append(form.format(value))
         return " · ".join(parts)
 

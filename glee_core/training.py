@@ -320,11 +320,6 @@ class DevSelection:
         self.since = time.perf_counter()
 
     @property
-    def score(self) -> float:
-        """The latest evaluation's dev score (what a learning-rate search ranks by)."""
-        return self.history[-1][f"dev_{self.config.select_metric}"] if self.history else -1.0
-
-    @property
     def loss(self) -> float:
         """The latest evaluation's dev loss (the search's tie-breaker)."""
         return self.history[-1]["dev_loss"] if self.history else float("inf")
@@ -541,10 +536,12 @@ def fit(setup: Setup) -> Fitted:
                 progress(Searching(lr=trial.lr, candidate=index, candidates=len(trials),
                                    round=number, rounds=len(alive_per_round)))
                 trial.advance(per_round)
-            # by the latest dev score, ties by dev loss, then the smaller rate
-            ranked = sorted(trials, key=lambda t: (-t.selection.score, t.selection.loss, t.lr))
+            # by the best dev score so far (the weights the trial would keep), ties by the
+            # latest dev loss, then the smaller rate
+            ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss,
+                                                   t.lr))
             search.append({"round": number, "evaluations": per_round,
-                           "dev": {f"{t.lr:g}": round(t.selection.score, 5) for t in trials},
+                           "dev": {f"{t.lr:g}": round(t.selection.best_score, 5) for t in trials},
                            "kept": [f"{t.lr:g}" for t in ranked[:-(-alive // 2)]]})
             ended += ranked[-(-alive // 2):]
             trials = ranked[:-(-alive // 2)]
