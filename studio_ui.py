@@ -7,7 +7,9 @@ everything they show is computed by the engine and stored with the runs.
 from __future__ import annotations
 
 import os
+import re
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 
 import streamlit as st
@@ -19,13 +21,38 @@ from glee_core.errors import GleeError
 from glee_core.jobs import launch_training, list_jobs
 from glee_core.methods import METHODS, method_label, registry_order
 from glee_core.record import untrained_head_note
+from glee_core.slots import SlotQueue
 from glee_core.store import RunStore
 from glee_core.uploads import list_uploads
-from glee_core.workspaces import LimitReached, Policy, Workspace, expire, size_text
+from glee_core.workspaces import (
+    COOKIE,
+    LimitReached,
+    Policy,
+    Workspace,
+    expire,
+    size_text,
+    unfinished_jobs,
+)
 
 DEMO = DataOptions(dataset="demo")
-WORKSPACE_PARAM = "ws"  # public mode: the workspace key rides in the URL, so a reload keeps it
+SHARE_PARAM = "share"  # public mode: ?share=TOKEN opens another visitor's runs, read-only
+LEGACY_WORKSPACE_PARAM = "ws"  # links of before the cookie carried the key: ignored, dropped
 _EXPIRED_AT = [0.0]  # when workspaces were last swept for expiry (at most every 10 minutes)
+
+
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
+
+
+AUTOLINK = re.compile(r"(?i)(://|www\.|@)")  # where Markdown would start a link on its own
+
+
+def md(text) -> str:
+    """User text (a class, file or dataset name, a message quoting one) made literal for the
+    places Streamlit renders Markdown: every Markdown character escaped, and a zero-width space
+    put into ``://``, ``www.`` and ``@``, which Markdown turns into links even when escaped, so a
+    class named ``[Sign in](https://evil.example)`` reads as itself, not as a link."""
+    text = AUTOLINK.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], str(text))
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def policy() -> Policy:
@@ -34,25 +61,48 @@ def policy() -> Policy:
 
 
 def workspace() -> Workspace | None:
-    """Public mode: this browser session's workspace (created on first use); None otherwise.
-    The key lives in the session and the page's URL only: nothing lists workspaces, and a key
-    that names none opens nothing (a new workspace is made instead)."""
+    """Public mode: this browser's workspace (created on first use); None otherwise. The key
+    lives in the session and in a cookie this browser holds (:func:`remember_workspace`), never
+    in the URL: a link cannot hand anyone a workspace to write in. An old ``?ws=`` link opens
+    nothing and is dropped from the address bar."""
     rules = policy()
     if not rules.public:
         return None
     if time.time() - _EXPIRED_AT[0] > 600:
         _EXPIRED_AT[0] = time.time()
         expire(ttl_seconds=rules.ttl_seconds)
-    key = st.session_state.get("workspace_key") or st.query_params.get(WORKSPACE_PARAM)
+    if LEGACY_WORKSPACE_PARAM in st.query_params:
+        del st.query_params[LEGACY_WORKSPACE_PARAM]
+    key = st.session_state.get("workspace_key") or st.context.cookies.get(COOKIE)
     found = Workspace.open(key)
     if found is None:
-        found = Workspace.create()
+        found = Workspace.create(limit=rules.max_workspaces)
     st.session_state["workspace_key"] = found.key
-    if st.query_params.get(WORKSPACE_PARAM) != found.key:
-        st.query_params[WORKSPACE_PARAM] = found.key
     if time.time() - found.last_used > 60:
         found.touch()
     return found
+
+
+def remember_workspace(own: Workspace, rules: Policy) -> None:
+    """Set this browser's workspace cookie when it does not hold the key yet (a first visit):
+    a reload, or another tab, then opens the same workspace. The key is ours (never user text);
+    on https the cookie is partitioned, so it also works inside the Space's iframe."""
+    if own.key in (st.context.cookies.get(COOKIE), st.session_state.get("cookie_set")):
+        return
+    st.session_state["cookie_set"] = own.key  # once a session: the script leaves the page after
+    st.html(f"""<script>
+document.cookie = "{COOKIE}={own.key}; path=/; max-age={int(rules.ttl_seconds)}; " +
+  (location.protocol === "https:" ? "SameSite=None; Secure; Partitioned" : "SameSite=Lax");
+</script>""", unsafe_allow_javascript=True)
+
+
+def shared_workspace() -> Workspace | None:
+    """A workspace another visitor shared read-only (``?share=TOKEN``), or None."""
+    if not policy().public:
+        return None
+    shared = Workspace.open_shared(st.query_params.get(SHARE_PARAM))
+    own_key = st.session_state.get("workspace_key")
+    return shared if shared is not None and shared.key != own_key else None
 
 
 def store() -> RunStore:
@@ -61,28 +111,58 @@ def store() -> RunStore:
     return own.store if own is not None else shared_store()
 
 
-def launch(request, label: str):
+def launch(request, label: str, estimate: dict | None = None):
     """Launch a training job for this session, within its limits; None (after saying why) when
-    a limit or read-only mode refuses it."""
+    a limit or read-only mode refuses it. ``estimate``: the launch's time estimate (public mode
+    caps it; computed here when not given)."""
     rules = policy()
     if rules.read_only:
         st.error("Training is switched off on this deployment (read-only).")
         return None
     own = workspace()
+    env = None
+    seconds = None
     if own is not None:
         if request.model not in rules.models:
-            st.error(f"Backbone {request.model!r} is not offered here; choose one of "
-                     f"{', '.join(rules.models)}.")
+            st.error(f"Backbone {md(request.model)} is not offered here; choose one of "
+                     f"{md(', '.join(rules.models))}.")
             return None
-        unfinished = sum(job.running for job in list_jobs(own.store))
+        mine = [job for job in list_jobs(own.store) if job.running]
         try:
-            own.check_launch(rules, unfinished)
-        except LimitReached as exc:
-            st.error(str(exc))
+            own.check_launch(rules, len(mine))
+            if unfinished_jobs() >= rules.max_jobs:
+                raise LimitReached(f"This Space has {rules.max_jobs} jobs training or waiting, "
+                                   "its most: launch again in a few minutes.")
+            if estimate is None:
+                dataset = load_options(request.data)
+                estimate = time_estimate(dataset, len(request.methods) * len(request.seeds),
+                                         request.config)
+            seconds = estimate["seconds"]
+            rules.check_job(len(request.methods) * len(request.seeds), seconds,
+                            sum(job.info.get("estimate_seconds", 0.0) for job in mine))
+        except (LimitReached, GleeError) as exc:
+            st.error(md(str(exc)))
             return None
-    # every workspace queues for the machine's training slots, kept in the shared store
-    slots = {"GLEE_SLOTS_DIR": str(shared_store().locks_dir)} if own is not None else None
-    return launch_training(store(), request, label=label, env=slots)
+        # every workspace queues for the machine's training slots, kept in the shared store;
+        # one job of a session trains at a time; the disk limit holds while it trains
+        env = {"GLEE_SLOTS_DIR": str(shared_store().locks_dir),
+               "GLEE_SESSION_SLOT": str(own.session_lock),
+               "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(rules.disk_bytes / 2**20)}
+    return launch_training(store(), request, label=label, env=env, estimate_seconds=seconds)
+
+
+@contextmanager
+def machine_turn(on_wait=None):
+    """Public mode: hold one of the machine's training slots (in turn with every job, and with
+    this session's own) while the page does heavy work; elsewhere, no waiting."""
+    own = workspace()
+    if own is None:
+        yield
+        return
+    queue = SlotQueue(shared_store().locks_dir, environment.max_concurrent_runs(),
+                      own.session_lock)
+    with queue.slot(on_wait):
+        yield
 
 
 def shared_store() -> RunStore:
@@ -92,9 +172,13 @@ def shared_store() -> RunStore:
 
 
 def stores() -> list[RunStore]:
-    """Every store this session may read: its own, then (public mode) the shared one."""
+    """Every store this session may read: its own, then (public mode) a workspace shared with
+    it by a link (read-only), then the owner's."""
     own = store()
-    return [own] if not policy().public else [own, shared_store()]
+    if not policy().public:
+        return [own]
+    shared = shared_workspace()
+    return [own, *([shared.store] if shared is not None else []), shared_store()]
 
 
 def uploads_dir():
@@ -106,11 +190,12 @@ def dataset_choices() -> dict[str, DataOptions]:
     """Label -> how to load it: demo, the paper's datasets found, and kept uploads."""
     choices = {"demo (chatterbot corpus, embedded)": DEMO}
     data = environment.data_dir()
+    where = "" if policy().public else f", {data}"  # a visitor sees no server path
     for dataset_id in PAPER_DATASETS:
         folder = data / dataset_id
         if (folder / "train.tsv").is_file() or (folder / "train.txt").is_file():
-            choices[f"{dataset_id} (paper, {data})"] = DataOptions(dataset=dataset_id,
-                                                                   data_dir=str(data))
+            choices[f"{dataset_id} (paper{where})"] = DataOptions(dataset=dataset_id,
+                                                                  data_dir=str(data))
     for upload in list_uploads(uploads_dir()):
         choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
     return choices
@@ -145,7 +230,7 @@ def current_dataset():
     try:
         return load_options(choice)
     except GleeError as exc:
-        st.error(f"Cannot load dataset {choice.dataset}: {exc}")
+        st.error(f"Cannot load dataset {md(choice.dataset)}: {md(exc)}")
         return None
 
 
@@ -168,8 +253,8 @@ def sidebar() -> None:
     rules = policy()
     own = workspace()
     with st.sidebar:
-        st.caption(f"Dataset: **{current_choice().dataset}**")
-        st.caption(f"Backbone: **{current_model()}**")
+        st.caption(f"Dataset: **{md(current_choice().dataset)}**")
+        st.caption(f"Backbone: **{md(current_model())}**")
         if rules.read_only:
             st.info("Read-only: this deployment shows its shipped runs; training and uploads are "
                     "switched off. Run Glee Studio yourself to train.")
@@ -177,28 +262,46 @@ def sidebar() -> None:
             st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}`"
                        f" · paper data: `{environment.data_dir()}`")
         else:
+            remember_workspace(own, rules)
+            shared = shared_workspace()
+            if shared is not None:
+                st.warning("You are viewing a **shared workspace, read-only**: its runs appear "
+                           "beside yours on the Results, Diagnostics and Predictions pages. "
+                           "What you upload or train stays in your own workspace.",
+                           icon=":material/visibility:")
             workspace_panel(own, rules)
 
 
 def workspace_panel(own: Workspace, rules: Policy) -> None:
-    """Public mode's sidebar: what is private, the limits, the usage; delete what is yours."""
+    """Public mode's sidebar: what is private, the limits, the usage, a read-only link to
+    share; delete what is yours (runs after a confirmation)."""
     with st.expander("Your workspace", expanded=False):
-        st.caption(f"Your uploads and the runs you train are private to this browser session "
-                   f"(the link in the address bar holds its key: anyone with the link sees "
-                   f"them). They are deleted after {rules.ttl_text} without use. The demo, the "
-                   f"paper's datasets and the runs shipped here are shared and read-only.")
-        st.caption(f"Limits: {rules.jobs} job(s) training and {rules.queued} waiting, uploads up "
-                   f"to {size_text(rules.upload_bytes)}, {size_text(rules.disk_bytes)} in all; "
-                   f"used: {size_text(own.disk_bytes())}.")
+        st.caption(f"Your uploads and the runs you train are private to this browser (a cookie "
+                   f"holds the workspace; the address bar never does). They are deleted after "
+                   f"{rules.ttl_text} without use. The demo, the paper's datasets and the runs "
+                   "shipped here are shared and read-only. A browser that blocks cookies starts "
+                   "a new workspace on every reload.")
+        st.caption(f"Limits: {rules.jobs} job(s) training and {rules.queued} waiting, "
+                   f"{rules.job_runs} runs and {rules.job_seconds / 60:.0f} min (estimated) a "
+                   f"launch, uploads up to {size_text(rules.upload_bytes)}, "
+                   f"{size_text(rules.disk_bytes)} in all; used: {size_text(own.disk_bytes())}.")
+        if st.toggle("Share my runs read-only", key="share-toggle",
+                     help="A link that shows your runs (not your uploads) to whoever opens it; "
+                          "they cannot upload, train or delete in your workspace."):
+            st.code(f"?{SHARE_PARAM}={own.share_token()}", language=None)
+            st.caption("Add this to the app's address to share your runs, read-only.")
         for upload in list_uploads(own.uploads_dir):
-            if st.button(f"Delete upload {upload.original_name}", key=f"del-{upload.path.name}"):
+            if st.button(f"Delete upload {md(upload.original_name)}",
+                         key=f"del-{upload.path.name}"):
                 own.delete_upload(upload.path.name)
                 st.rerun()
         mine, _ = cached_runs(own.store)
-        if mine and st.button(f"Delete my {len(mine)} run(s)", key="delete-runs"):
-            for run in mine:
-                own.delete_run(run.run_id)
-            st.rerun()
+        if mine:
+            sure = st.checkbox(f"Yes, delete my {len(mine)} run(s) for good", key="delete-sure")
+            if st.button(f"Delete my {len(mine)} run(s)", key="delete-runs", disabled=not sure):
+                for run in mine:
+                    own.delete_run(run.run_id)
+                st.rerun()
 
 
 def store_state(root) -> tuple[int, int]:
@@ -238,7 +341,7 @@ def all_runs(dataset_id: str | None = None, report: bool = True):
     if problems and report:
         with st.expander(f"{len(problems)} unfinished or broken run folder(s) skipped"):
             for name, problem in problems.items():
-                st.write(f"`{name}`: {problem}")
+                st.write(f"`{name}`: {md(problem)}")
     return runs
 
 
@@ -330,7 +433,7 @@ def runs_or_stop():
     dataset_id = current_choice().dataset
     runs = dataset_runs(dataset_id)
     if not runs:
-        st.info(f"No finished runs for **{dataset_id}** yet. Launch some on the **Train** page "
+        st.info(f"No finished runs for **{md(dataset_id)}** yet. Launch some on the **Train** page "
                 "(the quick compare takes seconds).")
         st.stop()
     return runs

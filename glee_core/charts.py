@@ -399,10 +399,14 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
     dead = dead_feature_frame(runs, head_class, tail_class, dims)
     rows = _row_order(frame) if len(frame) else []
     features = [f"f{d + 1}" for d in range(dims)]
-    color = alt.Color("group:N", scale=GROUP_COLORS, title=None,
-                      legend=alt.Legend(orient="top", labelExpr=(
-                          f"datum.label == 'head' ? 'head: {head_class}' : "
-                          f"'tail: {tail_class}'")))
+    # the legend names the two classes: as data (a column and the scale's domain), never inside
+    # a Vega expression, where a class name would be code
+    named = {"head": f"head: {head_class}", "tail": f"tail: {tail_class}"}
+    frame = frame.assign(legend=frame["group"].map(named))
+    dead = dead.assign(legend=dead["group"].map(named))
+    color = alt.Color("legend:N", title=None, legend=alt.Legend(orient="top"),
+                      scale=alt.Scale(domain=list(named.values()),
+                                      range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]))
     grid = alt.Chart(frame).mark_area(opacity=0.45, interpolate="step-after").encode(
         x=alt.X("bin_start:Q", title=None, axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("density:Q", title=None, stack=None, axis=alt.Axis(labels=False, ticks=False)),

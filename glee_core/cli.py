@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
+from . import environment
 from .catalog import dataset_ids
 from .config import (
     DataOptions,
@@ -251,10 +253,18 @@ def _cmd_train(args) -> int:
     request = _train_request(args)
     # the app's job view says what the first seconds go to (imports, the data), not "starting"
     log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
+    if environment.session_slot() is not None and request.executor.executor == "local":
+        # a visitor's job on a public machine waits for its turn before loading anything
+        from .slots import hold_first, machine_queue
+
+        runs_dir = Path(args.runs_dir or environment.runs_dir())
+        hold_first(machine_queue(runs_dir / ".locks", environment.max_concurrent_runs()),
+                   lambda: log(Queued(run_id="")))
     log(Loading(what="the libraries (torch, transformers)"))
     from .backbone import resolve_model_source
     from .devices import resolve_device
     from .executors import execute
+    from .slots import release_first
     from .store import RunStore
 
     if request.executor.executor == "local":  # on a cluster, the node that trains checks
@@ -267,6 +277,7 @@ def _cmd_train(args) -> int:
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:
+        release_first()  # no run trained: the slot taken up front goes back
         bars.close()
     for note in merged_notes([run.record for run in runs]):
         print(f"note: {note}", file=sys.stderr)

@@ -360,8 +360,8 @@ def _boolean(text: str, flag: str) -> bool:
 class DataOptions:
     """Which dataset, and how to read it."""
 
-    dataset: str = option(MISSING, "demo, a paper id (r52 r8 cmid ...), csv:PATH or "
-                          "hf:NAME[:CONFIG]")
+    dataset: str = option(MISSING, "demo, a paper id (r52 r8 cmid ...), csv:PATH, "
+                          "upload:NAME (a CSV kept by the app) or hf:NAME[:CONFIG]")
     data_dir: str | None = option(None, "folder of the paper's datasets (default "
                                   "$GLEE_DATA_DIR, else ./data)")
     threshold: float | None = option(None, "head/tail threshold on the cumulative training "
@@ -375,6 +375,8 @@ class DataOptions:
     text_column: str | None = option(None, "CSV/HF: the text column")
     label_column: str | None = option(None, "CSV/HF: the label column")
     text_b_column: str | None = option(None, "CSV/HF: an optional second text column")
+    uploads_dir: str | None = option(None, "folder of upload:NAME datasets (default "
+                                     "$GLEE_UPLOADS_DIR, else ./uploads)")
 
     def load(self):
         """The dataset (see :func:`glee_core.datasets.load_dataset`)."""

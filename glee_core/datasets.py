@@ -626,6 +626,29 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
         dropped=dropped)
 
 
+UPLOAD_NAME = re.compile(r"[A-Za-z0-9_-]+\.csv")  # what uploads.safe_upload_name makes
+
+
+def load_upload_dataset(name: str, uploads_dir: str | os.PathLike | None = None,
+                        **options) -> LongTailDataset:
+    """``upload:NAME``: a CSV kept by the app (``uploads.save_upload``) in ``uploads_dir``
+    (default ``$GLEE_UPLOADS_DIR``). Its id and every message name the upload, never the folder
+    it is kept in (in public mode that folder's name is the visitor's key)."""
+    folder = Path(uploads_dir).expanduser() if uploads_dir else environment.uploads_dir()
+    if not UPLOAD_NAME.fullmatch(name):
+        raise GleeError(f"upload:{name}: not an upload name (letters, digits, '_', '-', .csv)")
+    path = folder / name
+    if not path.is_file():
+        raise GleeError(f"upload:{name}: no such upload here; upload the CSV on the Data page")
+    try:
+        dataset = load_csv_dataset(str(path), **options)
+    except GleeError as exc:
+        raise GleeError(str(exc).replace(str(path), name)) from None
+    dataset.id = f"upload:{name}"
+    dataset.warnings = [w.replace(str(path), name) for w in dataset.warnings]
+    return dataset
+
+
 def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str | None = None,
                     text_b_column: str | None = None, threshold: float | None = None,
                     template: str | None = None, max_length: int = 128) -> LongTailDataset:
@@ -683,8 +706,10 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  threshold: float | None = None, template: str | None = None,
                  verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
                  label_column: str | None = None, text_b_column: str | None = None,
-                 head_tail: str = "train") -> LongTailDataset:
-    """Load any dataset by spec (``demo``, a paper id, ``csv:PATH``, ``hf:NAME[:CONFIG]``).
+                 head_tail: str = "train", uploads_dir: str | os.PathLike | None = None
+                 ) -> LongTailDataset:
+    """Load any dataset by spec (``demo``, a paper id, ``csv:PATH``, ``upload:NAME``,
+    ``hf:NAME[:CONFIG]``).
 
     ``template`` and ``verbalizer`` (a JSON file) override the dataset's own; ``head_tail``
     picks the head/tail rule (``HEAD_TAIL_RULES``)."""
@@ -699,6 +724,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
         dataset = load_paper_dataset(spec, data_dir, threshold)
     elif spec.startswith("csv:"):
         dataset = load_csv_dataset(spec[4:], threshold=threshold, **column_args)
+    elif spec.startswith("upload:"):
+        dataset = load_upload_dataset(spec[7:], uploads_dir, threshold=threshold, **column_args)
     elif spec.startswith("hf:"):
         dataset = load_hf_dataset(spec[3:], threshold=threshold, **column_args)
     else:

@@ -19,7 +19,15 @@ Behaviour:
 - ``GLEE_SESSION_JOBS`` (1) / ``GLEE_SESSION_QUEUED`` (2): jobs a session may have training /
   waiting; ``GLEE_SESSION_UPLOAD_MB`` (10): largest upload; ``GLEE_SESSION_DISK_MB`` (500): a
   workspace's uploads and runs; ``GLEE_SESSION_TTL_HOURS`` (24): an idle workspace is deleted
+- ``GLEE_SESSION_JOB_RUNS`` (40) / ``GLEE_SESSION_JOB_MINUTES`` (30): runs and estimated minutes
+  one launch may plan; ``GLEE_SESSION_MINUTES`` (60): estimated minutes of a session's unfinished
+  jobs together; ``GLEE_SESSION_SCORE_ROWS`` (2000): texts the Playground classifies from a file
+- ``GLEE_MAX_JOBS`` (8): jobs training or waiting on the machine, all sessions together;
+  ``GLEE_MAX_WORKSPACES`` (500): workspaces on the machine
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
+- set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
+  ``GLEE_QUOTA_MB`` (the workspace and its disk limit, checked before each run is written),
+  ``GLEE_SESSION_SLOT`` (a lock file: one job of a session trains at a time)
 """
 
 from __future__ import annotations
@@ -95,7 +103,11 @@ def read_only() -> bool:
 
 SESSION_LIMITS = {"jobs": "GLEE_SESSION_JOBS", "queued": "GLEE_SESSION_QUEUED",
                   "upload_mb": "GLEE_SESSION_UPLOAD_MB", "disk_mb": "GLEE_SESSION_DISK_MB",
-                  "ttl_hours": "GLEE_SESSION_TTL_HOURS"}
+                  "ttl_hours": "GLEE_SESSION_TTL_HOURS", "job_runs": "GLEE_SESSION_JOB_RUNS",
+                  "job_minutes": "GLEE_SESSION_JOB_MINUTES",
+                  "session_minutes": "GLEE_SESSION_MINUTES",
+                  "score_rows": "GLEE_SESSION_SCORE_ROWS",
+                  "max_jobs": "GLEE_MAX_JOBS", "max_workspaces": "GLEE_MAX_WORKSPACES"}
 
 
 def session_limits() -> dict[str, float]:
@@ -109,3 +121,16 @@ def session_limits() -> dict[str, float]:
 def public_models() -> list[str]:
     value = os.environ.get("GLEE_PUBLIC_MODELS", "")
     return [m.strip() for m in value.split(",") if m.strip()] or [default_model()]
+
+
+def disk_quota() -> tuple[Path, int] | None:
+    """A public job's workspace and its disk limit in bytes (``GLEE_QUOTA_DIR``,
+    ``GLEE_QUOTA_MB``), or None (no limit: the owner's own runs)."""
+    folder, megabytes = os.environ.get("GLEE_QUOTA_DIR"), os.environ.get("GLEE_QUOTA_MB")
+    return (Path(folder), int(float(megabytes) * 2**20)) if folder and megabytes else None
+
+
+def session_slot() -> Path | None:
+    """A public job's session lock: held while it trains, so a session's jobs take turns."""
+    value = os.environ.get("GLEE_SESSION_SLOT")
+    return Path(value) if value else None

@@ -46,3 +46,14 @@ def write_atomic(path: Path, data: bytes | str) -> Path:
 
 def write_json_atomic(path: Path, data) -> Path:
     return write_atomic(path, dumps(data))
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of the files under ``path``, leaving out half-written run folders (``.tmp-*``:
+    a run being saved, or one a killed process left, which the store's sweep removes)."""
+    path = Path(path)
+    if not path.is_dir():
+        return 0
+    return sum(f.stat().st_size for f in path.rglob("*")
+               if f.is_file() and not any(part.startswith(".tmp-") for part in
+                                          f.relative_to(path).parts))

@@ -154,10 +154,16 @@ def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = 
 
 def predict_csv(scorer: Scorer, path: str | Path, text_column: str | None = None,
                 text_b_column: str | None = None, top_k: int = 3,
-                progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+                progress: Callable[[int, int], None] | None = None,
+                max_rows: int | None = None) -> pd.DataFrame:
     """The input CSV's rows (every column, in order) with :func:`predict_table`'s columns after
-    them. A missing column, an empty file or an unreadable encoding is a GleeError."""
+    them. A missing column, an empty file, an unreadable encoding or more than ``max_rows`` rows
+    is a GleeError."""
     frame, text_col, text_b_col = read_texts_csv(path, text_column, text_b_column)
+    if max_rows is not None and len(frame) > max_rows:
+        raise GleeError(f"this file has {len(frame):,} texts; here at most {max_rows:,} are "
+                        "classified at once: send a part of it, or use `python -m glee_core "
+                        "predict`, which classifies any size")
     predictions = predict_table(scorer, frame[text_col].astype(str).tolist(),
                                 frame[text_b_col].astype(str).tolist() if text_b_col else None,
                                 top_k, progress)

@@ -126,9 +126,11 @@ class Job:
 
 
 def launch_training(store: RunStore, request: TrainRequest, label: str = "",
-                    env: dict[str, str] | None = None) -> Job:
+                    env: dict[str, str] | None = None,
+                    estimate_seconds: float | None = None) -> Job:
     """Start ``python -m glee_core train --request FILE`` on ``store`` in the background
-    (``env``: variables to add to its environment)."""
+    (``env``: variables to add to its environment; ``estimate_seconds``: its estimated time,
+    kept in the job's record for the session's limit)."""
     folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
@@ -144,7 +146,7 @@ def launch_training(store: RunStore, request: TrainRequest, label: str = "",
     job = Job(folder / f"{job_id}.json")
     write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,
                                  "pid_start": process_start(process.pid), "label": label,
-                                 "started": time.time()})
+                                 "started": time.time(), "estimate_seconds": estimate_seconds})
     return job
 
 

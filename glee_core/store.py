@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -37,15 +36,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from . import environment
 from .errors import GleeError
+from .files import folder_bytes
 from .methods import registry_order
 from .record import METRIC_KEYS, SHOT_TITLES, RunRecord
+from .slots import SlotQueue, machine_queue
 
 RUN_FILES = ("config.json", "metrics.json")
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # fullmatch: no trailing newline
 
 
 def config_hash(identity: dict) -> str:
@@ -245,7 +246,7 @@ class RunStore:
 
     def path(self, run_id: str) -> Path:
         """The directory of ``run_id``; ids that could leave the store are refused."""
-        if not SAFE_ID.match(run_id) or ".." in run_id:
+        if not SAFE_ID.fullmatch(run_id) or ".." in run_id:
             raise GleeError(f"invalid run id {run_id!r}: letters, digits, '.', '_' and '-' only")
         return self.root / run_id
 
@@ -261,31 +262,17 @@ class RunStore:
         """A file lock on ``run_id``: hold it while training so a second launch waits."""
         return FileLock(str(self._locks() / f"{self.path(run_id).name}.lock"), timeout=timeout)
 
+    def slot_queue(self) -> SlotQueue:
+        """The training slots this store's runs queue for (public mode: the machine's, shared
+        by every workspace; with the session's own lock)."""
+        return machine_queue(self._locks(), self.max_concurrent)
+
     @contextmanager
     def training_slot(self, on_wait: Callable[[], None] | None = None):
-        """Hold one of ``max_concurrent`` training slots; wait (polling) while all are taken."""
-        if self.max_concurrent == 0:
+        """Hold one of ``max_concurrent`` training slots for one run, handed out in turn
+        (:mod:`glee_core.slots`)."""
+        with self.slot_queue().slot(on_wait):
             yield
-            return
-        folder = environment.slots_dir() or self._locks()  # public mode: one queue per machine
-        folder.mkdir(parents=True, exist_ok=True)
-        slots = [FileLock(str(folder / f"slot-{i}.lock")) for i in range(self.max_concurrent)]
-        announced = False
-        while True:
-            for slot in slots:
-                try:
-                    slot.acquire(timeout=0)
-                except Timeout:
-                    continue
-                try:
-                    yield
-                finally:
-                    slot.release()
-                return
-            if on_wait and not announced:
-                on_wait()
-                announced = True
-            time.sleep(0.5)
 
     def runs(self, dataset: str | None = None) -> list[Run]:
         """Finished runs, oldest first; broken run directories are skipped and listed in
@@ -313,6 +300,7 @@ class RunStore:
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=self.root))
         try:
             write_files(tmp)
+            check_quota(folder_bytes(tmp))
             if final.exists():  # a forced re-run replaces the old one
                 trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-", dir=self.root))
                 final.rename(trash / "run")
@@ -322,6 +310,25 @@ class RunStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return Run(final)
+
+
+class DiskLimitReached(GleeError):
+    """A public job's workspace is full: the run is not written and the job stops."""
+
+
+def check_quota(adding: int) -> None:
+    """Before a run is moved into place: a public job's workspace (``GLEE_QUOTA_DIR``) must
+    stay within its limit (``GLEE_QUOTA_MB``) with the ``adding`` bytes of the new run."""
+    quota = environment.disk_quota()
+    if quota is None:
+        return
+    folder, limit = quota
+    used = folder_bytes(folder)
+    if used + adding > limit:
+        raise DiskLimitReached(
+            f"disk limit reached: this run needs {adding / 2**20:.1f} MB and your workspace "
+            f"uses {used / 2**20:.1f} MB of its {limit / 2**20:.0f} MB; delete runs or uploads "
+            "you no longer need (sidebar, Your workspace), then launch again")
 
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:

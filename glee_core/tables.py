@@ -57,3 +57,21 @@ def to_markdown(table: pd.DataFrame) -> str:
                                  *SHOT_TITLES.values()], rows), "",
                 f"Best mean of each column in bold; {STD_NOTE}.", ""]
     return "\n".join(out)
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+
+
+def spreadsheet_csv(frame: pd.DataFrame) -> str:
+    """``frame`` as the app's CSV downloads write it: a text cell that a spreadsheet would read
+    as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return first) gets a leading ``'``
+    (OWASP's CSV-injection advice), so a crafted class name or text stays text. Numbers are
+    left as they are."""
+    def neutral(value):
+        return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+    out = frame.copy()
+    for column in out.columns[[not pd.api.types.is_numeric_dtype(t) for t in out.dtypes]]:
+        out[column] = out[column].map(neutral)
+    out.columns = [neutral(str(c)) for c in out.columns]
+    return out.to_csv(index=False)

@@ -41,12 +41,14 @@ class Upload:
 
     @property
     def spec(self) -> str:
-        return f"csv:{self.path}"
+        """``upload:NAME``: the dataset id names the upload, not the folder it is kept in."""
+        return f"upload:{self.path.name}"
 
     @property
     def options(self) -> DataOptions:
         """How to load this upload (its columns as the user chose them)."""
-        return DataOptions(dataset=self.spec, **{k: v for k, v in self.columns.items() if v})
+        return DataOptions(dataset=self.spec, uploads_dir=str(self.path.parent),
+                           **{k: v for k, v in self.columns.items() if v})
 
     def load(self) -> LongTailDataset:
         return self.options.load()
@@ -83,10 +85,10 @@ def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    dataset = load_dataset(f"csv:{target}", **columns)  # its messages name the kept file
     meta = {"original_name": Path(str(filename)).name, "columns": columns}
     write_atomic(target.with_suffix(".json"), json.dumps(meta))
-    return Upload(target, meta["original_name"], columns), dataset
+    upload = Upload(target, meta["original_name"], columns)
+    return upload, upload.load()  # its id and messages name the upload
 
 
 def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:
@@ -104,9 +106,13 @@ def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:
     return uploads
 
 
-def csv_columns(data: bytes) -> list[str]:
-    """The header of an uploaded CSV (for the column pickers), read as ``csv:`` would read it."""
+def csv_columns(data: bytes, filename: str = "upload.csv") -> list[str]:
+    """The header of an uploaded CSV (for the column pickers), read as ``csv:`` would read it;
+    its messages name ``filename``, not the temporary copy."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "peek.csv"
         path.write_bytes(data)
-        return list(read_csv_frame(path)[0].columns)
+        try:
+            return list(read_csv_frame(path)[0].columns)
+        except GleeError as exc:
+            raise GleeError(str(exc).replace(str(path), Path(str(filename)).name)) from None

@@ -10,6 +10,13 @@ datasets and the demo are shared and read-only. Limits per session (concurrent a
 upload size, total disk) refuse the next launch or upload with a message saying which limit and
 what to do; a workspace idle longer than its time to live is deleted.
 
+Write access is tied to the visitor's browser, never to a link: the key rides in a cookie the
+app sets (``COOKIE``), not in the URL, so a link cannot plant a workspace on someone else. What a
+link can carry is a *share token* (:meth:`Workspace.share_token`), which opens the workspace's
+runs read-only, and says so. Limits per launch (runs, estimated minutes) and per session
+(estimated minutes of its unfinished jobs) cap the work one click queues; global caps (jobs on
+the machine, workspaces) hold however many tabs or browsers a visitor opens.
+
 Training is switched off entirely with ``GLEE_READ_ONLY`` (a showcase of shipped runs); the
 command line ignores both switches: it is the owner's.
 """
@@ -25,11 +32,15 @@ from pathlib import Path
 
 from . import environment
 from .errors import GleeError
+from .files import folder_bytes
 from .jobs import list_jobs
 from .store import RunStore
 
-KEY = re.compile(r"^[A-Za-z0-9_-]{32}$")
+KEY = re.compile(r"[A-Za-z0-9_-]{32}")  # fullmatch: no trailing newline
 USED_MARKER = ".last-used"
+SHARE_FILE = ".share"  # a workspace's read-only share token, once its owner made one
+SHARES_DIR = ".shares"  # <workspaces>/.shares/<token>: the key it opens, read-only
+COOKIE = "glee_workspace"  # the browser's cookie holding its workspace key (write access)
 
 
 class LimitReached(GleeError):
@@ -47,6 +58,12 @@ class Policy:
     upload_bytes: int = 10 * 2**20
     disk_bytes: int = 500 * 2**20
     ttl_seconds: float = 24 * 3600.0
+    job_runs: int = 40  # runs one launch may queue (a quick compare of 19 heads x 2 seeds fits)
+    job_seconds: float = 30 * 60.0  # estimated wall time of one launch
+    session_seconds: float = 60 * 60.0  # estimated time of a session's unfinished jobs together
+    max_jobs: int = 8  # jobs training or waiting on the machine, every session together
+    max_workspaces: int = 500  # workspaces on the machine (expired ones are swept first)
+    score_rows: int = 2000  # texts the Playground classifies from one file
     models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
 
     @classmethod
@@ -66,6 +83,22 @@ class Policy:
                                f"{size_text(self.upload_bytes)}. Upload a sample of it, or "
                                "run Glee Studio on your own machine for larger data.")
 
+    def check_job(self, runs: int, seconds: float, session_seconds: float = 0.0) -> None:
+        """One launch: at most ``job_runs`` runs and ``job_seconds`` of estimated time, and with
+        the session's unfinished jobs (``session_seconds`` of them) within ``session_seconds``."""
+        if runs > self.job_runs:
+            raise LimitReached(f"This launch plans {runs} runs; a launch here may plan at most "
+                               f"{self.job_runs}. Choose fewer methods or seeds.")
+        if seconds > self.job_seconds:
+            raise LimitReached(f"This launch is estimated at {minutes_text(seconds)}; a launch "
+                               f"here may take at most {minutes_text(self.job_seconds)}. Choose "
+                               "fewer methods, seeds or epochs, or a training limit.")
+        if session_seconds + seconds > self.session_seconds:
+            raise LimitReached(f"Your jobs still to run are estimated at "
+                               f"{minutes_text(session_seconds)}; with this launch that is over "
+                               f"this Space's {minutes_text(self.session_seconds)} per visitor. "
+                               "Wait for them to finish, or stop one.")
+
     @property
     def ttl_text(self) -> str:
         hours = self.ttl_seconds / 3600
@@ -74,7 +107,16 @@ class Policy:
 
 # environment.session_limits() key -> (Policy field, unit)
 LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upload_bytes", 2**20),
-                "disk_mb": ("disk_bytes", 2**20), "ttl_hours": ("ttl_seconds", 3600)}
+                "disk_mb": ("disk_bytes", 2**20), "ttl_hours": ("ttl_seconds", 3600),
+                "job_runs": ("job_runs", 1), "job_minutes": ("job_seconds", 60),
+                "session_minutes": ("session_seconds", 60), "max_jobs": ("max_jobs", 1),
+                "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1)}
+
+
+def minutes_text(seconds: float) -> str:
+    """``45 min``, ``2.5 h``: an estimated time as the limits' messages say it."""
+    minutes = seconds / 60
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
 
 
 def size_text(n: float) -> str:
@@ -84,15 +126,11 @@ def size_text(n: float) -> str:
     return f"{n / 2**10:.3g} KB" if n >= 2**10 else f"{int(n)} bytes"
 
 
-def _folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
-
-
 class Workspace:
     """One browser session's uploads, runs and jobs."""
 
     def __init__(self, root: Path, key: str):
-        if not KEY.match(key):
+        if not KEY.fullmatch(key):
             raise GleeError("not a workspace key")
         self.root = Path(root).resolve()
         self.key = key
@@ -101,19 +139,49 @@ class Workspace:
             raise GleeError("not a workspace key")
 
     @classmethod
-    def create(cls, root: str | Path | None = None) -> Workspace:
-        """A new workspace with a fresh unguessable key."""
+    def create(cls, root: str | Path | None = None, limit: int | None = None) -> Workspace:
+        """A new workspace with a fresh unguessable key; ``limit``: how many the machine may
+        hold (a full machine is refused with a message, after the idle ones are swept)."""
         root = Path(root or environment.workspaces_dir())
         root.mkdir(parents=True, exist_ok=True)
+        if limit is not None and len(keys_in(root)) >= limit:
+            expire(root)
+            if len(keys_in(root)) >= limit:
+                raise LimitReached(f"This Space holds {limit} visitors' workspaces, its most: "
+                                   "try again later, or run Glee Studio on your own machine.")
         workspace = cls(root, secrets.token_urlsafe(24))  # 32 characters
         workspace.path.mkdir()
         workspace.touch()
         return workspace
 
     @classmethod
+    def open_shared(cls, token: str | None, root: str | Path | None = None) -> Workspace | None:
+        """The workspace a share token opens (read-only: the caller must not write), or None."""
+        if not token or not isinstance(token, str) or not KEY.fullmatch(token):
+            return None
+        root = Path(root or environment.workspaces_dir())
+        try:
+            key = (root / SHARES_DIR / token).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return cls.open(key, root)
+
+    def share_token(self) -> str:
+        """This workspace's read-only share token (made on first use, the same after)."""
+        marker = self.path / SHARE_FILE
+        if marker.is_file():
+            return marker.read_text(encoding="utf-8").strip()
+        token = secrets.token_urlsafe(24)
+        shares = self.root / SHARES_DIR
+        shares.mkdir(exist_ok=True)
+        (shares / token).write_text(self.key, encoding="utf-8")
+        marker.write_text(token, encoding="utf-8")
+        return token
+
+    @classmethod
     def open(cls, key: str | None, root: str | Path | None = None) -> Workspace | None:
         """The workspace of ``key``, or None when the key is malformed or names none."""
-        if not key or not isinstance(key, str) or not KEY.match(key):
+        if not key or not isinstance(key, str) or not KEY.fullmatch(key):
             return None
         workspace = cls(Path(root or environment.workspaces_dir()), key)
         return workspace if workspace.path.is_dir() else None
@@ -126,6 +194,12 @@ class Workspace:
     def uploads_dir(self) -> Path:
         return self.path / "uploads"
 
+    @property
+    def session_lock(self) -> Path:
+        """Held while one of this workspace's runs trains (or the app scores a file for it):
+        a session's work takes turns, one thing at a time (:mod:`glee_core.slots`)."""
+        return self.path / ".session.lock"
+
     def touch(self) -> None:
         (self.path / USED_MARKER).write_text(str(time.time()), encoding="utf-8")
 
@@ -135,7 +209,7 @@ class Workspace:
         return marker.stat().st_mtime if marker.is_file() else self.path.stat().st_mtime
 
     def disk_bytes(self) -> int:
-        return _folder_bytes(self.path)
+        return folder_bytes(self.path)
 
     # ---- limits -------------------------------------------------------------------------
     def check_upload(self, policy: Policy, size: int) -> None:
@@ -177,19 +251,36 @@ class Workspace:
         shutil.rmtree(folder)
 
 
+def keys_in(root: Path) -> list[str]:
+    """The workspace keys under ``root`` (its folders named like a key)."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and KEY.fullmatch(p.name)) \
+        if root.is_dir() else []
+
+
+def unfinished_jobs(root: str | Path | None = None) -> int:
+    """Jobs training or waiting in every workspace (the machine's global cap counts them)."""
+    root = Path(root or environment.workspaces_dir())
+    return sum(job.running for key in keys_in(root)
+               for job in list_jobs(Workspace(root, key).store))
+
+
 def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,
            now: float | None = None) -> list[str]:
     """Delete workspaces idle for longer than ``ttl_seconds`` (those with a job still running
-    wait for it); returns the keys removed."""
+    wait for it), and their share tokens; returns the keys removed."""
     root = Path(root or environment.workspaces_dir())
     now = time.time() if now is None else now
     removed = []
-    for path in sorted(root.iterdir()) if root.is_dir() else []:
-        workspace = Workspace.open(path.name, root)
-        if workspace is None or now - workspace.last_used <= ttl_seconds:
+    for key in keys_in(root):
+        workspace = Workspace(root, key)
+        if now - workspace.last_used <= ttl_seconds:
             continue
         if any(job.running for job in list_jobs(workspace.store)):
             continue
+        token = workspace.path / SHARE_FILE
+        if token.is_file():
+            (root / SHARES_DIR / token.read_text(encoding="utf-8").strip()).unlink(
+                missing_ok=True)
         shutil.rmtree(workspace.path, ignore_errors=True)
         removed.append(workspace.key)
     return removed

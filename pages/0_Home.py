@@ -49,7 +49,7 @@ if read_only:
     st.caption("Training is switched off on this deployment: browse the shipped runs on the "
                "Results, Diagnostics and Paper pages.")
 elif dataset is not None:
-    if st.button(f"Quick compare on {target}", type="primary"):
+    if st.button(f"Quick compare on {studio_ui.md(target)}", type="primary"):
         request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
                                config=quick)
         job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {target}")
@@ -57,7 +57,7 @@ elif dataset is not None:
             st.session_state["last_job"] = job.id
             st.switch_page("pages/2_Train.py")
     estimate = studio_ui.time_estimate(dataset, len(METHODS), quick)
-    st.caption(f"Estimated here: {estimate['text']} with {model} "
+    st.caption(f"Estimated here: {estimate['text']} with {studio_ui.md(model)} "
                f"({estimate['basis']}; runs already in the store are opened, not retrained).")
 
 # After a quick compare: the heads that did best on dev, and one click to fine-tune them
@@ -72,7 +72,8 @@ if compared:
     st.dataframe(shown.rename(columns={"method": "Method", "seeds": "Seeds",
                                        "dev": "Dev score (chooses)", "f1": "Test macro-F1",
                                        "tail_f1": "Test tail F1"}), hide_index=True)
-    st.caption(f"Your quick compare on {target} ({compared[0].record.setting_label}), ranked on "
+    st.caption(f"Your quick compare on {studio_ui.md(target)} "
+               f"({studio_ui.md(compared[0].record.setting_label)}), ranked on "
                "dev, never on test. Fine-tuning trains the whole model from each head "
                "(practical recipe: learning rate chosen on dev, LP-FT from these very heads).")
     if top and not read_only:

@@ -33,15 +33,16 @@ hf_name = "" if rules.public else st.text_input(
     "…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
     help="Needs the hub (or a local folder of CSV/JSON files).")
 if not any(options.dataset in PAPER_DATASETS for options in choices.values()):
-    st.caption(f"The paper's datasets appear in this list when `{environment.data_dir()}` holds "
-               "them (one folder per id in the paper's TSV layout; set `GLEE_DATA_DIR` to "
-               "point elsewhere).")
+    where = "its data folder" if rules.public else f"`{environment.data_dir()}`"  # no server path
+    st.caption(f"The paper's datasets appear in this list when {where} holds them (one folder "
+               "per id in the paper's TSV layout; set `GLEE_DATA_DIR` to point elsewhere).")
 new = DataOptions(dataset=f"hf:{hf_name.strip()}") if hf_name.strip() else choices[picked]
 if new.dataset != choice.dataset:
     try:
         studio_ui.load_options(new)  # the choice changes only to a dataset that loads
     except GleeError as exc:
-        st.error(f"Cannot load {new.dataset}: {exc}. Still showing {choice.dataset}.")
+        st.error(f"Cannot load {studio_ui.md(new.dataset)}: {studio_ui.md(exc)}. Still showing "
+                 f"{studio_ui.md(choice.dataset)}.")
     else:
         studio_ui.choose_dataset(new)
         st.rerun()
@@ -57,14 +58,17 @@ def upload_csv() -> None:
                "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk"
                + (f", private to this session, for {rules.ttl_text} without use."
                   if own is not None else "."))
-    uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"], key="upload")
+    uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"], key="upload",
+                                max_upload_size=max(1, -(-limit // 2**20)))
     if uploaded is not None:
-        data = uploaded.getvalue()
+        columns = []
         try:
-            columns = csv_columns(data)
+            if own is not None:  # the size first: a file over the limit is never parsed
+                own.check_upload(rules, uploaded.size)
+            data = uploaded.getvalue()
+            columns = csv_columns(data, uploaded.name)
         except GleeError as exc:
-            st.error(str(exc))
-            columns = []
+            st.error(studio_ui.md(exc))
         if columns:
             text_col = st.selectbox("Text column", columns,
                                     index=guess_column(columns, TEXT_COLUMN_NAMES))
@@ -72,20 +76,20 @@ def upload_csv() -> None:
                                      index=guess_column(columns, LABEL_COLUMN_NAMES))
             text_b_col = st.selectbox("Second text column (optional)", ["(none)", *columns])
             if text_col == label_col:
-                st.error(f"The text and the label are both the column {text_col!r}: pick the "
+                st.error(f"The text and the label are both the column "
+                         f"'{studio_ui.md(text_col)}': pick the "
                          "column that holds each (a CSV needs at least two columns).")
             elif st.button("Use this CSV", type="primary"):
                 try:
-                    if own is not None:
-                        own.check_upload(rules, len(data))
                     upload, dataset = save_upload(
                         studio_ui.uploads_dir(), uploaded.name, data, text_col,
                         label_col, None if text_b_col == "(none)" else text_b_col)
                 except GleeError as exc:
-                    st.error(f"This CSV cannot be used: {exc}")
+                    st.error(f"This CSV cannot be used: {studio_ui.md(exc)}")
                 else:
                     studio_ui.choose_dataset(upload.options)
-                    st.success(f"Kept as {upload.path.name}: {dataset.num_classes} classes.")
+                    st.success(f"Kept as {studio_ui.md(upload.spec)}: {dataset.num_classes} "
+                               "classes.")
                     st.rerun()
 
 
@@ -100,7 +104,7 @@ if dataset is None:
     st.stop()
 
 for warning in dataset.warnings:
-    st.warning(warning)
+    st.warning(studio_ui.md(warning))
 left, right = st.columns([1, 3])
 threshold = left.number_input("Head/tail threshold", min_value=0.05, max_value=0.95,
                               value=float(dataset.threshold), step=0.05,
@@ -120,7 +124,7 @@ highlight = studio_ui.class_highlight(list(counts))
 right.altair_chart(chart_class_frequency(counts, head, log_scale=log_scale, highlight=highlight),
                    width="stretch")
 st.caption(f"{len(head)} head classes, {len(tail)} tail classes, defined on the training split. "
-           f"Template: `{dataset.template}`")
+           f"Template: {studio_ui.md(dataset.template)}")
 
 with st.expander("Class table"):
     table = class_frequency_frame(counts, head)

@@ -32,7 +32,8 @@ dataset = studio_ui.current_dataset()
 if dataset is None:
     st.stop()
 device = studio_ui.device_kind()
-st.caption(f"Dataset **{dataset.id}** · {len(dataset.splits['train'])} training examples · "
+st.caption(f"Dataset **{studio_ui.md(dataset.id)}** · "
+           f"{len(dataset.splits['train'])} training examples · "
            f"device **{device}**")
 
 methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
@@ -196,7 +197,7 @@ def show_jobs():
     for job in jobs:
         status = job.status
         with st.container(border=True):
-            st.markdown(f"**{job.label}** · `{job.id}` · {status}")
+            st.markdown(f"**{studio_ui.md(job.label)}** · `{job.id}` · {status}")
             if status == "running":
                 progress = job.progress()
                 elapsed = time.time() - job.info.get("started", time.time())
@@ -213,7 +214,7 @@ def show_jobs():
                 result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
                 st.dataframe(result.rename(columns=METRIC_TITLES), hide_index=True)
             elif status == "failed":
-                st.error(job.error)
+                st.error(studio_ui.md(job.error))
             else:
                 st.warning("Stopped before it finished; its unfinished run was discarded. "
                            "Launch again to train it.")

@@ -28,7 +28,7 @@ from glee_core.reproduce import (
     table_of,
 )
 from glee_core.store import aggregate, slug
-from glee_core.tables import STD_NOTE, comparison_table
+from glee_core.tables import STD_NOTE, comparison_table, spreadsheet_csv
 
 studio_ui.sidebar()
 st.title("Results")
@@ -93,7 +93,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
                     st.markdown(f"- {note}")
         stem = Path(path).stem
         left, right = st.columns(2)
-        left.download_button("Download (CSV)", frame.to_csv(index=False), f"{stem}.csv",
+        left.download_button("Download (CSV)", spreadsheet_csv(frame), f"{stem}.csv",
                              "text/csv")
         right.download_button("Download (Markdown)",
                               comparison_markdown(frame, table, header_lines(manifest),
@@ -118,7 +118,7 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
         try:
             result = calibrate(run, method, select)
         except GleeError as exc:
-            st.warning(str(exc))
+            st.warning(studio_ui.md(exc))
         else:
             strength = st.select_slider("Strength", options=GRID.tolist(), value=result.value,
                                         key=f"strength-{run_id}-{method}-{select}")
@@ -157,7 +157,7 @@ with ours:
                f"classes with > 100, 20-100, < 20 training examples (– where there is none). "
                f"{runs[0].record.dataset.head_tail_caption}.")
     st.download_button("Download table (CSV)",
-                       table.assign(best=table["best"].str.join(";")).to_csv(index=False),
+                       spreadsheet_csv(table.assign(best=table["best"].str.join(";"))),
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")
 
     highlight = studio_ui.class_highlight(runs[0].record.dataset.order)

@@ -4,6 +4,7 @@ import streamlit as st
 
 import studio_ui
 from glee_core.charts import chart_confusion
+from glee_core.tables import spreadsheet_csv
 
 studio_ui.sidebar()
 st.title("Predictions")
@@ -34,7 +35,7 @@ st.dataframe(shown[columns], hide_index=True,
              column_config={"confidence": st.column_config.ProgressColumn(
                  "confidence", min_value=0.0, max_value=1.0, format="%.2f")})
 st.download_button("Download this run's test predictions (CSV)",
-                   predictions.to_csv(index=False), f"{run.run_id}-test-predictions.csv",
+                   spreadsheet_csv(predictions), f"{run.run_id}-test-predictions.csv",
                    "text/csv")
 
 st.subheader("Confusion matrix")

@@ -1,5 +1,6 @@
 """Playground: type a text, see every class's score from a run or the zero-shot MLM head."""
 
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from glee_core.charts import chart_class_scores
 from glee_core.experiment import get_backbone
 from glee_core.inference import Scorer, load_run, predict_csv
 from glee_core.store import slug
+from glee_core.tables import spreadsheet_csv
 from glee_core.workspaces import LimitReached
 
 studio_ui.sidebar()
@@ -53,7 +55,7 @@ try:
         stem = run.run_id
     table = scorer.score_table(text) if text.strip() else None
 except GleeError as exc:
-    st.error(str(exc))
+    st.error(studio_ui.md(exc))
     st.stop()
 
 if table is not None:
@@ -69,30 +71,46 @@ if table is not None:
                          "logit": st.column_config.NumberColumn(format="%.2f")})
 
 st.subheader("Classify a CSV of texts")
+rules = studio_ui.policy()
+if rules.read_only:
+    st.caption("Classifying files is switched off on this deployment (read-only).")
+    st.stop()
+cap = rules.score_rows if rules.public else None
 st.caption("Every row of the file comes back with the predicted class, its probability, the top "
            "3 classes with scores (and the label word, for prompt methods). The same as "
-           "`python -m glee_core predict`. The file is read in memory, not kept.")
-uploaded = st.file_uploader("CSV of texts", type=["csv", "tsv", "txt"], key="predict-upload")
-rules = studio_ui.policy()
+           "`python -m glee_core predict`. The file is read in memory, not kept"
+           + (f"; up to {cap:,} texts here, classified in turn with the training jobs."
+              if cap else "."))
+uploaded = st.file_uploader("CSV of texts", type=["csv", "tsv", "txt"], key="predict-upload",
+                            max_upload_size=max(1, -(-rules.upload_bytes // 2**20))
+                            if rules.public else None)
 if uploaded is not None and rules.public:
     try:
-        rules.check_upload_size(uploaded.size)
+        rules.check_upload_size(uploaded.size)  # before the file is read or parsed
     except LimitReached as exc:
-        st.error(f"{exc} (`python -m glee_core predict` classifies any size.)")
+        st.error(f"{studio_ui.md(exc)} (`python -m glee_core predict` classifies any size.)")
         uploaded = None
 if uploaded is not None:
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "texts.csv"
-        path.write_bytes(uploaded.getvalue())
-        bar = st.progress(0.0, text="Classifying ...")
-        try:
-            predicted = predict_csv(scorer, path, progress=lambda done, total: bar.progress(
-                done / total, text=f"Classifying: {done} of {total} texts"))
-        except GleeError as exc:
-            st.error(f"This CSV cannot be classified: {exc}")
-            predicted = None
-        bar.empty()
+    data = uploaded.getvalue()
+    # scored once per file and scorer in this session: typing in the text box does not redo it
+    key = (hashlib.sha256(data).hexdigest(), stem)
+    done = st.session_state.setdefault("scored-files", {})
+    if key not in done:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "texts.csv"
+            path.write_bytes(data)
+            bar = st.progress(0.0, text="Classifying ...")
+            try:
+                with studio_ui.machine_turn(lambda: bar.progress(
+                        0.0, text="Waiting for the machine: training jobs go first ...")):
+                    done[key] = predict_csv(
+                        scorer, path, max_rows=cap, progress=lambda n, total: bar.progress(
+                            n / total, text=f"Classifying: {n} of {total} texts"))
+            except GleeError as exc:
+                st.error(f"This CSV cannot be classified: {studio_ui.md(exc)}")
+            bar.empty()
+    predicted = done.get(key)
     if predicted is not None:
         st.dataframe(predicted, hide_index=True)
-        st.download_button("Download the predictions (CSV)", predicted.to_csv(index=False),
+        st.download_button("Download the predictions (CSV)", spreadsheet_csv(predicted),
                            f"{stem}-predictions.csv", "text/csv", type="primary")

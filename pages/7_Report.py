@@ -22,7 +22,7 @@ if runs and st.button("Build the PDF", type="primary"):
                 f"glee-report-{slug(runs[0].dataset)}-{runs[0].record.mode}-"
                 f"{len({r.method for r in runs})}-methods.pdf")
     except GleeError as exc:
-        st.error(str(exc))
+        st.error(studio_ui.md(exc))
 if st.session_state.get("report_pdf"):
     pdf = st.session_state["report_pdf"]
     st.success(f"Report ready ({len(pdf) / 1024:.0f} KB).")

@@ -12,6 +12,7 @@ from glee_core.experiment import run_experiments
 from glee_core.jobs import list_jobs
 from glee_core.methods import get_method
 from glee_core.store import RunStore
+from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ["cls-relu", "cls-relu-pt-ln", "prompt"]
@@ -74,7 +75,7 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert not at.exception and not at.error
     kept = list((app_dirs["uploads"]).glob("*.csv"))
     assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
-    assert at.session_state["dataset"].dataset == f"csv:{kept[0]}"
+    assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
 
 
 def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
@@ -82,13 +83,13 @@ def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
     at.file_uploader[0].upload("one.csv", b"text,label\na,x\nb,x\nc,x\n", "text/csv").run()
     next(b for b in at.button if b.label == "Use this CSV").click().run()
     assert not at.exception
-    assert any("only one class" in e.value for e in at.error)
+    assert any("only one class" in plain(e.value) for e in at.error)
     assert not any(".upload-" in e.value for e in at.error)  # no internal temporary path
     assert not list(app_dirs["uploads"].glob("one-*.csv"))  # nothing kept
     # a one-column file: text and label would be the same column - refused before any button
     at = app("pages/1_Data.py").run()
     at.file_uploader[0].upload("single.csv", b"text\na\nb\nc\n", "text/csv").run()
-    assert any("both the column 'text'" in e.value for e in at.error)
+    assert any("both the column 'text'" in plain(e.value) for e in at.error)
     assert not any(b.label == "Use this CSV" for b in at.button)
 
 
@@ -97,8 +98,8 @@ def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch
     at = app("pages/1_Data.py").run()
     at.text_input[0].input("no-such/dataset-here").run()
     assert not at.exception
-    assert any("Cannot load hf:no-such/dataset-here" in e.value and "Still showing demo"
-               in e.value for e in at.error)
+    assert any("Cannot load hf:no-such/dataset-here" in plain(e.value) and "Still showing demo"
+               in plain(e.value) for e in at.error)
     assert at.session_state["dataset"].dataset == "demo"  # the sidebar and picker agree
 
 

@@ -14,14 +14,14 @@ from glee_core.report import chart_png
 from glee_core.store import Run
 
 
-def fake_run(root, method, head_values, tail_values):
+def fake_run(root, method, head_values, tail_values, tail="small"):
     """A run folder with only what Figure 4 reads: the record and features.npz."""
     folder = root / method
     folder.mkdir()
     config = {"run_id": method, "method": {"id": method}, "seed": 1,
-              "dataset": {"id": "toy", "classes": ["big", "small"],
-                          "class_counts": {"big": 60, "small": 4}, "head_classes": ["big"],
-                          "tail_classes": ["small"]},
+              "dataset": {"id": "toy", "classes": ["big", tail],
+                          "class_counts": {"big": 60, tail: 4}, "head_classes": ["big"],
+                          "tail_classes": [tail]},
               "model": {"name": "m"}, "hyperparameters": {"epochs": 1, "batch_size": 2,
                                                          "lr": 0.1, "max_length": 8}}
     (folder / "config.json").write_text(json.dumps(config))
@@ -91,3 +91,30 @@ def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset,
     assert evolution["step"].nunique() == len(runs[0].history) == 3  # one column per epoch
     assert set(evolution["class"]) == set(toy_dataset.classes)
     assert chart_png(chart_norm_evolution(runs[0]))[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("tail", ["can't login", "x' + alert(1) + '", 'say "hi"'])
+def test_class_names_reach_vega_as_data_never_as_an_expression(tmp_path, tail):
+    """Figure 4's legend names its two classes through the data and the scale's domain: no
+    expression carries a class name, and the PDF renderer draws it (a quote once broke it)."""
+    rng = np.random.default_rng(0)
+    run = fake_run(tmp_path, "cls-relu", np.abs(rng.normal(size=(8, 10))),
+                   np.abs(rng.normal(size=(3, 10))), tail)
+    chart = chart_feature_distributions([run], "big", tail)
+
+    def walk(node, key=None):
+        if isinstance(node, dict):
+            for k, value in node.items():
+                yield from walk(value, k)
+        elif isinstance(node, list):
+            for value in node:
+                yield from walk(value, key)
+        else:
+            yield key, node
+
+    values = list(walk(chart.to_dict()))
+    expressions = [v for k, v in values if k in ("labelExpr", "expr", "calculate", "filter",
+                                                   "test")]
+    assert not [e for e in expressions if tail in str(e)]
+    assert ("domain", f"tail: {tail}") in values  # the name travels as data
+    assert chart_png(chart)[:8] == b"\x89PNG\r\n\x1a\n"

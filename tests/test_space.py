@@ -14,6 +14,7 @@ from PIL import Image
 
 from glee_core.store import RunStore
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.workspaces import COOKIE
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,13 +68,15 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
             playwright.expect(page.get_by_role("heading", name="Train").first).to_be_visible(
                 timeout=90_000)
             page.get_by_text("Your workspace").first.click()
-            playwright.expect(page.get_by_text("private to this browser session").first
+            playwright.expect(page.get_by_text("private to this browser").first
                               ).to_be_visible(timeout=30_000)
             page.wait_for_timeout(1500)
             assert not page.locator('[data-testid="stException"]').count()
-            key = re.search(r"[?&]ws=([A-Za-z0-9_-]{32})", page.url)
-            assert key, page.url
-            keys.append(key.group(1))
+            # the key is in this browser's cookie, never in the address bar
+            cookie = {c["name"]: c["value"] for c in context.cookies()}.get(COOKIE)
+            assert cookie and re.fullmatch(r"[A-Za-z0-9_-]{32}", cookie)
+            assert cookie not in page.url
+            keys.append(cookie)
             page.screenshot(path=str(ARTIFACTS / f"space-session-{name}.png"), full_page=True)
             context.close()
         browser.close()

@@ -20,6 +20,7 @@ from glee_core.jobs import process_start
 from glee_core.store import RunStore
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.workspaces import LimitReached, Policy, Workspace, expire
+from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = "text,intent\n" + "".join(f"question number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
@@ -48,8 +49,11 @@ def session(page: str, tiny_bert, **state) -> AppTest:
 
 
 def upload(at: AppTest, name: str = "mine.csv", data: bytes = ROWS.encode()) -> AppTest:
+    """Upload a CSV and keep it (the button is there unless a limit refused the file)."""
     at.file_uploader[0].upload(name, data, "text/csv").run()
-    next(b for b in at.button if b.label == "Use this CSV").click().run()
+    for button in at.button:
+        if button.label == "Use this CSV":
+            button.click().run()
     return at
 
 
@@ -59,9 +63,11 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     key_a = a.session_state["workspace_key"]
     own_a = Workspace.open(key_a)
     [kept] = list(own_a.uploads_dir.glob("*.csv"))
-    assert a.session_state["dataset"].dataset == f"csv:{kept}"
-    assert a.query_params["ws"] == [key_a] or a.query_params["ws"] == key_a
-    run_a = write_synthetic_run(own_a.store, synthetic_dataset(4, f"csv:{kept}"), "prompt", 1)
+    # the dataset names the upload, never the folder (its name is the key) it is kept in
+    assert a.session_state["dataset"].dataset == f"upload:{kept.name}"
+    assert "ws" not in a.query_params  # the key is in no URL
+    run_a = write_synthetic_run(own_a.store, synthetic_dataset(4, f"upload:{kept.name}"),
+                                "prompt", 1)
     demo_a = write_synthetic_run(own_a.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
 
     b = session("pages/1_Data.py", tiny_bert).run()
@@ -87,15 +93,20 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     with pytest.raises(GleeError, match="no upload"):
         own_b.delete_upload(kept.name)
     assert run_a.path.is_dir() and kept.is_file()
-    # a key that is not a workspace (malformed, or A's with one letter changed) opens a new one
+    # a key in a link opens nothing (A's own key too: links no longer carry write access)
     wrong = key_a[:-1] + ("A" if key_a[-1] != "A" else "B")
-    for key in ("../" + key_a[3:], wrong, key_a[:-1]):
+    for key in ("../" + key_a[3:], wrong, key_a[:-1], key_a, key_a + "\n"):
         c = session("pages/1_Data.py", tiny_bert)
         c.query_params["ws"] = key
         c.run()
         assert c.session_state["workspace_key"] not in (key_a, key_b, key)
-    # A's own sidebar can delete its own upload and runs
+        assert "ws" not in c.query_params
+    assert Workspace.open(key_a + "\n") is None  # fullmatch: no trailing newline
+    # A's own sidebar deletes its runs only once the confirmation is ticked
     a = session("pages/1_Data.py", tiny_bert, workspace_key=key_a).run()
+    delete = next(b for b in a.sidebar.button if b.label.startswith("Delete my"))
+    assert delete.disabled
+    next(c for c in a.sidebar.checkbox if c.label.startswith("Yes, delete my")).check().run()
     next(b for b in a.sidebar.button if b.label.startswith("Delete my")).click().run()
     assert own_a.store.runs() == []
 
@@ -115,7 +126,7 @@ def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
     own = Workspace.open(at.session_state["workspace_key"])
     _fake_running_job(own.store)
     next(b for b in at.button if b.label == "Launch").click().run()
-    assert any("a session may have 1 training and 0 waiting" in e.value for e in at.error)
+    assert any("a session may have 1 training and 0 waiting" in plain(e.value) for e in at.error)
     assert [j.id for j in __import__("glee_core.jobs").jobs.list_jobs(own.store)] == ["job-1"]
     # no Ray controls and no free-text backbone for visitors
     assert not any("Ray" in e.label for e in at.expander)
@@ -125,18 +136,18 @@ def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
 def test_the_disk_and_upload_limits_refuse_with_their_message(public, tiny_bert, monkeypatch):
     monkeypatch.setenv("GLEE_SESSION_UPLOAD_MB", "0.0001")  # 105 bytes
     at = upload(session("pages/1_Data.py", tiny_bert).run())
-    assert any("uploads here are limited to 104 bytes" in e.value for e in at.error)
+    assert any("uploads here are limited to 104 bytes" in plain(e.value) for e in at.error)
     monkeypatch.setenv("GLEE_SESSION_UPLOAD_MB", "10")
     monkeypatch.setenv("GLEE_SESSION_DISK_MB", "0.001")  # 1 KB: a run does not fit
     own = Workspace.open(at.session_state["workspace_key"])
     write_synthetic_run(own.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
     at = upload(session("pages/1_Data.py", tiny_bert, workspace_key=own.key).run())
-    assert any("Your workspace uses" in e.value and "of its 1.02 KB" in e.value
+    assert any("Your workspace uses" in plain(e.value) and "of its 1.02 KB" in plain(e.value)
                for e in at.error)
     assert not list(own.uploads_dir.glob("*.csv"))  # nothing kept
     train = session("pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
     next(b for b in train.button if b.label == "Launch").click().run()
-    assert any("Your workspace uses" in e.value for e in train.error)
+    assert any("Your workspace uses" in plain(e.value) for e in train.error)
 
 
 def test_read_only_mode_has_no_launch_controls_and_the_cli_still_trains(

@@ -1,0 +1,237 @@
+"""Public mode's limits hold while jobs run and across tabs: the work one launch and one session
+may queue, training slots handed out in turn, the disk limit checked before each run is written,
+global caps on jobs and workspaces, a queued job that loads nothing, the Playground's file
+scoring capped, cached and queued, and no server path on the Data page."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+from streamlit.testing.v1 import AppTest
+
+from glee_core.files import folder_bytes
+from glee_core.slots import SlotQueue
+from glee_core.store import RunStore
+from glee_core.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.workspaces import LimitReached, Policy, Workspace
+from tests.helpers.markdown import plain
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+@pytest.fixture
+def public(monkeypatch, tmp_path, tiny_bert):
+    for name in ("runs", "uploads", "workspaces", "data"):
+        monkeypatch.setenv(f"GLEE_{name.upper()}_DIR", str(tmp_path / name))
+    monkeypatch.setenv("GLEE_PUBLIC", "1")
+    monkeypatch.setenv("GLEE_PUBLIC_MODELS", str(tiny_bert))
+    return tmp_path
+
+
+def page(name: str, tiny_bert, **state) -> AppTest:
+    at = AppTest.from_file(str(ROOT / name), default_timeout=120)
+    at.session_state["model"] = str(tiny_bert)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at
+
+
+def launch_errors(at: AppTest) -> list[str]:
+    next(b for b in at.button if b.label == "Launch").click().run()
+    return [plain(e.value) for e in at.error]
+
+
+def test_one_launch_and_one_session_are_capped(public, tiny_bert, monkeypatch):
+    at = page("pages/2_Train.py", tiny_bert).run()
+    at.text_input[0].set_value(",".join(str(s) for s in range(1, 501))).run()  # 500 seeds
+    errors = launch_errors(at)
+    assert any("plans 1500 runs; a launch here may plan at most 40" in e for e in errors)
+    monkeypatch.setenv("GLEE_SESSION_JOB_MINUTES", "0.001")
+    at = page("pages/2_Train.py", tiny_bert).run()
+    assert any("a launch here may take at most 0 min" in e for e in launch_errors(at))
+    own = Workspace.open(at.session_state["workspace_key"])
+    assert not list(own.store.jobs_dir.glob("*.json"))  # nothing was launched
+    policy = Policy(session_seconds=600)
+    with pytest.raises(LimitReached, match="still to run are estimated at 8 min"):
+        policy.check_job(3, 300, session_seconds=480)
+
+
+def test_the_machines_caps_hold_whatever_the_tabs(public, tiny_bert, monkeypatch):
+    """A cap on jobs and one on workspaces: a new tab or browser does not reset them."""
+    monkeypatch.setenv("GLEE_MAX_JOBS", "1")
+    other = Workspace.create()
+    other.store.jobs_dir.mkdir(parents=True)
+    (other.store.jobs_dir / "job-1.json").write_text(json.dumps(
+        {"id": "job-1", "pid": os.getpid(), "label": "someone else's"}))
+    at = page("pages/2_Train.py", tiny_bert).run()
+    assert any("This Space has 1 jobs training or waiting" in e for e in launch_errors(at))
+    monkeypatch.setenv("GLEE_MAX_WORKSPACES", "2")  # other's and at's exist
+    full = page("app.py", tiny_bert).run()
+    assert full.exception and "holds 2 visitors' workspaces" in full.exception[0].message
+    with pytest.raises(LimitReached, match="try again later"):
+        Workspace.create(limit=2)
+
+
+def test_training_slots_are_handed_out_in_turn():
+    """Job A (three runs) releases its slot after each run and queues again at the back: job B,
+    which arrived during A's first run, trains before A's second."""
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"slots-{os.getpid()}-{time.time_ns()}"
+    store, order = RunStore(folder, max_concurrent=1), []
+
+    def job(name: str, runs: int, start: float):
+        time.sleep(start)
+        for run in range(1, runs + 1):
+            with store.training_slot():
+                order.append(f"{name}{run}")
+                time.sleep(0.6)
+
+    threads = [threading.Thread(target=job, args=("A", 3, 0.0)),
+               threading.Thread(target=job, args=("B", 1, 0.2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert order == ["A1", "B1", "A2", "A3"]
+    assert not list(folder.rglob("*.ticket"))  # every ticket cleaned up
+
+
+def test_a_dead_processes_ticket_does_not_block_the_queue(tmp_path):
+    queue = SlotQueue(tmp_path, 1)
+    (tmp_path / "queue").mkdir()
+    stale = tmp_path / "queue" / "00000000000000000001-1-aaaaaa.ticket"  # first in line, dead
+    stale.write_text("")
+    with queue.slot():
+        pass
+    assert not stale.exists()
+
+
+def test_a_sessions_jobs_take_turns(tmp_path):
+    """Two slots on the machine, but one session: its second run waits for its first."""
+    session = tmp_path / ".session.lock"
+    queue, events = SlotQueue(tmp_path / "slots", 2, session), []
+
+    def run(name: str):
+        with queue.slot(on_wait=lambda: events.append(f"{name} waits")):
+            events.append(f"{name} in")
+            time.sleep(0.5)
+            events.append(f"{name} out")
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
+    threads[0].start()
+    time.sleep(0.1)
+    threads[1].start()
+    for t in threads:
+        t.join(timeout=30)
+    assert events == ["a in", "b waits", "a out", "b in", "b out"]
+
+
+def _cli(tiny_bert, toy_csv, runs: Path, env: dict, *extra: str):
+    return [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}", "--method",
+            "cls-relu", "--model", str(tiny_bert), "--runs-dir", str(runs), "--mode", "frozen",
+            "--epochs", "1", *extra], {**ENV, **env}
+
+
+@pytest.mark.slow
+def test_the_disk_limit_holds_while_a_job_trains(tiny_bert, toy_csv, tmp_path):
+    workspace = tmp_path / "ws"
+    runs = workspace / "runs"
+    command, env = _cli(tiny_bert, toy_csv, runs, {})
+    assert subprocess.run(command, env=env, capture_output=True, timeout=300).returncode == 0
+    one_run = folder_bytes(RunStore(runs).runs()[0].path)
+    used = folder_bytes(workspace)  # the run, the cached features, the locks
+    orphan = runs / ".tmp-old-run-x"  # a killed save's leftovers: not counted
+    orphan.mkdir()
+    (orphan / "model.safetensors").write_bytes(b"0" * (10 * one_run))
+    # room for one more run, not two: the launch passes, its second run is refused
+    quota = {"GLEE_QUOTA_DIR": str(workspace),
+             "GLEE_QUOTA_MB": str((used + 1.5 * one_run) / 2**20)}
+    command, env = _cli(tiny_bert, toy_csv, runs, quota, "--seeds", "2,3")
+    full = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert full.returncode == 2 and "error: disk limit reached" in full.stderr, full.stderr
+    assert "Traceback" not in full.stderr
+    assert sorted(r.seed for r in RunStore(runs).runs()) == [1, 2]
+    assert [p.name for p in runs.glob(".tmp-*")] == [orphan.name]  # none half-written
+
+
+@pytest.mark.slow
+def test_a_queued_job_loads_nothing_until_its_turn(tiny_bert, toy_csv, tmp_path):
+    session = tmp_path / ".session.lock"
+    holder = FileLock(str(session))
+    holder.acquire()  # this session's other job is training
+    progress = tmp_path / "progress.jsonl"
+    command, env = _cli(tiny_bert, toy_csv, tmp_path / "runs", {
+        "GLEE_SESSION_SLOT": str(session), "GLEE_SLOTS_DIR": str(tmp_path / "slots")},
+        "--progress-file", str(progress))
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and not progress.is_file():
+        time.sleep(0.2)
+    time.sleep(2)
+    stages = [json.loads(line)["stage"] for line in progress.read_text().splitlines()]
+    rss_kb = int(next(line for line in Path(f"/proc/{child.pid}/status").read_text().splitlines()
+                      if line.startswith("VmRSS")).split()[1])
+    assert stages == ["queued"] and rss_kb < 150_000  # no torch, no backbone while it waits
+    holder.release()
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err.decode()
+    stages = [json.loads(line)["stage"] for line in progress.read_text().splitlines()]
+    assert stages[:2] == ["queued", "loading"] and "test" in stages
+
+
+def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
+        public, tiny_bert, monkeypatch):
+    import glee_core.inference as inference
+
+    calls = []
+    real = inference.predict_csv
+    monkeypatch.setattr(inference, "predict_csv",
+                        lambda *a, **k: calls.append(k.get("max_rows")) or real(*a, **k))
+    monkeypatch.setenv("GLEE_SESSION_SCORE_ROWS", "5")
+    write_synthetic_run(RunStore(public / "runs"), synthetic_dataset(4, "demo"), "cls-relu", 1)
+    at = page("pages/6_Playground.py", tiny_bert).run()
+    rows = "text\n" + "".join(f"text {i}\n" for i in range(4))
+    at.file_uploader[0].upload("four.csv", rows.encode(), "text/csv").run()
+    assert not at.exception and len(at.dataframe[-1].value) == 4
+    at.text_area[0].input("another text").run()  # typing does not score the file again
+    assert calls == [5] and len(at.dataframe[-1].value) == 4
+    at.file_uploader[0].upload("many.csv", (rows + "a\nb\n").encode(), "text/csv").run()
+    assert any("this file has 6 texts; here at most 5" in plain(e.value) for e in at.error)
+    monkeypatch.setenv("GLEE_READ_ONLY", "1")
+    off = page("pages/6_Playground.py", tiny_bert).run()
+    assert not off.exception and len(off.file_uploader) == 0
+    assert any("switched off" in c.value for c in off.caption)
+
+
+def test_the_data_page_shows_no_server_path_to_a_visitor(public, tiny_bert):
+    (public / "data" / "r8").mkdir(parents=True)
+    (public / "data" / "r8" / "train.txt").write_text("x\tearn\n")
+    at = page("pages/1_Data.py", tiny_bert).run()
+    shown = [*at.selectbox[0].options, *(c.value for c in at.caption)]
+    assert any(o.startswith("r8 (paper") for o in at.selectbox[0].options)
+    assert not any(str(public) in text for text in shown)
+
+
+def test_downloads_neutralise_formulas_and_messages_escape_markdown():
+    import pandas as pd
+
+    from glee_core.tables import spreadsheet_csv
+    from studio_ui import md
+
+    frame = pd.DataFrame({"gold": ["=1+1", "+x", "-y", "@z", "\tq", "plain"], "score": [-1.5] * 6})
+    rows = spreadsheet_csv(frame).splitlines()
+    assert rows[1:] == ["'=1+1,-1.5", "'+x,-1.5", "'-y,-1.5", "'@z,-1.5", "'\tq,-1.5",
+                        "plain,-1.5"]  # text cells only: a negative number stays a number
+    link = md("[Session expired](https://evil.example/login) or www.evil.example, a@b.c")
+    assert "](" not in link.replace("\\]", "").replace("\\(", "")
+    assert "://" not in link and "www." not in link and "a@b" not in link
+    assert plain(link).replace("\u200b", "") == ("[Session expired](https://evil.example/login) "
+                                                 "or www.evil.example, a@b.c")
