@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 from glee_core.calibration import calibrate  # noqa: E402
 from glee_core.config import TrainConfig  # noqa: E402
 from glee_core.datasets import load_dataset  # noqa: E402
-from glee_core.experiment import get_backbone, run_experiments  # noqa: E402
+from glee_core.experiment import run_experiments  # noqa: E402
 from glee_core.methods import METHODS  # noqa: E402
+from glee_core.scoring import get_backbone  # noqa: E402
 from glee_core.store import RunStore, aggregate  # noqa: E402
 from glee_core.tables import markdown_table, mean_std  # noqa: E402
 

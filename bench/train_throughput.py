@@ -101,7 +101,8 @@ def measure_one(args) -> dict:
     from glee_core.encoding import encode
     from glee_core.heads import build_model
     from glee_core.methods import get_method
-    from glee_core.training import TrainingState, make_optimizer, predict, train_one_epoch
+    from glee_core.scoring import predict
+    from glee_core.training import TrainingState, make_optimizer, train_one_epoch
 
     method, strategy = args.one
     device = resolve_device(args.device)
@@ -193,8 +194,9 @@ def measure_quick(args) -> dict:
     """All 12 heads on the frozen backbone: once computing the features, once from the cache."""
     from glee_core.config import TrainConfig
     from glee_core.datasets import load_dataset
-    from glee_core.experiment import get_backbone, run_experiments
+    from glee_core.experiment import run_experiments
     from glee_core.methods import METHODS
+    from glee_core.scoring import get_backbone
     from glee_core.store import RunStore
 
     dataset = load_dataset(args.dataset, data_dir=args.data_dir)

@@ -8,10 +8,13 @@ store. Data flows one way, one module per step:
     encoding, features      -> token ids, or cached hidden states (quick mode)
     backbone + methods/heads -> the model (a 13th method: one line in methods.py, its head in
                                heads.py)
-    config, training        -> the trainer (every knob: a field of config.TrainConfig)
+    scoring                 -> the backbone once per process, batched prediction (what the
+                               trainer and the scorers share)
+    config, training        -> the trainer: prepare / fit (learning-rate search on dev, LP-FT's
+                               warm start) / evaluate (every knob: a field of config.TrainConfig)
     experiment              -> plan, train or load, store (events report progress)
-    store, record           -> run folders and their typed record
-    inference               -> scoring new text with a stored run
+    store, record, slots    -> run folders, their typed record, training slots in turn
+    inference, export       -> scoring new text with a stored run (never import the trainer)
     tables, charts, report, reproduce -> what the app and the CLI show (a chart: charts.py)
 
 The package imports nothing heavy until a name is used, so the CLI starts at once.

@@ -12,7 +12,6 @@ import platform
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ import transformers
 from safetensors.torch import load_file, save_model
 
 from . import __version__
-from .backbone import Backbone, load_backbone, model_fingerprint, trained_pooling
+from .backbone import Backbone, model_fingerprint, trained_pooling
 from .config import TrainConfig
 from .datasets import LongTailDataset
 from .devices import resolve_device
@@ -32,20 +31,15 @@ from .encoding import unknown_token_share
 from .errors import GleeError
 from .events import Loading, Note, ProgressFn, Queued, RunStarted
 from .files import write_json
-from .heads import label_word_token_ids
+from .heads import head_of, label_word_token_ids
 from .methods import MethodSpec
 from .record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
+from .scoring import get_backbone
 from .store import Run, RunStore, make_run_id
 from .training import RunResult, train_and_evaluate
 
 UNKNOWN_SHARE_WARNING = 0.05
 VOCABULARY_SAMPLE = 500
-
-
-@cache
-def get_backbone(name: str) -> Backbone:
-    """Load a backbone once per process (fine-tuning trains deep copies of it)."""
-    return load_backbone(name)
 
 
 def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
@@ -117,7 +111,7 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
     if not pending:
         return []
     tokenizer = get_backbone(model_name).tokenizer
-    if any(p.spec.predictor == "mlm" for p in pending):
+    if any(head_of(p.spec).verbalizer for p in pending):
         label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
     share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
                                 .head(VOCABULARY_SAMPLE).tolist())

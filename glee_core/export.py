@@ -29,12 +29,12 @@ from . import __version__
 from .backbone import backbone_from_config, load_backbone
 from .catalog import PAPER_DATASETS, dataset_name
 from .errors import GleeError
-from .experiment import get_backbone
 from .files import write_json
-from .heads import build_model
+from .heads import build_model, head_of
 from .inference import Scorer
 from .metrics import SHOT_BUCKETS, shot_bucket, shot_f1
 from .record import METRIC_KEYS, METRIC_TITLES, MODE_LABELS, RunRecord
+from .scoring import get_backbone
 from .store import Run
 
 FORMAT_VERSION = 1
@@ -139,7 +139,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
     meta = ModelCardData(
         library_name="glee-studio", pipeline_tag="text-classification", language=language,
         tags=["text-classification", "long-tail", "glee", method.id,
-              "prompt-tuning" if method.predictor == "mlm" else "cls-tuning"],
+              "prompt-tuning" if head_of(method).verbalizer else "cls-tuning"],
         datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
         if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
     counts = data.class_counts

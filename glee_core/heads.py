@@ -105,6 +105,7 @@ class ClsHead(nn.Module):
     """``Linear(h,h) -> act -> Dropout -> [LayerNorm] -> Linear(h,C)`` on one hidden state."""
 
     closed_form = False  # trained by gradient steps (a probe is fitted in closed form)
+    verbalizer = False  # scores classes, not label words at [MASK]
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
                  verbalizer: dict[str, list[str]], detached: bool = False):
@@ -157,6 +158,7 @@ class PromptHead(nn.Module):
     ``detached`` (frozen backbone) also copies the transform, so the backbone is never changed."""
 
     closed_form = False
+    verbalizer = True  # its scores are the label words' at [MASK]: the vocabulary must hold them
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
                  verbalizer: dict[str, list[str]], detached: bool = False):
@@ -247,6 +249,7 @@ class ProbeHead(nn.Module):
     (:func:`fit_probe`), not by gradient steps: the baseline a practitioner tries first."""
 
     closed_form = True  # fitted once by fit_closed_form, no epochs, no fine-tuning
+    verbalizer = False
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
                  verbalizer: dict[str, list[str]], detached: bool = False):
@@ -293,6 +296,12 @@ def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_cla
 HEADS = {"cls": ClsHead, "mlm": PromptHead, "probe": ProbeHead}  # MethodSpec.predictor -> head
 
 
+def head_of(spec: MethodSpec) -> type[nn.Module]:
+    """The head class a method composes: the trainer, the scorer and the exporter ask it how it
+    fits (``closed_form``) and what it scores (``verbalizer``), never the predictor's name."""
+    return HEADS[spec.predictor]
+
+
 class GleeModel(nn.Module):
     """Backbone encoder + the method's head, reading one position of the sequence.
 
@@ -305,7 +314,7 @@ class GleeModel(nn.Module):
         self.spec = spec
         self.frozen = frozen
         self.pooling = pooling
-        head = HEADS[spec.predictor]
+        head = head_of(spec)
         if not frozen:
             self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
             # Parts of the MLM head a method never uses get no gradient: keep them out of training

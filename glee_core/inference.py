@@ -21,13 +21,12 @@ from .datasets import LongTailDataset, read_texts_csv
 from .devices import resolve_device
 from .encoding import encode
 from .errors import GleeError
-from .experiment import get_backbone
 from .features import FeatureSplit, compute_hidden
 from .heads import GleeModel, build_model
 from .methods import get_method
 from .record import group_of
+from .scoring import get_backbone, predict
 from .store import Run, load_checked
-from .training import predict
 
 
 def load_run(path: str | Path) -> Run:
@@ -86,7 +85,7 @@ class Scorer:
     @property
     def is_verbalizer(self) -> bool:
         """Are the scores label words at ``[MASK]`` (prompt methods) rather than a CLS head's?"""
-        return self.model.spec.predictor == "mlm"
+        return self.model.head.verbalizer
 
     def logits(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
         """Calibrated logits (as the run evaluated them), one row per text."""

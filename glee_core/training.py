@@ -31,25 +31,25 @@ from .datasets import SPLIT_SEED, LongTailDataset
 from .devices import (
     autocast,
     keep_large_blocks_mapped,
-    release_freed_memory,
     resolve_device,
     resolve_precision,
 )
 from .distributed import DataParallel, data_parallel
-from .encoding import EncodedSplit, encode, eval_batches, length_grouped_batches
+from .encoding import EncodedSplit, encode, length_grouped_batches
 from .errors import GleeError
 from .events import Evaluated, Note, ProgressFn, Searching, Testing, TrainStep
-from .features import FeatureSplit, cached_features, limited_splits
+from .features import cached_features, limited_splits
 from .heads import (
-    HEADS,
     GleeModel,
     build_model,
     classification_loss,
     eta_normalise,
+    head_of,
     loss_share,
 )
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1, shot_f1
+from .scoring import Split, batch_to, model_inputs, predict
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
@@ -70,44 +70,6 @@ class RunResult:
     timing: dict = field(default_factory=dict)
     tuning: dict = field(default_factory=dict)  # the rate trained at, the search's rounds
     notes: list[str] = field(default_factory=list)
-
-
-def batch_to(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-
-
-def model_inputs(batch: dict) -> dict:
-    return {k: batch[k] for k in ("input_ids", "attention_mask", "positions", "token_type_ids",
-                                  "hidden") if k in batch}
-
-
-Split = EncodedSplit | FeatureSplit
-
-
-@torch.inference_mode()
-def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
-            batch_size: int = 128, precision: str = "auto", calibrate: bool = True
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
-    classifier-input features for every example, in split order. Batches are length-sorted;
-    only one batch of activations is alive at a time."""
-    model.eval()
-    if device.type == "cpu":  # the training steps' freed activations: not on top of ours
-        release_freed_memory()
-    precision = resolve_precision(precision, device)
-    logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
-    features = None
-    for index in eval_batches(split.lengths, batch_size):
-        batch = batch_to(split.batch(index, pad_id), device)
-        with autocast(device, precision):
-            out, feats = model(**model_inputs(batch), calibrate=calibrate)
-        logits[index] = out.float().cpu().numpy()
-        if features is None:
-            features = np.zeros((len(split), feats.shape[-1]), dtype=np.float32)
-        features[index] = feats.float().cpu().numpy()
-    if features is None:
-        features = np.zeros((0, 0), dtype=np.float32)
-    return logits, features
 
 
 def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
@@ -500,7 +462,7 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
             init_head: dict[str, torch.Tensor] | None = None) -> Setup:
     """Resolve the config, pick the device, encode (or load cached features of) every split."""
     config = config.resolved(dataset.max_length, dataset.batch_size)
-    if HEADS[spec.predictor].closed_form and not config.frozen:
+    if head_of(spec).closed_form and not config.frozen:
         raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
     ddp = data_parallel(config.device)
     device = ddp.device if ddp else resolve_device(config.device)
@@ -523,12 +485,12 @@ def fit(setup: Setup) -> Fitted:
     trains to the end. A closed-form head is fitted once."""
     started = time.perf_counter()
     config, progress = setup.config, setup.progress
-    if HEADS[setup.spec.predictor].closed_form:
+    if head_of(setup.spec).closed_form:
         return _fit_closed_form(setup, started)
     grid = config.lr_grid
     trials = [setup.new_trial(lr) for lr in grid]
     search: list[dict] = []
-    ended: list[Trial] = []
+    spent_steps, spent_eval = 0, 0.0  # of the trials the search dropped (freed at once)
     if len(trials) > 1:
         per_round, alive_per_round = search_schedule(len(trials), setup.evaluations)
         for number, alive in enumerate(alive_per_round, 1):
@@ -540,11 +502,14 @@ def fit(setup: Setup) -> Fitted:
             # latest dev loss, then the smaller rate
             ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss,
                                                    t.lr))
+            keep = -(-alive // 2)
             search.append({"round": number, "evaluations": per_round,
                            "dev": {f"{t.lr:g}": round(t.selection.best_score, 5) for t in trials},
-                           "kept": [f"{t.lr:g}" for t in ranked[:-(-alive // 2)]]})
-            ended += ranked[-(-alive // 2):]
-            trials = ranked[:-(-alive // 2)]
+                           "kept": [f"{t.lr:g}" for t in ranked[:keep]]})
+            for dropped in ranked[keep:]:
+                spent_steps += dropped.state.global_step
+                spent_eval += sum(r["eval_seconds"] for r in dropped.selection.history)
+            trials = ranked[:keep]
         progress(Searching(lr=trials[0].lr, chosen=True))
         progress(Note(message=f"learning rate chosen on dev: {trials[0].lr:g} (of "
                               f"{', '.join(f'{lr:g}' for lr in grid)})"))
@@ -554,13 +519,10 @@ def fit(setup: Setup) -> Fitted:
     if not selection.history:  # fewer steps than one evaluation interval: score once at the end
         selection.evaluate()
     winner.model.load_state_dict(selection.best_state)
-    everyone = [winner, *ended]
     return Fitted(model=winner.model, history=selection.history, epochs_run=winner.epoch,
-                  lr=winner.lr, search=search,
-                  steps=sum(t.state.global_step for t in everyone),
+                  lr=winner.lr, search=search, steps=spent_steps + winner.state.global_step,
                   seconds=time.perf_counter() - started,
-                  eval_seconds=sum(r["eval_seconds"] for t in everyone
-                                   for r in t.selection.history))
+                  eval_seconds=spent_eval + sum(r["eval_seconds"] for r in selection.history))
 
 
 def _fit_closed_form(setup: Setup, started: float) -> Fitted:

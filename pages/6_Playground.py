@@ -9,8 +9,8 @@ import streamlit as st
 import studio_ui
 from glee_core import GleeError
 from glee_core.charts import chart_class_scores
-from glee_core.experiment import get_backbone
 from glee_core.inference import Scorer, load_run, predict_csv
+from glee_core.scoring import get_backbone
 from glee_core.store import slug
 from glee_core.tables import spreadsheet_csv
 from glee_core.workspaces import LimitReached

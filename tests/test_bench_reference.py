@@ -11,7 +11,8 @@ from glee_core.config import TrainConfig
 from glee_core.encoding import collate, encode
 from glee_core.heads import build_model, classification_loss
 from glee_core.methods import get_method
-from glee_core.training import TrainingState, make_optimizer, predict, train_and_evaluate
+from glee_core.scoring import predict
+from glee_core.training import TrainingState, make_optimizer, train_and_evaluate
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def test_a_truncated_cache_file_is_recomputed(bert, toy_dataset, tmp_path):
 
 def test_quick_mode_trains_all_heads_without_touching_the_backbone(tiny_bert, toy_dataset,
                                                                   runs_dir):
-    from glee_core.experiment import get_backbone
+    from glee_core.scoring import get_backbone
 
     backbone = get_backbone(str(tiny_bert))
     before = {k: v.clone() for k, v in backbone.model.state_dict().items()}

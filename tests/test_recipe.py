@@ -192,6 +192,16 @@ def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
     assert result.metrics["best_dev_f1"] >= round_["dev"][f"{kept:g}"]
 
 
+def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
+    """Three rates: round 1 keeps the better two, round 2 the better one, which trains on."""
+    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert,
+                                search_config(lr_candidates="1e-5,1e-3,1e-2", epochs=3))
+    first, second = result.tuning["lr_search"]
+    assert len(first["dev"]) == 3 and len(first["kept"]) == 2
+    assert set(second["dev"]) == set(first["kept"]) and second["kept"] == [
+        f"{result.tuning['lr']:g}"]
+
+
 def test_the_search_never_reads_the_test_labels(bert, toy_dataset):
     """Poisoned test labels: the same rounds, the same rate chosen, the same trained model."""
     poisoned = replace(toy_dataset, splits={**toy_dataset.splits, "test": toy_dataset.splits[

@@ -7,8 +7,8 @@ from safetensors.torch import save_model
 
 from glee_core.config import TrainConfig
 from glee_core.datasets import load_dataset
-from glee_core.experiment import get_backbone
 from glee_core.methods import get_method
+from glee_core.scoring import get_backbone
 from glee_core.training import train_and_evaluate
 
 model_dir, csv_path, out_dir, method = sys.argv[1:5]
