@@ -106,6 +106,21 @@ class Scorer:
         probs = torch.softmax(torch.from_numpy(self.logits(texts, texts_b)), dim=1).numpy()
         return pd.DataFrame(probs, columns=self.classes)
 
+    # The scikit-learn (and SetFit) convention, what users try first on a loaded classifier:
+    # ``load_classifier(DIR).predict(["text"])`` -> labels.
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class labels, in the order of :meth:`predict_proba`'s columns."""
+        return np.array(self.classes, dtype=object)
+
+    def predict_proba(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
+        """Every class's probability per text, shape ``(len(texts), len(classes_))``."""
+        return self.probabilities(texts, texts_b).to_numpy()
+
+    def predict(self, texts: list[str], texts_b: list[str] | None = None) -> list[str]:
+        """The most probable class of each text."""
+        return list(self.classes_[self.predict_proba(texts, texts_b).argmax(axis=1)])
+
     def score_table(self, text: str, text_b: str | None = None) -> pd.DataFrame:
         """One text's scores, best first: class, probability, logit, label words, head/tail."""
         logits = self.logits([text], [text_b] if text_b else None)[0]

@@ -114,6 +114,12 @@ def test_a_quick_mode_export_references_or_includes_its_backbone(runs, tmp_path)
     assert not (referenced / "backbone" / "model.safetensors").exists()
     np.testing.assert_allclose(load_classifier(referenced).probabilities(texts),
                                softmax(run.logits[:4]), rtol=1e-4, atol=1e-5)
+    # the scikit-learn convention: classes_, predict_proba, predict
+    classifier = load_classifier(referenced)
+    assert list(classifier.classes_) == run.record.dataset.classes
+    np.testing.assert_allclose(classifier.predict_proba(texts), softmax(run.logits[:4]),
+                               rtol=1e-4, atol=1e-5)
+    assert classifier.predict(texts) == run.predictions["pred"].tolist()[:4]
     included = export_run(run, tmp_path / "inc", include_backbone=True)
     assert (included / "backbone" / "model.safetensors").is_file()
     np.testing.assert_allclose(load_classifier(included).probabilities(texts),
