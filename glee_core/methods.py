@@ -1,5 +1,6 @@
-"""The twelve methods of Glee (Zhang et al., EMNLP 2022, "Making Pretrained Language Models Good
-Long-tailed Learners"), Tables 2 and 3, as compositions of a few parts.
+"""The methods: the twelve of Glee (Zhang et al., EMNLP 2022, "Making Pretrained Language Models
+Good Long-tailed Learners"), Tables 2 and 3, five long-tail fixes beyond the paper and two
+logistic-regression probes (19 in all), as compositions of a few parts.
 
 Every method is a backbone encoder, a position to read (``[CLS]`` or ``[MASK]``), a classifier
 head, a loss and an optional evaluation-time calibration:
