@@ -20,7 +20,7 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from .config import AUTO_MODEL
+from .environment import AUTO_MODEL
 from .errors import GleeError
 from .hub import hub_reachable, in_hub_cache
 

@@ -17,13 +17,13 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .environment import AUTO_MODEL
 from .errors import GleeError
 from .files import write_json_atomic
 
 FINETUNE_LR = 1e-5  # the paper's
 FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
 MODES = ("finetune", "frozen")
-AUTO_MODEL = "auto"
 DEFAULT_EPOCHS = 10  # the paper's
 PAPER, PRACTICAL = "paper", "practical"
 RECIPES = (PRACTICAL, PAPER)

@@ -35,8 +35,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .config import AUTO_MODEL
-
+AUTO_MODEL = "auto"  # the offline default backbone (glee_core.backbone says what it is)
 SPACE_STORAGE = Path("/data")  # where a Space's persistent storage is mounted
 
 

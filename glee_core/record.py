@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, fields
 
-from .config import AUTO_MODEL, TrainConfig
+from .config import TrainConfig
+from .environment import AUTO_MODEL
 from .methods import MethodSpec
 
 SCHEMA_VERSION = 2
