@@ -50,7 +50,8 @@ RECIPE_LINES = {
     PRACTICAL: "Practical: the learning rate is chosen on dev among a few (successive halving: "
                "the better half of the rates goes on after each short round), the head is first "
                "fitted on the frozen features (LP-FT), and small data trains at least 300 "
-               "optimizer steps; early stopping on dev. The test split is never read.",
+               "optimizer steps; early stopping on dev after 4 evaluations without a gain. The "
+               "test split is never read.",
     PAPER: "Paper: the authors' scripts exactly: one learning rate (1e-5), a fresh head, "
            "10 epochs with early stopping on dev. What `reproduce` uses; on a few hundred "
            "texts it may learn little.",

@@ -50,7 +50,7 @@ if not frozen:
                               help=help_of(TrainConfig, "recipe"))
     st.caption(RECIPE_LINES[recipe])
 preset = RECIPE_DEFAULTS[recipe]
-c1, c2, c3, c4, c5, c6 = st.columns(6)
+c1, c2, c3, c4, c5 = st.columns(5)
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
 epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
 batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or 32,
@@ -59,23 +59,24 @@ max_length = c4.number_input("Max length", 8, 512, dataset.max_length,
                              help=help_of(TrainConfig, "max_length"))
 limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
                         help=help_of(TrainConfig, "limit"))
-searched = not frozen and preset.lr_candidates is not None and c6.toggle(
-    "Choose lr on dev", value=True, key=f"search-{recipe}",
+r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
+searched = not frozen and preset.lr_candidates is not None and r1.toggle(
+    "Learning rate chosen on dev", value=True, key=f"search-{recipe}",
     help=help_of(TrainConfig, "lr_candidates"))
 if searched:
-    candidates = c6.text_input("Learning rates tried", ",".join(
+    candidates = r2.text_input("Learning rates tried (comma-separated)", ",".join(
         f"{v:g}" for v in preset.lr_candidates), help=help_of(TrainConfig, "lr_candidates"))
     lr = None
 else:
     candidates = None
     default_lr = FROZEN_LR if frozen else preset.lr
-    lr = c6.number_input("Learning rate", 1e-7, 1.0, default_lr, format="%.0e", step=default_lr,
+    lr = r2.number_input("Learning rate", 1e-7, 1.0, default_lr, format="%.0e", step=default_lr,
                          help=help_of(TrainConfig, "lr"), key=f"lr-{mode}-{recipe}")
 switches = {}
 if not frozen:
     with st.expander("Recipe switches (each overrides the recipe)"):
         s1, s2, s3, s4 = st.columns(4)
-        switches["lp_ft"] = s1.toggle("LP-FT: head fitted on frozen features first",
+        switches["lp_ft"] = s1.toggle("LP-FT (head fitted first)",
                                       value=preset.lp_ft, key=f"lpft-{recipe}",
                                       help=help_of(TrainConfig, "lp_ft"))
         switches["min_steps"] = int(s2.number_input(
@@ -83,7 +84,8 @@ if not frozen:
             key=f"floor-{recipe}", help=help_of(TrainConfig, "min_steps"))) or None
         switches["head_lr"] = s3.number_input(
             "Head learning rate (0 = the model's)", 0.0, 1.0, preset.head_lr or 0.0,
-            format="%.0e", key=f"head-{recipe}", help=help_of(TrainConfig, "head_lr")) or None
+            format="%g", step=1e-4, key=f"head-{recipe}", help=help_of(TrainConfig, "head_lr")
+        ) or None
         switches["layer_decay"] = s4.number_input(
             "Layer-wise lr decay (1 = off)", 0.05, 1.0, 1.0, step=0.05, key=f"decay-{recipe}",
             help=help_of(TrainConfig, "layer_decay"))
