@@ -41,13 +41,18 @@ def parse_args(argv=None):
                    help="auto, HF id, path, or random:bert-base (random weights, for timing)")
     p.add_argument("--max-length", type=int, default=256)
     p.add_argument("--device", default="auto")
-    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"),
+    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16", "fp16"),
                    help="of the fast path (the reference is always fp32)")
+    p.add_argument("--pad-multiple", type=int, default=None,
+                   help="of the fast path (default: the device's, see TrainConfig)")
+    p.add_argument("--compile", action="store_true", help="the fast path under torch.compile")
     p.add_argument("--methods", default="cls-tanh,prompt")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--train-examples", type=int, default=320, help="examples timed per strategy")
     p.add_argument("--eval-examples", type=int, default=640)
-    p.add_argument("--warmup-steps", type=int, default=2)
+    p.add_argument("--warmup-steps", type=int, default=2,
+                   help="steps before the timed pass; 0: a whole untimed pass first (every "
+                   "batch shape seen), its rate reported as the cold one")
     p.add_argument("--peak-tflops", type=float, help="override the device's bf16 peak")
     p.add_argument("--skip-quick", action="store_true", help="skip the quick-mode timing")
     p.add_argument("--json", action="store_true", help="print one JSON object only")
@@ -98,10 +103,10 @@ def measure_one(args) -> dict:
     from glee_core.config import TrainConfig
     from glee_core.datasets import load_dataset
     from glee_core.devices import resolve_device, resolve_precision
-    from glee_core.encoding import encode
+    from glee_core.encoding import encode, length_grouped_batches
     from glee_core.heads import build_model
     from glee_core.methods import get_method
-    from glee_core.scoring import predict
+    from glee_core.scoring import batch_width, predict
     from glee_core.training import TrainingState, make_optimizer, train_one_epoch
 
     method, strategy = args.one
@@ -122,7 +127,10 @@ def measure_one(args) -> dict:
     # the reference strategy is the released code's: always fp32
     precision = "fp32" if strategy == "reference" else args.precision
     config = TrainConfig(batch_size=args.batch_size, max_length=args.max_length, lr=1e-5,
-                         log_every=10**9, device=args.device, precision=precision)
+                         log_every=10**9, device=args.device, precision=precision,
+                         pad_multiple=args.pad_multiple)
+    if args.compile and strategy == "fast":
+        model.mlm.base_model.compile()
     steps = -(-n_train // args.batch_size)
     params, optimizer, scheduler = make_optimizer(model, config, device,
                                                   steps + args.warmup_steps)
@@ -140,9 +148,23 @@ def measure_one(args) -> dict:
         if strategy == "reference":
             reference.predict(model, split, pad_id, device, args.max_length)
         else:
-            predict(model, split, pad_id, device, precision=precision)
+            predict(model, split, pad_id, device, precision=precision,
+                    pad_multiple=args.pad_multiple)
 
-    train_pass(train.subset(range(min(len(train), args.warmup_steps * args.batch_size))))
+    cold = {}
+    if args.warmup_steps:
+        train_pass(train.subset(range(min(len(train), args.warmup_steps * args.batch_size))))
+    else:  # a whole pass first: the GPU plans every batch shape once; timed as the cold rate
+        sync()
+        start = time.perf_counter()
+        train_pass(train)
+        sync()
+        cold["train_cold_examples_per_s"] = round(len(train) / (time.perf_counter() - start), 2)
+    # the widths the timed epoch's batches are padded to (drawn from a copy of its generator)
+    widths = [len(index) * (batch_width(train, index, state.pad_multiple, args.max_length)
+                            or max(len(train.input_ids[i]) for i in index))
+              for index in length_grouped_batches(train.lengths, args.batch_size,
+                                                  copy.deepcopy(state.rng))]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     sync()
@@ -152,8 +174,14 @@ def measure_one(args) -> dict:
     train_seconds = time.perf_counter() - start
     train_peak = peak_memory_mb(device)
 
-    eval_pass(evaluation.subset(range(min(64, len(evaluation)))))  # warm-up
     sync()
+    start = time.perf_counter()
+    eval_pass(evaluation if not args.warmup_steps else
+              evaluation.subset(range(min(64, len(evaluation)))))  # warm-up
+    sync()
+    if not args.warmup_steps:
+        cold["eval_cold_examples_per_s"] = round(len(evaluation) / (time.perf_counter() - start),
+                                                 2)
     start = time.perf_counter()
     eval_pass(evaluation)
     sync()
@@ -161,7 +189,7 @@ def measure_one(args) -> dict:
 
     real_tokens = int(train.lengths.sum())
     padded_tokens = (len(train) * args.max_length if strategy == "reference"
-                     else real_tokens)  # upper bound for fast: grouped batches pad little
+                     else int(sum(widths)))
     n_params = sum(p.numel() for p in backbone.model.parameters())
     result = {
         "method": method, "strategy": strategy, "device": str(device),
@@ -179,13 +207,21 @@ def measure_one(args) -> dict:
         "peak_memory_mb": round(train_peak, 1),
         "peak_memory_kind": "cuda max_memory_allocated" if device.type == "cuda" else "RSS",
         "padded_tokens": padded_tokens,
+        "train_padded_tokens_per_s": round(padded_tokens / train_seconds, 1),
+        "pad_multiple": state.pad_multiple if strategy == "fast" else args.max_length,
+        "compiled": bool(args.compile and strategy == "fast"),
+        **cold,
     }
     if device.type == "cuda":
         name = torch.cuda.get_device_name()
         peak = (args.peak_tflops * 1e12 if args.peak_tflops else
                 next((v for k, v in PEAK_BF16.items() if k in name), None))
-        if peak:
-            result["mfu"] = round(6 * n_params * (real_tokens / train_seconds) / peak, 4)
+        if peak:  # 6 N FLOPs per token trained, over the tokens computed / the real ones
+            result["mfu_all_tokens"] = round(6 * n_params * padded_tokens / train_seconds
+                                             / peak, 4)
+            result["mfu_real_tokens"] = round(6 * n_params * real_tokens / train_seconds
+                                              / peak, 4)
+            result["mfu"] = result["mfu_real_tokens"]
             result["peak_flops_assumed"] = peak
     return result
 

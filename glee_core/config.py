@@ -149,8 +149,14 @@ class TrainConfig:
                        "frozen: quick mode, heads alone on cached features", choices=MODES,
                        flag=("--mode", "--backbone"))
     seed: int = option(1, "random seed", cli=False)
-    precision: str = option("auto", "auto: bf16 autocast on CUDA and on CPUs with native bf16",
-                            choices=("auto", "fp32", "bf16"))
+    precision: str = option("auto", "auto: bf16 autocast on GPUs and CPUs that do bf16 natively, "
+                            "fp16 with a gradient scaler on older GPUs, else fp32",
+                            choices=("auto", "fp32", "bf16", "fp16"))
+    pad_multiple: int | None = option(
+        None, "pad each batch to a multiple of this many tokens (at most max length); default: "
+        "64 on a GPU (few tensor shapes), each batch's own longest text on a CPU")
+    compile: bool = option(False, "compile the model with torch.compile (on a GPU, after a "
+                           "warm-up of about a minute per batch shape)")
     device: str = option("auto", "auto, cpu or cuda")
     eval_batch_size: int = option(128, "evaluation batch size")
     micro_batch_size: int | None = option(
@@ -161,7 +167,8 @@ class TrainConfig:
     log_every: int = option(20, "read the loss back every N steps", cli=False)
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
-    NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size")
+    NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size",
+                    "pad_multiple", "compile")
     # Fields added after runs were stored, with the value those runs had: left out of the
     # identity at that value, so their run ids stay as they were, and filled in when read back.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
@@ -181,7 +188,7 @@ class TrainConfig:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
-                     "micro_batch_size", "min_steps", "patience"):
+                     "micro_batch_size", "min_steps", "patience", "pad_multiple"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -193,6 +200,8 @@ class TrainConfig:
             raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
         if isinstance(self.lp_ft, str):
             self.lp_ft = _boolean(self.lp_ft, "--lp-ft")
+        if isinstance(self.compile, str):
+            self.compile = _boolean(self.compile, "--compile")
         if self.lr_candidates is not None:
             self.lr_candidates = _rate_list(self.lr_candidates)
             if self.lr is not None:
@@ -279,7 +288,8 @@ class TrainConfig:
         return TrainConfig(mode="frozen", seed=self.seed, max_length=self.max_length,
                            pooling=self.pooling, limit=self.limit,
                            select_metric=self.select_metric, device=self.device,
-                           precision=self.precision, eval_batch_size=self.eval_batch_size)
+                           precision=self.precision, eval_batch_size=self.eval_batch_size,
+                           pad_multiple=self.pad_multiple)
 
     def identity(self) -> dict:
         """The fields that change a run's result. ``mode`` is stored under its first name,

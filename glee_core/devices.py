@@ -15,12 +15,23 @@ from .errors import GleeError
 
 def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise GleeError("--device cuda asked for, but no CUDA GPU is available; use --device cpu")
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise GleeError(f"unknown device {device!r}; use auto, cpu or cuda")
+    if device.startswith("cuda"):
+        configure_cuda()
     return torch.device(device)
+
+
+@functools.cache
+def configure_cuda() -> None:
+    """Once per process on a GPU: leave cuDNN out of scaled-dot-product attention unless
+    ``GLEE_CUDNN_SDPA=1``. Its kernels are planned per tensor shape, and on an H100 with torch
+    2.11 the first step at each new shape cost about 0.3 s (BENCHMARKS.md, "GPU check"); the
+    flash and memory-efficient kernels need no plan."""
+    torch.backends.cuda.enable_cudnn_sdp(os.environ.get("GLEE_CUDNN_SDPA") == "1")
 
 
 def cpu_has_bf16() -> bool:
@@ -31,16 +42,57 @@ def cpu_has_bf16() -> bool:
         return False
 
 
+def cuda_has_bf16(device: torch.device) -> bool:
+    """Does this GPU do bf16 natively (compute capability 8.0 and up: Ampere, Ada, Hopper)?"""
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``auto`` -> ``bf16`` on CUDA and on CPUs with native bf16, else ``fp32``."""
+    """``auto`` -> ``bf16`` on GPUs and CPUs that do it natively, ``fp16`` (with a gradient
+    scaler) on older GPUs, else ``fp32``. ``fp16`` needs a CUDA GPU."""
     if precision == "auto":
-        return "bf16" if device.type == "cuda" or cpu_has_bf16() else "fp32"
+        if device.type == "cuda":
+            return "bf16" if cuda_has_bf16(device) else "fp16"
+        return "bf16" if cpu_has_bf16() else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise GleeError("--precision fp16 needs a CUDA GPU; on a CPU use fp32 (or bf16 where "
+                        "the CPU has it natively)")
     return precision
 
 
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 def autocast(device: torch.device, precision: str):
-    """bf16 autocast (matmuls in bf16, weights and optimizer state stay fp32) or nothing."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+    """Mixed-precision autocast (matmuls in bf16 / fp16, weights and optimizer state stay
+    fp32), or nothing for fp32."""
+    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES.get(precision, torch.bfloat16),
+                          enabled=precision in AUTOCAST_DTYPES)
+
+
+def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler | None:
+    """fp16 training's loss scaler (bf16 and fp32 need none)."""
+    return torch.amp.GradScaler(device.type) if precision == "fp16" else None
+
+
+GPU_PAD_MULTIPLE = 64  # on CUDA, batches are padded to a multiple of this (few tensor shapes)
+
+
+def resolve_pad_multiple(pad_multiple: int | None, device: torch.device) -> int:
+    """``None`` (auto) -> pad GPU batches to multiples of 64 tokens, so the kernels see a few
+    shapes (a new shape at every step ran 3x slower on an H100); on a CPU pad each batch to its
+    own longest text only (1), which wins there."""
+    if pad_multiple is None:
+        return GPU_PAD_MULTIPLE if device.type == "cuda" else 1
+    return max(int(pad_multiple), 1)
+
+
+def padded_width(longest: int, multiple: int, cap: int) -> int | None:
+    """The width a batch whose longest text is ``longest`` tokens is padded to: rounded up to
+    ``multiple``, at most ``cap`` (never under ``longest``); None for its own length."""
+    if multiple <= 1:
+        return None
+    return max(min(-(-longest // multiple) * multiple, cap), longest)
 
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)

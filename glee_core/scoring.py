@@ -15,7 +15,13 @@ import numpy as np
 import torch
 
 from .backbone import Backbone, load_backbone
-from .devices import autocast, release_freed_memory, resolve_precision
+from .devices import (
+    autocast,
+    padded_width,
+    release_freed_memory,
+    resolve_pad_multiple,
+    resolve_precision,
+)
 from .encoding import EncodedSplit, eval_batches
 from .features import FeatureSplit
 from .heads import GleeModel
@@ -28,7 +34,18 @@ def get_backbone(name: str) -> Backbone:
 
 
 def batch_to(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    """The batch on ``device``; to a GPU from pinned memory, without waiting for the copy."""
+    if device.type == "cuda":
+        return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:
+    """How wide the batch of ``index`` is padded (None: to its own longest text; cached
+    features have no width)."""
+    if multiple <= 1 or not isinstance(split, EncodedSplit):
+        return None
+    return padded_width(max(len(split.input_ids[i]) for i in index), multiple, cap)
 
 
 def model_inputs(batch: dict) -> dict:
@@ -41,25 +58,33 @@ Split = EncodedSplit | FeatureSplit
 
 @torch.inference_mode()
 def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
-            batch_size: int = 128, precision: str = "auto", calibrate: bool = True
-            ) -> tuple[np.ndarray, np.ndarray]:
+            batch_size: int = 128, precision: str = "auto", calibrate: bool = True,
+            pad_multiple: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
-    classifier-input features for every example, in split order. Batches are length-sorted;
-    only one batch of activations is alive at a time."""
+    classifier-input features for every example, in split order. Batches are length-sorted
+    (on a GPU padded to a few widths, see :func:`resolve_pad_multiple`); only one batch of
+    activations is alive at a time, and the outputs are copied back once, at the end."""
     model.eval()
     if device.type == "cpu":  # the training steps' freed activations: not on top of ours
         release_freed_memory()
     precision = resolve_precision(precision, device)
-    logits = np.zeros((len(split), model.head.class_weights().shape[0]), dtype=np.float32)
-    features = None
+    multiple = resolve_pad_multiple(pad_multiple, device)
+    cap = int(split.lengths.max()) if len(split) else 0
+    order, outs, feats_out = [], [], []
     for index in eval_batches(split.lengths, batch_size):
-        batch = batch_to(split.batch(index, pad_id), device)
+        batch = batch_to(split.batch(index, pad_id, batch_width(split, index, multiple, cap)),
+                         device)
         with autocast(device, precision):
             out, feats = model(**model_inputs(batch), calibrate=calibrate)
-        logits[index] = out.float().cpu().numpy()
-        if features is None:
-            features = np.zeros((len(split), feats.shape[-1]), dtype=np.float32)
-        features[index] = feats.float().cpu().numpy()
-    if features is None:
-        features = np.zeros((0, 0), dtype=np.float32)
+        order.append(index)
+        outs.append(out.float())
+        feats_out.append(feats.float())
+    if not order:
+        return (np.zeros((0, model.head.class_weights().shape[0]), dtype=np.float32),
+                np.zeros((0, 0), dtype=np.float32))
+    index = np.concatenate(order)
+    logits = np.zeros((len(split), outs[0].shape[-1]), dtype=np.float32)
+    features = np.zeros((len(split), feats_out[0].shape[-1]), dtype=np.float32)
+    logits[index] = torch.cat(outs).cpu().numpy()
+    features[index] = torch.cat(feats_out).cpu().numpy()
     return logits, features

@@ -6,8 +6,9 @@ The paper's protocol: AdamW (lr 1e-5, weight decay 0), batch 32, gradient norm c
 linear warm-up over 10% of the steps, up to 10 epochs with early stopping after 2 epochs without a
 dev macro-F1 gain; the best-on-dev weights are evaluated on test. The practical recipe (see
 :class:`glee_core.config.Recipe`) adds the search, LP-FT's warm-started head, a head learning
-rate and a floor on steps. On CUDA the step runs under bf16 autocast with fused AdamW; the loop
-never waits on the device except to report the loss every ``log_every`` steps.
+rate and a floor on steps. On CUDA the step runs under bf16 autocast (fp16 with a gradient scaler
+on GPUs without bf16) with fused AdamW, on batches padded to a few widths; the loop never waits
+on the device except to report the loss every ``log_every`` steps.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from .config import TrainConfig, search_schedule
 from .datasets import SPLIT_SEED, LongTailDataset
 from .devices import (
     autocast,
+    grad_scaler,
     keep_large_blocks_mapped,
     resolve_device,
+    resolve_pad_multiple,
     resolve_precision,
 )
 from .distributed import DataParallel, data_parallel
@@ -49,7 +52,7 @@ from .heads import (
 )
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1, shot_f1
-from .scoring import Split, batch_to, model_inputs, predict
+from .scoring import Split, batch_to, batch_width, model_inputs, predict
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
@@ -122,6 +125,18 @@ class TrainingState:
     global_step: int = 0
     # called after every optimizer step with the step's (detached) loss; True stops training
     on_step: Callable[[torch.Tensor], bool] | None = None
+    scaler: torch.amp.GradScaler | None = None  # fp16 only
+    skipped_steps: torch.Tensor | None = None  # fp16 steps the scaler skipped (on the device)
+
+    def __post_init__(self):
+        precision = resolve_precision(self.config.precision, self.device)
+        self.scaler = grad_scaler(self.device, precision)
+        self.pad_multiple = resolve_pad_multiple(self.config.pad_multiple, self.device)
+        if self.scaler is not None:
+            self.skipped_steps = torch.zeros((), dtype=torch.long, device=self.device)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
 
 
 def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
@@ -139,9 +154,18 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
     norm, step the optimiser and the schedule."""
     if loss is not None:
         state.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        state.backward(loss)
+    scaler = state.scaler
+    if scaler is not None:  # fp16: unscale before clipping; a step with inf/NaN is skipped
+        scaler.unscale_(state.optimizer)
     torch.nn.utils.clip_grad_norm_(state.params, state.config.max_grad_norm)
-    state.optimizer.step()
+    if scaler is None:
+        state.optimizer.step()
+    else:
+        before = scaler._scale.clone()  # set by scale(); read on the device, no sync
+        scaler.step(state.optimizer)
+        scaler.update()
+        state.skipped_steps += scaler._scale < before  # the scale backs off after a skip
     state.scheduler.step()
 
 
@@ -149,7 +173,8 @@ def _forward_loss(state: TrainingState, train: Split, index, precision: str
                   ) -> tuple[torch.Tensor, torch.Tensor]:
     """The method's loss on the examples ``index`` (padded to their own length), and their
     labels on the device."""
-    batch = batch_to(train.batch(index, state.pad_id), state.device)
+    width = batch_width(train, index, state.pad_multiple, state.config.max_length)
+    batch = batch_to(train.batch(index, state.pad_id, width), state.device)
     with autocast(state.device, precision):
         logits, _ = state.model(**model_inputs(batch))
     labels = batch["labels"]
@@ -171,7 +196,7 @@ def batch_loss(state: TrainingState, train: Split, index, precision: str) -> tor
     for start in range(0, len(index), micro):
         loss, labels = _forward_loss(state, train, index[start:start + micro], precision)
         loss = loss * loss_share(state.spec, labels, whole, state.class_counts)
-        loss.backward()
+        state.backward(loss)
         total += loss.detach()
     return total
 
@@ -290,7 +315,8 @@ class DevSelection:
         step = self.state.global_step
         started = time.perf_counter()
         logits, _ = predict(self.model, self.dev, self.pad_id, self.device,
-                            self.config.eval_batch_size, self.config.precision)
+                            self.config.eval_batch_size, self.config.precision,
+                            pad_multiple=self.config.pad_multiple)
         self.model.train()
         pred = logits.argmax(1)
         eval_seconds = time.perf_counter() - started
@@ -425,7 +451,10 @@ class Setup:
                             frozen=self.config.frozen, pooling=self.config.pooling)
         if self.init_head is not None:
             model.head.warm_start(self.init_head)
-        return model.to(self.device)
+        model = model.to(self.device)
+        if self.config.compile and not self.config.frozen:  # in place: state-dict keys unchanged
+            model.mlm.base_model.compile()
+        return model
 
     def new_trial(self, lr: float) -> Trial:
         model = self.new_model()
@@ -455,6 +484,7 @@ class Fitted:
     steps: int  # optimizer steps of every trial
     seconds: float  # wall time of training, search and dev scoring included
     eval_seconds: float  # of that, dev scoring
+    skipped_steps: int = 0  # fp16: optimizer steps the gradient scaler skipped (overflow)
 
 
 def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, config: TrainConfig,
@@ -519,10 +549,15 @@ def fit(setup: Setup) -> Fitted:
     if not selection.history:  # fewer steps than one evaluation interval: score once at the end
         selection.evaluate()
     winner.model.load_state_dict(selection.best_state)
+    skipped = winner.state.skipped_steps
+    if skipped is not None and int(skipped):
+        progress(Note(message=f"fp16: the gradient scaler skipped {int(skipped)} of "
+                              f"{winner.state.global_step} optimizer steps (overflow)"))
     return Fitted(model=winner.model, history=selection.history, epochs_run=winner.epoch,
                   lr=winner.lr, search=search, steps=spent_steps + winner.state.global_step,
                   seconds=time.perf_counter() - started,
-                  eval_seconds=spent_eval + sum(r["eval_seconds"] for r in selection.history))
+                  eval_seconds=spent_eval + sum(r["eval_seconds"] for r in selection.history),
+                  skipped_steps=0 if skipped is None else int(skipped))
 
 
 def _fit_closed_form(setup: Setup, started: float) -> Fitted:
@@ -556,7 +591,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     test_start = time.perf_counter()
     # one uncalibrated pass serves the run (η-norm applied here) and post-hoc calibration
     raw_logits, features = predict(model, test, setup.pad_id, device, config.eval_batch_size,
-                                   config.precision, calibrate=False)
+                                   config.precision, calibrate=False,
+                                   pad_multiple=config.pad_multiple)
     logits = raw_logits
     if setup.spec.eta_norm:
         logits = eta_normalise(torch.from_numpy(raw_logits),
@@ -582,7 +618,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
     # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
     dev_raw, dev_features = predict(model, dev, setup.pad_id, device, config.eval_batch_size,
-                                    config.precision, calibrate=False)
+                                    config.precision, calibrate=False,
+                                    pad_multiple=config.pad_multiple)
     calibration = {"dev_logits": dev_raw, "dev_features": dev_features,
                    "dev_labels": dev.labels, "test_logits": raw_logits,
                    "test_features": features, "test_labels": test.labels}
@@ -603,6 +640,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                 "epochs_run": fitted.epochs_run, "evaluations": len(history),
                 "device": str(device),
                 "precision": resolve_precision(config.precision, device),
+                **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
                 "train_examples_per_second":
                     round(fitted.steps * config.batch_size / seconds_training, 2),
                 **feature_pass_timing(setup.splits["train"])})
