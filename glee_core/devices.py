@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import os
+import secrets
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import torch
+from filelock import FileLock, Timeout
 
 from .errors import GleeError
 
@@ -135,3 +141,87 @@ def release_freed_memory() -> None:
     libc = _glibc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+# --- threads per job on a CPU ----------------------------------------------------------------
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # the user's choice wins
+REBALANCE_SECONDS = 2.0
+
+
+class CpuShare:
+    """This process's share of the CPU while it trains or encodes on it: a locked file in the
+    machine's folder of CPU jobs says it is working, and torch's thread pool is sized to
+    ``threads ÷ jobs working now`` (at least 1), counted again every couple of seconds as jobs
+    start and end. Three jobs on two cores each get one thread instead of fighting over six
+    (BENCHMARKS.md, "Threads per job")."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.base = torch.get_num_threads()
+        self.file = folder / f"{os.getpid()}-{secrets.token_hex(4)}.job"
+        self.lock = FileLock(str(self.file))
+        self.checked = 0.0
+
+    def jobs(self) -> int:
+        """Jobs working now, this one included; a file whose process is gone is swept."""
+        live = 1
+        for other in self.folder.glob("*.job"):
+            if other == self.file:
+                continue
+            probe = FileLock(str(other))
+            try:
+                probe.acquire(timeout=0)
+            except Timeout:
+                live += 1  # its process holds it
+                continue
+            probe.release()
+            other.unlink(missing_ok=True)
+        return live
+
+    def rebalance(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.checked >= REBALANCE_SECONDS:
+            self.checked = now
+            torch.set_num_threads(max(1, self.base // self.jobs()))
+
+    def __enter__(self) -> CpuShare:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        self.rebalance(force=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lock.release()
+        self.file.unlink(missing_ok=True)
+        torch.set_num_threads(self.base)
+
+
+_SHARE: list[CpuShare] = []  # the share this process holds now (at most one)
+
+
+def cpu_jobs_folder() -> Path:
+    return Path(os.environ.get("GLEE_CPU_JOBS_DIR")
+                or Path(tempfile.gettempdir()) / "glee-cpu-jobs")
+
+
+@contextlib.contextmanager
+def cpu_share(device: torch.device):
+    """Hold this process's :class:`CpuShare` while a run works on the CPU (a no-op on a GPU,
+    when the user set ``OMP_NUM_THREADS``, or when this process already holds one)."""
+    if device.type != "cpu" or _SHARE or any(os.environ.get(v) for v in THREAD_ENV):
+        yield
+        return
+    with CpuShare(cpu_jobs_folder()) as share:
+        _SHARE.append(share)
+        try:
+            yield
+        finally:
+            _SHARE.remove(share)
+
+
+def rebalance_threads() -> None:
+    """Called per batch by the passes that run long: resize the thread pool when the number of
+    jobs working changed (checked at most every two seconds)."""
+    if _SHARE:
+        _SHARE[0].rebalance()

@@ -25,7 +25,7 @@ from . import __version__
 from .backbone import Backbone, model_fingerprint, trained_pooling
 from .config import TrainConfig
 from .datasets import LongTailDataset
-from .devices import resolve_device
+from .devices import cpu_share, resolve_device
 from .distributed import data_parallel
 from .encoding import unknown_token_share
 from .errors import GleeError
@@ -185,6 +185,7 @@ class _Runner:
         self.force, self.progress, self.notes = force, progress, notes
         self.ddp = data_parallel(device)  # several processes: the main one decides and writes
         self.main = self.ddp is None or self.ddp.is_main
+        self.device = self.ddp.device if self.ddp else resolve_device(device)
 
     def run(self, job: PlannedRun, index: int, total: int, stage: bool = False) -> Run:
         """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
@@ -215,7 +216,7 @@ class _Runner:
         backbone = get_backbone(self.model_name)
         queued = Queued(run_id=job.run_id)
         with self.store.training_slot(lambda event=queued: self.progress(event)) if self.main \
-                else contextlib.nullcontext():
+                else contextlib.nullcontext(), cpu_share(self.device):
             result = train_and_evaluate(self.dataset, job.spec, backbone, job.config,
                                         self.progress, feature_cache=self.store.features_dir,
                                         init_head=init_head)

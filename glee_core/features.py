@@ -24,7 +24,13 @@ import torch
 
 from .backbone import Backbone
 from .datasets import LongTailDataset
-from .devices import autocast, resolve_precision
+from .devices import (
+    autocast,
+    padded_width,
+    rebalance_threads,
+    resolve_pad_multiple,
+    resolve_precision,
+)
 from .encoding import encode, eval_batches
 from .events import FeaturePass, ProgressFn
 from .heads import POOLINGS, encoder_hidden_states, pool
@@ -76,8 +82,13 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
     model = backbone.model.to(device).eval()
     pad_id = backbone.tokenizer.pad_token_id or 0
     out = {p: np.zeros((len(split), backbone.hidden_size), dtype=np.float32) for p in POOLINGS}
-    for index in eval_batches(split.lengths, batch_size):
-        batch = {k: v.to(device) for k, v in split.batch(index, pad_id).items()}
+    lengths = split.lengths
+    multiple, cap = resolve_pad_multiple(None, device), int(lengths.max()) if len(split) else 0
+    for index in eval_batches(lengths, batch_size):
+        width = padded_width(int(lengths[index].max()), multiple, cap)
+        rebalance_threads()
+        batch = {k: v.to(device, non_blocking=True)
+                 for k, v in split.batch(index, pad_id, width).items()}
         with autocast(device, resolve_precision("auto", device)):
             states = encoder_hidden_states(
                 model, batch["input_ids"], batch["attention_mask"],

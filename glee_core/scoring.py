@@ -18,6 +18,7 @@ from .backbone import Backbone, load_backbone
 from .devices import (
     autocast,
     padded_width,
+    rebalance_threads,
     release_freed_memory,
     resolve_pad_multiple,
     resolve_precision,
@@ -37,6 +38,7 @@ def batch_to(batch: dict, device: torch.device) -> dict:
     """The batch on ``device``; to a GPU from pinned memory, without waiting for the copy."""
     if device.type == "cuda":
         return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+    rebalance_threads()  # on a CPU: this job's share of the cores, as other jobs come and go
     return {k: v.to(device) for k, v in batch.items()}
 
 
