@@ -91,6 +91,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--model", help="default: random:bert-base (dry: a tiny random BERT)")
     p.add_argument("--quick-model", help="the quick compare's backbone (default: --model)")
     p.add_argument("--max-length", type=int, help="default 256 (dry: 64)")
+    p.add_argument("--quick-seeds", help="the quick compare's seed lists, ';'-separated "
+                   "(default '1;1,2,3'; dry: '1')")
     p.add_argument("--device", default="auto")
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--train-examples", type=int, help="timed per throughput measurement "
@@ -116,6 +118,8 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
                         .split(",")]
     args.sections = [s for s in args.sections.split(",") if s]
     args.variants = args.variants.split(",") if args.variants else None
+    args.quick_seeds = [[int(seed) for seed in group.split(",")] for group in
+                        (args.quick_seeds or ("1" if dry else "1;1,2,3")).split(";")]
     unknown = set(args.sections) - set(SECTIONS)
     if unknown:
         raise SystemExit(f"error: unknown sections {sorted(unknown)}; choose from {SECTIONS}")
@@ -503,7 +507,7 @@ def check_quick(args, model: str) -> dict:
         except Exception as exc:
             rows.append({"dataset": name, "error": f"{type(exc).__name__}: {exc}"[:200]})
             continue
-        for seeds in ([1],) if args.dry else ([1], [1, 2, 3]):
+        for seeds in args.quick_seeds:
             with tempfile.TemporaryDirectory() as folder:
                 config = TrainConfig(mode="frozen", max_length=args.max_length,
                                      device=args.device)
