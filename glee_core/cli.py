@@ -415,7 +415,7 @@ def _cmd_predict(args) -> int:
     from .devices import resolve_device
     from .export import load_classifier
     from .files import write_atomic
-    from .inference import Scorer, load_run, predict_csv
+    from .inference import Scorer, blank_warning, load_run, predict_csv
 
     device = resolve_device(args.device).type
     scorer = (Scorer.for_run(load_run(args.run), device) if args.run
@@ -434,6 +434,8 @@ def _cmd_predict(args) -> int:
     finally:
         for bar in bars:
             bar.close()
+    if warning := blank_warning(table):
+        print(f"warning: {warning}", file=sys.stderr)
     out = write_atomic(args.out, table.to_csv(index=False))
     print(json.dumps({"predictions": str(out), "rows": len(table),
                       "classes": len(scorer.classes)}))

@@ -141,11 +141,19 @@ def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = 
     """One row per text, in input order: ``pred``, its ``probability``, the ``label_word`` that
     scored it (prompt methods), and the ``top{i}`` labels with ``top{i}_score``. Texts are scored
     sorted by length (little padding), ``PREDICT_CHUNK`` at a time; ``progress(done, total)``
-    is called after each chunk."""
+    is called after each chunk. A blank text (nothing but spaces, its pair too) is not scored:
+    its row is left empty and its 0-based index listed in ``table.attrs["blank_rows"]``; when
+    every text is blank there is nothing to classify (GleeError)."""
     if top_k < 1:
         raise GleeError(f"--top-k must be at least 1, got {top_k}")
     top_k = min(top_k, len(scorer.classes))
+    blank = np.array([not str(t).strip() and not (texts_b and str(texts_b[i]).strip())
+                      for i, t in enumerate(texts)], dtype=bool)
+    if len(texts) and blank.all():
+        raise GleeError(f"every one of the {len(texts):,} texts is blank: nothing to classify "
+                        "(is the text column the right one?)")
     order = np.argsort([len(t) for t in texts], kind="stable")
+    order = order[~blank[order]]
     probs = np.zeros((len(texts), len(scorer.classes)), dtype=np.float32)
     for start in range(0, len(order), PREDICT_CHUNK):
         rows = order[start:start + PREDICT_CHUNK]
@@ -153,17 +161,37 @@ def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = 
                                [texts_b[i] for i in rows] if texts_b else None)
         probs[rows] = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
         if progress:
-            progress(start + len(rows), len(texts))
+            progress(start + len(rows), len(order))
     classes = np.asarray(scorer.classes, dtype=object)
     ranked = np.argsort(-probs, axis=1, kind="stable")[:, :top_k]
-    table = pd.DataFrame({"pred": classes[ranked[:, 0]],
-                          "probability": probs[np.arange(len(texts)), ranked[:, 0]]})
+    rows = np.arange(len(texts))
+
+    def label(column: np.ndarray) -> np.ndarray:
+        return np.where(blank, "", column)
+
+    def score(column: np.ndarray) -> np.ndarray:
+        return np.where(blank, np.nan, column)
+
+    table = pd.DataFrame({"pred": label(classes[ranked[:, 0]]),
+                          "probability": score(probs[rows, ranked[:, 0]])})
     if scorer.is_verbalizer:
         table["label_word"] = [" | ".join(scorer.verbalizer.get(c, [])) for c in table["pred"]]
     for k in range(top_k):
-        table[f"top{k + 1}"] = classes[ranked[:, k]]
-        table[f"top{k + 1}_score"] = probs[np.arange(len(texts)), ranked[:, k]]
+        table[f"top{k + 1}"] = label(classes[ranked[:, k]])
+        table[f"top{k + 1}_score"] = score(probs[rows, ranked[:, k]])
+    table.attrs["blank_rows"] = [int(i) for i in np.flatnonzero(blank)]
     return table
+
+
+def blank_warning(table: pd.DataFrame, most: int = 10) -> str | None:
+    """The warning for the blank texts :func:`predict_table` left unclassified (rows counted
+    from 1, the first text), or None."""
+    blank = table.attrs.get("blank_rows") or []
+    if not blank:
+        return None
+    named = ", ".join(str(i + 1) for i in blank[:most]) + (" ..." if len(blank) > most else "")
+    return (f"{len(blank):,} blank text{'s' if len(blank) > 1 else ''} left unclassified (text "
+            f"row{'s' if len(blank) > 1 else ''} {named}, counting the first text as 1)")
 
 
 def predict_csv(scorer: Scorer, path: str | Path, text_column: str | None = None,
@@ -182,8 +210,10 @@ def predict_csv(scorer: Scorer, path: str | Path, text_column: str | None = None
                                 frame[text_b_col].astype(str).tolist() if text_b_col else None,
                                 top_k, progress)
     clash = [c for c in predictions.columns if c in frame.columns]
-    return pd.concat([frame, predictions.rename(columns={c: f"{c}_predicted" for c in clash})],
-                     axis=1)
+    table = pd.concat([frame, predictions.rename(columns={c: f"{c}_predicted" for c in clash})],
+                      axis=1)
+    table.attrs["blank_rows"] = predictions.attrs["blank_rows"]
+    return table
 
 
 def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,

@@ -9,7 +9,7 @@ import streamlit as st
 import studio_ui
 from glee_core import GleeError
 from glee_core.charts import chart_class_scores
-from glee_core.inference import Scorer, load_run, predict_csv
+from glee_core.inference import Scorer, blank_warning, load_run, predict_csv
 from glee_core.scoring import get_backbone
 from glee_core.store import slug
 from glee_core.tables import spreadsheet_csv
@@ -111,6 +111,8 @@ if uploaded is not None:
             bar.empty()
     predicted = done.get(key)
     if predicted is not None:
+        if warning := blank_warning(predicted):
+            st.warning(warning[0].upper() + warning[1:] + ".")
         st.dataframe(predicted, hide_index=True)
         st.download_button("Download the predictions (CSV)", spreadsheet_csv(predicted),
                            f"{stem}-predictions.csv", "text/csv", type="primary")

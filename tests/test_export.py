@@ -79,6 +79,33 @@ def test_predict_bad_input_is_one_error_line(runs, tmp_path, capsys, content, me
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_predict_on_blank_texts_only_is_an_error_not_a_confident_guess(runs, tmp_path, capsys):
+    path = tmp_path / "blank.csv"
+    path.write_text('id,text\n1,"   "\n2,\n3," "\n', encoding="utf-8")
+    code = main(["predict", "--run", str(runs["finetune"].path), "--input", str(path), "--out",
+                 str(tmp_path / "out.csv"), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "blank" in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_predict_leaves_blank_rows_empty_and_names_them(runs, toy_dataset, tmp_path, capsys):
+    texts = ["sports news today", "  ", "money report", ""]
+    path = tmp_path / "some.csv"
+    pd.DataFrame({"id": [1, 2, 3, 4], "text": texts}).to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    code = main(["predict", "--run", str(runs["finetune"].path), "--input", str(path), "--out",
+                 str(out), "--device", "cpu"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "warning: 2 blank texts left unclassified (text rows 2, 4" in captured.err
+    table = pd.read_csv(out, keep_default_na=False)
+    assert list(table["pred"] == "") == [False, True, False, True]
+    assert list(table["probability"] == "") == [False, True, False, True]
+    expected = score_texts(runs["finetune"], ["sports news today", "money report"])
+    assert list(table["pred"][[0, 2]]) == list(expected.idxmax(axis=1))
+
+
 def test_an_export_loads_in_a_fresh_process_from_the_folder_alone(runs, tmp_path, capsys):
     run = runs["finetune"]
     out = tmp_path / "classifier"
