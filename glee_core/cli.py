@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 
 from tqdm import tqdm
@@ -516,3 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: interrupted; finished runs are kept, the unfinished one is discarded",
               file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug or an input no check caught: the trace, then one line
+        traceback.print_exc()
+        print(f"error: unexpected {type(exc).__name__}: {exc} (the trace above says where; "
+              "finished runs are kept)", file=sys.stderr)
+        return 1

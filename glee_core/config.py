@@ -65,6 +65,9 @@ RECIPE_DEFAULTS = {
 }
 
 
+SEED_MAX = 2**32 - 1  # what NumPy's generators accept
+
+
 def option(default: Any, help: str, *, choices: tuple | None = None,
            flag: str | tuple[str, ...] | None = None,
            cli: bool = True, protocol: str | None = None, finetune_only: bool = False,
@@ -192,6 +195,9 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed <= SEED_MAX:
+            raise GleeError(f"a seed must be a whole number from 0 to {SEED_MAX}, got "
+                            f"{self.seed!r}")
         for name in ("lr", "head_lr"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:

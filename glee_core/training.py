@@ -503,6 +503,16 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
              f"{config.max_length} tokens" for name in ("train", "test")
              if isinstance(splits[name], EncodedSplit)
              and (n := int((splits[name].lengths >= config.max_length).sum()))]
+    present = np.unique(splits["train"].labels)
+    if len(present) < 2:
+        kept = (f"the first {len(splits['train'])} training texts (--limit keeps the first rows: "
+                "raise it)" if config.limit else f"the {len(splits['train'])} training texts")
+        message = (f"{kept} hold one class only ({dataset.classes[int(present[0])]}): the model "
+                   "can only learn to predict it")
+        if head_of(spec).closed_form:  # scikit-learn's solver refuses one class
+            raise GleeError(f"{dataset.id}: {message}; {spec.id} needs two classes or more")
+        progress(Note(message=f"warning: {message}"))
+        notes.append(message)
     pad_id = backbone.tokenizer.pad_token_id if backbone.tokenizer.pad_token_id is not None else 0
     return Setup(dataset, spec, backbone, config, device, ddp, splits, pad_id, notes, progress,
                  init_head)

@@ -263,3 +263,46 @@ def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
     source = "\n".join(p.read_text() for p in (ROOT / "glee_core").glob("*.py"))
     assert "torch.load(" not in source and "allow_pickle=True" not in source
     assert "trust_remote_code=True" not in source
+
+
+def test_a_seed_out_of_range_is_one_error_line_before_any_work(tmp_path, capsys):
+    from glee_core.cli import main
+    for seeds in ("-1", "99999999999999999999"):
+        code = main(["train", "--dataset", "demo", "--seeds", seeds, "--runs-dir",
+                     str(tmp_path / "runs"), "--mode", "frozen", "--method", "probe"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.startswith("error: a seed must be a whole number from 0 to")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_probe_on_one_class_says_why_and_exits_2(tmp_path, tiny_bert, capsys):
+    """A class-sorted CSV cut by --limit: one class left. The closed-form probe cannot fit it
+    (scikit-learn's error was a traceback); a trained head warns that it can only predict it."""
+    from glee_core.cli import main
+    rows = ["text,label"] + [f"sports news {i},sports" for i in range(40)] + \
+        [f"money report {i},money" for i in range(20)]
+    path = tmp_path / "sorted.csv"
+    path.write_text("\n".join(rows) + "\n")
+    code = main(["train", "--dataset", f"csv:{path}", "--model", str(tiny_bert), "--mode",
+                 "frozen", "--method", "probe-balanced", "--limit", "10", "--runs-dir",
+                 str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 2 and "hold one class only (sports)" in err and "needs two classes" in err
+    code = main(["train", "--dataset", f"csv:{path}", "--model", str(tiny_bert), "--mode",
+                 "frozen", "--method", "cls-tanh", "--limit", "10", "--runs-dir",
+                 str(tmp_path / "runs")])
+    err = capsys.readouterr().err
+    assert code == 0 and "warning: the first" in err and "can only learn to predict it" in err
+
+
+def test_an_unexpected_exception_ends_in_an_error_line_a_job_reads_as_failed(monkeypatch,
+                                                                            capsys):
+    from glee_core import cli
+
+    def broken(args):
+        raise TypeError("something no check caught")
+    monkeypatch.setattr(cli, "_cmd_compare", broken)
+    assert cli.main(["compare"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert err.strip().splitlines()[-1].startswith("error: unexpected TypeError: something")
