@@ -70,6 +70,24 @@ class Job:
         """The launch record (pid, its start time, label); written once, atomically."""
         return json.loads(self.path.read_text(encoding="utf-8"))
 
+    @cached_property
+    def problem(self) -> str | None:
+        """Why the launch record cannot be used (unreadable, not JSON, no process id), or None;
+        :func:`list_jobs` leaves such a job out and :func:`broken_jobs` lists it."""
+        try:
+            info = self.info
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"unreadable ({exc})"
+        except json.JSONDecodeError as exc:
+            return f"not JSON ({exc.msg}, line {exc.lineno})"
+        if not isinstance(info, dict):
+            return f"a JSON {type(info).__name__}, not a job record"
+        if not isinstance(info.get("pid"), int) or isinstance(info.get("pid"), bool):
+            return "no process id (pid)"
+        if not isinstance(info.get("label", ""), str):
+            return "its label is not text"
+        return None
+
     @property
     def label(self) -> str:
         return self.info.get("label") or self.id
@@ -150,12 +168,21 @@ def launch_training(store: RunStore, request: TrainRequest, label: str = "",
     return job
 
 
-def list_jobs(store: RunStore) -> list[Job]:
-    """Jobs, newest first."""
-    for child in _CHILDREN:
-        child.poll()
+def _records(store: RunStore) -> list[Job]:
     folder = store.jobs_dir
     if not folder.is_dir():
         return []
     return sorted((Job(p) for p in folder.glob("*.json") if not p.name.endswith(".request.json")),
                   key=lambda j: j.id, reverse=True)
+
+
+def list_jobs(store: RunStore) -> list[Job]:
+    """Jobs, newest first; a job whose record is broken is left out (see :func:`broken_jobs`)."""
+    for child in _CHILDREN:
+        child.poll()
+    return [job for job in _records(store) if job.problem is None]
+
+
+def broken_jobs(store: RunStore) -> dict[str, str]:
+    """Job records that cannot be read: file name -> what is wrong with it."""
+    return {job.path.name: job.problem for job in _records(store) if job.problem is not None}

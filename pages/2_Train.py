@@ -21,7 +21,7 @@ from glee_core.config import (
     help_of,
 )
 from glee_core.errors import GleeError
-from glee_core.jobs import list_jobs
+from glee_core.jobs import broken_jobs, list_jobs
 from glee_core.methods import METHODS
 from glee_core.record import METRIC_KEYS, METRIC_TITLES
 
@@ -190,6 +190,10 @@ def duration(seconds: float) -> str:
 @st.fragment(run_every=2)
 def show_jobs():
     jobs = list_jobs(studio_ui.store())[:8]
+    broken = broken_jobs(studio_ui.store())
+    if broken:
+        st.warning("Left out, their records cannot be read: " + "; ".join(
+            f"{studio_ui.md(name)}: {studio_ui.md(why)}" for name, why in broken.items()))
     if not jobs:
         st.caption("No jobs yet.")
         return

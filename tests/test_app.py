@@ -224,6 +224,20 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
     assert "search" not in estimate()
 
 
+def test_train_page_lists_a_broken_job_record_and_goes_on(app, app_dirs):
+    jobs = RunStore(app_dirs["runs"]).jobs_dir
+    jobs.mkdir(parents=True, exist_ok=True)
+    broken = jobs / "19990101-000000-bad.json"
+    broken.write_text('{"id": "x"}')
+    try:
+        at = app("pages/2_Train.py").run()
+        assert not at.exception
+        assert any("19990101-000000-bad.json: no process id" in plain(w.value)
+                   for w in at.warning)
+    finally:
+        broken.unlink()
+
+
 @pytest.mark.slow
 def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     at = app("pages/2_Train.py").run()

@@ -52,3 +52,31 @@ def test_a_reused_pid_is_neither_running_nor_signalled(tmp_path):
     job = Job(job.path)
     assert process_start(os.getpid()) not in (None, "1")
     assert job.status == "stopped" and job.stop() is False  # and we are still alive
+
+
+def test_bad_job_records_are_left_out_and_listed_and_the_expiry_sweep_goes_on(tmp_path):
+    """`.jobs/<id>.json` = `{"id": "x"}`, empty, a list or garbage: the job list, the Train page
+    and the workspace sweep go on without it."""
+    import time
+
+    from glee_core.jobs import broken_jobs, list_jobs
+    from glee_core.store import RunStore
+    from glee_core.workspaces import Workspace, expire
+
+    root = tmp_path / "workspaces"
+    spaces = [Workspace.create(root) for _ in range(2)]
+    for space in spaces:
+        folder = space.store.jobs_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "a.json").write_text('{"id": "x"}')
+        (folder / "b.json").write_text("")
+        (folder / "c.json").write_text("[1, 2]")
+        (folder / "d.json").write_bytes(b"\xff\xfe garbage")
+        (folder / "e.json").write_text(json.dumps({"id": "e", "pid": 2**22 + 12345}))
+    store = RunStore(spaces[0].store.root)
+    assert [job.id for job in list_jobs(store)] == ["e"]
+    broken = broken_jobs(store)
+    assert set(broken) == {"a.json", "b.json", "c.json", "d.json"}
+    assert broken["a.json"] == "no process id (pid)" and "not a job record" in broken["c.json"]
+    removed = expire(root, ttl_seconds=0, now=time.time() + 10)
+    assert sorted(removed) == sorted(space.key for space in spaces)  # both, not just the first
