@@ -72,8 +72,8 @@ from glee_core.heads import build_model  # noqa: E402
 from glee_core.inference import Scorer  # noqa: E402
 from glee_core.methods import METHODS, get_method  # noqa: E402
 from glee_core.scoring import batch_to, get_backbone, model_inputs  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
-from glee_core.testing import save_tiny_mlm  # noqa: E402
+from glee_core.store import RunStore, slug  # noqa: E402
+from glee_core.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
 SECTIONS = ("methods", "precision", "shapes", "throughput", "concurrency", "quick", "projection")
 R52_TRAIN, R52_DEV, R52_TEST = 6532, 1000, 2568  # the paper's R52 split sizes
@@ -134,18 +134,12 @@ def model_folder(args: argparse.Namespace) -> str:
     if not args.dry:
         return resolve_model("random:bert-base")
 
-    folder = Path(tempfile.gettempdir()) / "glee-gpu-check-tiny"
+    dataset = load_dataset(args.dataset, data_dir=args.data_dir)
+    folder = Path(tempfile.gettempdir()) / f"glee-gpu-check-tiny-{slug(dataset.id)}"
     if not (folder / "config.json").is_file():
-        dataset = load_dataset(args.dataset, data_dir=args.data_dir)
-        words = set(DRY_VOCAB_EXTRA)
-        for frame in dataset.splits.values():
-            for text in frame["text"]:
-                words.update(re.findall(r"\w+|[^\w\s]", text.lower()))
-        for label_words in dataset.verbalizer.values():
-            for w in label_words:
-                words.update(w.lower().split())
-        words.update(re.findall(r"\w+", dataset.template.lower()))
-        save_tiny_mlm(folder, "bert", words, seed=0)
+        template = set(re.findall(r"\w+", dataset.template.lower()))
+        save_tiny_mlm(folder, "bert", dataset_vocabulary(dataset) | template
+                      | set(DRY_VOCAB_EXTRA), seed=0)
     return str(folder)
 
 

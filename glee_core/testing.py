@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -71,3 +72,16 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
     tokenizer.save_pretrained(folder)
     (folder / "glee_tiny.json").write_text(json.dumps({"family": family, "seed": seed}))
     return folder
+
+
+def dataset_vocabulary(dataset) -> set[str]:
+    """Every word and punctuation mark of a dataset's texts and label words (a tiny model built
+    on it with :func:`save_tiny_mlm` and the template's words knows every token it needs)."""
+    words: set[str] = set()
+    for frame in dataset.splits.values():
+        for text in frame["text"]:
+            words.update(re.findall(r"\w+|[^\w\s]", text.lower()))
+    for label_words in dataset.verbalizer.values():
+        for word in label_words:
+            words.update(word.lower().split())
+    return words

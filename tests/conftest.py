@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from glee_core.datasets import DEFAULT_TEMPLATE, load_dataset  # noqa: E402
-from glee_core.testing import save_tiny_mlm  # noqa: E402
+from glee_core.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
 torch.set_num_threads(2)
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,15 +40,7 @@ def toy_rows(scale: int = 1) -> pd.DataFrame:
 
 
 def demo_vocabulary() -> set[str]:
-    dataset = load_dataset("demo")
-    words = set()
-    for frame in dataset.splits.values():
-        for text in frame["text"]:
-            words.update(re.findall(r"\w+|[^\w\s]", text.lower()))
-    for words_of_class in dataset.verbalizer.values():
-        for w in words_of_class:
-            words.update(w.lower().split())
-    return words
+    return dataset_vocabulary(load_dataset("demo"))
 
 
 TEMPLATE_WORDS = set(re.findall(r"\w+", DEFAULT_TEMPLATE.lower())) - {"text", "mask"}
