@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from .config import (
     add_arguments,
     from_args,
 )
-from .errors import GleeError
+from .errors import INTERRUPTED, GleeError
 from .events import (
     Evaluated,
     Event,
@@ -483,7 +485,23 @@ def _cmd_export(args) -> int:
     return 0
 
 
+def _terminate(signum, frame):
+    """SIGTERM (the app's Stop button) unwinds like Ctrl-C: a half-written run folder is
+    removed on the way out."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    try:
+        return _main(argv)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "methods":
@@ -514,8 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("error: interrupted; finished runs are kept, the unfinished one is discarded",
-              file=sys.stderr)
+        print(f"error: {INTERRUPTED}", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug or an input no check caught: the trace, then one line
         traceback.print_exc()

@@ -10,3 +10,8 @@ from __future__ import annotations
 
 class GleeError(ValueError):
     """Bad input (unknown id, missing file, malformed CSV, ...) with a message that says the fix."""
+
+
+# What a stopped command says last (Ctrl-C, or the app's Stop button's SIGTERM); a job whose last
+# error line starts with it was stopped, not failed.
+INTERRUPTED = "interrupted; finished runs are kept, the unfinished one is discarded"

@@ -22,6 +22,7 @@ from functools import cached_property
 from pathlib import Path
 
 from .config import TrainRequest
+from .errors import INTERRUPTED
 from .events import Event, ProgressState, fold, read_events
 from .files import write_json_atomic
 from .store import RunStore
@@ -123,12 +124,14 @@ class Job:
 
     @property
     def status(self) -> str:
-        """``running``, ``done``, ``failed`` (with :attr:`error`) or ``stopped`` (killed)."""
+        """``running``, ``done``, ``failed`` (with :attr:`error`) or ``stopped`` (killed, or
+        ended by the Stop button's SIGTERM)."""
         if self.running:
             return "running"
         if self.result is not None:
             return "done"
-        return "failed" if self.error else "stopped"
+        error = self.error
+        return "failed" if error and not error.startswith(INTERRUPTED) else "stopped"
 
     def progress(self) -> ProgressState:
         """Where the job is: the same state the command line's progress bar draws."""

@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -280,6 +281,7 @@ class RunStore:
         self.problems = {}
         if not self.root.is_dir():
             return []
+        self.sweep_temp()
         found = []
         for path in sorted(self.root.iterdir()):
             if not path.is_dir() or path.name.startswith(".") or path == self.reproduce_dir:
@@ -297,12 +299,13 @@ class RunStore:
         """Call ``write_files(tmp_dir)`` and move the directory into place in one rename."""
         final = self.path(run_id)
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=self.root))
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-{os.getpid()}-", dir=self.root))
         try:
             write_files(tmp)
             check_quota(folder_bytes(tmp))
             if final.exists():  # a forced re-run replaces the old one
-                trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-", dir=self.root))
+                trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-{os.getpid()}-",
+                                              dir=self.root))
                 final.rename(trash / "run")
                 shutil.rmtree(trash, ignore_errors=True)
             tmp.rename(final)
@@ -310,6 +313,45 @@ class RunStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return Run(final)
+
+
+    def sweep_temp(self) -> list[str]:
+        """Remove the half-written (``.tmp-``) and half-removed (``.old-``) run folders that no
+        living process is writing (a run killed while it was saved left them); returns their
+        names. Each folder's name carries its writer's process id; a folder of an older
+        version, without one, is left for an hour."""
+        if not self.root.is_dir():
+            return []
+        removed = []
+        for path in self.root.iterdir():
+            if path.name.startswith(TEMP_PREFIXES) and path.is_dir() and not _being_written(path):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path.name)
+        return removed
+
+
+TEMP_PREFIXES = (".tmp-", ".old-")
+UNOWNED_TEMP_SECONDS = 3600
+
+
+def _being_written(path: Path) -> bool:
+    """Is the process named in a temp folder's name (``.tmp-<run id>-<pid>-<random>``) alive?"""
+    parts = path.name.rsplit("-", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        pid = int(parts[1])
+        if pid == os.getpid():
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # another user's living process
+        return True
+    try:
+        return time.time() - path.stat().st_mtime < UNOWNED_TEMP_SECONDS
+    except OSError:
+        return False
 
 
 class DiskLimitReached(GleeError):

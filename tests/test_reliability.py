@@ -306,3 +306,70 @@ def test_an_unexpected_exception_ends_in_an_error_line_a_job_reads_as_failed(mon
     err = capsys.readouterr().err
     assert "Traceback" in err
     assert err.strip().splitlines()[-1].startswith("error: unexpected TypeError: something")
+
+
+def test_stale_temp_folders_are_swept_and_live_ones_kept(tmp_path):
+    """A kill while a run was saved left `.tmp-<run id>-<pid>-*` (91 MB) forever, counted in the
+    quota. The store's listing sweeps those whose process is gone."""
+    import os
+    import subprocess
+    import sys
+
+    from glee_core.store import UNOWNED_TEMP_SECONDS, RunStore
+
+    store = RunStore(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    names = {"dead": f".tmp-demo-cls-tanh-s1-abc-{dead}-x1y2z3",
+             "old_dead": f".old-demo-cls-tanh-s1-abc-{dead}-q9",
+             "mine": f".tmp-demo-prompt-s2-def-{os.getpid()}-k7",
+             "unowned_new": ".tmp-demo-prompt-s3-0ab1c2d3ef-zz",
+             "unowned_old": ".tmp-demo-prompt-s4-0ab1c2d3ef-yy"}
+    for name in names.values():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.safetensors").write_bytes(b"x" * 100)
+    old = (tmp_path / names["unowned_old"]).stat().st_mtime - UNOWNED_TEMP_SECONDS - 10
+    os.utime(tmp_path / names["unowned_old"], (old, old))
+    store.runs()
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {names["mine"], names["unowned_new"]}
+
+
+SLOW_SAVE = """
+import sys, time
+from glee_core import cli
+from glee_core.store import RunStore
+
+def slow(args):
+    def write(folder):
+        (folder / "model.safetensors").write_bytes(b"x" * 1000)
+        print("writing", flush=True)
+        time.sleep(60)
+    RunStore(sys.argv[1]).write("demo-cls-tanh-s1-abc", write)
+    return 0
+
+cli._cmd_compare = slow
+sys.exit(cli.main(["compare"]))
+"""
+
+
+def test_sigterm_while_a_run_is_saved_leaves_no_temp_folder_and_reads_as_stopped(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from glee_core.jobs import Job
+
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_SAVE, str(tmp_path / "runs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    assert any(p.name.startswith(".tmp-") for p in (tmp_path / "runs").iterdir())
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().endswith("the unfinished one is discarded")
+    assert not list((tmp_path / "runs").iterdir())
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "j.json").write_text('{"id": "j", "pid": 4194303}')
+    (jobs / "j.err").write_text(err)
+    assert Job(jobs / "j.json").status == "stopped"
