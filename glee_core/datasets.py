@@ -497,7 +497,12 @@ def _pick_column(columns: list[str], given: str | None, candidates: tuple[str, .
 
 def _decode(raw: bytes, source: str, warnings: list[str]) -> str:
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return raw.decode("utf-16")
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:  # an odd length, a lone surrogate
+            raise GleeError(f"{source}: starts as UTF-16 but is not valid UTF-16 (byte "
+                            f"{exc.start}: {exc.reason}); save it again as CSV (UTF-8)"
+                            ) from None
     if b"\x00" in raw[:4096]:
         raise GleeError(f"{source}: this is not a text file (binary content); "
                         "save it as CSV (UTF-8)")
