@@ -505,8 +505,9 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
              and (n := int((splits[name].lengths >= config.max_length).sum()))]
     present = np.unique(splits["train"].labels)
     if len(present) < 2:
-        kept = (f"the first {len(splits['train'])} training texts (--limit keeps the first rows: "
-                "raise it)" if config.limit else f"the {len(splits['train'])} training texts")
+        kept = (f"the first {len(splits['train'])} texts kept by --limit (it keeps the first "
+                "rows: raise it)" if config.limit else f"all {len(splits['train'])} texts to "
+                "learn from")
         message = (f"{kept} hold one class only ({dataset.classes[int(present[0])]}): the model "
                    "can only learn to predict it")
         if head_of(spec).closed_form:  # scikit-learn's solver refuses one class
