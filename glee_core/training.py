@@ -171,8 +171,8 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
 
 def _forward_loss(state: TrainingState, train: Split, index, precision: str
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The method's loss on the examples ``index`` (padded to their own length), and their
-    labels on the device."""
+    """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
+    to a multiple of the pad width), and their labels on the device."""
     width = batch_width(train, index, state.pad_multiple, state.config.max_length)
     batch = batch_to(train.batch(index, state.pad_id, width), state.device)
     with autocast(state.device, precision):
