@@ -18,7 +18,7 @@ from pypdf import PdfReader
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.uploads import save_upload
 from glee_core.workspaces import COOKIE, Workspace
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve, wait_for_cookie
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -57,8 +57,7 @@ def open_app(browser, url: str):
     page = context.new_page()
     page.goto(url)
     expect(page.get_by_role("heading", name="Glee Studio").first).to_be_visible(timeout=90_000)
-    page.wait_for_timeout(1000)  # the cookie is set by the page's script
-    key = {c["name"]: c["value"] for c in context.cookies()}.get(COOKIE)
+    key = wait_for_cookie(context, page, COOKIE)  # set by the page's script
     return context, page, key
 
 

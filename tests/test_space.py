@@ -15,7 +15,7 @@ from PIL import Image
 from glee_core.store import RunStore
 from glee_core.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.workspaces import COOKIE
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve, wait_for_cookie
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -73,7 +73,7 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
             page.wait_for_timeout(1500)
             assert not page.locator('[data-testid="stException"]').count()
             # the key is in this browser's cookie, never in the address bar
-            cookie = {c["name"]: c["value"] for c in context.cookies()}.get(COOKIE)
+            cookie = wait_for_cookie(context, page, COOKIE)
             assert cookie and re.fullmatch(r"[A-Za-z0-9_-]{32}", cookie)
             assert cookie not in page.url
             keys.append(cookie)

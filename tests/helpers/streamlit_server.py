@@ -54,3 +54,14 @@ def serve(env: dict[str, str], port: int | None = None, address: str = "127.0.0.
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def wait_for_cookie(context, page, name: str, seconds: float = 30.0) -> str | None:
+    """The browser's cookie ``name`` once the page's script has set it (a loaded machine may
+    take a few seconds), or None after ``seconds``."""
+    for _ in range(int(seconds * 4)):
+        value = {c["name"]: c["value"] for c in context.cookies()}.get(name)
+        if value:
+            return value
+        page.wait_for_timeout(250)
+    return None
