@@ -107,8 +107,15 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
     page.get_by_text("Your workspace").first.click()
     share = page.get_by_text("Share my runs read-only").first
     expect(share).to_be_visible(timeout=30_000)
-    share.click()
-    expect(page.get_by_text("share=").first).to_be_visible(timeout=60_000)
+    for attempt in range(3):  # a loaded machine may drop a click made while the page reruns
+        if not page.get_by_text("share=").count():
+            share.click()
+        try:
+            expect(page.get_by_text("share=").first).to_be_visible(timeout=20_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     token = re.search(r"share=([A-Za-z0-9_-]{32})", page.content()).group(1)
     assert token != key_v and Workspace.open_shared(token, workspaces).key == key_v
     attacker_page.goto(f"{url}/?share={token}")
