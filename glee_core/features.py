@@ -26,8 +26,8 @@ from .backbone import Backbone
 from .datasets import LongTailDataset
 from .devices import (
     autocast,
+    batch_to,
     padded_width,
-    rebalance_threads,
     resolve_pad_multiple,
     resolve_precision,
 )
@@ -86,9 +86,7 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
     multiple, cap = resolve_pad_multiple(None, device), int(lengths.max()) if len(split) else 0
     for index in eval_batches(lengths, batch_size):
         width = padded_width(int(lengths[index].max()), multiple, cap)
-        rebalance_threads()
-        batch = {k: v.to(device, non_blocking=True)
-                 for k, v in split.batch(index, pad_id, width).items()}
+        batch = batch_to(split.batch(index, pad_id, width), device)
         with autocast(device, resolve_precision("auto", device)):
             states = encoder_hidden_states(
                 model, batch["input_ids"], batch["attention_mask"],

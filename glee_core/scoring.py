@@ -17,8 +17,8 @@ import torch
 from .backbone import Backbone, load_backbone
 from .devices import (
     autocast,
+    batch_to,
     padded_width,
-    rebalance_threads,
     release_freed_memory,
     resolve_pad_multiple,
     resolve_precision,
@@ -32,14 +32,6 @@ from .heads import GleeModel
 def get_backbone(name: str) -> Backbone:
     """Load a backbone once per process (fine-tuning trains deep copies of it)."""
     return load_backbone(name)
-
-
-def batch_to(batch: dict, device: torch.device) -> dict:
-    """The batch on ``device``; to a GPU from pinned memory, without waiting for the copy."""
-    if device.type == "cuda":
-        return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
-    rebalance_threads()  # on a CPU: this job's share of the cores, as other jobs come and go
-    return {k: v.to(device) for k, v in batch.items()}
 
 
 def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:
