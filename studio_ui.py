@@ -83,17 +83,28 @@ def workspace() -> Workspace | None:
     return found
 
 
+# Sets the workspace cookie in this browser. The key comes as the mount's data (over the app's
+# socket), so it is never written into the page, where a saved page or a screenshot of the
+# source could carry it off. Our own code, never user text.
+_SET_COOKIE = st.components.v2.component("glee_workspace_cookie", js="""
+export default function({ data }) {
+  const secure = location.protocol === "https:"
+    ? "SameSite=None; Secure; Partitioned" : "SameSite=Lax";
+  document.cookie = `${data.name}=${data.value}; path=/; max-age=${data.max_age}; ${secure}`;
+}
+""")
+
+
 def remember_workspace(own: Workspace, rules: Policy) -> None:
-    """Set this browser's workspace cookie when it does not hold the key yet (a first visit):
-    a reload, or another tab, then opens the same workspace. The key is ours (never user text);
-    on https the cookie is partitioned, so it also works inside the Space's iframe."""
-    if own.key in (st.context.cookies.get(COOKIE), st.session_state.get("cookie_set")):
+    """Set this browser's workspace cookie when it did not hold the key as this session began
+    (a first visit): a reload, or another tab, then opens the same workspace. On https the
+    cookie is partitioned, so it also works inside the Space's iframe. It is set on every run
+    of such a session, not once: a page switch can unmount the setter before the browser ran it
+    (seen on a loaded machine), and setting the cookie twice is harmless."""
+    if own.key == st.context.cookies.get(COOKIE):  # the cookies the session's connection sent
         return
-    st.session_state["cookie_set"] = own.key  # once a session: the script leaves the page after
-    st.html(f"""<script>
-document.cookie = "{COOKIE}={own.key}; path=/; max-age={int(rules.ttl_seconds)}; " +
-  (location.protocol === "https:" ? "SameSite=None; Secure; Partitioned" : "SameSite=Lax");
-</script>""", unsafe_allow_javascript=True)
+    _SET_COOKIE(data={"name": COOKIE, "value": own.key, "max_age": int(rules.ttl_seconds)},
+                key="workspace-cookie")
 
 
 def shared_workspace() -> Workspace | None:
