@@ -426,7 +426,7 @@ def pick_runs(runs, key: str, label: str = "Methods to show"):
 
 def run_labels(runs) -> dict[str, str]:
     return {r.run_id: f"{r.method} · seed {r.seed} · {r.record.mode} · "
-                      f"F1 {100 * r.metrics['f1']:.1f} · {r.run_id[-10:]}" for r in runs}
+                      f"F1 {100 * r.metrics.f1:.1f} · {r.run_id[-10:]}" for r in runs}
 
 
 def class_highlight(classes: list[str]) -> str | None:

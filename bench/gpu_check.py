@@ -196,7 +196,7 @@ def check_methods(args, model: str) -> dict:
                     row.update(finite_loss=all(math.isfinite(v) for v in losses),
                                train_loss=round(losses[-1], 4), stored=run.path.is_dir(),
                                reloaded_agreement=round(agree, 4),
-                               test_macro_f1=round(run.metrics["f1"], 4),
+                               test_macro_f1=round(run.metrics.f1, 4),
                                precision=run.record.timing.get("precision"))
                     # bf16 rounding may flip a near-tie between two passes: allow 2%
                     row["ok"] = row["finite_loss"] and row["stored"] and agree >= 0.98

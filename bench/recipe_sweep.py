@@ -114,7 +114,7 @@ def main(argv=None) -> int:
                 result = json.loads(out.strip().splitlines()[-1])[0]
                 record = store.get(result["run_id"]).record
                 found.append({**result, "wall": wall, "peak": peak,
-                              "dev": store.get(result["run_id"]).metrics["best_dev_f1"],
+                              "dev": store.get(result["run_id"]).metrics.best_dev_f1,
                               "lr": record.tuning.get("lr", record.hyperparameters.lr)})
                 print(f"{variant} {method} seed {seed}: f1 {result['f1']:.4f} tail "
                       f"{result['tail_f1']:.4f} lr {found[-1]['lr']} {wall:.0f} s "

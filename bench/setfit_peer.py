@@ -68,7 +68,7 @@ def best_on_dev(dataset, methods, model: str, config: TrainConfig, store: RunSto
     started = time.perf_counter()
     runs = run_experiments(dataset, methods, [seed], model, config, store)
     seconds = time.perf_counter() - started
-    best = max(runs, key=lambda run: run.metrics["best_dev_f1"])
+    best = max(runs, key=lambda run: run.metrics.best_dev_f1)
     return best.record.method.id, best.metrics, seconds
 
 

@@ -248,7 +248,7 @@ def measure_quick(args) -> dict:
         runs_ = run_experiments(dataset, list(METHODS.values()), [1], model, config, store,
                                 force=True)
         warm = time.perf_counter() - start
-        f1 = {r.method: round(r.metrics["f1"], 4) for r in runs_}
+        f1 = {r.method: round(r.metrics.f1, 4) for r in runs_}
     return {"dataset": dataset.id, "train_examples": len(dataset.splits["train"]),
             "methods": len(METHODS), "seconds_with_feature_pass": round(cold, 2),
             "seconds_cached_features": round(warm, 2),

@@ -132,8 +132,8 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
     for method, group in _by_method(runs).items():
         classes = _class_table(group[0])
         for _, c in classes.iterrows():
-            f1 = [r.metrics["per_class"][c["class"]]["f1"] for r in group]
-            support = group[0].metrics["per_class"][c["class"]]["support"]
+            f1 = [r.metrics.per_class[c["class"]].f1 for r in group]
+            support = group[0].metrics.per_class[c["class"]].support
             rows.append({"method": method, "paper row": method_label(method), "class": c["class"],
                          "rank": c["rank"], "count": c["count"], "group": c["group"],
                          "f1": float(np.mean(f1)), "test support": support,
@@ -447,7 +447,7 @@ def confusion_frame(run: Run, top_k: int | None = None) -> pd.DataFrame:
     ``top_k`` keeps the most frequent classes and pools the rest into one row and column named
     after how many classes it holds, so the tail is never dropped silently."""
     order = _class_table(run)["class"].tolist()
-    matrix = np.asarray(run.metrics["confusion_matrix"])
+    matrix = np.asarray(run.metrics.confusion_matrix)
     index = [run.classes.index(c) for c in order]
     matrix = matrix[np.ix_(index, index)]
     labels = list(order)

@@ -373,7 +373,7 @@ def _cmd_compare(args) -> int:
     store = RunStore(args.runs_dir)
     runs = store.runs(args.dataset)
     for name, problem in store.problems.items():
-        print(f"warning: skipped {name}: {problem}", file=sys.stderr)
+        print(f"warning: skipped broken run {name}: {problem}", file=sys.stderr)
     if not runs:
         raise GleeError(f"no finished runs in {store.root}"
                         + (f" for dataset {args.dataset!r}" if args.dataset else "")
@@ -399,7 +399,7 @@ def _cmd_report(args) -> int:
             and (mode is None or r.record.mode == mode)
             and (args.setting is None or r.setting == args.setting)]
     for name, problem in store.problems.items():
-        print(f"warning: skipped {name}: {problem}", file=sys.stderr)
+        print(f"warning: skipped broken run {name}: {problem}", file=sys.stderr)
     out = write_report(runs, args.out)
     print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
     return 0

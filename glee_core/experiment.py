@@ -159,7 +159,7 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
                    dict(zip(record.dataset.classes, result.weight_norms, strict=True)))
         write_json(folder / "history.json", result.history)
         write_json(folder / "config.json", record.to_dict())
-        write_json(folder / "metrics.json", result.metrics)  # last: marks the run complete
+        write_json(folder / "metrics.json", result.metrics.to_dict())  # last: the run is complete
 
     return store.write(record.run_id, write)
 

@@ -71,7 +71,7 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False) -> Pat
             "backbone": {"folder": BACKBONE_FOLDER, "weights": "model" if not frozen else
                          ("backbone" if include_backbone else "referenced"),
                          "name": record.model.name, "fingerprint": record.model.fingerprint},
-            "record": record.to_dict(), "metrics": {k: run.metrics[k] for k in METRIC_KEYS}})
+            "record": record.to_dict(), "metrics": {k: run.metrics.value(k) for k in METRIC_KEYS}})
         (tmp / "README.md").write_text(model_card(run, include_backbone), encoding="utf-8")
         shutil.rmtree(out, ignore_errors=True)  # an empty folder the user made
         tmp.rename(out)
@@ -123,7 +123,7 @@ def _pct(value: float | None) -> str:
 
 def _confusions(run: Run, most: int = 5) -> list[tuple[str, str, int, int]]:
     """The largest off-diagonal cells: (gold, predicted, count, gold's test support)."""
-    matrix = np.asarray(run.metrics["confusion_matrix"])
+    matrix = np.asarray(run.metrics.confusion_matrix)
     classes = run.record.dataset.classes
     off = [(classes[g], classes[p], int(matrix[g, p]), int(matrix[g].sum()))
            for g in range(len(classes)) for p in range(len(classes)) if g != p and matrix[g, p]]
@@ -143,8 +143,8 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
         if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
     counts = data.class_counts
-    per_class = metrics["per_class"]
-    buckets = shot_f1(per_class, counts)
+    per_class = metrics.per_class
+    buckets = shot_f1(metrics.to_dict()["per_class"], counts)  # runs before 0.2 lack them
     lines = [
         "---", meta.to_yaml(), "---", "",
         f"# {method.paper_row} on {dataset_name(data.id)}", "",
@@ -165,7 +165,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         "| " + " | ".join(METRIC_TITLES.values()) + " | "
         + " | ".join(f"{name.title()}-shot F1" for name, _, _ in SHOT_BUCKETS) + " |",
         "|" + "---:|" * (len(METRIC_KEYS) + len(SHOT_BUCKETS)),
-        "| " + " | ".join(_pct(metrics[k]) for k in METRIC_KEYS) + " | "
+        "| " + " | ".join(_pct(metrics.value(k)) for k in METRIC_KEYS) + " | "
         + " | ".join(_pct(buckets[name]) for name, _, _ in SHOT_BUCKETS) + " |", "",
         f"Head and tail: classes sorted by training count; a class is head while the cumulative "
         f"share of training examples stays at or under {data.threshold} "
@@ -177,10 +177,10 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         "| class | group | shots | train | test | precision | recall | F1 |",
         "|---|---|---|---:|---:|---:|---:|---:|"]
     for name in data.order:
-        row = per_class.get(name, {})
+        row = per_class[name]
         lines.append(f"| {name} | {data.group(name)} | {shot_bucket(counts[name])} | "
-                     f"{counts[name]} | {row.get('support', 0)} | {_pct(row.get('precision'))} | "
-                     f"{_pct(row.get('recall'))} | {_pct(row.get('f1'))} |")
+                     f"{counts[name]} | {row.support} | {_pct(row.precision)} | "
+                     f"{_pct(row.recall)} | {_pct(row.f1)} |")
     confusions = _confusions(run)
     if confusions:
         lines += ["", "### Most frequent confusions", "",

@@ -34,9 +34,9 @@ def load_run(path: str | Path) -> Run:
     path = Path(path).expanduser()
     if not path.is_dir():
         raise GleeError(f"run directory not found: {path}")
-    run, problem = load_checked(path)
+    run, problem = load_checked(path, whole=True)
     if problem:
-        raise GleeError(f"{path} is not a finished run: {problem}")
+        raise GleeError(f"{path} is not a finished run, or a broken one: {problem}")
     return run
 
 

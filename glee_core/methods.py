@@ -67,10 +67,26 @@ class MethodSpec:
     def from_dict(cls, values: dict) -> MethodSpec:
         """The registry's spec for a stored id; a spec no longer registered is rebuilt from the
         stored fields (unknown keys ignored), so old runs still load."""
+        if not isinstance(values, dict):
+            raise GleeError(f"a method is a mapping of its parts, not {type(values).__name__}")
         if values.get("id") in METHODS:
             return METHODS[values["id"]]
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
+        for part, allowed in PARTS.items():
+            if values.get(part) not in allowed:
+                raise GleeError(f"method {values.get('id')!r}: {part} {values.get(part)!r} is "
+                                f"not one of {', '.join(map(str, allowed))}")
+        try:
+            return cls(**{k: v for k, v in values.items() if k in known})
+        except TypeError as exc:  # a required part missing
+            raise GleeError(f"method {values.get('id')!r}: {exc}") from None
+
+
+# What each part of a spec may be (the heads module builds one class or function per value);
+# a stored spec no longer registered is checked against these before it is rebuilt.
+PARTS = {"input_format": ("plain", "prompt"), "predictor": ("cls", "mlm", "probe"),
+         "activation": (None, "tanh", "relu"), "norm": (None, "fresh", "pretrained"),
+         "loss": ("ce", "focal", "la", "cb")}
 
 
 BEYOND = "[beyond the paper]"  # in the label of every method that is not one of its rows

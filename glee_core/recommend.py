@@ -18,9 +18,8 @@ def ranked_on_dev(runs: list[Run]) -> pd.DataFrame:
     """One row per method of ``runs`` (one setting): ``method``, ``seeds``, ``dev`` (mean best
     dev score, the runs' selection metric), ``f1`` and ``tail_f1`` (test, mean), best dev
     first; ties keep the registry's order."""
-    rows = [{"method": run.method, "dev": run.metrics["best_dev_f1"]
-             if run.metrics.get("select_metric", "f1") == "f1" else run.metrics["best_dev_acc"],
-             "f1": run.metrics["f1"], "tail_f1": run.metrics["tail_f1"]} for run in runs]
+    rows = [{"method": run.method, "dev": run.metrics.best_dev, "f1": run.metrics.f1,
+             "tail_f1": run.metrics.tail_f1} for run in runs]
     if not rows:
         return pd.DataFrame(columns=["method", "seeds", "dev", "f1", "tail_f1"])
     frame = pd.DataFrame(rows)

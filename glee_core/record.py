@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from .config import TrainConfig
 from .environment import AUTO_MODEL
+from .errors import GleeError
 from .methods import MethodSpec
 
 SCHEMA_VERSION = 2
@@ -63,6 +64,43 @@ def merged_notes(records: list[RunRecord]) -> list[str]:
     return sorted(out)
 
 
+class RecordError(GleeError):
+    """A stored file parses but does not hold what its record says (a field missing, of the
+    wrong type, or naming a class the run does not have)."""
+
+
+def mapping(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise RecordError(f"{where} is {_kind(value)}, not a mapping")
+    return value
+
+
+def number(value, where: str, optional: bool = False) -> float | None:
+    """A JSON number (NaN allowed: a macro average over no class); None only if ``optional``."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RecordError(f"{where} is {_kind(value)}, not a number")
+    return float(value)
+
+
+def integer(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise RecordError(f"{where} is {_kind(value)}, not a whole number")
+    return int(value)
+
+
+def strings(value, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RecordError(f"{where} is {_kind(value)}, not a list of names")
+    return value
+
+
+def _kind(value) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40] + '…' if len(text) > 40 else text}"
+
+
 def _known(cls, values: dict) -> dict:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in values.items() if k in names}
@@ -104,7 +142,21 @@ class DatasetRecord:
 
     @classmethod
     def from_dict(cls, values: dict) -> DatasetRecord:
-        return cls(**_known(cls, values))
+        record = cls(**_known(cls, mapping(values, "dataset")))
+        classes = strings(record.classes, "dataset.classes")
+        if not classes or len(set(classes)) != len(classes):
+            raise RecordError("dataset.classes is empty or names a class twice")
+        for part in ("head_classes", "tail_classes"):
+            unknown = set(strings(getattr(record, part), f"dataset.{part}")) - set(classes)
+            if unknown:
+                raise RecordError(f"dataset.{part} names {sorted(unknown)[:3]}, not classes of "
+                                  "the run")
+        counts = mapping(record.class_counts, "dataset.class_counts")
+        for name, count in counts.items():
+            if name not in classes:
+                raise RecordError(f"dataset.class_counts names {name!r}, not a class of the run")
+            integer(count, f"dataset.class_counts[{name!r}]")
+        return record
 
 
 @dataclass
@@ -129,7 +181,10 @@ class ModelRecord:
 
     @classmethod
     def from_dict(cls, values: dict) -> ModelRecord:
-        return cls(**_known(cls, values))
+        record = cls(**_known(cls, mapping(values, "model")))
+        if not isinstance(record.name, str) or not record.name:
+            raise RecordError(f"model.name is {_kind(record.name)}, not a model name")
+        return record
 
 
 @dataclass
@@ -185,7 +240,12 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, values: dict) -> RunRecord:
-        hyper = dict(values.get("hyperparameters", {}))
+        """Read and check a stored record: :class:`RecordError` says which field is wrong."""
+        mapping(values, "the record")
+        for name in ("dataset", "model", "method", "seed"):
+            if name not in values:
+                raise RecordError(f"{name} missing")
+        hyper = dict(mapping(values.get("hyperparameters", {}), "hyperparameters"))
         # version 1 kept the mode beside the hyper-parameters, as ``backbone_mode``
         mode = values.get("mode") or values.get("backbone_mode") or hyper.get("backbone")
         hyper["backbone"] = mode or "finetune"
@@ -194,11 +254,103 @@ class RunRecord:
                    dataset=DatasetRecord.from_dict(values["dataset"]),
                    model=ModelRecord.from_dict(values["model"]),
                    method=MethodSpec.from_dict(values["method"]),
-                   seed=int(values["seed"]),
-                   hyperparameters=TrainConfig.from_identity(hyper),
+                   seed=integer(values["seed"], "seed"),
+                   hyperparameters=_hyperparameters(hyper),
                    created=values.get("created", ""), notes=list(values.get("notes", [])),
                    versions=dict(values.get("versions", {})),
                    identity=dict(values.get("identity", {})),
                    timing=dict(values.get("timing", {})),
                    tuning=dict(values.get("tuning", {})),
                    schema_version=int(values.get("schema_version", 1)))
+
+
+def _hyperparameters(values: dict) -> TrainConfig:
+    try:
+        return TrainConfig.from_identity(values)
+    except (TypeError, ValueError) as exc:  # GleeError is a ValueError
+        raise RecordError(f"hyperparameters: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ClassMetrics:
+    """One class's test scores."""
+
+    precision: float
+    recall: float
+    f1: float
+    support: int  # test examples of the class
+    group: str = ""  # "head" or "tail"
+
+
+@dataclass
+class MetricsRecord:
+    """What ``metrics.json`` holds: the paper's four metrics, the many / medium / few-shot F1
+    (None for a bucket with no class in test; runs before 0.2 lack them), per-class scores, the
+    confusion matrix (rows gold, columns predicted, in the run's class order) and the point on
+    dev the kept weights came from. Every reader uses its fields."""
+
+    acc: float
+    f1: float
+    head_f1: float
+    tail_f1: float
+    per_class: dict[str, ClassMetrics]
+    confusion_matrix: list[list[int]]
+    many_f1: float | None = None
+    medium_f1: float | None = None
+    few_f1: float | None = None
+    best_epoch: int | None = None
+    best_step: int | None = None
+    best_dev_f1: float | None = None
+    best_dev_acc: float | None = None
+    select_metric: str = "f1"
+
+    def value(self, key: str) -> float | None:
+        """A headline metric by its key (``METRIC_KEYS``, ``SHOT_TITLES``)."""
+        if key not in METRIC_KEYS and key not in SHOT_TITLES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    @property
+    def best_dev(self) -> float | None:
+        """The dev score the kept weights were chosen by."""
+        return self.best_dev_f1 if self.select_metric == "f1" else self.best_dev_acc
+
+    @property
+    def test_size(self) -> int:
+        return sum(c.support for c in self.per_class.values())
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "per_class": {c: asdict(m) for c, m in self.per_class.items()}}
+
+    @classmethod
+    def from_dict(cls, values, classes: list[str]) -> MetricsRecord:
+        """Read and check ``metrics.json`` against the run's ``classes``."""
+        mapping(values, "the file")
+        headline = {k: number(values.get(k), k) for k in METRIC_KEYS}
+        shots = {k: number(values.get(k), k, optional=True) for k in SHOT_TITLES}
+        per_class = {}
+        scores = mapping(values.get("per_class"), "per_class")
+        for name in classes:
+            if name not in scores:
+                raise RecordError(f"per_class lacks the class {name!r}")
+            entry = mapping(scores[name], f"per_class[{name!r}]")
+            per_class[name] = ClassMetrics(
+                *(number(entry.get(k), f"per_class[{name!r}].{k}")
+                  for k in ("precision", "recall", "f1")),
+                support=integer(entry.get("support"), f"per_class[{name!r}].support"),
+                group=str(entry.get("group", "")))
+        matrix = values.get("confusion_matrix")
+        n = len(classes)
+        if not (isinstance(matrix, list) and len(matrix) == n
+                and all(isinstance(row, list) and len(row) == n for row in matrix)):
+            raise RecordError(f"confusion_matrix is not {n} x {n} (one row and column a class)")
+        matrix = [[integer(v, "confusion_matrix") for v in row] for row in matrix]
+        best = {k: number(values.get(k), k, optional=True)
+                for k in ("best_dev_f1", "best_dev_acc")}
+        steps = {k: None if values.get(k) is None else integer(values[k], k)
+                 for k in ("best_epoch", "best_step")}
+        select = values.get("select_metric", "f1")
+        if select not in ("f1", "acc"):
+            raise RecordError(f"select_metric is {_kind(select)}, not f1 or acc")
+        return cls(**headline, per_class=per_class, confusion_matrix=matrix, **shots, **best,
+                   **steps, select_metric=select)

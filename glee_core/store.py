@@ -28,7 +28,6 @@ import re
 import shutil
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,10 +42,16 @@ from . import environment
 from .errors import GleeError
 from .files import folder_bytes
 from .methods import registry_order
-from .record import METRIC_KEYS, SHOT_TITLES, RunRecord
+from .record import METRIC_KEYS, SHOT_TITLES, MetricsRecord, RunRecord
+from .runfiles import (
+    RUN_FILES,
+    BrokenRunFile,
+    RunContext,
+    load_metrics,
+    load_record,
+)
 from .slots import SlotQueue, machine_queue
 
-RUN_FILES = ("config.json", "metrics.json")
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # fullmatch: no trailing newline
 
 
@@ -69,7 +74,9 @@ def make_run_id(dataset_id: str, method: str, seed: int, identity: dict) -> str:
 
 @dataclass
 class Run:
-    """A finished run on disk; its files are read when first asked for."""
+    """A finished run on disk; each file is read when first asked for, through its validating
+    loader (:mod:`glee_core.runfiles`): a file that does not hold what the record says raises
+    :class:`BrokenRunFile` naming it."""
 
     path: Path
 
@@ -80,43 +87,53 @@ class Run:
     @cached_property
     def record(self) -> RunRecord:
         """The typed ``config.json``."""
-        return RunRecord.from_dict(
-            json.loads((self.path / "config.json").read_text(encoding="utf-8")))
+        return load_record(self.path / "config.json")
 
     @cached_property
-    def metrics(self) -> dict:
-        return json.loads((self.path / "metrics.json").read_text(encoding="utf-8"))
+    def metrics(self) -> MetricsRecord:
+        """The typed ``metrics.json``."""
+        return load_metrics(self.path / "metrics.json", self.record)
 
     @cached_property
+    def _loaded(self) -> dict:
+        return {}
+
+    def load(self, name: str):
+        """The content of one of the run's files (``RUN_FILE_NAMES``), read and checked once."""
+        if name == "config.json":
+            return self.record
+        if name == "metrics.json":
+            return self.metrics
+        if name not in self._loaded:
+            self._loaded[name] = RUN_FILES[name].load(self.path / name,
+                                                      RunContext(self.record, self.metrics))
+        return self._loaded[name]
+
+    @property
     def history(self) -> list[dict]:
-        return json.loads((self.path / "history.json").read_text(encoding="utf-8"))
+        return self.load("history.json")
 
-    @cached_property
+    @property
     def weight_norms(self) -> dict[str, float]:
-        return json.loads((self.path / "weight_norms.json").read_text(encoding="utf-8"))
+        return self.load("weight_norms.json")
 
-    @cached_property
+    @property
     def predictions(self) -> pd.DataFrame:
-        return pd.read_csv(self.path / "predictions.csv", keep_default_na=False)
+        return self.load("predictions.csv")
 
-    @cached_property
+    @property
     def logits(self) -> np.ndarray:
-        return np.load(self.path / "logits.npy", allow_pickle=False)
+        return self.load("logits.npy")
 
-    @cached_property
+    @property
     def features(self) -> dict[str, np.ndarray]:
-        with np.load(self.path / "features.npz", allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        return self.load("features.npz")
 
     @property
     def calibration_data(self) -> dict[str, np.ndarray] | None:
         """What post-hoc calibration needs (``calibration.npz``), or None for a run stored
         before runs kept it."""
-        path = self.path / "calibration.npz"
-        if not path.is_file():
-            return None
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        return self.load("calibration.npz")
 
     @property
     def weights_path(self) -> Path:
@@ -145,68 +162,26 @@ class Run:
     def summary(self) -> dict:
         """The one-line result the CLI prints: {run_id, dataset, method, seed, acc, f1, ...}."""
         return {"run_id": self.run_id, "dataset": self.dataset, "method": self.method,
-                "seed": self.seed, **{k: self.metrics[k] for k in METRIC_KEYS}}
+                "seed": self.seed, **{k: self.metrics.value(k) for k in METRIC_KEYS}}
 
 
-ARTIFACTS = ("history.json", "predictions.csv", "logits.npy", "weight_norms.json",
-             "features.npz", "model.safetensors")
-
-
-def _safetensors_complete(path: Path) -> bool:
-    """The header's tensor offsets must end where the file ends (a truncated copy does not)."""
-    with path.open("rb") as handle:
-        head = handle.read(8)
-        if len(head) < 8:
-            return False
-        size = int.from_bytes(head, "little")
-        try:
-            header = json.loads(handle.read(size))
-        except ValueError:
-            return False
-    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"),
-              default=0)
-    return path.stat().st_size == 8 + size + end
-
-
-def _npy_complete(path: Path) -> bool:
-    try:  # mapping reads only the header, and fails when the data is shorter than it says
-        np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError):
-        return False
-    return True
-
-
-def load_checked(path: Path) -> tuple[Run | None, str | None]:
-    """``(run, None)`` for a usable finished run, ``(None, why)`` otherwise. Cheap: the two JSON
-    files are parsed once (and kept on the returned run), binary artifacts only have their headers
-    and sizes checked."""
-    parsed = {}
-    for name in RUN_FILES:
-        file = path / name
-        if not file.is_file():
-            return None, f"{name} missing"
-        try:
-            parsed[name] = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            return None, f"{name} unreadable ({exc})"
-    if not all(k in parsed["metrics.json"] for k in METRIC_KEYS):
-        return None, "metrics.json lacks acc/f1/head_f1/tail_f1"
-    try:
-        record = RunRecord.from_dict(parsed["config.json"])
-    except (KeyError, TypeError, ValueError, GleeError) as exc:
-        return None, f"config.json is not a run record ({type(exc).__name__}: {exc})"
-    for name in ARTIFACTS:
-        if not (path / name).is_file():
-            return None, f"{name} missing"
-    if not _safetensors_complete(path / "model.safetensors"):
-        return None, "model.safetensors truncated or corrupt"
-    if not zipfile.is_zipfile(path / "features.npz"):
-        return None, "features.npz truncated or corrupt"
-    if not _npy_complete(path / "logits.npy"):
-        return None, "logits.npy truncated or corrupt"
+def load_checked(path: Path, whole: bool = False) -> tuple[Run | None, str | None]:
+    """``(run, None)`` for a usable finished run, ``(None, "<file>: <what>")`` otherwise.
+    Cheap: the JSON files are read in full (the record and metrics kept on the returned run),
+    the binary ones by their headers; ``predictions.csv`` is checked when it is read, or here
+    with ``whole`` (one run: is it finished, or to be trained again?)."""
     run = Run(path)
-    run.__dict__["record"] = record  # seeds the cached properties
-    run.__dict__["metrics"] = parsed["metrics.json"]
+    try:
+        for name in ("metrics.json", "config.json"):  # metrics.json is written last
+            if not (path / name).is_file():
+                raise BrokenRunFile(name, "missing")
+        context = RunContext(run.record, run.metrics)
+        for name, file in RUN_FILES.items():
+            file.check(path / name, context)
+        if whole:
+            run.load("predictions.csv")
+    except BrokenRunFile as exc:
+        return None, str(exc)
     return run, None
 
 
@@ -252,8 +227,10 @@ class RunStore:
         return self.root / run_id
 
     def get(self, run_id: str) -> Run | None:
+        """The finished run ``run_id``, every file checked; None when it is missing or broken
+        (then training it again replaces it)."""
         path = self.path(run_id)
-        return load_checked(path)[0] if path.is_dir() else None
+        return load_checked(path, whole=True)[0] if path.is_dir() else None
 
     def _locks(self) -> Path:
         self.locks_dir.mkdir(parents=True, exist_ok=True)
@@ -302,6 +279,10 @@ class RunStore:
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-{os.getpid()}-", dir=self.root))
         try:
             write_files(tmp)
+            _, problem = load_checked(tmp)  # what every reader will check, checked before it lands
+            if problem:
+                raise GleeError(f"run {run_id} was written inconsistent ({problem}); this is a "
+                                "bug of Glee Studio, please report it")
             check_quota(folder_bytes(tmp))
             if final.exists():  # a forced re-run replaces the old one
                 trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-{os.getpid()}-",
@@ -380,7 +361,7 @@ def aggregate(runs: list[Run]) -> pd.DataFrame:
     keys = (*METRIC_KEYS, *SHOT_TITLES)  # shot buckets: NaN where a run lacks or has none
 
     def value(run: Run, key: str) -> float:
-        found = run.metrics.get(key)
+        found = run.metrics.value(key)
         return np.nan if found is None else 100.0 * float(found)
 
     rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,

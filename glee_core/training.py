@@ -52,6 +52,7 @@ from .heads import (
 )
 from .methods import MethodSpec
 from .metrics import classification_metrics, macro_f1, shot_f1
+from .record import MetricsRecord
 from .scoring import Split, batch_to, batch_width, model_inputs, predict
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
@@ -61,7 +62,7 @@ FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is sto
 class RunResult:
     """Everything a finished run stores (see :mod:`glee_core.store`)."""
 
-    metrics: dict
+    metrics: MetricsRecord
     history: list[dict]
     predictions: pd.DataFrame
     logits: np.ndarray
@@ -618,6 +619,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                                                      dataset.class_counts().to_dict()).items()})
     metrics.update(best_epoch=best["epoch"], best_step=best["step"], best_dev_f1=best["dev_f1"],
                    best_dev_acc=best["dev_acc"], select_metric=config.select_metric)
+    metrics = MetricsRecord.from_dict(metrics, dataset.classes)
     probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
     frame = dataset.splits["test"]
     predictions = pd.DataFrame({

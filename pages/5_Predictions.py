@@ -4,6 +4,7 @@ import streamlit as st
 
 import studio_ui
 from glee_core.charts import chart_confusion
+from glee_core.errors import GleeError
 from glee_core.tables import spreadsheet_csv
 
 studio_ui.sidebar()
@@ -12,15 +13,21 @@ st.title("Predictions")
 runs = studio_ui.runs_or_stop()
 run_id = studio_ui.choose("Run", studio_ui.run_labels(runs))
 run = next(r for r in runs if r.run_id == run_id)
-predictions = run.predictions
+try:
+    predictions = run.predictions
+except GleeError as exc:  # a file the listing does not read in full: say which, and stop here
+    st.error(f"This run is broken: {studio_ui.md(exc)}. Pick another run, or launch its setting "
+             "again on the Train page: a broken run is trained anew.",
+             icon=":material/broken_image:")
+    st.stop()
 data = run.record.dataset
 order = data.order  # head to tail
 
 c1, c2 = st.columns([2, 1])
 class_labels = {"(all classes)": "(all classes)"}
 class_labels.update({c: f"{c} ({data.group(c)}, "
-                        f"{run.metrics['per_class'][c]['support']} test examples, "
-                        f"F1 {run.metrics['per_class'][c]['f1']:.2f})" for c in order})
+                        f"{run.metrics.per_class[c].support} test examples, "
+                        f"F1 {run.metrics.per_class[c].f1:.2f})" for c in order})
 with c1:
     chosen = studio_ui.choose("Class", class_labels)
 errors_only = c2.toggle("Errors only")

@@ -59,7 +59,7 @@ def test_the_strength_is_chosen_on_dev_and_reported_on_test(runs, method):
     calibrator = Calibrator(run)
     dev = calibrator.metrics("dev", method, result.value)
     assert result.dev_curve[result.value] == pytest.approx(dev["tail_f1"])
-    assert result.before["f1"] == pytest.approx(run.metrics["f1"])  # uncalibrated = the run
+    assert result.before["f1"] == pytest.approx(run.metrics.f1)  # uncalibrated = the run
     test = calibrator.metrics("test", method, result.value)
     assert result.after["tail_f1"] == pytest.approx(test["tail_f1"])
     assert set(result.per_class_delta) == set(run.classes)

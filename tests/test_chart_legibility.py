@@ -92,7 +92,7 @@ def test_confusion_pools_the_tail_instead_of_dropping_it(runs):
     n = len(run.classes)
     top_k = max(1, n // 2)
     frame = charts.confusion_frame(run, top_k)
-    total = int(np.asarray(run.metrics["confusion_matrix"]).sum())
+    total = int(np.asarray(run.metrics.confusion_matrix).sum())
     assert frame["count"].sum() == total  # every test example is still counted
     if top_k < n:
         pooled = f"{n - top_k} rarer classes, pooled"

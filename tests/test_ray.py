@@ -54,7 +54,8 @@ def test_four_runs_land_with_the_metrics_of_a_local_run(local_ray, toy_dataset, 
     for ours, theirs in zip(runs, local, strict=True):
         assert ours.run_id == theirs.run_id  # the same configuration, the same id
         for key in ("acc", "f1", "head_f1", "tail_f1"):
-            assert ours.metrics[key] == pytest.approx(theirs.metrics[key], abs=1e-6), key
+            assert ours.metrics.value(key) == pytest.approx(theirs.metrics.value(key),
+                                                            abs=1e-6), key
 
     lines.clear()
     again = executor.run([batch(toy_dataset, tiny_bert)], store)  # everything is there

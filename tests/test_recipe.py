@@ -41,7 +41,7 @@ def test_the_paper_recipe_trains_exactly_as_before(bert, toy_dataset):
         result = train_and_evaluate(toy_dataset, get_method(method), bert, config)
         assert [r["train_loss"] for r in result.history] == pytest.approx(losses, rel=1e-4)
         assert [r["dev_f1"] for r in result.history] == pytest.approx(dev)
-        assert result.metrics["f1"] == pytest.approx(f1)
+        assert result.metrics.f1 == pytest.approx(f1)
         assert result.logits[0, :3].tolist() == pytest.approx(logits, rel=1e-3, abs=1e-4)
         assert result.tuning == {"lr": 1e-2}  # no search, no LP-FT
 
@@ -189,7 +189,7 @@ def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
     assert round_["dev"][f"{kept:g}"] == max(round_["dev"].values())
     # the kept trial went on from where its round ended: one history, every epoch
     assert [r["epoch"] for r in result.history] == list(range(1, 5))
-    assert result.metrics["best_dev_f1"] >= round_["dev"][f"{kept:g}"]
+    assert result.metrics.best_dev_f1 >= round_["dev"][f"{kept:g}"]
 
 
 def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
@@ -213,7 +213,7 @@ def test_the_search_never_reads_the_test_labels(bert, toy_dataset):
     assert a.tuning == b.tuning
     assert untimed == [{k: v for k, v in r.items() if "seconds" not in k} for r in b.history]
     np.testing.assert_allclose(a.logits, b.logits, rtol=1e-5, atol=1e-6)
-    assert a.metrics["f1"] != b.metrics["f1"]  # the poison reached test, and only test
+    assert a.metrics.f1 != b.metrics.f1  # the poison reached test, and only test
 
 
 def test_the_floor_on_steps_adds_epochs_to_the_default_only(bert, toy_dataset):

@@ -240,7 +240,7 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
     assert main(["compare", "--runs-dir", str(runs_dir), "--format", "json"]) == 0
     out, err = capsys.readouterr()
     assert [r["method"] for r in json.loads(out)] == ["cls-relu"]
-    assert f"warning: skipped {bad.run_id}: model.safetensors truncated" in err
+    assert f"warning: skipped broken run {bad.run_id}: model.safetensors: truncated" in err
     monkeypatch.setenv("GLEE_RUNS_DIR", str(runs_dir))
     at = AppTest.from_file(str(ROOT / "pages" / "3_Results.py"), default_timeout=60)
     at.session_state["dataset"] = DataOptions(dataset=toy_dataset.id)
@@ -260,8 +260,9 @@ def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
     run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
                           TrainConfig(epochs=1, batch_size=16, recipe="paper"),
                           RunStore(tmp_path))[0]
-    np.savez(run.path / "features.npz", features=np.array([{"evil": 1}], dtype=object))
-    with pytest.raises(ValueError, match="allow_pickle"):
+    np.savez(run.path / "features.npz", features=np.array([{"evil": 1}], dtype=object),
+             labels=np.array([0]), rows=np.array([0]))
+    with pytest.raises(ValueError, match="features holds pickled objects"):
         _ = run.features
     source = "\n".join(p.read_text() for p in (ROOT / "glee_core").glob("*.py"))
     assert "torch.load(" not in source and "allow_pickle=True" not in source

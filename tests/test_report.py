@@ -36,7 +36,7 @@ def test_report_holds_the_table_numbers_the_charts_and_page_numbers(store):
     assert f"page 1/{len(reader.pages)}" in text
     assert "CLS-tuning ∘ R w/ pt. LN" in text and "Prompt-tuning" in text
     for method in ("cls-tanh", "cls-relu-pt-ln", "prompt"):
-        f1 = [100 * r.metrics["f1"] for r in runs if r.method == method]
+        f1 = [100 * r.metrics.f1 for r in runs if r.method == method]
         mean = sum(f1) / 2
         std = (sum((x - mean) ** 2 for x in f1) / 2) ** 0.5
         assert f"{mean:.2f} ± {std:.2f}" in text, method

@@ -270,7 +270,7 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     prompt = [r for r in runs if r.method == "prompt"]
     f1 = frame[(frame["method"] == "prompt") & (frame["dataset"] == "r52")
                & (frame["metric"] == "f1")].iloc[0]
-    assert f1["mean"] == pytest.approx(100 * np.mean([r.metrics["f1"] for r in prompt]))
+    assert f1["mean"] == pytest.approx(100 * np.mean([r.metrics.f1 for r in prompt]))
     assert (f1["ref"], f1["ref_std"]) == (85.3, 0.6)  # the paper's Table 2 cell
     assert Path(manifest["files"]["md"]).read_text().startswith("## Table 2")
     assert len(store.runs()) == 10 and store.problems == {}  # reproduce/ is not a broken run

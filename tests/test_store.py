@@ -59,12 +59,12 @@ def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
     assert set(run.weight_norms) == set(toy_dataset.classes)
     assert run.features["features"].dtype == np.float16
     assert run.logits.shape == (len(run.predictions), toy_dataset.num_classes)
-    assert set(run.metrics["per_class"]) == set(toy_dataset.classes)
-    per_class_f1 = [v["f1"] for v in run.metrics["per_class"].values() if v["support"]]
-    assert run.metrics["f1"] == pytest.approx(np.mean(per_class_f1))
+    assert set(run.metrics.per_class) == set(toy_dataset.classes)
+    per_class_f1 = [v.f1 for v in run.metrics.per_class.values() if v.support]
+    assert run.metrics.f1 == pytest.approx(np.mean(per_class_f1))
     predictions = run.predictions
     assert (predictions["correct"] == (predictions["gold"] == predictions["pred"])).all()
-    assert run.metrics["acc"] == pytest.approx(predictions["correct"].mean())
+    assert run.metrics.acc == pytest.approx(predictions["correct"].mean())
 
 
 def test_saved_weights_score_new_text_like_the_run_did(tiny_bert, toy_dataset, runs_dir):
@@ -83,7 +83,7 @@ def test_aggregate_mean_and_std_over_seeds(tiny_bert, toy_dataset, runs_dir):
                            RunStore(runs_dir))
     table = aggregate(runs)
     assert len(table) == 1 and table.loc[0, "seeds"] == 2
-    f1 = [100 * r.metrics["f1"] for r in runs]
+    f1 = [100 * r.metrics.f1 for r in runs]
     assert table.loc[0, "f1_mean"] == pytest.approx(np.mean(f1))
     assert table.loc[0, "f1_std"] == pytest.approx(np.std(f1))
 
@@ -96,10 +96,10 @@ def test_broken_runs_are_skipped_and_reported(tiny_bert, toy_dataset, runs_dir):
     (runs_dir / "half-written" / "config.json").write_text("{}")
     (runs_dir / ".tmp-killed-run").mkdir()
     assert [r.run_id for r in store.runs()] == [run.run_id]
-    assert store.problems == {"half-written": "metrics.json missing"}
-    for name, problem in (("model.safetensors", "model.safetensors truncated"),
-                          ("features.npz", "features.npz truncated"),
-                          ("logits.npy", "logits.npy truncated")):
+    assert store.problems == {"half-written": "metrics.json: missing"}
+    for name, problem in (("model.safetensors", "model.safetensors: truncated"),
+                          ("features.npz", "features.npz: not an array archive"),
+                          ("logits.npy", "logits.npy: truncated")):
         original = (run.path / name).read_bytes()
         (run.path / name).write_bytes(original[: len(original) // 2])
         assert store.runs() == [] and problem in store.problems[run.run_id]
@@ -124,10 +124,10 @@ def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
                            str(tiny_bert), CONFIG, RunStore(runs_dir))
     table = comparison_table(aggregate(runs))
     assert list(table["method"]) == ["cls-relu", "prompt"]  # registry order
-    f1 = 100 * runs[1].metrics["f1"]
+    f1 = 100 * runs[1].metrics.f1
     assert table.loc[1, "F1"] == f"{f1:.2f}"  # one seed: no ±
     # many / medium / few-shot buckets beside head/tail; the toy set has no many-shot class
-    few = 100 * runs[1].metrics["few_f1"]
+    few = 100 * runs[1].metrics.few_f1
     assert table.loc[1, "Few F1"] == f"{few:.2f}" and table.loc[1, "Many F1"] == "–"
     markdown = to_markdown(table)
     assert "Prompt-tuning (`prompt`)" in markdown and "| Method |" in markdown
