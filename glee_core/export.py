@@ -33,7 +33,15 @@ from .files import write_json
 from .heads import build_model, head_of
 from .inference import Scorer
 from .metrics import SHOT_BUCKETS, shot_bucket, shot_f1
-from .record import METRIC_KEYS, METRIC_TITLES, MODE_LABELS, RunRecord
+from .record import (
+    METRIC_KEYS,
+    METRIC_TITLES,
+    MODE_LABELS,
+    RecordError,
+    RunRecord,
+    integer,
+    mapping,
+)
 from .scoring import get_backbone
 from .store import Run
 
@@ -88,12 +96,18 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
     manifest_path = folder / CLASSIFIER_FILE
     if not manifest_path.is_file():
         raise GleeError(f"{folder} is not an exported Glee classifier ({CLASSIFIER_FILE} missing)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if manifest.get("format_version", 0) > FORMAT_VERSION:
-        raise GleeError(f"{folder} was exported by a newer glee_core "
-                        f"({manifest.get('glee_core')}); upgrade to load it")
-    record = RunRecord.from_dict(manifest["record"])
-    source = manifest["backbone"]
+    try:
+        manifest = mapping(json.loads(manifest_path.read_text(encoding="utf-8")), "the manifest")
+        if integer(manifest.get("format_version", 0), "format_version") > FORMAT_VERSION:
+            raise GleeError(f"{folder} was exported by a newer glee_core "
+                            f"({manifest.get('glee_core')}); upgrade to load it")
+        record = RunRecord.from_dict(manifest.get("record"))
+        source = mapping(manifest.get("backbone"), "backbone")
+        if source.get("weights") not in ("model", "backbone", "referenced") or not all(
+                isinstance(source.get(k), str) for k in ("folder", "name", "fingerprint")):
+            raise RecordError(f"backbone is {source!r}, not where the backbone's weights are")
+    except ValueError as exc:  # bad JSON, or a RecordError
+        raise GleeError(f"{manifest_path} is damaged: {exc}; export the run again") from None
     backbone_dir = folder / source["folder"]
     if source["weights"] == "model":  # fine-tuned: every weight is in model.safetensors
         backbone = backbone_from_config(backbone_dir, manifest["record"]["model"])

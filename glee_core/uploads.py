@@ -102,6 +102,8 @@ def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # not a finished upload
+        if not isinstance(meta, dict) or not isinstance(meta.get("columns", {}), dict):
+            continue  # a damaged record: the upload is not offered (its CSV stays on disk)
         uploads.append(Upload(path, meta.get("original_name", path.name), meta.get("columns", {})))
     return uploads
 

@@ -218,3 +218,14 @@ def test_a_command_on_one_broken_run_is_one_error_line(corrupt_store, command, c
         assert main(argv) == 2, (name, how)
         err = capsys.readouterr().err
         assert err.startswith("error: ") and name in err and "Traceback" not in err, (how, err)
+
+
+@pytest.mark.parametrize("meta", ["null", "[]", '{"columns": 5}', "{"])
+def test_a_damaged_upload_record_hides_that_upload_only(tmp_path, meta):
+    from glee_core.uploads import list_uploads, save_upload
+
+    rows = "text,label\n" + "".join(f"text {i},{'ab'[i % 2]}\n" for i in range(20))
+    kept, _ = save_upload(tmp_path, "kept.csv", rows.encode())
+    damaged, _ = save_upload(tmp_path, "damaged.csv", rows.encode())
+    damaged.path.with_suffix(".json").write_text(meta)
+    assert [u.original_name for u in list_uploads(tmp_path)] == ["kept.csv"]

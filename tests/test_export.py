@@ -171,3 +171,13 @@ def test_loading_an_export_never_unpickles(runs, tmp_path, monkeypatch):
     for target, name in ((pickle, "load"), (pickle, "loads"), (torch, "load")):
         monkeypatch.setattr(target, name, refuse)
     assert load_classifier(out).probabilities(["sports"]).shape == (1, 5)
+
+
+@pytest.mark.parametrize("damage", ["{", "null", "[]", '{"format_version": "x"}',
+                                    '{"format_version": 1, "record": 5}',
+                                    '{"format_version": 1, "record": {}, "backbone": null}'])
+def test_a_damaged_export_manifest_is_one_error_naming_it(runs, tmp_path, damage):
+    out = export_run(runs["frozen"], tmp_path / "c")
+    (out / "glee_classifier.json").write_text(damage)
+    with pytest.raises(GleeError, match="glee_classifier.json is damaged"):
+        load_classifier(out)
