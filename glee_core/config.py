@@ -26,6 +26,7 @@ FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
 MODES = ("finetune", "frozen")
 DEFAULT_EPOCHS = 10  # the paper's
 PAPER, PRACTICAL = "paper", "practical"
+LIMIT_STRATEGIES = ("stratified", "first")
 RECIPES = (PRACTICAL, PAPER)
 
 
@@ -126,8 +127,15 @@ class TrainConfig:
         protocol="≥ {} steps")
     max_length: int | None = option(None, "max tokens per example (default: the dataset's, the "
                                     "paper's per-dataset length)", protocol="len {}")
-    limit: int | None = option(None, "keep the first N training examples (smoke runs)",
-                               protocol="first {} train")
+    limit: int | None = option(None, "train on N of the training examples (small or smoke "
+                               "runs; how they are picked: --limit-strategy)",
+                               protocol="limit {} train")
+    limit_strategy: str | None = option(
+        None, "how --limit picks its examples: stratified (every class keeps its share, at "
+        "least one example each, drawn with a fixed seed: the same for every run) or first (the "
+        "first N rows) (default: stratified; first under --recipe paper, as the authors' "
+        "scripts and runs stored before this option)", choices=LIMIT_STRATEGIES,
+        protocol="{} limit")
     patience: int | None = option(None, "early stopping: dev evaluations (epochs) without a "
                                   "gain (default: paper recipe and quick mode 2, practical 4)",
                                   protocol="patience {}")
@@ -176,7 +184,7 @@ class TrainConfig:
     # identity at that value, so their run ids stay as they were, and filled in when read back.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
                    "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
-                   "lp_ft": False, "min_steps": None}
+                   "lp_ft": False, "min_steps": None, "limit_strategy": "first"}
     # The paper's values of the fields a protocol line names only when they depart from them
     PAPER_VALUES = {**ADDED_LATER, "patience": 2}
     # Fields every protocol line shows; the others appear only when they depart from the paper.
@@ -187,7 +195,8 @@ class TrainConfig:
             raise GleeError(f"--mode must be finetune or frozen, got {self.mode!r}")
         for f in fields(self):
             choices = f.metadata.get("choices")
-            if choices and getattr(self, f.name) not in choices:
+            allowed = (*choices, None) if choices and f.default is None else choices
+            if choices and getattr(self, f.name) not in allowed:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
@@ -245,9 +254,11 @@ class TrainConfig:
         """Defaults that depend on the dataset (its max length and batch size), the mode and the
         recipe filled in: what a run really uses. Quick mode keeps its own protocol (heads at
         1e-3): the fine-tuning recipe does not apply to it."""
+        strategy = "first" if not self.limit else (  # "first": nothing to pick without one
+            self.limit_strategy or ("first" if self.recipe == PAPER else "stratified"))
         base = replace(self, max_length=self.max_length or max_length,
                        batch_size=self.batch_size or batch_size or 32,
-                       epochs=self.epochs or DEFAULT_EPOCHS)
+                       epochs=self.epochs or DEFAULT_EPOCHS, limit_strategy=strategy)
         if self.frozen:
             return replace(base, recipe=PAPER, lr=self.learning_rate, lp_ft=False,
                            patience=self.patience or RECIPE_DEFAULTS[PAPER].patience)
@@ -293,6 +304,7 @@ class TrainConfig:
         quick compare's stored run is the one re-used."""
         return TrainConfig(mode="frozen", seed=self.seed, max_length=self.max_length,
                            pooling=self.pooling, limit=self.limit,
+                           limit_strategy=self.limit_strategy,
                            select_metric=self.select_metric, device=self.device,
                            precision=self.precision, eval_batch_size=self.eval_batch_size,
                            pad_multiple=self.pad_multiple)

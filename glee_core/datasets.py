@@ -261,6 +261,32 @@ def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_S
             frame.loc[sorted(hold)].reset_index(drop=True))
 
 
+def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd.DataFrame:
+    """``n`` rows of ``frame`` in which every class keeps its share (rounded down, the rows left
+    to the largest remainders) and at least one row while ``n`` allows (taken from the largest
+    classes; with fewer rows than classes, the most frequent classes get one); rows drawn at
+    random with ``seed``, kept in their order. ``--limit``'s default."""
+    if n >= len(frame):
+        return frame
+    counts = frame["label"].value_counts()
+    counts = counts.loc[sorted(counts.index, key=lambda c: (-counts[c], str(c)))]
+    exact = counts * n / counts.sum()
+    take = np.maximum(np.floor(exact), 1).astype(int)
+    take.iloc[n:] = 0  # fewer rows than classes: the rarest go without
+    while take.sum() > n:  # the floor of one took rows: give them back from the largest
+        take[take.idxmax()] -= 1
+    for label in (exact - take).sort_values(ascending=False, kind="stable").index:
+        if take.sum() == n:
+            break
+        if take[label] < counts[label]:
+            take[label] += 1
+    rng = np.random.default_rng(seed)
+    labels = frame["label"].to_numpy()
+    rows = [rng.choice(np.flatnonzero(labels == label), int(k), replace=False)
+            for label, k in take.items() if k]
+    return frame.iloc[np.sort(np.concatenate(rows))]
+
+
 def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
                     seed: int = SPLIT_SEED, min_test: int = 1
                     ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:

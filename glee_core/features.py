@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .backbone import Backbone
-from .datasets import LongTailDataset
+from .datasets import LongTailDataset, stratified_sample
 from .devices import (
     autocast,
     batch_to,
@@ -64,12 +64,14 @@ class FeatureSplit:
 
 
 def feature_key(dataset: LongTailDataset, backbone: Backbone, input_format: str,
-                max_length: int, limit: int | None = None) -> str:
+                max_length: int, limit: int | None = None, strategy: str = "first") -> str:
     identity = {"dataset": dataset.fingerprint(), "model": backbone.fingerprint,
                 "format": input_format, "max_length": max_length,
                 "template": dataset.template if input_format == "prompt" else None}
-    if limit:  # a limited pass holds only the first ``limit`` training examples
+    if limit:  # a limited pass holds only ``limit`` training examples
         identity["train_limit"] = limit
+        if strategy != "first":
+            identity["limit_strategy"] = strategy
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     return f"{input_format}-{digest}"
 
@@ -105,24 +107,30 @@ def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str
     return compute_states(backbone, split, device)[pooling]
 
 
-def limited_splits(dataset: LongTailDataset, limit: int | None) -> dict:
-    """The dataset's split frames, the training one cut to its first ``limit`` rows (``--limit``:
-    what is not trained on is not encoded either)."""
+def limited_splits(dataset: LongTailDataset, limit: int | None,
+                   strategy: str = "first") -> dict:
+    """The dataset's split frames, the training one cut to ``limit`` rows (``--limit``: what is
+    not trained on is not encoded either): a stratified sample, or its first rows."""
     splits = dict(dataset.splits)
     if limit:
-        splits["train"] = splits["train"].iloc[:limit]
+        train = splits["train"]
+        splits["train"] = (stratified_sample(train, limit) if strategy == "stratified"
+                           else train.iloc[:limit])
     return splits
 
 
 def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
                     max_length: int, cache_dir: str | os.PathLike, device: torch.device,
                     progress: ProgressFn | None = None, pooling: str = "cls",
-                    limit: int | None = None) -> dict[str, FeatureSplit]:
+                    limit: int | None = None, strategy: str = "first"
+                    ) -> dict[str, FeatureSplit]:
     """Pooled hidden states of every split, from the cache or computed (and cached) now; one
-    pass caches both poolings. ``limit`` encodes only the first N training examples."""
+    pass caches both poolings. ``limit`` encodes only N training examples, picked by
+    ``strategy`` (:func:`limited_splits`)."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
-    path = cache_dir / f"{feature_key(dataset, backbone, input_format, max_length, limit)}.npz"
+    key = feature_key(dataset, backbone, input_format, max_length, limit, strategy)
+    path = cache_dir / f"{key}.npz"
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as data:
@@ -135,7 +143,8 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
             path.unlink(missing_ok=True)  # a truncated cache file: compute it again
     started = time.perf_counter()
     encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
-                            max_length) for name, frame in limited_splits(dataset, limit).items()}
+                            max_length)
+               for name, frame in limited_splits(dataset, limit, strategy).items()}
     total, done = sum(len(s) for s in encoded.values()), 0
     tokens = sum(int(split.lengths.sum()) for split in encoded.values())
     arrays = {}

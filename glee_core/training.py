@@ -84,11 +84,13 @@ def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbon
     if config.frozen:
         cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
         splits = cached_features(dataset, backbone, spec.input_format, config.max_length, cache,
-                                 device, progress, config.pooling, config.limit)
+                                 device, progress, config.pooling, config.limit,
+                                 config.limit_strategy)
     else:  # --limit: the rest of the training split is not even tokenised
         splits = {name: encode(frame, backbone.tokenizer, spec.input_format, dataset.template,
                                config.max_length)
-                  for name, frame in limited_splits(dataset, config.limit).items()}
+                  for name, frame in limited_splits(dataset, config.limit,
+                                                    config.limit_strategy).items()}
     if len(splits["train"]) == 0:
         raise GleeError(f"{dataset.id}: the training split is empty")
     return splits
@@ -506,12 +508,15 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
              and (n := int((splits[name].lengths >= config.max_length).sum()))]
     present = np.unique(splits["train"].labels)
     if len(present) < 2:
-        kept = (f"the first {len(splits['train'])} texts kept by --limit (it keeps the first "
-                "rows: raise it)" if config.limit else f"all {len(splits['train'])} texts to "
-                "learn from")
+        first = config.limit and config.limit_strategy == "first"
+        kept = (f"the first {len(splits['train'])} texts kept by --limit (--limit-strategy "
+                "stratified keeps every class)" if first else
+                f"the {len(splits['train'])} texts to learn from")
         message = (f"{kept} hold one class only ({dataset.classes[int(present[0])]}): the model "
                    "can only learn to predict it")
-        if head_of(spec).closed_form:  # scikit-learn's solver refuses one class
+        # scikit-learn's solver refuses one class; a stratified --limit of 1 is a mistake; the
+        # first rows stay allowed, with a warning: the paper recipe's runs of before
+        if head_of(spec).closed_form or not first:
             raise GleeError(f"{dataset.id}: {message}; {spec.id} needs two classes or more")
         progress(Note(message=f"warning: {message}"))
         notes.append(message)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from glee_core.findings import check_findings, findings_text, norm_slope
-from glee_core.store import Run
+from tests.helpers.runs import record_only_run
 
 COUNTS = {"a": 500, "b": 100, "c": 20, "d": 5}
 HYPER = {"epochs": 10, "batch_size": 32, "lr": 1e-5, "max_length": 256, "seed": 1,
@@ -20,21 +20,16 @@ NUMBERS = {"cls-tanh": (60, 90, 50), "cls-tanh-focal": (61, 90, 51),
 
 def make_run(root, method, seed, f1, head, tail, norms, pretrained=True):
     folder = root / f"r52-{method}-s{seed}"
-    folder.mkdir(parents=True)
-    config = {"run_id": folder.name, "dataset": {"id": "r52", "class_counts": COUNTS,
-                                                 "classes": list(COUNTS)},
+    config = {"run_id": folder.name, "dataset": {"id": "r52", "class_counts": COUNTS},
               "method": {"id": method}, "seed": seed, "mode": "finetune",
               "model": {"name": "bert-base-uncased", "mlm_head_pretrained": pretrained},
               "hyperparameters": {**HYPER, "seed": seed}}
-    (folder / "config.json").write_text(json.dumps(config))
     jitter = 0.2 * seed  # two seeds, a little apart
-    per_class = {c: {"precision": 0.9, "recall": 0.9, "f1": 0.9, "support": 1} for c in COUNTS}
-    (folder / "metrics.json").write_text(json.dumps(
-        {"acc": 0.9, "f1": (f1 + jitter) / 100, "head_f1": head / 100,
-         "tail_f1": (tail + jitter) / 100, "per_class": per_class,
-         "confusion_matrix": [[int(i == j) for j in range(4)] for i in range(4)]}))
+    run = record_only_run(folder, config, {"acc": 0.9, "f1": (f1 + jitter) / 100,
+                                           "head_f1": head / 100,
+                                           "tail_f1": (tail + jitter) / 100}, list(COUNTS))
     (folder / "weight_norms.json").write_text(json.dumps(norms))
-    return Run(folder)
+    return run
 
 
 def store(root, methods=NUMBERS, pretrained=True):

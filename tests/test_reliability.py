@@ -279,25 +279,46 @@ def test_a_seed_out_of_range_is_one_error_line_before_any_work(tmp_path, capsys)
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
-def test_a_probe_on_one_class_says_why_and_exits_2(tmp_path, tiny_bert, capsys):
-    """A class-sorted CSV cut by --limit: one class left. The closed-form probe cannot fit it
-    (scikit-learn's error was a traceback); a trained head warns that it can only predict it."""
+def test_limit_is_stratified_and_the_first_rows_of_one_class_say_why(tmp_path, tiny_bert, capsys):
+    """A class-sorted CSV cut by --limit: the default sample keeps every class (seeded, in the
+    run's identity); --limit-strategy first (the paper recipe's) leaves one class, which the
+    closed-form probe refuses (scikit-learn's error was a traceback) and a trained head warns
+    it can only predict."""
+    import json
+
     from glee_core.cli import main
     rows = ["text,label"] + [f"sports news {i},sports" for i in range(40)] + \
         [f"money report {i},money" for i in range(20)]
     path = tmp_path / "sorted.csv"
     path.write_text("\n".join(rows) + "\n")
-    code = main(["train", "--dataset", f"csv:{path}", "--model", str(tiny_bert), "--mode",
-                 "frozen", "--method", "probe-balanced", "--limit", "10", "--runs-dir",
-                 str(tmp_path / "runs")])
+    common = ["train", "--dataset", f"csv:{path}", "--model", str(tiny_bert), "--mode", "frozen",
+              "--limit", "10", "--runs-dir", str(tmp_path / "runs")]
+    assert main([*common, "--method", "probe-balanced"]) == 0
+    out, err = capsys.readouterr()
+    run = RunStore(tmp_path / "runs").get(json.loads(out.splitlines()[-1])[0]["run_id"])
+    assert run.record.hyperparameters.limit_strategy == "stratified"
+    assert run.record.identity["limit_strategy"] == "stratified" and "one class" not in err
+    code = main([*common, "--method", "probe-balanced", "--limit-strategy", "first"])
     err = capsys.readouterr().err
     assert code == 2 and "hold one class only (sports)" in err and "needs two classes" in err
-    code = main(["train", "--dataset", f"csv:{path}", "--model", str(tiny_bert), "--mode",
-                 "frozen", "--method", "cls-tanh", "--limit", "10", "--runs-dir",
-                 str(tmp_path / "runs")])
+    code = main([*common, "--method", "cls-tanh", "--limit-strategy", "first"])
     err = capsys.readouterr().err
     assert code == 0 and "warning: the first 10 texts kept by --limit" in err
     assert "can only learn to predict it" in err
+
+
+def test_a_stratified_limit_keeps_every_class_its_share():
+    import pandas as pd
+
+    from glee_core.datasets import stratified_sample
+    frame = pd.DataFrame({"text": [f"t{i}" for i in range(130)],
+                          "label": [0] * 100 + [1] * 20 + [2] * 9 + [3]})
+    sample = stratified_sample(frame, 26)
+    assert len(sample) == 26 and sample["label"].value_counts().to_dict() == {0: 20, 1: 4, 2: 1,
+                                                                              3: 1}
+    assert sample.equals(stratified_sample(frame, 26))  # the same rows every time
+    assert list(sample.index) == sorted(sample.index)  # in their order
+    assert set(stratified_sample(frame, 2)["label"]) == {0, 1}  # fewer rows than classes
 
 
 def test_an_unexpected_exception_ends_in_an_error_line_a_job_reads_as_failed(monkeypatch,

@@ -29,6 +29,7 @@ from glee_core.reproduce import (
     saved_comparisons,
 )
 from glee_core.store import Run, RunStore
+from tests.helpers.runs import record_only_run
 
 HYPER = {"epochs": 10, "batch_size": 32, "lr": 1e-5, "weight_decay": 0.0, "max_grad_norm": 1.0,
          "warmup_ratio": 0.1, "patience": 2, "max_length": 256, "limit": None,
@@ -39,13 +40,10 @@ def fake_run(root: Path, dataset: str, method: str, seed: int, metrics: dict,
              model: str = "bert-base-uncased", **hyper) -> Run:
     """A run folder with just what tables read: config.json and metrics.json."""
     folder = root / f"{dataset}-{method}-s{seed}-{model.replace('/', '-')}"
-    folder.mkdir(parents=True)
     config = {"dataset": {"id": dataset}, "method": {"id": method}, "seed": seed,
               "model": {"name": model}, "backbone_mode": "finetune",
               "hyperparameters": {**HYPER, **hyper, "seed": seed}}
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "metrics.json").write_text(json.dumps(metrics))
-    return Run(folder)
+    return record_only_run(folder, config, metrics, ["a", "b"])
 
 
 def metrics(acc, f1, head, tail):
