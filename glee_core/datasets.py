@@ -571,9 +571,27 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     if ragged:
         warnings.append(f"{source}: skipped {len(ragged)} row(s) with more fields than the header")
     frame = frame.fillna("")  # rows with fewer fields than the header
+    line = _unclosed_quote_line(text)
+    # the rows from that line on were dropped, or read into the last row's field
+    swallowed = line is not None and (len(frame) <= line - 2
+                                      or frame.iloc[-1].str.contains("\n").any())
+    if swallowed:
+        raise GleeError(f"{source}: the \" opened on line {line} is never closed, so the rest "
+                        "of the file reads as one field; close it (a \" inside a field is "
+                        "written \"\")")
     if frame.empty:
         raise GleeError(f"{source}: header only, no rows (columns: {list(frame.columns)})")
     return frame, warnings
+
+
+def _unclosed_quote_line(text: str) -> int | None:
+    """The line whose quote is still open at the end of ``text`` (an odd number of ``"``)."""
+    open_at, inside = None, False
+    for number, line in enumerate(text.splitlines(), start=1):
+        for _ in range(line.count('"')):
+            inside = not inside
+            open_at = number if inside else open_at
+    return open_at if inside else None
 
 
 def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
@@ -649,6 +667,12 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
             raise GleeError(f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
                             "a classifier needs at least two")
         splits, dropped = three_way_split(frame)
+        if splits["train"]["label"].nunique() < 2:
+            raise GleeError(
+                f"{path}: {len(dropped):,} of the {frame['label'].nunique():,} classes have fewer "
+                "than 3 distinct texts, too few for a train, dev and test split, and "
+                f"{'one class is' if splits['train']['label'].nunique() else 'none is'} left; "
+                "merge rare classes, or give a split column (train/dev/test) yourself")
         warnings += [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
                      for c, n in dropped.items()]
     return _from_labelled_frames(

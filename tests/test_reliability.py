@@ -60,6 +60,14 @@ CSV_CASES = [
     ("class with one example", (GOOD + "lonely,c\n").encode(), {}, None,
      "'c' has 1 distinct text"),
     ("duplicate rows", (GOOD + "sample text 0,a\n").encode(), {}, None, "duplicate row"),
+    ("unclosed quote on the first row", b'text,label\n"no end,a\n' + good_rows().encode(), {},
+     'the " opened on line 2 is never closed', None),
+    ("unclosed quote later", (GOOD + '"no end,a\nmore,b\n').encode(), {},
+     'the " opened on line 22 is never closed', None),
+    ("an inch mark is not a quote", (GOOD + 'a 5" screen,a\n').encode(), {}, None, None),
+    ("every class of one text", ("text,label\n" + "".join(f"t {i},c{i}\n"
+                                                          for i in range(500))).encode(), {},
+     "500 of the 500 classes have fewer than 3 distinct texts", None),
     ("thousands of classes", ("text,label\n" + "".join(f"t {i},c{i % 1500}\n"
                                                        for i in range(4500))).encode(), {},
      None, "1500 classes"),
