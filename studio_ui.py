@@ -6,11 +6,13 @@ everything they show is computed by the engine and stored with the runs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import streamlit as st
 
@@ -18,6 +20,7 @@ from glee_core import environment
 from glee_core.catalog import PAPER_DATASETS
 from glee_core.config import DataOptions
 from glee_core.errors import GleeError
+from glee_core.files import write_json_atomic
 from glee_core.jobs import launch_training, list_jobs
 from glee_core.methods import METHODS, method_label, registry_order
 from glee_core.record import untrained_head_note
@@ -36,6 +39,7 @@ from glee_core.workspaces import (
 
 DEMO = DataOptions(dataset="demo")
 SHARE_PARAM = "share"  # public mode: ?share=TOKEN opens another visitor's runs, read-only
+CHOICE_FILE = "studio-choice.json"  # the dataset last chosen, in the workspace (or the store)
 LEGACY_WORKSPACE_PARAM = "ws"  # links of before the cookie carried the key: ignored, dropped
 _EXPIRED_AT = [0.0]  # when workspaces were last swept for expiry (at most every 10 minutes)
 
@@ -213,16 +217,53 @@ def dataset_choices() -> dict[str, DataOptions]:
 
 
 def current_choice() -> DataOptions:
-    """How the chosen dataset loads (kept across pages)."""
-    return st.session_state.setdefault("dataset", DEMO)
+    """How the chosen dataset loads: kept across pages, and across a reload in the workspace
+    (or, on one's own machine, beside the runs), so a Launch after a reload trains on it."""
+    if "dataset" not in st.session_state:
+        st.session_state["dataset"] = _remembered_choice() or DEMO
+    return st.session_state["dataset"]
 
 
 def choose_dataset(options: DataOptions) -> None:
     st.session_state["dataset"] = options
+    _remember_choice(options)
 
 
 def set_threshold(threshold: float | None) -> None:
-    st.session_state["dataset"] = replace(current_choice(), threshold=threshold)
+    choose_dataset(replace(current_choice(), threshold=threshold))
+
+
+def _choice_file() -> Path | None:
+    own = workspace()
+    if own is not None:
+        return own.path / CHOICE_FILE
+    return None if policy().read_only else environment.runs_dir() / f".{CHOICE_FILE}"
+
+
+def _remember_choice(options: DataOptions) -> None:
+    path = _choice_file()
+    if path is not None:
+        try:
+            write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold})
+        except OSError:  # a read-only folder: the choice lasts the session
+            pass
+
+
+def _remembered_choice() -> DataOptions | None:
+    """The last choice, if it is still offered (an upload may have been deleted since)."""
+    path = _choice_file()
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8")) if path else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict):
+        return None
+    offered = {o.dataset: o for o in dataset_choices().values()}
+    found = offered.get(saved.get("dataset"))
+    threshold = saved.get("threshold")
+    if found is not None and isinstance(threshold, (int, float)) and 0 < threshold < 1:
+        found = replace(found, threshold=float(threshold))
+    return found
 
 
 @st.cache_resource(show_spinner="Loading the dataset ...", max_entries=8)

@@ -37,6 +37,7 @@ def app_dirs(tmp_path_factory, tiny_bert):
 def app(app_dirs, tiny_bert, monkeypatch):
     for key, path in app_dirs.items():
         monkeypatch.setenv(f"GLEE_{key.upper()}_DIR", str(path))
+    (app_dirs["runs"] / ".studio-choice.json").unlink(missing_ok=True)  # each test starts anew
 
     def make(page: str) -> AppTest:
         at = AppTest.from_file(str(ROOT / page), default_timeout=120)
@@ -76,6 +77,10 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     kept = list((app_dirs["uploads"]).glob("*.csv"))
     assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
+    # a reload (a new session) keeps the choice: a Launch then trains on the upload, not demo
+    at = app("pages/2_Train.py").run()
+    assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
+    assert kept[0].name in plain(" ".join(c.value for c in at.sidebar.caption))
 
 
 def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
