@@ -44,6 +44,7 @@ from .events import (
     Searching,
     Testing,
     TrainStep,
+    WaitingForRun,
 )
 from .methods import METHODS, parse_methods
 from .record import merged_notes
@@ -204,6 +205,9 @@ class TqdmProgress:
             self._flush()
         elif isinstance(event, Loading):  # said once work starts, after any set-up error
             self.pending.append(f"loading {event.what} ...")
+        elif isinstance(event, WaitingForRun):
+            self._flush()
+            tqdm.write(f"waiting: {state.detail}", file=sys.stderr)
         elif isinstance(event, Queued):
             self._flush()
             tqdm.write("waiting: another run is training in this store "

@@ -54,6 +54,15 @@ class Queued(Event):
 
 
 @dataclass
+class WaitingForRun(Event):
+    """Another launch holds this run's lock (it is training the same configuration): this one
+    waits, then loads what it stored."""
+
+    stage: ClassVar[str] = "waiting"
+    run_id: str
+
+
+@dataclass
 class Loading(Event):
     """Loading the backbone or encoding the data: said before work that takes seconds."""
 
@@ -127,8 +136,8 @@ class SweepProgress(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
-    RunStarted, Note, Queued, Loading, FeaturePass, Searching, TrainStep, Evaluated, Testing,
-    SweepProgress)}
+    RunStarted, Note, Queued, WaitingForRun, Loading, FeaturePass, Searching, TrainStep,
+    Evaluated, Testing, SweepProgress)}
 
 ProgressFn = Callable[[Event], None]
 
@@ -151,7 +160,8 @@ class ProgressState:
     method: str = ""
     seed: int | None = None
     cached: bool = False
-    phase: str = "starting"  # starting, loading, encoding, queued, training, testing, sweep
+    phase: str = "starting"  # starting, loading, encoding, queued, waiting, training, testing,
+    # sweep
     detail: str = ""  # what loading/encoding is doing
     search: str = ""  # the learning-rate search's trial being trained, while it lasts
     epoch: int = 0
@@ -179,6 +189,9 @@ class ProgressState:
             self.phase, self.detail = "loading", event.what
         elif isinstance(event, Queued):
             self.phase = "queued"
+        elif isinstance(event, WaitingForRun):
+            self.phase, self.detail = "waiting", (f"another launch is training {event.run_id}; "
+                                                  "this one loads it once it is stored")
         elif isinstance(event, FeaturePass):
             self.phase, self.detail = "encoding", f"{event.format} input"
             self.done, self.total = event.done, event.total
@@ -236,6 +249,8 @@ class ProgressState:
             text += f" · epoch {self.epoch}/{self.epochs} · step {self.step}/{self.steps}"
         elif self.phase in ("loading", "encoding"):
             text += f" · {self.phase} {self.detail}".rstrip()
+        elif self.phase == "waiting":
+            text += f" · {self.detail}"
         elif self.phase in ("queued", "testing"):
             text += f" · {self.phase}"
         if self.dev_f1 is not None:

@@ -29,7 +29,7 @@ from .devices import cpu_share, resolve_device
 from .distributed import data_parallel
 from .encoding import unknown_token_share
 from .errors import GleeError
-from .events import Loading, Note, ProgressFn, Queued, RunStarted
+from .events import Loading, Note, ProgressFn, Queued, RunStarted, WaitingForRun
 from .files import write_json
 from .heads import head_of, label_word_token_ids
 from .methods import MethodSpec
@@ -191,7 +191,9 @@ class _Runner:
         """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
         run, reported as part of it (no run of its own in the progress), and re-used from the
         store even under ``force``."""
-        with self.store.lock(job.run_id) if self.main else contextlib.nullcontext():
+        waiting = WaitingForRun(run_id=job.run_id)
+        with self.store.run_lock(job.run_id, lambda: self.progress(waiting)) if self.main \
+                else contextlib.nullcontext():
             train = (self.force and not stage) or self.store.get(job.run_id) is None
             if self.ddp is not None:
                 train = self.ddp.broadcast(train)

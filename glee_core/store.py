@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from . import environment
 from .errors import GleeError
@@ -239,6 +239,21 @@ class RunStore:
     def lock(self, run_id: str, timeout: float = -1) -> FileLock:
         """A file lock on ``run_id``: hold it while training so a second launch waits."""
         return FileLock(str(self._locks() / f"{self.path(run_id).name}.lock"), timeout=timeout)
+
+    @contextmanager
+    def run_lock(self, run_id: str, on_wait: Callable[[], None]):
+        """Hold ``run_id``'s lock; ``on_wait()`` is called first when another process holds it
+        (a second launch of the same configuration: it waits, then loads that run)."""
+        lock = self.lock(run_id)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            on_wait()
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def slot_queue(self) -> SlotQueue:
         """The training slots this store's runs queue for (public mode: the machine's, shared

@@ -1,11 +1,12 @@
 import json
+import time
 
 import numpy as np
 import pytest
 
 from glee_core.config import TrainConfig
 from glee_core.errors import GleeError
-from glee_core.experiment import run_experiments
+from glee_core.experiment import plan_runs, run_experiments
 from glee_core.inference import load_run, score_texts
 from glee_core.methods import get_method
 from glee_core.record import RunRecord
@@ -148,3 +149,30 @@ def test_a_run_folder_of_the_first_layout_still_loads(tiny_bert, toy_dataset, ru
     [again] = RunStore(runs_dir).runs()
     assert again.record.schema_version == 1 and again.record.mode == "frozen"
     assert again.setting == run.setting and again.run_id == run.run_id
+
+
+def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(tiny_bert, toy_dataset,
+                                                                   runs_dir):
+    """The same configuration launched twice: the second waits on the run's lock, says so (it
+    said 'loading the backbone' the whole time), then loads what the first stored."""
+    import threading
+
+    from glee_core.events import WaitingForRun, fold
+
+    store = RunStore(runs_dir)
+    config = TrainConfig(epochs=1, batch_size=16, mode="frozen")
+    job = plan_runs(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config)[0]
+    events, done = [], []
+    with store.lock(job.run_id):  # the first launch, training
+        thread = threading.Thread(target=lambda: done.append(run_experiments(
+            toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store,
+            progress=events.append)))
+        thread.start()
+        deadline = time.time() + 60
+        while not any(isinstance(e, WaitingForRun) for e in events) and time.time() < deadline:
+            time.sleep(0.05)
+        state = fold(list(events))
+        assert state.phase == "waiting" and job.run_id in state.describe()
+        assert "another launch is training" in state.describe()
+    thread.join(timeout=300)
+    assert done and done[0][0].run_id == job.run_id
