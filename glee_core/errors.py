@@ -7,9 +7,17 @@ Anything else that escapes is a bug in Glee Studio.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class GleeError(ValueError):
     """Bad input (unknown id, missing file, malformed CSV, ...) with a message that says the fix."""
+
+    def naming(self, copy, name: str) -> GleeError:
+        """The same message about the user's file ``name`` where it spoke of ``copy``, the
+        temporary file it was read from (a user never saw that path)."""
+        shown = Path(str(name)).name
+        return GleeError(str(self).replace(f"csv:{copy}", shown).replace(str(copy), shown))
 
 
 # What a stopped command says last (Ctrl-C, or the app's Stop button's SIGTERM); a job whose last

@@ -79,8 +79,7 @@ def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
         try:
             load_dataset(f"csv:{tmp}", **columns)  # raises GleeError with the problem
         except GleeError as exc:  # name the user's file, not the temporary copy
-            raise GleeError(str(exc).replace(f"csv:{tmp}", Path(str(filename)).name)
-                            .replace(tmp, Path(str(filename)).name)) from None
+            raise exc.naming(tmp, filename) from None
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -117,4 +116,4 @@ def csv_columns(data: bytes, filename: str = "upload.csv") -> list[str]:
         try:
             return list(read_csv_frame(path)[0].columns)
         except GleeError as exc:
-            raise GleeError(str(exc).replace(str(path), Path(str(filename)).name)) from None
+            raise exc.naming(path, filename) from None

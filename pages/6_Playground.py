@@ -107,7 +107,8 @@ if uploaded is not None:
                         scorer, path, max_rows=cap, progress=lambda n, total: bar.progress(
                             n / total, text=f"Classifying: {n} of {total} texts"))
             except GleeError as exc:
-                st.error(f"This CSV cannot be classified: {studio_ui.md(exc)}")
+                st.error("This CSV cannot be classified: "
+                         f"{studio_ui.md(exc.naming(path, uploaded.name))}")
             bar.empty()
     predicted = done.get(key)
     if predicted is not None:

@@ -182,6 +182,9 @@ def test_playground_scores_every_class(app):
     assert any(b.label == "Download the predictions (CSV)" for b in at.get("download_button"))
     at.file_uploader[0].upload("bad.csv", b"id,other\n1,a\n", "text/csv").run()
     assert any("cannot be classified" in e.value for e in at.error)
+    at.file_uploader[0].upload("garbage.csv", bytes(range(256)) * 4, "text/csv").run()
+    message = next(plain(e.value) for e in at.error if "cannot be classified" in e.value)
+    assert "garbage.csv: this is not a text file" in message and "texts.csv" not in message
 
 
 def test_report_page_builds_a_pdf(app):
