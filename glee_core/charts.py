@@ -62,6 +62,52 @@ def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
     return {m: grouped[m] for m in registry_order(grouped)}
 
 
+# Per-class charts name every class up to this many; past it the head's classes stay named (half
+# the rows) and the rarer ones are pooled in runs of neighbouring ranks (the other half), so a
+# chart of 1,500 classes keeps the head → tail trend at a size a page (and vl-convert) can hold.
+CLASS_ROWS = 120
+
+
+def pool_rare_classes(frame: pd.DataFrame, mean: Iterable[str], total: Iterable[str] = (),
+                      by: str | None = "method", limit: int = CLASS_ROWS) -> pd.DataFrame:
+    """``frame`` (a row per class, and per ``by``) with at most ``limit`` classes: past it the
+    classes ranked after ``limit // 2`` are pooled by neighbouring rank, ``mean`` columns
+    averaged and ``total`` ones summed; a pooled row's ``class`` says which ranks it holds, its
+    ``count`` is their median training count (unless averaged) and ``pooled`` how many classes
+    it stands for."""
+    n = int(frame["rank"].max()) if len(frame) else 0
+    if n <= limit:
+        return frame.assign(pooled=1)
+    keep = limit // 2
+    size = -(-(n - keep) // (limit - keep))
+    frame = frame.assign(bin=np.where(frame["rank"] <= keep, frame["rank"],
+                                      keep + 1 + (frame["rank"] - keep - 1) // size))
+    keys = ([by] if by else []) + ["bin"]
+    rows = []
+    for _, part in frame.groupby(keys, sort=False):
+        row = part.iloc[0].to_dict()
+        if len(part) > 1:
+            first, last = int(part["rank"].min()), int(part["rank"].max())
+            row.update({c: float(part[c].mean()) for c in mean})
+            row.update({c: part[c].sum() for c in total})
+            if "count" not in mean:
+                row["count"] = int(part["count"].median())
+            row.update({"class": f"{len(part)} classes, ranks {first}–{last}", "rank": first,
+                        "group": part["group"].mode().iloc[0]})
+        row["pooled"] = len(part)
+        rows.append(row)
+    return pd.DataFrame(rows).drop(columns="bin")
+
+
+def _pooled_note(frame: pd.DataFrame) -> str:
+    """A title's note on what was pooled, or nothing."""
+    pooled = frame[frame["pooled"] > 1].drop_duplicates("class")
+    if pooled.empty:
+        return ""
+    return (f" · the {int(pooled['pooled'].sum())} rarest classes pooled in runs of "
+            f"{int(pooled['pooled'].max())} (mean)")
+
+
 def _class_table(run: Run) -> pd.DataFrame:
     """Classes of a run's dataset, head to tail, with their training count and group."""
     dataset = run.record.dataset
@@ -92,7 +138,9 @@ def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
                           highlight: str | None = None) -> alt.Chart:
     """Classes sorted head to tail; the head/tail boundary is the dashed rule. Every class is
     named: columns up to 40 classes, rows (one per class, the chart grows) beyond."""
-    frame = class_frequency_frame(counts, head)
+    frame = pool_rare_classes(class_frequency_frame(counts, head), mean=["count", "share"],
+                              by=None)
+    title += _pooled_note(frame)
     order = list(frame["class"])
     scale = alt.Scale(type="symlog") if log_scale else alt.Scale()  # bars start at 0
     value = alt.X if len(order) > 40 else alt.Y
@@ -147,7 +195,7 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
     its label from 2 to 120+ classes and 1 to 16+ methods (the page grows instead); a strip on
     the left marks head / tail and the many / medium / few bucket; ``highlight`` outlines one
     class's row."""
-    frame = per_class_f1_frame(runs)
+    frame = pool_rare_classes(per_class_f1_frame(runs), mean=["f1"], total=["test support"])
     frame["shot"] = frame["count"].map(shot_bucket)
     frame["row"] = [f"{c} ({n})" for c, n in zip(frame["class"], frame["count"], strict=True)]
     rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
@@ -181,7 +229,7 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Cha
                       .transform_filter(alt.datum["class"] == highlight))
     grid = alt.layer(*layers).properties(width=alt.Step(44), height=alt.Step(15))
     return alt.hconcat(strips, grid, spacing=4).resolve_scale(color="independent").properties(
-        title="Per-class test F1 (mean over seeds), classes head → tail")
+        title="Per-class test F1 (mean over seeds), classes head → tail" + _pooled_note(frame))
 
 
 def summary_frame(runs: list[Run]) -> pd.DataFrame:
@@ -277,6 +325,7 @@ def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None 
     tooltip = ["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")]
     if len(order) > 30:
         frame["relative"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
+        frame = pool_rare_classes(frame, mean=["norm", "relative"])
         frame["row"] = [f"{c} ({n})" for c, n in zip(frame["class"], frame["count"],
                                                       strict=True)]
         rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
@@ -294,7 +343,8 @@ def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None 
         text = cells.mark_text(fontSize=9).encode(text=alt.Text("norm:Q", format=".2f"))
         return alt.layer(heat, text).properties(
             width=alt.Step(44), height=alt.Step(15),
-            title="Per-class weight norms (head → tail; colour: against the method's mean)")
+            title="Per-class weight norms (head → tail; colour: against the method's mean)"
+            + _pooled_note(frame))
     width = max(220, 14 * len(order))
     columns = max(1, min(columns, 700 // width))
     return alt.Chart(frame).mark_bar().encode(

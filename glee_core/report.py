@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import vl_convert
@@ -56,8 +57,14 @@ def _text(unicode_font: bool, text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
-    """The report of ``runs`` (all of one dataset) as PDF bytes."""
+ReportProgress = Callable[[float, str], None]  # (fraction done, what is being drawn)
+
+
+def build_report(runs: list[Run], dataset: str | None = None,
+                 progress: ReportProgress | None = None) -> bytes:
+    """The report of ``runs`` (all of one dataset) as PDF bytes; ``progress`` hears of each
+    part as it is drawn. A chart that cannot be drawn is left out with a line saying why."""
+    progress = progress or (lambda fraction, what: None)
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]
     if not runs:
@@ -108,6 +115,7 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
         pdf.multi_cell(0, 5, t(line), new_x="LMARGIN", new_y="NEXT")
     pdf.ln(3)
 
+    progress(0.05, "the results table")
     summary = aggregate(runs)
     table = comparison_table(summary)
     pdf.set_font(pdf.body_font, size=12)
@@ -131,17 +139,24 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
 
     head_class, tail_class = charts.default_feature_classes(first)
     figures = [
-        ("Class frequency", charts.chart_class_frequency(
+        ("Class frequency", lambda: charts.chart_class_frequency(
             data.class_counts, data.head_classes)),
-        ("Head vs tail", charts.chart_head_tail(runs)),
-        ("Per-class F1", charts.chart_per_class_f1(runs)),
-        ("Weight norms (Figure 3)", charts.chart_weight_norms(runs)),
-        ("Classifier-input features (Figure 4)", charts.chart_feature_distributions(
+        ("Head vs tail", lambda: charts.chart_head_tail(runs)),
+        ("Per-class F1", lambda: charts.chart_per_class_f1(runs)),
+        ("Weight norms (Figure 3)", lambda: charts.chart_weight_norms(runs)),
+        ("Classifier-input features (Figure 4)", lambda: charts.chart_feature_distributions(
             [r for r in runs if r.method in charts.FIGURE4_METHODS] or runs,
             head_class, tail_class)),
     ]
-    for title, chart in figures:
-        png = chart_png(chart)
+    for number, (title, draw) in enumerate(figures):
+        progress(0.1 + 0.8 * number / len(figures), f"drawing {title.lower()}")
+        try:
+            png = chart_png(draw())
+        except (ValueError, GleeError) as exc:  # vl-convert's limits, a file the chart reads
+            pdf.set_font(pdf.body_font, size=9)
+            pdf.multi_cell(0, 5, t(f"{title}: left out, it could not be drawn ({str(exc)[:200]})"),
+                           new_x="LMARGIN", new_y="NEXT")
+            continue
         width_px, height_px = Image.open(io.BytesIO(png)).size
         width = min(pdf.epw, 180)
         height = width * height_px / width_px
@@ -154,12 +169,14 @@ def build_report(runs: list[Run], dataset: str | None = None) -> bytes:
         pdf.cell(0, 7, t(title), new_x="LMARGIN", new_y="NEXT")
         pdf.image(io.BytesIO(png), w=width, h=height)
         pdf.ln(3)
+    progress(0.9, "calibrating each method's first run")
     _calibration_section(pdf, runs, t)
     notes = merged_notes([r.record for r in runs])
     if notes:
         pdf.set_font(pdf.body_font, size=8)
         for note in notes:
             pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
+    progress(1.0, "done")
     return bytes(pdf.output())
 
 

@@ -192,6 +192,11 @@ def test_report_page_builds_a_pdf(app):
     assert not at.exception
     next(b for b in at.button if b.label == "Build the PDF").click().run()
     assert not at.exception
+    deadline = time.time() + 120  # built off the page's thread: the page polls it
+    while "report_pdf" not in at.session_state and time.time() < deadline:
+        assert not at.exception
+        time.sleep(0.5)
+        at.run()
     assert at.session_state["report_pdf"][:5] == b"%PDF-"
     assert any(d.label == "Download the PDF report" for d in at.get("download_button"))
 

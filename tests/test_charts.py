@@ -1,6 +1,5 @@
 """Figure 4's data for a known input: densities per feature, head vs tail, and dead features."""
 
-import json
 
 import numpy as np
 import pytest
@@ -11,25 +10,23 @@ from glee_core.charts import (
     feature_distribution_frame,
 )
 from glee_core.report import chart_png
-from glee_core.store import Run
+from tests.helpers.runs import record_only_run
 
 
 def fake_run(root, method, head_values, tail_values, tail="small"):
     """A run folder with only what Figure 4 reads: the record and features.npz."""
-    folder = root / method
-    folder.mkdir()
     config = {"run_id": method, "method": {"id": method}, "seed": 1,
-              "dataset": {"id": "toy", "classes": ["big", tail],
-                          "class_counts": {"big": 60, tail: 4}, "head_classes": ["big"],
-                          "tail_classes": [tail]},
+              "dataset": {"id": "toy", "class_counts": {"big": 60, tail: 4},
+                          "head_classes": ["big"], "tail_classes": [tail]},
               "model": {"name": "m"}, "hyperparameters": {"epochs": 1, "batch_size": 2,
                                                          "lr": 0.1, "max_length": 8}}
-    (folder / "config.json").write_text(json.dumps(config))
+    run = record_only_run(root / method, config, {"acc": 1, "f1": 1, "head_f1": 1, "tail_f1": 1},
+                          ["big", tail], {"big": len(head_values), tail: len(tail_values)})
     features = np.concatenate([head_values, tail_values]).astype(np.float16)
     labels = np.array([0] * len(head_values) + [1] * len(tail_values))
-    np.savez(folder / "features.npz", features=features, labels=labels,
+    np.savez(run.path / "features.npz", features=features, labels=labels,
              rows=np.arange(len(labels)))
-    return Run(folder)
+    return run
 
 
 @pytest.fixture

@@ -110,3 +110,42 @@ def test_notes_that_differ_only_by_method_are_said_once():
     assert merged == sorted(["so `prompt`, `cls-relu-pt-ln` cannot show the paper's advantage "
                              "here.", pool.format("cls-relu-pt-ln, cls-relu"),
                              "a note of its own"])
+
+
+@pytest.mark.slow
+def test_a_report_of_1500_classes_pools_the_rare_ones_and_says_how_far_it_got(tmp_path):
+    """vl-convert overflowed its stack at ~1,500 classes, and 1,000 took 30 s in the page's
+    thread: per-class charts now name the head's classes and pool the rarer ones by rank."""
+    from glee_core.charts import CLASS_ROWS, chart_per_class_f1
+    from glee_core.synthetic import write_synthetic_store
+
+    runs = write_synthetic_store(RunStore(tmp_path), 1500, ["cls-tanh", "prompt"])
+    heard = []
+    pdf = build_report(runs, progress=lambda fraction, what: heard.append((fraction, what)))
+    text = "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "left out" not in text
+    fractions = [f for f, _ in heard]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("per-class f1" in what for _, what in heard)
+    grid = chart_per_class_f1(runs).to_dict()
+    assert "the 1440 rarest classes pooled in runs of 24" in grid["title"]
+    drawn = {row["class"] for rows in grid["datasets"].values() for row in rows}
+    assert len(drawn) == CLASS_ROWS and "class 0060" in drawn  # the head's classes named
+    assert "24 classes, ranks 1477–1500" in drawn
+
+
+def test_a_chart_that_cannot_be_drawn_is_left_out_with_the_reason(store, monkeypatch):
+    from glee_core import report
+
+    real = report.chart_png
+
+    def fails_on_norms(chart, scale=2.0):
+        if "weight norms" in str(chart.to_dict().get("title", "")).lower():
+            raise ValueError("Vega-Lite to PNG conversion failed: Maximum call stack size")
+        return real(chart, scale)
+
+    monkeypatch.setattr(report, "chart_png", fails_on_norms)
+    pdf = build_report([r for r in store.runs() if r.record.mode == "finetune"])
+    text = "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    assert "Weight norms (Figure 3): left out, it could not be drawn" in text
+    assert "Per-class F1" in text  # the other charts are there
