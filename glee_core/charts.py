@@ -7,7 +7,8 @@ Classes are always ordered head to tail (by training count) and coloured head / 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
@@ -761,3 +762,47 @@ def chart_norm_evolution(run: Run) -> alt.Chart:
     ).properties(title=f"Weight norms while training ({method_label(run.method)}, seed "
                        f"{run.seed})", width="container",
                  height=alt.Step(16 if len(order) <= 40 else 12))
+
+
+# --------------------------------------------------------------------------------------------
+# The registry: every chart drawn from one dataset's runs, where it is shown, in one place
+
+
+@dataclass(frozen=True)
+class RunChart:
+    """A chart of one dataset's runs (a setting, one or more methods and seeds): its title,
+    how to draw it, the app page that shows it, and whether the PDF report has it. The report,
+    the gallery (``tools/chart_gallery.py``), its legibility test and the Report page's list
+    read this registry; a new chart is a function above and a line below."""
+
+    name: str
+    title: str
+    draw: Callable[[list[Run]], alt.Chart]
+    page: str
+    in_report: bool = True
+
+
+def _frequency(runs: list[Run]) -> alt.Chart:
+    data = runs[0].record.dataset
+    return chart_class_frequency(data.class_counts, data.head_classes)
+
+
+def _figure4(runs: list[Run]) -> alt.Chart:
+    head, tail = default_feature_classes(runs[0])
+    return chart_feature_distributions([r for r in runs if r.method in FIGURE4_METHODS] or runs,
+                                       head, tail)
+
+
+RUN_CHARTS: dict[str, RunChart] = {c.name: c for c in (
+    RunChart("class-frequency", "Class frequency", _frequency, "Data"),
+    RunChart("head-tail", "Head vs tail", chart_head_tail, "Results"),
+    RunChart("per-class-f1", "Per-class F1", chart_per_class_f1, "Results"),
+    RunChart("weight-norms", "Weight norms (Figure 3)", chart_weight_norms, "Diagnostics"),
+    RunChart("norm-vs-count", "Weight norm against training count", chart_norm_vs_count,
+             "Diagnostics", in_report=False),
+    RunChart("norm-evolution", "Weight norms during training",
+             lambda runs: chart_norm_evolution(runs[0]), "Diagnostics", in_report=False),
+    RunChart("features", "Classifier-input features (Figure 4)", _figure4, "Diagnostics"),
+    RunChart("confusion", "Confusion matrix", lambda runs: chart_confusion(runs[0]),
+             "Predictions", in_report=False),
+)}

@@ -137,21 +137,11 @@ def build_report(runs: list[Run], dataset: str | None = None,
                    new_x="LMARGIN", new_y="NEXT")
     pdf.ln(4)
 
-    head_class, tail_class = charts.default_feature_classes(first)
-    figures = [
-        ("Class frequency", lambda: charts.chart_class_frequency(
-            data.class_counts, data.head_classes)),
-        ("Head vs tail", lambda: charts.chart_head_tail(runs)),
-        ("Per-class F1", lambda: charts.chart_per_class_f1(runs)),
-        ("Weight norms (Figure 3)", lambda: charts.chart_weight_norms(runs)),
-        ("Classifier-input features (Figure 4)", lambda: charts.chart_feature_distributions(
-            [r for r in runs if r.method in charts.FIGURE4_METHODS] or runs,
-            head_class, tail_class)),
-    ]
+    figures = [(c.title, c.draw) for c in charts.RUN_CHARTS.values() if c.in_report]
     for number, (title, draw) in enumerate(figures):
         progress(0.1 + 0.8 * number / len(figures), f"drawing {title.lower()}")
         try:
-            png = chart_png(draw())
+            png = chart_png(draw(runs))
         except (ValueError, GleeError) as exc:  # vl-convert's limits, a file the chart reads
             pdf.set_font(pdf.body_font, size=9)
             pdf.multi_cell(0, 5, t(f"{title}: left out, it could not be drawn ({str(exc)[:200]})"),

@@ -6,6 +6,7 @@ import streamlit as st
 
 import studio_ui
 from glee_core import GleeError
+from glee_core.charts import RUN_CHARTS
 from glee_core.report import build_report
 from glee_core.store import slug
 
@@ -21,8 +22,9 @@ studio_ui.sidebar()
 st.title("Report")
 
 runs = studio_ui.setting_runs(key="report-methods")
-st.caption("A4 PDF: configuration, the results table, class frequency, head vs tail, per-class "
-           "F1, weight norms and feature histograms. The same report from the command line: "
+in_report = [c.title.lower() for c in RUN_CHARTS.values() if c.in_report]
+st.caption(f"A4 PDF: configuration, the results table, {', '.join(in_report)}, and post-hoc "
+           "calibration. The same report from the command line: "
            "`python -m glee_core report --runs-dir DIR --dataset ID --out report.pdf`.")
 building = st.session_state.get("report_job")
 if runs and st.button("Build the PDF", type="primary", disabled=building is not None):

@@ -5,6 +5,7 @@ import pytest
 from pypdf import PdfReader
 
 from glee_core.charts import (
+    RUN_CHARTS,
     chart_class_frequency,
     chart_weight_norms,
     class_frequency_frame,
@@ -41,7 +42,9 @@ def test_report_holds_the_table_numbers_the_charts_and_page_numbers(store):
         std = (sum((x - mean) ** 2 for x in f1) / 2) ** 0.5
         assert f"{mean:.2f} ± {std:.2f}" in text, method
     images = sum(len(page.images) for page in reader.pages)
-    assert images == 5  # frequency, head/tail, per-class F1, weight norms, feature histograms
+    in_report = [c.title for c in RUN_CHARTS.values() if c.in_report]
+    assert images == len(in_report) == 5  # frequency, head/tail, per-class F1, norms, features
+    assert all(title in text for title in in_report)
     assert reader.pages[0].mediabox.width == pytest.approx(595.28, abs=1)  # A4
 
 
@@ -149,3 +152,9 @@ def test_a_chart_that_cannot_be_drawn_is_left_out_with_the_reason(store, monkeyp
     text = "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
     assert "Weight norms (Figure 3): left out, it could not be drawn" in text
     assert "Per-class F1" in text  # the other charts are there
+
+
+def test_every_registered_chart_is_on_a_page_that_exists():
+    from pathlib import Path
+    pages = {p.stem.split("_", 1)[1] for p in (Path(__file__).parents[1] / "pages").glob("*.py")}
+    assert {c.page for c in RUN_CHARTS.values()} <= pages

@@ -25,21 +25,8 @@ from glee_core.synthetic import write_synthetic_store  # noqa: E402
 
 
 def gallery_charts(runs):
-    """(name, chart) for every chart drawn from a set of runs."""
-    first = runs[0]
-    head, tail = charts.default_feature_classes(first)
-    dataset = first.record.dataset
-    return [
-        ("class-frequency", charts.chart_class_frequency(dataset.class_counts,
-                                                         dataset.head_classes)),
-        ("per-class-f1", charts.chart_per_class_f1(runs)),
-        ("head-tail", charts.chart_head_tail(runs)),
-        ("weight-norms", charts.chart_weight_norms(runs)),
-        ("norm-vs-count", charts.chart_norm_vs_count(runs)),
-        ("norm-evolution", charts.chart_norm_evolution(first)),
-        ("features", charts.chart_feature_distributions(runs, head, tail)),
-        ("confusion", charts.chart_confusion(first)),
-    ]
+    """(name, chart) for every chart of the registry, drawn from a set of runs."""
+    return [(chart.name, chart.draw(runs)) for chart in charts.RUN_CHARTS.values()]
 
 
 def methods_of(count: int) -> list[str]:
