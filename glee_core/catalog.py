@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .sources import source_of
+
 DEFAULT_THRESHOLD = 0.65
 DEFAULT_TEMPLATE = "{text} This is about [MASK] ."
 PAPER_REPO = "https://github.com/GeneZC/Glee"
@@ -49,14 +51,10 @@ PAPER_DATASETS: dict[str, PaperDataset] = {
 
 
 def dataset_name(spec: str) -> str:
-    """A dataset's name for people and metadata: a CSV's file stem (never its path), an HF
-    dataset's name, else the id."""
-    kind, _, rest = spec.partition(":")
-    if kind == "csv" and rest:
-        return rest.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    if kind == "hf" and rest:
-        return rest
-    return spec
+    """A dataset's name for people and metadata: its source's name for it (a CSV's file stem,
+    never its path; an HF dataset's name), else the id."""
+    found = source_of(spec)
+    return found[0].name(found[1]) if found and found[1] else spec
 
 
 def dataset_ids() -> list[str]:

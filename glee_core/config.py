@@ -20,6 +20,7 @@ from typing import Any
 from .environment import AUTO_MODEL
 from .errors import GleeError
 from .files import write_json_atomic
+from .sources import SOURCES
 
 FINETUNE_LR = 1e-5  # the paper's
 FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
@@ -389,8 +390,8 @@ def _boolean(text: str, flag: str) -> bool:
 class DataOptions:
     """Which dataset, and how to read it."""
 
-    dataset: str = option(MISSING, "demo, a paper id (r52 r8 cmid ...), csv:PATH, "
-                          "upload:NAME (a CSV kept by the app) or hf:NAME[:CONFIG]")
+    dataset: str = option(MISSING, "demo, a paper id (r52 r8 cmid ...), "
+                          + ", ".join(f"{s.usage} ({s.help})" for s in SOURCES.values()))
     data_dir: str | None = option(None, "folder of the paper's datasets (default "
                                   "$GLEE_DATA_DIR, else ./data)")
     threshold: float | None = option(None, "head/tail threshold on the cumulative training "

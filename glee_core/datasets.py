@@ -33,6 +33,7 @@ from . import environment
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
 from .errors import GleeError
 from .hub import hub_reachable
+from .sources import source_of, source_usages
 
 SPLITS = ("train", "dev", "test")
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
@@ -763,8 +764,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  label_column: str | None = None, text_b_column: str | None = None,
                  head_tail: str = "train", uploads_dir: str | os.PathLike | None = None
                  ) -> LongTailDataset:
-    """Load any dataset by spec (``demo``, a paper id, ``csv:PATH``, ``upload:NAME``,
-    ``hf:NAME[:CONFIG]``).
+    """Load any dataset by spec: ``demo``, a paper id, or an id of a source
+    (:data:`glee_core.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
 
     ``template`` and ``verbalizer`` (a JSON file) override the dataset's own; ``head_tail``
     picks the head/tail rule (``HEAD_TAIL_RULES``)."""
@@ -777,15 +778,12 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
         dataset = load_demo(threshold)
     elif spec in PAPER_DATASETS:
         dataset = load_paper_dataset(spec, data_dir, threshold)
-    elif spec.startswith("csv:"):
-        dataset = load_csv_dataset(spec[4:], threshold=threshold, **column_args)
-    elif spec.startswith("upload:"):
-        dataset = load_upload_dataset(spec[7:], uploads_dir, threshold=threshold, **column_args)
-    elif spec.startswith("hf:"):
-        dataset = load_hf_dataset(spec[3:], threshold=threshold, **column_args)
+    elif (found := source_of(spec)) is not None:
+        source, rest = found
+        dataset = source.load(rest, threshold, column_args, uploads_dir)
     else:
         raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
-                        "csv:PATH or hf:NAME[:CONFIG]")
+                        f"{source_usages()}")
     if template:
         dataset.template = check_template(template)
     if verbalizer:

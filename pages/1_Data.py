@@ -9,6 +9,7 @@ from glee_core.catalog import PAPER_DATASETS
 from glee_core.charts import chart_class_frequency, class_frequency_frame
 from glee_core.config import DataOptions
 from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
+from glee_core.sources import SOURCES
 from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
 from glee_core.workspaces import size_text
 
@@ -29,14 +30,16 @@ picked = st.selectbox("Dataset", labels, index=current,
                       help="The paper's datasets appear when GLEE_DATA_DIR (default ./data) "
                            "holds them in the paper's TSV layout.")
 rules = studio_ui.policy()
-hf_name = "" if rules.public else st.text_input(
-    "…or a Hugging Face dataset (NAME or NAME:CONFIG)", value="",
+hub = SOURCES["hf"]
+hf_name = "" if rules.public and not hub.public else st.text_input(
+    f"…or {hub.help}: {hub.usage.partition(':')[2]}", value="",
     help="Needs the hub (or a local folder of CSV/JSON files).")
 if not any(options.dataset in PAPER_DATASETS for options in choices.values()):
     where = "its data folder" if rules.public else f"`{environment.data_dir()}`"  # no server path
     st.caption(f"The paper's datasets appear in this list when {where} holds them (one folder "
                "per id in the paper's TSV layout; set `GLEE_DATA_DIR` to point elsewhere).")
-new = DataOptions(dataset=f"hf:{hf_name.strip()}") if hf_name.strip() else choices[picked]
+new = (DataOptions(dataset=f"{hub.prefix}:{hf_name.strip()}") if hf_name.strip()
+       else choices[picked])
 if new.dataset != choice.dataset:
     try:
         studio_ui.load_options(new)  # the choice changes only to a dataset that loads

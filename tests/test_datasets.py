@@ -194,3 +194,29 @@ def test_verbalizer_file_override(tmp_path, toy_csv):
     path.write_text(json.dumps({c: "news" for c in TOY_CLASSES}))
     dataset = load_dataset(f"csv:{toy_csv}", verbalizer=path)
     assert set(w for ws in dataset.verbalizer.values() for w in ws) == {"news"}
+
+
+def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, capsys):
+    """load_dataset, the CLI's help and the names people see read the one registry."""
+    from glee_core import sources
+    from glee_core.catalog import dataset_name
+    from glee_core.cli import main
+    from glee_core.datasets import load_dataset
+
+    asked = []
+
+    def load(rest, threshold, columns, uploads_dir):
+        asked.append(rest)
+        return toy_dataset
+
+    memo = sources.DataSource("memo", "memo:KEY", "an in-memory set", lambda rest: rest.upper(),
+                              public=True, load=load)
+    monkeypatch.setitem(sources.SOURCES, "memo", memo)
+    assert load_dataset("memo:abc") is toy_dataset and asked == ["abc"]
+    assert dataset_name("memo:abc") == "ABC" and dataset_name("csv:/srv/x/data.csv") == "data"
+    assert "memo:KEY" in sources.source_usages()
+    with pytest.raises(GleeError, match="csv:PATH, upload:NAME, hf:NAME"):
+        load_dataset("nope:x")
+    with pytest.raises(SystemExit):
+        main(["inspect", "--help"])
+    assert "upload:NAME (a CSV kept by the app" in " ".join(capsys.readouterr().out.split())
