@@ -97,8 +97,16 @@ def strings(value, where: str) -> list[str]:
 
 
 def _kind(value) -> str:
+    """What a JSON value is, in words: ``null``, ``the text 'oops'``, ``a list`` ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else f"a list of {len(value)}"
     text = repr(value)
-    return f"{type(value).__name__} {text[:40] + '…' if len(text) > 40 else text}"
+    text = text[:40] + "…" if len(text) > 40 else text
+    return f"the {'text' if isinstance(value, str) else 'number'} {text}"
 
 
 def _known(cls, values: dict) -> dict:
