@@ -284,6 +284,7 @@ class RunFile:
     name: str
     check: Callable[[Path, RunContext], None]
     load: Callable[[Path, RunContext], Any]
+    keep: bool = True  # kept on the run once read (not the big calibration arrays)
 
 
 def _check_by_loading(name: str) -> Callable[[Path, RunContext], None]:
@@ -301,7 +302,7 @@ RUN_FILES: dict[str, RunFile] = {f.name: f for f in (
     RunFile("predictions.csv", lambda path, run: _exists(path), load_predictions),
     RunFile("logits.npy", check_logits, load_logits),
     RunFile("features.npz", check_features, load_features),
-    RunFile("calibration.npz", check_calibration, load_calibration),
+    RunFile("calibration.npz", check_calibration, load_calibration, keep=False),
     RunFile("model.safetensors", check_weights, lambda path, run: path),
 )}
 RUN_FILE_NAMES = ("config.json", "metrics.json", *RUN_FILES)

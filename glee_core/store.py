@@ -99,15 +99,19 @@ class Run:
         return {}
 
     def load(self, name: str):
-        """The content of one of the run's files (``RUN_FILE_NAMES``), read and checked once."""
+        """The content of one of the run's files (``RUN_FILE_NAMES``), read and checked (once,
+        but for the calibration arrays, read each time they are asked for)."""
         if name == "config.json":
             return self.record
         if name == "metrics.json":
             return self.metrics
-        if name not in self._loaded:
-            self._loaded[name] = RUN_FILES[name].load(self.path / name,
-                                                      RunContext(self.record, self.metrics))
-        return self._loaded[name]
+        if name in self._loaded:
+            return self._loaded[name]
+        file = RUN_FILES[name]
+        content = file.load(self.path / name, RunContext(self.record, self.metrics))
+        if file.keep:
+            self._loaded[name] = content
+        return content
 
     @property
     def history(self) -> list[dict]:
