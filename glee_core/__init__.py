@@ -4,18 +4,20 @@ Implements the methods of Zhang et al., "Making Pretrained Language Models Good 
 Learners" (EMNLP 2022) on any Hugging Face masked LM, with datasets, training, metrics and a run
 store. Data flows one way, one module per step:
 
-    catalog / datasets      -> the data (a new source: a loader in datasets.py)
+    catalog / sources / datasets -> the data (a new source: an entry in sources.py + its loader)
     encoding, features      -> token ids, or cached hidden states (quick mode)
-    backbone + methods/heads -> the model (a 13th method: one line in methods.py, its head in
+    backbone + methods/heads -> the model (a new method: one line in methods.py, its head in
                                heads.py)
     scoring                 -> the backbone once per process, batched prediction (what the
                                trainer and the scorers share)
     config, training        -> the trainer: prepare / fit (learning-rate search on dev, LP-FT's
                                warm start) / evaluate (every knob: a field of config.TrainConfig)
     experiment              -> plan, train or load, store (events report progress)
-    store, record, slots    -> run folders, their typed record, training slots in turn
+    store, record, runfiles, slots -> run folders, their typed records and one validating
+                               loader a file, training slots in turn
     inference, export       -> scoring new text with a stored run (never import the trainer)
-    tables, charts, report, reproduce -> what the app and the CLI show (a chart: charts.py)
+    tables, charts, report, reproduce -> what the app and the CLI show (a chart: its function
+                               and its line in charts.RUN_CHARTS)
 
 The package imports nothing heavy until a name is used, so the CLI starts at once.
 """

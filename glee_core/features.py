@@ -4,7 +4,8 @@ The paper's decoupling view is that the long tail bites in the classifier. With 
 frozen, every method is a head trained on the same few hidden states: the ``[CLS]`` state of the
 plain input (CLS methods) or the ``[MASK]`` state of the template input (prompt methods and
 ``cls-relu-prompt``). They are computed once per dataset + model + input format + max length and
-cached as ``.npz`` (loaded with ``allow_pickle=False``), so all twelve heads train in seconds.
+cached as ``.npz`` (loaded with ``allow_pickle=False``), so every head of the registry trains in
+seconds.
 """
 
 from __future__ import annotations

@@ -79,16 +79,24 @@ def upload_in_browser(page, filename: str, data: bytes) -> None:
         {"name": filename, "mimeType": "text/csv", "buffer": data})
     button = page.get_by_role("button", name="Use this CSV")
     expect(button).to_be_visible(timeout=60_000)
-    for attempt in range(3):  # a loaded machine may drop a click made while the page reruns
-        if button.count():
-            button.click()
+    click_until(page, button, page.get_by_text("classes.").first, "public-upload-failed")
+
+
+def click_until(page, target, shown, name: str, seconds: float = 30) -> None:
+    """Click ``target`` until ``shown`` is visible, three tries: a loaded machine may drop a
+    click made while the page reruns (a screenshot ``name``.png when all three fail)."""
+    from playwright.sync_api import expect
+
+    for attempt in range(3):
+        if target.count() and not shown.count():
+            target.click()
         try:
-            expect(page.get_by_text("classes.").first).to_be_visible(timeout=30_000)
+            expect(shown).to_be_visible(timeout=seconds * 1000)
             return
         except AssertionError:
             if attempt == 2:
                 ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / "public-upload-failed.png"), full_page=True)
+                page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
                 raise
 
 
@@ -116,15 +124,7 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
     page.get_by_text("Your workspace").first.click()
     share = page.get_by_text("Share my runs read-only").first
     expect(share).to_be_visible(timeout=30_000)
-    for attempt in range(3):  # a loaded machine may drop a click made while the page reruns
-        if not page.get_by_text("share=").count():
-            share.click()
-        try:
-            expect(page.get_by_text("share=").first).to_be_visible(timeout=20_000)
-            break
-        except AssertionError:
-            if attempt == 2:
-                raise
+    click_until(page, share, page.get_by_text("share=").first, "public-share-failed", 20)
     token = re.search(r"share=([A-Za-z0-9_-]{32})", page.content()).group(1)
     assert token != key_v and Workspace.open_shared(token, workspaces).key == key_v
     attacker_page.goto(f"{url}/?share={token}")
