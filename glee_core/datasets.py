@@ -758,6 +758,19 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
         threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings)
 
 
+# The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads)
+def csv_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
+    return load_csv_dataset(rest, threshold=threshold, **columns)
+
+
+def upload_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
+    return load_upload_dataset(rest, uploads_dir, threshold=threshold, **columns)
+
+
+def hf_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
+    return load_hf_dataset(rest, threshold=threshold, **columns)
+
+
 def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  threshold: float | None = None, template: str | None = None,
                  verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
@@ -780,7 +793,7 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
         dataset = load_paper_dataset(spec, data_dir, threshold)
     elif (found := source_of(spec)) is not None:
         source, rest = found
-        dataset = source.load(rest, threshold, column_args, uploads_dir)
+        dataset = globals()[source.loader](rest, threshold, column_args, uploads_dir)
     else:
         raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
                         f"{source_usages()}")

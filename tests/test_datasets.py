@@ -198,7 +198,7 @@ def test_verbalizer_file_override(tmp_path, toy_csv):
 
 def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, capsys):
     """load_dataset, the CLI's help and the names people see read the one registry."""
-    from glee_core import sources
+    from glee_core import datasets, sources
     from glee_core.catalog import dataset_name
     from glee_core.cli import main
     from glee_core.datasets import load_dataset
@@ -210,8 +210,9 @@ def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, cap
         return toy_dataset
 
     memo = sources.DataSource("memo", "memo:KEY", "an in-memory set", lambda rest: rest.upper(),
-                              public=True, load=load)
+                              public=True, loader="memo_source")
     monkeypatch.setitem(sources.SOURCES, "memo", memo)
+    monkeypatch.setattr(datasets, "memo_source", load, raising=False)  # its loader
     assert load_dataset("memo:abc") is toy_dataset and asked == ["abc"]
     assert dataset_name("memo:abc") == "ABC" and dataset_name("csv:/srv/x/data.csv") == "data"
     assert "memo:KEY" in sources.source_usages()
