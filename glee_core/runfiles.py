@@ -66,11 +66,10 @@ def read_json(path: Path) -> Any:
 
 def load_record(path: Path) -> RunRecord:
     """``config.json``."""
+    values = read_json(path)
     try:
-        return RunRecord.from_dict(read_json(path))
-    except (RecordError, GleeError) as exc:
-        if isinstance(exc, BrokenRunFile):
-            raise
+        return RunRecord.from_dict(values)
+    except GleeError as exc:  # a RecordError, or a method's parts refused
         raise BrokenRunFile(path.name, f"not a run record ({exc})") from None
 
 
@@ -126,8 +125,6 @@ def load_predictions(path: Path, run: RunContext) -> pd.DataFrame:
     classes."""
     try:
         frame = pd.read_csv(path, keep_default_na=False)
-    except FileNotFoundError:
-        raise BrokenRunFile(path.name, "missing") from None
     except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise BrokenRunFile(path.name, f"unreadable ({type(exc).__name__}: {exc})") from None
     missing = [c for c in PREDICTION_COLUMNS if c not in frame.columns]
@@ -166,8 +163,6 @@ def _npy_shape(file, name: str, where: str) -> tuple[tuple[int, ...], np.dtype]:
 
 def npz_shapes(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """The shapes of the arrays ``names`` in an .npz, from headers only."""
-    if not path.is_file():
-        raise BrokenRunFile(path.name, "missing")
     try:
         with zipfile.ZipFile(path) as archive:
             members = {Path(n).stem: n for n in archive.namelist() if n.endswith(".npy")}
@@ -184,8 +179,8 @@ def npz_shapes(path: Path, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]
 
 
 def _npz(path: Path, names: tuple[str, ...], only: bool = False) -> dict[str, np.ndarray]:
-    """The arrays of an .npz (``only``: just ``names``), after their headers are checked."""
-    npz_shapes(path, names)
+    """The arrays of an .npz (``only``: just ``names``) whose headers :func:`npz_shapes`
+    checked."""
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in (names if only else data.files)}
@@ -199,8 +194,6 @@ def _labels_in_range(path: Path, labels: np.ndarray, n: int, name: str) -> None:
 
 
 def check_logits(path: Path, run: RunContext) -> None:
-    if not path.is_file():
-        raise BrokenRunFile(path.name, "missing")
     with path.open("rb") as handle:
         shape, _ = _npy_shape(handle, "the array", path.name)
     expected = (run.metrics.test_size, len(run.classes))
@@ -237,8 +230,6 @@ def load_features(path: Path, run: RunContext) -> dict[str, np.ndarray]:
 
 
 def check_calibration(path: Path, run: RunContext) -> None:
-    if not path.exists():  # runs stored before it lack it (and say so where it is needed)
-        return
     shapes = npz_shapes(path, CALIBRATION_ARRAYS)
     n = len(run.classes)
     if (shapes["weight"][:1] != (n,) or shapes["bias"] != (n,)
@@ -252,9 +243,7 @@ def check_calibration(path: Path, run: RunContext) -> None:
 
 def load_calibration(path: Path, run: RunContext) -> dict[str, np.ndarray] | None:
     """``calibration.npz``: the predictor's W and b and the dev / test classifier inputs, so a
-    post-hoc calibration recomputes every logit; None for a run stored before it existed."""
-    if not path.exists():
-        return None
+    post-hoc calibration recomputes every logit (a run stored before it existed has none)."""
     check_calibration(path, run)
     return _npz(path, CALIBRATION_ARRAYS)
 
@@ -262,8 +251,6 @@ def load_calibration(path: Path, run: RunContext) -> dict[str, np.ndarray] | Non
 def check_weights(path: Path, run: RunContext) -> None:
     """``model.safetensors``: the header's tensor offsets end where the file ends (a truncated
     copy does not)."""
-    if not path.is_file():
-        raise BrokenRunFile(path.name, "missing")
     with path.open("rb") as handle:
         head = handle.read(8)
         size = int.from_bytes(head, "little") if len(head) == 8 else -1
@@ -285,6 +272,25 @@ class RunFile:
     check: Callable[[Path, RunContext], None]
     load: Callable[[Path, RunContext], Any]
     keep: bool = True  # kept on the run once read (not the big calibration arrays)
+    optional: bool = False  # runs stored before the file existed lack it
+
+    def checked(self, folder: Path, run: RunContext) -> None:
+        """Run the cheap check on the folder's copy of this file."""
+        if (path := self._present(folder)) is not None:
+            self.check(path, run)
+
+    def loaded(self, folder: Path, run: RunContext) -> Any:
+        """The file read in full and checked; None for an optional file the run lacks."""
+        path = self._present(folder)
+        return None if path is None else self.load(path, run)
+
+    def _present(self, folder: Path) -> Path | None:
+        path = folder / self.name
+        if path.is_file():
+            return path
+        if self.optional:
+            return None
+        raise BrokenRunFile(self.name, "missing")
 
 
 def _check_by_loading(name: str) -> Callable[[Path, RunContext], None]:
@@ -299,15 +305,10 @@ def _check_by_loading(name: str) -> Callable[[Path, RunContext], None]:
 RUN_FILES: dict[str, RunFile] = {f.name: f for f in (
     RunFile("history.json", _check_by_loading("history.json"), load_history),
     RunFile("weight_norms.json", _check_by_loading("weight_norms.json"), load_weight_norms),
-    RunFile("predictions.csv", lambda path, run: _exists(path), load_predictions),
+    RunFile("predictions.csv", lambda path, run: None, load_predictions),  # read in full: load
     RunFile("logits.npy", check_logits, load_logits),
     RunFile("features.npz", check_features, load_features),
-    RunFile("calibration.npz", check_calibration, load_calibration, keep=False),
+    RunFile("calibration.npz", check_calibration, load_calibration, keep=False, optional=True),
     RunFile("model.safetensors", check_weights, lambda path, run: path),
 )}
 RUN_FILE_NAMES = ("config.json", "metrics.json", *RUN_FILES)
-
-
-def _exists(path: Path) -> None:
-    if not path.is_file():
-        raise BrokenRunFile(path.name, "missing")

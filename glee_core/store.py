@@ -108,7 +108,7 @@ class Run:
         if name in self._loaded:
             return self._loaded[name]
         file = RUN_FILES[name]
-        content = file.load(self.path / name, RunContext(self.record, self.metrics))
+        content = file.loaded(self.path, RunContext(self.record, self.metrics))
         if file.keep:
             self._loaded[name] = content
         return content
@@ -180,8 +180,8 @@ def load_checked(path: Path, whole: bool = False) -> tuple[Run | None, str | Non
             if not (path / name).is_file():
                 raise BrokenRunFile(name, "missing")
         context = RunContext(run.record, run.metrics)
-        for name, file in RUN_FILES.items():
-            file.check(path / name, context)
+        for file in RUN_FILES.values():
+            file.checked(path, context)
         if whole:
             run.load("predictions.csv")
     except BrokenRunFile as exc:

@@ -161,3 +161,14 @@ def test_the_methods_beyond_the_paper_say_so():
             "probe-balanced"} <= {m.id for m in beyond}
     assert all("[beyond the paper]" in m.label or "[baseline]" in m.label for m in beyond)
     assert PAPER_ROWS == {m.id for m in METHODS.values() if m.paper}  # the twelve, unchanged
+
+
+def test_the_parts_a_stored_spec_is_checked_against_are_the_ones_heads_builds():
+    from glee_core.heads import ACTIVATIONS, HEADS, LOSSES
+    from glee_core.methods import PARTS
+
+    assert set(PARTS["predictor"]) == set(HEADS)
+    assert set(PARTS["activation"]) - {None} == set(ACTIVATIONS)
+    assert set(PARTS["loss"]) == set(LOSSES)
+    assert {m.input_format for m in METHODS.values()} <= set(PARTS["input_format"])
+    assert {m.norm for m in METHODS.values()} <= set(PARTS["norm"])
