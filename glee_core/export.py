@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -158,7 +159,8 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
     counts = data.class_counts
     per_class = metrics.per_class
-    buckets = shot_f1(metrics.to_dict()["per_class"], counts)  # runs before 0.2 lack them
+    # recomputed: runs before 0.2 lack the bucket F1s
+    buckets = shot_f1({c: asdict(m) for c, m in per_class.items()}, counts)
     lines = [
         "---", meta.to_yaml(), "---", "",
         f"# {method.paper_row} on {dataset_name(data.id)}", "",
