@@ -34,8 +34,9 @@ if runs and st.button("Build the PDF", type="primary", disabled=building is not 
     future = report_builder().submit(
         build_report, runs, None, lambda fraction, what: progress.update(fraction=fraction,
                                                                          what=what))
-    st.session_state["report_job"] = building = (future, progress, name)
+    st.session_state["report_job"] = (future, progress, name)
     st.session_state.pop("report_pdf", None)
+    st.rerun()  # drawn again with the button off while the build runs
 
 
 @st.fragment(run_every=0.5)
