@@ -420,6 +420,15 @@ def time_estimate(dataset, n_runs: int, config) -> dict:
             else f"about {estimate['seconds']:.0f} s"}
 
 
+def trainable_parameters(dataset, config) -> int:
+    """About how many parameters a run of ``config`` trains on ``dataset`` with the current
+    backbone (from its config alone: ``glee_core.backbone.estimate_trainable``)."""
+    from glee_core.backbone import estimate_trainable  # noqa: PLC0415 (transformers)
+
+    resolved = config.resolved(dataset.max_length, dataset.batch_size)
+    return estimate_trainable(current_model(), resolved, dataset.num_classes)
+
+
 def quick_compare_runs(dataset_id: str, model: str) -> list:
     """The frozen (quick compare) runs of a dataset and backbone, of the setting with the most
     methods (runs of different settings are never ranked together)."""

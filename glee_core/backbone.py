@@ -251,16 +251,45 @@ def backbone_from_config(folder: str | Path, record: dict) -> Backbone:
                     fingerprint=record.get("fingerprint", ""))
 
 
+def _model_config(name: str):
+    """The model's config alone (no weights loaded); None when it cannot be read (a hub id
+    offline)."""
+    try:
+        if not is_local(name) and not in_hub_cache(name) and not hub_reachable():
+            return None
+        return AutoConfig.from_pretrained(resolve_model_source(name))
+    except (OSError, ValueError, GleeError):
+        return None
+
+
 def estimate_parameters(name: str, default: int = 110_000_000) -> int:
     """Parameter count from the model's config alone (no weights loaded); ``default`` (bert-base)
     when the config cannot be read (a hub id offline)."""
-    try:
-        if not is_local(name) and not in_hub_cache(name) and not hub_reachable():
-            return default
-        config = AutoConfig.from_pretrained(resolve_model_source(name))
-    except (OSError, ValueError, GleeError):
+    config = _model_config(name)
+    if config is None:
         return default
     h = config.hidden_size
     layers = getattr(config, "num_hidden_layers", 12)
     inner = getattr(config, "intermediate_size", 4 * h)
     return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h)
+
+
+def estimate_trainable(name: str, config, num_classes: int) -> int:
+    """The parameters a run of ``config`` (a resolved ``TrainConfig``) trains, from the model's
+    config alone: a CLS head with its LayerNorm (``h^2 + (C + 3) h + C``), plus the whole encoder
+    (fine-tuning), LoRA's ``r (d_in + d_out)`` per adapted matrix (the query and value of every
+    layer unless ``lora_targets`` names others) or P-tuning v2's ``2 h`` per prefix token and
+    layer (a run records the exact count)."""
+    model = _model_config(name)
+    h = model.hidden_size if model is not None else 768
+    layers = getattr(model, "num_hidden_layers", 12)
+    head = h * h + (num_classes + 3) * h + num_classes
+    tuning = config.tuning
+    if tuning.cached_features:
+        return head
+    if tuning.peft == "lora":
+        targets = len(config.lora_targets.split(",")) if config.lora_targets else 2
+        return layers * targets * config.lora_r * 2 * h + head
+    if tuning.peft == "prefix":
+        return config.prefix_length * layers * 2 * h + head
+    return estimate_parameters(name) + head

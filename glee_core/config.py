@@ -20,11 +20,9 @@ from typing import Any
 from .environment import AUTO_MODEL
 from .errors import GleeError
 from .files import write_json_atomic
+from .modes import LORA_ALPHA, LORA_DROPOUT, LORA_R, MODES, PREFIX_LENGTH, TuningMode, get_mode
 from .sources import SOURCES
 
-FINETUNE_LR = 1e-5  # the paper's
-FROZEN_LR = 1e-3  # heads alone on a frozen backbone need larger steps
-MODES = ("finetune", "frozen")
 DEFAULT_EPOCHS = 10  # the paper's
 PAPER, PRACTICAL = "paper", "practical"
 LIMIT_STRATEGIES = ("stratified", "first")
@@ -38,8 +36,7 @@ class Recipe:
     long-tailed data needs, each value chosen by the sweep in BENCHMARKS.md
     (``bench/recipe_sweep.py``)."""
 
-    lr_candidates: tuple[float, ...] | None  # searched on dev (None: the one lr below)
-    lr: float
+    search_lr: bool  # choose the rate on dev among the mode's candidates (else its one rate)
     lp_ft: bool
     head_lr: float | None  # None: the model's rate
     min_steps: int | None
@@ -59,12 +56,18 @@ RECIPE_LINES = {
            "texts it may learn little.",
 }
 RECIPE_DEFAULTS = {
-    PAPER: Recipe(lr_candidates=None, lr=FINETUNE_LR, lp_ft=False, head_lr=None, min_steps=None,
-                  patience=2),
+    PAPER: Recipe(search_lr=False, lp_ft=False, head_lr=None, min_steps=None, patience=2),
     # small dev sets are noisy: more patience, so a dip does not end a run that is still rising
-    PRACTICAL: Recipe(lr_candidates=(2e-5, 5e-5, 1e-4, 2e-4), lr=FINETUNE_LR, lp_ft=True,
-                      head_lr=None, min_steps=300, patience=4),
+    PRACTICAL: Recipe(search_lr=True, lp_ft=True, head_lr=None, min_steps=300, patience=4),
 }
+
+
+def recipe_rates(recipe: str, mode: str) -> tuple[float, tuple[float, ...] | None]:
+    """The one rate and the candidates searched on dev that ``recipe`` gives ``mode`` (the
+    candidates None: no search). Quick mode has its own protocol: one rate."""
+    tuning = get_mode(mode)
+    search = RECIPE_DEFAULTS[recipe].search_lr and not tuning.cached_features
+    return tuning.lr, tuning.lr_candidates if search else None
 
 
 SEED_MAX = 2**32 - 1  # what NumPy's generators accept
@@ -73,14 +76,16 @@ SEED_MAX = 2**32 - 1  # what NumPy's generators accept
 def option(default: Any, help: str, *, choices: tuple | None = None,
            flag: str | tuple[str, ...] | None = None,
            cli: bool = True, protocol: str | None = None, finetune_only: bool = False,
-           **kwargs) -> Any:
+           modes: tuple[str, ...] | None = None, **kwargs) -> Any:
     """A dataclass field carrying what the command line needs: help, choices, flag name.
 
     ``protocol`` is how the value reads in a run's protocol line (``"{} ep"``) when it departs
     from the default (or always, for the fields every protocol line shows); ``finetune_only``
-    fields mean nothing to quick mode, whose protocol lines leave them out."""
+    fields mean nothing to quick mode, whose protocol lines leave them out; ``modes`` names the
+    only modes a field applies to (given with another, it is an error; their protocol lines
+    always show it)."""
     meta = {"help": help, "choices": choices, "flag": flag, "cli": cli, "protocol": protocol,
-            "finetune_only": finetune_only}
+            "finetune_only": finetune_only, "modes": modes}
     if callable(default):
         return field(default_factory=default, metadata=meta, **kwargs)
     return field(default=default, metadata=meta, **kwargs)
@@ -103,13 +108,16 @@ class TrainConfig:
     batch_size: int | None = option(32, "batch size (default 32; the few-shot sets use 2)",
                                     protocol="bs {}")
     lr: float | None = option(None, "learning rate; given, it turns the search off (default: "
-                              "practical recipe: chosen on dev; paper: 1e-5; 1e-3 with --mode "
-                              "frozen)", protocol="lr {:g}")
+                              "practical recipe: chosen on dev; paper: "
+                              + ", ".join(f"{m.lr:g} {m.name}" for m in MODES.values()) + ")",
+                              protocol="lr {:g}")
     lr_candidates: str | None = option(
         None, "learning rates tried on dev, comma-separated: each trains a short budget from the "
         "same start, the better half continues (successive halving) until one is left, which "
-        "trains on; the test split is never read (default: practical recipe: 2e-5,5e-5,1e-4,"
-        "2e-4; paper: none)", protocol="lr chosen on dev from {}")
+        "trains on; the test split is never read (default: practical recipe: "
+        + "; ".join(f"{m.name} {','.join(f'{r:g}' for r in m.lr_candidates)}"
+                    for m in MODES.values() if m.lr_candidates) + "; paper: none)",
+        protocol="lr chosen on dev from {}")
     head_lr: float | None = option(None, "the head's own learning rate (an AdamW parameter "
                                    "group; the encoder keeps --lr) (default: the model's rate)",
                                    protocol="head lr {:g}", finetune_only=True)
@@ -157,9 +165,20 @@ class TrainConfig:
                           "paper's) or mean (the mean of the token states, what sentence "
                           "encoders such as the offline MiniLM were trained for)",
                           choices=("cls", "mean"), protocol="{} pooling")
-    mode: str = option("finetune", "finetune: train the whole model (the paper's set-up); "
-                       "frozen: quick mode, heads alone on cached features", choices=MODES,
-                       flag=("--mode", "--backbone"))
+    mode: str = option("finetune", "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
+                       choices=tuple(MODES), flag=("--mode", "--backbone"))
+    lora_r: int | None = option(None, f"LoRA's rank (default {LORA_R}, the LoRA paper's)",
+                                protocol="LoRA r {}", modes=("lora",))
+    lora_alpha: int | None = option(None, f"LoRA's scaling alpha (default {LORA_ALPHA})",
+                                    protocol="alpha {}", modes=("lora",))
+    lora_dropout: float | None = option(None, f"dropout on LoRA's input (default {LORA_DROPOUT})",
+                                        protocol="LoRA dropout {:g}", modes=("lora",))
+    lora_targets: str | None = option(
+        None, "the modules LoRA adapts, comma-separated names (default: peft's for the model "
+        "type: the attention's query and value for BERT)", protocol="on {}", modes=("lora",))
+    prefix_length: int | None = option(
+        None, f"P-tuning v2's prefix: virtual tokens per layer (default {PREFIX_LENGTH})",
+        protocol="prefix {}", modes=("ptuning2",))
     seed: int = option(1, "random seed", cli=False)
     precision: str = option("auto", "auto: bf16 autocast on GPUs and CPUs that do bf16 natively, "
                             "fp16 with a gradient scaler on older GPUs, else fp32",
@@ -185,15 +204,16 @@ class TrainConfig:
     # identity at that value, so their run ids stay as they were, and filled in when read back.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
                    "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
-                   "lp_ft": False, "min_steps": None, "limit_strategy": "first"}
+                   "lp_ft": False, "min_steps": None, "limit_strategy": "first", "lora_r": None,
+                   "lora_alpha": None, "lora_dropout": None, "lora_targets": None,
+                   "prefix_length": None}
     # The paper's values of the fields a protocol line names only when they depart from them
     PAPER_VALUES = {**ADDED_LATER, "patience": 2}
     # Fields every protocol line shows; the others appear only when they depart from the paper.
     ALWAYS_SHOWN = ("recipe", "epochs", "batch_size", "lr", "max_length")
 
     def __post_init__(self):
-        if self.mode not in MODES:
-            raise GleeError(f"--mode must be finetune or frozen, got {self.mode!r}")
+        get_mode(self.mode)
         for f in fields(self):
             choices = f.metadata.get("choices")
             allowed = (*choices, None) if choices and f.default is None else choices
@@ -201,7 +221,8 @@ class TrainConfig:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
-                     "micro_batch_size", "min_steps", "patience", "pad_multiple"):
+                     "micro_batch_size", "min_steps", "patience", "pad_multiple", "lora_r",
+                     "lora_alpha", "prefix_length"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -212,6 +233,14 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
+        if self.lora_dropout is not None and not 0 <= self.lora_dropout < 1:
+            raise GleeError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
+        elsewhere = [f"--{f.name.replace('_', '-')}" for f in fields(self)
+                     if f.metadata.get("modes") and getattr(self, f.name) is not None
+                     and self.mode not in f.metadata["modes"]]
+        if elsewhere:
+            raise GleeError(f"{', '.join(elsewhere)} appl{'ies' if len(elsewhere) == 1 else 'y'} "
+                            f"to another mode than --mode {self.mode}")
         if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
             raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
         if isinstance(self.lp_ft, str):
@@ -231,18 +260,22 @@ class TrainConfig:
                                 "to fine-tuning: with --mode frozen the model is the head alone")
 
     @property
+    def tuning(self) -> TuningMode:
+        """What the mode trains (see :mod:`glee_core.modes`)."""
+        return MODES[self.mode]
+
+    @property
     def frozen(self) -> bool:
-        return self.mode == "frozen"
+        """Quick mode: heads alone on cached features."""
+        return self.tuning.cached_features
 
     @property
     def learning_rate(self) -> float | None:
         """The one rate this configuration trains at; None when it searches one on dev."""
         if self.lr is not None or self.lr_candidates is not None:
             return self.lr
-        if self.frozen:
-            return FROZEN_LR
-        preset = RECIPE_DEFAULTS[self.recipe]
-        return None if preset.lr_candidates else preset.lr
+        rate, candidates = recipe_rates(self.recipe, self.mode)
+        return None if candidates else rate
 
     @property
     def lr_grid(self) -> tuple[float, ...]:
@@ -265,8 +298,16 @@ class TrainConfig:
                            patience=self.patience or RECIPE_DEFAULTS[PAPER].patience)
         preset = RECIPE_DEFAULTS[self.recipe]
         candidates = self.lr_candidates
-        if candidates is None and self.lr is None and preset.lr_candidates:
-            candidates = _rate_list(",".join(map(str, preset.lr_candidates)))
+        searched = recipe_rates(self.recipe, self.mode)[1]
+        if candidates is None and self.lr is None and searched:
+            candidates = _rate_list(",".join(map(str, searched)))
+        if self.tuning.peft == "lora":
+            base = replace(base, lora_r=self.lora_r or LORA_R,
+                           lora_alpha=self.lora_alpha or LORA_ALPHA,
+                           lora_dropout=LORA_DROPOUT if self.lora_dropout is None
+                           else self.lora_dropout)
+        if self.tuning.peft == "prefix":
+            base = replace(base, prefix_length=self.prefix_length or PREFIX_LENGTH)
         min_steps = self.min_steps
         if min_steps is None and self.epochs is None:  # given epochs are exact
             min_steps = preset.min_steps
@@ -343,7 +384,8 @@ class TrainConfig:
             form, value = f.metadata.get("protocol"), getattr(self, f.name)
             if not form or value is None or (self.frozen and f.metadata.get("finetune_only")):
                 continue
-            if f.name in self.ALWAYS_SHOWN or value != self.PAPER_VALUES.get(f.name, f.default):
+            if (f.name in self.ALWAYS_SHOWN or f.metadata.get("modes")
+                    or value != self.PAPER_VALUES.get(f.name, f.default)):
                 parts.append(form.format(value))
         return " · ".join(parts)
 
@@ -434,6 +476,44 @@ class ExecutorOptions:
             raise GleeError(f"--executor must be local or ray, got {self.executor!r}")
         if self.cpus_per_run <= 0 or (self.gpus_per_run is not None and self.gpus_per_run < 0):
             raise GleeError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
+
+
+@dataclass
+class AdaptOptions:
+    """Task-adaptive pretraining (Gururangan et al., ACL 2020): the masked-LM objective continued
+    on the task's own texts before tuning (``python -m glee_core adapt``)."""
+
+    out: str = option(MISSING, "the folder to write the adapted backbone to (a new or empty "
+                      "folder; --model OUT loads it)")
+    texts: str | None = option(None, "a file of unlabelled texts, one a line, added to the "
+                               "training split's texts (never dev or test)")
+    epochs: int = option(3, "passes over the texts (TAPT's paper: 100 on its small sets, on a "
+                         "GPU)")
+    batch_size: int = option(32, "texts per optimizer step")
+    lr: float = option(1e-4, "AdamW's learning rate (TAPT's)")
+    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
+    mlm_probability: float = option(0.15, "the share of tokens masked (BERT's)")
+    whole_word: bool = option(True, "mask whole words where the tokenizer marks them (a fast "
+                              "tokenizer's offsets; every piece of a masked word becomes "
+                              "[MASK]): yes/no")
+    held_out: float = option(0.1, "the share of the training texts held out to measure the "
+                             "masked-LM loss and [MASK] top-1 accuracy before and after")
+    seed: int = option(1, "random seed (the held-out texts, masks and order)")
+    device: str = option("auto", "auto, cpu or cuda")
+
+    def __post_init__(self):
+        if isinstance(self.whole_word, str):
+            self.whole_word = _boolean(self.whole_word, "--whole-word")
+        for name in ("epochs", "batch_size", "max_length"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if not 0 < self.mlm_probability < 1:
+            raise GleeError(f"--mlm-probability must be in (0, 1), got {self.mlm_probability}")
+        if not 0 <= self.held_out < 0.5:
+            raise GleeError(f"--held-out must be in [0, 0.5), got {self.held_out}")
+        if not 0 < self.lr < 1:
+            raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
 
 
 def _type_of(f) -> type:

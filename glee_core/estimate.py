@@ -11,6 +11,7 @@ import numpy as np
 
 from .config import TrainConfig
 from .datasets import LongTailDataset
+from .modes import MODE_LABELS
 from .record import RunRecord
 from .store import Run
 
@@ -49,16 +50,22 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     alike = {mode: [run.record for run in runs or []
                     if run.record.model.name == model_name and run.record.mode == mode
                     and run.record.timing.get("device", "").split(":")[0] == device]
-             for mode in ("frozen", "finetune")}
+             for mode in {"frozen", "finetune", config.mode}}
     if config.frozen:
         return _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
                        alike["frozen"])
+    # a parameter-efficient mode still runs the encoder forward and backward: without runs of
+    # its own, fine-tuning's rate is its measure (an upper bound)
+    measured = next(((mode, records) for mode in (config.mode, "finetune")
+                     if (records := [r for r in alike[mode]
+                                     if r.timing.get("train_examples_per_second")])),
+                    (config.mode, []))
     rates = [record.timing["train_examples_per_second"]
-             * record.hyperparameters.max_length / config.max_length
-             for record in alike["finetune"] if record.timing.get("train_examples_per_second")]
+             * record.hyperparameters.max_length / config.max_length for record in measured[1]]
     if rates:
         rate = float(np.median(rates))
-        basis = f"median of {len(rates)} finished run(s) with this backbone on {device}"
+        basis = (f"median of {len(rates)} finished {MODE_LABELS[measured[0]]} run(s) with this "
+                 f"backbone on {device}")
     else:
         rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"

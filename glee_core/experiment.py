@@ -19,7 +19,7 @@ import pandas as pd
 import sklearn
 import torch
 import transformers
-from safetensors.torch import load_file, save_model
+from safetensors.torch import load_file
 
 from . import __version__
 from .backbone import Backbone, model_fingerprint, trained_pooling
@@ -87,11 +87,11 @@ def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: It
     base = (config or TrainConfig()).resolved(dataset.max_length, dataset.batch_size)
     planned = []
     for spec in methods:
-        if base.frozen and not spec.supports_frozen:
+        if base.frozen and not spec.trains_in(base.tuning):
             raise GleeError(f"{spec.id} cannot train on a frozen backbone; use --mode finetune")
-        if not base.frozen and not spec.supports_finetune:
-            raise GleeError(f"{spec.id} is a baseline fitted on a frozen backbone; use "
-                            "--mode frozen (or leave it out of a fine-tuning run)")
+        if not spec.trains_in(base.tuning):
+            raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use "
+                            f"--mode frozen (or leave it out of a {base.tuning.label} run)")
         for seed in seeds:
             # a template input is read at [MASK] whatever the pooling: one run, one id
             cfg = replace(base, seed=seed, **({"pooling": "cls"}
@@ -150,7 +150,7 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
     """Write every artifact of a run, ``metrics.json`` last, and move the folder into place."""
 
     def write(folder: Path) -> None:
-        save_model(result.model.trained_module(), str(folder / "model.safetensors"))
+        result.model.save_trained(folder / "model.safetensors")
         np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
         np.savez(folder / "features.npz", **result.features)
         np.savez(folder / "calibration.npz", **result.calibration)

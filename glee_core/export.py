@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 from huggingface_hub import ModelCardData
-from safetensors.torch import load_model
 
 from . import __version__
 from .backbone import backbone_from_config, load_backbone
@@ -34,10 +33,10 @@ from .files import write_json
 from .heads import build_model, head_of
 from .inference import Scorer
 from .metrics import SHOT_BUCKETS, shot_bucket, shot_f1
+from .modes import MODE_LABELS
 from .record import (
     METRIC_KEYS,
     METRIC_TITLES,
-    MODE_LABELS,
     RecordError,
     RunRecord,
     integer,
@@ -60,11 +59,12 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False) -> Pat
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
     record = run.record
-    frozen = record.mode == "frozen"
-    if include_backbone and not frozen:
-        raise GleeError("--include-backbone is for quick-mode (frozen backbone) runs; a "
-                        "fine-tuned run's weights already hold its whole backbone")
-    backbone = get_backbone(record.model.name)  # config, tokenizer (and, frozen, the weights)
+    kept = record.hyperparameters.tuning.keeps_backbone
+    if include_backbone and not kept:
+        raise GleeError("--include-backbone is for runs that keep the pretrained backbone "
+                        "(quick mode, LoRA, P-tuning v2); a fine-tuned run's weights already "
+                        "hold its whole backbone")
+    backbone = get_backbone(record.model.name)  # config, tokenizer (and, kept, the weights)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / BACKBONE_FOLDER).mkdir(parents=True)
@@ -77,7 +77,7 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False) -> Pat
             backbone.model.config.save_pretrained(tmp / BACKBONE_FOLDER)
         write_json(tmp / CLASSIFIER_FILE, {
             "format_version": FORMAT_VERSION, "glee_core": __version__,
-            "backbone": {"folder": BACKBONE_FOLDER, "weights": "model" if not frozen else
+            "backbone": {"folder": BACKBONE_FOLDER, "weights": "model" if not kept else
                          ("backbone" if include_backbone else "referenced"),
                          "name": record.model.name, "fingerprint": record.model.fingerprint},
             "record": record.to_dict(), "metrics": {k: run.metrics.value(k) for k in METRIC_KEYS}})
@@ -120,12 +120,11 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
             raise GleeError(f"the backbone {source['name']!r} found here (fingerprint "
                             f"{backbone.fingerprint}) is not the one this classifier was trained "
                             f"on ({source['fingerprint']}); export it with --include-backbone")
-    frozen = record.mode == "frozen"
     data = record.dataset
-    model = build_model(record.method, backbone, data.classes, data.verbalizer, frozen=frozen,
-                        pooling=record.hyperparameters.pooling)
+    model = build_model(record.method, backbone, data.classes, data.verbalizer,
+                        record.hyperparameters)
     try:
-        load_model(model.trained_module(), str(folder / WEIGHTS_FILE))
+        model.load_trained(folder / WEIGHTS_FILE)
     except Exception as exc:  # a truncated or foreign file
         raise GleeError(f"{folder / WEIGHTS_FILE}: cannot load the weights ({exc})") from None
     return Scorer(model.eval(), backbone, data.classes, data.verbalizer, data.head_classes,
@@ -216,7 +215,8 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         f"{'yes' if model.mlm_head_pretrained else 'no'}; "
         + ("weights included in `backbone/`" if include_backbone else
            "referenced by name (load it where the same backbone is available)"
-           if record.mode == "frozen" else "fine-tuned weights in `model.safetensors`"),
+           if record.hyperparameters.tuning.keeps_backbone
+           else "fine-tuned weights in `model.safetensors`"),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
         "", "### Training class counts (head to tail)", "",
         ", ".join(f"{name} {counts[name]}" for name in data.order)]

@@ -8,14 +8,17 @@ backbone's MLM head it leaves unused (so fine-tuning keeps them out of the optim
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import load_file, load_model, save_file, save_model
 from sklearn.linear_model import LogisticRegression
 from torch import nn
 from torch.nn import functional as F
 
 from .backbone import Backbone
+from .config import TrainConfig
 from .errors import GleeError
 from .methods import MethodSpec
 
@@ -190,6 +193,13 @@ class PromptHead(nn.Module):
         else:
             self.decoder = decoder
 
+    def freeze_label_words(self) -> None:
+        """Keep the pretrained label-word rows and bias as they are (a parameter-efficient mode:
+        P-tuning v2's frozen decoder); the transform still trains."""
+        if self.own_weights:
+            self.decoupled_rows.requires_grad_(False)
+            self.decoupled_bias.requires_grad_(False)
+
     def token_rows(self) -> torch.Tensor:
         if self.own_weights:
             return self.decoupled_rows
@@ -303,31 +313,59 @@ def head_of(spec: MethodSpec) -> type[nn.Module]:
 
 
 class GleeModel(nn.Module):
-    """Backbone encoder + the method's head, reading one position of the sequence.
+    """Backbone encoder + the method's head, reading one position of the sequence; what trains
+    is the mode's (:mod:`glee_core.modes`):
 
-    With ``frozen=True`` (quick mode) the model is the head alone: it is fed the cached hidden
-    states of the frozen backbone and never holds or changes the backbone's weights."""
+    * quick mode (cached features): the model is the head alone, fed the cached hidden states
+      of the frozen backbone; it never holds or changes the backbone's weights;
+    * fine-tuning: the whole masked LM and the head;
+    * a parameter-efficient mode: ``peft``'s adapters (LoRA) or prefixes (P-tuning v2) on the
+      encoder, and the head, which trains its own copies of what it starts from; the backbone's
+      weights, its MLM head included, do not change (a prompt head keeps the pretrained
+      label-word rows unless it is w/ ed.)."""
 
     def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], frozen: bool = False, pooling: str = "cls"):
+                 verbalizer: dict[str, list[str]], config: TrainConfig | None = None):
         super().__init__()
+        config = config or TrainConfig()
+        tuning = config.tuning
         self.spec = spec
-        self.frozen = frozen
-        self.pooling = pooling
+        self.frozen = tuning.cached_features
+        self.pooling = config.pooling
+        self.adapter: nn.Module | None = None
         head = head_of(spec)
-        if not frozen:
+        if not self.frozen:
             self.mlm = backbone.model  # the whole *ForMaskedLM: its head is shared with PromptHead
-            # Parts of the MLM head a method never uses get no gradient: keep them out of training
-            # (data-parallel training refuses parameters without gradients).
-            for parameter in head.unused_backbone_parameters(spec, backbone):
-                parameter.requires_grad_(False)
+            if tuning.parameter_efficient:
+                from peft import get_peft_model  # noqa: PLC0415 (only these modes need it)
+
+                from .modes import peft_config  # noqa: PLC0415
+
+                self.mlm.requires_grad_(False)
+                self.adapter = get_peft_model(self.mlm.base_model, peft_config(
+                    tuning, config.lora_r, config.lora_alpha, config.lora_dropout,
+                    config.lora_targets, config.prefix_length))
+            else:
+                # Parts of the MLM head a method never uses get no gradient: keep them out of
+                # training (data-parallel training refuses parameters without gradients).
+                for parameter in head.unused_backbone_parameters(spec, backbone):
+                    parameter.requires_grad_(False)
         self.pass_token_type_ids = backbone.uses_token_type_ids
-        self.head = head(spec, backbone, classes, verbalizer, detached=frozen)
+        self.head = head(spec, backbone, classes, verbalizer,
+                         detached=self.frozen or tuning.parameter_efficient)
+        if self.adapter is not None and self.head.verbalizer and not spec.decoupled_embedding:
+            self.head.freeze_label_words()
+
+    @property
+    def encoder(self) -> nn.Module:
+        """What turns token ids into hidden states: the backbone's encoder, or peft's model
+        around it."""
+        return self.adapter if self.adapter is not None else self.mlm.base_model
 
     def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
-        return encoder_hidden_at(self.mlm, input_ids, attention_mask, positions,
-                                 token_type_ids if self.pass_token_type_ids else None,
-                                 self.pooling)
+        states = encoder_output(self.encoder, input_ids, attention_mask,
+                                token_type_ids if self.pass_token_type_ids else None)
+        return pool(states, attention_mask, positions, self.pooling)
 
     def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
                 hidden=None, calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -345,17 +383,67 @@ class GleeModel(nn.Module):
         """Per-class L2 norm of the predictor's rows (prompt: the averaged label-word rows)."""
         return self.head.class_weights().float().norm(dim=-1)
 
-    def trained_module(self) -> nn.Module:
-        """What a run saves: the whole model, or the head alone when the backbone is frozen."""
-        return self.head if self.frozen else self
+    def trainable_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def tuning_record(self) -> dict:
+        """What a run records of what it trained: the trainable parameters and, LoRA, the
+        modules peft adapted (its default for the model type when none were named)."""
+        record = {"trainable_parameters": self.trainable_parameters()}
+        if self.adapter is not None:
+            targets = getattr(self.adapter.peft_config["default"], "target_modules", None)
+            if targets:
+                record["adapted_modules"] = sorted(targets)
+        return record
+
+    def save_trained(self, path: str | Path) -> None:
+        """Write what the run trained: the whole model (fine-tuning), the head alone (quick
+        mode), or the adapter's or prefix's weights and the head (a parameter-efficient mode)."""
+        if self.adapter is None:
+            save_model(self.head if self.frozen else self, str(path))
+            return
+        from peft import get_peft_model_state_dict  # noqa: PLC0415
+
+        tensors = {f"{ADAPTER}.{k}": v for k, v in get_peft_model_state_dict(self.adapter).items()}
+        tensors.update({f"{HEAD}.{k}": v for k, v in self.head.state_dict().items()})
+        save_file({k: v.detach().contiguous() for k, v in tensors.items()}, str(path))
+
+    def load_trained(self, path: str | Path) -> None:
+        """Read back what :meth:`save_trained` wrote (strictly: every tensor, no other)."""
+        if self.adapter is None:
+            load_model(self.head if self.frozen else self, str(path))
+            return
+        from peft import get_peft_model_state_dict, set_peft_model_state_dict  # noqa: PLC0415
+
+        tensors = load_file(str(path))
+        parts = {HEAD: {}, ADAPTER: {}}
+        for key, value in tensors.items():
+            part, _, name = key.partition(".")
+            if part not in parts:
+                raise GleeError(f"{path}: unexpected tensor {key!r} in a {self.spec.id} run")
+            parts[part][name] = value
+        expected = set(get_peft_model_state_dict(self.adapter))
+        if set(parts[ADAPTER]) != expected:
+            raise GleeError(f"{path}: the adapter's weights do not fit this model (expected "
+                            f"{len(expected)} tensors, found {len(parts[ADAPTER])})")
+        self.head.load_state_dict(parts[HEAD])
+        set_peft_model_state_dict(self.adapter, parts[ADAPTER])
+
+
+HEAD, ADAPTER = "head", "adapter"  # the parts of a parameter-efficient run's weights file
+
+
+def encoder_output(encoder: nn.Module, input_ids, attention_mask, token_type_ids=None
+                   ) -> torch.Tensor:
+    """An encoder's last hidden states, (batch, length, hidden)."""
+    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+    return encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
 
 
 def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_ids=None
                           ) -> torch.Tensor:
-    """The encoder's last hidden states, (batch, length, hidden)."""
-    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-    return mlm.base_model(input_ids=input_ids, attention_mask=attention_mask,
-                          **kwargs).last_hidden_state
+    """The masked LM's encoder's last hidden states, (batch, length, hidden)."""
+    return encoder_output(mlm.base_model, input_ids, attention_mask, token_type_ids)
 
 
 POOLINGS = ("cls", "mean")
@@ -370,13 +458,6 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Te
         mask = attention_mask.unsqueeze(-1).to(states.dtype)
         return (states * mask).sum(1) / mask.sum(1).clamp_min(1.0)
     return states[torch.arange(states.shape[0], device=states.device), positions]
-
-
-def encoder_hidden_at(mlm: nn.Module, input_ids, attention_mask, positions, token_type_ids=None,
-                      pooling: str = "cls") -> torch.Tensor:
-    """The encoder's last hidden state, pooled (see :func:`pool`)."""
-    hidden = encoder_hidden_states(mlm, input_ids, attention_mask, token_type_ids)
-    return pool(hidden, attention_mask, positions, pooling)
 
 
 def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
@@ -399,9 +480,9 @@ def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: l
 
 
 def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],
-                verbalizer: dict[str, list[str]], frozen: bool = False, pooling: str = "cls"
+                verbalizer: dict[str, list[str]], config: TrainConfig | None = None
                 ) -> GleeModel:
-    """Compose the method on ``backbone``. Fine-tuning, the model owns and trains the backbone's
-    weights (pass a copy); ``frozen``, it is the head alone and the backbone stays untouched.
-    ``pooling`` is what a plain-input head reads (see :func:`pool`)."""
-    return GleeModel(spec, backbone, classes, verbalizer, frozen=frozen, pooling=pooling)
+    """Compose the method on ``backbone`` for ``config``'s mode and pooling (default: fine-tuning,
+    ``[CLS]``). Fine-tuning or a parameter-efficient mode, the model holds the backbone's
+    weights (pass a copy); quick mode, it is the head alone and the backbone stays untouched."""
+    return GleeModel(spec, backbone, classes, verbalizer, config)

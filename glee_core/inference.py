@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from safetensors.torch import load_model
 
 from .backbone import Backbone, load_backbone
 from .datasets import LongTailDataset, read_texts_csv
@@ -59,14 +58,15 @@ class Scorer:
             raise GleeError(f"{run.path}: model.safetensors missing - the run cannot score text; "
                             "retrain it with --force")
         record = run.record
-        frozen = record.mode == "frozen"
-        # A frozen run shares the process's backbone; a fine-tuned one overwrites every weight.
-        backbone = get_backbone(record.model.name) if frozen else load_backbone(record.model.name)
+        config = record.hyperparameters
+        # A quick-mode run shares the process's backbone; the others hold a copy of their own (a
+        # fine-tuned run overwrites every weight, peft wraps the encoder it is given).
+        backbone = get_backbone(record.model.name) if config.frozen else load_backbone(
+            record.model.name)
         model = build_model(record.method, backbone, record.dataset.classes,
-                            record.dataset.verbalizer, frozen=frozen,
-                            pooling=record.hyperparameters.pooling)
+                            record.dataset.verbalizer, config)
         try:
-            load_model(model.trained_module(), str(run.weights_path))
+            model.load_trained(run.weights_path)
         except Exception as exc:  # a truncated or foreign file
             raise GleeError(f"{run.weights_path}: cannot load the weights ({exc})") from None
         model = model.to(resolve_device(device)).eval()

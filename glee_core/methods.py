@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
 
 from .errors import GleeError
+from .modes import TuningMode, get_mode
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ class MethodSpec:
     def uses_mlm_head(self) -> bool:
         """Does the method start from weights of the MLM head (so a pretrained head matters)?"""
         return self.predictor == "mlm" or self.norm == "pretrained"
+
+    def trains_in(self, mode: TuningMode) -> bool:
+        """Can the method train in ``mode``? A closed-form probe or a classifier re-trained on
+        frozen features (cRT) needs the cached features; the rest train either way."""
+        return self.supports_frozen if mode.cached_features else self.supports_finetune
 
     @property
     def label(self) -> str:
@@ -152,8 +158,7 @@ def parse_methods(value: str, mode: str = "frozen") -> list[MethodSpec]:
     """``"prompt,cls-relu-pt-ln"`` or ``"all"`` (every method that trains in ``mode``: the
     baselines fit on a frozen backbone only) -> specs."""
     if value.strip() == "all":
-        return [m for m in METHODS.values()
-                if (m.supports_frozen if mode == "frozen" else m.supports_finetune)]
+        return [m for m in METHODS.values() if m.trains_in(get_mode(mode))]
     ids = [v.strip() for v in value.split(",") if v.strip()]
     if not ids:
         raise GleeError("no method given; e.g. --method prompt,cls-relu-pt-ln (or all)")

@@ -18,13 +18,13 @@ from .config import TrainConfig
 from .environment import AUTO_MODEL
 from .errors import GleeError
 from .methods import MethodSpec
+from .modes import MODE_LABELS
 
 SCHEMA_VERSION = 2
 METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
 METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
 # many / medium / few-shot F1 (> 100, 20-100, < 20 training examples; runs before 0.2 lack them)
 SHOT_TITLES = {"many_f1": "Many F1", "medium_f1": "Medium F1", "few_f1": "Few F1"}
-MODE_LABELS = {"finetune": "fine-tuned", "frozen": "frozen backbone (quick compare)"}
 
 
 def group_of(name: str, head: set[str] | list[str]) -> str:

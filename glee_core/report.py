@@ -20,7 +20,8 @@ from .calibration import calibrate, calibration_table
 from .errors import GleeError
 from .files import write_atomic
 from .methods import method_label
-from .record import METRIC_TITLES, MODE_LABELS, SHOT_TITLES, merged_notes
+from .modes import MODE_LABELS
+from .record import METRIC_TITLES, SHOT_TITLES, merged_notes
 from .store import Run, aggregate
 from .tables import comparison_table
 

@@ -249,7 +249,7 @@ def parameter_groups(model: GleeModel, lr: float, config: TrainConfig) -> list[d
     trainable = [p for p in model.parameters() if p.requires_grad]
     if model.frozen:  # quick mode: the model is the head alone
         return [{"params": trainable, "lr": lr}]
-    names = {id(p): name for name, p in model.mlm.base_model.named_parameters()}
+    names = {id(p): name for name, p in model.encoder.named_parameters()}
     layers = {key: layer_of(name) for key, name in names.items()}
     depth = max([n for n in layers.values() if n is not None], default=0)  # L
     decay = config.layer_decay or 1.0
@@ -451,12 +451,12 @@ class Setup:
         own = self.backbone if self.config.frozen else replace(
             self.backbone, model=copy.deepcopy(self.backbone.model))
         model = build_model(self.spec, own, self.dataset.classes, self.dataset.verbalizer,
-                            frozen=self.config.frozen, pooling=self.config.pooling)
+                            self.config)
         if self.init_head is not None:
             model.head.warm_start(self.init_head)
         model = model.to(self.device)
         if self.config.compile and not self.config.frozen:  # in place: state-dict keys unchanged
-            model.mlm.base_model.compile()
+            model.encoder.compile()
         return model
 
     def new_trial(self, lr: float) -> Trial:
@@ -648,6 +648,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
     if fitted.search:
         tuning["lr_search"] = fitted.search
+    tuning.update(model.tuning_record())
     return RunResult(
         metrics=metrics, history=history, predictions=predictions, logits=logits,
         weight_norms=model.class_weight_norms().detach().cpu().tolist(),

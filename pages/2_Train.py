@@ -10,7 +10,6 @@ import streamlit as st
 import studio_ui
 from glee_core.config import (
     DEFAULT_EPOCHS,
-    FROZEN_LR,
     PAPER,
     RECIPE_DEFAULTS,
     RECIPE_LABELS,
@@ -19,10 +18,12 @@ from glee_core.config import (
     TrainConfig,
     TrainRequest,
     help_of,
+    recipe_rates,
 )
 from glee_core.errors import GleeError
 from glee_core.jobs import broken_jobs, list_jobs
 from glee_core.methods import METHODS
+from glee_core.modes import LORA_ALPHA, LORA_DROPOUT, LORA_R, MODES, PREFIX_LENGTH
 from glee_core.record import METRIC_KEYS, METRIC_TITLES
 
 studio_ui.sidebar()
@@ -38,18 +39,39 @@ st.caption(f"Dataset **{studio_ui.md(dataset.id)}** · "
 
 methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
                                 ["cls-tanh", "cls-relu-pt-ln", "prompt"])
-mode = st.radio("Mode", ["Quick compare (frozen backbone)", "Fine-tune"],
-                horizontal=True,
-                help="Quick compare encodes the data once with the frozen backbone and trains "
-                     "only the heads: seconds on a CPU. Fine-tuning trains the whole model: "
-                     "minutes on a CPU, where the accuracy is.")
-frozen = mode.startswith("Quick")
+mode = studio_ui.choose(
+    "Mode", {name: m.choice for name, m in MODES.items()}, st.radio, horizontal=True,
+    help="Quick compare encodes the data once with the frozen backbone and trains only the "
+         "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
+         "the accuracy is. LoRA and P-tuning v2 train small adapters or prefixes in the encoder "
+         "and the head, and keep the backbone as it is (a run stores a few MB).")
+tuning = MODES[mode]
+st.caption(f"{tuning.choice}: {tuning.help}.")
+frozen = tuning.cached_features
 recipe = PAPER
 if not frozen:
-    recipe = studio_ui.choose("Fine-tuning recipe", RECIPE_LABELS, st.radio, horizontal=True,
+    recipe = studio_ui.choose("Recipe", RECIPE_LABELS, st.radio, horizontal=True,
                               help=help_of(TrainConfig, "recipe"))
     st.caption(RECIPE_LINES[recipe])
 preset = RECIPE_DEFAULTS[recipe]
+mode_rate, mode_candidates = recipe_rates(recipe, mode)
+peft_fields = {}
+if tuning.peft == "lora":
+    p1, p2, p3, p4 = st.columns(4)
+    peft_fields["lora_r"] = int(p1.number_input("LoRA rank r", 1, 512, LORA_R,
+                                                help=help_of(TrainConfig, "lora_r")))
+    peft_fields["lora_alpha"] = int(p2.number_input("LoRA alpha", 1, 4096, LORA_ALPHA,
+                                                    help=help_of(TrainConfig, "lora_alpha")))
+    peft_fields["lora_dropout"] = p3.number_input("LoRA dropout", 0.0, 0.9, LORA_DROPOUT,
+                                                  step=0.05,
+                                                  help=help_of(TrainConfig, "lora_dropout"))
+    peft_fields["lora_targets"] = p4.text_input(
+        "Adapted modules (blank: peft's default)", "", placeholder="query,value",
+        help=help_of(TrainConfig, "lora_targets")).strip() or None
+elif tuning.peft == "prefix":
+    peft_fields["prefix_length"] = int(st.number_input(
+        "Prefix length (virtual tokens per layer)", 1, 512, PREFIX_LENGTH,
+        help=help_of(TrainConfig, "prefix_length")))
 c1, c2, c3, c4, c5 = st.columns(5)
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
 epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
@@ -60,17 +82,17 @@ max_length = c4.number_input("Max length", 8, 512, dataset.max_length,
 limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
                         help=help_of(TrainConfig, "limit"))
 r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
-searched = not frozen and preset.lr_candidates is not None and r1.toggle(
-    "Learning rate chosen on dev", value=True, key=f"search-{recipe}",
+searched = mode_candidates is not None and r1.toggle(
+    "Learning rate chosen on dev", value=True, key=f"search-{mode}-{recipe}",
     help=help_of(TrainConfig, "lr_candidates"))
 if searched:
     candidates = r2.text_input("Learning rates tried (comma-separated)", ",".join(
-        f"{v:g}" for v in preset.lr_candidates), help=help_of(TrainConfig, "lr_candidates"))
+        f"{v:g}" for v in mode_candidates), help=help_of(TrainConfig, "lr_candidates"),
+        key=f"candidates-{mode}")
     lr = None
 else:
     candidates = None
-    default_lr = FROZEN_LR if frozen else preset.lr
-    lr = r2.number_input("Learning rate", 1e-7, 1.0, default_lr, format="%.0e", step=default_lr,
+    lr = r2.number_input("Learning rate", 1e-7, 1.0, mode_rate, format="%.0e", step=mode_rate,
                          help=help_of(TrainConfig, "lr"), key=f"lr-{mode}-{recipe}")
 switches = {}
 if not frozen:
@@ -140,20 +162,27 @@ except ValueError:
     st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
 
 config = None
-if methods and seeds:
+refused = [m for m in methods if not METHODS[m].trains_in(tuning)]
+if refused:
+    st.error(f"{', '.join(refused)} fit(s) on the frozen features only (a closed-form probe, or "
+             f"a classifier re-trained on fixed features): leave it out of a {tuning.label} run, "
+             "or choose the quick compare.")
+elif methods and seeds:
     try:
         config = TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=lr,
                              lr_candidates=candidates, pooling=pooling, recipe=recipe,
                              max_length=int(max_length), limit=int(limit) or None,
-                             mode="frozen" if frozen else "finetune", **switches)
+                             mode=mode, **switches, **peft_fields)
     except GleeError as exc:
         st.error(str(exc))
 if config is not None:
     estimate = studio_ui.time_estimate(dataset, len(methods) * len(seeds), config)
     minutes = estimate["seconds"] / 60
     bound = "" if frozen else " (at most; early stopping shortens it)"  # frozen: as measured
+    trained = studio_ui.trainable_parameters(dataset, config)
     message = (f"Estimated time: {estimate['text']} for {len(methods) * len(seeds)} run(s)"
-               f"{bound}. Basis: {estimate['basis']}. "
+               f"{bound}. Basis: {estimate['basis']}. Each run trains about "
+               f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its own). "
                "Runs already in the store are loaded, not retrained.")
     if device == "cpu" and not frozen and minutes > 20:
         st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
@@ -170,7 +199,8 @@ elif st.button("Launch", type="primary", disabled=config is None):
         executor=executor)
     job = studio_ui.launch(request, label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on "
                                           f"{dataset.id}"
-                                          f"{' (frozen)' if frozen else f' ({recipe} recipe)'}"
+                                          f" ({tuning.label}"
+                                          f"{'' if frozen else f', {recipe} recipe'})"
                                           f"{' on Ray' if on_ray else ''}")
     if job is not None:
         st.session_state["last_job"] = job.id

@@ -223,7 +223,7 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
     mode = next(r for r in at.radio if r.label == "Mode")
     mode.set_value("Fine-tune").run()
     assert not at.exception
-    recipe = next(r for r in at.radio if r.label == "Fine-tuning recipe")
+    recipe = next(r for r in at.radio if r.label == "Recipe")
     assert recipe.value == "Practical (for your data)"
     assert any(c.value.startswith("Practical: the learning rate is chosen on dev")
                for c in at.caption)
@@ -235,6 +235,26 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
     assert not at.exception
     assert any(c.value.startswith("Paper: the authors' scripts") for c in at.caption)
     assert "search" not in estimate()
+
+
+def test_train_page_offers_lora_and_ptuning2_with_their_settings_and_counts(app):
+    at = app("pages/2_Train.py").run()
+    mode = next(r for r in at.radio if r.label == "Mode")
+    assert mode.options == ["Quick compare (frozen backbone)", "Fine-tune", "LoRA",
+                            "P-tuning v2"]
+    mode.set_value("LoRA").run()
+    assert not at.exception
+    assert next(n for n in at.number_input if n.label == "LoRA rank r").value == 8
+    info = next(m.value for m in [*at.info, *at.warning] if "Estimated time" in m.value)
+    assert "trains about" in info and "0.0" in info  # a tiny BERT's adapters and head
+    rates = next(t for t in at.text_input if t.label.startswith("Learning rates tried"))
+    assert rates.value == "0.0002,0.0005,0.001,0.002"  # LoRA's own candidates
+    next(r for r in at.radio if r.label == "Mode").set_value("P-tuning v2").run()
+    assert not at.exception
+    assert any(n.label.startswith("Prefix length") for n in at.number_input)
+    at.multiselect[0].set_value(["Linear probe [baseline] (probe)"]).run()
+    assert any("fit(s) on the frozen features only" in e.value for e in at.error)
+    assert next(b for b in at.button if b.label == "Launch").disabled
 
 
 def test_train_page_lists_a_broken_job_record_and_goes_on(app, app_dirs):

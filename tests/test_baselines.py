@@ -26,7 +26,7 @@ def test_the_probe_is_scikit_learns_logistic_regression(tiny_bert, toy_dataset, 
     features = (rng.normal(size=(len(labels), 32)) + labels[:, None] * 0.3).astype(np.float32)
     spec = get_method("probe-balanced" if balanced else "probe")
     head = build_model(spec, load_backbone(str(tiny_bert)), toy_dataset.classes,
-                       toy_dataset.verbalizer, frozen=True).head
+                       toy_dataset.verbalizer, TrainConfig(mode="frozen")).head
     fit_probe(head, features, labels, 5, spec.class_balanced, seed=1)
     clf = LogisticRegression(max_iter=2000, class_weight="balanced" if balanced else None,
                              random_state=1).fit(features, labels)

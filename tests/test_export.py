@@ -158,7 +158,7 @@ def test_a_quick_mode_export_references_or_includes_its_backbone(runs, tmp_path)
         load_classifier(referenced)
     with pytest.raises(GleeError, match="not an empty folder"):
         export_run(run, included)
-    with pytest.raises(GleeError, match="for quick-mode"):
+    with pytest.raises(GleeError, match="keep the pretrained backbone"):
         export_run(runs["finetune"], tmp_path / "x", include_backbone=True)
 
 

@@ -43,7 +43,7 @@ def test_the_paper_recipe_trains_exactly_as_before(bert, toy_dataset):
         assert [r["dev_f1"] for r in result.history] == pytest.approx(dev)
         assert result.metrics.f1 == pytest.approx(f1)
         assert result.logits[0, :3].tolist() == pytest.approx(logits, rel=1e-3, abs=1e-4)
-        assert result.tuning == {"lr": 1e-2}  # no search, no LP-FT
+        assert result.tuning["lr"] == 1e-2 and "lr_search" not in result.tuning  # no search
 
 
 def test_the_paper_recipe_keeps_the_run_ids_and_reproduce_uses_it():

@@ -1,0 +1,154 @@
+"""The parameter-efficient modes (LoRA, P-tuning v2 through peft) on a tiny random BERT: each
+trains, stores only what it trained, reloads and scores the same; the backbone never changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from safetensors import safe_open
+
+from glee_core.backbone import load_backbone
+from glee_core.cli import main
+from glee_core.config import TrainConfig, recipe_rates
+from glee_core.errors import GleeError
+from glee_core.experiment import plan_runs, run_experiments
+from glee_core.export import export_run, load_classifier
+from glee_core.inference import Scorer
+from glee_core.methods import METHODS, get_method, parse_methods
+from glee_core.modes import LORA_R, MODES, PREFIX_LENGTH
+from glee_core.store import RunStore
+from glee_core.training import train_and_evaluate
+
+PEFT_MODES = [m for m in MODES.values() if m.parameter_efficient]
+FAST = dict(epochs=3, batch_size=16, patience=10, recipe="paper")
+
+
+def softmax(logits):
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert):
+    return load_backbone(str(tiny_bert))
+
+
+@pytest.fixture(scope="module")
+def stored(tiny_bert, toy_dataset, tmp_path_factory):
+    """A LoRA prompt run and a P-tuning v2 pt. LN run, through the store as users get them."""
+    store = RunStore(tmp_path_factory.mktemp("mode-runs"))
+    [lora] = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert),
+                             TrainConfig(**FAST, mode="lora", lr=3e-3), store)
+    [prefix] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
+                               TrainConfig(**FAST, mode="ptuning2", lr=1e-2), store)
+    return {"lora": lora, "ptuning2": prefix}
+
+
+@pytest.mark.parametrize("mode", [m.name for m in PEFT_MODES])
+@pytest.mark.parametrize("method", ["cls-relu-pt-ln", "prompt", "prompt-ed"])
+def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, method):
+    pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
+    result = train_and_evaluate(toy_dataset, get_method(method), bert,
+                                TrainConfig(**FAST, mode=mode, lr=5e-3, seed=2))
+    model = result.model
+    losses = [r["train_loss"] for r in result.history]
+    assert losses[-1] < losses[0], losses
+    # the backbone the model wraps is bit-identical to the pretrained one (peft renames LoRA's
+    # wrapped layers "base_layer"); the shared backbone too
+    for name, tensor in model.mlm.state_dict().items():
+        if "lora_" in name:
+            continue
+        assert torch.equal(tensor.cpu(), pristine[name.replace(".base_layer", "")]), name
+    assert all(torch.equal(v, pristine[k]) for k, v in bert.model.state_dict().items())
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    adapter = {n for n in trainable if "lora_" in n or "prompt_encoder" in n}
+    assert adapter and all(n.startswith("head.") for n in trainable - adapter), trainable
+    if method == "prompt":  # P-tuning v2's frozen decoder: the label-word rows keep their values
+        assert not model.head.decoupled_rows.requires_grad
+    if method == "prompt-ed":  # w/ ed. trains its own rows
+        assert model.head.decoupled_rows.requires_grad
+    assert result.tuning["trainable_parameters"] == sum(
+        p.numel() for p in model.parameters() if p.requires_grad)
+    full = sum(p.numel() for p in bert.model.parameters())
+    assert result.tuning["trainable_parameters"] < full / 2
+    if mode == "lora":
+        assert result.tuning["adapted_modules"] == ["query", "value"]  # peft's default for BERT
+
+
+@pytest.mark.parametrize("mode", ["lora", "ptuning2"])
+def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored, mode):
+    run = stored[mode]
+    with safe_open(str(run.weights_path), "pt") as weights:
+        keys = list(weights.keys())
+    assert keys and all(k.startswith(("adapter.", "head.")) for k in keys)
+    assert not any("word_embeddings" in k or "attention.self.query.weight" in k for k in keys)
+    texts = run.predictions["text"].tolist()[:6]
+    scorer = Scorer.for_run(run)
+    np.testing.assert_allclose(scorer.probabilities(texts).values, softmax(run.logits[:6]),
+                               rtol=1e-4, atol=1e-5)
+    assert run.record.mode == mode
+    line = run.record.protocol
+    assert (f"LoRA r {LORA_R}" in line) if mode == "lora" else (f"prefix {PREFIX_LENGTH}" in line)
+
+
+@pytest.mark.parametrize("mode", ["lora", "ptuning2"])
+def test_a_peft_run_exports_and_loads_from_the_folder(stored, mode, tmp_path):
+    run = stored[mode]
+    texts = run.predictions["text"].tolist()[:4]
+    for include in (False, True):
+        folder = export_run(run, tmp_path / f"out-{include}", include_backbone=include)
+        classifier = load_classifier(folder)
+        np.testing.assert_allclose(classifier.predict_proba(texts), softmax(run.logits[:4]),
+                                   rtol=1e-4, atol=1e-5)
+    card = (tmp_path / "out-False" / "README.md").read_text()
+    assert MODES[mode].label in card and "referenced by name" in card
+
+
+def test_the_cli_scores_a_peft_run(stored, tmp_path, capsys):
+    run = stored["lora"]
+    assert main(["score", "--run", str(run.path), "--text", run.predictions["text"][0]]) == 0
+    assert run.predictions["pred"][0] in capsys.readouterr().out
+
+
+def test_modes_refuse_what_makes_no_sense_with_a_message(toy_dataset, tiny_bert):
+    with pytest.raises(GleeError, match="fitted on a frozen backbone's features"):
+        plan_runs(toy_dataset, [get_method("probe")], [1], str(tiny_bert),
+                  TrainConfig(mode="lora"))
+    with pytest.raises(GleeError, match="--lora-r applies to another mode"):
+        TrainConfig(mode="finetune", lora_r=4)
+    with pytest.raises(GleeError, match="--prefix-length applies"):
+        TrainConfig(mode="lora", prefix_length=10)
+    with pytest.raises(GleeError, match="--mode must be one of"):
+        TrainConfig(mode="adapters")
+    assert {m.id for m in parse_methods("all", "lora")} == {
+        m.id for m in METHODS.values() if m.supports_finetune}
+
+
+def test_each_mode_gets_its_own_rates_and_the_paper_values_by_default():
+    for mode in MODES.values():
+        resolved = TrainConfig(mode=mode.name).resolved(64, 16)
+        if mode.cached_features:
+            assert resolved.lr == mode.lr
+        else:  # the practical recipe searches the mode's own candidates on dev
+            assert resolved.lr_grid == mode.lr_candidates
+        assert recipe_rates("paper", mode.name) == (mode.lr, None)
+    lora = TrainConfig(mode="lora").resolved(64, 16)
+    assert (lora.lora_r, lora.lora_alpha, lora.lora_dropout, lora.prefix_length) == \
+        (8, 16, 0.1, None)
+    assert TrainConfig(mode="ptuning2").resolved(64, 16).prefix_length == 20
+    # the new fields stay out of older runs' identities
+    assert not {"lora_r", "prefix_length"} & set(TrainConfig().resolved(64, 16).identity())
+
+
+@pytest.mark.parametrize("mode", ["lora", "ptuning2", "frozen"])
+def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_dataset, mode):
+    from glee_core.backbone import estimate_trainable
+    from glee_core.heads import build_model
+
+    config = TrainConfig(mode=mode).resolved(64, 16)
+    own = bert if config.frozen else load_backbone(str(tiny_bert))
+    model = build_model(get_method("cls-relu-pt-ln"), own, toy_dataset.classes,
+                        toy_dataset.verbalizer, config)
+    assert estimate_trainable(str(tiny_bert), config, toy_dataset.num_classes) == \
+        model.trainable_parameters()
