@@ -23,6 +23,7 @@ from tqdm import tqdm
 from . import environment
 from .catalog import dataset_ids
 from .config import (
+    AdaptOptions,
     DataOptions,
     ExecutorOptions,
     TrainConfig,
@@ -161,6 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--select", default="f1", choices=("f1", "tail_f1"),
                            help="the dev metric that chooses the strength (default f1)")
 
+    adapt = sub.add_parser("adapt", help="task-adaptive pretraining: continue the masked-LM "
+                           "objective on a dataset's training texts; writes a backbone folder "
+                           "for --model")
+    add_arguments(adapt, DataOptions)
+    adapt.add_argument("--model", default="auto", help="the backbone to adapt: auto (offline "
+                       "MiniLM), HF id or path")
+    add_arguments(adapt, AdaptOptions)
+    adapt.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
+
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help="a run directory")
     score.add_argument("--text", required=True)
@@ -289,6 +299,32 @@ def _cmd_train(args) -> int:
     for note in merged_notes([run.record for run in runs]):
         print(f"note: {note}", file=sys.stderr)
     print(json.dumps([run.summary() for run in runs]))
+    return 0
+
+
+def _cmd_adapt(args) -> int:
+    log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
+    log(Loading(what="the libraries (torch, transformers)"))
+    from .adapt import adapt
+    from .backbone import resolve_model_source
+
+    options = from_args(AdaptOptions, args)
+    resolve_model_source(args.model)
+    log(Loading(what=f"the dataset {args.dataset}"))
+    dataset = from_args(DataOptions, args).load()
+    bars = TqdmProgress(dataset.warnings)
+    progress = ProgressLog(args.progress_file, bars) if args.progress_file else bars
+    try:
+        record = adapt(dataset, args.model, options, progress)
+    finally:
+        bars.close()
+    before, after = record["held_out_before"], record["held_out_after"]
+    if before and after:
+        print(f"held-out [MASK] top-1: {before['mask_top1']:.1%} -> {after['mask_top1']:.1%}; "
+              f"masked-LM loss {before['mlm_loss']:.3f} -> {after['mlm_loss']:.3f}",
+              file=sys.stderr)
+    print(f"use it: --model {Path(options.out).expanduser()}", file=sys.stderr)
+    print(json.dumps(record))
     return 0
 
 
@@ -529,6 +565,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_export(args)
         elif args.command == "calibrate":
             return _cmd_calibrate(args)
+        elif args.command == "adapt":
+            return _cmd_adapt(args)
         elif args.command == "report":
             return _cmd_report(args)
         return 0

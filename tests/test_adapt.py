@@ -1,0 +1,101 @@
+"""Task-adaptive pretraining (``python -m glee_core adapt``) on a tiny random BERT."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from glee_core.adapt import adapt, adapted_record, training_texts
+from glee_core.backbone import load_backbone
+from glee_core.cli import main
+from glee_core.config import AdaptOptions
+from glee_core.errors import GleeError
+from glee_core.events import Note, TrainStep
+
+FAST = dict(epochs=4, batch_size=8, lr=2e-3, held_out=0.2, seed=3, max_length=32)
+
+
+@pytest.fixture(scope="module")
+def adapted(tiny_bert, toy_dataset, tmp_path_factory):
+    out = tmp_path_factory.mktemp("adapt") / "bert-tapt"
+    events = []
+    record = adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **FAST), events.append)
+    return out, record, events
+
+
+def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapted, tiny_bert):
+    out, record, events = adapted
+    assert record["held_out_after"]["mlm_loss"] < record["held_out_before"]["mlm_loss"]
+    losses = record["train_loss_per_epoch"]
+    assert len(losses) == 4 and losses[-1] < losses[0]
+    assert record["whole_word_masking"] and record["mlm_head_pretrained"]
+    assert sum(isinstance(e, TrainStep) for e in events) == record["steps"]
+    backbone = load_backbone(str(out))  # through the code users hit with --model DIR
+    assert backbone.mlm_head_pretrained
+    original = load_backbone(str(tiny_bert))
+    assert not torch.equal(backbone.mlm_dense.weight, original.mlm_dense.weight)  # head trained
+    assert adapted_record(out)["adapted_from"]["name"] == str(tiny_bert)
+    assert adapted_record(tiny_bert) is None
+
+
+def test_adapt_reads_the_training_texts_only_plus_a_file(toy_dataset, tiny_bert, tmp_path):
+    assert training_texts(toy_dataset) == toy_dataset.splits["train"]["text"].tolist()
+    extra = tmp_path / "more.txt"
+    extra.write_text("sports news today\n\nmoney report said\n", encoding="utf-8")
+    record = adapt(toy_dataset, str(tiny_bert),
+                   AdaptOptions(out=str(tmp_path / "o"), texts=str(extra), **{**FAST,
+                                                                              "epochs": 1}))
+    assert record["extra_texts"]["texts"] == 2 and record["extra_texts"]["file"] == "more.txt"
+    assert record["dataset"]["training_texts"] == len(toy_dataset.splits["train"])
+
+
+def test_a_killed_adaptation_resumes_and_ends_where_an_unbroken_one_does(toy_dataset, tiny_bert,
+                                                                         tmp_path):
+    options = {**FAST, "epochs": 2, "held_out": 0.0}
+    whole = adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(tmp_path / "a"), **options))
+
+    def kill_in_epoch_two(event):
+        if isinstance(event, TrainStep) and event.epoch == 2:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "b"
+    with pytest.raises(KeyboardInterrupt):
+        adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **options),
+              kill_in_epoch_two)
+    assert not out.exists() and (tmp_path / ".b.partial" / "state.json").is_file()
+    events = []
+    resumed = adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **options),
+                    events.append)
+    assert any(isinstance(e, Note) and "resuming after epoch 1" in e.message for e in events)
+    assert resumed["train_loss_per_epoch"] == pytest.approx(whole["train_loss_per_epoch"])
+    a, b = load_backbone(str(tmp_path / "a")), load_backbone(str(out))
+    assert all(torch.allclose(x, y, atol=1e-6) for x, y in
+               zip(a.model.state_dict().values(), b.model.state_dict().values(), strict=True))
+    assert not (tmp_path / ".b.partial").exists()
+    # other options do not resume someone else's partial run
+    with pytest.raises(KeyboardInterrupt):
+        adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(tmp_path / "c"), **options),
+              kill_in_epoch_two)
+    with pytest.raises(GleeError, match="partial adaptation of other texts"):
+        adapt(toy_dataset, str(tiny_bert),
+              AdaptOptions(out=str(tmp_path / "c"), **{**options, "lr": 1e-3}))
+
+
+def test_the_adapt_command_says_what_to_fix_and_what_it_wrote(toy_csv, tiny_bert, tmp_path,
+                                                              capsys):
+    code = main(["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
+                 str(tmp_path / "x"), "--texts", str(tmp_path / "missing.txt")])
+    assert code == 2 and "missing.txt: no such file" in capsys.readouterr().err
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "f").write_text("x")
+    assert main(["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
+                 str(tmp_path / "full")]) == 2
+    assert "not an empty folder" in capsys.readouterr().err
+    assert main(["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
+                 str(tmp_path / "ok"), "--epochs", "1", "--max-length", "32",
+                 "--whole-word", "no"]) == 0
+    captured = capsys.readouterr()
+    assert f"--model {tmp_path / 'ok'}" in captured.err and "[MASK] top-1" in captured.err
+    assert json.loads(captured.out.strip().splitlines()[-1])["whole_word_masking"] is False
