@@ -17,10 +17,12 @@ from pathlib import Path
 import streamlit as st
 
 from glee_core import environment
-from glee_core.catalog import PAPER_DATASETS
+from glee_core.adapted import adapted_record
+from glee_core.catalog import PAPER_DATASETS, dataset_name
 from glee_core.config import DataOptions
 from glee_core.errors import GleeError
 from glee_core.files import write_json_atomic
+from glee_core.jobs import launch as launch_job
 from glee_core.jobs import launch_training, list_jobs
 from glee_core.methods import METHODS, method_label, registry_order
 from glee_core.record import untrained_head_note
@@ -299,6 +301,37 @@ def backbone_notice(model: str, methods: list[str] | None = None,
     relevant = [m for m in (methods or METHODS) if m in METHODS and METHODS[m].uses_mlm_head]
     if untrained and relevant:
         st.warning(untrained_head_note(model, relevant), icon=":material/warning:")
+    adapted = adapted_record(model)
+    if adapted:
+        st.info(adapted_line(adapted), icon=":material/model_training:")
+
+
+def adapted_line(record: dict) -> str:
+    """One line on an adapted backbone: from what, on what, and its [MASK] accuracy."""
+    before, after = record.get("held_out_before") or {}, record.get("held_out_after") or {}
+    measured = (f"; held-out [MASK] top-1 {before['mask_top1']:.1%} → {after['mask_top1']:.1%}, "
+                f"masked-LM loss {before['mlm_loss']:.2f} → {after['mlm_loss']:.2f}"
+                if before.get("mask_top1") is not None and after.get("mask_top1") is not None
+                else "")
+    return (f"Adapted backbone: {md(record['adapted_from']['name'])} after "
+            f"{record['options']['epochs']} epoch(s) of masked-LM training on "
+            f"{md(dataset_name(record['dataset']['id']))}'s {record['dataset']['training_texts']}"
+            f" training texts (its MLM head trained with it){measured}.")
+
+
+def backbones_dir() -> Path:
+    """Where the app keeps adapted backbones: beside the run store."""
+    return store().root / "backbones"
+
+
+def launch_adapt(request, label: str, seconds: float):
+    """Launch an adaptation job (not offered to a public deployment's visitors: it writes a
+    whole backbone)."""
+    rules = policy()
+    if rules.read_only or rules.public:
+        st.error("Adapting a backbone is switched off on this deployment.")
+        return None
+    return launch_job(store(), "adapt", request, label=label, estimate_seconds=seconds)
 
 
 def sidebar() -> None:
@@ -415,9 +448,7 @@ def time_estimate(dataset, n_runs: int, config) -> dict:
     model = current_model()
     estimate = estimate_seconds(dataset, n_runs, config, model, estimate_parameters(model),
                                 device_kind(), all_runs(report=False))
-    minutes = estimate["seconds"] / 60
-    return {**estimate, "text": f"about {minutes:.0f} min" if minutes >= 1.5
-            else f"about {estimate['seconds']:.0f} s"}
+    return {**estimate, "text": about(estimate["seconds"])}
 
 
 def trainable_parameters(dataset, config) -> int:
@@ -427,6 +458,22 @@ def trainable_parameters(dataset, config) -> int:
 
     resolved = config.resolved(dataset.max_length, dataset.batch_size)
     return estimate_trainable(current_model(), resolved, dataset.num_classes)
+
+
+def about(seconds: float) -> str:
+    """``about 3 min`` / ``about 40 s``."""
+    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
+
+
+def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
+    """The wall-time estimate of adapting the current backbone (``glee_core.estimate``), with
+    ``"text"``."""
+    from glee_core.backbone import estimate_parameters  # noqa: PLC0415 (transformers)
+    from glee_core.estimate import estimate_adapt_seconds  # noqa: PLC0415
+
+    estimate = estimate_adapt_seconds(dataset, options, estimate_parameters(current_model()),
+                                      device_kind(), measured)
+    return {**estimate, "text": about(estimate["seconds"])}
 
 
 def quick_compare_runs(dataset_id: str, model: str) -> list:

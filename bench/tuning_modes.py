@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.recipe_sweep import dataset_spec, run_child, spread  # noqa: E402
 from glee_core.store import RunStore  # noqa: E402
-from glee_core.tables import markdown_table  # noqa: E402
+from glee_core.tables import count_text, markdown_table  # noqa: E402
 
 # bench mode -> (--mode, adapted first?)
 MODES = {"frozen": ("frozen", False), "finetune": ("finetune", False), "lora": ("lora", False),
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
                 "seeds": len(found),
                 "macro-F1": spread([r["f1"] for r in found]),
                 "tail F1": spread([r["tail_f1"] for r in found]),
-                "trainable": f"{trainable / 1e6:.2f}M" if trainable else "-",
+                "trainable": count_text(trainable) if trainable else "-",
                 "wall / run": f"{sum(r['wall'] for r in found) / len(found):.0f} s",
                 "peak": f"{max(r['peak'] for r in found):.2f} GB"})
     table = "\n".join(markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3))

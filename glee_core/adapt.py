@@ -27,6 +27,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
 from . import __version__
+from .adapted import FORMAT, RECORD_FILE
 from .backbone import Backbone, load_backbone
 from .config import AdaptOptions
 from .datasets import LongTailDataset
@@ -35,7 +36,6 @@ from .errors import GleeError
 from .events import Note, ProgressFn, TrainStep
 from .files import write_json
 
-RECORD_FILE = "glee_adapted.json"
 WARMUP = 0.06  # TAPT's
 WEIGHT_DECAY = 0.01
 
@@ -211,7 +211,7 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
 
     after = measure(backbone, held_batches, device) if held_batches else {}
     record = {
-        "format": "glee-adapted-backbone", "glee_core": __version__,
+        "format": FORMAT, "glee_core": __version__,
         "adapted_from": {"name": model_name, "fingerprint": backbone.fingerprint,
                          "mlm_head_pretrained": backbone.mlm_head_pretrained},
         "dataset": {"id": dataset.id, "fingerprint": dataset.fingerprint(),
@@ -277,14 +277,3 @@ def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: _Maske
         masker.collator.create_rng()
         masker.collator.generator.set_state(saved["collator_rng"])
     return state
-
-
-def adapted_record(folder: str | Path) -> dict | None:
-    """The record of an adapted backbone folder, or None (not one of ours, or unreadable)."""
-    path = Path(folder).expanduser() / RECORD_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("format") == \
-        "glee-adapted-backbone" else None

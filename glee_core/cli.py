@@ -24,6 +24,7 @@ from . import environment
 from .catalog import dataset_ids
 from .config import (
     AdaptOptions,
+    AdaptRequest,
     DataOptions,
     ExecutorOptions,
     TrainConfig,
@@ -165,10 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     adapt = sub.add_parser("adapt", help="task-adaptive pretraining: continue the masked-LM "
                            "objective on a dataset's training texts; writes a backbone folder "
                            "for --model")
-    add_arguments(adapt, DataOptions)
+    adapt.add_argument("--request", help="a JSON adaptation request (what the app writes); "
+                       "replaces the dataset, model and adaptation flags")
+    add_arguments(adapt, DataOptions, optional=True)
     adapt.add_argument("--model", default="auto", help="the backbone to adapt: auto (offline "
                        "MiniLM), HF id or path")
-    add_arguments(adapt, AdaptOptions)
+    add_arguments(adapt, AdaptOptions, optional=True)
     adapt.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
@@ -308,14 +311,21 @@ def _cmd_adapt(args) -> int:
     from .adapt import adapt
     from .backbone import resolve_model_source
 
-    options = from_args(AdaptOptions, args)
-    resolve_model_source(args.model)
-    log(Loading(what=f"the dataset {args.dataset}"))
-    dataset = from_args(DataOptions, args).load()
+    if args.request:
+        request = AdaptRequest.read(args.request)
+    elif not getattr(args, "dataset", None) or not getattr(args, "out", None):
+        raise GleeError("adapt needs --dataset and --out (or --request FILE)")
+    else:
+        request = AdaptRequest(data=from_args(DataOptions, args),
+                               options=from_args(AdaptOptions, args), model=args.model)
+    options = request.options
+    resolve_model_source(request.model)
+    log(Loading(what=f"the dataset {request.data.dataset}"))
+    dataset = request.data.load()
     bars = TqdmProgress(dataset.warnings)
     progress = ProgressLog(args.progress_file, bars) if args.progress_file else bars
     try:
-        record = adapt(dataset, args.model, options, progress)
+        record = adapt(dataset, request.model, options, progress)
     finally:
         bars.close()
     before, after = record["held_out_before"], record["held_out_after"]
@@ -434,13 +444,14 @@ def _cmd_report(args) -> int:
 
     store = RunStore(args.runs_dir)
     mode = getattr(args, "mode", None)
-    runs = [r for r in store.runs(args.dataset)
+    every = store.runs(args.dataset)
+    runs = [r for r in every
             if (args.model is None or r.record.model.name == args.model)
             and (mode is None or r.record.mode == mode)
             and (args.setting is None or r.setting == args.setting)]
     for name, problem in store.problems.items():
         print(f"warning: skipped broken run {name}: {problem}", file=sys.stderr)
-    out = write_report(runs, args.out)
+    out = write_report(runs, args.out, every=every)
     print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
     return 0
 

@@ -556,16 +556,43 @@ def help_of(cls: type, name: str) -> str:
     return next(f.metadata.get("help", "") for f in fields(cls) if f.name == name)
 
 
+def default_of(cls: type, name: str) -> Any:
+    """A field's default (the app's widgets start where the CLI's flags do)."""
+    return next(f.default for f in fields(cls) if f.name == name)
+
+
 def from_args(cls: type, args: argparse.Namespace, **overrides):
     """An instance of ``cls`` from the flags given on the command line (others: defaults)."""
     given = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
     return cls(**{**given, **overrides})
 
 
+class _Request:
+    """A request the app writes as JSON for a child process (``--request FILE``)."""
+
+    WHAT = "request"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def write(self, path: str | Path) -> Path:
+        return write_json_atomic(Path(path), self.to_dict())
+
+    @classmethod
+    def read(cls, path: str | Path):
+        try:
+            values = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls.from_dict(values)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise GleeError(f"cannot read the {cls.WHAT} {path}: {exc}") from None
+
+
 @dataclass
-class TrainRequest:
+class TrainRequest(_Request):
     """What ``train`` does: methods x seeds of one dataset with one backbone and config. The
     CLI builds it from its flags; the app writes it as a JSON file for the child process."""
+
+    WHAT = "training request"
 
     data: DataOptions
     methods: list[str]
@@ -575,9 +602,6 @@ class TrainRequest:
     force: bool = False
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
     @classmethod
     def from_dict(cls, values: dict) -> TrainRequest:
         return cls(data=DataOptions(**values["data"]), methods=list(values["methods"]),
@@ -586,13 +610,18 @@ class TrainRequest:
                    force=bool(values.get("force", False)),
                    executor=ExecutorOptions(**values.get("executor", {})))
 
-    def write(self, path: str | Path) -> Path:
-        return write_json_atomic(Path(path), self.to_dict())
+
+@dataclass
+class AdaptRequest(_Request):
+    """What ``adapt`` does: one backbone adapted to one dataset's texts."""
+
+    WHAT = "adaptation request"
+
+    data: DataOptions
+    options: AdaptOptions
+    model: str = AUTO_MODEL
 
     @classmethod
-    def read(cls, path: str | Path) -> TrainRequest:
-        try:
-            values = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls.from_dict(values)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise GleeError(f"cannot read the training request {path}: {exc}") from None
+    def from_dict(cls, values: dict) -> AdaptRequest:
+        return cls(data=DataOptions(**values["data"]), options=AdaptOptions(**values["options"]),
+                   model=values.get("model", AUTO_MODEL))

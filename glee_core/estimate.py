@@ -122,3 +122,23 @@ def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, to
     if len(measured) < 2 and measured:
         basis += ", the rest typical of the device"
     return {"seconds": total, "per_run": per_run, "basis": basis}
+
+
+def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, device: str,
+                           measured: list[dict] | None = None) -> dict:
+    """``{"seconds", "basis"}`` for adapting a backbone (``options``: ``AdaptOptions``) to
+    ``dataset``'s training texts: from finished adaptations of the same backbone on this device
+    (``measured``: their records; texts per second, scaled by max length) when there are any,
+    else from its size. The masked-LM step costs about a fine-tuning step."""
+    max_length = options.max_length or dataset.max_length
+    texts = len(dataset.splits["train"]) * (1 - options.held_out)
+    rates = [r["steps"] * r["options"]["batch_size"] / r["seconds"]
+             * (r["options"]["max_length"] or max_length) / max_length
+             for r in measured or [] if r.get("seconds") and r.get("steps")]
+    if rates:
+        rate = float(np.median(rates))
+        basis = f"median of {len(rates)} finished adaptation(s) of this backbone on {device}"
+    else:
+        rate = TOKENS_X_PARAMS_PER_S[device] / parameters / mean_tokens(dataset, max_length)
+        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}"
+    return {"seconds": STARTUP_SECONDS + texts * options.epochs / rate, "basis": basis}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .config import TrainRequest
+from .config import AdaptRequest, TrainRequest
 from .errors import INTERRUPTED
 from .events import Event, ProgressState, fold, read_events
 from .files import write_json_atomic
@@ -93,6 +93,11 @@ class Job:
     def label(self) -> str:
         return self.info.get("label") or self.id
 
+    @property
+    def command(self) -> str:
+        """What the job runs: ``train`` (jobs before this field trained) or ``adapt``."""
+        return self.info.get("command") or "train"
+
     def _file(self, suffix: str) -> Path:
         return self.path.with_name(f"{self.id}{suffix}")
 
@@ -146,19 +151,19 @@ class Job:
         return True
 
 
-def launch_training(store: RunStore, request: TrainRequest, label: str = "",
-                    env: dict[str, str] | None = None,
-                    estimate_seconds: float | None = None) -> Job:
-    """Start ``python -m glee_core train --request FILE`` on ``store`` in the background
+def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, label: str = "",
+           env: dict[str, str] | None = None, estimate_seconds: float | None = None) -> Job:
+    """Start ``python -m glee_core COMMAND --request FILE`` on ``store`` in the background
     (``env``: variables to add to its environment; ``estimate_seconds``: its estimated time,
     kept in the job's record for the session's limit)."""
     folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     request_file = request.write(folder / f"{job_id}.request.json")
-    argv = [sys.executable, "-m", "glee_core", "train", "--request", str(request_file),
-            "--runs-dir", str(store.root),
+    argv = [sys.executable, "-m", "glee_core", command, "--request", str(request_file),
             "--progress-file", str(folder / f"{job_id}.progress.jsonl")]
+    if command == "train":
+        argv += ["--runs-dir", str(store.root)]
     with open(folder / f"{job_id}.out", "wb") as out, open(folder / f"{job_id}.err", "wb") as err:
         process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                    start_new_session=True,
@@ -167,8 +172,16 @@ def launch_training(store: RunStore, request: TrainRequest, label: str = "",
     job = Job(folder / f"{job_id}.json")
     write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,
                                  "pid_start": process_start(process.pid), "label": label,
-                                 "started": time.time(), "estimate_seconds": estimate_seconds})
+                                 "command": command, "started": time.time(),
+                                 "estimate_seconds": estimate_seconds})
     return job
+
+
+def launch_training(store: RunStore, request: TrainRequest, label: str = "",
+                    env: dict[str, str] | None = None,
+                    estimate_seconds: float | None = None) -> Job:
+    """A training job (see :func:`launch`)."""
+    return launch(store, "train", request, label, env, estimate_seconds)
 
 
 def _records(store: RunStore) -> list[Job]:
@@ -179,11 +192,13 @@ def _records(store: RunStore) -> list[Job]:
                   key=lambda j: j.id, reverse=True)
 
 
-def list_jobs(store: RunStore) -> list[Job]:
-    """Jobs, newest first; a job whose record is broken is left out (see :func:`broken_jobs`)."""
+def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:
+    """Jobs (of one ``command``: train, adapt), newest first; a job whose record is broken is
+    left out (see :func:`broken_jobs`)."""
     for child in _CHILDREN:
         child.poll()
-    return [job for job in _records(store) if job.problem is None]
+    return [job for job in _records(store) if job.problem is None
+            and (command is None or job.command == command)]
 
 
 def broken_jobs(store: RunStore) -> dict[str, str]:

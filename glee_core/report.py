@@ -19,11 +19,11 @@ from . import charts
 from .calibration import calibrate, calibration_table
 from .errors import GleeError
 from .files import write_atomic
-from .methods import method_label
+from .methods import method_label, registry_order
 from .modes import MODE_LABELS
 from .record import METRIC_TITLES, SHOT_TITLES, merged_notes
 from .store import Run, aggregate
-from .tables import comparison_table
+from .tables import comparison_table, modes_table
 
 FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
                 "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
@@ -62,9 +62,12 @@ ReportProgress = Callable[[float, str], None]  # (fraction done, what is being d
 
 
 def build_report(runs: list[Run], dataset: str | None = None,
-                 progress: ReportProgress | None = None) -> bytes:
-    """The report of ``runs`` (all of one dataset) as PDF bytes; ``progress`` hears of each
-    part as it is drawn. A chart that cannot be drawn is left out with a line saying why."""
+                 progress: ReportProgress | None = None, every: list[Run] | None = None
+                 ) -> bytes:
+    """The report of ``runs`` (all of one dataset and setting) as PDF bytes; ``progress`` hears
+    of each part as it is drawn. A chart that cannot be drawn is left out with a line saying
+    why. ``every``: the dataset's runs in any setting, for the section that puts each head's
+    modes side by side (left out when no head was tuned in two modes)."""
     progress = progress or (lambda fraction, what: None)
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]
@@ -137,6 +140,7 @@ def build_report(runs: list[Run], dataset: str | None = None,
                            "< 20 training examples (– where there is none)."),
                    new_x="LMARGIN", new_y="NEXT")
     pdf.ln(4)
+    _modes_section(pdf, runs, every or [], t)
 
     figures = [(c.title, c.draw) for c in charts.RUN_CHARTS.values() if c.in_report]
     for number, (title, draw) in enumerate(figures):
@@ -171,6 +175,31 @@ def build_report(runs: list[Run], dataset: str | None = None,
     return bytes(pdf.output())
 
 
+def _modes_section(pdf, runs: list[Run], every: list[Run], t) -> None:
+    """How to tune: each of the report's heads under every mode ``every`` holds for it."""
+    every = [r for r in every if r.dataset == runs[0].dataset]
+    methods = [m for m in registry_order({r.method for r in runs})
+               if len({r.record.mode for r in every if r.method == m}) > 1]
+    if not methods:
+        return
+    pdf.set_font(pdf.body_font, size=12)
+    pdf.cell(0, 8, t("How to tune: each head under every mode (test, %)"), new_x="LMARGIN",
+             new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=8)
+    with pdf.table(col_widths=(28, 32, 56, 12, 22, 22, 14),
+                   text_align=("LEFT", "LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT"),
+                   first_row_as_headings=True) as grid:
+        grid.row(["Head", "Mode", "Protocol", "Seeds", "F1", "Tail F1", "Trained"])
+        for method in methods:
+            for _, row in modes_table(every, method).iterrows():
+                grid.row([t(method), t(row["mode"]), t(row["protocol"]), str(row["seeds"]),
+                          row["F1"], row["Tail F1"], row["trainable"]])
+    pdf.multi_cell(0, 4, t("Every setting the store holds for these heads on this dataset; "
+                           "Trained: the parameters a run trained."), new_x="LMARGIN",
+                   new_y="NEXT")
+    pdf.ln(4)
+
+
 def _calibration_section(pdf, runs: list[Run], t) -> None:
     """Logit adjustment on each method's lowest-seed run, τ chosen on dev: test before/after."""
     firsts = {}
@@ -202,6 +231,7 @@ def _calibration_section(pdf, runs: list[Run], t) -> None:
     pdf.ln(3)
 
 
-def write_report(runs: list[Run], out: str | Path, dataset: str | None = None) -> Path:
-    """Write the report atomically to ``out``."""
-    return write_atomic(Path(out), build_report(runs, dataset))
+def write_report(runs: list[Run], out: str | Path, dataset: str | None = None,
+                 every: list[Run] | None = None) -> Path:
+    """Write the report atomically to ``out`` (``every``: see :func:`build_report`)."""
+    return write_atomic(Path(out), build_report(runs, dataset, every=every))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from .methods import METHODS
+from .modes import MODE_LABELS, MODES
 from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
+from .store import Run, aggregate
 
 STD_NOTE = ("± is the sample standard deviation over seeds (n - 1, as the paper's); none for one "
             "seed")
@@ -35,6 +37,41 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
                                   if row[f"{k}_mean"] == best[k]]})
     return pd.DataFrame(rows, columns=["dataset", "setting", "method", "paper row", "seeds",
                                        *METRIC_TITLES.values(), *SHOT_TITLES.values(), "best"])
+
+
+def count_text(n: int) -> str:
+    """A parameter count, short: ``1.23M``, ``14.6k``."""
+    return f"{n / 1e6:.2f}M" if n >= 100_000 else f"{n / 1e3:.1f}k"
+
+
+def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
+    """One head under every way it was tuned: a row per setting (backbone, mode, protocol) of
+    ``method``'s runs, 'mean ± std' cells over seeds, the trainable parameters the runs
+    recorded; modes in the registry's order (frozen, fine-tune, LoRA, P-tuning v2)."""
+    runs = [r for r in runs if r.method == method]
+    summary = aggregate(runs)
+    first = {}
+    for run in runs:
+        first.setdefault(run.setting, run.record)
+    rows = []
+    for _, row in summary.iterrows():
+        record = first[row["setting"]]
+        counts = [r.record.tuning.get("trainable_parameters") for r in runs
+                  if r.setting == row["setting"]]
+        counts = [c for c in counts if c]
+        rows.append({"mode": MODE_LABELS.get(record.mode, record.mode),
+                     "backbone": record.model.name, "protocol": record.protocol,
+                     "seeds": int(row["seeds"]),
+                     **{title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
+                        for k, title in METRIC_TITLES.items()},
+                     "trainable": count_text(max(counts)) if counts else "–",
+                     "_order": list(MODES).index(record.mode) if record.mode in MODES else 99,
+                     "_tail": row["tail_f1_mean"]})
+    columns = ["mode", "backbone", "protocol", "seeds", *METRIC_TITLES.values(), "trainable"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows).sort_values(["_order", "_tail"], ascending=[True, False])
+    return frame[columns].reset_index(drop=True)
 
 
 def markdown_table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:

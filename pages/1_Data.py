@@ -5,11 +5,14 @@ import streamlit as st
 
 import studio_ui
 from glee_core import GleeError, environment
+from glee_core.adapted import adapted_backbones
 from glee_core.catalog import PAPER_DATASETS
 from glee_core.charts import chart_class_frequency, class_frequency_frame
-from glee_core.config import DataOptions
+from glee_core.config import AdaptOptions, AdaptRequest, DataOptions, default_of, help_of
 from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
+from glee_core.jobs import list_jobs
 from glee_core.sources import SOURCES
+from glee_core.store import slug
 from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
 from glee_core.workspaces import size_text
 
@@ -141,3 +144,66 @@ sample = train.groupby("label", group_keys=False).head(per_class).copy()
 sample["class"] = [dataset.classes[i] for i in sample["label"]]
 columns = ["class", "text"] + (["text_b"] if dataset.has_text_b else [])
 st.dataframe(sample.sort_values("label")[columns], hide_index=True)
+
+
+def adapt_section() -> None:
+    """Task-adaptive pretraining: adapt the backbone to this dataset's texts in the background,
+    then pick the adapted backbone as the model."""
+    st.subheader("Adapt the backbone to this dataset")
+    st.caption("Task-adaptive pretraining (Gururangan et al. 2020) continues the masked-LM "
+               "objective on the training texts (never dev or test), training the MLM head with "
+               "the encoder: what the prompt methods and the pt. LN read. The offline MiniLM's "
+               "MLM head starts untrained; this is the way to give it one. The adapted backbone "
+               "is a new model: choose it below, then train as usual.")
+    if rules.public or rules.read_only:
+        st.info("Adapting writes a whole backbone; it is switched off on this deployment. Run "
+                "Glee Studio yourself to adapt: `python -m glee_core adapt --dataset ... "
+                "--out DIR`, then `--model DIR`.")
+        return
+    model = studio_ui.current_model()
+    c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
+    epochs = int(c1.number_input("Epochs", 1, 100, default_of(AdaptOptions, "epochs"),
+                                 help=help_of(AdaptOptions, "epochs")))
+    out = studio_ui.backbones_dir() / f"{slug(dataset.id)}-{slug(model)}-tapt-{epochs}ep"
+    options = AdaptOptions(out=str(out), epochs=epochs)
+    done = [record for _, record in adapted_backbones(studio_ui.backbones_dir())
+            if record["adapted_from"]["name"] == model]
+    estimate = studio_ui.adapt_estimate(dataset, options, done)
+    c2.caption(f"Adapting **{studio_ui.md(model)}** for {epochs} epoch(s): "
+               f"{estimate['text']} here (basis: {estimate['basis']}).")
+    if out.exists():
+        st.caption(f"`{out.name}` exists already: choose it below, or another number of epochs.")
+    elif st.button("Adapt", type="primary"):
+        request = AdaptRequest(data=studio_ui.current_choice(), options=options, model=model)
+        job = studio_ui.launch_adapt(request, f"adapt {model} to {dataset.id} ({epochs} ep)",
+                                     estimate["seconds"])
+        if job is not None:
+            st.toast(f"Launched job {job.id}")
+    adapt_jobs()
+    found = adapted_backbones(studio_ui.backbones_dir())
+    for path, record in found:
+        left, right = st.columns([4, 1], vertical_alignment="center")
+        left.caption(studio_ui.adapted_line(record))
+        if str(path) == model:
+            right.caption("in use")
+        elif right.button("Use it", key=f"use-{path.name}"):
+            st.session_state["model"] = str(path)
+            st.rerun()
+
+
+@st.fragment(run_every=2.0)
+def adapt_jobs() -> None:
+    for job in list_jobs(studio_ui.store(), "adapt")[:3]:
+        status = job.status
+        if status == "running":
+            state = job.progress()
+            done = (state.epoch - 1) * state.steps + state.step if state.steps else 0
+            total = state.steps * state.epochs if state.steps else 1
+            st.progress(min(done / total, 1.0), text=f"{studio_ui.md(job.label)}: epoch "
+                        f"{state.epoch or 0}/{state.epochs or '?'}"
+                        + (f" · loss {state.loss:.3f}" if state.loss is not None else ""))
+        elif status == "failed":
+            st.error(f"{studio_ui.md(job.label)}: {studio_ui.md(job.error)}")
+
+
+adapt_section()

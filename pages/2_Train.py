@@ -219,7 +219,7 @@ def duration(seconds: float) -> str:
 
 @st.fragment(run_every=2)
 def show_jobs():
-    jobs = list_jobs(studio_ui.store())[:8]
+    jobs = list_jobs(studio_ui.store(), "train")[:8]
     broken = broken_jobs(studio_ui.store())
     if broken:
         st.warning("Left out, their records cannot be read: " + "; ".join(

@@ -17,6 +17,7 @@ from glee_core.charts import (
 )
 from glee_core.errors import GleeError
 from glee_core.findings import check_findings, findings_frame
+from glee_core.methods import registry_order
 from glee_core.record import METRIC_TITLES, SHOT_TITLES
 from glee_core.reproduce import (
     comparison,
@@ -28,7 +29,7 @@ from glee_core.reproduce import (
     table_of,
 )
 from glee_core.store import aggregate, slug
-from glee_core.tables import STD_NOTE, comparison_table, spreadsheet_csv
+from glee_core.tables import STD_NOTE, comparison_table, modes_table, spreadsheet_csv
 
 studio_ui.sidebar()
 st.title("Results")
@@ -165,3 +166,19 @@ with ours:
     st.altair_chart(chart_head_tail(runs), width="content")
     with st.expander("Per-class numbers"):
         st.dataframe(per_class_f1_frame(runs), hide_index=True)
+
+    every = studio_ui.dataset_runs(studio_ui.current_choice().dataset)
+    tuned = {}
+    for run in every:
+        tuned.setdefault(run.method, set()).add(run.record.mode)
+    several = [m for m in registry_order(tuned) if len(tuned[m]) > 1]
+    st.subheader("How to tune: one head, every mode")
+    if not several:
+        st.caption("Train a head in a second mode (quick compare, fine-tune, LoRA, P-tuning v2 "
+                   "on the Train page) to see the modes side by side here.")
+    else:
+        head = studio_ui.choose("Head", studio_ui.method_labels(several), key="modes-head")
+        st.dataframe(modes_table(every, head), hide_index=True)
+        st.caption(f"Every setting this dataset's store holds for this head, test %; {STD_NOTE}. "
+                   "Trainable: the parameters a run trained (quick compare and the "
+                   "parameter-efficient modes keep the backbone as it is).")

@@ -33,7 +33,8 @@ if runs and st.button("Build the PDF", type="primary", disabled=building is not 
             f"{len({r.method for r in runs})}-methods.pdf")
     future = report_builder().submit(
         build_report, runs, None, lambda fraction, what: progress.update(fraction=fraction,
-                                                                         what=what))
+                                                                         what=what),
+        studio_ui.dataset_runs(runs[0].dataset))
     st.session_state["report_job"] = (future, progress, name)
     st.session_state.pop("report_pdf", None)
     st.rerun()  # drawn again with the button off while the build runs

@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from glee_core.adapt import adapt, adapted_record, training_texts
+from glee_core.adapt import adapt, training_texts
+from glee_core.adapted import adapted_record
 from glee_core.backbone import load_backbone
 from glee_core.cli import main
 from glee_core.config import AdaptOptions

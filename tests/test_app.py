@@ -321,3 +321,37 @@ def test_results_calibrate_tab_moves_with_the_slider(app):
     assert f"= {other:g})" in at.dataframe[-1].value.index[1]  # the after row follows the slider
     assert at.dataframe[-1].value.index[0] == "before"
     assert len([c for c in charts(at) if "Per-class change" in c.spec]) == 1
+
+
+@pytest.mark.slow
+def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs):
+    at = app("pages/1_Data.py").run()
+    assert not at.exception
+    assert any("Adapting" in c.value and "about" in c.value for c in at.caption)
+    next(n for n in at.number_input if n.label == "Epochs").set_value(1).run()
+    next(b for b in at.button if b.label == "Adapt").click().run()
+    assert not at.exception
+    job = list_jobs(RunStore(app_dirs["runs"]), "adapt")[0]
+    assert job.id not in {j.id for j in list_jobs(RunStore(app_dirs["runs"]), "train")}
+    deadline = time.time() + 240
+    while job.status == "running" and time.time() < deadline:
+        time.sleep(1)
+    assert job.status == "done", (job.status, job.error)
+    at.run()
+    assert any(c.value.startswith("Adapted backbone:") and "[MASK] top-1" in c.value
+               for c in at.caption)
+    next(b for b in at.button if b.label == "Use it").click().run()
+    assert not at.exception
+    adapted = Path(at.session_state["model"])
+    assert adapted.parent == app_dirs["runs"] / "backbones" and adapted.name.endswith("-1ep")
+    assert any(c.value == "in use" for c in at.caption)
+
+
+def test_results_put_one_heads_modes_side_by_side(app):
+    at = app("pages/3_Results.py").run()
+    assert not at.exception
+    assert any(s.value == "How to tune: one head, every mode" for s in at.subheader)
+    frame = next(d.value for d in at.dataframe if "trainable" in d.value.columns)
+    assert set(frame["mode"]) == {"fine-tuned", "frozen backbone (quick compare)"}
+    assert list(frame["mode"]) == ["frozen backbone (quick compare)", "fine-tuned"]
+    assert {"Tail F1", "F1", "seeds", "protocol"} <= set(frame.columns)

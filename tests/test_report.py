@@ -66,6 +66,10 @@ def test_report_refuses_mixed_settings_and_empty_stores(store, tmp_path, tiny_be
     assert main(["report", "--runs-dir", str(store.root), "--backbone", "frozen", "--out",
                  str(tmp_path / "f.pdf")]) == 0
     assert frozen[0].record.mode == "frozen"
+    # cls-tanh, now in two modes: the report puts them side by side
+    text = "\n".join(p.extract_text() for p in PdfReader(tmp_path / "f.pdf").pages)
+    assert "How to tune: each head under every mode" in text
+    assert "fine-tuned" in text and "frozen backbone" in text
 
 
 def test_chart_data_is_ordered_head_to_tail(store):
