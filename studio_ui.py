@@ -1,7 +1,7 @@
 """Shared pieces of the Streamlit face: where things live, the chosen dataset, cached loads.
 
-Pages only read runs, draw them with ``glee_core.charts``, and start work through ``glee_core``;
-everything they show is computed by the engine and stored with the runs.
+Pages only read runs, draw them with ``glee_core.views.charts``, and start work through
+``glee_core``; everything they show is computed by the engine and stored with the runs.
 """
 
 from __future__ import annotations
@@ -16,27 +16,31 @@ from pathlib import Path
 
 import streamlit as st
 
-from glee_core import environment
-from glee_core.adapted import adapted_record
-from glee_core.catalog import PAPER_DATASETS, dataset_name
-from glee_core.config import DataOptions
-from glee_core.errors import GleeError
-from glee_core.files import write_json_atomic
-from glee_core.jobs import launch as launch_job
-from glee_core.jobs import launch_training, list_jobs
-from glee_core.methods import METHODS, method_label, registry_order
-from glee_core.record import untrained_head_note
-from glee_core.slots import SlotQueue
-from glee_core.store import RunStore
-from glee_core.uploads import list_uploads
-from glee_core.workspaces import (
+from glee_core.studio import (
     COOKIE,
+    METHODS,
+    PAPER_DATASETS,
+    DataOptions,
+    GleeError,
     LimitReached,
     Policy,
+    RunStore,
+    SlotQueue,
     Workspace,
+    adapted_record,
+    dataset_name,
+    environment,
     expire,
+    launch_job,
+    launch_training,
+    list_jobs,
+    list_uploads,
+    method_label,
+    registry_order,
     size_text,
     unfinished_jobs,
+    untrained_head_note,
+    write_json_atomic,
 )
 
 DEMO = DataOptions(dataset="demo")
@@ -433,17 +437,16 @@ def all_runs(dataset_id: str | None = None, report: bool = True):
 @st.cache_resource(show_spinner=False)
 def device_kind() -> str:
     """``cuda`` or ``cpu``: where a launch here trains (imports torch once per server)."""
-    from glee_core.devices import resolve_device  # noqa: PLC0415 (torch: not for every page)
+    from glee_core.studio import resolve_device  # noqa: PLC0415 (torch: not for every page)
 
     return resolve_device("auto").type
 
 
 def time_estimate(dataset, n_runs: int, config) -> dict:
     """The wall-time estimate of a launch of ``n_runs`` runs of ``config`` (a ``TrainConfig``;
-    ``glee_core.estimate``), calibrated on the finished runs this session can read; adds
+    ``glee_core.runs.estimate``), calibrated on the finished runs this session can read; adds
     ``"text"``: "about 3 min" / "about 40 s"."""
-    from glee_core.backbone import estimate_parameters  # noqa: PLC0415 (transformers)
-    from glee_core.estimate import estimate_seconds  # noqa: PLC0415
+    from glee_core.studio import estimate_parameters, estimate_seconds  # noqa: PLC0415 (heavy)
 
     model = current_model()
     estimate = estimate_seconds(dataset, n_runs, config, model, estimate_parameters(model),
@@ -453,8 +456,8 @@ def time_estimate(dataset, n_runs: int, config) -> dict:
 
 def trainable_parameters(dataset, config) -> int:
     """About how many parameters a run of ``config`` trains on ``dataset`` with the current
-    backbone (from its config alone: ``glee_core.backbone.estimate_trainable``)."""
-    from glee_core.backbone import estimate_trainable  # noqa: PLC0415 (transformers)
+    backbone (from its config alone: ``glee_core.models.backbone.estimate_trainable``)."""
+    from glee_core.studio import estimate_trainable  # noqa: PLC0415 (transformers)
 
     resolved = config.resolved(dataset.max_length, dataset.batch_size)
     return estimate_trainable(current_model(), resolved, dataset.num_classes)
@@ -466,10 +469,9 @@ def about(seconds: float) -> str:
 
 
 def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
-    """The wall-time estimate of adapting the current backbone (``glee_core.estimate``), with
+    """The wall-time estimate of adapting the current backbone (``glee_core.runs.estimate``), with
     ``"text"``."""
-    from glee_core.backbone import estimate_parameters  # noqa: PLC0415 (transformers)
-    from glee_core.estimate import estimate_adapt_seconds  # noqa: PLC0415
+    from glee_core.studio import estimate_adapt_seconds, estimate_parameters  # noqa: PLC0415
 
     estimate = estimate_adapt_seconds(dataset, options, estimate_parameters(current_model()),
                                       device_kind(), measured)

@@ -26,14 +26,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from glee_core.calibration import calibrate  # noqa: E402
-from glee_core.config import TrainConfig  # noqa: E402
-from glee_core.datasets import load_dataset  # noqa: E402
-from glee_core.experiment import run_experiments  # noqa: E402
-from glee_core.methods import METHODS  # noqa: E402
-from glee_core.scoring import get_backbone  # noqa: E402
-from glee_core.store import RunStore, aggregate  # noqa: E402
-from glee_core.tables import markdown_table, mean_std  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.models.config import TrainConfig  # noqa: E402
+from glee_core.models.methods import METHODS  # noqa: E402
+from glee_core.models.scoring import get_backbone  # noqa: E402
+from glee_core.runs.calibration import calibrate  # noqa: E402
+from glee_core.runs.store import RunStore, aggregate  # noqa: E402
+from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
+from glee_core.train.experiment import run_experiments  # noqa: E402
 
 
 def r8_subset(data_dir: Path, folder: Path, size: int = 1500, least: int = 15) -> str:

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from glee_core.calibration import GRID, eta_norm, logit_adjustment, tau_norm  # noqa: E402
-from glee_core.metrics import classification_metrics  # noqa: E402
+from glee_core.runs.calibration import GRID, eta_norm, logit_adjustment, tau_norm  # noqa: E402
+from glee_core.runs.metrics import classification_metrics  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,8 @@ Sections (each timed, each failure recorded and the rest run on):
 
 - ``methods``: every method of the registry a few steps on the device (fine-tuned, and the
   closed-form probes on frozen features): finite losses, the run stored, reloaded through
-  :meth:`glee_core.inference.Scorer.for_run` and scoring the test split to the stored predictions.
+  :meth:`glee_core.serve.inference.Scorer.for_run` and scoring the test split to the stored
+  predictions.
 - ``precision``: one batch's logits under bf16 and fp16 autocast against fp32 (relative error).
 - ``throughput``: training and evaluation examples/s of Glee Studio's path (as the device
   defaults it, and with each batch padded to its own length, and under ``--compile yes``) beside
@@ -57,23 +58,23 @@ from bench.train_throughput import (  # noqa: E402
     resolve_model,
     training_sample,
 )
-from glee_core.backbone import load_backbone  # noqa: E402
-from glee_core.config import TrainConfig  # noqa: E402
-from glee_core.datasets import load_dataset  # noqa: E402
-from glee_core.devices import (  # noqa: E402
+from glee_core.core.devices import (  # noqa: E402
     autocast,
     cpu_has_bf16,
     resolve_device,
     resolve_precision,
 )
-from glee_core.encoding import encode  # noqa: E402
-from glee_core.experiment import run_experiments  # noqa: E402
-from glee_core.heads import build_model  # noqa: E402
-from glee_core.inference import Scorer  # noqa: E402
-from glee_core.methods import METHODS, get_method  # noqa: E402
-from glee_core.scoring import batch_to, get_backbone, model_inputs  # noqa: E402
-from glee_core.store import RunStore, slug  # noqa: E402
-from glee_core.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.data.encoding import encode  # noqa: E402
+from glee_core.models.backbone import load_backbone  # noqa: E402
+from glee_core.models.config import TrainConfig  # noqa: E402
+from glee_core.models.heads import build_model  # noqa: E402
+from glee_core.models.methods import METHODS, get_method  # noqa: E402
+from glee_core.models.scoring import batch_to, get_backbone, model_inputs  # noqa: E402
+from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
+from glee_core.runs.store import RunStore, slug  # noqa: E402
+from glee_core.serve.inference import Scorer  # noqa: E402
+from glee_core.train.experiment import run_experiments  # noqa: E402
 
 SECTIONS = ("methods", "precision", "shapes", "throughput", "concurrency", "quick", "projection")
 R52_TRAIN, R52_DEV, R52_TEST = 6532, 1000, 2568  # the paper's R52 split sizes

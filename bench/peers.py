@@ -39,9 +39,9 @@ from transformers import (  # noqa: E402
 )
 
 from bench.train_throughput import training_sample  # noqa: E402
-from glee_core.backbone import resolve_model_source  # noqa: E402
-from glee_core.datasets import load_dataset  # noqa: E402
-from glee_core.devices import resolve_device, resolve_precision  # noqa: E402
+from glee_core.core.devices import resolve_device, resolve_precision  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.models.backbone import resolve_model_source  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -19,12 +19,12 @@ from pathlib import Path
 STARTED = time.perf_counter()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from glee_core.config import TrainConfig  # noqa: E402
-from glee_core.datasets import load_dataset  # noqa: E402
-from glee_core.events import FeaturePass, Loading, RunStarted, Testing  # noqa: E402
-from glee_core.experiment import run_experiments  # noqa: E402
-from glee_core.methods import parse_methods  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
+from glee_core.core.events import FeaturePass, Loading, RunStarted, Testing  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.models.config import TrainConfig  # noqa: E402
+from glee_core.models.methods import parse_methods  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.train.experiment import run_experiments  # noqa: E402
 
 IMPORTED = time.perf_counter()
 

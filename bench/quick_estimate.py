@@ -21,13 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from glee_core.backbone import estimate_parameters  # noqa: E402
-from glee_core.config import TrainConfig  # noqa: E402
-from glee_core.datasets import load_dataset  # noqa: E402
-from glee_core.devices import resolve_device  # noqa: E402
-from glee_core.estimate import estimate_seconds  # noqa: E402
-from glee_core.methods import METHODS  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
+from glee_core.core.devices import resolve_device  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.models.backbone import estimate_parameters  # noqa: E402
+from glee_core.models.config import TrainConfig  # noqa: E402
+from glee_core.models.methods import METHODS  # noqa: E402
+from glee_core.runs.estimate import estimate_seconds  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
 
 
 def main(argv=None) -> int:

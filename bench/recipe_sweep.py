@@ -10,8 +10,8 @@ land in one store under ``--work``, so a killed sweep resumes where it stopped a
 quick-mode heads are fitted once. For each variant and method it prints dev F1 (what a choice
 may read), test macro-F1 and tail F1 as mean ± sample std over seeds, the learning rates the runs
 trained at, wall time per run (process start to exit, LP-FT's stage included when it trained)
-and peak memory. ``--out FILE`` also writes the Markdown table. Run by hand; CI runs ``--dry``
-(a tiny model, two variants) only through its test.
+and peak memory. ``--out FILE`` also writes the Markdown table. Run by hand (its helpers are
+tested through ``bench/tuning_modes.py``'s test).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.baselines import r8_subset, r52_long_tail  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
-from glee_core.tables import markdown_table, mean_std  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
 
 
 def spread(values: list[float]) -> str:

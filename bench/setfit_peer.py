@@ -19,9 +19,10 @@ One process, one after the other, on the same data, backbone, max length and mac
    which also balances the classes, ``--num-iterations-sampled`` rounds (default 20, SetFit's
    own).
 
-Every row is scored by the same function (``glee_core.metrics.classification_metrics``) with the
-dataset's head / tail classes. SetFit needs a sentence-transformers model: ``auto`` is one
-(all-MiniLM-L6-v2 with its mean pooling); for a plain masked LM SetFit adds mean pooling itself.
+Every row is scored by the same function
+(``glee_core.runs.metrics.classification_metrics``) with the dataset's head / tail classes.
+SetFit needs a sentence-transformers model: ``auto`` is one (all-MiniLM-L6-v2 with its mean
+pooling); for a plain masked LM SetFit adds mean pooling itself.
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ try:
 except ImportError:
     raise SystemExit('bench/setfit_peer.py needs SetFit: pip install -e ".[bench]"') from None
 
-from glee_core.backbone import resolve_model_source  # noqa: E402
-from glee_core.config import TrainConfig  # noqa: E402
-from glee_core.datasets import LongTailDataset, load_dataset  # noqa: E402
-from glee_core.experiment import run_experiments  # noqa: E402
-from glee_core.methods import parse_methods  # noqa: E402
-from glee_core.metrics import classification_metrics  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
+from glee_core.data.datasets import LongTailDataset, load_dataset  # noqa: E402
+from glee_core.models.backbone import resolve_model_source  # noqa: E402
+from glee_core.models.config import TrainConfig  # noqa: E402
+from glee_core.models.methods import parse_methods  # noqa: E402
+from glee_core.runs.metrics import classification_metrics  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.train.experiment import run_experiments  # noqa: E402
 
 ROWS = ("quick", "finetune", "setfit-all", "setfit-sampled")
 

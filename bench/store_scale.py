@@ -2,7 +2,7 @@
 
     python bench/store_scale.py [--sizes 10 100 1000 5000] [--pages Results Diagnostics ...]
 
-Builds synthetic stores (``glee_core.synthetic``: every file of a real run, made-up numbers) of
+Builds synthetic stores (``glee_core.runs.synthetic``: every file of a real run, made-up numbers) of
 ``r8`` runs of Table 2's methods over as many seeds as it takes, then times, per size:
 ``compare`` (the CLI, in-process), ``reproduce``'s table step (``comparison`` of Table 2 on the
 store's runs), and each app page's render with Streamlit's AppTest, first (cold: the page reads the
@@ -28,10 +28,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from glee_core.cli import main as cli  # noqa: E402
-from glee_core.config import DataOptions  # noqa: E402
-from glee_core.reproduce import comparison, get_table  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
-from glee_core.synthetic import synthetic_dataset, write_synthetic_run  # noqa: E402
+from glee_core.models.config import DataOptions  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run  # noqa: E402
+from glee_core.train.reproduce import comparison, get_table  # noqa: E402
 
 PAGES = {"Home": "pages/0_Home.py", "Train": "pages/2_Train.py", "Results": "pages/3_Results.py",
          "Diagnostics": "pages/4_Diagnostics.py", "Predictions": "pages/5_Predictions.py",

@@ -67,7 +67,7 @@ def resolve_model(name: str) -> str:
         return name
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from glee_core.backbone import resolve_model_source
+    from glee_core.models.backbone import resolve_model_source
 
     folder = Path(tempfile.gettempdir()) / "glee-bench-random-bert-base"
     if not (folder / "config.json").is_file():
@@ -99,15 +99,15 @@ def measure_one(args) -> dict:
     import torch
 
     from bench import reference
-    from glee_core.backbone import load_backbone
-    from glee_core.config import TrainConfig
-    from glee_core.datasets import load_dataset
-    from glee_core.devices import resolve_device, resolve_precision
-    from glee_core.encoding import encode, length_grouped_batches
-    from glee_core.heads import build_model
-    from glee_core.methods import get_method
-    from glee_core.scoring import batch_width, predict
-    from glee_core.training import TrainingState, make_optimizer, train_one_epoch
+    from glee_core.core.devices import resolve_device, resolve_precision
+    from glee_core.data.datasets import load_dataset
+    from glee_core.data.encoding import encode, length_grouped_batches
+    from glee_core.models.backbone import load_backbone
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.heads import build_model
+    from glee_core.models.methods import get_method
+    from glee_core.models.scoring import batch_width, predict
+    from glee_core.train.training import TrainingState, make_optimizer, train_one_epoch
 
     method, strategy = args.one
     device = resolve_device(args.device)
@@ -228,12 +228,12 @@ def measure_one(args) -> dict:
 
 def measure_quick(args) -> dict:
     """All 12 heads on the frozen backbone: once computing the features, once from the cache."""
-    from glee_core.config import TrainConfig
-    from glee_core.datasets import load_dataset
-    from glee_core.experiment import run_experiments
-    from glee_core.methods import METHODS
-    from glee_core.scoring import get_backbone
-    from glee_core.store import RunStore
+    from glee_core.data.datasets import load_dataset
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.methods import METHODS
+    from glee_core.models.scoring import get_backbone
+    from glee_core.runs.store import RunStore
+    from glee_core.train.experiment import run_experiments
 
     dataset = load_dataset(args.dataset, data_dir=args.data_dir)
     model = resolve_model(args.model)

@@ -13,7 +13,7 @@ folder is kept under ``--work`` and re-used), then train on the adapted backbone
 mode and method: test macro-F1 and tail F1 (mean ± sample std over seeds), trainable
 parameters (what the run recorded), wall time per run and peak memory; and TAPT's held-out
 masked-LM loss and ``[MASK]`` top-1 accuracy before and after. ``--out FILE`` also writes the
-Markdown. Run by hand; CI runs ``--dry`` (a tiny model, one epoch) through its test.
+Markdown. Run by hand; ``tests/test_adapt.py`` runs it on a tiny model (one epoch, a few texts).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.recipe_sweep import dataset_spec, run_child, spread  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
-from glee_core.tables import count_text, markdown_table  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.runs.tables import count_text, markdown_table  # noqa: E402
 
 # bench mode -> (--mode, adapted first?)
 MODES = {"frozen": ("frozen", False), "finetune": ("finetune", False), "lora": ("lora", False),

@@ -2,24 +2,21 @@
 
 Implements the methods of Zhang et al., "Making Pretrained Language Models Good Long-tailed
 Learners" (EMNLP 2022) on any Hugging Face masked LM, with datasets, training, metrics and a run
-store. Data flows one way, one module per step:
+store. Sub-packages in the order data flows through them; each imports only those above it in
+this list (``tests/test_layers.py`` checks the import graph):
 
-    catalog / sources / datasets -> the data (a new source: an entry in sources.py + its loader)
-    encoding, features      -> token ids, or cached hidden states (quick mode)
-    backbone + methods/heads -> the model (a new method: one line in methods.py, its head in
-                               heads.py)
-    scoring                 -> the backbone once per process, batched prediction (what the
-                               trainer and the scorers share)
-    config, training        -> the trainer: prepare / fit (learning-rate search on dev, LP-FT's
-                               warm start) / evaluate (every knob: a field of config.TrainConfig)
-    experiment              -> plan, train or load, store (events report progress)
-    store, record, runfiles, slots -> run folders, their typed records and one validating
-                               loader a file, training slots in turn
-    inference, export       -> scoring new text with a stored run (never import the trainer)
-    tables, charts, report, reproduce -> what the app and the CLI show (a chart: its function
-                               and its line in charts.RUN_CHARTS)
+    core    errors, files, environment, events, devices, hub, distributed, slots
+    data    sources (a new source: an entry + its loader), catalog, datasets, encoding
+    models  modes (a new way of tuning: one entry), methods (a new method: one line) and heads,
+            config (every knob: a field of TrainConfig), backbone, features, scoring
+    runs    record, metrics, runfiles, store, paper, tables, findings, calibration, estimate
+    train   training (prepare / fit / evaluate), experiment, executors, jobs, adapt, reproduce
+    views   charts (a chart: its function and its line in charts.RUN_CHARTS), report
+    serve   inference, export, uploads, workspaces (scoring a stored run never imports the
+            trainer)
 
-The package imports nothing heavy until a name is used, so the CLI starts at once.
+``cli`` (``python -m glee_core``) sits on top. The package imports nothing heavy until a name is
+used, so the CLI starts at once.
 """
 
 from __future__ import annotations
@@ -30,13 +27,17 @@ __version__ = "0.1.0"
 
 # name -> module that defines it (imported on first use)
 _EXPORTS = {
-    "GleeError": "errors", "LongTailDataset": "datasets", "load_dataset": "datasets",
-    "split_head_tail": "datasets", "dataset_ids": "catalog", "METHODS": "methods",
-    "MethodSpec": "methods", "get_method": "methods", "parse_methods": "methods",
-    "Run": "store", "RunStore": "store", "aggregate": "store", "RunRecord": "record",
-    "TrainConfig": "config", "DataOptions": "config", "TrainRequest": "config",
-    "run_experiments": "experiment", "Scorer": "inference", "load_run": "inference",
-    "load_classifier": "export", "export_run": "export",
+    "GleeError": "core.errors",
+    "LongTailDataset": "data.datasets", "load_dataset": "data.datasets",
+    "split_head_tail": "data.datasets", "dataset_ids": "data.catalog",
+    "METHODS": "models.methods", "MethodSpec": "models.methods", "get_method": "models.methods",
+    "parse_methods": "models.methods", "TrainConfig": "models.config",
+    "DataOptions": "models.config", "TrainRequest": "models.config",
+    "Run": "runs.store", "RunStore": "runs.store", "aggregate": "runs.store",
+    "RunRecord": "runs.record",
+    "run_experiments": "train.experiment",
+    "Scorer": "serve.inference", "load_run": "serve.inference", "load_classifier": "serve.export",
+    "export_run": "serve.export",
 }
 __all__ = sorted(_EXPORTS)
 

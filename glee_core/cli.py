@@ -20,20 +20,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import environment
-from .catalog import dataset_ids
-from .config import (
-    AdaptOptions,
-    AdaptRequest,
-    DataOptions,
-    ExecutorOptions,
-    TrainConfig,
-    TrainRequest,
-    add_arguments,
-    from_args,
-)
-from .errors import INTERRUPTED, GleeError
-from .events import (
+from .core import environment
+from .core.errors import INTERRUPTED, GleeError
+from .core.events import (
     Evaluated,
     Event,
     FeaturePass,
@@ -48,8 +37,19 @@ from .events import (
     TrainStep,
     WaitingForRun,
 )
-from .methods import METHODS, parse_methods
-from .record import merged_notes
+from .data.catalog import dataset_ids
+from .models.config import (
+    AdaptOptions,
+    AdaptRequest,
+    DataOptions,
+    ExecutorOptions,
+    TrainConfig,
+    TrainRequest,
+    add_arguments,
+    from_args,
+)
+from .models.methods import METHODS, parse_methods
+from .runs.record import merged_notes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -275,17 +275,17 @@ def _cmd_train(args) -> int:
     log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
     if environment.session_slot() is not None and request.executor.executor == "local":
         # a visitor's job on a public machine waits for its turn before loading anything
-        from .slots import hold_first, machine_queue
+        from .core.slots import hold_first, machine_queue
 
         runs_dir = Path(args.runs_dir or environment.runs_dir())
         hold_first(machine_queue(runs_dir / ".locks", environment.max_concurrent_runs()),
                    lambda: log(Queued(run_id="")))
     log(Loading(what="the libraries (torch, transformers)"))
-    from .backbone import resolve_model_source
-    from .devices import resolve_device
-    from .executors import execute
-    from .slots import release_first
-    from .store import RunStore
+    from .core.devices import resolve_device
+    from .core.slots import release_first
+    from .models.backbone import resolve_model_source
+    from .runs.store import RunStore
+    from .train.executors import execute
 
     if request.executor.executor == "local":  # on a cluster, the node that trains checks
         resolve_device(request.config.device)
@@ -308,8 +308,8 @@ def _cmd_train(args) -> int:
 def _cmd_adapt(args) -> int:
     log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
     log(Loading(what="the libraries (torch, transformers)"))
-    from .adapt import adapt
-    from .backbone import resolve_model_source
+    from .models.backbone import resolve_model_source
+    from .train.adapt import adapt
 
     if args.request:
         request = AdaptRequest.read(args.request)
@@ -339,12 +339,13 @@ def _cmd_adapt(args) -> int:
 
 
 def _cmd_reproduce(args, argv: list[str]) -> int:
-    from .backbone import resolve_model_source
-    from .catalog import PAPER_DATASETS
-    from .datasets import load_dataset
-    from .devices import resolve_device
-    from .executors import make_executor
-    from .reproduce import (
+    from .core.devices import resolve_device
+    from .data.catalog import PAPER_DATASETS
+    from .data.datasets import load_dataset
+    from .models.backbone import resolve_model_source
+    from .runs.store import RunStore
+    from .train.executors import make_executor
+    from .train.reproduce import (
         comparison_markdown,
         comparison_text,
         get_table,
@@ -354,7 +355,6 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
         paper_seeds,
         reproduce,
     )
-    from .store import RunStore
 
     table = get_table(args.table)
     if args.methods:
@@ -417,8 +417,8 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
 
 
 def _cmd_compare(args) -> int:
-    from .store import RunStore, aggregate
-    from .tables import comparison_table, to_markdown
+    from .runs.store import RunStore, aggregate
+    from .runs.tables import comparison_table, to_markdown
 
     store = RunStore(args.runs_dir)
     runs = store.runs(args.dataset)
@@ -439,8 +439,8 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .report import write_report
-    from .store import RunStore
+    from .runs.store import RunStore
+    from .views.report import write_report
 
     store = RunStore(args.runs_dir)
     mode = getattr(args, "mode", None)
@@ -457,7 +457,7 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_score(args) -> int:
-    from .inference import Scorer, load_run
+    from .serve.inference import Scorer, load_run
 
     table = Scorer.for_run(load_run(args.run), args.device).score_table(args.text, args.text_b)
     print(json.dumps({row["class"]: round(float(row["score"]), 6) for _, row in table.iterrows()},
@@ -466,10 +466,10 @@ def _cmd_score(args) -> int:
 
 
 def _cmd_predict(args) -> int:
-    from .devices import resolve_device
-    from .export import load_classifier
-    from .files import write_atomic
-    from .inference import Scorer, blank_warning, load_run, predict_csv
+    from .core.devices import resolve_device
+    from .core.files import write_atomic
+    from .serve.export import load_classifier
+    from .serve.inference import Scorer, blank_warning, load_run, predict_csv
 
     device = resolve_device(args.device).type
     scorer = (Scorer.for_run(load_run(args.run), device) if args.run
@@ -497,10 +497,10 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_calibrate(args) -> int:
-    from .calibration import calibrate, calibration_table, calibration_text
-    from .inference import load_run
-    from .store import RunStore
-    from .tables import markdown_table
+    from .runs.calibration import calibrate, calibration_table, calibration_text
+    from .runs.store import RunStore
+    from .runs.tables import markdown_table
+    from .serve.inference import load_run
 
     if args.run:
         print(calibration_text(calibrate(load_run(args.run), args.method, args.select)))
@@ -526,8 +526,8 @@ def _cmd_calibrate(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from .export import export_run
-    from .inference import load_run
+    from .serve.export import export_run
+    from .serve.inference import load_run
 
     out = export_run(load_run(args.run), args.out, args.include_backbone)
     files = {p.relative_to(out).as_posix(): p.stat().st_size for p in sorted(out.rglob("*"))

@@ -3,9 +3,14 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.config import TrainConfig, TrainRequest
-from glee_core.methods import METHODS, method_label
-from glee_core.recommend import ranked_on_dev, top_for_finetuning
+from glee_core.studio import (
+    METHODS,
+    TrainConfig,
+    TrainRequest,
+    method_label,
+    ranked_on_dev,
+    top_for_finetuning,
+)
 
 FINETUNE_TOP = 3
 

@@ -4,17 +4,30 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core import GleeError, environment
-from glee_core.adapted import adapted_backbones
-from glee_core.catalog import PAPER_DATASETS
-from glee_core.charts import chart_class_frequency, class_frequency_frame
-from glee_core.config import AdaptOptions, AdaptRequest, DataOptions, default_of, help_of
-from glee_core.datasets import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
-from glee_core.jobs import list_jobs
-from glee_core.sources import SOURCES
-from glee_core.store import slug
-from glee_core.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
-from glee_core.workspaces import size_text
+from glee_core.studio import (
+    ACCEPTED_ENCODINGS,
+    LABEL_COLUMN_NAMES,
+    MAX_UPLOAD_BYTES,
+    PAPER_DATASETS,
+    SOURCES,
+    TEXT_COLUMN_NAMES,
+    AdaptOptions,
+    AdaptRequest,
+    DataOptions,
+    GleeError,
+    adapted_backbones,
+    chart_class_frequency,
+    class_frequency_frame,
+    csv_columns,
+    default_of,
+    environment,
+    find_column,
+    help_of,
+    list_jobs,
+    save_upload,
+    size_text,
+    slug,
+)
 
 studio_ui.sidebar()
 st.title("Data")

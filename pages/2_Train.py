@@ -8,23 +8,29 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core.config import (
+from glee_core.studio import (
     DEFAULT_EPOCHS,
+    LORA_ALPHA,
+    LORA_DROPOUT,
+    LORA_R,
+    METHODS,
+    METRIC_KEYS,
+    METRIC_TITLES,
+    MODES,
     PAPER,
+    PREFIX_LENGTH,
     RECIPE_DEFAULTS,
     RECIPE_LABELS,
     RECIPE_LINES,
     ExecutorOptions,
+    GleeError,
     TrainConfig,
     TrainRequest,
+    broken_jobs,
     help_of,
+    list_jobs,
     recipe_rates,
 )
-from glee_core.errors import GleeError
-from glee_core.jobs import broken_jobs, list_jobs
-from glee_core.methods import METHODS
-from glee_core.modes import LORA_ALPHA, LORA_DROPOUT, LORA_R, MODES, PREFIX_LENGTH
-from glee_core.record import METRIC_KEYS, METRIC_TITLES
 
 studio_ui.sidebar()
 st.title("Train")

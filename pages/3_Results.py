@@ -7,29 +7,37 @@ import pandas as pd
 import streamlit as st
 
 import studio_ui
-from glee_core.calibration import GRID, NAMES, SHOWN, Calibrator, calibrate
-from glee_core.charts import (
+from glee_core.studio import (
+    GRID,
+    METRIC_TITLES,
+    NAMES,
+    SHOT_TITLES,
+    SHOWN,
+    STD_NOTE,
+    Calibrator,
+    GleeError,
+    aggregate,
+    calibrate,
     chart_calibration_curve,
     chart_calibration_delta,
     chart_head_tail,
     chart_per_class_f1,
-    per_class_f1_frame,
-)
-from glee_core.errors import GleeError
-from glee_core.findings import check_findings, findings_frame
-from glee_core.methods import registry_order
-from glee_core.record import METRIC_TITLES, SHOT_TITLES
-from glee_core.reproduce import (
+    check_findings,
     comparison,
     comparison_block,
     comparison_markdown,
+    comparison_table,
+    findings_frame,
     header_lines,
+    modes_table,
+    per_class_f1_frame,
     reference_note,
+    registry_order,
     saved_comparisons,
+    slug,
+    spreadsheet_csv,
     table_of,
 )
-from glee_core.store import aggregate, slug
-from glee_core.tables import STD_NOTE, comparison_table, modes_table, spreadsheet_csv
 
 studio_ui.sidebar()
 st.title("Results")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.charts import (
+from glee_core.studio import (
     FIGURE4_FEATURES,
     FIGURE4_METHODS,
     chart_feature_distributions,
@@ -11,8 +11,8 @@ from glee_core.charts import (
     chart_norm_vs_count,
     chart_weight_norms,
     default_feature_classes,
+    registry_order,
 )
-from glee_core.methods import registry_order
 
 studio_ui.sidebar()
 st.title("Diagnostics")

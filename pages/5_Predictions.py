@@ -3,9 +3,7 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.charts import chart_confusion
-from glee_core.errors import GleeError
-from glee_core.tables import spreadsheet_csv
+from glee_core.studio import GleeError, chart_confusion, spreadsheet_csv
 
 studio_ui.sidebar()
 st.title("Predictions")

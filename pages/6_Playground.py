@@ -7,13 +7,18 @@ from pathlib import Path
 import streamlit as st
 
 import studio_ui
-from glee_core import GleeError
-from glee_core.charts import chart_class_scores
-from glee_core.inference import Scorer, blank_warning, load_run, predict_csv
-from glee_core.scoring import get_backbone
-from glee_core.store import slug
-from glee_core.tables import spreadsheet_csv
-from glee_core.workspaces import LimitReached
+from glee_core.studio import (
+    GleeError,
+    LimitReached,
+    Scorer,
+    blank_warning,
+    chart_class_scores,
+    get_backbone,
+    load_run,
+    predict_csv,
+    slug,
+    spreadsheet_csv,
+)
 
 studio_ui.sidebar()
 st.title("Playground")

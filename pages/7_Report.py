@@ -5,10 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import streamlit as st
 
 import studio_ui
-from glee_core import GleeError
-from glee_core.charts import RUN_CHARTS
-from glee_core.report import build_report
-from glee_core.store import slug
+from glee_core.studio import RUN_CHARTS, GleeError, build_report, slug
 
 
 @st.cache_resource

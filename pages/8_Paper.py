@@ -7,10 +7,13 @@ pretrained MLM head, so the paper's own numbers show what prompt-tuning does wit
 import streamlit as st
 
 import studio_ui
-from glee_core.charts import chart_paper_head_tail_gap, chart_paper_results
-from glee_core.paper import paper_cells
-from glee_core.record import METRIC_TITLES
-from glee_core.reproduce import PAPER_TABLES
+from glee_core.studio import (
+    METRIC_TITLES,
+    PAPER_TABLES,
+    chart_paper_head_tail_gap,
+    chart_paper_results,
+    paper_cells,
+)
 
 studio_ui.sidebar()
 st.title("Paper")

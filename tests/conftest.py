@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from glee_core.datasets import DEFAULT_TEMPLATE, load_dataset  # noqa: E402
-from glee_core.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
+from glee_core.data.datasets import DEFAULT_TEMPLATE, load_dataset  # noqa: E402
+from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
 torch.set_num_threads(2)
 ROOT = Path(__file__).resolve().parents[1]

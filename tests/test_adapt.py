@@ -7,13 +7,13 @@ import json
 import pytest
 import torch
 
-from glee_core.adapt import adapt, training_texts
-from glee_core.adapted import adapted_record
-from glee_core.backbone import load_backbone
 from glee_core.cli import main
-from glee_core.config import AdaptOptions
-from glee_core.errors import GleeError
-from glee_core.events import Note, TrainStep
+from glee_core.core.errors import GleeError
+from glee_core.core.events import Note, TrainStep
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import AdaptOptions
+from glee_core.train.adapt import adapt, training_texts
+from glee_core.train.adapted import adapted_record
 
 FAST = dict(epochs=4, batch_size=8, lr=2e-3, held_out=0.2, seed=3, max_length=32)
 
@@ -100,3 +100,18 @@ def test_the_adapt_command_says_what_to_fix_and_what_it_wrote(toy_csv, tiny_bert
     captured = capsys.readouterr()
     assert f"--model {tmp_path / 'ok'}" in captured.err and "[MASK] top-1" in captured.err
     assert json.loads(captured.out.strip().splitlines()[-1])["whole_word_masking"] is False
+
+
+@pytest.mark.slow
+def test_the_tuning_bench_prints_every_mode_and_tapts_mask_accuracy(tiny_bert, tmp_path):
+    from bench.tuning_modes import main as bench
+
+    out = tmp_path / "table.md"
+    assert bench(["--dataset", "demo", "--model", str(tiny_bert), "--modes",
+                  "frozen,lora,tapt-frozen", "--methods", "cls-tanh", "--seeds", "1",
+                  "--tapt-epochs", "1", "--max-length", "32", "--work", str(tmp_path / "w"),
+                  "--extra", "--epochs 1 --limit 40 --recipe paper", "--out", str(out)]) == 0
+    text = out.read_text()
+    for mode in ("| frozen |", "| lora |", "| tapt-frozen |"):
+        assert mode in text, mode
+    assert "held-out [MASK] top-1" in text and "k |" in text  # trainable counts

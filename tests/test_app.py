@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from glee_core.config import TrainConfig, TrainRequest
-from glee_core.datasets import load_dataset
-from glee_core.experiment import run_experiments
-from glee_core.jobs import list_jobs
-from glee_core.methods import get_method
-from glee_core.store import RunStore
+from glee_core.data.datasets import load_dataset
+from glee_core.models.config import TrainConfig, TrainRequest
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore
+from glee_core.train.experiment import run_experiments
+from glee_core.train.jobs import list_jobs
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,7 +123,7 @@ def test_results_page_table_and_charts(app):
 
 def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatch, tmp_path,
                                                                  tiny_bert, toy_dataset):
-    from glee_core.reproduce import get_table, reproduce
+    from glee_core.train.reproduce import get_table, reproduce
 
     store = RunStore(tmp_path / "runs")
     frame, manifest = reproduce(get_table(2), [toy_dataset], str(tiny_bert), [775, 776],

@@ -1,7 +1,7 @@
 import pytest
 
-from glee_core.backbone import load_backbone
-from glee_core.errors import GleeError
+from glee_core.core.errors import GleeError
+from glee_core.models.backbone import load_backbone
 
 
 @pytest.mark.parametrize("fixture, family", [("tiny_bert", "bert"), ("tiny_roberta", "roberta")])

@@ -8,15 +8,15 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from glee_core.backbone import load_backbone, trained_pooling
 from glee_core.cli import main
-from glee_core.config import TrainConfig
-from glee_core.errors import GleeError
-from glee_core.experiment import run_experiments
-from glee_core.heads import build_model, fit_probe, pool
-from glee_core.inference import score_texts
-from glee_core.methods import METHODS, get_method, parse_methods
-from glee_core.store import RunStore
+from glee_core.core.errors import GleeError
+from glee_core.models.backbone import load_backbone, trained_pooling
+from glee_core.models.config import TrainConfig
+from glee_core.models.heads import build_model, fit_probe, pool
+from glee_core.models.methods import METHODS, get_method, parse_methods
+from glee_core.runs.store import RunStore
+from glee_core.serve.inference import score_texts
+from glee_core.train.experiment import run_experiments
 
 
 @pytest.mark.parametrize("balanced", [False, True])

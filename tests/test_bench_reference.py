@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from bench import reference
-from glee_core.backbone import load_backbone
-from glee_core.config import TrainConfig
-from glee_core.encoding import collate, encode
-from glee_core.heads import build_model, classification_loss
-from glee_core.methods import get_method
-from glee_core.scoring import predict
-from glee_core.training import TrainingState, make_optimizer, train_and_evaluate
+from glee_core.data.encoding import collate, encode
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig
+from glee_core.models.heads import build_model, classification_loss
+from glee_core.models.methods import get_method
+from glee_core.models.scoring import predict
+from glee_core.train.training import TrainingState, make_optimizer, train_and_evaluate
 
 
 @pytest.fixture(scope="module")

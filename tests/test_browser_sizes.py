@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from glee_core.methods import METHODS, registry_order
-from glee_core.store import RunStore
-from glee_core.synthetic import write_synthetic_store
+from glee_core.models.methods import METHODS, registry_order
+from glee_core.runs.store import RunStore
+from glee_core.runs.synthetic import write_synthetic_store
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
 
 ROOT = Path(__file__).resolve().parents[1]

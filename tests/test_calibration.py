@@ -4,13 +4,20 @@ stored data, the strength chosen on dev only, and old runs that lack the data.""
 import numpy as np
 import pytest
 
-from glee_core.calibration import GRID, Calibrator, calibrate, eta_norm, logit_adjustment, tau_norm
 from glee_core.cli import main
-from glee_core.config import TrainConfig
-from glee_core.errors import GleeError
-from glee_core.experiment import run_experiments
-from glee_core.methods import get_method
-from glee_core.store import RunStore
+from glee_core.core.errors import GleeError
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.calibration import (
+    GRID,
+    Calibrator,
+    calibrate,
+    eta_norm,
+    logit_adjustment,
+    tau_norm,
+)
+from glee_core.runs.store import RunStore
+from glee_core.train.experiment import run_experiments
 
 
 def test_each_method_is_its_formula():

@@ -4,12 +4,12 @@
 import numpy as np
 import pytest
 
-from glee_core.charts import (
+from glee_core.views.charts import (
     chart_feature_distributions,
     dead_feature_frame,
     feature_distribution_frame,
 )
-from glee_core.report import chart_png
+from glee_core.views.report import chart_png
 from tests.helpers.runs import record_only_run
 
 
@@ -69,11 +69,11 @@ def test_figure_4_renders_with_a_panel_per_method_and_feature(runs):
 
 
 def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset, tmp_path):
-    from glee_core.charts import chart_norm_evolution, norm_count_frame, norm_evolution_frame
-    from glee_core.config import TrainConfig
-    from glee_core.experiment import run_experiments
-    from glee_core.methods import get_method
-    from glee_core.store import RunStore
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.methods import get_method
+    from glee_core.runs.store import RunStore
+    from glee_core.train.experiment import run_experiments
+    from glee_core.views.charts import chart_norm_evolution, norm_count_frame, norm_evolution_frame
 
     runs = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("probe-balanced")],
                            [1], str(tiny_bert), TrainConfig(mode="frozen", epochs=3),

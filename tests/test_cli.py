@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from glee_core.cli import main
-from glee_core.methods import METHODS
+from glee_core.models.methods import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -138,7 +138,7 @@ def test_missing_paper_split_is_an_error_line(capsys, tmp_path):
 
 
 def test_progress_file_throttles_step_events_but_keeps_the_rest(tmp_path):
-    from glee_core.events import Evaluated, ProgressLog, RunStarted, TrainStep
+    from glee_core.core.events import Evaluated, ProgressLog, RunStarted, TrainStep
 
     path = tmp_path / "progress.jsonl"
     seen = []

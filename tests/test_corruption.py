@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from glee_core.errors import GleeError
-from glee_core.runfiles import RUN_FILE_NAMES
-from glee_core.store import RunStore, load_checked
-from glee_core.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.core.errors import GleeError
+from glee_core.runs.runfiles import RUN_FILE_NAMES
+from glee_core.runs.store import RunStore, load_checked
+from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,7 +222,7 @@ def test_a_command_on_one_broken_run_is_one_error_line(corrupt_store, command, c
 
 @pytest.mark.parametrize("meta", ["null", "[]", '{"columns": 5}', "{"])
 def test_a_damaged_upload_record_hides_that_upload_only(tmp_path, meta):
-    from glee_core.uploads import list_uploads, save_upload
+    from glee_core.serve.uploads import list_uploads, save_upload
 
     rows = "text,label\n" + "".join(f"text {i},{'ab'[i % 2]}\n" for i in range(20))
     kept, _ = save_upload(tmp_path, "kept.csv", rows.encode())

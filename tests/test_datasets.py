@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 from conftest import SHARED_DATA, TOY_CLASSES
 
-from glee_core.datasets import (
+from glee_core.core.errors import GleeError
+from glee_core.data.datasets import (
     check_template,
     derive_verbalizer,
     load_dataset,
@@ -12,7 +13,6 @@ from glee_core.datasets import (
     split_head_tail,
     stratified_holdout,
 )
-from glee_core.errors import GleeError
 
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "r8").is_dir(),
                                   reason="../shared/data is not present")
@@ -198,10 +198,10 @@ def test_verbalizer_file_override(tmp_path, toy_csv):
 
 def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, capsys):
     """load_dataset, the CLI's help and the names people see read the one registry."""
-    from glee_core import datasets, sources
-    from glee_core.catalog import dataset_name
     from glee_core.cli import main
-    from glee_core.datasets import load_dataset
+    from glee_core.data import datasets, sources
+    from glee_core.data.catalog import dataset_name
+    from glee_core.data.datasets import load_dataset
 
     asked = []
 

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from glee_core.config import TrainConfig
-from glee_core.estimate import STARTUP_SECONDS, estimate_seconds
+from glee_core.models.config import TrainConfig
+from glee_core.runs.estimate import STARTUP_SECONDS, estimate_seconds
 
 
 def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):

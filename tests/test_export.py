@@ -14,13 +14,13 @@ import torch
 from huggingface_hub import ModelCard
 
 from glee_core.cli import main
-from glee_core.config import TrainConfig
-from glee_core.errors import GleeError
-from glee_core.experiment import run_experiments
-from glee_core.export import export_run, load_classifier
-from glee_core.inference import score_texts
-from glee_core.methods import get_method
-from glee_core.store import RunStore
+from glee_core.core.errors import GleeError
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore
+from glee_core.serve.export import export_run, load_classifier
+from glee_core.serve.inference import score_texts
+from glee_core.train.experiment import run_experiments
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 

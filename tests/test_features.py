@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 import torch
 
-from glee_core.backbone import load_backbone
-from glee_core.config import TrainConfig
-from glee_core.devices import autocast, resolve_precision
-from glee_core.encoding import collate, encode
-from glee_core.experiment import run_experiments
-from glee_core.features import cached_features
-from glee_core.inference import score_texts
-from glee_core.methods import get_method
-from glee_core.store import RunStore
+from glee_core.core.devices import autocast, resolve_precision
+from glee_core.data.encoding import collate, encode
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig
+from glee_core.models.features import cached_features
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore
+from glee_core.serve.inference import score_texts
+from glee_core.train.experiment import run_experiments
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_a_truncated_cache_file_is_recomputed(bert, toy_dataset, tmp_path):
 
 def test_quick_mode_trains_all_heads_without_touching_the_backbone(tiny_bert, toy_dataset,
                                                                   runs_dir):
-    from glee_core.scoring import get_backbone
+    from glee_core.models.scoring import get_backbone
 
     backbone = get_backbone(str(tiny_bert))
     before = {k: v.clone() for k, v in backbone.model.state_dict().items()}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from glee_core.findings import check_findings, findings_text, norm_slope
+from glee_core.runs.findings import check_findings, findings_text, norm_slope
 from tests.helpers.runs import record_only_run
 
 COUNTS = {"a": 500, "b": 100, "c": 20, "d": 5}

@@ -10,21 +10,21 @@ import numpy as np
 import pytest
 import torch
 
-from glee_core import devices
-from glee_core.backbone import load_backbone
-from glee_core.config import TrainConfig
-from glee_core.devices import (
+from glee_core.core import devices
+from glee_core.core.devices import (
     grad_scaler,
     padded_width,
     resolve_pad_multiple,
     resolve_precision,
 )
-from glee_core.encoding import encode
-from glee_core.errors import GleeError
-from glee_core.heads import build_model
-from glee_core.methods import get_method
-from glee_core.scoring import predict
-from glee_core.training import TrainingState, optimizer_step
+from glee_core.core.errors import GleeError
+from glee_core.data.encoding import encode
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig
+from glee_core.models.heads import build_model
+from glee_core.models.methods import get_method
+from glee_core.models.scoring import predict
+from glee_core.train.training import TrainingState, optimizer_step
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.device("cuda")  # a device object needs no GPU; nothing is allocated on it here

@@ -2,8 +2,8 @@
 
 import json
 
-from glee_core.events import Evaluated, RunStarted, TrainStep
-from glee_core.jobs import Job
+from glee_core.core.events import Evaluated, RunStarted, TrainStep
+from glee_core.train.jobs import Job
 
 
 def write_job(folder, events, pid=2**22 + 12345, out=None, err=None):
@@ -43,7 +43,7 @@ def test_a_reused_pid_is_neither_running_nor_signalled(tmp_path):
     stopped and stop() signals nothing."""
     import os
 
-    from glee_core.jobs import process_start
+    from glee_core.train.jobs import process_start
 
     job = write_job(tmp_path, [], pid=os.getpid())
     record = json.loads(job.path.read_text())
@@ -59,9 +59,9 @@ def test_bad_job_records_are_left_out_and_listed_and_the_expiry_sweep_goes_on(tm
     and the workspace sweep go on without it."""
     import time
 
-    from glee_core.jobs import broken_jobs, list_jobs
-    from glee_core.store import RunStore
-    from glee_core.workspaces import Workspace, expire
+    from glee_core.runs.store import RunStore
+    from glee_core.serve.workspaces import Workspace, expire
+    from glee_core.train.jobs import broken_jobs, list_jobs
 
     root = tmp_path / "workspaces"
     spaces = [Workspace.create(root) for _ in range(2)]

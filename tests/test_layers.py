@@ -1,31 +1,82 @@
-"""The engine's import graph: no cycle (local imports included), and scoring below training."""
+"""The engine's import graph: sub-packages import only downward, no cycle (local imports
+included), and scoring below training."""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "glee_core"
+# From the bottom up; a package imports only the packages before it (siblings of one rank:
+# neither imports the other). The package's root modules (cli, __main__, __init__, and studio, the
+# app's door) sit on top.
+LAYERS = [("core",), ("data",), ("models",), ("runs",), ("train",), ("views", "serve")]
+RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
+
+
+def module_name(path: Path) -> str:
+    """``glee_core/runs/store.py`` -> ``runs.store``; ``glee_core/cli.py`` -> ``cli``."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(p for p in parts if p != "__init__") or "__init__"
+
+
+def resolve(path: Path, node: ast.ImportFrom) -> set[str]:
+    """The glee_core modules (``pkg.mod`` or a package) an import statement names."""
+    if node.level:
+        base = path.relative_to(PACKAGE).parent.parts
+        base = base[:len(base) - (node.level - 1)]
+        prefix = ".".join(base + tuple(node.module.split("."))) if node.module else ".".join(base)
+    elif (node.module or "").startswith("glee_core"):
+        prefix = node.module.removeprefix("glee_core").lstrip(".")
+    else:
+        return set()
+    if (PACKAGE / prefix.replace(".", "/")).is_dir():  # a package: the names are its modules
+        return {f"{prefix}.{alias.name}".lstrip(".") for alias in node.names}
+    return {prefix}
 
 
 def import_graph() -> dict[str, set[str]]:
     """module -> the glee_core modules it imports, anywhere in its body."""
     graph = {}
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         deps = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                deps |= {node.module.split(".")[0]} if node.module else \
-                    {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("glee_core."):
-                deps.add(node.module.split(".")[1])
-        graph[path.stem] = deps - {path.stem}
+            if isinstance(node, ast.ImportFrom):
+                deps |= resolve(path, node)
+        graph[module_name(path)] = deps - {module_name(path), ""}
     return graph
+
+
+def package_of(module: str) -> str | None:
+    return module.split(".")[0] if module.split(".")[0] in RANK else None
+
+
+def test_every_module_lives_in_a_layer_and_every_layer_is_documented():
+    graph = import_graph()
+    loose = {m for m in graph if package_of(m) is None} - {"cli", "__main__", "__init__",
+                                                          "studio"}
+    assert loose == set(), "a module outside the layers: put it in one of " + str(list(RANK))
+    for package in RANK:
+        doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
+        assert doc and len(doc) > 100, package
+
+
+def test_imports_point_only_downward():
+    upward = []
+    for module, deps in import_graph().items():
+        here = package_of(module)
+        for dep in deps:
+            there = package_of(dep)
+            if here is None or there is None or there == here:
+                continue
+            if RANK[there] >= RANK[here]:
+                upward.append(f"{module} -> {dep}")
+    assert upward == []
 
 
 def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     seen, todo = set(), [start]
     while todo:
         for dep in graph.get(todo.pop(), ()):
-            if dep not in seen:
+            if dep in graph and dep not in seen:
                 seen.add(dep)
                 todo.append(dep)
     return seen
@@ -38,5 +89,28 @@ def test_no_module_imports_itself_back():
 
 def test_the_scorers_do_not_import_the_trainer():
     graph = import_graph()
-    for scorer in ("inference", "export", "scoring"):
-        assert not {"training", "experiment", "executors"} & reachable(graph, scorer), scorer
+    for scorer in ("serve.inference", "serve.export", "models.scoring"):
+        assert not {"train.training", "train.experiment", "train.executors"} & \
+            reachable(graph, scorer), scorer
+
+
+def test_the_graph_is_read_right():  # the test's own parser, on statements it must resolve
+    graph = import_graph()
+    assert {"core.environment", "runs.record"} <= graph["runs.store"]
+    assert "views.charts" in graph["views.report"] and "cli" not in graph["runs.store"]
+
+
+def test_the_app_goes_through_its_door_and_every_name_there_resolves():
+    import glee_core.studio as studio
+
+    face = [PACKAGE.parent / "app.py", PACKAGE.parent / "studio_ui.py",
+            *sorted((PACKAGE.parent / "pages").glob("*.py"))]
+    elsewhere = []
+    for path in face:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("glee_core") \
+                    and node.module != "glee_core.studio":
+                elsewhere.append(f"{path.name}: {node.module}")
+    assert elsewhere == []
+    for name in studio.__all__:
+        assert getattr(studio, name) is not None, name

@@ -6,11 +6,11 @@ import torch
 from torch.nn import functional as F
 
 from bench.reference import full_vocabulary_logits
-from glee_core.backbone import load_backbone
-from glee_core.encoding import collate, encode
-from glee_core.errors import GleeError
-from glee_core.heads import ETA, build_model, focal_loss, label_word_token_ids
-from glee_core.methods import METHODS, get_method, parse_methods
+from glee_core.core.errors import GleeError
+from glee_core.data.encoding import collate, encode
+from glee_core.models.backbone import load_backbone
+from glee_core.models.heads import ETA, build_model, focal_loss, label_word_token_ids
+from glee_core.models.methods import METHODS, get_method, parse_methods
 
 PAPER_ROWS = {"cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal", "cls-relu", "cls-relu-eta-norm",
               "cls-relu-focal", "cls-relu-prompt", "cls-relu-ln", "cls-relu-pt-ln", "prompt",
@@ -138,7 +138,7 @@ def test_cls_methods_read_cls_and_prompt_methods_read_mask(tiny_bert, toy_datase
 
 
 def test_the_long_tail_losses_are_their_formulas():
-    from glee_core.heads import CB_BETA, class_balanced_loss, logit_adjusted_loss
+    from glee_core.models.heads import CB_BETA, class_balanced_loss, logit_adjusted_loss
 
     logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]])
     labels = torch.tensor([0, 2])
@@ -164,8 +164,8 @@ def test_the_methods_beyond_the_paper_say_so():
 
 
 def test_the_parts_a_stored_spec_is_checked_against_are_the_ones_heads_builds():
-    from glee_core.heads import ACTIVATIONS, HEADS, LOSSES
-    from glee_core.methods import PARTS
+    from glee_core.models.heads import ACTIVATIONS, HEADS, LOSSES
+    from glee_core.models.methods import PARTS
 
     assert set(PARTS["predictor"]) == set(HEADS)
     assert set(PARTS["activation"]) - {None} == set(ACTIVATIONS)

@@ -8,17 +8,17 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from glee_core.backbone import load_backbone
 from glee_core.cli import main
-from glee_core.config import TrainConfig, recipe_rates
-from glee_core.errors import GleeError
-from glee_core.experiment import plan_runs, run_experiments
-from glee_core.export import export_run, load_classifier
-from glee_core.inference import Scorer
-from glee_core.methods import METHODS, get_method, parse_methods
-from glee_core.modes import LORA_R, MODES, PREFIX_LENGTH
-from glee_core.store import RunStore
-from glee_core.training import train_and_evaluate
+from glee_core.core.errors import GleeError
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig, recipe_rates
+from glee_core.models.methods import METHODS, get_method, parse_methods
+from glee_core.models.modes import LORA_R, MODES, PREFIX_LENGTH
+from glee_core.runs.store import RunStore
+from glee_core.serve.export import export_run, load_classifier
+from glee_core.serve.inference import Scorer
+from glee_core.train.experiment import plan_runs, run_experiments
+from glee_core.train.training import train_and_evaluate
 
 PEFT_MODES = [m for m in MODES.values() if m.parameter_efficient]
 FAST = dict(epochs=3, batch_size=16, patience=10, recipe="paper")
@@ -143,8 +143,8 @@ def test_each_mode_gets_its_own_rates_and_the_paper_values_by_default():
 
 @pytest.mark.parametrize("mode", ["lora", "ptuning2", "frozen"])
 def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_dataset, mode):
-    from glee_core.backbone import estimate_trainable
-    from glee_core.heads import build_model
+    from glee_core.models.backbone import estimate_trainable
+    from glee_core.models.heads import build_model
 
     config = TrainConfig(mode=mode).resolved(64, 16)
     own = bert if config.frozen else load_backbone(str(tiny_bert))

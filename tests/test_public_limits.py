@@ -17,11 +17,11 @@ import pytest
 from filelock import FileLock
 from streamlit.testing.v1 import AppTest
 
-from glee_core.files import folder_bytes
-from glee_core.slots import SlotQueue
-from glee_core.store import RunStore
-from glee_core.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.workspaces import LimitReached, Policy, Workspace
+from glee_core.core.files import folder_bytes
+from glee_core.core.slots import SlotQueue
+from glee_core.runs.store import RunStore
+from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.serve.workspaces import LimitReached, Policy, Workspace
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +189,7 @@ def test_a_queued_job_loads_nothing_until_its_turn(tiny_bert, toy_csv, tmp_path)
 
 def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
         public, tiny_bert, monkeypatch):
-    import glee_core.inference as inference
+    import glee_core.serve.inference as inference
 
     calls = []
     real = inference.predict_csv
@@ -223,7 +223,7 @@ def test_the_data_page_shows_no_server_path_to_a_visitor(public, tiny_bert):
 def test_downloads_neutralise_formulas_and_messages_escape_markdown():
     import pandas as pd
 
-    from glee_core.tables import spreadsheet_csv
+    from glee_core.runs.tables import spreadsheet_csv
     from studio_ui import md
 
     frame = pd.DataFrame({"gold": ["=1+1", "+x", "-y", "@z", "\tq", "plain"], "score": [-1.5] * 6})

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from glee_core.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.uploads import save_upload
-from glee_core.workspaces import COOKIE, Workspace
+from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.serve.uploads import save_upload
+from glee_core.serve.workspaces import COOKIE, Workspace
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve, wait_for_cookie
 
 ROOT = Path(__file__).resolve().parents[1]

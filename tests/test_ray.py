@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from glee_core.config import ExecutorOptions, TrainConfig
-from glee_core.errors import GleeError
-from glee_core.executors import Batch, LocalExecutor, RayExecutor, SweepFailed, make_executor
-from glee_core.methods import get_method
-from glee_core.store import RunStore, load_checked
+from glee_core.core.errors import GleeError
+from glee_core.models.config import ExecutorOptions, TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore, load_checked
+from glee_core.train.executors import Batch, LocalExecutor, RayExecutor, SweepFailed, make_executor
 
 ray = pytest.importorskip("ray", reason="the cluster extra: pip install -e '.[cluster]'")
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,15 +9,15 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from glee_core.backbone import load_backbone
-from glee_core.config import TrainConfig
-from glee_core.datasets import load_dataset
-from glee_core.errors import GleeError
-from glee_core.experiment import plan_runs, run_experiments
-from glee_core.methods import get_method
-from glee_core.record import RunRecord
-from glee_core.store import RunStore
-from glee_core.training import make_optimizer, prepare, train_and_evaluate
+from glee_core.core.errors import GleeError
+from glee_core.data.datasets import load_dataset
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.record import RunRecord
+from glee_core.runs.store import RunStore
+from glee_core.train.experiment import plan_runs, run_experiments
+from glee_core.train.training import make_optimizer, prepare, train_and_evaluate
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_the_paper_recipe_keeps_the_run_ids_and_reproduce_uses_it():
     assert paper[0].run_id == "demo-cls-tanh-s1-261e8edc75"
     practical = plan_runs(demo, [get_method("cls-tanh")], [1], "auto", config)
     assert practical[0].run_id != paper[0].run_id
-    from glee_core.reproduce import get_table, protocol_config
+    from glee_core.train.reproduce import get_table, protocol_config
 
     assert protocol_config(get_table(2), "r52", "prompt").resolved(256, 32).recipe == "paper"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from glee_core.cli import main
-from glee_core.config import DataOptions
-from glee_core.datasets import MAX_CSV_BYTES, load_dataset
-from glee_core.errors import GleeError
-from glee_core.events import read_events
-from glee_core.store import RunStore
+from glee_core.core.errors import GleeError
+from glee_core.core.events import read_events
+from glee_core.data.datasets import MAX_CSV_BYTES, load_dataset
+from glee_core.models.config import DataOptions
+from glee_core.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
@@ -99,7 +99,7 @@ def test_csv_input_cases(tmp_path, capsys, name, content, kwargs, error, warning
 def test_csv_over_the_size_limit(tmp_path, monkeypatch):
     path = tmp_path / "big.csv"
     path.write_text(GOOD)
-    monkeypatch.setattr("glee_core.datasets.MAX_CSV_BYTES", 10)
+    monkeypatch.setattr("glee_core.data.datasets.MAX_CSV_BYTES", 10)
     with pytest.raises(GleeError, match="larger than the 0 MiB limit"):
         load_dataset(f"csv:{path}")
     assert MAX_CSV_BYTES == 200 * 2**20
@@ -207,7 +207,7 @@ def test_different_configurations_queue_for_the_training_slot(tiny_bert, toy_csv
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/abs/path/data.csv", "..\\..\\win.csv",
                                   "a/../../b.csv", "....csv", ""])
 def test_upload_names_cannot_escape_the_uploads_directory(tmp_path, name):
-    from glee_core.uploads import list_uploads, save_upload
+    from glee_core.serve.uploads import list_uploads, save_upload
 
     uploads = tmp_path / "uploads"
     upload, dataset = save_upload(uploads, name, GOOD.encode())
@@ -218,8 +218,8 @@ def test_upload_names_cannot_escape_the_uploads_directory(tmp_path, name):
 
 
 def test_bad_or_oversized_uploads_keep_nothing(tmp_path, monkeypatch):
-    from glee_core import uploads as uploads_module
-    from glee_core.uploads import list_uploads, save_upload
+    from glee_core.serve import uploads as uploads_module
+    from glee_core.serve.uploads import list_uploads, save_upload
 
     folder = tmp_path / "uploads"
     with pytest.raises(GleeError, match="only one class"):
@@ -234,9 +234,9 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
                                                    monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from glee_core.config import TrainConfig
-    from glee_core.experiment import run_experiments
-    from glee_core.methods import get_method
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.methods import get_method
+    from glee_core.train.experiment import run_experiments
 
     runs_dir = tmp_path / "runs"
     good, bad = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
@@ -261,9 +261,9 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
 def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
     import numpy as np
 
-    from glee_core.config import TrainConfig
-    from glee_core.experiment import run_experiments
-    from glee_core.methods import get_method
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.methods import get_method
+    from glee_core.train.experiment import run_experiments
 
     run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
                           TrainConfig(epochs=1, batch_size=16, recipe="paper"),
@@ -318,7 +318,7 @@ def test_limit_is_stratified_and_the_first_rows_of_one_class_say_why(tmp_path, t
 def test_a_stratified_limit_keeps_every_class_its_share():
     import pandas as pd
 
-    from glee_core.datasets import stratified_sample
+    from glee_core.data.datasets import stratified_sample
     frame = pd.DataFrame({"text": [f"t{i}" for i in range(130)],
                           "label": [0] * 100 + [1] * 20 + [2] * 9 + [3]})
     sample = stratified_sample(frame, 26)
@@ -349,7 +349,7 @@ def test_stale_temp_folders_are_swept_and_live_ones_kept(tmp_path):
     import subprocess
     import sys
 
-    from glee_core.store import UNOWNED_TEMP_SECONDS, RunStore
+    from glee_core.runs.store import UNOWNED_TEMP_SECONDS, RunStore
 
     store = RunStore(tmp_path)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -372,7 +372,7 @@ def test_stale_temp_folders_are_swept_and_live_ones_kept(tmp_path):
 SLOW_SAVE = """
 import sys, time
 from glee_core import cli
-from glee_core.store import RunStore
+from glee_core.runs.store import RunStore
 
 def slow(args):
     def write(folder):
@@ -392,7 +392,7 @@ def test_sigterm_while_a_run_is_saved_leaves_no_temp_folder_and_reads_as_stopped
     import subprocess
     import sys
 
-    from glee_core.jobs import Job
+    from glee_core.train.jobs import Job
 
     proc = subprocess.Popen([sys.executable, "-c", SLOW_SAVE, str(tmp_path / "runs")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

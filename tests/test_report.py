@@ -4,20 +4,20 @@ import json
 import pytest
 from pypdf import PdfReader
 
-from glee_core.charts import (
+from glee_core.cli import main
+from glee_core.core.errors import GleeError
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore
+from glee_core.train.experiment import run_experiments
+from glee_core.views.charts import (
     RUN_CHARTS,
     chart_class_frequency,
     chart_weight_norms,
     class_frequency_frame,
     weight_norm_frame,
 )
-from glee_core.cli import main
-from glee_core.config import TrainConfig
-from glee_core.errors import GleeError
-from glee_core.experiment import run_experiments
-from glee_core.methods import get_method
-from glee_core.report import build_report
-from glee_core.store import RunStore
+from glee_core.views.report import build_report
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +98,9 @@ def test_one_class_can_be_highlighted_across_charts(store):
 
 
 def test_notes_that_differ_only_by_method_are_said_once():
-    from glee_core.config import TrainConfig
-    from glee_core.methods import get_method
-    from glee_core.record import DatasetRecord, ModelRecord, RunRecord, merged_notes
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.methods import get_method
+    from glee_core.runs.record import DatasetRecord, ModelRecord, RunRecord, merged_notes
 
     def record(method, notes):
         return RunRecord(run_id=method, dataset=DatasetRecord(id="d"), model=ModelRecord("m"),
@@ -123,8 +123,8 @@ def test_notes_that_differ_only_by_method_are_said_once():
 def test_a_report_of_1500_classes_pools_the_rare_ones_and_says_how_far_it_got(tmp_path):
     """vl-convert overflowed its stack at ~1,500 classes, and 1,000 took 30 s in the page's
     thread: per-class charts now name the head's classes and pool the rarer ones by rank."""
-    from glee_core.charts import CLASS_ROWS, chart_per_class_f1
-    from glee_core.synthetic import write_synthetic_store
+    from glee_core.runs.synthetic import write_synthetic_store
+    from glee_core.views.charts import CLASS_ROWS, chart_per_class_f1
 
     runs = write_synthetic_store(RunStore(tmp_path), 1500, ["cls-tanh", "prompt"])
     heard = []
@@ -142,7 +142,7 @@ def test_a_report_of_1500_classes_pools_the_rare_ones_and_says_how_far_it_got(tm
 
 
 def test_a_chart_that_cannot_be_drawn_is_left_out_with_the_reason(store, monkeypatch):
-    from glee_core import report
+    from glee_core.views import report
 
     real = report.chart_png
 

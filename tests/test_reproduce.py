@@ -12,9 +12,10 @@ from conftest import toy_rows
 
 from glee_core import GleeError
 from glee_core.cli import main
-from glee_core.datasets import PAPER_DATASETS
-from glee_core.methods import METHODS
-from glee_core.reproduce import (
+from glee_core.data.datasets import PAPER_DATASETS
+from glee_core.models.methods import METHODS
+from glee_core.runs.store import Run, RunStore
+from glee_core.train.reproduce import (
     PAPER_SEEDS,
     PAPER_TABLES,
     comparison,
@@ -28,7 +29,6 @@ from glee_core.reproduce import (
     reference_sources,
     saved_comparisons,
 )
-from glee_core.store import Run, RunStore
 from tests.helpers.runs import record_only_run
 
 HYPER = {"epochs": 10, "batch_size": 32, "lr": 1e-5, "weight_decay": 0.0, "max_grad_norm": 1.0,
@@ -187,7 +187,7 @@ PAPER_DIR = Path(__file__).resolve().parents[2] / "shared" / "paper"
 
 @pytest.mark.skipif(not PAPER_DIR.is_dir(), reason="../shared/paper is not present")
 def test_shipped_reference_data_is_the_checked_transcription():
-    from glee_core.paper import REFERENCE_DIR
+    from glee_core.runs.paper import REFERENCE_DIR
 
     for name in ("glee_tables.csv", "glee_r52_logs.csv", "glee_scripts.csv"):
         shipped = pd.read_csv(REFERENCE_DIR / name)
@@ -294,9 +294,9 @@ def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, cap
 
 
 def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, tiny_bert):
-    from glee_core.config import TrainConfig
-    from glee_core.datasets import load_dataset
-    from glee_core.experiment import run_experiments
+    from glee_core.data.datasets import load_dataset
+    from glee_core.models.config import TrainConfig
+    from glee_core.train.experiment import run_experiments
 
     rows = toy_rows().assign(label=lambda f: f["label"].str.replace("food", "zymurgy"))
     path = tmp_path / "oov.csv"
@@ -311,9 +311,9 @@ def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, t
 
 
 def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_bert):
-    from glee_core.config import TrainConfig
-    from glee_core.datasets import load_dataset
-    from glee_core.experiment import run_experiments
+    from glee_core.data.datasets import load_dataset
+    from glee_core.models.config import TrainConfig
+    from glee_core.train.experiment import run_experiments
 
     rows = toy_rows().assign(text=lambda f: "病症治疗 " + f["text"])  # not in the vocabulary
     path = tmp_path / "zh.csv"
@@ -337,7 +337,7 @@ def test_reproduce_runs_a_subset_of_the_rows_and_the_app_keeps_it(tmp_path, tiny
     table = out.split("The paper's findings")[0]  # the checklist names every finding's rows
     assert out.startswith("## Table 3") and "CLS-tuning ∘ R " in table
     assert "w/ pt. LN" not in table
-    from glee_core.reproduce import table_of
+    from glee_core.train.reproduce import table_of
     [manifest] = saved_comparisons(RunStore(tmp_path / "runs"))
     assert table_of(manifest).methods == ("cls-relu", "prompt")  # the table's order
     assert main(argv[:3] + ["--methods", "nope"]) == 2

@@ -12,9 +12,9 @@ import pytest
 from huggingface_hub import RepoCard
 from PIL import Image
 
-from glee_core.store import RunStore
-from glee_core.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.workspaces import COOKIE
+from glee_core.runs.store import RunStore
+from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.serve.workspaces import COOKIE
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve, wait_for_cookie
 
 ROOT = Path(__file__).resolve().parents[1]

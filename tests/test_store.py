@@ -4,13 +4,13 @@ import time
 import numpy as np
 import pytest
 
-from glee_core.config import TrainConfig
-from glee_core.errors import GleeError
-from glee_core.experiment import plan_runs, run_experiments
-from glee_core.inference import load_run, score_texts
-from glee_core.methods import get_method
-from glee_core.record import RunRecord
-from glee_core.store import RunStore, aggregate
+from glee_core.core.errors import GleeError
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.record import RunRecord
+from glee_core.runs.store import RunStore, aggregate
+from glee_core.serve.inference import load_run, score_texts
+from glee_core.train.experiment import plan_runs, run_experiments
 
 CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
 
@@ -119,7 +119,7 @@ def test_run_ids_cannot_escape_the_store(runs_dir, bad):
 
 
 def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
-    from glee_core.tables import comparison_table, to_markdown
+    from glee_core.runs.tables import comparison_table, to_markdown
 
     runs = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
                            str(tiny_bert), CONFIG, RunStore(runs_dir))
@@ -157,7 +157,7 @@ def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(tiny_bert, to
     said 'loading the backbone' the whole time), then loads what the first stored."""
     import threading
 
-    from glee_core.events import WaitingForRun, fold
+    from glee_core.core.events import WaitingForRun, fold
 
     store = RunStore(runs_dir)
     config = TrainConfig(epochs=1, batch_size=16, mode="frozen")

@@ -6,13 +6,13 @@ import time
 
 import torch
 
-from glee_core import devices
-from glee_core.devices import CpuShare, cpu_share
+from glee_core.core import devices
+from glee_core.core.devices import CpuShare, cpu_share
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from glee_core.devices import CpuShare
+from glee_core.core.devices import CpuShare
 with CpuShare(Path(sys.argv[1])):
     print("holding", flush=True)
     time.sleep(60)

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from glee_core.backbone import load_backbone
-from glee_core.config import TrainConfig
-from glee_core.encoding import encode, length_grouped_batches
-from glee_core.methods import METHODS, get_method
-from glee_core.training import train_and_evaluate
+from glee_core.data.encoding import encode, length_grouped_batches
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import METHODS, get_method
+from glee_core.train.training import train_and_evaluate
 
 FAST = dict(epochs=4, batch_size=16, lr=3e-3, patience=10, log_every=1, recipe="paper")
 
@@ -111,8 +111,8 @@ def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy
     compare), for a plain mean loss and for the class-balanced weighted mean."""
     from dataclasses import replace
 
-    from glee_core.heads import build_model
-    from glee_core.training import TrainingState, batch_loss, make_optimizer
+    from glee_core.models.heads import build_model
+    from glee_core.train.training import TrainingState, batch_loss, make_optimizer
 
     bert = load_backbone(str(tiny_bert))
     spec = get_method(method)

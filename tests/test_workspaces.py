@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from glee_core import environment
 from glee_core.cli import main
-from glee_core.errors import GleeError
-from glee_core.jobs import process_start
-from glee_core.store import RunStore
-from glee_core.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.workspaces import LimitReached, Policy, Workspace, expire
+from glee_core.core import environment
+from glee_core.core.errors import GleeError
+from glee_core.runs.store import RunStore
+from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+from glee_core.serve.workspaces import LimitReached, Policy, Workspace, expire
+from glee_core.train.jobs import process_start
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,9 @@ def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
     _fake_running_job(own.store)
     next(b for b in at.button if b.label == "Launch").click().run()
     assert any("a session may have 1 training and 0 waiting" in plain(e.value) for e in at.error)
-    assert [j.id for j in __import__("glee_core.jobs").jobs.list_jobs(own.store)] == ["job-1"]
+    from glee_core.train.jobs import list_jobs
+
+    assert [j.id for j in list_jobs(own.store)] == ["job-1"]
     # no Ray controls and no free-text backbone for visitors
     assert not any("Ray" in e.label for e in at.expander)
     assert at.selectbox[-1].options == [str(tiny_bert)]

@@ -3,9 +3,9 @@
     python tools/chart_gallery.py [--out test-artifacts/gallery] [--classes 2 8 20 120]
                                   [--methods 1 3 12 16]
 
-Draws from synthetic stores (``glee_core.synthetic``) through the same PNG path as the PDF report,
-so a person can look at each chart at each size (a chart that renders but cannot be read is a
-defect). ``tests/test_chart_legibility.py`` renders a subset and checks marks and labels.
+Draws from synthetic stores (``glee_core.runs.synthetic``) through the same PNG path as the PDF
+report, so a person can look at each chart at each size (a chart that renders but cannot be read
+is a defect). ``tests/test_chart_legibility.py`` renders a subset and checks marks and labels.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from glee_core import charts  # noqa: E402
-from glee_core.methods import METHODS, registry_order  # noqa: E402
-from glee_core.report import chart_png  # noqa: E402
-from glee_core.store import RunStore  # noqa: E402
-from glee_core.synthetic import write_synthetic_store  # noqa: E402
+from glee_core.models.methods import METHODS, registry_order  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.runs.synthetic import write_synthetic_store  # noqa: E402
+from glee_core.views import charts  # noqa: E402
+from glee_core.views.report import chart_png  # noqa: E402
 
 
 def gallery_charts(runs):

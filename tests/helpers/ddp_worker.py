@@ -5,11 +5,11 @@ import sys
 
 from safetensors.torch import save_model
 
-from glee_core.config import TrainConfig
-from glee_core.datasets import load_dataset
-from glee_core.methods import get_method
-from glee_core.scoring import get_backbone
-from glee_core.training import train_and_evaluate
+from glee_core.data.datasets import load_dataset
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.models.scoring import get_backbone
+from glee_core.train.training import train_and_evaluate
 
 model_dir, csv_path, out_dir, method = sys.argv[1:5]
 dataset = load_dataset(f"csv:{csv_path}")

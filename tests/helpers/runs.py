@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from glee_core.store import Run
+from glee_core.runs.store import Run
 
 
 def record_only_run(folder: Path, config: dict, headline: dict, classes: list[str],

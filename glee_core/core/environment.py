@@ -1,0 +1,135 @@
+"""Where things live, from the environment: the one home of every ``GLEE_*`` variable.
+
+Stores (on a Hugging Face Space, ``SPACE_ID`` set, with persistent storage mounted at ``/data``,
+they default to ``/data/glee/<name>`` so runs survive a restart; elsewhere to ``./<name>``):
+
+- ``GLEE_RUNS_DIR`` (``runs``): the run store (public mode: the owner's, shared read-only)
+- ``GLEE_UPLOADS_DIR`` (``uploads``): CSVs uploaded in the app
+- ``GLEE_WORKSPACES_DIR`` (``workspaces``): public mode, each browser session's uploads and runs
+- ``GLEE_DATA_DIR`` (``./data``): the paper's datasets, one folder per id
+- ``GLEE_SLOTS_DIR`` (the store's ``.locks``): the training slots (public mode: the shared
+  store's, so every workspace queues for the one GPU)
+
+Behaviour:
+
+- ``GLEE_DEFAULT_MODEL`` (``auto``): the backbone the app starts with
+- ``GLEE_MAX_CONCURRENT_RUNS`` (1): runs training at once per store (public mode: per machine)
+- ``GLEE_PUBLIC`` (1 when ``SPACE_ID`` is set, else 0): private workspaces and limits
+- ``GLEE_READ_ONLY`` (0): the app trains nothing and takes no uploads (shipped runs only)
+- ``GLEE_SESSION_JOBS`` (1) / ``GLEE_SESSION_QUEUED`` (2): jobs a session may have training /
+  waiting; ``GLEE_SESSION_UPLOAD_MB`` (10): largest upload; ``GLEE_SESSION_DISK_MB`` (500): a
+  workspace's uploads and runs; ``GLEE_SESSION_TTL_HOURS`` (24): an idle workspace is deleted
+- ``GLEE_SESSION_JOB_RUNS`` (40) / ``GLEE_SESSION_JOB_MINUTES`` (30): runs and estimated minutes
+  one launch may plan; ``GLEE_SESSION_MINUTES`` (60): estimated minutes of a session's unfinished
+  jobs together; ``GLEE_SESSION_SCORE_ROWS`` (2000): texts the Playground classifies from a file
+- ``GLEE_MAX_JOBS`` (8): jobs training or waiting on the machine, all sessions together;
+  ``GLEE_MAX_WORKSPACES`` (500): workspaces on the machine
+- ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
+- set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
+  ``GLEE_QUOTA_MB`` (the workspace and its disk limit, checked before each run is written),
+  ``GLEE_SESSION_SLOT`` (a lock file: one job of a session trains at a time)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+AUTO_MODEL = "auto"  # the offline default backbone (glee_core.models.backbone says what it is)
+SPACE_STORAGE = Path("/data")  # where a Space's persistent storage is mounted
+
+
+def on_space() -> bool:
+    """Running as a Hugging Face Space (the platform sets ``SPACE_ID``)."""
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def _base() -> Path:
+    """``/data/glee`` on a Space with persistent storage, else the working directory."""
+    if on_space() and SPACE_STORAGE.is_dir() and os.access(SPACE_STORAGE, os.W_OK):
+        return SPACE_STORAGE / "glee"
+    return Path()
+
+
+def _path(variable: str, default: str) -> Path:
+    value = os.environ.get(variable)
+    return Path(value).expanduser() if value else _base() / default
+
+
+def runs_dir() -> Path:
+    return _path("GLEE_RUNS_DIR", "runs")
+
+
+def uploads_dir() -> Path:
+    return _path("GLEE_UPLOADS_DIR", "uploads")
+
+
+def workspaces_dir() -> Path:
+    return _path("GLEE_WORKSPACES_DIR", "workspaces")
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("GLEE_DATA_DIR") or "data").expanduser()
+
+
+def slots_dir() -> Path | None:
+    value = os.environ.get("GLEE_SLOTS_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def default_model() -> str:
+    return os.environ.get("GLEE_DEFAULT_MODEL") or AUTO_MODEL
+
+
+def max_concurrent_runs() -> int:
+    return max(1, int(os.environ.get("GLEE_MAX_CONCURRENT_RUNS") or 1))
+
+
+def _flag(variable: str, default: bool) -> bool:
+    value = os.environ.get(variable, "").strip().lower()
+    if not value:
+        return default
+    return value not in ("0", "false", "no", "off")
+
+
+def public() -> bool:
+    return _flag("GLEE_PUBLIC", on_space())
+
+
+def read_only() -> bool:
+    return _flag("GLEE_READ_ONLY", False)
+
+
+SESSION_LIMITS = {"jobs": "GLEE_SESSION_JOBS", "queued": "GLEE_SESSION_QUEUED",
+                  "upload_mb": "GLEE_SESSION_UPLOAD_MB", "disk_mb": "GLEE_SESSION_DISK_MB",
+                  "ttl_hours": "GLEE_SESSION_TTL_HOURS", "job_runs": "GLEE_SESSION_JOB_RUNS",
+                  "job_minutes": "GLEE_SESSION_JOB_MINUTES",
+                  "session_minutes": "GLEE_SESSION_MINUTES",
+                  "score_rows": "GLEE_SESSION_SCORE_ROWS",
+                  "max_jobs": "GLEE_MAX_JOBS", "max_workspaces": "GLEE_MAX_WORKSPACES"}
+
+
+def session_limits() -> dict[str, float]:
+    """Public mode's per-session limits that the environment sets (the defaults live in
+    ``workspaces.Policy``)."""
+    values = {key: os.environ.get(variable, "").strip()
+              for key, variable in SESSION_LIMITS.items()}
+    return {key: float(value) for key, value in values.items() if value}
+
+
+def public_models() -> list[str]:
+    value = os.environ.get("GLEE_PUBLIC_MODELS", "")
+    return [m.strip() for m in value.split(",") if m.strip()] or [default_model()]
+
+
+def disk_quota() -> tuple[Path, int] | None:
+    """A public job's workspace and its disk limit in bytes (``GLEE_QUOTA_DIR``,
+    ``GLEE_QUOTA_MB``), or None (no limit: the owner's own runs)."""
+    folder, megabytes = os.environ.get("GLEE_QUOTA_DIR"), os.environ.get("GLEE_QUOTA_MB")
+    return (Path(folder), int(float(megabytes) * 2**20)) if folder and megabytes else None
+
+
+def session_slot() -> Path | None:
+    """A public job's session lock: held while it trains, so a session's jobs take turns."""
+    value = os.environ.get("GLEE_SESSION_SLOT")
+    return Path(value) if value else None

@@ -1,0 +1,4 @@
+"""The data's way in: the dataset sources (``sources.SOURCES``: a prefix, its loader and help),
+the catalog of the paper's datasets, loading and checking a long-tailed dataset
+(``datasets.load_dataset``) and encoding texts to token ids (a template with
+``[MASK]`` for prompt methods). Imports only ``core``."""

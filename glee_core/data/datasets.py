@@ -1,0 +1,805 @@
+"""Long-tailed text classification datasets: one loader, four sources.
+
+``load_dataset(spec)`` understands
+
+* ``demo`` - built from the ``chatterbot-corpus`` package (offline, always available);
+* a paper dataset id (``r52 r8 cmid iflytek ctc msra ecom rte boolq``) read from a data directory
+  in the paper's TSV layout (``r8`` in the ``label<TAB>text`` layout);
+* ``csv:PATH`` - a user's CSV;
+* ``hf:NAME[:CONFIG]`` - a Hugging Face dataset through ``datasets.load_dataset``.
+
+Every source ends as a :class:`LongTailDataset`: three splits (train/dev/test) of
+``text, text_b, label`` rows, a fixed class order, the prompt template and verbalizer, and the
+head/tail threshold. Head and tail classes are defined on the **training split's** class counts.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..core import environment
+from ..core.errors import GleeError
+from ..core.hub import hub_reachable
+from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
+from .sources import source_of, source_usages
+
+SPLITS = ("train", "dev", "test")
+SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
+TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
+MAX_CSV_BYTES = 200 * 1024 * 1024
+
+
+@dataclass
+class LongTailDataset:
+    """A loaded dataset: splits of ``text, text_b, label`` (label = index into ``classes``)."""
+
+    id: str
+    classes: list[str]
+    splits: dict[str, pd.DataFrame]
+    template: str
+    verbalizer: dict[str, list[str]]
+    threshold: float = DEFAULT_THRESHOLD
+    max_length: int = 128
+    batch_size: int | None = None
+    language: str = "en"
+    warnings: list[str] = field(default_factory=list)
+    dropped_classes: dict[str, int] = field(default_factory=dict)
+    head_tail_rule: str = "train"  # see HEAD_TAIL_RULES
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def has_text_b(self) -> bool:
+        return bool(self.splits["train"]["text_b"].astype(bool).any())
+
+    def class_counts(self, split: str = "train") -> pd.Series:
+        """Examples per class in ``split``, sorted head to tail (ties by class order)."""
+        counts = np.bincount(self.splits[split]["label"].to_numpy(), minlength=self.num_classes)
+        series = pd.Series(counts, index=self.classes, name=split)
+        order = sorted(range(self.num_classes), key=lambda i: (-counts[i], i))
+        return series.iloc[order]
+
+    def head_tail(self) -> tuple[list[str], list[str]]:
+        """The head/tail split of the classes by :attr:`head_tail_rule` (``HEAD_TAIL_RULES``)."""
+        if self.head_tail_rule == "released":
+            return split_head_tail(self.class_counts("test").to_dict(), self.threshold,
+                                   strict=True)
+        return split_head_tail(self.class_counts("train").to_dict(), self.threshold)
+
+    def fingerprint(self) -> str:
+        """A short hash of the content (rows of every split, classes): names the data in run ids.
+        Computed once: the rows and classes do not change after loading."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256("\x1f".join(self.classes).encode())
+            for name in SPLITS:
+                frame = self.splits[name][["text", "text_b", "label"]]
+                digest.update(name.encode())
+                digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
+
+    def info(self) -> dict:
+        """What ``inspect`` prints: sizes, class counts head to tail, head and tail classes."""
+        head, tail = self.head_tail()
+        counts = {s: {k: int(v) for k, v in self.class_counts(s).items()} for s in SPLITS}
+        return {
+            "dataset": self.id,
+            "num_classes": self.num_classes,
+            "sizes": {s: int(len(self.splits[s])) for s in SPLITS},
+            "class_counts": counts["train"],
+            "class_counts_by_split": counts,
+            "head_tail_split": self.head_tail_rule,
+            "threshold": self.threshold,
+            "head_classes": head,
+            "tail_classes": tail,
+            "imbalance_ratio": _imbalance_ratio(counts["train"]),
+            "template": self.template,
+            "verbalizer": self.verbalizer,
+            "max_length": self.max_length,
+            "dropped_classes": self.dropped_classes,
+            "repeated_texts": self.repeated_texts(),
+            "warnings": self.warnings,
+            "fingerprint": self.fingerprint(),
+        }
+
+    def repeated_texts(self) -> dict:
+        """Data health: ``within`` each split, how many rows repeat an earlier row's text (and
+        second text); ``across``, how many distinct texts sit in more than one split (a test
+        text also trained on inflates every score)."""
+        keys = {s: self.splits[s]["text"].astype(str) + "\x1f"
+                + self.splits[s]["text_b"].astype(str) for s in SPLITS}
+        within = {s: int(k.duplicated().sum()) for s, k in keys.items()}
+        seen = pd.concat([k.drop_duplicates() for k in keys.values()])
+        return {"within": within, "across": int(seen.duplicated().sum())}
+
+
+def _imbalance_ratio(counts: Mapping[str, int]) -> float | None:
+    values = [v for v in counts.values() if v > 0]
+    return round(max(values) / min(values), 2) if values else None
+
+
+HEAD_TAIL_RULES = {
+    "train": "on the training counts, head while the cumulative share stays at or under the "
+             "threshold (the top class always head, the rarest always tail)",
+    "released": "on the test labels, head while the cumulative share stays strictly under the "
+                "threshold (the authors' released code, metrics.py split_f1)",
+}
+
+
+def split_head_tail(counts: Mapping[str, int], threshold: float, strict: bool = False
+                    ) -> tuple[list[str], list[str]]:
+    """Split classes into head and tail as the paper does.
+
+    Classes are sorted by frequency; a class is *head* while the cumulative share of examples up
+    to and including it does not exceed ``threshold``, the rest are *tail*; the most frequent
+    class is always head and, with two or more classes, the least frequent always tail.
+    ``strict`` is the released code's rule instead: head while the share stays strictly under
+    ``threshold``, with no guard (a dominant top class leaves the head empty).
+    """
+    if not 0.0 < threshold < 1.0:
+        raise GleeError(f"head/tail threshold must be between 0 and 1, got {threshold}")
+    ordered = sorted(counts.items(), key=lambda kv: -kv[1])  # stable: ties keep given order
+    total = sum(c for _, c in ordered) or 1
+    head, tail, cumulative = [], [], 0
+    for name, count in ordered:
+        cumulative += count
+        share = cumulative / total
+        is_head = share < threshold if strict else (not head or share <= threshold + 1e-12)
+        (head if is_head and not tail else tail).append(name)
+    if not strict and len(ordered) > 1 and not tail:
+        tail.append(head.pop())
+    return head, tail
+
+
+# --------------------------------------------------------------------------------------------
+# Templates and verbalizers
+
+
+def label_words_from_name(label: str) -> str:
+    """Derive a label word from a class name: split on ``-``, ``_``, ``/`` and spaces."""
+    words = [w for w in re.split(r"[-_/\s]+", str(label)) if w]
+    return " ".join(words) or str(label)
+
+
+def derive_verbalizer(classes: list[str]) -> dict[str, list[str]]:
+    return {c: [label_words_from_name(c)] for c in classes}
+
+
+def parse_verbalizer(raw: Mapping, classes: list[str], source: str) -> dict[str, list[str]]:
+    """Match a ``{label: word(s)}`` mapping to the classes (case-insensitively, as boolq needs)."""
+    by_key = {str(k).strip().lower(): v for k, v in raw.items()}
+    verbalizer, missing = {}, []
+    for name in classes:
+        value = by_key.get(name.strip().lower())
+        if value is None:
+            missing.append(name)
+            continue
+        words = [value] if isinstance(value, str) else list(value)
+        words = [str(w).strip() for w in words if str(w).strip()]
+        if not words:
+            raise GleeError(f"{source}: class {name!r} has no label word")
+        verbalizer[name] = words
+    if missing:
+        raise GleeError(
+            f"{source}: no label word for class(es) {', '.join(map(repr, missing[:10]))}; "
+            "add them to the verbalizer JSON ({\"label\": \"label word\", ...})")
+    return verbalizer
+
+
+def load_verbalizer_file(path: str | os.PathLike, classes: list[str]) -> dict[str, list[str]]:
+    """Read a verbalizer JSON file (label -> word or list of words)."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise GleeError(f"verbalizer file not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GleeError(f"{path}: not a JSON object of label -> label word ({exc})") from None
+    if not isinstance(raw, dict):
+        raise GleeError(f"{path}: expected a JSON object of label -> label word")
+    return parse_verbalizer(raw, classes, str(path))
+
+
+def check_template(template: str) -> str:
+    """A template must hold ``[MASK]`` once and a text slot (``{text}`` or ``{text_a}``)."""
+    if template.count("[MASK]") != 1:
+        raise GleeError(f"template {template!r} must contain [MASK] exactly once")
+    slots = re.findall(r"\{(\w+)\}", template)
+    unknown = [s for s in slots if s not in TEMPLATE_SLOTS]
+    if unknown:
+        raise GleeError(f"template {template!r} has unknown slot(s) {unknown}; "
+                        f"use {{text}}, {{text_a}}, {{text_b}} or {{entity}}")
+    if not any(TEMPLATE_SLOTS[s] == "text" for s in slots):
+        raise GleeError(f"template {template!r} has no text slot: add {{text}}")
+    return template
+
+
+# --------------------------------------------------------------------------------------------
+# Splitting
+
+
+def _frame(texts, labels, texts_b=None) -> pd.DataFrame:
+    texts = [str(t) for t in texts]
+    return pd.DataFrame({
+        "text": texts,
+        "text_b": [str(t) for t in texts_b] if texts_b is not None else [""] * len(texts),
+        "label": list(labels),
+    })
+
+
+def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED,
+                       minimum: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Hold out ``fraction`` of every class (at least ``minimum`` distinct texts, keeping one).
+
+    Rows are grouped by text first: copies of one text always land on the same side, so a
+    duplicated text can never be both trained on and tested on."""
+    rng = np.random.default_rng(seed)
+    keep, hold = [], []
+    for _, group in frame.groupby("label", sort=True):
+        texts = group.groupby(["text", "text_b"], sort=True).indices
+        keys = list(texts)
+        order = rng.permutation(len(keys))
+        n_hold = int(round(fraction * len(keys)))
+        n_hold = min(max(n_hold, minimum if len(keys) >= 2 else 0), len(keys) - 1)
+        for rank, k in enumerate(order):
+            (hold if rank < n_hold else keep).extend(group.index[texts[keys[k]]])
+    return (frame.loc[sorted(keep)].reset_index(drop=True),
+            frame.loc[sorted(hold)].reset_index(drop=True))
+
+
+def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd.DataFrame:
+    """``n`` rows of ``frame`` in which every class keeps its share (rounded down, the rows left
+    to the largest remainders) and at least one row while ``n`` allows (taken from the largest
+    classes; with fewer rows than classes, the most frequent classes get one); rows drawn at
+    random with ``seed``, kept in their order. ``--limit``'s default."""
+    if n >= len(frame):
+        return frame
+    counts = frame["label"].value_counts()
+    counts = counts.loc[sorted(counts.index, key=lambda c: (-counts[c], str(c)))]
+    exact = counts * n / counts.sum()
+    take = np.maximum(np.floor(exact), 1).astype(int)
+    take.iloc[n:] = 0  # fewer rows than classes: the rarest go without
+    while take.sum() > n:  # the floor of one took rows: give them back from the largest
+        take[take.idxmax()] -= 1
+    for label in (exact - take).sort_values(ascending=False, kind="stable").index:
+        if take.sum() == n:
+            break
+        if take[label] < counts[label]:
+            take[label] += 1
+    rng = np.random.default_rng(seed)
+    labels = frame["label"].to_numpy()
+    rows = [rng.choice(np.flatnonzero(labels == label), int(k), replace=False)
+            for label, k in take.items() if k]
+    return frame.iloc[np.sort(np.concatenate(rows))]
+
+
+def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
+                    seed: int = SPLIT_SEED, min_test: int = 1
+                    ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+    """Stratified train/dev/test split (by distinct text), at least ``min_test`` distinct test
+    texts per class. Classes with fewer than ``min_test + 2`` distinct texts cannot appear in every
+    split: they are left out and returned, so the caller reports them."""
+    sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
+    too_small = {str(k): int(v) for k, v in sizes.items() if v < min_test + 2}
+    frame = frame[~frame["label"].isin(list(too_small))].reset_index(drop=True)
+    rest, test_part = stratified_holdout(frame, test, seed, minimum=min_test)
+    train, dev_part = stratified_holdout(rest, dev / (1 - test), seed + 1)
+    return {"train": train, "dev": dev_part, "test": test_part}, too_small
+
+
+def _index_labels(splits: dict[str, pd.DataFrame], classes: list[str]) -> dict[str, pd.DataFrame]:
+    index = {c: i for i, c in enumerate(classes)}
+    out = {}
+    for name, frame in splits.items():
+        frame = frame.copy()
+        frame["label"] = frame["label"].map(index).astype(np.int64)
+        out[name] = frame.reset_index(drop=True)
+    return out
+
+
+def _classes_head_to_tail(frame: pd.DataFrame) -> list[str]:
+    counts = frame["label"].value_counts()
+    return sorted(counts.index.astype(str), key=lambda c: (-counts[c], c))
+
+
+def _from_labelled_frames(dataset_id: str, splits: dict[str, pd.DataFrame], *, template: str,
+                          verbalizer: Mapping | None, threshold: float, max_length: int,
+                          warnings: list[str], dropped: dict[str, int] | None = None,
+                          language: str = "en", batch_size: int | None = None,
+                          classes: list[str] | None = None) -> LongTailDataset:
+    """Common end of every loader: fix the class order, index labels, attach prompt set-up."""
+    classes = classes or _classes_head_to_tail(splits["train"])
+    if len(classes) < 2:
+        raise GleeError(f"{dataset_id}: only one class ({classes[0] if classes else 'none'}) - "
+                        "a classifier needs at least two")
+    for name in ("dev", "test"):
+        unseen = sorted(set(splits[name]["label"]) - set(classes))
+        if unseen:
+            warnings.append(f"{name}: {len(unseen)} class(es) absent from train were dropped: "
+                            f"{unseen[:5]}")
+            splits[name] = splits[name][splits[name]["label"].isin(classes)]
+    verbalizer = (parse_verbalizer(verbalizer, classes, f"{dataset_id} verbalizer")
+                  if verbalizer else derive_verbalizer(classes))
+    return LongTailDataset(
+        id=dataset_id, classes=classes, splits=_index_labels(splits, classes),
+        template=check_template(template), verbalizer=verbalizer, threshold=threshold,
+        max_length=max_length, batch_size=batch_size, language=language, warnings=warnings,
+        dropped_classes=dropped or {})
+
+
+# --------------------------------------------------------------------------------------------
+# Sources
+
+
+DEMO_THRESHOLD = 0.5  # two head classes (trivia, ai) on the demo
+DEMO_MIN_TEST = 3  # distinct test texts every demo class keeps
+
+
+def load_demo(threshold: float | None = None) -> LongTailDataset:
+    """The embedded demo: each whole chatterbot-corpus conversation (its utterances joined) ->
+    its category.
+
+    Conversations are deduplicated (the corpus repeats some, ``tech support`` 105 times over), so
+    no text appears twice in or across splits; 20 English categories from ``trivia`` (261
+    conversations) down to ``history`` (8); a deterministic stratified 70/10/20 split with at
+    least 3 test texts per class. A category with too few conversations for that (``health``, 1)
+    is reported in ``dropped_classes``. Head: ``trivia`` and ``ai`` (threshold 0.5)."""
+    try:
+        import chatterbot_corpus  # noqa: PLC0415 (optional: only for the demo)
+    except ImportError:
+        raise GleeError("the demo dataset needs the 'chatterbot-corpus' package: "
+                        "pip install --no-deps chatterbot-corpus") from None
+    folder = Path(chatterbot_corpus.__file__).parent / "data" / "english"
+    labels_of: dict[str, set[str]] = {}
+    for path in sorted(folder.glob("*.yml")):
+        # libyaml's loader where present: 5x faster than the pure-Python one
+        doc = yaml.load(path.read_text(encoding="utf-8"),
+                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        label = str((doc.get("categories") or [path.stem])[0]).strip().lower()
+        for conversation in doc.get("conversations") or []:
+            parts = [str(u).strip() for u in conversation or []
+                     if isinstance(u, str | int | float) and str(u).strip()]
+            if parts:
+                labels_of.setdefault(" ".join(parts), set()).add(label)
+    # a conversation filed under two categories has no single label: left out
+    kept = {text: next(iter(labels)) for text, labels in labels_of.items() if len(labels) == 1}
+    splits, dropped = three_way_split(_frame(list(kept), list(kept.values())),
+                                      min_test=DEMO_MIN_TEST)
+    warnings = [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
+                for c, n in dropped.items()]
+    return _from_labelled_frames(
+        "demo", splits, template=DEFAULT_TEMPLATE, verbalizer=None,
+        threshold=threshold or DEMO_THRESHOLD, max_length=128, warnings=warnings,
+        dropped=dropped)
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
+    path = Path(data_dir).expanduser() if data_dir else environment.data_dir()
+    if not path.is_dir():
+        raise GleeError(f"data directory not found: {path} - pass --data-dir DIR or set "
+                        "GLEE_DATA_DIR (one folder per dataset id, the paper's TSV layout)")
+    return path
+
+
+def _read_tsv(path: Path, columns: tuple[str, ...], warnings: list[str]) -> pd.DataFrame:
+    """Read one of the paper's TSV files; malformed rows are counted and skipped, never fatal."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if not rows:
+        raise GleeError(f"{path}: empty file; expected a header row {list(columns)}")
+    header = [h.strip() for h in rows[0]]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise GleeError(f"{path}: missing column(s) {missing}; header is {header}")
+    pos = [header.index(c) for c in columns]
+    good, ragged, empty = [], 0, 0
+    for row in rows[1:]:
+        if len(row) != len(header):
+            ragged += 1
+            continue
+        values = [row[i].strip() for i in pos]
+        if not all(values):
+            empty += 1
+            continue
+        good.append(values)
+    if ragged or empty:
+        warnings.append(f"{path.name}: skipped {ragged} malformed row(s) and {empty} row(s) "
+                        "with an empty text or label")
+    frame = pd.DataFrame(good, columns=list(columns))
+    text_b = frame[columns[1]] if len(columns) == 3 else None
+    return _frame(frame[columns[0]], frame["label"], text_b)
+
+
+def _read_r8(path: Path, warnings: list[str]) -> pd.DataFrame:
+    texts, labels, bad = [], [], 0
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            label, sep, text = line.rstrip("\n").partition("\t")
+            if not sep or not label.strip() or not text.strip():
+                bad += 1
+                continue
+            labels.append(label.strip())
+            texts.append(text.strip())
+    if bad:
+        warnings.append(f"{path.name}: skipped {bad} malformed line(s)")
+    return _frame(texts, labels)
+
+
+def _missing_split(dataset_id: str, path: Path) -> GleeError:
+    return GleeError(
+        f"{dataset_id}: {path} not found. The paper's datasets come from its repository "
+        f"({PAPER_REPO}); put {path.name} in {path.parent}/")
+
+
+def load_paper_dataset(dataset_id: str, data_dir: str | os.PathLike | None = None,
+                       threshold: float | None = None) -> LongTailDataset:
+    """Read a paper dataset from ``<data_dir>/<id>/{train,dev,test}.tsv`` (r8: ``train/test.txt``).
+
+    A missing dev split is made from 10% of train (stratified, fixed seed) as the paper does."""
+    spec = PAPER_DATASETS[dataset_id]
+    root = resolve_data_dir(data_dir)
+    folder = root / dataset_id
+    warnings: list[str] = []
+    splits: dict[str, pd.DataFrame] = {}
+    if dataset_id == "r8":
+        for name in ("train", "test"):
+            path = folder / f"{name}.txt"
+            if not path.is_file():
+                raise _missing_split(dataset_id, path)
+            splits[name] = _read_r8(path, warnings)
+    else:
+        for name in SPLITS:
+            path = folder / f"{name}.tsv"
+            if path.is_file():
+                splits[name] = _read_tsv(path, spec.columns, warnings)
+            elif name != "dev":
+                raise _missing_split(dataset_id, path)
+    if "dev" not in splits:
+        splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
+        warnings.append("no dev split: 10% of train (stratified, seed 42) is used as dev")
+
+    classes = None
+    label_file = folder / "label2idx.json"
+    if label_file.is_file():
+        label2idx = json.loads(label_file.read_text(encoding="utf-8"))
+        classes = [k for k, _ in sorted(label2idx.items(), key=lambda kv: kv[1])]
+        canonical = {c.strip().lower(): c for c in classes}
+        for name, frame in splits.items():
+            mapped = frame["label"].str.lower().map(canonical)
+            unknown = int(mapped.isna().sum())
+            if unknown:
+                warnings.append(f"{name}: skipped {unknown} row(s) whose label is not in "
+                                "label2idx.json")
+            splits[name] = frame.assign(label=mapped)[mapped.notna()]
+    verbalizer_path = root / "verbalizers" / f"{spec.verbalizer_file or dataset_id}.verbalizer"
+    verbalizer = None
+    if verbalizer_path.is_file():
+        verbalizer = json.loads(verbalizer_path.read_text(encoding="utf-8"))
+    else:
+        warnings.append(f"{verbalizer_path} not found: label words derived from class names")
+    return _from_labelled_frames(
+        dataset_id, splits, template=spec.template, verbalizer=verbalizer,
+        threshold=threshold or spec.threshold, max_length=spec.max_length, warnings=warnings,
+        language=spec.language, batch_size=spec.batch_size, classes=classes)
+
+
+TEXT_COLUMN_NAMES = ("text", "sentence", "content", "review", "document", "utterance", "query",
+                     "question", "text_a", "sentence1")
+LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
+
+
+def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:
+    """The first column whose name (any case) is one of ``candidates``."""
+    lowered = {c.lower().strip(): c for c in columns}
+    return next((lowered[name] for name in candidates if name in lowered), None)
+
+
+def _pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], what: str,
+                 source: str) -> str:
+    if given:
+        if given not in columns:
+            raise GleeError(f"{source}: no {what} column named {given!r}; columns are {columns}")
+        return given
+    found = find_column(columns, candidates)
+    if found:
+        return found
+    raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
+                    f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
+
+
+def _decode(raw: bytes, source: str, warnings: list[str]) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:  # an odd length, a lone surrogate
+            raise GleeError(f"{source}: starts as UTF-16 but is not valid UTF-16 (byte "
+                            f"{exc.start}: {exc.reason}); save it again as CSV (UTF-8)"
+                            ) from None
+    if b"\x00" in raw[:4096]:
+        raise GleeError(f"{source}: this is not a text file (binary content); "
+                        "save it as CSV (UTF-8)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        warnings.append(f"{source}: not UTF-8, read as latin-1 - check accented characters")
+        return raw.decode("latin-1")
+
+
+def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
+    """Parse a CSV file into strings, whatever its delimiter (comma, semicolon, tab, pipe) and
+    encoding (UTF-8 with or without BOM, UTF-16, latin-1); malformed rows are reported."""
+    path = Path(path).expanduser()
+    source = str(path)
+    if not path.is_file():
+        raise GleeError(f"CSV file not found: {path}")
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise GleeError(f"{source}: larger than the {MAX_CSV_BYTES // 2**20} MiB limit")
+    warnings: list[str] = []
+    text = _decode(path.read_bytes(), source, warnings)
+    if not text.strip():
+        raise GleeError(f"{source}: the file is empty; expected a header row and labelled rows")
+    try:
+        delimiter = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
+    except csv.Error:
+        delimiter = ","
+    ragged: list[list[str]] = []
+
+    def skip_bad_line(fields: list[str]) -> None:  # rows with too many fields: skip and report
+        ragged.append(fields)
+
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False,
+                            engine="python", on_bad_lines=skip_bad_line)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
+        raise GleeError(f"{source}: not a readable CSV ({str(exc).strip()}); "
+                        "check the quoting (an unclosed \" swallows the rest of the file)"
+                        ) from None
+    if ragged:
+        warnings.append(f"{source}: skipped {len(ragged)} row(s) with more fields than the header")
+    frame = frame.fillna("")  # rows with fewer fields than the header
+    line = _unclosed_quote_line(text)
+    # the rows from that line on were dropped, or read into the last row's field
+    swallowed = line is not None and (len(frame) <= line - 2
+                                      or frame.iloc[-1].str.contains("\n").any())
+    if swallowed:
+        raise GleeError(f"{source}: the \" opened on line {line} is never closed, so the rest "
+                        "of the file reads as one field; close it (a \" inside a field is "
+                        "written \"\")")
+    if frame.empty:
+        raise GleeError(f"{source}: header only, no rows (columns: {list(frame.columns)})")
+    return frame, warnings
+
+
+def _unclosed_quote_line(text: str) -> int | None:
+    """The line whose quote is still open at the end of ``text`` (an odd number of ``"``)."""
+    open_at, inside = None, False
+    for number, line in enumerate(text.splitlines(), start=1):
+        for _ in range(line.count('"')):
+            inside = not inside
+            open_at = number if inside else open_at
+    return open_at if inside else None
+
+
+def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
+                   text_b_column: str | None = None) -> tuple[pd.DataFrame, str, str | None]:
+    """A CSV of texts to classify: its rows as read (every column kept, in order), the text
+    column and the optional second text column. Same reading and errors as training data."""
+    source = str(Path(path).expanduser())
+    frame, _ = read_csv_frame(path)
+    columns = [str(c) for c in frame.columns]
+    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
+    if text_b_column and text_b_column not in columns:
+        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
+                        f"columns are {columns}")
+    return frame, text_col, text_b_column
+
+
+def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
+                      label_column: str | None = None, text_b_column: str | None = None
+                      ) -> tuple[pd.DataFrame, list[str]]:
+    """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one).
+
+    Rows with an empty text or label are dropped and reported (see :func:`read_csv_frame`)."""
+    source = str(Path(path).expanduser())
+    frame, warnings = read_csv_frame(path)
+    columns = [str(c) for c in frame.columns]
+    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
+    label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
+    if text_b_column and text_b_column not in columns:
+        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
+                        f"columns are {columns}")
+    out = _frame(frame[text_col].str.strip(), frame[label_col].str.strip(),
+                 frame[text_b_column].str.strip() if text_b_column else None)
+    if "split" in (c.lower() for c in columns):
+        split_col = next(c for c in columns if c.lower() == "split")
+        out["split"] = frame[split_col].str.strip().str.lower().replace({"validation": "dev"})
+    empty = (out["text"] == "") | (out["label"] == "")
+    if empty.any():
+        warnings.append(f"{source}: dropped {int(empty.sum())} row(s) with an empty text or label")
+        out = out[~empty].reset_index(drop=True)
+    if out.empty:
+        raise GleeError(f"{source}: no row has both a text and a label")
+    duplicates = int(out.duplicated(subset=["text", "text_b", "label"]).sum())
+    if duplicates:
+        warnings.append(f"{source}: {duplicates} duplicate row(s) kept (copies of a text never "
+                        "straddle train and test)")
+    if out["label"].str.fullmatch(r"-?\d+(\.\d+)?").all():
+        warnings.append(f"{source}: the labels are numbers, so prompt methods' label words are "
+                        "digits; give real words with --verbalizer FILE.json")
+    n_classes = out["label"].nunique()
+    if n_classes > 1000:
+        warnings.append(f"{source}: {n_classes} classes - classes with fewer than 3 distinct "
+                        "texts are left out, and per-class charts will be dense")
+    return out, warnings
+
+
+def load_csv_dataset(path: str, text_column: str | None = None, label_column: str | None = None,
+                     text_b_column: str | None = None, threshold: float | None = None,
+                     template: str | None = None, max_length: int = 128) -> LongTailDataset:
+    """``csv:PATH``: a CSV with a text and a label column; a ``split`` column (train/dev/test) is
+    used when present, otherwise a stratified 70/10/20 split is made."""
+    frame, warnings = read_labelled_csv(path, text_column, label_column, text_b_column)
+    dropped: dict[str, int] = {}
+    if "split" in frame and set(frame["split"]) <= set(SPLITS) and "train" in set(frame["split"]):
+        splits = {s: frame[frame["split"] == s].drop(columns="split").reset_index(drop=True)
+                  for s in SPLITS}
+        if splits["dev"].empty:
+            splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
+        if splits["test"].empty:
+            raise GleeError(f"{path}: the split column has no 'test' rows")
+    else:
+        frame = frame.drop(columns="split", errors="ignore")
+        if frame["label"].nunique() < 2:
+            raise GleeError(f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
+                            "a classifier needs at least two")
+        splits, dropped = three_way_split(frame)
+        if splits["train"]["label"].nunique() < 2:
+            raise GleeError(
+                f"{path}: {len(dropped):,} of the {frame['label'].nunique():,} classes have fewer "
+                "than 3 distinct texts, too few for a train, dev and test split, and "
+                f"{'one class is' if splits['train']['label'].nunique() else 'none is'} left; "
+                "merge rare classes, or give a split column (train/dev/test) yourself")
+        warnings += [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
+                     for c, n in dropped.items()]
+    return _from_labelled_frames(
+        f"csv:{path}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings,
+        dropped=dropped)
+
+
+UPLOAD_NAME = re.compile(r"[A-Za-z0-9_-]+\.csv")  # what uploads.safe_upload_name makes
+
+
+def load_upload_dataset(name: str, uploads_dir: str | os.PathLike | None = None,
+                        **options) -> LongTailDataset:
+    """``upload:NAME``: a CSV kept by the app (``uploads.save_upload``) in ``uploads_dir``
+    (default ``$GLEE_UPLOADS_DIR``). Its id and every message name the upload, never the folder
+    it is kept in (in public mode that folder's name is the visitor's key)."""
+    folder = Path(uploads_dir).expanduser() if uploads_dir else environment.uploads_dir()
+    if not UPLOAD_NAME.fullmatch(name):
+        raise GleeError(f"upload:{name}: not an upload name (letters, digits, '_', '-', .csv)")
+    path = folder / name
+    if not path.is_file():
+        raise GleeError(f"upload:{name}: no such upload here; upload the CSV on the Data page")
+    try:
+        dataset = load_csv_dataset(str(path), **options)
+    except GleeError as exc:
+        raise GleeError(str(exc).replace(str(path), name)) from None
+    dataset.id = f"upload:{name}"
+    dataset.warnings = [w.replace(str(path), name) for w in dataset.warnings]
+    return dataset
+
+
+def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str | None = None,
+                    text_b_column: str | None = None, threshold: float | None = None,
+                    template: str | None = None, max_length: int = 128) -> LongTailDataset:
+    """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder)."""
+    try:
+        import datasets as hf_datasets  # noqa: PLC0415 (heavy: only for hf: specs)
+    except ImportError:
+        raise GleeError("hf: datasets need the 'datasets' package: pip install datasets") from None
+    name, _, config = spec.partition(":")
+    if not Path(name).expanduser().is_dir() and not hub_reachable():
+        raise GleeError(f"cannot load Hugging Face dataset {spec!r}: it is not a local folder and "
+                        "the hub is unreachable from this machine; use csv:PATH or a local folder")
+    try:
+        loaded = hf_datasets.load_dataset(name, config or None)
+    except Exception as exc:  # the hub raises many types; all mean "cannot load this"
+        raise GleeError(f"cannot load Hugging Face dataset {spec!r}: {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''} (is the hub reachable? "
+                        "offline, use a local folder or csv:PATH)") from None
+    frames, names = {}, None
+    for split_name, part in loaded.items():
+        key = {"validation": "dev", "valid": "dev"}.get(split_name, split_name)
+        if key not in SPLITS:
+            continue
+        feature = part.features.get(label_column or "label")
+        if names is None and getattr(feature, "names", None):
+            names = list(feature.names)
+        frames[key] = part.to_pandas()
+    if "train" not in frames:
+        raise GleeError(f"{spec}: has no 'train' split (splits: {list(loaded)})")
+    columns = [str(c) for c in frames["train"].columns]
+    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", spec)
+    label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", spec)
+    splits = {}
+    for key, frame in frames.items():
+        labels = frame[label_col]
+        if names is not None:
+            labels = labels.map(lambda i: names[int(i)] if int(i) >= 0 else "")
+        splits[key] = _frame(frame[text_col], labels.astype(str),
+                             frame[text_b_column] if text_b_column else None)
+        splits[key] = splits[key][(splits[key]["text"].str.strip() != "")
+                                  & (splits[key]["label"] != "")]
+    warnings: list[str] = []
+    if "test" not in splits:
+        splits["train"], splits["test"] = stratified_holdout(splits["train"], 0.2)
+        warnings.append("no test split: 20% of train (stratified, seed 42) is used as test")
+    if "dev" not in splits:
+        splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
+        warnings.append("no dev split: 10% of train (stratified, seed 42) is used as dev")
+    return _from_labelled_frames(
+        f"hf:{spec}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings)
+
+
+# The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads)
+def csv_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
+    return load_csv_dataset(rest, threshold=threshold, **columns)
+
+
+def upload_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
+    return load_upload_dataset(rest, uploads_dir, threshold=threshold, **columns)
+
+
+def hf_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
+    return load_hf_dataset(rest, threshold=threshold, **columns)
+
+
+def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
+                 threshold: float | None = None, template: str | None = None,
+                 verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
+                 label_column: str | None = None, text_b_column: str | None = None,
+                 head_tail: str = "train", uploads_dir: str | os.PathLike | None = None
+                 ) -> LongTailDataset:
+    """Load any dataset by spec: ``demo``, a paper id, or an id of a source
+    (:data:`glee_core.data.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
+
+    ``template`` and ``verbalizer`` (a JSON file) override the dataset's own; ``head_tail``
+    picks the head/tail rule (``HEAD_TAIL_RULES``)."""
+    if head_tail not in HEAD_TAIL_RULES:
+        raise GleeError(f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, "
+                        f"got {head_tail!r}")
+    column_args = dict(text_column=text_column, label_column=label_column,
+                       text_b_column=text_b_column)
+    if spec == "demo":
+        dataset = load_demo(threshold)
+    elif spec in PAPER_DATASETS:
+        dataset = load_paper_dataset(spec, data_dir, threshold)
+    elif (found := source_of(spec)) is not None:
+        source, rest = found
+        dataset = globals()[source.loader](rest, threshold, column_args, uploads_dir)
+    else:
+        raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
+                        f"{source_usages()}")
+    if template:
+        dataset.template = check_template(template)
+    if verbalizer:
+        dataset.verbalizer = load_verbalizer_file(verbalizer, dataset.classes)
+    dataset.head_tail_rule = head_tail
+    return dataset

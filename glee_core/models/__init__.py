@@ -1,0 +1,5 @@
+"""What a model is: the tuning modes (``modes.MODES``: fine-tune, frozen, LoRA, P-tuning v2),
+the methods (``methods.METHODS``: the paper's twelve and seven more), every knob of a run
+(``config.TrainConfig``), the backbone (any Hugging Face masked LM and its MLM head), the heads
+that compose a method on it, cached features (quick mode) and batched scoring. Imports ``core``
+and ``data``."""

@@ -1,0 +1,168 @@
+"""Quick mode: encode a dataset once with the frozen backbone and cache the hidden states.
+
+The paper's decoupling view is that the long tail bites in the classifier. With the backbone
+frozen, every method is a head trained on the same few hidden states: the ``[CLS]`` state of the
+plain input (CLS methods) or the ``[MASK]`` state of the template input (prompt methods and
+``cls-relu-prompt``). They are computed once per dataset + model + input format + max length and
+cached as ``.npz`` (loaded with ``allow_pickle=False``), so every head of the registry trains in
+seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..core.devices import (
+    autocast,
+    batch_to,
+    padded_width,
+    resolve_pad_multiple,
+    resolve_precision,
+)
+from ..core.events import FeaturePass, ProgressFn
+from ..data.datasets import LongTailDataset, stratified_sample
+from ..data.encoding import encode, eval_batches
+from .backbone import Backbone
+from .heads import POOLINGS, encoder_hidden_states, pool
+
+
+@dataclass
+class FeatureSplit:
+    """Cached hidden states of one split; batches are ``{"hidden", "labels"}``."""
+
+    hidden: np.ndarray
+    labels: np.ndarray
+    # real tokens a second of the feature pass that made these states (None: a cache file of
+    # before it was recorded); the Train and Home estimates read it off frozen runs
+    pass_tokens_per_second: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.ones(len(self), dtype=np.int64)
+
+    def subset(self, index) -> FeatureSplit:
+        index = np.asarray(list(index), dtype=np.int64)
+        return FeatureSplit(self.hidden[index], self.labels[index], self.pass_tokens_per_second)
+
+    def batch(self, index, pad_id: int = 0, pad_to: int | None = None) -> dict[str, torch.Tensor]:
+        index = np.asarray(index)
+        return {"hidden": torch.from_numpy(self.hidden[index]),
+                "labels": torch.from_numpy(self.labels[index])}
+
+
+def feature_key(dataset: LongTailDataset, backbone: Backbone, input_format: str,
+                max_length: int, limit: int | None = None, strategy: str = "first") -> str:
+    identity = {"dataset": dataset.fingerprint(), "model": backbone.fingerprint,
+                "format": input_format, "max_length": max_length,
+                "template": dataset.template if input_format == "prompt" else None}
+    if limit:  # a limited pass holds only ``limit`` training examples
+        identity["train_limit"] = limit
+        if strategy != "first":
+            identity["limit_strategy"] = strategy
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return f"{input_format}-{digest}"
+
+
+@torch.inference_mode()
+def compute_states(backbone: Backbone, split, device: torch.device, batch_size: int = 128,
+                   progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """The frozen encoder's states of every example, in one pass: ``cls`` at its read position
+    (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
+    model = backbone.model.to(device).eval()
+    pad_id = backbone.tokenizer.pad_token_id or 0
+    out = {p: np.zeros((len(split), backbone.hidden_size), dtype=np.float32) for p in POOLINGS}
+    lengths = split.lengths
+    multiple, cap = resolve_pad_multiple(None, device), int(lengths.max()) if len(split) else 0
+    for index in eval_batches(lengths, batch_size):
+        width = padded_width(int(lengths[index].max()), multiple, cap)
+        batch = batch_to(split.batch(index, pad_id, width), device)
+        with autocast(device, resolve_precision("auto", device)):
+            states = encoder_hidden_states(
+                model, batch["input_ids"], batch["attention_mask"],
+                batch.get("token_type_ids") if backbone.uses_token_type_ids else None)
+            for pooling in POOLINGS:
+                pooled = pool(states, batch["attention_mask"], batch["positions"], pooling)
+                out[pooling][index] = pooled.float().cpu().numpy()
+        if progress:
+            progress(len(index))
+    return out
+
+
+def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str = "cls"
+                   ) -> np.ndarray:
+    """The frozen encoder's pooled state of every example (see :func:`compute_states`)."""
+    return compute_states(backbone, split, device)[pooling]
+
+
+def limited_splits(dataset: LongTailDataset, limit: int | None,
+                   strategy: str = "first") -> dict:
+    """The dataset's split frames, the training one cut to ``limit`` rows (``--limit``: what is
+    not trained on is not encoded either): a stratified sample, or its first rows."""
+    splits = dict(dataset.splits)
+    if limit:
+        train = splits["train"]
+        splits["train"] = (stratified_sample(train, limit) if strategy == "stratified"
+                           else train.iloc[:limit])
+    return splits
+
+
+def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
+                    max_length: int, cache_dir: str | os.PathLike, device: torch.device,
+                    progress: ProgressFn | None = None, pooling: str = "cls",
+                    limit: int | None = None, strategy: str = "first"
+                    ) -> dict[str, FeatureSplit]:
+    """Pooled hidden states of every split, from the cache or computed (and cached) now; one
+    pass caches both poolings. ``limit`` encodes only N training examples, picked by
+    ``strategy`` (:func:`limited_splits`)."""
+    progress = progress or (lambda event: None)
+    cache_dir = Path(cache_dir)
+    key = feature_key(dataset, backbone, input_format, max_length, limit, strategy)
+    path = cache_dir / f"{key}.npz"
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                rate = float(data["pass_tokens_per_second"]) if "pass_tokens_per_second" in data \
+                    else None
+                return {name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"],
+                                           rate)
+                        for name in dataset.splits}
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            path.unlink(missing_ok=True)  # a truncated cache file: compute it again
+    started = time.perf_counter()
+    encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
+                            max_length)
+               for name, frame in limited_splits(dataset, limit, strategy).items()}
+    total, done = sum(len(s) for s in encoded.values()), 0
+    tokens = sum(int(split.lengths.sum()) for split in encoded.values())
+    arrays = {}
+    for name, split in encoded.items():
+        def tick(n, name=name):
+            nonlocal done
+            done += n
+            progress(FeaturePass(format=input_format, done=done, total=total))
+        for key, states in compute_states(backbone, split, device, progress=tick).items():
+            arrays[f"{name}_{key}"] = states
+        arrays[f"{name}_labels"] = split.labels
+    rate = tokens / max(time.perf_counter() - started, 1e-9)
+    arrays["pass_tokens_per_second"] = np.array(rate)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=cache_dir)
+    os.close(handle)
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
+    return {name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"], rate)
+            for name in dataset.splits}

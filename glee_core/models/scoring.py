@@ -1,0 +1,84 @@
+"""Scoring with a model, below training: what the trainer's dev and test passes and the scorer of
+new text share.
+
+The backbone loaded once per process (:func:`get_backbone`), a batch moved to the device
+(:func:`batch_to`) and fed to the model (:func:`model_inputs`), and batched, length-sorted
+prediction (:func:`predict`). :mod:`glee_core.train.training` and :mod:`glee_core.serve.inference` /
+:mod:`glee_core.serve.export` both import this module; neither scorer imports the trainer.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import torch
+
+from ..core.devices import (
+    autocast,
+    batch_to,
+    padded_width,
+    release_freed_memory,
+    resolve_pad_multiple,
+    resolve_precision,
+)
+from ..data.encoding import EncodedSplit, eval_batches
+from .backbone import Backbone, load_backbone
+from .features import FeatureSplit
+from .heads import GleeModel
+
+
+@cache
+def get_backbone(name: str) -> Backbone:
+    """Load a backbone once per process (fine-tuning trains deep copies of it)."""
+    return load_backbone(name)
+
+
+def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:
+    """How wide the batch of ``index`` is padded (None: to its own longest text; cached
+    features have no width)."""
+    if multiple <= 1 or not isinstance(split, EncodedSplit):
+        return None
+    return padded_width(max(len(split.input_ids[i]) for i in index), multiple, cap)
+
+
+def model_inputs(batch: dict) -> dict:
+    return {k: batch[k] for k in ("input_ids", "attention_mask", "positions", "token_type_ids",
+                                  "hidden") if k in batch}
+
+
+Split = EncodedSplit | FeatureSplit
+
+
+@torch.inference_mode()
+def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
+            batch_size: int = 128, precision: str = "auto", calibrate: bool = True,
+            pad_multiple: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
+    classifier-input features for every example, in split order. Batches are length-sorted
+    (on a GPU padded to a few widths, see :func:`resolve_pad_multiple`); only one batch of
+    activations is alive at a time, and the outputs are copied back once, at the end."""
+    model.eval()
+    if device.type == "cpu":  # the training steps' freed activations: not on top of ours
+        release_freed_memory()
+    precision = resolve_precision(precision, device)
+    multiple = resolve_pad_multiple(pad_multiple, device)
+    cap = int(split.lengths.max()) if len(split) else 0
+    order, outs, feats_out = [], [], []
+    for index in eval_batches(split.lengths, batch_size):
+        batch = batch_to(split.batch(index, pad_id, batch_width(split, index, multiple, cap)),
+                         device)
+        with autocast(device, precision):
+            out, feats = model(**model_inputs(batch), calibrate=calibrate)
+        order.append(index)
+        outs.append(out.float())
+        feats_out.append(feats.float())
+    if not order:
+        return (np.zeros((0, model.head.class_weights().shape[0]), dtype=np.float32),
+                np.zeros((0, 0), dtype=np.float32))
+    index = np.concatenate(order)
+    logits = np.zeros((len(split), outs[0].shape[-1]), dtype=np.float32)
+    features = np.zeros((len(split), feats_out[0].shape[-1]), dtype=np.float32)
+    logits[index] = torch.cat(outs).cpu().numpy()
+    features[index] = torch.cat(feats_out).cpu().numpy()
+    return logits, features

@@ -1,0 +1,144 @@
+"""Rough wall-time estimates for a planned set of runs (the Train page shows them).
+
+Calibrated on finished runs in the store with the same backbone, mode and device when there are
+any (their measured training examples per second, scaled by max length); otherwise from the
+backbone's size and a token throughput typical of the device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models.config import TrainConfig
+from ..data.datasets import LongTailDataset
+from ..models.modes import MODE_LABELS
+from .record import RunRecord
+from .store import Run
+
+# Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
+# with bf16; bert-base on an H100 in bf16: several 100k tok/s). Used without stored runs.
+TOKENS_X_PARAMS_PER_S = {"cpu": 4e10, "cuda": 2e13}
+# Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
+# check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
+# MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
+# cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
+STARTUP_SECONDS = 10.0
+# A head on cached states, without stored frozen runs to measure: examples/s of its training and
+# the seconds of its test pass and run folder (bench/quick_compare.py: 0.4-0.8 s a head on demo)
+HEAD_EXAMPLES_PER_S = 16_000.0
+HEAD_OVERHEAD_SECONDS = 0.5
+
+
+def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
+    """Approximate tokens per example (4 characters a token, capped at max length)."""
+    chars = dataset.splits["train"]["text"].str.len() + dataset.splits["train"]["text_b"].str.len()
+    return float(np.minimum(chars.mean() / 4 + 10, max_length))
+
+
+def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
+                     model_name: str, parameters: int, device: str,
+                     runs: list[Run] | None = None) -> dict:
+    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
+    the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
+    an upper bound (no early stop), with the learning-rate search's extra rounds and LP-FT's
+    quick-mode head; frozen: measured runs carry their early stopping. ``runs``: finished runs to
+    calibrate on (the store's, as the app already holds them): those with the same backbone,
+    mode and device give the measured rates."""
+    config = config.resolved(dataset.max_length, dataset.batch_size)
+    n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
+    tokens = mean_tokens(dataset, config.max_length)
+    alike = {mode: [run.record for run in runs or []
+                    if run.record.model.name == model_name and run.record.mode == mode
+                    and run.record.timing.get("device", "").split(":")[0] == device]
+             for mode in {"frozen", "finetune", config.mode}}
+    if config.frozen:
+        return _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
+                       alike["frozen"])
+    # a parameter-efficient mode still runs the encoder forward and backward: without runs of
+    # its own, fine-tuning's rate is its measure (an upper bound)
+    measured = next(((mode, records) for mode in (config.mode, "finetune")
+                     if (records := [r for r in alike[mode]
+                                     if r.timing.get("train_examples_per_second")])),
+                    (config.mode, []))
+    rates = [record.timing["train_examples_per_second"]
+             * record.hyperparameters.max_length / config.max_length for record in measured[1]]
+    if rates:
+        rate = float(np.median(rates))
+        basis = (f"median of {len(rates)} finished {MODE_LABELS[measured[0]]} run(s) with this "
+                 f"backbone on {device}")
+    else:
+        rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
+        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
+    epochs = config.planned_epochs(n_train)
+    n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
+    search = config.search_cost(n_train)
+    per_run = (n_train * epochs / rate + n_eval / (rate * 4)) * (1 + search)
+    if epochs > config.epochs:
+        basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
+    if search:
+        basis += (f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
+                  f"halving) adds up to {search:.0%}")
+    seconds = STARTUP_SECONDS + n_runs * per_run
+    if config.lp_ft:  # quick mode's heads first (one feature pass; stored heads are re-used)
+        stage = _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
+                        alike["frozen"], passes=1)
+        seconds += stage["seconds"] - STARTUP_SECONDS
+        basis += "; LP-FT's heads on the frozen features first"
+    return {"seconds": seconds, "per_run": per_run, "basis": basis}
+
+
+def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, tokens: float,
+            parameters: int, device: str, alike: list[RunRecord], passes: int = 2) -> dict:
+    """The quick compare: one feature pass per input format (``passes``: plain and template)
+    over every split, then heads on the cached states. Rates: the medians of finished frozen
+    runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
+    per training example and epoch, early stopping included), else typical ones of the device."""
+    pass_rates = [r.timing["feature_pass_tokens_per_second"] for r in alike
+                  if r.timing.get("feature_pass_tokens_per_second")]
+    # a head's whole run (training with its dev scoring and early stopping, test), per training
+    # example and planned epoch: what the run measured, scaled to this launch
+    head_costs = [(r.timing["train_seconds"] + r.timing.get("test_seconds", 0.0))
+                  / (min(r.hyperparameters.limit or r.dataset.sizes["train"],
+                         r.dataset.sizes["train"]) * r.hyperparameters.epochs)
+                  for r in alike if r.timing.get("train_seconds") and r.dataset.sizes.get("train")]
+    measured = []
+    if pass_rates:
+        pass_rate = float(np.median(pass_rates))
+        measured.append(f"feature pass {pass_rate:,.0f} tokens/s")
+    else:
+        pass_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3
+    if head_costs:
+        per_run = float(np.median(head_costs)) * n_train * epochs
+        measured.append(f"heads {per_run:.1f} s each")
+    else:
+        per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S
+    n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
+    total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
+    basis = "frozen backbone: one feature pass per input format, then heads only; " + (
+        f"{' and '.join(measured)} (median of "
+        f"{max(len(pass_rates), len(head_costs))} finished frozen run(s) with this "
+        f"backbone on {device})" if measured else
+        f"rates typical of {device}, no frozen runs with this backbone yet")
+    if len(measured) < 2 and measured:
+        basis += ", the rest typical of the device"
+    return {"seconds": total, "per_run": per_run, "basis": basis}
+
+
+def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, device: str,
+                           measured: list[dict] | None = None) -> dict:
+    """``{"seconds", "basis"}`` for adapting a backbone (``options``: ``AdaptOptions``) to
+    ``dataset``'s training texts: from finished adaptations of the same backbone on this device
+    (``measured``: their records; texts per second, scaled by max length) when there are any,
+    else from its size. The masked-LM step costs about a fine-tuning step."""
+    max_length = options.max_length or dataset.max_length
+    texts = len(dataset.splits["train"]) * (1 - options.held_out)
+    rates = [r["steps"] * r["options"]["batch_size"] / r["seconds"]
+             * (r["options"]["max_length"] or max_length) / max_length
+             for r in measured or [] if r.get("seconds") and r.get("steps")]
+    if rates:
+        rate = float(np.median(rates))
+        basis = f"median of {len(rates)} finished adaptation(s) of this backbone on {device}"
+    else:
+        rate = TOKENS_X_PARAMS_PER_S[device] / parameters / mean_tokens(dataset, max_length)
+        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}"
+    return {"seconds": STARTUP_SECONDS + texts * options.epochs / rate, "basis": basis}

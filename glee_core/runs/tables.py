@@ -1,0 +1,114 @@
+"""Paper-style result tables: Acc, F1, Head F1, Tail F1 as mean ± std over seeds (percent)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..models.methods import METHODS
+from ..models.modes import MODE_LABELS, MODES
+from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
+from .store import Run, aggregate
+
+STD_NOTE = ("± is the sample standard deviation over seeds (n - 1, as the paper's); none for one "
+            "seed")
+
+
+def mean_std(mean: float, std: float, digits: int = 2) -> str:
+    """``mean ± std``; the mean alone where there is no spread (one seed, or an AVG cell)."""
+    if pd.isna(mean):
+        return "–"
+    return f"{mean:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
+
+
+def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset x setting x method with 'mean ± std' cells; ``best`` lists the columns
+    where the row is the best mean of its dataset and setting (the paper's bold)."""
+    rows = []
+    for (dataset, setting), group in summary.groupby(["dataset", "setting"], sort=False):
+        best = {k: group[f"{k}_mean"].max() for k in METRIC_KEYS}
+        for _, row in group.iterrows():
+            spec = METHODS.get(row["method"])
+            cells = {title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
+                     for k, title in {**METRIC_TITLES, **SHOT_TITLES}.items()}
+            rows.append({"dataset": dataset, "setting": setting, "method": row["method"],
+                         "paper row": spec.paper_row if spec else row["method"],
+                         "seeds": int(row["seeds"]), **cells,
+                         "best": [METRIC_TITLES[k] for k in METRIC_KEYS
+                                  if row[f"{k}_mean"] == best[k]]})
+    return pd.DataFrame(rows, columns=["dataset", "setting", "method", "paper row", "seeds",
+                                       *METRIC_TITLES.values(), *SHOT_TITLES.values(), "best"])
+
+
+def count_text(n: int) -> str:
+    """A parameter count, short: ``1.23M``, ``14.6k``."""
+    return f"{n / 1e6:.2f}M" if n >= 100_000 else f"{n / 1e3:.1f}k"
+
+
+def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
+    """One head under every way it was tuned: a row per setting (backbone, mode, protocol) of
+    ``method``'s runs, 'mean ± std' cells over seeds, the trainable parameters the runs
+    recorded; modes in the registry's order (frozen, fine-tune, LoRA, P-tuning v2)."""
+    runs = [r for r in runs if r.method == method]
+    summary = aggregate(runs)
+    first = {}
+    for run in runs:
+        first.setdefault(run.setting, run.record)
+    rows = []
+    for _, row in summary.iterrows():
+        record = first[row["setting"]]
+        counts = [r.record.tuning.get("trainable_parameters") for r in runs
+                  if r.setting == row["setting"]]
+        counts = [c for c in counts if c]
+        rows.append({"mode": MODE_LABELS.get(record.mode, record.mode),
+                     "backbone": record.model.name, "protocol": record.protocol,
+                     "seeds": int(row["seeds"]),
+                     **{title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
+                        for k, title in METRIC_TITLES.items()},
+                     "trainable": count_text(max(counts)) if counts else "–",
+                     "_order": list(MODES).index(record.mode) if record.mode in MODES else 99,
+                     "_tail": row["tail_f1_mean"]})
+    columns = ["mode", "backbone", "protocol", "seeds", *METRIC_TITLES.values(), "trainable"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(rows).sort_values(["_order", "_tail"], ascending=[True, False])
+    return frame[columns].reset_index(drop=True)
+
+
+def markdown_table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
+    """A Markdown table's lines: the first ``left`` columns left-aligned, numbers right."""
+    return ["| " + " | ".join(header) + " |",
+            "|" + "---|" * left + "---:|" * (len(header) - left),
+            *("| " + " | ".join(map(str, row)) + " |" for row in rows)]
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """Markdown, one section per dataset and setting, best cells in bold."""
+    out = []
+    for (dataset, setting), group in table.groupby(["dataset", "setting"], sort=False):
+        rows = [[f"{row['paper row']} (`{row['method']}`)", row["seeds"],
+                 *[f"**{row[t]}**" if t in row["best"] else row[t]
+                   for t in METRIC_TITLES.values()],
+                 *[row[t] for t in SHOT_TITLES.values()]] for _, row in group.iterrows()]
+        out += [f"### {dataset} ({setting})", "",
+                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values(),
+                                 *SHOT_TITLES.values()], rows), "",
+                f"Best mean of each column in bold; {STD_NOTE}.", ""]
+    return "\n".join(out)
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
+
+
+def spreadsheet_csv(frame: pd.DataFrame) -> str:
+    """``frame`` as the app's CSV downloads write it: a text cell that a spreadsheet would read
+    as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return first) gets a leading ``'``
+    (OWASP's CSV-injection advice), so a crafted class name or text stays text. Numbers are
+    left as they are."""
+    def neutral(value):
+        return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
+
+    out = frame.copy()
+    for column in out.columns[[not pd.api.types.is_numeric_dtype(t) for t in out.dtypes]]:
+        out[column] = out[column].map(neutral)
+    out.columns = [neutral(str(c)) for c in out.columns]
+    return out.to_csv(index=False)

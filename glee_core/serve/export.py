@@ -1,0 +1,225 @@
+"""Export a stored run as a self-contained classifier folder, and load one back.
+
+``export_run(run, out)`` writes
+
+* ``model.safetensors`` - the run's weights: the whole model (fine-tuned), or the head alone
+  (quick mode, frozen backbone);
+* ``backbone/`` - the backbone's ``config.json`` and tokenizer files; with ``include_backbone``
+  (quick mode only) also its weights, otherwise the backbone is referenced by name and
+  fingerprint and :func:`load_classifier` refuses a different one;
+* ``glee_classifier.json`` - the run record: method spec, classes with head/tail, template,
+  verbalizer, max length, metrics summary, run id;
+* ``README.md`` - a Hugging Face model card (YAML metadata + the run's head/tail report).
+
+``load_classifier(folder)`` rebuilds the model from JSON and safetensors only: nothing is
+unpickled and no remote code runs (``trust_remote_code=False`` throughout).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from huggingface_hub import ModelCardData
+
+from .. import __version__
+from ..core.errors import GleeError
+from ..core.files import write_json
+from ..data.catalog import PAPER_DATASETS, dataset_name
+from ..models.backbone import backbone_from_config, load_backbone
+from ..models.heads import build_model, head_of
+from ..models.modes import MODE_LABELS
+from ..models.scoring import get_backbone
+from ..runs.metrics import SHOT_BUCKETS, shot_bucket, shot_f1
+from ..runs.record import (
+    METRIC_KEYS,
+    METRIC_TITLES,
+    RecordError,
+    RunRecord,
+    integer,
+    mapping,
+)
+from ..runs.store import Run
+from .inference import Scorer
+
+FORMAT_VERSION = 1
+CLASSIFIER_FILE = "glee_classifier.json"
+WEIGHTS_FILE = "model.safetensors"
+BACKBONE_FOLDER = "backbone"
+PAPER = ("Zhang, Ren, Wang, Wu and Song, \"Making Pretrained Language Models Good Long-tailed "
+         "Learners\", EMNLP 2022 (arXiv 2205.05461)")
+
+
+def export_run(run: Run, out: str | Path, include_backbone: bool = False) -> Path:
+    """Write ``run`` as a classifier folder at ``out`` (a new or empty folder)."""
+    out = Path(out).expanduser()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    record = run.record
+    kept = record.hyperparameters.tuning.keeps_backbone
+    if include_backbone and not kept:
+        raise GleeError("--include-backbone is for runs that keep the pretrained backbone "
+                        "(quick mode, LoRA, P-tuning v2); a fine-tuned run's weights already "
+                        "hold its whole backbone")
+    backbone = get_backbone(record.model.name)  # config, tokenizer (and, kept, the weights)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / BACKBONE_FOLDER).mkdir(parents=True)
+    try:
+        shutil.copyfile(run.weights_path, tmp / WEIGHTS_FILE)
+        backbone.tokenizer.save_pretrained(tmp / BACKBONE_FOLDER)
+        if include_backbone:
+            backbone.model.save_pretrained(tmp / BACKBONE_FOLDER, safe_serialization=True)
+        else:
+            backbone.model.config.save_pretrained(tmp / BACKBONE_FOLDER)
+        write_json(tmp / CLASSIFIER_FILE, {
+            "format_version": FORMAT_VERSION, "glee_core": __version__,
+            "backbone": {"folder": BACKBONE_FOLDER, "weights": "model" if not kept else
+                         ("backbone" if include_backbone else "referenced"),
+                         "name": record.model.name, "fingerprint": record.model.fingerprint},
+            "record": record.to_dict(), "metrics": {k: run.metrics.value(k) for k in METRIC_KEYS}})
+        (tmp / "README.md").write_text(model_card(run, include_backbone), encoding="utf-8")
+        shutil.rmtree(out, ignore_errors=True)  # an empty folder the user made
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
+    """A classifier folder written by :func:`export_run`, ready to score text. Needs no run
+    store; reads JSON and safetensors only."""
+    folder = Path(folder).expanduser()
+    manifest_path = folder / CLASSIFIER_FILE
+    if not manifest_path.is_file():
+        raise GleeError(f"{folder} is not an exported Glee classifier ({CLASSIFIER_FILE} missing)")
+    try:
+        manifest = mapping(json.loads(manifest_path.read_text(encoding="utf-8")), "the manifest")
+        if integer(manifest.get("format_version", 0), "format_version") > FORMAT_VERSION:
+            raise GleeError(f"{folder} was exported by a newer glee_core "
+                            f"({manifest.get('glee_core')}); upgrade to load it")
+        record = RunRecord.from_dict(manifest.get("record"))
+        source = mapping(manifest.get("backbone"), "backbone")
+        if source.get("weights") not in ("model", "backbone", "referenced") or not all(
+                isinstance(source.get(k), str) for k in ("folder", "name", "fingerprint")):
+            raise RecordError(f"backbone is {source!r}, not where the backbone's weights are")
+    except ValueError as exc:  # bad JSON, or a RecordError
+        raise GleeError(f"{manifest_path} is damaged: {exc}; export the run again") from None
+    backbone_dir = folder / source["folder"]
+    if source["weights"] == "model":  # fine-tuned: every weight is in model.safetensors
+        backbone = backbone_from_config(backbone_dir, manifest["record"]["model"])
+    elif source["weights"] == "backbone":
+        backbone = load_backbone(str(backbone_dir))
+    else:  # referenced: the same backbone must be found here
+        backbone = load_backbone(source["name"])
+        if source["fingerprint"] and backbone.fingerprint != source["fingerprint"]:
+            raise GleeError(f"the backbone {source['name']!r} found here (fingerprint "
+                            f"{backbone.fingerprint}) is not the one this classifier was trained "
+                            f"on ({source['fingerprint']}); export it with --include-backbone")
+    data = record.dataset
+    model = build_model(record.method, backbone, data.classes, data.verbalizer,
+                        record.hyperparameters)
+    try:
+        model.load_trained(folder / WEIGHTS_FILE)
+    except Exception as exc:  # a truncated or foreign file
+        raise GleeError(f"{folder / WEIGHTS_FILE}: cannot load the weights ({exc})") from None
+    return Scorer(model.eval(), backbone, data.classes, data.verbalizer, data.head_classes,
+                  data.template, record.hyperparameters.max_length, device)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None or value != value else f"{100 * value:.1f}"
+
+
+def _confusions(run: Run, most: int = 5) -> list[tuple[str, str, int, int]]:
+    """The largest off-diagonal cells: (gold, predicted, count, gold's test support)."""
+    matrix = np.asarray(run.metrics.confusion_matrix)
+    classes = run.record.dataset.classes
+    off = [(classes[g], classes[p], int(matrix[g, p]), int(matrix[g].sum()))
+           for g in range(len(classes)) for p in range(len(classes)) if g != p and matrix[g, p]]
+    return sorted(off, key=lambda c: (-c[2], c[0]))[:most]
+
+
+def model_card(run: Run, include_backbone: bool = False) -> str:
+    """A Hugging Face model card: YAML metadata, then the method, backbone, data, overall and
+    per-class results with head/tail and many/medium/few, the main confusions, the setting."""
+    record, metrics = run.record, run.metrics
+    data, model, method = record.dataset, record.model, record.method
+    language = PAPER_DATASETS[data.id].language if data.id in PAPER_DATASETS else "en"
+    meta = ModelCardData(
+        library_name="glee-studio", pipeline_tag="text-classification", language=language,
+        tags=["text-classification", "long-tail", "glee", method.id,
+              "prompt-tuning" if head_of(method).verbalizer else "cls-tuning"],
+        datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
+        if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
+    counts = data.class_counts
+    per_class = metrics.per_class
+    # recomputed: runs before 0.2 lack the bucket F1s
+    buckets = shot_f1({c: asdict(m) for c, m in per_class.items()}, counts)
+    lines = [
+        "---", meta.to_yaml(), "---", "",
+        f"# {method.paper_row} on {dataset_name(data.id)}", "",
+        f"A {len(data.classes)}-class text classifier trained with Glee Studio: the method "
+        f"**{method.label}** of {PAPER} (Tables 2 and 3), on the backbone `{model.name}` "
+        f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.", ""]
+    if method.uses_mlm_head and not model.mlm_head_pretrained:
+        lines += [f"> **Caveat.** This method starts from the backbone's MLM head, and "
+                  f"`{model.name}` has no pretrained MLM head (its transform was initialised "
+                  "fresh), so it cannot show the paper's prompt-tuning advantage.", ""]
+    lines += [
+        "## Use", "", "```python", "from glee_core import load_classifier", "",
+        'classifier = load_classifier("path/to/this/folder")  # offline, no pickle, no remote '
+        "code", 'classifier.probabilities(["a text to classify"])  # one column per class', "```",
+        "", "Or a whole CSV: `python -m glee_core predict --classifier path/to/this/folder "
+        "--input texts.csv --out predictions.csv`.", "",
+        "## Results on the test split", "",
+        "| " + " | ".join(METRIC_TITLES.values()) + " | "
+        + " | ".join(f"{name.title()}-shot F1" for name, _, _ in SHOT_BUCKETS) + " |",
+        "|" + "---:|" * (len(METRIC_KEYS) + len(SHOT_BUCKETS)),
+        "| " + " | ".join(_pct(metrics.value(k)) for k in METRIC_KEYS) + " | "
+        + " | ".join(_pct(buckets[name]) for name, _, _ in SHOT_BUCKETS) + " |", "",
+        f"Head and tail: classes sorted by training count; a class is head while the cumulative "
+        f"share of training examples stays at or under {data.threshold} "
+        f"({len(data.head_classes)} head, {len(data.tail_classes)} tail classes). Many / medium / "
+        "few-shot: more than 100, 20 to 100, fewer than 20 training examples "
+        "(– where no test class falls in a bucket). Head F1, Tail F1 and the shot buckets "
+        "average the per-class F1 of their classes.", "",
+        "### Per class (head to tail)", "",
+        "| class | group | shots | train | test | precision | recall | F1 |",
+        "|---|---|---|---:|---:|---:|---:|---:|"]
+    for name in data.order:
+        row = per_class[name]
+        lines.append(f"| {name} | {data.group(name)} | {shot_bucket(counts[name])} | "
+                     f"{counts[name]} | {row.support} | {_pct(row.precision)} | "
+                     f"{_pct(row.recall)} | {_pct(row.f1)} |")
+    confusions = _confusions(run)
+    if confusions:
+        lines += ["", "### Most frequent confusions", "",
+                  "| gold | predicted as | count | of the gold class's test examples |",
+                  "|---|---|---:|---:|"]
+        lines += [f"| {g} ({data.group(g)}) | {p} ({data.group(p)}) | {n} | {n / total:.0%} |"
+                  for g, p, n, total in confusions]
+    lines += [
+        "", "## Training", "",
+        f"- Run id: `{record.run_id}` (created {record.created})",
+        f"- Setting: {record.protocol}; seed {record.seed}; selection on dev "
+        f"{record.hyperparameters.select_metric}",
+        f"- Data: `{dataset_name(data.id)}`, fingerprint `{data.fingerprint}`, sizes "
+        + ", ".join(f"{k} {v}" for k, v in data.sizes.items()),
+        f"- Template: `{data.template}`",
+        f"- Backbone: `{model.name}` (fingerprint `{model.fingerprint}`), MLM head pretrained: "
+        f"{'yes' if model.mlm_head_pretrained else 'no'}; "
+        + ("weights included in `backbone/`" if include_backbone else
+           "referenced by name (load it where the same backbone is available)"
+           if record.hyperparameters.tuning.keeps_backbone
+           else "fine-tuned weights in `model.safetensors`"),
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
+        "", "### Training class counts (head to tail)", "",
+        ", ".join(f"{name} {counts[name]}" for name in data.order)]
+    if record.notes:
+        lines += ["", "### Notes", "", *[f"- {note}" for note in record.notes]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,119 @@
+"""Uploaded CSV datasets, kept on disk so they survive reloads and restarts.
+
+An upload is validated by loading it exactly as ``csv:PATH`` would be (the same messages) before
+anything is kept; it is then stored under the uploads directory with a safe name (no path from the
+user reaches the file system) next to a small JSON file with its column choices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import GleeError
+from ..core.files import write_atomic
+from ..data.datasets import LongTailDataset, load_dataset, read_csv_frame
+from ..models.config import DataOptions
+
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+ACCEPTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 with BOM, latin-1"
+
+
+def safe_upload_name(filename: str, data: bytes) -> str:
+    """``../../etc/x y.csv`` -> ``x_y-1a2b3c4d.csv``: the base name only, safe characters, and a
+    content hash so two different files of one name do not overwrite each other."""
+    stem = Path(str(filename).replace("\\", "/")).name
+    stem = re.sub(r"\.(csv|tsv|txt)$", "", stem, flags=re.I)
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", stem).strip("_.-")[:60] or "upload"
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}.csv"
+
+
+@dataclass
+class Upload:
+    path: Path
+    original_name: str
+    columns: dict
+
+    @property
+    def spec(self) -> str:
+        """``upload:NAME``: the dataset id names the upload, not the folder it is kept in."""
+        return f"upload:{self.path.name}"
+
+    @property
+    def options(self) -> DataOptions:
+        """How to load this upload (its columns as the user chose them)."""
+        return DataOptions(dataset=self.spec, uploads_dir=str(self.path.parent),
+                           **{k: v for k, v in self.columns.items() if v})
+
+    def load(self) -> LongTailDataset:
+        return self.options.load()
+
+
+def _inside(folder: Path, path: Path) -> bool:
+    return path.resolve().parent == folder.resolve()
+
+
+def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
+                text_column: str | None = None, label_column: str | None = None,
+                text_b_column: str | None = None) -> tuple[Upload, LongTailDataset]:
+    """Validate and keep an uploaded CSV; on any problem nothing is written."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise GleeError(f"{filename}: {len(data) / 2**20:.1f} MiB is over the "
+                        f"{MAX_UPLOAD_BYTES // 2**20} MiB upload limit")
+    folder = Path(uploads_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / safe_upload_name(filename, data)
+    if not _inside(folder, target):  # cannot happen with safe_upload_name; belt and braces
+        raise GleeError(f"refusing upload name {filename!r}")
+    columns = {"text_column": text_column or None, "label_column": label_column or None,
+               "text_b_column": text_b_column or None}
+    handle, tmp = tempfile.mkstemp(suffix=".csv", prefix=".upload-", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        try:
+            load_dataset(f"csv:{tmp}", **columns)  # raises GleeError with the problem
+        except GleeError as exc:  # name the user's file, not the temporary copy
+            raise exc.naming(tmp, filename) from None
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    meta = {"original_name": Path(str(filename)).name, "columns": columns}
+    write_atomic(target.with_suffix(".json"), json.dumps(meta))
+    upload = Upload(target, meta["original_name"], columns)
+    return upload, upload.load()  # its id and messages name the upload
+
+
+def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:
+    folder = Path(uploads_dir)
+    if not folder.is_dir():
+        return []
+    uploads = []
+    for path in sorted(folder.glob("*.csv")):
+        meta_path = path.with_suffix(".json")
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not a finished upload
+        if not isinstance(meta, dict) or not isinstance(meta.get("columns", {}), dict):
+            continue  # a damaged record: the upload is not offered (its CSV stays on disk)
+        uploads.append(Upload(path, meta.get("original_name", path.name), meta.get("columns", {})))
+    return uploads
+
+
+def csv_columns(data: bytes, filename: str = "upload.csv") -> list[str]:
+    """The header of an uploaded CSV (for the column pickers), read as ``csv:`` would read it;
+    its messages name ``filename``, not the temporary copy."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "peek.csv"
+        path.write_bytes(data)
+        try:
+            return list(read_csv_frame(path)[0].columns)
+        except GleeError as exc:
+            raise exc.naming(path, filename) from None

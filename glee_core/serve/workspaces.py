@@ -1,0 +1,286 @@
+"""Public mode: each browser session works in its own workspace, under limits, for a stated time.
+
+On a public deployment (a Hugging Face Space: ``GLEE_PUBLIC``, on by default when ``SPACE_ID`` is
+set) every visitor's uploads, and the runs and jobs trained on them, live in
+``<workspaces>/<key>/`` where ``key`` is an unguessable token (192 random bits) that only the
+visitor's browser session holds. Nothing lists workspaces; a key that is malformed or names no
+workspace opens nothing; every path is built from the key and checked to stay inside the
+workspaces folder. The owner's store (``GLEE_RUNS_DIR``: runs shipped with the Space), the paper's
+datasets and the demo are shared and read-only. Limits per session (concurrent and queued jobs,
+upload size, total disk) refuse the next launch or upload with a message saying which limit and
+what to do; a workspace idle longer than its time to live is deleted.
+
+Write access is tied to the visitor's browser, never to a link: the key rides in a cookie the
+app sets (``COOKIE``), not in the URL, so a link cannot plant a workspace on someone else. What a
+link can carry is a *share token* (:meth:`Workspace.share_token`), which opens the workspace's
+runs read-only, and says so. Limits per launch (runs, estimated minutes) and per session
+(estimated minutes of its unfinished jobs) cap the work one click queues; global caps (jobs on
+the machine, workspaces) hold however many tabs or browsers a visitor opens.
+
+Training is switched off entirely with ``GLEE_READ_ONLY`` (a showcase of shipped runs); the
+command line ignores both switches: it is the owner's.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core import environment
+from ..core.errors import GleeError
+from ..core.files import folder_bytes
+from ..runs.store import RunStore
+from ..train.jobs import list_jobs
+
+KEY = re.compile(r"[A-Za-z0-9_-]{32}")  # fullmatch: no trailing newline
+USED_MARKER = ".last-used"
+SHARE_FILE = ".share"  # a workspace's read-only share token, once its owner made one
+SHARES_DIR = ".shares"  # <workspaces>/.shares/<token>: the key it opens, read-only
+COOKIE = "glee_workspace"  # the browser's cookie holding its workspace key (write access)
+
+
+class LimitReached(GleeError):
+    """A per-session limit refused a launch or an upload (the message says which and why)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a deployment allows: public mode, read-only, and the per-session limits."""
+
+    public: bool = False
+    read_only: bool = False
+    jobs: int = 1  # training at once per session
+    queued: int = 2  # waiting besides those
+    upload_bytes: int = 10 * 2**20
+    disk_bytes: int = 500 * 2**20
+    ttl_seconds: float = 24 * 3600.0
+    job_runs: int = 40  # runs one launch may queue (a quick compare of 19 heads x 2 seeds fits)
+    job_seconds: float = 30 * 60.0  # estimated wall time of one launch
+    session_seconds: float = 60 * 60.0  # estimated time of a session's unfinished jobs together
+    max_jobs: int = 8  # jobs training or waiting on the machine, every session together
+    max_workspaces: int = 500  # workspaces on the machine (expired ones are swept first)
+    score_rows: int = 2000  # texts the Playground classifies from one file
+    models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
+
+    @classmethod
+    def from_environment(cls) -> Policy:
+        """The fields' defaults, with what the environment sets (``GLEE_SESSION_*``, in the
+        units people write: MB, hours)."""
+        given = {field: type(getattr(cls, field))(value * unit)
+                 for key, value in environment.session_limits().items()
+                 for field, unit in [LIMIT_FIELDS[key]]}
+        return cls(public=environment.public(), read_only=environment.read_only(),
+                   models=tuple(environment.public_models()), **given)
+
+    def check_upload_size(self, size: int) -> None:
+        """Any file a visitor sends (kept or only read): within the upload limit."""
+        if size > self.upload_bytes:
+            raise LimitReached(f"This file is {size_text(size)}; uploads here are limited to "
+                               f"{size_text(self.upload_bytes)}. Upload a sample of it, or "
+                               "run Glee Studio on your own machine for larger data.")
+
+    def check_job(self, runs: int, seconds: float, session_seconds: float = 0.0) -> None:
+        """One launch: at most ``job_runs`` runs and ``job_seconds`` of estimated time, and with
+        the session's unfinished jobs (``session_seconds`` of them) within ``session_seconds``."""
+        if runs > self.job_runs:
+            raise LimitReached(f"This launch plans {runs} runs; a launch here may plan at most "
+                               f"{self.job_runs}. Choose fewer methods or seeds.")
+        if seconds > self.job_seconds:
+            raise LimitReached(f"This launch is estimated at {minutes_text(seconds)}; a launch "
+                               f"here may take at most {minutes_text(self.job_seconds)}. Choose "
+                               "fewer methods, seeds or epochs, or a training limit.")
+        if session_seconds + seconds > self.session_seconds:
+            raise LimitReached(f"Your jobs still to run are estimated at "
+                               f"{minutes_text(session_seconds)}; with this launch that is over "
+                               f"this Space's {minutes_text(self.session_seconds)} per visitor. "
+                               "Wait for them to finish, or stop one.")
+
+    @property
+    def ttl_text(self) -> str:
+        hours = self.ttl_seconds / 3600
+        return f"{hours:g} hour{'s' if hours != 1 else ''}"
+
+
+# environment.session_limits() key -> (Policy field, unit)
+LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upload_bytes", 2**20),
+                "disk_mb": ("disk_bytes", 2**20), "ttl_hours": ("ttl_seconds", 3600),
+                "job_runs": ("job_runs", 1), "job_minutes": ("job_seconds", 60),
+                "session_minutes": ("session_seconds", 60), "max_jobs": ("max_jobs", 1),
+                "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1)}
+
+
+def minutes_text(seconds: float) -> str:
+    """``45 min``, ``2.5 h``: an estimated time as the limits' messages say it."""
+    minutes = seconds / 60
+    return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
+
+
+def size_text(n: float) -> str:
+    """``10 MB``, ``512 KB``, ``104 bytes``: a size as the limits' messages say it."""
+    if n >= 2**20:
+        return f"{n / 2**20:.3g} MB"
+    return f"{n / 2**10:.3g} KB" if n >= 2**10 else f"{int(n)} bytes"
+
+
+class Workspace:
+    """One browser session's uploads, runs and jobs."""
+
+    def __init__(self, root: Path, key: str):
+        if not KEY.fullmatch(key):
+            raise GleeError("not a workspace key")
+        self.root = Path(root).resolve()
+        self.key = key
+        self.path = self.root / key
+        if self.path.resolve().parent != self.root:  # cannot happen with KEY; belt and braces
+            raise GleeError("not a workspace key")
+
+    @classmethod
+    def create(cls, root: str | Path | None = None, limit: int | None = None) -> Workspace:
+        """A new workspace with a fresh unguessable key; ``limit``: how many the machine may
+        hold (a full machine is refused with a message, after the idle ones are swept)."""
+        root = Path(root or environment.workspaces_dir())
+        root.mkdir(parents=True, exist_ok=True)
+        if limit is not None and len(keys_in(root)) >= limit:
+            expire(root)
+            if len(keys_in(root)) >= limit:
+                raise LimitReached(f"This Space holds {limit} visitors' workspaces, its most: "
+                                   "try again later, or run Glee Studio on your own machine.")
+        workspace = cls(root, secrets.token_urlsafe(24))  # 32 characters
+        workspace.path.mkdir()
+        workspace.touch()
+        return workspace
+
+    @classmethod
+    def open_shared(cls, token: str | None, root: str | Path | None = None) -> Workspace | None:
+        """The workspace a share token opens (read-only: the caller must not write), or None."""
+        if not token or not isinstance(token, str) or not KEY.fullmatch(token):
+            return None
+        root = Path(root or environment.workspaces_dir())
+        try:
+            key = (root / SHARES_DIR / token).read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return cls.open(key, root)
+
+    def share_token(self) -> str:
+        """This workspace's read-only share token (made on first use, the same after)."""
+        marker = self.path / SHARE_FILE
+        if marker.is_file():
+            return marker.read_text(encoding="utf-8").strip()
+        token = secrets.token_urlsafe(24)
+        shares = self.root / SHARES_DIR
+        shares.mkdir(exist_ok=True)
+        (shares / token).write_text(self.key, encoding="utf-8")
+        marker.write_text(token, encoding="utf-8")
+        return token
+
+    @classmethod
+    def open(cls, key: str | None, root: str | Path | None = None) -> Workspace | None:
+        """The workspace of ``key``, or None when the key is malformed or names none."""
+        if not key or not isinstance(key, str) or not KEY.fullmatch(key):
+            return None
+        workspace = cls(Path(root or environment.workspaces_dir()), key)
+        return workspace if workspace.path.is_dir() else None
+
+    @property
+    def store(self) -> RunStore:
+        return RunStore(self.path / "runs")
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.path / "uploads"
+
+    @property
+    def session_lock(self) -> Path:
+        """Held while one of this workspace's runs trains (or the app scores a file for it):
+        a session's work takes turns, one thing at a time (:mod:`glee_core.core.slots`)."""
+        return self.path / ".session.lock"
+
+    def touch(self) -> None:
+        (self.path / USED_MARKER).write_text(str(time.time()), encoding="utf-8")
+
+    @property
+    def last_used(self) -> float:
+        marker = self.path / USED_MARKER
+        return marker.stat().st_mtime if marker.is_file() else self.path.stat().st_mtime
+
+    def disk_bytes(self) -> int:
+        return folder_bytes(self.path)
+
+    # ---- limits -------------------------------------------------------------------------
+    def check_upload(self, policy: Policy, size: int) -> None:
+        """A file to keep: within the upload limit, and within the workspace's disk."""
+        policy.check_upload_size(size)
+        self.check_disk(policy, size)
+
+    def check_disk(self, policy: Policy, adding: int = 0) -> None:
+        used = self.disk_bytes()
+        if used + adding > policy.disk_bytes:
+            raise LimitReached(f"Your workspace uses {size_text(used)} of its "
+                               f"{size_text(policy.disk_bytes)}: delete uploads or runs you no "
+                               "longer need (sidebar, Your workspace) before adding more.")
+
+    def check_launch(self, policy: Policy, unfinished: int) -> None:
+        """Before a launch: ``unfinished`` is how many of this session's jobs still run or
+        wait."""
+        allowed = policy.jobs + policy.queued
+        if unfinished >= allowed:
+            raise LimitReached(f"You already have {unfinished} job(s) training or waiting; a "
+                               f"session may have {policy.jobs} training and {policy.queued} "
+                               "waiting at once. Wait for one to finish, or stop one.")
+        self.check_disk(policy)
+
+    # ---- deleting what is yours ---------------------------------------------------------
+    def delete_upload(self, name: str) -> None:
+        """Delete one of this workspace's uploads (its CSV and column file)."""
+        target = self.uploads_dir / Path(str(name)).name
+        if not re.fullmatch(r"[A-Za-z0-9_-]+\.csv", target.name) or not target.is_file():
+            raise GleeError(f"no upload {name!r} in your workspace")
+        target.unlink()
+        target.with_suffix(".json").unlink(missing_ok=True)
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete one of this workspace's runs."""
+        folder = self.store.path(str(run_id))  # refuses an id that could leave the store
+        if not (folder / "config.json").is_file():
+            raise GleeError(f"no run {run_id!r} in your workspace")
+        shutil.rmtree(folder)
+
+
+def keys_in(root: Path) -> list[str]:
+    """The workspace keys under ``root`` (its folders named like a key)."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and KEY.fullmatch(p.name)) \
+        if root.is_dir() else []
+
+
+def unfinished_jobs(root: str | Path | None = None) -> int:
+    """Jobs training or waiting in every workspace (the machine's global cap counts them)."""
+    root = Path(root or environment.workspaces_dir())
+    return sum(job.running for key in keys_in(root)
+               for job in list_jobs(Workspace(root, key).store))
+
+
+def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,
+           now: float | None = None) -> list[str]:
+    """Delete workspaces idle for longer than ``ttl_seconds`` (those with a job still running
+    wait for it), and their share tokens; returns the keys removed."""
+    root = Path(root or environment.workspaces_dir())
+    now = time.time() if now is None else now
+    removed = []
+    for key in keys_in(root):
+        workspace = Workspace(root, key)
+        if now - workspace.last_used <= ttl_seconds:
+            continue
+        if any(job.running for job in list_jobs(workspace.store)):
+            continue
+        token = workspace.path / SHARE_FILE
+        if token.is_file():
+            (root / SHARES_DIR / token.read_text(encoding="utf-8").strip()).unlink(
+                missing_ok=True)
+        shutil.rmtree(workspace.path, ignore_errors=True)
+        removed.append(workspace.key)
+    return removed

@@ -1,0 +1,90 @@
+"""The one door the app's pages (``app.py``, ``pages/``, ``studio_ui.py``) go through to the engine:
+every name they use, and the module that defines it, here once. A page writes
+``from glee_core.studio import RunStore, chart_head_tail``; a module that moves inside the engine
+changes a line here, not the pages (``tests/test_layers.py`` checks that the pages import nothing
+else of ``glee_core`` and that every name resolves).
+
+Names load on first use (PEP 562), so a page pulls in torch only if it uses something that needs
+it."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+# name -> "package.module" (a module's attribute of that name) or "package.module:attr";
+# "core" for "environment": the sub-package's module of that name
+_NAMES = {
+    "environment": "core",
+    "resolve_device": "core.devices",
+    "GleeError": "core.errors",
+    "write_json_atomic": "core.files",
+    "SlotQueue": "core.slots",
+    "PAPER_DATASETS": "data.catalog", "dataset_name": "data.catalog",
+    "LABEL_COLUMN_NAMES": "data.datasets", "TEXT_COLUMN_NAMES": "data.datasets",
+    "find_column": "data.datasets",
+    "SOURCES": "data.sources",
+    "estimate_parameters": "models.backbone", "estimate_trainable": "models.backbone",
+    "AdaptOptions": "models.config", "AdaptRequest": "models.config",
+    "DEFAULT_EPOCHS": "models.config", "DataOptions": "models.config",
+    "ExecutorOptions": "models.config", "PAPER": "models.config",
+    "RECIPE_DEFAULTS": "models.config", "RECIPE_LABELS": "models.config",
+    "RECIPE_LINES": "models.config", "TrainConfig": "models.config",
+    "TrainRequest": "models.config", "default_of": "models.config", "help_of": "models.config",
+    "recipe_rates": "models.config",
+    "METHODS": "models.methods", "method_label": "models.methods",
+    "registry_order": "models.methods",
+    "LORA_ALPHA": "models.modes", "LORA_DROPOUT": "models.modes", "LORA_R": "models.modes",
+    "MODES": "models.modes", "PREFIX_LENGTH": "models.modes",
+    "get_backbone": "models.scoring",
+    "Calibrator": "runs.calibration", "GRID": "runs.calibration", "NAMES": "runs.calibration",
+    "SHOWN": "runs.calibration", "calibrate": "runs.calibration",
+    "estimate_adapt_seconds": "runs.estimate", "estimate_seconds": "runs.estimate",
+    "check_findings": "runs.findings", "findings_frame": "runs.findings",
+    "paper_cells": "runs.paper",
+    "ranked_on_dev": "runs.recommend", "top_for_finetuning": "runs.recommend",
+    "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
+    "untrained_head_note": "runs.record",
+    "RunStore": "runs.store", "aggregate": "runs.store", "slug": "runs.store",
+    "STD_NOTE": "runs.tables", "comparison_table": "runs.tables", "modes_table": "runs.tables",
+    "spreadsheet_csv": "runs.tables",
+    "adapted_backbones": "train.adapted", "adapted_record": "train.adapted",
+    "broken_jobs": "train.jobs", "launch_job": "train.jobs:launch",
+    "launch_training": "train.jobs", "list_jobs": "train.jobs",
+    "PAPER_TABLES": "train.reproduce", "comparison": "train.reproduce",
+    "comparison_block": "train.reproduce", "comparison_markdown": "train.reproduce",
+    "header_lines": "train.reproduce", "reference_note": "train.reproduce",
+    "saved_comparisons": "train.reproduce", "table_of": "train.reproduce",
+    "FIGURE4_FEATURES": "views.charts", "FIGURE4_METHODS": "views.charts",
+    "RUN_CHARTS": "views.charts", "chart_calibration_curve": "views.charts",
+    "chart_calibration_delta": "views.charts", "chart_class_frequency": "views.charts",
+    "chart_class_scores": "views.charts", "chart_confusion": "views.charts",
+    "chart_feature_distributions": "views.charts", "chart_head_tail": "views.charts",
+    "chart_norm_evolution": "views.charts", "chart_norm_vs_count": "views.charts",
+    "chart_paper_head_tail_gap": "views.charts", "chart_paper_results": "views.charts",
+    "chart_per_class_f1": "views.charts", "chart_weight_norms": "views.charts",
+    "class_frequency_frame": "views.charts", "default_feature_classes": "views.charts",
+    "per_class_f1_frame": "views.charts",
+    "build_report": "views.report",
+    "Scorer": "serve.inference", "blank_warning": "serve.inference",
+    "load_run": "serve.inference", "predict_csv": "serve.inference",
+    "ACCEPTED_ENCODINGS": "serve.uploads", "MAX_UPLOAD_BYTES": "serve.uploads",
+    "csv_columns": "serve.uploads", "list_uploads": "serve.uploads",
+    "save_upload": "serve.uploads",
+    "COOKIE": "serve.workspaces", "LimitReached": "serve.workspaces",
+    "Policy": "serve.workspaces", "Workspace": "serve.workspaces", "expire": "serve.workspaces",
+    "size_text": "serve.workspaces", "unfinished_jobs": "serve.workspaces",
+}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attr = _NAMES[name].partition(":")
+    package = import_module(f"glee_core.{module}")
+    try:
+        value = getattr(package, attr or name)
+    except AttributeError:  # a module of the package, not yet imported
+        value = import_module(f"glee_core.{module}.{attr or name}")
+    globals()[name] = value
+    return value

@@ -1,0 +1,279 @@
+"""Task-adaptive pretraining (TAPT; Gururangan et al., "Don't Stop Pretraining", ACL 2020):
+continue the masked-LM objective on the task's own texts, the MLM head trained with the encoder,
+and write a backbone folder that ``--model DIR`` loads.
+
+The texts are the training split's (never dev or test) plus an optional file of unlabelled
+texts; a share of the training texts is held out to measure, before and after, the masked-LM
+loss and the ``[MASK]`` top-1 accuracy (the same masks both times). Masking is BERT's: 15% of
+the tokens, whole words where a fast tokenizer gives word offsets (transformers'
+``DataCollatorForLanguageModeling``). A run killed midway resumes from its last finished epoch
+(``.<out>.partial/``), and the folder appears only when the adaptation is complete.
+
+The backbone folder holds the model (``save_pretrained``), its tokenizer and ``glee_adapted.json``:
+what it was adapted from and on, and the measures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
+
+from .. import __version__
+from ..core.devices import resolve_device
+from ..core.errors import GleeError
+from ..core.events import Note, ProgressFn, TrainStep
+from ..core.files import write_json
+from ..data.datasets import LongTailDataset
+from ..models.backbone import Backbone, load_backbone
+from ..models.config import AdaptOptions
+from .adapted import FORMAT, RECORD_FILE
+
+WARMUP = 0.06  # TAPT's
+WEIGHT_DECAY = 0.01
+
+
+def read_texts_file(path: str | Path) -> list[str]:
+    """Unlabelled texts, one a line (blank lines skipped); a clear error when unreadable."""
+    path = Path(path).expanduser()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise GleeError(f"--texts {path}: no such file") from None
+    except UnicodeDecodeError:
+        raise GleeError(f"--texts {path}: not UTF-8 text (one text a line)") from None
+    except OSError as exc:
+        raise GleeError(f"--texts {path}: cannot read it ({exc.strerror})") from None
+    texts = [line.strip() for line in lines if line.strip()]
+    if not texts:
+        raise GleeError(f"--texts {path}: no text in it (one text a line)")
+    return texts
+
+
+def training_texts(dataset: LongTailDataset) -> list[str]:
+    """The training split's texts (a pair's second text after its first): never dev or test."""
+    frame = dataset.splits["train"]
+    texts = frame["text"].astype(str).tolist()
+    if "text_b" in frame and frame["text_b"].astype(str).str.strip().any():
+        texts = [f"{a} {b}".strip() for a, b in zip(texts, frame["text_b"].astype(str),
+                                                     strict=True)]
+    return [t for t in texts if t.strip()]
+
+
+class _Masker:
+    """Tokenised texts -> masked batches (labels -100 where nothing is to be predicted)."""
+
+    def __init__(self, tokenizer, options: AdaptOptions, max_length: int, seed: int):
+        self.tokenizer = tokenizer
+        self.whole_word = options.whole_word and tokenizer.is_fast
+        self.max_length = max_length
+        # whole-word masking puts [MASK] on every piece of a chosen word (no random tokens)
+        extra = {"mask_replace_prob": 1.0, "random_replace_prob": 0.0} if self.whole_word else {}
+        self.collator = DataCollatorForLanguageModeling(
+            tokenizer, mlm_probability=options.mlm_probability, whole_word_mask=self.whole_word,
+            seed=seed, **extra)
+
+    def encode(self, texts: list[str]) -> list[dict]:
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length,
+                                 return_special_tokens_mask=True,
+                                 return_offsets_mapping=self.whole_word)
+        keys = ["input_ids", "special_tokens_mask"] + (["offset_mapping"] if self.whole_word
+                                                       else [])
+        return [{k: encoded[k][i] for k in keys} for i in range(len(texts))]
+
+    def batch(self, examples: list[dict]) -> dict[str, torch.Tensor]:
+        """Pad to the batch's longest text, then mask."""
+        width = max(len(e["input_ids"]) for e in examples)
+        pad = self.tokenizer.pad_token_id or 0
+        padded = []
+        for e in examples:
+            n = width - len(e["input_ids"])
+            row = {"input_ids": list(e["input_ids"]) + [pad] * n,
+                   "attention_mask": [1] * len(e["input_ids"]) + [0] * n,
+                   "special_tokens_mask": list(e["special_tokens_mask"]) + [1] * n}
+            if self.whole_word:
+                row["offset_mapping"] = [list(o) for o in e["offset_mapping"]] + [[0, 0]] * n
+            padded.append(row)
+        return self.collator(padded)
+
+
+def masked_logits(backbone: Backbone, batch: dict[str, torch.Tensor]
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The MLM head's vocabulary logits at the masked positions only, and their labels: the
+    decoder (hidden x vocabulary) runs on ~15% of the tokens instead of all of them."""
+    states = backbone.model.base_model(input_ids=batch["input_ids"],
+                                       attention_mask=batch["attention_mask"]).last_hidden_state
+    chosen = batch["labels"] != -100
+    hidden = backbone.mlm_layer_norm(backbone.mlm_activation(backbone.mlm_dense(states[chosen])))
+    return backbone.mlm_decoder(hidden).float(), batch["labels"][chosen]
+
+
+@torch.no_grad()
+def measure(backbone: Backbone, batches: list[dict[str, torch.Tensor]], device: torch.device
+            ) -> dict:
+    """Masked-LM loss and ``[MASK]`` top-1 accuracy over fixed masked batches."""
+    backbone.model.eval()
+    loss_sum, correct, total = 0.0, 0, 0
+    for batch in batches:
+        logits, labels = masked_logits(backbone, {k: v.to(device) for k, v in batch.items()})
+        loss_sum += float(torch.nn.functional.cross_entropy(logits, labels, reduction="sum"))
+        correct += int((logits.argmax(-1) == labels).sum())
+        total += len(labels)
+    return {"mlm_loss": loss_sum / total if total else None,
+            "mask_top1": correct / total if total else None, "masked_tokens": total}
+
+
+def _inputs_key(model_name: str, fingerprint: str, texts: list[str], options: AdaptOptions
+                ) -> str:
+    """What a partial adaptation must match to be resumed: the backbone, the texts, the options."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([model_name, fingerprint, {k: v for k, v in asdict(options).items()
+                                                        if k not in ("out", "device")}],
+                             sort_keys=True).encode())
+    for text in texts:
+        digest.update(text.encode("utf-8", "replace") + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
+          progress: ProgressFn | None = None) -> dict:
+    """Adapt ``model_name`` to ``dataset``'s texts and write it to ``options.out``; returns the
+    record written beside it."""
+    progress = progress or (lambda event: None)
+    out = Path(options.out).expanduser()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    texts = training_texts(dataset)
+    extra = read_texts_file(options.texts) if options.texts else []
+    if len(texts) < 2:
+        raise GleeError(f"{dataset.id}: {len(texts)} training text(s): too few to adapt on")
+    rng = np.random.default_rng(options.seed)
+    order = rng.permutation(len(texts))
+    n_held = int(round(options.held_out * len(texts)))
+    held = [texts[i] for i in order[:n_held]]
+    train_texts = [texts[i] for i in order[n_held:]] + extra
+
+    backbone = load_backbone(model_name)
+    device = resolve_device(options.device)
+    model = backbone.model.to(device)
+    model.requires_grad_(True)  # the MLM head trains with the encoder
+    max_length = options.max_length or dataset.max_length
+    masker = _Masker(backbone.tokenizer, options, max_length, options.seed)
+    if options.whole_word and not masker.whole_word:
+        progress(Note(message="warning: the tokenizer gives no word offsets (not a fast "
+                              "tokenizer): tokens are masked one by one"))
+    examples = masker.encode(train_texts)
+    held_batches = [masker.batch(masker.encode(held[i:i + options.batch_size]))
+                    for i in range(0, len(held), options.batch_size)]  # fixed masks, made once
+
+    steps_per_epoch = math.ceil(len(examples) / options.batch_size)
+    total = steps_per_epoch * options.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=options.lr, weight_decay=WEIGHT_DECAY)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(WARMUP * total), total)
+
+    partial = out.with_name(f".{out.name}.partial")
+    key = _inputs_key(model_name, backbone.fingerprint, train_texts + ["\0held"] + held, options)
+    state = _resume(partial, key, model, optimizer, scheduler, masker)
+    if state is None:
+        before = measure(backbone, held_batches, device) if held_batches else {}
+        state = {"key": key, "epoch": 0, "before": before, "losses": [], "seconds": 0.0}
+    else:
+        progress(Note(message=f"resuming after epoch {state['epoch']} of {options.epochs} "
+                              f"({partial})"))
+    for epoch in range(state["epoch"] + 1, options.epochs + 1):
+        started = time.perf_counter()
+        model.train()
+        torch.manual_seed(options.seed + epoch)  # dropout: a resumed epoch is the same epoch
+        permutation = np.random.default_rng(options.seed + epoch).permutation(len(examples))
+        loss_sum = 0.0
+        for step in range(steps_per_epoch):
+            rows = permutation[step * options.batch_size:(step + 1) * options.batch_size]
+            batch = {k: v.to(device) for k, v in masker.batch([examples[i] for i in rows]).items()}
+            loss = torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            loss_sum += float(loss.detach())
+            progress(TrainStep(epoch=epoch, epochs=options.epochs, step=step + 1,
+                               steps=steps_per_epoch, loss=loss_sum / (step + 1)))
+        state.update(epoch=epoch, seconds=state["seconds"] + time.perf_counter() - started)
+        state["losses"].append(loss_sum / steps_per_epoch)
+        _checkpoint(partial, state, model, optimizer, scheduler, masker)
+
+    after = measure(backbone, held_batches, device) if held_batches else {}
+    record = {
+        "format": FORMAT, "glee_core": __version__,
+        "adapted_from": {"name": model_name, "fingerprint": backbone.fingerprint,
+                         "mlm_head_pretrained": backbone.mlm_head_pretrained},
+        "dataset": {"id": dataset.id, "fingerprint": dataset.fingerprint(),
+                    "training_texts": len(texts), "held_out": len(held)},
+        "extra_texts": ({"file": Path(options.texts).name, "texts": len(extra),
+                         "sha256": hashlib.sha256("\n".join(extra).encode()).hexdigest()[:16]}
+                        if options.texts else None),
+        "options": {k: v for k, v in asdict(options).items() if k not in ("out", "texts")},
+        "whole_word_masking": masker.whole_word, "steps": total,
+        "train_loss_per_epoch": state["losses"], "seconds": round(state["seconds"], 1),
+        "held_out_before": state["before"], "held_out_after": after,
+        "mlm_head_pretrained": True,  # trained here, on these texts
+    }
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        model.to("cpu").save_pretrained(tmp, safe_serialization=True)
+        backbone.tokenizer.save_pretrained(tmp)
+        write_json(tmp / RECORD_FILE, record)
+        if out.exists():
+            out.rmdir()  # an empty folder the user made
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(partial, ignore_errors=True)
+    return record
+
+
+def _checkpoint(partial: Path, state: dict, model, optimizer, scheduler, masker: _Masker) -> None:
+    """The state after a finished epoch, written whole or not at all."""
+    tmp = partial.with_name(partial.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "collator_rng": (masker.collator.generator.get_state()
+                                 if masker.collator.generator is not None else None)},
+               tmp / "state.pt")
+    write_json(tmp / "state.json", state)
+    shutil.rmtree(partial, ignore_errors=True)
+    tmp.rename(partial)
+
+
+def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: _Masker) -> dict | None:
+    """The state of a partial adaptation of the same inputs, loaded into the model, optimizer
+    and schedule; None when there is none. One of other inputs is an error (nothing deleted)."""
+    if not (partial / "state.json").is_file():
+        return None
+    try:
+        state = json.loads((partial / "state.json").read_text(encoding="utf-8"))
+        saved = torch.load(partial / "state.pt", map_location="cpu", weights_only=True)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise GleeError(f"{partial}: a partial adaptation that cannot be read ({exc}); delete "
+                        "the folder to start again") from None
+    if state.get("key") != key:
+        raise GleeError(f"{partial} holds a partial adaptation of other texts, backbone or "
+                        "options: delete it, or run again with the same ones to resume")
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    if saved.get("collator_rng") is not None:
+        masker.collator.create_rng()
+        masker.collator.generator.set_state(saved["collator_rng"])
+    return state

@@ -1,0 +1,251 @@
+"""Run experiments through the store: train what is missing, load what is finished.
+
+``run_experiments`` is what the CLI's ``train``, the app's jobs, ``reproduce`` and the benchmarks
+call: for each method and seed it derives the run id from the configuration, takes the run's
+lock, and either loads the finished run or trains it and stores its :class:`RunRecord`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sklearn
+import torch
+import transformers
+from safetensors.torch import load_file
+
+from .. import __version__
+from ..core.devices import cpu_share, resolve_device
+from ..core.distributed import data_parallel
+from ..core.errors import GleeError
+from ..core.events import Loading, Note, ProgressFn, Queued, RunStarted, WaitingForRun
+from ..core.files import write_json
+from ..data.datasets import LongTailDataset
+from ..data.encoding import unknown_token_share
+from ..models.backbone import Backbone, model_fingerprint, trained_pooling
+from ..models.config import TrainConfig
+from ..models.heads import head_of, label_word_token_ids
+from ..models.methods import MethodSpec
+from ..models.scoring import get_backbone
+from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
+from ..runs.store import Run, RunStore, make_run_id
+from .training import RunResult, train_and_evaluate
+
+UNKNOWN_SHARE_WARNING = 0.05
+VOCABULARY_SAMPLE = 500
+
+
+def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
+                 config: TrainConfig) -> dict:
+    """What makes two runs the same run (and so the run id). ``config`` is resolved."""
+    return {
+        "dataset": dataset.id, "dataset_fingerprint": dataset.fingerprint(),
+        "template": dataset.template, "verbalizer": dataset.verbalizer,
+        "threshold": dataset.threshold,
+        **({"head_tail": dataset.head_tail_rule} if dataset.head_tail_rule != "train" else {}),
+        "model": model_name, "model_fingerprint": model_fingerprint(model_name),
+        **spec.identity(), **config.identity(),
+    }
+
+
+def package_versions() -> dict:
+    return {"glee_core": __version__, "torch": torch.__version__,
+            "transformers": transformers.__version__, "scikit-learn": sklearn.__version__,
+            "numpy": np.__version__, "pandas": pd.__version__,
+            "python": platform.python_version()}
+
+
+def dataset_record(dataset: LongTailDataset) -> DatasetRecord:
+    head, tail = dataset.head_tail()
+    return DatasetRecord(
+        id=dataset.id, fingerprint=dataset.fingerprint(), classes=dataset.classes,
+        head_classes=head, tail_classes=tail, threshold=dataset.threshold,
+        template=dataset.template, verbalizer=dataset.verbalizer,
+        class_counts={k: int(v) for k, v in dataset.class_counts().items()},
+        sizes={k: len(v) for k, v in dataset.splits.items()}, warnings=dataset.warnings,
+        head_tail_rule=dataset.head_tail_rule)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    spec: MethodSpec
+    config: TrainConfig  # resolved against the dataset, with the run's seed
+    identity: dict
+    run_id: str
+
+
+def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: Iterable[int],
+              model_name: str, config: TrainConfig | None = None) -> list[PlannedRun]:
+    """Every method x seed with its resolved configuration and run id, in training order."""
+    base = (config or TrainConfig()).resolved(dataset.max_length, dataset.batch_size)
+    planned = []
+    for spec in methods:
+        if base.frozen and not spec.trains_in(base.tuning):
+            raise GleeError(f"{spec.id} cannot train on a frozen backbone; use --mode finetune")
+        if not spec.trains_in(base.tuning):
+            raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use "
+                            f"--mode frozen (or leave it out of a {base.tuning.label} run)")
+        for seed in seeds:
+            # a template input is read at [MASK] whatever the pooling: one run, one id
+            cfg = replace(base, seed=seed, **({"pooling": "cls"}
+                                              if spec.input_format == "prompt" else {}))
+            identity = run_identity(dataset, spec, model_name, cfg)
+            planned.append(PlannedRun(spec, cfg, identity,
+                                      make_run_id(dataset.id, spec.id, seed, identity)))
+    return planned
+
+
+def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
+              store: RunStore, force: bool = False) -> list[str]:
+    """Checks that need the backbone, made before anything trains (and only when something
+    will): the verbalizer's label words must be in its vocabulary (an error naming them), and a
+    vocabulary that maps much of the data to the unknown token earns a note (returned)."""
+    pending = [p for p in plan if force or store.get(p.run_id) is None]
+    if not pending:
+        return []
+    tokenizer = get_backbone(model_name).tokenizer
+    if any(head_of(p.spec).verbalizer for p in pending):
+        label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
+    share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
+                                .head(VOCABULARY_SAMPLE).tolist())
+    if share <= UNKNOWN_SHARE_WARNING:
+        return []
+    return [f"{share:.0%} of the tokens of {dataset.id}'s training texts (first "
+            f"{VOCABULARY_SAMPLE}) are the unknown token for {model_name!r}: its vocabulary "
+            f"does not cover this data's language ({dataset.language}), so the results say "
+            "little; use a model made for it" + (" (e.g. bert-base-chinese)"
+                                                 if dataset.language == "zh" else "")]
+
+
+def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
+               result: RunResult, notes: list[str]) -> RunRecord:
+    """The record a finished run stores: its data, backbone, method, resolved config, notes."""
+    model = ModelRecord.from_dict(backbone.describe())
+    record = RunRecord(run_id=job.run_id, dataset=dataset_record(dataset), model=model,
+                       method=job.spec, seed=job.config.seed, hyperparameters=result.config,
+                       created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                       versions=package_versions(), identity=job.identity, timing=result.timing)
+    if record.mlm_head_caveat:
+        record.notes.append(untrained_head_note(backbone.name, [job.spec.id]))
+    trained = trained_pooling(backbone.name)
+    pooling = job.config.pooling
+    if job.spec.input_format == "plain" and trained and trained != pooling:
+        record.notes.append(
+            f"{job.spec.id}: plain input read at the {pooling} pooling, but {backbone.name!r} is a "
+            f"sentence encoder trained with {trained} pooling: its {pooling} state was never "
+            f"trained to sum up a text (try --pooling {trained})")
+    record.notes += notes + result.notes
+    record.tuning = dict(result.tuning)
+    return record
+
+
+def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
+    """Write every artifact of a run, ``metrics.json`` last, and move the folder into place."""
+
+    def write(folder: Path) -> None:
+        result.model.save_trained(folder / "model.safetensors")
+        np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
+        np.savez(folder / "features.npz", **result.features)
+        np.savez(folder / "calibration.npz", **result.calibration)
+        result.predictions.to_csv(folder / "predictions.csv", index=False)
+        write_json(folder / "weight_norms.json",
+                   dict(zip(record.dataset.classes, result.weight_norms, strict=True)))
+        write_json(folder / "history.json", result.history)
+        write_json(folder / "config.json", record.to_dict())
+        write_json(folder / "metrics.json", result.metrics.to_dict())  # last: the run is complete
+
+    return store.write(record.run_id, write)
+
+
+def lp_ft_stage(job: PlannedRun, dataset: LongTailDataset, model_name: str) -> PlannedRun:
+    """The quick-mode run LP-FT fits its head in: the same method, seed, data and backbone."""
+    return plan_runs(dataset, [job.spec], [job.config.seed], model_name,
+                     job.config.linear_probe_stage())[0]
+
+
+def load_head(run: Run) -> dict[str, torch.Tensor]:
+    """The head weights a quick-mode run stored (its ``model.safetensors`` is the head alone)."""
+    return load_file(str(run.path / "model.safetensors"))
+
+
+class _Runner:
+    """Trains (or loads) planned runs into the store, one at a time, under the run's lock and a
+    training slot; the main process of several decides and writes."""
+
+    def __init__(self, dataset: LongTailDataset, model_name: str, store: RunStore, force: bool,
+                 progress: ProgressFn, notes: list[str], device: str):
+        self.dataset, self.model_name, self.store = dataset, model_name, store
+        self.force, self.progress, self.notes = force, progress, notes
+        self.ddp = data_parallel(device)  # several processes: the main one decides and writes
+        self.main = self.ddp is None or self.ddp.is_main
+        self.device = self.ddp.device if self.ddp else resolve_device(device)
+
+    def run(self, job: PlannedRun, index: int, total: int, stage: bool = False) -> Run:
+        """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
+        run, reported as part of it (no run of its own in the progress), and re-used from the
+        store even under ``force``."""
+        waiting = WaitingForRun(run_id=job.run_id)
+        with self.store.run_lock(job.run_id, lambda: self.progress(waiting)) if self.main \
+                else contextlib.nullcontext():
+            train = (self.force and not stage) or self.store.get(job.run_id) is None
+            if self.ddp is not None:
+                train = self.ddp.broadcast(train)
+            if stage:
+                self.progress(Loading(what=f"LP-FT's head on the frozen features ("
+                                      f"{'fitting' if train else 'stored'}: {job.run_id})"))
+            else:
+                self.progress(RunStarted(run_id=job.run_id, method=job.spec.id,
+                                         seed=job.config.seed, index=index, total=total,
+                                         cached=not train))
+            if train:
+                self._train(job)
+            if self.ddp is not None:
+                self.ddp.barrier()  # the others read the run once the main process wrote it
+        return Run(self.store.path(job.run_id))
+
+    def _train(self, job: PlannedRun) -> None:
+        init_head, tuning = None, {}
+        if job.config.lp_ft:  # first the head alone, on the frozen features (its own run)
+            stage = self.run(lp_ft_stage(job, self.dataset, self.model_name), 0, 0, stage=True)
+            init_head, tuning = load_head(stage), {"lp_ft_from": stage.run_id}
+        backbone = get_backbone(self.model_name)
+        queued = Queued(run_id=job.run_id)
+        with self.store.training_slot(lambda event=queued: self.progress(event)) if self.main \
+                else contextlib.nullcontext(), cpu_share(self.device):
+            result = train_and_evaluate(self.dataset, job.spec, backbone, job.config,
+                                        self.progress, feature_cache=self.store.features_dir,
+                                        init_head=init_head)
+        result.tuning.update(tuning)
+        if self.main:
+            save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes),
+                        result)
+
+
+def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
+                    seeds: Iterable[int], model_name: str = "auto",
+                    config: TrainConfig | None = None, store: RunStore | None = None,
+                    force: bool = False, progress: ProgressFn | None = None) -> list[Run]:
+    """Train (or load from the store) every method x seed; returns the runs in that order.
+    A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, which is stored as
+    a run of its own.
+
+    ``progress`` receives a :class:`RunStarted` before each run and the trainer's events."""
+    store = store or RunStore()
+    progress = progress or (lambda event: None)
+    device = (config or TrainConfig()).device
+    resolve_device(device)  # fail before any work on a bad device
+    jobs = plan_runs(dataset, methods, seeds, model_name, config)
+    if any(force or store.get(job.run_id) is None for job in jobs):
+        progress(Loading(what=f"the backbone {model_name}"))
+    vocabulary_notes = preflight(dataset, jobs, model_name, store, force)
+    for note in vocabulary_notes:
+        progress(Note(message=note))
+    runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
+    return [runner.run(job, index, len(jobs)) for index, job in enumerate(jobs, 1)]

@@ -1,0 +1,678 @@
+"""Train one method on one dataset and evaluate it, in three steps: :func:`prepare` (config,
+device, encoded splits), :func:`fit` (the loop and dev selection, with a learning-rate search on
+dev when the config has candidates) and :func:`evaluate` (test, metrics, what the run stores).
+
+The paper's protocol: AdamW (lr 1e-5, weight decay 0), batch 32, gradient norm clipped at 1,
+linear warm-up over 10% of the steps, up to 10 epochs with early stopping after 2 epochs without a
+dev macro-F1 gain; the best-on-dev weights are evaluated on test. The practical recipe (see
+:class:`glee_core.models.config.Recipe`) adds the search, LP-FT's warm-started head, a head learning
+rate and a floor on steps. On CUDA the step runs under bf16 autocast (fp16 with a gradient scaler
+on GPUs without bf16) with fused AdamW, on batches padded to a few widths; the loop never waits
+on the device except to report the loss every ``log_every`` steps.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from transformers import get_linear_schedule_with_warmup
+
+from ..core.devices import (
+    autocast,
+    grad_scaler,
+    keep_large_blocks_mapped,
+    resolve_device,
+    resolve_pad_multiple,
+    resolve_precision,
+)
+from ..core.distributed import DataParallel, data_parallel
+from ..core.errors import GleeError
+from ..core.events import Evaluated, Note, ProgressFn, Searching, Testing, TrainStep
+from ..data.datasets import SPLIT_SEED, LongTailDataset
+from ..data.encoding import EncodedSplit, encode, length_grouped_batches
+from ..models.backbone import Backbone
+from ..models.config import TrainConfig, search_schedule
+from ..models.features import cached_features, limited_splits
+from ..models.heads import (
+    GleeModel,
+    build_model,
+    classification_loss,
+    eta_normalise,
+    head_of,
+    loss_share,
+)
+from ..models.methods import MethodSpec
+from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
+from ..runs.metrics import classification_metrics, macro_f1, shot_f1
+from ..runs.record import MetricsRecord
+
+FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
+
+
+@dataclass
+class RunResult:
+    """Everything a finished run stores (see :mod:`glee_core.runs.store`)."""
+
+    metrics: MetricsRecord
+    history: list[dict]
+    predictions: pd.DataFrame
+    logits: np.ndarray
+    weight_norms: list[float]
+    features: dict[str, np.ndarray]
+    model: GleeModel
+    config: TrainConfig  # resolved: what the run really used
+    calibration: dict[str, np.ndarray] = field(default_factory=dict)  # see calibration.py
+    timing: dict = field(default_factory=dict)
+    tuning: dict = field(default_factory=dict)  # the rate trained at, the search's rounds
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare_splits(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
+                   config: TrainConfig, device: torch.device, feature_cache: Path | None,
+                   progress: ProgressFn) -> dict[str, Split]:
+    """Token ids (fine-tuning) or cached hidden states (frozen) of every split; ``--limit`` keeps
+    the first N training examples. ``config`` is resolved (its max length is set)."""
+    if config.frozen:
+        cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
+        splits = cached_features(dataset, backbone, spec.input_format, config.max_length, cache,
+                                 device, progress, config.pooling, config.limit,
+                                 config.limit_strategy)
+    else:  # --limit: the rest of the training split is not even tokenised
+        splits = {name: encode(frame, backbone.tokenizer, spec.input_format, dataset.template,
+                               config.max_length)
+                  for name, frame in limited_splits(dataset, config.limit,
+                                                    config.limit_strategy).items()}
+    if len(splits["train"]) == 0:
+        raise GleeError(f"{dataset.id}: the training split is empty")
+    return splits
+
+
+def feature_pass_timing(train: Split) -> dict:
+    """A frozen run's record of how fast its feature pass encoded (what estimates read)."""
+    rate = getattr(train, "pass_tokens_per_second", None)
+    return {"feature_pass_tokens_per_second": round(rate, 1)} if rate else {}
+
+
+def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS) -> np.ndarray:
+    """Up to ``per_class`` test rows of every class, the same rows for every method and seed."""
+    rng = np.random.default_rng(SPLIT_SEED)
+    rows = [rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in np.unique(labels)]
+    return np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class TrainingState:
+    """What one epoch of training needs besides the data: the model (DDP-wrapped or not), its
+    spec and config, the optimiser and schedule, the batch-order generator, where it runs."""
+
+    model: torch.nn.Module
+    spec: MethodSpec
+    config: TrainConfig
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+    params: list
+    rng: np.random.Generator
+    device: torch.device
+    pad_id: int
+    ddp: DataParallel | None = None
+    class_counts: torch.Tensor | None = None  # training examples per class (long-tail losses)
+    global_step: int = 0
+    # called after every optimizer step with the step's (detached) loss; True stops training
+    on_step: Callable[[torch.Tensor], bool] | None = None
+    scaler: torch.amp.GradScaler | None = None  # fp16 only
+    skipped_steps: torch.Tensor | None = None  # fp16 steps the scaler skipped (on the device)
+
+    def __post_init__(self):
+        precision = resolve_precision(self.config.precision, self.device)
+        self.scaler = grad_scaler(self.device, precision)
+        self.pad_multiple = resolve_pad_multiple(self.config.pad_multiple, self.device)
+        if self.scaler is not None:
+            self.skipped_steps = torch.zeros((), dtype=torch.long, device=self.device)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+
+
+def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
+                           ) -> list[np.ndarray]:
+    """An epoch of as many examples as the split, drawn with replacement so that every class is
+    equally likely (Kang et al. 2020's class-balanced sampling)."""
+    counts = np.bincount(labels)
+    weights = 1.0 / counts[labels]
+    order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
+    """Backpropagate ``loss`` (None: the gradients are already accumulated), clip the gradient
+    norm, step the optimiser and the schedule."""
+    if loss is not None:
+        state.optimizer.zero_grad(set_to_none=True)
+        state.backward(loss)
+    scaler = state.scaler
+    if scaler is not None:  # fp16: unscale before clipping; a step with inf/NaN is skipped
+        scaler.unscale_(state.optimizer)
+    torch.nn.utils.clip_grad_norm_(state.params, state.config.max_grad_norm)
+    if scaler is None:
+        state.optimizer.step()
+    else:
+        before = scaler._scale.clone()  # set by scale(); read on the device, no sync
+        scaler.step(state.optimizer)
+        scaler.update()
+        state.skipped_steps += scaler._scale < before  # the scale backs off after a skip
+    state.scheduler.step()
+
+
+def _forward_loss(state: TrainingState, train: Split, index, precision: str
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
+    to a multiple of the pad width), and their labels on the device."""
+    width = batch_width(train, index, state.pad_multiple, state.config.max_length)
+    batch = batch_to(train.batch(index, state.pad_id, width), state.device)
+    with autocast(state.device, precision):
+        logits, _ = state.model(**model_inputs(batch))
+    labels = batch["labels"]
+    return classification_loss(state.spec, logits, labels, state.class_counts), labels
+
+
+def batch_loss(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
+    """Forward a batch and return its loss; with ``micro_batch_size``, forward and backward it in
+    pieces (each padded to its own length), accumulating the gradients of the same mean loss,
+    and return the loss detached (the step then only applies the gradients)."""
+    micro = state.config.micro_batch_size
+    if not micro or len(index) <= micro:
+        return _forward_loss(state, train, index, precision)[0]
+    if state.ddp is not None:
+        raise GleeError("--micro-batch-size does not combine with several processes yet")
+    whole = torch.as_tensor(train.labels[index], device=state.device)
+    state.optimizer.zero_grad(set_to_none=True)
+    total = torch.zeros((), device=state.device)
+    for start in range(0, len(index), micro):
+        loss, labels = _forward_loss(state, train, index[start:start + micro], precision)
+        loss = loss * loss_share(state.spec, labels, whole, state.class_counts)
+        state.backward(loss)
+        total += loss.detach()
+    return total
+
+
+def epoch_batches(state: TrainingState, train: Split) -> list[np.ndarray]:
+    """One epoch's batches: length-grouped (or, cRT, class-balanced) in the state's random order;
+    under data parallelism every process draws the same batches and keeps its slice of each."""
+    if state.spec.class_balanced:  # cRT: every class drawn equally often, with replacement
+        batches = class_balanced_batches(train.labels, state.config.batch_size, state.rng)
+    else:
+        batches = length_grouped_batches(train.lengths, state.config.batch_size, state.rng)
+    if state.ddp is not None:  # every process must step together: drop batches too small
+        batches = [state.ddp.shard(b) for b in batches if len(b) >= state.ddp.size]
+    return batches
+
+
+def train_step(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
+    """One optimizer step on the examples ``index``; returns the batch's loss, detached and on
+    the device (reading it back would wait for the device)."""
+    loss = batch_loss(state, train, index, precision)
+    optimizer_step(state, loss if loss.requires_grad else None)
+    state.global_step += 1
+    return loss.detach()
+
+
+def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: ProgressFn
+                    ) -> tuple[float, int]:
+    """One pass over ``train`` (what the throughput benchmark times); returns (summed loss,
+    steps). The loss is read back only every ``config.log_every`` steps."""
+    state.model.train()
+    batches = epoch_batches(state, train)
+    precision = resolve_precision(state.config.precision, state.device)
+    loss_sum = torch.zeros((), device=state.device)
+    for step, index in enumerate(batches, 1):
+        loss_sum += train_step(state, train, index, precision)
+        report = step % state.config.log_every == 0 or step == len(batches)
+        progress(TrainStep(epoch=epoch, epochs=state.config.epochs, step=step,
+                           steps=len(batches), loss=float(loss_sum) / step if report else None))
+    return float(loss_sum), len(batches)
+
+
+def parameter_groups(model: GleeModel, lr: float, config: TrainConfig) -> list[dict]:
+    """AdamW's parameter groups: the encoder at ``lr`` (with ``layer_decay``, layer l of L at
+    ``lr * decay ** (L + 1 - l)``, the embeddings at ``lr * decay ** (L + 1)``) and everything
+    else that trains - the head, and for prompt methods the MLM head's transform - at
+    ``head_lr`` (default ``lr``). The tied decoder rows are the word embeddings: encoder."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if model.frozen:  # quick mode: the model is the head alone
+        return [{"params": trainable, "lr": lr}]
+    names = {id(p): name for name, p in model.encoder.named_parameters()}
+    layers = {key: layer_of(name) for key, name in names.items()}
+    depth = max([n for n in layers.values() if n is not None], default=0)  # L
+    decay = config.layer_decay or 1.0
+    rates: dict[float, list] = {}
+    for p in trainable:
+        if id(p) not in names:
+            rate = config.head_lr or lr
+        else:  # embeddings: layer 0; layer i: i + 1; anything else (a pooler): the top
+            layer = layers[id(p)]
+            rate = lr * decay ** (depth + 1 - (depth + 1 if layer is None else layer))
+        rates.setdefault(rate, []).append(p)
+    return [{"params": params, "lr": rate} for rate, params in rates.items()]
+
+
+def layer_of(name: str) -> int | None:
+    """The depth of an encoder parameter from its name: 0 for the embeddings, ``i + 1`` for
+    transformer layer ``i`` (``encoder.layer.3.``, ``transformer.layer.3.``, ``layers.3.``),
+    None for anything else."""
+    if "embeddings" in name:
+        return 0
+    match = re.search(r"(?:^|\.)layers?\.(\d+)\.", name)
+    return int(match.group(1)) + 1 if match else None
+
+
+def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int,
+                   lr: float | None = None):
+    """AdamW (fused on CUDA) over :func:`parameter_groups` at ``lr`` (default: the config's one
+    rate), with linear warm-up over ``warmup_ratio`` of the steps, then decay."""
+    lr = config.learning_rate if lr is None else lr
+    if lr is None:
+        raise GleeError("this configuration searches its learning rate on dev: pass the "
+                        "candidate to train at")
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameter_groups(model, lr, config),
+                                  weight_decay=config.weight_decay, fused=device.type == "cuda")
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    return params, optimizer, scheduler
+
+
+class DevSelection:
+    """Scores the dev split, keeps the best weights and decides when to stop: after every epoch
+    (patience in epochs), or every ``eval_every_steps`` optimizer steps as the released scripts do
+    (stop after patience x steps-per-epoch steps without a gain)."""
+
+    def __init__(self, model: GleeModel, dev: Split, state: TrainingState,
+                 steps_per_epoch: int, progress: ProgressFn):
+        # ``model`` unwrapped (its state dict is what a run keeps), ``state`` where it trains
+        self.model, self.dev, self.progress = model, dev, progress
+        self.config, self.pad_id, self.device = state.config, state.pad_id, state.device
+        self.state = state
+        self.num_classes = model.head.class_weights().shape[0]
+        self.patience_steps = state.config.patience * steps_per_epoch
+        self.history: list[dict] = []
+        self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
+        self.epoch, self.epochs = 1, state.config.epochs
+        self.loss_sum, self.loss_steps = 0.0, 0
+        self.since = time.perf_counter()
+
+    @property
+    def loss(self) -> float:
+        """The latest evaluation's dev loss (the search's tie-breaker)."""
+        return self.history[-1]["dev_loss"] if self.history else float("inf")
+
+    def evaluate(self, train_loss: float | None = None) -> None:
+        step = self.state.global_step
+        started = time.perf_counter()
+        logits, _ = predict(self.model, self.dev, self.pad_id, self.device,
+                            self.config.eval_batch_size, self.config.precision,
+                            pad_multiple=self.config.pad_multiple)
+        self.model.train()
+        pred = logits.argmax(1)
+        eval_seconds = time.perf_counter() - started
+        record = {"epoch": self.epoch, "step": step,
+                  "train_loss": train_loss if train_loss is not None
+                  else float(self.loss_sum) / max(self.loss_steps, 1),
+                  "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
+                  "dev_acc": float((pred == self.dev.labels).mean()),
+                  # breaks ties between trials of a learning-rate search (small dev sets tie)
+                  "dev_loss": round(float(torch.nn.functional.cross_entropy(
+                      torch.from_numpy(logits), torch.tensor(self.dev.labels).long())), 5),
+                  "eval_seconds": round(eval_seconds, 3),
+                  # per-class predictor norms as training goes (the norm-evolution heatmap)
+                  "weight_norms": [round(v, 5) for v in
+                                   self.model.class_weight_norms().detach().cpu().tolist()],
+                  "seconds": round(time.perf_counter() - self.since, 3)}
+        self.history.append(record)
+        self.since = time.perf_counter()
+        self.loss_sum, self.loss_steps = 0.0, 0
+        score = record[f"dev_{self.config.select_metric}"]
+        if score > self.best_score:
+            self.best_score, self.best_step, self.stale = score, step, 0
+            self.best_state = {k: v.detach().to("cpu", copy=True)
+                               for k, v in self.model.state_dict().items()}
+        else:
+            self.stale += 1
+        self.progress(Evaluated(epoch=self.epoch, epochs=self.epochs,
+                                dev_f1=record["dev_f1"], dev_acc=record["dev_acc"],
+                                best_dev=self.best_score,
+                                select_metric=self.config.select_metric))
+
+    def after_step(self, loss: torch.Tensor) -> bool | None:
+        """Step mode: score every ``eval_every_steps`` steps; None when it did not score, else
+        True once patience ran out."""
+        self.loss_sum = self.loss_sum + loss  # stays on the device until the next evaluation
+        self.loss_steps += 1
+        if self.state.global_step % self.config.eval_every_steps:
+            return None
+        self.evaluate()
+        return self.state.global_step - self.best_step >= self.patience_steps
+
+    def end_of_epoch(self, train_loss: float) -> bool:
+        """Epoch mode: score after the epoch; True once ``patience`` epochs brought no gain."""
+        self.evaluate(train_loss)
+        return self.stale >= self.config.patience
+
+
+class Trial:
+    """Training at one learning rate: its model, optimiser, schedule, batch order and dev
+    selection. :meth:`advance` trains until a number of further dev evaluations (after an
+    epoch, or every ``eval_every_steps`` steps) have been made, so a learning-rate search can
+    pause and rank trials between evaluations and continue the best."""
+
+    def __init__(self, lr: float, model: GleeModel, state: TrainingState,
+                 selection: DevSelection, train: Split, progress: ProgressFn):
+        self.lr, self.model, self.state, self.selection = lr, model, state, selection
+        self.train, self.progress = train, progress
+        self.epochs = selection.epochs
+        self.epoch, self.step, self.batches = 0, 0, []
+        self.loss_sum = torch.zeros((), device=state.device)
+        self.precision = resolve_precision(state.config.precision, state.device)
+        self.done = False
+
+    def advance(self, evaluations: int | None = None) -> None:
+        """Train until ``evaluations`` more dev evaluations were made (None: to the end), or
+        patience runs out, or the epochs end (then ``done``)."""
+        config, made = self.state.config, 0
+        while not self.done and (evaluations is None or made < evaluations):
+            if self.step == len(self.batches):  # a new epoch
+                if self.epoch == self.epochs:
+                    self.done = True
+                    break
+                self.epoch, self.step = self.epoch + 1, 0
+                self.selection.epoch = self.epoch
+                self.batches = epoch_batches(self.state, self.train)
+                self.loss_sum = torch.zeros((), device=self.state.device)
+                self.state.model.train()
+            self.step += 1
+            loss = train_step(self.state, self.train, self.batches[self.step - 1],
+                              self.precision)
+            self.loss_sum += loss
+            report = self.step % config.log_every == 0 or self.step == len(self.batches)
+            self.progress(TrainStep(epoch=self.epoch, epochs=self.epochs, step=self.step,
+                                    steps=len(self.batches),
+                                    loss=float(self.loss_sum) / self.step if report else None))
+            if config.eval_every_steps:
+                stop = self.selection.after_step(loss)
+                made += stop is not None
+                self.done = bool(stop)
+            elif self.step == len(self.batches):
+                self.done = self.selection.end_of_epoch(float(self.loss_sum) / self.step)
+                made += 1
+
+
+@dataclass
+class Setup:
+    """What every step of a run shares: the data, method, backbone, resolved config, device,
+    the encoded (or cached) splits and the notes made preparing them."""
+
+    dataset: LongTailDataset
+    spec: MethodSpec
+    backbone: Backbone
+    config: TrainConfig  # resolved
+    device: torch.device
+    ddp: DataParallel | None
+    splits: dict[str, Split]
+    pad_id: int
+    notes: list[str]
+    progress: ProgressFn
+    init_head: dict[str, torch.Tensor] | None = None  # LP-FT: the frozen-fit head's weights
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.config.steps_per_epoch(len(self.splits["train"]))
+
+    @property
+    def epochs(self) -> int:
+        return self.config.planned_epochs(len(self.splits["train"]))
+
+    @property
+    def evaluations(self) -> int:
+        return self.config.planned_evaluations(len(self.splits["train"]))
+
+    def new_model(self) -> GleeModel:
+        """The method on a fresh copy of the backbone (frozen: the head alone), seeded, and with
+        LP-FT's head when given: every trial starts from the same weights."""
+        torch.manual_seed(self.config.seed)
+        # Fine-tuning trains a deep copy, so the pristine backbone serves the next run unchanged.
+        own = self.backbone if self.config.frozen else replace(
+            self.backbone, model=copy.deepcopy(self.backbone.model))
+        model = build_model(self.spec, own, self.dataset.classes, self.dataset.verbalizer,
+                            self.config)
+        if self.init_head is not None:
+            model.head.warm_start(self.init_head)
+        model = model.to(self.device)
+        if self.config.compile and not self.config.frozen:  # in place: state-dict keys unchanged
+            model.encoder.compile()
+        return model
+
+    def new_trial(self, lr: float) -> Trial:
+        model = self.new_model()
+        params, optimizer, scheduler = make_optimizer(
+            model, self.config, self.device, self.steps_per_epoch * self.epochs, lr)
+        state = TrainingState(self.ddp.wrap(model) if self.ddp else model,  # shares parameters
+                              self.spec, self.config, optimizer, scheduler, params,
+                              np.random.default_rng(self.config.seed), self.device, self.pad_id,
+                              self.ddp)
+        state.class_counts = torch.from_numpy(np.bincount(
+            self.splits["train"].labels, minlength=self.dataset.num_classes)).to(self.device)
+        selection = DevSelection(model, self.splits["dev"], state, self.steps_per_epoch,
+                                 self.progress)
+        selection.epochs = self.epochs
+        return Trial(lr, model, state, selection, self.splits["train"], self.progress)
+
+
+@dataclass
+class Fitted:
+    """What :func:`fit` hands to :func:`evaluate`: the best-on-dev model and how it was found."""
+
+    model: GleeModel
+    history: list[dict]  # the kept trial's dev evaluations
+    epochs_run: int
+    lr: float | None  # the rate the kept weights trained at (None: closed form)
+    search: list[dict]  # the learning-rate search's rounds (empty without one)
+    steps: int  # optimizer steps of every trial
+    seconds: float  # wall time of training, search and dev scoring included
+    eval_seconds: float  # of that, dev scoring
+    skipped_steps: int = 0  # fp16: optimizer steps the gradient scaler skipped (overflow)
+
+
+def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, config: TrainConfig,
+            progress: ProgressFn, feature_cache: Path | None = None,
+            init_head: dict[str, torch.Tensor] | None = None) -> Setup:
+    """Resolve the config, pick the device, encode (or load cached features of) every split."""
+    config = config.resolved(dataset.max_length, dataset.batch_size)
+    if head_of(spec).closed_form and not config.frozen:
+        raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
+    ddp = data_parallel(config.device)
+    device = ddp.device if ddp else resolve_device(config.device)
+    if device.type == "cpu" and config.micro_batch_size:  # asked to save memory
+        keep_large_blocks_mapped()
+    splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
+    notes = [f"{n} of {len(splits[name])} {name} texts reached max length and were truncated to "
+             f"{config.max_length} tokens" for name in ("train", "test")
+             if isinstance(splits[name], EncodedSplit)
+             and (n := int((splits[name].lengths >= config.max_length).sum()))]
+    present = np.unique(splits["train"].labels)
+    if len(present) < 2:
+        first = config.limit and config.limit_strategy == "first"
+        kept = (f"the first {len(splits['train'])} texts kept by --limit (--limit-strategy "
+                "stratified keeps every class)" if first else
+                f"the {len(splits['train'])} texts to learn from")
+        message = (f"{kept} hold one class only ({dataset.classes[int(present[0])]}): the model "
+                   "can only learn to predict it")
+        # scikit-learn's solver refuses one class; a stratified --limit of 1 is a mistake; the
+        # first rows stay allowed, with a warning: the paper recipe's runs of before
+        if head_of(spec).closed_form or not first:
+            raise GleeError(f"{dataset.id}: {message}; {spec.id} needs two classes or more")
+        progress(Note(message=f"warning: {message}"))
+        notes.append(message)
+    pad_id = backbone.tokenizer.pad_token_id if backbone.tokenizer.pad_token_id is not None else 0
+    return Setup(dataset, spec, backbone, config, device, ddp, splits, pad_id, notes, progress,
+                 init_head)
+
+
+def fit(setup: Setup) -> Fitted:
+    """Train and keep the best-on-dev weights. With several candidate rates, successive halving
+    on dev: every trial starts from the same weights and trains one round (a share of the planned
+    evaluations), the better half (by its latest dev score) goes on, until one is left, which
+    trains to the end. A closed-form head is fitted once."""
+    started = time.perf_counter()
+    config, progress = setup.config, setup.progress
+    if head_of(setup.spec).closed_form:
+        return _fit_closed_form(setup, started)
+    grid = config.lr_grid
+    trials = [setup.new_trial(lr) for lr in grid]
+    search: list[dict] = []
+    spent_steps, spent_eval = 0, 0.0  # of the trials the search dropped (freed at once)
+    if len(trials) > 1:
+        per_round, alive_per_round = search_schedule(len(trials), setup.evaluations)
+        for number, alive in enumerate(alive_per_round, 1):
+            for index, trial in enumerate(trials, 1):
+                progress(Searching(lr=trial.lr, candidate=index, candidates=len(trials),
+                                   round=number, rounds=len(alive_per_round)))
+                trial.advance(per_round)
+            # by the best dev score so far (the weights the trial would keep), ties by the
+            # latest dev loss, then the smaller rate
+            ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss,
+                                                   t.lr))
+            keep = -(-alive // 2)
+            search.append({"round": number, "evaluations": per_round,
+                           "dev": {f"{t.lr:g}": round(t.selection.best_score, 5) for t in trials},
+                           "kept": [f"{t.lr:g}" for t in ranked[:keep]]})
+            for dropped in ranked[keep:]:
+                spent_steps += dropped.state.global_step
+                spent_eval += sum(r["eval_seconds"] for r in dropped.selection.history)
+            trials = ranked[:keep]
+        progress(Searching(lr=trials[0].lr, chosen=True))
+        progress(Note(message=f"learning rate chosen on dev: {trials[0].lr:g} (of "
+                              f"{', '.join(f'{lr:g}' for lr in grid)})"))
+    winner = trials[0]
+    winner.advance(None)
+    selection = winner.selection
+    if not selection.history:  # fewer steps than one evaluation interval: score once at the end
+        selection.evaluate()
+    winner.model.load_state_dict(selection.best_state)
+    skipped = winner.state.skipped_steps
+    if skipped is not None and int(skipped):
+        progress(Note(message=f"fp16: the gradient scaler skipped {int(skipped)} of "
+                              f"{winner.state.global_step} optimizer steps (overflow)"))
+    return Fitted(model=winner.model, history=selection.history, epochs_run=winner.epoch,
+                  lr=winner.lr, search=search, steps=spent_steps + winner.state.global_step,
+                  seconds=time.perf_counter() - started,
+                  eval_seconds=spent_eval + sum(r["eval_seconds"] for r in selection.history),
+                  skipped_steps=0 if skipped is None else int(skipped))
+
+
+def _fit_closed_form(setup: Setup, started: float) -> Fitted:
+    """A probe: scikit-learn fits the head on the cached features once, no epochs."""
+    model = setup.new_model()
+    train, device = setup.splits["train"], setup.device
+    model.head.fit_closed_form(train.hidden, train.labels, setup.dataset.num_classes,
+                               setup.config.seed)
+    with torch.no_grad():
+        # torch.tensor copies: cached features may be read-only memory maps
+        logits, _ = model.head(torch.tensor(train.hidden, device=device))
+        train_loss = float(torch.nn.functional.cross_entropy(
+            logits, torch.tensor(train.labels, dtype=torch.long, device=device)))
+    state = TrainingState(model, setup.spec, setup.config, None, None, [], None, device,
+                          setup.pad_id)
+    selection = DevSelection(model, setup.splits["dev"], state, setup.steps_per_epoch,
+                             setup.progress)
+    selection.evaluate(train_loss)
+    model.load_state_dict(selection.best_state)
+    return Fitted(model=model, history=selection.history, epochs_run=1, lr=None, search=[],
+                  steps=0, seconds=time.perf_counter() - started,
+                  eval_seconds=selection.history[0]["eval_seconds"])
+
+
+def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
+    """Score the kept weights on test (η-norm applied for the methods that use it), and gather
+    what the run stores: metrics, predictions, sampled features, calibration inputs, timing."""
+    setup.progress(Testing())
+    config, dataset, model, device = setup.config, setup.dataset, fitted.model, setup.device
+    test, dev = setup.splits["test"], setup.splits["dev"]
+    test_start = time.perf_counter()
+    # one uncalibrated pass serves the run (η-norm applied here) and post-hoc calibration
+    raw_logits, features = predict(model, test, setup.pad_id, device, config.eval_batch_size,
+                                   config.precision, calibrate=False,
+                                   pad_multiple=config.pad_multiple)
+    logits = raw_logits
+    if setup.spec.eta_norm:
+        logits = eta_normalise(torch.from_numpy(raw_logits),
+                               model.class_weight_norms().detach().cpu()).numpy()
+    test_seconds = time.perf_counter() - test_start
+    pred = logits.argmax(1)
+    head, tail = dataset.head_tail()
+    metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
+    history = fitted.history
+    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best one
+    metrics.update({f"{k}_f1": v for k, v in shot_f1(metrics["per_class"],
+                                                     dataset.class_counts().to_dict()).items()})
+    metrics.update(best_epoch=best["epoch"], best_step=best["step"], best_dev_f1=best["dev_f1"],
+                   best_dev_acc=best["dev_acc"], select_metric=config.select_metric)
+    metrics = MetricsRecord.from_dict(metrics, dataset.classes)
+    probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
+    frame = dataset.splits["test"]
+    predictions = pd.DataFrame({
+        "text": frame["text"].to_numpy(), "text_b": frame["text_b"].to_numpy(),
+        "gold": [dataset.classes[i] for i in test.labels],
+        "pred": [dataset.classes[i] for i in pred],
+        "confidence": probs.max(1).round(6), "correct": pred == test.labels})
+    rows = sample_feature_rows(test.labels)
+    # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
+    # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
+    dev_raw, dev_features = predict(model, dev, setup.pad_id, device, config.eval_batch_size,
+                                    config.precision, calibrate=False,
+                                    pad_multiple=config.pad_multiple)
+    calibration = {"dev_logits": dev_raw, "dev_features": dev_features,
+                   "dev_labels": dev.labels, "test_logits": raw_logits,
+                   "test_features": features, "test_labels": test.labels}
+    weight, bias = model.head.linear_predictor()
+    calibration.update(weight=weight.detach().float().cpu().numpy(),
+                       bias=bias.detach().float().cpu().numpy())
+    seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
+    tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
+    if fitted.search:
+        tuning["lr_search"] = fitted.search
+    tuning.update(model.tuning_record())
+    return RunResult(
+        metrics=metrics, history=history, predictions=predictions, logits=logits,
+        weight_norms=model.class_weight_norms().detach().cpu().tolist(),
+        features={"features": features[rows].astype(np.float16), "labels": test.labels[rows],
+                  "rows": rows},
+        model=model, notes=setup.notes, config=config, calibration=calibration, tuning=tuning,
+        timing={"train_seconds": round(fitted.seconds, 3), "test_seconds": round(test_seconds, 3),
+                "epochs_run": fitted.epochs_run, "evaluations": len(history),
+                "device": str(device),
+                "precision": resolve_precision(config.precision, device),
+                **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
+                "train_examples_per_second":
+                    round(fitted.steps * config.batch_size / seconds_training, 2),
+                **feature_pass_timing(setup.splits["train"])})
+
+
+def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
+                       config: TrainConfig, progress: ProgressFn | None = None,
+                       feature_cache: Path | None = None,
+                       init_head: dict[str, torch.Tensor] | None = None) -> RunResult:
+    """Train ``spec`` on a fresh copy of ``backbone`` (or, frozen, a head on its cached features)
+    and evaluate the best-on-dev weights: :func:`prepare`, :func:`fit`, :func:`evaluate`.
+    ``config`` may be unresolved: the dataset fills its max length and batch size, the recipe the
+    rest. ``init_head``: LP-FT's head, fitted on the frozen features, to start from."""
+    setup = prepare(dataset, spec, backbone, config, progress or (lambda event: None),
+                    feature_cache, init_head)
+    return evaluate(setup, fit(setup))

@@ -1,0 +1,237 @@
+"""The PDF report of one dataset's runs: configuration, results table, and the app's charts.
+
+The charts are the very ``glee_core.views.charts`` functions the app draws, exported to PNG with
+``vl-convert-python`` and laid out on A4 pages (with page numbers) by ``fpdf2``.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import vl_convert
+from fpdf import FPDF
+from PIL import Image
+
+from ..core.errors import GleeError
+from ..core.files import write_atomic
+from ..models.methods import method_label, registry_order
+from ..models.modes import MODE_LABELS
+from ..runs.calibration import calibrate, calibration_table
+from ..runs.record import METRIC_TITLES, SHOT_TITLES, merged_notes
+from ..runs.store import Run, aggregate
+from ..runs.tables import comparison_table, modes_table
+from . import charts
+
+FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
+                "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
+
+
+def chart_png(chart, scale: float = 2.0) -> bytes:
+    """An Altair chart as PNG bytes (``width="container"`` charts get a fixed page width)."""
+    spec = chart.to_dict()
+    if spec.get("width") == "container":
+        spec["width"] = 640
+    # one font with the row names' symbols (∘, η), so no glyph falls back to a serif face
+    spec.setdefault("config", {}).setdefault("font", "DejaVu Sans")
+    return vl_convert.vegalite_to_png(spec, scale=scale)
+
+
+def _pdf_class():
+    class ReportPDF(FPDF):
+        def footer(self):
+            self.set_y(-12)
+            self.set_font(self.body_font, size=8)
+            self.set_text_color(120)
+            self.cell(0, 8, f"Glee Studio report · page {self.page_no()}/{{nb}}", align="C")
+
+    return ReportPDF
+
+
+def _text(unicode_font: bool, text: str) -> str:
+    """Core PDF fonts are latin-1 only: without a Unicode font, replace what they cannot draw."""
+    if unicode_font:
+        return text
+    text = text.replace("∘", "o").replace("η", "eta").replace("→", "->").replace("‖", "||")
+    return text.encode("latin-1", "replace").decode("latin-1")
+
+
+ReportProgress = Callable[[float, str], None]  # (fraction done, what is being drawn)
+
+
+def build_report(runs: list[Run], dataset: str | None = None,
+                 progress: ReportProgress | None = None, every: list[Run] | None = None
+                 ) -> bytes:
+    """The report of ``runs`` (all of one dataset and setting) as PDF bytes; ``progress`` hears
+    of each part as it is drawn. A chart that cannot be drawn is left out with a line saying
+    why. ``every``: the dataset's runs in any setting, for the section that puts each head's
+    modes side by side (left out when no head was tuned in two modes)."""
+    progress = progress or (lambda fraction, what: None)
+    if dataset is not None:
+        runs = [r for r in runs if r.dataset == dataset]
+    if not runs:
+        raise GleeError("no finished runs to report" + (f" for dataset {dataset!r}"
+                                                        if dataset else ""))
+    datasets = sorted({r.dataset for r in runs})
+    if len(datasets) > 1:
+        raise GleeError(f"runs of several datasets ({', '.join(datasets)}); choose one with "
+                        "--dataset")
+    settings = sorted({r.setting for r in runs})
+    if len(settings) > 1:
+        raise GleeError(f"runs of several settings ({'; '.join(settings)}); choose one with "
+                        "--setting (or narrow with --model and --mode)")
+    first = runs[0]
+    pdf = _pdf_class()(format="A4", unit="mm")
+    font = next((Path(f) for f in FONT_FOLDERS
+                 if (Path(f) / "DejaVuSans.ttf").is_file()
+                 and (Path(f) / "DejaVuSans-Bold.ttf").is_file()), None)
+    if font:
+        pdf.add_font("DejaVu", fname=str(font / "DejaVuSans.ttf"))
+        pdf.add_font("DejaVu", style="B", fname=str(font / "DejaVuSans-Bold.ttf"))
+        pdf.body_font = "DejaVu"
+    else:
+        pdf.body_font = "Helvetica"
+    unicode_font = font is not None
+    t = lambda s: _text(unicode_font, s)  # noqa: E731
+    pdf.set_auto_page_break(True, margin=16)
+    pdf.alias_nb_pages()
+    pdf.add_page()
+    pdf.set_font(pdf.body_font, size=16)
+    pdf.cell(0, 10, t(f"Glee Studio: {datasets[0]}"), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=9)
+    record = first.record
+    data, model = record.dataset, record.model
+    lines = [
+        f"Generated {time.strftime('%Y-%m-%d %H:%M')} from {len(runs)} run(s).",
+        f"Dataset {data.id} (fingerprint {data.fingerprint}): {len(data.classes)} classes, "
+        "sizes " + ", ".join(f"{k} {v}" for k, v in data.sizes.items()) + ", head/tail "
+        f"threshold {data.threshold} on training counts: {len(data.head_classes)} head, "
+        f"{len(data.tail_classes)} tail classes.",
+        f"Backbone {model.name} ({model.family}, {model.parameters:,} parameters), "
+        f"{MODE_LABELS[record.mode]}. MLM head pretrained: "
+        f"{'yes' if model.mlm_head_pretrained else 'NO (see the note at the end)'}.",
+        f"Setting: {record.protocol}.",
+        f"Template: {data.template}",
+    ]
+    for line in lines:
+        pdf.multi_cell(0, 5, t(line), new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
+
+    progress(0.05, "the results table")
+    summary = aggregate(runs)
+    table = comparison_table(summary)
+    pdf.set_font(pdf.body_font, size=12)
+    pdf.cell(0, 8, "Results (test, %, mean ± sample std over seeds; * best)", new_x="LMARGIN",
+             new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=8)
+    headings = ["Method", "Seeds", *METRIC_TITLES.values(), "Many", "Medium", "Few"]
+    with pdf.table(col_widths=(46, 11, 20, 20, 20, 20, 16, 16, 16),
+                   text_align=("LEFT", *["RIGHT"] * 8), first_row_as_headings=True) as grid:
+        grid.row(headings)
+        for _, row in table.iterrows():
+            cells = [t(row["paper row"]), str(row["seeds"])]
+            cells += [(row[m] + " *") if m in row["best"] else row[m]
+                      for m in METRIC_TITLES.values()]
+            cells += [row[m].split(" ±")[0] for m in SHOT_TITLES.values()]  # means only
+            grid.row(cells)
+    pdf.multi_cell(0, 4, t("Many / Medium / Few: mean F1 of the classes with > 100, 20-100, "
+                           "< 20 training examples (– where there is none)."),
+                   new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    _modes_section(pdf, runs, every or [], t)
+
+    figures = [(c.title, c.draw) for c in charts.RUN_CHARTS.values() if c.in_report]
+    for number, (title, draw) in enumerate(figures):
+        progress(0.1 + 0.8 * number / len(figures), f"drawing {title.lower()}")
+        try:
+            png = chart_png(draw(runs))
+        except (ValueError, GleeError) as exc:  # vl-convert's limits, a file the chart reads
+            pdf.set_font(pdf.body_font, size=9)
+            pdf.multi_cell(0, 5, t(f"{title}: left out, it could not be drawn ({str(exc)[:200]})"),
+                           new_x="LMARGIN", new_y="NEXT")
+            continue
+        width_px, height_px = Image.open(io.BytesIO(png)).size
+        width = min(pdf.epw, 180)
+        height = width * height_px / width_px
+        if height > pdf.eph - 10:
+            height = pdf.eph - 10
+            width = height * width_px / height_px
+        if pdf.get_y() + height + 10 > pdf.page_break_trigger:
+            pdf.add_page()
+        pdf.set_font(pdf.body_font, size=11)
+        pdf.cell(0, 7, t(title), new_x="LMARGIN", new_y="NEXT")
+        pdf.image(io.BytesIO(png), w=width, h=height)
+        pdf.ln(3)
+    progress(0.9, "calibrating each method's first run")
+    _calibration_section(pdf, runs, t)
+    notes = merged_notes([r.record for r in runs])
+    if notes:
+        pdf.set_font(pdf.body_font, size=8)
+        for note in notes:
+            pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
+    progress(1.0, "done")
+    return bytes(pdf.output())
+
+
+def _modes_section(pdf, runs: list[Run], every: list[Run], t) -> None:
+    """How to tune: each of the report's heads under every mode ``every`` holds for it."""
+    every = [r for r in every if r.dataset == runs[0].dataset]
+    methods = [m for m in registry_order({r.method for r in runs})
+               if len({r.record.mode for r in every if r.method == m}) > 1]
+    if not methods:
+        return
+    pdf.set_font(pdf.body_font, size=12)
+    pdf.cell(0, 8, t("How to tune: each head under every mode (test, %)"), new_x="LMARGIN",
+             new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=8)
+    with pdf.table(col_widths=(28, 32, 56, 12, 22, 22, 14),
+                   text_align=("LEFT", "LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT"),
+                   first_row_as_headings=True) as grid:
+        grid.row(["Head", "Mode", "Protocol", "Seeds", "F1", "Tail F1", "Trained"])
+        for method in methods:
+            for _, row in modes_table(every, method).iterrows():
+                grid.row([t(method), t(row["mode"]), t(row["protocol"]), str(row["seeds"]),
+                          row["F1"], row["Tail F1"], row["trainable"]])
+    pdf.multi_cell(0, 4, t("Every setting the store holds for these heads on this dataset; "
+                           "Trained: the parameters a run trained."), new_x="LMARGIN",
+                   new_y="NEXT")
+    pdf.ln(4)
+
+
+def _calibration_section(pdf, runs: list[Run], t) -> None:
+    """Logit adjustment on each method's lowest-seed run, τ chosen on dev: test before/after."""
+    firsts = {}
+    for run in sorted(runs, key=lambda r: r.seed):
+        firsts.setdefault(run.method, run)
+    results, skipped = [], []
+    for run in firsts.values():
+        try:
+            results.append(calibrate(run, "la", "f1"))
+        except GleeError:
+            skipped.append(run.method)
+    if not results and not skipped:
+        return
+    if pdf.get_y() + 40 > pdf.page_break_trigger:
+        pdf.add_page()
+    pdf.set_font(pdf.body_font, size=11)
+    pdf.cell(0, 7, t("Post-hoc calibration: logit adjustment (Menon et al. 2021), τ chosen on "
+                     "dev macro-F1, test"), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(pdf.body_font, size=8)
+    if results:
+        with pdf.table(col_widths=(50, 58, 14, 22, 22, 22),
+                       text_align=("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT")) as grid:
+            grid.row(["Method", "Run", "τ", "F1", "Tail F1", "Few-shot F1"])
+            for row in calibration_table(results):
+                grid.row([t(method_label(row[0])), row[1][-24:], *row[2:]])
+    if skipped:
+        pdf.multi_cell(0, 4, t("No calibration data (stored before runs kept it): "
+                               + ", ".join(skipped)), new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
+
+
+def write_report(runs: list[Run], out: str | Path, dataset: str | None = None,
+                 every: list[Run] | None = None) -> Path:
+    """Write the report atomically to ``out`` (``every``: see :func:`build_report`)."""
+    return write_atomic(Path(out), build_report(runs, dataset, every=every))
