@@ -418,7 +418,7 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
 
 def _cmd_compare(args) -> int:
     from .runs.store import RunStore, aggregate
-    from .runs.tables import comparison_table, to_markdown
+    from .runs.tables import comparison_csv, comparison_table, to_markdown
 
     store = RunStore(args.runs_dir)
     runs = store.runs(args.dataset)
@@ -432,7 +432,7 @@ def _cmd_compare(args) -> int:
     if args.format == "md":
         print(to_markdown(table))
     elif args.format == "csv":
-        print(table.assign(best=table["best"].str.join(";")).to_csv(index=False), end="")
+        print(comparison_csv(table), end="")
     else:
         print(table.to_json(orient="records", force_ascii=False))
     return 0

@@ -46,7 +46,7 @@ _NAMES = {
     "untrained_head_note": "runs.record",
     "RunStore": "runs.store", "aggregate": "runs.store", "slug": "runs.store",
     "STD_NOTE": "runs.tables", "comparison_table": "runs.tables", "modes_table": "runs.tables",
-    "spreadsheet_csv": "runs.tables",
+    "comparison_csv": "runs.tables", "spreadsheet_csv": "runs.tables",
     "adapted_backbones": "train.adapted", "adapted_record": "train.adapted",
     "broken_jobs": "train.jobs", "launch_job": "train.jobs:launch",
     "launch_training": "train.jobs", "list_jobs": "train.jobs",

@@ -25,6 +25,7 @@ from glee_core.studio import (
     check_findings,
     comparison,
     comparison_block,
+    comparison_csv,
     comparison_markdown,
     comparison_table,
     findings_frame,
@@ -166,7 +167,7 @@ with ours:
                f"classes with > 100, 20-100, < 20 training examples (– where there is none). "
                f"{runs[0].record.dataset.head_tail_caption}.")
     st.download_button("Download table (CSV)",
-                       spreadsheet_csv(table.assign(best=table["best"].str.join(";"))),
+                       comparison_csv(table),
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")
 
     highlight = studio_ui.class_highlight(runs[0].record.dataset.order)

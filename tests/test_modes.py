@@ -76,6 +76,16 @@ def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, me
         assert result.tuning["adapted_modules"] == ["query", "value"]  # peft's default for BERT
 
 
+@pytest.mark.parametrize("mode", [m.name for m in PEFT_MODES])
+@pytest.mark.parametrize("method", [m.id for m in METHODS.values() if m.trains_in(MODES["lora"])])
+def test_every_head_that_trains_through_the_encoder_trains_in_every_peft_mode(bert, toy_dataset,
+                                                                             mode, method):
+    result = train_and_evaluate(toy_dataset, get_method(method), bert,
+                                TrainConfig(epochs=1, batch_size=16, recipe="paper", mode=mode))
+    assert np.isfinite(result.logits).all() and result.history[0]["train_loss"] > 0
+    assert result.logits.shape == (len(toy_dataset.splits["test"]), toy_dataset.num_classes)
+
+
 @pytest.mark.parametrize("mode", ["lora", "ptuning2"])
 def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored, mode):
     run = stored[mode]

@@ -8,6 +8,7 @@ backbone's MLM head it leaves unused (so fine-tuning keeps them out of the optim
 from __future__ import annotations
 
 import copy
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -342,9 +343,12 @@ class GleeModel(nn.Module):
                 from .modes import peft_config  # noqa: PLC0415
 
                 self.mlm.requires_grad_(False)
-                self.adapter = get_peft_model(self.mlm.base_model, peft_config(
-                    tuning, config.lora_r, config.lora_alpha, config.lora_dropout,
-                    config.lora_targets, config.prefix_length))
+                with warnings.catch_warnings():  # peft asks transformers a deprecated question
+                    warnings.filterwarnings("ignore", "`is_gradient_checkpointing`",
+                                            FutureWarning)
+                    self.adapter = get_peft_model(self.mlm.base_model, peft_config(
+                        tuning, config.lora_r, config.lora_alpha, config.lora_dropout,
+                        config.lora_targets, config.prefix_length))
             else:
                 # Parts of the MLM head a method never uses get no gradient: keep them out of
                 # training (data-parallel training refuses parameters without gradients).

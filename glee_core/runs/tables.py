@@ -99,6 +99,12 @@ def to_markdown(table: pd.DataFrame) -> str:
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
 
 
+def comparison_csv(table: pd.DataFrame) -> str:
+    """A :func:`comparison_table` as CSV (``best``: the columns joined by ``;``), what both
+    ``compare --format csv`` and the Results page's download write."""
+    return spreadsheet_csv(table.assign(best=table["best"].str.join(";")))
+
+
 def spreadsheet_csv(frame: pd.DataFrame) -> str:
     """``frame`` as the app's CSV downloads write it: a text cell that a spreadsheet would read
     as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return first) gets a leading ``'``
