@@ -5,7 +5,8 @@ changes a line here, not the pages (``tests/test_layers.py`` checks that the pag
 else of ``glee_core`` and that every name resolves).
 
 Names load on first use (PEP 562), so a page pulls in torch only if it uses something that needs
-it."""
+it; each is looked up in its module every time (a page's rerun costs a dictionary lookup a name),
+so what a module holds now is what the pages get."""
 
 from __future__ import annotations
 
@@ -86,5 +87,4 @@ def __getattr__(name: str):
         value = getattr(package, attr or name)
     except AttributeError:  # a module of the package, not yet imported
         value = import_module(f"glee_core.{module}.{attr or name}")
-    globals()[name] = value
-    return value
+    return value  # not cached here: the module's own attribute stays the one truth
