@@ -75,7 +75,7 @@ if tuning.peft == "lora":
         "Adapted modules (blank: peft's default)", "", placeholder="query,value",
         help=help_of(TrainConfig, "lora_targets")).strip() or None
 elif tuning.peft == "prefix":
-    peft_fields["prefix_length"] = int(st.number_input(
+    peft_fields["prefix_length"] = int(st.columns(4)[0].number_input(
         "Prefix length (virtual tokens per layer)", 1, 512, PREFIX_LENGTH,
         help=help_of(TrainConfig, "prefix_length")))
 c1, c2, c3, c4, c5 = st.columns(5)
