@@ -70,6 +70,7 @@ from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.heads import build_model  # noqa: E402
 from glee_core.models.methods import METHODS, get_method  # noqa: E402
+from glee_core.models.modes import MODES  # noqa: E402
 from glee_core.models.scoring import batch_to, get_backbone, model_inputs  # noqa: E402
 from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 from glee_core.runs.store import RunStore, slug  # noqa: E402
@@ -164,7 +165,8 @@ def environment(args) -> dict:
 # --- methods -------------------------------------------------------------------------------------
 
 def check_methods(args, model: str) -> dict:
-    """Every method a few steps, stored, reloaded, scored again."""
+    """Every method a few steps, stored, reloaded, scored again; LoRA and P-tuning v2 on a CLS
+    and a prompt head."""
 
 
     dataset = load_dataset(args.dataset, data_dir=args.data_dir)
@@ -179,7 +181,13 @@ def check_methods(args, model: str) -> dict:
                                          device=args.device)),
                  # frozen: every training text (a closed-form probe needs two classes or more)
                  (frozen_only, TrainConfig(mode="frozen", max_length=length,
-                                           device=args.device))]
+                                           device=args.device)),
+                 # the parameter-efficient modes (peft), on a CLS head and a prompt head
+                 *[([METHODS["cls-relu-pt-ln"], METHODS["prompt"]],
+                    TrainConfig(recipe="paper", mode=mode.name, epochs=1,
+                                limit=32 if args.dry else 96, max_length=length,
+                                device=args.device))
+                   for mode in MODES.values() if mode.parameter_efficient]]
         for methods, config in plans:
             for spec in methods:
                 started = time.perf_counter()
@@ -198,7 +206,10 @@ def check_methods(args, model: str) -> dict:
                                train_loss=round(losses[-1], 4), stored=run.path.is_dir(),
                                reloaded_agreement=round(agree, 4),
                                test_macro_f1=round(run.metrics.f1, 4),
-                               precision=run.record.timing.get("precision"))
+                               precision=run.record.timing.get("precision"),
+                               trainable=run.record.tuning.get("trainable_parameters"),
+                               train_examples_per_s=run.record.timing.get(
+                                   "train_examples_per_second"))
                     # bf16 rounding may flip a near-tie between two passes: allow 2%
                     row["ok"] = row["finite_loss"] and row["stored"] and agree >= 0.98
                 except Exception as exc:  # recorded; the other methods go on

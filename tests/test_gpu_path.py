@@ -127,7 +127,9 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = json.loads((tmp_path / "gpu_check.json").read_text())
     assert report["ok"] and report["dry"]
-    assert report["methods"]["methods"] == 19 and not report["methods"]["failed"]
+    assert report["methods"]["methods"] == 19 + 4 and not report["methods"]["failed"]
+    assert {r["mode"] for r in report["methods"]["rows"]} == {"finetune", "frozen", "lora",
+                                                              "ptuning2"}
     assert all(r["finite_loss"] and r["reloaded_agreement"] >= 0.98
                for r in report["methods"]["rows"])
     assert {r["precision"] for r in report["precision"]["rows"]} == {"bf16"}
