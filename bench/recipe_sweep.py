@@ -77,20 +77,56 @@ def run_child(command: list[str]) -> tuple[str, float, float]:
     return out.decode(), wall, usage.ru_maxrss / 1e6
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def train_child(args, dataset: str, flags: list[str], store: RunStore) -> dict:
+    """One ``python -m glee_core train`` process on ``dataset`` with ``flags`` (plus the shared
+    --model, --data-dir, --max-length, --extra): its result line, the stored run, wall seconds
+    and peak memory."""
+    command = [sys.executable, "-m", "glee_core", "train", "--dataset", dataset, *flags,
+               "--runs-dir", str(store.root), "--data-dir", str(args.data_dir),
+               *args.extra.split()]
+    if "--model" not in flags:
+        command += ["--model", args.model]
+    if args.max_length:
+        command += ["--max-length", str(args.max_length)]
+    out, wall, peak = run_child(command)
+    result = json.loads(out.strip().splitlines()[-1])[0]
+    return {**result, "wall": wall, "peak": peak, "run": store.get(result["run_id"])}
+
+
+def cost_cells(found: list[dict]) -> dict:
+    """Wall time per run and the highest peak memory of a row's runs."""
+    return {"wall / run": f"{sum(r['wall'] for r in found) / len(found):.0f} s",
+            "peak": f"{max(r['peak'] for r in found):.2f} GB"}
+
+
+def print_table(rows: list[dict], out: str | None, notes: list[str] = ()) -> None:
+    """The rows as Markdown (then ``notes``), printed and, with ``out``, written."""
+    text = "\n".join([*markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3),
+                      *([""] + list(notes) if notes else [])])
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n", encoding="utf-8")
+
+
+def common_arguments(parser: argparse.ArgumentParser, work: str) -> None:
+    """The flags this sweep shares with bench/tuning_modes.py: the data, the store, the model."""
     parser.add_argument("--dataset", default="demo", choices=("demo", "r8-1500", "r52-lt"))
-    parser.add_argument("--methods", default="cls-relu-pt-ln")
-    parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--variants", default="paper,practical")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/glee-recipe-sweep"))
+    parser.add_argument("--work", type=Path, default=Path(work))
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(
         "GLEE_DATA_DIR", ROOT.parent / "shared" / "data")))
     parser.add_argument("--model", default="auto")
     parser.add_argument("--max-length", type=int)
     parser.add_argument("--extra", default="", help="more train flags for every run, e.g. "
-                        "'--epochs 1 --limit 64' (the dry run)")
+                        "'--epochs 1 --limit 64'")
     parser.add_argument("--out", help="also write the Markdown table here")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    common_arguments(parser, "/tmp/glee-recipe-sweep")
+    parser.add_argument("--methods", default="cls-relu-pt-ln")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--variants", default="paper,practical")
     args = parser.parse_args(argv)
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
     if unknown:
@@ -103,22 +139,15 @@ def main(argv=None) -> int:
         for method in args.methods.split(","):
             found = []
             for seed in range(1, args.seeds + 1):
-                command = [sys.executable, "-m", "glee_core", "train", "--dataset", dataset,
-                           "--mode", "finetune", "--method", method, "--seeds", str(seed),
-                           "--model", args.model, "--runs-dir", str(args.work / "runs"),
-                           "--data-dir", str(args.data_dir), *VARIANTS[variant],
-                           *args.extra.split()]
-                if args.max_length:
-                    command += ["--max-length", str(args.max_length)]
-                out, wall, peak = run_child(command)
-                result = json.loads(out.strip().splitlines()[-1])[0]
-                record = store.get(result["run_id"]).record
-                found.append({**result, "wall": wall, "peak": peak,
-                              "dev": store.get(result["run_id"]).metrics.best_dev_f1,
+                result = train_child(args, dataset, ["--mode", "finetune", "--method", method,
+                                                     "--seeds", str(seed), *VARIANTS[variant]],
+                                     store)
+                record = result["run"].record
+                found.append({**result, "dev": result["run"].metrics.best_dev_f1,
                               "lr": record.tuning.get("lr", record.hyperparameters.lr)})
                 print(f"{variant} {method} seed {seed}: f1 {result['f1']:.4f} tail "
-                      f"{result['tail_f1']:.4f} lr {found[-1]['lr']} {wall:.0f} s "
-                      f"{peak:.2f} GB", flush=True)
+                      f"{result['tail_f1']:.4f} lr {found[-1]['lr']} {result['wall']:.0f} s "
+                      f"{result['peak']:.2f} GB", flush=True)
             rows.append({
                 "dataset": args.dataset, "variant": variant, "method": method,
                 "seeds": len(found),
@@ -126,12 +155,8 @@ def main(argv=None) -> int:
                 "macro-F1": spread([r["f1"] for r in found]),
                 "tail F1": spread([r["tail_f1"] for r in found]),
                 "lr": ", ".join(sorted({f"{r['lr']:g}" for r in found})),
-                "wall / run": f"{sum(r['wall'] for r in found) / len(found):.0f} s",
-                "peak": f"{max(r['peak'] for r in found):.2f} GB"})
-    table = "\n".join(markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3))
-    print(table)
-    if args.out:
-        Path(args.out).write_text(table + "\n", encoding="utf-8")
+                **cost_cells(found)})
+    print_table(rows, args.out)
     return 0
 
 

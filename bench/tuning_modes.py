@@ -20,16 +20,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.recipe_sweep import dataset_spec, run_child, spread  # noqa: E402
+from bench.recipe_sweep import (  # noqa: E402
+    common_arguments,
+    cost_cells,
+    dataset_spec,
+    print_table,
+    run_child,
+    spread,
+    train_child,
+)
 from glee_core.runs.store import RunStore  # noqa: E402
-from glee_core.runs.tables import count_text, markdown_table  # noqa: E402
+from glee_core.runs.tables import count_text  # noqa: E402
 
 # bench mode -> (--mode, adapted first?)
 MODES = {"frozen": ("frozen", False), "finetune": ("finetune", False), "lora": ("lora", False),
@@ -54,19 +61,12 @@ def adapted_backbone(args, dataset: str) -> tuple[Path, dict, float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="demo", choices=("demo", "r8-1500", "r52-lt"))
+    common_arguments(parser, "/tmp/glee-tuning-modes")
     parser.add_argument("--methods", default="prompt,cls-relu-pt-ln,cls-tanh")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--tapt-epochs", type=int, default=10)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/glee-tuning-modes"))
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(
-        "GLEE_DATA_DIR", ROOT.parent / "shared" / "data")))
-    parser.add_argument("--model", default="auto")
-    parser.add_argument("--max-length", type=int)
-    parser.add_argument("--extra", default="", help="more train flags for every run")
     parser.add_argument("--adapt-extra", default="", help="more adapt flags")
-    parser.add_argument("--out", help="also write the Markdown here")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modes.split(",") if m not in MODES]
     if unknown:
@@ -91,19 +91,14 @@ def main(argv=None) -> int:
         for method in args.methods.split(","):
             found = []
             for seed in range(1, args.seeds + 1):
-                command = [sys.executable, "-m", "glee_core", "train", "--dataset", dataset,
-                           "--mode", mode, "--method", method, "--seeds", str(seed),
-                           "--model", model, "--runs-dir", str(args.work / "runs"),
-                           "--data-dir", str(args.data_dir), *args.extra.split()]
-                if args.max_length:
-                    command += ["--max-length", str(args.max_length)]
-                out, wall, peak = run_child(command)
-                result = json.loads(out.strip().splitlines()[-1])[0]
-                record = store.get(result["run_id"]).record
-                found.append({**result, "wall": wall, "peak": peak,
-                              "trainable": record.tuning.get("trainable_parameters")})
+                result = train_child(args, dataset, ["--mode", mode, "--method", method,
+                                                     "--seeds", str(seed), "--model", model],
+                                     store)
+                found.append({**result, "trainable": result["run"].record.tuning.get(
+                    "trainable_parameters")})
                 print(f"{bench_mode} {method} seed {seed}: f1 {result['f1']:.4f} tail "
-                      f"{result['tail_f1']:.4f} {wall:.0f} s {peak:.2f} GB", flush=True)
+                      f"{result['tail_f1']:.4f} {result['wall']:.0f} s {result['peak']:.2f} GB",
+                      flush=True)
             trainable = found[-1]["trainable"]
             rows.append({
                 "dataset": args.dataset, "mode": bench_mode, "method": method,
@@ -111,13 +106,8 @@ def main(argv=None) -> int:
                 "macro-F1": spread([r["f1"] for r in found]),
                 "tail F1": spread([r["tail_f1"] for r in found]),
                 "trainable": count_text(trainable) if trainable else "-",
-                "wall / run": f"{sum(r['wall'] for r in found) / len(found):.0f} s",
-                "peak": f"{max(r['peak'] for r in found):.2f} GB"})
-    table = "\n".join(markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3))
-    text = "\n".join([table, "", *lines])
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+                **cost_cells(found)})
+    print_table(rows, args.out, lines)
     return 0
 
 

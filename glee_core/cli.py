@@ -283,17 +283,12 @@ def _cmd_train(args) -> int:
     log(Loading(what="the libraries (torch, transformers)"))
     from .core.devices import resolve_device
     from .core.slots import release_first
-    from .models.backbone import resolve_model_source
     from .runs.store import RunStore
     from .train.executors import execute
 
     if request.executor.executor == "local":  # on a cluster, the node that trains checks
         resolve_device(request.config.device)
-    resolve_model_source(request.model)
-    log(Loading(what=f"the dataset {request.data.dataset}"))
-    dataset = request.data.load()
-    bars = TqdmProgress(dataset.warnings)
-    progress = ProgressLog(args.progress_file, bars) if args.progress_file else bars
+    dataset, bars, progress = _dataset_and_progress(args, request, log)
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:
@@ -305,10 +300,21 @@ def _cmd_train(args) -> int:
     return 0
 
 
+def _dataset_and_progress(args, request: TrainRequest | AdaptRequest, log):
+    """The request's model found and its dataset loaded (each said in the job's log first), and
+    where progress goes: tqdm bars, and the job's file when there is one."""
+    from .models.backbone import resolve_model_source
+
+    resolve_model_source(request.model)
+    log(Loading(what=f"the dataset {request.data.dataset}"))
+    dataset = request.data.load()
+    bars = TqdmProgress(dataset.warnings)
+    return dataset, bars, ProgressLog(args.progress_file, bars) if args.progress_file else bars
+
+
 def _cmd_adapt(args) -> int:
     log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
     log(Loading(what="the libraries (torch, transformers)"))
-    from .models.backbone import resolve_model_source
     from .train.adapt import adapt
 
     if args.request:
@@ -319,11 +325,7 @@ def _cmd_adapt(args) -> int:
         request = AdaptRequest(data=from_args(DataOptions, args),
                                options=from_args(AdaptOptions, args), model=args.model)
     options = request.options
-    resolve_model_source(request.model)
-    log(Loading(what=f"the dataset {request.data.dataset}"))
-    dataset = request.data.load()
-    bars = TqdmProgress(dataset.warnings)
-    progress = ProgressLog(args.progress_file, bars) if args.progress_file else bars
+    dataset, bars, progress = _dataset_and_progress(args, request, log)
     try:
         record = adapt(dataset, request.model, options, progress)
     finally:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.config import TrainConfig
 from ..data.datasets import LongTailDataset
+from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
 from .record import RunRecord
 from .store import Run

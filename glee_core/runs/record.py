@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, fields
 
-from ..models.config import TrainConfig
 from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
+from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
 

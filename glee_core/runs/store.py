@@ -41,6 +41,7 @@ from filelock import FileLock, Timeout
 from ..core import environment
 from ..core.errors import GleeError
 from ..core.files import folder_bytes
+from ..core.slots import SlotQueue, machine_queue
 from ..models.methods import registry_order
 from .record import METRIC_KEYS, SHOT_TITLES, MetricsRecord, RunRecord
 from .runfiles import (
@@ -50,7 +51,6 @@ from .runfiles import (
     load_metrics,
     load_record,
 )
-from ..core.slots import SlotQueue, machine_queue
 
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # fullmatch: no trailing newline
 

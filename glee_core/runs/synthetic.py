@@ -17,14 +17,15 @@ import numpy as np
 import pandas as pd
 from safetensors.numpy import save_file
 
-from ..models.config import TrainConfig
 from ..core.files import write_json
+from ..models.config import TrainConfig
 from ..models.methods import get_method
 from .metrics import classification_metrics, shot_f1
 from .record import DatasetRecord, ModelRecord, RunRecord
 from .store import Run, RunStore, make_run_id
 
-SYNTHETIC_NOTE = "synthetic run (glee_core.runs.synthetic): made-up predictions, not a trained model"
+SYNTHETIC_NOTE = ("synthetic run (glee_core.runs.synthetic): made-up predictions, not a trained "
+                  "model")
 
 
 def zipf_counts(n_classes: int, largest: int = 600, smallest: int = 3) -> dict[str, int]:
