@@ -63,7 +63,11 @@ def test_click_through_the_app(server):
         page.get_by_role("tab", name="Calibrate (post-hoc)").click()
         settle("3-results-calibrate", page.get_by_text("Dev chose", exact=False).first)
         go("Diagnostics")
-        settle("4-diagnostics", charts.nth(3))
+        # the page's last chart, Figure 4, drawn (a chart in the collapsed expander above it may
+        # or may not be drawn, so counting charts is no measure of the page being done)
+        expect(page.get_by_role("heading", name="Classifier-input features (Figure 4)")
+               ).to_be_visible(timeout=120_000)
+        settle("4-diagnostics", charts.last)
         go("Playground")
         settle("6-playground", page.get_by_text("Prediction", exact=True))
         expect(charts).to_have_count(1)
