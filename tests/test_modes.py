@@ -64,8 +64,12 @@ def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, me
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     adapter = {n for n in trainable if "lora_" in n or "prompt_encoder" in n}
     assert adapter and all(n.startswith("head.") for n in trainable - adapter), trainable
+    frozen_in_head = {n for n, p in model.head.named_parameters() if not p.requires_grad}
     if method == "prompt":  # P-tuning v2's frozen decoder: the label-word rows keep their values
-        assert not model.head.decoupled_rows.requires_grad
+        assert frozen_in_head == {"decoupled_rows", "decoupled_bias"}
+        assert model.head.dense.weight.requires_grad  # its copy of the transform trains
+    else:  # every part of the head trains (its copies of the MLM head's parts included)
+        assert frozen_in_head == set()
     if method == "prompt-ed":  # w/ ed. trains its own rows
         assert model.head.decoupled_rows.requires_grad
     assert result.tuning["trainable_parameters"] == sum(

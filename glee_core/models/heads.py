@@ -357,8 +357,11 @@ class GleeModel(nn.Module):
         self.pass_token_type_ids = backbone.uses_token_type_ids
         self.head = head(spec, backbone, classes, verbalizer,
                          detached=self.frozen or tuning.parameter_efficient)
-        if self.adapter is not None and self.head.verbalizer and not spec.decoupled_embedding:
-            self.head.freeze_label_words()
+        if self.adapter is not None:
+            # the head's copies of the (now frozen) MLM head's parts train: the transform, pt. LN
+            self.head.requires_grad_(True)
+            if self.head.verbalizer and not spec.decoupled_embedding:
+                self.head.freeze_label_words()
 
     @property
     def encoder(self) -> nn.Module:
