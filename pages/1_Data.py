@@ -210,10 +210,7 @@ def adapt_jobs() -> None:
         status = job.status
         if status == "running":
             state = job.progress()
-            done = (state.epoch - 1) * state.steps + state.step if state.steps else 0
-            total = state.steps * state.epochs if state.steps else 1
-            st.progress(min(done / total, 1.0), text=f"{studio_ui.md(job.label)}: epoch "
-                        f"{state.epoch or 0}/{state.epochs or '?'}"
+            st.progress(state.fraction, text=f"{studio_ui.md(job.label)}: {state.describe()}"
                         + (f" · loss {state.loss:.3f}" if state.loss is not None else ""))
         elif status == "failed":
             st.error(f"{studio_ui.md(job.label)}: {studio_ui.md(job.error)}")

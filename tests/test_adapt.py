@@ -9,7 +9,7 @@ import torch
 
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
-from glee_core.core.events import Note, TrainStep
+from glee_core.core.events import Note, TrainStep, fold
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import AdaptOptions
 from glee_core.train.adapt import adapt, training_texts
@@ -33,6 +33,9 @@ def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapte
     assert len(losses) == 4 and losses[-1] < losses[0]
     assert record["whole_word_masking"] and record["mlm_head_pretrained"]
     assert sum(isinstance(e, TrainStep) for e in events) == record["steps"]
+    state = fold(events)  # what the Data page's progress bar shows
+    assert state.fraction == 1.0 and "masked-LM training · epoch 4/4" in state.describe()
+    assert fold(events[:len(events) // 2]).fraction == pytest.approx(0.5, abs=0.15)
     backbone = load_backbone(str(out))  # through the code users hit with --model DIR
     assert backbone.mlm_head_pretrained
     original = load_backbone(str(tiny_bert))

@@ -220,9 +220,7 @@ class ProgressState:
     @property
     def fraction(self) -> float:
         """Overall completion in [0, 1]: finished runs plus the share of the current one."""
-        if not self.run or not self.runs:
-            return 0.0
-        if self.phase == "sweep":
+        if self.phase == "sweep" and self.runs:
             return self.run / self.runs
         within = 0.0
         if self.phase == "training" and self.steps and self.epochs:
@@ -231,6 +229,8 @@ class ProgressState:
             within = 0.2 * self.done / self.total
         elif self.phase == "testing":
             within = 1.0
+        if not self.run or not self.runs:  # a job of one pass without runs (adapt), or none yet
+            return min(1.0, within) if self.phase == "training" else 0.0
         return min(1.0, (self.run - 1 + within) / self.runs)
 
     def describe(self) -> str:
@@ -239,9 +239,10 @@ class ProgressState:
         if self.phase == "sweep":
             return (f"sweep on Ray: {self.run}/{self.runs} runs ended, {self.failed} failed · "
                     f"last: {self.detail}")
-        if not self.run:
+        if not self.run and self.phase != "training":
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
-        text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}"
+        text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}" if self.run \
+            else "masked-LM training"  # a job of one pass without runs (adapt)
         if self.cached:
             return text + " · loaded from the store"
         if self.phase == "training":

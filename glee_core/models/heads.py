@@ -168,7 +168,9 @@ class PromptHead(nn.Module):
                  verbalizer: dict[str, list[str]], detached: bool = False):
         super().__init__()
         class_token_ids = label_word_token_ids(backbone.tokenizer, verbalizer, classes)
-        share = (lambda m: copy.deepcopy(m)) if detached else (lambda m: m)
+        # detached: the head's own copies, trainable whatever the backbone's parts are set to (a
+        # parameter-efficient mode freezes the backbone before the head is built)
+        share = (lambda m: copy.deepcopy(m).requires_grad_(True)) if detached else (lambda m: m)
         self.dense = share(backbone.mlm_dense)  # shared: trained with, and saved in, the backbone
         self.layer_norm = share(backbone.mlm_layer_norm)
         self._activation = share(backbone.mlm_activation)
@@ -357,11 +359,8 @@ class GleeModel(nn.Module):
         self.pass_token_type_ids = backbone.uses_token_type_ids
         self.head = head(spec, backbone, classes, verbalizer,
                          detached=self.frozen or tuning.parameter_efficient)
-        if self.adapter is not None:
-            # the head's copies of the (now frozen) MLM head's parts train: the transform, pt. LN
-            self.head.requires_grad_(True)
-            if self.head.verbalizer and not spec.decoupled_embedding:
-                self.head.freeze_label_words()
+        if self.adapter is not None and self.head.verbalizer and not spec.decoupled_embedding:
+            self.head.freeze_label_words()
 
     @property
     def encoder(self) -> nn.Module:
