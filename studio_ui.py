@@ -156,7 +156,7 @@ def launch(request, label: str, estimate: dict | None = None):
                                    "its most: launch again in a few minutes.")
             if estimate is None:
                 dataset = load_options(request.data)
-                estimate = time_estimate(dataset, len(request.methods) * len(request.seeds),
+                estimate = time_estimate(dataset, request.methods, request.seeds,
                                          request.config)
             seconds = estimate["seconds"]
             rules.check_job(len(request.methods) * len(request.seeds), seconds,
@@ -442,16 +442,37 @@ def device_kind() -> str:
     return resolve_device("auto").type
 
 
-def time_estimate(dataset, n_runs: int, config) -> dict:
-    """The wall-time estimate of a launch of ``n_runs`` runs of ``config`` (a ``TrainConfig``;
-    ``glee_core.runs.estimate``), calibrated on the finished runs this session can read; adds
-    ``"text"``: "about 3 min" / "about 40 s"."""
-    from glee_core.studio import estimate_parameters, estimate_seconds  # noqa: PLC0415 (heavy)
+def time_estimate(dataset, methods: list[str], seeds: list[int], config) -> dict:
+    """The wall-time estimate of launching ``methods`` x ``seeds`` of ``config`` (a
+    ``TrainConfig``; ``glee_core.runs.estimate``) with the current backbone, calibrated on the
+    finished runs this session can read; the runs this session's store already holds are opened,
+    not trained, and left out of it. Adds ``"text"`` ("about 3 min" / "about 40 s"), ``"runs"``
+    (to train) and ``"stored"`` (already there)."""
+    from glee_core.studio import (  # noqa: PLC0415 (heavy)
+        estimate_parameters,
+        estimate_seconds,
+        get_method,
+        plan_runs,
+    )
 
     model = current_model()
-    estimate = estimate_seconds(dataset, n_runs, config, model, estimate_parameters(model),
+    try:
+        plan = plan_runs(dataset, [get_method(m) for m in methods], seeds, model, config)
+    except GleeError:  # a method the mode refuses: the launch says so; estimate them all
+        plan = None
+    here = store()
+    missing = len(methods) * len(seeds) if plan is None else \
+        sum(not (here.path(job.run_id) / "metrics.json").is_file() for job in plan)
+    stored = len(methods) * len(seeds) - missing
+    if plan is not None and not missing:
+        return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
+                "text": "a few seconds", "basis": f"all {stored} run(s) are already stored"}
+    estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
                                 device_kind(), all_runs(report=False))
-    return {**estimate, "text": about(estimate["seconds"])}
+    basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
+                                 if stored else "")
+    return {**estimate, "basis": basis, "runs": missing, "stored": stored,
+            "text": about(estimate["seconds"])}
 
 
 def trainable_parameters(dataset, config) -> int:
@@ -563,3 +584,87 @@ def setting_runs(key: str):
     if not runs:
         st.stop()
     return runs
+
+
+STEP_TEXTS = {  # a recommendation's next step: its button, and why
+    "finetune": ("Fine-tune the top {n}: {heads}",
+                 "fine-tuning is where the accuracy is (practical recipe: learning rate chosen on "
+                 "dev, LP-FT from these very heads)"),
+    "seeds": ("Run seeds 1-{seeds} for the top {n}: {heads}",
+              "{seeds} seeds give the spread that says which gaps are noise"),
+}
+
+
+def next_step_request(step: str, heads, rec, runs, choice):
+    """The ``TrainRequest`` of a recommendation's next step (fine-tuning its top heads, or more
+    seeds of its setting), or None when the app cannot launch it in the same setting (runs made
+    on the command line with other flags: the caption then names the command)."""
+    from glee_core.studio import (  # noqa: PLC0415
+        ENOUGH_SEEDS,
+        TrainConfig,
+        TrainRequest,
+        plan_runs,
+    )
+
+    first = next(r for r in runs if r.setting == rec.chosen.setting)
+    model = first.record.model.name
+    if step == "finetune":
+        return TrainRequest(data=choice, methods=list(heads), seeds=[1], model=model,
+                            config=TrainConfig())
+    config = TrainConfig(mode=rec.chosen.mode)
+    try:  # the same setting only if its mode's default config gives its run ids
+        planned = plan_runs(current_dataset(), [first.record.method], [first.seed], model,
+                            config)
+    except GleeError:
+        return None
+    if planned[0].run_id != first.run_id:
+        return None
+    return TrainRequest(data=choice, methods=list(heads),
+                        seeds=list(range(1, ENOUGH_SEEDS + 1)), model=model, config=config)
+
+
+def recommendation_panel(runs, key: str) -> None:
+    """The answer a compare ends on (``glee_core.runs.recommend``): the head to use among this
+    dataset's ``runs``, chosen on dev, its test scores over seeds, the heads within noise, and
+    each next step as one click (fine-tuning the top heads, more seeds)."""
+    from glee_core.studio import (  # noqa: PLC0415
+        ENOUGH_SEEDS,
+        recommend,
+        recommendation_text,
+    )
+
+    rec = recommend(runs)
+    if rec is None:
+        return
+    st.success(md_keep_code(recommendation_text(rec)), icon=":material/recommend:")
+    if not rec.steps:
+        st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
+                   "(`python -m glee_core export`), or compare another mode on the Train page.")
+        return
+    choice = current_choice()
+    for number, (step, heads) in enumerate(rec.steps):
+        button, why = STEP_TEXTS[step]
+        label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
+        why = why.format(seeds=ENOUGH_SEEDS)
+        request = next_step_request(step, heads, rec, runs, choice)
+        if request is None or policy().read_only:
+            st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
+                       "with `python -m glee_core train`.")
+            continue
+        estimate = time_estimate(current_dataset(), request.methods, request.seeds,
+                                 request.config)
+        if st.button(label, type="primary" if number == 0 else "secondary",
+                     key=f"{key}-{step}"):
+            job = launch(request, label=label, estimate=estimate)
+            if job is not None:
+                st.session_state["last_job"] = job.id
+                st.switch_page("pages/2_Train.py")
+        st.caption(f"Why: {why}. Estimated here: {estimate['text']} ({estimate['basis']}).")
+
+
+def md_keep_code(text: str) -> str:
+    """Markdown written by the engine around names: the names inside code spans stay as they
+    are, the rest is escaped (a dataset or class name could hold Markdown)."""
+    parts = text.split("`")
+    return "`".join(part if i % 2 else md(part).replace("\\*\\*", "**")
+                    for i, part in enumerate(parts))

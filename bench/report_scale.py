@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from glee_core.models.methods import METHODS, registry_order  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.synthetic import write_synthetic_store  # noqa: E402
-from glee_core.views.charts import RUN_CHARTS  # noqa: E402
+from glee_core.views.charts import PDF_WIDTH, RUN_CHARTS  # noqa: E402
 from glee_core.views.report import build_report, chart_png  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
             for chart in (c for c in RUN_CHARTS.values() if c.in_report):
                 started = time.perf_counter()
                 try:
-                    size = f"{len(chart_png(chart.draw(runs))) / 2**20:.1f} MB"
+                    size = f"{len(chart_png(chart.draw(runs, PDF_WIDTH))) / 2**20:.1f} MB"
                 except ValueError as exc:
                     size = f"failed: {str(exc).splitlines()[1][:60]}"
                 print(f"{n} classes · {chart.name}: {time.perf_counter() - started:.1f} s, {size}")

@@ -9,10 +9,7 @@ from glee_core.studio import (
     TrainRequest,
     method_label,
     ranked_on_dev,
-    top_for_finetuning,
 )
-
-FINETUNE_TOP = 3
 
 studio_ui.sidebar()
 
@@ -45,51 +42,46 @@ if dataset is not None:
 st.subheader("Quick start")
 target = dataset.id if dataset is not None else choice.dataset
 st.write(f"Compare all {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
-         f"beyond the paper) on **{target}** with the backbone frozen: the backbone encodes the "
-         "data once, then each head trains in seconds. Then fine-tune the best of them, where "
-         "the accuracy is.")
+         f"beyond the paper) on **{studio_ui.md(target)}** with the backbone frozen: the backbone "
+         "encodes the data once, then each head trains in seconds. Then take the best of them "
+         "further, where the accuracy is.")
 quick = TrainConfig(mode="frozen")
 read_only = studio_ui.policy().read_only
 if read_only:
     st.caption("Training is switched off on this deployment: browse the shipped runs on the "
                "Results, Diagnostics and Paper pages.")
 elif dataset is not None:
-    if st.button(f"Quick compare on {studio_ui.md(target)}", type="primary"):
+    estimate = studio_ui.time_estimate(dataset, list(METHODS), [1], quick)
+    done = estimate["runs"] == 0
+    if st.button(f"Quick compare on {studio_ui.md(target)}", type="secondary" if done else
+                 "primary", help="Every head is already stored: this opens them." if done
+                 else None):
         request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
                                config=quick)
-        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {target}")
+        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {target}",
+                               estimate=estimate)
         if job is not None:
             st.session_state["last_job"] = job.id
             st.switch_page("pages/2_Train.py")
-    estimate = studio_ui.time_estimate(dataset, len(METHODS), quick)
     st.caption(f"Estimated here: {estimate['text']} with {studio_ui.md(model)} "
-               f"({estimate['basis']}; runs already in the store are opened, not retrained).")
+               f"({estimate['basis']}).")
 
-# After a quick compare: the heads that did best on dev, and one click to fine-tune them
-compared = studio_ui.quick_compare_runs(target, model) if dataset is not None else []
-if compared:
-    st.subheader("Next: fine-tune the best heads")
-    ranked = ranked_on_dev(compared)
-    top = top_for_finetuning(compared, FINETUNE_TOP)
-    shown = ranked.head(8).assign(
-        method=lambda f: f["method"].map(method_label),
-        **{c: lambda f, c=c: (100 * f[c]).round(1) for c in ("dev", "f1", "tail_f1")})
-    st.dataframe(shown.rename(columns={"method": "Method", "seeds": "Seeds",
-                                       "dev": "Dev score (chooses)", "f1": "Test macro-F1",
-                                       "tail_f1": "Test tail F1"}), hide_index=True)
-    st.caption(f"Your quick compare on {studio_ui.md(target)} "
-               f"({studio_ui.md(compared[0].record.setting_label)}), ranked on "
-               "dev, never on test. Fine-tuning trains the whole model from each head "
-               "(practical recipe: learning rate chosen on dev, LP-FT from these very heads).")
-    if top and not read_only:
-        finetune = TrainConfig()
-        if st.button(f"Fine-tune the top {len(top)}: {', '.join(top)}", type="primary"):
-            request = TrainRequest(data=choice, methods=top, seeds=[1], model=model,
-                                   config=finetune)
-            job = studio_ui.launch(request, label=f"Fine-tune the top {len(top)} on {target} "
-                                                  "(practical recipe)")
-            if job is not None:
-                st.session_state["last_job"] = job.id
-                st.switch_page("pages/2_Train.py")
-        estimate = studio_ui.time_estimate(dataset, len(top), finetune)
-        st.caption(f"Estimated here: {estimate['text']} (at most; {estimate['basis']}).")
+# After a compare: which head to use on this dataset, chosen on dev, and the next step
+runs = studio_ui.dataset_runs(target) if dataset is not None else []
+if runs:
+    st.subheader(f"Recommendation for {studio_ui.md(target)}")
+    studio_ui.recommendation_panel(runs, key="home")
+    compared = studio_ui.quick_compare_runs(target, model)
+    if compared:
+        ranked = ranked_on_dev(compared)
+        shown = ranked.assign(
+            method=lambda f: f["method"].map(method_label),
+            **{c: lambda f, c=c: (100 * f[c]).round(1) for c in ("dev", "f1", "tail_f1")})
+        with st.expander(f"The quick compare's heads, best on dev first ({len(ranked)})"):
+            st.dataframe(shown.rename(columns={"method": "Method", "seeds": "Seeds",
+                                               "dev": "Dev F1 (chooses, %)",
+                                               "f1": "Test macro-F1 (%)",
+                                               "tail_f1": "Test tail F1 (%)"}),
+                         hide_index=True)
+            st.caption(f"{studio_ui.md(compared[0].record.setting_label)}; ranked on dev, never "
+                       "on test. The Results page has every setting side by side.")

@@ -182,14 +182,14 @@ elif methods and seeds:
     except GleeError as exc:
         st.error(str(exc))
 if config is not None:
-    estimate = studio_ui.time_estimate(dataset, len(methods) * len(seeds), config)
+    estimate = studio_ui.time_estimate(dataset, methods, seeds, config)
     minutes = estimate["seconds"] / 60
     bound = "" if frozen else " (at most; early stopping shortens it)"  # frozen: as measured
     trained = studio_ui.trainable_parameters(dataset, config)
-    message = (f"Estimated time: {estimate['text']} for {len(methods) * len(seeds)} run(s)"
+    message = (f"Estimated time: {estimate['text']} for {estimate['runs']} run(s) to train"
                f"{bound}. Basis: {estimate['basis']}. Each run trains about "
-               f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its own). "
-               "Runs already in the store are loaded, not retrained.")
+               f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its "
+               "own).")
     if device == "cpu" and not frozen and minutes > 20:
         st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
                    "training limit, or a GPU machine.")

@@ -11,6 +11,7 @@ from glee_core.studio import (
     GRID,
     METRIC_TITLES,
     NAMES,
+    SELECTION_NOTE,
     SHOT_TITLES,
     SHOWN,
     STD_NOTE,
@@ -147,9 +148,13 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
                                                     select), width="stretch")
             st.altair_chart(chart_calibration_delta(
                 run, before, after, f"Per-class change in test F1 ({NAMES[method]} = "
-                                    f"{strength:g})"), width="stretch")
+                                    f"{strength:g})"), width="content")
 
 with ours:
+    every = studio_ui.dataset_runs(studio_ui.current_choice().dataset)
+    if every:
+        st.subheader("Recommendation")
+        studio_ui.recommendation_panel(every, key="results")
     runs = studio_ui.setting_runs(key="results-methods")
     st.subheader("Test results (%, mean ± std over seeds)")
     table = comparison_table(aggregate(runs))
@@ -157,12 +162,14 @@ with ours:
     def bold_best(row):
         return [HIGHLIGHT if col in row["best"] else "" for col in row.index]
 
-    shown = table[["paper row", "method", "seeds", *METRIC_TITLES.values(),
-                   *SHOT_TITLES.values(), "best"]]
+    shown = table[["paper row", "method", "seeds", "Dev", *METRIC_TITLES.values(),
+                   *SHOT_TITLES.values(), "selection", "best"]]
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  height=35 * (len(shown) + 1) + 3,  # every row, no inner scroll
-                 column_config={"best": None})
-    st.caption(f"Highlighted: the best mean of each column; {STD_NOTE}. Head/Tail F1 average "
+                 column_config={"best": None, "paper row": "Method", "method": "Id",
+                                "seeds": "Seeds", "Dev": "Dev (selects)",
+                                "selection": "Selection"})
+    st.caption(f"{SELECTION_NOTE}; {STD_NOTE}. Head/Tail F1 average "
                f"the per-class F1 of the head / tail classes; Many/Medium/Few F1 those of the "
                f"classes with > 100, 20-100, < 20 training examples (– where there is none). "
                f"{runs[0].record.dataset.head_tail_caption}.")
@@ -176,7 +183,6 @@ with ours:
     with st.expander("Per-class numbers"):
         st.dataframe(per_class_f1_frame(runs), hide_index=True)
 
-    every = studio_ui.dataset_runs(studio_ui.current_choice().dataset)
     tuned = {}
     for run in every:
         tuned.setdefault(run.method, set()).add(run.record.mode)

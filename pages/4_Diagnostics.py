@@ -6,11 +6,13 @@ import studio_ui
 from glee_core.studio import (
     FIGURE4_FEATURES,
     FIGURE4_METHODS,
+    FIGURE4_MIN_EXAMPLES,
     chart_feature_distributions,
     chart_norm_evolution,
     chart_norm_vs_count,
     chart_weight_norms,
     default_feature_classes,
+    feature_examples,
     registry_order,
 )
 
@@ -26,10 +28,10 @@ st.caption("The norm of each class's predictor row, classes ordered head to tail
 highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
 st.altair_chart(chart_weight_norms(runs, highlight=highlight), width="content")
 
-st.altair_chart(chart_norm_vs_count(runs), width="stretch")
+st.altair_chart(chart_norm_vs_count(runs), width="content")
 st.caption("The same norms against each class's training count (log scale), relative to the "
-           "method's mean norm; the legend gives each method's fitted slope. Near 0: flat, the "
-           "classifier does not favour frequent classes.")
+           "method's mean norm; each panel's title gives the method's fitted slope. Near 0: "
+           "flat, the classifier does not favour frequent classes.")
 with st.expander("Weight norms while training (per dev evaluation)"):
     evolving = [r for r in runs if any(h.get("weight_norms") for h in r.history)]
     if evolving:
@@ -48,6 +50,12 @@ head_class = c1.selectbox("Head class", head_classes, index=head_classes.index(h
 tail_class = c2.selectbox("Tail class", tail_classes, index=tail_classes.index(tail_default)
                           if tail_default in tail_classes else 0)
 dims = c3.slider("First features", 1, 20, FIGURE4_FEATURES)
+examples = feature_examples(runs[0])
+if examples[tail_class] < FIGURE4_MIN_EXAMPLES:
+    st.caption(f"{studio_ui.md(tail_class)} has {examples[tail_class]} stored test example(s): its "
+               "histograms are single spikes."
+               + ("" if tail_class != tail_default else
+                  f" No tail class has {FIGURE4_MIN_EXAMPLES} or more; this one has the most."))
 present = registry_order(r.method for r in runs)
 figure_rows = [m for m in present if m in FIGURE4_METHODS] or present
 shown = studio_ui.choose_many("Heads to compare", studio_ui.method_labels(present), figure_rows,

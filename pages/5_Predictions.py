@@ -3,7 +3,7 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.studio import GleeError, chart_confusion, spreadsheet_csv
+from glee_core.studio import GleeError, chart_confusion, confusion_fits, spreadsheet_csv
 
 studio_ui.sidebar()
 st.title("Predictions")
@@ -44,9 +44,12 @@ st.download_button("Download this run's test predictions (CSV)",
                    "text/csv")
 
 st.subheader("Confusion matrix")
-full = st.toggle("All classes", value=len(order) <= 25)
-top_k = None if full else st.slider("Most frequent classes", 2, len(order), min(15, len(order)))
-if top_k and top_k < len(order):
-    st.caption(f"The {len(order) - top_k} rarer classes are pooled into the last row and column "
-               "(turn on All classes to see each).")
-st.altair_chart(chart_confusion(run, top_k), width="content")
+fits = confusion_fits()
+full = st.toggle("All classes", value=len(order) <= fits,
+                 help=f"Up to {fits} classes fit the page one by one.")
+keep = None if full else st.slider("Rarest classes shown one by one", 2, len(order),
+                                   min(fits, len(order)))
+if keep and keep < len(order):
+    st.caption(f"The {len(order) - keep} most frequent classes are pooled into the first row and "
+               "column, so every tail class keeps its own (turn on All classes to see each).")
+st.altair_chart(chart_confusion(run, keep), width="content")

@@ -48,6 +48,6 @@ if st.toggle("Overlay my runs (datasets the paper has, R8 beside R52)", value=Tr
                    f"reproduce --table {number} --datasets r8 --mode frozen`).")
 st.altair_chart(chart_paper_results(number, metric, runs), width="content")
 if {"head_f1", "tail_f1"} <= set(metrics):
-    st.altair_chart(chart_paper_head_tail_gap(number), width="stretch")
+    st.altair_chart(chart_paper_head_tail_gap(number), width="content")
 st.caption("Source: the paper's tables as shipped in `glee_core/reference/glee_tables.csv` "
            "(transcribed and checked); the `reproduce` command puts your runs beside every cell.")

@@ -1,6 +1,7 @@
-"""The run views in a real browser at both ends of the range: 2 classes with 1 method, and 120
-classes with 12 methods (synthetic stores; screenshots in test-artifacts/sizes-*.png). Each view
-renders its charts without an error; a person judges the screenshots."""
+"""The run views in a real browser, a 1,440 x 900 window, at both ends of the range: 2 classes
+with 1 method, and 60 classes with 19 methods (synthetic stores; screenshots in
+test-artifacts/sizes-*.png). Each view renders its charts without an error, each no wider than
+the page's column and no flatter than a floor; a person judges the screenshots."""
 
 from pathlib import Path
 
@@ -15,12 +16,13 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 # page -> charts it draws (Results: per-class grid + groups; Diagnostics: Figure 3, norm vs
 # count, Figure 4; Predictions: the confusion matrix)
-PAGES = {"Results": 2, "Diagnostics": 3, "Predictions": 1}
+PAGES = {"Results": 2, "Diagnostics": 3, "Predictions": 1, "Paper": 2}
+WINDOW = {"width": 1440, "height": 900}
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
-@pytest.mark.parametrize("classes,methods", [(2, 1), (120, 12)])
+@pytest.mark.parametrize("classes,methods", [(2, 1), (60, 19)])
 def test_run_views_render_at_few_and_many_classes(classes, methods, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     store = RunStore(tmp_path / "runs")
@@ -31,7 +33,7 @@ def test_run_views_render_at_few_and_many_classes(classes, methods, tmp_path):
                 "GLEE_UPLOADS_DIR": str(tmp_path / "uploads")}) as url, \
             playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport=WINDOW)
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.goto(url)
@@ -45,18 +47,24 @@ def test_run_views_render_at_few_and_many_classes(classes, methods, tmp_path):
             playwright.expect(charts.nth(count - 1)).to_be_visible(timeout=120_000)
             page.wait_for_timeout(1500)
             assert not page.locator('[data-testid="stException"]').count(), label
-            # every chart drew something (a canvas or svg with a size)
+            # the page's column: Streamlit's main block less its padding
+            column = page.locator('[data-testid="stMainBlockContainer"]').evaluate(
+                "e => e.clientWidth - parseFloat(getComputedStyle(e).paddingLeft)"
+                " - parseFloat(getComputedStyle(e).paddingRight)")
+            # every chart drew something, within the column and above a floor
             stem = f"sizes-c{classes}-m{methods}-{label}"
             for i in range(charts.count()):
                 box = charts.nth(i).bounding_box()
-                assert box and box["width"] > 100 and box["height"] > 60, (label, i, box)
+                assert box and box["width"] > 100 and box["height"] > 100, (label, i, box)
+                assert box["width"] <= column + 1, (label, i, box["width"], column)
                 # the page scrolls inside Streamlit's main block: shoot each chart itself, in a
                 # window tall enough to paint all of it
-                page.set_viewport_size({"width": 1400, "height": int(box["height"]) + 400})
+                page.set_viewport_size({"width": WINDOW["width"],
+                                        "height": int(box["height"]) + 400})
                 charts.nth(i).scroll_into_view_if_needed()
                 page.wait_for_timeout(500)
                 charts.nth(i).screenshot(path=str(ARTIFACTS / f"{stem}-chart{i + 1}.png"))
-                page.set_viewport_size({"width": 1400, "height": 1000})
+                page.set_viewport_size(WINDOW)
             page.screenshot(path=str(ARTIFACTS / f"{stem}.png"))
         browser.close()
     assert not errors, errors

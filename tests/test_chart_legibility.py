@@ -15,7 +15,8 @@ from glee_core.views.report import chart_png
 from tools.chart_gallery import gallery_charts
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "gallery"
-SIZES = sorted({size for chart in charts.RUN_CHARTS.values() for size in chart.sizes})
+# both ends and the middle (test_chart_sizes.py checks every size's fit; this, marks and labels)
+SIZES = [(2, 1), (20, 6), (120, 16)]
 
 
 @pytest.fixture(scope="module", params=SIZES, ids=lambda s: f"c{s[0]}-m{s[1]}")
@@ -39,7 +40,7 @@ def test_head_tail_has_a_panel_per_group_and_a_row_per_method(runs):
                 if not p.endswith("no class") and p.split("\n")[0] in ("Head", "Tail"))
     assert total == len(counts)
     spec = charts.chart_head_tail(runs).to_dict()
-    assert spec["facet"]["column"]["field"] == "panel"
+    assert spec["facet"]["field"] == "panel"  # one panel per group, wrapped to the width
     name = f"head-tail-c{len(counts)}-m{len(methods)}.png"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     png = chart_png(charts.chart_head_tail(runs), scale=1.0)
@@ -89,13 +90,16 @@ def test_every_chart_renders_and_names_every_class(runs):
         (ARTIFACTS / f"{name}-c{n_classes}-m{len({r.method for r in runs})}.png").write_bytes(png)
 
 
-def test_confusion_pools_the_tail_instead_of_dropping_it(runs):
+def test_confusion_keeps_the_tail_and_pools_the_head(runs):
+    """Past what fits, the most frequent classes are pooled, never the tail: every tail class
+    keeps its own row and column, and every test example is still counted."""
     run = runs[0]
     n = len(run.classes)
-    top_k = max(1, n // 2)
-    frame = charts.confusion_frame(run, top_k)
+    keep = max(1, n // 2)
+    frame = charts.confusion_frame(run, keep)
     total = int(np.asarray(run.metrics.confusion_matrix).sum())
-    assert frame["count"].sum() == total  # every test example is still counted
-    if top_k < n:
-        pooled = f"{n - top_k} rarer classes, pooled"
-        assert pooled in set(frame["gold"]) | set(frame["predicted"])
+    assert frame["count"].sum() == total
+    rarest = run.record.dataset.order[n - keep:]
+    assert set(frame["gold"]) - {f"{n - keep} most frequent classes, pooled"} <= set(rarest)
+    if keep < n:
+        assert f"{n - keep} most frequent classes, pooled" in set(frame["gold"])

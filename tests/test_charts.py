@@ -63,7 +63,7 @@ def test_figure_4_renders_with_a_panel_per_method_and_feature(runs):
     chart = chart_feature_distributions(runs, "big", "small")
     spec = chart.to_dict()
     grid = spec["vconcat"][1]
-    assert grid["facet"]["row"]["field"] == "paper row"
+    assert grid["facet"]["row"]["field"] == "method"
     assert grid["facet"]["column"]["field"] == "feature"
     assert chart_png(chart)[:4] == b"\x89PNG"
 
@@ -81,9 +81,9 @@ def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset,
     frame = norm_count_frame(runs)
     assert set(frame["method"]) == {"cls-relu", "probe-balanced"}
     assert frame.groupby("method")["relative norm"].mean().round(6).eq(1.0).all()
-    # the legend leads with the fitted slope, then the method
-    assert all(label == f"{slope:+.2f}  {row}" for label, slope, row in
-               zip(frame["legend"], frame["slope"], frame["paper row"], strict=True))
+    # each method's panel is titled with its id and fitted slope
+    assert all(panel == f"{method}: slope {slope:+.2f}" for panel, slope, method in
+               zip(frame["panel"], frame["slope"], frame["method"], strict=True))
     evolution = norm_evolution_frame(runs[0])
     assert evolution["step"].nunique() == len(runs[0].history) == 3  # one column per epoch
     assert set(evolution["class"]) == set(toy_dataset.classes)

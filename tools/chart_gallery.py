@@ -24,9 +24,9 @@ from glee_core.views import charts  # noqa: E402
 from glee_core.views.report import chart_png  # noqa: E402
 
 
-def gallery_charts(runs):
+def gallery_charts(runs, width: int = charts.APP_WIDTH):
     """(name, chart) for every chart of the registry, drawn from a set of runs."""
-    return [(chart.name, chart.draw(runs)) for chart in charts.RUN_CHARTS.values()]
+    return [(chart.name, chart.draw(runs, width)) for chart in charts.RUN_CHARTS.values()]
 
 
 def methods_of(count: int) -> list[str]:

@@ -314,7 +314,10 @@ class MetricsRecord:
     select_metric: str = "f1"
 
     def value(self, key: str) -> float | None:
-        """A headline metric by its key (``METRIC_KEYS``, ``SHOT_TITLES``)."""
+        """A headline metric by its key (``METRIC_KEYS``, ``SHOT_TITLES``, or ``dev``: the dev
+        score the kept weights were chosen by)."""
+        if key == "dev":
+            return self.best_dev
         if key not in METRIC_KEYS and key not in SHOT_TITLES:
             raise KeyError(key)
         return getattr(self, key)

@@ -375,9 +375,10 @@ def check_quota(adding: int) -> None:
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and sample standard deviation (ddof=1, as the paper's ±; NaN for one seed) of acc,
-    f1, head_f1, tail_f1 over seeds, per dataset, setting (backbone · mode · protocol) and
-    method, in percent. Methods keep the registry's order."""
-    keys = (*METRIC_KEYS, *SHOT_TITLES)  # shot buckets: NaN where a run lacks or has none
+    f1, head_f1, tail_f1, the shot buckets and ``dev`` (the dev score each run was selected by)
+    over seeds, per dataset, setting (backbone · mode · protocol) and method, in percent.
+    Methods keep the registry's order."""
+    keys = (*METRIC_KEYS, *SHOT_TITLES, "dev")  # NaN where a run lacks one or has none
 
     def value(run: Run, key: str) -> float:
         found = run.metrics.value(key)

@@ -6,7 +6,8 @@ import pandas as pd
 
 from ..models.methods import METHODS
 from ..models.modes import MODE_LABELS, MODES
-from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
+from .recommend import within_noise
+from .record import METRIC_TITLES, SHOT_TITLES
 from .store import Run, aggregate
 
 STD_NOTE = ("± is the sample standard deviation over seeds (n - 1, as the paper's); none for one "
@@ -20,23 +21,43 @@ def mean_std(mean: float, std: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
 
 
+SELECTION_NOTE = ("Highlighted: the head chosen on dev (its best dev score, mean over seeds), "
+                  "never on test; 'within noise': its dev mean is within the seeds' spread of "
+                  "the chosen one")
+
+
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per dataset x setting x method with 'mean ± std' cells; ``best`` lists the columns
-    where the row is the best mean of its dataset and setting (the paper's bold)."""
+    """One row per dataset x setting x method with 'mean ± std' cells, ``Dev`` (the dev score
+    runs were selected by), ``selection`` ("chosen on dev", "within noise" or empty) and
+    ``best``: the columns to highlight (all the chosen row's headline columns)."""
     rows = []
     for (dataset, setting), group in summary.groupby(["dataset", "setting"], sort=False):
-        best = {k: group[f"{k}_mean"].max() for k in METRIC_KEYS}
-        for _, row in group.iterrows():
+        dev = group["dev_mean"] if "dev_mean" in group else pd.Series(dtype=float)
+        chosen = group.loc[dev.idxmax()] if dev.notna().any() else None
+        for index, row in group.iterrows():
             spec = METHODS.get(row["method"])
             cells = {title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
                      for k, title in {**METRIC_TITLES, **SHOT_TITLES}.items()}
+            if chosen is None:
+                selection = ""
+            elif index == chosen.name:
+                selection = "chosen on dev"
+            elif within_noise(chosen["dev_mean"], chosen["dev_std"], row["dev_mean"],
+                              row["dev_std"]):
+                selection = "within noise"
+            else:
+                selection = ""
             rows.append({"dataset": dataset, "setting": setting, "method": row["method"],
                          "paper row": spec.paper_row if spec else row["method"],
-                         "seeds": int(row["seeds"]), **cells,
-                         "best": [METRIC_TITLES[k] for k in METRIC_KEYS
-                                  if row[f"{k}_mean"] == best[k]]})
+                         "seeds": int(row["seeds"]),
+                         "Dev": mean_std(row.get("dev_mean", float("nan")),
+                                         row.get("dev_std", float("nan"))),
+                         **cells, "selection": selection,
+                         "best": [*METRIC_TITLES.values(), "Dev"]
+                         if selection == "chosen on dev" else []})
     return pd.DataFrame(rows, columns=["dataset", "setting", "method", "paper row", "seeds",
-                                       *METRIC_TITLES.values(), *SHOT_TITLES.values(), "best"])
+                                       "Dev", *METRIC_TITLES.values(), *SHOT_TITLES.values(),
+                                       "selection", "best"])
 
 
 def count_text(n: int) -> str:
@@ -87,12 +108,13 @@ def to_markdown(table: pd.DataFrame) -> str:
     for (dataset, setting), group in table.groupby(["dataset", "setting"], sort=False):
         rows = [[f"{row['paper row']} (`{row['method']}`)", row["seeds"],
                  *[f"**{row[t]}**" if t in row["best"] else row[t]
-                   for t in METRIC_TITLES.values()],
-                 *[row[t] for t in SHOT_TITLES.values()]] for _, row in group.iterrows()]
+                   for t in ("Dev", *METRIC_TITLES.values())],
+                 *[row[t] for t in SHOT_TITLES.values()], row["selection"]]
+                for _, row in group.iterrows()]
         out += [f"### {dataset} ({setting})", "",
-                *markdown_table(["Method", "Seeds", *METRIC_TITLES.values(),
-                                 *SHOT_TITLES.values()], rows), "",
-                f"Best mean of each column in bold; {STD_NOTE}.", ""]
+                *markdown_table(["Method", "Seeds", "Dev", *METRIC_TITLES.values(),
+                                 *SHOT_TITLES.values(), "Selection"], rows), "",
+                f"{SELECTION_NOTE} (in bold); {STD_NOTE}.", ""]
     return "\n".join(out)
 
 

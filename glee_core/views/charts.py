@@ -14,11 +14,25 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..models.methods import METHODS, method_label, registry_order
+from ..models.methods import method_label, registry_order
 from ..runs.metrics import SHOT_BUCKETS, shot_bucket
 from ..runs.paper import NEAREST_REFERENCE, paper_cells
 from ..runs.record import METRIC_TITLES, group_of
 from ..runs.store import Run, aggregate
+
+# The width a chart may take, in px: the app's page column at a 1,440 px window (wide layout,
+# sidebar open: a 1,140 px main block less its padding), and the PDF's, where a chart is printed
+# 180 mm wide and its 9-10 px type must stay at 7 pt or more.
+APP_WIDTH = 980
+PDF_WIDTH = 640
+LABEL_PX = 6.2  # px per character of a 10 px label (an estimate on the generous side)
+MARGIN = 64  # px a chart's padding, axis offsets and titles take beside what is computed
+
+
+def _label_width(labels: Iterable, limit: int) -> int:
+    """The px an axis of ``labels`` takes (at most ``limit``, where labels are cut)."""
+    return int(min(limit, LABEL_PX * max((len(str(x)) for x in labels), default=0) + 10))
+
 
 REFERENCE_BASELINE = "probe-balanced"  # the line a Glee head has to beat on the tail
 # the class groups of the results: head / tail, and OLTR's many / medium / few-shot buckets;
@@ -30,10 +44,6 @@ GROUP_COLORS = alt.Scale(domain=["head", "tail"],
 SHOT_GROUP_COLORS = alt.Scale(domain=list(GROUP_PALETTE), range=list(GROUP_PALETTE.values()))
 GROUP_TITLES = {"head_f1": "Head", "tail_f1": "Tail", "many_f1": "Many (> 100)",
                 "medium_f1": "Medium (20-100)", "few_f1": "Few (< 20)"}
-# one colour per registry method, the same in every chart, app and PDF (20 distinguishable hues)
-METHOD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                  "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#f032e6", "#469990", "#9a6324",
-                  "#800000", "#aaffc3", "#808000", "#ffd8b1", "#000000", "#dcbeff"]
 BUCKET_COLORS = alt.Scale(domain=list(GROUP_TITLES), range=list(GROUP_PALETTE.values()))
 
 
@@ -42,18 +52,6 @@ def _highlight(highlight: str | None):
     if not highlight:
         return alt.value(1.0)
     return alt.condition(alt.datum["class"] == highlight, alt.value(1.0), alt.value(0.25))
-def _row_order(frame: pd.DataFrame) -> list[str]:
-    """The paper-row labels of a frame's methods, in the registry's order (legends, panels)."""
-    return [method_label(m) for m in registry_order(frame["method"])]
-
-
-def method_colors(labels: Mapping[str, str]) -> alt.Scale:
-    """A colour scale over ``labels`` (method id -> the text shown for it) giving each method its
-    fixed colour from :data:`METHOD_PALETTE` by its registry position."""
-    positions = {m: i for i, m in enumerate(registry_order(METHODS))}
-    ordered = registry_order(labels)
-    return alt.Scale(domain=[labels[m] for m in ordered],
-                     range=[METHOD_PALETTE[positions[m] % len(METHOD_PALETTE)] for m in ordered])
 
 
 def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
@@ -143,7 +141,8 @@ def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
                               by=None)
     title += _pooled_note(frame)
     order = list(frame["class"])
-    scale = alt.Scale(type="symlog") if log_scale else alt.Scale()  # bars start at 0
+    # a log axis starts at 1 (every kept class has a training example), a linear one at 0
+    scale = alt.Scale(type="log", domainMin=1) if log_scale else alt.Scale()
     value = alt.X if len(order) > 40 else alt.Y
     category = alt.Y if len(order) > 40 else alt.X
     cls = category("class:N", sort=order, title="class (head → tail)",
@@ -190,47 +189,90 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chart_per_class_f1(runs: list[Run], highlight: str | None = None) -> alt.Chart:
+def chart_per_class_f1(runs: list[Run], highlight: str | None = None,
+                       width: int = APP_WIDTH) -> alt.Chart:
     """Per-class test F1 (mean over seeds) as a grid: one row per class, head (top) to tail,
-    one column per method, the value printed in each cell. Every class and every method keeps
-    its label from 2 to 120+ classes and 1 to 16+ methods (the page grows instead); a strip on
-    the left marks head / tail and the many / medium / few bucket; ``highlight`` outlines one
-    class's row."""
+    one column per method (its id; the full name in the tooltip), the value printed in each cell
+    while the columns are wide enough. The grid fits ``width`` from 1 to 19+ methods and keeps
+    every class's label from 2 to 120+ classes (the page grows down instead); a strip on the left
+    marks head / tail and the many / medium / few bucket; ``highlight`` outlines one class's
+    row."""
     frame = pool_rare_classes(per_class_f1_frame(runs), mean=["f1"], total=["test support"])
     frame["shot"] = frame["count"].map(shot_bucket)
-    frame["row"] = [f"{c} ({n})" for c, n in zip(frame["class"], frame["count"], strict=True)]
-    rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
-    columns = _row_order(frame)
-    y = alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
-              axis=alt.Axis(labelLimit=220, labelFontSize=10, labelOverlap=False))
-    strips = alt.Chart(frame[frame["method"] == frame["method"].iloc[0]]).transform_fold(
+    strip = _class_rows(frame)
+    strips = alt.Chart(strip[strip["method"] == strip["method"].iloc[0]]).transform_fold(
         ["group", "shot"], as_=["kind", "bucket"]).mark_rect().encode(
         x=alt.X("kind:N", sort=["group", "shot"], title=None,
-                axis=alt.Axis(orient="top", labelAngle=-35, labelOverlap=False)),
-        y=y, color=alt.Color("bucket:N", title="class group", scale=SHOT_GROUP_COLORS,
-                             legend=alt.Legend(orient="bottom", direction="vertical")),
-        tooltip=["class", "count", "group", "shot"]).properties(width=70,
-                                                                 height=alt.Step(15))
-    cells = alt.Chart(frame).encode(
-        x=alt.X("paper row:N", sort=columns, title=None,
-                axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340, labelFontSize=10,
-                              labelOverlap=False)),
-        y=alt.Y("row:N", sort=rows, title=None, axis=None))
-    heat = cells.mark_rect().encode(
+                axis=alt.Axis(orient="top", labelAngle=-90, labelOverlap=False)),
+        y=_class_row_axis(strip),
+        color=alt.Color("bucket:N", title="class group", scale=SHOT_GROUP_COLORS,
+                        legend=alt.Legend(orient="bottom", direction="vertical")),
+        tooltip=["class", "count", "group", "shot"]).properties(width=STRIP_WIDTH,
+                                                                 height=alt.Step(CLASS_STEP))
+    grid = _class_method_grid(
+        strip, "f1", width - MARGIN - STRIP_WIDTH - 4 - _label_width(strip["row"],
+                                                                     ROW_LABEL_LIMIT),
         color=alt.Color("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1], scheme="blues"),
                         legend=alt.Legend(orient="bottom", direction="horizontal")),
         tooltip=["paper row", "class", "count", "group", "shot",
-                 alt.Tooltip("f1:Q", format=".3f"), "test support", "seeds"])
-    text = cells.mark_text(fontSize=9).encode(
-        text=alt.Text("f1:Q", format=".2f"),
-        color=alt.condition(alt.datum.f1 > 0.6, alt.value("white"), alt.value("black")))
-    layers = [heat, text]
+                 alt.Tooltip("f1:Q", format=".3f"), "test support", "seeds"],
+        text_color=alt.condition(alt.datum.f1 > 0.6, alt.value("white"), alt.value("black")),
+        highlight=highlight, row_axis=False)
+    return alt.hconcat(strips, grid, spacing=4).resolve_scale(color="independent").properties(
+        title="Per-class test F1 (mean over seeds), classes head → tail" + _pooled_note(frame))
+
+
+# The class x method grids (per-class F1, weight norms past 30 classes): a row per class, a
+# column per method, fitted to the width they are given
+STRIP_WIDTH = 36  # the head / tail and shot-bucket strip left of the per-class F1 grid
+CLASS_STEP = 15  # px a class's row
+ROW_LABEL_LIMIT = 220  # px a class's row label may take (longer names end in an ellipsis)
+COLUMN_STEPS = (16, 44)  # px a method's column: narrowest, widest
+TEXT_STEP = 26  # columns at least this wide print their value (9 px: "0.87" takes 22 px)
+
+
+def _class_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``row``: a class's label with its training count."""
+    return frame.assign(row=[f"{c} ({n})" for c, n in zip(frame["class"], frame["count"],
+                                                           strict=True)])
+
+
+def _class_row_axis(frame: pd.DataFrame, title: str | None =
+                    "class (training examples), head → tail") -> alt.Y:
+    rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
+    return alt.Y("row:N", sort=rows, title=title,
+                 axis=alt.Axis(labelLimit=ROW_LABEL_LIMIT, labelFontSize=10,
+                               labelOverlap=False))
+
+
+def _method_column_axis(frame: pd.DataFrame) -> alt.X:
+    """Methods as columns, named by their ids (the full paper row is in each cell's tooltip),
+    written upright so no label reaches past the last column."""
+    return alt.X("method:N", sort=registry_order(frame["method"]), title=None,
+                 axis=alt.Axis(orient="top", labelAngle=-90, labelLimit=200, labelFontSize=10,
+                               labelOverlap=False, labelPadding=4))
+
+
+def _class_method_grid(frame: pd.DataFrame, value: str, width: float, color, tooltip,
+                       text_color=alt.value("black"), highlight: str | None = None,
+                       row_axis: bool = True) -> alt.LayerChart:
+    """A heat grid of ``value`` (rows: ``frame["row"]``, head to tail; columns: methods) whose
+    columns share ``width`` px (between :data:`COLUMN_STEPS`), the value printed when a column
+    is wide enough; ``highlight`` outlines one class's row."""
+    step = int(np.clip(width / max(frame["method"].nunique(), 1), *COLUMN_STEPS))
+    cells = alt.Chart(frame).encode(
+        x=_method_column_axis(frame),
+        y=_class_row_axis(frame) if row_axis else
+        alt.Y("row:N", sort=list(dict.fromkeys(frame.sort_values("rank")["row"])),
+              title=None, axis=None))
+    layers = [cells.mark_rect().encode(color=color, tooltip=tooltip)]
+    if step >= TEXT_STEP:
+        layers.append(cells.mark_text(fontSize=9).encode(
+            text=alt.Text(f"{value}:Q", format=".2f"), color=text_color, tooltip=tooltip))
     if highlight:
         layers.append(cells.mark_rect(fill=None, stroke="black", strokeWidth=2)
                       .transform_filter(alt.datum["class"] == highlight))
-    grid = alt.layer(*layers).properties(width=alt.Step(44), height=alt.Step(15))
-    return alt.hconcat(strips, grid, spacing=4).resolve_scale(color="independent").properties(
-        title="Per-class test F1 (mean over seeds), classes head → tail" + _pooled_note(frame))
+    return alt.layer(*layers).properties(width=alt.Step(step), height=alt.Step(CLASS_STEP))
 
 
 def summary_frame(runs: list[Run]) -> pd.DataFrame:
@@ -264,17 +306,25 @@ def head_tail_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chart_head_tail(runs: list[Run]) -> alt.Chart:
+def chart_head_tail(runs: list[Run], width: int = APP_WIDTH) -> alt.Chart:
     """Head / tail F1 and many / medium / few-shot F1 per method (mean over seeds; the black
     line spans ± std; the dashed line is the class-balanced probe, the baseline to beat).
-    One panel per group, methods down the side: legible from 1 to 16+ methods; a group with no
-    class is said so in its title ("no class"), one with no test example in its bars."""
+    One panel per group, methods (by id; the full name in the tooltip) down the side, the
+    panels sharing ``width`` (wrapping to a second row where they would be under 110 px): legible
+    from 1 to 19+ methods; a group with no class is said so in its title ("no class"), one with
+    no test example in its bars."""
     frame = head_tail_frame(runs)
-    order = _row_order(frame)
+    order = registry_order(frame["method"])
     panels = list(dict.fromkeys(frame["panel"]))
-    y = alt.Y("paper row:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
+    labels = _label_width(order, 160)
+    columns = len(panels)
+    while columns > 1 and (width - MARGIN - labels) / columns - FACET_GAP < 110:
+        columns -= 1
+    panel = int((width - MARGIN - labels) / columns - FACET_GAP)
+    y = alt.Y("method:N", sort=order, title=None, axis=alt.Axis(labelLimit=160,
+                                                                labelOverlap=False))
     x = alt.X("F1:Q", title="macro-F1 (%)", scale=alt.Scale(domain=[0, 100]),
-              axis=alt.Axis(values=[0, 50, 100]))
+              axis=alt.Axis(values=[0, 25, 50, 75, 100]))
     base = alt.Chart().encode(y=y)
     bars = base.mark_bar(height={"band": 0.7}).encode(
         x=x, color=alt.Color("group:N", scale=BUCKET_COLORS, legend=None),
@@ -289,12 +339,12 @@ def chart_head_tail(runs: list[Run]) -> alt.Chart:
                       .encode(x="F1:Q")
                       .transform_filter(alt.datum.method == REFERENCE_BASELINE))
     return alt.layer(*layers, data=frame).properties(
-        width=150, height=alt.Step(20)).facet(
-        column=alt.Column("panel:N", sort=panels, title=None,
-                          header=alt.Header(labelFontWeight="bold", labelFontSize=11,
-                                            labelExpr="split(datum.label, '\\n')")),
-        spacing=8).properties(title="F1 by class group: head / tail and many / medium / few "
-                                    "shot (%)")
+        width=panel, height=alt.Step(18)).facet(
+        facet=alt.Facet("panel:N", sort=panels, title=None,
+                        header=alt.Header(labelFontWeight="bold", labelFontSize=11,
+                                          labelExpr="split(datum.label, '\\n')")),
+        columns=columns, spacing=FACET_GAP).properties(
+        title="F1 by class group: head / tail and many / medium / few shot (%)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,65 +365,79 @@ def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chart_weight_norms(runs: list[Run], columns: int = 3, highlight: str | None = None
-                       ) -> alt.Chart:
-    """Figure 3: per-class weight-norm bars, classes head to tail, one panel per method, shared
-    axis; flat bars mean the classifier does not favour the head. Every panel names every class
-    up to 30 classes; beyond that the bars become a grid (a row per class, a column per method,
-    the norm printed), so 120 classes stay legible."""
+FACET_GAP = 16  # px between small multiples (and their axes)
+PANEL_AXIS = 70  # px a small multiple's own y axis takes (its labels and title)
+
+
+def chart_weight_norms(runs: list[Run], highlight: str | None = None,
+                       width: int = APP_WIDTH) -> alt.Chart:
+    """Figure 3: per-class weight-norm bars, classes head to tail, one panel per method, each
+    panel on its own axis (a probe's norms of 6 would flatten a trained head's 0.6-1.3, and the
+    head → tail slope is the point); panels wrap to fit ``width``. Every panel names every
+    class up to 30 classes; beyond that the bars become a grid (a row per class, a column per
+    method, colour against the method's mean norm, the norm printed), so 120 classes stay
+    legible."""
     frame = weight_norm_frame(runs)
     order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
     tooltip = ["paper row", "class", "count", "group", alt.Tooltip("norm:Q", format=".3f")]
     if len(order) > 30:
         frame["relative"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
-        frame = pool_rare_classes(frame, mean=["norm", "relative"])
-        frame["row"] = [f"{c} ({n})" for c, n in zip(frame["class"], frame["count"],
-                                                      strict=True)]
-        rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
-        cells = alt.Chart(frame).encode(
-            x=alt.X("paper row:N", sort=_row_order(frame), title=None,
-                    axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=340,
-                                  labelFontSize=10, labelOverlap=False)),
-            y=alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
-                    axis=alt.Axis(labelFontSize=10, labelLimit=220, labelOverlap=False)))
-        heat = cells.mark_rect().encode(
+        frame = _class_rows(pool_rare_classes(frame, mean=["norm", "relative"]))
+        grid = _class_method_grid(
+            frame, "norm", width - MARGIN - _label_width(frame["row"], ROW_LABEL_LIMIT),
             color=alt.Color("relative:Q", title="‖w_c‖ / method mean",
                             scale=alt.Scale(scheme="redblue", reverse=True, domainMid=1),
                             legend=alt.Legend(orient="bottom", direction="horizontal")),
-            opacity=_highlight(highlight), tooltip=tooltip)
-        text = cells.mark_text(fontSize=9).encode(text=alt.Text("norm:Q", format=".2f"))
-        return alt.layer(heat, text).properties(
-            width=alt.Step(44), height=alt.Step(15),
+            tooltip=tooltip, highlight=highlight)
+        return grid.properties(
             title="Per-class weight norms (head → tail; colour: against the method's mean)"
             + _pooled_note(frame))
-    width = max(220, 14 * len(order))
-    columns = max(1, min(columns, 700 // width))
+    panel = max(160, 14 * len(order))
+    columns = max(1, min(frame["method"].nunique(),
+                         (width - MARGIN) // (panel + PANEL_AXIS + FACET_GAP)))
     return alt.Chart(frame).mark_bar().encode(
         x=alt.X("class:N", sort=order, title=None,
                 axis=alt.Axis(labelAngle=-60, labelOverlap=False, labelFontSize=9,
                               labelLimit=90)),
-        y=alt.Y("norm:Q", title="‖w_c‖"),
-        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        y=alt.Y("norm:Q", title="‖w_c‖", axis=alt.Axis(tickCount=4, titleFontSize=10)),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None,
+                        legend=alt.Legend(orient="top")),
         opacity=_highlight(highlight),
         tooltip=tooltip,
-    ).properties(width=width, height=150).facet(
-        facet=alt.Facet("paper row:N", sort=_row_order(frame), title=None,
-                        header=alt.Header(labelFontSize=11, labelLimit=width + 60)),
-        columns=columns,
-    ).resolve_scale(y="shared").resolve_axis(x="independent").properties(
-        title="Per-class weight norms (head → tail)")
+    ).properties(width=panel, height=130).facet(
+        facet=alt.Facet("method:N", sort=registry_order(frame["method"]), title=None,
+                        header=alt.Header(labelFontSize=11, labelFontWeight="bold")),
+        columns=columns, spacing=FACET_GAP,
+    ).resolve_scale(y="independent").resolve_axis(x="independent").properties(
+        title="Per-class weight norms (head → tail; each panel on its own axis)")
+
+
+FIGURE4_MIN_EXAMPLES = 5  # a tail class with fewer stored test examples draws single spikes
+
+
+def feature_examples(run: Run) -> dict[str, int]:
+    """How many stored test examples (classifier inputs) each class has, head to tail."""
+    labels = np.asarray(run.features["labels"])
+    return {c: int((labels == run.classes.index(c)).sum()) for c in _class_table(run)["class"]}
 
 
 def default_feature_classes(run: Run) -> tuple[str, str]:
-    """The most frequent head class and the rarest tail class with stored features."""
+    """Figure 4's default pair: the most frequent head class, and the rarest tail class with at
+    least :data:`FIGURE4_MIN_EXAMPLES` stored test examples (the tail class with the most where
+    none has that many; the Diagnostics page says so)."""
+    examples = feature_examples(run)
     classes = _class_table(run)
-    labels = set(run.features["labels"].tolist())
-    index = {c: i for i, c in enumerate(run.classes)}
-    present = classes[[index[c] in labels for c in classes["class"]]]
+    present = classes[[examples[c] > 0 for c in classes["class"]]]
     head = present[present["group"] == "head"]["class"]
     tail = present[present["group"] == "tail"]["class"]
-    return (head.iloc[0] if len(head) else present["class"].iloc[0],
-            tail.iloc[-1] if len(tail) else present["class"].iloc[-1])
+    enough = [c for c in tail if examples[c] >= FIGURE4_MIN_EXAMPLES]
+    if enough:
+        rare = enough[-1]
+    elif len(tail):
+        rare = max(reversed(list(tail)), key=examples.get)
+    else:
+        rare = present["class"].iloc[-1]
+    return head.iloc[0] if len(head) else present["class"].iloc[0], rare
 
 
 FIGURE4_METHODS = ("cls-tanh", "cls-relu", "cls-relu-ln", "cls-relu-pt-ln", "prompt")  # its heads
@@ -442,14 +506,17 @@ def dead_feature_frame(runs: list[Run], head_class: str, tail_class: str,
 
 
 def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: str,
-                                dims: int = FIGURE4_FEATURES) -> alt.Chart:
+                                dims: int = FIGURE4_FEATURES, width: int = APP_WIDTH
+                                ) -> alt.Chart:
     """Figure 4: one small density plot per method (rows) and feature (columns), the head and
     the tail class overlaid; beside it, how many of those features are dead (zero for most
     examples) per method and class - ReLU kills tail features, a LayerNorm after it does not."""
     frame = feature_distribution_frame(runs, head_class, tail_class, dims)
     dead = dead_feature_frame(runs, head_class, tail_class, dims)
-    rows = _row_order(frame) if len(frame) else []
+    rows = registry_order(frame["method"]) if len(frame) else []
     features = [f"f{d + 1}" for d in range(dims)]
+    labels = _label_width(rows, 160)
+    panel = int(np.clip((width - MARGIN - labels) / max(dims, 1) - 4, 36, 96))
     # the legend names the two classes: as data (a column and the scale's domain), never inside
     # a Vega expression, where a class name would be code
     named = {"head": f"head: {head_class}", "tail": f"tail: {tail_class}"}
@@ -464,14 +531,15 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
         color=color,
         tooltip=["paper row", "feature", "class", "examples",
                  alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("density:Q", format=".2f")],
-    ).properties(width=62, height=44).facet(
-        row=alt.Row("paper row:N", sort=rows, title=None,
-                    header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=230)),
+    ).properties(width=panel, height=56).facet(
+        row=alt.Row("method:N", sort=rows, title=None,
+                    header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160,
+                                      labelFontSize=10)),
         column=alt.Column("feature:N", sort=features, title="classifier-input feature (density)"),
         spacing=4,
     ).resolve_scale(x="independent", y="independent")
     base = alt.Chart(dead).encode(
-        y=alt.Y("paper row:N", sort=rows, title=None, axis=alt.Axis(labelLimit=230)),
+        y=alt.Y("method:N", sort=rows, title=None, axis=alt.Axis(labelLimit=160)),
         yOffset="group:N",
         x=alt.X("dead features:Q", title=f"dead features (of the first {dims})",
                 scale=alt.Scale(domain=[0, dims])),
@@ -492,24 +560,28 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
 # Predictions and the playground
 
 
-def confusion_frame(run: Run, top_k: int | None = None) -> pd.DataFrame:
+def _pooled_head_label(pooled: int) -> str:
+    return f"{pooled} most frequent classes, pooled"
+
+
+def confusion_frame(run: Run, keep: int | None = None) -> pd.DataFrame:
     """Confusion counts, classes head to tail, non-zero cells only (a 120-class matrix is
     mostly zeros); ``share`` is the cell's part of its gold row (recall on the diagonal).
-    ``top_k`` keeps the most frequent classes and pools the rest into one row and column named
-    after how many classes it holds, so the tail is never dropped silently."""
+    ``keep`` keeps the rarest classes, each on its own row and column, and pools the more
+    frequent ones into the first row and column (named after how many it holds): the tail is
+    what this tool is about, and no test example is dropped."""
     order = _class_table(run)["class"].tolist()
     matrix = np.asarray(run.metrics.confusion_matrix)
     index = [run.classes.index(c) for c in order]
     matrix = matrix[np.ix_(index, index)]
     labels = list(order)
-    if top_k and top_k < len(order):
-        pooled = f"{len(order) - top_k} rarer classes, pooled"
-        kept = matrix[:top_k, :top_k]
-        right = matrix[:top_k, top_k:].sum(1, keepdims=True)
-        bottom = matrix[top_k:, :top_k].sum(0, keepdims=True)
-        corner = matrix[top_k:, top_k:].sum(keepdims=True).reshape(1, 1)
-        matrix = np.block([[kept, right], [bottom, corner]])
-        labels = order[:top_k] + [pooled]
+    if keep and keep < len(order):
+        pooled = len(order) - keep
+        corner = matrix[:pooled, :pooled].sum(keepdims=True).reshape(1, 1)
+        top = matrix[:pooled, pooled:].sum(0, keepdims=True)
+        left = matrix[pooled:, :pooled].sum(1, keepdims=True)
+        matrix = np.block([[corner, top], [left, matrix[pooled:, pooled:]]])
+        labels = [_pooled_head_label(pooled)] + order[pooled:]
     totals = matrix.sum(1)
     gold, pred = np.nonzero(matrix)
     return pd.DataFrame({"gold": [labels[i] for i in gold], "predicted": [labels[j] for j in pred],
@@ -518,19 +590,30 @@ def confusion_frame(run: Run, top_k: int | None = None) -> pd.DataFrame:
                         ).assign(order=lambda f: f["gold"].map(labels.index))
 
 
-def chart_confusion(run: Run, top_k: int | None = None) -> alt.Chart:
+CONFUSION_LABELS = 180  # px of class names beside (and above) the matrix
+CONFUSION_STEPS = (22, 12)  # px a cell: up to 30 classes (counts printed), beyond
+
+
+def confusion_fits(width: int = APP_WIDTH) -> int:
+    """How many classes a confusion matrix shows one by one within ``width`` px."""
+    return int((width - CONFUSION_LABELS - 40) // CONFUSION_STEPS[1])
+
+
+def chart_confusion(run: Run, keep: int | None = None) -> alt.Chart:
     """Rows gold, columns predicted, classes head to tail; colour is the share of the gold row
     (so a tail class with 3 test examples is as visible as a head class with 600), counts printed
-    in the cells up to 30 classes. Every class keeps its label; the matrix grows with classes."""
-    frame = confusion_frame(run, top_k)
+    in the cells up to 30 classes. ``keep``: see :func:`confusion_frame` (the pages keep what
+    :func:`confusion_fits` the column)."""
+    frame = confusion_frame(run, keep)
     order = _class_table(run)["class"].tolist()
-    if top_k and top_k < len(order):
-        order = order[:top_k] + [f"{len(order) - top_k} rarer classes, pooled"]
-    step = 22 if len(order) <= 30 else 12
-    axis = dict(labelOverlap=False, labelFontSize=10 if len(order) <= 30 else 8, labelLimit=180)
+    if keep and keep < len(order):
+        order = [_pooled_head_label(len(order) - keep)] + order[len(order) - keep:]
+    step = CONFUSION_STEPS[0] if len(order) <= 30 else CONFUSION_STEPS[1]
+    axis = dict(labelOverlap=False, labelFontSize=10 if len(order) <= 30 else 9,
+                labelLimit=CONFUSION_LABELS)
     base = alt.Chart(frame).encode(
         x=alt.X("predicted:N", scale=alt.Scale(domain=order), title="predicted",
-                axis=alt.Axis(labelAngle=-60, orient="top", **axis)),
+                axis=alt.Axis(labelAngle=-90, orient="top", **axis)),
         y=alt.Y("gold:N", scale=alt.Scale(domain=order), title="gold (head → tail)",
                 axis=alt.Axis(**axis)))
     cells = base.mark_rect(stroke="#eee", strokeWidth=0.5).encode(
@@ -550,13 +633,18 @@ def chart_confusion(run: Run, top_k: int | None = None) -> alt.Chart:
 
 def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
     """One bar per class, best first (columns ``class``, ``score``, ``label words``, ``group``),
-    every class named and its probability printed, so a tiny bar still reads."""
-    frame = scores.assign(text=[f"{p:.1%}" if p >= 0.001 else "<0.1%" for p in scores["score"]])
+    every class named and its probability printed, so a tiny bar still reads; the axis runs to
+    a little past the top score (a top score of 9% is not a sliver on a 0-100% axis)."""
+    frame = scores.sort_values("score", ascending=False, kind="stable")
+    frame = frame.assign(text=[f"{p:.1%}" if p >= 0.001 else "<0.1%" for p in frame["score"]])
+    top = float(frame["score"].max()) if len(frame) else 1.0
     base = alt.Chart(frame).encode(
-        y=alt.Y("class:N", sort="-x", title=None,
+        # the order as a list: Vega-Lite drops an encoding sort ("-x") in a layered chart
+        y=alt.Y("class:N", sort=list(frame["class"]), title=None,
                 axis=alt.Axis(labelLimit=220, labelOverlap=False)),
-        x=alt.X("score:Q", title="probability", scale=alt.Scale(domain=[0, 1]),
-                axis=alt.Axis(format="%")))
+        x=alt.X("score:Q", title="probability",
+                scale=alt.Scale(domain=[0, min(1.0, max(top * 1.2, 0.01))], nice=False),
+                axis=alt.Axis(format="%", tickCount=5)))
     bars = base.mark_bar().encode(
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
         tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"])
@@ -637,7 +725,7 @@ def chart_paper_head_tail_gap(table: int) -> alt.Chart:
                 axis=alt.Axis(labelLimit=260)),
         tooltip=["paper row", alt.Tooltip("head_f1:Q", format=".1f"),
                  alt.Tooltip("tail_f1:Q", format=".1f"), alt.Tooltip("gap:Q", format=".1f")],
-    ).properties(width="container", height=22 * len(frame),
+    ).properties(width=560, height=alt.Step(22),
                  title=f"Table {table}: how far the tail trails the head")
 
 
@@ -654,20 +742,26 @@ def calibration_delta_frame(run: Run, before: dict, after: dict) -> pd.DataFrame
         delta=lambda f: 100 * (f["after"] - f["before"]))
 
 
-def chart_calibration_delta(run: Run, before: dict, after: dict, title: str) -> alt.Chart:
-    """The change in each class's test F1 (points), classes head to tail: logit adjustment and
-    τ-norm should lift the tail and may cost the head."""
-    frame = calibration_delta_frame(run, before, after)
-    order = list(frame["class"])
+def chart_calibration_delta(run: Run, before: dict, after: dict, title: str,
+                            width: int = APP_WIDTH) -> alt.Chart:
+    """The change in each class's test F1 (points), a row per class, head (top) to tail:
+    logit adjustment and τ-norm should lift the tail and may cost the head. Rows, not columns,
+    so 2 or 1,500 classes keep their names (past :data:`CLASS_ROWS` the rarest are pooled)."""
+    frame = pool_rare_classes(calibration_delta_frame(run, before, after),
+                              mean=["before", "after", "delta"], by=None)
+    frame = _class_rows(frame)
+    labels = _label_width(frame["row"], ROW_LABEL_LIMIT)
+    y = _class_row_axis(frame)
     bars = alt.Chart(frame).mark_bar().encode(
-        x=alt.X("class:N", sort=order, title="class (head → tail, by training count)",
-                axis=alt.Axis(labelAngle=-60, labelLimit=140, labelOverlap=False)),
-        y=alt.Y("delta:Q", title="Δ test F1 (points)"),
-        color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
+        y=y, x=alt.X("delta:Q", title="Δ test F1 (points)"),
+        color=alt.Color("group:N", scale=GROUP_COLORS, title=None,
+                        legend=alt.Legend(orient="top")),
         tooltip=["class", "count", "group", alt.Tooltip("before:Q", format=".3f"),
                  alt.Tooltip("after:Q", format=".3f"), alt.Tooltip("delta:Q", format="+.1f")])
-    zero = alt.Chart(pd.DataFrame({"y": [0]})).mark_rule(color="black").encode(y="y:Q")
-    return alt.layer(bars, zero).properties(title=title, width="container", height=260)
+    zero = alt.Chart(pd.DataFrame({"x": [0]})).mark_rule(color="black").encode(x="x:Q")
+    return alt.layer(bars, zero).properties(
+        title=title + _pooled_note(frame), width=min(560, width - labels - 40),
+        height=alt.Step(CLASS_STEP))
 
 
 def chart_calibration_curve(curve: dict[float, float], chosen: float, current: float,
@@ -698,33 +792,47 @@ def norm_count_frame(runs: list[Run]) -> pd.DataFrame:
     frame = frame[frame["count"] > 0].copy()
     frame["relative norm"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
     slopes = {m: float(np.polyfit(np.log10(g["count"]), g["relative norm"], 1)[0])
-              if len(g) >= 3 else float("nan") for m, g in frame.groupby("method")}
+              if len(g) >= 3 and g["count"].nunique() > 1 else float("nan")
+              for m, g in frame.groupby("method")}
     frame["slope"] = frame["method"].map(slopes)
-    frame["legend"] = [f"{s:+.2f}  {row}" for row, s in
-                       zip(frame["paper row"], frame["slope"], strict=True)]
+    frame["panel"] = [f"{m}: slope {s:+.2f}" if s == s else f"{m}: no slope"
+                      for m, s in zip(frame["method"], frame["slope"], strict=True)]
     return frame
 
 
-def chart_norm_vs_count(runs: list[Run]) -> alt.Chart:
+def chart_norm_vs_count(runs: list[Run], width: int = APP_WIDTH) -> alt.Chart:
     """Figure 3 in one glance: each class's predictor norm (relative to its method's mean)
-    against its training count (log scale), one colour per method, the fitted slope in the
-    legend. Flat (slope near 0): the classifier does not favour frequent classes."""
+    against its training count (log scale), one small panel per method with its fitted line
+    and slope in the panel's title, head and tail classes coloured. Flat (slope near 0): the
+    classifier does not favour frequent classes. Panels on their own y axes (a probe's spread
+    would flatten every other), wrapped to fit ``width``."""
     frame = norm_count_frame(runs)
-    legends = dict(zip(frame["method"], frame["legend"], strict=True))
-    base = alt.Chart(frame).encode(
-        x=alt.X("count:Q", scale=alt.Scale(type="log"), title="training examples (log)"),
-        y=alt.Y("relative norm:Q", title="‖w_c‖ / mean ‖w‖", scale=alt.Scale(zero=False)),
-        color=alt.Color("legend:N", scale=method_colors(legends),
-                        title="slope of the norm against log10 count, method",
-                        legend=alt.Legend(orient="bottom", columns=2, labelLimit=360,
-                                          titleLimit=500, symbolLimit=0)))
-    points = base.mark_point(filled=True, size=40).encode(
+    panels = [frame.loc[frame["method"] == m, "panel"].iloc[0]
+              for m in registry_order(frame["method"])]
+    columns = max(1, min(len(panels), (width - MARGIN) // 250))
+    panel = int((width - MARGIN) / columns - PANEL_AXIS - FACET_GAP)
+    low, high = float(frame["count"].min()), float(frame["count"].max())
+    x = alt.X("count:Q", title="training examples (log)",
+              scale=alt.Scale(type="log", domain=[low, max(high, low * 1.5)], nice=False),
+              axis=alt.Axis(tickCount=4, format="~s"))
+    y = alt.Y("relative norm:Q", title="‖w_c‖ / mean", scale=alt.Scale(zero=False),
+              axis=alt.Axis(tickCount=4))
+    points = alt.Chart().mark_point(filled=True, size=28, opacity=0.8).encode(
+        x=x, y=y, color=alt.Color("group:N", scale=GROUP_COLORS, title=None,
+                                  legend=alt.Legend(orient="top")),
         tooltip=["paper row", "class", "count", alt.Tooltip("norm:Q", format=".3f"),
-                 alt.Tooltip("relative norm:Q", format=".2f")])
-    fits = base.transform_regression("count", "relative norm", groupby=["legend"],
-                                     method="log").mark_line(opacity=0.7)
-    return alt.layer(points, fits).properties(
-        title="Per-class weight norm against training count", width="container", height=300)
+                 alt.Tooltip("relative norm:Q", format=".2f"),
+                 alt.Tooltip("slope:Q", format="+.3f")])
+    fits = alt.Chart().transform_regression("count", "relative norm",
+                                            method="log").mark_line(color="black").encode(
+        x=x, y=y)
+    return alt.layer(points, fits, data=frame).properties(width=panel, height=110).facet(
+        facet=alt.Facet("panel:N", sort=panels, title=None,
+                        header=alt.Header(labelFontSize=11, labelFontWeight="bold")),
+        columns=columns, spacing=FACET_GAP,
+    ).resolve_scale(y="independent").properties(
+        title=["Per-class weight norm against training count",
+               "(each panel: the fitted slope against log10 count)"])
 
 
 def norm_evolution_frame(run: Run) -> pd.DataFrame:
@@ -768,50 +876,60 @@ def chart_norm_evolution(run: Run) -> alt.Chart:
 # The registry: every chart drawn from one dataset's runs, where it is shown, in one place
 
 
-# (classes, methods): the sizes every chart must stay readable at (gallery and legibility test)
-LEGIBLE_SIZES = ((2, 1), (20, 3), (120, 16))
+# (classes, methods): the sizes every chart must stay readable at (gallery, legibility and size
+# tests, the browser check)
+LEGIBLE_SIZES = tuple((c, m) for c in (2, 20, 60) for m in (1, 6, 19)) + ((120, 16),)
 
 
 @dataclass(frozen=True)
 class RunChart:
     """A chart of one dataset's runs (a setting, one or more methods and seeds): its title,
-    how to draw it, the app page that shows it, whether the PDF report has it, whether it names
-    every class on an axis, and the (classes, methods) sizes it must stay readable at. The
-    report, the gallery (``tools/chart_gallery.py``), its legibility test and the Report page's
-    list read this registry; a new chart is a function above and a line below."""
+    how to draw it at a width (px: :data:`APP_WIDTH` on a page, :data:`PDF_WIDTH` in the PDF),
+    the app page that shows it, whether the PDF report has it, whether it names every class on
+    an axis, and the (classes, methods) sizes it must stay readable at. The report, the gallery
+    (``tools/chart_gallery.py``), the legibility and size tests and the Report page's list read
+    this registry; a new chart is a function above and a line below."""
 
     name: str
     title: str
-    draw: Callable[[list[Run]], alt.Chart]
+    draw: Callable[[list[Run], int], alt.Chart]
     page: str
     in_report: bool = True
     names_classes: bool = False  # an axis names every class (never thinned out)
     sizes: tuple[tuple[int, int], ...] = LEGIBLE_SIZES
 
 
-def _frequency(runs: list[Run]) -> alt.Chart:
+def _frequency(runs: list[Run], width: int) -> alt.Chart:
     data = runs[0].record.dataset
     return chart_class_frequency(data.class_counts, data.head_classes)
 
 
-def _figure4(runs: list[Run]) -> alt.Chart:
+def _figure4(runs: list[Run], width: int) -> alt.Chart:
     head, tail = default_feature_classes(runs[0])
     return chart_feature_distributions([r for r in runs if r.method in FIGURE4_METHODS] or runs,
-                                       head, tail)
+                                       head, tail, width=width)
+
+
+def _confusion(runs: list[Run], width: int) -> alt.Chart:
+    return chart_confusion(runs[0], confusion_fits(width))
 
 
 RUN_CHARTS: dict[str, RunChart] = {c.name: c for c in (
     RunChart("class-frequency", "Class frequency", _frequency, "Data", names_classes=True),
-    RunChart("head-tail", "Head vs tail", chart_head_tail, "Results"),
-    RunChart("per-class-f1", "Per-class F1", chart_per_class_f1, "Results", names_classes=True),
-    RunChart("weight-norms", "Weight norms (Figure 3)", chart_weight_norms, "Diagnostics",
+    RunChart("head-tail", "Head vs tail", lambda runs, width: chart_head_tail(runs, width),
+             "Results"),
+    RunChart("per-class-f1", "Per-class F1",
+             lambda runs, width: chart_per_class_f1(runs, width=width), "Results",
              names_classes=True),
-    RunChart("norm-vs-count", "Weight norm against training count", chart_norm_vs_count,
-             "Diagnostics", in_report=False),
+    RunChart("weight-norms", "Weight norms (Figure 3)",
+             lambda runs, width: chart_weight_norms(runs, width=width), "Diagnostics",
+             names_classes=True),
+    RunChart("norm-vs-count", "Weight norm against training count",
+             lambda runs, width: chart_norm_vs_count(runs, width), "Diagnostics"),
     RunChart("norm-evolution", "Weight norms during training",
-             lambda runs: chart_norm_evolution(runs[0]), "Diagnostics", in_report=False,
+             lambda runs, width: chart_norm_evolution(runs[0]), "Diagnostics", in_report=False,
              names_classes=True),
     RunChart("features", "Classifier-input features (Figure 4)", _figure4, "Diagnostics"),
-    RunChart("confusion", "Confusion matrix", lambda runs: chart_confusion(runs[0]),
-             "Predictions", in_report=False, names_classes=True),
+    RunChart("confusion", "Confusion matrix", _confusion, "Predictions", in_report=False,
+             names_classes=True),
 )}

@@ -29,11 +29,15 @@ FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
                 "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
 
 
-def chart_png(chart, scale: float = 2.0) -> bytes:
+CHART_SCALE = 2.0  # PNG pixels per chart px (sharp print)
+
+
+def chart_png(chart, scale: float = CHART_SCALE) -> bytes:
     """An Altair chart as PNG bytes (``width="container"`` charts get a fixed page width)."""
     spec = chart.to_dict()
-    if spec.get("width") == "container":
-        spec["width"] = 640
+    if spec.get("width") == "container":  # the whole chart, axes and legends, fits the page
+        spec["width"] = charts.PDF_WIDTH
+        spec["autosize"] = {"type": "fit-x", "contains": "padding"}
     # one font with the row names' symbols (∘, η), so no glyph falls back to a serif face
     spec.setdefault("config", {}).setdefault("font", "DejaVu Sans")
     return vl_convert.vegalite_to_png(spec, scale=scale)
@@ -52,6 +56,7 @@ def _pdf_class():
 
 def _text(unicode_font: bool, text: str) -> str:
     """Core PDF fonts are latin-1 only: without a Unicode font, replace what they cannot draw."""
+    text = text.replace("`", "")  # Markdown code spans, from notes written for the app
     if unicode_font:
         return text
     text = text.replace("∘", "o").replace("η", "eta").replace("→", "->").replace("‖", "||")
@@ -123,11 +128,11 @@ def build_report(runs: list[Run], dataset: str | None = None,
     summary = aggregate(runs)
     table = comparison_table(summary)
     pdf.set_font(pdf.body_font, size=12)
-    pdf.cell(0, 8, "Results (test, %, mean ± sample std over seeds; * best)", new_x="LMARGIN",
-             new_y="NEXT")
+    pdf.cell(0, 8, "Results (test, %, mean ± sample std over seeds; * the head chosen on dev)",
+             new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(pdf.body_font, size=8)
     headings = ["Method", "Seeds", *METRIC_TITLES.values(), "Many", "Medium", "Few"]
-    with pdf.table(col_widths=(46, 11, 20, 20, 20, 20, 16, 16, 16),
+    with pdf.table(col_widths=(44, 13, 20, 20, 20, 20, 16, 16, 16),
                    text_align=("LEFT", *["RIGHT"] * 8), first_row_as_headings=True) as grid:
         grid.row(headings)
         for _, row in table.iterrows():
@@ -146,24 +151,13 @@ def build_report(runs: list[Run], dataset: str | None = None,
     for number, (title, draw) in enumerate(figures):
         progress(0.1 + 0.8 * number / len(figures), f"drawing {title.lower()}")
         try:
-            png = chart_png(draw(runs))
+            png = chart_png(draw(runs, charts.PDF_WIDTH))
         except (ValueError, GleeError) as exc:  # vl-convert's limits, a file the chart reads
             pdf.set_font(pdf.body_font, size=9)
             pdf.multi_cell(0, 5, t(f"{title}: left out, it could not be drawn ({str(exc)[:200]})"),
                            new_x="LMARGIN", new_y="NEXT")
             continue
-        width_px, height_px = Image.open(io.BytesIO(png)).size
-        width = min(pdf.epw, 180)
-        height = width * height_px / width_px
-        if height > pdf.eph - 10:
-            height = pdf.eph - 10
-            width = height * width_px / height_px
-        if pdf.get_y() + height + 10 > pdf.page_break_trigger:
-            pdf.add_page()
-        pdf.set_font(pdf.body_font, size=11)
-        pdf.cell(0, 7, t(title), new_x="LMARGIN", new_y="NEXT")
-        pdf.image(io.BytesIO(png), w=width, h=height)
-        pdf.ln(3)
+        _place_chart(pdf, t(title), png)
     progress(0.9, "calibrating each method's first run")
     _calibration_section(pdf, runs, t)
     notes = merged_notes([r.record for r in runs])
@@ -173,6 +167,43 @@ def build_report(runs: list[Run], dataset: str | None = None,
             pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
     progress(1.0, "done")
     return bytes(pdf.output())
+
+
+# printed size of a chart px: PDF_WIDTH px across the 180 mm text width, so the charts' 9-10 px
+# type prints at 7 pt or more (180 / 640 mm = 0.8 pt a px); a chart is never shrunk below it
+MM_PER_PX = 180 / charts.PDF_WIDTH
+
+
+def _place_chart(pdf, title: str, png: bytes) -> None:
+    """A chart at its printed size under its title: on the current page when it fits there,
+    else on the next; one taller than a page is cut into page-high slices, one per page, so
+    its type is never shrunk to fit."""
+    image = Image.open(io.BytesIO(png))
+    width_px, height_px = image.size
+    mm = MM_PER_PX / CHART_SCALE
+    width = min(pdf.epw, width_px * mm)
+    mm = width / width_px  # a chart wider than the page (it should not be) is scaled to fit
+    height = height_px * mm
+    title_height = 9
+    if pdf.get_y() + min(height, 60) + title_height > pdf.page_break_trigger:
+        pdf.add_page()
+    pdf.set_font(pdf.body_font, size=11)
+    pdf.cell(0, 7, title, new_x="LMARGIN", new_y="NEXT")
+    top = 0
+    while top < height_px:
+        room = pdf.page_break_trigger - pdf.get_y() - 2
+        if room < 30:  # not worth a sliver: the rest goes on the next page
+            pdf.add_page()
+            room = pdf.page_break_trigger - pdf.get_y() - 2
+        rows = min(height_px - top, int(room / mm))
+        piece = image.crop((0, top, width_px, top + rows))
+        buffer = io.BytesIO()
+        piece.save(buffer, format="PNG")
+        pdf.image(buffer, w=width, h=rows * mm)
+        top += rows
+        if top < height_px:
+            pdf.add_page()
+    pdf.ln(3)
 
 
 def _modes_section(pdf, runs: list[Run], every: list[Run], t) -> None:
@@ -224,7 +255,7 @@ def _calibration_section(pdf, runs: list[Run], t) -> None:
                        text_align=("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT")) as grid:
             grid.row(["Method", "Run", "τ", "F1", "Tail F1", "Few-shot F1"])
             for row in calibration_table(results):
-                grid.row([t(method_label(row[0])), row[1][-24:], *row[2:]])
+                grid.row([t(method_label(row[0])), row[1], *row[2:]])
     if skipped:
         pdf.multi_cell(0, 4, t("No calibration data (stored before runs kept it): "
                                + ", ".join(skipped)), new_x="LMARGIN", new_y="NEXT")

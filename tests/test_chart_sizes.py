@@ -1,0 +1,74 @@
+"""Every run chart fits the width it is drawn for, at every size a user has: 2, 20 and 60 classes
+x 1, 6 and 19 methods, in the app's page column (1,440 px window) and on the PDF's A4 page.
+
+The charts are rendered to SVG by vl-convert (the PDF's renderer; the browser check in
+``test_browser_sizes.py`` measures the same charts in Chromium): the drawing's width must stay
+within its budget, its height above a floor (a chart squeezed to a sliver is a defect), and
+every class and method it names must be written in it.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+import vl_convert
+
+from glee_core.models.methods import METHODS, registry_order
+from glee_core.runs.store import RunStore
+from glee_core.runs.synthetic import write_synthetic_store
+from glee_core.views import charts
+
+SIZES = [s for s in charts.LEGIBLE_SIZES if s[0] <= 60]
+MIN_HEIGHT = 110  # px: under it a chart is a sliver
+SVG_SIZE = re.compile(r'<svg[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"')
+# charts that write every method's id (panels, rows or columns) and every class's name
+NAMES_METHODS = {"head-tail", "per-class-f1", "weight-norms", "norm-vs-count", "features"}
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda s: f"c{s[0]}-m{s[1]}")
+def runs(request, tmp_path_factory):
+    n_classes, n_methods = request.param
+    store = RunStore(tmp_path_factory.mktemp(f"sizes-c{n_classes}m{n_methods}"))
+    return write_synthetic_store(store, n_classes, registry_order(METHODS)[:n_methods], [1, 2])
+
+
+def svg_of(chart, width: int) -> str:
+    spec = chart.to_dict()
+    if spec.get("width") == "container":  # as the page or the PDF fits it
+        spec.update(width=width, autosize={"type": "fit-x", "contains": "padding"})
+    spec.setdefault("config", {}).setdefault("font", "DejaVu Sans")
+    return vl_convert.vegalite_to_svg(spec)
+
+
+@pytest.mark.parametrize("where,width", [("app", charts.APP_WIDTH), ("pdf", charts.PDF_WIDTH)])
+def test_every_chart_fits_its_width_and_names_what_it_shows(runs, where, width):
+    n_classes = len(runs[0].classes)
+    methods = registry_order({r.method for r in runs})
+    figure4 = [m for m in methods if m in charts.FIGURE4_METHODS] or methods
+    for chart in charts.RUN_CHARTS.values():
+        if where == "pdf" and not chart.in_report:
+            continue
+        svg = svg_of(chart.draw(runs, width), width)
+        found = SVG_SIZE.search(svg)
+        assert found, chart.name
+        drawn_width, drawn_height = map(float, found.groups())
+        assert drawn_width <= width + 1, (chart.name, where, drawn_width, width)
+        assert drawn_height >= MIN_HEIGHT, (chart.name, where, drawn_height)
+        texts = set(re.findall(r">([^<>]+)</text>", svg))
+        if chart.name in NAMES_METHODS:
+            shown = figure4 if chart.name == "features" else methods
+            missing = [m for m in shown if not any(t == m or t.startswith(f"{m}:")
+                                                    for t in texts)]
+            assert not missing, (chart.name, where, missing)
+        if chart.names_classes and chart.name != "confusion" and n_classes <= charts.CLASS_ROWS:
+            labels = " ".join(texts)
+            missing = [c for c in runs[0].classes if c not in labels]
+            assert not missing, (chart.name, where, missing[:5])
+    if where == "app" and (n_classes, len(methods)) == (60, 19):
+        out = Path(__file__).resolve().parents[1] / "test-artifacts" / "sizes"
+        out.mkdir(parents=True, exist_ok=True)
+        for chart in charts.RUN_CHARTS.values():
+            spec = chart.draw(runs, width).to_dict()
+            if spec.get("width") == "container":
+                spec.update(width=width, autosize={"type": "fit-x", "contains": "padding"})
+            (out / f"{chart.name}-c60-m19.png").write_bytes(vl_convert.vegalite_to_png(spec))
