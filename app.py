@@ -1,8 +1,13 @@
 """Glee Studio. Run with ``streamlit run app.py``: this file lays out the pages."""
 
+from pathlib import Path
+
 import streamlit as st
 
-st.set_page_config(page_title="Glee Studio", page_icon=":material/insights:", layout="wide")
+# the favicon ships with the app: a Material icon as page icon is fetched from a font CDN, which
+# an offline machine cannot reach
+FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
+st.set_page_config(page_title="Glee Studio", page_icon=str(FAVICON), layout="wide")
 PAGES = [("0_Home", "Home", "home"), ("1_Data", "Data", "bar_chart"),
          ("2_Train", "Train", "model_training"), ("3_Results", "Results", "table_chart"),
          ("4_Diagnostics", "Diagnostics", "troubleshoot"),

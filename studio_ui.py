@@ -222,6 +222,14 @@ def dataset_choices() -> dict[str, DataOptions]:
     return choices
 
 
+def incomplete_paper_datasets() -> list[str]:
+    """The paper's datasets whose folder is in the data directory without a training file (the
+    Data page names them rather than leaving them silently out of its list)."""
+    data = environment.data_dir()
+    return [d for d in PAPER_DATASETS if (data / d).is_dir()
+            and not any((data / d / name).is_file() for name in ("train.tsv", "train.txt"))]
+
+
 def current_choice() -> DataOptions:
     """How the chosen dataset loads: kept across pages, and across a reload in the workspace
     (or, on one's own machine, beside the runs), so a Launch after a reload trains on it."""

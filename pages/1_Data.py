@@ -54,6 +54,10 @@ if not any(options.dataset in PAPER_DATASETS for options in choices.values()):
     where = "its data folder" if rules.public else f"`{environment.data_dir()}`"  # no server path
     st.caption(f"The paper's datasets appear in this list when {where} holds them (one folder "
                "per id in the paper's TSV layout; set `GLEE_DATA_DIR` to point elsewhere).")
+if (incomplete := studio_ui.incomplete_paper_datasets()) and not rules.public:
+    st.caption(f"Not in this list: {', '.join(incomplete)}: their folders have no `train.tsv` "
+               "(the paper's released data lacks it for these; the authors' repository says how "
+               "to get the training split).")
 new = (DataOptions(dataset=f"{hub.prefix}:{hf_name.strip()}") if hf_name.strip()
        else choices[picked])
 if new.dataset != choice.dataset:
@@ -140,7 +144,8 @@ left.dataframe(pd.DataFrame({"split": list(sizes), "examples": list(sizes.values
 head, tail = dataset.head_tail()
 counts = dataset.class_counts("train").to_dict()
 highlight = studio_ui.class_highlight(list(counts))
-right.altair_chart(chart_class_frequency(counts, head, log_scale=log_scale, highlight=highlight),
+right.altair_chart(chart_class_frequency(counts, head, log_scale=log_scale, highlight=highlight,
+                                         left_out=len(dataset.dropped_classes)),
                    width="stretch")
 st.caption(f"{len(head)} head classes, {len(tail)} tail classes, defined on the training split. "
            f"Template: {studio_ui.md(dataset.template)}")

@@ -254,7 +254,11 @@ def show_jobs():
                 result = pd.DataFrame(job.result)
                 metrics = [c for c in METRIC_KEYS if c in result]
                 result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
-                st.dataframe(result.rename(columns=METRIC_TITLES), hide_index=True)
+                st.dataframe(result.rename(columns={"run_id": "Run", "dataset": "Dataset",
+                                                    "method": "Method", "seed": "Seed",
+                                                    **{k: f"{METRIC_TITLES[k]} (%)"
+                                                       for k in metrics}}),
+                             hide_index=True)
             elif status == "failed":
                 st.error(studio_ui.md(job.error))
             else:
@@ -271,9 +275,12 @@ show_jobs()
 st.subheader("Finished runs for this dataset")
 runs = studio_ui.dataset_runs(dataset.id)
 if runs:
-    st.dataframe(pd.DataFrame([{**r.summary(), "mode": r.record.mode,
-                                "model": r.record.model.name, "created": r.record.created,
-                                "seconds": r.record.timing.get("train_seconds")}
-                               for r in runs]), hide_index=True)
+    finished = pd.DataFrame([{
+        "Method": r.method, "Seed": r.seed, "Mode": r.record.mode,
+        **{METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1) for k in METRIC_KEYS},
+        "Backbone": r.record.model.name, "Training (s)": r.record.timing.get("train_seconds"),
+        "Created": r.record.created, "Run": r.run_id} for r in runs])
+    st.dataframe(finished, hide_index=True,
+                 column_config={"Training (s)": st.column_config.NumberColumn(format="%.1f")})
 else:
     st.caption("None yet.")

@@ -37,9 +37,12 @@ def zero_shot_scorer(model_name: str, _dataset, dataset_key: str) -> Scorer:
 dataset = studio_ui.current_dataset()
 if dataset is None:
     st.stop()
-runs = studio_ui.dataset_runs(dataset.id)
-options = {"zero-shot": "No trained run: zero-shot verbalizer scores of the backbone's MLM head"}
-options.update(studio_ui.run_labels(runs))
+# the run best on dev first (the one the Results page recommends); zero-shot last
+runs = sorted(studio_ui.dataset_runs(dataset.id),
+              key=lambda r: -(r.metrics.best_dev if r.metrics.best_dev is not None else -1.0))
+options = {r: f"{label} · best on dev" if i == 0 else label
+           for i, (r, label) in enumerate(studio_ui.run_labels(runs).items())}
+options["zero-shot"] = "No trained run: zero-shot verbalizer scores of the backbone's MLM head"
 choice = studio_ui.choose("Score with", options)
 example = dataset.splits["test"]["text"].iloc[0]
 text = st.text_area("Text", example, height=100)
@@ -119,6 +122,7 @@ if uploaded is not None:
     if predicted is not None:
         if warning := blank_warning(predicted):
             st.warning(warning[0].upper() + warning[1:] + ".")
-        st.dataframe(predicted, hide_index=True)
+        st.dataframe(predicted, hide_index=True, column_config={
+            "probability": st.column_config.NumberColumn("probability", format="percent")})
         st.download_button("Download the predictions (CSV)", spreadsheet_csv(predicted),
                            f"{stem}-predictions.csv", "text/csv", type="primary")

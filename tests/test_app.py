@@ -169,8 +169,13 @@ def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
 def test_playground_scores_every_class(app):
     at = app("pages/6_Playground.py").run()
     assert not at.exception
-    assert at.metric and len(charts(at)) == 1  # zero-shot scores of the tiny model's MLM head
-    at.selectbox[0].select_index(1).run()  # a trained run
+    # the run best on dev scores by default; zero-shot (the MLM head) is the last choice
+    score_with = at.selectbox[0]
+    assert score_with.value.endswith("· best on dev")
+    assert at.metric and len(charts(at)) == 1
+    score_with.select_index(len(score_with.options) - 1).run()  # zero-shot
+    assert not at.exception and at.metric and len(charts(at)) == 1
+    at.selectbox[0].select_index(1).run()  # another trained run
     assert not at.exception and at.metric
     at.text_area[0].input("my printer is not printing").run()
     assert len(charts(at)) == 1

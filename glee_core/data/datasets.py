@@ -288,6 +288,20 @@ def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd
     return frame.iloc[np.sort(np.concatenate(rows))]
 
 
+DROPPED_NAMED = 12  # classes a dropped-classes message names before "and N more"
+
+
+def dropped_warning(dropped: dict[str, int]) -> list[str]:
+    """One message for every class left out of a split for too few distinct texts (none when
+    none was): how many, and the first :data:`DROPPED_NAMED` by name with their counts."""
+    if not dropped:
+        return []
+    named = ", ".join(f"{c!r} ({n})" for c, n in list(dropped.items())[:DROPPED_NAMED])
+    more = f" and {len(dropped) - DROPPED_NAMED} more" if len(dropped) > DROPPED_NAMED else ""
+    return [f"{len(dropped)} class(es) left out: too few distinct texts for a train, dev and "
+            f"test split (distinct texts in brackets): {named}{more}"]
+
+
 def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
                     seed: int = SPLIT_SEED, min_test: int = 1
                     ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
@@ -380,8 +394,7 @@ def load_demo(threshold: float | None = None) -> LongTailDataset:
     kept = {text: next(iter(labels)) for text, labels in labels_of.items() if len(labels) == 1}
     splits, dropped = three_way_split(_frame(list(kept), list(kept.values())),
                                       min_test=DEMO_MIN_TEST)
-    warnings = [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
-                for c, n in dropped.items()]
+    warnings = dropped_warning(dropped)
     return _from_labelled_frames(
         "demo", splits, template=DEFAULT_TEMPLATE, verbalizer=None,
         threshold=threshold or DEMO_THRESHOLD, max_length=128, warnings=warnings,
@@ -674,8 +687,7 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
                 "than 3 distinct texts, too few for a train, dev and test split, and "
                 f"{'one class is' if splits['train']['label'].nunique() else 'none is'} left; "
                 "merge rare classes, or give a split column (train/dev/test) yourself")
-        warnings += [f"class {c!r} has {n} distinct text(s), too few for train/dev/test: left out"
-                     for c, n in dropped.items()]
+        warnings += dropped_warning(dropped)
     return _from_labelled_frames(
         f"csv:{path}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
         threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings,

@@ -134,12 +134,15 @@ def class_frequency_frame(counts: Mapping[str, int], head: Iterable[str]) -> pd.
 
 def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
                           log_scale: bool = False, title: str = "Training examples per class",
-                          highlight: str | None = None) -> alt.Chart:
+                          highlight: str | None = None, left_out: int = 0) -> alt.Chart:
     """Classes sorted head to tail; the head/tail boundary is the dashed rule. Every class is
-    named: columns up to 40 classes, rows (one per class, the chart grows) beyond."""
+    named: columns up to 40 classes, rows (one per class, the chart grows) beyond. ``left_out``:
+    how many classes the dataset left out for too few texts (said in the title)."""
     frame = pool_rare_classes(class_frequency_frame(counts, head), mean=["count", "share"],
                               by=None)
     title += _pooled_note(frame)
+    if left_out:
+        title += f" · {left_out} rarer class(es) left out (too few texts)"
     order = list(frame["class"])
     # a log axis starts at 1 (every kept class has a training example), a linear one at 0
     scale = alt.Scale(type="log", domainMin=1) if log_scale else alt.Scale()

@@ -119,6 +119,7 @@ def build_report(runs: list[Run], dataset: str | None = None,
         f"{'yes' if model.mlm_head_pretrained else 'NO (see the note at the end)'}.",
         f"Setting: {record.protocol}.",
         f"Template: {data.template}",
+        *(f"Data note: {warning}" for warning in data.warnings),
     ]
     for line in lines:
         pdf.multi_cell(0, 5, t(line), new_x="LMARGIN", new_y="NEXT")
