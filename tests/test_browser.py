@@ -2,15 +2,24 @@
 
 Screenshots of every page land in ``test-artifacts/`` (look at them)."""
 
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, click_until, serve, upload_in_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")
+
+
+def long_tailed_csv() -> bytes:
+    """A CSV of 12 classes from 60 texts down to 4, each class with its own words."""
+    rows = ["text,label"]
+    for k, count in enumerate([60, 40, 24, 16, 12, 10, 8, 7, 6, 5, 4, 4]):
+        rows += [f"topic{k} word{k}a word{k}b note {i},class {k}" for i in range(count)]
+    return ("\n".join(rows) + "\n").encode()
 
 
 @pytest.fixture
@@ -44,19 +53,28 @@ def test_click_through_the_app(server):
 
         def go(label: str):
             page.locator('[data-testid="stSidebarNavLink"]', has_text=label).first.click()
-            expect(page.get_by_role("heading", name=label).first).to_be_visible(timeout=60_000)
+            title = "Glee Studio" if label == "Home" else label  # Home's heading is the tool's
+            expect(page.get_by_role("heading", name=title).first).to_be_visible(timeout=60_000)
 
         charts = page.locator(".vega-embed")
         page.goto(server)
         settle("0-home", page.get_by_text("Quick start"))
         go("Data")
         settle("1-data", charts.first)
-
+        # a new user's flow: upload a long-tailed CSV, press Home's one button, end on a
+        # recommendation for that CSV
+        upload_in_browser(page, "tickets.csv", long_tailed_csv())
+        go("Home")
+        compare = page.get_by_role("button", name=re.compile(r"Quick compare on upload:tickets"))
+        click_until(page, compare, page.get_by_text("· done").first, "flow-compare-failed",
+                    seconds=180)
+        settle("2-train-done", page.get_by_text("· done").first)
+        go("Home")
+        advice = page.get_by_text(re.compile(r"Use .+ best of 19 on dev"))
+        settle("0-home-recommendation", advice)
+        expect(page.get_by_role("button", name=re.compile(r"Fine-tune the top 3"))).to_be_visible()
         go("Train")
         settle("2-train", page.get_by_role("button", name="Launch"))
-        page.get_by_role("button", name="Launch").click()
-        expect(page.get_by_text("· done").first).to_be_visible(timeout=180_000)
-        settle("2-train-done", page.get_by_text("· done").first)
 
         go("Results")
         settle("3-results", page.locator('[data-testid="stDataFrame"]').first)

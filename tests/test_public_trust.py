@@ -18,7 +18,15 @@ from pypdf import PdfReader
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.uploads import save_upload
 from glee_core.serve.workspaces import COOKIE, Workspace
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve, wait_for_cookie
+from tests.helpers.streamlit_server import (
+    CHROMIUM,
+    FLAGS,
+    click_until,
+    go,
+    serve,
+    upload_in_browser,
+    wait_for_cookie,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -59,45 +67,6 @@ def open_app(browser, url: str):
     expect(page.get_by_role("heading", name="Glee Studio").first).to_be_visible(timeout=90_000)
     key = wait_for_cookie(context, page, COOKIE)  # set by the page's script
     return context, page, key
-
-
-def go(page, name: str) -> None:
-    from playwright.sync_api import expect
-
-    page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first.click()
-    expect(page.get_by_role("heading", name=name).first).to_be_visible(timeout=90_000)
-    page.wait_for_timeout(1500)
-    assert not page.locator('[data-testid="stException"]').count(), name
-
-
-def upload_in_browser(page, filename: str, data: bytes) -> None:
-    from playwright.sync_api import expect
-
-    go(page, "Data")
-    page.get_by_text("Upload a CSV").first.click()
-    page.locator('input[type="file"]').first.set_input_files(
-        {"name": filename, "mimeType": "text/csv", "buffer": data})
-    button = page.get_by_role("button", name="Use this CSV")
-    expect(button).to_be_visible(timeout=60_000)
-    click_until(page, button, page.get_by_text("classes.").first, "public-upload-failed")
-
-
-def click_until(page, target, shown, name: str, seconds: float = 30) -> None:
-    """Click ``target`` until ``shown`` is visible, three tries: a loaded machine may drop a
-    click made while the page reruns (a screenshot ``name``.png when all three fail)."""
-    from playwright.sync_api import expect
-
-    for attempt in range(3):
-        if target.count() and not shown.count():
-            target.click()
-        try:
-            expect(shown).to_be_visible(timeout=seconds * 1000)
-            return
-        except AssertionError:
-            if attempt == 2:
-                ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-                raise
 
 
 ROWS = "text,label\n" + "".join(f"salary review number {i},{'ab'[i % 2] * 3}\n" for i in range(30))

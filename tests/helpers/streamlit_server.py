@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # headless Chromium on a machine with no network (see the env tool's notes)
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -65,3 +66,42 @@ def wait_for_cookie(context, page, name: str, seconds: float = 30.0) -> str | No
             return value
         page.wait_for_timeout(250)
     return None
+
+
+def go(page, name: str) -> None:
+    from playwright.sync_api import expect
+
+    page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first.click()
+    expect(page.get_by_role("heading", name=name).first).to_be_visible(timeout=90_000)
+    page.wait_for_timeout(1500)
+    assert not page.locator('[data-testid="stException"]').count(), name
+
+
+def upload_in_browser(page, filename: str, data: bytes) -> None:
+    from playwright.sync_api import expect
+
+    go(page, "Data")
+    page.get_by_text("Upload a CSV").first.click()
+    page.locator('input[type="file"]').first.set_input_files(
+        {"name": filename, "mimeType": "text/csv", "buffer": data})
+    button = page.get_by_role("button", name="Use this CSV")
+    expect(button).to_be_visible(timeout=60_000)
+    click_until(page, button, page.get_by_text("classes.").first, "public-upload-failed")
+
+
+def click_until(page, target, shown, name: str, seconds: float = 30) -> None:
+    """Click ``target`` until ``shown`` is visible, three tries: a loaded machine may drop a
+    click made while the page reruns (a screenshot ``name``.png when all three fail)."""
+    from playwright.sync_api import expect
+
+    for attempt in range(3):
+        if target.count() and not shown.count():
+            target.click()
+        try:
+            expect(shown).to_be_visible(timeout=seconds * 1000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+                raise
