@@ -198,6 +198,8 @@ def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
     monkeypatch.setenv("GLEE_SESSION_SCORE_ROWS", "5")
     write_synthetic_run(RunStore(public / "runs"), synthetic_dataset(4, "demo"), "cls-relu", 1)
     at = page("pages/6_Playground.py", tiny_bert).run()
+    # the synthetic run (scored first, best on dev) cannot score texts: the backbone's MLM head
+    at.selectbox[0].select_index(len(at.selectbox[0].options) - 1).run()
     rows = "text\n" + "".join(f"text {i}\n" for i in range(4))
     at.file_uploader[0].upload("four.csv", rows.encode(), "text/csv").run()
     assert not at.exception and len(at.dataframe[-1].value) == 4
@@ -207,6 +209,7 @@ def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
     assert any("this file has 6 texts; here at most 5" in plain(e.value) for e in at.error)
     monkeypatch.setenv("GLEE_READ_ONLY", "1")
     off = page("pages/6_Playground.py", tiny_bert).run()
+    off.selectbox[0].select_index(len(off.selectbox[0].options) - 1).run()
     assert not off.exception and len(off.file_uploader) == 0
     assert any("switched off" in c.value for c in off.caption)
 
