@@ -67,8 +67,33 @@ def test_every_chart_fits_its_width_and_names_what_it_shows(runs, where, width):
     if where == "app" and (n_classes, len(methods)) == (60, 19):
         out = Path(__file__).resolve().parents[1] / "test-artifacts" / "sizes"
         out.mkdir(parents=True, exist_ok=True)
-        for chart in charts.RUN_CHARTS.values():
-            spec = chart.draw(runs, width).to_dict()
+        drawn = {c.name: c.draw(runs, width) for c in charts.RUN_CHARTS.values()}
+        drawn.update(page_charts(runs))
+        for name, chart in drawn.items():
+            spec = chart.to_dict()
             if spec.get("width") == "container":
                 spec.update(width=width, autosize={"type": "fit-x", "contains": "padding"})
-            (out / f"{chart.name}-c60-m19.png").write_bytes(vl_convert.vegalite_to_png(spec))
+            (out / f"{name}-c60-m19.png").write_bytes(vl_convert.vegalite_to_png(spec))
+
+
+def page_charts(runs) -> dict:
+    """The charts a page draws from one run or the paper's tables, outside the registry: the
+    calibration's per-class change (a made-up "after" lifting the tail) and the paper's."""
+    run = runs[0]
+    before = {"per_class": {c: {"f1": m.f1} for c, m in run.metrics.per_class.items()}}
+    after = {"per_class": {c: {"f1": min(1.0, m.f1 + (0.2 if run.record.dataset.group(c) == "tail"
+                                                      else -0.05))}
+                           for c, m in run.metrics.per_class.items()}}
+    return {"calibration-delta": charts.chart_calibration_delta(run, before, after,
+                                                                "Per-class change in test F1"),
+            "paper-gap-table2": charts.chart_paper_head_tail_gap(2),
+            "paper-gap-table3": charts.chart_paper_head_tail_gap(3),
+            "paper-table2": charts.chart_paper_results(2, "tail_f1")}
+
+
+def test_the_pages_other_charts_fit_the_column(runs):
+    for name, chart in page_charts(runs).items():
+        found = SVG_SIZE.search(svg_of(chart, charts.APP_WIDTH))
+        drawn_width, drawn_height = map(float, found.groups())
+        assert drawn_width <= charts.APP_WIDTH + 1, (name, drawn_width)
+        assert drawn_height >= MIN_HEIGHT, (name, drawn_height)
