@@ -157,7 +157,7 @@ def launch(request, label: str, estimate: dict | None = None):
             if estimate is None:
                 dataset = load_options(request.data)
                 estimate = time_estimate(dataset, request.methods, request.seeds,
-                                         request.config)
+                                         request.config, request.model)
             seconds = estimate["seconds"]
             rules.check_job(len(request.methods) * len(request.seeds), seconds,
                             sum(job.info.get("estimate_seconds", 0.0) for job in mine))
@@ -450,9 +450,11 @@ def device_kind() -> str:
     return resolve_device("auto").type
 
 
-def time_estimate(dataset, methods: list[str], seeds: list[int], config) -> dict:
+def time_estimate(dataset, methods: list[str], seeds: list[int], config,
+                  model: str | None = None) -> dict:
     """The wall-time estimate of launching ``methods`` x ``seeds`` of ``config`` (a
-    ``TrainConfig``; ``glee_core.runs.estimate``) with the current backbone, calibrated on the
+    ``TrainConfig``; ``glee_core.runs.estimate``) with ``model`` (default: the current
+    backbone), calibrated on the
     finished runs this session can read; the runs this session's store already holds are opened,
     not trained, and left out of it. Adds ``"text"`` ("about 3 min" / "about 40 s"), ``"runs"``
     (to train) and ``"stored"`` (already there)."""
@@ -463,7 +465,7 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config) -> dict
         plan_runs,
     )
 
-    model = current_model()
+    model = model or current_model()
     try:
         plan = plan_runs(dataset, [get_method(m) for m in methods], seeds, model, config)
     except GleeError:  # a method the mode refuses: the launch says so; estimate them all
@@ -660,7 +662,7 @@ def recommendation_panel(runs, key: str) -> None:
                        "with `python -m glee_core train`.")
             continue
         estimate = time_estimate(current_dataset(), request.methods, request.seeds,
-                                 request.config)
+                                 request.config, request.model)
         if st.button(label, type="primary" if number == 0 else "secondary",
                      key=f"{key}-{step}"):
             job = launch(request, label=label, estimate=estimate)
