@@ -132,6 +132,9 @@ def class_frequency_frame(counts: Mapping[str, int], head: Iterable[str]) -> pd.
     return frame
 
 
+LOG_BASELINE = 0.6  # where a log-scale count bar starts (below 1: one example still shows)
+
+
 def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
                           log_scale: bool = False, title: str = "Training examples per class",
                           highlight: str | None = None, left_out: int = 0) -> alt.Chart:
@@ -144,18 +147,25 @@ def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
     if left_out:
         title += f" · {left_out} rarer class(es) left out (too few texts)"
     order = list(frame["class"])
-    # a log axis starts at 1 (every kept class has a training example), a linear one at 0
-    scale = alt.Scale(type="log", domainMin=1) if log_scale else alt.Scale()
     value = alt.X if len(order) > 40 else alt.Y
     category = alt.Y if len(order) > 40 else alt.X
     cls = category("class:N", sort=order, title="class (head → tail)",
                    axis=alt.Axis(labelOverlap=False, labelLimit=160,
                                  labelFontSize=10 if len(order) <= 40 else 9,
                                  **({} if len(order) > 40 else {"labelAngle": -60})))
-    count = value("count:Q", scale=scale, title="training examples" + (" (log)" if log_scale
-                                                                         else ""))
+    across, along = ("y", "x") if len(order) > 40 else ("x", "y")
+    extra = {}
+    if log_scale:  # bars from a baseline under 1, so a class of one example keeps its bar
+        top = max(1, int(frame["count"].max()))
+        ticks = [m * 10 ** e for e in range(len(str(top))) for m in (1, 2, 5) if m * 10 ** e <= top]
+        count = value("count:Q", title="training examples (log)",
+                      scale=alt.Scale(type="log", domain=[LOG_BASELINE, top * 1.2], nice=False),
+                      axis=alt.Axis(values=ticks, format="~s"))
+        extra[f"{along}2"] = alt.datum(LOG_BASELINE)
+    else:
+        count = value("count:Q", title="training examples")
     bars = alt.Chart(frame).mark_bar().encode(
-        **{("y" if len(order) > 40 else "x"): cls, ("x" if len(order) > 40 else "y"): count},
+        **{across: cls, along: count}, **extra,
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
         opacity=_highlight(highlight),
         tooltip=["class", "count", alt.Tooltip("share:Q", format=".1%"),
