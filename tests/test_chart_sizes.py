@@ -76,6 +76,36 @@ def test_every_chart_fits_its_width_and_names_what_it_shows(runs, where, width):
             (out / f"{name}-c60-m19.png").write_bytes(vl_convert.vegalite_to_png(spec))
 
 
+def font_sizes(node) -> list[float]:
+    """Every font size a Vega-Lite spec sets (marks, axes, headers, legends)."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key.lower().endswith("fontsize") and isinstance(value, int | float):
+                found.append(value)
+            else:
+                found += font_sizes(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += font_sizes(value)
+    return found
+
+
+@pytest.mark.parametrize("n_classes,n_methods", [(2, 1), (60, 19)])
+def test_the_pdfs_charts_print_at_7_pt_or_more(n_classes, n_methods, tmp_path):
+    """A chart px prints at report.MM_PER_PX mm: every font size a report chart sets (Vega's
+    defaults are 10-13 px) must stay at 7 pt or more on paper."""
+    from glee_core.views.report import MM_PER_PX
+
+    runs = write_synthetic_store(RunStore(tmp_path), n_classes,
+                                 registry_order(METHODS)[:n_methods], [1])
+    smallest = 7 / 72 * 25.4 / MM_PER_PX  # px
+    for chart in charts.RUN_CHARTS.values():
+        if chart.in_report:
+            sizes = font_sizes(chart.draw(runs, charts.PDF_WIDTH).to_dict())
+            assert all(size >= smallest for size in sizes), (chart.name, sizes, smallest)
+
+
 def page_charts(runs) -> dict:
     """The charts a page draws from one run or the paper's tables, outside the registry: the
     calibration's per-class change (a made-up "after" lifting the tail) and the paper's."""
