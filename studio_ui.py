@@ -477,12 +477,29 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     if plan is not None and not missing:
         return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
                 "text": "a few seconds", "basis": f"all {stored} run(s) are already stored"}
+    passes = 2 if plan is None or not config.frozen else uncached_passes(here, dataset, model,
+                                                                         plan)
     estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
-                                device_kind(), all_runs(report=False))
+                                device_kind(), all_runs(report=False), feature_passes=passes)
     basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
                                  if stored else "")
     return {**estimate, "basis": basis, "runs": missing, "stored": stored,
             "text": about(estimate["seconds"])}
+
+
+def uncached_passes(here, dataset, model: str, plan) -> int:
+    """The feature passes a frozen launch still runs: one per input format of its runs not yet
+    stored whose features the store ``here`` has not cached."""
+    from glee_core.studio import feature_key, model_fingerprint  # noqa: PLC0415
+
+    formats = {}
+    for job in plan:
+        if not (here.path(job.run_id) / "metrics.json").is_file():
+            formats.setdefault(job.spec.input_format, job.config)
+    fingerprint = model_fingerprint(model)
+    return sum(not (here.features_dir / (feature_key(
+        dataset, fingerprint, fmt, cfg.max_length, cfg.limit, cfg.limit_strategy) + ".npz")
+                    ).is_file() for fmt, cfg in formats.items())
 
 
 def trainable_parameters(dataset, config) -> int:

@@ -75,3 +75,30 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     others = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0}),
               stored_run("frozen", {"feature_pass_tokens_per_second": 1.0}, model="other")]
     assert frozen(others) == typical
+
+
+def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_dataset, tiny_bert,
+                                                                     tmp_path):
+    """What a launch would only open costs nothing: its stored runs are not counted, and a
+    frozen launch whose features the store has cached runs no feature pass."""
+    from glee_core.models.methods import get_method
+    from glee_core.runs.store import RunStore
+    from glee_core.train.experiment import plan_runs, run_experiments
+    from studio_ui import uncached_passes
+
+    store = RunStore(tmp_path / "runs")
+    config = TrainConfig(mode="frozen", epochs=1)
+    run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
+
+    def passes(methods):
+        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert),
+                         config)
+        return uncached_passes(store, toy_dataset, str(tiny_bert), plan)
+
+    assert passes(["cls-relu"]) == 0  # stored: nothing to encode
+    assert passes(["cls-tanh"]) == 0  # the plain input's features are cached
+    assert passes(["cls-tanh", "prompt"]) == 1  # the template's are not
+    cached = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [],
+                              feature_passes=0)
+    cold = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [])
+    assert cached["seconds"] < cold["seconds"] and "features are cached" in cached["basis"]

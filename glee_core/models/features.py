@@ -64,9 +64,11 @@ class FeatureSplit:
                 "labels": torch.from_numpy(self.labels[index])}
 
 
-def feature_key(dataset: LongTailDataset, backbone: Backbone, input_format: str,
+def feature_key(dataset: LongTailDataset, model_fingerprint: str, input_format: str,
                 max_length: int, limit: int | None = None, strategy: str = "first") -> str:
-    identity = {"dataset": dataset.fingerprint(), "model": backbone.fingerprint,
+    """The name of a feature pass's cache file (without ``.npz``): what the pass encoded, with
+    which model (``Backbone.fingerprint``, ``backbone.model_fingerprint``)."""
+    identity = {"dataset": dataset.fingerprint(), "model": model_fingerprint,
                 "format": input_format, "max_length": max_length,
                 "template": dataset.template if input_format == "prompt" else None}
     if limit:  # a limited pass holds only ``limit`` training examples
@@ -130,7 +132,7 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
     ``strategy`` (:func:`limited_splits`)."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
-    key = feature_key(dataset, backbone, input_format, max_length, limit, strategy)
+    key = feature_key(dataset, backbone.fingerprint, input_format, max_length, limit, strategy)
     path = cache_dir / f"{key}.npz"
     if path.is_file():
         try:

@@ -37,13 +37,14 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                      model_name: str, parameters: int, device: str,
-                     runs: list[Run] | None = None) -> dict:
+                     runs: list[Run] | None = None, feature_passes: int = 2) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     an upper bound (no early stop), with the learning-rate search's extra rounds and LP-FT's
     quick-mode head; frozen: measured runs carry their early stopping. ``runs``: finished runs to
     calibrate on (the store's, as the app already holds them): those with the same backbone,
-    mode and device give the measured rates."""
+    mode and device give the measured rates. ``feature_passes``: the frozen backbone's passes
+    still to run (one per input format whose features are not cached yet)."""
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
@@ -53,7 +54,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
              for mode in {"frozen", "finetune", config.mode}}
     if config.frozen:
         return _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
-                       alike["frozen"])
+                       alike["frozen"], passes=feature_passes)
     # a parameter-efficient mode still runs the encoder forward and backward: without runs of
     # its own, fine-tuning's rate is its measure (an upper bound)
     measured = next(((mode, records) for mode in (config.mode, "finetune")
@@ -114,7 +115,9 @@ def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, to
         per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
-    basis = "frozen backbone: one feature pass per input format, then heads only; " + (
+    passes_text = ("the features are cached, heads only" if not passes else
+                   f"{passes} feature pass(es) (one per input format not cached), then heads")
+    basis = f"frozen backbone: {passes_text}; " + (
         f"{' and '.join(measured)} (median of "
         f"{max(len(pass_rates), len(head_costs))} finished frozen run(s) with this "
         f"backbone on {device})" if measured else
