@@ -127,8 +127,9 @@ class TrainConfig:
         protocol="layer decay {:g}", finetune_only=True)
     lp_ft: bool | None = option(
         None, "LP-FT (Kumar et al. 2022): fit the head on the frozen backbone's features first "
-        "(quick mode's run, re-used from the store when it holds it), then fine-tune the whole "
-        "model from that head: yes/no (default: practical recipe yes, paper no)",
+        "(quick mode's run, re-used from the store when it holds it), then train from that "
+        "head in the mode chosen (the whole model, or its LoRA / prefix weights): yes/no "
+        "(default: practical recipe yes, paper no)",
         protocol="LP-FT", finetune_only=True)
     min_steps: int | None = option(
         None, "a floor on optimizer steps: small data trains for more epochs (early stopping on "
