@@ -300,6 +300,18 @@ def current_dataset():
         return None
 
 
+def current_dataset_id() -> str:
+    """The id the current dataset's runs carry: the choice's, or with its rare classes kept in
+    training (``keep_rare``), the loaded dataset's (``demo+rare``) when it loads."""
+    choice = current_choice()
+    if not choice.keep_rare:
+        return choice.dataset
+    try:
+        return load_options(choice).id
+    except GleeError:
+        return choice.dataset
+
+
 def current_model() -> str:
     return st.session_state.setdefault("model", environment.default_model())
 
@@ -588,7 +600,7 @@ def class_highlight(classes: list[str]) -> str | None:
 
 def runs_or_stop():
     """The current dataset's finished runs; with none, say how to get some and stop the page."""
-    dataset_id = current_choice().dataset
+    dataset_id = current_dataset_id()
     runs = dataset_runs(dataset_id)
     if not runs:
         st.info(f"No finished runs for **{md(dataset_id)}** yet. Launch some on the **Train** page "

@@ -1,5 +1,7 @@
 """Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
@@ -128,6 +130,16 @@ if dataset is None:
 
 for warning in dataset.warnings:
     st.warning(studio_ui.md(warning))
+if dataset.dropped_classes or dataset.train_only_classes:
+    choice = studio_ui.current_choice()
+    keep = st.toggle(
+        "Keep the rare classes in training", value=choice.keep_rare,
+        help="Rare classes are the point of this tool: kept, they are learned and can be "
+             "predicted, but with no dev or test text they are never scored. The dataset's id "
+             "then ends in +rare, so its runs stay apart from those without them.")
+    if keep != choice.keep_rare:
+        studio_ui.choose_dataset(replace(choice, keep_rare=keep))
+        st.rerun()
 left, right = st.columns([1, 3])
 threshold = left.number_input("Head/tail threshold", min_value=0.05, max_value=0.95,
                               value=float(dataset.threshold), step=0.05,

@@ -112,7 +112,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
                               f"{stem}.md", "text/markdown")
 
 with calibration_tab:  # drawn before the first tab, which stops the page without runs
-    runs_here = studio_ui.dataset_runs(studio_ui.current_choice().dataset)
+    runs_here = studio_ui.dataset_runs(studio_ui.current_dataset_id())
     if not runs_here:
         st.info("No finished runs for this dataset yet.")
     else:
@@ -151,7 +151,7 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
                                     f"{strength:g})"), width="content")
 
 with ours:
-    every = studio_ui.dataset_runs(studio_ui.current_choice().dataset)
+    every = studio_ui.dataset_runs(studio_ui.current_dataset_id())
     if every:
         st.subheader("Recommendation")
         studio_ui.recommendation_panel(every, key="results")

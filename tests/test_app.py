@@ -69,6 +69,12 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert not at.exception
     assert len(charts(at)) == 1 and len(at.dataframe) >= 1
     assert any(w for w in at.warning if "health" in w.value)  # the dropped class is reported
+    # one click keeps it in training: the dataset becomes demo+rare, with its 21 classes
+    next(t for t in at.toggle if t.label == "Keep the rare classes in training").set_value(
+        True).run()
+    assert not at.exception and at.session_state["dataset"].keep_rare
+    assert any("kept in training only" in w.value for w in at.warning)
+    assert any(m.label == "Classes" and m.value == "21" for m in at.metric)
     rows = "text,intent\n" + "".join(f"question number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
     at.file_uploader[0].upload("../../evil name.csv", rows.encode(), "text/csv").run()
     assert [s.value for s in at.selectbox][1:3] == ["text", "intent"]

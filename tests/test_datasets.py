@@ -221,3 +221,42 @@ def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, cap
     with pytest.raises(SystemExit):
         main(["inspect", "--help"])
     assert "upload:NAME (a CSV kept by the app" in " ".join(capsys.readouterr().out.split())
+
+
+def test_rare_classes_are_named_in_one_message_and_can_be_kept_in_training(tmp_path, tiny_bert):
+    """Classes too small for train, dev and test are left out with one message naming them, or
+    (keep_rare) trained on and predicted but never scored, under an id of their own."""
+    from glee_core.models.config import DataOptions, TrainConfig
+    from glee_core.models.methods import get_method
+    from glee_core.runs.store import RunStore
+    from glee_core.train.experiment import run_experiments
+    from glee_core.views.charts import per_class_f1_frame
+
+    rows = ["text,label"]
+    for k, count in enumerate([40, 20, 10, 2, 1, 2]):
+        rows += [f"topic{k} words{k} item {i},class {k}" for i in range(count)]
+    path = tmp_path / "rare.csv"
+    path.write_text("\n".join(rows) + "\n")
+    dropped = DataOptions(dataset=f"csv:{path}").load()
+    assert set(dropped.dropped_classes) == {"class 3", "class 4", "class 5"}
+    assert dropped.num_classes == 3 and not dropped.id.endswith("+rare")
+    message = [w for w in dropped.warnings if "too few distinct texts" in w]
+    assert len(message) == 1 and message[0].startswith("3 class(es) left out")
+    assert "'class 4' (1)" in message[0]
+
+    kept = DataOptions(dataset=f"csv:{path}", keep_rare="yes").load()
+    assert kept.id == f"csv:{path}+rare" and kept.num_classes == 6
+    assert set(kept.train_only_classes) == {"class 3", "class 4", "class 5"}
+    assert not kept.dropped_classes and "kept in training only" in kept.warnings[-1]
+    index = {c: i for i, c in enumerate(kept.classes)}
+    rare = {index[c] for c in kept.train_only_classes}
+    assert rare <= set(kept.splits["train"]["label"])
+    assert not rare & (set(kept.splits["dev"]["label"]) | set(kept.splits["test"]["label"]))
+    run = run_experiments(kept, [get_method("cls-relu")], [1], str(tiny_bert),
+                          TrainConfig(mode="frozen", epochs=1), RunStore(tmp_path / "runs"))[0]
+    assert run.dataset == kept.id  # never averaged with the runs of the split without them
+    scored = [c for c, m in run.metrics.per_class.items() if m.support]
+    f1 = [run.metrics.per_class[c].f1 for c in scored]
+    assert run.metrics.f1 == pytest.approx(sum(f1) / len(f1))  # the unscored stay out of macro
+    frame = per_class_f1_frame([run]).set_index("class")
+    assert frame.loc["class 4", "f1"] != frame.loc["class 4", "f1"]  # no test text: no F1

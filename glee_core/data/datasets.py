@@ -56,6 +56,8 @@ class LongTailDataset:
     language: str = "en"
     warnings: list[str] = field(default_factory=list)
     dropped_classes: dict[str, int] = field(default_factory=dict)
+    # classes with too few texts for dev and test, kept in training when asked (--keep-rare)
+    train_only_classes: dict[str, int] = field(default_factory=dict)
     head_tail_rule: str = "train"  # see HEAD_TAIL_RULES
     _fingerprint: str | None = field(default=None, repr=False, compare=False)
 
@@ -112,6 +114,7 @@ class LongTailDataset:
             "verbalizer": self.verbalizer,
             "max_length": self.max_length,
             "dropped_classes": self.dropped_classes,
+            "train_only_classes": self.train_only_classes,
             "repeated_texts": self.repeated_texts(),
             "warnings": self.warnings,
             "fingerprint": self.fingerprint(),
@@ -291,28 +294,35 @@ def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd
 DROPPED_NAMED = 12  # classes a dropped-classes message names before "and N more"
 
 
-def dropped_warning(dropped: dict[str, int]) -> list[str]:
-    """One message for every class left out of a split for too few distinct texts (none when
-    none was): how many, and the first :data:`DROPPED_NAMED` by name with their counts."""
+def dropped_warning(dropped: dict[str, int], kept: bool = False) -> list[str]:
+    """One message for every class with too few distinct texts for a train, dev and test split
+    (none when none has): left out, or (``kept``) kept in training only; how many, and the
+    first :data:`DROPPED_NAMED` by name with their counts."""
     if not dropped:
         return []
     named = ", ".join(f"{c!r} ({n})" for c, n in list(dropped.items())[:DROPPED_NAMED])
     more = f" and {len(dropped) - DROPPED_NAMED} more" if len(dropped) > DROPPED_NAMED else ""
-    return [f"{len(dropped)} class(es) left out: too few distinct texts for a train, dev and "
+    what = ("kept in training only (learned and predicted, never scored: no dev or test text)"
+            if kept else "left out")
+    return [f"{len(dropped)} class(es) {what}: too few distinct texts for a train, dev and "
             f"test split (distinct texts in brackets): {named}{more}"]
 
 
 def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
-                    seed: int = SPLIT_SEED, min_test: int = 1
+                    seed: int = SPLIT_SEED, min_test: int = 1, keep_rare: bool = False
                     ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
     """Stratified train/dev/test split (by distinct text), at least ``min_test`` distinct test
     texts per class. Classes with fewer than ``min_test + 2`` distinct texts cannot appear in every
-    split: they are left out and returned, so the caller reports them."""
+    split: they are left out (or, ``keep_rare``, put in train alone) and returned, so the caller
+    reports them."""
     sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
     too_small = {str(k): int(v) for k, v in sizes.items() if v < min_test + 2}
-    frame = frame[~frame["label"].isin(list(too_small))].reset_index(drop=True)
-    rest, test_part = stratified_holdout(frame, test, seed, minimum=min_test)
+    rare = frame["label"].isin(list(too_small))
+    rest, test_part = stratified_holdout(frame[~rare].reset_index(drop=True), test, seed,
+                                         minimum=min_test)
     train, dev_part = stratified_holdout(rest, dev / (1 - test), seed + 1)
+    if keep_rare and rare.any():
+        train = pd.concat([train, frame[rare]], ignore_index=True)
     return {"train": train, "dev": dev_part, "test": test_part}, too_small
 
 
@@ -335,7 +345,8 @@ def _from_labelled_frames(dataset_id: str, splits: dict[str, pd.DataFrame], *, t
                           verbalizer: Mapping | None, threshold: float, max_length: int,
                           warnings: list[str], dropped: dict[str, int] | None = None,
                           language: str = "en", batch_size: int | None = None,
-                          classes: list[str] | None = None) -> LongTailDataset:
+                          classes: list[str] | None = None,
+                          train_only: dict[str, int] | None = None) -> LongTailDataset:
     """Common end of every loader: fix the class order, index labels, attach prompt set-up."""
     classes = classes or _classes_head_to_tail(splits["train"])
     if len(classes) < 2:
@@ -353,7 +364,7 @@ def _from_labelled_frames(dataset_id: str, splits: dict[str, pd.DataFrame], *, t
         id=dataset_id, classes=classes, splits=_index_labels(splits, classes),
         template=check_template(template), verbalizer=verbalizer, threshold=threshold,
         max_length=max_length, batch_size=batch_size, language=language, warnings=warnings,
-        dropped_classes=dropped or {})
+        dropped_classes=dropped or {}, train_only_classes=train_only or {})
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,7 +375,7 @@ DEMO_THRESHOLD = 0.5  # two head classes (trivia, ai) on the demo
 DEMO_MIN_TEST = 3  # distinct test texts every demo class keeps
 
 
-def load_demo(threshold: float | None = None) -> LongTailDataset:
+def load_demo(threshold: float | None = None, keep_rare: bool = False) -> LongTailDataset:
     """The embedded demo: each whole chatterbot-corpus conversation (its utterances joined) ->
     its category.
 
@@ -392,13 +403,12 @@ def load_demo(threshold: float | None = None) -> LongTailDataset:
                 labels_of.setdefault(" ".join(parts), set()).add(label)
     # a conversation filed under two categories has no single label: left out
     kept = {text: next(iter(labels)) for text, labels in labels_of.items() if len(labels) == 1}
-    splits, dropped = three_way_split(_frame(list(kept), list(kept.values())),
-                                      min_test=DEMO_MIN_TEST)
-    warnings = dropped_warning(dropped)
+    splits, rare = three_way_split(_frame(list(kept), list(kept.values())),
+                                   min_test=DEMO_MIN_TEST, keep_rare=keep_rare)
     return _from_labelled_frames(
         "demo", splits, template=DEFAULT_TEMPLATE, verbalizer=None,
-        threshold=threshold or DEMO_THRESHOLD, max_length=128, warnings=warnings,
-        dropped=dropped)
+        threshold=threshold or DEMO_THRESHOLD, max_length=128,
+        warnings=dropped_warning(rare, kept=keep_rare), **_rare_fields(rare, keep_rare))
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
@@ -663,11 +673,13 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
 
 def load_csv_dataset(path: str, text_column: str | None = None, label_column: str | None = None,
                      text_b_column: str | None = None, threshold: float | None = None,
-                     template: str | None = None, max_length: int = 128) -> LongTailDataset:
+                     template: str | None = None, max_length: int = 128,
+                     keep_rare: bool = False) -> LongTailDataset:
     """``csv:PATH``: a CSV with a text and a label column; a ``split`` column (train/dev/test) is
-    used when present, otherwise a stratified 70/10/20 split is made."""
+    used when present, otherwise a stratified 70/10/20 split is made (``keep_rare``: a class
+    with too few texts for it is trained on, not left out)."""
     frame, warnings = read_labelled_csv(path, text_column, label_column, text_b_column)
-    dropped: dict[str, int] = {}
+    rare: dict[str, int] = {}
     if "split" in frame and set(frame["split"]) <= set(SPLITS) and "train" in set(frame["split"]):
         splits = {s: frame[frame["split"] == s].drop(columns="split").reset_index(drop=True)
                   for s in SPLITS}
@@ -680,18 +692,23 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
         if frame["label"].nunique() < 2:
             raise GleeError(f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
                             "a classifier needs at least two")
-        splits, dropped = three_way_split(frame)
-        if splits["train"]["label"].nunique() < 2:
+        splits, rare = three_way_split(frame, keep_rare=keep_rare)
+        if splits["train"]["label"].nunique() < 2 or splits["test"].empty:
             raise GleeError(
-                f"{path}: {len(dropped):,} of the {frame['label'].nunique():,} classes have fewer "
+                f"{path}: {len(rare):,} of the {frame['label'].nunique():,} classes have fewer "
                 "than 3 distinct texts, too few for a train, dev and test split, and "
                 f"{'one class is' if splits['train']['label'].nunique() else 'none is'} left; "
                 "merge rare classes, or give a split column (train/dev/test) yourself")
-        warnings += dropped_warning(dropped)
+        warnings += dropped_warning(rare, kept=keep_rare)
     return _from_labelled_frames(
         f"csv:{path}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
         threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings,
-        dropped=dropped)
+        **_rare_fields(rare, keep_rare))
+
+
+def _rare_fields(rare: dict[str, int], kept: bool) -> dict:
+    """The classes with too few texts for every split, as the dataset reports them."""
+    return {"train_only": rare} if kept else {"dropped": rare}
 
 
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9_-]+\.csv")  # what uploads.safe_upload_name makes
@@ -771,41 +788,45 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
 
 
 # The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads)
-def csv_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
-    return load_csv_dataset(rest, threshold=threshold, **columns)
+def csv_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
+    return load_csv_dataset(rest, threshold=threshold, keep_rare=keep_rare, **columns)
 
 
-def upload_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
-    return load_upload_dataset(rest, uploads_dir, threshold=threshold, **columns)
+def upload_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
+    return load_upload_dataset(rest, uploads_dir, threshold=threshold, keep_rare=keep_rare,
+                               **columns)
 
 
-def hf_source(rest, threshold, columns, uploads_dir) -> LongTailDataset:
-    return load_hf_dataset(rest, threshold=threshold, **columns)
+def hf_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
+    return load_hf_dataset(rest, threshold=threshold, **columns)  # the hub's own splits
 
 
 def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  threshold: float | None = None, template: str | None = None,
                  verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
                  label_column: str | None = None, text_b_column: str | None = None,
-                 head_tail: str = "train", uploads_dir: str | os.PathLike | None = None
-                 ) -> LongTailDataset:
+                 head_tail: str = "train", uploads_dir: str | os.PathLike | None = None,
+                 keep_rare: bool = False) -> LongTailDataset:
     """Load any dataset by spec: ``demo``, a paper id, or an id of a source
     (:data:`glee_core.data.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
 
     ``template`` and ``verbalizer`` (a JSON file) override the dataset's own; ``head_tail``
-    picks the head/tail rule (``HEAD_TAIL_RULES``)."""
+    picks the head/tail rule (``HEAD_TAIL_RULES``); ``keep_rare`` keeps the classes with too few
+    texts for a dev and test split in training (demo, CSV, upload), and then the dataset's id
+    ends in :data:`RARE_KEPT`, so its runs are never averaged with those of the split without
+    them."""
     if head_tail not in HEAD_TAIL_RULES:
         raise GleeError(f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, "
                         f"got {head_tail!r}")
     column_args = dict(text_column=text_column, label_column=label_column,
                        text_b_column=text_b_column)
     if spec == "demo":
-        dataset = load_demo(threshold)
+        dataset = load_demo(threshold, keep_rare)
     elif spec in PAPER_DATASETS:
         dataset = load_paper_dataset(spec, data_dir, threshold)
     elif (found := source_of(spec)) is not None:
         source, rest = found
-        dataset = globals()[source.loader](rest, threshold, column_args, uploads_dir)
+        dataset = globals()[source.loader](rest, threshold, column_args, uploads_dir, keep_rare)
     else:
         raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
                         f"{source_usages()}")
@@ -814,4 +835,9 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     if verbalizer:
         dataset.verbalizer = load_verbalizer_file(verbalizer, dataset.classes)
     dataset.head_tail_rule = head_tail
+    if dataset.train_only_classes:
+        dataset.id += RARE_KEPT
     return dataset
+
+
+RARE_KEPT = "+rare"  # a dataset id's ending when its rare classes are kept in training

@@ -450,6 +450,12 @@ class DataOptions:
     text_b_column: str | None = option(None, "CSV/HF: an optional second text column")
     uploads_dir: str | None = option(None, "folder of upload:NAME datasets (default "
                                      "$GLEE_UPLOADS_DIR, else ./uploads)")
+    keep_rare: bool = option(False, "demo/CSV/upload: keep the classes with too few texts for a "
+                             "dev and test split in training (learned and predicted, never "
+                             "scored; the dataset id ends in +rare): yes/no")
+
+    def __post_init__(self):
+        self.keep_rare = _boolean(self.keep_rare, "--keep-rare")
 
     def load(self):
         """The dataset (see :func:`glee_core.data.datasets.load_dataset`)."""

@@ -193,8 +193,9 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
     for method, group in _by_method(runs).items():
         classes = _class_table(group[0])
         for _, c in classes.iterrows():
-            f1 = [r.metrics.per_class[c["class"]].f1 for r in group]
             support = group[0].metrics.per_class[c["class"]].support
+            # a class with no test text (kept in training only) has no F1: blank, not 0
+            f1 = [r.metrics.per_class[c["class"]].f1 for r in group] if support else [np.nan]
             rows.append({"method": method, "paper row": method_label(method), "class": c["class"],
                          "rank": c["rank"], "count": c["count"], "group": c["group"],
                          "f1": float(np.mean(f1)), "test support": support,
@@ -281,7 +282,8 @@ def _class_method_grid(frame: pd.DataFrame, value: str, width: float, color, too
     layers = [cells.mark_rect().encode(color=color, tooltip=tooltip)]
     if step >= TEXT_STEP:
         layers.append(cells.mark_text(fontSize=9).encode(
-            text=alt.Text(f"{value}:Q", format=".2f"), color=text_color, tooltip=tooltip))
+            text=alt.Text(f"{value}:Q", format=".2f"), color=text_color, tooltip=tooltip
+        ).transform_filter(f"isValid(datum['{value}'])"))
     if highlight:
         layers.append(cells.mark_rect(fill=None, stroke="black", strokeWidth=2)
                       .transform_filter(alt.datum["class"] == highlight))
