@@ -258,7 +258,8 @@ def _remember_choice(options: DataOptions) -> None:
     path = _choice_file()
     if path is not None:
         try:
-            write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold})
+            write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold,
+                                     "keep_rare": options.keep_rare})
         except OSError:  # a read-only folder: the choice lasts the session
             pass
 
@@ -277,6 +278,8 @@ def _remembered_choice() -> DataOptions | None:
     threshold = saved.get("threshold")
     if found is not None and isinstance(threshold, (int, float)) and 0 < threshold < 1:
         found = replace(found, threshold=float(threshold))
+    if found is not None and saved.get("keep_rare") is True:
+        found = replace(found, keep_rare=True)
     return found
 
 
@@ -634,7 +637,7 @@ STEP_TEXTS = {  # a recommendation's next step: its button, and why
 }
 
 
-def next_step_request(step: str, heads, rec, runs, choice):
+def next_step_request(step: str, heads, rec, runs, choice, dataset):
     """The ``TrainRequest`` of a recommendation's next step (fine-tuning its top heads, or more
     seeds of its setting), or None when the app cannot launch it in the same setting (runs made
     on the command line with other flags: the caption then names the command)."""
@@ -652,8 +655,7 @@ def next_step_request(step: str, heads, rec, runs, choice):
                             config=TrainConfig())
     config = TrainConfig(mode=rec.chosen.mode)
     try:  # the same setting only if its mode's default config gives its run ids
-        planned = plan_runs(current_dataset(), [first.record.method], [first.seed], model,
-                            config)
+        planned = plan_runs(dataset, [first.record.method], [first.seed], model, config)
     except GleeError:
         return None
     if planned[0].run_id != first.run_id:
@@ -681,17 +683,22 @@ def recommendation_panel(runs, key: str) -> None:
                    "(`python -m glee_core export`), or compare another mode on the Train page.")
         return
     choice = current_choice()
+    try:  # the runs may outlive their data (a deleted upload): then the steps are only named
+        dataset = load_options(choice)
+    except GleeError:
+        dataset = None
     for number, (step, heads) in enumerate(rec.steps):
         button, why = STEP_TEXTS[step]
         label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
         why = why.format(seeds=ENOUGH_SEEDS)
-        request = next_step_request(step, heads, rec, runs, choice)
+        request = (next_step_request(step, heads, rec, runs, choice, dataset)
+                   if dataset is not None else None)
         if request is None or policy().read_only:
             st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
                        "with `python -m glee_core train`.")
             continue
-        estimate = time_estimate(current_dataset(), request.methods, request.seeds,
-                                 request.config, request.model)
+        estimate = time_estimate(dataset, request.methods, request.seeds, request.config,
+                                 request.model)
         if st.button(label, type="primary" if number == 0 else "secondary",
                      key=f"{key}-{step}"):
             job = launch(request, label=label, estimate=estimate)

@@ -75,6 +75,8 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert not at.exception and at.session_state["dataset"].keep_rare
     assert any("kept in training only" in w.value for w in at.warning)
     assert any(m.label == "Classes" and m.value == "21" for m in at.metric)
+    again = app("pages/1_Data.py").run()  # a reload keeps it
+    assert again.session_state["dataset"].keep_rare
     rows = "text,intent\n" + "".join(f"question number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
     at.file_uploader[0].upload("../../evil name.csv", rows.encode(), "text/csv").run()
     assert [s.value for s in at.selectbox][1:3] == ["text", "intent"]
