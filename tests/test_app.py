@@ -376,3 +376,22 @@ def test_results_put_one_heads_modes_side_by_side(app):
     assert set(frame["mode"]) == {"fine-tuned", "frozen backbone (quick compare)"}
     assert list(frame["mode"]) == ["frozen backbone (quick compare)", "fine-tuned"]
     assert {"Tail F1", "F1", "seeds", "protocol"} <= set(frame.columns)
+
+
+def test_results_recommend_even_when_the_runs_data_no_longer_loads(app, app_dirs, tmp_path,
+                                                                    monkeypatch):
+    """Runs outlive their data (a deleted upload): Results still leads with the recommendation,
+    and names the next step instead of offering a launch it could not make."""
+    from glee_core.models.config import DataOptions
+    from glee_core.runs.synthetic import write_synthetic_store
+
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
+    write_synthetic_store(RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1],
+                          name="upload:gone-0123abcd.csv")
+    at = app("pages/3_Results.py")
+    at.session_state["dataset"] = DataOptions(dataset="upload:gone-0123abcd.csv")
+    at.run()
+    assert not at.exception
+    assert any("Use `" in s.value for s in at.success)
+    assert any(c.value.startswith("Next: ") for c in at.caption)
+    assert not any(b.label.startswith(("Fine-tune the top", "Run seeds")) for b in at.button)
