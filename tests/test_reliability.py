@@ -58,7 +58,10 @@ CSV_CASES = [
     ("single class", ("text,label\n" + "".join(f"t {i},a\n" for i in range(9))).encode(), {},
      "only one class", None),
     ("class with one example", (GOOD + "lonely,c\n").encode(), {}, None,
-     "'c' has 1 distinct text"),
+     "1 class(es) left out: too few distinct texts for a train, dev and test split (distinct "
+     "texts in brackets): 'c' (1)"),
+    ("class with one example, kept", (GOOD + "lonely,c\n").encode(), {"keep_rare": True}, None,
+     "1 class(es) kept in training only"),
     ("duplicate rows", (GOOD + "sample text 0,a\n").encode(), {}, None, "duplicate row"),
     ("unclosed quote on the first row", b'text,label\n"no end,a\n' + good_rows().encode(), {},
      'the " opened on line 2 is never closed', None),
@@ -68,6 +71,9 @@ CSV_CASES = [
     ("every class of one text", ("text,label\n" + "".join(f"t {i},c{i}\n"
                                                           for i in range(500))).encode(), {},
      "500 of the 500 classes have fewer than 3 distinct texts", None),
+    ("every class of one text, kept", ("text,label\n" + "".join(f"t {i},c{i}\n"
+                                                                for i in range(500))).encode(),
+     {"keep_rare": True}, "none is left to test on", None),
     ("thousands of classes", ("text,label\n" + "".join(f"t {i},c{i % 1500}\n"
                                                        for i in range(4500))).encode(), {},
      None, "1500 classes"),

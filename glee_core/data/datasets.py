@@ -693,11 +693,12 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
             raise GleeError(f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
                             "a classifier needs at least two")
         splits, rare = three_way_split(frame, keep_rare=keep_rare)
-        if splits["train"]["label"].nunique() < 2 or splits["test"].empty:
+        scored = splits["test"]["label"].nunique()  # the classes that reach every split
+        if scored < 2:
             raise GleeError(
                 f"{path}: {len(rare):,} of the {frame['label'].nunique():,} classes have fewer "
                 "than 3 distinct texts, too few for a train, dev and test split, and "
-                f"{'one class is' if splits['train']['label'].nunique() else 'none is'} left; "
+                f"{'one class is' if scored else 'none is'} left to test on; "
                 "merge rare classes, or give a split column (train/dev/test) yourself")
         warnings += dropped_warning(rare, kept=keep_rare)
     return _from_labelled_frames(
