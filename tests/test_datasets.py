@@ -205,7 +205,7 @@ def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, cap
 
     asked = []
 
-    def load(rest, threshold, columns, uploads_dir):
+    def load(rest, threshold, columns, uploads_dir, keep_rare):
         asked.append(rest)
         return toy_dataset
 

@@ -788,7 +788,8 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
         threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings)
 
 
-# The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads)
+# The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads,
+# keep_rare)
 def csv_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
     return load_csv_dataset(rest, threshold=threshold, keep_rare=keep_rare, **columns)
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 class DataSource:
     """One kind of dataset id: ``usage`` as the help writes it, ``name`` of the rest for people,
     ``public``: offered on a public Space, ``loader``: the function of
-    :mod:`glee_core.data.datasets` that loads it, ``f(rest, threshold, columns, uploads_dir)``
+    :mod:`glee_core.data.datasets` that loads it, ``f(rest, threshold, columns, uploads_dir,
+    keep_rare)``
     (named, not imported: that module reads this one, and pulls in pandas)."""
 
     prefix: str
