@@ -92,7 +92,7 @@ def test_padding_to_a_multiple_changes_neither_the_scores_nor_the_run_id(tiny_be
         np.testing.assert_allclose(own, wide, atol=1e-5)
 
 
-@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()`")
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler")  # the skipped step
 def test_the_gradient_scaler_skips_an_overflowing_step_and_counts_it():
     """fp16's path through the optimizer step (run on the CPU's scaler: the same logic)."""
     model = torch.nn.Linear(3, 2)
