@@ -486,14 +486,14 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     except GleeError:  # a method the mode refuses: the launch says so; estimate them all
         plan = None
     here = store()
-    missing = len(methods) * len(seeds) if plan is None else \
-        sum(not (here.path(job.run_id) / "metrics.json").is_file() for job in plan)
+    to_train = None if plan is None else unstored_jobs(here, plan)
+    missing = len(methods) * len(seeds) if to_train is None else len(to_train)
     stored = len(methods) * len(seeds) - missing
-    if plan is not None and not missing:
+    if to_train is not None and not missing:
         return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
                 "text": "a few seconds", "basis": f"all {stored} run(s) are already stored"}
-    passes = 2 if plan is None or not config.frozen else uncached_passes(here, dataset, model,
-                                                                         plan)
+    passes = 2 if to_train is None or not config.frozen else uncached_passes(here, dataset,
+                                                                             model, to_train)
     estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
                                 device_kind(), all_runs(report=False), feature_passes=passes)
     basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
@@ -502,15 +502,19 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
             "text": about(estimate["seconds"])}
 
 
-def uncached_passes(here, dataset, model: str, plan) -> int:
-    """The feature passes a frozen launch still runs: one per input format of its runs not yet
-    stored whose features the store ``here`` has not cached."""
+def unstored_jobs(here, plan) -> list:
+    """The planned runs the store ``here`` does not hold finished (what a launch trains; the
+    others it opens), judged by the store's cached listing of valid runs."""
+    stored = {run.run_id for run in cached_runs(here)[0]}
+    return [job for job in plan if job.run_id not in stored]
+
+
+def uncached_passes(here, dataset, model: str, jobs) -> int:
+    """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
+    input format whose features the store ``here`` has not cached."""
     from glee_core.studio import feature_key, model_fingerprint  # noqa: PLC0415
 
-    formats = {}
-    for job in plan:
-        if not (here.path(job.run_id) / "metrics.json").is_file():
-            formats.setdefault(job.spec.input_format, job.config)
+    formats = {job.spec.input_format: job.config for job in jobs}
     fingerprint = model_fingerprint(model)
     return sum(not (here.features_dir / (feature_key(
         dataset, fingerprint, fmt, cfg.max_length, cfg.limit, cfg.limit_strategy) + ".npz")

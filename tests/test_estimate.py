@@ -84,7 +84,7 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
     from glee_core.train.experiment import plan_runs, run_experiments
-    from studio_ui import uncached_passes
+    from studio_ui import uncached_passes, unstored_jobs
 
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1)
@@ -93,7 +93,7 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
     def passes(methods):
         plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert),
                          config)
-        return uncached_passes(store, toy_dataset, str(tiny_bert), plan)
+        return uncached_passes(store, toy_dataset, str(tiny_bert), unstored_jobs(store, plan))
 
     assert passes(["cls-relu"]) == 0  # stored: nothing to encode
     assert passes(["cls-tanh"]) == 0  # the plain input's features are cached

@@ -32,8 +32,8 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
     ``best``: the columns to highlight (all the chosen row's headline columns)."""
     rows = []
     for (dataset, setting), group in summary.groupby(["dataset", "setting"], sort=False):
-        dev = group["dev_mean"] if "dev_mean" in group else pd.Series(dtype=float)
-        chosen = group.loc[dev.idxmax()] if dev.notna().any() else None
+        chosen = group.loc[group["dev_mean"].idxmax()] if group["dev_mean"].notna().any() \
+            else None
         for index, row in group.iterrows():
             spec = METHODS.get(row["method"])
             cells = {title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
@@ -50,8 +50,7 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
             rows.append({"dataset": dataset, "setting": setting, "method": row["method"],
                          "paper row": spec.paper_row if spec else row["method"],
                          "seeds": int(row["seeds"]),
-                         "Dev": mean_std(row.get("dev_mean", float("nan")),
-                                         row.get("dev_std", float("nan"))),
+                         "Dev": mean_std(row["dev_mean"], row["dev_std"]),
                          **cells, "selection": selection,
                          "best": [*METRIC_TITLES.values(), "Dev"]
                          if selection == "chosen on dev" else []})

@@ -251,10 +251,12 @@ def _class_rows(frame: pd.DataFrame) -> pd.DataFrame:
                                                            strict=True)])
 
 
-def _class_row_axis(frame: pd.DataFrame, title: str | None =
-                    "class (training examples), head → tail") -> alt.Y:
+def _class_row_axis(frame: pd.DataFrame, labelled: bool = True) -> alt.Y:
+    """Classes as rows, head (top) to tail, named beside the rows (``labelled``) or not."""
     rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
-    return alt.Y("row:N", sort=rows, title=title,
+    if not labelled:
+        return alt.Y("row:N", sort=rows, title=None, axis=None)
+    return alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
                  axis=alt.Axis(labelLimit=ROW_LABEL_LIMIT, labelFontSize=10,
                                labelOverlap=False))
 
@@ -276,9 +278,7 @@ def _class_method_grid(frame: pd.DataFrame, value: str, width: float, color, too
     step = int(np.clip(width / max(frame["method"].nunique(), 1), *COLUMN_STEPS))
     cells = alt.Chart(frame).encode(
         x=_method_column_axis(frame),
-        y=_class_row_axis(frame) if row_axis else
-        alt.Y("row:N", sort=list(dict.fromkeys(frame.sort_values("rank")["row"])),
-              title=None, axis=None))
+        y=_class_row_axis(frame, labelled=row_axis))
     layers = [cells.mark_rect().encode(color=color, tooltip=tooltip)]
     if step >= TEXT_STEP:
         layers.append(cells.mark_text(fontSize=9).encode(
