@@ -4,7 +4,9 @@ x 1, 6 and 19 methods, in the app's page column (1,440 px window) and on the PDF
 The charts are rendered to SVG by vl-convert (the PDF's renderer; the browser check in
 ``test_browser_sizes.py`` measures the same charts in Chromium): the drawing's width must stay
 within its budget, its height above a floor (a chart squeezed to a sliver is a defect), and
-every class and method it names must be written in it.
+every class and method it names must be written in it. Chromium then measures where each word of
+the drawing lands: no two words may share ink and none may be cut by the drawing's edge
+(``tests/helpers/text_geometry.py``).
 """
 
 import re
@@ -17,6 +19,8 @@ from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views import charts
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS
+from tests.helpers.text_geometry import TEXT_CORNERS, text_clashes
 
 SIZES = [s for s in charts.LEGIBLE_SIZES if s[0] <= 60]
 MIN_HEIGHT = 110  # px: under it a chart is a sliver
@@ -32,6 +36,35 @@ def runs(request, tmp_path_factory):
     return write_synthetic_store(store, n_classes, registry_order(METHODS)[:n_methods], [1, 2])
 
 
+WIDTHS = {"app": charts.APP_WIDTH, "pdf": charts.PDF_WIDTH}
+
+
+@pytest.fixture(scope="module")
+def drawings(runs) -> dict[tuple[str, str], str]:
+    """(where, chart) -> the SVG of every registry chart drawn for the page and the PDF (the
+    report's charts only), and the pages' other charts for the page."""
+    found = {}
+    for where, width in WIDTHS.items():
+        for chart in charts.RUN_CHARTS.values():
+            if where == "app" or chart.in_report:
+                found[where, chart.name] = svg_of(chart.draw(runs, width), width)
+    for name, chart in page_charts(runs).items():
+        found["app", name] = svg_of(chart, charts.APP_WIDTH)
+    return found
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A blank Chromium page to lay drawings out in (one for the module)."""
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser.new_page()
+        browser.close()
+
+
 def svg_of(chart, width: int) -> str:
     spec = chart.to_dict()
     if spec.get("width") == "container":  # as the page or the PDF fits it
@@ -40,15 +73,16 @@ def svg_of(chart, width: int) -> str:
     return vl_convert.vegalite_to_svg(spec)
 
 
-@pytest.mark.parametrize("where,width", [("app", charts.APP_WIDTH), ("pdf", charts.PDF_WIDTH)])
-def test_every_chart_fits_its_width_and_names_what_it_shows(runs, where, width):
+@pytest.mark.parametrize("where", WIDTHS)
+def test_every_chart_fits_its_width_and_names_what_it_shows(runs, drawings, where):
+    width = WIDTHS[where]
     n_classes = len(runs[0].classes)
     methods = registry_order({r.method for r in runs})
     figure4 = [m for m in methods if m in charts.FIGURE4_METHODS] or methods
     for chart in charts.RUN_CHARTS.values():
         if where == "pdf" and not chart.in_report:
             continue
-        svg = svg_of(chart.draw(runs, width), width)
+        svg = drawings[where, chart.name]
         found = SVG_SIZE.search(svg)
         assert found, chart.name
         drawn_width, drawn_height = map(float, found.groups())
@@ -74,6 +108,41 @@ def test_every_chart_fits_its_width_and_names_what_it_shows(runs, where, width):
             if spec.get("width") == "container":
                 spec.update(width=width, autosize={"type": "fit-x", "contains": "padding"})
             (out / f"{name}-c60-m19.png").write_bytes(vl_convert.vegalite_to_png(spec))
+
+
+def test_no_two_words_collide_and_none_is_cut(drawings, chromium):
+    """Every drawing laid out by Chromium: axis labels, headers, legends, titles and printed
+    values each keep their own ink, inside the drawing."""
+    problems = {}
+    for (where, name), svg in drawings.items():
+        chromium.set_content(svg)
+        if found := text_clashes(chromium.evaluate(TEXT_CORNERS)):
+            problems[f"{name} ({where})"] = found[:3]
+    assert not problems, problems
+
+
+def test_the_word_check_sees_labels_that_collide(chromium):
+    """The check above is not blind: 40 class names forced onto a 150 px axis, upright and at
+    -45 degrees, collide; ten at -45 degrees with room do not."""
+    import altair as alt
+
+    rows = [{"c": f"class {i:02d}", "v": i} for i in range(40)]
+    crowded = alt.Axis(labelOverlap=False)
+    cases = {
+        "upright": alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+            y=alt.Y("c:N", axis=crowded), x="v:Q").properties(height=150, width=200),
+        "angled": alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+            x=alt.X("c:N", axis=alt.Axis(labelOverlap=False, labelAngle=-45)), y="v:Q"
+        ).properties(width=150, height=100),
+        "roomy": alt.Chart(alt.Data(values=rows[:10])).mark_bar().encode(
+            x=alt.X("c:N", axis=alt.Axis(labelAngle=-45)), y="v:Q"
+        ).properties(width=300, height=100)}
+    found = {}
+    for name, chart in cases.items():
+        chromium.set_content(vl_convert.vegalite_to_svg(chart.to_dict()))
+        found[name] = text_clashes(chromium.evaluate(TEXT_CORNERS))
+    assert len(found["upright"]) >= 30 and len(found["angled"]) >= 30, found
+    assert found["roomy"] == [], found["roomy"]
 
 
 def font_sizes(node) -> list[float]:
@@ -121,9 +190,9 @@ def page_charts(runs) -> dict:
             "paper-table2": charts.chart_paper_results(2, "tail_f1")}
 
 
-def test_the_pages_other_charts_fit_the_column(runs):
-    for name, chart in page_charts(runs).items():
-        found = SVG_SIZE.search(svg_of(chart, charts.APP_WIDTH))
+def test_the_pages_other_charts_fit_the_column(runs, drawings):
+    for name in page_charts(runs):
+        found = SVG_SIZE.search(drawings["app", name])
         drawn_width, drawn_height = map(float, found.groups())
         assert drawn_width <= charts.APP_WIDTH + 1, (name, drawn_width)
         assert drawn_height >= MIN_HEIGHT, (name, drawn_height)
