@@ -457,6 +457,8 @@ def default_feature_classes(run: Run) -> tuple[str, str]:
 
 FIGURE4_METHODS = ("cls-tanh", "cls-relu", "cls-relu-ln", "cls-relu-pt-ln", "prompt")  # its heads
 FIGURE4_FEATURES = 10  # the paper plots the first ten classifier-input features
+FIGURE4_PANEL = 36  # px: a Figure 4 panel's least width (its value axis's three ticks fit)
+FIGURE4_Y_AXIS = 22  # px a Figure 4 panel's density labels take at its left
 
 
 def _class_features(run: Run, name: str, dims: int) -> np.ndarray:
@@ -531,7 +533,9 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
     rows = registry_order(frame["method"]) if len(frame) else []
     features = [f"f{d + 1}" for d in range(dims)]
     labels = _label_width(rows, 160)
-    panel = int(np.clip((width - MARGIN - labels) / max(dims, 1) - 4, 36, 96))
+    room = (width - MARGIN - labels) / max(dims, 1) - 4  # a panel's share of the width
+    density_labels = room >= FIGURE4_PANEL + FIGURE4_Y_AXIS  # else the shape alone, no numbers
+    panel = int(np.clip(room - FIGURE4_Y_AXIS * density_labels, FIGURE4_PANEL, 96))
     # the legend names the two classes: as data (a column and the scale's domain), never inside
     # a Vega expression, where a class name would be code
     named = {"head": f"head: {head_class}", "tail": f"tail: {tail_class}"}
@@ -540,9 +544,13 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
     color = alt.Color("legend:N", title=None, legend=alt.Legend(orient="top"),
                       scale=alt.Scale(domain=list(named.values()),
                                       range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]))
+    # each panel on its own scales: the feature's values below (two or three ticks), and where
+    # there is room the density's at the left
+    small = {"labelFontSize": 9, "tickSize": 3, "labelPadding": 1, "grid": False}
     grid = alt.Chart(frame).mark_area(opacity=0.45, interpolate="step-after").encode(
-        x=alt.X("bin_start:Q", title=None, axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y("density:Q", title=None, stack=None, axis=alt.Axis(labels=False, ticks=False)),
+        x=alt.X("bin_start:Q", title=None, axis=alt.Axis(tickCount=3, format="~g", **small)),
+        y=alt.Y("density:Q", title=None, stack=None,
+                axis=alt.Axis(tickCount=2, format="~g", labels=density_labels, **small)),
         color=color,
         tooltip=["paper row", "feature", "class", "examples",
                  alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("density:Q", format=".2f")],
@@ -550,7 +558,9 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
         row=alt.Row("method:N", sort=rows, title=None,
                     header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160,
                                       labelFontSize=10)),
-        column=alt.Column("feature:N", sort=features, title="classifier-input feature (density)"),
+        column=alt.Column("feature:N", sort=features,
+                          title="classifier-input feature: density of its values, each panel "
+                                "on its own scales"),
         spacing=4,
     ).resolve_scale(x="independent", y="independent")
     base = alt.Chart(dead).encode(
