@@ -20,6 +20,7 @@ from glee_core.studio import (
     COOKIE,
     METHODS,
     PAPER_DATASETS,
+    RARE_KEPT,
     DataOptions,
     GleeError,
     LimitReached,
@@ -207,8 +208,13 @@ def uploads_dir():
     return own.uploads_dir if own is not None else environment.uploads_dir()
 
 
+STORED_ONLY = "stored runs"  # a choice's label ending: a dataset known here only by its runs
+
+
 def dataset_choices() -> dict[str, DataOptions]:
-    """Label -> how to load it: demo, the paper's datasets found, and kept uploads."""
+    """Label -> how to load it: demo, the paper's datasets found, kept uploads, and every other
+    dataset the readable stores hold runs of (runs trained elsewhere, or of a deleted upload:
+    their views need only the runs; training needs the texts)."""
     choices = {"demo (chatterbot corpus, embedded)": DEMO}
     data = environment.data_dir()
     where = "" if policy().public else f", {data}"  # a visitor sees no server path
@@ -219,6 +225,10 @@ def dataset_choices() -> dict[str, DataOptions]:
                                                                   data_dir=str(data))
     for upload in list_uploads(uploads_dir()):
         choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
+    offered = {options.dataset for options in choices.values()}
+    for dataset_id in sorted({run.dataset for run in all_runs(report=False)}):
+        if dataset_id.removesuffix(RARE_KEPT) not in offered:  # "+rare": the keep-rare switch
+            choices[f"{dataset_id} ({STORED_ONLY})"] = DataOptions(dataset=dataset_id)
     return choices
 
 
@@ -300,6 +310,10 @@ def current_dataset():
         return load_options(choice)
     except GleeError as exc:
         st.error(f"Cannot load dataset {md(choice.dataset)}: {md(exc)}")
+        if stored := all_runs(choice.dataset, report=False):
+            st.info(f"Its {len(stored)} stored run(s) need no texts: see them on **Results**, "
+                    "**Diagnostics**, **Predictions** and **Report**. Training and the "
+                    "Playground's dataset tools need the texts here.")
         return None
 
 

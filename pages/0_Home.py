@@ -67,7 +67,7 @@ elif dataset is not None:
                f"({estimate['basis']}).")
 
 # After a compare: which head to use on this dataset, chosen on dev, and the next step
-runs = studio_ui.dataset_runs(target) if dataset is not None else []
+runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone
 if runs:
     st.subheader(f"Recommendation for {studio_ui.md(target)}")
     studio_ui.recommendation_panel(runs, key="home")

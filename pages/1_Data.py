@@ -63,9 +63,12 @@ if (incomplete := studio_ui.incomplete_paper_datasets()) and not rules.public:
 new = (DataOptions(dataset=f"{hub.prefix}:{hf_name.strip()}") if hf_name.strip()
        else choices[picked])
 if new.dataset != choice.dataset:
-    try:
-        studio_ui.load_options(new)  # the choice changes only to a dataset that loads
+    try:  # the choice changes only to a dataset that loads, or whose runs are stored
+        studio_ui.load_options(new)
     except GleeError as exc:
+        if studio_ui.all_runs(new.dataset, report=False):
+            studio_ui.choose_dataset(new)
+            st.rerun()
         st.error(f"Cannot load {studio_ui.md(new.dataset)}: {studio_ui.md(exc)}. Still showing "
                  f"{studio_ui.md(choice.dataset)}.")
     else:

@@ -395,3 +395,30 @@ def test_results_recommend_even_when_the_runs_data_no_longer_loads(app, app_dirs
     assert any("Use `" in s.value for s in at.success)
     assert any(c.value.startswith("Next: ") for c in at.caption)
     assert not any(b.label.startswith(("Fine-tune the top", "Run seeds")) for b in at.button)
+
+
+def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp_path,
+                                                                       monkeypatch):
+    """Runs copied from a GPU server (their texts not here) are a choice of the Data page,
+    remembered across a reload, and shown by Results; the Data page says what needs texts."""
+    from glee_core.runs.synthetic import write_synthetic_store
+
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
+    write_synthetic_store(RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1],
+                          name="elsewhere-6")
+    at = app("pages/1_Data.py").run()
+    label = "elsewhere-6 (stored runs)"
+    assert label in at.selectbox[0].options
+    at.selectbox[0].set_value(label).run()
+    assert not at.exception
+    assert at.session_state["dataset"].dataset == "elsewhere-6"
+    assert any("Cannot load dataset elsewhere-6" in plain(e.value) for e in at.error)
+    assert any("1 stored run" not in i.value and "stored run(s) need no texts" in plain(i.value)
+               for i in at.info)
+    results = app("pages/3_Results.py").run()  # a new session: the remembered choice
+    assert not results.exception
+    assert set(results.dataframe[0].value["method"]) == {"cls-tanh", "cls-relu-pt-ln"}
+    home = app("app.py").run()  # leads with the recommendation; offers no launch it cannot make
+    assert not home.exception
+    assert any("Use `" in s.value for s in home.success)
+    assert not any(b.label.startswith("Quick compare") for b in home.button)

@@ -121,6 +121,26 @@ def test_no_two_words_collide_and_none_is_cut(drawings, chromium):
     assert not problems, problems
 
 
+def test_the_report_at_this_size_has_words_on_every_page(runs):
+    """The PDF at each size: every page's text extracts, every page carries more than its
+    footer (words or a chart), every method of the table is written."""
+    import io
+
+    from pypdf import PdfReader
+
+    from glee_core.views.report import build_report
+
+    reader = PdfReader(io.BytesIO(build_report(runs)))
+    footer = re.compile(r"Glee Studio report · page (\d+)/(\d+)")
+    pages = [page.extract_text() for page in reader.pages]
+    assert [footer.search(text).groups() for text in pages] == [
+        (str(i), str(len(pages))) for i in range(1, len(pages) + 1)]
+    assert all(reader.pages[i].images or footer.sub("", text).strip()
+               for i, text in enumerate(pages)), "a blank page"
+    written = "\n".join(pages)
+    assert all(method in written for method in {r.method for r in runs})
+
+
 def test_the_word_check_sees_labels_that_collide(chromium):
     """The check above is not blind: 40 class names forced onto a 150 px axis, upright and at
     -45 degrees, collide; ten at -45 degrees with room do not."""
