@@ -313,7 +313,7 @@ def current_dataset():
         if stored := all_runs(choice.dataset, report=False):
             st.info(f"Its {len(stored)} stored run(s) need no texts: see them on **Results**, "
                     "**Diagnostics**, **Predictions** and **Report**. Training and the "
-                    "Playground's dataset tools need the texts here.")
+                    "Playground need its texts here.")
         return None
 
 

@@ -422,3 +422,6 @@ def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp
     assert not home.exception
     assert any("Use `" in s.value for s in home.success)
     assert not any(b.label.startswith("Quick compare") for b in home.button)
+    for page in ("pages/2_Train.py", "pages/6_Playground.py", "pages/4_Diagnostics.py",
+                 "pages/5_Predictions.py", "pages/7_Report.py"):
+        assert not app(page).run().exception, page
