@@ -52,9 +52,9 @@ def test_click_through_the_app(server):
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
         def go(label: str):
-            page.locator('[data-testid="stSidebarNavLink"]', has_text=label).first.click()
             title = "Glee Studio" if label == "Home" else label  # Home's heading is the tool's
-            expect(page.get_by_role("heading", name=title).first).to_be_visible(timeout=60_000)
+            click_until(page, page.locator('[data-testid="stSidebarNavLink"]', has_text=label)
+                        .first, page.get_by_role("heading", name=title).first, f"go-{label}-failed")
 
         charts = page.locator(".vega-embed")
         page.goto(server)

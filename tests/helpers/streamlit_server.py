@@ -69,10 +69,9 @@ def wait_for_cookie(context, page, name: str, seconds: float = 30.0) -> str | No
 
 
 def go(page, name: str) -> None:
-    from playwright.sync_api import expect
-
-    page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first.click()
-    expect(page.get_by_role("heading", name=name).first).to_be_visible(timeout=90_000)
+    """Open a page from the sidebar (the click tried again if a rerun dropped it)."""
+    click_until(page, page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first,
+                page.get_by_role("heading", name=name).first, f"go-{name}-failed")
     page.wait_for_timeout(1500)
     assert not page.locator('[data-testid="stException"]').count(), name
 
