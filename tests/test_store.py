@@ -176,3 +176,18 @@ def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(tiny_bert, to
         assert "another launch is training" in state.describe()
     thread.join(timeout=300)
     assert done and done[0][0].run_id == job.run_id
+
+
+def test_runs_of_different_head_tail_splits_are_never_averaged(tmp_path):
+    """The same method and seed scored with two thresholds: two settings, one seed each."""
+    from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+
+    store = RunStore(tmp_path)
+    for threshold in (0.5, 0.7):
+        dataset = synthetic_dataset(12, "split", threshold=threshold)
+        write_synthetic_run(store, dataset, "cls-tanh", 1)
+    runs = store.runs()
+    assert len({r.setting for r in runs}) == 2
+    assert {r.record.split for r in runs} == {"head/tail at 0.5", "head/tail at 0.7"}
+    table = aggregate(runs)
+    assert len(table) == 2 and set(table["seeds"]) == {1}

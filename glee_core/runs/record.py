@@ -225,14 +225,21 @@ class RunRecord:
         return self.hyperparameters.protocol()
 
     @property
+    def split(self) -> str:
+        """The head/tail split the run is scored by (its Head F1 and Tail F1 depend on it)."""
+        rule = " (released rule)" if self.dataset.head_tail_rule == "released" else ""
+        return f"head/tail at {self.dataset.threshold:g}{rule}"
+
+    @property
     def setting(self) -> str:
-        """Backbone, mode and protocol: runs of different settings are never averaged together."""
-        return f"{self.model.name} · {self.mode} · {self.protocol}"
+        """Backbone, mode, protocol and head/tail split: runs of different settings are never
+        averaged together."""
+        return f"{self.model.name} · {self.mode} · {self.protocol} · {self.split}"
 
     @property
     def setting_label(self) -> str:
         """The setting as a person reads it (the mode spelled out)."""
-        return f"{self.model.name} · {MODE_LABELS[self.mode]} · {self.protocol}"
+        return f"{self.model.name} · {MODE_LABELS[self.mode]} · {self.protocol} · {self.split}"
 
     @property
     def mlm_head_caveat(self) -> bool:

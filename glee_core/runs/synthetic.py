@@ -79,7 +79,8 @@ def write_synthetic_run(store: RunStore, dataset: DatasetRecord, method: str, se
                    best_dev_acc=metrics["acc"], select_metric="f1")
     norms = np.clip(1.0 + 0.3 * rarity * (1 - skill) + rng.normal(0, 0.03, n), 0.1, None)
     config = TrainConfig(mode=mode, seed=seed, epochs=3)
-    identity = {"synthetic": True, "method": method, "seed": seed, "dataset": dataset.id}
+    identity = {"synthetic": True, "method": method, "seed": seed, "dataset": dataset.id,
+                "threshold": dataset.threshold}
     run_id = make_run_id(dataset.id, method, seed, identity)
     record = RunRecord(
         run_id=run_id, dataset=dataset,
