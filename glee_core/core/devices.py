@@ -9,13 +9,13 @@ import functools
 import os
 import secrets
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import torch
 from filelock import FileLock, Timeout
 
+from . import environment
 from .errors import GleeError
 
 
@@ -200,11 +200,6 @@ class CpuShare:
 _SHARE: list[CpuShare] = []  # the share this process holds now (at most one)
 
 
-def cpu_jobs_folder() -> Path:
-    return Path(os.environ.get("GLEE_CPU_JOBS_DIR")
-                or Path(tempfile.gettempdir()) / "glee-cpu-jobs")
-
-
 @contextlib.contextmanager
 def cpu_share(device: torch.device):
     """Hold this process's :class:`CpuShare` while a run works on the CPU (a no-op on a GPU,
@@ -212,7 +207,7 @@ def cpu_share(device: torch.device):
     if device.type != "cpu" or _SHARE or any(os.environ.get(v) for v in THREAD_ENV):
         yield
         return
-    with CpuShare(cpu_jobs_folder()) as share:
+    with CpuShare(environment.cpu_jobs_dir()) as share:
         _SHARE.append(share)
         try:
             yield

@@ -9,6 +9,8 @@ they default to ``/data/glee/<name>`` so runs survive a restart; elsewhere to ``
 - ``GLEE_DATA_DIR`` (``./data``): the paper's datasets, one folder per id
 - ``GLEE_SLOTS_DIR`` (the store's ``.locks``): the training slots (public mode: the shared
   store's, so every workspace queues for the one GPU)
+- ``GLEE_CPU_JOBS_DIR`` (``glee-cpu-jobs`` in the temp folder): where the machine's CPU jobs
+  say they are working, so each takes its share of the threads
 
 Behaviour:
 
@@ -25,6 +27,8 @@ Behaviour:
 - ``GLEE_MAX_JOBS`` (8): jobs training or waiting on the machine, all sessions together;
   ``GLEE_MAX_WORKSPACES`` (500): workspaces on the machine
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
+- ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
+  (``glee_core.core.devices.configure_cuda`` says why it is off)
 - set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
   ``GLEE_QUOTA_MB`` (the workspace and its disk limit, checked before each run is written),
   ``GLEE_SESSION_SLOT`` (a lock file: one job of a session trains at a time)
@@ -33,6 +37,7 @@ Behaviour:
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 AUTO_MODEL = "auto"  # the offline default backbone (glee_core.models.backbone says what it is)
@@ -54,6 +59,11 @@ def _base() -> Path:
 def _path(variable: str, default: str) -> Path:
     value = os.environ.get(variable)
     return Path(value).expanduser() if value else _base() / default
+
+
+def cpu_jobs_dir() -> Path:
+    return Path(os.environ.get("GLEE_CPU_JOBS_DIR")
+                or Path(tempfile.gettempdir()) / "glee-cpu-jobs")
 
 
 def runs_dir() -> Path:
