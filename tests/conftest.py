@@ -18,7 +18,10 @@ import torch  # noqa: E402
 from glee_core.data.datasets import DEFAULT_TEMPLATE, load_dataset  # noqa: E402
 from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
-torch.set_num_threads(2)
+# the cores shared out among pytest-xdist's workers (two workers on CI's two cores: one thread
+# each, not two fighting over each core)
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 2) // WORKERS)))
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the app's pages import studio_ui from the project root
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
