@@ -309,11 +309,13 @@ def current_dataset():
     try:
         return load_options(choice)
     except GleeError as exc:
-        st.error(f"Cannot load dataset {md(choice.dataset)}: {md(exc)}")
-        if stored := all_runs(choice.dataset, report=False):
-            st.info(f"Its {len(stored)} stored run(s) need no texts: see them on **Results**, "
+        if stored := all_runs(choice.dataset, report=False):  # runs from elsewhere: expected
+            st.info(f"The texts of **{md(choice.dataset)}** are not here ({md(exc)}). Its "
+                    f"{len(stored)} stored run(s) need none: see them on **Results**, "
                     "**Diagnostics**, **Predictions** and **Report**. Training and the "
-                    "Playground need its texts here.")
+                    "Playground need the texts.")
+        else:
+            st.error(f"Cannot load dataset {md(choice.dataset)}: {md(exc)}")
         return None
 
 
