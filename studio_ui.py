@@ -39,6 +39,7 @@ from glee_core.studio import (
     method_label,
     registry_order,
     size_text,
+    source_of,
     unfinished_jobs,
     untrained_head_note,
     write_json_atomic,
@@ -227,8 +228,12 @@ def dataset_choices() -> dict[str, DataOptions]:
         choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
     offered = {options.dataset for options in choices.values()}
     for dataset_id in sorted({run.dataset for run in all_runs(report=False)}):
-        if dataset_id.removesuffix(RARE_KEPT) not in offered:  # "+rare": the keep-rare switch
-            choices[f"{dataset_id} ({STORED_ONLY})"] = DataOptions(dataset=dataset_id)
+        if dataset_id.removesuffix(RARE_KEPT) in offered:  # "+rare": the keep-rare switch
+            continue
+        source = source_of(dataset_id)
+        if policy().public and source is not None and not source[0].public:
+            continue  # a csv: id names a path on the server, which a visitor never sees
+        choices[f"{dataset_id} ({STORED_ONLY})"] = DataOptions(dataset=dataset_id)
     return choices
 
 

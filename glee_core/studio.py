@@ -23,7 +23,7 @@ _NAMES = {
     "PAPER_DATASETS": "data.catalog", "dataset_name": "data.catalog",
     "LABEL_COLUMN_NAMES": "data.datasets", "TEXT_COLUMN_NAMES": "data.datasets",
     "find_column": "data.datasets", "RARE_KEPT": "data.datasets",
-    "SOURCES": "data.sources",
+    "SOURCES": "data.sources", "source_of": "data.sources",
     "estimate_parameters": "models.backbone", "estimate_trainable": "models.backbone",
     "AdaptOptions": "models.config", "AdaptRequest": "models.config",
     "DEFAULT_EPOCHS": "models.config", "DataOptions": "models.config",

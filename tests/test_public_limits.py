@@ -215,11 +215,20 @@ def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
 
 
 def test_the_data_page_shows_no_server_path_to_a_visitor(public, tiny_bert):
+    """Not the data folder, nor a CSV path that names a dataset of the owner's stored runs
+    (whose uploads' runs are offered: their ids name no path)."""
+    from glee_core.runs.store import RunStore
+    from glee_core.runs.synthetic import write_synthetic_store
+
     (public / "data" / "r8").mkdir(parents=True)
     (public / "data" / "r8" / "train.txt").write_text("x\tearn\n")
+    owners = RunStore(public / "runs")
+    write_synthetic_store(owners, 4, ["cls-tanh"], name=f"csv:{public}/owner/tickets.csv")
+    write_synthetic_store(owners, 4, ["cls-tanh"], name="upload:shipped-0123abcd.csv")
     at = page("pages/1_Data.py", tiny_bert).run()
     shown = [*at.selectbox[0].options, *(c.value for c in at.caption)]
     assert any(o.startswith("r8 (paper") for o in at.selectbox[0].options)
+    assert "upload:shipped-0123abcd.csv (stored runs)" in at.selectbox[0].options
     assert not any(str(public) in text for text in shown)
 
 
