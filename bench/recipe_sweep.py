@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,13 +65,16 @@ def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
 
 def run_child(command: list[str]) -> tuple[str, float, float]:
     """(stdout, wall seconds, peak RSS in GB) of ``command``; exits with its stderr if it
-    fails."""
+    fails. Its stderr (the progress bars: far more than a pipe holds on a long run) goes to a
+    file, so the child never blocks on a full pipe while stdout is read."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    out = child.stdout.read()
-    err = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=errors,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out = child.stdout.read()
+        _, status, usage = os.wait4(child.pid, 0)
+        errors.seek(0)
+        err = errors.read()
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"{' '.join(command)} failed:\n{err.decode(errors='replace')[-3000:]}")
