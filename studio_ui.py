@@ -227,11 +227,12 @@ def dataset_choices() -> dict[str, DataOptions]:
     for upload in list_uploads(uploads_dir()):
         choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
     offered = {options.dataset for options in choices.values()}
+    public = policy().public
     for dataset_id in sorted({run.dataset for run in all_runs(report=False)}):
         if dataset_id.removesuffix(RARE_KEPT) in offered:  # "+rare": the keep-rare switch
             continue
         source = source_of(dataset_id)
-        if policy().public and source is not None and not source[0].public:
+        if public and source is not None and not source[0].public:
             continue  # a csv: id names a path on the server, which a visitor never sees
         choices[f"{dataset_id} ({STORED_ONLY})"] = DataOptions(dataset=dataset_id)
     return choices

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, click_until, serve, upload_in_browser
+from tests.helpers.streamlit_server import (
+    CHROMIUM,
+    FLAGS,
+    click_until,
+    open_page,
+    serve,
+    upload_in_browser,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -51,10 +58,8 @@ def test_click_through_the_app(server):
             assert not page.locator('[data-testid="stException"]').count(), name
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
-        def go(label: str):
-            title = "Glee Studio" if label == "Home" else label  # Home's heading is the tool's
-            click_until(page, page.locator('[data-testid="stSidebarNavLink"]', has_text=label)
-                        .first, page.get_by_role("heading", name=title).first, f"go-{label}-failed")
+        def go(label: str):  # Home's heading is the tool's name
+            open_page(page, label, "Glee Studio" if label == "Home" else None)
 
         charts = page.locator(".vega-embed")
         page.goto(server)

@@ -14,7 +14,7 @@ from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views.charts import LEGIBLE_SIZES
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, click_until, serve
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, open_page, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -60,8 +60,7 @@ def test_run_views_render_at_every_size(tmp_path):
 
 def check_page(page, playwright, label: str, count: int, classes: int, methods: int) -> None:
     """Open a run view from the sidebar; its charts drew, within the column, above a floor."""
-    click_until(page, page.locator('[data-testid="stSidebarNavLink"]', has_text=label).first,
-                page.get_by_role("heading", name=label).first, f"go-{label}-failed")
+    open_page(page, label)
     playwright.expect(page.get_by_text(f"c{classes}-m{methods}").first).to_be_visible()
     charts = page.locator(".vega-embed:visible")  # not those in closed expanders
     playwright.expect(charts.nth(count - 1)).to_be_visible(timeout=120_000)

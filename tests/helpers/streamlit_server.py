@@ -68,10 +68,15 @@ def wait_for_cookie(context, page, name: str, seconds: float = 30.0) -> str | No
     return None
 
 
-def go(page, name: str) -> None:
-    """Open a page from the sidebar (the click tried again if a rerun dropped it)."""
+def open_page(page, name: str, heading: str | None = None) -> None:
+    """Open a page from the sidebar until its ``heading`` (its name) shows: the click is tried
+    again if a rerun dropped it."""
     click_until(page, page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first,
-                page.get_by_role("heading", name=name).first, f"go-{name}-failed")
+                page.get_by_role("heading", name=heading or name).first, f"go-{name}-failed")
+
+
+def go(page, name: str) -> None:
+    open_page(page, name)
     page.wait_for_timeout(1500)
     assert not page.locator('[data-testid="stException"]').count(), name
 
