@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -92,15 +93,37 @@ def train_child(args, dataset: str, flags: list[str], store: RunStore) -> dict:
         command += ["--model", args.model]
     if args.max_length:
         command += ["--max-length", str(args.max_length)]
+    started = time.time()
     out, wall, peak = run_child(command)
     result = json.loads(out.strip().splitlines()[-1])[0]
-    return {**result, "wall": wall, "peak": peak, "run": store.get(result["run_id"])}
+    run = store.get(result["run_id"])
+    created = datetime.strptime(run.record.created, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    wall, peak = measured_cost(store, result["run_id"], wall, peak, created >= started - 1)
+    return {**result, "wall": wall, "peak": peak, "run": run}
+
+
+def measured_cost(store: RunStore, run_id: str, wall: float, peak: float,
+                  trained_now: bool) -> tuple[float | None, float | None]:
+    """The wall time and peak memory of the process that trained ``run_id``. A resumed sweep
+    finds earlier runs stored, and its child's few seconds are not their cost: the sweep keeps
+    each trained run's cost in ``costs.json`` beside the store and reads it back (``None`` when
+    the run was trained outside the sweep)."""
+    path = store.root.parent / "costs.json"
+    costs = json.loads(path.read_text()) if path.exists() else {}
+    if trained_now:
+        costs[run_id] = {"wall": round(wall, 1), "peak": round(peak, 3)}
+        path.write_text(json.dumps(costs, indent=1, sort_keys=True))
+    known = costs.get(run_id, {})
+    return known.get("wall"), known.get("peak")
 
 
 def cost_cells(found: list[dict]) -> dict:
-    """Wall time per run and the highest peak memory of a row's runs."""
-    return {"wall / run": f"{sum(r['wall'] for r in found) / len(found):.0f} s",
-            "peak": f"{max(r['peak'] for r in found):.2f} GB"}
+    """Wall time per run and the highest peak memory of a row's runs (over the runs whose cost
+    the sweep measured)."""
+    walls = [r["wall"] for r in found if r["wall"] is not None]
+    peaks = [r["peak"] for r in found if r["peak"] is not None]
+    return {"wall / run": f"{sum(walls) / len(walls):.0f} s" if walls else "–",
+            "peak": f"{max(peaks):.2f} GB" if peaks else "–"}
 
 
 def print_table(rows: list[dict], out: str | None, notes: list[str] = ()) -> None:
@@ -150,8 +173,8 @@ def main(argv=None) -> int:
                 found.append({**result, "dev": result["run"].metrics.best_dev_f1,
                               "lr": record.tuning.get("lr", record.hyperparameters.lr)})
                 print(f"{variant} {method} seed {seed}: f1 {result['f1']:.4f} tail "
-                      f"{result['tail_f1']:.4f} lr {found[-1]['lr']} {result['wall']:.0f} s "
-                      f"{result['peak']:.2f} GB", flush=True)
+                      f"{result['tail_f1']:.4f} lr {found[-1]['lr']} "
+                      f"{' '.join(cost_cells([result]).values())}", flush=True)
             rows.append({
                 "dataset": args.dataset, "variant": variant, "method": method,
                 "seeds": len(found),

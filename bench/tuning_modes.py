@@ -97,7 +97,7 @@ def main(argv=None) -> int:
                 found.append({**result, "trainable": result["run"].record.tuning.get(
                     "trainable_parameters")})
                 print(f"{bench_mode} {method} seed {seed}: f1 {result['f1']:.4f} tail "
-                      f"{result['tail_f1']:.4f} {result['wall']:.0f} s {result['peak']:.2f} GB",
+                      f"{result['tail_f1']:.4f} {' '.join(cost_cells([result]).values())}",
                       flush=True)
             trainable = found[-1]["trainable"]
             rows.append({

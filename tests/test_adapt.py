@@ -118,3 +118,18 @@ def test_the_tuning_bench_prints_every_mode_and_tapts_mask_accuracy(tiny_bert, t
     for mode in ("| frozen |", "| lora |", "| tapt-frozen |"):
         assert mode in text, mode
     assert "held-out [MASK] top-1" in text and "k |" in text  # trainable counts
+
+
+def test_a_resumed_sweep_reports_what_its_runs_cost_when_they_trained(tmp_path):
+    """The benches resume from their store; a run found there costs its child a few seconds,
+    and the table must show what training it cost (or a dash when the sweep never saw it)."""
+    from bench.recipe_sweep import cost_cells, measured_cost
+    from glee_core.runs.store import RunStore
+
+    store = RunStore(tmp_path / "runs")
+    assert measured_cost(store, "a", 900.0, 4.2, trained_now=True) == (900.0, 4.2)
+    assert measured_cost(store, "a", 11.0, 0.5, trained_now=False) == (900.0, 4.2)
+    assert measured_cost(store, "b", 11.0, 0.5, trained_now=False) == (None, None)
+    assert cost_cells([{"wall": 900.0, "peak": 4.2}, {"wall": None, "peak": None}]) == {
+        "wall / run": "900 s", "peak": "4.20 GB"}
+    assert cost_cells([{"wall": None, "peak": None}]) == {"wall / run": "–", "peak": "–"}
