@@ -15,6 +15,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager  # the pages/ folder mode's flag
 
 from glee_core.studio import (
     COOKIE,
@@ -383,7 +384,32 @@ def launch_adapt(request, label: str, seconds: float):
     return launch_job(store(), "adapt", request, label=label, estimate_seconds=seconds)
 
 
+# the app's pages, in the sidebar's order: (file in pages/, title, Material icon)
+APP_PAGES = [("0_Home", "Home", "home"), ("1_Data", "Data", "bar_chart"),
+             ("2_Train", "Train", "model_training"), ("3_Results", "Results", "table_chart"),
+             ("4_Diagnostics", "Diagnostics", "troubleshoot"),
+             ("5_Predictions", "Predictions", "search"),
+             ("6_Playground", "Playground", "edit_note"),
+             ("7_Report", "Report", "picture_as_pdf"), ("8_Paper", "Paper", "menu_book")]
+
+
+def run_through_the_app() -> None:
+    """Make sure the page runs inside ``app.py``'s navigation. When a page's own URL is the
+    very first request a fresh server gets (a bookmark after a restart, a Space waking up),
+    Streamlit runs the page as a pre-``st.navigation`` page of the ``pages/`` folder: no page
+    config, no icons, "app" listed as a page. Streamlit drops that mode once ``st.navigation``
+    has run; this drops it at once and reruns, so ``app.py`` lays the same page out. Only on a
+    session's first run, which has no click to lose (Streamlit's AppTest restores the mode
+    before every run of a test, and its clicks must reach the page)."""
+    first_run = "studio_ran" not in st.session_state
+    st.session_state["studio_ran"] = True
+    if first_run and PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def sidebar() -> None:
+    run_through_the_app()
     rules = policy()
     own = workspace()
     with st.sidebar:

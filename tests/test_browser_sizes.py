@@ -14,6 +14,7 @@ from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views.charts import LEGIBLE_SIZES
+from studio_ui import APP_PAGES
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, open_page, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,7 @@ def test_run_views_render_at_every_size(tmp_path):
             playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         errors = []
+        opened_by_its_link_first(browser, url, playwright)
         for classes, methods in SIZES:
             # what the app remembers of the last choice; a new page is a new session
             (store.root / ".studio-choice.json").write_text(json.dumps(
@@ -56,6 +58,23 @@ def test_run_views_render_at_every_size(tmp_path):
             page.close()
         browser.close()
     assert not errors, errors
+
+
+def opened_by_its_link_first(browser, url: str, playwright) -> None:
+    """A bookmark after a restart: a page's own URL is the fresh server's very first request.
+    The page still runs inside ``app.py`` (its page config and navigation), not as a page of
+    Streamlit's ``pages/`` folder mode, which lists "app" beside the pages and drops the
+    layout."""
+    page = browser.new_page(viewport=WINDOW)
+    page.goto(f"{url}/Results")
+    playwright.expect(page.get_by_role("heading", name="Results").first) \
+        .to_be_visible(timeout=90_000)
+    links = page.locator('[data-testid="stSidebarNavLink"]')
+    playwright.expect(links).to_have_count(len(APP_PAGES))
+    assert [text.split()[-1] for text in links.all_inner_texts()] == \
+        [title for _, title, _ in APP_PAGES]
+    assert page.title() == "Glee Studio"
+    page.close()
 
 
 def check_page(page, playwright, label: str, count: int, classes: int, methods: int) -> None:
