@@ -76,6 +76,7 @@ def test_click_through_the_app(server):
         click_until(page, compare, page.get_by_text(re.compile(r"Quick compare: \d+ heads on "
                                                                r"upload:tickets")).first,
                     "flow-compare-failed")
+        expect(page.get_by_text("· done").first).to_be_visible(timeout=180_000)
         settle("2-train-done", page.get_by_text("· done").first)
         go("Home")
         advice = page.get_by_text(re.compile(r"Use .+ best of 19 on dev"))
