@@ -102,3 +102,25 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
                               feature_passes=0)
     cold = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [])
     assert cached["seconds"] < cold["seconds"] and "features are cached" in cached["basis"]
+
+
+@pytest.mark.parametrize("mode", ["finetune", "frozen"])
+def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypatch, mode):
+    """Without runs to go on, the typical rate follows the precision the run will train in: a
+    CPU without native bf16 trains in fp32 (measured ~2x slower), and an explicit --precision
+    fp32 is fp32 anywhere."""
+    from glee_core.core import devices
+    from glee_core.runs.estimate import TYPICAL_RATES, typical_rates
+
+    def seconds(precision="auto"):
+        config = TrainConfig(mode=mode, max_length=64, recipe="paper", precision=precision)
+        return estimate_seconds(toy_dataset, 3, config, "m", 22_700_000, "cpu", [])["seconds"]
+
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: True)
+    assert typical_rates("cpu", "auto") == TYPICAL_RATES["cpu"]
+    native = seconds()
+    assert seconds("fp32") > native
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: False)
+    assert typical_rates("cpu", "auto") == TYPICAL_RATES["cpu-fp32"]
+    assert seconds() == pytest.approx(seconds("fp32")) and seconds() > native
+    assert typical_rates("cuda", "auto") == TYPICAL_RATES["cuda"]

@@ -2,7 +2,7 @@
 
 Calibrated on finished runs in the store with the same backbone, mode and device when there are
 any (their measured training examples per second, scaled by max length); otherwise from the
-backbone's size and a token throughput typical of the device.
+backbone's size and a token throughput typical of the device and its precision.
 """
 
 from __future__ import annotations
@@ -15,9 +15,24 @@ from ..models.modes import MODE_LABELS
 from .record import RunRecord
 from .store import Run
 
-# Real tokens per second per parameter-count, measured here (MiniLM, 2 CPU cores: ~1,700 tok/s
-# with bf16; bert-base on an H100 in bf16: several 100k tok/s). Used without stored runs.
-TOKENS_X_PARAMS_PER_S = {"cpu": 4e10, "cuda": 2e13}
+# Real tokens per second x parameters, (training: forward and backward, the frozen feature
+# pass: forward only), used without stored runs. Measured on 2 cores with MiniLM: a CPU with
+# native bf16 (Zen 4, AVX512-BF16: ~1,700 training tok/s; the demo's feature pass ~6,500 tok/s)
+# and one without, which trains in fp32 (an EPYC without AVX-512, 2026-11-24: demo fine-tunes
+# at ~21 examples/s of ~37 tokens, its feature pass at 1,230-1,400 tok/s); bert-base on an H100
+# in bf16: several 100k tok/s.
+TYPICAL_RATES = {"cpu": (4e10, 1.2e11), "cpu-fp32": (1.8e10, 3e10), "cuda": (2e13, 6e13)}
+
+
+def typical_rates(device: str, precision: str) -> tuple[float, float]:
+    """(training, feature pass) tokens x parameters per second typical of ``device`` ("cpu" or
+    "cuda") at ``precision`` (a config's: ``auto`` is bf16 on CPUs that do it natively)."""
+    if device == "cpu":
+        from ..core.devices import cpu_has_bf16  # noqa: PLC0415 (torch: only without runs)
+
+        if precision == "fp32" or (precision == "auto" and not cpu_has_bf16()):
+            return TYPICAL_RATES["cpu-fp32"]
+    return TYPICAL_RATES[device]
 # Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
 # check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
 # MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
@@ -53,7 +68,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                     and run.record.timing.get("device", "").split(":")[0] == device]
              for mode in {"frozen", "finetune", config.mode}}
     if config.frozen:
-        return _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
+        return _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
                        alike["frozen"], passes=feature_passes)
     # a parameter-efficient mode still runs the encoder forward and backward: without runs of
     # its own, fine-tuning's rate is its measure (an upper bound)
@@ -68,7 +83,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         basis = (f"median of {len(rates)} finished {MODE_LABELS[measured[0]]} run(s) with this "
                  f"backbone on {device}")
     else:
-        rate = TOKENS_X_PARAMS_PER_S[device] / parameters / tokens
+        rate = typical_rates(device, config.precision)[0] / parameters / tokens
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
     epochs = config.planned_epochs(n_train)
     n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
@@ -81,19 +96,21 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                   f"halving) adds up to {search:.0%}")
     seconds = STARTUP_SECONDS + n_runs * per_run
     if config.lp_ft:  # quick mode's heads first (one feature pass; stored heads are re-used)
-        stage = _frozen(dataset, n_runs, config.epochs, n_train, tokens, parameters, device,
+        stage = _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
                         alike["frozen"], passes=1)
         seconds += stage["seconds"] - STARTUP_SECONDS
         basis += "; LP-FT's heads on the frozen features first"
     return {"seconds": seconds, "per_run": per_run, "basis": basis}
 
 
-def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, tokens: float,
-            parameters: int, device: str, alike: list[RunRecord], passes: int = 2) -> dict:
+def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train: int,
+            tokens: float, parameters: int, device: str, alike: list[RunRecord],
+            passes: int = 2) -> dict:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: the medians of finished frozen
     runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
     per training example and epoch, early stopping included), else typical ones of the device."""
+    epochs = config.epochs
     pass_rates = [r.timing["feature_pass_tokens_per_second"] for r in alike
                   if r.timing.get("feature_pass_tokens_per_second")]
     # a head's whole run (training with its dev scoring and early stopping, test), per training
@@ -107,7 +124,7 @@ def _frozen(dataset: LongTailDataset, n_runs: int, epochs: int, n_train: int, to
         pass_rate = float(np.median(pass_rates))
         measured.append(f"feature pass {pass_rate:,.0f} tokens/s")
     else:
-        pass_rate = TOKENS_X_PARAMS_PER_S[device] / parameters * 3
+        pass_rate = typical_rates(device, config.precision)[1] / parameters
     if head_costs:
         per_run = float(np.median(head_costs)) * n_train * epochs
         measured.append(f"heads {per_run:.1f} s each")
@@ -142,6 +159,6 @@ def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, d
         rate = float(np.median(rates))
         basis = f"median of {len(rates)} finished adaptation(s) of this backbone on {device}"
     else:
-        rate = TOKENS_X_PARAMS_PER_S[device] / parameters / mean_tokens(dataset, max_length)
+        rate = typical_rates(device, "auto")[0] / parameters / mean_tokens(dataset, max_length)
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}"
     return {"seconds": STARTUP_SECONDS + texts * options.epochs / rate, "basis": basis}
