@@ -15,13 +15,22 @@ from ..models.modes import MODE_LABELS
 from .record import RunRecord
 from .store import Run
 
-# Real tokens per second x parameters, (training: forward and backward, the frozen feature
+# Real tokens per second x parameters (training: forward and backward; the frozen feature
 # pass: forward only), used without stored runs. Measured on 2 cores with MiniLM: a CPU with
 # native bf16 (Zen 4, AVX512-BF16: ~1,700 training tok/s; the demo's feature pass ~6,500 tok/s)
 # and one without, which trains in fp32 (an EPYC without AVX-512, 2026-11-24: demo fine-tunes
 # at ~21 examples/s of ~37 tokens, its feature pass at 1,230-1,400 tok/s); bert-base on an H100
 # in bf16: several 100k tok/s.
 TYPICAL_RATES = {"cpu": (4e10, 1.2e11), "cpu-fp32": (1.8e10, 3e10), "cuda": (2e13, 6e13)}
+# Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
+# check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
+# MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
+# cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
+STARTUP_SECONDS = 10.0
+# A head on cached states, without stored frozen runs to measure: examples/s of its training and
+# the seconds of its test pass and run folder (bench/quick_compare.py: 0.4-0.8 s a head on demo)
+HEAD_EXAMPLES_PER_S = 16_000.0
+HEAD_OVERHEAD_SECONDS = 0.5
 
 
 def typical_rates(device: str, precision: str) -> tuple[float, float]:
@@ -33,15 +42,6 @@ def typical_rates(device: str, precision: str) -> tuple[float, float]:
         if precision == "fp32" or (precision == "auto" and not cpu_has_bf16()):
             return TYPICAL_RATES["cpu-fp32"]
     return TYPICAL_RATES[device]
-# Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
-# check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
-# MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
-# cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
-STARTUP_SECONDS = 10.0
-# A head on cached states, without stored frozen runs to measure: examples/s of its training and
-# the seconds of its test pass and run folder (bench/quick_compare.py: 0.4-0.8 s a head on demo)
-HEAD_EXAMPLES_PER_S = 16_000.0
-HEAD_OVERHEAD_SECONDS = 0.5
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
