@@ -36,10 +36,12 @@ HEAD_OVERHEAD_SECONDS = 0.5
 def typical_rates(device: str, precision: str) -> tuple[float, float]:
     """(training, feature pass) tokens x parameters per second typical of ``device`` ("cpu" or
     "cuda") at ``precision`` (a config's: ``auto`` is bf16 on CPUs that do it natively)."""
-    if device == "cpu":
-        from ..core.devices import cpu_has_bf16  # noqa: PLC0415 (torch: only without runs)
+    if device == "cpu" and precision != "fp16":  # fp16 is refused on a CPU when training
+        import torch  # noqa: PLC0415 (both: only an estimate without runs needs them)
 
-        if precision == "fp32" or (precision == "auto" and not cpu_has_bf16()):
+        from ..core.devices import resolve_precision  # noqa: PLC0415
+
+        if resolve_precision(precision, torch.device("cpu")) == "fp32":
             return TYPICAL_RATES["cpu-fp32"]
     return TYPICAL_RATES[device]
 

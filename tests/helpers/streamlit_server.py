@@ -76,6 +76,7 @@ def open_page(page, name: str, heading: str | None = None) -> None:
 
 
 def go(page, name: str) -> None:
+    """Open a page from the sidebar, let it finish, and check it raised nothing."""
     open_page(page, name)
     page.wait_for_timeout(1500)
     assert not page.locator('[data-testid="stException"]').count(), name
