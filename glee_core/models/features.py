@@ -27,6 +27,7 @@ from ..core.devices import (
     autocast,
     batch_to,
     padded_width,
+    resolve_eval_batch_size,
     resolve_pad_multiple,
     resolve_precision,
 )
@@ -80,7 +81,7 @@ def feature_key(dataset: LongTailDataset, model_fingerprint: str, input_format: 
 
 
 @torch.inference_mode()
-def compute_states(backbone: Backbone, split, device: torch.device, batch_size: int = 128,
+def compute_states(backbone: Backbone, split, device: torch.device, batch_size: int | None = None,
                    progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
     """The frozen encoder's states of every example, in one pass: ``cls`` at its read position
     (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
@@ -89,7 +90,7 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
     out = {p: np.zeros((len(split), backbone.hidden_size), dtype=np.float32) for p in POOLINGS}
     lengths = split.lengths
     multiple, cap = resolve_pad_multiple(None, device), int(lengths.max()) if len(split) else 0
-    for index in eval_batches(lengths, batch_size):
+    for index in eval_batches(lengths, resolve_eval_batch_size(batch_size, device)):
         width = padded_width(int(lengths[index].max()), multiple, cap)
         batch = batch_to(split.batch(index, pad_id, width), device)
         with autocast(device, resolve_precision("auto", device)):

@@ -19,6 +19,7 @@ from ..core.devices import (
     batch_to,
     padded_width,
     release_freed_memory,
+    resolve_eval_batch_size,
     resolve_pad_multiple,
     resolve_precision,
 )
@@ -52,7 +53,7 @@ Split = EncodedSplit | FeatureSplit
 
 @torch.inference_mode()
 def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
-            batch_size: int = 128, precision: str = "auto", calibrate: bool = True,
+            batch_size: int | None = None, precision: str = "auto", calibrate: bool = True,
             pad_multiple: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
     classifier-input features for every example, in split order. Batches are length-sorted
@@ -63,6 +64,7 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
         release_freed_memory()
     precision = resolve_precision(precision, device)
     multiple = resolve_pad_multiple(pad_multiple, device)
+    batch_size = resolve_eval_batch_size(batch_size, device)
     cap = int(split.lengths.max()) if len(split) else 0
     order, outs, feats_out = [], [], []
     for index in eval_batches(split.lengths, batch_size):
