@@ -1,11 +1,12 @@
 """Where the quick compare's time goes: every head on the demo, frozen backbone, cold process.
 
-    python bench/quick_compare.py [--dataset demo] [--methods all] [--model auto]
+    python bench/quick_compare.py [--dataset demo] [--methods all] [--model auto] [--seeds 1]
 
 Run in a fresh process with an empty store (the feature cache starts empty), as the Home page's
 "Quick compare" launches it. Prints the wall time of each phase, from the trainer's own progress
 events: importing the libraries, loading the backbone, each feature pass (one per input format:
-plain and template), each head's training and test, and writing the runs.
+plain and template), the heads' training (the heads on cached features in one loop, the
+closed-form probes one by one) and each head's test and writing its run.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default="demo")
     parser.add_argument("--methods", default="all")
     parser.add_argument("--model", default="auto")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 1..N")
     args = parser.parse_args(argv)
     phases: list[tuple[str, float]] = [("import the libraries", IMPORTED - STARTED)]
     mark = [time.perf_counter(), "load the dataset"]
@@ -51,15 +53,17 @@ def main(argv=None) -> int:
             mark[1] = f"encode {event.total} texts ({event.format} input)"
             close(name)
         elif isinstance(event, RunStarted):
-            close(f"train {event.method}")
+            close(f"train {event.together} heads together" if event.together > 1
+                  else f"train {event.method}")
         elif isinstance(event, Testing):
             close(f"test + write {mark[1].split()[-1]}")
 
     dataset = load_dataset(args.dataset)
     methods = parse_methods(args.methods, "frozen")
     with tempfile.TemporaryDirectory() as tmp:
-        run_experiments(dataset, methods, [1], args.model, TrainConfig(mode="frozen"),
-                        RunStore(Path(tmp) / "runs"), progress=progress)
+        run_experiments(dataset, methods, range(1, args.seeds + 1), args.model,
+                        TrainConfig(mode="frozen"), RunStore(Path(tmp) / "runs"),
+                        progress=progress)
         close("end")
     total = time.perf_counter() - STARTED
     groups: dict[str, float] = {}
@@ -67,8 +71,9 @@ def main(argv=None) -> int:
         key = ("heads: train" if name.startswith("train ") else
                "heads: test + write" if name.startswith("test + write") else name)
         groups[key] = groups.get(key, 0.0) + seconds
-    print(f"{len(methods)} heads on {args.dataset} ({len(dataset.splits['train'])} training "
-          f"texts), model {args.model}, frozen backbone, cold process: {total:.1f} s")
+    print(f"{len(methods)} heads x {args.seeds} seed(s) on {args.dataset} "
+          f"({len(dataset.splits['train'])} training texts), model {args.model}, frozen "
+          f"backbone, cold process: {total:.1f} s")
     for name, seconds in groups.items():
         print(f"  {name:<46} {seconds:6.1f} s  {100 * seconds / total:4.0f}%")
     return 0

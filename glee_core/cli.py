@@ -209,8 +209,13 @@ class TqdmProgress:
         if isinstance(event, RunStarted):
             self.close()
             what = "stored, loading" if state.cached else "training"
-            self.pending.append(f"[{state.run}/{state.runs}] {state.method} seed {state.seed}: "
-                                f"{what} ({event.run_id})")
+            if state.together > 1:
+                self.pending.append(f"[{state.run}-{state.run + state.together - 1}/"
+                                    f"{state.runs}] {state.together} heads on the cached "
+                                    "features, trained together")
+            else:
+                self.pending.append(f"[{state.run}/{state.runs}] {state.method} seed "
+                                    f"{state.seed}: {what} ({event.run_id})")
             if state.cached:
                 self._flush()
         elif isinstance(event, Note):

@@ -93,3 +93,58 @@ def test_limit_limits_the_feature_pass_too(bert, toy_dataset, tmp_path):
     assert len(list(tmp_path.glob("plain-*.npz"))) == 2  # the full pass is not the limited one
     np.testing.assert_allclose(limited["train"].hidden, full["train"].hidden[:10], atol=1e-4)
     np.testing.assert_array_equal(limited["train"].labels, full["train"].labels[:10])
+
+
+PACK = ("cls-tanh", "prompt", "cls-relu-pt-ln-crt", "cls-relu-focal")  # plain and template
+# inputs, class-balanced batches, a long-tail loss; dropout in every head
+
+
+def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_path):
+    """The quick compare trains every head and seed in one loop (one backward pass, one AdamW
+    step): each head's own batches, dropout stream, gradient clipping and early stopping make it
+    the same run, bit for bit, as training it alone, and as the one-run-at-a-time loop."""
+    from glee_core.train.training import prepare, train_and_evaluate, train_together
+
+    specs = [get_method(m) for m in PACK for _ in (1, 2)]
+    configs = [TrainConfig(epochs=6, batch_size=8, mode="frozen", seed=s, patience=2)
+               for _ in PACK for s in (1, 2)]
+    together = train_together(toy_dataset, specs, bert, configs, feature_cache=tmp_path)
+    alone = [train_and_evaluate(toy_dataset, spec, bert, config, feature_cache=tmp_path)
+             for spec, config in zip(specs, configs, strict=True)]
+    assert len({r.timing["epochs_run"] for r in together}) > 1  # some stopped early
+    for a, t in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(a.logits, t.logits)
+        assert [h["dev_f1"] for h in a.history] == [h["dev_f1"] for h in t.history]
+    # the loop that trains one run at a time (a trial of the learning-rate search)
+    setup = prepare(toy_dataset, specs[3], bert, configs[3], lambda event: None, tmp_path)
+    trial = setup.new_trial(configs[3].lr_grid[0])
+    trial.advance(None)
+    trial.model.load_state_dict(trial.selection.best_state)
+    for name, value in trial.model.state_dict().items():
+        torch.testing.assert_close(value, together[3].model.state_dict()[name])
+
+
+def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert, toy_dataset,
+                                                                      runs_dir):
+    from glee_core.core.events import RunStarted, fold
+
+    events = []
+    methods = [get_method(m) for m in PACK + ("probe",)]
+    config = TrainConfig(epochs=2, batch_size=16, mode="frozen")
+    runs = run_experiments(toy_dataset, methods, [1, 2], str(tiny_bert), config,
+                           RunStore(runs_dir), progress=events.append)
+    started = [e for e in events if isinstance(e, RunStarted)]
+    assert [e.together for e in started] == [8, 1, 1]  # the pack, then the closed-form probes
+    assert fold(started[:1]).describe() == "runs 1-8/10: 8 heads trained together"
+    assert [r.record.method.id for r in runs] == [m.id for m in methods for _ in (1, 2)]
+    assert all(r.metrics is not None for r in runs)
+    events.clear()
+    again = run_experiments(toy_dataset, methods, [1, 2], str(tiny_bert), config,
+                            RunStore(runs_dir), progress=events.append)
+    assert [r.run_id for r in again] == [r.run_id for r in runs]
+    assert all(e.cached for e in events if isinstance(e, RunStarted))  # nothing trains again
+    events.clear()
+    run_experiments(toy_dataset, methods[:2], [1], str(tiny_bert), config, RunStore(runs_dir),
+                    force=True, progress=events.append)
+    started = [e for e in events if isinstance(e, RunStarted)]
+    assert [(e.together, e.cached) for e in started] == [(2, False)]  # retrained once, together

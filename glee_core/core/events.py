@@ -26,7 +26,8 @@ class Event:
 
 @dataclass
 class RunStarted(Event):
-    """A planned run begins: trained, or loaded from the store (``cached``)."""
+    """A planned run begins: trained, or loaded from the store (``cached``); ``together``: it
+    is the first of that many heads trained in one loop (the quick compare's pack)."""
 
     stage: ClassVar[str] = "run"
     run_id: str
@@ -35,6 +36,7 @@ class RunStarted(Event):
     index: int
     total: int
     cached: bool
+    together: int = 1
 
 
 @dataclass
@@ -160,6 +162,7 @@ class ProgressState:
     method: str = ""
     seed: int | None = None
     cached: bool = False
+    together: int = 1  # heads trained in one loop from this run on
     phase: str = "starting"  # starting, loading, encoding, queued, waiting, training, testing,
     # sweep
     detail: str = ""  # what loading/encoding is doing
@@ -181,7 +184,8 @@ class ProgressState:
     def apply(self, event: Event) -> ProgressState:
         if isinstance(event, RunStarted):
             fresh = ProgressState(run=event.index, runs=event.total, method=event.method,
-                                  seed=event.seed, cached=event.cached, notes=self.notes)
+                                  seed=event.seed, cached=event.cached,
+                                  together=event.together, notes=self.notes)
             self.__dict__.update(fresh.__dict__)  # a new run: nothing of the last one carries
         elif isinstance(event, Note):
             self.notes.append(event.message)
@@ -231,7 +235,7 @@ class ProgressState:
             within = 1.0
         if not self.run or not self.runs:  # a job of one pass without runs (adapt), or none yet
             return min(1.0, within) if self.phase == "training" else 0.0
-        return min(1.0, (self.run - 1 + within) / self.runs)
+        return min(1.0, (self.run - 1 + within * self.together) / self.runs)
 
     def describe(self) -> str:
         """One line for a person: ``run 2/6: prompt seed 1 · epoch 3/10 · step 5/40 · dev F1
@@ -243,6 +247,9 @@ class ProgressState:
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
         text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}" if self.run \
             else "masked-LM training"  # a job of one pass without runs (adapt)
+        if self.together > 1:
+            text = f"runs {self.run}-{self.run + self.together - 1}/{self.runs}: " \
+                   f"{self.together} heads trained together"
         if self.cached:
             return text + " · loaded from the store"
         if self.phase == "training":

@@ -36,7 +36,7 @@ from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
 from ..runs.store import Run, RunStore, make_run_id
-from .training import RunResult, train_and_evaluate
+from .training import RunResult, packable, train_and_evaluate, train_together
 
 UNKNOWN_SHARE_WARNING = 0.05
 VOCABULARY_SAMPLE = 500
@@ -175,6 +175,9 @@ def load_head(run: Run) -> dict[str, torch.Tensor]:
     return load_file(str(run.path / "model.safetensors"))
 
 
+PACK_HEADS = 64  # heads on cached features trained in one loop at most (memory stays small)
+
+
 class _Runner:
     """Trains (or loads) planned runs into the store, one at a time, under the run's lock and a
     training slot; the main process of several decides and writes."""
@@ -186,11 +189,14 @@ class _Runner:
         self.ddp = data_parallel(device)  # several processes: the main one decides and writes
         self.main = self.ddp is None or self.ddp.is_main
         self.device = self.ddp.device if self.ddp else resolve_device(device)
+        self.packed: set[str] = set()  # run ids this launch trained in a pack
 
     def run(self, job: PlannedRun, index: int, total: int, stage: bool = False) -> Run:
         """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
         run, reported as part of it (no run of its own in the progress), and re-used from the
         store even under ``force``."""
+        if job.run_id in self.packed:  # trained a moment ago in a pack (run_pack)
+            return Run(self.store.path(job.run_id))
         waiting = WaitingForRun(run_id=job.run_id)
         with self.store.run_lock(job.run_id, lambda: self.progress(waiting)) if self.main \
                 else contextlib.nullcontext():
@@ -209,6 +215,36 @@ class _Runner:
             if self.ddp is not None:
                 self.ddp.barrier()  # the others read the run once the main process wrote it
         return Run(self.store.path(job.run_id))
+
+    def run_pack(self, jobs: list[tuple[int, PlannedRun]], total: int) -> None:
+        """Train the heads ``jobs`` (numbered in the plan) that the store lacks in one loop
+        (:func:`~glee_core.train.training.train_together`), under every run's lock (taken in
+        run-id order, so two launches never wait on each other) and one training slot, and
+        store each as a run of its own. :meth:`run` then finds them stored."""
+        with contextlib.ExitStack() as held:
+            for _, job in sorted(jobs, key=lambda item: item[1].run_id):
+                waiting = WaitingForRun(run_id=job.run_id)
+                held.enter_context(self.store.run_lock(job.run_id,
+                                                       lambda e=waiting: self.progress(e)))
+            todo = [(i, job) for i, job in jobs
+                    if self.force or self.store.get(job.run_id) is None]
+            if len(todo) < 2:  # nothing to share a loop with: run() trains it as ever
+                return
+            index, first = todo[0]
+            self.progress(RunStarted(run_id=first.run_id, method=first.spec.id,
+                                     seed=first.config.seed, index=index, total=total,
+                                     cached=False, together=len(todo)))
+            backbone = get_backbone(self.model_name)
+            queued = Queued(run_id=first.run_id)
+            with self.store.training_slot(lambda event=queued: self.progress(event)), \
+                    cpu_share(self.device):
+                results = train_together(self.dataset, [job.spec for _, job in todo], backbone,
+                                         [job.config for _, job in todo], self.progress,
+                                         feature_cache=self.store.features_dir)
+            for (_, job), result in zip(todo, results, strict=True):
+                save_result(self.store, run_record(job, self.dataset, backbone, result,
+                                                   self.notes), result)
+            self.packed.update(job.run_id for _, job in todo)
 
     def _train(self, job: PlannedRun) -> None:
         init_head, tuning = None, {}
@@ -248,4 +284,9 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     for note in vocabulary_notes:
         progress(Note(message=note))
     runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
-    return [runner.run(job, index, len(jobs)) for index, job in enumerate(jobs, 1)]
+    numbered = list(enumerate(jobs, 1))
+    pack = [(i, job) for i, job in numbered
+            if runner.ddp is None and packable(job.spec, job.config, runner.device)]
+    for start in range(0, len(pack), PACK_HEADS):  # heads on cached features: in one loop
+        runner.run_pack(pack[start:start + PACK_HEADS], len(jobs))
+    return [runner.run(job, index, len(jobs)) for index, job in numbered]

@@ -18,6 +18,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -414,6 +415,16 @@ class Trial:
                 made += 1
 
 
+def packable(spec: MethodSpec, config: TrainConfig, device: torch.device,
+             ddp: DataParallel | None = None) -> bool:
+    """Whether a run trains in a pack of heads (:func:`fit_together`): a head on cached
+    features, at one rate, scored after every epoch, in one process, without a gradient
+    scaler."""
+    return (config.frozen and not head_of(spec).closed_form and len(config.lr_grid) == 1
+            and not config.eval_every_steps and ddp is None
+            and resolve_precision(config.precision, device) != "fp16")
+
+
 @dataclass
 class Setup:
     """What every step of a run shares: the data, method, backbone, resolved config, device,
@@ -459,10 +470,9 @@ class Setup:
             model.encoder.compile()
         return model
 
-    def new_trial(self, lr: float) -> Trial:
-        model = self.new_model()
-        params, optimizer, scheduler = make_optimizer(
-            model, self.config, self.device, self.steps_per_epoch * self.epochs, lr)
+    def new_state(self, model: GleeModel, params: list, optimizer, scheduler
+                  ) -> tuple[TrainingState, DevSelection]:
+        """Where ``model`` trains (its batch order seeded) and its dev selection."""
         state = TrainingState(self.ddp.wrap(model) if self.ddp else model,  # shares parameters
                               self.spec, self.config, optimizer, scheduler, params,
                               np.random.default_rng(self.config.seed), self.device, self.pad_id,
@@ -472,7 +482,24 @@ class Setup:
         selection = DevSelection(model, self.splits["dev"], state, self.steps_per_epoch,
                                  self.progress)
         selection.epochs = self.epochs
+        return state, selection
+
+    def new_trial(self, lr: float) -> Trial:
+        model = self.new_model()
+        params, optimizer, scheduler = make_optimizer(
+            model, self.config, self.device, self.steps_per_epoch * self.epochs, lr)
+        state, selection = self.new_state(model, params, optimizer, scheduler)
         return Trial(lr, model, state, selection, self.splits["train"], self.progress)
+
+    @property
+    def packable(self) -> bool:
+        return packable(self.spec, self.config, self.device, self.ddp)
+
+    def pack_key(self) -> tuple:
+        """What the heads of one pack must share: one optimiser, schedule and loop."""
+        c = self.config
+        return (self.steps_per_epoch, self.epochs, c.lr_grid[0], c.weight_decay, c.warmup_ratio,
+                c.max_grad_norm, str(self.device), resolve_precision(c.precision, self.device))
 
 
 @dataclass
@@ -534,6 +561,8 @@ def fit(setup: Setup) -> Fitted:
     config, progress = setup.config, setup.progress
     if head_of(setup.spec).closed_form:
         return _fit_closed_form(setup, started)
+    if setup.packable:  # alone, a pack of one: the same result as in a pack of many
+        return fit_together([setup])[0]
     grid = config.lr_grid
     trials = [setup.new_trial(lr) for lr in grid]
     search: list[dict] = []
@@ -597,6 +626,145 @@ def _fit_closed_form(setup: Setup, started: float) -> Fitted:
     return Fitted(model=model, history=selection.history, epochs_run=1, lr=None, search=[],
                   steps=0, seconds=time.perf_counter() - started,
                   eval_seconds=selection.history[0]["eval_seconds"])
+
+
+class RngStream:
+    """One head's own stream of torch's random numbers (its dropout masks), so that heads
+    trained in one loop draw what each would draw trained alone: seeded like a lone run, then
+    swapped in around each of the head's forward passes."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.device = device
+        self.cpu_state = torch.get_rng_state()
+        self.cuda_state = torch.cuda.get_rng_state(device) if self.cuda else None
+
+    @contextmanager
+    def active(self):
+        torch.set_rng_state(self.cpu_state)
+        if self.cuda:
+            torch.cuda.set_rng_state(self.cuda_state, self.device)
+        try:
+            yield
+        finally:
+            self.cpu_state = torch.get_rng_state()
+            if self.cuda:
+                self.cuda_state = torch.cuda.get_rng_state(self.device)
+
+
+@dataclass
+class _PackedHead:
+    """One head of a pack: its setup, model, training state, dev selection, random stream."""
+
+    setup: Setup
+    model: GleeModel
+    params: list
+    state: TrainingState
+    selection: DevSelection
+    rng: RngStream
+    batches: list = field(default_factory=list)
+    epoch: int = 0
+    done: bool = False
+
+
+def clip_each(groups: list[list[torch.Tensor]], max_norm: float) -> None:
+    """``clip_grad_norm_`` for every group of gradients on its own (each head's total norm),
+    in a few vectorised calls instead of one call per group."""
+    grads = [g for group in groups for g in group]
+    if not grads:
+        return
+    owner = torch.tensor([i for i, group in enumerate(groups) for _ in group],
+                         device=grads[0].device)
+    norms = torch.stack(torch._foreach_norm(grads)).float()
+    totals = torch.zeros(len(groups), device=norms.device).index_add_(0, owner, norms ** 2)
+    scales = (max_norm / (totals.sqrt() + 1e-6)).clamp(max=1.0)
+    for i, group in enumerate(groups):
+        if group:
+            torch._foreach_mul_(group, scales[i])
+
+
+def fit_together(setups: list[Setup]) -> list[Fitted]:
+    """Train the heads of several runs on cached features in one loop (the quick compare: every
+    head and seed of a dataset): at each step every head still training takes its own batch
+    (its own order, seeded like a lone run) and its own loss; one backward pass for the sum
+    (the heads share no parameter, so each gets its own gradient), each head's gradient norm
+    clipped on its own, one fused AdamW step for all (a head that stopped early has no gradient
+    and is left alone), then each head's dev selection after the epoch. A head trained in a pack
+    gets what it gets alone (a pack of one)."""
+    started = time.perf_counter()
+    keys = {s.pack_key() for s in setups}
+    if len(keys) != 1 or not all(s.packable for s in setups):
+        raise GleeError("fit_together takes heads on cached features sharing one protocol "
+                        f"(steps, epochs, rate, device); got {sorted(map(str, keys))}")
+    first = setups[0]
+    config, device, progress = first.config, first.device, first.progress
+    lr = config.lr_grid[0]
+    heads = []
+    for setup in setups:
+        model = setup.new_model()  # seeded: the head's weights, then its stream
+        params = [p for p in model.parameters() if p.requires_grad]
+        heads.append((setup, model, params, RngStream(device)))
+    optimizer = torch.optim.AdamW([p for _, _, params, _ in heads for p in params], lr=lr,
+                                  weight_decay=config.weight_decay,
+                                  fused=True)  # one kernel for every head (CPU and CUDA)
+    total_steps = first.steps_per_epoch * first.epochs
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    pack = []
+    for setup, model, params, rng in heads:
+        state, selection = setup.new_state(model, params, optimizer, scheduler)
+        if len(heads) > 1:  # one head's dev score would read as the pack's
+            selection.progress = lambda event: None
+        pack.append(_PackedHead(setup, model, params, state, selection, rng))
+    precision = resolve_precision(config.precision, device)
+    epochs = first.epochs
+    for epoch in range(1, epochs + 1):
+        alive = [h for h in pack if not h.done]
+        if not alive:
+            break
+        for h in alive:
+            h.epoch, h.selection.epoch = epoch, epoch
+            h.batches = epoch_batches(h.state, h.setup.splits["train"])
+            h.model.train()
+        steps = max(len(h.batches) for h in alive)
+        sums = [torch.zeros((), device=device) for _ in alive]
+        for step in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            total = None
+            for i, h in enumerate(alive):
+                if step >= len(h.batches):
+                    continue
+                with h.rng.active():
+                    loss = _forward_loss(h.state, h.setup.splits["train"], h.batches[step],
+                                         precision)[0]
+                sums[i] += loss.detach()
+                h.state.global_step += 1
+                total = loss if total is None else total + loss
+            if total is None:
+                continue
+            total.backward()
+            clip_each([[p.grad for p in h.params if p.grad is not None] for h in alive],
+                      config.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            report = (step + 1) % config.log_every == 0 or step + 1 == steps
+            progress(TrainStep(epoch=epoch, epochs=epochs, step=step + 1, steps=steps,
+                               loss=float(sum(sums)) / len(alive) / (step + 1) if report
+                               else None))
+        for h, loss_sum in zip(alive, sums, strict=True):
+            h.done = h.selection.end_of_epoch(float(loss_sum) / max(len(h.batches), 1))
+    # each head's time: its share of the training steps (by its steps) and its own dev scoring
+    evals = [sum(r["eval_seconds"] for r in h.selection.history) for h in pack]
+    training = max(time.perf_counter() - started - sum(evals), 0.0)
+    steps_in_all = max(sum(h.state.global_step for h in pack), 1)
+    fitted = []
+    for h, eval_seconds in zip(pack, evals, strict=True):
+        h.model.load_state_dict(h.selection.best_state)
+        fitted.append(Fitted(model=h.model, history=h.selection.history, epochs_run=h.epoch,
+                             lr=lr, search=[], steps=h.state.global_step,
+                             seconds=training * h.state.global_step / steps_in_all
+                             + eval_seconds, eval_seconds=eval_seconds))
+    return fitted
 
 
 def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
@@ -663,6 +831,19 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                 "train_examples_per_second":
                     round(fitted.steps * config.batch_size / seconds_training, 2),
                 **feature_pass_timing(setup.splits["train"])})
+
+
+def train_together(dataset: LongTailDataset, specs: list[MethodSpec], backbone: Backbone,
+                   configs: list[TrainConfig], progress: ProgressFn | None = None,
+                   feature_cache: Path | None = None) -> list[RunResult]:
+    """Several heads on cached features (methods x seeds of one quick compare) trained in one
+    loop (:func:`fit_together`), each evaluated as a run of its own: what
+    :func:`train_and_evaluate` gives each of them alone."""
+    progress = progress or (lambda event: None)
+    setups = [prepare(dataset, spec, backbone, config, progress, feature_cache)
+              for spec, config in zip(specs, configs, strict=True)]
+    return [evaluate(setup, fitted) for setup, fitted in zip(setups, fit_together(setups),
+                                                              strict=True)]
 
 
 def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
