@@ -16,7 +16,7 @@ Sections (each timed, each failure recorded and the rest run on):
   a plain PyTorch + transformers loop (padded to max length, fused AdamW, the same autocast;
   eager and ``torch.compile``) on the same texts; MFU over all tokens and over real tokens;
   peak memory. Each measurement runs in its own process.
-- ``concurrency``: 1, 2, 4, 8 ``train`` processes at once on the device (separate stores):
+- ``concurrency``: one ``train`` launch of N seeds with ``--runs-at-once N``, N = 1, 2, 4, 8:
   wall time and the throughput gain.
 - ``quick``: the quick compare (every head, frozen backbone) on the dataset, one seed and
   three, with the feature pass and from cached features.
@@ -466,8 +466,8 @@ def _in_process_child(args, model: str, what: str, compiled: bool) -> dict:
 # --- concurrency ---------------------------------------------------------------------------------
 
 def check_concurrency(args, model: str) -> dict:
-    """N ``train`` processes at once (one seed each, separate stores): the wall time, and the
-    examples trained per second over all of them."""
+    """One ``train`` launch of N seeds with ``--runs-at-once N`` (N worker processes sharing the
+    device, one store): the wall time, and the examples trained per second over all runs."""
     rows = []
     base = None
     for n in args.concurrency:
@@ -476,28 +476,25 @@ def check_concurrency(args, model: str) -> dict:
                        "--data-dir", args.data_dir, "--model", model, "--method", "cls-tanh",
                        "--recipe", "paper", "--epochs", "1",
                        "--limit", str(args.concurrency_examples),
-                       "--max-length", str(args.max_length), "--device", args.device]
+                       "--max-length", str(args.max_length), "--device", args.device,
+                       "--seeds", ",".join(str(i + 1) for i in range(n)),
+                       "--runs-at-once", str(n), "--runs-dir", f"{folder}/runs"]
             started = time.perf_counter()
-            procs = [subprocess.Popen(command + ["--seeds", str(i + 1),
-                                                 "--runs-dir", f"{folder}/runs{i}"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      text=True, cwd=ROOT)
-                     for i in range(n)]
-            errors = [p.communicate()[1] for p in procs]
+            done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True, cwd=ROOT, check=False)
             wall = time.perf_counter() - started
-            failed = [e.strip().splitlines()[-1] for p, e in zip(procs, errors, strict=True)
-                      if p.returncode != 0 and e.strip()]
             rate = n * args.concurrency_examples / wall
             base = base or rate
             rows.append({"runs_at_once": n, "wall_seconds": round(wall, 1),
                          "train_examples_per_s_all_runs": round(rate, 1),
                          "gain_over_one": round(rate / base, 2),
-                         **({"errors": failed[:2]} if failed else {})})
+                         **({"errors": done.stderr.strip().splitlines()[-2:]}
+                            if done.returncode != 0 else {})})
     best = max(rows, key=lambda r: r["gain_over_one"])
     return {"rows": rows, "best_runs_at_once": best["runs_at_once"],
             "best_gain": best["gain_over_one"], "ok": not any("errors" in r for r in rows),
-            "note": "each run loads the backbone, tokenises and scores dev and test: start-up "
-                    "and scoring are part of the wall time"}
+            "note": "one launch; with N > 1 each worker loads the backbone, tokenises and "
+                    "scores dev and test: start-up and scoring are part of the wall time"}
 
 
 # --- quick compare -------------------------------------------------------------------------------

@@ -155,10 +155,20 @@ def ray_options() -> ExecutorOptions:
         st.caption("The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
                    "already in it are not submitted.")
     return ExecutorOptions(executor="ray" if on else "local", ray_address=address.strip() or None,
-                           cpus_per_run=cpus, gpus_per_run=None if gpus < 0 else gpus)
+                           cpus_per_run=cpus, gpus_per_run=None if gpus < 0 else gpus,
+                           runs_at_once=at_once)
 
 
-executor = ExecutorOptions() if rules.public else ray_options()
+def runs_at_once() -> str:
+    """How many fine-tuning runs share the device at once (auto: 1 on a CPU)."""
+    return st.selectbox("Runs at once", ("auto", "1", "2", "4", "8"),
+                        help=help_of(ExecutorOptions, "runs_at_once"))
+
+
+# quick-mode heads train together in one process anyway; a public deployment trains a visitor's
+# runs one at a time (its sessions take turns)
+at_once = "1" if rules.public or frozen else runs_at_once()
+executor = ExecutorOptions(runs_at_once=at_once) if rules.public else ray_options()
 on_ray = executor.executor == "ray"
 
 try:

@@ -93,6 +93,25 @@ def resolve_pad_multiple(pad_multiple: int | None, device: torch.device) -> int:
     return max(int(pad_multiple), 1)
 
 
+# --runs-at-once auto on a GPU: as many runs as its free memory holds at this much each (a
+# bert-base-sized run peaked at 5.2 GB at length 256, batch 32: BENCHMARKS.md, "GPU check"), at
+# most the measured best (8 runs at once gave 5.6x one run's throughput on an H100).
+GPU_MEMORY_PER_RUN = 6 * 2**30
+GPU_RUNS_AT_ONCE_BEST = 8
+
+
+def resolve_runs_at_once(value: str | int, device: torch.device) -> int:
+    """``--runs-at-once``: a number, or ``auto``: 1 on a CPU (the cores are shared anyway),
+    on a GPU as many bert-base-sized runs as fit its free memory, up to
+    :data:`GPU_RUNS_AT_ONCE_BEST`."""
+    if str(value) != "auto":
+        return max(int(value), 1)
+    if device.type != "cuda":
+        return 1
+    free, _ = torch.cuda.mem_get_info(device)
+    return max(1, min(GPU_RUNS_AT_ONCE_BEST, free // GPU_MEMORY_PER_RUN))
+
+
 # Texts scored (or encoded) at once, per device: a GPU wants large batches; on a CPU batches of 32
 # were ~25% faster than 128 (r8 at 256 and demo at 128, MiniLM, fp32 EPYC: BENCHMARKS.md, "CPU").
 EVAL_BATCH_SIZES = {"cuda": 128, "cpu": 32}

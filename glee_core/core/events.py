@@ -126,8 +126,9 @@ class Testing(Event):
 
 @dataclass
 class SweepProgress(Event):
-    """A sweep on a cluster: one run ended (``error`` empty when it landed in the store);
-    ``done`` and ``failed`` count the ended runs of ``total`` submitted."""
+    """A sweep in other processes (Ray tasks, or the workers of ``--runs-at-once``): one run
+    ended (``error`` empty when it landed in the store); ``done`` and ``failed`` count the ended
+    runs of ``total`` submitted."""
 
     stage: ClassVar[str] = "sweep"
     run_id: str
@@ -241,7 +242,7 @@ class ProgressState:
         """One line for a person: ``run 2/6: prompt seed 1 · epoch 3/10 · step 5/40 · dev F1
         0.512``."""
         if self.phase == "sweep":
-            return (f"sweep on Ray: {self.run}/{self.runs} runs ended, {self.failed} failed · "
+            return (f"sweep: {self.run}/{self.runs} runs ended, {self.failed} failed · "
                     f"last: {self.detail}")
         if not self.run and self.phase != "training":
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."

@@ -476,14 +476,24 @@ class ExecutorOptions:
                                      "start --head` leaves) or HOST:PORT (default: start a "
                                      "local Ray)")
     cpus_per_run: float = option(1.0, "Ray: CPUs each run reserves")
+    runs_at_once: str = option(
+        "auto", "runs trained at once, each in a process of its own sharing the device: a "
+        "number, or auto (1 on a CPU; on a GPU as many as its free memory holds at 6 GB a run, "
+        "up to 8); with Ray, each run then reserves 1/N of a GPU. Quick-mode heads always "
+        "train together in one process")
     gpus_per_run: float | None = option(None, "Ray: GPUs each run reserves (default 1 when the "
-                                        "cluster has GPUs, else 0)")
+                                        "cluster has GPUs, 1/N with --runs-at-once N, else 0)")
 
     def __post_init__(self):
         if self.executor not in ("local", "ray"):
             raise GleeError(f"--executor must be local or ray, got {self.executor!r}")
         if self.cpus_per_run <= 0 or (self.gpus_per_run is not None and self.gpus_per_run < 0):
             raise GleeError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
+        self.runs_at_once = str(self.runs_at_once).strip().lower()
+        if self.runs_at_once != "auto" and (not self.runs_at_once.isdigit()
+                                            or int(self.runs_at_once) < 1):
+            raise GleeError(f"--runs-at-once must be auto or a number of 1 or more, got "
+                            f"{self.runs_at_once!r}")
 
 
 @dataclass

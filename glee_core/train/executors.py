@@ -15,19 +15,22 @@ saying so, and the driver checks that every landed run is visible to it.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..core.devices import resolve_device, resolve_runs_at_once
 from ..core.errors import GleeError
-from ..core.events import ProgressFn, SweepProgress
+from ..core.events import Note, ProgressFn, SweepProgress
 from ..data.datasets import LongTailDataset
 from ..models.config import ExecutorOptions, TrainConfig, TrainRequest
 from ..models.methods import MethodSpec, get_method
@@ -60,13 +63,104 @@ class SweepFailed(GleeError):
                          f"{lines}\nRe-run the same command to train only what is missing.")
 
 
+class SweepReport:
+    """What a sweep of runs in other processes (Ray tasks, or this machine's workers) tells the
+    user as they end: one bar for the sweep, a line per run, a :class:`SweepProgress` event;
+    :meth:`finish` raises :class:`SweepFailed` if any failed."""
+
+    def __init__(self, total: int, progress: ProgressFn, echo: Callable[[str], None],
+                 show_bar: bool):
+        self.total, self.progress, self.echo, self.show_bar = total, progress, echo, show_bar
+        self.failures: dict[str, str] = {}
+        self.done = 0
+        self.bar = tqdm(total=total, unit="run", desc="sweep", disable=not show_bar)
+
+    def ended(self, run_id: str, where: str = "", error: str = "") -> None:
+        if error:
+            self.failures[run_id] = error
+            line = f"FAILED {run_id}: {error}"
+        else:
+            self.done += 1
+            line = f"done   {run_id} ({where})"
+        self.bar.update(1)
+        self.bar.set_postfix(failed=len(self.failures), refresh=False)
+        if self.show_bar:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            self.echo(line)
+        self.progress(SweepProgress(run_id=run_id, done=self.done, failed=len(self.failures),
+                                    total=self.total, error=error))
+
+    def finish(self) -> None:
+        """Close the bar; raise :class:`SweepFailed` if a run failed."""
+        self.bar.close()
+        if self.failures:
+            raise SweepFailed(self.failures, self.done)
+
+
 class LocalExecutor:
-    """Every batch here, one run after another (the default)."""
+    """Every batch here: one run after another, or ``runs_at_once`` runs at a time, each in a
+    worker process of its own sharing the device (``--runs-at-once``). Quick-mode batches
+    always train in this process, their heads in one loop."""
+
+    def __init__(self, runs_at_once: str = "1", echo: Callable[[str], None] | None = None,
+                 show_bar: bool = True):
+        self.runs_at_once = runs_at_once
+        self.echo = echo or (lambda line: print(line, file=sys.stderr))
+        self.show_bar = show_bar
 
     def run(self, batches: Iterable[Batch], store: RunStore) -> list[Run]:
+        batches = list(batches)
+        at_once = {id(b): 1 if b.config.frozen else resolve_runs_at_once(
+            self.runs_at_once, resolve_device(b.config.device)) for b in batches}
+        shared = [b for b in batches if at_once[id(b)] > 1]
+        if shared:  # first, every batch's missing runs, N at a time across the batches
+            self._at_once(shared, store, max(at_once[id(b)] for b in shared))
         return [run for b in batches
                 for run in run_experiments(b.dataset, b.methods, b.seeds, b.model, b.config,
-                                           store, b.force, b.progress)]
+                                           store, b.force and at_once[id(b)] == 1, b.progress)]
+
+    def _at_once(self, batches: list[Batch], store: RunStore, at_once: int) -> None:
+        """The batches' missing runs in ``at_once`` worker processes (spawned: each loads its
+        own backbone and takes one of ``at_once`` training slots of the machine's queue).
+        LP-FT's heads are fitted here first, a batch's in one loop, so the workers find them
+        stored; :meth:`run` then loads every run from the store."""
+        missing: list[tuple[Batch, PlannedRun]] = []
+        for b in batches:
+            progress = b.progress or (lambda event: None)
+            plan = plan_runs(b.dataset, b.methods, b.seeds, b.model, b.config)
+            for note in preflight(b.dataset, plan, b.model, store, b.force):
+                progress(Note(message=note))
+            todo = [p for p in plan if b.force or store.get(p.run_id) is None]
+            if todo and todo[0].config.lp_ft:
+                run_experiments(b.dataset, [get_method(m) for m in
+                                            dict.fromkeys(p.spec.id for p in todo)],
+                                sorted({p.config.seed for p in todo}), b.model,
+                                todo[0].config.linear_probe_stage(), store, False, progress)
+            missing += [(b, p) for p in todo]
+        if not missing:
+            return
+        root = str(store.root.expanduser().resolve())
+        self.echo(f"training {len(missing)} runs, {at_once} at once, each in a process of its "
+                  "own")
+        report = SweepReport(len(missing), batches[0].progress or (lambda event: None),
+                             self.echo, self.show_bar)
+        context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+        try:
+            with ProcessPoolExecutor(max_workers=min(at_once, len(missing)),
+                                     mp_context=context) as pool:
+                futures = {pool.submit(train_one, b.dataset, p.spec.id, p.config.seed, b.model,
+                                       b.config, root, b.force, at_once): p.run_id
+                           for b, p in missing}
+                for future in as_completed(futures):
+                    try:
+                        info = future.result()
+                        report.ended(futures[future], f"{info['seconds']} s")
+                    except Exception as exc:  # the run's error, or its worker died
+                        report.ended(futures[future], error=f"{type(exc).__name__}: {exc}")
+        finally:
+            report.bar.close()
+        report.finish()
 
 
 def check_store_writable(root: Path) -> None:
@@ -83,12 +177,14 @@ def check_store_writable(root: Path) -> None:
 
 
 def train_one(dataset: LongTailDataset, method: str, seed: int, model: str,
-              config: TrainConfig, store_root: str, force: bool) -> dict:
-    """What a Ray task does: train (or find) one run in the shared store; returns where it ran."""
+              config: TrainConfig, store_root: str, force: bool, slots: int = 0) -> dict:
+    """What a Ray task or a worker of ``--runs-at-once`` does: train (or find) one run in the
+    shared store; returns where it ran. ``slots``: the machine's training slots to take one of
+    (0: none; Ray's resources decide what trains where)."""
     started = time.perf_counter()
     root = Path(store_root)
     check_store_writable(root)
-    store = RunStore(root, max_concurrent=0)  # Ray's resources decide what trains where
+    store = RunStore(root, max_concurrent=slots)
     run = run_experiments(dataset, [get_method(method)], [seed], model, config, store, force)[0]
     return {"run_id": run.run_id, "node": socket.gethostname(),
             "seconds": round(time.perf_counter() - started, 1)}
@@ -144,8 +240,9 @@ class RayExecutor:
             return finished
         self._connect(ray)
         gpus = self.options.gpus_per_run
-        if gpus is None:
-            gpus = 1.0 if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
+        if gpus is None:  # a GPU each, or 1/N of one with --runs-at-once N
+            share = 1 if self.options.runs_at_once == "auto" else int(self.options.runs_at_once)
+            gpus = 1.0 / share if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
         task = ray.remote(train_one).options(num_cpus=self.options.cpus_per_run, num_gpus=gpus,
                                              max_retries=0)
         refs = {}
@@ -159,9 +256,7 @@ class RayExecutor:
         self.echo(f"submitted {len(refs)} of {len(planned)} runs to Ray "
                   f"({len(planned) - len(refs)} already in the store; {self.options.cpus_per_run:g}"
                   f" CPU, {gpus:g} GPU each)")
-        failures: dict[str, str] = {}
-        done = 0
-        bar = tqdm(total=len(refs), unit="run", desc="sweep", disable=not self.show_bar)
+        report = SweepReport(len(refs), self.progress, self.echo, self.show_bar)
         pending = list(refs)
         try:
             while pending:
@@ -172,24 +267,12 @@ class RayExecutor:
                     if store.get(run_id) is None:
                         raise GleeError(f"it finished on node {info['node']}, but the run is not "
                                         f"in {root} here: the store is not shared between nodes")
-                    done += 1
-                    line, error = f"done   {run_id} ({info['node']}, {info['seconds']} s)", ""
+                    report.ended(run_id, f"{info['node']}, {info['seconds']} s")
                 except Exception as exc:  # a task's error, or its node died
-                    error = _task_error(exc)
-                    failures[run_id] = error
-                    line = f"FAILED {run_id}: {error}"
-                bar.update(1)
-                bar.set_postfix(failed=len(failures), refresh=False)
-                if self.show_bar:
-                    bar.write(line, file=sys.stderr)
-                else:
-                    self.echo(line)
-                self.progress(SweepProgress(run_id=run_id, done=done, failed=len(failures),
-                                            total=len(refs), error=error))
+                    report.ended(run_id, error=_task_error(exc))
         finally:
-            bar.close()
-        if failures:
-            raise SweepFailed(failures, done)
+            report.bar.close()
+        report.finish()
         return finished
 
 
@@ -209,7 +292,7 @@ def make_executor(options: ExecutorOptions, progress: ProgressFn | None = None):
     if options.executor == "ray":
         _import_ray()  # a clear error before any work when the extra is missing
         return RayExecutor(options, progress)
-    return LocalExecutor()
+    return LocalExecutor(options.runs_at_once)
 
 
 def execute(request: TrainRequest, store: RunStore | None = None,

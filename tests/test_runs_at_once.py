@@ -1,0 +1,63 @@
+"""``--runs-at-once N``: fine-tuning runs trained N at a time, each in a worker process of its own
+sharing the device, into the same store and under the same ids as one after another; ``auto`` is
+1 on a CPU and what the GPU's free memory holds (faked here) on a GPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from glee_core.core import devices
+from glee_core.core.errors import GleeError
+from glee_core.core.events import SweepProgress
+from glee_core.models.config import ExecutorOptions, TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore
+from glee_core.train.executors import Batch, LocalExecutor, make_executor
+from glee_core.train.experiment import plan_runs
+
+
+def test_runs_at_once_is_auto_or_a_number_of_one_or_more():
+    assert ExecutorOptions().runs_at_once == "auto"
+    assert ExecutorOptions(runs_at_once=" 4 ").runs_at_once == "4"
+    for bad in ("0", "-2", "many", "1.5"):
+        with pytest.raises(GleeError, match="--runs-at-once must be auto or a number"):
+            ExecutorOptions(runs_at_once=bad)
+    assert make_executor(ExecutorOptions(runs_at_once="3")).runs_at_once == "3"
+
+
+def test_auto_is_one_on_a_cpu_and_what_fits_a_gpu_up_to_the_measured_best(monkeypatch):
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert devices.resolve_runs_at_once("auto", cpu) == 1
+    assert devices.resolve_runs_at_once("3", cpu) == 3  # asked for: as many as asked
+    gib = 2**30
+    for free, expected in ((70 * gib, 8), (200 * gib, 8), (25 * gib, 4), (3 * gib, 1)):
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device, f=free: (f, 80 * gib))
+        assert devices.resolve_runs_at_once("auto", cuda) == expected
+
+
+def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, tmp_path):
+    """Two fine-tuning runs with LP-FT, two at once: their heads are fitted first in this
+    process (in one loop), then each run trains in a worker and lands under its planned id; a
+    second launch finds them all stored."""
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu")
+    specs = [get_method(m) for m in ("cls-relu-pt-ln", "prompt")]
+    store = RunStore(tmp_path / "runs")
+    lines, events = [], []
+    executor = LocalExecutor("2", echo=lines.append, show_bar=False)
+    runs = executor.run([Batch(toy_dataset, specs, [1], str(tiny_bert), config,
+                               progress=events.append)], store)
+    planned = plan_runs(toy_dataset, specs, [1], str(tiny_bert), config)
+    assert [r.run_id for r in runs] == [p.run_id for p in planned]
+    assert "training 2 runs, 2 at once, each in a process of its own" in lines
+    assert sum(line.startswith("done ") for line in lines) == 2
+    swept = [e for e in events if isinstance(e, SweepProgress)]
+    assert swept[-1].done == 2 and swept[-1].failed == 0
+    for run in runs:
+        assert run.metrics is not None and run.record.mode == "finetune"
+        stage = store.get(run.record.tuning["lp_ft_from"])  # LP-FT's head: a run of its own
+        assert stage is not None and stage.record.mode == "frozen"
+    assert len(store.runs()) == 4
+    lines.clear()
+    again = executor.run([Batch(toy_dataset, specs, [1], str(tiny_bert), config)], store)
+    assert [r.run_id for r in again] == [r.run_id for r in runs] and not lines
