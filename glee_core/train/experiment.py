@@ -179,8 +179,9 @@ PACK_HEADS = 64  # heads on cached features trained in one loop at most (memory 
 
 
 class _Runner:
-    """Trains (or loads) planned runs into the store, one at a time, under the run's lock and a
-    training slot; the main process of several decides and writes."""
+    """Trains (or loads) planned runs into the store, one at a time (the heads on cached
+    features all together first: :meth:`run_pack`), under the run's lock and a training slot;
+    the main process of several decides and writes."""
 
     def __init__(self, dataset: LongTailDataset, model_name: str, store: RunStore, force: bool,
                  progress: ProgressFn, notes: list[str], device: str):

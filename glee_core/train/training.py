@@ -1,6 +1,8 @@
 """Train one method on one dataset and evaluate it, in three steps: :func:`prepare` (config,
 device, encoded splits), :func:`fit` (the loop and dev selection, with a learning-rate search on
 dev when the config has candidates) and :func:`evaluate` (test, metrics, what the run stores).
+Heads on cached features (quick mode) train in one loop with the other heads of their launch
+(:func:`fit_together`; alone, a pack of one).
 
 The paper's protocol: AdamW (lr 1e-5, weight decay 0), batch 32, gradient norm clipped at 1,
 linear warm-up over 10% of the steps, up to 10 epochs with early stopping after 2 epochs without a
@@ -519,8 +521,10 @@ class Fitted:
 
 def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, config: TrainConfig,
             progress: ProgressFn, feature_cache: Path | None = None,
-            init_head: dict[str, torch.Tensor] | None = None) -> Setup:
-    """Resolve the config, pick the device, encode (or load cached features of) every split."""
+            init_head: dict[str, torch.Tensor] | None = None,
+            splits: dict[str, Split] | None = None) -> Setup:
+    """Resolve the config, pick the device, encode (or load cached features of) every split;
+    ``splits``: those another run of the same inputs prepared (heads trained together)."""
     config = config.resolved(dataset.max_length, dataset.batch_size)
     if head_of(spec).closed_form and not config.frozen:
         raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
@@ -528,7 +532,8 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
     device = ddp.device if ddp else resolve_device(config.device)
     if device.type == "cpu" and config.micro_batch_size:  # asked to save memory
         keep_large_blocks_mapped()
-    splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
+    if splits is None:
+        splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
     notes = [f"{n} of {len(splits[name])} {name} texts reached max length and were truncated to "
              f"{config.max_length} tokens" for name in ("train", "test")
              if isinstance(splits[name], EncodedSplit)
@@ -840,8 +845,13 @@ def train_together(dataset: LongTailDataset, specs: list[MethodSpec], backbone: 
     loop (:func:`fit_together`), each evaluated as a run of its own: what
     :func:`train_and_evaluate` gives each of them alone."""
     progress = progress or (lambda event: None)
-    setups = [prepare(dataset, spec, backbone, config, progress, feature_cache)
-              for spec, config in zip(specs, configs, strict=True)]
+    setups, loaded = [], {}  # the heads of one input format share its features in memory
+    for spec, config in zip(specs, configs, strict=True):
+        inputs = (spec.input_format, config.pooling, config.max_length, config.limit,
+                  config.limit_strategy)
+        setups.append(prepare(dataset, spec, backbone, config, progress, feature_cache,
+                              splits=loaded.get(inputs)))
+        loaded.setdefault(inputs, setups[-1].splits)
     return [evaluate(setup, fitted) for setup, fitted in zip(setups, fit_together(setups),
                                                               strict=True)]
 
