@@ -134,9 +134,9 @@ st.session_state["model"] = model.strip() or "auto"
 studio_ui.backbone_notice(st.session_state["model"], methods)
 
 
-def ray_options() -> ExecutorOptions:
+def ray_options(at_once: str) -> ExecutorOptions:
     """The executor: here, or one Ray task per run (not offered to a public deployment's
-    visitors)."""
+    visitors); ``at_once``: the runs trained at once (:func:`runs_at_once`)."""
     with st.expander("Run on a Ray cluster (one Ray task per run)"):
         has_ray = importlib.util.find_spec("ray") is not None
         if not has_ray:
@@ -173,7 +173,7 @@ def runs_at_once() -> str:
 # quick-mode heads train together in one process anyway; a public deployment trains a visitor's
 # runs one at a time (its sessions take turns)
 at_once = "1" if rules.public or frozen else runs_at_once()
-executor = ExecutorOptions(runs_at_once=at_once) if rules.public else ray_options()
+executor = ExecutorOptions(runs_at_once=at_once) if rules.public else ray_options(at_once)
 on_ray = executor.executor == "ray"
 
 try:

@@ -143,8 +143,9 @@ class LocalExecutor:
         root = str(store.root.expanduser().resolve())
         self.echo(f"training {len(missing)} runs, {at_once} at once, each in a process of its "
                   "own")
-        report = SweepReport(len(missing), batches[0].progress or (lambda event: None),
-                             self.echo, self.show_bar)
+        progress_of = {p.run_id: b.progress or (lambda event: None) for b, p in missing}
+        report = SweepReport(len(missing), lambda event: progress_of[event.run_id](event),
+                             self.echo, self.show_bar)  # each run's end to its batch's progress
         context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
         try:
             with ProcessPoolExecutor(max_workers=min(at_once, len(missing)),

@@ -287,7 +287,7 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
     numbered = list(enumerate(jobs, 1))
     pack = [(i, job) for i, job in numbered
-            if runner.ddp is None and packable(job.spec, job.config, runner.device)]
+            if packable(job.spec, job.config, runner.device, runner.ddp)]
     for start in range(0, len(pack), PACK_HEADS):  # heads on cached features: in one loop
         runner.run_pack(pack[start:start + PACK_HEADS], len(jobs))
     return [runner.run(job, index, len(jobs)) for index, job in numbered]
