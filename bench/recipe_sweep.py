@@ -1,7 +1,8 @@
 """The fine-tuning recipe, switch by switch: the sweep that chose the practical recipe's defaults.
 
     python bench/recipe_sweep.py [--dataset demo|r8-1500|r52-lt] [--methods cls-relu-pt-ln]
-        [--seeds 1] [--variants paper,practical,lr-2e-4,...] [--work /tmp/glee-recipe-sweep]
+        [--seeds 1 | 1,2,3 | 3-3] [--variants paper,practical,lr-2e-4,...]
+        [--work /tmp/glee-recipe-sweep]
         [--data-dir ../shared/data] [--model auto] [--max-length N]
 
 Every (variant, method, seed) is one fresh ``python -m glee_core train --mode finetune`` with
@@ -135,14 +136,37 @@ def print_table(rows: list[dict], out: str | None, notes: list[str] = ()) -> Non
         Path(out).write_text(text + "\n", encoding="utf-8")
 
 
-def common_arguments(parser: argparse.ArgumentParser, work: str) -> None:
-    """The flags this sweep shares with bench/tuning_modes.py: the data, the store, the model."""
+def seed_list(text: str) -> list[int]:
+    """``--seeds``: a count ``N`` (seeds 1 to N), a list ``1,3`` or a range ``2-3`` (so a sweep
+    can add one seed to a store that holds the others: ``3-3``)."""
+    try:
+        if "," in text:
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+        elif "-" in text:
+            first, last = (int(s) for s in text.split("-"))
+            seeds = list(range(first, last + 1))
+        else:
+            seeds = list(range(1, int(text) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a count (3), a list (1,2,3) or a range (2-3)") from None
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} names no seed")
+    return seeds
+
+
+def common_arguments(parser: argparse.ArgumentParser, work: str, seeds: str) -> None:
+    """The flags this sweep shares with bench/tuning_modes.py: the data, the store, the model,
+    the seeds."""
     parser.add_argument("--dataset", default="demo", choices=("demo", "r8-1500", "r52-lt"))
     parser.add_argument("--work", type=Path, default=Path(work))
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(
         "GLEE_DATA_DIR", ROOT.parent / "shared" / "data")))
     parser.add_argument("--model", default="auto")
     parser.add_argument("--max-length", type=int)
+    parser.add_argument("--seeds", type=seed_list, default=seed_list(seeds),
+                        help=f"a count (seeds 1..N), a list (1,3) or a range (2-3); "
+                        f"default {seeds}")
     parser.add_argument("--extra", default="", help="more train flags for every run, e.g. "
                         "'--epochs 1 --limit 64'")
     parser.add_argument("--out", help="also write the Markdown table here")
@@ -150,9 +174,8 @@ def common_arguments(parser: argparse.ArgumentParser, work: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    common_arguments(parser, "/tmp/glee-recipe-sweep")
+    common_arguments(parser, "/tmp/glee-recipe-sweep", seeds="1")
     parser.add_argument("--methods", default="cls-relu-pt-ln")
-    parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--variants", default="paper,practical")
     args = parser.parse_args(argv)
     unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
@@ -165,7 +188,7 @@ def main(argv=None) -> int:
     for variant in args.variants.split(","):
         for method in args.methods.split(","):
             found = []
-            for seed in range(1, args.seeds + 1):
+            for seed in args.seeds:
                 result = train_child(args, dataset, ["--mode", "finetune", "--method", method,
                                                      "--seeds", str(seed), *VARIANTS[variant]],
                                      store)

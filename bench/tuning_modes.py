@@ -61,10 +61,9 @@ def adapted_backbone(args, dataset: str) -> tuple[Path, dict, float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    common_arguments(parser, "/tmp/glee-tuning-modes")
+    common_arguments(parser, "/tmp/glee-tuning-modes", seeds="3")
     parser.add_argument("--methods", default="prompt,cls-relu-pt-ln,cls-tanh")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--tapt-epochs", type=int, default=10)
     parser.add_argument("--adapt-extra", default="", help="more adapt flags")
     args = parser.parse_args(argv)
@@ -90,7 +89,7 @@ def main(argv=None) -> int:
             print(lines[-1], flush=True)
         for method in args.methods.split(","):
             found = []
-            for seed in range(1, args.seeds + 1):
+            for seed in args.seeds:
                 result = train_child(args, dataset, ["--mode", mode, "--method", method,
                                                      "--seeds", str(seed), "--model", model],
                                      store)
