@@ -9,7 +9,7 @@ import torch
 
 from glee_core.core import devices
 from glee_core.core.errors import GleeError
-from glee_core.core.events import SweepProgress
+from glee_core.core.events import RunStarted, SweepProgress
 from glee_core.models.config import ExecutorOptions, TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.store import RunStore
@@ -53,11 +53,17 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     assert sum(line.startswith("done ") for line in lines) == 2
     swept = [e for e in events if isinstance(e, SweepProgress)]
     assert swept[-1].done == 2 and swept[-1].failed == 0
+    # the workers' runs are then loaded without a word: not announced as found in the store
+    assert not {e.run_id for e in events if isinstance(e, RunStarted)} & {r.run_id for r in runs}
     for run in runs:
         assert run.metrics is not None and run.record.mode == "finetune"
         stage = store.get(run.record.tuning["lp_ft_from"])  # LP-FT's head: a run of its own
         assert stage is not None and stage.record.mode == "frozen"
     assert len(store.runs()) == 4
     lines.clear()
-    again = executor.run([Batch(toy_dataset, specs, [1], str(tiny_bert), config)], store)
+    events.clear()
+    again = executor.run([Batch(toy_dataset, specs, [1], str(tiny_bert), config,
+                                progress=events.append)], store)
     assert [r.run_id for r in again] == [r.run_id for r in runs] and not lines
+    assert [(e.run_id, e.cached) for e in events if isinstance(e, RunStarted)] == \
+        [(r.run_id, True) for r in runs]  # a later launch: stored, and says so

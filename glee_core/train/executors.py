@@ -114,17 +114,19 @@ class LocalExecutor:
         at_once = {id(b): 1 if b.config.frozen else resolve_runs_at_once(
             self.runs_at_once, resolve_device(b.config.device)) for b in batches}
         shared = [b for b in batches if at_once[id(b)] > 1]
+        trained = set()
         if shared:  # first, every batch's missing runs, N at a time across the batches
-            self._at_once(shared, store, max(at_once[id(b)] for b in shared))
+            trained = self._at_once(shared, store, max(at_once[id(b)] for b in shared))
         return [run for b in batches
                 for run in run_experiments(b.dataset, b.methods, b.seeds, b.model, b.config,
-                                           store, b.force and at_once[id(b)] == 1, b.progress)]
+                                           store, b.force and at_once[id(b)] == 1, b.progress,
+                                           trained=trained)]
 
-    def _at_once(self, batches: list[Batch], store: RunStore, at_once: int) -> None:
+    def _at_once(self, batches: list[Batch], store: RunStore, at_once: int) -> set[str]:
         """The batches' missing runs in ``at_once`` worker processes (spawned: each loads its
         own backbone and takes one of ``at_once`` training slots of the machine's queue).
         LP-FT's heads are fitted here first, a batch's in one loop, so the workers find them
-        stored; :meth:`run` then loads every run from the store."""
+        stored; :meth:`run` then loads every run from the store. Returns the ids trained."""
         missing: list[tuple[Batch, PlannedRun]] = []
         for b in batches:
             progress = b.progress or (lambda event: None)
@@ -139,7 +141,7 @@ class LocalExecutor:
                                 todo[0].config.linear_probe_stage(), store, False, progress)
             missing += [(b, p) for p in todo]
         if not missing:
-            return
+            return set()
         root = str(store.root.expanduser().resolve())
         self.echo(f"training {len(missing)} runs, {at_once} at once, each in a process of its "
                   "own")
@@ -162,6 +164,7 @@ class LocalExecutor:
         finally:
             report.bar.close()
         report.finish()
+        return {p.run_id for _, p in missing}  # finish() raised if one failed
 
 
 def check_store_writable(root: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import platform
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -190,13 +190,13 @@ class _Runner:
         self.ddp = data_parallel(device)  # several processes: the main one decides and writes
         self.main = self.ddp is None or self.ddp.is_main
         self.device = self.ddp.device if self.ddp else resolve_device(device)
-        self.packed: set[str] = set()  # run ids this launch trained in a pack
+        self.fresh: set[str] = set()  # run ids this launch trained a moment ago (a pack ...)
 
     def run(self, job: PlannedRun, index: int, total: int, stage: bool = False) -> Run:
         """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
         run, reported as part of it (no run of its own in the progress), and re-used from the
         store even under ``force``."""
-        if job.run_id in self.packed:  # trained a moment ago in a pack (run_pack)
+        if job.run_id in self.fresh:  # trained a moment ago (run_pack, or another process)
             return Run(self.store.path(job.run_id))
         waiting = WaitingForRun(run_id=job.run_id)
         with self.store.run_lock(job.run_id, lambda: self.progress(waiting)) if self.main \
@@ -245,7 +245,7 @@ class _Runner:
             for (_, job), result in zip(todo, results, strict=True):
                 save_result(self.store, run_record(job, self.dataset, backbone, result,
                                                    self.notes), result)
-            self.packed.update(job.run_id for _, job in todo)
+            self.fresh.update(job.run_id for _, job in todo)
 
     def _train(self, job: PlannedRun) -> None:
         init_head, tuning = None, {}
@@ -268,12 +268,15 @@ class _Runner:
 def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                     seeds: Iterable[int], model_name: str = "auto",
                     config: TrainConfig | None = None, store: RunStore | None = None,
-                    force: bool = False, progress: ProgressFn | None = None) -> list[Run]:
+                    force: bool = False, progress: ProgressFn | None = None,
+                    trained: Collection[str] = ()) -> list[Run]:
     """Train (or load from the store) every method x seed; returns the runs in that order.
     A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, which is stored as
     a run of its own.
 
-    ``progress`` receives a :class:`RunStarted` before each run and the trainer's events."""
+    ``progress`` receives a :class:`RunStarted` before each run and the trainer's events, but for
+    the runs in ``trained``: this launch trained them a moment ago elsewhere (``--runs-at-once``'s
+    workers, which reported them), so they are loaded without a word."""
     store = store or RunStore()
     progress = progress or (lambda event: None)
     device = (config or TrainConfig()).device
@@ -285,6 +288,7 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     for note in vocabulary_notes:
         progress(Note(message=note))
     runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
+    runner.fresh.update(trained)
     numbered = list(enumerate(jobs, 1))
     pack = [(i, job) for i, job in numbered
             if packable(job.spec, job.config, runner.device, runner.ddp)]
