@@ -126,7 +126,7 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
 
 def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert, toy_dataset,
                                                                       runs_dir):
-    from glee_core.core.events import RunStarted, fold
+    from glee_core.core.events import FeaturePass, RunStarted, fold
 
     events = []
     methods = [get_method(m) for m in PACK + ("probe",)]
@@ -136,6 +136,12 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert,
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [e.together for e in started] == [8, 1, 1]  # the pack, then the closed-form probes
     assert fold(started[:1]).describe() == "runs 1-8/10: 8 heads trained together"
+    passes = [e for e in events if isinstance(e, FeaturePass)]
+    assert {(e.format, e.part, e.parts) for e in passes} == {("plain", 1, 2), ("prompt", 2, 2)}
+    pack = events[:events.index(started[1])]  # the job's bar over the pack: never back
+    fractions = [fold(pack[:i]).fraction for i in range(1, len(pack) + 1)]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(8 / 10)
+    assert 0.2 < fold(pack[:pack.index(passes[-1]) + 1]).fraction < 8 / 10
     assert [r.record.method.id for r in runs] == [m.id for m in methods for _ in (1, 2)]
     assert all(r.metrics is not None for r in runs)
     events.clear()

@@ -39,7 +39,15 @@ from ..core.devices import (
 )
 from ..core.distributed import DataParallel, data_parallel
 from ..core.errors import GleeError
-from ..core.events import Evaluated, Note, ProgressFn, Searching, Testing, TrainStep
+from ..core.events import (
+    Evaluated,
+    FeaturePass,
+    Note,
+    ProgressFn,
+    Searching,
+    Testing,
+    TrainStep,
+)
 from ..data.datasets import SPLIT_SEED, LongTailDataset
 from ..data.encoding import EncodedSplit, encode, length_grouped_batches
 from ..models.backbone import Backbone
@@ -845,13 +853,20 @@ def train_together(dataset: LongTailDataset, specs: list[MethodSpec], backbone: 
     loop (:func:`fit_together`), each evaluated as a run of its own: what
     :func:`train_and_evaluate` gives each of them alone."""
     progress = progress or (lambda event: None)
+    inputs = [(spec.input_format, config.pooling, config.max_length, config.limit,
+               config.limit_strategy) for spec, config in zip(specs, configs, strict=True)]
+    passes = list(dict.fromkeys(inputs))  # each at most one feature pass, numbered for progress
+
+    def numbered(key):
+        part = passes.index(key) + 1
+        return lambda event: progress(replace(event, part=part, parts=len(passes))
+                                      if isinstance(event, FeaturePass) else event)
+
     setups, loaded = [], {}  # the heads of one input format share its features in memory
-    for spec, config in zip(specs, configs, strict=True):
-        inputs = (spec.input_format, config.pooling, config.max_length, config.limit,
-                  config.limit_strategy)
-        setups.append(prepare(dataset, spec, backbone, config, progress, feature_cache,
-                              splits=loaded.get(inputs)))
-        loaded.setdefault(inputs, setups[-1].splits)
+    for spec, config, key in zip(specs, configs, inputs, strict=True):
+        setups.append(prepare(dataset, spec, backbone, config, numbered(key), feature_cache,
+                              splits=loaded.get(key)))
+        loaded.setdefault(key, setups[-1].splits)
     return [evaluate(setup, fitted) for setup, fitted in zip(setups, fit_together(setups),
                                                               strict=True)]
 
