@@ -133,3 +133,17 @@ def test_a_resumed_sweep_reports_what_its_runs_cost_when_they_trained(tmp_path):
     assert cost_cells([{"wall": 900.0, "peak": 4.2}, {"wall": None, "peak": None}]) == {
         "wall / run": "900 s", "peak": "4.20 GB"}
     assert cost_cells([{"wall": None, "peak": None}]) == {"wall / run": "–", "peak": "–"}
+
+
+def test_the_sweeps_seeds_are_a_count_a_list_or_a_range():
+    """``--seeds 3`` is seeds 1-3 (as every documented command means it); a list or a range
+    adds seeds to a store that holds the others."""
+    import argparse
+
+    from bench.recipe_sweep import seed_list
+
+    assert seed_list("3") == [1, 2, 3] and seed_list("1,2,3") == [1, 2, 3]
+    assert seed_list("3-3") == [3] and seed_list("2-4") == [2, 3, 4] and seed_list("5,") == [5]
+    for bad in ("x", "3-", "", "4-2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            seed_list(bad)
