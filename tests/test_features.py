@@ -141,7 +141,10 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert,
     pack = events[:events.index(started[1])]  # the job's bar over the pack: never back
     fractions = [fold(pack[:i]).fraction for i in range(1, len(pack) + 1)]
     assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(8 / 10)
-    assert 0.2 < fold(pack[:pack.index(passes[-1]) + 1]).fraction < 8 / 10
+    encoded = fold(pack[:pack.index(passes[-1]) + 1])
+    assert 0.2 < encoded.fraction < 8 / 10
+    assert encoded.describe() == "runs 1-8/10: 8 heads trained together · encoding prompt " \
+        "input, pass 2/2"
     assert [r.record.method.id for r in runs] == [m.id for m in methods for _ in (1, 2)]
     assert all(r.metrics is not None for r in runs)
     events.clear()

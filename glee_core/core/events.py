@@ -208,7 +208,8 @@ class ProgressState:
             self.phase, self.detail = "waiting", (f"another launch is training {event.run_id}; "
                                                   "this one loads it once it is stored")
         elif isinstance(event, FeaturePass):
-            self.phase, self.detail = "encoding", f"{event.format} input"
+            self.phase, self.detail = "encoding", f"{event.format} input" + (
+                f", pass {event.part}/{event.parts}" if event.parts > 1 else "")
             self.done, self.total = event.done, event.total
             self.encoded = ENCODING_SHARE * (event.part - 1 + event.done / max(event.total, 1)) \
                 / max(event.parts, 1)
