@@ -2,7 +2,8 @@
 
 import json
 
-from glee_core.core.events import Evaluated, RunStarted, TrainStep
+from glee_core.core import events  # its Testing, by module: not a test class to collect
+from glee_core.core.events import Evaluated, FeaturePass, RunStarted, TrainStep, fold
 from glee_core.train.jobs import Job
 
 
@@ -28,6 +29,20 @@ def test_progress_of_the_second_of_two_runs_halfway_through_its_epochs(tmp_path)
     progress = job.progress()
     assert progress.method == "prompt" and progress.dev_f1 == 0.4
     assert progress.fraction == (1 + 15 / 40) / 2
+
+
+def test_a_fine_tune_is_not_counted_done_by_its_lp_ft_stages_feature_pass():
+    """LP-FT fits its head on the frozen features (a feature pass, then a few seconds of
+    training) before the fine-tuning's hour: the pass's share of a quick run must not carry over."""
+    stage = [RunStarted(run_id="r", index=1, total=1, method="cls-relu-pt-ln", seed=1,
+                        cached=False),
+             FeaturePass(format="plain", done=50, total=100)]
+    assert fold(stage).fraction == 0.3  # a quick run: its feature pass is most of its time
+    stage += [FeaturePass(format="plain", done=100, total=100),
+              TrainStep(epoch=1, epochs=10, step=5, steps=10)]
+    assert 0.6 < fold(stage).fraction < 0.7
+    tuning = stage + [events.Testing(), TrainStep(epoch=1, epochs=10, step=1, steps=10)]
+    assert fold(tuning).fraction == 0.01
 
 
 def test_status_of_finished_failed_and_killed_jobs(tmp_path):

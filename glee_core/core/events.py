@@ -226,8 +226,8 @@ class ProgressState:
         elif isinstance(event, Evaluated):
             self.dev_f1, self.dev_acc = event.dev_f1, event.dev_acc
             self.best_dev, self.select_metric = event.best_dev, event.select_metric
-        elif isinstance(event, Testing):
-            self.phase, self.search = "testing", ""
+        elif isinstance(event, Testing):  # LP-FT's stage ends so: fine-tuning starts afresh
+            self.phase, self.search, self.encoded = "testing", "", 0.0
         elif isinstance(event, SweepProgress):
             self.phase, self.run, self.runs = "sweep", event.done + event.failed, event.total
             self.done, self.total, self.failed = event.done, event.total, event.failed
