@@ -729,7 +729,7 @@ def recommendation_panel(runs, key: str) -> None:
     rec = recommend(runs)
     if rec is None:
         return
-    st.success(md_keep_code(recommendation_text(rec)), icon=":material/recommend:")
+    st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
     if not rec.steps:
         st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
                    "(`python -m glee_core export`), or compare another mode on the Train page.")
@@ -758,11 +758,3 @@ def recommendation_panel(runs, key: str) -> None:
                 st.session_state["last_job"] = job.id
                 st.switch_page("pages/2_Train.py")
         st.caption(f"Why: {why}. Estimated here: {estimate['text']} ({estimate['basis']}).")
-
-
-def md_keep_code(text: str) -> str:
-    """Markdown written by the engine around names: the names inside code spans stay as they
-    are, the rest is escaped (a dataset or class name could hold Markdown)."""
-    parts = text.split("`")
-    return "`".join(part if i % 2 else md(part).replace("\\*\\*", "**")
-                    for i, part in enumerate(parts))

@@ -1,7 +1,7 @@
 """The recommendation a compare ends on: chosen on dev (never test), the heads within the seeds'
 spread, and the next steps; the results table highlights the same choice."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -100,3 +100,17 @@ def test_within_noise_needs_a_spread():
     assert not within_noise(80.0, nan, 79.9, nan)  # one seed each: nothing to judge by
     assert within_noise(80.0, nan, 79.0, 1.5) and not within_noise(80.0, 0.5, 79.0, 0.4)
     assert recommend([]) is None
+
+
+def test_a_settings_label_holding_markdown_reads_as_itself_in_the_app():
+    """A backbone folder named with Markdown (``my**model``, a link) is the user's text: the app
+    escapes it, and only the recommendation's own bold and code spans stay Markdown."""
+    from studio_ui import md
+
+    rec = recommend(runs_of({"cls-relu-pt-ln": [(0.8, 0.8)], "cls-tanh": [(0.7, 0.9)]}))
+    name = "[x](https://e.example) my**model"
+    rec = replace(rec, chosen=replace(rec.chosen, setting_label=name))
+    assert f"(<{name}>)" in recommendation_text(rec, literal="<{}>".format)
+    text = recommendation_text(rec, literal=md)
+    assert text.startswith("**Use `cls-relu-pt-ln`** (") and "my\\*\\*model" in text
+    assert "https://" not in text  # no autolink: the zero-width space md() puts in

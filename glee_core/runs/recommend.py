@@ -10,6 +10,7 @@ spread of it on dev, and what to run next.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -122,18 +123,20 @@ def _score(mean: float, std: float) -> str:
     return f"{mean:.1f}" + ("" if std != std else f" ± {std:.1f}")
 
 
-def recommendation_text(rec: Recommendation) -> str:
-    """The recommendation in a few Markdown sentences (method ids in code spans)."""
+def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str) -> str:
+    """The recommendation in a few Markdown sentences (method ids in code spans). The settings'
+    labels hold the user's names (a backbone's folder, a dataset's split): ``literal`` makes
+    them read as themselves where Markdown is rendered (the app passes its escaping)."""
     c = rec.chosen
     seeds = f"{c.seeds} seed{'s' if c.seeds != 1 else ''}"
-    lines = [f"**Use `{c.method}`** ({c.setting_label}): best of {rec.candidates} on dev "
+    lines = [f"**Use `{c.method}`** ({literal(c.setting_label)}): best of {rec.candidates} on dev "
              f"({_score(c.dev, c.dev_std)}); on test, macro-F1 {_score(c.f1, c.f1_std)} and "
              f"tail F1 {_score(c.tail_f1, c.tail_f1_std)} over {seeds}."]
     if not rec.spread_known:
         lines.append("With one seed the spread between seeds is unknown, so a gap of a point "
                      "or two on dev may be noise.")
     elif rec.close:
-        names = ", ".join(f"`{p.method}`" + (f" ({p.setting_label})"
+        names = ", ".join(f"`{p.method}`" + (f" ({literal(p.setting_label)})"
                                              if p.setting != c.setting else "")
                           for p in rec.close[:6])
         more = f" and {len(rec.close) - 6} more" if len(rec.close) > 6 else ""
