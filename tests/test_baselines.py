@@ -36,6 +36,35 @@ def test_the_probe_is_scikit_learns_logistic_regression(tiny_bert, toy_dataset, 
     assert (logits.argmax(1) == clf.predict(features)).all()
 
 
+def test_the_seeds_of_a_probe_share_one_fit(tiny_bert, toy_dataset, monkeypatch):
+    """lbfgs takes no seed: a quick compare's seeds (the same frozen features) are one fit,
+    done once; other features, labels or class weights are fitted afresh."""
+    from glee_core.models import heads
+
+    fits = []
+    monkeypatch.setattr(heads, "_PROBE_FITS", {})
+    monkeypatch.setattr(heads.LogisticRegression, "fit", lambda self, x, y, fit=
+                        LogisticRegression.fit: fits.append(len(y)) or fit(self, x, y))
+    rng = np.random.default_rng(1)
+    labels = np.repeat(np.arange(4), [30, 10, 5, 3])
+    features = rng.normal(size=(len(labels), 32)).astype(np.float32)
+    backbone = load_backbone(str(tiny_bert))
+
+    def weights(seed, x=features, y=labels, balanced=False):
+        spec = get_method("probe-balanced" if balanced else "probe")
+        head = build_model(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer,
+                           TrainConfig(mode="frozen")).head
+        fit_probe(head, x, y, 5, balanced, seed=seed)
+        return torch.cat([head.predictor.weight.flatten(), head.predictor.bias]).clone()
+
+    first = weights(1)
+    assert torch.equal(first, weights(2)) and torch.equal(first, weights(3)) and len(fits) == 1
+    weights(1, balanced=True)
+    weights(1, x=features + 1)
+    weights(1, y=labels[::-1].copy())
+    assert len(fits) == 4
+
+
 def test_mean_pooling_averages_the_tokens_of_each_text_only():
     states = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])

@@ -8,6 +8,7 @@ backbone's MLM head it leaves unused (so fine-tuning keeps them out of the optim
 from __future__ import annotations
 
 import copy
+import hashlib
 import warnings
 from pathlib import Path
 
@@ -285,22 +286,48 @@ class ProbeHead(nn.Module):
     linear_predictor = ClsHead.linear_predictor
 
 
+# A probe's fit is a function of its features and labels alone (lbfgs takes no seed), so the
+# seeds of a quick compare, which share the frozen features, share one fit: the last few fits
+# are kept in the process, keyed by a digest of what they were fitted on.
+_PROBE_FITS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+PROBE_FITS_KEPT = 4
+
+
+def _probe_key(features: np.ndarray, labels: np.ndarray, num_classes: int,
+               class_balanced: bool) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for array in (features, labels):
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(memoryview(array).cast("B"))
+    digest.update(f"{num_classes}{class_balanced}".encode())
+    return digest.hexdigest()
+
+
 def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_classes: int,
               class_balanced: bool, seed: int) -> None:
     """Fit scikit-learn's ``LogisticRegression`` (L2, lbfgs; ``class_weight="balanced"`` when
     asked) and copy its coefficients into ``head``: the head's logits are the classifier's
-    ``decision_function``. A class absent from training gets a zero row and a -1e4 bias."""
-    clf = LogisticRegression(max_iter=2000, class_weight="balanced" if class_balanced else None,
-                             random_state=seed)
-    clf.fit(features, labels)
-    weight = np.zeros((num_classes, features.shape[1]), dtype=np.float32)
-    bias = np.full(num_classes, -1e4, dtype=np.float32)
-    coef, intercept = clf.coef_, clf.intercept_
-    if len(clf.classes_) == 2:  # scikit-learn keeps one row for two classes
-        coef, intercept = np.vstack([-coef, coef]) / 2, np.array([-intercept[0],
-                                                                  intercept[0]]) / 2
-    weight[clf.classes_] = coef
-    bias[clf.classes_] = intercept
+    ``decision_function``. A class absent from training gets a zero row and a -1e4 bias.
+    ``seed`` does not enter: lbfgs is deterministic, so another seed on the same features is
+    the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`)."""
+    key = _probe_key(features, labels, num_classes, class_balanced)
+    if key not in _PROBE_FITS:
+        clf = LogisticRegression(solver="lbfgs", max_iter=2000,
+                                 class_weight="balanced" if class_balanced else None)
+        clf.fit(features, labels)
+        weight = np.zeros((num_classes, features.shape[1]), dtype=np.float32)
+        bias = np.full(num_classes, -1e4, dtype=np.float32)
+        coef, intercept = clf.coef_, clf.intercept_
+        if len(clf.classes_) == 2:  # scikit-learn keeps one row for two classes
+            coef, intercept = np.vstack([-coef, coef]) / 2, np.array([-intercept[0],
+                                                                      intercept[0]]) / 2
+        weight[clf.classes_] = coef
+        bias[clf.classes_] = intercept
+        while len(_PROBE_FITS) >= PROBE_FITS_KEPT:
+            _PROBE_FITS.pop(next(iter(_PROBE_FITS)))  # the oldest
+        _PROBE_FITS[key] = weight, bias
+    weight, bias = _PROBE_FITS[key]
     with torch.no_grad():
         head.predictor.weight.copy_(torch.from_numpy(weight))
         head.predictor.bias.copy_(torch.from_numpy(bias))
