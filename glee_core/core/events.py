@@ -158,8 +158,8 @@ def event_from_dict(values: dict) -> Event | None:
 
 
 # The share of a frozen run's time (or a pack's) its feature passes take, for the overall
-# fraction: ~70% on 2 CPU cores (the demo's quick compare: 2 passes of 10-12 s, heads 8.5 s),
-# less on a GPU.
+# fraction: 43% to 72% of the demo's quick compare on 2 CPU cores (bf16: passes 10.8 s, heads
+# 14.2 s; fp32: passes 22 s, heads 8.5 s; BENCHMARKS.md, "Quick mode"), less on a GPU.
 ENCODING_SHARE = 0.6
 
 
