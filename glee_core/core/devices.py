@@ -31,6 +31,14 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
+def adamw(params, device: torch.device, **options) -> torch.optim.AdamW:
+    """AdamW fused into one kernel for all parameters, on a CPU as on CUDA: one optimizer for
+    every device. Fine-tuning MiniLM on 2 CPU cores: ×1.02-1.03 training examples/s and 70 MB
+    less peak memory than the single-tensor step (BENCHMARKS.md, "CPU"); results differ from it
+    in the last bits only."""
+    return torch.optim.AdamW(params, fused=device.type in ("cpu", "cuda"), **options)
+
+
 @functools.cache
 def configure_cuda() -> None:
     """Once per process on a GPU: leave cuDNN out of scaled-dot-product attention unless

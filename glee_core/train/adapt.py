@@ -27,7 +27,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
 from .. import __version__
-from ..core.devices import resolve_device
+from ..core.devices import adamw, resolve_device
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn, TrainStep
 from ..core.files import write_json
@@ -175,7 +175,7 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
 
     steps_per_epoch = math.ceil(len(examples) / options.batch_size)
     total = steps_per_epoch * options.epochs
-    optimizer = torch.optim.AdamW(model.parameters(), lr=options.lr, weight_decay=WEIGHT_DECAY)
+    optimizer = adamw(model.parameters(), device, lr=options.lr, weight_decay=WEIGHT_DECAY)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(WARMUP * total), total)
 
     partial = out.with_name(f".{out.name}.partial")

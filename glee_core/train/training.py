@@ -8,9 +8,9 @@ The paper's protocol: AdamW (lr 1e-5, weight decay 0), batch 32, gradient norm c
 linear warm-up over 10% of the steps, up to 10 epochs with early stopping after 2 epochs without a
 dev macro-F1 gain; the best-on-dev weights are evaluated on test. The practical recipe (see
 :class:`glee_core.models.config.Recipe`) adds the search, LP-FT's warm-started head, a head learning
-rate and a floor on steps. On CUDA the step runs under bf16 autocast (fp16 with a gradient scaler
-on GPUs without bf16) with fused AdamW, on batches padded to a few widths; the loop never waits
-on the device except to report the loss every ``log_every`` steps.
+rate and a floor on steps. AdamW is fused on a CPU and on CUDA. On CUDA the step runs under bf16
+autocast (fp16 with a gradient scaler on GPUs without bf16) on batches padded to a few widths; the
+loop never waits on the device except to report the loss every ``log_every`` steps.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import torch
 from transformers import get_linear_schedule_with_warmup
 
 from ..core.devices import (
+    adamw,
     autocast,
     grad_scaler,
     keep_large_blocks_mapped,
@@ -287,15 +288,16 @@ def layer_of(name: str) -> int | None:
 
 def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int,
                    lr: float | None = None):
-    """AdamW (fused on CUDA) over :func:`parameter_groups` at ``lr`` (default: the config's one
+    """AdamW (fused: :func:`~glee_core.core.devices.adamw`) over :func:`parameter_groups` at
+    ``lr`` (default: the config's one
     rate), with linear warm-up over ``warmup_ratio`` of the steps, then decay."""
     lr = config.learning_rate if lr is None else lr
     if lr is None:
         raise GleeError("this configuration searches its learning rate on dev: pass the "
                         "candidate to train at")
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(parameter_groups(model, lr, config),
-                                  weight_decay=config.weight_decay, fused=device.type == "cuda")
+    optimizer = adamw(parameter_groups(model, lr, config), device,
+                      weight_decay=config.weight_decay)
     scheduler = get_linear_schedule_with_warmup(
         optimizer, int(config.warmup_ratio * total_steps), total_steps)
     return params, optimizer, scheduler
@@ -717,9 +719,8 @@ def fit_together(setups: list[Setup]) -> list[Fitted]:
         model = setup.new_model()  # seeded: the head's weights, then its stream
         params = [p for p in model.parameters() if p.requires_grad]
         heads.append((setup, model, params, RngStream(device)))
-    optimizer = torch.optim.AdamW([p for _, _, params, _ in heads for p in params], lr=lr,
-                                  weight_decay=config.weight_decay,
-                                  fused=True)  # one kernel for every head (CPU and CUDA)
+    optimizer = adamw([p for _, _, params, _ in heads for p in params], device, lr=lr,
+                      weight_decay=config.weight_decay)  # one kernel for every head
     total_steps = first.steps_per_epoch * first.epochs
     scheduler = get_linear_schedule_with_warmup(
         optimizer, int(config.warmup_ratio * total_steps), total_steps)
