@@ -250,8 +250,9 @@ class TqdmProgress:
         elif isinstance(event, Evaluated) and self.bar is not None:
             self.bar.set_postfix(dev_f1=f"{state.dev_f1:.4f}", dev_acc=f"{state.dev_acc:.4f}",
                                  best=f"{state.best_dev:.4f} ({state.select_metric})")
-        elif isinstance(event, Testing):
+        elif isinstance(event, Testing):  # a closed-form probe's first event after its line
             self.close()
+            self._flush()
 
     def close(self):
         if self.bar is not None:

@@ -105,12 +105,15 @@ def test_baselines_are_quick_mode_only_and_not_paper_rows(tiny_bert, toy_dataset
     with pytest.raises(GleeError, match="--mode frozen"):
         run_experiments(toy_dataset, [get_method("probe")], [1], str(tiny_bert),
                         TrainConfig(epochs=1, recipe="paper"), RunStore(runs_dir))
-    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "probe-balanced",
+    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-relu,probe-balanced",
                  "--model", str(tiny_bert), "--mode", "frozen", "--pooling", "mean",
-                 "--runs-dir", str(runs_dir)])
+                 "--epochs", "1", "--runs-dir", str(runs_dir)])
     assert code == 0
-    [result] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    captured = capsys.readouterr()
+    [_, result] = json.loads(captured.out.strip().splitlines()[-1])
     assert result["method"] == "probe-balanced"
+    # on features already cached, a probe trains no epochs: its line is printed all the same
+    assert f"[2/2] probe-balanced seed 1: training ({result['run_id']})" in captured.err
 
 
 def test_a_sentence_encoders_own_pooling_is_read_from_its_folder(tmp_path, tiny_bert):
