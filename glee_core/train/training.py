@@ -289,8 +289,8 @@ def layer_of(name: str) -> int | None:
 def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int,
                    lr: float | None = None):
     """AdamW (fused: :func:`~glee_core.core.devices.adamw`) over :func:`parameter_groups` at
-    ``lr`` (default: the config's one
-    rate), with linear warm-up over ``warmup_ratio`` of the steps, then decay."""
+    ``lr`` (default: the config's one rate), with linear warm-up over ``warmup_ratio`` of the
+    steps, then decay."""
     lr = config.learning_rate if lr is None else lr
     if lr is None:
         raise GleeError("this configuration searches its learning rate on dev: pass the "
