@@ -67,7 +67,7 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     n_train = len(toy_dataset.splits["train"])
     assert slow["per_run"] == pytest.approx(0.002 * n_train * 10)
     assert f"feature pass 2,000 tokens/s and heads {slow['per_run']:.1f} s each" in slow["basis"]
-    assert "median of 1 finished frozen run(s)" in slow["basis"]
+    assert "from 1 finished frozen run(s) with this backbone on cpu" in slow["basis"]
     fast = frozen([stored_run("frozen", {"feature_pass_tokens_per_second": 4000.0,
                                          "train_seconds": 0.75, "test_seconds": 0.25})])
     assert fast["seconds"] - STARTUP_SECONDS == pytest.approx(
@@ -75,6 +75,33 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     others = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0}),
               stored_run("frozen", {"feature_pass_tokens_per_second": 1.0}, model="other")]
     assert frozen(others) == typical
+
+
+def test_runs_slowed_by_other_work_do_not_inflate_the_estimate(toy_dataset):
+    """A run shares the machine at times (a benchmark beside it): its rate is lower, never
+    higher. The estimate takes the upper quartile of the finished runs' rates, so a store where
+    half the runs crawled still estimates at the machine's speed, for the heads, the feature pass
+    and fine-tuning alike; one fast run among slow ones does not set it."""
+    def frozen(runs, mode="frozen"):
+        return estimate_seconds(toy_dataset, 19, TrainConfig(mode=mode, max_length=64),
+                                model_name="m", parameters=22_700_000, device="cpu", runs=runs)
+
+    def head(seconds, tokens_per_second):
+        return stored_run("frozen", {"feature_pass_tokens_per_second": tokens_per_second,
+                                     "train_seconds": seconds, "test_seconds": 0.0})
+
+    alone = frozen([head(2.0, 2000.0)] * 4)
+    half_slowed = frozen([head(2.0, 2000.0)] * 4 + [head(60.0, 200.0)] * 4)
+    assert half_slowed["seconds"] == pytest.approx(alone["seconds"])
+    assert "upper quartile of 8 finished frozen run(s)" in half_slowed["basis"]
+    one_fast = frozen([head(2.0, 2000.0)] + [head(60.0, 200.0)] * 7)
+    assert one_fast["seconds"] > 5 * alone["seconds"]
+
+    def tuned(rate):
+        return stored_run("finetune", {"train_examples_per_second": rate, "train_seconds": 9.0})
+
+    fine = frozen([tuned(20.0)] * 3 + [tuned(2.0)] * 3, mode="finetune")
+    assert fine["seconds"] == pytest.approx(frozen([tuned(20.0)] * 3, mode="finetune")["seconds"])
 
 
 def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_dataset, tiny_bert,
