@@ -7,6 +7,7 @@ backbone's MLM head it leaves unused (so fine-tuning keeps them out of the optim
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import warnings
@@ -372,9 +373,7 @@ class GleeModel(nn.Module):
                 from .modes import peft_config  # noqa: PLC0415
 
                 self.mlm.requires_grad_(False)
-                with warnings.catch_warnings():  # peft asks transformers a deprecated question
-                    warnings.filterwarnings("ignore", "`is_gradient_checkpointing`",
-                                            FutureWarning)
+                with peft_deprecations():
                     self.adapter = get_peft_model(self.mlm.base_model, peft_config(
                         tuning, config.lora_r, config.lora_alpha, config.lora_dropout,
                         config.lora_targets, config.prefix_length))
@@ -396,8 +395,9 @@ class GleeModel(nn.Module):
         return self.adapter if self.adapter is not None else self.mlm.base_model
 
     def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
-        states = encoder_output(self.encoder, input_ids, attention_mask,
-                                token_type_ids if self.pass_token_type_ids else None)
+        with peft_deprecations() if self.adapter is not None else contextlib.nullcontext():
+            states = encoder_output(self.encoder, input_ids, attention_mask,
+                                    token_type_ids if self.pass_token_type_ids else None)
         return pool(states, attention_mask, positions, self.pooling)
 
     def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
@@ -464,6 +464,17 @@ class GleeModel(nn.Module):
 
 
 HEAD, ADAPTER = "head", "adapter"  # the parts of a parameter-efficient run's weights file
+
+
+@contextlib.contextmanager
+def peft_deprecations():
+    """Silence the FutureWarnings that peft's own calls into transformers raise, which a user
+    can do nothing about: it asks the model ``is_gradient_checkpointing``, and its prefix tuning
+    hands the prefixes over as ``past_key_values`` (transformers 5.24: "use ``cache``")."""
+    with warnings.catch_warnings():
+        for message in ("`is_gradient_checkpointing`", "`past_key_values` is deprecated"):
+            warnings.filterwarnings("ignore", message, FutureWarning)
+        yield
 
 
 def encoder_output(encoder: nn.Module, input_ids, attention_mask, token_type_ids=None
