@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from glee_core.cli import main
+from glee_core.core.devices import resolve_precision
 from glee_core.core.errors import GleeError
 from glee_core.core.events import Note, TrainStep, fold
 from glee_core.models.backbone import load_backbone
@@ -32,6 +33,7 @@ def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapte
     losses = record["train_loss_per_epoch"]
     assert len(losses) == 4 and losses[-1] < losses[0]
     assert record["whole_word_masking"] and record["mlm_head_pretrained"]
+    assert record["precision"] == resolve_precision("auto", torch.device("cpu"))
     assert sum(isinstance(e, TrainStep) for e in events) == record["steps"]
     state = fold(events)  # what the Data page's progress bar shows
     assert state.fraction == 1.0 and "masked-LM training · epoch 4/4" in state.describe()
@@ -42,6 +44,21 @@ def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapte
     assert not torch.equal(backbone.mlm_dense.weight, original.mlm_dense.weight)  # head trained
     assert adapted_record(out)["adapted_from"]["name"] == str(tiny_bert)
     assert adapted_record(tiny_bert) is None
+
+
+def test_adapt_trains_under_the_precision_a_gpu_gets(toy_dataset, tiny_bert, tmp_path):
+    """``--precision auto`` is bf16 autocast on a GPU (fp32 weights and optimizer state); the
+    same path on this CPU, asked for by name, still learns and says what it ran in."""
+    record = adapt(toy_dataset, str(tiny_bert),
+                   AdaptOptions(out=str(tmp_path / "bf16"), **{**FAST, "precision": "bf16"}))
+    assert record["precision"] == "bf16" and record["options"]["precision"] == "bf16"
+    assert record["held_out_after"]["mlm_loss"] < record["held_out_before"]["mlm_loss"]
+    weights = load_backbone(str(tmp_path / "bf16")).model.state_dict().values()
+    assert all(w.dtype == torch.float32 for w in weights if w.is_floating_point())
+    with pytest.raises(GleeError, match="fp16 needs a CUDA GPU"):
+        adapt(toy_dataset, str(tiny_bert),
+              AdaptOptions(out=str(tmp_path / "fp16"), **{**FAST, "precision": "fp16"}))
+    assert not (tmp_path / "fp16").exists()
 
 
 def test_adapt_reads_the_training_texts_only_plus_a_file(toy_dataset, tiny_bert, tmp_path):

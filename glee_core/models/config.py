@@ -27,6 +27,9 @@ DEFAULT_EPOCHS = 10  # the paper's
 PAPER, PRACTICAL = "paper", "practical"
 LIMIT_STRATEGIES = ("stratified", "first")
 RECIPES = (PRACTICAL, PAPER)
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISION_HELP = ("auto: bf16 autocast on GPUs and CPUs that do bf16 natively, fp16 with a "
+                  "gradient scaler on older GPUs, else fp32")
 
 
 @dataclass(frozen=True)
@@ -181,9 +184,7 @@ class TrainConfig:
         None, f"P-tuning v2's prefix: virtual tokens per layer (default {PREFIX_LENGTH})",
         protocol="prefix {}", modes=("ptuning2",))
     seed: int = option(1, "random seed", cli=False)
-    precision: str = option("auto", "auto: bf16 autocast on GPUs and CPUs that do bf16 natively, "
-                            "fp16 with a gradient scaler on older GPUs, else fp32",
-                            choices=("auto", "fp32", "bf16", "fp16"))
+    precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
     pad_multiple: int | None = option(
         None, "pad each batch to a multiple of this many tokens (at most max length); default: "
         "64 on a GPU (few tensor shapes), each batch's own longest text on a CPU")
@@ -517,6 +518,7 @@ class AdaptOptions:
     held_out: float = option(0.1, "the share of the training texts held out to measure the "
                              "masked-LM loss and [MASK] top-1 accuracy before and after")
     seed: int = option(1, "random seed (the held-out texts, masks and order)")
+    precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
     device: str = option("auto", "auto, cpu or cuda")
 
     def __post_init__(self):

@@ -27,7 +27,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
 from .. import __version__
-from ..core.devices import adamw, resolve_device
+from ..core.devices import adamw, autocast, grad_scaler, resolve_device, resolve_precision
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn, TrainStep
 from ..core.files import write_json
@@ -134,9 +134,9 @@ def _inputs_key(model_name: str, fingerprint: str, texts: list[str], options: Ad
                 ) -> str:
     """What a partial adaptation must match to be resumed: the backbone, the texts, the options."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([model_name, fingerprint, {k: v for k, v in asdict(options).items()
-                                                        if k not in ("out", "device")}],
-                             sort_keys=True).encode())
+    # where and how fast it runs is not what it computes: a killed CPU run resumes on a GPU
+    kept = {k: v for k, v in asdict(options).items() if k not in ("out", "device", "precision")}
+    digest.update(json.dumps([model_name, fingerprint, kept], sort_keys=True).encode())
     for text in texts:
         digest.update(text.encode("utf-8", "replace") + b"\0")
     return digest.hexdigest()[:16]
@@ -162,6 +162,8 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
 
     backbone = load_backbone(model_name)
     device = resolve_device(options.device)
+    precision = resolve_precision(options.precision, device)
+    scaler = grad_scaler(device, precision)
     model = backbone.model.to(device)
     model.requires_grad_(True)  # the MLM head trains with the encoder
     max_length = options.max_length or dataset.max_length
@@ -196,10 +198,17 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
         for step in range(steps_per_epoch):
             rows = permutation[step * options.batch_size:(step + 1) * options.batch_size]
             batch = {k: v.to(device) for k, v in masker.batch([examples[i] for i in rows]).items()}
-            loss = torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
-            loss.backward()
+            with autocast(device, precision):
+                loss = torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
+            (scaler.scale(loss) if scaler else loss).backward()
+            if scaler:
+                scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            if scaler:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             loss_sum += float(loss.detach())
@@ -220,7 +229,7 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
                          "sha256": hashlib.sha256("\n".join(extra).encode()).hexdigest()[:16]}
                         if options.texts else None),
         "options": {k: v for k, v in asdict(options).items() if k not in ("out", "texts")},
-        "whole_word_masking": masker.whole_word, "steps": total,
+        "whole_word_masking": masker.whole_word, "steps": total, "precision": precision,
         "train_loss_per_epoch": state["losses"], "seconds": round(state["seconds"], 1),
         "held_out_before": state["before"], "held_out_after": after,
         "mlm_head_pretrained": True,  # trained here, on these texts
