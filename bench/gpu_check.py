@@ -20,6 +20,11 @@ Sections (each timed, each failure recorded and the rest run on):
   wall time and the throughput gain.
 - ``quick``: the quick compare (every head, frozen backbone) on the dataset, one seed and
   three, with the feature pass and from cached features.
+- ``modes``: how to tune at this size (issue #29): each way of tuning, w/ pt. LN under
+  fine-tune, LoRA and P-tuning v2 (and prompt-tuning under P-tuning v2, its own setting) for
+  one epoch of ``--mode-examples`` texts, its training examples/s, trainable parameters and
+  peak GPU memory; then one epoch of task-adaptive pretraining (``adapt``) over the training
+  texts, its rate and what 10 and 100 epochs of it would take.
 - ``projection``: the paper's Table 2 R52 column (25 runs x 10 epochs) from the measured rates
   and the best concurrency gain.
 
@@ -40,6 +45,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,10 +70,10 @@ from glee_core.core.devices import (  # noqa: E402
     resolve_device,
     resolve_precision,
 )
-from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.data.datasets import load_dataset, stratified_sample  # noqa: E402
 from glee_core.data.encoding import encode  # noqa: E402
 from glee_core.models.backbone import load_backbone  # noqa: E402
-from glee_core.models.config import TrainConfig  # noqa: E402
+from glee_core.models.config import AdaptOptions, TrainConfig  # noqa: E402
 from glee_core.models.heads import build_model  # noqa: E402
 from glee_core.models.methods import METHODS, get_method  # noqa: E402
 from glee_core.models.modes import MODES  # noqa: E402
@@ -75,9 +81,11 @@ from glee_core.models.scoring import batch_to, get_backbone, model_inputs  # noq
 from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 from glee_core.runs.store import RunStore, slug  # noqa: E402
 from glee_core.serve.inference import Scorer  # noqa: E402
+from glee_core.train.adapt import adapt  # noqa: E402
 from glee_core.train.experiment import run_experiments  # noqa: E402
 
-SECTIONS = ("methods", "precision", "shapes", "throughput", "concurrency", "quick", "projection")
+SECTIONS = ("methods", "precision", "shapes", "throughput", "concurrency", "quick", "modes",
+            "projection")
 R52_TRAIN, R52_DEV, R52_TEST = 6532, 1000, 2568  # the paper's R52 split sizes
 DRY_VOCAB_EXTRA = ("this", "is", "topic", "question", "answer")
 
@@ -105,6 +113,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "glee-compiled)")
     p.add_argument("--concurrency", default=None, help="process counts (default 1,2,4,8; "
                    "dry: 1,2)")
+    p.add_argument("--mode-examples", type=int, help="training texts per tuning mode's timing "
+                   "(default 1,024; dry: 32)")
     p.add_argument("--concurrency-examples", type=int, help="training texts per concurrent run "
                    "(default 2,048; dry: 32)")
     return p.parse_args(argv)
@@ -116,6 +126,7 @@ def defaults(args: argparse.Namespace) -> argparse.Namespace:
     args.max_length = args.max_length or (64 if dry else 256)
     args.train_examples = args.train_examples or (48 if dry else 1280)
     args.concurrency_examples = args.concurrency_examples or (32 if dry else 2048)
+    args.mode_examples = args.mode_examples or (32 if dry else 1024)
     args.concurrency = [int(n) for n in (args.concurrency or ("1,2" if dry else "1,2,4,8"))
                         .split(",")]
     args.sections = [s for s in args.sections.split(",") if s]
@@ -529,6 +540,71 @@ def check_quick(args, model: str) -> dict:
     return {"rows": rows, "model": model, "ok": all("error" not in r for r in rows)}
 
 
+# --- tuning modes --------------------------------------------------------------------------------
+
+def check_modes(args, model: str) -> dict:
+    """Each tuning mode's cost at this size, then one epoch of task-adaptive pretraining."""
+    dataset = load_dataset(args.dataset, data_dir=args.data_dir)
+    device = resolve_device(args.device)
+    plans = [("finetune", "cls-relu-pt-ln"), ("lora", "cls-relu-pt-ln"),
+             ("ptuning2", "cls-relu-pt-ln"), ("ptuning2", "prompt")]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        store = RunStore(f"{folder}/runs")
+        for mode, method in plans:
+            row = {"what": f"{mode}, {method}"}
+            config = TrainConfig(recipe="paper", mode=mode, epochs=1, limit=args.mode_examples,
+                                 max_length=args.max_length, device=args.device)
+            try:
+                _reset_peak_memory(device)
+                run = run_experiments(dataset, [get_method(method)], [1], model, config,
+                                      store)[0]
+                row.update(trainable=run.record.tuning.get("trainable_parameters"),
+                           train_examples_per_s=run.record.timing.get(
+                               "train_examples_per_second"),
+                           precision=run.record.timing.get("precision"),
+                           peak_gpu_gib=_peak_gpu_gib(device))
+            except Exception as exc:  # recorded; the other modes go on
+                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            rows.append(row)
+        row = {"what": "adapt (TAPT), 1 epoch"}
+        train = dataset.splits["train"]
+        sample = replace(dataset, splits={**dataset.splits, "train": stratified_sample(
+            train, args.mode_examples)}, _fingerprint=None)
+        try:
+            _reset_peak_memory(device)
+            record = adapt(sample, model, AdaptOptions(out=f"{folder}/tapt", epochs=1,
+                                                       max_length=args.max_length,
+                                                       device=args.device))
+            texts = record["dataset"]["training_texts"] - record["dataset"]["held_out"]
+            row.update(trainable=record["trainable_parameters"],
+                       train_examples_per_s=round(texts / record["seconds"], 1),
+                       precision=record["precision"], peak_gpu_gib=_peak_gpu_gib(device))
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        rows.append(row)
+    rate = rows[-1].get("train_examples_per_s")
+    # what TAPT of every training text but the held-out tenth takes, at the measured rate
+    epoch = 0.9 * len(train) / rate if rate else None
+    return {"rows": rows, "dataset": dataset.id, "max_length": args.max_length,
+            **({"tapt_10_epochs_minutes": round(10 * epoch / 60, 1),
+                "tapt_100_epochs_minutes": round(100 * epoch / 60, 1)} if epoch else {}),
+            "ok": all("error" not in r for r in rows)}
+
+
+def _reset_peak_memory(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak_gpu_gib(device: torch.device) -> float | None:
+    """The most GPU memory allocated since the last reset (None on a CPU: a process's peak
+    resident memory cannot be reset between modes)."""
+    return round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if device.type == "cuda" \
+        else None
+
+
 # --- projection ----------------------------------------------------------------------------------
 
 def projection(results: dict) -> dict:
@@ -610,7 +686,7 @@ def main(argv=None) -> int:
     results["model"] = args.model or ("tiny random BERT" if args.dry else "random:bert-base")
     checks = {"methods": check_methods, "precision": check_precision, "shapes": check_shapes,
               "throughput": check_throughput, "concurrency": check_concurrency,
-              "quick": check_quick}
+              "quick": check_quick, "modes": check_modes}
     for section in args.sections:
         print(f"gpu check: {section} ...", file=sys.stderr, flush=True)
         begun = time.perf_counter()

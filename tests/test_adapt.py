@@ -34,13 +34,15 @@ def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapte
     assert len(losses) == 4 and losses[-1] < losses[0]
     assert record["whole_word_masking"] and record["mlm_head_pretrained"]
     assert record["precision"] == resolve_precision("auto", torch.device("cpu"))
+    original = load_backbone(str(tiny_bert))
+    assert record["trainable_parameters"] == sum(p.numel() for p in
+                                                 original.model.parameters())  # all of it
     assert sum(isinstance(e, TrainStep) for e in events) == record["steps"]
     state = fold(events)  # what the Data page's progress bar shows
     assert state.fraction == 1.0 and "masked-LM training · epoch 4/4" in state.describe()
     assert fold(events[:len(events) // 2]).fraction == pytest.approx(0.5, abs=0.15)
     backbone = load_backbone(str(out))  # through the code users hit with --model DIR
     assert backbone.mlm_head_pretrained
-    original = load_backbone(str(tiny_bert))
     assert not torch.equal(backbone.mlm_dense.weight, original.mlm_dense.weight)  # head trained
     assert adapted_record(out)["adapted_from"]["name"] == str(tiny_bert)
     assert adapted_record(tiny_bert) is None

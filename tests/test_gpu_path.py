@@ -147,7 +147,15 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     assert [r["runs_at_once"] for r in report["concurrency"]["rows"]] == [1, 2]
     assert report["quick"]["rows"][0]["heads"] == 19
     assert report["projection"]["packed_minutes"] > 0
+    modes = {r["what"]: r for r in report["modes"]["rows"]}
+    assert set(modes) == {"finetune, cls-relu-pt-ln", "lora, cls-relu-pt-ln",
+                          "ptuning2, cls-relu-pt-ln", "ptuning2, prompt", "adapt (TAPT), 1 epoch"}
+    assert all(r["train_examples_per_s"] > 0 for r in modes.values())
+    full = modes["finetune, cls-relu-pt-ln"]["trainable"]
+    assert modes["lora, cls-relu-pt-ln"]["trainable"] < full / 10  # adapters and the head only
+    assert modes["adapt (TAPT), 1 epoch"]["trainable"] > full  # the MLM head trains too
+    assert report["modes"]["tapt_100_epochs_minutes"] > report["modes"]["tapt_10_epochs_minutes"]
     markdown = (tmp_path / "gpu_check.md").read_text()
     for section in ("methods", "precision", "shapes", "throughput", "concurrency", "quick",
-                    "projection"):
+                    "modes", "projection"):
         assert f"## {section} (ok" in markdown
