@@ -23,8 +23,8 @@ Sections (each timed, each failure recorded and the rest run on):
 - ``modes``: how to tune at this size (issue #29): each way of tuning, w/ pt. LN under
   fine-tune, LoRA and P-tuning v2 (and prompt-tuning under P-tuning v2, its own setting) for
   one epoch of ``--mode-examples`` texts, its training examples/s, trainable parameters and
-  peak GPU memory; then one epoch of task-adaptive pretraining (``adapt``) over the training
-  texts, its rate and what 10 and 100 epochs of it would take.
+  peak GPU memory; then one epoch of task-adaptive pretraining (``adapt``) over as many
+  training texts, its rate and what 10 and 100 epochs of it over the whole set would take.
 - ``projection``: the paper's Table 2 R52 column (25 runs x 10 epochs) from the measured rates
   and the best concurrency gain.
 
