@@ -89,6 +89,28 @@ def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler | 
     return torch.amp.GradScaler(device.type) if precision == "fp16" else None
 
 
+def scaled_backward(loss: torch.Tensor, scaler: torch.amp.GradScaler | None) -> None:
+    """Backpropagate ``loss``, scaled first under fp16."""
+    (loss if scaler is None else scaler.scale(loss)).backward()
+
+
+def clipped_step(optimizer: torch.optim.Optimizer, params, max_norm: float,
+                 scaler: torch.amp.GradScaler | None) -> torch.Tensor | None:
+    """Clip the gradient norm to ``max_norm`` and step the optimizer; under fp16 through the
+    scaler: unscaled before clipping, and a step with inf/NaN gradients is skipped. Returns,
+    under fp16, whether this step was skipped (a tensor on the device: no sync), else None."""
+    if scaler is None:
+        torch.nn.utils.clip_grad_norm_(params, max_norm)
+        optimizer.step()
+        return None
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    before = scaler._scale.clone()  # set by scale(); read on the device, no sync
+    scaler.step(optimizer)
+    scaler.update()
+    return scaler._scale < before  # the scale backs off after a skip
+
+
 GPU_PAD_MULTIPLE = 64  # on CUDA, batches are padded to a multiple of this (few tensor shapes)
 
 

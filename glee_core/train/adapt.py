@@ -27,7 +27,15 @@ import torch
 from transformers import DataCollatorForLanguageModeling, get_linear_schedule_with_warmup
 
 from .. import __version__
-from ..core.devices import adamw, autocast, grad_scaler, resolve_device, resolve_precision
+from ..core.devices import (
+    adamw,
+    autocast,
+    clipped_step,
+    grad_scaler,
+    resolve_device,
+    resolve_precision,
+    scaled_backward,
+)
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn, TrainStep
 from ..core.files import write_json
@@ -38,6 +46,7 @@ from .adapted import FORMAT, RECORD_FILE
 
 WARMUP = 0.06  # TAPT's
 WEIGHT_DECAY = 0.01
+MAX_GRAD_NORM = 1.0
 
 
 def read_texts_file(path: str | Path) -> list[str]:
@@ -200,15 +209,8 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
             batch = {k: v.to(device) for k, v in masker.batch([examples[i] for i in rows]).items()}
             with autocast(device, precision):
                 loss = torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
-            (scaler.scale(loss) if scaler else loss).backward()
-            if scaler:
-                scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            if scaler:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
+            scaled_backward(loss, scaler)
+            clipped_step(optimizer, model.parameters(), MAX_GRAD_NORM, scaler)
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             loss_sum += float(loss.detach())

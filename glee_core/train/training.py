@@ -32,11 +32,13 @@ from transformers import get_linear_schedule_with_warmup
 from ..core.devices import (
     adamw,
     autocast,
+    clipped_step,
     grad_scaler,
     keep_large_blocks_mapped,
     resolve_device,
     resolve_pad_multiple,
     resolve_precision,
+    scaled_backward,
 )
 from ..core.distributed import DataParallel, data_parallel
 from ..core.errors import GleeError
@@ -151,7 +153,7 @@ class TrainingState:
             self.skipped_steps = torch.zeros((), dtype=torch.long, device=self.device)
 
     def backward(self, loss: torch.Tensor) -> None:
-        (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+        scaled_backward(loss, self.scaler)
 
 
 def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
@@ -170,17 +172,10 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
     if loss is not None:
         state.optimizer.zero_grad(set_to_none=True)
         state.backward(loss)
-    scaler = state.scaler
-    if scaler is not None:  # fp16: unscale before clipping; a step with inf/NaN is skipped
-        scaler.unscale_(state.optimizer)
-    torch.nn.utils.clip_grad_norm_(state.params, state.config.max_grad_norm)
-    if scaler is None:
-        state.optimizer.step()
-    else:
-        before = scaler._scale.clone()  # set by scale(); read on the device, no sync
-        scaler.step(state.optimizer)
-        scaler.update()
-        state.skipped_steps += scaler._scale < before  # the scale backs off after a skip
+    skipped = clipped_step(state.optimizer, state.params, state.config.max_grad_norm,
+                           state.scaler)
+    if skipped is not None:
+        state.skipped_steps += skipped
     state.scheduler.step()
 
 
