@@ -233,7 +233,7 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
         "options": {k: v for k, v in asdict(options).items() if k not in ("out", "texts")},
         "whole_word_masking": masker.whole_word, "steps": total, "precision": precision,
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "train_loss_per_epoch": state["losses"], "seconds": round(state["seconds"], 1),
+        "train_loss_per_epoch": state["losses"], "seconds": round(state["seconds"], 3),
         "held_out_before": state["before"], "held_out_after": after,
         "mlm_head_pretrained": True,  # trained here, on these texts
     }
