@@ -571,11 +571,11 @@ def check_modes(args, model: str) -> dict:
         train = dataset.splits["train"]
         sample = replace(dataset, splits={**dataset.splits, "train": stratified_sample(
             train, args.mode_examples)}, _fingerprint=None)
+        options = AdaptOptions(out=f"{folder}/tapt", epochs=1, max_length=args.max_length,
+                               device=args.device)
         try:
             _reset_peak_memory(device)
-            record = adapt(sample, model, AdaptOptions(out=f"{folder}/tapt", epochs=1,
-                                                       max_length=args.max_length,
-                                                       device=args.device))
+            record = adapt(sample, model, options)
             texts = record["dataset"]["training_texts"] - record["dataset"]["held_out"]
             row.update(trainable=record["trainable_parameters"],
                        train_examples_per_s=round(texts / record["seconds"], 1),
@@ -584,8 +584,8 @@ def check_modes(args, model: str) -> dict:
             row["error"] = f"{type(exc).__name__}: {exc}"[:300]
         rows.append(row)
     rate = rows[-1].get("train_examples_per_s")
-    # what TAPT of every training text but the held-out tenth takes, at the measured rate
-    epoch = 0.9 * len(train) / rate if rate else None
+    # what TAPT of every training text but the held-out share takes, at the measured rate
+    epoch = (1 - options.held_out) * len(train) / rate if rate else None
     return {"rows": rows, "dataset": dataset.id, "max_length": args.max_length,
             **({"tapt_10_epochs_minutes": round(10 * epoch / 60, 1),
                 "tapt_100_epochs_minutes": round(100 * epoch / 60, 1)} if epoch else {}),
@@ -601,8 +601,7 @@ def _reset_peak_memory(device: torch.device) -> None:
 def _peak_gpu_gib(device: torch.device) -> float | None:
     """The most GPU memory allocated since the last reset (None on a CPU: a process's peak
     resident memory cannot be reset between modes)."""
-    return round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if device.type == "cuda" \
-        else None
+    return round(peak_memory_mb(device) / 1024, 2) if device.type == "cuda" else None
 
 
 # --- projection ----------------------------------------------------------------------------------
