@@ -4,6 +4,12 @@ sharing the device, into the same store and under the same ids as one after anot
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import threading
+import time
+
 import pytest
 import torch
 
@@ -13,7 +19,7 @@ from glee_core.core.events import RunStarted, SweepProgress
 from glee_core.models.config import ExecutorOptions, TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.store import RunStore
-from glee_core.train.executors import Batch, LocalExecutor, make_executor
+from glee_core.train.executors import Batch, LocalExecutor, SweepFailed, make_executor
 from glee_core.train.experiment import plan_runs
 
 
@@ -67,3 +73,48 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     assert [r.run_id for r in again] == [r.run_id for r in runs] and not lines
     assert [(e.run_id, e.cached) for e in events if isinstance(e, RunStarted)] == \
         [(r.run_id, True) for r in runs]  # a later launch: stored, and says so
+
+
+def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_alone(
+        toy_dataset, tiny_bert, tmp_path):
+    """What the out-of-memory killer does to a worker: its run is trained once more in a new
+    process and lands; a run whose worker is killed both times fails with how it died, and the
+    sweep's other runs land all the same."""
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu",
+                         lp_ft=False)
+    specs = [get_method(m) for m in ("cls-relu", "cls-tanh")]
+    unlucky, once = plan_runs(toy_dataset, specs, [1], str(tiny_bert), config)
+    kills = {unlucky.run_id: 2, once.run_id: 1}  # workers to kill, by the run they train
+    stop = threading.Event()
+
+    def killer():  # kills each worker it sees while its run still has kills left
+        seen = set()
+        while not stop.is_set():
+            for child in multiprocessing.active_children():
+                if kills.get(child.name, 0) > 0 and child.pid not in seen:
+                    seen.add(child.pid)
+                    kills[child.name] -= 1
+                    os.kill(child.pid, signal.SIGKILL)
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    lines = []
+    store = RunStore(tmp_path / "runs")
+    try:
+        with pytest.raises(SweepFailed) as failed:
+            LocalExecutor("2", echo=lines.append, show_bar=False).run(
+                [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], store)
+    finally:
+        stop.set()
+        thread.join()
+    assert kills == {unlucky.run_id: 0, once.run_id: 0}
+    assert f"the worker training {once.run_id} was killed by SIGKILL; training it once " \
+        "more" in lines
+    assert f"done   {once.run_id}" in "\n".join(lines)
+    assert store.get(once.run_id).metrics is not None  # the retried run landed
+    assert store.get(unlucky.run_id) is None
+    assert failed.value.failures == {unlucky.run_id: "its worker was killed by SIGKILL, twice "
+                                     "(out of memory? fewer --runs-at-once)"}
+    assert "(1 landed in the store)" in str(failed.value)
+    assert not multiprocessing.active_children()

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import socket
 import sys
 import time
 import uuid
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -148,23 +150,92 @@ class LocalExecutor:
         progress_of = {p.run_id: b.progress or (lambda event: None) for b, p in missing}
         report = SweepReport(len(missing), lambda event: progress_of[event.run_id](event),
                              self.echo, self.show_bar)  # each run's end to its batch's progress
-        context = multiprocessing.get_context("spawn")  # CUDA cannot be forked
         try:
-            with ProcessPoolExecutor(max_workers=min(at_once, len(missing)),
-                                     mp_context=context) as pool:
-                futures = {pool.submit(train_one, b.dataset, p.spec.id, p.config.seed, b.model,
-                                       b.config, root, b.force, at_once): p.run_id
-                           for b, p in missing}
-                for future in as_completed(futures):
-                    try:
-                        info = future.result()
-                        report.ended(futures[future], f"{info['seconds']} s")
-                    except Exception as exc:  # the run's error, or its worker died
-                        report.ended(futures[future], error=f"{type(exc).__name__}: {exc}")
+            self._workers(missing, root, at_once, report)
         finally:
             report.bar.close()
         report.finish()
         return {p.run_id for _, p in missing}  # finish() raised if one failed
+
+    def _workers(self, missing: list[tuple[Batch, PlannedRun]], root: str, at_once: int,
+                 report: SweepReport) -> None:
+        """Train each missing run in a spawned process of its own (CUDA cannot be forked), at
+        most ``at_once`` alive. A run's own error fails that run alone; a worker that dies
+        without one (killed: out of memory, a signal) is started once more, then its run fails
+        with how it died. The others go on either way."""
+        context = multiprocessing.get_context("spawn")
+        queue = deque(missing)
+        tries: Counter[str] = Counter()
+        running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection,
+                                 tuple[Batch, PlannedRun]]] = {}
+        try:
+            while queue or running:
+                while queue and len(running) < at_once:
+                    job = queue.popleft()
+                    batch, planned = job
+                    receive, send = context.Pipe(duplex=False)
+                    worker = context.Process(
+                        target=_worker, name=planned.run_id,
+                        args=(send, batch.dataset, planned.spec.id, planned.config.seed,
+                              batch.model, batch.config, root, batch.force, at_once))
+                    worker.start()
+                    send.close()
+                    tries[planned.run_id] += 1
+                    running[worker.sentinel] = (worker, receive, job)
+                for sentinel in wait(list(running)):
+                    worker, receive, job = running.pop(sentinel)
+                    worker.join()
+                    outcome = _outcome(receive)
+                    run_id = job[1].run_id
+                    if outcome is not None and outcome[0] == "done":
+                        report.ended(run_id, f"{outcome[1]['seconds']} s")
+                    elif outcome is not None:
+                        report.ended(run_id, error=outcome[1])
+                    elif tries[run_id] < 2:
+                        self.echo(f"the worker training {run_id} {_death(worker.exitcode)}; "
+                                  "training it once more")
+                        queue.appendleft(job)
+                    else:
+                        report.ended(run_id, error=f"its worker {_death(worker.exitcode)}, "
+                                     "twice (out of memory? fewer --runs-at-once)")
+        finally:  # Ctrl-C or an error here: no worker outlives the sweep
+            for worker, receive, _ in running.values():
+                worker.terminate()
+                worker.join()
+                receive.close()
+
+
+def _outcome(receive: Connection) -> tuple[str, object] | None:
+    """What an ended worker sent, or None where it died first; closes the pipe."""
+    try:
+        return receive.recv() if receive.poll() else None
+    except EOFError:  # closed with nothing in it
+        return None
+    finally:
+        receive.close()
+
+
+def _death(exitcode: int | None) -> str:
+    """How a worker that sent no outcome ended, in words."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"was killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"was killed by signal {-exitcode}"
+    return f"exited with code {exitcode} before its run ended"
+
+
+def _worker(send: Connection, dataset: LongTailDataset, method: str, seed: int, model: str,
+            config: TrainConfig, store_root: str, force: bool, slots: int) -> None:
+    """A ``--runs-at-once`` worker: train one run, send ("done", where it ran) or ("error",
+    what went wrong) to the sweep."""
+    try:
+        outcome = ("done", train_one(dataset, method, seed, model, config, store_root, force,
+                                     slots))
+    except Exception as exc:  # the run's own error: reported, not retried
+        outcome = ("error", f"{type(exc).__name__}: {exc}")
+    send.send(outcome)
+    send.close()
 
 
 def check_store_writable(root: Path) -> None:
