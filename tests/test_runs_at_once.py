@@ -114,7 +114,7 @@ def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_a
     assert f"done   {once.run_id}" in "\n".join(lines)
     assert store.get(once.run_id).metrics is not None  # the retried run landed
     assert store.get(unlucky.run_id) is None
-    assert failed.value.failures == {unlucky.run_id: "its worker was killed by SIGKILL, twice "
-                                     "(out of memory? fewer --runs-at-once)"}
+    assert failed.value.failures == {unlucky.run_id: "its worker was killed by SIGKILL, 2 "
+                                     "times (out of memory? fewer --runs-at-once)"}
     assert "(1 landed in the store)" in str(failed.value)
     assert not multiprocessing.active_children()

@@ -40,6 +40,9 @@ from ..runs.store import Run, RunStore
 from .experiment import PlannedRun, plan_runs, preflight, run_experiments
 
 CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
+# starts a run gets when its worker dies without an error of its own (killed: out of memory, a
+# lost node); a run that raises is not started again
+WORKER_TRIES = 2
 
 
 @dataclass
@@ -191,13 +194,14 @@ class LocalExecutor:
                         report.ended(run_id, f"{outcome[1]['seconds']} s")
                     elif outcome is not None:
                         report.ended(run_id, error=outcome[1])
-                    elif tries[run_id] < 2:
+                    elif tries[run_id] < WORKER_TRIES:
                         self.echo(f"the worker training {run_id} {_death(worker.exitcode)}; "
                                   "training it once more")
                         queue.appendleft(job)
                     else:
                         report.ended(run_id, error=f"its worker {_death(worker.exitcode)}, "
-                                     "twice (out of memory? fewer --runs-at-once)")
+                                     f"{WORKER_TRIES} times (out of memory? fewer "
+                                     "--runs-at-once)")
         finally:  # Ctrl-C or an error here: no worker outlives the sweep
             for worker, receive, _ in running.values():
                 worker.terminate()
@@ -319,7 +323,7 @@ class RayExecutor:
             share = 1 if self.options.runs_at_once == "auto" else int(self.options.runs_at_once)
             gpus = 1.0 / share if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
         task = ray.remote(train_one).options(num_cpus=self.options.cpus_per_run, num_gpus=gpus,
-                                             max_retries=0)
+                                             max_retries=WORKER_TRIES - 1)
         refs = {}
         shared = {}  # each dataset goes to the object store once
         for batch, job in missing:
