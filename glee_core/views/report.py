@@ -197,10 +197,8 @@ def _place_chart(pdf, title: str, png: bytes) -> None:
             pdf.add_page()
             room = pdf.page_break_trigger - pdf.get_y() - 2
         rows = min(height_px - top, int(room / mm))
-        piece = image.crop((0, top, width_px, top + rows))
-        buffer = io.BytesIO()
-        piece.save(buffer, format="PNG")
-        pdf.image(buffer, w=width, h=rows * mm)
+        # fpdf2 takes the PIL image itself: no PNG encode and decode of each slice
+        pdf.image(image.crop((0, top, width_px, top + rows)), w=width, h=rows * mm)
         top += rows
         if top < height_px:
             pdf.add_page()
