@@ -140,9 +140,9 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
                     {"test": f"after ({NAMES[method]} = {strength:g})",
                      **{t: after.get(k) for k, t in SHOWN}}]
             table = pd.DataFrame(rows).set_index("test").astype(float)
-            st.dataframe((100 * table).round(1))
+            st.table((100 * table).style.format(precision=1, na_rep="–"))  # shows the dashes
             st.caption(f"Dev chose {result.value:g} by {METRIC_TITLES[select]}. Many / medium "
-                       "/ few: > 100, 20-100, < 20 training examples (empty where no test class "
+                       "/ few: > 100, 20-100, < 20 training examples (– where no test class "
                        "falls in a bucket).")
             st.altair_chart(chart_calibration_curve(result.dev_curve, result.value, strength,
                                                     select), width="stretch")

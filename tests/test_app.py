@@ -334,13 +334,13 @@ def test_results_calibrate_tab_moves_with_the_slider(app):
     assert not at.exception
     slider = next(s for s in at.select_slider if s.label == "Strength")
     chosen = slider.value
-    table = at.dataframe[-1].value
+    table = at.table[-1].value
     assert "Tail F1" in table.columns and len(table) == 2
     other = 2.0 if chosen != 2.0 else 0.0
     slider.set_value(other).run()
     assert not at.exception
-    assert f"= {other:g})" in at.dataframe[-1].value.index[1]  # the after row follows the slider
-    assert at.dataframe[-1].value.index[0] == "before"
+    assert f"= {other:g})" in at.table[-1].value.index[1]  # the after row follows the slider
+    assert at.table[-1].value.index[0] == "before"
     assert len([c for c in charts(at) if "Per-class change" in c.spec]) == 1
 
 
