@@ -166,3 +166,26 @@ def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_
                         toy_dataset.verbalizer, config)
     assert estimate_trainable(str(tiny_bert), config, toy_dataset.num_classes) == \
         model.trainable_parameters()
+
+
+def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
+    """peft's feature-extraction model drops ``token_type_ids`` under prefix tuning; the model
+    passes them (a pair's second text is segment 1), and without them it is peft's own forward."""
+    from glee_core.models.heads import build_model, peft_deprecations
+
+    config = TrainConfig(mode="ptuning2").resolved(64, 16)
+    model = build_model(get_method("cls-relu-pt-ln"), load_backbone(str(tiny_bert)),
+                        toy_dataset.classes, toy_dataset.verbalizer, config).eval()
+    assert model.prefixes == PREFIX_LENGTH
+    ids = torch.randint(5, 30, (2, 9))
+    mask = torch.ones_like(ids)
+    pair = torch.zeros_like(ids)
+    pair[:, 5:] = 1
+    with torch.no_grad(), peft_deprecations():  # transformers' notice about peft's prefixes
+        plain = model.prefixed_encoder_output(ids, mask, None)
+        peft_own = model.adapter(input_ids=ids, attention_mask=mask).last_hidden_state
+        segmented = model.prefixed_encoder_output(ids, mask, pair)
+        zeros = model.prefixed_encoder_output(ids, mask, torch.zeros_like(ids))
+    torch.testing.assert_close(plain, peft_own)
+    torch.testing.assert_close(zeros, plain)  # segment 0 everywhere is BERT's default
+    assert not torch.allclose(segmented[:, 5:], plain[:, 5:])

@@ -395,10 +395,32 @@ class GleeModel(nn.Module):
         return self.adapter if self.adapter is not None else self.mlm.base_model
 
     def hidden_at(self, input_ids, attention_mask, positions, token_type_ids=None) -> torch.Tensor:
+        types = token_type_ids if self.pass_token_type_ids else None
         with peft_deprecations() if self.adapter is not None else contextlib.nullcontext():
-            states = encoder_output(self.encoder, input_ids, attention_mask,
-                                    token_type_ids if self.pass_token_type_ids else None)
+            if self.prefixes is not None:
+                states = self.prefixed_encoder_output(input_ids, attention_mask, types)
+            else:
+                states = encoder_output(self.encoder, input_ids, attention_mask, types)
         return pool(states, attention_mask, positions, self.pooling)
+
+    @property
+    def prefixes(self) -> int | None:
+        """The number of virtual tokens of a prefix-tuned (P-tuning v2) encoder, else None."""
+        config = getattr(self.adapter, "active_peft_config", None)
+        return config.num_virtual_tokens if getattr(config, "is_prompt_learning", False) else None
+
+    def prefixed_encoder_output(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        """The encoder's hidden states under its trained prefixes: what peft's feature-extraction
+        model does (the prefixes as every layer's past keys and values, the mask widened over
+        them), but with the pair's segment ids kept, which that model drops with a warning
+        ("Token type ids are not supported") although a prefix leaves the input's length as it
+        is (peft's sequence-classification model keeps them)."""
+        batch = input_ids.shape[0]
+        mask = torch.cat([attention_mask.new_ones(batch, self.prefixes), attention_mask], dim=1)
+        kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+        return self.adapter.base_model(input_ids=input_ids, attention_mask=mask,
+                                       past_key_values=self.adapter.get_prompt(batch),
+                                       **kwargs).last_hidden_state
 
     def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
                 hidden=None, calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

@@ -474,7 +474,8 @@ class Setup:
             model.head.warm_start(self.init_head)
         model = model.to(self.device)
         if self.config.compile and not self.config.frozen:  # in place: state-dict keys unchanged
-            model.encoder.compile()
+            # under prefixes the model calls the encoder inside peft's wrapper, not the wrapper
+            (model.adapter.base_model if model.prefixes else model.encoder).compile()
         return model
 
     def new_state(self, model: GleeModel, params: list, optimizer, scheduler
