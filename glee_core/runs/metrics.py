@@ -3,8 +3,9 @@
 All of them come from one confusion matrix, counted with ``np.bincount``: the definitions are
 scikit-learn's (``precision_recall_fscore_support`` with ``zero_division=0``, checked against it in
 ``tests/test_metrics.py``), without its input checks, which cost ~4 ms a call. Calibration
-recomputes the metrics at 21 strengths of 3 calibrations for each run, and training scores dev at
-every evaluation, so those checks were most of a report's calibration section."""
+recomputes the metrics at each of 21 strengths for every run it calibrates (the report: one per
+method), and training scores dev at every evaluation, so those checks were most of a report's
+calibration section."""
 
 from __future__ import annotations
 
