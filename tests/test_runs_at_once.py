@@ -4,11 +4,13 @@ sharing the device, into the same store and under the same ids as one after anot
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
+import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -75,6 +77,40 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
         [(r.run_id, True) for r in runs]  # a later launch: stored, and says so
 
 
+def test_workers_do_not_run_the_callers_script_again(toy_dataset, tiny_bert, tmp_path,
+                                                    monkeypatch):
+    """A sweep launched from a Streamlit page (or after an AppTest, which leaves its script as
+    ``__main__``) or from a script without a main guard: multiprocessing's spawn would run that
+    file again in each worker, and every worker died before its run started."""
+    script = tmp_path / "page.py"
+    script.write_text("raise SystemExit('this page must not run in a worker')\n")
+    page = types.ModuleType("__main__")
+    page.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu",
+                         lp_ft=False)
+    specs = [get_method(m) for m in ("cls-relu", "cls-tanh")]
+    lines = []
+    runs = LocalExecutor("2", echo=lines.append, show_bar=False).run(
+        [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], RunStore(tmp_path / "runs"))
+    assert sum(line.startswith("done ") for line in lines) == 2
+    assert all(run.metrics is not None for run in runs)
+
+
+def _workers() -> dict[int, str]:
+    """This process's live ``--runs-at-once`` workers: pid -> the run each trains."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            argv = (stat.parent / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            continue
+        if parent == os.getpid() and "glee_core.train.worker" in argv:
+            found[int(stat.parent.name)] = argv[argv.index("glee_core.train.worker") + 2]
+    return found
+
+
 def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_alone(
         toy_dataset, tiny_bert, tmp_path):
     """What the out-of-memory killer does to a worker: its run is trained once more in a new
@@ -90,11 +126,11 @@ def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_a
     def killer():  # kills each worker it sees while its run still has kills left
         seen = set()
         while not stop.is_set():
-            for child in multiprocessing.active_children():
-                if kills.get(child.name, 0) > 0 and child.pid not in seen:
-                    seen.add(child.pid)
-                    kills[child.name] -= 1
-                    os.kill(child.pid, signal.SIGKILL)
+            for pid, run_id in _workers().items():
+                if kills.get(run_id, 0) > 0 and pid not in seen:
+                    seen.add(pid)
+                    kills[run_id] -= 1
+                    os.kill(pid, signal.SIGKILL)
             time.sleep(0.02)
 
     thread = threading.Thread(target=killer, daemon=True)
@@ -117,4 +153,4 @@ def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_a
     assert failed.value.failures == {unlucky.run_id: "its worker was killed by SIGKILL, 2 "
                                      "times (out of memory? fewer --runs-at-once)"}
     assert "(1 landed in the store)" in str(failed.value)
-    assert not multiprocessing.active_children()
+    assert not _workers()

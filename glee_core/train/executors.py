@@ -15,17 +15,20 @@ saying so, and the driver checks that every landed run is visible to it.
 
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
+import pickle
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -128,8 +131,9 @@ class LocalExecutor:
                                            trained=trained)]
 
     def _at_once(self, batches: list[Batch], store: RunStore, at_once: int) -> set[str]:
-        """The batches' missing runs in ``at_once`` worker processes (spawned: each loads its
-        own backbone and takes one of ``at_once`` training slots of the machine's queue).
+        """The batches' missing runs in ``at_once`` worker processes (each a fresh Python that
+        loads its own backbone and takes one of ``at_once`` training slots of the machine's
+        queue).
         LP-FT's heads are fitted here first, a batch's in one loop, so the workers find them
         stored; :meth:`run` then loads every run from the store. Returns the ids trained."""
         missing: list[tuple[Batch, PlannedRun]] = []
@@ -162,84 +166,98 @@ class LocalExecutor:
 
     def _workers(self, missing: list[tuple[Batch, PlannedRun]], root: str, at_once: int,
                  report: SweepReport) -> None:
-        """Train each missing run in a spawned process of its own (CUDA cannot be forked), at
-        most ``at_once`` alive. A run's own error fails that run alone; a worker that dies
-        without one (killed: out of memory, a signal) is started once more, then its run fails
-        with how it died. The others go on either way."""
-        context = multiprocessing.get_context("spawn")
+        """Train each missing run in a fresh Python of its own (``glee_core.train.worker``; CUDA
+        cannot be forked, and spawn would re-run the caller's script), at most ``at_once``
+        alive. A run's own error fails that run alone; a worker that dies without one (killed:
+        out of memory, a signal) is started once more, then its run fails with how it died.
+        The others go on either way."""
         queue = deque(missing)
         tries: Counter[str] = Counter()
-        running: dict[int, tuple[multiprocessing.process.BaseProcess, Connection,
-                                 tuple[Batch, PlannedRun]]] = {}
-        try:
-            while queue or running:
-                while queue and len(running) < at_once:
-                    job = queue.popleft()
-                    batch, planned = job
-                    receive, send = context.Pipe(duplex=False)
-                    worker = context.Process(
-                        target=_worker, name=planned.run_id,
-                        args=(send, batch.dataset, planned.spec.id, planned.config.seed,
-                              batch.model, batch.config, root, batch.force, at_once))
-                    worker.start()
-                    send.close()
-                    tries[planned.run_id] += 1
-                    running[worker.sentinel] = (worker, receive, job)
-                for sentinel in wait(list(running)):
-                    worker, receive, job = running.pop(sentinel)
-                    worker.join()
-                    outcome = _outcome(receive)
-                    run_id = job[1].run_id
-                    if outcome is not None and outcome[0] == "done":
-                        report.ended(run_id, f"{outcome[1]['seconds']} s")
-                    elif outcome is not None:
-                        report.ended(run_id, error=outcome[1])
-                    elif tries[run_id] < WORKER_TRIES:
-                        self.echo(f"the worker training {run_id} {_death(worker.exitcode)}; "
-                                  "training it once more")
-                        queue.appendleft(job)
-                    else:
-                        report.ended(run_id, error=f"its worker {_death(worker.exitcode)}, "
-                                     f"{WORKER_TRIES} times (out of memory? fewer "
-                                     "--runs-at-once)")
-        finally:  # Ctrl-C or an error here: no worker outlives the sweep
-            for worker, receive, _ in running.values():
-                worker.terminate()
-                worker.join()
-                receive.close()
+        running: dict[int, tuple[subprocess.Popen, tuple[Batch, PlannedRun]]] = {}
+        env = _worker_env()
+        with tempfile.TemporaryDirectory(prefix="glee-workers-") as folder:
+            batch_files = {}  # each batch pickled once, read by each of its workers
+            for number, batch in enumerate({id(b): b for b, _ in missing}.values()):
+                batch_files[id(batch)] = Path(folder) / f"batch-{number}.pkl"
+                with open(batch_files[id(batch)], "wb") as file:
+                    pickle.dump(WorkerBatch(batch.dataset, batch.model, batch.config, root,
+                                            batch.force, at_once), file)
+            try:
+                while queue or running:
+                    while queue and len(running) < at_once:
+                        job = queue.popleft()
+                        batch, planned = job
+                        worker = subprocess.Popen(
+                            [sys.executable, "-m", "glee_core.train.worker",
+                             str(batch_files[id(batch)]), planned.run_id, planned.spec.id,
+                             str(planned.config.seed)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
+                        tries[planned.run_id] += 1
+                        running[worker.stdout.fileno()] = (worker, job)
+                    for ready in wait(list(running)):  # a result line, or the end of a worker
+                        worker, job = running.pop(ready)
+                        outcome = _outcome(worker)
+                        run_id = job[1].run_id
+                        if outcome is not None and outcome[0] == "done":
+                            report.ended(run_id, f"{outcome[1]['seconds']} s")
+                        elif outcome is not None:
+                            report.ended(run_id, error=outcome[1])
+                        elif tries[run_id] < WORKER_TRIES:
+                            self.echo(f"the worker training {run_id} "
+                                      f"{_death(worker.returncode)}; training it once more")
+                            queue.appendleft(job)
+                        else:
+                            report.ended(run_id, error=f"its worker {_death(worker.returncode)}, "
+                                         f"{WORKER_TRIES} times (out of memory? fewer "
+                                         "--runs-at-once)")
+            finally:  # Ctrl-C or an error here: no worker outlives the sweep
+                for worker, _ in running.values():
+                    worker.terminate()
+                    worker.wait()
+                    worker.stdout.close()
 
 
-def _outcome(receive: Connection) -> tuple[str, object] | None:
-    """What an ended worker sent, or None where it died first; closes the pipe."""
+@dataclass
+class WorkerBatch:
+    """What each worker of one batch reads (pickled once per sweep): the batch's dataset,
+    backbone and configuration, the store, and the machine's training slots to take one of."""
+
+    dataset: LongTailDataset
+    model: str
+    config: TrainConfig
+    store_root: str
+    force: bool
+    slots: int
+
+
+def _worker_env() -> dict[str, str]:
+    """This environment, with the folder that holds ``glee_core`` first on the worker's path
+    (a source checkout that is not installed trains the same code)."""
+    source = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
+
+
+def _outcome(worker: subprocess.Popen) -> tuple[str, object] | None:
+    """What an ended worker wrote as its result line (waits for it to exit), or None where
+    it died first."""
+    with worker.stdout:
+        line = worker.stdout.read()
+    worker.wait()
     try:
-        return receive.recv() if receive.poll() else None
-    except EOFError:  # closed with nothing in it
+        return tuple(json.loads(line)) if line.strip() else None
+    except json.JSONDecodeError:  # cut off mid-line by its death
         return None
-    finally:
-        receive.close()
 
 
 def _death(exitcode: int | None) -> str:
-    """How a worker that sent no outcome ended, in words."""
+    """How a worker that wrote no result ended, in words."""
     if exitcode is not None and exitcode < 0:
         try:
             return f"was killed by {signal.Signals(-exitcode).name}"
         except ValueError:
             return f"was killed by signal {-exitcode}"
     return f"exited with code {exitcode} before its run ended"
-
-
-def _worker(send: Connection, dataset: LongTailDataset, method: str, seed: int, model: str,
-            config: TrainConfig, store_root: str, force: bool, slots: int) -> None:
-    """A ``--runs-at-once`` worker: train one run, send ("done", where it ran) or ("error",
-    what went wrong) to the sweep."""
-    try:
-        outcome = ("done", train_one(dataset, method, seed, model, config, store_root, force,
-                                     slots))
-    except Exception as exc:  # the run's own error: reported, not retried
-        outcome = ("error", f"{type(exc).__name__}: {exc}")
-    send.send(outcome)
-    send.close()
 
 
 def check_store_writable(root: Path) -> None:
