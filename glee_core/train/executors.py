@@ -19,6 +19,7 @@ import json
 import os
 import pickle
 import signal
+import site
 import socket
 import subprocess
 import sys
@@ -231,9 +232,13 @@ class WorkerBatch:
 
 
 def _worker_env() -> dict[str, str]:
-    """This environment, with the folder that holds ``glee_core`` first on the worker's path
-    (a source checkout that is not installed trains the same code)."""
+    """This environment, with the folder that holds ``glee_core`` on the worker's path where it
+    is a source checkout (not installed, or installed editable), so the worker trains the same
+    code; an installed package is found there anyway (and site-packages is kept behind the
+    standard library)."""
     source = str(Path(__file__).resolve().parents[2])
+    if source in {*site.getsitepackages(), site.getusersitepackages()}:
+        return dict(os.environ)
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
 
