@@ -24,6 +24,8 @@ from .executors import WorkerBatch, train_one
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Train the one run named on the command line; write its outcome line. Exits 0 after a
+    run's own error too (the line says what it was); any other exit means the worker died."""
     batch_file, run_id, method, seed = argv or sys.argv[1:]
     result = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # training's own output (and any library's) goes to stderr, not the result
