@@ -417,10 +417,8 @@ class GleeModel(nn.Module):
         is (peft's sequence-classification model keeps them)."""
         batch = input_ids.shape[0]
         mask = torch.cat([attention_mask.new_ones(batch, self.prefixes), attention_mask], dim=1)
-        kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-        return self.adapter.base_model(input_ids=input_ids, attention_mask=mask,
-                                       past_key_values=self.adapter.get_prompt(batch),
-                                       **kwargs).last_hidden_state
+        return encoder_output(self.adapter.base_model, input_ids, mask, token_type_ids,
+                              past_key_values=self.adapter.get_prompt(batch))
 
     def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
                 hidden=None, calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -499,11 +497,13 @@ def peft_deprecations():
         yield
 
 
-def encoder_output(encoder: nn.Module, input_ids, attention_mask, token_type_ids=None
-                   ) -> torch.Tensor:
-    """An encoder's last hidden states, (batch, length, hidden)."""
-    kwargs = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-    return encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+def encoder_output(encoder: nn.Module, input_ids, attention_mask, token_type_ids=None,
+                   **inputs) -> torch.Tensor:
+    """An encoder's last hidden states, (batch, length, hidden); ``inputs``: more keyword
+    inputs for it (P-tuning v2's ``past_key_values``)."""
+    if token_type_ids is not None:
+        inputs["token_type_ids"] = token_type_ids
+    return encoder(input_ids=input_ids, attention_mask=attention_mask, **inputs).last_hidden_state
 
 
 def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_ids=None

@@ -17,15 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import signal
-import site
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,6 +37,7 @@ from ..models.config import ExecutorOptions, TrainConfig, TrainRequest
 from ..models.methods import MethodSpec, get_method
 from ..runs.store import Run, RunStore
 from .experiment import PlannedRun, plan_runs, preflight, run_experiments
+from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
 CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
 # starts a run gets when its worker dies without an error of its own (killed: out of memory, a
@@ -175,24 +171,20 @@ class LocalExecutor:
         queue = deque(missing)
         tries: Counter[str] = Counter()
         running: dict[int, tuple[subprocess.Popen, tuple[Batch, PlannedRun]]] = {}
-        env = _worker_env()
+        env = worker_env()
         with tempfile.TemporaryDirectory(prefix="glee-workers-") as folder:
-            batch_files = {}  # each batch pickled once, read by each of its workers
-            for number, batch in enumerate({id(b): b for b, _ in missing}.values()):
-                batch_files[id(batch)] = Path(folder) / f"batch-{number}.pkl"
-                with open(batch_files[id(batch)], "wb") as file:
-                    pickle.dump(WorkerBatch(batch.dataset, batch.model, batch.config, root,
-                                            batch.force, at_once), file)
+            batches = {id(b): b for b, _ in missing}  # each pickled once, read by its workers
+            batch_files = {key: WorkerBatch(b.dataset, b.model, b.config, root, b.force, at_once
+                                            ).write(Path(folder) / f"batch-{number}.pkl")
+                           for number, (key, b) in enumerate(batches.items())}
             try:
                 while queue or running:
                     while queue and len(running) < at_once:
                         job = queue.popleft()
                         batch, planned = job
-                        worker = subprocess.Popen(
-                            [sys.executable, "-m", "glee_core.train.worker",
-                             str(batch_files[id(batch)]), planned.run_id, planned.spec.id,
-                             str(planned.config.seed)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env)
+                        worker = subprocess.Popen(worker_command(batch_files[id(batch)], planned),
+                                                  stdin=subprocess.DEVNULL,
+                                                  stdout=subprocess.PIPE, env=env)
                         tries[planned.run_id] += 1
                         running[worker.stdout.fileno()] = (worker, job)
                     for ready in wait(list(running)):  # a result line, or the end of a worker
@@ -218,31 +210,6 @@ class LocalExecutor:
                     worker.stdout.close()
 
 
-@dataclass
-class WorkerBatch:
-    """What each worker of one batch reads (pickled once per sweep): the batch's dataset,
-    backbone and configuration, the store, and the machine's training slots to take one of."""
-
-    dataset: LongTailDataset
-    model: str
-    config: TrainConfig
-    store_root: str
-    force: bool
-    slots: int
-
-
-def _worker_env() -> dict[str, str]:
-    """This environment, with the folder that holds ``glee_core`` on the worker's path where it
-    is a source checkout (not installed, or installed editable), so the worker trains the same
-    code; an installed package is found there anyway (and site-packages is kept behind the
-    standard library)."""
-    source = str(Path(__file__).resolve().parents[2])
-    if source in {*site.getsitepackages(), site.getusersitepackages()}:
-        return dict(os.environ)
-    path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
-
-
 def _outcome(worker: subprocess.Popen) -> tuple[str, object] | None:
     """What an ended worker wrote as its result line (waits for it to exit), or None where
     it died first."""
@@ -263,33 +230,6 @@ def _death(exitcode: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-exitcode}"
     return f"exited with code {exitcode} before its run ended"
-
-
-def check_store_writable(root: Path) -> None:
-    """Write and remove a probe file in the store; a clear error when this machine cannot."""
-    probe = root / f".probe-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe.write_text("ok", encoding="utf-8")
-        probe.unlink()
-    except OSError as exc:
-        raise GleeError(f"node {socket.gethostname()} cannot write the run store {root} ({exc}); "
-                        "on a cluster the store must be on storage every node sees: pass "
-                        "--runs-dir (or GLEE_RUNS_DIR) with a shared path") from None
-
-
-def train_one(dataset: LongTailDataset, method: str, seed: int, model: str,
-              config: TrainConfig, store_root: str, force: bool, slots: int = 0) -> dict:
-    """What a Ray task or a worker of ``--runs-at-once`` does: train (or find) one run in the
-    shared store; returns where it ran. ``slots``: the machine's training slots to take one of
-    (0: none; Ray's resources decide what trains where)."""
-    started = time.perf_counter()
-    root = Path(store_root)
-    check_store_writable(root)
-    store = RunStore(root, max_concurrent=slots)
-    run = run_experiments(dataset, [get_method(method)], [seed], model, config, store, force)[0]
-    return {"run_id": run.run_id, "node": socket.gethostname(),
-            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def _import_ray():

@@ -1,5 +1,5 @@
-"""One ``--runs-at-once`` worker:
-``python -m glee_core.train.worker BATCH_FILE RUN_ID METHOD SEED``.
+"""One run in a process of its own: what a Ray task calls (:func:`train_one`) and a
+``--runs-at-once`` worker, ``python -m glee_core.train.worker BATCH_FILE RUN_ID METHOD SEED``.
 
 The sweep (:class:`~glee_core.train.executors.LocalExecutor`) pickles each batch (dataset, backbone,
 configuration, store) to a file once and starts a fresh Python per run on it. A fresh interpreter,
@@ -18,9 +18,84 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import site
+import socket
 import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
 
-from .executors import WorkerBatch, train_one
+from ..core.errors import GleeError
+from ..data.datasets import LongTailDataset
+from ..models.config import TrainConfig
+from ..models.methods import get_method
+from ..runs.store import RunStore
+from .experiment import PlannedRun, run_experiments
+
+
+@dataclass
+class WorkerBatch:
+    """What each worker of one batch reads (pickled once per sweep): the batch's dataset,
+    backbone and configuration, the store, and the machine's training slots to take one of."""
+
+    dataset: LongTailDataset
+    model: str
+    config: TrainConfig
+    store_root: str
+    force: bool
+    slots: int
+
+    def write(self, path: Path) -> Path:
+        with open(path, "wb") as file:
+            pickle.dump(self, file)
+        return path
+
+
+def worker_command(batch_file: Path, planned: PlannedRun) -> list[str]:
+    """The command line of the worker that trains ``planned`` from the pickled batch (the run id
+    in it, so ``ps`` says what each worker trains); :func:`main` reads it."""
+    return [sys.executable, "-m", "glee_core.train.worker", str(batch_file), planned.run_id,
+            planned.spec.id, str(planned.config.seed)]
+
+
+def worker_env() -> dict[str, str]:
+    """This environment, with the folder that holds ``glee_core`` on the worker's path where it
+    is a source checkout (not installed, or installed editable), so the worker trains the same
+    code; an installed package is found there anyway (and site-packages is kept behind the
+    standard library)."""
+    source = str(Path(__file__).resolve().parents[2])
+    if source in {*site.getsitepackages(), site.getusersitepackages()}:
+        return dict(os.environ)
+    path = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
+
+
+def check_store_writable(root: Path) -> None:
+    """Write and remove a probe file in the store; a clear error when this machine cannot."""
+    probe = root / f".probe-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe.write_text("ok", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise GleeError(f"node {socket.gethostname()} cannot write the run store {root} ({exc}); "
+                        "on a cluster the store must be on storage every node sees: pass "
+                        "--runs-dir (or GLEE_RUNS_DIR) with a shared path") from None
+
+
+def train_one(dataset: LongTailDataset, method: str, seed: int, model: str,
+              config: TrainConfig, store_root: str, force: bool, slots: int = 0) -> dict:
+    """What a Ray task or a worker of ``--runs-at-once`` does: train (or find) one run in the
+    shared store; returns where it ran. ``slots``: the machine's training slots to take one of
+    (0: none; Ray's resources decide what trains where)."""
+    started = time.perf_counter()
+    root = Path(store_root)
+    check_store_writable(root)
+    store = RunStore(root, max_concurrent=slots)
+    run = run_experiments(dataset, [get_method(method)], [seed], model, config, store, force)[0]
+    return {"run_id": run.run_id, "node": socket.gethostname(),
+            "seconds": round(time.perf_counter() - started, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
