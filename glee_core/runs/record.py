@@ -41,8 +41,10 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
     return (f"Backbone `{model}` is {what}: the head's transform (dense + LayerNorm) starts "
             "untrained (only its decoder, tied to the word embeddings, is pretrained), so "
             f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
-            "checkpoint with its MLM head) to reproduce it; adapting the backbone to your texts "
-            "(`python -m glee_core adapt`, or the Data page) trains the head.")
+            "checkpoint with its MLM head) to reproduce it. Adapting the backbone to your texts "
+            "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
+            "demo and r8-1500, did not bring prompt-tuning back; tuning the encoder under it "
+            "(`--mode ptuning2`, `lora` or `finetune`) did (README, \"How to tune\").")
 
 
 def merged_notes(records: list[RunRecord]) -> list[str]:
