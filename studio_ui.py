@@ -588,8 +588,8 @@ def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
     ``"text"``."""
     from glee_core.studio import estimate_adapt_seconds, estimate_parameters  # noqa: PLC0415
 
-    estimate = estimate_adapt_seconds(dataset, options, estimate_parameters(current_model()),
-                                      device_kind(), measured)
+    parameters = estimate_parameters(current_model(), mlm_head=True)
+    estimate = estimate_adapt_seconds(dataset, options, parameters, device_kind(), measured)
     return {**estimate, "text": about(estimate["seconds"])}
 
 

@@ -151,3 +151,25 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
     assert typical_rates("cpu", "auto") == TYPICAL_RATES["cpu-fp32"]
     assert seconds() == pytest.approx(seconds("fp32")) and seconds() > native
     assert typical_rates("cuda", "auto") == TYPICAL_RATES["cuda"]
+
+
+def test_adapting_is_estimated_with_the_mlm_heads_vocabulary_decoder(toy_dataset, tiny_bert):
+    """A masked-LM step scores the whole vocabulary at every position: the fallback estimate of
+    `adapt` (no finished adaptation to measure) counts the decoder's matmul, which made it a
+    third low on demo (3 epochs: 87 s estimated, ~133 s measured) when left out."""
+    from transformers import AutoConfig
+
+    from glee_core.models.backbone import estimate_parameters
+    from glee_core.runs.estimate import estimate_adapt_seconds
+    from glee_core.train.adapt import AdaptOptions
+
+    config = AutoConfig.from_pretrained(tiny_bert)
+    h, vocab = config.hidden_size, config.vocab_size
+    encoder = estimate_parameters(str(tiny_bert))
+    with_head = estimate_parameters(str(tiny_bert), mlm_head=True)
+    assert with_head - encoder == h * h + vocab * h
+    options = AdaptOptions(out="unused", epochs=2)
+    plain = estimate_adapt_seconds(toy_dataset, options, encoder, "cpu")
+    counted = estimate_adapt_seconds(toy_dataset, options, with_head, "cpu")
+    assert counted["seconds"] > plain["seconds"]
+    assert counted["basis"].startswith("backbone size")

@@ -262,16 +262,20 @@ def _model_config(name: str):
         return None
 
 
-def estimate_parameters(name: str, default: int = 110_000_000) -> int:
+def estimate_parameters(name: str, default: int = 110_000_000, mlm_head: bool = False) -> int:
     """Parameter count from the model's config alone (no weights loaded); ``default`` (bert-base)
-    when the config cannot be read (a hub id offline)."""
+    when the config cannot be read (a hub id offline). ``mlm_head``: also the masked-LM head's
+    transform and its decoder over the vocabulary, which a masked-LM step computes at every
+    position (the decoder is the tied embedding matrix: stored once, computed as a matmul too),
+    for estimating what a step costs."""
     config = _model_config(name)
     if config is None:
         return default
     h = config.hidden_size
     layers = getattr(config, "num_hidden_layers", 12)
     inner = getattr(config, "intermediate_size", 4 * h)
-    return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h)
+    head = h * h + config.vocab_size * h if mlm_head else 0
+    return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h + head)
 
 
 def estimate_trainable(name: str, config, num_classes: int) -> int:
