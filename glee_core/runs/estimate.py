@@ -180,5 +180,6 @@ def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, d
         basis = measured_basis(len(rates), "adaptation(s)", device)
     else:
         rate = typical_rates(device, "auto")[0] / parameters / mean_tokens(dataset, max_length)
-        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}"
+        basis = (f"backbone size with its MLM head's vocabulary decoder ({parameters / 1e6:.0f}M "
+                 f"parameters computed a token) on {device}")
     return {"seconds": STARTUP_SECONDS + texts * options.epochs / rate, "basis": basis}
