@@ -22,7 +22,7 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -66,20 +66,30 @@ def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
 
 
 def run_child(command: list[str]) -> tuple[str, float, float]:
-    """(stdout, wall seconds, peak RSS in GB) of ``command``; exits with its stderr if it
-    fails. Its stderr (the progress bars: far more than a pipe holds on a long run) goes to a
-    file, so the child never blocks on a full pipe while stdout is read."""
+    """(stdout, wall seconds, peak RSS in GB) of ``command``; exits with the end of its stderr
+    if it fails. Its stderr (the progress bars) is passed on to ours as it comes, by a thread,
+    so a long run shows its progress and the child never blocks on a full pipe while stdout is
+    read; the last few thousand bytes are kept for the failure message."""
     started = time.perf_counter()
-    with tempfile.TemporaryFile() as errors:
-        child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=errors,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
-        out = child.stdout.read()
-        _, status, usage = os.wait4(child.pid, 0)
-        errors.seek(0)
-        err = errors.read()
+    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    tail = bytearray()
+
+    def relay() -> None:
+        while chunk := child.stderr.read1(8192):
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.buffer.flush()
+            tail.extend(chunk)
+            del tail[:-3000]
+
+    relaying = threading.Thread(target=relay, daemon=True)
+    relaying.start()
+    out = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    relaying.join()
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status):
-        raise SystemExit(f"{' '.join(command)} failed:\n{err.decode(errors='replace')[-3000:]}")
+        raise SystemExit(f"{' '.join(command)} failed:\n{tail.decode(errors='replace')}")
     return out.decode(), wall, usage.ru_maxrss / 1e6
 
 
