@@ -588,7 +588,7 @@ def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
     ``"text"``."""
     from glee_core.studio import estimate_adapt_seconds, estimate_parameters  # noqa: PLC0415
 
-    parameters = estimate_parameters(current_model(), mlm_head=True)
+    parameters = estimate_parameters(current_model(), mlm_positions=options.mlm_probability)
     estimate = estimate_adapt_seconds(dataset, options, parameters, device_kind(), measured)
     return {**estimate, "text": about(estimate["seconds"])}
 

@@ -48,6 +48,36 @@ def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapte
     assert adapted_record(tiny_bert) is None
 
 
+def test_adapt_batches_texts_of_like_length(toy_dataset, tiny_bert, tmp_path, monkeypatch):
+    """A batch is padded to its longest text: adapt groups texts by length (as training does),
+    so an epoch pads far less than random batches would, and the record counts the real tokens
+    an epoch trains on (what a measured rate is in)."""
+    import numpy as np
+
+    from glee_core.train import adapt as adapt_module
+
+    widths = []
+    batch = adapt_module._Masker.batch
+
+    def recording(self, examples):
+        lengths = [len(e["input_ids"]) for e in examples]
+        widths.append((max(lengths), lengths))
+        return batch(self, examples)
+
+    monkeypatch.setattr(adapt_module._Masker, "batch", recording)
+    options = AdaptOptions(out=str(tmp_path / "one"), **{**FAST, "epochs": 1, "held_out": 0.0})
+    record = adapt(toy_dataset, str(tiny_bert), options)
+    trained = [lengths for _, lengths in widths]
+    real = sum(map(sum, trained))
+    padded = sum(width * len(lengths) for width, lengths in widths)
+    assert record["tokens_per_epoch"] == real and len(widths) == record["steps"]
+    flat = np.array([n for lengths in trained for n in lengths])
+    shuffled = np.random.default_rng(0).permutation(flat)
+    random_padded = sum(chunk.max() * len(chunk) for chunk in np.array_split(
+        shuffled, len(widths)))
+    assert padded - real < (random_padded - real) / 2
+
+
 def test_adapt_trains_under_the_precision_a_gpu_gets(toy_dataset, tiny_bert, tmp_path):
     """``--precision auto`` is bf16 autocast on a GPU (fp32 weights and optimizer state); the
     same path on this CPU, asked for by name, still learns and says what it ran in."""

@@ -153,23 +153,46 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
     assert typical_rates("cuda", "auto") == TYPICAL_RATES["cuda"]
 
 
-def test_adapting_is_estimated_with_the_mlm_heads_vocabulary_decoder(toy_dataset, tiny_bert):
-    """A masked-LM step scores the whole vocabulary at every position: the fallback estimate of
-    `adapt` (no finished adaptation to measure) counts the decoder's matmul, which made it a
-    third low on demo (3 epochs: 87 s estimated, ~133 s measured) when left out."""
+def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_dataset, tiny_bert):
+    """`adapt` runs the MLM head's transform and vocabulary decoder at the masked tokens only: the
+    fallback estimate (no finished adaptation to measure) counts them at that share, and a
+    finished adaptation's measured tokens per second replace it (records made before
+    length-grouped batches, without ``tokens_per_epoch``, padded every text to its batch's
+    longest and are not used)."""
     from transformers import AutoConfig
 
     from glee_core.models.backbone import estimate_parameters
-    from glee_core.runs.estimate import estimate_adapt_seconds
+    from glee_core.runs.estimate import estimate_adapt_seconds, mean_tokens
     from glee_core.train.adapt import AdaptOptions
 
     config = AutoConfig.from_pretrained(tiny_bert)
     h, vocab = config.hidden_size, config.vocab_size
     encoder = estimate_parameters(str(tiny_bert))
-    with_head = estimate_parameters(str(tiny_bert), mlm_head=True)
-    assert with_head - encoder == h * h + vocab * h
+    masked = estimate_parameters(str(tiny_bert), mlm_positions=0.15)
+    assert masked - encoder == int(0.15 * (h * h + vocab * h))
     options = AdaptOptions(out="unused", epochs=2)
     plain = estimate_adapt_seconds(toy_dataset, options, encoder, "cpu")
-    counted = estimate_adapt_seconds(toy_dataset, options, with_head, "cpu")
+    counted = estimate_adapt_seconds(toy_dataset, options, masked, "cpu")
     assert counted["seconds"] > plain["seconds"]
-    assert counted["basis"].startswith("backbone size")
+    assert counted["basis"].startswith("backbone size with its MLM head at the masked tokens")
+
+    tokens = (len(toy_dataset.splits["train"]) * (1 - options.held_out)
+              * mean_tokens(toy_dataset, toy_dataset.max_length))
+    finished = {"seconds": 100.0, "tokens_per_epoch": 5_000, "steps": 40,
+                "options": {"epochs": 4, "batch_size": 32, "max_length": None}}
+    measured = estimate_adapt_seconds(toy_dataset, options, masked, "cpu", [finished])
+    assert measured["seconds"] == pytest.approx(STARTUP_SECONDS + tokens * 2 / 200.0)
+    assert measured["basis"] == "from 1 finished adaptation(s) with this backbone on cpu"
+    older = {k: v for k, v in finished.items() if k != "tokens_per_epoch"}
+    assert estimate_adapt_seconds(toy_dataset, options, masked, "cpu", [older]) == counted
+
+
+def test_tokens_per_text_are_capped_text_by_text(toy_dataset):
+    """A few long texts do not make every text count as max length: each is capped alone."""
+    from glee_core.runs.estimate import mean_tokens
+
+    train = toy_dataset.splits["train"]
+    chars = train["text"].str.len() + train["text_b"].str.len()
+    cap = int(chars.max() / 4 + 10) - 1  # only the longest text reaches it
+    expected = sum(min(c / 4 + 10, cap) for c in chars) / len(chars)
+    assert mean_tokens(toy_dataset, cap) == pytest.approx(expected)

@@ -262,19 +262,20 @@ def _model_config(name: str):
         return None
 
 
-def estimate_parameters(name: str, default: int = 110_000_000, mlm_head: bool = False) -> int:
+def estimate_parameters(name: str, default: int = 110_000_000, mlm_positions: float = 0.0
+                        ) -> int:
     """Parameter count from the model's config alone (no weights loaded); ``default`` (bert-base)
-    when the config cannot be read (a hub id offline). ``mlm_head``: also the masked-LM head's
-    transform and its decoder over the vocabulary, which a masked-LM step computes at every
-    position (the decoder is the tied embedding matrix: stored once, computed as a matmul too),
-    for estimating what a step costs."""
+    when the config cannot be read (a hub id offline). ``mlm_positions``: the share of the
+    positions at which the masked-LM head (its transform and its decoder over the vocabulary, the
+    tied embedding matrix: stored once, computed as a matmul too) also runs, for estimating what
+    a step costs (``adapt`` runs it at the masked tokens only)."""
     config = _model_config(name)
     if config is None:
         return default
     h = config.hidden_size
     layers = getattr(config, "num_hidden_layers", 12)
     inner = getattr(config, "intermediate_size", 4 * h)
-    head = h * h + config.vocab_size * h if mlm_head else 0
+    head = mlm_positions * (h * h + config.vocab_size * h)
     return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h + head)
 
 

@@ -63,9 +63,11 @@ def typical_rates(device: str, precision: str) -> tuple[float, float]:
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
-    """Approximate tokens per example (4 characters a token, capped at max length)."""
-    chars = dataset.splits["train"]["text"].str.len() + dataset.splits["train"]["text_b"].str.len()
-    return float(np.minimum(chars.mean() / 4 + 10, max_length))
+    """Approximate tokens per training example (4 characters a token, each text capped at max
+    length; batches are grouped by length, so their padding is small)."""
+    frame = dataset.splits["train"]
+    chars = frame["text"].str.len() + frame["text_b"].str.len()
+    return float(np.minimum(chars / 4 + 10, max_length).mean())
 
 
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
@@ -165,21 +167,22 @@ def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, d
                            measured: list[dict] | None = None) -> dict:
     """``{"seconds", "basis"}`` for adapting a backbone (``options``: ``AdaptOptions``) to
     ``dataset``'s training texts: from finished adaptations of the same backbone on this device
-    (``measured``: their records; texts per second, scaled by max length) when there are any,
-    else from ``parameters``, counted with the MLM head's decoder (``estimate_parameters(name,
-    mlm_head=True)``): a masked-LM step scores the whole vocabulary at every position (MiniLM:
-    22.3M counted, 34.2M with it; demo's 10 epochs trained in 443 s alone on 2 fp32 cores and
-    are estimated at 401 s, 265 s without the decoder)."""
+    (``measured``: their records; tokens per second) when there are any, else from
+    ``parameters``, counted with the MLM head at the masked share of the positions
+    (``estimate_parameters(name, mlm_positions=options.mlm_probability)``: the head's transform
+    and vocabulary decoder run only where a token is masked)."""
     max_length = options.max_length or dataset.max_length
-    texts = len(dataset.splits["train"]) * (1 - options.held_out)
-    rates = [r["steps"] * r["options"]["batch_size"] / r["seconds"]
-             * (r["options"]["max_length"] or max_length) / max_length
-             for r in measured or [] if r.get("seconds") and r.get("steps")]
+    tokens = len(dataset.splits["train"]) * (1 - options.held_out) * mean_tokens(dataset,
+                                                                                  max_length)
+    # an adaptation's real tokens; those of releases before length-grouped batches (no
+    # "tokens_per_epoch") padded each text to its batch's longest and are not comparable
+    rates = [r["tokens_per_epoch"] * r["options"]["epochs"] / r["seconds"]
+             for r in measured or [] if r.get("seconds") and r.get("tokens_per_epoch")]
     if rates:
         rate = measured_rate(rates)
         basis = measured_basis(len(rates), "adaptation(s)", device)
     else:
-        rate = typical_rates(device, "auto")[0] / parameters / mean_tokens(dataset, max_length)
-        basis = (f"backbone size with its MLM head's vocabulary decoder ({parameters / 1e6:.0f}M "
+        rate = typical_rates(device, "auto")[0] / parameters
+        basis = (f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
                  f"parameters computed a token) on {device}")
-    return {"seconds": STARTUP_SECONDS + texts * options.epochs / rate, "basis": basis}
+    return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
