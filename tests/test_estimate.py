@@ -104,6 +104,25 @@ def test_runs_slowed_by_other_work_do_not_inflate_the_estimate(toy_dataset):
     assert fine["seconds"] == pytest.approx(frozen([tuned(20.0)] * 3, mode="finetune")["seconds"])
 
 
+def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
+    """A fine-tune measured on one dataset estimates another by tokens per second: the same
+    examples per second on texts four times as long is a quarter of the rate. Runs recorded
+    before tokens per second was kept are scaled by max length, as before."""
+    from glee_core.runs.estimate import mean_tokens
+
+    config = TrainConfig(mode="finetune", max_length=64)
+
+    def per_run(timing):
+        run = stored_run("finetune", {"train_seconds": 9.0, **timing})
+        return estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [run])["per_run"]
+
+    tokens = mean_tokens(toy_dataset, 64)
+    short = per_run({"train_examples_per_second": 10.0, "train_tokens_per_second": 10 * tokens})
+    long = per_run({"train_examples_per_second": 10.0, "train_tokens_per_second": 2.5 * tokens})
+    assert long == pytest.approx(4 * short)
+    assert per_run({"train_examples_per_second": 10.0}) == pytest.approx(short)
+
+
 def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_dataset, tiny_bert,
                                                                      tmp_path):
     """What a launch would only open costs nothing: its stored runs are not counted, and a

@@ -222,6 +222,8 @@ def test_the_floor_on_steps_adds_epochs_to_the_default_only(bert, toy_dataset):
                         patience=50, lp_ft=False, recipe="paper", epochs=2)
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, floor)
     assert result.timing["epochs_run"] == 5  # ceil(floor / steps an epoch)
+    per_text = result.timing["train_tokens_per_second"] / result.timing["train_examples_per_second"]
+    assert 3 < per_text <= result.config.max_length  # the real tokens of a training text
     assert "≥ " in result.config.protocol()
     given = TrainConfig(epochs=2).resolved(32, 16)  # --epochs given: exactly that many
     assert given.min_steps is None and given.planned_epochs(1000) == 2

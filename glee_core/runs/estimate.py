@@ -1,8 +1,9 @@
 """Rough wall-time estimates for a planned set of runs (the Train page shows them).
 
 Calibrated on finished runs in the store with the same backbone, mode and device when there are
-any (their measured training examples per second, scaled by max length); otherwise from the
-backbone's size and a token throughput typical of the device and its precision.
+any (their measured training tokens per second, so that a run on short texts says what one on
+long texts costs); otherwise from the backbone's size and a token throughput typical of the
+device and its precision.
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                      if (records := [r for r in alike[mode]
                                      if r.timing.get("train_examples_per_second")])),
                     (config.mode, []))
-    rates = [record.timing["train_examples_per_second"]
+    # a run's tokens per second, in this dataset's examples; runs of releases that did not
+    # record it: its examples per second, scaled by max length
+    rates = [record.timing["train_tokens_per_second"] / tokens
+             if record.timing.get("train_tokens_per_second") else
+             record.timing["train_examples_per_second"]
              * record.hyperparameters.max_length / config.max_length for record in measured[1]]
     if rates:
         rate = measured_rate(rates)

@@ -840,6 +840,10 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                 **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
                 "train_examples_per_second":
                     round(fitted.steps * config.batch_size / seconds_training, 2),
+                # what another dataset's estimate scales by (its texts may be 4x as long)
+                "train_tokens_per_second": round(
+                    fitted.steps * config.batch_size * float(setup.splits["train"].lengths.mean())
+                    / seconds_training, 1),
                 **feature_pass_timing(setup.splits["train"])})
 
 
