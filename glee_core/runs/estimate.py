@@ -17,12 +17,16 @@ from .record import RunRecord
 from .store import Run
 
 # Real tokens per second x parameters (training: forward and backward; the frozen feature
-# pass: forward only), used without stored runs. Measured on 2 cores with MiniLM: a CPU with
-# native bf16 (Zen 4, AVX512-BF16: ~1,700 training tok/s; the demo's feature pass ~6,500 tok/s)
-# and one without, which trains in fp32 (an EPYC without AVX-512, 2026-11-24: demo fine-tunes
-# at ~21 examples/s of ~37 tokens, its feature pass at 1,230-1,400 tok/s); bert-base on an H100
-# in bf16: several 100k tok/s.
-TYPICAL_RATES = {"cpu": (4e10, 1.2e11), "cpu-fp32": (1.8e10, 3e10), "cuda": (2e13, 6e13)}
+# pass: forward only; adapt's masked-LM training, its head counted at the masked share), used
+# without stored runs. Measured on 2 cores with MiniLM: a CPU with native bf16 (Zen 4,
+# AVX512-BF16: ~1,700 training tok/s; the demo's feature pass ~6,500 tok/s) and one without,
+# which trains in fp32 (an EPYC without AVX-512, 2026-11-24: demo fine-tunes at ~21 examples/s
+# of ~37 tokens, its feature pass at 1,230-1,400 tok/s; 2026-11-25: `adapt` at 1,100-1,500
+# tok/s of 24.1M counted, demo 10 epochs in 135 s, r52-lt 2 epochs in 358 s); bert-base on an
+# H100 in bf16: several 100k tok/s. Adapting was measured on the fp32 CPU only: elsewhere it is
+# training's rate times the ratio measured there (1.67).
+TYPICAL_RATES = {"cpu": (4e10, 1.2e11, 6.7e10), "cpu-fp32": (1.8e10, 3e10, 3e10),
+                 "cuda": (2e13, 6e13, 3.3e13)}
 # Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
 # check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
 # MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
@@ -50,9 +54,10 @@ def measured_basis(n: int, what: str, device: str) -> str:
             else f"from 1 finished {what} with this backbone on {device}")
 
 
-def typical_rates(device: str, precision: str) -> tuple[float, float]:
-    """(training, feature pass) tokens x parameters per second typical of ``device`` ("cpu" or
-    "cuda") at ``precision`` (a config's: ``auto`` is bf16 on CPUs that do it natively)."""
+def typical_rates(device: str, precision: str) -> tuple[float, float, float]:
+    """(training, feature pass, adapting) tokens x parameters per second typical of ``device``
+    ("cpu" or "cuda") at ``precision`` (a config's: ``auto`` is bf16 on CPUs that do it
+    natively)."""
     if device == "cpu" and precision != "fp16":  # fp16 is refused on a CPU when training
         import torch  # noqa: PLC0415 (both: only an estimate without runs needs them)
 
@@ -187,7 +192,7 @@ def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, d
         rate = measured_rate(rates)
         basis = measured_basis(len(rates), "adaptation(s)", device)
     else:
-        rate = typical_rates(device, "auto")[0] / parameters
+        rate = typical_rates(device, "auto")[2] / parameters
         basis = (f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
                  f"parameters computed a token) on {device}")
     return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
