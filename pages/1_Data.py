@@ -186,11 +186,11 @@ def adapt_section() -> None:
     st.caption("Task-adaptive pretraining (Gururangan et al. 2020) continues the masked-LM "
                "objective on the training texts (never dev or test), training the MLM head with "
                "the encoder: what the prompt methods and the pt. LN read. The offline MiniLM's "
-               "MLM head starts untrained; this is the way to give it one. Measured on demo "
-               "and r8-1500 (README, \"How to tune\"): it lifts the CLS heads in quick mode "
-               "but does not revive prompt-tuning, which P-tuning v2, LoRA or fine-tuning "
-               "(the Train page's mode) do. The adapted backbone is a new model: choose it "
-               "below, then train as usual.")
+               "MLM head starts untrained; this is the way to give it one. Measured on demo, "
+               "r8-1500 and r52-lt (README, \"How to tune\"): it moves the CLS heads in quick "
+               "mode by -2 to +8 points and does not revive prompt-tuning, which P-tuning "
+               "v2, LoRA or fine-tuning (the Train page's mode) do. The adapted backbone is a "
+               "new model: choose it below, then train as usual.")
     if rules.public or rules.read_only:
         st.info("Adapting writes a whole backbone; it is switched off on this deployment. Run "
                 "Glee Studio yourself to adapt: `python -m glee_core adapt --dataset ... "

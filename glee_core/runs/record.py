@@ -43,8 +43,8 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
             f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
             "checkpoint with its MLM head) to reproduce it. Adapting the backbone to your texts "
             "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
-            "demo and r8-1500, did not bring prompt-tuning back; tuning the encoder under it "
-            "(`--mode ptuning2`, `lora` or `finetune`) did (README, \"How to tune\").")
+            "demo, r8-1500 and r52-lt, did not bring prompt-tuning back; tuning the encoder "
+            "under it (`--mode ptuning2`, `lora` or `finetune`) did (README, \"How to tune\").")
 
 
 def merged_notes(records: list[RunRecord]) -> list[str]:
