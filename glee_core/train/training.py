@@ -823,6 +823,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     calibration.update(weight=weight.detach().float().cpu().numpy(),
                        bias=bias.detach().float().cpu().numpy())
     seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
+    examples_per_second = fitted.steps * config.batch_size / seconds_training
     tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
     if fitted.search:
         tuning["lr_search"] = fitted.search
@@ -838,12 +839,10 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                 "device": str(device),
                 "precision": resolve_precision(config.precision, device),
                 **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
-                "train_examples_per_second":
-                    round(fitted.steps * config.batch_size / seconds_training, 2),
+                "train_examples_per_second": round(examples_per_second, 2),
                 # what another dataset's estimate scales by (its texts may be 4x as long)
                 "train_tokens_per_second": round(
-                    fitted.steps * config.batch_size * float(setup.splits["train"].lengths.mean())
-                    / seconds_training, 1),
+                    examples_per_second * float(setup.splits["train"].lengths.mean()), 1),
                 **feature_pass_timing(setup.splits["train"])})
 
 
