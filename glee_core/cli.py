@@ -67,6 +67,9 @@ def _seeds(value: str) -> list[int]:
     return seeds
 
 
+RUN_HELP = "a run directory, or a run id of the store (--runs-dir)"
+
+
 def _add_runs_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", help="run store (default $GLEE_RUNS_DIR, else ./runs)")
 
@@ -130,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict = sub.add_parser("predict", help="classify a CSV of texts with a stored run or an "
                              "exported classifier; writes the rows with the predictions")
     source = predict.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run", help="a run directory")
+    source.add_argument("--run", help=RUN_HELP)
     source.add_argument("--classifier", help="a folder written by export")
     predict.add_argument("--input", required=True, help="CSV of texts (any delimiter/encoding)")
     predict.add_argument("--text-column", help="the text column (default: text, sentence, ...)")
@@ -138,10 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--out", required=True, help="the CSV to write")
     predict.add_argument("--top-k", type=int, default=3, help="labels ranked per row (default 3)")
     predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    _add_runs_dir(predict)
 
     export = sub.add_parser("export", help="write a run as a self-contained classifier folder "
                             "with a model card")
-    export.add_argument("--run", required=True, help="a run directory")
+    export.add_argument("--run", required=True, help=RUN_HELP)
+    _add_runs_dir(export)
     export.add_argument("--out", required=True, help="a new folder")
     export.add_argument("--include-backbone", action="store_true",
                         help="quick-mode runs: copy the backbone's weights in (default: "
@@ -151,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "adjustment, tau-norm, eta-norm): strength chosen on dev, "
                                "before/after on test")
     target = calibrate.add_mutually_exclusive_group(required=True)
-    target.add_argument("--run", help="a run directory")
+    target.add_argument("--run", help=RUN_HELP)
     target.add_argument("--all", action="store_true",
                         help="every finished run of the store (narrow with --dataset/--setting)")
     _add_runs_dir(calibrate)
@@ -175,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     adapt.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
-    score.add_argument("--run", required=True, help="a run directory")
+    score.add_argument("--run", required=True, help=RUN_HELP)
+    _add_runs_dir(score)
     score.add_argument("--text", required=True)
     score.add_argument("--text-b", help="second text, for pair datasets")
     score.add_argument("--device", default="cpu")
@@ -467,7 +473,8 @@ def _cmd_report(args) -> int:
 def _cmd_score(args) -> int:
     from .serve.inference import Scorer, load_run
 
-    table = Scorer.for_run(load_run(args.run), args.device).score_table(args.text, args.text_b)
+    scorer = Scorer.for_run(load_run(args.run, args.runs_dir), args.device)
+    table = scorer.score_table(args.text, args.text_b)
     print(json.dumps({row["class"]: round(float(row["score"]), 6) for _, row in table.iterrows()},
                      ensure_ascii=False))  # best first
     return 0
@@ -480,7 +487,7 @@ def _cmd_predict(args) -> int:
     from .serve.inference import Scorer, blank_warning, load_run, predict_csv
 
     device = resolve_device(args.device).type
-    scorer = (Scorer.for_run(load_run(args.run), device) if args.run
+    scorer = (Scorer.for_run(load_run(args.run, args.runs_dir), device) if args.run
               else load_classifier(args.classifier, device))
     bars: list[tqdm] = []
 
@@ -511,7 +518,8 @@ def _cmd_calibrate(args) -> int:
     from .serve.inference import load_run
 
     if args.run:
-        print(calibration_text(calibrate(load_run(args.run), args.method, args.select)))
+        run = load_run(args.run, args.runs_dir)
+        print(calibration_text(calibrate(run, args.method, args.select)))
         return 0
     store = RunStore(args.runs_dir)
     runs = [r for r in store.runs(args.dataset)
@@ -537,7 +545,7 @@ def _cmd_export(args) -> int:
     from .serve.export import export_run
     from .serve.inference import load_run
 
-    out = export_run(load_run(args.run), args.out, args.include_backbone)
+    out = export_run(load_run(args.run, args.runs_dir), args.out, args.include_backbone)
     files = {p.relative_to(out).as_posix(): p.stat().st_size for p in sorted(out.rglob("*"))
              if p.is_file()}
     print(json.dumps({"classifier": str(out), "bytes": sum(files.values()), "files": files}))

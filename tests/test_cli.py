@@ -103,7 +103,7 @@ BAD_INPUTS = [
     (["inspect", "--dataset", "demo", "--template", "no mask {text}"], "[MASK]"),
     (["inspect", "--dataset", "demo", "--verbalizer", "/no/v.json"], "verbalizer file not found"),
     (["compare", "--runs-dir", "/no/such/runs"], "no finished runs"),
-    (["score", "--run", "/no/such/run", "--text", "hi"], "run directory not found"),
+    (["score", "--run", "/no/such/run", "--text", "hi"], "run not found"),
     (["frobnicate"], "invalid choice"),
 ]
 

@@ -64,6 +64,29 @@ def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset
     assert list(table["label_word"]) == [" | ".join(verbalizer[c]) for c in table["pred"]]
 
 
+def test_a_run_is_found_by_its_id_in_the_store(runs, toy_dataset, tmp_path, capsys, monkeypatch):
+    run = runs["frozen"]
+    path = tmp_path / "in.csv"
+    toy_dataset.splits["test"][["text"]].head(3).to_csv(path, index=False)
+    store = str(run.path.parent)
+    by_folder, by_flag, by_env = (tmp_path / f"{n}.csv" for n in ("folder", "flag", "env"))
+    assert main(["predict", "--run", str(run.path), "--input", str(path), "--out",
+                 str(by_folder), "--device", "cpu"]) == 0
+    assert main(["predict", "--run", run.run_id, "--runs-dir", store, "--input", str(path),
+                 "--out", str(by_flag), "--device", "cpu"]) == 0
+    monkeypatch.setenv("GLEE_RUNS_DIR", store)
+    assert main(["predict", "--run", run.run_id, "--input", str(path), "--out", str(by_env),
+                 "--device", "cpu"]) == 0
+    expected = by_folder.read_text()
+    assert by_flag.read_text() == expected and by_env.read_text() == expected
+    capsys.readouterr()
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "empty-store"))
+    code = main(["predict", "--run", run.run_id, "--input", str(path), "--out", str(by_env)])
+    err = capsys.readouterr().err
+    assert code == 2 and "neither a run directory nor a run id in the store" in err
+    assert str(tmp_path / "empty-store") in err and "--runs-dir" in err
+
+
 @pytest.mark.parametrize("content, message", [
     (b"", "empty"),
     (b"id,other\n1,a\n", "which column holds the text"),

@@ -25,14 +25,20 @@ from ..models.heads import GleeModel, build_model
 from ..models.methods import get_method
 from ..models.scoring import get_backbone, predict
 from ..runs.record import group_of
-from ..runs.store import Run, load_checked
+from ..runs.store import Run, RunStore, load_checked
 
 
-def load_run(path: str | Path) -> Run:
-    """A finished run from its directory, or a :class:`GleeError` saying what is wrong."""
-    path = Path(path).expanduser()
+def load_run(ref: str | Path, runs_dir: str | Path | None = None) -> Run:
+    """A finished run from its directory, or from its id in the run store (``runs_dir``, else
+    ``$GLEE_RUNS_DIR``, else ``./runs``); a :class:`GleeError` saying what is wrong otherwise."""
+    path = Path(ref).expanduser()
+    store = RunStore(runs_dir)
+    if not path.is_dir() and path.name == str(ref):  # a bare run id: the store's folder of it
+        path = store.root / path.name
     if not path.is_dir():
-        raise GleeError(f"run directory not found: {path}")
+        raise GleeError(f"run not found: {ref} is neither a run directory nor a run id in the "
+                        f"store {store.root} (pass the run's folder, or the store with --runs-dir "
+                        "or $GLEE_RUNS_DIR)")
     run, problem = load_checked(path, whole=True)
     if problem:
         raise GleeError(f"{path} is not a finished run, or a broken one: {problem}")
