@@ -37,8 +37,8 @@ def load_run(ref: str | Path, runs_dir: str | Path | None = None) -> Run:
         path = store.root / path.name
     if not path.is_dir():
         raise GleeError(f"run not found: {ref} is neither a run directory nor a run id in the "
-                        f"store {store.root} (pass the run's folder, or the store with --runs-dir "
-                        "or $GLEE_RUNS_DIR)")
+                        f"store {store.root.absolute()} (pass the run's folder, or the store with "
+                        "--runs-dir or $GLEE_RUNS_DIR)")
     run, problem = load_checked(path, whole=True)
     if problem:
         raise GleeError(f"{path} is not a finished run, or a broken one: {problem}")
