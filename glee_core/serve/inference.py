@@ -34,7 +34,7 @@ def load_run(ref: str | Path, runs_dir: str | Path | None = None) -> Run:
     path = Path(ref).expanduser()
     store = RunStore(runs_dir)
     if not path.is_dir() and path.name == str(ref):  # a bare run id: the store's folder of it
-        path = store.root / path.name
+        path = store.path(path.name)
     if not path.is_dir():
         raise GleeError(f"run not found: {ref} is neither a run directory nor a run id in the "
                         f"store {store.root.absolute()} (pass the run's folder, or the store with "
