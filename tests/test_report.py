@@ -10,6 +10,7 @@ from glee_core.core.errors import GleeError
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.store import RunStore
+from glee_core.runs.tables import backbone_text, modes_table
 from glee_core.train.experiment import run_experiments
 from glee_core.views.charts import (
     RUN_CHARTS,
@@ -76,6 +77,21 @@ def test_report_refuses_mixed_settings_and_empty_stores(store, tmp_path, tiny_be
     text = "\n".join(p.extract_text() for p in PdfReader(tmp_path / "f.pdf").pages)
     assert "How to tune: each head under every mode" in text
     assert "fine-tuned" in text and "frozen backbone" in text
+    # each row names its backbone, so an adapted backbone's row is told from the original's
+    section = text[text.index("How to tune: each head under every mode"):]
+    section = section[:section.index("Every setting the store holds")]
+    assert " ".join(section.split()).count(f"frozen backbone (quick compare) {tiny_bert.name}") == 1
+    assert "Head Mode Backbone Protocol Seeds" in " ".join(section.split())
+
+
+def test_modes_table_shows_scores_first_and_folders_by_their_name(store, tiny_bert):
+    frame = modes_table(store.runs(), "prompt")
+    assert list(frame.columns)[:3] == ["mode", "backbone", "seeds"]
+    assert list(frame.columns)[-1] == "protocol"  # the long cell last: the scores show first
+    assert set(frame["backbone"]) == {tiny_bert.name}
+    assert backbone_text("bert-base-uncased") == "bert-base-uncased"
+    assert backbone_text("GeneZC/some-model") == "GeneZC/some-model"  # a hub id stays whole
+    assert backbone_text("./runs/backbones/demo-10ep") == "demo-10ep"
 
 
 def test_chart_data_is_ordered_head_to_tail(store):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 import pandas as pd
 
 from ..models.methods import METHODS
@@ -64,10 +66,19 @@ def count_text(n: int) -> str:
     return f"{n / 1e6:.2f}M" if n >= 100_000 else f"{n / 1e3:.1f}k"
 
 
+def backbone_text(name: str) -> str:
+    """A backbone's name as a table cell shows it: a local folder (an adapted backbone, a
+    checkpoint on disk) by its last part, so that the cell stays short; a hub id as it is."""
+    if name.startswith(("/", "./", "../", "~")):
+        return PurePath(name).name or name
+    return name
+
+
 def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
     """One head under every way it was tuned: a row per setting (backbone, mode, protocol) of
     ``method``'s runs, 'mean ± std' cells over seeds, the trainable parameters the runs
-    recorded; modes in the registry's order (frozen, fine-tune, LoRA, P-tuning v2)."""
+    recorded; modes in the registry's order (frozen, fine-tune, LoRA, P-tuning v2). The long
+    protocol comes last, so that the scores show first in a narrow view."""
     runs = [r for r in runs if r.method == method]
     summary = aggregate(runs)
     first = {}
@@ -80,14 +91,14 @@ def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
                   if r.setting == row["setting"]]
         counts = [c for c in counts if c]
         rows.append({"mode": MODE_LABELS.get(record.mode, record.mode),
-                     "backbone": record.model.name, "protocol": record.protocol,
+                     "backbone": backbone_text(record.model.name), "protocol": record.protocol,
                      "seeds": int(row["seeds"]),
                      **{title: mean_std(row[f"{k}_mean"], row[f"{k}_std"])
                         for k, title in METRIC_TITLES.items()},
                      "trainable": count_text(max(counts)) if counts else "–",
                      "_order": list(MODES).index(record.mode) if record.mode in MODES else 99,
                      "_tail": row["tail_f1_mean"]})
-    columns = ["mode", "backbone", "protocol", "seeds", *METRIC_TITLES.values(), "trainable"]
+    columns = ["mode", "backbone", "seeds", *METRIC_TITLES.values(), "trainable", "protocol"]
     if not rows:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame(rows).sort_values(["_order", "_tail"], ascending=[True, False])

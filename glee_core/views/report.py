@@ -216,14 +216,15 @@ def _modes_section(pdf, runs: list[Run], every: list[Run], t) -> None:
     pdf.cell(0, 8, t("How to tune: each head under every mode (test, %)"), new_x="LMARGIN",
              new_y="NEXT")
     pdf.set_font(pdf.body_font, size=8)
-    with pdf.table(col_widths=(28, 32, 56, 12, 22, 22, 14),
-                   text_align=("LEFT", "LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT"),
+    with pdf.table(col_widths=(22, 26, 24, 42, 12, 22, 22, 14),
+                   text_align=("LEFT", "LEFT", "LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT",
+                               "RIGHT"),
                    first_row_as_headings=True) as grid:
-        grid.row(["Head", "Mode", "Protocol", "Seeds", "F1", "Tail F1", "Trained"])
+        grid.row(["Head", "Mode", "Backbone", "Protocol", "Seeds", "F1", "Tail F1", "Trained"])
         for method in methods:
             for _, row in modes_table(every, method).iterrows():
-                grid.row([t(method), t(row["mode"]), t(row["protocol"]), str(row["seeds"]),
-                          row["F1"], row["Tail F1"], row["trainable"]])
+                grid.row([t(method), t(row["mode"]), t(row["backbone"]), t(row["protocol"]),
+                          str(row["seeds"]), row["F1"], row["Tail F1"], row["trainable"]])
     pdf.multi_cell(0, 4, t("Every setting the store holds for these heads on this dataset; "
                            "Trained: the parameters a run trained."), new_x="LMARGIN",
                    new_y="NEXT")
