@@ -370,8 +370,8 @@ def adapted_line(record: dict) -> str:
 
 
 def backbones_dir() -> Path:
-    """Where the app keeps adapted backbones: beside the run store."""
-    return store().root / "backbones"
+    """Where the app keeps adapted backbones: in the run store, beside its runs."""
+    return store().backbones_dir
 
 
 def launch_adapt(request, label: str, seconds: float):

@@ -365,6 +365,9 @@ def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs)
     assert not at.exception
     adapted = Path(at.session_state["model"])
     assert adapted.parent == app_dirs["runs"] / "backbones" and adapted.name.endswith("-1ep")
+    store = RunStore(app_dirs["runs"])
+    store.runs()
+    assert not store.problems  # the backbones' folder is not taken for a broken run
     assert any(c.value == "in use" for c in at.caption)
 
 

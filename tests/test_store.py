@@ -96,6 +96,7 @@ def test_broken_runs_are_skipped_and_reported(tiny_bert, toy_dataset, runs_dir):
     (runs_dir / "half-written").mkdir()
     (runs_dir / "half-written" / "config.json").write_text("{}")
     (runs_dir / ".tmp-killed-run").mkdir()
+    (store.backbones_dir / "demo-auto-tapt-1ep").mkdir(parents=True)  # the app's adapted ones
     assert [r.run_id for r in store.runs()] == [run.run_id]
     assert store.problems == {"half-written": "metrics.json: missing"}
     for name, problem in (("model.safetensors", "model.safetensors: truncated"),

@@ -203,8 +203,8 @@ class RunStore:
                                max(1, int(max_concurrent or environment.max_concurrent_runs())))
         self.problems: dict[str, str] = {}  # run dirs skipped by runs(), with why
 
-    # The store's layout: one folder per run, and these beside them (hidden ones and
-    # ``reproduce/`` are never read as runs).
+    # The store's layout: one folder per run, and these beside them (hidden ones,
+    # ``reproduce/`` and ``backbones/`` are never read as runs).
     @property
     def locks_dir(self) -> Path:
         return self.root / ".locks"
@@ -223,6 +223,11 @@ class RunStore:
     def reproduce_dir(self) -> Path:
         """Tables that ``reproduce`` wrote (:mod:`glee_core.train.reproduce`)."""
         return self.root / "reproduce"
+
+    @property
+    def backbones_dir(self) -> Path:
+        """Backbones the app adapted to a dataset (``adapt``, the Data page), one folder each."""
+        return self.root / "backbones"
 
     def path(self, run_id: str) -> Path:
         """The directory of ``run_id``; ids that could leave the store are refused."""
@@ -280,7 +285,8 @@ class RunStore:
         self.sweep_temp()
         found = []
         for path in sorted(self.root.iterdir()):
-            if not path.is_dir() or path.name.startswith(".") or path == self.reproduce_dir:
+            if (not path.is_dir() or path.name.startswith(".")
+                    or path in (self.reproduce_dir, self.backbones_dir)):
                 continue
             run, problem = load_checked(path)
             if problem:
