@@ -42,6 +42,7 @@ from glee_core.studio import (
     size_text,
     source_of,
     unfinished_jobs,
+    untrained_head_line,
     untrained_head_note,
     write_json_atomic,
 )
@@ -343,14 +344,18 @@ def current_model() -> str:
 
 
 def backbone_notice(model: str, methods: list[str] | None = None,
-                    mlm_head_pretrained: bool | None = None) -> None:
+                    mlm_head_pretrained: bool | None = None, full: bool = False) -> None:
     """Say plainly when the MLM head the prompt / pt. LN methods rely on is untrained (known from
-    a run's record, or, before any run, for the offline default backbone)."""
+    a run's record, or, before any run, for the offline default backbone), where it matters: in
+    one sentence where the user chooses, in ``full`` where the paper's effect is shown."""
     untrained = (not mlm_head_pretrained if mlm_head_pretrained is not None
                  else model == environment.AUTO_MODEL)
     relevant = [m for m in (methods or METHODS) if m in METHODS and METHODS[m].uses_mlm_head]
     if untrained and relevant:
-        st.warning(untrained_head_note(model, relevant), icon=":material/warning:")
+        if full:
+            st.warning(untrained_head_note(model, relevant), icon=":material/warning:")
+        else:
+            st.caption(untrained_head_line(model, relevant))
     adapted = adapted_record(model)
     if adapted:
         st.info(adapted_line(adapted), icon=":material/model_training:")
@@ -535,8 +540,9 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
         plan = None
     here = store()
     to_train = None if plan is None else unstored_jobs(here, plan)
-    missing = len(methods) * len(seeds) if to_train is None else len(to_train)
-    stored = len(methods) * len(seeds) - missing
+    planned = len(methods) * len(seeds) if plan is None else len(plan)
+    missing = planned if to_train is None else len(to_train)
+    stored = planned - missing
     if to_train is not None and not missing:
         return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
                 "text": "a few seconds", "basis": f"all {stored} run(s) are already stored"}
@@ -594,17 +600,19 @@ def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
 
 
 def quick_compare_runs(dataset_id: str, model: str) -> list:
-    """The frozen (quick compare) runs of a dataset and backbone, of the setting with the most
-    methods (runs of different settings are never ranked together)."""
+    """The frozen (quick compare) runs of a dataset and backbone: those of the protocol with the
+    most runs, every pooling of it (the poolings are candidates of one compare)."""
     runs = [r for r in all_runs(dataset_id, report=False)
             if r.record.mode == "frozen" and r.record.model.name == model]
-    settings: dict[str, set] = {}
+    protocols: dict[str, int] = {}
     for run in runs:
-        settings.setdefault(run.setting, set()).add(run.method)
-    if not settings:
+        key = replace(run.record.hyperparameters, pooling="cls", seed=1).protocol()
+        protocols[key] = protocols.get(key, 0) + 1
+    if not protocols:
         return []
-    widest = max(settings, key=lambda s: len(settings[s]))
-    return [r for r in runs if r.setting == widest]
+    widest = max(protocols, key=protocols.get)
+    return [r for r in runs
+            if replace(r.record.hyperparameters, pooling="cls", seed=1).protocol() == widest]
 
 
 def dataset_runs(dataset_id: str):
@@ -671,9 +679,6 @@ def setting_runs(key: str):
     labels = dict(sorted({r.setting: r.record.setting_label for r in runs}.items()))
     setting = choose("Setting", labels, st.radio)
     runs = [r for r in runs if r.setting == setting]
-    record = runs[0].record
-    backbone_notice(record.model.name, sorted({r.method for r in runs}),
-                    record.model.mlm_head_pretrained)
     runs = pick_runs(runs, key=key)
     if not runs:
         st.stop()
@@ -681,9 +686,12 @@ def setting_runs(key: str):
 
 
 STEP_TEXTS = {  # a recommendation's next step: its button, and why
+    "finetune-one": ("Fine-tune {heads}",
+                     "fine-tuning is where the accuracy is (practical recipe: learning rate "
+                     "chosen on dev, LP-FT from this very head)"),
     "finetune": ("Fine-tune the top {n}: {heads}",
-                 "fine-tuning is where the accuracy is (practical recipe: learning rate chosen on "
-                 "dev, LP-FT from these very heads)"),
+                 "the best head fine-tuned may not be the best quick one (the learning rate is "
+                 "chosen once, on the first, and re-used for the others)"),
     "seeds": ("Run seeds 1-{seeds} for the top {n}: {heads}",
               "{seeds} seeds give the spread that says which gaps are noise"),
 }
@@ -702,10 +710,12 @@ def next_step_request(step: str, heads, rec, runs, choice, dataset):
 
     first = next(r for r in runs if r.setting == rec.chosen.setting)
     model = first.record.model.name
-    if step == "finetune":
+    pooling = first.record.hyperparameters.pooling  # the chosen candidate's (cls for [MASK])
+    if step.startswith("finetune"):
+        read = pooling if rec.chosen.pooling != "[MASK]" else "auto"
         return TrainRequest(data=choice, methods=list(heads), seeds=[1], model=model,
-                            config=TrainConfig())
-    config = TrainConfig(mode=rec.chosen.mode)
+                            config=TrainConfig(pooling=read))
+    config = TrainConfig(mode=rec.chosen.mode, pooling=pooling)
     try:  # the same setting only if its mode's default config gives its run ids
         planned = plan_runs(dataset, [first.record.method], [first.seed], model, config)
     except GleeError:
@@ -722,6 +732,7 @@ def recommendation_panel(runs, key: str) -> None:
     each next step as one click (fine-tuning the top heads, more seeds)."""
     from glee_core.studio import (  # noqa: PLC0415
         ENOUGH_SEEDS,
+        order_steps,
         recommend,
         recommendation_text,
     )
@@ -739,18 +750,25 @@ def recommendation_panel(runs, key: str) -> None:
         dataset = load_options(choice)
     except GleeError:
         dataset = None
-    for number, (step, heads) in enumerate(rec.steps):
+    requests = {step: next_step_request(step, heads, rec, runs, choice, dataset)
+                if dataset is not None else None for step, heads in rec.steps}
+    estimates = {step: time_estimate(dataset, request.methods, request.seeds, request.config,
+                                     request.model)
+                 for step, request in requests.items() if request is not None}
+    steps = order_steps(rec.steps, {step: e["seconds"] / 60 for step, e in estimates.items()})
+    if steps:
+        st.markdown("**Next steps**, best value for the time first:")
+    for number, (step, heads) in enumerate(steps):
         button, why = STEP_TEXTS[step]
         label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
         why = why.format(seeds=ENOUGH_SEEDS)
-        request = (next_step_request(step, heads, rec, runs, choice, dataset)
-                   if dataset is not None else None)
+        request = requests[step]
         if request is None or policy().read_only:
             st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
                        "with `python -m glee_core train`.")
             continue
-        estimate = time_estimate(dataset, request.methods, request.seeds, request.config,
-                                 request.model)
+        estimate = estimates[step]
+        label = f"{label} ({estimate['text'].removeprefix('about ')})"
         if st.button(label, type="primary" if number == 0 else "secondary",
                      key=f"{key}-{step}"):
             job = launch(request, label=label, estimate=estimate)

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from .core import environment
 from .core.errors import INTERRUPTED, GleeError
 from .core.events import (
+    CrossValidating,
     Evaluated,
     Event,
     FeaturePass,
@@ -109,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--model", help="only runs of this backbone")
     add_arguments(report, TrainConfig, only=("mode",), show_defaults=False,
                   help_overrides={"mode": "only runs of this mode"})
-    report.add_argument("--setting", help="only this setting, as the error listing them prints it")
+    report.add_argument("--setting", help="the setting to report, by the short id the note "
+                        "listing them prints (default: the recommended candidate's)")
     report.add_argument("--out", required=True, help="the PDF file to write")
 
     rep = sub.add_parser("reproduce", help="run a table of the paper (2, 3 or 5) with its "
@@ -256,6 +258,12 @@ class TqdmProgress:
         elif isinstance(event, Evaluated) and self.bar is not None:
             self.bar.set_postfix(dev_f1=f"{state.dev_f1:.4f}", dev_acc=f"{state.dev_acc:.4f}",
                                  best=f"{state.best_dev:.4f} ({state.select_metric})")
+        elif isinstance(event, CrossValidating):
+            self._flush()
+            bar = self._open(event.folds * event.parts, unit="fold",
+                             desc=f"choosing among {event.heads} heads: {event.folds}-fold "
+                                  "cross-validation on train + dev")
+            bar.update((event.part - 1) * event.folds + event.fold - 1 - bar.n)
         elif isinstance(event, Testing):  # a closed-form probe's first event after its line
             self.close()
             self._flush()
@@ -430,18 +438,28 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
     return 0
 
 
+def _stored_runs(store, dataset: str | None) -> list:
+    """The store's finished runs (of ``dataset``), its broken ones warned about; none is an
+    error naming the datasets that have runs."""
+    every = store.runs()
+    for name, problem in store.problems.items():
+        print(f"warning: skipped broken run {name}: {problem}", file=sys.stderr)
+    runs = [r for r in every if dataset is None or r.dataset == dataset]
+    if not runs:
+        held = sorted({r.dataset for r in every})
+        raise GleeError(f"no finished runs in {store.root}"
+                        + (f" for dataset {dataset!r}" if dataset else "")
+                        + (f"; it holds runs of: {', '.join(held)} (--dataset ID)" if held
+                           else "; train some with python -m glee_core train"))
+    return runs
+
+
 def _cmd_compare(args) -> int:
     from .runs.store import RunStore, aggregate
     from .runs.tables import comparison_csv, comparison_table, to_markdown
 
     store = RunStore(args.runs_dir)
-    runs = store.runs(args.dataset)
-    for name, problem in store.problems.items():
-        print(f"warning: skipped broken run {name}: {problem}", file=sys.stderr)
-    if not runs:
-        raise GleeError(f"no finished runs in {store.root}"
-                        + (f" for dataset {args.dataset!r}" if args.dataset else "")
-                        + "; train some with python -m glee_core train")
+    runs = _stored_runs(store, args.dataset)
     table = comparison_table(aggregate(runs))
     if args.format == "md":
         print(to_markdown(table))
@@ -453,18 +471,20 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from .runs.recommend import report_setting
     from .runs.store import RunStore
     from .views.report import write_report
 
     store = RunStore(args.runs_dir)
     mode = getattr(args, "mode", None)
-    every = store.runs(args.dataset)
+    every = _stored_runs(store, args.dataset)
     runs = [r for r in every
             if (args.model is None or r.record.model.name == args.model)
-            and (mode is None or r.record.mode == mode)
-            and (args.setting is None or r.setting == args.setting)]
-    for name, problem in store.problems.items():
-        print(f"warning: skipped broken run {name}: {problem}", file=sys.stderr)
+            and (mode is None or r.record.mode == mode)]
+    if len({r.dataset for r in runs}) == 1:  # several datasets: the report says to choose
+        runs, note = report_setting(runs, args.setting)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     out = write_report(runs, args.out, every=every)
     print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
     return 0

@@ -1,50 +1,28 @@
-"""Home: what Glee Studio does, the current dataset and backbone, a one-click quick start."""
+"""Home: the question, the one-click answer on the current dataset, and the step after it."""
 
 import streamlit as st
 
 import studio_ui
-from glee_core.studio import (
-    METHODS,
-    TrainConfig,
-    TrainRequest,
-    method_label,
-    ranked_on_dev,
-)
+from glee_core.studio import METHODS, TrainConfig, TrainRequest, method_label, ranked
 
 studio_ui.sidebar()
 
 st.title("Glee Studio")
-st.markdown(
-    "**Which classifier head should I use on my long-tailed data, and why?** Glee Studio "
-    "compares the twelve methods of *Making Pretrained Language Models Good Long-tailed "
-    "Learners* (Zhang et al., EMNLP 2022): CLS-tuning heads (Tanh / ReLU, η-norm, focal loss, "
-    "LayerNorm, the MLM head's LayerNorm) against prompt-tuning, which lets the pretrained MLM "
-    "head score a label word per class at `[MASK]`.\n\n"
-    "1. **Data**: pick a dataset or upload a CSV, see its long tail and head/tail split.\n"
-    "2. **Train**: launch methods x seeds (fine-tuning, or a quick compare on a frozen backbone).\n"
-    "3. **Results**: Acc, F1, Head F1, Tail F1 (mean ± std), per-class F1 against frequency.\n"
-    "4. **Diagnostics**: the paper's weight-norm bars and feature histograms.\n"
-    "5. **Predictions**, **Playground**, **Report** (PDF).")
+st.markdown("**Which classifier head should I use on my long-tailed data, and how should I tune "
+            "it?** One click compares every head on your data and recommends one; the next "
+            "steps make it better, each with its time here.")
 
 choice = studio_ui.current_choice()
 model = studio_ui.current_model()
-left, right = st.columns(2)
-left.metric("Dataset", choice.dataset)
-right.metric("Backbone", model)
-studio_ui.backbone_notice(model)
-
 dataset = studio_ui.current_dataset()
+target = dataset.id if dataset is not None else choice.dataset
 if dataset is not None:
     head, tail = dataset.head_tail()
-    st.caption(f"{dataset.num_classes} classes · {len(dataset.splits['train'])} training examples "
-               f"· {len(head)} head / {len(tail)} tail classes (threshold {dataset.threshold})")
+    st.caption(f"Dataset **{studio_ui.md(target)}**: {dataset.num_classes} classes, "
+               f"{len(dataset.splits['train'])} training texts, {len(head)} head / {len(tail)} "
+               f"tail classes · backbone **{studio_ui.md(model)}** · change either on the Data "
+               "and Train pages.")
 
-st.subheader("Quick start")
-target = dataset.id if dataset is not None else choice.dataset
-st.write(f"Compare all {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
-         f"beyond the paper) on **{studio_ui.md(target)}** with the backbone frozen: the backbone "
-         "encodes the data once, then each head trains in seconds. Then take the best of them "
-         "further, where the accuracy is.")
 quick = TrainConfig(mode="frozen")
 read_only = studio_ui.policy().read_only
 if read_only:
@@ -63,25 +41,51 @@ elif dataset is not None:
         if job is not None:
             st.session_state["last_job"] = job.id
             st.switch_page("pages/2_Train.py")
-    st.caption(f"Estimated here: {estimate['text']} with {studio_ui.md(model)} "
-               f"({estimate['basis']}).")
+    small = dataset.small_dev()
+    chosen_by = (f"chosen by {quick.folds}-fold cross-validation on train + dev, since its dev "
+                 f"split is small ({studio_ui.md(small)})" if small else "chosen on dev")
+    st.caption(f"All {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
+               "beyond the paper), each on the `[CLS]` and the mean-pooled state where it reads "
+               f"a plain input, on the frozen backbone; the best {chosen_by}, never on test. "
+               f"Estimated here: {estimate['text']} ({estimate['basis']}).")
 
-# After a compare: which head to use on this dataset, chosen on dev, and the next step
+# After a compare: which head to use on this dataset, and the next step
 runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone
 if runs:
     st.subheader(f"Recommendation for {studio_ui.md(target)}")
     studio_ui.recommendation_panel(runs, key="home")
     compared = studio_ui.quick_compare_runs(target, model)
     if compared:
-        ranked = ranked_on_dev(compared)
-        shown = ranked.assign(
+        order = ranked(compared)
+        shown = order.assign(
             method=lambda f: f["method"].map(method_label),
-            **{c: lambda f, c=c: (100 * f[c]).round(1) for c in ("dev", "f1", "tail_f1")})
-        with st.expander(f"The quick compare's heads, best on dev first ({len(ranked)})"):
-            st.dataframe(shown.rename(columns={"method": "Method", "seeds": "Seeds",
-                                               "dev": "Dev F1 (chooses, %)",
-                                               "f1": "Test macro-F1 (%)",
-                                               "tail_f1": "Test tail F1 (%)"}),
-                         hide_index=True)
-            st.caption(f"{studio_ui.md(compared[0].record.setting_label)}; ranked on dev, never "
-                       "on test. The Results page has every setting side by side.")
+            **{c: lambda f, c=c: f[c].round(1) for c in ("score", "dev", "f1", "tail_f1")})
+        by_cv = any(r.metrics.cv for r in compared)
+        with st.expander(f"The quick compare's candidates, best first ({len(order)})"):
+            st.dataframe(
+                shown[["method", "pooling", "score", "dev", "f1", "tail_f1", "seeds"]].rename(
+                    columns={"method": "Method", "pooling": "Reads", "seeds": "Seeds",
+                             "score": ("CV F1 (chooses, %)" if by_cv
+                                       else "Dev F1 (chooses, %)"),
+                             "dev": "Dev F1 (%)", "f1": "Test macro-F1 (%)",
+                             "tail_f1": "Test tail F1 (%)"}),
+                hide_index=True)
+            st.caption("Ranked by " + ("cross-validation on train + dev" if by_cv else "dev")
+                       + ", never by test. The Results page has every setting side by side.")
+
+studio_ui.backbone_notice(model)
+
+with st.expander("What Glee Studio compares, and why"):
+    st.markdown(
+        "It compares the twelve methods of *Making Pretrained Language Models Good Long-tailed "
+        "Learners* (Zhang et al., EMNLP 2022), the usual long-tail fixes and linear probes: "
+        "CLS-tuning heads (Tanh / ReLU, η-norm, focal loss, LayerNorm, the MLM head's "
+        "LayerNorm) against prompt-tuning, which lets the pretrained MLM head score a label word "
+        "per class at `[MASK]`.\n\n"
+        "1. **Data**: pick a dataset or upload a CSV, see its long tail and head/tail split.\n"
+        "2. **Train**: launch methods x seeds (a quick compare on the frozen backbone, "
+        "fine-tuning, LoRA, P-tuning v2).\n"
+        "3. **Results**: Acc, F1, Head F1, Tail F1 (mean ± std), per-class F1 against "
+        "frequency.\n"
+        "4. **Diagnostics**: the paper's weight-norm bars and feature histograms.\n"
+        "5. **Predictions**, **Playground**, **Report** (PDF).")

@@ -79,7 +79,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
             records = [r.record for r in runs if r.record.model.name == model]
             studio_ui.backbone_notice(model, list(table.methods),
                                       all(r.model.mlm_head_pretrained for r in records)
-                                      if records else None)
+                                      if records else None, full=True)
         frame = comparison(runs, table, manifest["datasets"])
         st.subheader(f"Table {table.number}: {table.title}")
         st.markdown("\n\n".join(line for line in header_lines(manifest) if line))
@@ -162,13 +162,14 @@ with ours:
     def bold_best(row):
         return [HIGHLIGHT if col in row["best"] else "" for col in row.index]
 
-    shown = table[["paper row", "method", "seeds", "Dev", *METRIC_TITLES.values(),
-                   *SHOT_TITLES.values(), "selection", "best"]]
+    by_cv = bool((table["CV"] != "–").all())
+    shown = table[["paper row", "method", "seeds", "Dev", *(["CV"] if by_cv else []),
+                   *METRIC_TITLES.values(), *SHOT_TITLES.values(), "selection", "best"]]
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  height=35 * (len(shown) + 1) + 3,  # every row, no inner scroll
                  column_config={"best": None, "paper row": "Method", "method": "Id",
-                                "seeds": "Seeds", "Dev": "Dev (selects)",
-                                "selection": "Selection"})
+                                "seeds": "Seeds", "Dev": "Dev" if by_cv else "Dev (selects)",
+                                "CV": "CV (selects)", "selection": "Selection"})
     st.caption(f"{SELECTION_NOTE}; {STD_NOTE}. Head/Tail F1 average "
                f"the per-class F1 of the head / tail classes; Many/Medium/Few F1 those of the "
                f"classes with > 100, 20-100, < 20 training examples (– where there is none). "

@@ -42,7 +42,7 @@ if st.toggle("Overlay my runs (datasets the paper has, R8 beside R52)", value=Tr
         setting = studio_ui.choose("Setting of my runs", labels)
         runs = [r for r in covered if r.setting == setting]
         studio_ui.backbone_notice(runs[0].record.model.name, sorted({r.method for r in runs}),
-                                  runs[0].record.model.mlm_head_pretrained)
+                                  runs[0].record.model.mlm_head_pretrained, full=True)
     else:
         st.caption("No runs of this table's datasets in the store yet (e.g. `python -m glee_core "
                    f"reproduce --table {number} --datasets r8 --mode frozen`).")

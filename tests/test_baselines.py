@@ -82,7 +82,8 @@ def test_probes_and_pooling_in_quick_mode(tiny_bert, toy_dataset, runs_dir):
                            TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="mean"),
                            store)
     cls = run_experiments(toy_dataset, methods, [1], str(tiny_bert),
-                          TrainConfig(epochs=2, batch_size=16, mode="frozen"), store)
+                          TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
+                          store)
     assert [r.record.hyperparameters.pooling for r in mean] == ["mean", "mean", "cls"]
     assert mean[0].run_id != cls[0].run_id and mean[1].run_id != cls[1].run_id
     assert mean[2].run_id == cls[2].run_id  # a template is read at [MASK] whatever the pooling

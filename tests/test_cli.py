@@ -85,7 +85,7 @@ def test_compare_format_md_and_csv(capsys, tiny_bert, tmp_path):
     code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path)
     assert code == 0 and "### demo" in out and "CLS-tuning ∘ T (`cls-tanh`)" in out
     code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path, "--format", "csv")
-    assert out.splitlines()[0].startswith("dataset,setting,method,paper row,seeds,Dev,Acc,F1")
+    assert out.splitlines()[0].startswith("dataset,setting,method,paper row,seeds,Dev,CV,Acc,F1")
     assert out.splitlines()[0].endswith(",selection,best")  # the head chosen on dev
 
 

@@ -20,8 +20,12 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
     assert seconds(n_runs=4)["seconds"] - STARTUP_SECONDS == pytest.approx(
         2 * (base["seconds"] - STARTUP_SECONDS))  # the start is paid once per launch
     assert seconds(limit=5)["seconds"] < base["seconds"]
-    frozen = seconds(mode="frozen", recipe="practical")
+    frozen = seconds(mode="frozen", recipe="practical", choose_by="dev")
     assert frozen["basis"].startswith("frozen backbone") and frozen["seconds"] < base["seconds"]
+    # the toy set's dev split is small: by default the compare cross-validates, at a cost
+    validated = seconds(mode="frozen", recipe="practical")
+    assert "then 5-fold cross-validation of each head" in validated["basis"]
+    assert validated["seconds"] > frozen["seconds"]
 
 
 def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dataset):
@@ -42,12 +46,13 @@ def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dat
     assert "search" not in fixed["basis"] and fixed["seconds"] < practical["seconds"]
 
 
-def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64):
+def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, cv=None):
     """What the estimate reads of a finished run: its record's backbone, mode, timing, size."""
     return SimpleNamespace(record=SimpleNamespace(
         model=SimpleNamespace(name=model), mode=mode, timing={"device": "cpu", **timing},
         dataset=SimpleNamespace(sizes={"train": 100}),
-        hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10)))
+        hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10)),
+        metrics=SimpleNamespace(cv=cv))
 
 
 def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
@@ -55,7 +60,8 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     and the heads' examples/s; twice the measured rates, less time; other backbones' and
     fine-tuned runs do not count."""
     def frozen(runs):
-        return estimate_seconds(toy_dataset, 19, TrainConfig(mode="frozen", max_length=64),
+        return estimate_seconds(toy_dataset, 19, TrainConfig(mode="frozen", max_length=64,
+                                                             choose_by="dev"),
                                 model_name="m", parameters=22_700_000, device="cpu", runs=runs)
 
     typical = frozen([])

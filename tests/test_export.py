@@ -32,7 +32,8 @@ def runs(tiny_bert, toy_dataset, tmp_path_factory):
     [prompt] = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert),
                                TrainConfig(epochs=1, batch_size=16, lr=1e-3, recipe="paper"), store)
     [frozen] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
-                               TrainConfig(epochs=2, batch_size=16, mode="frozen"), store)
+                               TrainConfig(epochs=2, batch_size=16, mode="frozen",
+                                           pooling="cls"), store)
     return {"finetune": prompt, "frozen": frozen}
 
 

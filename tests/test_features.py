@@ -130,7 +130,7 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert,
 
     events = []
     methods = [get_method(m) for m in PACK + ("probe",)]
-    config = TrainConfig(epochs=2, batch_size=16, mode="frozen")
+    config = TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls", choose_by="dev")
     runs = run_experiments(toy_dataset, methods, [1, 2], str(tiny_bert), config,
                            RunStore(runs_dir), progress=events.append)
     started = [e for e in events if isinstance(e, RunStarted)]

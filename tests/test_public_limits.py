@@ -137,7 +137,7 @@ def test_a_sessions_jobs_take_turns(tmp_path):
 def _cli(tiny_bert, toy_csv, runs: Path, env: dict, *extra: str):
     return [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}", "--method",
             "cls-relu", "--model", str(tiny_bert), "--runs-dir", str(runs), "--mode", "frozen",
-            "--epochs", "1", *extra], {**ENV, **env}
+            "--pooling", "cls", "--epochs", "1", *extra], {**ENV, **env}
 
 
 @pytest.mark.slow

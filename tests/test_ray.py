@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ from glee_core.train.executors import Batch, LocalExecutor, RayExecutor, SweepFa
 
 ray = pytest.importorskip("ray", reason="the cluster extra: pip install -e '.[cluster]'")
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = TrainConfig(mode="frozen", epochs=2, batch_size=16, device="cpu")
+CONFIG = TrainConfig(mode="frozen", epochs=2, batch_size=16, device="cpu", pooling="cls",
+                     choose_by="dev")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +74,7 @@ def test_a_failing_run_is_reported_and_the_others_land(local_ray, toy_dataset, t
     good = batch(toy_dataset, tiny_bert, methods=("cls-relu",), seeds=(1, 2))
     # asks the node for a GPU it does not have: the task raises there
     bad = batch(toy_dataset, tiny_bert, methods=("cls-relu",), seeds=(3,),
-                config=TrainConfig(mode="frozen", epochs=2, batch_size=16, device="cuda"))
+                config=replace(CONFIG, device="cuda"))
     with pytest.raises(SweepFailed) as failed:
         executor.run([good, bad], store)
     assert len(failed.value.failures) == 1
@@ -105,7 +107,8 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
     store = tmp_path / "runs"
     command = [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}",
                "--method", "cls-relu,cls-tanh", "--seeds", "1,2", "--model", str(tiny_bert),
-               "--mode", "frozen", "--epochs", "30", "--batch-size", "4", "--device", "cpu",
+               "--mode", "frozen", "--pooling", "cls", "--epochs", "30", "--batch-size", "4",
+               "--device", "cpu",
                "--executor", "ray", "--cpus-per-run", "1", "--runs-dir", str(store)]
     env = {**os.environ, "GLEE_RAY_CPUS": "2", "PYTHONPATH": str(ROOT)}
     driver = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -1,11 +1,21 @@
 """The recommendation a compare ends on: chosen on dev (never test), the heads within the seeds'
 spread, and the next steps; the results table highlights the same choice."""
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import pytest
 
-from glee_core.runs.recommend import recommend, recommendation_text, within_noise
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.recommend import (
+    order_steps,
+    ranked,
+    recommend,
+    recommendation_text,
+    within_noise,
+)
+from glee_core.runs.record import CrossValidation
 from glee_core.runs.store import aggregate
 from glee_core.runs.tables import comparison_table
 
@@ -15,6 +25,7 @@ class Metrics:
     dev: float
     f1: float
     tail_f1: float
+    cv: CrossValidation | None = None
 
     @property
     def best_dev(self):
@@ -22,18 +33,13 @@ class Metrics:
 
     def value(self, key):
         return {"dev": self.dev, "f1": self.f1, "tail_f1": self.tail_f1, "acc": self.f1,
-                "head_f1": self.f1}.get(key)
-
-
-@dataclass
-class Record:
-    mode: str
-    setting_label: str = field(default="")
+                "head_f1": self.f1, "cv": self.cv.f1 if self.cv else None}.get(key)
 
 
 @dataclass
 class FakeRun:
-    """What the recommendation reads of a run (its metrics, setting and method)."""
+    """What the recommendation reads of a run (its metrics, record, setting and method); a
+    ``cv`` of fold scores makes it a cross-validated quick-mode run."""
 
     method: str
     seed: int
@@ -41,18 +47,33 @@ class FakeRun:
     test: float
     mode: str = "frozen"
     dataset: str = "d"
+    folds: list[float] | None = None
+    pooling: str = "cls"
+    lp_ft_from: str = ""
+
+    @property
+    def run_id(self):
+        return f"{self.method}-{self.mode}-{self.pooling}-s{self.seed}"
 
     @property
     def setting(self):
-        return f"m · {self.mode} · p"
+        return f"m · {self.mode} · p · {self.pooling}"
 
     @property
     def record(self):
-        return Record(self.mode, f"m · {self.mode}")
+        config = TrainConfig(mode=self.mode, seed=self.seed, pooling=self.pooling,
+                             max_length=64)
+        return SimpleNamespace(
+            mode=self.mode, setting_label=f"m · {self.mode}", hyperparameters=config,
+            method=get_method(self.method), model=SimpleNamespace(name="m"),
+            tuning={"lp_ft_from": self.lp_ft_from} if self.lp_ft_from else {})
 
     @property
     def metrics(self):
-        return Metrics(self.dev, self.test, self.test - 0.02)
+        cv = None if self.folds is None else CrossValidation(
+            folds=len(self.folds), f1=sum(self.folds) / len(self.folds), tail_f1=0.0,
+            fold_f1=self.folds, texts=100)
+        return Metrics(self.dev, self.test, self.test - 0.02, cv)
 
 
 def runs_of(scores: dict[str, list[tuple[float, float]]], mode="frozen"):
@@ -73,8 +94,9 @@ def test_the_choice_is_made_on_dev_never_on_test():
     assert "Use `cls-relu-pt-ln`" in text and "spread between seeds is unknown" in text
     # a quick compare's next steps: fine-tune its top heads (prompt-ed/probes excluded by the
     # registry), then seeds 1-3 of the same heads
-    assert [step for step, _ in rec.steps] == ["finetune", "seeds"]
-    assert rec.steps[0][1] == ("cls-relu-pt-ln", "cls-tanh", "prompt")
+    assert [step for step, _ in rec.steps] == ["finetune-one", "finetune", "seeds"]
+    assert rec.steps[0][1] == ("cls-relu-pt-ln",)
+    assert rec.steps[1][1] == ("cls-relu-pt-ln", "cls-tanh", "prompt")
     table = comparison_table(aggregate(runs))
     chosen = table[table["selection"] == "chosen on dev"]
     assert list(chosen["method"]) == ["cls-relu-pt-ln"] and "F1" in chosen.iloc[0]["best"]
@@ -110,7 +132,59 @@ def test_a_settings_label_holding_markdown_reads_as_itself_in_the_app():
     rec = recommend(runs_of({"cls-relu-pt-ln": [(0.8, 0.8)], "cls-tanh": [(0.7, 0.9)]}))
     name = "[x](https://e.example) my**model"
     rec = replace(rec, chosen=replace(rec.chosen, setting_label=name))
-    assert f"(<{name}>)" in recommendation_text(rec, literal="<{}>".format)
+    assert f"(<{name}>, cls pooling)" in recommendation_text(rec, literal="<{}>".format)
     text = recommendation_text(rec, literal=md)
     assert text.startswith("**Use `cls-relu-pt-ln`** (") and "my\\*\\*model" in text
     assert "https://" not in text  # no autolink: the zero-width space md() puts in
+
+
+def test_where_the_compare_cross_validated_the_choice_follows_it_not_dev():
+    """Dev favours cls-tanh (one lucky small split); the pooled out-of-fold scores favour
+    cls-relu-pt-ln-cb on mean pooling: cross-validation decides, says so, and counts who wins
+    in how many folds."""
+    runs = [FakeRun("cls-tanh", 1, 0.76, 0.64, folds=[0.60, 0.62, 0.70, 0.61, 0.63]),
+            FakeRun("cls-relu-pt-ln-cb", 1, 0.73, 0.68, pooling="mean",
+                    folds=[0.66, 0.67, 0.65, 0.69, 0.68]),
+            FakeRun("prompt", 1, 0.70, 0.50, folds=[0.50, 0.52, 0.48, 0.51, 0.49])]
+    rec = recommend(runs)
+    assert rec.basis == "cv" and rec.chosen.method == "cls-relu-pt-ln-cb"
+    assert rec.chosen.pooling == "mean" and rec.chosen.score == pytest.approx(67.0)
+    assert (rec.chosen.wins, rec.chosen.cells) == (4, 5)  # cls-tanh won fold 3
+    assert rec.spread_known  # one seed, but the folds give a spread
+    text = recommendation_text(rec)
+    assert "Use `cls-relu-pt-ln-cb`** (m · frozen, mean pooling)" in text
+    assert "by 5-fold cross-validation on train + dev (67.0 ± 0.7)" in text
+    assert "best in 4 of the 5 folds where the top 3 met; `cls-tanh` (cls) in 1" in text
+    assert list(ranked(runs)["method"]) == ["cls-relu-pt-ln-cb", "cls-tanh", "prompt"]
+    # its fine-tuning keeps to its pooling; the seeds step to its setting
+    assert dict(rec.steps)["finetune-one"] == ("cls-relu-pt-ln-cb",)
+    table = comparison_table(aggregate(runs)).set_index("method")
+    assert table.loc["cls-relu-pt-ln-cb", "selection"] == "chosen by cross-validation"
+
+
+def test_a_tuned_run_is_placed_on_the_cross_validation_scale_by_its_lift_on_dev():
+    """Fine-tuned cls-relu-pt-ln gained 8 dev points over its own quick-mode run (its LP-FT
+    stage): 62 + 8 = 70 on the cross-validation scale, ahead of the best quick head (66), though
+    a frozen head's inflated dev score (the best of many on a small split) is higher than the
+    fine-tuned one's."""
+    stage = FakeRun("cls-relu-pt-ln", 1, 0.70, 0.60, folds=[0.62] * 5)
+    tuned = FakeRun("cls-relu-pt-ln", 1, 0.78, 0.74, mode="finetune", lp_ft_from=stage.run_id)
+    lucky = FakeRun("cls-tanh-focal", 1, 0.83, 0.62, folds=[0.66, 0.65, 0.67, 0.66, 0.66])
+    rec = recommend([stage, tuned, lucky])
+    assert rec.chosen.method == "cls-relu-pt-ln" and rec.chosen.mode == "finetune"
+    assert rec.chosen.score == pytest.approx(70.0)
+    assert "with fine-tuning's lift on dev" in recommendation_text(rec)
+    assert rec.steps == (("seeds", ("cls-relu-pt-ln",)),)  # fine-tuned: more seeds next
+    # on dev alone the lucky frozen head would have been chosen
+    assert recommend([replace(r, folds=None) for r in (stage, tuned, lucky)]).chosen.method \
+        == "cls-tanh-focal"
+
+
+def test_next_steps_lead_with_a_fine_tune_that_fits_half_an_hour_else_with_the_cheap_ones():
+    steps = [("finetune-one", ("a",)), ("finetune", ("a", "b", "c")), ("seeds", ("a",))]
+    assert [s for s, _ in order_steps(steps, {"finetune-one": 12, "finetune": 30,
+                                              "seeds": 0.5})] == ["finetune-one", "finetune",
+                                                                  "seeds"]
+    assert [s for s, _ in order_steps(steps, {"finetune-one": 45, "finetune": 100,
+                                              "seeds": 0.5})] == ["seeds", "finetune-one",
+                                                                  "finetune"]

@@ -62,17 +62,32 @@ def test_report_command_writes_the_pdf(store, tmp_path, capsys):
     assert info["runs"] == 6 and out.read_bytes()[:5] == b"%PDF-"
 
 
-def test_report_refuses_mixed_settings_and_empty_stores(store, tmp_path, tiny_bert,
-                                                        toy_dataset):
+def test_report_of_several_settings_takes_the_recommended_one_and_names_the_others(
+        store, tmp_path, tiny_bert, toy_dataset, capsys):
+    """A quick compare after a fine-tune leaves several settings (each pooling is one): the
+    report takes the recommended candidate's, says so and lists the others as short ids that
+    --setting takes back; a wrong id or dataset is one error naming what the store holds."""
     with pytest.raises(GleeError, match="no finished runs"):
         build_report([])
     frozen = run_experiments(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert),
                              TrainConfig(epochs=1, mode="frozen"), RunStore(store.root))
     with pytest.raises(GleeError, match="several settings"):
         build_report(store.runs())
+    capsys.readouterr()
     assert main(["report", "--runs-dir", str(store.root), "--backbone", "frozen", "--out",
                  str(tmp_path / "f.pdf")]) == 0
-    assert frozen[0].record.mode == "frozen"
+    err = capsys.readouterr().err
+    assert "note: the store holds runs of 2 settings; this is the recommended candidate's" in err
+    other = re.search(r"pass --setting ([0-9a-f]{8}) ", err).group(1)
+    assert main(["report", "--runs-dir", str(store.root), "--setting", other, "--out",
+                 str(tmp_path / "other.pdf")]) == 0
+    assert main(["report", "--runs-dir", str(store.root), "--setting", "nope", "--out",
+                 str(tmp_path / "x.pdf")]) == 2
+    assert f"--setting {other} (" in capsys.readouterr().err
+    assert main(["report", "--runs-dir", str(store.root), "--dataset", "demo", "--out",
+                 str(tmp_path / "x.pdf")]) == 2
+    assert f"it holds runs of: {toy_dataset.id} (--dataset ID)" in capsys.readouterr().err
+    assert {r.record.mode for r in frozen} == {"frozen"} and len(frozen) == 2
     # cls-tanh, now in two modes: the report puts them side by side
     text = "\n".join(p.extract_text() for p in PdfReader(tmp_path / "f.pdf").pages)
     assert "How to tune: each head under every mode" in text
@@ -80,7 +95,8 @@ def test_report_refuses_mixed_settings_and_empty_stores(store, tmp_path, tiny_be
     # each row names its backbone, so an adapted backbone's row is told from the original's
     section = text[text.index("How to tune: each head under every mode"):]
     section = section[:section.index("Every setting the store holds")]
-    assert " ".join(section.split()).count(f"frozen backbone (quick compare) {tiny_bert.name}") == 1
+    # one row a pooling of the quick compare
+    assert " ".join(section.split()).count(f"frozen backbone (quick compare) {tiny_bert.name}") == 2
     assert "Head Mode Backbone Protocol Seeds" in " ".join(section.split())
 
 

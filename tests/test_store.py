@@ -139,7 +139,7 @@ def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
 def test_a_run_folder_of_the_first_layout_still_loads(tiny_bert, toy_dataset, runs_dir):
     """Version 1 wrote no schema_version and kept the mode as ``backbone_mode``."""
     run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
-                          TrainConfig(epochs=1, batch_size=16, mode="frozen"),
+                          TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls"),
                           RunStore(runs_dir))[0]
     config = json.loads((run.path / "config.json").read_text())
     assert config["schema_version"] == 2 and config["mode"] == "frozen"

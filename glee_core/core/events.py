@@ -27,7 +27,8 @@ class Event:
 @dataclass
 class RunStarted(Event):
     """A planned run begins: trained, or loaded from the store (``cached``); ``together``: it
-    is the first of that many heads trained in one loop (the quick compare's pack)."""
+    is the first of that many heads trained in one loop (the quick compare's pack); ``after``:
+    the share of the launch's work that follows its runs (cross-validation of the heads)."""
 
     stage: ClassVar[str] = "run"
     run_id: str
@@ -37,6 +38,7 @@ class RunStarted(Event):
     total: int
     cached: bool
     together: int = 1
+    after: float = 0.0
 
 
 @dataclass
@@ -110,6 +112,20 @@ class Searching(Event):
 
 
 @dataclass
+class CrossValidating(Event):
+    """Quick mode on a small dev split: the ``heads`` of a seed (the ``part``-th of ``parts``)
+    retrained on train + dev but fold ``fold`` of ``folds``, to choose among them on held-out
+    texts (:mod:`glee_core.train.selection`)."""
+
+    stage: ClassVar[str] = "cv"
+    fold: int
+    folds: int
+    heads: int
+    part: int = 1  # the seed's heads being validated, of ``parts`` (one a seed)
+    parts: int = 1
+
+
+@dataclass
 class Evaluated(Event):
     """The dev split was scored after an epoch."""
 
@@ -143,7 +159,7 @@ class SweepProgress(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
     RunStarted, Note, Queued, WaitingForRun, Loading, FeaturePass, Searching, TrainStep,
-    Evaluated, Testing, SweepProgress)}
+    Evaluated, Testing, SweepProgress, CrossValidating)}
 
 ProgressFn = Callable[[Event], None]
 
@@ -173,6 +189,11 @@ class ProgressState:
     seed: int | None = None
     cached: bool = False
     together: int = 1  # heads trained in one loop from this run on
+    after: float = 0.0  # the share of the launch that follows its runs (cross-validation)
+    fold: int = 0  # cross-validation: the fold being trained (1-based), of ``folds``
+    folds: int = 0
+    cv_part: int = 0  # cross-validation: the seed's folds being trained, of ``cv_parts``
+    cv_parts: int = 0
     phase: str = "starting"  # starting, loading, encoding, queued, waiting, training, testing,
     # sweep
     detail: str = ""  # what loading/encoding is doing
@@ -196,7 +217,7 @@ class ProgressState:
         if isinstance(event, RunStarted):
             fresh = ProgressState(run=event.index, runs=event.total, method=event.method,
                                   seed=event.seed, cached=event.cached,
-                                  together=event.together, notes=self.notes)
+                                  together=event.together, after=event.after, notes=self.notes)
             self.__dict__.update(fresh.__dict__)  # a new run: nothing of the last one carries
         elif isinstance(event, Note):
             self.notes.append(event.message)
@@ -228,6 +249,14 @@ class ProgressState:
             self.best_dev, self.select_metric = event.best_dev, event.select_metric
         elif isinstance(event, Testing):  # LP-FT's stage ends so: fine-tuning starts afresh
             self.phase, self.search, self.encoded = "testing", "", 0.0
+        elif isinstance(event, CrossValidating):
+            self.phase, self.fold, self.folds = "validating", event.fold, event.folds
+            self.cv_part, self.cv_parts = event.part, event.parts
+            self.together, self.method, self.dev_f1 = event.heads, "", None
+            self.detail = (f"choosing among {event.heads} heads: {event.folds}-fold "
+                           f"cross-validation on train + dev"
+                           + (f", seed {event.part}/{event.parts}" if event.parts > 1 else "")
+                           + f", fold {event.fold}/{event.folds}")
         elif isinstance(event, SweepProgress):
             self.phase, self.run, self.runs = "sweep", event.done + event.failed, event.total
             self.done, self.total, self.failed = event.done, event.total, event.failed
@@ -240,6 +269,9 @@ class ProgressState:
         """Overall completion in [0, 1]: finished runs plus the share of the current one."""
         if self.phase == "sweep" and self.runs:
             return self.run / self.runs
+        if self.phase == "validating" and self.folds and self.cv_parts:
+            done = (self.cv_part - 1 + (self.fold - 1) / self.folds) / self.cv_parts
+            return min(1.0, 1 - self.after + self.after * done)
         within = self.encoded  # training picks up where the feature passes left it
         if self.phase == "training" and self.steps and self.epochs:
             within += (1 - self.encoded) * ((self.epoch - 1) * self.steps + self.step) \
@@ -248,7 +280,7 @@ class ProgressState:
             within = 1.0
         if not self.run or not self.runs:  # a job of one pass without runs (adapt), or none yet
             return min(1.0, within) if self.phase == "training" else 0.0
-        return min(1.0, (self.run - 1 + within * self.together) / self.runs)
+        return min(1.0, (self.run - 1 + within * self.together) / self.runs) * (1 - self.after)
 
     def describe(self) -> str:
         """One line for a person: ``run 2/6: prompt seed 1 · epoch 3/10 · step 5/40 · dev F1
@@ -256,6 +288,8 @@ class ProgressState:
         if self.phase == "sweep":
             return (f"sweep: {self.run}/{self.runs} runs ended, {self.failed} failed · "
                     f"last: {self.detail}")
+        if self.phase == "validating":
+            return self.detail
         if not self.run and self.phase != "training":
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
         text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}" if self.run \

@@ -41,6 +41,11 @@ TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity"
 MAX_CSV_BYTES = 200 * 1024 * 1024
 
 
+# A dev split smaller than this for its classes cannot choose a head (LongTailDataset.small_dev)
+MIN_DEV_PER_CLASS = 5  # dev texts of the rarest scored class
+MIN_DEV_MEAN = 20  # dev texts a class, on average
+
+
 @dataclass
 class LongTailDataset:
     """A loaded dataset: splits of ``text, text_b, label`` (label = index into ``classes``)."""
@@ -75,6 +80,24 @@ class LongTailDataset:
         series = pd.Series(counts, index=self.classes, name=split)
         order = sorted(range(self.num_classes), key=lambda i: (-counts[i], i))
         return series.iloc[order]
+
+    def small_dev(self) -> str | None:
+        """Why the dev split is too small to choose a head by (a sentence), or None: a scored
+        class with fewer than :data:`MIN_DEV_PER_CLASS` dev texts, or fewer than
+        :data:`MIN_DEV_MEAN` a class on average. Then the best epoch and the best head picked on
+        dev are picked on noise (a quick compare cross-validates instead)."""
+        scored = [c for c in self.classes if c not in self.train_only_classes]
+        counts = self.class_counts("dev").reindex(scored)
+        if not len(counts):
+            return None
+        fewest = counts.idxmin()
+        if counts[fewest] < MIN_DEV_PER_CLASS:
+            return (f"{int((counts < MIN_DEV_PER_CLASS).sum())} of its {len(counts)} classes "
+                    f"have fewer than {MIN_DEV_PER_CLASS} dev texts ({fewest}: "
+                    f"{int(counts[fewest])})")
+        if counts.mean() < MIN_DEV_MEAN:
+            return f"{counts.mean():.1f} dev texts a class on average, under {MIN_DEV_MEAN}"
+        return None
 
     def head_tail(self) -> tuple[list[str], list[str]]:
         """The head/tail split of the classes by :attr:`head_tail_rule` (``HEAD_TAIL_RULES``)."""

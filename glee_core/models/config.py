@@ -74,6 +74,10 @@ def recipe_rates(recipe: str, mode: str) -> tuple[float, tuple[float, ...] | Non
 
 
 SEED_MAX = 2**32 - 1  # what NumPy's generators accept
+POOLINGS = ("cls", "mean")  # what a plain-input head can read (heads.pool computes each)
+AUTO_POOLING, ALL_POOLINGS = "auto", "all"
+CHOOSE_BY = ("auto", "dev", "cv")
+CV_FOLDS = 5
 
 
 def option(default: Any, help: str, *, choices: tuple | None = None,
@@ -165,10 +169,22 @@ class TrainConfig:
                                 "macro-F1 (the paper's long-tailed runs) or accuracy (its "
                                 "few-shot runs)", choices=("f1", "acc"),
                                 protocol="select on dev {}")
-    pooling: str = option("cls", "what a plain-input head reads: cls (the [CLS] state, the "
-                          "paper's) or mean (the mean of the token states, what sentence "
-                          "encoders such as the offline MiniLM were trained for)",
-                          choices=("cls", "mean"), protocol="{} pooling")
+    pooling: str = option(AUTO_POOLING, "what a plain-input head reads: cls (the [CLS] state, "
+                          "the paper's), mean (the mean of the token states, what sentence "
+                          "encoders such as the offline MiniLM were trained for), all (a run of "
+                          "each) or auto (quick mode: all, one encoder pass gives both and the "
+                          "compare chooses; fine-tuning: the pooling a sentence-transformers "
+                          "checkpoint declares it was trained with, else cls; the paper recipe: "
+                          "cls)", choices=(AUTO_POOLING, ALL_POOLINGS, *POOLINGS),
+                          protocol="{} pooling")
+    choose_by: str | None = option(
+        None, "how the heads of a quick compare are told apart: dev (each head's best dev score), "
+        "cv (k-fold cross-validation on train + dev over the cached features: every text scored "
+        "once, by a head that never trained on it) or auto (cv where dev is small for its "
+        "classes: a class with fewer than 5 dev texts, or fewer than 20 a class on average) "
+        "(default auto)", choices=CHOOSE_BY, modes=("frozen",))
+    cv_folds: int | None = option(None, f"folds of that cross-validation (default {CV_FOLDS})",
+                                  modes=("frozen",))
     mode: str = option("finetune", "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
                        choices=tuple(MODES), flag=("--mode", "--backbone"))
     lora_r: int | None = option(None, f"LoRA's rank (default {LORA_R}, the LoRA paper's)",
@@ -202,7 +218,7 @@ class TrainConfig:
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
     NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size",
-                    "pad_multiple", "compile")
+                    "pad_multiple", "compile", "choose_by", "cv_folds")
     # Fields added after runs were stored, with the value those runs had: left out of the
     # identity at that value, so their run ids stay as they were, and filled in when read back.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
@@ -223,6 +239,8 @@ class TrainConfig:
             if choices and getattr(self, f.name) not in allowed:
                 raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
                                 f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
+        if self.cv_folds is not None and self.cv_folds < 2:
+            raise GleeError(f"--cv-folds must be at least 2, got {self.cv_folds}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
                      "micro_batch_size", "min_steps", "patience", "pad_multiple", "lora_r",
                      "lora_alpha", "prefix_length"):
@@ -272,6 +290,18 @@ class TrainConfig:
         """Quick mode: heads alone on cached features."""
         return self.tuning.cached_features
 
+    def cross_validates(self, dataset) -> bool:
+        """Whether a quick compare of this configuration on ``dataset`` (a LongTailDataset)
+        cross-validates its heads (:mod:`glee_core.train.selection`): asked to (``--choose-by
+        cv``), or by default where its dev split is small (``dataset.small_dev()``)."""
+        if not self.frozen or self.choose_by == "dev":
+            return False
+        return self.choose_by == "cv" or dataset.small_dev() is not None
+
+    @property
+    def folds(self) -> int:
+        return self.cv_folds or CV_FOLDS
+
     @property
     def learning_rate(self) -> float | None:
         """The one rate this configuration trains at; None when it searches one on dev."""
@@ -286,6 +316,27 @@ class TrainConfig:
         if self.lr_candidates:
             return tuple(float(v) for v in self.lr_candidates.split(","))
         return (self.learning_rate,)
+
+    def poolings(self, trained: str | None) -> tuple[str, ...]:
+        """The poolings the plain-input runs of this (unresolved) configuration read, a run each;
+        ``trained``: the pooling the backbone was trained with (a sentence-transformers
+        checkpoint says so; None for a plain masked LM). ``auto`` is every pooling in quick mode
+        (one encoder pass gives them all, the compare chooses), the trained one when fine-tuning,
+        and ``cls`` under the paper's recipe (what ``reproduce`` runs, run ids unchanged)."""
+        if self.pooling in POOLINGS:
+            return (self.pooling,)
+        ordered = tuple(sorted(POOLINGS, key=lambda p: p != trained))  # the trained one first
+        if self.pooling == ALL_POOLINGS:
+            return ordered
+        if self.recipe == PAPER:
+            return ("cls",)
+        return ordered if self.frozen else (trained if trained in POOLINGS else "cls",)
+
+    def read_pooling(self, input_format: str, trained: str | None) -> str:
+        """The one pooling a lone run of this (unresolved) configuration reads on
+        ``input_format``: a template input is read at ``[MASK]`` (``cls``, its read position)
+        whatever the pooling; otherwise the first of :meth:`poolings`."""
+        return "cls" if input_format == "prompt" else self.poolings(trained)[0]
 
     def resolved(self, max_length: int, batch_size: int | None) -> TrainConfig:
         """Defaults that depend on the dataset (its max length and batch size), the mode and the
@@ -386,6 +437,8 @@ class TrainConfig:
         for f in fields(self):
             form, value = f.metadata.get("protocol"), getattr(self, f.name)
             if not form or value is None or (self.frozen and f.metadata.get("finetune_only")):
+                continue
+            if f.name == "pooling" and value not in POOLINGS:  # not a run's: plan_runs reads it
                 continue
             if (f.name in self.ALWAYS_SHOWN or f.metadata.get("modes")
                     or value != self.PAPER_VALUES.get(f.name, f.default)):

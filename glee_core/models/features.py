@@ -35,7 +35,8 @@ from ..core.events import FeaturePass, ProgressFn
 from ..data.datasets import LongTailDataset, stratified_sample
 from ..data.encoding import encode, eval_batches
 from .backbone import Backbone
-from .heads import POOLINGS, encoder_hidden_states, pool
+from .config import POOLINGS
+from .heads import encoder_hidden_states, pool
 
 
 @dataclass

@@ -21,8 +21,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..core.errors import GleeError
-from .backbone import Backbone
-from .config import TrainConfig
+from .backbone import Backbone, trained_pooling
+from .config import POOLINGS, TrainConfig
 from .methods import MethodSpec
 
 FOCAL_GAMMA = 1.0  # the paper's gamma
@@ -362,7 +362,8 @@ class GleeModel(nn.Module):
         tuning = config.tuning
         self.spec = spec
         self.frozen = tuning.cached_features
-        self.pooling = config.pooling
+        self.pooling = (config.pooling if config.pooling in POOLINGS else
+                        config.read_pooling(spec.input_format, trained_pooling(backbone.name)))
         self.adapter: nn.Module | None = None
         head = head_of(spec)
         if not self.frozen:
@@ -510,9 +511,6 @@ def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_
                           ) -> torch.Tensor:
     """The masked LM's encoder's last hidden states, (batch, length, hidden)."""
     return encoder_output(mlm.base_model, input_ids, attention_mask, token_type_ids)
-
-
-POOLINGS = ("cls", "mean")
 
 
 def pool(states: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,

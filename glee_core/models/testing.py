@@ -74,6 +74,29 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
     return folder
 
 
+def save_tiny_sentence_encoder(folder: str | os.PathLike, vocab_words=(), seed: int = 0) -> Path:
+    """A tiny BERT saved as a sentence-transformers checkpoint trained with mean pooling (its
+    ``1_Pooling/config.json`` says so), whose tokens never attend to each other (every
+    attention output is zero): its ``[CLS]`` state is the same for every text, its mean-pooled
+    state sums the text's words up. Where mean pooling must win, it does."""
+    folder = save_tiny_mlm(folder, "bert", vocab_words, seed)
+    model = BertForMaskedLM.from_pretrained(folder)
+    with torch.no_grad():
+        for layer in model.bert.encoder.layer:
+            layer.attention.output.dense.weight.zero_()
+            layer.attention.output.dense.bias.zero_()
+    model.save_pretrained(folder)
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": model.config.hidden_size, "pooling_mode_cls_token": False,
+         "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False}))
+    (folder / "modules.json").write_text(json.dumps(
+        [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+         {"idx": 1, "name": "1", "path": "1_Pooling",
+          "type": "sentence_transformers.models.Pooling"}]))
+    return folder
+
+
 def dataset_vocabulary(dataset) -> set[str]:
     """Every word and punctuation mark of a dataset's texts and label words (a tiny model built
     on it with :func:`save_tiny_mlm` and the template's words knows every token it needs)."""

@@ -41,6 +41,10 @@ HEAD_OVERHEAD_SECONDS = 0.5
 # heads took 20-35 s each beside a fine-tune on 2 cores, 0.3 s alone) do not move unless they
 # are three in four, while one run cannot set it alone among several.
 RATE_QUANTILE = 0.75
+# A fold of a quick compare's cross-validation against the head's own training: its training on
+# a larger share of the texts, its dev scoring on a larger held-out fold, and the closed-form
+# probes' refits (bench/selection.py measures it)
+CV_OVER_TRAINING = 1.5
 
 
 def measured_rate(rates: list[float]) -> float:
@@ -94,8 +98,10 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                     and run.record.timing.get("device", "").split(":")[0] == device]
              for mode in {"frozen", "finetune", config.mode}}
     if config.frozen:
+        validated = [run.metrics.cv for run in runs or [] if run.record in alike["frozen"]
+                     and run.metrics.cv is not None]
         return _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
-                       alike["frozen"], passes=feature_passes)
+                       alike["frozen"], passes=feature_passes, validated=validated)
     # a parameter-efficient mode still runs the encoder forward and backward: without runs of
     # its own, fine-tuning's rate is its measure (an upper bound)
     measured = next(((mode, records) for mode in (config.mode, "finetune")
@@ -134,7 +140,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
 
 def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train: int,
             tokens: float, parameters: int, device: str, alike: list[RunRecord],
-            passes: int = 2) -> dict:
+            passes: int = 2, validated: list | None = None) -> dict:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: those of finished frozen
     runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
@@ -161,6 +167,8 @@ def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train:
         per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
+    cv = (_cross_validation(dataset, n_runs, config, n_train, per_run, validated or [])
+          if config.cross_validates(dataset) else None)
     passes_text = ("the features are cached, heads only" if not passes else
                    f"{passes} feature pass(es) (one per input format not cached), then heads")
     basis = f"frozen backbone: {passes_text}; " + (
@@ -170,7 +178,31 @@ def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train:
         f"rates typical of {device}, no frozen runs with this backbone yet")
     if len(measured) < 2 and measured:
         basis += ", the rest typical of the device"
+    if cv is not None:
+        total += cv["seconds"]
+        basis += f"; then {cv['basis']}"
     return {"seconds": total, "per_run": per_run, "basis": basis}
+
+
+def _cross_validation(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train: int,
+                      per_run: float, validated: list) -> dict:
+    """The quick compare's cross-validation of ``n_runs`` heads (a small dev split): each head
+    trained ``folds`` times on (folds - 1) / folds of train + dev. From the seconds finished
+    runs' cross-validations took a head, per text of train + dev, where there are any; else
+    from a head's training (``per_run``) times :data:`CV_OVER_TRAINING` a fold. ``validated``:
+    the ``CrossValidation`` records of finished frozen runs like these."""
+    pooled = n_train + len(dataset.splits["dev"])
+    costs = [cv.seconds / cv.texts for cv in validated if cv.texts and cv.folds == config.folds]
+    if costs:
+        per_head = pooled / measured_rate([1 / c for c in costs])
+        basis = (f"{config.folds}-fold cross-validation of each head, {per_head:.1f} s a head "
+                 f"({measured_basis(len(costs), 'cross-validation(s)', 'this machine')})")
+    else:
+        per_head = per_run * CV_OVER_TRAINING * config.folds * (config.folds - 1) / config.folds \
+            * pooled / max(n_train, 1)
+        basis = (f"{config.folds}-fold cross-validation of each head ({CV_OVER_TRAINING:g} x "
+                 "a head's training a fold, none measured yet)")
+    return {"seconds": n_runs * per_head, "basis": basis}
 
 
 def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, device: str,

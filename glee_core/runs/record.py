@@ -11,6 +11,7 @@ the note on a backbone whose MLM head was not pretrained. No torch, no pandas.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field, fields
 
@@ -45,6 +46,17 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
             "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
             "demo, r8-1500 and r52-lt, did not bring prompt-tuning back; tuning the encoder "
             "under it (`--mode ptuning2`, `lora` or `finetune`) did (README, \"How to tune\").")
+
+
+def untrained_head_line(model: str, methods: list[str]) -> str:
+    """The same fact in one plain sentence, for the places where a user chooses (Home, Train):
+    what it means for their choice."""
+    listed = ", ".join(f"`{m}`" for m in methods[:4]) + (
+        f" and {len(methods) - 4} more" if len(methods) > 4 else "")
+    return (f"`{model}` has no pretrained MLM head, so the prompt-style heads ({listed}) start "
+            "half-untrained and trail here: a fact of this backbone, not of your data. The "
+            "choice among the other heads is unaffected; to see the paper's effect, use "
+            "`bert-base-uncased` (the Paper page says more).")
 
 
 def merged_notes(records: list[RunRecord]) -> list[str]:
@@ -239,6 +251,11 @@ class RunRecord:
         return f"{self.model.name} · {self.mode} · {self.protocol} · {self.split}"
 
     @property
+    def setting_id(self) -> str:
+        """A short id of :attr:`setting` that the command line takes back (``--setting``)."""
+        return hashlib.sha256(self.setting.encode()).hexdigest()[:8]
+
+    @property
     def setting_label(self) -> str:
         """The setting as a person reads it (the mode spelled out)."""
         return f"{self.model.name} · {MODE_LABELS[self.mode]} · {self.protocol} · {self.split}"
@@ -300,6 +317,33 @@ class ClassMetrics:
     group: str = ""  # "head" or "tail"
 
 
+@dataclass(frozen=True)
+class CrossValidation:
+    """A quick-mode head's k-fold cross-validation on train + dev (``glee_core.train.selection``):
+    macro-F1 and tail F1 of the pooled out-of-fold predictions (``texts`` scored, each once, by a
+    head that never trained on it), each fold's macro-F1 and the seconds it took a head."""
+
+    folds: int
+    f1: float
+    tail_f1: float
+    fold_f1: list[float]
+    texts: int
+    seconds: float = 0.0
+
+    @classmethod
+    def from_dict(cls, values) -> CrossValidation:
+        mapping(values, "cv")
+        fold_f1 = values.get("fold_f1")
+        if not isinstance(fold_f1, list):
+            raise RecordError(f"cv.fold_f1 is {_kind(fold_f1)}, not a list of scores")
+        return cls(folds=integer(values.get("folds"), "cv.folds"),
+                   f1=number(values.get("f1"), "cv.f1"),
+                   tail_f1=number(values.get("tail_f1"), "cv.tail_f1"),
+                   fold_f1=[number(v, "cv.fold_f1") for v in fold_f1],
+                   texts=integer(values.get("texts"), "cv.texts"),
+                   seconds=number(values.get("seconds", 0.0), "cv.seconds"))
+
+
 @dataclass
 class MetricsRecord:
     """What ``metrics.json`` holds: the paper's four metrics, the many / medium / few-shot F1
@@ -321,12 +365,15 @@ class MetricsRecord:
     best_dev_f1: float | None = None
     best_dev_acc: float | None = None
     select_metric: str = "f1"
+    cv: CrossValidation | None = None  # quick mode on a small dev split (runs before: None)
 
     def value(self, key: str) -> float | None:
-        """A headline metric by its key (``METRIC_KEYS``, ``SHOT_TITLES``, or ``dev``: the dev
-        score the kept weights were chosen by)."""
+        """A headline metric by its key (``METRIC_KEYS``, ``SHOT_TITLES``, ``dev``: the dev
+        score the kept weights were chosen by, or ``cv``: the cross-validated macro-F1)."""
         if key == "dev":
             return self.best_dev
+        if key == "cv":
+            return None if self.cv is None else self.cv.f1
         if key not in METRIC_KEYS and key not in SHOT_TITLES:
             raise KeyError(key)
         return getattr(self, key)
@@ -373,5 +420,7 @@ class MetricsRecord:
         select = values.get("select_metric", "f1")
         if select not in ("f1", "acc"):
             raise RecordError(f"select_metric is {_kind(select)}, not f1 or acc")
+        cv = values.get("cv")
         return cls(**headline, per_class=per_class, confusion_matrix=matrix, **shots, **best,
-                   **steps, select_metric=select)
+                   **steps, select_metric=select,
+                   cv=None if cv is None else CrossValidation.from_dict(cv))

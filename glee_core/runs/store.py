@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from filelock import FileLock, Timeout
 
 from ..core import environment
 from ..core.errors import GleeError
-from ..core.files import folder_bytes
+from ..core.files import folder_bytes, write_json_atomic
 from ..core.slots import SlotQueue, machine_queue
 from ..models.methods import registry_order
 from .record import METRIC_KEYS, SHOT_TITLES, MetricsRecord, RunRecord
@@ -321,6 +321,18 @@ class RunStore:
         return Run(final)
 
 
+    def add_cross_validation(self, run_id: str, cv) -> Run:
+        """Record a finished run's cross-validation (a ``CrossValidation``) in its
+        ``metrics.json``, replaced atomically (a reader sees the run with or without it, never
+        half of it); the rest of the run is left as it is."""
+        run = self.get(run_id)
+        if run is None:
+            raise GleeError(f"run {run_id} is not finished in {self.root}")
+        values = {**run.metrics.to_dict(), "cv": asdict(cv)}
+        check_quota(len(json.dumps(asdict(cv))))  # what the file grows by
+        write_json_atomic(run.path / "metrics.json", values)
+        return Run(run.path)
+
     def sweep_temp(self) -> list[str]:
         """Remove the half-written (``.tmp-``) and half-removed (``.old-``) run folders that no
         living process is writing (a run killed while it was saved left them); returns their
@@ -381,10 +393,11 @@ def check_quota(adding: int) -> None:
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:
     """Mean and sample standard deviation (ddof=1, as the paper's ±; NaN for one seed) of acc,
-    f1, head_f1, tail_f1, the shot buckets and ``dev`` (the dev score each run was selected by)
-    over seeds, per dataset, setting (backbone · mode · protocol) and method, in percent.
-    Methods keep the registry's order."""
-    keys = (*METRIC_KEYS, *SHOT_TITLES, "dev")  # NaN where a run lacks one or has none
+    f1, head_f1, tail_f1, the shot buckets, ``dev`` (the dev score each run was selected by) and
+    ``cv`` (its cross-validated macro-F1: quick mode on a small dev split) over seeds, per
+    dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the
+    registry's order."""
+    keys = (*METRIC_KEYS, *SHOT_TITLES, "dev", "cv")  # NaN where a run lacks one or has none
 
     def value(run: Run, key: str) -> float:
         found = run.metrics.value(key)

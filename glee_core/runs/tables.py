@@ -23,18 +23,22 @@ def mean_std(mean: float, std: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
 
 
-SELECTION_NOTE = ("Highlighted: the head chosen on dev (its best dev score, mean over seeds), "
-                  "never on test; 'within noise': its dev mean is within the seeds' spread of "
-                  "the chosen one")
+SELECTION_NOTE = ("Highlighted: the head chosen on dev (its best dev score, mean over seeds), or "
+                  "by cross-validation on train + dev where the quick compare made one (a small "
+                  "dev split: the CV column), never on test; 'within noise': its score is within "
+                  "the seeds' spread of the chosen one")
 
 
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per dataset x setting x method with 'mean ± std' cells, ``Dev`` (the dev score
-    runs were selected by), ``selection`` ("chosen on dev", "within noise" or empty) and
-    ``best``: the columns to highlight (all the chosen row's headline columns)."""
+    runs were selected by), ``CV`` (the cross-validated macro-F1, where the setting's runs have
+    one; then it chooses), ``selection`` ("chosen on dev", "chosen by cross-validation",
+    "within noise" or empty) and ``best``: the columns to highlight (all the chosen row's
+    headline columns)."""
     rows = []
     for (dataset, setting), group in summary.groupby(["dataset", "setting"], sort=False):
-        chosen = group.loc[group["dev_mean"].idxmax()] if group["dev_mean"].notna().any() \
+        by = "cv" if group["cv_mean"].notna().all() else "dev"
+        chosen = group.loc[group[f"{by}_mean"].idxmax()] if group[f"{by}_mean"].notna().any() \
             else None
         for index, row in group.iterrows():
             spec = METHODS.get(row["method"])
@@ -43,9 +47,9 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
             if chosen is None:
                 selection = ""
             elif index == chosen.name:
-                selection = "chosen on dev"
-            elif within_noise(chosen["dev_mean"], chosen["dev_std"], row["dev_mean"],
-                              row["dev_std"]):
+                selection = "chosen on dev" if by == "dev" else "chosen by cross-validation"
+            elif within_noise(chosen[f"{by}_mean"], chosen[f"{by}_std"], row[f"{by}_mean"],
+                              row[f"{by}_std"]):
                 selection = "within noise"
             else:
                 selection = ""
@@ -53,12 +57,13 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
                          "paper row": spec.paper_row if spec else row["method"],
                          "seeds": int(row["seeds"]),
                          "Dev": mean_std(row["dev_mean"], row["dev_std"]),
+                         "CV": mean_std(row["cv_mean"], row["cv_std"]),
                          **cells, "selection": selection,
-                         "best": [*METRIC_TITLES.values(), "Dev"]
-                         if selection == "chosen on dev" else []})
+                         "best": [*METRIC_TITLES.values(), "Dev" if by == "dev" else "CV"]
+                         if selection.startswith("chosen") else []})
     return pd.DataFrame(rows, columns=["dataset", "setting", "method", "paper row", "seeds",
-                                       "Dev", *METRIC_TITLES.values(), *SHOT_TITLES.values(),
-                                       "selection", "best"])
+                                       "Dev", "CV", *METRIC_TITLES.values(),
+                                       *SHOT_TITLES.values(), "selection", "best"])
 
 
 def count_text(n: int) -> str:
@@ -118,11 +123,11 @@ def to_markdown(table: pd.DataFrame) -> str:
     for (dataset, setting), group in table.groupby(["dataset", "setting"], sort=False):
         rows = [[f"{row['paper row']} (`{row['method']}`)", row["seeds"],
                  *[f"**{row[t]}**" if t in row["best"] else row[t]
-                   for t in ("Dev", *METRIC_TITLES.values())],
+                   for t in ("Dev", "CV", *METRIC_TITLES.values())],
                  *[row[t] for t in SHOT_TITLES.values()], row["selection"]]
                 for _, row in group.iterrows()]
         out += [f"### {dataset} ({setting})", "",
-                *markdown_table(["Method", "Seeds", "Dev", *METRIC_TITLES.values(),
+                *markdown_table(["Method", "Seeds", "Dev", "CV", *METRIC_TITLES.values(),
                                  *SHOT_TITLES.values(), "Selection"], rows), "",
                 f"{SELECTION_NOTE} (in bold); {STD_NOTE}.", ""]
     return "\n".join(out)

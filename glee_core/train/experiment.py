@@ -25,7 +25,15 @@ from .. import __version__
 from ..core.devices import cpu_share, resolve_device
 from ..core.distributed import data_parallel
 from ..core.errors import GleeError
-from ..core.events import Loading, Note, ProgressFn, Queued, RunStarted, WaitingForRun
+from ..core.events import (
+    CrossValidating,
+    Loading,
+    Note,
+    ProgressFn,
+    Queued,
+    RunStarted,
+    WaitingForRun,
+)
 from ..core.files import write_json
 from ..data.datasets import LongTailDataset
 from ..data.encoding import unknown_token_share
@@ -36,7 +44,15 @@ from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
 from ..runs.store import Run, RunStore, make_run_id
-from .training import RunResult, packable, train_and_evaluate, train_together
+from .selection import cross_validate
+from .training import (
+    RunResult,
+    feature_inputs,
+    packable,
+    prepare,
+    train_and_evaluate,
+    train_together,
+)
 
 UNKNOWN_SHARE_WARNING = 0.05
 VOCABULARY_SAMPLE = 500
@@ -83,8 +99,12 @@ class PlannedRun:
 
 def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: Iterable[int],
               model_name: str, config: TrainConfig | None = None) -> list[PlannedRun]:
-    """Every method x seed with its resolved configuration and run id, in training order."""
-    base = (config or TrainConfig()).resolved(dataset.max_length, dataset.batch_size)
+    """Every method x pooling x seed with its resolved configuration and run id, in training
+    order (plain-input methods: a run for each pooling the config reads, see
+    :meth:`TrainConfig.poolings`)."""
+    config = config or TrainConfig()
+    poolings = config.poolings(trained_pooling(model_name))  # before the recipe is resolved
+    base = config.resolved(dataset.max_length, dataset.batch_size)
     planned = []
     for spec in methods:
         if base.frozen and not spec.trains_in(base.tuning):
@@ -92,13 +112,13 @@ def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: It
         if not spec.trains_in(base.tuning):
             raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use "
                             f"--mode frozen (or leave it out of a {base.tuning.label} run)")
-        for seed in seeds:
-            # a template input is read at [MASK] whatever the pooling: one run, one id
-            cfg = replace(base, seed=seed, **({"pooling": "cls"}
-                                              if spec.input_format == "prompt" else {}))
-            identity = run_identity(dataset, spec, model_name, cfg)
-            planned.append(PlannedRun(spec, cfg, identity,
-                                      make_run_id(dataset.id, spec.id, seed, identity)))
+        # a template input is read at [MASK] whatever the pooling: one run, one id
+        for pooling in ("cls",) if spec.input_format == "prompt" else poolings:
+            for seed in seeds:
+                cfg = replace(base, seed=seed, pooling=pooling)
+                identity = run_identity(dataset, spec, model_name, cfg)
+                planned.append(PlannedRun(spec, cfg, identity,
+                                          make_run_id(dataset.id, spec.id, seed, identity)))
     return planned
 
 
@@ -136,7 +156,9 @@ def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
         record.notes.append(untrained_head_note(backbone.name, [job.spec.id]))
     trained = trained_pooling(backbone.name)
     pooling = job.config.pooling
-    if job.spec.input_format == "plain" and trained and trained != pooling:
+    # quick mode trains every pooling by default and chooses among them: no note there
+    if job.spec.input_format == "plain" and trained and trained != pooling \
+            and not job.config.frozen:
         record.notes.append(
             f"{job.spec.id}: plain input read at the {pooling} pooling, but {backbone.name!r} is a "
             f"sentence encoder trained with {trained} pooling: its {pooling} state was never "
@@ -191,6 +213,7 @@ class _Runner:
         self.main = self.ddp is None or self.ddp.is_main
         self.device = self.ddp.device if self.ddp else resolve_device(device)
         self.fresh: set[str] = set()  # run ids this launch trained a moment ago (a pack ...)
+        self.after = 0.0  # the share of the launch its cross-validation takes, after the runs
 
     def run(self, job: PlannedRun, index: int, total: int, stage: bool = False) -> Run:
         """Train ``job`` unless the store has it; ``stage``: LP-FT's first stage of another
@@ -210,7 +233,7 @@ class _Runner:
             else:
                 self.progress(RunStarted(run_id=job.run_id, method=job.spec.id,
                                          seed=job.config.seed, index=index, total=total,
-                                         cached=not train))
+                                         cached=not train, after=self.after))
             if train:
                 self._train(job)
             if self.ddp is not None:
@@ -234,7 +257,7 @@ class _Runner:
             index, first = todo[0]
             self.progress(RunStarted(run_id=first.run_id, method=first.spec.id,
                                      seed=first.config.seed, index=index, total=total,
-                                     cached=False, together=len(todo)))
+                                     cached=False, together=len(todo), after=self.after))
             backbone = get_backbone(self.model_name)
             queued = Queued(run_id=first.run_id)
             with self.store.training_slot(lambda event=queued: self.progress(event)), \
@@ -246,6 +269,37 @@ class _Runner:
                 save_result(self.store, run_record(job, self.dataset, backbone, result,
                                                    self.notes), result)
             self.fresh.update(job.run_id for _, job in todo)
+
+    def cross_validate(self, jobs: list[PlannedRun], folds: int) -> None:
+        """Cross-validate the quick-mode runs ``jobs`` (stored by now) and record it in each
+        (:mod:`glee_core.train.selection`): the heads of a seed together, fold by fold, under
+        their runs' locks and one training slot."""
+        backbone = get_backbone(self.model_name)
+        by_seed: dict[int, list[PlannedRun]] = {}
+        for job in jobs:
+            by_seed.setdefault(job.config.seed, []).append(job)
+        for part, group in enumerate(by_seed.values(), 1):
+            def tell(event, part=part):
+                self.progress(replace(event, part=part, parts=len(by_seed))
+                              if isinstance(event, CrossValidating) else event)
+
+            with contextlib.ExitStack() as held:
+                for job in sorted(group, key=lambda job: job.run_id):
+                    waiting = WaitingForRun(run_id=job.run_id)
+                    held.enter_context(self.store.run_lock(job.run_id,
+                                                           lambda e=waiting: self.progress(e)))
+                setups, loaded = [], {}
+                for job in group:
+                    key = feature_inputs(job.spec, job.config)
+                    setups.append(prepare(self.dataset, job.spec, backbone, job.config, tell,
+                                          self.store.features_dir, splits=loaded.get(key)))
+                    loaded.setdefault(key, setups[-1].splits)
+                queued = Queued(run_id=group[0].run_id)
+                with self.store.training_slot(lambda event=queued: self.progress(event)), \
+                        cpu_share(self.device):
+                    results = cross_validate(setups, folds, tell)
+                for job, cv in zip(group, results, strict=True):
+                    self.store.add_cross_validation(job.run_id, cv)
 
     def _train(self, job: PlannedRun) -> None:
         init_head, tuning = None, {}
@@ -289,9 +343,50 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
         progress(Note(message=note))
     runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
     runner.fresh.update(trained)
-    numbered = list(enumerate(jobs, 1))
-    pack = [(i, job) for i, job in numbered
-            if packable(job.spec, job.config, runner.device, runner.ddp)]
+    # numbered for the progress in the order they train: the heads of the packs first
+    together = [packable(job.spec, job.config, runner.device, runner.ddp) for job in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: not together[i])
+    number = {i: n for n, i in enumerate(order, 1)}
+    numbered = [(number[i], job) for i, job in enumerate(jobs)]
+    config = config or TrainConfig()
+    validate = (cross_validation_due(jobs, store, config.folds, force)
+                if runner.ddp is None and config.cross_validates(dataset) else [])
+    runner.after = cross_validation_share(dataset, jobs, validate, store, config.folds, force)
+    pack = sorted((item for item, fits in zip(numbered, together, strict=True) if fits),
+                  key=lambda item: item[0])
     for start in range(0, len(pack), PACK_HEADS):  # heads on cached features: in one loop
         runner.run_pack(pack[start:start + PACK_HEADS], len(jobs))
-    return [runner.run(job, index, len(jobs)) for index, job in numbered]
+    trained_in_order = {job.run_id: runner.run(job, index, len(jobs))
+                        for index, job in sorted(numbered, key=lambda item: item[0])}
+    runs = [trained_in_order[job.run_id] for job in jobs]
+    if validate:
+        runner.cross_validate(validate, config.folds)
+        runs = [Run(run.path) for run in runs]  # their metrics now hold it
+    return runs
+
+
+def cross_validation_due(jobs: list[PlannedRun], store: RunStore, folds: int,
+                         force: bool = False) -> list[PlannedRun]:
+    """The quick-mode runs of ``jobs`` whose ``folds``-fold cross-validation is still to be made
+    (trained now, or stored without it)."""
+    due = []
+    for job in jobs:
+        run = None if force else store.get(job.run_id)
+        cv = None if run is None else run.metrics.cv
+        if cv is None or cv.folds != folds:
+            due.append(job)
+    return due
+
+
+def cross_validation_share(dataset: LongTailDataset, jobs: list[PlannedRun],
+                           validate: list[PlannedRun], store: RunStore, folds: int,
+                           force: bool = False) -> float:
+    """About what share of the launch its cross-validation takes (the progress bar's): a head's
+    training counts one, its cross-validation ``folds`` trainings on (folds - 1) / folds of
+    train + dev."""
+    if not validate:
+        return 0.0
+    sizes = {name: len(split) for name, split in dataset.splits.items()}
+    per_head = (folds - 1) * (sizes["train"] + sizes["dev"]) / max(sizes["train"], 1)
+    trained = sum(force or store.get(job.run_id) is None for job in jobs)
+    return len(validate) * per_head / (trained + len(validate) * per_head)

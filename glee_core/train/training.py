@@ -53,8 +53,8 @@ from ..core.events import (
 )
 from ..data.datasets import SPLIT_SEED, LongTailDataset
 from ..data.encoding import EncodedSplit, encode, length_grouped_batches
-from ..models.backbone import Backbone
-from ..models.config import TrainConfig, search_schedule
+from ..models.backbone import Backbone, trained_pooling
+from ..models.config import POOLINGS, TrainConfig, search_schedule
 from ..models.features import cached_features, limited_splits
 from ..models.heads import (
     GleeModel,
@@ -531,6 +531,9 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
             splits: dict[str, Split] | None = None) -> Setup:
     """Resolve the config, pick the device, encode (or load cached features of) every split;
     ``splits``: those another run of the same inputs prepared (heads trained together)."""
+    if config.pooling not in POOLINGS:  # before the recipe is resolved (paper: cls)
+        config = replace(config, pooling=config.read_pooling(spec.input_format,
+                                                             trained_pooling(backbone.name)))
     config = config.resolved(dataset.max_length, dataset.batch_size)
     if head_of(spec).closed_form and not config.frozen:
         raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
@@ -777,6 +780,22 @@ def fit_together(setups: list[Setup]) -> list[Fitted]:
     return fitted
 
 
+def scored_logits(setup: Setup, model: GleeModel, split: Split
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(logits, raw_logits, features)`` of ``split`` as a run scores its test split: η-norm
+    applied for the methods that use it (one uncalibrated pass: post-hoc calibration reads the
+    raw logits)."""
+    config = setup.config
+    raw_logits, features = predict(model, split, setup.pad_id, setup.device,
+                                   config.eval_batch_size, config.precision, calibrate=False,
+                                   pad_multiple=config.pad_multiple)
+    logits = raw_logits
+    if setup.spec.eta_norm:
+        logits = eta_normalise(torch.from_numpy(raw_logits),
+                               model.class_weight_norms().detach().cpu()).numpy()
+    return logits, raw_logits, features
+
+
 def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     """Score the kept weights on test (η-norm applied for the methods that use it), and gather
     what the run stores: metrics, predictions, sampled features, calibration inputs, timing."""
@@ -784,14 +803,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     config, dataset, model, device = setup.config, setup.dataset, fitted.model, setup.device
     test, dev = setup.splits["test"], setup.splits["dev"]
     test_start = time.perf_counter()
-    # one uncalibrated pass serves the run (η-norm applied here) and post-hoc calibration
-    raw_logits, features = predict(model, test, setup.pad_id, device, config.eval_batch_size,
-                                   config.precision, calibrate=False,
-                                   pad_multiple=config.pad_multiple)
-    logits = raw_logits
-    if setup.spec.eta_norm:
-        logits = eta_normalise(torch.from_numpy(raw_logits),
-                               model.class_weight_norms().detach().cpu()).numpy()
+    logits, raw_logits, features = scored_logits(setup, model, test)
     test_seconds = time.perf_counter() - test_start
     pred = logits.argmax(1)
     head, tail = dataset.head_tail()
@@ -846,6 +858,13 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                 **feature_pass_timing(setup.splits["train"])})
 
 
+def feature_inputs(spec: MethodSpec, config: TrainConfig) -> tuple:
+    """What a head on cached features reads (its input format, pooling, max length and training
+    limit): heads with the same inputs share one feature pass and its arrays in memory."""
+    return (spec.input_format, config.pooling, config.max_length, config.limit,
+            config.limit_strategy)
+
+
 def train_together(dataset: LongTailDataset, specs: list[MethodSpec], backbone: Backbone,
                    configs: list[TrainConfig], progress: ProgressFn | None = None,
                    feature_cache: Path | None = None) -> list[RunResult]:
@@ -853,12 +872,13 @@ def train_together(dataset: LongTailDataset, specs: list[MethodSpec], backbone: 
     loop (:func:`fit_together`), each evaluated as a run of its own: what
     :func:`train_and_evaluate` gives each of them alone."""
     progress = progress or (lambda event: None)
-    inputs = [(spec.input_format, config.pooling, config.max_length, config.limit,
-               config.limit_strategy) for spec, config in zip(specs, configs, strict=True)]
-    passes = list(dict.fromkeys(inputs))  # each at most one feature pass, numbered for progress
+    inputs = [feature_inputs(spec, config) for spec, config in zip(specs, configs, strict=True)]
+    # each at most one feature pass (every pooling of an input comes from the same pass),
+    # numbered for progress
+    passes = list(dict.fromkeys(key[:1] + key[2:] for key in inputs))
 
     def numbered(key):
-        part = passes.index(key) + 1
+        part = passes.index(key[:1] + key[2:]) + 1
         return lambda event: progress(replace(event, part=part, parts=len(passes))
                                       if isinstance(event, FeaturePass) else event)
 

@@ -1,0 +1,112 @@
+"""Choosing among a quick compare's heads on evidence that holds on test: k-fold cross-validation.
+
+A quick-mode run keeps the epoch best on dev, and the compare then keeps the head best on dev:
+two choices on one small split. Where dev is small for its classes (a user's long tail: the
+rarest classes have two or three dev texts), both inflate dev scores and the head they pick is
+often not the one best on test. So, where the dev split is small (``LongTailDataset.small_dev``),
+every head of the compare is also trained k times on the cached features of train + dev, each time
+with one fold held out
+(the same protocol, the held-out fold in dev's place), and scored on the pooled out-of-fold
+predictions: every training and dev text is scored once, by a head that never trained on it.
+That is :class:`CrossValidation`, stored with the run (``metrics.json``'s ``cv``); the
+recommendation ranks by it (:mod:`glee_core.runs.recommend`). Heads train in a pack per fold, as
+in the compare itself (:func:`~glee_core.train.training.fit_together`), so the k folds cost about
+k times the compare's head training, never another pass of the encoder.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import replace
+
+import numpy as np
+from sklearn.model_selection import StratifiedKFold
+
+from ..core.events import CrossValidating, ProgressFn
+from ..models.config import CV_FOLDS
+from ..models.features import FeatureSplit
+from ..runs.metrics import classification_metrics, macro_f1
+from ..runs.record import CrossValidation
+from .training import Setup, fit, fit_together, scored_logits
+
+
+def fold_indices(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, ...]]:
+    """``(train, held_out)`` row indices of each fold, stratified by class (a class with fewer
+    texts than folds lands in as many folds as it has texts), shuffled by ``seed``."""
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    with warnings.catch_warnings():  # "the least populated class has only 2 members": expected
+        warnings.simplefilter("ignore", UserWarning)
+        return list(splitter.split(np.zeros(len(labels)), labels))
+
+
+def _merged(split_a: FeatureSplit, split_b: FeatureSplit) -> FeatureSplit:
+    return FeatureSplit(np.concatenate([split_a.hidden, split_b.hidden]),
+                        np.concatenate([split_a.labels, split_b.labels]),
+                        split_a.pass_tokens_per_second)
+
+
+def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
+                   progress: ProgressFn | None = None) -> list[CrossValidation]:
+    """Each head of ``setups`` (quick-mode runs of one dataset and seed, prepared with their
+    cached features) trained on ``folds - 1`` folds of train + dev and scored on the held-out one,
+    as its run would be scored (η-norm applied where the method uses it); one
+    :class:`CrossValidation` per setup, from the pooled out-of-fold predictions."""
+    progress = progress or (lambda event: None)
+    started = time.perf_counter()
+    first = setups[0]
+    dataset, seed = first.dataset, first.config.seed
+    labels = np.concatenate([first.splits["train"].labels, first.splits["dev"].labels])
+    unscored = [dataset.classes.index(c) for c in dataset.train_only_classes]
+    scored = ~np.isin(labels, unscored)
+    parts = fold_indices(labels, folds, seed)
+    merged = {}  # train + dev of each input (the heads of one input share its arrays)
+    out_of_fold = [np.zeros(len(labels), dtype=np.int64) for _ in setups]
+    fold_f1: list[list[float]] = [[] for _ in setups]
+    quiet = lambda event: None  # noqa: E731 (the folds' steps would read as the run's)
+    for number, (train_rows, held_rows) in enumerate(parts, 1):
+        progress(CrossValidating(fold=number, folds=folds, heads=len(setups)))
+        fold_setups = []
+        for setup in setups:
+            key = id(setup.splits["train"])
+            if key not in merged:
+                merged[key] = _merged(setup.splits["train"], setup.splits["dev"])
+            whole = merged[key]
+            fold_setups.append(replace(setup, progress=quiet, notes=[], splits={
+                "train": whole.subset(train_rows), "dev": whole.subset(held_rows)}))
+        packed = [i for i, s in enumerate(fold_setups) if s.packable]
+        fitted = dict(zip(packed, _fit_packs([fold_setups[i] for i in packed]), strict=True))
+        for i, setup in enumerate(fold_setups):
+            model = fitted[i].model if i in fitted else fit(setup).model
+            logits = scored_logits(setup, model, setup.splits["dev"])[0]
+            pred = logits.argmax(1)
+            out_of_fold[i][held_rows] = pred
+            keep = scored[held_rows]
+            if keep.any():
+                fold_f1[i].append(round(macro_f1(labels[held_rows][keep], pred[keep],
+                                                 dataset.num_classes), 5))
+    head, tail = dataset.head_tail()
+    seconds = time.perf_counter() - started
+    results = []
+    for i, _ in enumerate(setups):
+        metrics = classification_metrics(labels[scored], out_of_fold[i][scored],
+                                         dataset.classes, head, tail)
+        results.append(CrossValidation(folds=folds, f1=round(metrics["f1"], 5),
+                                       tail_f1=round(metrics["tail_f1"], 5),
+                                       fold_f1=fold_f1[i], texts=int(scored.sum()),
+                                       seconds=round(seconds / len(setups), 3)))
+    return results
+
+
+def _fit_packs(setups: list[Setup]) -> list:
+    """:func:`fit_together` over ``setups``, one pack per protocol they share (one in practice:
+    quick mode's heads all train at one rate for the same epochs)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, setup in enumerate(setups):
+        groups.setdefault(setup.pack_key(), []).append(i)
+    out: list = [None] * len(setups)
+    for members in groups.values():
+        for i, fitted in zip(members, fit_together([setups[i] for i in members]), strict=True):
+            out[i] = fitted
+    return out
+
