@@ -469,6 +469,33 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
                 st.rerun()
 
 
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 20 s``, ``1 h 05 min``."""
+    seconds = int(max(seconds, 0))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def job_progress(job, label: str | None = None) -> None:
+    """A running job's bar: where it stands, the time it has run and the time left (from its
+    launch estimate at first, then from its own pace: ``glee_core.core.events.time_left``)."""
+    from glee_core.studio import time_left  # noqa: PLC0415 (the engine's, beside the bar)
+
+    progress = job.progress()
+    elapsed = time.time() - job.info.get("started", time.time())
+    text = (f"{md(label)}: " if label else "") + progress.describe()
+    if progress.loss is not None and job.command == "adapt":
+        text += f" · loss {progress.loss:.3f}"
+    text += f" · {duration(elapsed)} elapsed"
+    left = time_left(progress.fraction, elapsed, job.info.get("estimate_seconds"))
+    if left is not None:
+        text += f" · about {duration(left)} left"
+    st.progress(progress.fraction, text=text)
+
+
 def store_state(root) -> tuple[int, int]:
     """What changes when a run lands in (or leaves) a store: its folder's modification time and
     entry count (a run lands by a rename into the folder)."""

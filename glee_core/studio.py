@@ -48,6 +48,7 @@ _NAMES = {
     "recommendation_text": "runs.recommend", "ranked": "runs.recommend",
     "top_for_finetuning": "runs.recommend", "order_steps": "runs.recommend",
     "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
+    "time_left": "core.events",
     "untrained_head_line": "runs.record", "untrained_head_note": "runs.record",
     "RunStore": "runs.store", "aggregate": "runs.store", "slug": "runs.store",
     "SELECTION_NOTE": "runs.tables", "STD_NOTE": "runs.tables",

@@ -232,9 +232,7 @@ def adapt_jobs() -> None:
     for job in list_jobs(studio_ui.store(), "adapt")[:3]:
         status = job.status
         if status == "running":
-            state = job.progress()
-            st.progress(state.fraction, text=f"{studio_ui.md(job.label)}: {state.describe()}"
-                        + (f" · loss {state.loss:.3f}" if state.loss is not None else ""))
+            studio_ui.job_progress(job, job.label)
         elif status == "failed":
             st.error(f"{studio_ui.md(job.label)}: {studio_ui.md(job.error)}")
 

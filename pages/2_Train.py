@@ -1,7 +1,6 @@
 """Train: choose methods, seeds and settings; launch in the background; watch progress."""
 
 import importlib.util
-import time
 from dataclasses import replace
 
 import pandas as pd
@@ -119,8 +118,13 @@ if not frozen:
             help=help_of(TrainConfig, "layer_decay"))
         if switches["layer_decay"] == 1.0:
             switches["layer_decay"] = None
-pooling = st.radio("Pooling of plain-input heads", ["cls", "mean"], horizontal=True,
-                   help=help_of(TrainConfig, "pooling"))
+        if searched:
+            switches["lr_search"] = "once" if st.toggle(
+                "Search the rate once for this backbone and data (the other heads and seeds "
+                "train at it)", value=preset.lr_search != "each", key=f"once-{recipe}",
+                help=help_of(TrainConfig, "lr_search")) else "each"
+pooling = st.radio("Pooling of plain-input heads", ["auto", "all", "cls", "mean"],
+                   horizontal=True, help=help_of(TrainConfig, "pooling"))
 rules = studio_ui.policy()
 if rules.public:  # visitors pick among the backbones the owner offers
     offered = list(rules.models)
@@ -228,16 +232,6 @@ elif st.button("Launch", type="primary", disabled=config is None):
         st.toast(f"Launched job {job.id}")
 
 
-def duration(seconds: float) -> str:
-    """``45 s``, ``3 min 20 s``, ``1 h 05 min``."""
-    seconds = int(max(seconds, 0))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-
-
 @st.fragment(run_every=2)
 def show_jobs():
     jobs = list_jobs(studio_ui.store(), "train")[:8]
@@ -256,13 +250,7 @@ def show_jobs():
         with st.container(border=True):
             st.markdown(f"**{studio_ui.md(job.label)}** · `{job.id}` · {status}")
             if status == "running":
-                progress = job.progress()
-                elapsed = time.time() - job.info.get("started", time.time())
-                text = f"{progress.describe()} · {duration(elapsed)} elapsed"
-                if progress.fraction >= 0.05:  # too early, the guess would be noise
-                    left = elapsed * (1 - progress.fraction) / progress.fraction
-                    text += f" · about {duration(left)} left"
-                st.progress(progress.fraction, text=text)
+                studio_ui.job_progress(job)
                 if st.button("Stop", key=f"stop-{job.id}"):
                     job.stop()
             elif status == "done":
@@ -277,8 +265,10 @@ def show_jobs():
             elif status == "failed":
                 st.error(studio_ui.md(job.error))
             else:
-                st.warning("Stopped before it finished; its unfinished run was discarded. "
-                           "Launch again to train it.")
+                st.warning("Stopped before it finished. Its finished runs are kept, and so "
+                           "are the finished rounds of a learning-rate search: launch the same "
+                           "again and it goes on from them (the run that was training starts "
+                           "again).")
             if status != "running" and job.id not in finished:  # it ended while we watched
                 finished.add(job.id)
                 st.rerun(scope="app")  # the finished-runs table below picks its runs up

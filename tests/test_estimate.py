@@ -15,7 +15,7 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
                                 parameters=22_700_000, device="cpu", runs=[])
 
     base = seconds()
-    assert base["basis"].endswith("no runs yet") and base["seconds"] > STARTUP_SECONDS
+    assert "no runs yet" in base["basis"] and base["seconds"] > STARTUP_SECONDS
     assert seconds(epochs=6)["seconds"] > base["seconds"]
     assert seconds(n_runs=4)["seconds"] - STARTUP_SECONDS == pytest.approx(
         2 * (base["seconds"] - STARTUP_SECONDS))  # the start is paid once per launch
@@ -221,3 +221,27 @@ def test_tokens_per_text_are_capped_text_by_text(toy_dataset):
     cap = int(chars.max() / 4 + 10) - 1  # only the longest text reaches it
     expected = sum(min(c / 4 + 10, cap) for c in chars) / len(chars)
     assert mean_tokens(toy_dataset, cap) == pytest.approx(expected)
+
+
+def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
+    """Three heads with the rate searched once pay one search, not three; finished runs that
+    stopped early at half their planned steps halve the training a new run is estimated at."""
+    def estimate(runs=(), **kw):
+        return estimate_seconds(toy_dataset, 3, TrainConfig(max_length=64, lp_ft="no", **kw),
+                                "m", 22_700_000, "cpu", list(runs))
+
+    once, each = estimate(), estimate(lr_search="each")
+    assert "once for the launch" in once["basis"] and once["seconds"] < each["seconds"]
+    search = TrainConfig(max_length=64).resolved(64, None).search_cost(
+        len(toy_dataset.splits["train"]))
+    base = once["per_run"] / (1 + search)
+    assert each["seconds"] - once["seconds"] == pytest.approx(2 * base * search)
+    assert "no early stop counted" in once["basis"]
+    tuned = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0,
+                                     "steps": 50, "planned_steps": 100})] * 3
+    half = estimate(tuned)
+    assert "early stopping ends runs at 50% of their planned steps (median of 3" in half["basis"]
+    full = estimate([stored_run("finetune", {"train_examples_per_second": 10.0,
+                                             "train_seconds": 9.0})] * 3)
+    assert half["seconds"] - STARTUP_SECONDS == pytest.approx(
+        (full["seconds"] - STARTUP_SECONDS) / 2)

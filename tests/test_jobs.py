@@ -36,16 +36,22 @@ def test_progress_of_the_second_of_two_runs_halfway_through_its_epochs(tmp_path)
 def test_a_fine_tune_is_not_counted_done_by_its_lp_ft_stages_feature_pass():
     """LP-FT fits its head on the frozen features (a feature pass, then a few seconds of
     training) before the fine-tuning's hour: the pass's share of a quick run must not carry over."""
-    stage = [RunStarted(run_id="r", index=1, total=1, method="cls-relu-pt-ln", seed=1,
+    quick = [RunStarted(run_id="r", index=1, total=1, method="cls-relu-pt-ln", seed=1,
                         cached=False),
              FeaturePass(format="plain", done=50, total=100)]
     share = events.ENCODING_SHARE  # a quick run: its feature pass is most of its time
-    assert fold(stage).fraction == pytest.approx(share / 2)
-    stage += [FeaturePass(format="plain", done=100, total=100),
+    assert fold(quick).fraction == pytest.approx(share / 2)
+    quick += [FeaturePass(format="plain", done=100, total=100),
               TrainStep(epoch=1, epochs=10, step=5, steps=10)]
-    assert fold(stage).fraction == pytest.approx(share + (1 - share) * 5 / 100)
+    assert fold(quick).fraction == pytest.approx(share + (1 - share) * 5 / 100)
+    # a fine-tune's LP-FT stage: the same events, said to be the stage: the bar stays put
+    stage = [quick[0], events.Loading(what="LP-FT's head", lp_ft=True), *quick[1:]]
+    assert fold(stage).fraction == 0.0
     tuning = stage + [events.Testing(), TrainStep(epoch=1, epochs=10, step=1, steps=10)]
     assert fold(tuning).fraction == pytest.approx(0.01)
+    # its search and the rest of the run counted whole: 25 of 400 planned steps
+    assert fold(tuning + [TrainStep(epoch=1, epochs=10, step=5, steps=10, done=25, total=400)]
+                ).fraction == pytest.approx(25 / 400)
 
 
 def test_status_of_finished_failed_and_killed_jobs(tmp_path):

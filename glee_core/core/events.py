@@ -68,10 +68,12 @@ class WaitingForRun(Event):
 
 @dataclass
 class Loading(Event):
-    """Loading the backbone or encoding the data: said before work that takes seconds."""
+    """Loading the backbone or encoding the data: said before work that takes seconds;
+    ``lp_ft``: LP-FT's stage of a run begins (its head fitted on the frozen features)."""
 
     stage: ClassVar[str] = "loading"
     what: str
+    lp_ft: bool = False
 
 
 @dataclass
@@ -89,12 +91,18 @@ class FeaturePass(Event):
 
 @dataclass
 class TrainStep(Event):
+    """An optimizer step of a trial: its epoch and step in the epoch; ``done`` of ``total``:
+    the run's steps so far and planned, every trial of its learning-rate search counted (0: a
+    trainer that does not count them)."""
+
     stage: ClassVar[str] = "train"
     epoch: int
     epochs: int
     step: int
     steps: int
     loss: float | None = None  # the running mean, read back every few steps only
+    done: int = 0
+    total: int = 0
 
 
 @dataclass
@@ -202,6 +210,8 @@ class ProgressState:
     epochs: int = 0
     step: int = 0
     steps: int = 0
+    run_done: int = 0  # the run's optimizer steps so far, every trial's, of ``run_total``
+    run_total: int = 0
     loss: float | None = None
     dev_f1: float | None = None
     dev_acc: float | None = None
@@ -212,6 +222,7 @@ class ProgressState:
     total: int = 0
     failed: int = 0  # sweeps: runs that raised
     notes: list[str] = field(default_factory=list)
+    staging: bool = False  # LP-FT's stage of the run: its head on the frozen features
 
     def apply(self, event: Event) -> ProgressState:
         if isinstance(event, RunStarted):
@@ -223,6 +234,7 @@ class ProgressState:
             self.notes.append(event.message)
         elif isinstance(event, Loading):
             self.phase, self.detail = "loading", event.what
+            self.staging = event.lp_ft
         elif isinstance(event, Queued):
             self.phase = "queued"
         elif isinstance(event, WaitingForRun):
@@ -242,13 +254,14 @@ class ProgressState:
             self.phase = "training"
             self.epoch, self.epochs, self.step, self.steps = (event.epoch, event.epochs,
                                                               event.step, event.steps)
+            self.run_done, self.run_total = event.done, event.total
             if event.loss is not None:
                 self.loss = event.loss
         elif isinstance(event, Evaluated):
             self.dev_f1, self.dev_acc = event.dev_f1, event.dev_acc
             self.best_dev, self.select_metric = event.best_dev, event.select_metric
         elif isinstance(event, Testing):  # LP-FT's stage ends so: fine-tuning starts afresh
-            self.phase, self.search, self.encoded = "testing", "", 0.0
+            self.phase, self.search, self.encoded, self.staging = "testing", "", 0.0, False
         elif isinstance(event, CrossValidating):
             self.phase, self.fold, self.folds = "validating", event.fold, event.folds
             self.cv_part, self.cv_parts = event.part, event.parts
@@ -266,14 +279,19 @@ class ProgressState:
 
     @property
     def fraction(self) -> float:
-        """Overall completion in [0, 1]: finished runs plus the share of the current one."""
+        """Overall completion in [0, 1]: finished runs plus the share of the current one (LP-FT's
+        stage, seconds before the fine-tuning's hour, counts as none of it)."""
         if self.phase == "sweep" and self.runs:
             return self.run / self.runs
         if self.phase == "validating" and self.folds and self.cv_parts:
             done = (self.cv_part - 1 + (self.fold - 1) / self.folds) / self.cv_parts
             return min(1.0, 1 - self.after + self.after * done)
         within = self.encoded  # training picks up where the feature passes left it
-        if self.phase == "training" and self.steps and self.epochs:
+        if self.staging:
+            within = 0.0
+        elif self.phase == "training" and self.run_total:  # every trial of the search counted
+            within += (1 - self.encoded) * min(1.0, self.run_done / self.run_total)
+        elif self.phase == "training" and self.steps and self.epochs:
             within += (1 - self.encoded) * ((self.epoch - 1) * self.steps + self.step) \
                 / (self.epochs * self.steps)
         elif self.phase == "testing":
@@ -311,6 +329,22 @@ class ProgressState:
         if self.dev_f1 is not None:
             text += f" · dev F1 {self.dev_f1:.3f}"
         return text
+
+
+TRUST_PROGRESS = 0.25  # from this share done on, the time left is the progress's own
+
+
+def time_left(fraction: float, elapsed: float, estimate: float | None = None) -> float | None:
+    """Seconds left of a job ``fraction`` done after ``elapsed`` seconds: from its launch
+    estimate at first (``estimate - elapsed``), then more and more from its own pace
+    (``elapsed * (1 - fraction) / fraction``), wholly so from :data:`TRUST_PROGRESS` on; None
+    when neither says anything yet (no estimate, under 5% done)."""
+    paced = elapsed * (1 - fraction) / fraction if fraction >= 0.05 else None
+    planned = max(estimate - elapsed, 0.0) if estimate else None
+    if paced is None or planned is None:
+        return paced if paced is not None else planned
+    weight = min(1.0, fraction / TRUST_PROGRESS)
+    return weight * paced + (1 - weight) * planned
 
 
 def fold(events) -> ProgressState:

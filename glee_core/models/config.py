@@ -40,6 +40,7 @@ class Recipe:
     (``bench/recipe_sweep.py``)."""
 
     search_lr: bool  # choose the rate on dev among the mode's candidates (else its one rate)
+    lr_search: str | None  # each (every run searches) or once (for the backbone and data)
     lp_ft: bool
     head_lr: float | None  # None: the model's rate
     min_steps: int | None
@@ -59,9 +60,13 @@ RECIPE_LINES = {
            "texts it may learn little.",
 }
 RECIPE_DEFAULTS = {
-    PAPER: Recipe(search_lr=False, lp_ft=False, head_lr=None, min_steps=None, patience=2),
-    # small dev sets are noisy: more patience, so a dip does not end a run that is still rising
-    PRACTICAL: Recipe(search_lr=True, lp_ft=True, head_lr=None, min_steps=300, patience=4),
+    PAPER: Recipe(search_lr=False, lr_search=None, lp_ft=False, head_lr=None, min_steps=None,
+                  patience=2),
+    # small dev sets are noisy: more patience, so a dip does not end a run that is still rising;
+    # the rate searched once for the backbone and data (bench/recipe_sweep.py: a search per
+    # head bought no F1, BENCHMARKS.md "The fine-tuning recipe")
+    PRACTICAL: Recipe(search_lr=True, lr_search="once", lp_ft=True, head_lr=None, min_steps=300,
+                      patience=4),
 }
 
 
@@ -77,6 +82,7 @@ SEED_MAX = 2**32 - 1  # what NumPy's generators accept
 POOLINGS = ("cls", "mean")  # what a plain-input head can read (heads.pool computes each)
 AUTO_POOLING, ALL_POOLINGS = "auto", "all"
 CHOOSE_BY = ("auto", "dev", "cv")
+LR_SEARCHES = ("each", "once")
 CV_FOLDS = 5
 
 
@@ -125,6 +131,12 @@ class TrainConfig:
         + "; ".join(f"{m.name} {','.join(f'{r:g}' for r in m.lr_candidates)}"
                     for m in MODES.values() if m.lr_candidates) + "; paper: none)",
         protocol="lr chosen on dev from {}")
+    lr_search: str | None = option(
+        None, "with a learning-rate search: each (every head and seed searches its own rate) or "
+        "once (the first run's search chooses the rate for the backbone and data; the other "
+        "heads and seeds of them train at it, and say whose search chose it) (default: "
+        "practical recipe once)", choices=LR_SEARCHES, protocol="rate searched {}",
+        finetune_only=True)
     head_lr: float | None = option(None, "the head's own learning rate (an AdamW parameter "
                                    "group; the encoder keeps --lr) (default: the model's rate)",
                                    protocol="head lr {:g}", finetune_only=True)
@@ -225,7 +237,7 @@ class TrainConfig:
                    "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
                    "lp_ft": False, "min_steps": None, "limit_strategy": "first", "lora_r": None,
                    "lora_alpha": None, "lora_dropout": None, "lora_targets": None,
-                   "prefix_length": None}
+                   "prefix_length": None, "lr_search": None}
     # The paper's values of the fields a protocol line names only when they depart from them
     PAPER_VALUES = {**ADDED_LATER, "patience": 2}
     # Fields every protocol line shows; the others appear only when they depart from the paper.
@@ -273,8 +285,10 @@ class TrainConfig:
             if self.lr is not None:
                 raise GleeError("give --lr (one rate, no search) or --lr-candidates (a search "
                                 "on dev), not both")
+        if self.lr_search is not None and self.lr is not None:
+            raise GleeError("--lr-search applies to a search on dev; --lr gives one rate")
         if self.frozen:
-            asked = [f"--{n.replace('_', '-')}" for n in ("head_lr", "layer_decay")
+            asked = [f"--{n.replace('_', '-')}" for n in ("head_lr", "layer_decay", "lr_search")
                      if getattr(self, n) is not None] + (["--lp-ft yes"] if self.lp_ft else [])
             if asked:
                 raise GleeError(f"{', '.join(asked)} appl{'ies' if len(asked) == 1 else 'y'} "
@@ -366,6 +380,8 @@ class TrainConfig:
         if min_steps is None and self.epochs is None:  # given epochs are exact
             min_steps = preset.min_steps
         return replace(base, lr=self.learning_rate, lr_candidates=candidates,
+                       lr_search=(self.lr_search or preset.lr_search or "each") if candidates
+                       else None,
                        lp_ft=preset.lp_ft if self.lp_ft is None else self.lp_ft,
                        head_lr=preset.head_lr if self.head_lr is None else self.head_lr,
                        min_steps=min_steps, patience=self.patience or preset.patience)

@@ -123,13 +123,23 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     epochs = config.planned_epochs(n_train)
     n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
     search = config.search_cost(n_train)
-    per_run = (n_train * epochs / rate + n_eval / (rate * 4)) * (1 + search)
+    # early stopping ends runs before their planned steps: the share measured on finished runs
+    # (their steps over those they planned), else none (an upper bound)
+    shares = [r.timing["steps"] / r.timing["planned_steps"] for r in measured[1]
+              if r.timing.get("planned_steps") and r.timing.get("steps")]
+    stop = float(np.median(shares)) if shares else 1.0
+    base = (n_train * epochs / rate + n_eval / (rate * 4)) * stop
+    per_run = base * (1 + search)
     if epochs > config.epochs:
         basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
+    basis += (f"; early stopping ends runs at {stop:.0%} of their planned steps (median of "
+              f"{len(shares)} finished run(s))" if shares else "; no early stop counted")
+    searches = (1 if config.lr_search == "once" else n_runs) if search else 0
     if search:
         basis += (f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
-                  f"halving) adds up to {search:.0%}")
-    seconds = STARTUP_SECONDS + n_runs * per_run
+                  f"halving) adds up to {search:.0%} of a run"
+                  + (", once for the launch" if config.lr_search == "once" else " each"))
+    seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
     if config.lp_ft:  # quick mode's heads first (one feature pass; stored heads are re-used)
         stage = _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
                         alike["frozen"], passes=1)

@@ -220,6 +220,12 @@ class RunStore:
         return self.root / ".features"
 
     @property
+    def searches_dir(self) -> Path:
+        """Learning-rate searches as they go, and rates searched once for a backbone and data
+        (:mod:`glee_core.train.search`)."""
+        return self.root / ".searches"
+
+    @property
     def reproduce_dir(self) -> Path:
         """Tables that ``reproduce`` wrote (:mod:`glee_core.train.reproduce`)."""
         return self.root / "reproduce"

@@ -44,6 +44,7 @@ from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
 from ..runs.store import Run, RunStore, make_run_id
+from .search import SearchLog, shared_key
 from .selection import cross_validate
 from .training import (
     RunResult,
@@ -229,7 +230,8 @@ class _Runner:
                 train = self.ddp.broadcast(train)
             if stage:
                 self.progress(Loading(what=f"LP-FT's head on the frozen features ("
-                                      f"{'fitting' if train else 'stored'}: {job.run_id})"))
+                                      f"{'fitting' if train else 'stored'}: {job.run_id})",
+                                      lp_ft=True))
             else:
                 self.progress(RunStarted(run_id=job.run_id, method=job.spec.id,
                                          seed=job.config.seed, index=index, total=total,
@@ -308,15 +310,30 @@ class _Runner:
             init_head, tuning = load_head(stage), {"lp_ft_from": stage.run_id}
         backbone = get_backbone(self.model_name)
         queued = Queued(run_id=job.run_id)
+        log = self.search_log(job)
         with self.store.training_slot(lambda event=queued: self.progress(event)) if self.main \
                 else contextlib.nullcontext(), cpu_share(self.device):
             result = train_and_evaluate(self.dataset, job.spec, backbone, job.config,
                                         self.progress, feature_cache=self.store.features_dir,
-                                        init_head=init_head)
+                                        init_head=init_head, search_log=log)
         result.tuning.update(tuning)
         if self.main:
             save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes),
                         result)
+            if log is not None:
+                log.done()
+
+    def search_log(self, job: PlannedRun) -> SearchLog | None:
+        """Where ``job``'s learning-rate search is kept as it goes (the main process's; none
+        without a search): resumed when a stopped launch left one, forgotten under ``force``."""
+        if not self.main or len(job.config.lr_grid) < 2:
+            return None
+        shared = (shared_key(job.identity, set(job.spec.identity()))
+                  if job.config.lr_search == "once" else None)
+        log = SearchLog(self.store.searches_dir, job.run_id, shared)
+        if self.force:
+            log.done()
+        return log
 
 
 def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],

@@ -47,14 +47,13 @@ from ..core.events import (
     FeaturePass,
     Note,
     ProgressFn,
-    Searching,
     Testing,
     TrainStep,
 )
 from ..data.datasets import SPLIT_SEED, LongTailDataset
 from ..data.encoding import EncodedSplit, encode, length_grouped_batches
 from ..models.backbone import Backbone, trained_pooling
-from ..models.config import POOLINGS, TrainConfig, search_schedule
+from ..models.config import POOLINGS, TrainConfig
 from ..models.features import cached_features, limited_splits
 from ..models.heads import (
     GleeModel,
@@ -68,6 +67,7 @@ from ..models.methods import MethodSpec
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
 from ..runs.metrics import classification_metrics, macro_f1, shot_f1
 from ..runs.record import MetricsRecord
+from .search import SearchLog, Work, choose_rate
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
@@ -382,9 +382,12 @@ class Trial:
     pause and rank trials between evaluations and continue the best."""
 
     def __init__(self, lr: float, model: GleeModel, state: TrainingState,
-                 selection: DevSelection, train: Split, progress: ProgressFn):
+                 selection: DevSelection, train: Split, progress: ProgressFn,
+                 work: Work | None = None):
         self.lr, self.model, self.state, self.selection = lr, model, state, selection
         self.train, self.progress = train, progress
+        self.work = work or Work(total=0)  # the run's steps, every trial's (the progress)
+        self.rng = RngStream(state.device)  # its own dropout masks: alone as among others
         self.epochs = selection.epochs
         self.epoch, self.step, self.batches = 0, 0, []
         self.loss_sum = torch.zeros((), device=state.device)
@@ -394,6 +397,10 @@ class Trial:
     def advance(self, evaluations: int | None = None) -> None:
         """Train until ``evaluations`` more dev evaluations were made (None: to the end), or
         patience runs out, or the epochs end (then ``done``)."""
+        with self.rng.active():
+            self._advance(evaluations)
+
+    def _advance(self, evaluations: int | None) -> None:
         config, made = self.state.config, 0
         while not self.done and (evaluations is None or made < evaluations):
             if self.step == len(self.batches):  # a new epoch
@@ -409,10 +416,12 @@ class Trial:
             loss = train_step(self.state, self.train, self.batches[self.step - 1],
                               self.precision)
             self.loss_sum += loss
+            self.work.done += 1
             report = self.step % config.log_every == 0 or self.step == len(self.batches)
             self.progress(TrainStep(epoch=self.epoch, epochs=self.epochs, step=self.step,
                                     steps=len(self.batches),
-                                    loss=float(self.loss_sum) / self.step if report else None))
+                                    loss=float(self.loss_sum) / self.step if report else None,
+                                    done=self.work.done, total=self.work.total))
             if config.eval_every_steps:
                 stop = self.selection.after_step(loss)
                 made += stop is not None
@@ -448,6 +457,7 @@ class Setup:
     notes: list[str]
     progress: ProgressFn
     init_head: dict[str, torch.Tensor] | None = None  # LP-FT: the frozen-fit head's weights
+    search_log: SearchLog | None = None  # where the learning-rate search is kept as it goes
 
     @property
     def steps_per_epoch(self) -> int:
@@ -492,12 +502,14 @@ class Setup:
         selection.epochs = self.epochs
         return state, selection
 
-    def new_trial(self, lr: float) -> Trial:
+    def new_trial(self, lr: float, work: Work | None = None) -> Trial:
+        """Training at ``lr`` from the run's start (every trial from the same weights), its
+        steps counted in the run's ``work``."""
         model = self.new_model()
         params, optimizer, scheduler = make_optimizer(
             model, self.config, self.device, self.steps_per_epoch * self.epochs, lr)
         state, selection = self.new_state(model, params, optimizer, scheduler)
-        return Trial(lr, model, state, selection, self.splits["train"], self.progress)
+        return Trial(lr, model, state, selection, self.splits["train"], self.progress, work)
 
     @property
     def packable(self) -> bool:
@@ -523,6 +535,8 @@ class Fitted:
     seconds: float  # wall time of training, search and dev scoring included
     eval_seconds: float  # of that, dev scoring
     skipped_steps: int = 0  # fp16: optimizer steps the gradient scaler skipped (overflow)
+    lr_from: str | None = None  # the run whose search chose the rate (searched once)
+    planned_steps: int = 0  # the steps it planned (every round, no early stopping)
 
 
 def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, config: TrainConfig,
@@ -567,43 +581,18 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
 
 
 def fit(setup: Setup) -> Fitted:
-    """Train and keep the best-on-dev weights. With several candidate rates, successive halving
-    on dev: every trial starts from the same weights and trains one round (a share of the planned
-    evaluations), the better half (by its latest dev score) goes on, until one is left, which
-    trains to the end. A closed-form head is fitted once."""
+    """Train and keep the best-on-dev weights: at the config's one rate, or at the rate the
+    search on dev chooses (:func:`~glee_core.train.search.choose_rate`: successive halving,
+    kept in ``setup.search_log`` as it goes, or a rate an earlier search chose once for this
+    backbone and data). A closed-form head is fitted once."""
     started = time.perf_counter()
-    config, progress = setup.config, setup.progress
+    progress = setup.progress
     if head_of(setup.spec).closed_form:
         return _fit_closed_form(setup, started)
     if setup.packable:  # alone, a pack of one: the same result as in a pack of many
         return fit_together([setup])[0]
-    grid = config.lr_grid
-    trials = [setup.new_trial(lr) for lr in grid]
-    search: list[dict] = []
-    spent_steps, spent_eval = 0, 0.0  # of the trials the search dropped (freed at once)
-    if len(trials) > 1:
-        per_round, alive_per_round = search_schedule(len(trials), setup.evaluations)
-        for number, alive in enumerate(alive_per_round, 1):
-            for index, trial in enumerate(trials, 1):
-                progress(Searching(lr=trial.lr, candidate=index, candidates=len(trials),
-                                   round=number, rounds=len(alive_per_round)))
-                trial.advance(per_round)
-            # by the best dev score so far (the weights the trial would keep), ties by the
-            # latest dev loss, then the smaller rate
-            ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss,
-                                                   t.lr))
-            keep = -(-alive // 2)
-            search.append({"round": number, "evaluations": per_round,
-                           "dev": {f"{t.lr:g}": round(t.selection.best_score, 5) for t in trials},
-                           "kept": [f"{t.lr:g}" for t in ranked[:keep]]})
-            for dropped in ranked[keep:]:
-                spent_steps += dropped.state.global_step
-                spent_eval += sum(r["eval_seconds"] for r in dropped.selection.history)
-            trials = ranked[:keep]
-        progress(Searching(lr=trials[0].lr, chosen=True))
-        progress(Note(message=f"learning rate chosen on dev: {trials[0].lr:g} (of "
-                              f"{', '.join(f'{lr:g}' for lr in grid)})"))
-    winner = trials[0]
+    searched = choose_rate(setup, setup.search_log, Work(total=0))
+    winner = searched.winner
     winner.advance(None)
     selection = winner.selection
     if not selection.history:  # fewer steps than one evaluation interval: score once at the end
@@ -614,10 +603,13 @@ def fit(setup: Setup) -> Fitted:
         progress(Note(message=f"fp16: the gradient scaler skipped {int(skipped)} of "
                               f"{winner.state.global_step} optimizer steps (overflow)"))
     return Fitted(model=winner.model, history=selection.history, epochs_run=winner.epoch,
-                  lr=winner.lr, search=search, steps=spent_steps + winner.state.global_step,
+                  lr=winner.lr, search=searched.rounds,
+                  steps=searched.spent_steps + winner.state.global_step,
                   seconds=time.perf_counter() - started,
-                  eval_seconds=spent_eval + sum(r["eval_seconds"] for r in selection.history),
-                  skipped_steps=0 if skipped is None else int(skipped))
+                  eval_seconds=searched.spent_eval + sum(r["eval_seconds"]
+                                                         for r in selection.history),
+                  skipped_steps=0 if skipped is None else int(skipped),
+                  lr_from=searched.shared_from, planned_steps=winner.work.total)
 
 
 def _fit_closed_form(setup: Setup, started: float) -> Fitted:
@@ -839,6 +831,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
     if fitted.search:
         tuning["lr_search"] = fitted.search
+    if fitted.lr_from:
+        tuning["lr_from"] = fitted.lr_from
     tuning.update(model.tuning_record())
     return RunResult(
         metrics=metrics, history=history, predictions=predictions, logits=logits,
@@ -848,6 +842,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
         model=model, notes=setup.notes, config=config, calibration=calibration, tuning=tuning,
         timing={"train_seconds": round(fitted.seconds, 3), "test_seconds": round(test_seconds, 3),
                 "epochs_run": fitted.epochs_run, "evaluations": len(history),
+                **({"steps": fitted.steps, "planned_steps": fitted.planned_steps}
+                   if fitted.planned_steps else {}),
                 "device": str(device),
                 "precision": resolve_precision(config.precision, device),
                 **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
@@ -894,11 +890,14 @@ def train_together(dataset: LongTailDataset, specs: list[MethodSpec], backbone: 
 def train_and_evaluate(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone,
                        config: TrainConfig, progress: ProgressFn | None = None,
                        feature_cache: Path | None = None,
-                       init_head: dict[str, torch.Tensor] | None = None) -> RunResult:
+                       init_head: dict[str, torch.Tensor] | None = None,
+                       search_log: SearchLog | None = None) -> RunResult:
     """Train ``spec`` on a fresh copy of ``backbone`` (or, frozen, a head on its cached features)
     and evaluate the best-on-dev weights: :func:`prepare`, :func:`fit`, :func:`evaluate`.
     ``config`` may be unresolved: the dataset fills its max length and batch size, the recipe the
-    rest. ``init_head``: LP-FT's head, fitted on the frozen features, to start from."""
+    rest. ``init_head``: LP-FT's head, fitted on the frozen features, to start from;
+    ``search_log``: where the learning-rate search is kept (and resumed, and shared)."""
     setup = prepare(dataset, spec, backbone, config, progress or (lambda event: None),
                     feature_cache, init_head)
+    setup.search_log = search_log
     return evaluate(setup, fit(setup))

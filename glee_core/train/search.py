@@ -1,0 +1,200 @@
+"""The learning-rate search on dev: successive halving, kept as it goes, shared, resumable.
+
+Every candidate rate trains a short round from the same start; the better half (by its best dev
+score so far, ties by its latest dev loss, then the smaller rate) goes on, until one is left,
+which trains to the end (:func:`glee_core.models.config.search_schedule` says how long a round
+is). Each trial draws its own random numbers (its dropout masks: ``RngStream``) and batch order,
+so a trial trained alone follows the very path it follows among the others. That makes the
+search cheap to keep:
+
+* a :class:`SearchLog` writes the rounds as they end (beside the run store, under the run's id):
+  a stopped launch, relaunched, trains only the survivors of the last finished round again (to
+  that round's point, the same weights), never the trials already dropped; a search that had
+  ended trains its chosen rate alone;
+* with ``--lr-search once`` (the practical recipe's default), the first head's search chooses
+  the rate for the backbone and data, and every other head and seed of them trains at it (its
+  record says whose search chose it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..core.events import Note, ProgressFn, Searching
+from ..core.files import write_json_atomic
+from ..models.config import TrainConfig, search_schedule
+
+
+class Trial(Protocol):
+    """What the search asks of a trial (``glee_core.train.training.Trial``): its rate, its dev
+    selection (``best_score``, ``loss``, ``history``), its optimizer steps, and training on."""
+
+    lr: float
+    selection: object
+    state: object
+    work: Work
+
+    def advance(self, evaluations: int | None = None) -> None: ...
+
+
+class Setup(Protocol):
+    """What the search asks of a run's setup (``glee_core.train.training.Setup``)."""
+
+    config: TrainConfig
+    progress: ProgressFn
+    steps_per_epoch: int
+    epochs: int
+    evaluations: int
+
+    def new_trial(self, lr: float, work: Work | None = None) -> Trial: ...
+
+
+@dataclass
+class Work:
+    """A run's optimizer steps: those planned (every round of the search and the rest of the
+    chosen trial, without early stopping) and those done; the progress bar's measure."""
+
+    total: int
+    done: int = 0
+
+
+def shared_key(identity: dict, method_fields: set[str]) -> str:
+    """What a rate searched once is shared over: a run's identity without its method and seed
+    (the backbone, the data, the mode and the rest of the protocol)."""
+    kept = {k: v for k, v in identity.items() if k not in method_fields and k != "seed"}
+    blob = json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class SearchLog:
+    """A run's search on disk (``<folder>/<run_id>.json``: the rounds ended so far, then the
+    rate chosen) and, when the rate is searched once, the rate shared by every run of the same
+    backbone and data (``<folder>/shared-<key>.json``). Files are replaced atomically."""
+
+    def __init__(self, folder: str | Path, run_id: str, shared: str | None = None):
+        self.folder, self.run_id, self.shared_name = Path(folder), run_id, shared
+
+    def _read(self, name: str) -> dict | None:
+        try:
+            values = json.loads((self.folder / f"{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return values if isinstance(values, dict) else None
+
+    def resumed(self, grid: tuple[float, ...]) -> dict | None:
+        """This run's search so far, if it searched the same rates: ``rounds`` and, once it
+        ended, ``chosen``."""
+        found = self._read(self.run_id)
+        if found is None or found.get("grid") != [f"{lr:g}" for lr in grid]:
+            return None
+        return found
+
+    def write(self, grid: tuple[float, ...], rounds: list[dict],
+              chosen: float | None = None) -> None:
+        values = {"grid": [f"{lr:g}" for lr in grid], "rounds": rounds,
+                  "chosen": None if chosen is None else f"{chosen:g}"}
+        write_json_atomic(self.folder / f"{self.run_id}.json", values)
+        if chosen is not None and self.shared_name:
+            write_json_atomic(self.folder / f"shared-{self.shared_name}.json",
+                              {**values, "run_id": self.run_id})
+
+    def done(self) -> None:
+        """The run is stored (its record holds the rounds): its own file goes; a shared rate
+        stays for the runs to come."""
+        (self.folder / f"{self.run_id}.json").unlink(missing_ok=True)
+
+    def shared(self) -> dict | None:
+        """The rate another run's search chose for this backbone and data (``chosen``,
+        ``run_id``, ``rounds``), or None."""
+        if not self.shared_name:
+            return None
+        found = self._read(f"shared-{self.shared_name}")
+        return found if found and found.get("chosen") else None
+
+
+@dataclass
+class Searched:
+    """What the search hands back: the trial to train on (the chosen rate's), the rounds that
+    chose it, the steps and dev-scoring seconds of the trials it dropped, and whose search
+    chose the rate when another run's did."""
+
+    winner: Trial
+    rounds: list[dict] = field(default_factory=list)
+    spent_steps: int = 0
+    spent_eval: float = 0.0
+    shared_from: str | None = None
+
+
+def planned_steps(setup: Setup, candidates: int, dropped_steps: int = 0) -> int:
+    """The optimizer steps a run plans: the chosen trial's whole run, plus the rounds of the
+    trials the search drops (less ``dropped_steps`` already made before a resume)."""
+    run = setup.steps_per_epoch * setup.epochs
+    if candidates < 2:
+        return run
+    per_round, alive = search_schedule(candidates, setup.evaluations)
+    steps_per_evaluation = setup.config.eval_every_steps or setup.steps_per_epoch
+    return run + per_round * steps_per_evaluation * (sum(alive) - len(alive)) - dropped_steps
+
+
+def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
+    """The trial to train: the config's one rate, the rate shared by an earlier search, or the
+    winner of successive halving on dev over the candidates (resumed from ``log`` where a
+    stopped launch left it)."""
+    grid, progress = setup.config.lr_grid, setup.progress
+    if len(grid) == 1:
+        work.total = planned_steps(setup, 1)
+        return Searched(setup.new_trial(grid[0], work))
+    shared = log.shared() if log is not None and setup.config.lr_search == "once" else None
+    if shared is not None and shared["run_id"] != log.run_id:  # its own: resumed below
+        work.total = planned_steps(setup, 1)
+        rate = float(shared["chosen"])
+        progress(Note(message=f"learning rate {rate:g}: chosen on dev once for this backbone and "
+                              f"data, by the search of {shared['run_id']}"))
+        return Searched(setup.new_trial(rate, work), shared.get("rounds", []),
+                        shared_from=shared["run_id"])
+    per_round, alive_per_round = search_schedule(len(grid), setup.evaluations)
+    before = log.resumed(grid) if log is not None else None
+    rounds = list(before["rounds"]) if before else []
+    if before and before.get("chosen"):  # it had ended: the chosen rate alone, as it was
+        work.total = planned_steps(setup, 1)
+        rate = float(before["chosen"])
+        progress(Note(message=f"learning rate {rate:g}: chosen on dev by this run's search "
+                              "before it was stopped; its rounds are not trained again"))
+        return Searched(setup.new_trial(rate, work), rounds,
+                        spent_steps=sum(r.get("dropped_steps", 0) for r in rounds))
+    alive = [float(lr) for lr in rounds[-1]["kept"]] if rounds else list(grid)
+    spent_steps, spent_eval = sum(r.get("dropped_steps", 0) for r in rounds), 0.0
+    work.total = planned_steps(setup, len(grid), spent_steps)
+    trials = [setup.new_trial(lr, work) for lr in grid if lr in alive]
+    if rounds:  # replay the survivors to where the last finished round left them
+        progress(Note(message=f"the learning-rate search resumes after round {len(rounds)} of "
+                              f"{len(alive_per_round)}: {', '.join(f'{t.lr:g}' for t in trials)}"
+                              " are trained to that point again, the dropped rates are not"))
+        for trial in trials:
+            trial.advance(per_round * len(rounds))
+    for number, keep_of in enumerate(alive_per_round[len(rounds):], len(rounds) + 1):
+        for index, trial in enumerate(trials, 1):
+            progress(Searching(lr=trial.lr, candidate=index, candidates=len(trials),
+                               round=number, rounds=len(alive_per_round)))
+            trial.advance(per_round)
+        ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss, t.lr))
+        keep = -(-keep_of // 2)
+        dropped = ranked[keep:]
+        steps = sum(t.state.global_step for t in dropped)
+        seconds = sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
+        spent_steps, spent_eval = spent_steps + steps, spent_eval + seconds
+        rounds.append({"round": number, "evaluations": per_round,
+                       "dev": {f"{t.lr:g}": round(t.selection.best_score, 5) for t in trials},
+                       "kept": [f"{t.lr:g}" for t in ranked[:keep]],
+                       "dropped_steps": steps})
+        trials = ranked[:keep]
+        if log is not None:
+            log.write(grid, rounds, trials[0].lr if len(trials) == 1 else None)
+    progress(Searching(lr=trials[0].lr, chosen=True))
+    progress(Note(message=f"learning rate chosen on dev: {trials[0].lr:g} (of "
+                          f"{', '.join(f'{lr:g}' for lr in grid)})"))
+    return Searched(trials[0], rounds, spent_steps, spent_eval)

@@ -1,0 +1,168 @@
+"""The learning-rate search: kept as it goes, so a stopped launch resumes without training the
+dropped rates again; searched once for a backbone and data, so the next heads train at once;
+and counted whole in the progress, so the bar and the time left never start over."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glee_core.core.events import RunStarted, Searching, TrainStep, fold, time_left
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.store import RunStore
+from glee_core.train.experiment import run_experiments
+from glee_core.train.search import SearchLog
+from glee_core.train.training import Setup, train_and_evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+SEARCH = TrainConfig(lr_candidates="1e-5,1e-3,3e-3,1e-2", epochs=6, batch_size=16, patience=8,
+                     recipe="paper", seed=3, precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert):
+    return load_backbone(str(tiny_bert))
+
+
+@pytest.fixture
+def trials(monkeypatch):
+    """The rates every trial was started at (each trial starts from the run's weights)."""
+    started = []
+    new_trial = Setup.new_trial
+
+    def counted(self, lr, work=None):
+        started.append(lr)
+        return new_trial(self, lr, work)
+    monkeypatch.setattr(Setup, "new_trial", counted)
+    return started
+
+
+def train(dataset, bert, log=None, method="cls-relu", events=None):
+    return train_and_evaluate(dataset, get_method(method), bert, SEARCH,
+                              progress=(events.append if events is not None else None),
+                              search_log=log)
+
+
+def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
+        bert, toy_dataset, tmp_path, trials):
+    whole = train(toy_dataset, bert)
+    rounds = whole.tuning["lr_search"]
+    assert len(rounds) == 2 and [len(r["dev"]) for r in rounds] == [4, 2]
+    # a launch stopped after round 1 left this behind
+    log = SearchLog(tmp_path, "run-a")
+    log.write(SEARCH.lr_grid, rounds[:1])
+    trials.clear()
+    resumed = train(toy_dataset, bert, log)
+    assert sorted(trials) == sorted(float(lr) for lr in rounds[0]["kept"])  # not the dropped
+    assert resumed.tuning["lr_search"] == rounds and resumed.tuning["lr"] == whole.tuning["lr"]
+    np.testing.assert_allclose(resumed.logits, whole.logits, rtol=1e-5, atol=1e-6)
+    # stopped after the search had ended: the chosen rate alone, the same model
+    log.write(SEARCH.lr_grid, rounds, whole.tuning["lr"])
+    trials.clear()
+    again = train(toy_dataset, bert, log)
+    assert trials == [whole.tuning["lr"]]
+    np.testing.assert_allclose(again.logits, whole.logits, rtol=1e-5, atol=1e-6)
+    # the log of another set of candidates is not this search's
+    assert SearchLog(tmp_path, "run-a").resumed((1e-5, 1e-3)) is None
+
+
+def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path, trials):
+    first = train(toy_dataset, bert, SearchLog(tmp_path, "run-first", shared="k"))
+    assert len(trials) == 4
+    trials.clear()
+    log = SearchLog(tmp_path, "run-second", shared="k")
+    once = TrainConfig(**{**SEARCH.__dict__, "lr_search": "once"})
+    second = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, once, search_log=log)
+    assert trials == [first.tuning["lr"]] and second.tuning["lr"] == first.tuning["lr"]
+    assert second.tuning["lr_from"] == "run-first"
+    # another backbone or data is another key: it searches
+    trials.clear()
+    train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, once,
+                       search_log=SearchLog(tmp_path, "run-third", shared="other"))
+    assert len(trials) == 4
+
+
+def test_the_progress_counts_every_trial_and_never_goes_back(bert, toy_dataset):
+    events = [RunStarted(run_id="r", method="cls-relu", seed=3, index=1, total=1, cached=False)]
+    train(toy_dataset, bert, events=events)
+    steps = [e for e in events if isinstance(e, TrainStep)]
+    # the plan: 4 trials a round (1 epoch), 2 a second round, the chosen one to 6 epochs
+    per_epoch = steps[0].steps
+    assert steps[0].total == per_epoch * (6 + 1 * (4 + 2 - 2))
+    assert [e.done for e in steps] == list(range(1, len(steps) + 1))
+    fractions = [fold(events[:i]).fraction for i in range(1, len(events) + 1)]
+    assert fractions == sorted(fractions)
+    last_step = events.index(steps[-1]) + 1
+    assert fractions[last_step - 1] == pytest.approx(steps[-1].done / steps[-1].total)
+    assert fractions[-1] == 1.0  # tested
+    searching = [e for e in events if isinstance(e, Searching) and not e.chosen]
+    assert [(e.round, e.candidate) for e in searching] == [(1, 1), (1, 2), (1, 3), (1, 4),
+                                                           (2, 1), (2, 2)]
+
+
+def test_fine_tuning_two_heads_searches_the_rate_once(tiny_bert, toy_dataset, tmp_path):
+    """The practical recipe's default: the first head's search chooses, the second trains at
+    its rate and says whose search it was; both runs record it."""
+    config = TrainConfig(lr_candidates="1e-4,1e-2", epochs=2, batch_size=16, min_steps=1,
+                         lp_ft="no")
+    store = RunStore(tmp_path / "runs")
+    first, second = run_experiments(toy_dataset, [get_method("cls-relu"),
+                                                  get_method("cls-tanh")], [1],
+                                    str(tiny_bert), config, store)
+    assert first.record.hyperparameters.lr_search == "once"
+    assert "lr_search" in first.record.tuning and "lr_from" not in first.record.tuning
+    assert second.record.tuning["lr_from"] == first.run_id
+    assert second.record.tuning["lr"] == first.record.tuning["lr"]
+    assert "rate searched once" in second.record.protocol
+    assert not list((store.searches_dir).glob("*-s1-*.json"))  # stored runs: their logs go
+
+
+@pytest.mark.slow
+def test_a_killed_fine_tune_resumes_its_search_where_it_stopped(tiny_bert, toy_csv, tmp_path):
+    runs = tmp_path / "runs"
+    command = [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}",
+               "--method", "cls-relu", "--model", str(tiny_bert), "--runs-dir", str(runs),
+               "--lr-candidates", "1e-5,1e-4,1e-3,1e-2", "--epochs", "200", "--batch-size", "4",
+               "--lp-ft", "no", "--patience", "10", "--precision", "fp32"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 240
+    logs = runs / ".searches"
+    while time.time() < deadline and not any(  # round 1 ended (round 2 takes seconds)
+            json.loads(p.read_text()).get("rounds") for p in logs.glob("*-s1-*.json")):
+        assert child.poll() is None, child.communicate()
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    [log] = logs.glob("*-s1-*.json")
+    left = json.loads(log.read_text())
+    assert left["chosen"] is None and len(left["rounds"]) == 1
+    kept = left["rounds"][0]["kept"]
+    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=600)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert f"resumes after round 1 of 2: {', '.join(kept)}" in finished.stderr
+    [run] = RunStore(runs).runs()
+    assert [len(r["dev"]) for r in run.record.tuning["lr_search"]] == [4, 2]
+    assert not list(logs.glob("*-s1-*.json"))  # the run's own log goes; the shared rate stays
+    assert json.loads(next(logs.glob("shared-*.json")).read_text())["run_id"] == run.run_id
+
+
+def test_the_time_left_starts_from_the_estimate_and_moves_to_the_pace():
+    assert time_left(0.0, 10, None) is None  # nothing to go by yet
+    assert time_left(0.01, 60, 1200) == pytest.approx(1140)  # the launch estimate, less elapsed
+    assert time_left(0.5, 600, 1200) == pytest.approx(600)  # its own pace from 25% on
+    # in between, a blend: at 12.5% done after 300 s, the pace says 2,100 s, the estimate 900 s
+    assert time_left(0.125, 300, 1200) == pytest.approx(0.5 * 2100 + 0.5 * 900)
+    assert time_left(0.2, 100, None) == pytest.approx(400)
