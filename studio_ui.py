@@ -716,9 +716,11 @@ STEP_TEXTS = {  # a recommendation's next step: its button, and why
     "finetune-one": ("Fine-tune {heads}",
                      "fine-tuning is where the accuracy is (practical recipe: learning rate "
                      "chosen on dev, LP-FT from this very head)"),
-    "finetune": ("Fine-tune the top {n}: {heads}",
-                 "the best head fine-tuned may not be the best quick one (the learning rate is "
-                 "chosen once, on the first, and re-used for the others)"),
+    "finetune": ("Fine-tune the best of the top {n}: {heads}",
+                 "the best head fine-tuned may not be the best quick one: the {n} race at one "
+                 "learning rate (chosen once on dev), each round the better half on dev goes on, "
+                 "and only the last one trains to the end - about half the time of {n} "
+                 "fine-tunes"),
     "seeds": ("Run seeds 1-{seeds} for the top {n}: {heads}",
               "{seeds} seeds give the spread that says which gaps are noise"),
 }
@@ -741,7 +743,8 @@ def next_step_request(step: str, heads, rec, runs, choice, dataset):
     if step.startswith("finetune"):
         read = pooling if rec.chosen.pooling != "[MASK]" else "auto"
         return TrainRequest(data=choice, methods=list(heads), seeds=[1], model=model,
-                            config=TrainConfig(pooling=read))
+                            config=TrainConfig(pooling=read,
+                                               heads="best" if len(heads) > 1 else None))
     config = TrainConfig(mode=rec.chosen.mode, pooling=pooling)
     try:  # the same setting only if its mode's default config gives its run ids
         planned = plan_runs(dataset, [first.record.method], [first.seed], model, config)
@@ -788,7 +791,7 @@ def recommendation_panel(runs, key: str) -> None:
     for number, (step, heads) in enumerate(steps):
         button, why = STEP_TEXTS[step]
         label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
-        why = why.format(seeds=ENOUGH_SEEDS)
+        why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
         request = requests[step]
         if request is None or policy().read_only:
             st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "

@@ -82,7 +82,8 @@ def test_click_through_the_app(server):
         advice = page.get_by_text(re.compile(r"Use .+ best of \d+ (on dev|by 5-fold "
                                              r"cross-validation)"))
         settle("0-home-recommendation", advice)
-        expect(page.get_by_role("button", name=re.compile(r"Fine-tune the top 3"))).to_be_visible()
+        expect(page.get_by_role("button", name=re.compile(r"Fine-tune the best of the top 3"))
+               ).to_be_visible()
         go("Train")
         settle("2-train", page.get_by_role("button", name="Launch"))
 

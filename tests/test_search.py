@@ -60,20 +60,21 @@ def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
     assert len(rounds) == 2 and [len(r["dev"]) for r in rounds] == [4, 2]
     # a launch stopped after round 1 left this behind
     log = SearchLog(tmp_path, "run-a")
-    log.write(SEARCH.lr_grid, rounds[:1])
+    grid = [f"{lr:g}" for lr in SEARCH.lr_grid]
+    log.write(grid, rounds[:1])
     trials.clear()
     resumed = train(toy_dataset, bert, log)
     assert sorted(trials) == sorted(float(lr) for lr in rounds[0]["kept"])  # not the dropped
     assert resumed.tuning["lr_search"] == rounds and resumed.tuning["lr"] == whole.tuning["lr"]
     np.testing.assert_allclose(resumed.logits, whole.logits, rtol=1e-5, atol=1e-6)
     # stopped after the search had ended: the chosen rate alone, the same model
-    log.write(SEARCH.lr_grid, rounds, whole.tuning["lr"])
+    log.write(grid, rounds, f"{whole.tuning['lr']:g}")
     trials.clear()
     again = train(toy_dataset, bert, log)
     assert trials == [whole.tuning["lr"]]
     np.testing.assert_allclose(again.logits, whole.logits, rtol=1e-5, atol=1e-6)
     # the log of another set of candidates is not this search's
-    assert SearchLog(tmp_path, "run-a").resumed((1e-5, 1e-3)) is None
+    assert SearchLog(tmp_path, "run-a").resumed(["1e-05", "0.001"]) is None
 
 
 def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path, trials):
@@ -166,3 +167,36 @@ def test_the_time_left_starts_from_the_estimate_and_moves_to_the_pace():
     # in between, a blend: at 12.5% done after 300 s, the pace says 2,100 s, the estimate 900 s
     assert time_left(0.125, 300, 1200) == pytest.approx(0.5 * 2100 + 0.5 * 900)
     assert time_left(0.2, 100, None) == pytest.approx(400)
+
+
+def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert, toy_dataset,
+                                                                      tmp_path):
+    """--heads best: three heads race at the rate searched once; the one left is the one run
+    stored, its record holds the race; its weights are those it reaches trained alone."""
+    config = TrainConfig(lr_candidates="1e-4,1e-2", epochs=4, batch_size=16, min_steps=1,
+                         heads="best", precision="fp32")
+    store = RunStore(tmp_path / "runs")
+    events = []
+    heads = ["cls-relu", "cls-tanh", "cls-relu-ln"]
+    runs = run_experiments(toy_dataset, [get_method(m) for m in heads], [1], str(tiny_bert),
+                           config, store, progress=events.append)
+    [winner] = runs
+    race = winner.record.tuning["race"]
+    assert [len(r["dev"]) for r in race] == [3, 2] and race[-1]["kept"] == [winner.method]
+    assert winner.record.tuning["lr_search"]  # the rate's search, on the first head
+    assert winner.record.tuning.get("lr_from") != winner.run_id
+    assert [r.method for r in store.runs() if r.record.mode == "finetune"] == [winner.method]
+    assert any(isinstance(e, Searching) and e.head == "cls-tanh" for e in events)
+    started = next(e for e in events if isinstance(e, RunStarted) and e.race)
+    assert fold([started]).describe().endswith("the best of 3 heads (a race on dev)")
+    fractions = [fold(events[:i]).fraction for i in range(1, len(events) + 1)]
+    assert fractions == sorted(fractions)
+    # the winner trained alone at the rate the race ran at: the very same model
+    alone = run_experiments(toy_dataset, [get_method(winner.method)], [1], str(tiny_bert),
+                            TrainConfig(lr=winner.record.tuning["lr"], epochs=4, batch_size=16,
+                                        min_steps=1, precision="fp32"),
+                            RunStore(tmp_path / "alone"))[0]
+    np.testing.assert_allclose(alone.logits, winner.logits, rtol=1e-5, atol=1e-6)
+    assert not list(store.searches_dir.glob("race-*.json"))  # stored: the race's log goes
+    with pytest.raises(ValueError, match="another mode than --mode frozen"):
+        TrainConfig(mode="frozen", heads="best")

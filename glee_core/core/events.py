@@ -39,6 +39,7 @@ class RunStarted(Event):
     cached: bool
     together: int = 1
     after: float = 0.0
+    race: bool = False  # the ``together`` heads race (fine-tuning): the best one is stored
 
 
 @dataclass
@@ -117,6 +118,7 @@ class Searching(Event):
     round: int = 0
     rounds: int = 0
     chosen: bool = False
+    head: str = ""  # a race of heads at one rate: the head this round trains
 
 
 @dataclass
@@ -197,6 +199,7 @@ class ProgressState:
     seed: int | None = None
     cached: bool = False
     together: int = 1  # heads trained in one loop from this run on
+    race: bool = False  # ... or racing, the best stored
     after: float = 0.0  # the share of the launch that follows its runs (cross-validation)
     fold: int = 0  # cross-validation: the fold being trained (1-based), of ``folds``
     folds: int = 0
@@ -228,7 +231,8 @@ class ProgressState:
         if isinstance(event, RunStarted):
             fresh = ProgressState(run=event.index, runs=event.total, method=event.method,
                                   seed=event.seed, cached=event.cached,
-                                  together=event.together, after=event.after, notes=self.notes)
+                                  together=event.together, after=event.after, race=event.race,
+                                  notes=self.notes)
             self.__dict__.update(fresh.__dict__)  # a new run: nothing of the last one carries
         elif isinstance(event, Note):
             self.notes.append(event.message)
@@ -248,8 +252,10 @@ class ProgressState:
                 / max(event.parts, 1)
         elif isinstance(event, Searching):
             self.search = (f"lr {event.lr:g} chosen on dev" if event.chosen else
-                           f"lr search {event.candidate}/{event.candidates} ({event.lr:g}), "
-                           f"round {event.round}/{event.rounds}")
+                           f"race {event.candidate}/{event.candidates} ({event.head}, lr "
+                           f"{event.lr:g}), round {event.round}/{event.rounds}" if event.head
+                           else f"lr search {event.candidate}/{event.candidates} "
+                                f"({event.lr:g}), round {event.round}/{event.rounds}")
         elif isinstance(event, TrainStep):
             self.phase = "training"
             self.epoch, self.epochs, self.step, self.steps = (event.epoch, event.epochs,
@@ -261,7 +267,8 @@ class ProgressState:
             self.dev_f1, self.dev_acc = event.dev_f1, event.dev_acc
             self.best_dev, self.select_metric = event.best_dev, event.select_metric
         elif isinstance(event, Testing):  # LP-FT's stage ends so: fine-tuning starts afresh
-            self.phase, self.search, self.encoded, self.staging = "testing", "", 0.0, False
+            self.phase = "loading" if self.staging else "testing"
+            self.search, self.encoded, self.staging = "", 0.0, False
         elif isinstance(event, CrossValidating):
             self.phase, self.fold, self.folds = "validating", event.fold, event.folds
             self.cv_part, self.cv_parts = event.part, event.parts
@@ -313,8 +320,9 @@ class ProgressState:
         text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}" if self.run \
             else "masked-LM training"  # a job of one pass without runs (adapt)
         if self.together > 1:
-            text = f"runs {self.run}-{self.run + self.together - 1}/{self.runs}: " \
-                   f"{self.together} heads trained together"
+            text = f"runs {self.run}-{self.run + self.together - 1}/{self.runs}: " + (
+                f"the best of {self.together} heads (a race on dev)" if self.race else
+                f"{self.together} heads trained together")
         if self.cached:
             return text + " · loaded from the store"
         if self.phase == "training":

@@ -83,6 +83,8 @@ POOLINGS = ("cls", "mean")  # what a plain-input head can read (heads.pool compu
 AUTO_POOLING, ALL_POOLINGS = "auto", "all"
 CHOOSE_BY = ("auto", "dev", "cv")
 LR_SEARCHES = ("each", "once")
+HEAD_RACES = ("each", "best")
+TUNED_MODES = tuple(name for name, mode in MODES.items() if not mode.cached_features)
 CV_FOLDS = 5
 
 
@@ -197,6 +199,12 @@ class TrainConfig:
         "(default auto)", choices=CHOOSE_BY, modes=("frozen",))
     cv_folds: int | None = option(None, f"folds of that cross-validation (default {CV_FOLDS})",
                                   modes=("frozen",))
+    heads: str | None = option(
+        None, "several heads of one launch, tuned: each (every head trains to the end, a run "
+        "each) or best (they race at one rate, the rate searched once: every round the better "
+        "half on dev goes on, the last trains to the end and is the one run stored, its record "
+        "holding the others' dev scores; about half the time of each) (default each)",
+        choices=HEAD_RACES, modes=TUNED_MODES)
     mode: str = option("finetune", "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
                        choices=tuple(MODES), flag=("--mode", "--backbone"))
     lora_r: int | None = option(None, f"LoRA's rank (default {LORA_R}, the LoRA paper's)",
@@ -230,7 +238,7 @@ class TrainConfig:
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
     NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size",
-                    "pad_multiple", "compile", "choose_by", "cv_folds")
+                    "pad_multiple", "compile", "choose_by", "cv_folds", "heads")
     # Fields added after runs were stored, with the value those runs had: left out of the
     # identity at that value, so their run ids stay as they were, and filled in when read back.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
@@ -311,6 +319,11 @@ class TrainConfig:
         if not self.frozen or self.choose_by == "dev":
             return False
         return self.choose_by == "cv" or dataset.small_dev() is not None
+
+    @property
+    def races(self) -> bool:
+        """Do the heads of a launch race, the best stored (``--heads best``)?"""
+        return self.heads == "best"
 
     @property
     def folds(self) -> int:
@@ -404,11 +417,15 @@ class TrainConfig:
             return max(1, self.steps_per_epoch(n_train) * epochs // self.eval_every_steps)
         return epochs
 
-    def search_cost(self, n_train: int) -> float:
-        """The learning-rate search's extra training, as a share of the planned run (0 without
-        a search): the rounds of the trials that lose (the time estimate reads it)."""
-        per_round, alive = search_schedule(len(self.lr_grid), self.planned_evaluations(n_train))
-        return per_round * (sum(alive) - len(alive)) / self.planned_evaluations(n_train)
+    def search_cost(self, n_train: int, candidates: int | None = None,
+                    winner_goes_on: bool = True) -> float:
+        """Successive halving's extra training over ``candidates`` (default: the rates
+        searched), as a share of the planned run (0 without a search): the rounds of the
+        trials that lose, and, unless the winner goes on from its rounds, the winner's too (a
+        race drops the rate search's trials). The time estimate reads it."""
+        evaluations = self.planned_evaluations(n_train)
+        per_round, alive = search_schedule(candidates or len(self.lr_grid), evaluations)
+        return per_round * (sum(alive) - len(alive) * winner_goes_on) / evaluations
 
     def linear_probe_stage(self) -> TrainConfig:
         """LP-FT's first stage: quick mode's run of the same method on the same inputs (max

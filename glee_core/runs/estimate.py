@@ -134,12 +134,18 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
     basis += (f"; early stopping ends runs at {stop:.0%} of their planned steps (median of "
               f"{len(shares)} finished run(s))" if shares else "; no early stop counted")
-    searches = (1 if config.lr_search == "once" else n_runs) if search else 0
+    searches = (1 if config.lr_search == "once" or config.races else n_runs) if search else 0
     if search:
         basis += (f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
                   f"halving) adds up to {search:.0%} of a run"
-                  + (", once for the launch" if config.lr_search == "once" else " each"))
+                  + (", once for the launch" if searches == 1 else " each"))
     seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
+    if config.races and n_runs > 1:  # one head trains to the end; the others a round or two
+        race = config.search_cost(n_train, candidates=n_runs)
+        search = config.search_cost(n_train, winner_goes_on=False) if search else 0.0
+        seconds = STARTUP_SECONDS + base * (1 + race + search)
+        basis += (f"; the {n_runs} heads race (successive halving on dev): about "
+                  f"{1 + race:.1f} runs' training, not {n_runs}")
     if config.lp_ft:  # quick mode's heads first (one feature pass; stored heads are re-used)
         stage = _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
                         alike["frozen"], passes=1)

@@ -8,6 +8,7 @@ lock, and either loads the finished run or trains it and stores its :class:`RunR
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import platform
 import time
 from collections.abc import Collection, Iterable
@@ -32,23 +33,35 @@ from ..core.events import (
     ProgressFn,
     Queued,
     RunStarted,
+    Searching,
     WaitingForRun,
 )
 from ..core.files import write_json
 from ..data.datasets import LongTailDataset
 from ..data.encoding import unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
-from ..models.config import TrainConfig
+from ..models.config import TrainConfig, search_schedule
 from ..models.heads import head_of, label_word_token_ids
 from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
 from ..runs.store import Run, RunStore, make_run_id
-from .search import SearchLog, shared_key
+from .search import (
+    Searched,
+    SearchLog,
+    Work,
+    choose_rate,
+    halve,
+    planned_steps,
+    search_steps,
+    shared_key,
+)
 from .selection import cross_validate
 from .training import (
     RunResult,
+    evaluate,
     feature_inputs,
+    finish,
     packable,
     prepare,
     train_and_evaluate,
@@ -303,11 +316,99 @@ class _Runner:
                 for job, cv in zip(group, results, strict=True):
                     self.store.add_cross_validation(job.run_id, cv)
 
+    def race(self, jobs: list[PlannedRun], index: int, total: int) -> Run:
+        """Fine-tune the heads ``jobs`` (one seed) as a race and store the best one's run: every
+        head from its LP-FT stage at one rate (searched once for the backbone and data, on the
+        first head, unless an earlier search chose it), then successive halving on dev over the
+        heads (kept as it goes: a stopped race resumes after its last finished round), and the
+        last head left trains to the end - the same weights it would reach trained alone."""
+        key = hashlib.sha256(" ".join(j.run_id for j in jobs).encode()).hexdigest()[:16]
+        log = SearchLog(self.store.searches_dir, f"race-{key}")
+        if self.force:
+            log.done()
+        first = jobs[0]
+        self.progress(RunStarted(run_id=first.run_id, method=first.spec.id,
+                                 seed=first.config.seed, index=index, total=total,
+                                 cached=False, together=len(jobs), after=self.after, race=True))
+        starts = [self.lp_ft_start(job) for job in jobs]
+        backbone = get_backbone(self.model_name)
+        started = time.perf_counter()
+        queued = Queued(run_id=first.run_id)
+        with self.store.training_slot(lambda event=queued: self.progress(event)), \
+                cpu_share(self.device):
+            setups = [prepare(self.dataset, job.spec, backbone, job.config, self.progress,
+                              self.store.features_dir, init_head)
+                      for job, (init_head, _) in zip(jobs, starts, strict=True)]
+            labels = [job.spec.id for job in jobs]
+            before = log.resumed(labels)
+            rounds = list(before["rounds"]) if before else []
+            alive = rounds[-1]["kept"] if rounds else labels
+            per_round, schedule = search_schedule(len(jobs), setups[0].evaluations)
+            rate_log = self.search_log(replace(first, config=replace(first.config,
+                                                                     lr_search="once")))
+            searching = rate_log is not None and rate_log.shared() is None
+            # one bar for the rate's search and the race: both planned up front
+            work = Work(total=(search_steps(setups[0]) if searching else 0)
+                        + planned_steps(setups[0], len(jobs))
+                        - sum(r.get("dropped_steps", 0) for r in rounds))
+            rate, rate_from, rate_rounds, rate_steps = self.race_rate(setups[0], first,
+                                                                      rate_log, work)
+            racing = [(setup, setup.new_trial(rate, work)) for setup, label
+                      in zip(setups, labels, strict=True) if label in alive]
+            if rounds:
+                self.progress(Note(message=f"the race resumes after round {len(rounds)} of "
+                                           f"{len(schedule)}: {', '.join(alive)}"))
+            head_of_trial = {id(trial): setup.spec.id for setup, trial in racing}
+            winner, steps, seconds = halve(
+                [trial for _, trial in racing], [label for label in labels if label in alive],
+                per_round, schedule, rounds,
+                lambda done, left: log.write(labels, done, left[0] if len(left) == 1 else None),
+                lambda t, i, n, r: Searching(lr=rate, candidate=i, candidates=n, round=r,
+                                             rounds=len(schedule), head=head_of_trial[id(t)]),
+                self.progress)
+            setup = next(s for s, trial in racing if trial is winner)
+            searched = Searched(winner, rate_rounds, rate_steps + steps, seconds,
+                                shared_from=rate_from)
+            result = evaluate(setup, finish(searched, self.progress, started))
+        job = next(j for j in jobs if j.spec.id == setup.spec.id)
+        if result.tuning.get("lr_from") == job.run_id:  # it searched the rate itself
+            del result.tuning["lr_from"]
+        result.tuning.update(starts[jobs.index(job)][1])
+        result.tuning["race"] = rounds
+        self.progress(Note(message=f"{job.spec.id} won the race of {', '.join(labels)} on dev; "
+                                   "it is the one run stored"))
+        save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes),
+                    result)
+        log.done()
+        if rate_log is not None:
+            rate_log.done()  # the rate stays shared; its search's own log goes
+        self.fresh.add(job.run_id)
+        return Run(self.store.path(job.run_id))
+
+    def race_rate(self, setup, job: PlannedRun, log: SearchLog | None,
+                  work: Work) -> tuple[float, str | None, list[dict], int]:
+        """The rate a race runs at: the config's one rate, or the one searched once for the
+        backbone and data (searched now on ``job``'s head, kept in ``log``, when no earlier
+        search did): the rate, whose search chose it, that search's rounds and the optimizer
+        steps it took here."""
+        grid = job.config.lr_grid
+        if len(grid) == 1:
+            return grid[0], None, [], 0
+        searched = choose_rate(setup, log, work)
+        steps = 0 if searched.shared_from else (searched.spent_steps
+                                                + searched.winner.state.global_step)
+        return searched.winner.lr, searched.shared_from or job.run_id, searched.rounds, steps
+
+    def lp_ft_start(self, job: PlannedRun) -> tuple[dict | None, dict]:
+        """LP-FT's head for ``job`` (its quick-mode run, trained or re-used) and what the run
+        records of it; ``(None, {})`` without LP-FT."""
+        if not job.config.lp_ft:
+            return None, {}
+        stage = self.run(lp_ft_stage(job, self.dataset, self.model_name), 0, 0, stage=True)
+        return load_head(stage), {"lp_ft_from": stage.run_id}
+
     def _train(self, job: PlannedRun) -> None:
-        init_head, tuning = None, {}
-        if job.config.lp_ft:  # first the head alone, on the frozen features (its own run)
-            stage = self.run(lp_ft_stage(job, self.dataset, self.model_name), 0, 0, stage=True)
-            init_head, tuning = load_head(stage), {"lp_ft_from": stage.run_id}
+        init_head, tuning = self.lp_ft_start(job)
         backbone = get_backbone(self.model_name)
         queued = Queued(run_id=job.run_id)
         log = self.search_log(job)
@@ -373,13 +474,33 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
                   key=lambda item: item[0])
     for start in range(0, len(pack), PACK_HEADS):  # heads on cached features: in one loop
         runner.run_pack(pack[start:start + PACK_HEADS], len(jobs))
-    trained_in_order = {job.run_id: runner.run(job, index, len(jobs))
-                        for index, job in sorted(numbered, key=lambda item: item[0])}
-    runs = [trained_in_order[job.run_id] for job in jobs]
+    raced = {job.run_id: race for race in races(jobs, config, store, force) for job in race}
+    trained_in_order = {}
+    for index, job in sorted(numbered, key=lambda item: item[0]):
+        race = raced.get(job.run_id)
+        if race is None:
+            trained_in_order[job.run_id] = runner.run(job, index, len(jobs))
+        elif job is race[0]:  # the race's winner stands for its heads
+            trained_in_order[job.run_id] = runner.race(race, index, len(jobs))
+    runs = [trained_in_order[job.run_id] for job in jobs if job.run_id in trained_in_order]
     if validate:
         runner.cross_validate(validate, config.folds)
         runs = [Run(run.path) for run in runs]  # their metrics now hold it
     return runs
+
+
+def races(jobs: list[PlannedRun], config: TrainConfig, store: RunStore,
+          force: bool = False) -> list[list[PlannedRun]]:
+    """The heads of a launch that race (``--heads best``), one race a seed: the tuned runs of
+    two or more heads, none of them stored yet (a stored head has already been tuned: the
+    launch loads it, and the others train as ever)."""
+    if not config.races:
+        return []
+    by_seed: dict[int, list[PlannedRun]] = {}
+    for job in jobs:
+        by_seed.setdefault(job.config.seed, []).append(job)
+    return [group for group in by_seed.values() if len(group) > 1 and not group[0].config.frozen
+            and all(force or store.get(j.run_id) is None for j in group)]
 
 
 def cross_validation_due(jobs: list[PlannedRun], store: RunStore, folds: int,

@@ -85,18 +85,16 @@ class SearchLog:
             return None
         return values if isinstance(values, dict) else None
 
-    def resumed(self, grid: tuple[float, ...]) -> dict | None:
-        """This run's search so far, if it searched the same rates: ``rounds`` and, once it
-        ended, ``chosen``."""
+    def resumed(self, grid: list[str]) -> dict | None:
+        """This search so far, if it had the same candidates (``grid``: their names, rates as
+        ``f"{lr:g}"``): ``rounds`` and, once it ended, ``chosen``."""
         found = self._read(self.run_id)
-        if found is None or found.get("grid") != [f"{lr:g}" for lr in grid]:
+        if found is None or found.get("grid") != list(grid):
             return None
         return found
 
-    def write(self, grid: tuple[float, ...], rounds: list[dict],
-              chosen: float | None = None) -> None:
-        values = {"grid": [f"{lr:g}" for lr in grid], "rounds": rounds,
-                  "chosen": None if chosen is None else f"{chosen:g}"}
+    def write(self, grid: list[str], rounds: list[dict], chosen: str | None = None) -> None:
+        values = {"grid": list(grid), "rounds": rounds, "chosen": chosen}
         write_json_atomic(self.folder / f"{self.run_id}.json", values)
         if chosen is not None and self.shared_name:
             write_json_atomic(self.folder / f"shared-{self.shared_name}.json",
@@ -129,6 +127,16 @@ class Searched:
     shared_from: str | None = None
 
 
+def search_steps(setup: Setup) -> int:
+    """The optimizer steps of every trial's rounds of a search over the config's rates (the
+    chosen one's included): what a race pays to choose its rate."""
+    candidates = len(setup.config.lr_grid)
+    if candidates < 2:
+        return 0
+    per_round, alive = search_schedule(candidates, setup.evaluations)
+    return per_round * (setup.config.eval_every_steps or setup.steps_per_epoch) * sum(alive)
+
+
 def planned_steps(setup: Setup, candidates: int, dropped_steps: int = 0) -> int:
     """The optimizer steps a run plans: the chosen trial's whole run, plus the rounds of the
     trials the search drops (less ``dropped_steps`` already made before a resume)."""
@@ -143,58 +151,84 @@ def planned_steps(setup: Setup, candidates: int, dropped_steps: int = 0) -> int:
 def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
     """The trial to train: the config's one rate, the rate shared by an earlier search, or the
     winner of successive halving on dev over the candidates (resumed from ``log`` where a
-    stopped launch left it)."""
+    stopped launch left it). ``work.total``: the steps planned, set here unless the caller set
+    it (a race plans the search and itself)."""
     grid, progress = setup.config.lr_grid, setup.progress
     if len(grid) == 1:
-        work.total = planned_steps(setup, 1)
+        work.total = work.total or planned_steps(setup, 1)
         return Searched(setup.new_trial(grid[0], work))
     shared = log.shared() if log is not None and setup.config.lr_search == "once" else None
     if shared is not None and shared["run_id"] != log.run_id:  # its own: resumed below
-        work.total = planned_steps(setup, 1)
+        work.total = work.total or planned_steps(setup, 1)
         rate = float(shared["chosen"])
         progress(Note(message=f"learning rate {rate:g}: chosen on dev once for this backbone and "
                               f"data, by the search of {shared['run_id']}"))
         return Searched(setup.new_trial(rate, work), shared.get("rounds", []),
                         shared_from=shared["run_id"])
     per_round, alive_per_round = search_schedule(len(grid), setup.evaluations)
-    before = log.resumed(grid) if log is not None else None
+    before = log.resumed([f"{lr:g}" for lr in grid]) if log is not None else None
     rounds = list(before["rounds"]) if before else []
     if before and before.get("chosen"):  # it had ended: the chosen rate alone, as it was
-        work.total = planned_steps(setup, 1)
+        work.total = work.total or planned_steps(setup, 1)
         rate = float(before["chosen"])
         progress(Note(message=f"learning rate {rate:g}: chosen on dev by this run's search "
                               "before it was stopped; its rounds are not trained again"))
         return Searched(setup.new_trial(rate, work), rounds,
                         spent_steps=sum(r.get("dropped_steps", 0) for r in rounds))
     alive = [float(lr) for lr in rounds[-1]["kept"]] if rounds else list(grid)
-    spent_steps, spent_eval = sum(r.get("dropped_steps", 0) for r in rounds), 0.0
-    work.total = planned_steps(setup, len(grid), spent_steps)
+    spent_steps = sum(r.get("dropped_steps", 0) for r in rounds)
+    work.total = work.total or planned_steps(setup, len(grid), spent_steps)
     trials = [setup.new_trial(lr, work) for lr in grid if lr in alive]
-    if rounds:  # replay the survivors to where the last finished round left them
+    labels = [f"{t.lr:g}" for t in trials]
+    if rounds:
         progress(Note(message=f"the learning-rate search resumes after round {len(rounds)} of "
-                              f"{len(alive_per_round)}: {', '.join(f'{t.lr:g}' for t in trials)}"
-                              " are trained to that point again, the dropped rates are not"))
-        for trial in trials:
-            trial.advance(per_round * len(rounds))
-    for number, keep_of in enumerate(alive_per_round[len(rounds):], len(rounds) + 1):
+                              f"{len(alive_per_round)}: {', '.join(labels)} are trained to that "
+                              "point again, the dropped rates are not"))
+
+    def record(done: list[dict], left: list[str]) -> None:
+        if log is not None:
+            log.write([f"{lr:g}" for lr in grid], done, left[0] if len(left) == 1 else None)
+
+    winner, steps, seconds = halve(trials, labels, per_round, alive_per_round, rounds, record,
+                                   lambda t, i, n, r: Searching(lr=t.lr, candidate=i,
+                                                                candidates=n, round=r,
+                                                                rounds=len(alive_per_round)),
+                                   progress)
+    progress(Searching(lr=winner.lr, chosen=True))
+    progress(Note(message=f"learning rate chosen on dev: {winner.lr:g} (of "
+                          f"{', '.join(f'{lr:g}' for lr in grid)})"))
+    return Searched(winner, rounds, spent_steps + steps, seconds)
+
+
+def halve(trials: list[Trial], labels: list[str], per_round: int, schedule: list[int],
+          rounds: list[dict], record, event, progress: ProgressFn) -> tuple[Trial, int, float]:
+    """Successive halving over ``trials`` (named ``labels`` in the rounds' records) from round
+    ``len(rounds) + 1`` of ``schedule`` on: a finished round's survivors are first trained again
+    to its point (the same weights: each trial has its own random numbers), then each round
+    trains every trial ``per_round`` dev evaluations and keeps the better half (best dev score,
+    ties by the latest dev loss, then the order given). Each round's record is appended to
+    ``rounds`` and handed to ``record(rounds, kept_labels)``; ``event(trial, i, n, round)`` is
+    the progress event before a trial's round. Returns the last trial left, and the optimizer
+    steps and dev-scoring seconds of the trials dropped here."""
+    for trial in trials if rounds else []:  # where the last finished round left them
+        trial.advance(per_round * len(rounds))
+    names = dict(zip(map(id, trials), labels, strict=True))
+    order = {id(t): i for i, t in enumerate(trials)}
+    spent_steps, spent_eval = 0, 0.0
+    for number, keep_of in enumerate(schedule[len(rounds):], len(rounds) + 1):
         for index, trial in enumerate(trials, 1):
-            progress(Searching(lr=trial.lr, candidate=index, candidates=len(trials),
-                               round=number, rounds=len(alive_per_round)))
+            progress(event(trial, index, len(trials), number))
             trial.advance(per_round)
-        ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss, t.lr))
+        ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss,
+                                               order[id(t)]))
         keep = -(-keep_of // 2)
         dropped = ranked[keep:]
         steps = sum(t.state.global_step for t in dropped)
-        seconds = sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
-        spent_steps, spent_eval = spent_steps + steps, spent_eval + seconds
+        spent_steps += steps
+        spent_eval += sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
         rounds.append({"round": number, "evaluations": per_round,
-                       "dev": {f"{t.lr:g}": round(t.selection.best_score, 5) for t in trials},
-                       "kept": [f"{t.lr:g}" for t in ranked[:keep]],
-                       "dropped_steps": steps})
+                       "dev": {names[id(t)]: round(t.selection.best_score, 5) for t in trials},
+                       "kept": [names[id(t)] for t in ranked[:keep]], "dropped_steps": steps})
         trials = ranked[:keep]
-        if log is not None:
-            log.write(grid, rounds, trials[0].lr if len(trials) == 1 else None)
-    progress(Searching(lr=trials[0].lr, chosen=True))
-    progress(Note(message=f"learning rate chosen on dev: {trials[0].lr:g} (of "
-                          f"{', '.join(f'{lr:g}' for lr in grid)})"))
-    return Searched(trials[0], rounds, spent_steps, spent_eval)
+        record(rounds, [names[id(t)] for t in trials])
+    return trials[0], spent_steps, spent_eval

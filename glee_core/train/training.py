@@ -67,7 +67,7 @@ from ..models.methods import MethodSpec
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
 from ..runs.metrics import classification_metrics, macro_f1, shot_f1
 from ..runs.record import MetricsRecord
-from .search import SearchLog, Work, choose_rate
+from .search import Searched, SearchLog, Work, choose_rate
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
@@ -586,12 +586,16 @@ def fit(setup: Setup) -> Fitted:
     kept in ``setup.search_log`` as it goes, or a rate an earlier search chose once for this
     backbone and data). A closed-form head is fitted once."""
     started = time.perf_counter()
-    progress = setup.progress
     if head_of(setup.spec).closed_form:
         return _fit_closed_form(setup, started)
     if setup.packable:  # alone, a pack of one: the same result as in a pack of many
         return fit_together([setup])[0]
-    searched = choose_rate(setup, setup.search_log, Work(total=0))
+    return finish(choose_rate(setup, setup.search_log, Work(total=0)), setup.progress, started)
+
+
+def finish(searched: Searched, progress: ProgressFn, started: float) -> Fitted:
+    """Train the trial a search left (``searched.winner``) to its end, keep its best-on-dev
+    weights, and say how they were found (the search's rounds, every trial's steps)."""
     winner = searched.winner
     winner.advance(None)
     selection = winner.selection
