@@ -792,6 +792,9 @@ def recommendation_panel(runs, key: str) -> None:
         button, why = STEP_TEXTS[step]
         label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
         why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
+        if step == "finetune-one" and heads[0] != rec.chosen.method:
+            why = (f"`{rec.chosen.method}` is fitted on the frozen features and cannot be "
+                   f"fine-tuned; `{heads[0]}` is the best candidate that can. {why}")
         request = requests[step]
         if request is None or policy().read_only:
             st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "

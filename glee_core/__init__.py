@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 # name -> module that defines it (imported on first use)
 _EXPORTS = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 import threading
@@ -98,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs_dir(train)
     train.add_argument("--force", action="store_true", help="retrain even if stored")
     train.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
+    train.add_argument("--format", choices=("auto", "table", "json"), default="auto",
+                       help="the result: a table and the recommendation for a person (auto: on "
+                            "a terminal) or one JSON line of fractions for a program (auto: "
+                            "when stdout is a pipe or a file)")
 
     compare = sub.add_parser("compare", help="paper-style table of stored runs, mean ± std")
     _add_runs_dir(compare)
@@ -263,7 +268,8 @@ class TqdmProgress:
             bar = self._open(event.folds * event.parts, unit="fold",
                              desc=f"choosing among {event.heads} heads: {event.folds}-fold "
                                   "cross-validation on train + dev")
-            bar.update((event.part - 1) * event.folds + event.fold - 1 - bar.n)
+            bar.update((event.part - 1) * event.folds + event.fold - (not event.finished)
+                       - bar.n)
         elif isinstance(event, Testing):  # a closed-form probe's first event after its line
             self.close()
             self._flush()
@@ -316,8 +322,25 @@ def _cmd_train(args) -> int:
         bars.close()
     for note in merged_notes([run.record for run in runs]):
         print(f"note: {note}", file=sys.stderr)
-    print(json.dumps([run.summary() for run in runs]))
+    if args.format == "table" or (args.format == "auto" and sys.stdout.isatty()):
+        print(_result_table(runs))
+    else:
+        print(json.dumps([run.summary() for run in runs]))
     return 0
+
+
+def _result_table(runs) -> str:
+    """A launch's runs for a person: the compare table of each setting (percent, mean ± std over
+    seeds, the chosen head marked), then the recommendation over them, in plain text."""
+    from .runs.recommend import recommend, recommendation_text
+    from .runs.store import aggregate
+    from .runs.tables import comparison_table, to_markdown
+
+    text = to_markdown(comparison_table(aggregate(runs)))
+    rec = recommend(runs)
+    if rec is not None:
+        text += "\n" + re.sub(r"\*\*|`", "", recommendation_text(rec)) + "\n"
+    return text
 
 
 def _dataset_and_progress(args, request: TrainRequest | AdaptRequest, log):

@@ -154,3 +154,15 @@ def test_progress_file_throttles_step_events_but_keeps_the_rest(tmp_path):
     assert lines[0]["stage"] == "run" and lines[-1]["stage"] == "eval"
     steps = [e["step"] for e in lines if e["stage"] == "train"]
     assert steps[-1] == 100 and len(steps) < 10  # throttled, the last step kept
+
+
+def test_train_speaks_to_a_person_on_a_terminal_and_to_a_program_in_a_pipe(capsys, tiny_bert,
+                                                                          tmp_path):
+    args = ["train", "--dataset", "demo", "--method", "cls-tanh,probe", "--mode", "frozen",
+            "--epochs", "1", "--limit", "64", "--model", tiny_bert, "--runs-dir", tmp_path]
+    code, out, _ = run_cli(capsys, *args)  # captured: not a terminal, so JSON
+    assert code == 0 and json.loads(out.splitlines()[-1])[0]["method"] == "cls-tanh"
+    code, out, _ = run_cli(capsys, *args, "--format", "table")
+    assert code == 0 and "| Method | Seeds | Dev | CV | Acc | F1 | Head F1 | Tail F1 |" in out
+    assert "CLS-tuning ∘ T (`cls-tanh`)" in out and "\nUse " in out
+    assert "by 5-fold cross-validation on train + dev" in out and "**" not in out.split("\nUse ")[1]

@@ -65,6 +65,47 @@ def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset
     assert list(table["label_word"]) == [" | ".join(verbalizer[c]) for c in table["pred"]]
 
 
+ISSUE_FILE = ('text\nmy laptop will not turn on\nwho wrote hamlet, the play\n'
+              '"a quoted, fine row"\ntell me a joke\nwhat is your favourite food\n')
+ISSUE_TEXTS = ["my laptop will not turn on", "who wrote hamlet, the play", "a quoted, fine row",
+               "tell me a joke", "what is your favourite food"]
+# (file, the texts predict must give back, in order, or the error it must say)
+CSV_CATALOGUE = {
+    "one column, commas in its texts": (ISSUE_FILE, ISSUE_TEXTS),
+    "one column, CRLF and a blank line at the end": (ISSUE_FILE.replace("\n", "\r\n") + "\r\n",
+                                                     ISSUE_TEXTS),
+    "one column, semicolons and a pipe in its texts": ("text\na; b\nc | d\n", ["a; b", "c | d"]),
+    "one column, a quote doubled and a line break": ('text\n"say ""hi"" now"\n"two\nlines"\n',
+                                                     ['say "hi" now', "two\nlines"]),
+    "one column, an inch mark": ('text\na 5" screen, not a quote\nb\n',
+                                 ['a 5" screen, not a quote', "b"]),
+    "tab-separated, commas in its texts": ("id\ttext\n1\ta, b\n2\tc\n", ["a, b", "c"]),
+    "comma-separated, a quoted comma": ('id,text\n1,"a, b"\n2,c\n', ["a, b", "c"]),
+    "a row with a field too many": ("id,text\n1,a\n2,b,c\n",
+                                    "line 3 has 3 fields, the header 2 (comma-separated)"),
+    "a quote never closed": ('text\na\n"b\nc\n', 'the " opened on line 3 is never closed'),
+}
+
+
+@pytest.mark.parametrize("name", list(CSV_CATALOGUE))
+def test_predict_gives_back_every_row_of_a_file_whole_or_refuses(runs, tmp_path, capsys, name):
+    """The same reader serves training data, uploads, the Playground and predict: a file of one
+    column is one column, whatever its texts hold; a row with more fields than the header is an
+    error naming its line; nothing is dropped or split silently."""
+    content, expected = CSV_CATALOGUE[name]
+    path, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    path.write_bytes(content.encode())
+    code = main(["predict", "--run", str(runs["frozen"].path), "--input", str(path), "--out",
+                 str(out), "--device", "cpu"])
+    captured = capsys.readouterr()
+    if isinstance(expected, str):
+        assert code == 2 and expected in captured.err and not out.exists()
+        return
+    assert code == 0 and json.loads(captured.out)["rows"] == len(expected)
+    table = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(table["text"]) == expected
+
+
 def test_a_run_is_found_by_its_id_in_the_store(runs, toy_dataset, tmp_path, capsys, monkeypatch):
     run = runs["frozen"]
     path = tmp_path / "in.csv"

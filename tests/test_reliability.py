@@ -13,7 +13,8 @@ import pytest
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.core.events import read_events
-from glee_core.data.datasets import MAX_CSV_BYTES, load_dataset
+from glee_core.data.csvfile import MAX_CSV_BYTES
+from glee_core.data.datasets import load_dataset
 from glee_core.models.config import DataOptions
 from glee_core.runs.store import RunStore
 
@@ -48,8 +49,8 @@ CSV_CASES = [
     ("binary garbage", bytes(range(256)) * 8, {}, "not a text file", None),
     ("newline inside quotes", ('text,label\n"two\nlines",a\n' + good_rows()).encode(), {}, None,
      None),
-    ("ragged rows", (GOOD + "x,a,extra,fields\ny\n").encode(), {}, None,
-     "more fields than the header"),
+    ("ragged rows", (GOOD + "x,a,extra,fields\ny\n").encode(), {},
+     "line 22 has 4 fields, the header 2", None),
     ("whitespace-only texts", (GOOD + "   ,a\n,b\n").encode(), {}, None,
      "empty text or label"),
     ("missing labels", (GOOD + "orphan text,\n").encode(), {}, None, "empty text or label"),
@@ -105,7 +106,7 @@ def test_csv_input_cases(tmp_path, capsys, name, content, kwargs, error, warning
 def test_csv_over_the_size_limit(tmp_path, monkeypatch):
     path = tmp_path / "big.csv"
     path.write_text(GOOD)
-    monkeypatch.setattr("glee_core.data.datasets.MAX_CSV_BYTES", 10)
+    monkeypatch.setattr("glee_core.data.csvfile.MAX_CSV_BYTES", 10)
     with pytest.raises(GleeError, match="larger than the 0 MiB limit"):
         load_dataset(f"csv:{path}")
     assert MAX_CSV_BYTES == 200 * 2**20

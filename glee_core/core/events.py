@@ -133,6 +133,7 @@ class CrossValidating(Event):
     heads: int
     part: int = 1  # the seed's heads being validated, of ``parts`` (one a seed)
     parts: int = 1
+    finished: bool = False  # the fold is done (the seed's last: its cross-validation is)
 
 
 @dataclass
@@ -205,6 +206,7 @@ class ProgressState:
     folds: int = 0
     cv_part: int = 0  # cross-validation: the seed's folds being trained, of ``cv_parts``
     cv_parts: int = 0
+    fold_finished: bool = False
     phase: str = "starting"  # starting, loading, encoding, queued, waiting, training, testing,
     # sweep
     detail: str = ""  # what loading/encoding is doing
@@ -272,6 +274,7 @@ class ProgressState:
         elif isinstance(event, CrossValidating):
             self.phase, self.fold, self.folds = "validating", event.fold, event.folds
             self.cv_part, self.cv_parts = event.part, event.parts
+            self.fold_finished = event.finished
             self.together, self.method, self.dev_f1 = event.heads, "", None
             self.detail = (f"choosing among {event.heads} heads: {event.folds}-fold "
                            f"cross-validation on train + dev"
@@ -291,7 +294,8 @@ class ProgressState:
         if self.phase == "sweep" and self.runs:
             return self.run / self.runs
         if self.phase == "validating" and self.folds and self.cv_parts:
-            done = (self.cv_part - 1 + (self.fold - 1) / self.folds) / self.cv_parts
+            folds_done = self.fold - (not self.fold_finished)
+            done = (self.cv_part - 1 + folds_done / self.folds) / self.cv_parts
             return min(1.0, 1 - self.after + self.after * done)
         within = self.encoded  # training picks up where the feature passes left it
         if self.staging:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import os
 import re
@@ -33,12 +32,12 @@ from ..core import environment
 from ..core.errors import GleeError
 from ..core.hub import hub_reachable
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
+from .csvfile import read_csv_frame
 from .sources import source_of, source_usages
 
 SPLITS = ("train", "dev", "test")
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
 TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
-MAX_CSV_BYTES = 200 * 1024 * 1024
 
 
 # A dev split smaller than this for its classes cannot choose a head (LongTailDataset.small_dev)
@@ -566,79 +565,6 @@ def _pick_column(columns: list[str], given: str | None, candidates: tuple[str, .
         return found
     raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
                     f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
-
-
-def _decode(raw: bytes, source: str, warnings: list[str]) -> str:
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return raw.decode("utf-16")
-        except UnicodeDecodeError as exc:  # an odd length, a lone surrogate
-            raise GleeError(f"{source}: starts as UTF-16 but is not valid UTF-16 (byte "
-                            f"{exc.start}: {exc.reason}); save it again as CSV (UTF-8)"
-                            ) from None
-    if b"\x00" in raw[:4096]:
-        raise GleeError(f"{source}: this is not a text file (binary content); "
-                        "save it as CSV (UTF-8)")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        warnings.append(f"{source}: not UTF-8, read as latin-1 - check accented characters")
-        return raw.decode("latin-1")
-
-
-def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
-    """Parse a CSV file into strings, whatever its delimiter (comma, semicolon, tab, pipe) and
-    encoding (UTF-8 with or without BOM, UTF-16, latin-1); malformed rows are reported."""
-    path = Path(path).expanduser()
-    source = str(path)
-    if not path.is_file():
-        raise GleeError(f"CSV file not found: {path}")
-    if path.stat().st_size > MAX_CSV_BYTES:
-        raise GleeError(f"{source}: larger than the {MAX_CSV_BYTES // 2**20} MiB limit")
-    warnings: list[str] = []
-    text = _decode(path.read_bytes(), source, warnings)
-    if not text.strip():
-        raise GleeError(f"{source}: the file is empty; expected a header row and labelled rows")
-    try:
-        delimiter = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
-    except csv.Error:
-        delimiter = ","
-    ragged: list[list[str]] = []
-
-    def skip_bad_line(fields: list[str]) -> None:  # rows with too many fields: skip and report
-        ragged.append(fields)
-
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=delimiter, dtype=str, keep_default_na=False,
-                            engine="python", on_bad_lines=skip_bad_line)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
-        raise GleeError(f"{source}: not a readable CSV ({str(exc).strip()}); "
-                        "check the quoting (an unclosed \" swallows the rest of the file)"
-                        ) from None
-    if ragged:
-        warnings.append(f"{source}: skipped {len(ragged)} row(s) with more fields than the header")
-    frame = frame.fillna("")  # rows with fewer fields than the header
-    line = _unclosed_quote_line(text)
-    # the rows from that line on were dropped, or read into the last row's field
-    swallowed = line is not None and (len(frame) <= line - 2
-                                      or frame.iloc[-1].str.contains("\n").any())
-    if swallowed:
-        raise GleeError(f"{source}: the \" opened on line {line} is never closed, so the rest "
-                        "of the file reads as one field; close it (a \" inside a field is "
-                        "written \"\")")
-    if frame.empty:
-        raise GleeError(f"{source}: header only, no rows (columns: {list(frame.columns)})")
-    return frame, warnings
-
-
-def _unclosed_quote_line(text: str) -> int | None:
-    """The line whose quote is still open at the end of ``text`` (an odd number of ``"``)."""
-    open_at, inside = None, False
-    for number, line in enumerate(text.splitlines(), start=1):
-        for _ in range(line.count('"')):
-            inside = not inside
-            open_at = number if inside else open_at
-    return open_at if inside else None
 
 
 def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,

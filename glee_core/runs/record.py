@@ -24,7 +24,7 @@ from ..models.modes import MODE_LABELS
 SCHEMA_VERSION = 2
 METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
 METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}
-# many / medium / few-shot F1 (> 100, 20-100, < 20 training examples; runs before 0.2 lack them)
+# many / medium / few-shot F1 (> 100, 20-100, < 20 training examples; older runs lack them)
 SHOT_TITLES = {"many_f1": "Many F1", "medium_f1": "Medium F1", "few_f1": "Few F1"}
 
 
@@ -347,7 +347,7 @@ class CrossValidation:
 @dataclass
 class MetricsRecord:
     """What ``metrics.json`` holds: the paper's four metrics, the many / medium / few-shot F1
-    (None for a bucket with no class in test; runs before 0.2 lack them), per-class scores, the
+    (None for a bucket with no class in test; older runs lack them), per-class scores, the
     confusion matrix (rows gold, columns predicted, in the run's class order) and the point on
     dev the kept weights came from. Every reader uses its fields."""
 

@@ -11,7 +11,7 @@ files by their headers - shapes and dtypes, never pickled objects - and their sm
 arrays) and a ``load`` that reads the whole file; only ``predictions.csv`` (every test text) is
 checked by its ``load`` alone. The layout is
 versioned by the record's ``schema_version``; the loaders read every layout written so far
-(runs before calibration.npz lack it, runs before 0.2 lack the many / medium / few-shot F1).
+(runs before calibration.npz lack it, runs stored before the many / medium / few-shot F1 lack them).
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
     counts = data.class_counts
     per_class = metrics.per_class
-    # recomputed: runs before 0.2 lack the bucket F1s
+    # recomputed: runs stored before the bucket F1s lack them
     buckets = shot_f1({c: asdict(m) for c, m in per_class.items()}, counts)
     lines = [
         "---", meta.to_yaml(), "---", "",

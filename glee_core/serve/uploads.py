@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ..core.errors import GleeError
 from ..core.files import write_atomic
-from ..data.datasets import LongTailDataset, load_dataset, read_csv_frame
+from ..data.csvfile import read_csv_frame
+from ..data.datasets import LongTailDataset, load_dataset
 from ..models.config import DataOptions
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import platform
 import time
 from collections.abc import Collection, Iterable
@@ -87,7 +88,10 @@ def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
 
 def package_versions() -> dict:
     return {"glee_core": __version__, "torch": torch.__version__,
-            "transformers": transformers.__version__, "scikit-learn": sklearn.__version__,
+            "transformers": transformers.__version__, "peft": importlib.metadata.version("peft"),
+            "accelerate": importlib.metadata.version("accelerate"),
+            "tokenizers": importlib.metadata.version("tokenizers"),
+            "scikit-learn": sklearn.__version__,
             "numpy": np.__version__, "pandas": pd.__version__,
             "python": platform.python_version()}
 

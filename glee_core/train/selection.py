@@ -85,6 +85,7 @@ def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
             if keep.any():
                 fold_f1[i].append(round(macro_f1(labels[held_rows][keep], pred[keep],
                                                  dataset.num_classes), 5))
+    progress(CrossValidating(fold=folds, folds=folds, heads=len(setups), finished=True))
     head, tail = dataset.head_tail()
     seconds = time.perf_counter() - started
     results = []

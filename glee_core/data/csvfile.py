@@ -1,0 +1,141 @@
+"""Reading a user's CSV file: the one reader of training data, uploads and files to classify.
+
+A CSV of one column of texts (``text`` / ``my laptop will not turn on`` / ``who wrote hamlet,
+the play``) must come back as one column, every row whole: so the delimiter is read off the
+header line alone, never guessed from the rows (where a text's commas would vote), and a header
+with none of ``, ; TAB |`` is one column. A row with more fields than the header is an error
+naming its line (a text holding the delimiter, unquoted), never a row skipped: what is read is
+every row of the file, in order. Quoted fields may hold the delimiter, quotes (doubled) and line
+breaks. Encodings: UTF-8 with or without BOM, UTF-16 with a BOM, else latin-1 (said).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import GleeError
+
+MAX_CSV_BYTES = 200 * 1024 * 1024
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+ONE_COLUMN = "\x1f"  # the ASCII unit separator: no text holds it, so nothing splits a row
+
+
+def decode(raw: bytes, source: str, warnings: list[str]) -> str:
+    """The file's text: UTF-16 (by its BOM), UTF-8 (BOM or not), else latin-1 (with a
+    warning); binary content is an error."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError as exc:  # an odd length, a lone surrogate
+            raise GleeError(f"{source}: starts as UTF-16 but is not valid UTF-16 (byte "
+                            f"{exc.start}: {exc.reason}); save it again as CSV (UTF-8)"
+                            ) from None
+    if b"\x00" in raw[:4096]:
+        raise GleeError(f"{source}: this is not a text file (binary content); "
+                        "save it as CSV (UTF-8)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        warnings.append(f"{source}: not UTF-8, read as latin-1 - check accented characters")
+        return raw.decode("latin-1")
+
+
+def header_delimiter(text: str) -> str | None:
+    """The delimiter the header line uses (the most frequent of ``, ; TAB |`` outside quotes;
+    ties: the order of :data:`DELIMITERS`), or None: the header is one column."""
+    header, counts, inside = text.split("\n", 1)[0], dict.fromkeys(DELIMITERS, 0), False
+    for char in header:
+        if char == '"':
+            inside = not inside
+        elif not inside and char in counts:
+            counts[char] += 1
+    best = max(counts, key=counts.get)
+    return best if counts[best] else None
+
+
+def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
+    """Parse a CSV file into strings, every row of it in order: its delimiter read off the
+    header line, its encoding detected (:func:`decode`); a row with more fields than the header
+    is an error naming its line, a row with fewer gets empty fields, blank lines are no rows."""
+    path = Path(path).expanduser()
+    source = str(path)
+    if not path.is_file():
+        raise GleeError(f"CSV file not found: {path}")
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise GleeError(f"{source}: larger than the {MAX_CSV_BYTES // 2**20} MiB limit")
+    warnings: list[str] = []
+    text = decode(path.read_bytes(), source, warnings)
+    if not text.strip():
+        raise GleeError(f"{source}: the file is empty; expected a header row and labelled rows")
+    line = _unclosed_quote_line(text)
+    if line is not None:
+        raise GleeError(f"{source}: the \" opened on line {line} is never closed, so the rest "
+                        "of the file reads as one field; close it (a \" inside a field is "
+                        "written \"\")")
+    delimiter = header_delimiter(text)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter or ONE_COLUMN)
+    rows: list[list[str]] = []
+    header: list[str] | None = None
+    try:
+        for fields in reader:
+            if not fields or (len(fields) == 1 and not fields[0].strip() and header):
+                continue  # a blank line
+            if header is None:
+                header = [f.strip() for f in fields]
+                continue
+            if len(fields) > len(header):
+                raise GleeError(
+                    f"{source}: line {reader.line_num} has {len(fields)} fields, the header "
+                    f"{len(header)} ({DELIMITERS[delimiter]}-separated); put a text that holds "
+                    f"a {DELIMITERS[delimiter]} in double quotes, or fix that line")
+            rows.append(fields + [""] * (len(header) - len(fields)))
+    except csv.Error as exc:
+        raise GleeError(f"{source}: not a readable CSV (line {reader.line_num}: {exc}); check "
+                        "the quoting") from None
+    if not rows:
+        raise GleeError(f"{source}: header only, no rows (columns: {header})")
+    return pd.DataFrame(rows, columns=_unique(header), dtype=str), warnings
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Column names made unique as pandas does (``a``, ``a.1``), blank ones named by place."""
+    out, seen = [], {}
+    for index, name in enumerate(names):
+        name = name or f"Unnamed: {index}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}.{seen[name]}"
+        seen.setdefault(name, 0)
+        out.append(name)
+    return out
+
+
+def _unclosed_quote_line(text: str) -> int | None:
+    """The line whose quoted field is still open at the end of ``text``, or None. A ``"``
+    opens a field only at its start (``a 5" screen`` holds an inch mark); ``""`` inside a
+    quoted field is a quote."""
+    open_at, inside, start, number, index = None, False, True, 1, 0
+    while index < len(text):
+        char = text[index]
+        if char == "\n":
+            number += 1
+        if inside:
+            if char == '"':
+                if text[index + 1:index + 2] == '"':
+                    index += 1  # a doubled quote: still inside
+                else:
+                    inside = False
+        elif char == '"' and start:
+            inside, open_at = True, number
+        else:
+            start = char in ",;\t|\n\r"
+            index += 1
+            continue
+        start = False
+        index += 1
+    return open_at if inside else None
