@@ -673,9 +673,22 @@ def pick_runs(runs, key: str, label: str = "Methods to show"):
     return [r for r in runs if r.method in chosen]
 
 
-def run_labels(runs) -> dict[str, str]:
-    return {r.run_id: f"{r.method} · seed {r.seed} · {r.record.mode} · "
-                      f"F1 {100 * r.metrics.f1:.1f} · {r.run_id[-10:]}" for r in runs}
+def run_labels(runs, recommended: bool = True) -> dict[str, str]:
+    """A run's label in a picker (its head, pooling, seed, mode and test F1; the id's end last),
+    the recommended candidate's runs first and said so (``recommended``: ordered by
+    ``glee_core.runs.recommend.recommended_first``)."""
+    from glee_core.studio import recommended_first  # noqa: PLC0415 (pandas)
+
+    ordered = recommended_first(list(runs)) if recommended else list(runs)
+    first = (ordered[0].setting, ordered[0].method) if recommended and ordered else None
+    labels = {}
+    for r in ordered:
+        reads = (f" ({r.record.hyperparameters.pooling})"
+                 if r.record.method.input_format == "plain" else "")
+        mark = " · recommended" if (r.setting, r.method) == first else ""
+        labels[r.run_id] = (f"{r.method}{reads} · seed {r.seed} · {r.record.mode} · "
+                            f"F1 {100 * r.metrics.f1:.1f}{mark} · {r.run_id[-10:]}")
+    return labels
 
 
 def class_highlight(classes: list[str]) -> str | None:
@@ -794,7 +807,8 @@ def recommendation_panel(runs, key: str) -> None:
         why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
         if step == "finetune-one" and heads[0] != rec.chosen.method:
             why = (f"`{rec.chosen.method}` is fitted on the frozen features and cannot be "
-                   f"fine-tuned; `{heads[0]}` is the best candidate that can. {why}")
+                   f"fine-tuned; `{heads[0]}` is the best candidate that can. "
+                   f"{why[0].upper()}{why[1:]}")
         request = requests[step]
         if request is None or policy().read_only:
             st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "

@@ -47,6 +47,7 @@ _NAMES = {
     "ENOUGH_SEEDS": "runs.recommend", "recommend": "runs.recommend",
     "recommendation_text": "runs.recommend", "ranked": "runs.recommend",
     "top_for_finetuning": "runs.recommend", "order_steps": "runs.recommend",
+    "recommended_first": "runs.recommend",
     "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
     "time_left": "core.events",
     "untrained_head_line": "runs.record", "untrained_head_note": "runs.record",

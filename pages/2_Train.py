@@ -42,6 +42,53 @@ st.caption(f"Dataset **{studio_ui.md(dataset.id)}** · "
            f"{len(dataset.splits['train'])} training examples · "
            f"device **{device}**")
 
+@st.fragment(run_every=2)
+def show_jobs():
+    jobs = list_jobs(studio_ui.store(), "train")[:8]
+    broken = broken_jobs(studio_ui.store())
+    if broken:
+        st.warning("Left out, their records cannot be read: " + "; ".join(
+            f"{studio_ui.md(name)}: {studio_ui.md(why)}" for name, why in broken.items()))
+    if not jobs:
+        st.caption("No jobs yet.")
+        return
+    if "finished_jobs" not in st.session_state:  # jobs that ended before this visit
+        st.session_state["finished_jobs"] = {j.id for j in jobs if j.status != "running"}
+    finished = st.session_state["finished_jobs"]
+    for job in jobs:
+        status = job.status
+        with st.container(border=True):
+            st.markdown(f"**{studio_ui.md(job.label)}** · `{job.id}` · {status}")
+            if status == "running":
+                studio_ui.job_progress(job)
+                if st.button("Stop", key=f"stop-{job.id}"):
+                    job.stop()
+            elif status == "done":
+                result = pd.DataFrame(job.result)
+                metrics = [c for c in METRIC_KEYS if c in result]
+                result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
+                # what a long-tail user looks for first: the head, its scores; the id last
+                order = [c for c in ("method", "seed", *metrics, "dataset", "run_id")
+                         if c in result]
+                st.dataframe(result[order].rename(columns={
+                    "run_id": "Run", "dataset": "Dataset", "method": "Method", "seed": "Seed",
+                    **{k: f"{METRIC_TITLES[k]} (%)" for k in metrics}}), hide_index=True)
+            elif status == "failed":
+                st.error(studio_ui.md(job.error))
+            else:
+                st.warning("Stopped before it finished. Its finished runs are kept, and so "
+                           "are the finished rounds of a learning-rate search: launch the same "
+                           "again and it goes on from them (the run that was training starts "
+                           "again).")
+            if status != "running" and job.id not in finished:  # it ended while we watched
+                finished.add(job.id)
+                st.rerun(scope="app")  # the finished-runs table below picks its runs up
+
+
+st.subheader("Jobs")
+show_jobs()
+
+st.subheader("A new launch")
 methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
                                 ["cls-tanh", "cls-relu-pt-ln", "prompt"])
 mode = studio_ui.choose(
@@ -208,7 +255,9 @@ if config is not None:
     message = (f"Estimated time: {estimate['text']} for {estimate['runs']} run(s) to train"
                f"{bound}. Basis: {estimate['basis']}. Each run trains about "
                f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its "
-               "own).")
+               "own).") if estimate["runs"] else (
+        f"All {estimate['stored']} run(s) of this launch are already stored: Launch opens them "
+        "(nothing to train). Change the methods, seeds or settings for a new run.")
     if device == "cpu" and not frozen and minutes > 20:
         st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
                    "training limit, or a GPU machine.")
@@ -232,56 +281,14 @@ elif st.button("Launch", type="primary", disabled=config is None):
         st.toast(f"Launched job {job.id}")
 
 
-@st.fragment(run_every=2)
-def show_jobs():
-    jobs = list_jobs(studio_ui.store(), "train")[:8]
-    broken = broken_jobs(studio_ui.store())
-    if broken:
-        st.warning("Left out, their records cannot be read: " + "; ".join(
-            f"{studio_ui.md(name)}: {studio_ui.md(why)}" for name, why in broken.items()))
-    if not jobs:
-        st.caption("No jobs yet.")
-        return
-    if "finished_jobs" not in st.session_state:  # jobs that ended before this visit
-        st.session_state["finished_jobs"] = {j.id for j in jobs if j.status != "running"}
-    finished = st.session_state["finished_jobs"]
-    for job in jobs:
-        status = job.status
-        with st.container(border=True):
-            st.markdown(f"**{studio_ui.md(job.label)}** · `{job.id}` · {status}")
-            if status == "running":
-                studio_ui.job_progress(job)
-                if st.button("Stop", key=f"stop-{job.id}"):
-                    job.stop()
-            elif status == "done":
-                result = pd.DataFrame(job.result)
-                metrics = [c for c in METRIC_KEYS if c in result]
-                result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
-                st.dataframe(result.rename(columns={"run_id": "Run", "dataset": "Dataset",
-                                                    "method": "Method", "seed": "Seed",
-                                                    **{k: f"{METRIC_TITLES[k]} (%)"
-                                                       for k in metrics}}),
-                             hide_index=True)
-            elif status == "failed":
-                st.error(studio_ui.md(job.error))
-            else:
-                st.warning("Stopped before it finished. Its finished runs are kept, and so "
-                           "are the finished rounds of a learning-rate search: launch the same "
-                           "again and it goes on from them (the run that was training starts "
-                           "again).")
-            if status != "running" and job.id not in finished:  # it ended while we watched
-                finished.add(job.id)
-                st.rerun(scope="app")  # the finished-runs table below picks its runs up
-
-
-st.subheader("Jobs")
-show_jobs()
 
 st.subheader("Finished runs for this dataset")
 runs = studio_ui.dataset_runs(dataset.id)
 if runs:
     finished = pd.DataFrame([{
         "Method": r.method, "Seed": r.seed, "Mode": r.record.mode,
+        "Reads": r.record.hyperparameters.pooling
+        if r.record.method.input_format == "plain" else "[MASK]",
         **{METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1) for k in METRIC_KEYS},
         "Backbone": r.record.model.name, "Training (s)": r.record.timing.get("train_seconds"),
         "Created": r.record.created, "Run": r.run_id} for r in runs])

@@ -163,12 +163,18 @@ with ours:
         return [HIGHLIGHT if col in row["best"] else "" for col in row.index]
 
     by_cv = bool((table["CV"] != "–").all())
-    shown = table[["paper row", "method", "seeds", "Dev", *(["CV"] if by_cv else []),
-                   *METRIC_TITLES.values(), *SHOT_TITLES.values(), "selection", "best"]]
+    # what a long-tail user looks for first: the head (its short id, whole), its scores, tail
+    # first; the paper's long row name after them
+    shown = table[["method", "seeds", *METRIC_TITLES.values(), *SHOT_TITLES.values(),
+                   *(["CV"] if by_cv else []), "Dev", "selection", "paper row", "best"]]
+    numbers = st.column_config.TextColumn(width="small")
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  height=35 * (len(shown) + 1) + 3,  # every row, no inner scroll
-                 column_config={"best": None, "paper row": "Method", "method": "Id",
-                                "seeds": "Seeds", "Dev": "Dev" if by_cv else "Dev (selects)",
+                 column_config={"best": None, "paper row": "Paper row", "method": "Method",
+                                "seeds": st.column_config.NumberColumn("Seeds", width="small"),
+                                **{t: numbers for t in (*METRIC_TITLES.values(),
+                                                        *SHOT_TITLES.values())},
+                                "Dev": "Dev" if by_cv else "Dev (selects)",
                                 "CV": "CV (selects)", "selection": "Selection"})
     st.caption(f"{SELECTION_NOTE}; {STD_NOTE}. Head/Tail F1 average "
                f"the per-class F1 of the head / tail classes; Many/Medium/Few F1 those of the "

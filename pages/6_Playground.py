@@ -37,11 +37,9 @@ def zero_shot_scorer(model_name: str, _dataset, dataset_key: str) -> Scorer:
 dataset = studio_ui.current_dataset()
 if dataset is None:
     st.stop()
-# the run best on dev first (the one the Results page recommends); zero-shot last
-runs = sorted(studio_ui.dataset_runs(dataset.id),
-              key=lambda r: -(r.metrics.best_dev if r.metrics.best_dev is not None else -1.0))
-options = {r: f"{label} · best on dev" if i == 0 else label
-           for i, (r, label) in enumerate(studio_ui.run_labels(runs).items())}
+# the recommended run first (the one Home and Results name); zero-shot last
+runs = studio_ui.dataset_runs(dataset.id)
+options = dict(studio_ui.run_labels(runs))
 options["zero-shot"] = "No trained run: zero-shot verbalizer scores of the backbone's MLM head"
 choice = studio_ui.choose("Score with", options)
 example = dataset.splits["test"]["text"].iloc[0]

@@ -185,9 +185,9 @@ def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
 def test_playground_scores_every_class(app):
     at = app("pages/6_Playground.py").run()
     assert not at.exception
-    # the run best on dev scores by default; zero-shot (the MLM head) is the last choice
+    # the recommended run scores by default; zero-shot (the MLM head) is the last choice
     score_with = at.selectbox[0]
-    assert score_with.value.endswith("· best on dev")
+    assert "· recommended ·" in score_with.value
     assert at.metric and len(charts(at)) == 1
     score_with.select_index(len(score_with.options) - 1).run()  # zero-shot
     assert not at.exception and at.metric and len(charts(at)) == 1
@@ -448,3 +448,20 @@ def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp
     for page in ("pages/2_Train.py", "pages/6_Playground.py", "pages/4_Diagnostics.py",
                  "pages/5_Predictions.py", "pages/7_Report.py"):
         assert not app(page).run().exception, page
+
+
+def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
+    """The recommendation names a head; Predictions, Calibrate and the Playground open on a run
+    of it, and say so."""
+    home = app("app.py").run()
+    named = re.search(r"Use `([^`]+)`", home.success[0].value).group(1)
+    pickers = {"pages/5_Predictions.py": lambda at: at.selectbox[0],
+               "pages/6_Playground.py": lambda at: at.selectbox[0],
+               "pages/3_Results.py": lambda at: next(s for s in at.selectbox
+                                                     if s.key == "calibrate-run")}
+    for page, picker in pickers.items():
+        at = app(page).run()
+        assert not at.exception, page
+        opened = picker(at).value
+        head = opened.split(" · ")[0].split(" (")[0]
+        assert head == named and "· recommended ·" in opened, (page, opened)

@@ -159,7 +159,7 @@ def test_where_the_compare_cross_validated_the_choice_follows_it_not_dev():
     # its fine-tuning keeps to its pooling; the seeds step to its setting
     assert dict(rec.steps)["finetune-one"] == ("cls-relu-pt-ln-cb",)
     table = comparison_table(aggregate(runs)).set_index("method")
-    assert table.loc["cls-relu-pt-ln-cb", "selection"] == "chosen by cross-validation"
+    assert table.loc["cls-relu-pt-ln-cb", "selection"] == "chosen by CV"
 
 
 def test_a_tuned_run_is_placed_on_the_cross_validation_scale_by_its_lift_on_dev():

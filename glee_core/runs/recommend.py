@@ -263,6 +263,15 @@ def order_steps(steps, minutes: dict[str, float]) -> list:
     return sorted(steps, key=lambda step: minutes.get(step[0], float("inf")))
 
 
+def recommended_first(runs: list[Run]) -> list[Run]:
+    """``runs`` in the order a page offers them when it shows one: the recommended candidate's
+    first (its seeds in order), then each other candidate's by their rank, so every page opens on
+    the run the recommendation names."""
+    order = ranked(runs)
+    rank = {(row["setting"], row["method"]): i for i, row in order.iterrows()}
+    return sorted(runs, key=lambda r: (rank.get((r.setting, r.method), len(rank)), r.seed))
+
+
 def report_setting(runs: list[Run], asked: str | None = None) -> tuple[list[Run], str | None]:
     """The runs of one dataset a report (or any one-setting view) shows: those of ``asked`` (a
     setting, or its short id), else of the recommended candidate's setting, else of the newest

@@ -32,7 +32,7 @@ SELECTION_NOTE = ("Highlighted: the head chosen on dev (its best dev score, mean
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per dataset x setting x method with 'mean ± std' cells, ``Dev`` (the dev score
     runs were selected by), ``CV`` (the cross-validated macro-F1, where the setting's runs have
-    one; then it chooses), ``selection`` ("chosen on dev", "chosen by cross-validation",
+    one; then it chooses), ``selection`` ("chosen on dev", "chosen by CV",
     "within noise" or empty) and ``best``: the columns to highlight (all the chosen row's
     headline columns)."""
     rows = []
@@ -47,7 +47,7 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
             if chosen is None:
                 selection = ""
             elif index == chosen.name:
-                selection = "chosen on dev" if by == "dev" else "chosen by cross-validation"
+                selection = "chosen on dev" if by == "dev" else "chosen by CV"
             elif within_noise(chosen[f"{by}_mean"], chosen[f"{by}_std"], row[f"{by}_mean"],
                               row[f"{by}_std"]):
                 selection = "within noise"
