@@ -6,6 +6,7 @@ Pages only read runs, draw them with ``glee_core.views.charts``, and start work 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -15,6 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import streamlit as st
+from filelock import FileLock
 from streamlit.runtime.pages_manager import PagesManager  # the pages/ folder mode's flag
 
 from glee_core.studio import (
@@ -22,6 +24,7 @@ from glee_core.studio import (
     METHODS,
     PAPER_DATASETS,
     RARE_KEPT,
+    SHARE_FILE,
     DataOptions,
     GleeError,
     LimitReached,
@@ -31,6 +34,7 @@ from glee_core.studio import (
     Workspace,
     adapted_record,
     dataset_name,
+    disk_message,
     environment,
     expire,
     launch_job,
@@ -74,11 +78,14 @@ def policy() -> Policy:
     return Policy.from_environment()
 
 
-def workspace() -> Workspace | None:
-    """Public mode: this browser's workspace (created on first use); None otherwise. The key
-    lives in the session and in a cookie this browser holds (:func:`remember_workspace`), never
-    in the URL: a link cannot hand anyone a workspace to write in. An old ``?ws=`` link opens
-    nothing and is dropped from the address bar."""
+def workspace(create: bool = False) -> Workspace | None:
+    """Public mode: this browser's workspace, None otherwise, or while it has none: a visit that
+    only looks writes nothing, so visits cannot fill the machine's workspaces. It is made on the
+    first write (``create``: an upload, a launch, scoring a file); a full machine, or too many
+    made a minute, raise ``LimitReached`` with a plain message. The key lives in the session and
+    in a cookie this browser holds (:func:`remember_workspace`), never in the URL: a link cannot
+    hand anyone a workspace to write in. An old ``?ws=`` link opens nothing and is dropped from
+    the address bar."""
     rules = policy()
     if not rules.public:
         return None
@@ -89,12 +96,23 @@ def workspace() -> Workspace | None:
         del st.query_params[LEGACY_WORKSPACE_PARAM]
     key = st.session_state.get("workspace_key") or st.context.cookies.get(COOKIE)
     found = Workspace.open(key)
+    if found is None and create:
+        found = Workspace.create(limit=rules.max_workspaces,
+                                 per_minute=rules.workspaces_per_minute)
     if found is None:
-        found = Workspace.create(limit=rules.max_workspaces)
+        return None
     st.session_state["workspace_key"] = found.key
     if time.time() - found.last_used > 60:
         found.touch()
     return found
+
+
+NOBODY = ".none"  # public mode before a visitor's first write: an empty store, never written
+
+
+def own_store_or_nothing() -> RunStore:
+    """Public mode without a workspace yet: an empty store in a folder nobody creates."""
+    return RunStore(environment.workspaces_dir() / NOBODY / "runs")
 
 
 # Sets the workspace cookie in this browser. The key comes as the mount's data (over the app's
@@ -130,10 +148,20 @@ def shared_workspace() -> Workspace | None:
     return shared if shared is not None and shared.key != own_key else None
 
 
+def shared_run_ids() -> set[str]:
+    """The runs this session sees through another visitor's share link: their scores and charts
+    are shown, never the texts in them (the sharer's data)."""
+    shared = shared_workspace()
+    return {run.run_id for run in cached_runs(shared.store)[0]} if shared is not None else set()
+
+
 def store() -> RunStore:
-    """Where this session's runs and jobs go: its workspace in public mode, else the store."""
+    """Where this session's runs and jobs go: its workspace in public mode (an empty store
+    before its first write), else the store."""
     own = workspace()
-    return own.store if own is not None else shared_store()
+    if own is not None:
+        return own.store
+    return own_store_or_nothing() if policy().public else shared_store()
 
 
 def launch(request, label: str, estimate: dict | None = None):
@@ -144,43 +172,89 @@ def launch(request, label: str, estimate: dict | None = None):
     if rules.read_only:
         st.error("Training is switched off on this deployment (read-only).")
         return None
-    own = workspace()
-    env = None
-    seconds = None
-    if own is not None:
-        if request.model not in rules.models:
-            st.error(f"Backbone {md(request.model)} is not offered here; choose one of "
-                     f"{md(', '.join(rules.models))}.")
-            return None
-        mine = [job for job in list_jobs(own.store) if job.running]
+    try:
+        own = workspace(create=True)
+    except LimitReached as exc:
+        st.error(md(str(exc)))
+        return None
+    if own is None:  # one's own machine: no limits
+        return launch_training(store(), request, label=label)
+    if request.model not in rules.models:
+        st.error(f"Backbone {md(request.model)} is not offered here; choose one of "
+                 f"{md(', '.join(rules.models))}.")
+        return None
+    if estimate is None:
         try:
-            own.check_launch(rules, len(mine))
-            if unfinished_jobs() >= rules.max_jobs:
-                raise LimitReached(f"This Space has {rules.max_jobs} jobs training or waiting, "
-                                   "its most: launch again in a few minutes.")
-            if estimate is None:
-                dataset = load_options(request.data)
-                estimate = time_estimate(dataset, request.methods, request.seeds,
-                                         request.config, request.model)
-            seconds = estimate["seconds"]
-            rules.check_job(len(request.methods) * len(request.seeds), seconds,
-                            sum(job.info.get("estimate_seconds", 0.0) for job in mine))
-        except (LimitReached, GleeError) as exc:
+            estimate = time_estimate(load_options(request.data), request.methods,
+                                     request.seeds, request.config, request.model)
+        except GleeError as exc:
             st.error(md(str(exc)))
             return None
-        # every workspace queues for the machine's training slots, kept in the shared store;
-        # one job of a session trains at a time; the disk limit holds while it trains
-        env = {"GLEE_SLOTS_DIR": str(shared_store().locks_dir),
-               "GLEE_SESSION_SLOT": str(own.session_lock),
-               "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(rules.disk_bytes / 2**20)}
-    return launch_training(store(), request, label=label, env=env, estimate_seconds=seconds)
+    seconds = estimate["seconds"]
+    visitor = visitor_id()
+    # every workspace queues for the machine's training slots, kept in the shared store; one
+    # job of a session trains at a time; the disk limit holds while it trains
+    env = {"GLEE_SLOTS_DIR": str(shared_store().locks_dir),
+           "GLEE_SESSION_SLOT": str(own.session_lock),
+           "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(rules.disk_bytes / 2**20)}
+    try:
+        # the checks and the launch under one lock, across the server's sessions and tabs:
+        # three tabs clicking at once cannot pass the same check before one's job is recorded
+        with launch_lock():
+            mine = [job for job in list_jobs(own.store) if job.running]
+            own.check_launch(rules, len(mine))
+            check_machine(rules, visitor)
+            rules.check_job(len(request.methods) * len(request.seeds), seconds,
+                            sum(job.info.get("estimate_seconds", 0.0) for job in mine))
+            return launch_training(own.store, request, label=label, env=env,
+                                   estimate_seconds=seconds, visitor=visitor)
+    except (LimitReached, GleeError) as exc:
+        st.error(md(str(exc)))
+        return None
+    except OSError as exc:
+        st.error(f"The job could not be started: {md(disk_message(exc))}.")
+        return None
+
+
+def visitor_id() -> str:
+    """Who launches, as far as the server can tell without a cookie: the client's address
+    (behind a Space's proxy, the first of X-Forwarded-For), hashed (no address is kept). A
+    visitor who drops the cookie gets a new workspace, but the same id: the per-visitor limits
+    hold."""
+    forwarded = (st.context.headers.get("X-Forwarded-For") or "").split(",")[0].strip()
+    address = forwarded or st.context.ip_address or "unknown"
+    return hashlib.sha256(f"glee-visitor:{address}".encode()).hexdigest()[:16]
+
+
+def check_machine(rules: Policy, visitor: str) -> None:
+    """The machine's caps: its jobs training or waiting (every visitor's), and one visitor's
+    share of them (their own limit, and at most half the machine's), however many workspaces
+    they opened."""
+    if unfinished_jobs() >= rules.max_jobs:
+        raise LimitReached(f"This Space has {rules.max_jobs} jobs training or waiting, its "
+                           "most: launch again in a few minutes.")
+    theirs = unfinished_jobs(visitor=visitor)
+    fair = min(rules.jobs + rules.queued, max(1, rules.max_jobs // 2))
+    if theirs >= fair:
+        raise LimitReached(f"You already have {theirs} job(s) training or waiting on this Space "
+                           f"(from this address, in any tab or session); {fair} at once is "
+                           "your share. Wait for one to finish, or stop one.")
+
+
+@contextmanager
+def launch_lock():
+    """One launch at a time on this machine (a file lock: every server process, every tab)."""
+    locks = shared_store().locks_dir
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks / "launch.lock"), timeout=60):
+        yield
 
 
 @contextmanager
 def machine_turn(on_wait=None):
     """Public mode: hold one of the machine's training slots (in turn with every job, and with
     this session's own) while the page does heavy work; elsewhere, no waiting."""
-    own = workspace()
+    own = workspace(create=True)
     if own is None:
         yield
         return
@@ -206,9 +280,14 @@ def stores() -> list[RunStore]:
     return [own, *([shared.store] if shared is not None else []), shared_store()]
 
 
-def uploads_dir():
-    own = workspace()
-    return own.uploads_dir if own is not None else environment.uploads_dir()
+def uploads_dir(create: bool = False):
+    """Where this session's uploads are kept (``create``: to keep one, public mode makes the
+    workspace first)."""
+    own = workspace(create=create)
+    if own is not None:
+        return own.uploads_dir
+    return environment.workspaces_dir() / NOBODY / "uploads" if policy().public \
+        else environment.uploads_dir()
 
 
 STORED_ONLY = "stored runs"  # a choice's label ending: a dataset known here only by its runs
@@ -423,9 +502,12 @@ def sidebar() -> None:
         if rules.read_only:
             st.info("Read-only: this deployment shows its shipped runs; training and uploads are "
                     "switched off. Run Glee Studio yourself to train.")
-        if own is None:
+        if not rules.public:
             st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}`"
                        f" · paper data: `{environment.data_dir()}`")
+        elif own is None:
+            st.caption("Nothing of yours is kept here until you upload a file or launch a job: "
+                       "then a private workspace is made for this browser.")
         else:
             remember_workspace(own, rules)
             shared = shared_workspace()
@@ -450,11 +532,17 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
                    f"{rules.job_runs} runs and {rules.job_seconds / 60:.0f} min (estimated) a "
                    f"launch, uploads up to {size_text(rules.upload_bytes)}, "
                    f"{size_text(rules.disk_bytes)} in all; used: {size_text(own.disk_bytes())}.")
-        if st.toggle("Share my runs read-only", key="share-toggle",
-                     help="A link that shows your runs (not your uploads) to whoever opens it; "
-                          "they cannot upload, train or delete in your workspace."):
+        sharing = (own.path / SHARE_FILE).is_file()
+        if st.toggle("Share my runs read-only", key="share-toggle", value=sharing,
+                     help="A link that shows your runs' scores and charts (not your uploads, "
+                          "nor the texts in them) to whoever opens it; they cannot upload, "
+                          "train or delete in your workspace. Turning it off revokes the link."):
             st.code(f"?{SHARE_PARAM}={own.share_token()}", language=None)
-            st.caption("Add this to the app's address to share your runs, read-only.")
+            st.caption("Add this to the app's address to share your runs, read-only. Turning "
+                       "the switch off revokes it; sharing again makes a new link.")
+        elif sharing:
+            own.revoke_share()
+            st.caption("The share link is revoked: it opens nothing now.")
         for upload in list_uploads(own.uploads_dir):
             if st.button(f"Delete upload {md(upload.original_name)}",
                          key=f"del-{upload.path.name}"):

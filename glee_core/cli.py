@@ -22,7 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .core import environment
-from .core.errors import INTERRUPTED, GleeError
+from .core.errors import FULL, INTERRUPTED, GleeError, disk_message
 from .core.events import (
     CrossValidating,
     Evaluated,
@@ -646,8 +646,19 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"error: {INTERRUPTED}", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in FULL:
+            report_unexpected(exc)
+            return 1
+        print(f"error: {disk_message(exc)}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug or an input no check caught: the trace, then one line
-        traceback.print_exc()
-        print(f"error: unexpected {type(exc).__name__}: {exc} (the trace above says where; "
-              "finished runs are kept)", file=sys.stderr)
+        report_unexpected(exc)
         return 1
+
+
+def report_unexpected(exc: BaseException) -> None:
+    """A bug or an input no check caught: the trace, then one line."""
+    traceback.print_exception(exc)
+    print(f"error: unexpected {type(exc).__name__}: {exc} (the trace above says where; "
+          "finished runs are kept)", file=sys.stderr)

@@ -50,6 +50,7 @@ _NAMES = {
     "recommended_first": "runs.recommend",
     "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
     "time_left": "core.events",
+    "disk_message": "core.errors",
     "untrained_head_line": "runs.record", "untrained_head_note": "runs.record",
     "RunStore": "runs.store", "aggregate": "runs.store", "slug": "runs.store",
     "SELECTION_NOTE": "runs.tables", "STD_NOTE": "runs.tables",
@@ -80,6 +81,7 @@ _NAMES = {
     "csv_columns": "serve.uploads", "list_uploads": "serve.uploads",
     "save_upload": "serve.uploads",
     "COOKIE": "serve.workspaces", "LimitReached": "serve.workspaces",
+    "SHARE_FILE": "serve.workspaces",
     "Policy": "serve.workspaces", "Workspace": "serve.workspaces", "expire": "serve.workspaces",
     "size_text": "serve.workspaces", "unfinished_jobs": "serve.workspaces",
 }

@@ -22,6 +22,7 @@ from glee_core.studio import (
     class_frequency_frame,
     csv_columns,
     default_of,
+    disk_message,
     environment,
     find_column,
     help_of,
@@ -75,8 +76,8 @@ if new.dataset != choice.dataset:
         studio_ui.choose_dataset(new)
         st.rerun()
 
-own = studio_ui.workspace()
-limit = min(MAX_UPLOAD_BYTES, rules.upload_bytes) if own is not None else MAX_UPLOAD_BYTES
+public = rules.public
+limit = min(MAX_UPLOAD_BYTES, rules.upload_bytes) if public else MAX_UPLOAD_BYTES
 
 
 def upload_csv() -> None:
@@ -85,14 +86,14 @@ def upload_csv() -> None:
                f"{ACCEPTED_ENCODINGS}. A `split` column (train/dev/test) is used if present, "
                "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk"
                + (f", private to this session, for {rules.ttl_text} without use."
-                  if own is not None else "."))
+                  if public else "."))
     uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"], key="upload",
                                 max_upload_size=max(1, -(-limit // 2**20)))
     if uploaded is not None:
         columns = []
         try:
-            if own is not None:  # the size first: a file over the limit is never parsed
-                own.check_upload(rules, uploaded.size)
+            if public:  # the size first: a file over the limit is never parsed
+                rules.check_upload_size(uploaded.size)
             data = uploaded.getvalue()
             columns = csv_columns(data, uploaded.name)
         except GleeError as exc:
@@ -109,11 +110,16 @@ def upload_csv() -> None:
                          "column that holds each (a CSV needs at least two columns).")
             elif st.button("Use this CSV", type="primary"):
                 try:
+                    own = studio_ui.workspace(create=True)  # public mode: made on this write
+                    if own is not None:
+                        own.check_upload(rules, uploaded.size)
                     upload, dataset = save_upload(
                         studio_ui.uploads_dir(), uploaded.name, data, text_col,
                         label_col, None if text_b_col == "(none)" else text_b_col)
                 except GleeError as exc:
                     st.error(f"This CSV cannot be used: {studio_ui.md(exc)}")
+                except OSError as exc:  # a full disk: nothing half-written is kept
+                    st.error(f"This CSV could not be kept: {studio_ui.md(disk_message(exc))}")
                 else:
                     studio_ui.choose_dataset(upload.options)
                     st.success(f"Kept as {studio_ui.md(upload.spec)}: {dataset.num_classes} "

@@ -36,12 +36,17 @@ st.caption(f"{len(shown)} example(s)")
 columns = ["text", "gold", "pred", "confidence", "correct"]
 if predictions["text_b"].astype(str).str.len().gt(0).any():
     columns.insert(1, "text_b")
+shared = run.run_id in studio_ui.shared_run_ids()
+if shared:  # another visitor's run, through their share link: their texts stay theirs
+    columns = [c for c in columns if c not in ("text", "text_b")]
+    st.caption("A shared run: its predictions without the texts, which are the sharer's.")
 st.dataframe(shown[columns], hide_index=True,
              column_config={"confidence": st.column_config.ProgressColumn(
                  "confidence", min_value=0.0, max_value=1.0, format="%.2f")})
-st.download_button("Download this run's test predictions (CSV)",
-                   spreadsheet_csv(predictions), f"{run.run_id}-test-predictions.csv",
-                   "text/csv")
+if not shared:
+    st.download_button("Download this run's test predictions (CSV)",
+                       spreadsheet_csv(predictions), f"{run.run_id}-test-predictions.csv",
+                       "text/csv")
 
 st.subheader("Confusion matrix")
 fits = confusion_fits()

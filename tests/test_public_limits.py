@@ -66,7 +66,9 @@ def test_one_launch_and_one_session_are_capped(public, tiny_bert, monkeypatch):
 
 
 def test_the_machines_caps_hold_whatever_the_tabs(public, tiny_bert, monkeypatch):
-    """A cap on jobs and one on workspaces: a new tab or browser does not reset them."""
+    """A cap on jobs and one on workspaces: a new tab or browser does not reset them; visits that
+    only look make no workspace, so they cannot fill the machine; a visitor refused for capacity
+    reads a plain message, never a traceback."""
     monkeypatch.setenv("GLEE_MAX_JOBS", "1")
     other = Workspace.create()
     other.store.jobs_dir.mkdir(parents=True)
@@ -75,10 +77,51 @@ def test_the_machines_caps_hold_whatever_the_tabs(public, tiny_bert, monkeypatch
     at = page("pages/2_Train.py", tiny_bert).run()
     assert any("This Space has 1 jobs training or waiting" in e for e in launch_errors(at))
     monkeypatch.setenv("GLEE_MAX_WORKSPACES", "2")  # other's and at's exist
-    full = page("app.py", tiny_bert).run()
-    assert full.exception and "holds 2 visitors' workspaces" in full.exception[0].message
+    for _ in range(5):  # five more visitors who only look: nothing is made, nothing refused
+        looking = page("app.py", tiny_bert).run()
+        assert not looking.exception and not looking.error
+    assert len(list((public / "workspaces").glob("?" * 32))) == 2
+    full = page("pages/2_Train.py", tiny_bert).run()
+    errors = launch_errors(full)
+    assert not full.exception and any("holds 2 visitors' workspaces" in e for e in errors)
     with pytest.raises(LimitReached, match="try again later"):
         Workspace.create(limit=2)
+
+
+def test_empty_workspaces_are_reclaimed_and_creation_is_rate_limited(public, monkeypatch):
+    import glee_core.serve.workspaces as workspaces
+
+    made = [Workspace.create(limit=3) for _ in range(3)]
+    (made[0].uploads_dir).mkdir()  # one holds something
+    (made[0].uploads_dir / "x.csv").write_text("text,label\n")
+    for ws in made:
+        os.utime(ws.path / workspaces.USED_MARKER, (time.time() - 7200,) * 2)
+    fresh = Workspace.create(limit=3)  # full: the two empty, idle ones make room
+    assert Workspace.open(made[0].key) is not None and Workspace.open(fresh.key) is not None
+    assert Workspace.open(made[1].key) is None and Workspace.open(made[2].key) is None
+    with pytest.raises(LimitReached, match="made 5 workspaces in the last minute"):
+        for _ in range(6):
+            Workspace.create(per_minute=5)
+
+
+def test_a_visitor_who_drops_the_cookie_keeps_their_share_of_the_machine(public, tiny_bert,
+                                                                        monkeypatch):
+    """Per-visitor limits follow the client's address (behind the Space's proxy), not the
+    workspace: a new session of the same visitor cannot multiply them."""
+    from streamlit.testing.v1 import AppTest  # noqa: F401 (the page below)
+
+    import studio_ui
+
+    monkeypatch.setenv("GLEE_SESSION_JOBS", "1")
+    monkeypatch.setenv("GLEE_SESSION_QUEUED", "0")
+    monkeypatch.setattr(studio_ui, "visitor_id", lambda: "same-visitor")
+    first = Workspace.create()
+    first.store.jobs_dir.mkdir(parents=True)
+    (first.store.jobs_dir / "job-1.json").write_text(json.dumps(
+        {"id": "job-1", "pid": os.getpid(), "label": "mine", "visitor": "same-visitor"}))
+    with pytest.raises(LimitReached, match="You already have 1 job"):
+        studio_ui.check_machine(Policy.from_environment(), "same-visitor")
+    studio_ui.check_machine(Policy.from_environment(), "someone-else")  # not theirs: fine
 
 
 def test_training_slots_are_handed_out_in_turn():

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
+from glee_core.data.datasets import load_dataset
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.serve.uploads import save_upload
 from glee_core.serve.workspaces import COOKIE, Workspace
 from tests.helpers.streamlit_server import (
     CHROMIUM,
@@ -57,16 +57,20 @@ def browser():
         chromium.close()
 
 
-def open_app(browser, url: str):
-    """A new visitor (browser context) on ``url``: (context, page, workspace key)."""
+def open_app(browser, url: str, upload: tuple[str, bytes] | None = None):
+    """A new visitor (browser context) on ``url``: (context, page, workspace key). A visit that
+    only looks makes no workspace; ``upload`` (name, bytes): the visitor's first write, which
+    makes it (the key then comes back, set in the cookie by the page's script)."""
     from playwright.sync_api import expect
 
     context = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
     page = context.new_page()
     page.goto(url)
     expect(page.get_by_role("heading", name="Glee Studio").first).to_be_visible(timeout=90_000)
-    key = wait_for_cookie(context, page, COOKIE)  # set by the page's script
-    return context, page, key
+    if upload is None:
+        return context, page, None
+    upload_in_browser(page, *upload)
+    return context, page, wait_for_cookie(context, page, COOKIE)
 
 
 ROWS = "text,label\n" + "".join(f"salary review number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
@@ -76,15 +80,16 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
     from playwright.sync_api import expect
 
     url, workspaces = server
-    attacker, attacker_page, key_a = open_app(browser, url)
+    attacker, attacker_page, key_a = open_app(browser, url, ("bait.csv", ROWS.encode()))
     victim, page, _ = open_app(browser, f"{url}/?ws={key_a}")  # the attacker's link
-    key_v = {c["name"]: c["value"] for c in victim.cookies()}.get(COOKIE)
-    assert key_a and key_v and key_v != key_a
     assert "ws=" not in page.url  # the old key parameter is dropped, never obeyed
     upload_in_browser(page, "salaries.csv", ROWS.encode())
+    key_v = wait_for_cookie(victim, page, COOKIE)
+    assert key_a and key_v and key_v != key_a
     assert [p.name.split("-")[0] for p in (workspaces / key_v / "uploads").glob("*.csv")] == \
         ["salaries"]
-    assert not list((workspaces / key_a / "uploads").glob("*.csv"))  # nothing reached A
+    assert [p.name.split("-")[0] for p in (workspaces / key_a / "uploads").glob("*.csv")] == \
+        ["bait"]  # nothing reached A
     attacker_page.reload()
     go(attacker_page, "Data")
     assert "salaries" not in attacker_page.content()
@@ -123,20 +128,19 @@ def test_no_key_or_path_leaves_the_server_and_class_names_stay_data(server, brow
     from playwright.sync_api import expect
 
     url, workspaces = server
-    context, page, key = open_app(browser, url)
-    own = Workspace.open(key, workspaces)
     rows = ROWS + "".join(f"login trouble {i},{QUOTE_CLASS}\n" for i in range(12)) + \
         f"one lonely text,\"{LINK_CLASS}\"\n"
-    upload, dataset = save_upload(own.uploads_dir, "salaries.csv", rows.encode())
-    assert key not in dataset.id and dataset.id == f"upload:{upload.path.name}"
+    context, page, key = open_app(browser, url, ("salaries.csv", rows.encode()))
+    own = Workspace.open(key, workspaces)
+    [kept] = own.uploads_dir.glob("*.csv")  # the upload, chosen as the dataset
+    dataset = load_dataset(f"upload:{kept.name}", uploads_dir=str(own.uploads_dir))
+    assert key not in dataset.id and dataset.id == f"upload:{kept.name}"
     runs = [write_synthetic_run(own.store, nasty_dataset(dataset.id), m, 1)
             for m in ("cls-relu", "prompt")]
     assert all(key not in r.run_id for r in runs)
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     go(page, "Data")
-    page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option", name=re.compile("salaries.csv")).first.click()
     page.wait_for_timeout(2500)
     # the dropped class's name is shown as text: no link to where it points
     expect(page.get_by_text("Session expired").first).to_be_visible(timeout=60_000)

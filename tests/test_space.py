@@ -15,7 +15,15 @@ from PIL import Image
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.workspaces import COOKIE
-from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve, wait_for_cookie
+from tests.helpers.streamlit_server import (
+    CHROMIUM,
+    FLAGS,
+    serve,
+    upload_in_browser,
+    wait_for_cookie,
+)
+
+ROWS = "text,label\n" + "".join(f"ticket number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -64,6 +72,8 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
             page.goto(url)
             playwright.expect(page.get_by_role("heading", name="Glee Studio").first
                               ).to_be_visible(timeout=90_000)
+            # a visit that only looks keeps nothing; the first upload makes the workspace
+            upload_in_browser(page, f"mine-{name}.csv", ROWS.encode())
             page.locator('[data-testid="stSidebarNavLink"]', has_text="Train").first.click()
             playwright.expect(page.get_by_role("heading", name="Train").first).to_be_visible(
                 timeout=90_000)
@@ -87,5 +97,6 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
     side.paste(shots[1], (shots[0].width + 20, 0))
     side.save(ARTIFACTS / "space-two-sessions.png")  # the two visitors, side by side
     assert keys[0] != keys[1]
-    made = sorted(p.name for p in (root / "workspaces").iterdir())
+    made = sorted(p.name for p in (root / "workspaces").iterdir()
+                  if re.fullmatch(r"[A-Za-z0-9_-]{32}", p.name))
     assert made == sorted(keys)  # one workspace each, named by the key only that session has

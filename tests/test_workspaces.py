@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from glee_core.cli import main
 from glee_core.core import environment
 from glee_core.core.errors import GleeError
+from glee_core.models.config import DataOptions
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.workspaces import LimitReached, Policy, Workspace, expire
@@ -70,7 +71,11 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
                                 "prompt", 1)
     demo_a = write_synthetic_run(own_a.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
 
-    b = session("pages/1_Data.py", tiny_bert).run()
+    looking = session("pages/1_Data.py", tiny_bert).run()  # a visit that only looks: nothing
+    assert "workspace_key" not in looking.session_state  # made, nothing kept
+    assert any("Nothing of yours is kept here until" in c.value for c in looking.sidebar.caption)
+    b = upload(session("pages/1_Data.py", tiny_bert).run(), "theirs.csv",
+               ROWS.replace("question", "query").encode())
     key_b = b.session_state["workspace_key"]
     assert key_b != key_a
     own_b = Workspace.open(key_b)
@@ -78,12 +83,14 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     assert not any("mine.csv" in option for option in b.selectbox[0].options)
     assert own_b.store.get(run_a.run_id) is None and own_b.store.get(demo_a.run_id) is None
     # B's pages list the shared run and its own, never A's (Results, Playground on demo)
-    results = session("pages/3_Results.py", tiny_bert, workspace_key=key_b).run()
+    demo = DataOptions(dataset="demo")
+    results = session("pages/3_Results.py", tiny_bert, workspace_key=key_b, dataset=demo).run()
     assert not results.exception
     shown = {row for frame in results.dataframe for row in map(str, frame.value.to_dict("list")
                                                                   .get("method", []))}
     assert "cls-relu" in shown and "cls-tanh" not in shown
-    playground = session("pages/6_Playground.py", tiny_bert, workspace_key=key_b).run()
+    playground = session("pages/6_Playground.py", tiny_bert, workspace_key=key_b,
+                         dataset=demo).run()
     options = playground.selectbox[0].options
     assert any(public["shared_run"][-10:] in o for o in options)
     assert not any(demo_a.run_id[-10:] in o for o in options)
@@ -99,7 +106,7 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
         c = session("pages/1_Data.py", tiny_bert)
         c.query_params["ws"] = key
         c.run()
-        assert c.session_state["workspace_key"] not in (key_a, key_b, key)
+        assert "workspace_key" not in c.session_state  # opened none, made none
         assert "ws" not in c.query_params
     assert Workspace.open(key_a + "\n") is None  # fullmatch: no trailing newline
     # A's own sidebar deletes its runs only once the confirmation is ticked
@@ -122,8 +129,8 @@ def _fake_running_job(store: RunStore) -> None:
 def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
     monkeypatch.setenv("GLEE_SESSION_JOBS", "1")
     monkeypatch.setenv("GLEE_SESSION_QUEUED", "0")
-    at = session("pages/2_Train.py", tiny_bert).run()
-    own = Workspace.open(at.session_state["workspace_key"])
+    own = Workspace.create()
+    at = session("pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
     _fake_running_job(own.store)
     next(b for b in at.button if b.label == "Launch").click().run()
     assert any("a session may have 1 training and 0 waiting" in plain(e.value) for e in at.error)
@@ -141,7 +148,8 @@ def test_the_disk_and_upload_limits_refuse_with_their_message(public, tiny_bert,
     assert any("uploads here are limited to 104 bytes" in plain(e.value) for e in at.error)
     monkeypatch.setenv("GLEE_SESSION_UPLOAD_MB", "10")
     monkeypatch.setenv("GLEE_SESSION_DISK_MB", "0.001")  # 1 KB: a run does not fit
-    own = Workspace.open(at.session_state["workspace_key"])
+    assert "workspace_key" not in at.session_state  # a refused upload made no workspace
+    own = Workspace.create()
     write_synthetic_run(own.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
     at = upload(session("pages/1_Data.py", tiny_bert, workspace_key=own.key).run())
     assert any("Your workspace uses" in plain(e.value) and "of its 1.02 KB" in plain(e.value)
@@ -222,3 +230,38 @@ def test_a_space_keeps_its_stores_on_persistent_storage(monkeypatch, tmp_path):
     assert environment.public()  # on by default on a Space
     monkeypatch.setenv("GLEE_PUBLIC", "0")  # the owner of a private Space turns it off
     assert not environment.public()
+
+
+def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, tiny_bert):
+    """What the share help says, page by page: a visitor opening the link sees the sharer's runs
+    (Results, Predictions) but not the texts in them; the sharer turns sharing off and the link
+    opens nothing; sharing again makes a new link."""
+    owner = Workspace.create()
+    dataset_id = "upload:private-0123abcd.csv"
+    run = write_synthetic_run(owner.store, synthetic_dataset(4, dataset_id), "cls-tanh", 1)
+    secret = run.predictions["text"].iloc[0]
+    at = session("pages/3_Results.py", tiny_bert, workspace_key=owner.key).run()
+    toggle = next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only")
+    toggle.set_value(True).run()
+    token = owner.path.joinpath(".share").read_text().strip()
+    assert Workspace.open_shared(token).key == owner.key
+    visitor = session("pages/5_Predictions.py", tiny_bert,
+                      dataset=DataOptions(dataset=dataset_id))
+    visitor.query_params["share"] = token
+    visitor.run()
+    assert not visitor.exception
+    table = visitor.dataframe[0].value
+    assert "text" not in table.columns and "gold" in table.columns
+    assert secret not in str(visitor) and not visitor.get("download_button")
+    results = session("pages/3_Results.py", tiny_bert, dataset=DataOptions(dataset=dataset_id))
+    results.query_params["share"] = token
+    results.run()
+    assert not results.exception and secret not in str(results)
+    # off: the link is revoked
+    next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only").set_value(
+        False).run()
+    assert Workspace.open_shared(token) is None
+    assert any("revoked" in c.value for c in at.sidebar.caption)
+    next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only").set_value(
+        True).run()
+    assert owner.path.joinpath(".share").read_text().strip() != token

@@ -30,8 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..core import environment
-from ..core.errors import GleeError
+from ..core.errors import GleeError, disk_message
 from ..core.files import folder_bytes
 from ..runs.store import RunStore
 from ..train.jobs import list_jobs
@@ -62,7 +64,8 @@ class Policy:
     job_seconds: float = 30 * 60.0  # estimated wall time of one launch
     session_seconds: float = 60 * 60.0  # estimated time of a session's unfinished jobs together
     max_jobs: int = 8  # jobs training or waiting on the machine, every session together
-    max_workspaces: int = 500  # workspaces on the machine (expired ones are swept first)
+    max_workspaces: int = 500  # workspaces on the machine (expired, then empty ones go first)
+    workspaces_per_minute: int = 30  # made on the machine a minute (a script cannot fill it)
     score_rows: int = 2000  # texts the Playground classifies from one file
     models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
 
@@ -110,7 +113,8 @@ LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upl
                 "disk_mb": ("disk_bytes", 2**20), "ttl_hours": ("ttl_seconds", 3600),
                 "job_runs": ("job_runs", 1), "job_minutes": ("job_seconds", 60),
                 "session_minutes": ("session_seconds", 60), "max_jobs": ("max_jobs", 1),
-                "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1)}
+                "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1),
+                "workspaces_per_minute": ("workspaces_per_minute", 1)}
 
 
 def minutes_text(seconds: float) -> str:
@@ -139,19 +143,33 @@ class Workspace:
             raise GleeError("not a workspace key")
 
     @classmethod
-    def create(cls, root: str | Path | None = None, limit: int | None = None) -> Workspace:
-        """A new workspace with a fresh unguessable key; ``limit``: how many the machine may
-        hold (a full machine is refused with a message, after the idle ones are swept)."""
+    def create(cls, root: str | Path | None = None, limit: int | None = None,
+               per_minute: int | None = None) -> Workspace:
+        """A new workspace with a fresh unguessable key. ``limit``: how many the machine may
+        hold (when full, the expired ones are swept, then the empty ones idle for an hour are
+        reclaimed, then it is refused with a message); ``per_minute``: how many may be made in a
+        minute (a script opening sessions in a loop is refused, not the visitors after it). A
+        full disk is refused with a message too."""
         root = Path(root or environment.workspaces_dir())
-        root.mkdir(parents=True, exist_ok=True)
-        if limit is not None and len(keys_in(root)) >= limit:
-            expire(root)
-            if len(keys_in(root)) >= limit:
-                raise LimitReached(f"This Space holds {limit} visitors' workspaces, its most: "
-                                   "try again later, or run Glee Studio on your own machine.")
-        workspace = cls(root, secrets.token_urlsafe(24))  # 32 characters
-        workspace.path.mkdir()
-        workspace.touch()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(root / ".create.lock"), timeout=30):
+                if per_minute is not None:
+                    _check_rate(root, per_minute)
+                if limit is not None and len(keys_in(root)) >= limit:
+                    expire(root)
+                    reclaim_empty(root)
+                    if len(keys_in(root)) >= limit:
+                        raise LimitReached(
+                            f"This Space holds {limit} visitors' workspaces, its most: try "
+                            "again later, or run Glee Studio on your own machine.")
+                workspace = cls(root, secrets.token_urlsafe(24))  # 32 characters
+                workspace.path.mkdir()
+                workspace.touch()
+                _note_creation(root)
+        except OSError as exc:
+            raise LimitReached(f"Your workspace could not be made: {disk_message(exc)}.") \
+                from None
         return workspace
 
     @classmethod
@@ -166,8 +184,18 @@ class Workspace:
             return None
         return cls.open(key, root)
 
+    def revoke_share(self) -> None:
+        """Stop sharing: the token opens nothing from now on; the next share makes a new one."""
+        marker = self.path / SHARE_FILE
+        if marker.is_file():
+            token = marker.read_text(encoding="utf-8").strip()
+            if KEY.fullmatch(token):
+                (self.root / SHARES_DIR / token).unlink(missing_ok=True)
+            marker.unlink(missing_ok=True)
+
     def share_token(self) -> str:
-        """This workspace's read-only share token (made on first use, the same after)."""
+        """This workspace's read-only share token (made on first use, the same after, until
+        :meth:`revoke_share`)."""
         marker = self.path / SHARE_FILE
         if marker.is_file():
             return marker.read_text(encoding="utf-8").strip()
@@ -201,7 +229,11 @@ class Workspace:
         return self.path / ".session.lock"
 
     def touch(self) -> None:
-        (self.path / USED_MARKER).write_text(str(time.time()), encoding="utf-8")
+        """Mark it used now (best effort: a full disk must not break a visit)."""
+        try:
+            (self.path / USED_MARKER).write_text(str(time.time()), encoding="utf-8")
+        except OSError:
+            pass
 
     @property
     def last_used(self) -> float:
@@ -257,11 +289,49 @@ def keys_in(root: Path) -> list[str]:
         if root.is_dir() else []
 
 
-def unfinished_jobs(root: str | Path | None = None) -> int:
-    """Jobs training or waiting in every workspace (the machine's global cap counts them)."""
+CREATED_LOG = ".created"  # when workspaces were made (the last minute's, for the rate)
+EMPTY_AFTER_SECONDS = 3600.0  # an empty workspace idle this long is reclaimed when full
+
+
+def _check_rate(root: Path, per_minute: int) -> None:
+    recent = [t for t in _creations(root) if time.time() - t < 60]
+    if len(recent) >= per_minute:
+        raise LimitReached(f"This Space has made {per_minute} workspaces in the last minute, its "
+                           "most: try again in a minute.")
+
+
+def _creations(root: Path) -> list[float]:
+    try:
+        return [float(v) for v in (root / CREATED_LOG).read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _note_creation(root: Path) -> None:
+    recent = [t for t in _creations(root) if time.time() - t < 60] + [time.time()]
+    (root / CREATED_LOG).write_text(" ".join(f"{t:.3f}" for t in recent))
+
+
+def reclaim_empty(root: Path, idle_seconds: float = EMPTY_AFTER_SECONDS) -> list[str]:
+    """Delete the workspaces that hold nothing (no upload, run, job or share: only their use
+    marker) and were idle for ``idle_seconds``; returns their keys."""
+    removed = []
+    for key in keys_in(root):
+        workspace = Workspace(root, key)
+        held = [p for p in workspace.path.iterdir() if p.name not in (USED_MARKER,)]
+        if not held and time.time() - workspace.last_used > idle_seconds:
+            shutil.rmtree(workspace.path, ignore_errors=True)
+            removed.append(key)
+    return removed
+
+
+def unfinished_jobs(root: str | Path | None = None, visitor: str | None = None) -> int:
+    """Jobs training or waiting in every workspace (the machine's global cap counts them), or
+    only those ``visitor`` launched, whatever workspace they launched them from."""
     root = Path(root or environment.workspaces_dir())
     return sum(job.running for key in keys_in(root)
-               for job in list_jobs(Workspace(root, key).store))
+               for job in list_jobs(Workspace(root, key).store)
+               if visitor is None or job.info.get("visitor") == visitor)
 
 
 def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,

@@ -152,10 +152,12 @@ class Job:
 
 
 def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, label: str = "",
-           env: dict[str, str] | None = None, estimate_seconds: float | None = None) -> Job:
+           env: dict[str, str] | None = None, estimate_seconds: float | None = None,
+           visitor: str | None = None) -> Job:
     """Start ``python -m glee_core COMMAND --request FILE`` on ``store`` in the background
     (``env``: variables to add to its environment; ``estimate_seconds``: its estimated time,
-    kept in the job's record for the session's limit)."""
+    kept in the job's record for the session's limit; ``visitor``: who launched it, public
+    mode's per-visitor limits count it)."""
     folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
@@ -173,15 +175,15 @@ def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, 
     write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,
                                  "pid_start": process_start(process.pid), "label": label,
                                  "command": command, "started": time.time(),
-                                 "estimate_seconds": estimate_seconds})
+                                 "estimate_seconds": estimate_seconds, "visitor": visitor})
     return job
 
 
 def launch_training(store: RunStore, request: TrainRequest, label: str = "",
                     env: dict[str, str] | None = None,
-                    estimate_seconds: float | None = None) -> Job:
+                    estimate_seconds: float | None = None, visitor: str | None = None) -> Job:
     """A training job (see :func:`launch`)."""
-    return launch(store, "train", request, label, env, estimate_seconds)
+    return launch(store, "train", request, label, env, estimate_seconds, visitor)
 
 
 def _records(store: RunStore) -> list[Job]:
