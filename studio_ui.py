@@ -544,7 +544,9 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
             own.revoke_share()
             st.caption("The share link is revoked: it opens nothing now.")
         for upload in list_uploads(own.uploads_dir):
-            if st.button(f"Delete upload {md(upload.original_name)}",
+            sure = st.checkbox(f"Yes, delete {md(upload.original_name)} for good",
+                               key=f"del-sure-{upload.path.name}")
+            if st.button(f"Delete upload {md(upload.original_name)}", disabled=not sure,
                          key=f"del-{upload.path.name}"):
                 own.delete_upload(upload.path.name)
                 st.rerun()

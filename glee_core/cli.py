@@ -523,6 +523,16 @@ def _cmd_score(args) -> int:
     return 0
 
 
+def predictions_csv(table) -> str:
+    """``predict``'s CSV: the input's columns as they were read, and the columns it adds (class
+    names, label words: a model's, perhaps trained on someone else's data) with a cell that a
+    spreadsheet would run as a formula made text, as the app's downloads are."""
+    from .runs.tables import neutral_cells
+
+    added = [c for c in table.columns if c in ("pred", "label_word") or re.fullmatch(r"top\d+", c)]
+    return neutral_cells(table, added).to_csv(index=False)
+
+
 def _cmd_predict(args) -> int:
     from .core.devices import resolve_device
     from .core.files import write_atomic
@@ -548,7 +558,7 @@ def _cmd_predict(args) -> int:
             bar.close()
     if warning := blank_warning(table):
         print(f"warning: {warning}", file=sys.stderr)
-    out = write_atomic(args.out, table.to_csv(index=False))
+    out = write_atomic(args.out, predictions_csv(table))
     print(json.dumps({"predictions": str(out), "rows": len(table),
                       "classes": len(scorer.classes)}))
     return 0

@@ -83,7 +83,7 @@ _NAMES = {
     "COOKIE": "serve.workspaces", "LimitReached": "serve.workspaces",
     "SHARE_FILE": "serve.workspaces",
     "Policy": "serve.workspaces", "Workspace": "serve.workspaces", "expire": "serve.workspaces",
-    "size_text": "serve.workspaces", "unfinished_jobs": "serve.workspaces",
+    "size_text": "core.files", "unfinished_jobs": "serve.workspaces",
 }
 __all__ = sorted(_NAMES)
 

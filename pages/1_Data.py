@@ -115,7 +115,8 @@ def upload_csv() -> None:
                         own.check_upload(rules, uploaded.size)
                     upload, dataset = save_upload(
                         studio_ui.uploads_dir(), uploaded.name, data, text_col,
-                        label_col, None if text_b_col == "(none)" else text_b_col)
+                        label_col, None if text_b_col == "(none)" else text_b_col,
+                        max_classes=rules.upload_classes if public else None)
                 except GleeError as exc:
                     st.error(f"This CSV cannot be used: {studio_ui.md(exc)}")
                 except OSError as exc:  # a full disk: nothing half-written is kept

@@ -60,7 +60,8 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
     if not manifests:
         st.info("No reproduction in this run store yet. Run one table of the paper from the "
                 "command line, e.g. `python -m glee_core reproduce --table 2 --datasets r8 "
-                f"--mode frozen --data-dir DATA --runs-dir {stores[-1].root}`; it appears here.")
+                "--mode frozen --data-dir DATA --runs-dir "
+                f"{'DIR' if studio_ui.policy().public else stores[-1].root}`; it appears here.")
     else:
         labels = {m["path"]: f"Table {m['table']} · {', '.join(m['datasets'])} · "
                              f"{', '.join(sorted(set(m['models'].values())))} ({m['backbone']}) · "

@@ -82,6 +82,7 @@ CORRUPTIONS = {
     ("config.json", "unknown head family"): _edit_json(  # an id no longer registered
         lambda d: d["method"].update(id="mystery", predictor="telepathy")),
     ("config.json", "seed a word"): _edit_json(lambda d: d.update(seed="one")),
+    ("config.json", "nested thousands deep"): lambda p: b"[" * 100_000 + b"]" * 100_000,
     ("metrics.json", "null"): lambda p: b"null",
     ("metrics.json", "no per_class"): _edit_json(lambda d: d.pop("per_class")),
     ("metrics.json", "f1 a word"): _edit_json(lambda d: d.update(f1="oops")),

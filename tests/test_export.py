@@ -246,3 +246,30 @@ def test_a_damaged_export_manifest_is_one_error_naming_it(runs, tmp_path, damage
     (out / "glee_classifier.json").write_text(damage)
     with pytest.raises(GleeError, match="glee_classifier.json is damaged"):
         load_classifier(out)
+
+
+def test_predict_reads_one_long_row_and_writes_no_live_formula(tiny_bert, tmp_path, capsys):
+    """A single 300 KB text is one row (not "header only"); a class named like a formula comes
+    back as text in predict's CSV, as in the app's downloads."""
+    rows = "text,label\n" + "".join(f"report {i} about sports,{'=cmd|calc' if i % 2 else 'ok'}\n"
+                                    for i in range(40))
+    data = tmp_path / "formula.csv"
+    data.write_text(rows)
+    assert main(["train", "--dataset", f"csv:{data}", "--method", "cls-tanh", "--mode",
+                 "frozen", "--pooling", "cls", "--choose-by", "dev", "--epochs", "1",
+                 "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]) == 0
+    capsys.readouterr()
+    [run] = RunStore(tmp_path / "runs").runs()
+    long = tmp_path / "long.csv"
+    long.write_text("text\n" + "sports " * 45_000 + "\n")
+    out = tmp_path / "out.csv"
+    assert main(["predict", "--run", str(run.path), "--input", str(long), "--out", str(out),
+                 "--device", "cpu"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 1
+    texts = tmp_path / "texts.csv"
+    texts.write_text("text\n" + "".join(f"report {i} about sports\n" for i in range(20)))
+    assert main(["predict", "--run", str(run.path), "--input", str(texts), "--out", str(out),
+                 "--device", "cpu", "--top-k", "2"]) == 0
+    table = pd.read_csv(out, keep_default_na=False, dtype=str)
+    cells = set(table["pred"]) | set(table["top1"]) | set(table["top2"])
+    assert "'=cmd|calc" in cells and "=cmd|calc" not in cells

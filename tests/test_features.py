@@ -157,3 +157,16 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert,
                     force=True, progress=events.append)
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [(e.together, e.cached) for e in started] == [(2, False)]  # retrained once, together
+
+
+def test_the_feature_cache_is_counted_against_a_jobs_disk_limit_before_it_is_written(
+        tiny_bert, toy_dataset, tmp_path, monkeypatch):
+    from glee_core.core.files import DiskLimitReached
+
+    monkeypatch.setenv("GLEE_QUOTA_DIR", str(tmp_path))
+    monkeypatch.setenv("GLEE_QUOTA_MB", "0.0001")  # 104 bytes
+    with pytest.raises(DiskLimitReached, match=r"the cached features needs .* of its 104 bytes"):
+        run_experiments(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert),
+                        TrainConfig(mode="frozen", epochs=1, pooling="cls", choose_by="dev"),
+                        RunStore(tmp_path / "runs"))
+    assert not list(tmp_path.rglob("*.npz"))

@@ -189,3 +189,15 @@ def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
     torch.testing.assert_close(plain, peft_own)
     torch.testing.assert_close(zeros, plain)  # segment 0 everywhere is BERT's default
     assert not torch.allclose(segmented[:, 5:], plain[:, 5:])
+
+
+def test_an_unknown_lora_target_is_one_error_line_before_any_training(capsys, tiny_bert,
+                                                                      tmp_path):
+    from glee_core.cli import main
+
+    code = main(["train", "--dataset", "demo", "--method", "cls-tanh", "--mode", "lora",
+                 "--lora-targets", "query,nosuch", "--epochs", "1", "--limit", "32", "--model",
+                 str(tiny_bert), "--runs-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "no linear layer named 'nosuch'" in err and "query" in err
+    assert "Traceback" not in err and not list(tmp_path.glob("demo-*"))

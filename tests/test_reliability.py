@@ -414,3 +414,38 @@ def test_sigterm_while_a_run_is_saved_leaves_no_temp_folder_and_reads_as_stopped
     (jobs / "j.json").write_text('{"id": "j", "pid": 4194303}')
     (jobs / "j.err").write_text(err)
     assert Job(jobs / "j.json").status == "stopped"
+
+
+def test_an_upload_over_the_class_cap_keeps_nothing_and_is_parsed_once(tmp_path, monkeypatch):
+    from glee_core.data import csvfile
+    from glee_core.serve.uploads import list_uploads, save_upload
+
+    reads = []
+    real = csvfile.read_csv_frame
+    monkeypatch.setattr("glee_core.data.datasets.read_csv_frame",
+                        lambda path: reads.append(path) or real(path))
+    rows = "text,label\n" + "".join(f"text {i},c{i % 3}\n" for i in range(30))
+    folder = tmp_path / "uploads"
+    with pytest.raises(GleeError, match="3 classes; an upload here may have at most 2"):
+        save_upload(folder, "three.csv", rows.encode(), max_classes=2)
+    assert list(folder.iterdir()) == [] and list_uploads(folder) == []
+    reads.clear()
+    upload, dataset = save_upload(folder, "three.csv", rows.encode(), max_classes=3)
+    assert dataset.num_classes == 3 and len(reads) == 1  # parsed once
+    # the same file again, with columns that do not work: refused, the kept one untouched
+    with pytest.raises(GleeError, match="no text column named 'nope'"):
+        save_upload(folder, "three.csv", rows.encode(), text_column="nope")
+    assert [u.path for u in list_uploads(folder)] == [upload.path] and upload.path.is_file()
+
+
+def test_look_alike_class_names_are_one_class_when_nfc_and_warned_about_otherwise(tmp_path):
+    nfd = "cafe\u0301"  # "café" decomposed: NFC makes it the composed one
+    labels = ["café", nfd, "ѕport", "sport", "news", "ne\u200bws"]
+    rows = "text,label\n" + "".join(f"text {i},{labels[i % 6]}\n" for i in range(60))
+    path = tmp_path / "alike.csv"
+    path.write_text(rows, encoding="utf-8")
+    dataset = load_dataset(f"csv:{path}")
+    assert "café" in dataset.classes and nfd not in dataset.classes  # one class
+    said = " ".join(dataset.warnings)
+    assert "'sport', 'ѕport' look the same but are different classes" in said
+    assert "'news', 'ne\\u200bws' look the same" in said  # the invisible one shown

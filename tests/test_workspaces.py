@@ -265,3 +265,14 @@ def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, ti
     next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only").set_value(
         True).run()
     assert owner.path.joinpath(".share").read_text().strip() != token
+
+
+def test_an_upload_is_deleted_only_once_the_confirmation_is_ticked(public, tiny_bert):
+    at = upload(session("pages/1_Data.py", tiny_bert).run())
+    own = Workspace.open(at.session_state["workspace_key"])
+    [kept] = own.uploads_dir.glob("*.csv")
+    delete = next(b for b in at.sidebar.button if b.label.startswith("Delete upload"))
+    assert delete.disabled
+    next(c for c in at.sidebar.checkbox if c.label.startswith("Yes, delete mine")).check().run()
+    next(b for b in at.sidebar.button if b.label.startswith("Delete upload")).click().run()
+    assert not kept.exists()

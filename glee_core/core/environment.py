@@ -117,7 +117,8 @@ SESSION_LIMITS = {"jobs": "GLEE_SESSION_JOBS", "queued": "GLEE_SESSION_QUEUED",
                   "session_minutes": "GLEE_SESSION_MINUTES",
                   "score_rows": "GLEE_SESSION_SCORE_ROWS",
                   "max_jobs": "GLEE_MAX_JOBS", "max_workspaces": "GLEE_MAX_WORKSPACES",
-                  "workspaces_per_minute": "GLEE_WORKSPACES_PER_MINUTE"}
+                  "workspaces_per_minute": "GLEE_WORKSPACES_PER_MINUTE",
+                  "upload_classes": "GLEE_SESSION_UPLOAD_CLASSES"}
 
 
 def session_limits() -> dict[str, float]:

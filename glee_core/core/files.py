@@ -13,6 +13,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import environment
+from .errors import GleeError
+
 
 def _json_default(value):
     """numpy scalars and arrays (without importing numpy: they all have ``tolist``)."""
@@ -57,3 +60,31 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*")
                if f.is_file() and not any(part.startswith(".tmp-") for part in
                                           f.relative_to(path).parts))
+
+
+def size_text(n: float) -> str:
+    """``10 MB``, ``512 KB``, ``104 bytes``, ``0.35 MB``: a size as people read it (three
+    significant digits, never a limit of "0 MB")."""
+    if n >= 2**20 or n >= 0.1 * 2**20:
+        return f"{n / 2**20:.3g} MB"
+    return f"{n / 2**10:.3g} KB" if n >= 2**10 else f"{int(n)} bytes"
+
+
+class DiskLimitReached(GleeError):
+    """A public job's workspace is full: nothing more is written and the job stops."""
+
+
+def check_quota(adding: int, what: str = "this") -> None:
+    """Before a public job writes ``adding`` bytes (a run moved into place, a feature cache, a
+    cross-validation): its workspace (``GLEE_QUOTA_DIR``) must stay within its limit
+    (``GLEE_QUOTA_MB``)."""
+    quota = environment.disk_quota()
+    if quota is None:
+        return
+    folder, limit = quota
+    used = folder_bytes(folder)
+    if used + adding > limit:
+        raise DiskLimitReached(
+            f"disk limit reached: {what} needs {size_text(adding)} and your workspace uses "
+            f"{size_text(used)} of its {size_text(limit)}; delete runs or uploads you no longer "
+            "need (sidebar, Your workspace), then launch again")

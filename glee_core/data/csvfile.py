@@ -78,6 +78,7 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
                         "of the file reads as one field; close it (a \" inside a field is "
                         "written \"\")")
     delimiter = header_delimiter(text)
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_BYTES))  # one long text is a row
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter or ONE_COLUMN)
     rows: list[list[str]] = []
     header: list[str] | None = None

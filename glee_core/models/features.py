@@ -32,6 +32,7 @@ from ..core.devices import (
     resolve_precision,
 )
 from ..core.events import FeaturePass, ProgressFn
+from ..core.files import check_quota
 from ..data.datasets import LongTailDataset, stratified_sample
 from ..data.encoding import encode, eval_batches
 from .backbone import Backbone
@@ -163,6 +164,7 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
         arrays[f"{name}_labels"] = split.labels
     rate = tokens / max(time.perf_counter() - started, 1e-9)
     arrays["pass_tokens_per_second"] = np.array(rate)
+    check_quota(sum(a.nbytes for a in arrays.values()), "the cached features")  # before writing
     cache_dir.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(suffix=".npz", dir=cache_dir)
     os.close(handle)

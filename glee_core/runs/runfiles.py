@@ -62,6 +62,8 @@ def read_json(path: Path) -> Any:
         raise BrokenRunFile(path.name, "missing") from None
     except (OSError, ValueError) as exc:
         raise BrokenRunFile(path.name, f"unreadable ({exc})") from None
+    except RecursionError:  # a file nested thousands deep: no run writes one
+        raise BrokenRunFile(path.name, "nested too deep to be a run's file") from None
 
 
 def load_record(path: Path) -> RunRecord:

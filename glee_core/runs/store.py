@@ -40,7 +40,7 @@ from filelock import FileLock, Timeout
 
 from ..core import environment
 from ..core.errors import GleeError
-from ..core.files import folder_bytes, write_json_atomic
+from ..core.files import check_quota, folder_bytes, write_json_atomic
 from ..core.slots import SlotQueue, machine_queue
 from ..models.methods import registry_order
 from .record import METRIC_KEYS, SHOT_TITLES, MetricsRecord, RunRecord
@@ -314,7 +314,7 @@ class RunStore:
             if problem:
                 raise GleeError(f"run {run_id} was written inconsistent ({problem}); this is a "
                                 "bug of Glee Studio, please report it")
-            check_quota(folder_bytes(tmp))
+            check_quota(folder_bytes(tmp), "this run")
             if final.exists():  # a forced re-run replaces the old one
                 trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-{os.getpid()}-",
                                               dir=self.root))
@@ -335,7 +335,7 @@ class RunStore:
         if run is None:
             raise GleeError(f"run {run_id} is not finished in {self.root}")
         values = {**run.metrics.to_dict(), "cv": asdict(cv)}
-        check_quota(len(json.dumps(asdict(cv))))  # what the file grows by
+        check_quota(len(json.dumps(asdict(cv))), "its cross-validation")  # what it adds
         write_json_atomic(run.path / "metrics.json", values)
         return Run(run.path)
 
@@ -376,25 +376,6 @@ def _being_written(path: Path) -> bool:
         return time.time() - path.stat().st_mtime < UNOWNED_TEMP_SECONDS
     except OSError:
         return False
-
-
-class DiskLimitReached(GleeError):
-    """A public job's workspace is full: the run is not written and the job stops."""
-
-
-def check_quota(adding: int) -> None:
-    """Before a run is moved into place: a public job's workspace (``GLEE_QUOTA_DIR``) must
-    stay within its limit (``GLEE_QUOTA_MB``) with the ``adding`` bytes of the new run."""
-    quota = environment.disk_quota()
-    if quota is None:
-        return
-    folder, limit = quota
-    used = folder_bytes(folder)
-    if used + adding > limit:
-        raise DiskLimitReached(
-            f"disk limit reached: this run needs {adding / 2**20:.1f} MB and your workspace "
-            f"uses {used / 2**20:.1f} MB of its {limit / 2**20:.0f} MB; delete runs or uploads "
-            "you no longer need (sidebar, Your workspace), then launch again")
 
 
 def aggregate(runs: list[Run]) -> pd.DataFrame:

@@ -142,16 +142,25 @@ def comparison_csv(table: pd.DataFrame) -> str:
     return spreadsheet_csv(table.assign(best=table["best"].str.join(";")))
 
 
-def spreadsheet_csv(frame: pd.DataFrame) -> str:
-    """``frame`` as the app's CSV downloads write it: a text cell that a spreadsheet would read
-    as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return first) gets a leading ``'``
-    (OWASP's CSV-injection advice), so a crafted class name or text stays text. Numbers are
-    left as they are."""
-    def neutral(value):
-        return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
+def _neutral(value):
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_START) else value
 
+
+def neutral_cells(frame: pd.DataFrame, columns=None) -> pd.DataFrame:
+    """``frame`` with every text cell of ``columns`` (default: every text column) that a
+    spreadsheet would read as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return first)
+    given a leading ``'`` (OWASP's CSV-injection advice), so a crafted class name or text stays
+    text. Numbers are left as they are."""
     out = frame.copy()
-    for column in out.columns[[not pd.api.types.is_numeric_dtype(t) for t in out.dtypes]]:
-        out[column] = out[column].map(neutral)
-    out.columns = [neutral(str(c)) for c in out.columns]
+    texts = out.columns[[not pd.api.types.is_numeric_dtype(t) for t in out.dtypes]]
+    for column in texts if columns is None else [c for c in columns if c in texts]:
+        out[column] = out[column].map(_neutral)
+    return out
+
+
+def spreadsheet_csv(frame: pd.DataFrame) -> str:
+    """``frame`` as the app's CSV downloads write it: every text cell and column name
+    neutralised (:func:`neutral_cells`)."""
+    out = neutral_cells(frame)
+    out.columns = [_neutral(str(c)) for c in out.columns]
     return out.to_csv(index=False)

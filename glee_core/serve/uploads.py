@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.errors import GleeError
 from ..core.files import write_atomic
 from ..data.csvfile import read_csv_frame
-from ..data.datasets import LongTailDataset, load_dataset
+from ..data.datasets import LongTailDataset
 from ..models.config import DataOptions
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -61,8 +61,11 @@ def _inside(folder: Path, path: Path) -> bool:
 
 def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
                 text_column: str | None = None, label_column: str | None = None,
-                text_b_column: str | None = None) -> tuple[Upload, LongTailDataset]:
-    """Validate and keep an uploaded CSV; on any problem nothing is written."""
+                text_b_column: str | None = None, max_classes: int | None = None
+                ) -> tuple[Upload, LongTailDataset]:
+    """Validate and keep an uploaded CSV, parsed once; on any problem nothing is kept (an
+    identical file kept before stays as it was). ``max_classes``: public mode's cap on the
+    classes of one upload."""
     if len(data) > MAX_UPLOAD_BYTES:
         raise GleeError(f"{filename}: {len(data) / 2**20:.1f} MiB is over the "
                         f"{MAX_UPLOAD_BYTES // 2**20} MiB upload limit")
@@ -73,22 +76,34 @@ def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
         raise GleeError(f"refusing upload name {filename!r}")
     columns = {"text_column": text_column or None, "label_column": label_column or None,
                "text_b_column": text_b_column or None}
-    handle, tmp = tempfile.mkstemp(suffix=".csv", prefix=".upload-", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
+    upload = Upload(target, Path(str(filename)).name, columns)
+    existed = target.is_file()  # the same bytes (the name holds their digest): not rewritten
+    if not existed:
+        handle, tmp = tempfile.mkstemp(suffix=".csv", prefix=".upload-", dir=folder)
         try:
-            load_dataset(f"csv:{tmp}", **columns)  # raises GleeError with the problem
-        except GleeError as exc:  # name the user's file, not the temporary copy
-            raise exc.naming(tmp, filename) from None
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(tmp, target)  # offered only once its record is written, below
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    try:
+        dataset = upload.load()  # the one parse; its messages name the upload
+        classes = dataset.num_classes + len(dataset.dropped_classes)
+        if max_classes is not None and classes > max_classes:
+            raise GleeError(f"{upload.original_name}: {classes:,} classes; an upload here may "
+                            f"have at most {max_classes:,}. Merge rare classes, or run Glee "
+                            "Studio on your own machine")
+    except BaseException as exc:
+        if not existed:
+            target.unlink(missing_ok=True)
+        if isinstance(exc, GleeError):
+            raise exc.naming(target, upload.original_name).naming(
+                target.name, upload.original_name) from None
         raise
-    meta = {"original_name": Path(str(filename)).name, "columns": columns}
-    write_atomic(target.with_suffix(".json"), json.dumps(meta))
-    upload = Upload(target, meta["original_name"], columns)
-    return upload, upload.load()  # its id and messages name the upload
+    write_atomic(target.with_suffix(".json"),
+                 json.dumps({"original_name": upload.original_name, "columns": columns}))
+    return upload, dataset
 
 
 def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:

@@ -34,7 +34,7 @@ from filelock import FileLock
 
 from ..core import environment
 from ..core.errors import GleeError, disk_message
-from ..core.files import folder_bytes
+from ..core.files import folder_bytes, size_text
 from ..runs.store import RunStore
 from ..train.jobs import list_jobs
 
@@ -67,6 +67,7 @@ class Policy:
     max_workspaces: int = 500  # workspaces on the machine (expired, then empty ones go first)
     workspaces_per_minute: int = 30  # made on the machine a minute (a script cannot fill it)
     score_rows: int = 2000  # texts the Playground classifies from one file
+    upload_classes: int = 2000  # classes one upload may have (per-class charts, splitting)
     models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
 
     @classmethod
@@ -114,20 +115,14 @@ LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upl
                 "job_runs": ("job_runs", 1), "job_minutes": ("job_seconds", 60),
                 "session_minutes": ("session_seconds", 60), "max_jobs": ("max_jobs", 1),
                 "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1),
-                "workspaces_per_minute": ("workspaces_per_minute", 1)}
+                "workspaces_per_minute": ("workspaces_per_minute", 1),
+                "upload_classes": ("upload_classes", 1)}
 
 
 def minutes_text(seconds: float) -> str:
     """``45 min``, ``2.5 h``: an estimated time as the limits' messages say it."""
     minutes = seconds / 60
     return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
-
-
-def size_text(n: float) -> str:
-    """``10 MB``, ``512 KB``, ``104 bytes``: a size as the limits' messages say it."""
-    if n >= 2**20:
-        return f"{n / 2**20:.3g} MB"
-    return f"{n / 2**10:.3g} KB" if n >= 2**10 else f"{int(n)} bytes"
 
 
 class Workspace:

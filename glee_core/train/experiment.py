@@ -148,7 +148,18 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
     pending = [p for p in plan if force or store.get(p.run_id) is None]
     if not pending:
         return []
-    tokenizer = get_backbone(model_name).tokenizer
+    backbone = get_backbone(model_name)
+    tokenizer = backbone.tokenizer
+    targets = {t.strip() for p in pending if p.config.lora_targets
+               for t in p.config.lora_targets.split(",") if t.strip()}
+    if targets:  # before any training: peft's own error comes after minutes, as a traceback
+        names = {name.rsplit(".", 1)[-1] for name, module in
+                 backbone.model.base_model.named_modules() if isinstance(module, torch.nn.Linear)}
+        unknown = sorted(targets - names)
+        if unknown:
+            raise GleeError(f"--lora-targets: {model_name!r} has no linear layer named "
+                            f"{', '.join(repr(u) for u in unknown)}; its are: "
+                            f"{', '.join(sorted(names))}")
     if any(head_of(p.spec).verbalizer for p in pending):
         label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
     share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
