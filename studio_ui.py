@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, replace
@@ -41,6 +40,7 @@ from glee_core.studio import (
     launch_training,
     list_jobs,
     list_uploads,
+    literal,
     method_label,
     registry_order,
     size_text,
@@ -58,19 +58,11 @@ LEGACY_WORKSPACE_PARAM = "ws"  # links of before the cookie carried the key: ign
 _EXPIRED_AT = [0.0]  # when workspaces were last swept for expiry (at most every 10 minutes)
 
 
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
-
-
-AUTOLINK = re.compile(r"(?i)(://|www\.|@)")  # where Markdown would start a link on its own
-
-
 def md(text) -> str:
     """User text (a class, file or dataset name, a message quoting one) made literal for the
-    places Streamlit renders Markdown: every Markdown character escaped, and a zero-width space
-    put into ``://``, ``www.`` and ``@``, which Markdown turns into links even when escaped, so a
-    class named ``[Sign in](https://evil.example)`` reads as itself, not as a link."""
-    text = AUTOLINK.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], str(text))
-    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    places Streamlit renders Markdown (``glee_core.core.markdown.literal``): a class named
+    ``[Sign in](https://evil.example)`` reads as itself, not as a link."""
+    return literal(text)
 
 
 def policy() -> Policy:

@@ -50,7 +50,7 @@ _NAMES = {
     "recommended_first": "runs.recommend",
     "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
     "time_left": "core.events",
-    "disk_message": "core.errors",
+    "disk_message": "core.errors", "literal": "core.markdown",
     "untrained_head_line": "runs.record", "untrained_head_note": "runs.record",
     "RunStore": "runs.store", "aggregate": "runs.store", "slug": "runs.store",
     "SELECTION_NOTE": "runs.tables", "STD_NOTE": "runs.tables",

@@ -6,6 +6,7 @@ import os
 import pickle
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -273,3 +274,27 @@ def test_predict_reads_one_long_row_and_writes_no_live_formula(tiny_bert, tmp_pa
     table = pd.read_csv(out, keep_default_na=False, dtype=str)
     cells = set(table["pred"]) | set(table["top1"]) | set(table["top2"])
     assert "'=cmd|calc" in cells and "=cmd|calc" not in cells
+
+
+def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp_path):
+    """Class names are the user's text: a link, an HTML tag, a '|' or a line break in one must
+    read as itself on the Hub (which renders HTML), never break the per-class table; a glee
+    folder is not a pipeline() folder, so the card declares no pipeline_tag."""
+    from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+    from glee_core.serve.export import model_card
+
+    base = synthetic_dataset(4, "demo")
+    hostile = ["[Sign in](https://evil.example)", "<img src=x onerror=alert(1)>", "a|b",
+               "two\nlines"]
+    names = dict(zip(base.classes, hostile, strict=True))
+    dataset = replace(base, classes=hostile, head_classes=[names[c] for c in base.head_classes],
+                      tail_classes=[names[c] for c in base.tail_classes],
+                      verbalizer={names[c]: w for c, w in base.verbalizer.items()},
+                      class_counts={names[c]: n for c, n in base.class_counts.items()})
+    run = write_synthetic_run(RunStore(tmp_path), dataset, "cls-relu", 1)
+    card = model_card(run)
+    assert "pipeline_tag" not in card
+    assert "](https://" not in card and "<img" not in card and "&lt;img" in card
+    table = card[card.index("| class | group |"):].split("\n\n")[0].splitlines()
+    assert len(table) == 2 + len(hostile)  # one row a class: nothing split or broken
+    assert all(row.count(" | ") == 7 for row in table[2:])  # eight cells each

@@ -276,3 +276,19 @@ def test_an_upload_is_deleted_only_once_the_confirmation_is_ticked(public, tiny_
     next(c for c in at.sidebar.checkbox if c.label.startswith("Yes, delete mine")).check().run()
     next(b for b in at.sidebar.button if b.label.startswith("Delete upload")).click().run()
     assert not kept.exists()
+
+
+def test_work_is_refused_while_the_machines_disk_is_nearly_full(public, monkeypatch):
+    import shutil as shutil_module
+
+    import glee_core.serve.workspaces as workspaces
+
+    own = Workspace.create()
+    own.check_launch(Policy(), 0)  # room enough here
+    usage = shutil_module.disk_usage(own.root)
+    monkeypatch.setattr(workspaces.shutil, "disk_usage",
+                        lambda path: usage._replace(free=workspaces.FREE_RESERVE // 2))
+    with pytest.raises(LimitReached, match=r"disk is nearly full \(512 MB free\)"):
+        own.check_launch(Policy(), 0)
+    with pytest.raises(LimitReached, match="nearly full"):
+        own.check_upload(Policy(), 100)

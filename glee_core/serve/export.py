@@ -28,6 +28,7 @@ from huggingface_hub import ModelCardData
 from .. import __version__
 from ..core.errors import GleeError
 from ..core.files import write_json
+from ..core.markdown import literal
 from ..data.catalog import PAPER_DATASETS, dataset_name
 from ..models.backbone import backbone_from_config, load_backbone
 from ..models.heads import build_model, head_of
@@ -144,6 +145,12 @@ def _confusions(run: Run, most: int = 5) -> list[tuple[str, str, int, int]]:
     return sorted(off, key=lambda c: (-c[2], c[0]))[:most]
 
 
+def text(value) -> str:
+    """A user's string (a class, dataset or template, a note quoting one) as the card shows it:
+    Markdown and HTML both made literal (the Hub renders a card's HTML)."""
+    return literal(value, html_too=True)
+
+
 def model_card(run: Run, include_backbone: bool = False) -> str:
     """A Hugging Face model card: YAML metadata, then the method, backbone, data, overall and
     per-class results with head/tail and many/medium/few, the main confusions, the setting."""
@@ -151,7 +158,9 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
     data, model, method = record.dataset, record.model, record.method
     language = PAPER_DATASETS[data.id].language if data.id in PAPER_DATASETS else "en"
     meta = ModelCardData(
-        library_name="glee-studio", pipeline_tag="text-classification", language=language,
+        # no pipeline_tag: transformers' pipeline() cannot open this folder (the Hub would
+        # promise a widget that breaks)
+        library_name="glee-studio", language=language,
         tags=["text-classification", "long-tail", "glee", method.id,
               "prompt-tuning" if head_of(method).verbalizer else "cls-tuning"],
         datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
@@ -162,7 +171,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
     buckets = shot_f1({c: asdict(m) for c, m in per_class.items()}, counts)
     lines = [
         "---", meta.to_yaml(), "---", "",
-        f"# {method.paper_row} on {dataset_name(data.id)}", "",
+        f"# {method.paper_row} on {text(dataset_name(data.id))}", "",
         f"A {len(data.classes)}-class text classifier trained with Glee Studio: the method "
         f"**{method.label}** of {PAPER} (Tables 2 and 3), on the backbone `{model.name}` "
         f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.", ""]
@@ -193,7 +202,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|"]
     for name in data.order:
         row = per_class[name]
-        lines.append(f"| {name} | {data.group(name)} | {shot_bucket(counts[name])} | "
+        lines.append(f"| {text(name)} | {data.group(name)} | {shot_bucket(counts[name])} | "
                      f"{counts[name]} | {row.support} | {_pct(row.precision)} | "
                      f"{_pct(row.recall)} | {_pct(row.f1)} |")
     confusions = _confusions(run)
@@ -201,16 +210,17 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         lines += ["", "### Most frequent confusions", "",
                   "| gold | predicted as | count | of the gold class's test examples |",
                   "|---|---|---:|---:|"]
-        lines += [f"| {g} ({data.group(g)}) | {p} ({data.group(p)}) | {n} | {n / total:.0%} |"
+        lines += [f"| {text(g)} ({data.group(g)}) | {text(p)} ({data.group(p)}) | {n} | "
+                  f"{n / total:.0%} |"
                   for g, p, n, total in confusions]
     lines += [
         "", "## Training", "",
         f"- Run id: `{record.run_id}` (created {record.created})",
         f"- Setting: {record.protocol}; seed {record.seed}; selection on dev "
         f"{record.hyperparameters.select_metric}",
-        f"- Data: `{dataset_name(data.id)}`, fingerprint `{data.fingerprint}`, sizes "
+        f"- Data: {text(dataset_name(data.id))}, fingerprint `{data.fingerprint}`, sizes "
         + ", ".join(f"{k} {v}" for k, v in data.sizes.items()),
-        f"- Template: `{data.template}`",
+        f"- Template: {text(data.template)}",
         f"- Backbone: `{model.name}` (fingerprint `{model.fingerprint}`), MLM head pretrained: "
         f"{'yes' if model.mlm_head_pretrained else 'no'}; "
         + ("weights included in `backbone/`" if include_backbone else
@@ -219,7 +229,7 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
            else "fine-tuned weights in `model.safetensors`"),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
         "", "### Training class counts (head to tail)", "",
-        ", ".join(f"{name} {counts[name]}" for name in data.order)]
+        ", ".join(f"{text(name)} {counts[name]}" for name in data.order)]
     if record.notes:
-        lines += ["", "### Notes", "", *[f"- {note}" for note in record.notes]]
+        lines += ["", "### Notes", "", *[f"- {text(note)}" for note in record.notes]]
     return "\n".join(lines) + "\n"

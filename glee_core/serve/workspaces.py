@@ -245,6 +245,14 @@ class Workspace:
         self.check_disk(policy, size)
 
     def check_disk(self, policy: Policy, adding: int = 0) -> None:
+        """Within the workspace's limit, and room left on the machine's disk: however many
+        workspaces the caps allow (500 x 500 MB is more than a Space's disk), work is accepted
+        only while the disk keeps ``FREE_RESERVE`` free besides it."""
+        free = shutil.disk_usage(self.root).free
+        if free - adding < FREE_RESERVE:
+            raise LimitReached(f"This Space's disk is nearly full ({size_text(free)} free): it "
+                               "takes no new uploads or jobs until space is freed (idle "
+                               "workspaces are deleted after their time); try again later.")
         used = self.disk_bytes()
         if used + adding > policy.disk_bytes:
             raise LimitReached(f"Your workspace uses {size_text(used)} of its "
@@ -284,6 +292,7 @@ def keys_in(root: Path) -> list[str]:
         if root.is_dir() else []
 
 
+FREE_RESERVE = 1 * 2**30  # disk kept free on the machine: new work is refused below it
 CREATED_LOG = ".created"  # when workspaces were made (the last minute's, for the rate)
 EMPTY_AFTER_SECONDS = 3600.0  # an empty workspace idle this long is reclaimed when full
 

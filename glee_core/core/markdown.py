@@ -1,0 +1,29 @@
+"""User text made literal where Markdown is rendered: the app's pages and the model card.
+
+A class, file or dataset name is data: ``[Sign in](https://evil.example)`` must read as itself,
+not as a link; ``a|b`` must not split a table cell; ``<img onerror=...>`` must not become HTML
+where the renderer allows it (the Hugging Face Hub renders a card's HTML).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
+AUTOLINK = re.compile(r"(?i)(://|www\.|@)")  # where Markdown would start a link on its own
+
+
+def literal(text, html_too: bool = False) -> str:
+    """``text`` made literal for Markdown: every Markdown character escaped, a zero-width space
+    put into ``://``, ``www.`` and ``@`` (which Markdown links even when escaped); ``html_too``
+    (a renderer that passes HTML through, such as the Hub's, and table cells): ``&``, ``<``
+    and ``>`` as entities as well, and line breaks as spaces."""
+    text = str(text)
+    if html_too:
+        text = text.replace("\r", " ").replace("\n", " ")
+    text = AUTOLINK.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1:], text)
+    if html_too:
+        return MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False)).replace(
+            "\\&", "&")
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
