@@ -407,7 +407,8 @@ def test_sigterm_while_a_run_is_saved_leaves_no_temp_folder_and_reads_as_stopped
     assert any(p.name.startswith(".tmp-") for p in (tmp_path / "runs").iterdir())
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and err.strip().endswith("the unfinished one is discarded")
+    assert proc.returncode == 130
+    assert err.strip().endswith("launch the same again to go on from them")
     assert not list((tmp_path / "runs").iterdir())
     jobs = tmp_path / "jobs"
     jobs.mkdir()
