@@ -107,7 +107,8 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
     store = tmp_path / "runs"
     command = [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}",
                "--method", "cls-relu,cls-tanh", "--seeds", "1,2", "--model", str(tiny_bert),
-               "--mode", "frozen", "--pooling", "cls", "--epochs", "30", "--batch-size", "4",
+               "--mode", "frozen", "--pooling", "cls", "--choose-by", "dev", "--epochs", "30",
+               "--batch-size", "4",
                "--device", "cpu",
                "--executor", "ray", "--cpus-per-run", "1", "--runs-dir", str(store)]
     env = {**os.environ, "GLEE_RAY_CPUS": "2", "PYTHONPATH": str(ROOT)}
