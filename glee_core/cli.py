@@ -156,8 +156,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs_dir(export)
     export.add_argument("--out", required=True, help="a new folder")
     export.add_argument("--include-backbone", action="store_true",
-                        help="quick-mode runs: copy the backbone's weights in (default: "
-                        "referenced by name and fingerprint)")
+                        help="glee format, quick-mode runs: copy the backbone's weights in "
+                        "(default: referenced by name and fingerprint)")
+    export.add_argument("--format", default="glee", choices=("glee", "hf", "onnx", "peft"),
+                        help="glee (the studio's folder, load_classifier), hf (transformers' "
+                        "AutoModelForSequenceClassification and pipeline()), onnx (ONNX Runtime "
+                        "with onnx_classifier.py: numpy, onnxruntime, tokenizers) or peft (a "
+                        "LoRA or P-tuning v2 adapter and the head)")
+    export.add_argument("--quantize", choices=("int8",),
+                        help="onnx: also write model.int8.onnx (onnxruntime's dynamic "
+                        "quantization), its test F1 change in the card")
+    export.add_argument("--push-to-hub", metavar="REPO",
+                        help="upload the folder to the Hugging Face Hub as REPO (the token as "
+                        "huggingface_hub finds it: HF_TOKEN, or huggingface-cli login)")
+    export.add_argument("--private", action="store_true", help="with --push-to-hub: a private "
+                        "repository")
 
     calibrate = sub.add_parser("calibrate", help="post-hoc calibration of stored runs (logit "
                                "adjustment, tau-norm, eta-norm): strength chosen on dev, "
@@ -598,10 +611,17 @@ def _cmd_export(args) -> int:
     from .serve.export import export_run
     from .serve.inference import load_run
 
-    out = export_run(load_run(args.run, args.runs_dir), args.out, args.include_backbone)
+    out = export_run(load_run(args.run, args.runs_dir), args.out, args.include_backbone,
+                     args.format, args.quantize)
     files = {p.relative_to(out).as_posix(): p.stat().st_size for p in sorted(out.rglob("*"))
              if p.is_file()}
-    print(json.dumps({"classifier": str(out), "bytes": sum(files.values()), "files": files}))
+    result = {"classifier": str(out), "format": args.format, "bytes": sum(files.values()),
+              "files": files}
+    if args.push_to_hub:
+        from .serve.export import push_to_hub
+
+        result["hub"] = push_to_hub(out, args.push_to_hub, args.private)
+    print(json.dumps(result))
     return 0
 
 

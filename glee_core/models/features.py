@@ -84,7 +84,8 @@ def feature_key(dataset: LongTailDataset, model_fingerprint: str, input_format: 
 
 @torch.inference_mode()
 def compute_states(backbone: Backbone, split, device: torch.device, batch_size: int | None = None,
-                   progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+                   progress: Callable[[int], None] | None = None, precision: str = "auto"
+                   ) -> dict[str, np.ndarray]:
     """The frozen encoder's states of every example, in one pass: ``cls`` at its read position
     (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
     model = backbone.model.to(device).eval()
@@ -95,7 +96,7 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
     for index in eval_batches(lengths, resolve_eval_batch_size(batch_size, device)):
         width = padded_width(int(lengths[index].max()), multiple, cap)
         batch = batch_to(split.batch(index, pad_id, width), device)
-        with autocast(device, resolve_precision("auto", device)):
+        with autocast(device, resolve_precision(precision, device)):
             states = encoder_hidden_states(
                 model, batch["input_ids"], batch["attention_mask"],
                 batch.get("token_type_ids") if backbone.uses_token_type_ids else None)
@@ -107,10 +108,10 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
     return out
 
 
-def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str = "cls"
-                   ) -> np.ndarray:
+def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str = "cls",
+                   precision: str = "auto") -> np.ndarray:
     """The frozen encoder's pooled state of every example (see :func:`compute_states`)."""
-    return compute_states(backbone, split, device)[pooling]
+    return compute_states(backbone, split, device, precision=precision)[pooling]
 
 
 def limited_splits(dataset: LongTailDataset, limit: int | None,

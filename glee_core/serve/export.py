@@ -44,6 +44,7 @@ from ..runs.record import (
     mapping,
 )
 from ..runs.store import Run
+from .formats import export_hf, export_onnx, export_peft, refusal
 from .inference import Scorer
 
 FORMAT_VERSION = 1
@@ -54,11 +55,23 @@ PAPER = ("Zhang, Ren, Wang, Wu and Song, \"Making Pretrained Language Models Goo
          "Learners\", EMNLP 2022 (arXiv 2205.05461)")
 
 
-def export_run(run: Run, out: str | Path, include_backbone: bool = False) -> Path:
-    """Write ``run`` as a classifier folder at ``out`` (a new or empty folder)."""
+def export_run(run: Run, out: str | Path, include_backbone: bool = False,
+               form: str = "glee", quantize: str | None = None) -> Path:
+    """Write ``run`` as a classifier folder at ``out`` (a new or empty folder) in ``form``
+    (``glee``, or one of :mod:`glee_core.serve.formats`'s)."""
     out = Path(out).expanduser()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    why = refusal(run, form)
+    if why:
+        raise GleeError(why)
+    if quantize and form != "onnx":
+        raise GleeError("--quantize is for --format onnx")
+    if include_backbone and form != "glee":
+        raise GleeError("--include-backbone is for --format glee (the other forms hold every "
+                        "weight they need)")
+    if form != "glee":
+        return _export_form(run, out, form, quantize)
     record = run.record
     kept = record.hyperparameters.tuning.keeps_backbone
     if include_backbone and not kept:
@@ -89,6 +102,56 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False) -> Pat
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
+    """``hf``, ``onnx`` or ``peft``: the form's files and a card saying how to load them,
+    written beside ``out`` and renamed into place."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        change = {}
+        if form == "hf":
+            lines = export_hf(run, tmp, None)
+            stock = not (tmp / "modeling_glee.py").exists()
+            kind = ("a stock transformers class (BertForSequenceClassification): no remote code"
+                    if stock else "transformers with this folder's modeling_glee.py "
+                    "(trust_remote_code=True; it imports only torch and transformers)")
+        elif form == "onnx":
+            lines, change = export_onnx(run, tmp, quantize)
+            kind = ("ONNX Runtime: onnx_classifier.py in this folder (numpy, onnxruntime and "
+                    "tokenizers only)")
+        else:
+            lines = export_peft(run, tmp)
+            kind = "a peft adapter (PeftModel.from_pretrained) and the head's weights"
+        card = model_card(run, form=form, kind=kind, loading=[
+            line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines],
+            quantized=change)
+        (tmp / "README.md").write_text(card, encoding="utf-8")
+        shutil.rmtree(out, ignore_errors=True)  # an empty folder the user made
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
+    """Upload ``folder`` to the Hub as ``repo`` (huggingface_hub's upload API; the token as it
+    finds it); one GleeError saying why when it cannot (offline, no token, refused)."""
+    from huggingface_hub import HfApi  # noqa: PLC0415 (only this flag needs the network)
+
+    api = HfApi()
+    try:
+        api.create_repo(repo, private=private, exist_ok=True)
+        info = api.upload_folder(folder_path=str(folder), repo_id=repo,
+                                 commit_message="Glee Studio export")
+    except Exception as exc:  # offline, no token, refused, a bad name: each is one line
+        raise GleeError(f"cannot push to the Hub as {repo!r}: {str(exc).splitlines()[0]} (the "
+                        "folder is written; push it later with huggingface-cli upload)") \
+            from None
+    return str(getattr(info, "commit_url", repo))
 
 
 def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
@@ -151,16 +214,23 @@ def text(value) -> str:
     return literal(value, html_too=True)
 
 
-def model_card(run: Run, include_backbone: bool = False) -> str:
-    """A Hugging Face model card: YAML metadata, then the method, backbone, data, overall and
-    per-class results with head/tail and many/medium/few, the main confusions, the setting."""
+# what each form's card declares: the library that loads it, and a pipeline only where
+# transformers' pipeline() opens the folder (the Hub shows a widget for it)
+CARD_META = {"glee": {"library_name": "glee-studio"},
+             "hf": {"library_name": "transformers", "pipeline_tag": "text-classification"},
+             "onnx": {"library_name": "onnx"}, "peft": {"library_name": "peft"}}
+
+
+def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kind: str = "",
+               loading: list[str] | None = None, quantized: dict | None = None) -> str:
+    """A Hugging Face model card: YAML metadata true to the form, then the method, backbone,
+    data, how to load the folder, overall and per-class results with head/tail and
+    many/medium/few, the main confusions, the setting."""
     record, metrics = run.record, run.metrics
     data, model, method = record.dataset, record.model, record.method
     language = PAPER_DATASETS[data.id].language if data.id in PAPER_DATASETS else "en"
     meta = ModelCardData(
-        # no pipeline_tag: transformers' pipeline() cannot open this folder (the Hub would
-        # promise a widget that breaks)
-        library_name="glee-studio", language=language,
+        **CARD_META[form], language=language,
         tags=["text-classification", "long-tail", "glee", method.id,
               "prompt-tuning" if head_of(method).verbalizer else "cls-tuning"],
         datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
@@ -179,12 +249,23 @@ def model_card(run: Run, include_backbone: bool = False) -> str:
         lines += [f"> **Caveat.** This method starts from the backbone's MLM head, and "
                   f"`{model.name}` has no pretrained MLM head (its transform was initialised "
                   "fresh), so it cannot show the paper's prompt-tuning advantage.", ""]
+    if form == "glee":
+        lines += [
+            "## Use", "", "```python", "from glee_core import load_classifier", "",
+            'classifier = load_classifier("path/to/this/folder")  # offline, no pickle, no '
+            "remote code", 'classifier.probabilities(["a text to classify"])  # one column per '
+            "class", "```", "", "Or a whole CSV: `python -m glee_core predict --classifier "
+            "path/to/this/folder --input texts.csv --out predictions.csv`.", ""]
+    else:
+        lines += ["## Use", "", f"This folder loads with {kind}:", "", "```python",
+                  *(loading or []), "```", ""]
+    if quantized:
+        full, small = quantized["model.onnx"], quantized["model.int8.onnx"]
+        lines += [f"`model.int8.onnx` (onnxruntime's dynamic int8 quantization): test macro-F1 "
+                  f"{small['f1']:.1f} against {full['f1']:.1f} in fp32 "
+                  f"({small['f1'] - full['f1']:+.1f}), tail F1 {small['tail_f1']:.1f} against "
+                  f"{full['tail_f1']:.1f} ({small['tail_f1'] - full['tail_f1']:+.1f}).", ""]
     lines += [
-        "## Use", "", "```python", "from glee_core import load_classifier", "",
-        'classifier = load_classifier("path/to/this/folder")  # offline, no pickle, no remote '
-        "code", 'classifier.probabilities(["a text to classify"])  # one column per class', "```",
-        "", "Or a whole CSV: `python -m glee_core predict --classifier path/to/this/folder "
-        "--input texts.csv --out predictions.csv`.", "",
         "## Results on the test split", "",
         "| " + " | ".join(METRIC_TITLES.values()) + " | "
         + " | ".join(f"{name.title()}-shot F1" for name, _, _ in SHOT_BUCKETS) + " |",

@@ -55,9 +55,10 @@ class Scorer:
     template: str
     max_length: int
     device: str = "cpu"
+    precision: str = "auto"  # fp32 for exact scores (an export's parity); auto: bf16 where fast
 
     @classmethod
-    def for_run(cls, run: Run, device: str = "cpu") -> Scorer:
+    def for_run(cls, run: Run, device: str = "cpu", precision: str = "auto") -> Scorer:
         """Rebuild a run's model from its record and load its saved weights (the head alone for
         a frozen-backbone run)."""
         if not run.weights_path.is_file():
@@ -78,7 +79,7 @@ class Scorer:
         model = model.to(resolve_device(device)).eval()
         return cls(model, backbone, record.dataset.classes, record.dataset.verbalizer,
                    record.dataset.head_classes, record.dataset.template,
-                   record.hyperparameters.max_length, device)
+                   record.hyperparameters.max_length, device, precision)
 
     @classmethod
     def zero_shot(cls, backbone: Backbone, dataset: LongTailDataset) -> Scorer:
@@ -101,9 +102,10 @@ class Scorer:
                        self.template, self.max_length)
         device = resolve_device(self.device)
         if self.model.frozen:
-            split = FeatureSplit(compute_hidden(self.backbone, split, device, self.model.pooling),
-                                 split.labels)
-        logits, _ = predict(self.model, split, self.backbone.tokenizer.pad_token_id or 0, device)
+            split = FeatureSplit(compute_hidden(self.backbone, split, device, self.model.pooling,
+                                                self.precision), split.labels)
+        logits, _ = predict(self.model, split, self.backbone.tokenizer.pad_token_id or 0, device,
+                            precision=self.precision)
         return logits
 
     def probabilities(self, texts: list[str], texts_b: list[str] | None = None

@@ -1,0 +1,319 @@
+"""The forms a classifier leaves the lab in, beside the studio's own folder (``export.py``).
+
+* ``hf``: a folder plain transformers loads (``AutoModelForSequenceClassification``,
+  ``pipeline("text-classification", model=DIR)``). Where a stock class computes the head exactly
+  (CLS-tuning ∘ T on ``[CLS]``, a BERT encoder: BERT's pooler and classifier), that class, with no
+  remote code; otherwise ``modeling_glee.py`` in the folder through ``auto_map``
+  (``trust_remote_code=True``), which applies the run's truncation and template itself.
+* ``onnx``: ``model.onnx`` (dynamic batch and length), ``tokenizer.json``, ``glee_onnx.json`` and
+  ``onnx_classifier.py`` (numpy, onnxruntime and tokenizers only); ``--quantize int8`` adds
+  onnxruntime's dynamic quantization, its test F1 change measured and written in the card.
+* ``peft``: a LoRA or P-tuning v2 run's adapter as peft saves it, the head's weights beside it.
+
+Every form is built from :func:`portable`: the run's model as an encoder, a read position, a
+transform and one linear predictor (η-norm folded into it) - the same numbers the run computes.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from ..core.errors import GleeError
+from ..core.files import write_json
+from ..data.encoding import _template_pieces
+from ..models.heads import ETA, ClsHead, ProbeHead, PromptHead
+from ..runs.metrics import classification_metrics
+from ..runs.store import Run
+from .inference import Scorer
+from .modeling_glee import GleeConfig, GleeForSequenceClassification
+
+FORMATS = ("glee", "hf", "onnx", "peft")
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Portable:
+    """A run's model in the plain parts every form is made of (``GleeConfig``'s fields and the
+    state of a ``GleeForSequenceClassification``), and whether a stock transformers class
+    computes it (``stock``: BertForSequenceClassification)."""
+
+    config: GleeConfig
+    state: dict[str, torch.Tensor]
+    stock: bool
+    encoder: nn.Module
+    scorer: Scorer
+    notes: list[str] = field(default_factory=list)
+
+
+def refusal(run: Run, form: str) -> str | None:
+    """Why ``run`` cannot leave in ``form`` (a sentence naming the forms that can), or None."""
+    record = run.record
+    if form not in FORMATS:
+        return f"--format must be one of {', '.join(FORMATS)}, got {form!r}"
+    tuning = record.hyperparameters.tuning
+    if form == "peft" and not tuning.parameter_efficient:
+        return (f"--format peft is for LoRA and P-tuning v2 runs; this is a {tuning.label} run "
+                "(it leaves as glee, hf or onnx)")
+    if form in ("hf", "onnx") and any("{" + slot + "}" in record.dataset.template
+                                      for slot in ("text_b", "entity")):
+        return (f"--format {form} takes single texts; this run reads a pair (its template has a "
+                "second slot): it leaves as glee")
+    return None
+
+
+def portable(run: Run) -> Portable:
+    """The run's model as :class:`Portable` parts, on the CPU in fp32."""
+    scorer = Scorer.for_run(run, "cpu", precision="fp32")
+    model, record = scorer.model.float().eval(), run.record
+    tokenizer = scorer.backbone.tokenizer
+    tuning = record.hyperparameters.tuning
+    notes, prefix = [], None
+    if model.frozen:
+        encoder = scorer.backbone.model.base_model
+    elif tuning.peft == "lora":  # the adapters merged into the encoder's weights
+        encoder = copy.deepcopy(model.adapter).merge_and_unload()
+        notes.append("LoRA's adapters are merged into the encoder's weights")
+    elif tuning.peft == "prefix":
+        encoder = model.adapter.base_model
+        layers = model.adapter.get_prompt(1).layers
+        prefix = torch.stack([torch.stack([layer.keys[0], layer.values[0]])
+                              for layer in layers]).detach()
+    else:
+        encoder = model.mlm.base_model
+    encoder = encoder.float().eval()
+    head, spec = model.head, record.method
+    read = "mask" if spec.input_format == "prompt" else model.pooling
+    if isinstance(head, ProbeHead):
+        transform, activation, norm = "none", None, None
+        weight, bias = head.predictor.weight, head.predictor.bias
+    elif isinstance(head, ClsHead):
+        transform, activation = "mlp", spec.activation
+        norm = head.norm if isinstance(head.norm, nn.LayerNorm) else None
+        weight, bias = head.predictor.weight, head.predictor.bias
+    elif isinstance(head, PromptHead):
+        transform = "mlp"
+        activation = getattr(encoder.config, "hidden_act", "gelu")
+        norm = head.layer_norm
+        weight, bias = head.linear_predictor()
+    else:  # a head family the forms do not know yet
+        raise GleeError(f"{spec.id}: its head cannot be exported outside the glee format")
+    weight, bias = weight.detach().float().clone(), bias.detach().float().clone()
+    if spec.eta_norm:  # logits_c / ||w_c||^eta: the same as a predictor scaled row by row
+        scale = model.class_weight_norms().detach().float().clamp_min(1e-12) ** ETA
+        weight, bias = weight / scale[:, None], bias / scale
+    lead, trail = special_tokens(tokenizer)
+    template = None
+    if spec.input_format == "prompt":
+        template = prompt_template(tokenizer, record.dataset.template)
+    classes = record.dataset.classes
+    config = GleeConfig(
+        encoder=encoder.config.to_dict(), read=read, transform=transform,
+        activation=activation, layer_norm=norm is not None,
+        layer_norm_eps=norm.eps if norm is not None else 1e-12,
+        text_max_length=record.hyperparameters.max_length, template=template, lead_ids=lead,
+        trail_ids=trail, mask_id=tokenizer.mask_token_id,
+        prefix_length=0 if prefix is None else prefix.shape[3],
+        num_labels=len(classes), id2label=dict(enumerate(classes)),
+        label2id={c: i for i, c in enumerate(classes)},
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+    state = {f"encoder.{k}": v.detach().float().clone() for k, v in encoder.state_dict().items()}
+    state.update({"predictor.weight": weight, "predictor.bias": bias})
+    if transform == "mlp":
+        dense = head.dense
+        state.update({"dense.weight": dense.weight.detach().float().clone(),
+                      "dense.bias": dense.bias.detach().float().clone()})
+        if norm is not None:
+            state.update({"norm.weight": norm.weight.detach().float().clone(),
+                          "norm.bias": norm.bias.detach().float().clone()})
+    if prefix is not None:
+        state["prefix"] = prefix.float().clone()
+    stock = (isinstance(head, ClsHead) and spec.activation == "tanh" and norm is None
+             and read == "cls" and prefix is None and encoder.config.model_type == "bert")
+    return Portable(config, state, stock, encoder, scorer, notes)
+
+
+def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
+    """The special tokens around one sequence ([CLS] .. [SEP]), read off the tokenizer."""
+    probe = tokenizer(tokenizer.mask_token)["input_ids"]
+    at = probe.index(tokenizer.mask_token_id)
+    return probe[:at], probe[at + 1:]
+
+
+def prompt_template(tokenizer, template: str) -> list:
+    """The template's pieces with their token ids, as ``encode_prompt`` builds them; a text
+    slot after a space is refused where the tokenizer reads a leading space (byte-level BPE:
+    the raw text's tokens would differ)."""
+    pieces, out = _template_pieces(template), []
+    for i, (kind, value) in enumerate(pieces):
+        if kind == "literal":
+            out.append(["literal", tokenizer(value, add_special_tokens=False)["input_ids"]])
+        elif kind == "mask":
+            out.append(["mask", []])
+        else:
+            if value != "text":
+                raise GleeError("this template reads a second text: it leaves as glee only")
+            after_space = i > 0 and pieces[i - 1][0] == "literal" and \
+                pieces[i - 1][1][-1:].isspace()
+            probe = "sports news"
+            if after_space and tokenizer(" " + probe, add_special_tokens=False)["input_ids"] \
+                    != tokenizer(probe, add_special_tokens=False)["input_ids"]:
+                raise GleeError("this template puts the text after a space, which this "
+                                "tokenizer encodes differently: it leaves as glee only")
+            out.append(["slot", []])
+    return out
+
+
+def glee_model(parts: Portable) -> GleeForSequenceClassification:
+    """The transformers model of ``parts``, its weights loaded (strictly)."""
+    model = GleeForSequenceClassification(parts.config)
+    model.load_state_dict(parts.state, strict=True)
+    return model.eval()
+
+
+def stock_model(parts: Portable):
+    """BertForSequenceClassification computing ``parts`` exactly: BERT's pooler is CLS-tuning
+    ∘ T's dense + tanh on ``[CLS]``, its classifier the predictor (dropout, at inference, is
+    none)."""
+    from transformers import BertConfig, BertForSequenceClassification  # noqa: PLC0415
+
+    config = BertConfig(**{**parts.encoder.config.to_dict(), "num_labels":
+                           parts.config.num_labels, "id2label": parts.config.id2label,
+                           "label2id": parts.config.label2id})
+    model = BertForSequenceClassification(config).eval()
+    state = {f"bert.{k.removeprefix('encoder.')}": v for k, v in parts.state.items()
+             if k.startswith("encoder.")}
+    state.update({"bert.pooler.dense.weight": parts.state["dense.weight"],
+                  "bert.pooler.dense.bias": parts.state["dense.bias"],
+                  "classifier.weight": parts.state["predictor.weight"],
+                  "classifier.bias": parts.state["predictor.bias"]})
+    model.load_state_dict(state, strict=True)
+    return model
+
+
+def export_hf(run: Run, out: Path, card) -> list[str]:
+    """Write ``run`` as a transformers folder at ``out`` (a stock class where one is exact,
+    else ``modeling_glee.py`` through ``auto_map``); returns the loading lines for the card."""
+    parts = portable(run)
+    tokenizer = copy.deepcopy(parts.scorer.backbone.tokenizer)
+    if parts.stock:
+        model = stock_model(parts)
+        tokenizer.model_max_length = parts.config.text_max_length  # truncation=True cuts there
+        model.save_pretrained(out, safe_serialization=True)
+        lines = ["from transformers import pipeline", "",
+                 f'classify = pipeline("text-classification", model="{out.name}", '
+                 "truncation=True)", 'classify("a text to classify", top_k=None)']
+    else:
+        model = glee_model(parts)
+        GleeConfig.register_for_auto_class()
+        GleeForSequenceClassification.register_for_auto_class(
+            "AutoModelForSequenceClassification")
+        model.save_pretrained(out, safe_serialization=True)
+        shutil.copyfile(HERE / "modeling_glee.py", out / "modeling_glee.py")
+        lines = ["from transformers import pipeline", "",
+                 f'classify = pipeline("text-classification", model="{out.name}", '
+                 "trust_remote_code=True)", 'classify("a text to classify", top_k=None)']
+    tokenizer.save_pretrained(out)
+    return lines
+
+
+def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[str], dict]:
+    """Write ``run`` as an ONNX folder at ``out``; returns the loading lines and, quantized,
+    the test F1 change it brings (``{"f1": .., "tail_f1": ..}`` of each, in percent)."""
+    import warnings  # noqa: PLC0415
+
+    parts = portable(run)
+    model = glee_model(parts)
+
+    class Scores(nn.Module):  # the graph takes the run's own inputs, made by onnx_classifier.py
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, positions):
+            return self.inner.scores(input_ids, attention_mask, positions)
+
+    # a padded example: the traced graph keeps the attention mask (an all-ones one is dropped)
+    ids = torch.full((2, 8), parts.config.pad_token_id, dtype=torch.long)
+    ids[:, :8] = 5
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    positions = torch.zeros(2, dtype=torch.long)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Scores(model).eval(), (ids, mask, positions), str(out / "model.onnx"),
+            input_names=["input_ids", "attention_mask", "positions"], output_names=["logits"],
+            dynamic_axes={"input_ids": {0: "batch", 1: "length"},
+                          "attention_mask": {0: "batch", 1: "length"},
+                          "positions": {0: "batch"}, "logits": {0: "batch"}},
+            dynamo=False, opset_version=17)
+    parts.scorer.backbone.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
+    c = parts.config
+    write_json(out / "glee_onnx.json", {
+        "classes": run.record.dataset.classes, "read": c.read, "max_length": c.text_max_length,
+        "template": c.template, "lead_ids": c.lead_ids, "trail_ids": c.trail_ids,
+        "mask_id": c.mask_id, "pad_id": c.pad_token_id, "model": "model.onnx"})
+    shutil.copyfile(HERE / "onnx_classifier.py", out / "onnx_classifier.py")
+    change = {}
+    if quantize == "int8":
+        from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
+
+        quantize_dynamic(str(out / "model.onnx"), str(out / "model.int8.onnx"),
+                         weight_type=QuantType.QInt8)
+        change = quantization_change(run, out)
+    lines = ["from onnx_classifier import OnnxClassifier  # in this folder", "",
+             f'classifier = OnnxClassifier("{out.name}"'
+             + (', model="model.int8.onnx")' if quantize else ")"),
+             'classifier.predict(["a text to classify"])',
+             'classifier.predict_proba(["a text to classify"]), classifier.classes_']
+    return lines, change
+
+
+def quantization_change(run: Run, out: Path) -> dict:
+    """Test macro-F1 and tail F1 of the fp32 and the int8 graph on the run's test texts."""
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("onnx_classifier", out / "onnx_classifier.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    predictions = run.predictions
+    data = run.record.dataset
+    gold = np.array([data.classes.index(g) for g in predictions["gold"]])
+    scores = {}
+    for name in ("model.onnx", "model.int8.onnx"):
+        classifier = module.OnnxClassifier(out, model=name)
+        pred = classifier.predict_proba(predictions["text"].tolist()).argmax(1)
+        metrics = classification_metrics(gold, pred, data.classes, data.head_classes,
+                                          data.tail_classes)
+        scores[name] = {"f1": 100 * metrics["f1"], "tail_f1": 100 * metrics["tail_f1"]}
+    return scores
+
+
+def export_peft(run: Run, out: Path) -> list[str]:
+    """A LoRA or P-tuning v2 run's adapter as peft writes it, and the head's weights beside it
+    (``glee_head.safetensors``: the transform and the predictor of :func:`portable`)."""
+    parts = portable(run)
+    adapter = parts.scorer.model.adapter
+    adapter.save_pretrained(str(out))
+    head = {k: v.contiguous() for k, v in parts.state.items() if not k.startswith("encoder.")
+            and k != "prefix"}
+    save_file(head, str(out / "glee_head.safetensors"))
+    c = parts.config
+    write_json(out / "glee_head.json", {
+        "read": c.read, "transform": c.transform, "activation": c.activation,
+        "layer_norm": c.layer_norm, "layer_norm_eps": c.layer_norm_eps,
+        "classes": run.record.dataset.classes, "max_length": c.text_max_length,
+        "template": c.template, "base_model": run.record.model.name})
+    return ["from peft import PeftModel", "from transformers import AutoModel", "",
+            f'base = AutoModel.from_pretrained("{run.record.model.name}")',
+            f'encoder = PeftModel.from_pretrained(base, "{out.name}")',
+            "# the head: glee_head.safetensors (dense, norm, predictor) as glee_head.json says"]
+
