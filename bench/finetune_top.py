@@ -109,8 +109,10 @@ def main(argv=None) -> int:
         log = store / "progress.jsonl"
         log.unlink(missing_ok=True)
         started = time.perf_counter()
+        # the child's progress bars go to a file: a pipe nobody reads fills and stops it
+        errors = (store / "stderr.txt").open("w")
         child = subprocess.Popen([*command, "--progress-file", str(log)], cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 stdout=subprocess.PIPE, stderr=errors, text=True,
                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
         readings = []  # (elapsed, time left the app would show)
         while child.poll() is None:
@@ -119,10 +121,12 @@ def main(argv=None) -> int:
             state = fold(read_events(log))
             readings.append((elapsed, state.fraction,
                              time_left(state.fraction, elapsed, estimate["seconds"])))
-        out, err = child.communicate()
+        out, _ = child.communicate()
+        errors.close()
         wall = time.perf_counter() - started
         if child.returncode:
-            raise SystemExit(f"{variant} failed:\n{err[-3000:]}")
+            raise SystemExit(f"{variant} failed:\n"
+                             f"{(store / 'stderr.txt').read_text()[-3000:]}")
         errors = [f"{100 * f:.0f}%: {(left - (wall - at)) / wall:+.0%}"
                   for at, f, left in readings if left is not None
                   and any(abs(at - q * wall) < 5 for q in (0.1, 0.25, 0.5, 0.75))]
