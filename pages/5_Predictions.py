@@ -3,7 +3,15 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.studio import GleeError, chart_confusion, confusion_fits, spreadsheet_csv
+from glee_core.studio import (
+    FORMATS,
+    GleeError,
+    chart_confusion,
+    confusion_fits,
+    export_refusal,
+    export_zip,
+    spreadsheet_csv,
+)
 
 studio_ui.sidebar()
 st.title("Predictions")
@@ -58,3 +66,28 @@ if keep and keep < len(order):
     st.caption(f"The {len(order) - keep} most frequent classes are pooled into the first row and "
                "column, so every tail class keeps its own (turn on All classes to see each).")
 st.altair_chart(chart_confusion(run, keep), width="content")
+
+st.subheader("Take it with you")
+FORMAT_LABELS = {"glee": "Glee Studio folder (load_classifier)",
+                 "hf": "transformers (AutoModelForSequenceClassification, pipeline())",
+                 "onnx": "ONNX Runtime (numpy, onnxruntime, tokenizers only)",
+                 "peft": "peft adapter and head (LoRA, P-tuning v2 runs)"}
+offered = {f: FORMAT_LABELS[f] for f in FORMATS if export_refusal(run, f) is None}
+form = studio_ui.choose("Format", offered, st.radio, key=f"export-form-{run.run_id}")
+quantize = form == "onnx" and st.checkbox(
+    "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the "
+    "card)", key=f"export-int8-{run.run_id}")
+built = st.session_state.get("export")
+if st.button("Build the folder", key=f"export-{run.run_id}"):
+    try:
+        with st.spinner("Exporting and checking ..."), studio_ui.machine_turn():
+            data, code = export_zip(run, form, "int8" if quantize else None)
+    except GleeError as exc:
+        st.error(studio_ui.md(exc))
+    else:
+        built = st.session_state["export"] = (run.run_id, form, data, code)
+if built and built[:2] == (run.run_id, form):
+    st.download_button(f"Download {run.run_id}-{form}.zip", built[2],
+                       f"{run.run_id}-{form}.zip", "application/zip", type="primary")
+    st.caption("Load it so (the folder's README.md, its model card, says more):")
+    st.code(built[3], language="python")

@@ -465,3 +465,24 @@ def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
         opened = picker(at).value
         head = opened.split(" · ")[0].split(" (")[0]
         assert head == named and "· recommended ·" in opened, (page, opened)
+
+
+def test_predictions_offers_the_run_in_every_form_it_can_take(app):
+    """Where a run is shown: the formats it can leave in, a zip to download and the lines that
+    load it."""
+    import io
+    import zipfile
+
+    at = app("pages/5_Predictions.py").run()
+    form = next(r for r in at.radio if r.label == "Format")
+    assert any(o.startswith("transformers") for o in form.options)
+    assert not any(o.startswith("peft") for o in form.options)  # not a LoRA/P-tuning v2 run
+    form.set_value(next(o for o in form.options if o.startswith("ONNX"))).run()
+    next(b for b in at.button if b.label == "Build the folder").click().run()
+    assert not at.exception and not at.error
+    download = next(d for d in at.get("download_button") if d.proto.label.endswith(".zip"))
+    assert download.proto.label.startswith("Download ")
+    assert any("OnnxClassifier(" in c.value for c in at.code)
+    names = zipfile.ZipFile(io.BytesIO(at.session_state["export"][2])).namelist()
+    assert any(n.endswith("/model.onnx") for n in names)
+    assert any(n.endswith("/onnx_classifier.py") for n in names)

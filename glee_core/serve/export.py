@@ -137,6 +137,26 @@ def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
     return out
 
 
+def export_zip(run: Run, form: str, quantize: str | None = None) -> tuple[bytes, str]:
+    """``run`` exported in ``form`` as a zip archive (the app's download) and the lines that
+    load it (the card's first code block)."""
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+    from io import BytesIO  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="glee-export-") as tmp:
+        name = f"{run.run_id}-{form}"
+        out = export_run(run, Path(tmp) / name, form=form, quantize=quantize)
+        buffer = BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(out.rglob("*")):
+                if path.is_file():
+                    archive.write(path, f"{name}/{path.relative_to(out).as_posix()}")
+        card = (out / "README.md").read_text(encoding="utf-8")
+    code = card.split("```python\n", 1)[1].split("```", 1)[0] if "```python\n" in card else ""
+    return buffer.getvalue(), code.replace("path/to/this/folder", name)
+
+
 def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
     """Upload ``folder`` to the Hub as ``repo`` (huggingface_hub's upload API; the token as it
     finds it); one GleeError saying why when it cannot (offline, no token, refused)."""
