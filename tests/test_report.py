@@ -200,3 +200,36 @@ def test_every_registered_chart_is_on_a_page_that_exists():
     from pathlib import Path
     pages = {p.stem.split("_", 1)[1] for p in (Path(__file__).parents[1] / "pages").glob("*.py")}
     assert {c.page for c in RUN_CHARTS.values()} <= pages
+
+
+def test_a_chart_taller_than_a_page_is_cut_between_panels_and_titled_again(tmp_path):
+    """Panels (dark bands) with white between them: every slice ends in the white, never in a
+    panel, and each continuation page repeats the chart's title."""
+    import numpy as np
+    from fpdf import FPDF
+    from PIL import Image
+
+    from glee_core.views.report import _place_chart, blank_rows, slice_rows
+
+    pixels = np.full((3000, 400), 255, dtype=np.uint8)
+    panels = [(40 + i * 330, 40 + i * 330 + 280) for i in range(9)]  # 280 rows, 50 of white
+    for start, end in panels:
+        pixels[start:end, 20:380] = 30
+    image = Image.fromarray(pixels)
+    cuts = blank_rows(image)
+    top, ends = 0, []
+    while top < 3000:
+        top += slice_rows(top, 3000, 1000, cuts)
+        ends.append(top)
+    assert ends[-1] == 3000 and all(not any(s < e < t for s, t in panels) for e in ends)
+    pdf = FPDF(format="A4", unit="mm")
+    pdf.body_font = "helvetica"
+    pdf.add_page()
+    buffer = __import__("io").BytesIO()
+    image.save(buffer, format="PNG")
+    _place_chart(pdf, "Tall chart", buffer.getvalue())
+    path = tmp_path / "tall.pdf"
+    pdf.output(str(path))
+    pages = [p.extract_text() for p in PdfReader(path).pages]
+    assert len(pages) > 1 and pages[0].startswith("Tall chart")
+    assert all("Tall chart (continued)" in p for p in pages[1:])

@@ -408,6 +408,9 @@ def chart_weight_norms(runs: list[Run], highlight: str | None = None,
             title="Per-class weight norms (head → tail; colour: against the method's mean)"
             + _pooled_note(frame))
     panel = max(160, 14 * len(order))
+    two = (width - MARGIN) // 2 - PANEL_AXIS - FACET_GAP  # a panel's room, two to a row
+    if panel > two >= 10 * len(order):  # a narrow page: two panels a row, 10 px a class,
+        panel = max(two, 120)  # rather than one narrow column a page long
     columns = max(1, min(frame["method"].nunique(),
                          (width - MARGIN) // (panel + PANEL_AXIS + FACET_GAP)))
     return alt.Chart(frame).mark_bar().encode(

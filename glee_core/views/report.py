@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import vl_convert
 from fpdf import FPDF
 from PIL import Image
@@ -175,10 +176,29 @@ def build_report(runs: list[Run], dataset: str | None = None,
 MM_PER_PX = 180 / charts.PDF_WIDTH
 
 
+def blank_rows(image: Image.Image) -> np.ndarray:
+    """The pixel rows of a chart that hold nothing (white across): where it may be cut between
+    pages without cutting through a panel, a label or a legend."""
+    grey = np.asarray(image.convert("L"))
+    return np.flatnonzero((grey >= 250).all(axis=1))
+
+
+def slice_rows(top: int, height: int, room: int, cuts: np.ndarray) -> int:
+    """How many pixel rows of a chart, from ``top``, go on a page with ``room`` rows left: all
+    that are left when they fit, else up to the lowest blank row (``cuts``) in the room's
+    lower three quarters, else (one panel taller than the room) the room."""
+    rows = min(height - top, room)
+    if top + rows < height:
+        inside = cuts[(cuts > top + rows // 4) & (cuts <= top + rows)]
+        rows = int(inside[-1]) - top if len(inside) else rows
+    return rows
+
+
 def _place_chart(pdf, title: str, png: bytes) -> None:
     """A chart at its printed size under its title: on the current page when it fits there,
-    else on the next; one taller than a page is cut into page-high slices, one per page, so
-    its type is never shrunk to fit."""
+    else on a new one; one taller than a page is cut into page-high slices, each cut in the
+    white between panels (never through one, unless a single panel is taller than a page), and
+    each continuation under the title again, so its type is never shrunk to fit."""
     image = Image.open(io.BytesIO(png))
     width_px, height_px = image.size
     mm = MM_PER_PX / CHART_SCALE
@@ -186,22 +206,25 @@ def _place_chart(pdf, title: str, png: bytes) -> None:
     mm = width / width_px  # a chart wider than the page (it should not be) is scaled to fit
     height = height_px * mm
     title_height = 9
-    if pdf.get_y() + min(height, 60) + title_height > pdf.page_break_trigger:
+    page = pdf.page_break_trigger - pdf.t_margin  # a whole page's room
+    fits_a_page = height + title_height <= page - 2
+    if (pdf.get_y() + height + title_height > pdf.page_break_trigger and fits_a_page) or \
+            pdf.get_y() + min(height, 60) + title_height > pdf.page_break_trigger:
         pdf.add_page()
     pdf.set_font(pdf.body_font, size=11)
     pdf.cell(0, 7, title, new_x="LMARGIN", new_y="NEXT")
+    cuts = blank_rows(image)
     top = 0
     while top < height_px:
         room = pdf.page_break_trigger - pdf.get_y() - 2
-        if room < 30:  # not worth a sliver: the rest goes on the next page
-            pdf.add_page()
-            room = pdf.page_break_trigger - pdf.get_y() - 2
-        rows = min(height_px - top, int(room / mm))
+        rows = slice_rows(top, height_px, int(room / mm), cuts)
         # fpdf2 takes the PIL image itself: no PNG encode and decode of each slice
         pdf.image(image.crop((0, top, width_px, top + rows)), w=width, h=rows * mm)
         top += rows
         if top < height_px:
             pdf.add_page()
+            pdf.set_font(pdf.body_font, size=11)
+            pdf.cell(0, 7, f"{title} (continued)", new_x="LMARGIN", new_y="NEXT")
     pdf.ln(3)
 
 
