@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -79,10 +80,8 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False,
                         "(quick mode, LoRA, P-tuning v2); a fine-tuned run's weights already "
                         "hold its whole backbone")
     backbone = get_backbone(record.model.name)  # config, tokenizer (and, kept, the weights)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / BACKBONE_FOLDER).mkdir(parents=True)
-    try:
+    with staged(out) as tmp:
+        (tmp / BACKBONE_FOLDER).mkdir()
         shutil.copyfile(run.weights_path, tmp / WEIGHTS_FILE)
         backbone.tokenizer.save_pretrained(tmp / BACKBONE_FOLDER)
         if include_backbone:
@@ -96,21 +95,28 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False,
                          "name": record.model.name, "fingerprint": record.model.fingerprint},
             "record": record.to_dict(), "metrics": {k: run.metrics.value(k) for k in METRIC_KEYS}})
         (tmp / "README.md").write_text(model_card(run, include_backbone), encoding="utf-8")
+    return out
+
+
+@contextmanager
+def staged(out: Path):
+    """A folder written whole beside ``out`` (``.NAME.tmp``) and renamed into place at the end;
+    nothing is left of it when writing fails."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
         shutil.rmtree(out, ignore_errors=True)  # an empty folder the user made
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
 
 
 def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
-    """``hf``, ``onnx`` or ``peft``: the form's files and a card saying how to load them,
-    written beside ``out`` and renamed into place."""
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    """``hf``, ``onnx`` or ``peft``: the form's files and a card saying how to load them."""
+    with staged(out) as tmp:
         change = {}
         if form == "hf":
             lines = export_hf(run, tmp, None)
@@ -129,11 +135,6 @@ def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
             line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines],
             quantized=change)
         (tmp / "README.md").write_text(card, encoding="utf-8")
-        shutil.rmtree(out, ignore_errors=True)  # an empty folder the user made
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
