@@ -103,3 +103,39 @@ def test_confusion_keeps_the_tail_and_pools_the_head(runs):
     assert set(frame["gold"]) - {f"{n - keep} most frequent classes, pooled"} <= set(rarest)
     if keep < n:
         assert f"{n - keep} most frequent classes, pooled" in set(frame["gold"])
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def test_confusion_counts_are_readable_and_the_matrix_takes_the_width(runs):
+    """Up to 30 classes every cell prints its count in type of 10 px or more, in cells of 22 px
+    or more that share the column (17 classes once drew a 330 px matrix of 7 px numbers)."""
+    n = len(runs[0].classes)
+    spec = charts.chart_confusion(runs[0], charts.confusion_fits()).to_dict()
+    texts = [node for node in _walk(spec) if node.get("type") == "text"]  # text marks
+    step = spec["width"]["step"]
+    if n <= charts.CONFUSION_COUNTS:
+        assert texts and all(t["fontSize"] >= 10 for t in texts)
+        assert step >= min(36, (charts.APP_WIDTH - charts.CONFUSION_LABELS - 40) // n)
+        assert step >= 22 and step * n <= charts.APP_WIDTH
+    else:
+        assert not texts
+
+
+def test_charts_as_wide_as_the_column_keep_their_plot_height(runs):
+    """A chart that fills the column's width fits only its width: Streamlit's default fits the
+    whole chart, axes and legend, into the height, which drew a 180 px curve 55 px tall."""
+    for name, chart in gallery_charts(runs):
+        spec = chart.to_dict()
+        if spec.get("width") == "container":
+            assert spec["autosize"]["type"] == "fit-x", name
+    curve = charts.chart_calibration_curve({0.0: 0.5, 1.0: 0.6}, 0.0, 1.0, "f1").to_dict()
+    assert curve["autosize"]["type"] == "fit-x" and curve["height"] >= 180

@@ -62,7 +62,8 @@ def test_dead_features_count_the_zeros_relu_leaves(runs):
 def test_figure_4_renders_with_a_panel_per_method_and_feature(runs):
     chart = chart_feature_distributions(runs, "big", "small")
     spec = chart.to_dict()
-    grid = spec["vconcat"][1]
+    grid, bars = spec["vconcat"]  # the histograms right under the legend naming their colours
+    assert "Dead features" in bars["title"]
     assert grid["facet"]["row"]["field"] == "method"
     assert grid["facet"]["column"]["field"] == "feature"
     assert chart_png(chart)[:4] == b"\x89PNG"
@@ -115,3 +116,10 @@ def test_class_names_reach_vega_as_data_never_as_an_expression(tmp_path, tail):
     assert not [e for e in expressions if tail in str(e)]
     assert ("domain", f"tail: {tail}") in values  # the name travels as data
     assert chart_png(chart)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_dead_feature_is_a_sentence_not_a_chart_of_zero_bars(runs):
+    alive = [r for r in runs if r.method == "cls-relu-pt-ln"]
+    spec = chart_feature_distributions(alive, "big", "small").to_dict()
+    assert "vconcat" not in spec and spec["facet"]["row"]["field"] == "method"
+    assert "No head shown has a dead feature among the first 10" in spec["title"]["subtitle"]

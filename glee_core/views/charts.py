@@ -29,6 +29,13 @@ LABEL_PX = 6.2  # px per character of a 10 px label (an estimate on the generous
 MARGIN = 64  # px a chart's padding, axis offsets and titles take beside what is computed
 
 
+# A chart as wide as its column: the width fitted, the height its own (``height`` is the plot's,
+# as in a fixed-width chart). Streamlit's default for such a chart fits the whole chart, axes and
+# legend included, into ``height``, which left a 180 px curve 55 px of plot.
+FILL_WIDTH = {"width": "container",
+              "autosize": alt.AutoSizeParams(type="fit-x", contains="padding")}
+
+
 def _label_width(labels: Iterable, limit: int) -> int:
     """The px an axis of ``labels`` takes (at most ``limit``, where labels are cut)."""
     return int(min(limit, LABEL_PX * max((len(str(x)) for x in labels), default=0) + 10))
@@ -178,9 +185,8 @@ def chart_class_frequency(counts: Mapping[str, int], head: Iterable[str],
         layers.append(alt.Chart(boundary).mark_rule(strokeDash=[6, 4], color="black")
                       .encode(**{("y" if len(order) > 40 else "x"): rule}))
     if len(order) > 40:
-        return alt.layer(*layers).properties(title=title, width="container",
-                                             height=alt.Step(12))
-    return alt.layer(*layers).properties(title=title, width="container", height=280)
+        return alt.layer(*layers).properties(title=title, height=alt.Step(12), **FILL_WIDTH)
+    return alt.layer(*layers).properties(title=title, height=280, **FILL_WIDTH)
 
 
 # --------------------------------------------------------------------------------------------
@@ -529,8 +535,9 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
                                 dims: int = FIGURE4_FEATURES, width: int = APP_WIDTH
                                 ) -> alt.Chart:
     """Figure 4: one small density plot per method (rows) and feature (columns), the head and
-    the tail class overlaid; beside it, how many of those features are dead (zero for most
-    examples) per method and class - ReLU kills tail features, a LayerNorm after it does not."""
+    the tail class overlaid; under it, how many of those features are dead (zero for most
+    examples) per method and class - ReLU kills tail features, a LayerNorm after it does not.
+    Where no head shown has a dead feature, a subtitle says so instead of all-zero bars."""
     frame = feature_distribution_frame(runs, head_class, tail_class, dims)
     dead = dead_feature_frame(runs, head_class, tail_class, dims)
     rows = registry_order(frame["method"]) if len(frame) else []
@@ -580,8 +587,13 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
             label="datum.group + ': ' + datum['dead features'] + ' dead, ' + "
                   "format(datum['zero share'], '.0%') + ' zeros'"),
     ).properties(width=260, height=alt.Step(14), title="Dead features (zero for most examples)")
-    return alt.vconcat(bars, grid).resolve_legend(color="shared").properties(
-        title=f"Classifier-input features: {head_class} (head) vs {tail_class} (tail)")
+    title = f"Classifier-input features: {head_class} (head) vs {tail_class} (tail)"
+    if not dead["dead features"].any():  # all-zero bars say nothing: a sentence says it
+        return grid.properties(title=alt.TitleParams(
+            title, subtitle=f"No head shown has a dead feature among the first {dims} (zero for "
+                            "most examples of either class)."))
+    # the histograms first, right under the legend that names their colours
+    return alt.vconcat(grid, bars).resolve_legend(color="shared").properties(title=title)
 
 
 # --------------------------------------------------------------------------------------------
@@ -619,25 +631,30 @@ def confusion_frame(run: Run, keep: int | None = None) -> pd.DataFrame:
 
 
 CONFUSION_LABELS = 180  # px of class names beside (and above) the matrix
-CONFUSION_STEPS = (22, 12)  # px a cell: up to 30 classes (counts printed), beyond
+CONFUSION_COUNTS = 30  # up to this many classes a cell prints its count (10 px type)
+CONFUSION_CELL = (22, 36, 12)  # px a cell with counts: at least, at most; a cell beyond
 
 
 def confusion_fits(width: int = APP_WIDTH) -> int:
     """How many classes a confusion matrix shows one by one within ``width`` px."""
-    return int((width - CONFUSION_LABELS - 40) // CONFUSION_STEPS[1])
+    return int((width - CONFUSION_LABELS - 40) // CONFUSION_CELL[2])
 
 
-def chart_confusion(run: Run, keep: int | None = None) -> alt.Chart:
+def chart_confusion(run: Run, keep: int | None = None, width: int = APP_WIDTH) -> alt.Chart:
     """Rows gold, columns predicted, classes head to tail; colour is the share of the gold row
     (so a tail class with 3 test examples is as visible as a head class with 600), counts printed
-    in the cells up to 30 classes. ``keep``: see :func:`confusion_frame` (the pages keep what
+    in the cells (10 px) up to :data:`CONFUSION_COUNTS` classes, whose cells share ``width`` px
+    (22 to 36 px a cell). ``keep``: see :func:`confusion_frame` (the pages keep what
     :func:`confusion_fits` the column)."""
     frame = confusion_frame(run, keep)
     order = _class_table(run)["class"].tolist()
     if keep and keep < len(order):
         order = [_pooled_head_label(len(order) - keep)] + order[len(order) - keep:]
-    step = CONFUSION_STEPS[0] if len(order) <= 30 else CONFUSION_STEPS[1]
-    axis = dict(labelOverlap=False, labelFontSize=10 if len(order) <= 30 else 9,
+    counts = len(order) <= CONFUSION_COUNTS
+    labels = _label_width(order, CONFUSION_LABELS)
+    step = (int(np.clip((width - labels - 40) / len(order), *CONFUSION_CELL[:2])) if counts
+            else CONFUSION_CELL[2])
+    axis = dict(labelOverlap=False, labelFontSize=10 if counts else 9,
                 labelLimit=CONFUSION_LABELS)
     base = alt.Chart(frame).encode(
         x=alt.X("predicted:N", scale=alt.Scale(domain=order), title="predicted",
@@ -651,8 +668,8 @@ def chart_confusion(run: Run, keep: int | None = None) -> alt.Chart:
                                           format=".0%", values=[0, 0.25, 0.5, 0.75, 1])),
         tooltip=["gold", "predicted", "count", alt.Tooltip("share:Q", format=".1%")])
     layers = [cells]
-    if len(order) <= 30:
-        layers.append(base.mark_text(fontSize=10 if len(order) <= 15 else 8).encode(
+    if counts:
+        layers.append(base.mark_text(fontSize=10 if step < 30 else 12).encode(
             text="count:Q",
             color=alt.condition(alt.datum.share > 0.5, alt.value("white"), alt.value("black"))))
     return alt.layer(*layers).properties(title=f"Confusion matrix ({method_label(run.method)})",
@@ -677,8 +694,8 @@ def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
         tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"])
     labels = base.mark_text(align="left", dx=3, fontSize=10).encode(text="text:N")
-    return alt.layer(bars, labels).properties(title=title, width="container",
-                                              height=alt.Step(18))
+    return alt.layer(bars, labels).properties(title=title, height=alt.Step(18),
+                                              **FILL_WIDTH)
 
 
 # --------------------------------------------------------------------------------------------
@@ -805,8 +822,8 @@ def chart_calibration_curve(curve: dict[float, float], chosen: float, current: f
     rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
         x="strength:Q", color=alt.Color("what:N", title=None,
                                         scale=alt.Scale(range=["#54a24b", "#e45756"])))
-    return alt.layer(line, rules).properties(width="container", height=180,
-                                             title="Dev metric against the strength")
+    return alt.layer(line, rules).properties(height=180, title="Dev metric against the strength",
+                                             **FILL_WIDTH)
 
 
 # --------------------------------------------------------------------------------------------
@@ -896,8 +913,8 @@ def chart_norm_evolution(run: Run) -> alt.Chart:
         color=alt.Color("norm:Q", title="‖w_c‖", scale=alt.Scale(scheme="viridis")),
         tooltip=["class", "group", "evaluation", alt.Tooltip("norm:Q", format=".3f")],
     ).properties(title=f"Weight norms while training ({method_label(run.method)}, seed "
-                       f"{run.seed})", width="container",
-                 height=alt.Step(16 if len(order) <= 40 else 12))
+                       f"{run.seed})", height=alt.Step(16 if len(order) <= 40 else 12),
+                 **FILL_WIDTH)
 
 
 # --------------------------------------------------------------------------------------------
@@ -939,7 +956,7 @@ def _figure4(runs: list[Run], width: int) -> alt.Chart:
 
 
 def _confusion(runs: list[Run], width: int) -> alt.Chart:
-    return chart_confusion(runs[0], confusion_fits(width))
+    return chart_confusion(runs[0], confusion_fits(width), width)
 
 
 RUN_CHARTS: dict[str, RunChart] = {c.name: c for c in (

@@ -36,9 +36,8 @@ CHART_SCALE = 2.0  # PNG pixels per chart px (sharp print)
 def chart_png(chart, scale: float = CHART_SCALE) -> bytes:
     """An Altair chart as PNG bytes (``width="container"`` charts get a fixed page width)."""
     spec = chart.to_dict()
-    if spec.get("width") == "container":  # the whole chart, axes and legends, fits the page
+    if spec.get("width") == "container":  # (charts.FILL_WIDTH) the whole chart fits the page
         spec["width"] = charts.PDF_WIDTH
-        spec["autosize"] = {"type": "fit-x", "contains": "padding"}
     # one font with the row names' symbols (∘, η), so no glyph falls back to a serif face
     spec.setdefault("config", {}).setdefault("font", "DejaVu Sans")
     return vl_convert.vegalite_to_png(spec, scale=scale)
