@@ -65,6 +65,31 @@ def test_the_seeds_of_a_probe_share_one_fit(tiny_bert, toy_dataset, monkeypatch)
     assert len(fits) == 4
 
 
+def test_a_probe_fits_on_one_blas_thread(tiny_bert, toy_dataset, monkeypatch):
+    """lbfgs's small products on a pool of BLAS threads cost 7-20x more than on one (a GPU
+    machine's 16 cores made the quick compare take minutes): the fit runs on one thread, and the
+    process's own thread count is left as it was."""
+    from threadpoolctl import threadpool_info
+
+    from glee_core.models import heads
+
+    def blas_threads():
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    seen = []
+    monkeypatch.setattr(heads, "_PROBE_FITS", {})
+    monkeypatch.setattr(heads.LogisticRegression, "fit", lambda self, x, y, fit=
+                        LogisticRegression.fit: seen.append(blas_threads()) or fit(self, x, y))
+    before = blas_threads()
+    labels = np.repeat(np.arange(3), [12, 6, 3])
+    features = np.random.default_rng(0).normal(size=(len(labels), 32)).astype(np.float32)
+    head = build_model(get_method("probe"), load_backbone(str(tiny_bert)), toy_dataset.classes,
+                       toy_dataset.verbalizer, TrainConfig(mode="frozen")).head
+    fit_probe(head, features, labels, len(toy_dataset.classes), False, seed=1)
+    assert seen and seen[0] <= {1}  # empty where numpy's BLAS exposes no pool
+    assert blas_threads() == before
+
+
 def test_mean_pooling_averages_the_tokens_of_each_text_only():
     states = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 from sklearn.linear_model import LogisticRegression
+from threadpoolctl import threadpool_limits
 from torch import nn
 from torch.nn import functional as F
 
@@ -311,12 +312,18 @@ def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_cla
     asked) and copy its coefficients into ``head``: the head's logits are the classifier's
     ``decision_function``. A class absent from training gets a zero row and a -1e4 bias.
     ``seed`` does not enter: lbfgs is deterministic, so another seed on the same features is
-    the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`)."""
+    the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`).
+
+    The fit runs on one BLAS thread: lbfgs's products here are small (texts x hidden x classes),
+    and a pool of threads spends more time waking than working on them — measured 7-20x slower
+    with two threads on two cores, and a GPU machine's 16 cores made the quick compare's
+    cross-validation take minutes (BENCHMARKS.md, "GPU check")."""
     key = _probe_key(features, labels, num_classes, class_balanced)
     if key not in _PROBE_FITS:
         clf = LogisticRegression(solver="lbfgs", max_iter=2000,
                                  class_weight="balanced" if class_balanced else None)
-        clf.fit(features, labels)
+        with threadpool_limits(limits=1, user_api="blas"):
+            clf.fit(features, labels)
         weight = np.zeros((num_classes, features.shape[1]), dtype=np.float32)
         bias = np.full(num_classes, -1e4, dtype=np.float32)
         coef, intercept = clf.coef_, clf.intercept_
