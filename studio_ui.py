@@ -797,8 +797,12 @@ def runs_or_stop():
 def setting_runs(key: str):
     """Runs of one setting (backbone, mode and protocol: never mixed in a table) and the chosen
     methods."""
+    from glee_core.studio import recommended_first  # noqa: PLC0415 (pandas)
+
     runs = runs_or_stop()
     labels = dict(sorted({r.setting: r.record.setting_label for r in runs}.items()))
+    best = recommended_first(list(runs))[0].setting  # the recommended candidate's, first
+    labels = {best: f"{labels.pop(best)} · recommended", **labels}
     setting = choose("Setting", labels, st.radio)
     runs = [r for r in runs if r.setting == setting]
     runs = pick_runs(runs, key=key)

@@ -465,6 +465,9 @@ def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
         opened = picker(at).value
         head = opened.split(" · ")[0].split(" (")[0]
         assert head == named and "· recommended ·" in opened, (page, opened)
+    for page in ("pages/3_Results.py", "pages/4_Diagnostics.py", "pages/7_Report.py"):
+        setting = next(r for r in app(page).run().radio if r.label == "Setting")
+        assert setting.value == setting.options[0] and setting.value.endswith("· recommended")
 
 
 def test_predictions_offers_the_run_in_every_form_it_can_take(app):
