@@ -107,7 +107,7 @@ def measure_one(args) -> dict:
     from glee_core.models.heads import build_model
     from glee_core.models.methods import get_method
     from glee_core.models.scoring import batch_width, predict
-    from glee_core.train.training import TrainingState, make_optimizer, train_one_epoch
+    from glee_core.train.training import DevSelection, TrainingState, Trial, make_optimizer
 
     method, strategy = args.one
     device = resolve_device(args.device)
@@ -126,8 +126,10 @@ def measure_one(args) -> dict:
     model = build_model(spec, own, dataset.classes, dataset.verbalizer).to(device)
     # the reference strategy is the released code's: always fp32
     precision = "fp32" if strategy == "reference" else args.precision
+    # one epoch, scored on dev never (an evaluation every 10**9 steps): the product's own loop
     config = TrainConfig(batch_size=args.batch_size, max_length=args.max_length, lr=1e-5,
-                         log_every=10**9, device=args.device, precision=precision,
+                         epochs=1, eval_every_steps=10**9, patience=2, log_every=10**9,
+                         device=args.device, precision=precision,
                          pad_multiple=args.pad_multiple)
     if args.compile and strategy == "fast":
         model.mlm.base_model.compile()
@@ -141,8 +143,11 @@ def measure_one(args) -> dict:
     def train_pass(split):
         if strategy == "reference":
             reference.train_one_epoch(state, split, args.max_length)
-        else:
-            train_one_epoch(state, split, 1, lambda e: None)
+        else:  # the production loop: a trial at one rate (glee_core.train.training.Trial)
+            quiet = lambda event: None  # noqa: E731
+            selection = DevSelection(model, split, state, -(-len(split) // args.batch_size),
+                                     quiet)
+            Trial(config.lr, model, state, selection, split, quiet).advance()
 
     def eval_pass(split):
         if strategy == "reference":

@@ -314,10 +314,8 @@ def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_cla
     ``seed`` does not enter: lbfgs is deterministic, so another seed on the same features is
     the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`).
 
-    The fit runs on one BLAS thread: lbfgs's products here are small (texts x hidden x classes),
-    and a pool of threads spends more time waking than working on them — measured 7-20x slower
-    with two threads on two cores, and a GPU machine's 16 cores made the quick compare's
-    cross-validation take minutes (BENCHMARKS.md, "GPU check")."""
+    The fit runs on one BLAS thread: lbfgs's products here are small, and a pool of threads
+    spends more time waking than working on them (BENCHMARKS.md, "GPU check, second machine")."""
     key = _probe_key(features, labels, num_classes, class_balanced)
     if key not in _PROBE_FITS:
         clf = LogisticRegression(solver="lbfgs", max_iter=2000,

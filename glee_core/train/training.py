@@ -232,22 +232,6 @@ def train_step(state: TrainingState, train: Split, index, precision: str) -> tor
     return loss.detach()
 
 
-def train_one_epoch(state: TrainingState, train: Split, epoch: int, progress: ProgressFn
-                    ) -> tuple[float, int]:
-    """One pass over ``train`` (what the throughput benchmark times); returns (summed loss,
-    steps). The loss is read back only every ``config.log_every`` steps."""
-    state.model.train()
-    batches = epoch_batches(state, train)
-    precision = resolve_precision(state.config.precision, state.device)
-    loss_sum = torch.zeros((), device=state.device)
-    for step, index in enumerate(batches, 1):
-        loss_sum += train_step(state, train, index, precision)
-        report = step % state.config.log_every == 0 or step == len(batches)
-        progress(TrainStep(epoch=epoch, epochs=state.config.epochs, step=step,
-                           steps=len(batches), loss=float(loss_sum) / step if report else None))
-    return float(loss_sum), len(batches)
-
-
 def parameter_groups(model: GleeModel, lr: float, config: TrainConfig) -> list[dict]:
     """AdamW's parameter groups: the encoder at ``lr`` (with ``layer_decay``, layer l of L at
     ``lr * decay ** (L + 1 - l)``, the embeddings at ``lr * decay ** (L + 1)``) and everything
