@@ -27,6 +27,7 @@ from .core.events import (
     CrossValidating,
     Evaluated,
     Event,
+    Examining,
     FeaturePass,
     Loading,
     Note,
@@ -45,6 +46,7 @@ from .models.config import (
     AdaptRequest,
     DataOptions,
     ExecutorOptions,
+    HealthOptions,
     TrainConfig,
     TrainRequest,
     add_arguments,
@@ -199,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(adapt, AdaptOptions, optional=True)
     adapt.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
 
+    health = sub.add_parser("health", help="data health: suspected label errors, "
+                            "near-duplicates (and leaks into dev/test), outliers and the most "
+                            "confused classes, head -> tail (cleanlab on out-of-fold "
+                            "probabilities of the frozen features)")
+    add_arguments(health, DataOptions)
+    health.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
+    add_arguments(health, HealthOptions)
+    _add_runs_dir(health)
+
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help=RUN_HELP)
     _add_runs_dir(score)
@@ -283,6 +294,11 @@ class TqdmProgress:
                                   "cross-validation on train + dev")
             bar.update((event.part - 1) * event.folds + event.fold - (not event.finished)
                        - bar.n)
+        elif isinstance(event, Examining):
+            self._flush()
+            bar = self._open(event.steps, unit="step", desc="data health")
+            bar.set_description(f"data health: {event.what}", refresh=False)
+            bar.update(event.step - 1 - bar.n)
         elif isinstance(event, Testing):  # a closed-form probe's first event after its line
             self.close()
             self._flush()
@@ -393,6 +409,42 @@ def _cmd_adapt(args) -> int:
               file=sys.stderr)
     print(f"use it: --model {Path(options.out).expanduser()}", file=sys.stderr)
     print(json.dumps(record))
+    return 0
+
+
+def _cmd_health(args) -> int:
+    from .core.devices import resolve_device
+    from .models.backbone import load_backbone
+    from .runs.health import data_health
+    from .runs.store import RunStore
+    from .runs.tables import markdown_table
+
+    options = from_args(HealthOptions, args)
+    dataset = from_args(DataOptions, args).load()
+    bars = TqdmProgress(dataset.warnings)
+    try:
+        report = data_health(dataset, load_backbone(args.model), args.model, options,
+                             RunStore(args.runs_dir).features_dir,
+                             resolve_device(options.device), bars)
+    finally:
+        bars.close()
+    health_file, issues_file = report.write(options.out)
+    print("\n".join(markdown_table(*report.table(), left=2)))
+    summary = report.summary()
+    print(f"\n{summary['suspected_label_errors']} suspected label error(s) among "
+          f"{summary['training_texts']} training texts ({report.folds}-fold probabilities of "
+          f"{report.method} on the {report.pooling}-pooled frozen features); "
+          f"{summary['training_texts_leaked_into_dev_or_test']} training text(s) with a "
+          "near-duplicate in dev or test.")
+    for pair in report.confused_pairs[:3]:
+        absorbs = " (a head class absorbing a tail one)" if pair["head_absorbs_tail"] else ""
+        print(f"most confused: {pair['true']} -> {pair['predicted']}, {pair['texts']} text(s), "
+              f"{pair['share']:.0%} of its own{absorbs}")
+    if summary["too_few_to_judge"]:
+        print(f"too few to judge (fewer training texts than --folds {report.folds}): "
+              + ", ".join(summary["too_few_to_judge"]))
+    print(f"wrote {health_file} and {issues_file} (one line per training text, the most "
+          "suspect first)", file=sys.stderr)
     return 0
 
 
@@ -669,6 +721,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_adapt(args)
         elif args.command == "report":
             return _cmd_report(args)
+        elif args.command == "health":
+            return _cmd_health(args)
         return 0
     except GleeError as exc:
         print(f"error: {exc}", file=sys.stderr)

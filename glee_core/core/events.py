@@ -168,9 +168,19 @@ class SweepProgress(Event):
     error: str = ""
 
 
+@dataclass
+class Examining(Event):
+    """Data health (``python -m glee_core health``): step ``step`` of ``steps``, ``what``."""
+
+    stage: ClassVar[str] = "health"
+    step: int
+    steps: int
+    what: str
+
+
 EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
     RunStarted, Note, Queued, WaitingForRun, Loading, FeaturePass, Searching, TrainStep,
-    Evaluated, Testing, SweepProgress, CrossValidating)}
+    Evaluated, Testing, SweepProgress, CrossValidating, Examining)}
 
 ProgressFn = Callable[[Event], None]
 

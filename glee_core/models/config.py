@@ -622,6 +622,25 @@ class AdaptOptions:
             raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
 
 
+@dataclass
+class HealthOptions:
+    """``python -m glee_core health``: the probe, its folds, and where the results go."""
+
+    out: str = option(MISSING, "the folder to write health.json and label_issues.csv to")
+    folds: int = option(5, "k of the k-fold out-of-fold probabilities on the training split")
+    method: str = option("probe-balanced", "the closed-form probe giving the probabilities",
+                         choices=("probe-balanced", "probe"))
+    pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
+                                 "backbone's own pooling, else mean)", choices=("cls", "mean"))
+    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
+    seed: int = option(1, "random seed of the folds")
+    device: str = option("auto", "auto, cpu or cuda")
+
+    def __post_init__(self):
+        if self.folds < 2:
+            raise GleeError(f"--folds must be at least 2, got {self.folds}")
+
+
 def _type_of(f) -> type:
     """int, float or str from a field's annotation (``"int | None"`` with postponed ones)."""
     annotation = str(f.type)

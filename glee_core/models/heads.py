@@ -306,22 +306,28 @@ def _probe_key(features: np.ndarray, labels: np.ndarray, num_classes: int,
     return digest.hexdigest()
 
 
+def probe_classifier(features: np.ndarray, labels: np.ndarray, class_balanced: bool
+                     ) -> LogisticRegression:
+    """The probes' classifier fitted: scikit-learn's ``LogisticRegression`` (L2, lbfgs;
+    ``class_weight="balanced"`` when asked), on one BLAS thread: lbfgs's products here are
+    small, and a pool of threads spends more time waking than working on them (BENCHMARKS.md,
+    "GPU check, second machine")."""
+    clf = LogisticRegression(solver="lbfgs", max_iter=2000,
+                             class_weight="balanced" if class_balanced else None)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return clf.fit(features, labels)
+
+
 def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_classes: int,
               class_balanced: bool, seed: int) -> None:
     """Fit scikit-learn's ``LogisticRegression`` (L2, lbfgs; ``class_weight="balanced"`` when
     asked) and copy its coefficients into ``head``: the head's logits are the classifier's
     ``decision_function``. A class absent from training gets a zero row and a -1e4 bias.
     ``seed`` does not enter: lbfgs is deterministic, so another seed on the same features is
-    the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`).
-
-    The fit runs on one BLAS thread: lbfgs's products here are small, and a pool of threads
-    spends more time waking than working on them (BENCHMARKS.md, "GPU check, second machine")."""
+    the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`)."""
     key = _probe_key(features, labels, num_classes, class_balanced)
     if key not in _PROBE_FITS:
-        clf = LogisticRegression(solver="lbfgs", max_iter=2000,
-                                 class_weight="balanced" if class_balanced else None)
-        with threadpool_limits(limits=1, user_api="blas"):
-            clf.fit(features, labels)
+        clf = probe_classifier(features, labels, class_balanced)
         weight = np.zeros((num_classes, features.shape[1]), dtype=np.float32)
         bias = np.full(num_classes, -1e4, dtype=np.float32)
         coef, intercept = clf.coef_, clf.intercept_

@@ -1,0 +1,247 @@
+"""Data health: which training labels look wrong, which texts are repeated (within training, or
+leaked into dev and test), which are outliers, and which classes the tail loses to the head.
+
+Out-of-fold probabilities come from a closed-form probe on the cached frozen features (k folds
+of the training split; every text is scored by a probe that never saw it), and cleanlab's
+``Datalab`` reads them: confident learning for the label issues, its nearest-neighbour checks on
+the features for near-duplicates and outliers (over every split at once, so a copy of a
+training text in dev or test is found). Nothing of confident learning is written here. A class
+with fewer training texts than folds is "too few to judge": its texts are always trained on,
+never held out, and get no label quality.
+
+``python -m glee_core health`` writes :data:`HEALTH_FILE` and :data:`ISSUES_FILE`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from ..core.errors import GleeError
+from ..core.events import Examining, ProgressFn
+from ..core.files import write_json_atomic
+from ..data.datasets import SPLITS, LongTailDataset
+from ..models.backbone import Backbone, trained_pooling
+from ..models.config import HealthOptions
+from ..models.features import cached_features
+from ..models.heads import probe_classifier
+
+HEALTH_FILE, ISSUES_FILE = "health.json", "label_issues.csv"
+ISSUE_COLUMNS = ["row", "split", "text", "given_label", "suggested_label", "label_quality",
+                 "suspected", "duplicate_rows", "outlier"]
+CONFUSED_PAIRS = 10  # the pairs health.json lists, most confused first
+
+
+@dataclass
+class ClassHealth:
+    """One class's line of the health table."""
+
+    name: str
+    group: str  # head or tail
+    texts: int  # training texts
+    judged: bool  # enough texts for the folds
+    suspected: int  # training texts whose label cleanlab suspects
+    duplicates: int  # training texts with a near-duplicate in training
+    leaked: int  # training texts with a near-duplicate in dev or test
+    conflicting: int  # training texts with a near-duplicate that carries another label
+    outliers: int
+    confused_with: str | None  # the class its held-out texts are most often predicted as
+    confused_share: float  # the share of its judged texts predicted so
+
+
+@dataclass
+class HealthReport:
+    """What :func:`data_health` found; ``issues`` has one line per training text."""
+
+    dataset: str
+    model: str
+    pooling: str
+    method: str
+    folds: int
+    classes: list[ClassHealth]
+    confused_pairs: list[dict]
+    duplicate_groups: list[dict]  # near-duplicate sets spanning splits or labels
+    issues: pd.DataFrame = field(repr=False)
+
+    def summary(self) -> dict:
+        judged = [c for c in self.classes if c.judged]
+        return {"training_texts": int(len(self.issues)),
+                "suspected_label_errors": int(self.issues["suspected"].sum()),
+                "training_texts_with_duplicates": sum(c.duplicates for c in self.classes),
+                "training_texts_leaked_into_dev_or_test": sum(c.leaked for c in self.classes),
+                "outliers": int(self.issues["outlier"].sum()),
+                "too_few_to_judge": [c.name for c in self.classes if not c.judged],
+                "classes_judged": len(judged)}
+
+    def to_json(self) -> dict:
+        return {"dataset": self.dataset, "model": self.model, "pooling": self.pooling,
+                "method": self.method, "folds": self.folds, "summary": self.summary(),
+                "classes": [asdict(c) for c in self.classes],
+                "confused_pairs": self.confused_pairs,
+                "duplicate_groups": self.duplicate_groups}
+
+    def write(self, folder: str | Path) -> tuple[Path, Path]:
+        folder = Path(folder).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(folder / HEALTH_FILE, self.to_json())
+        issues = folder / ISSUES_FILE
+        tmp = issues.with_suffix(".tmp")
+        self.issues.to_csv(tmp, index=False)
+        tmp.replace(issues)
+        return folder / HEALTH_FILE, issues
+
+    def table(self) -> tuple[list[str], list[list]]:
+        """The per-class table, head -> tail: header and rows (for a terminal or the app)."""
+        header = ["class", "group", "texts", "suspected", "duplicates", "leaked", "outliers",
+                  "most confused with"]
+        rows = [[c.name, c.group, c.texts, c.suspected if c.judged else "too few to judge",
+                 c.duplicates, c.leaked, c.outliers,
+                 f"{c.confused_with} ({c.confused_share:.0%})" if c.confused_with else "-"]
+                for c in self.classes]
+        return header, rows
+
+
+def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_classes: int,
+                              folds: int, class_balanced: bool, seed: int,
+                              progress: ProgressFn | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """(probabilities, judged): each judged text's class probabilities from a probe fitted on
+    the other folds; a text of a class with fewer than ``folds`` texts is not judged (its row is
+    NaN) and is in every fold's training part."""
+    progress = progress or (lambda event: None)
+    counts = np.bincount(labels, minlength=num_classes)
+    judged = counts[labels] >= folds
+    probs = np.full((len(labels), num_classes), np.nan)
+    rows, always = np.flatnonzero(judged), np.flatnonzero(~judged)
+    if len(np.unique(labels[rows])) < 2:
+        raise GleeError(f"no two classes have {folds} training texts or more: too few to judge "
+                        "any label (fewer --folds?)")
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    for number, (fit_part, held) in enumerate(splitter.split(rows, labels[rows]), 1):
+        progress(Examining(step=number, steps=folds + 1,
+                           what=f"out-of-fold probabilities, fold {number}/{folds}"))
+        train = np.concatenate([rows[fit_part], always])
+        clf = probe_classifier(features[train], labels[train], class_balanced)
+        scores = np.zeros((len(held), num_classes))
+        scores[:, clf.classes_] = clf.predict_proba(features[rows[held]])
+        probs[rows[held]] = scores
+    return probs, judged
+
+
+def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
+                options: HealthOptions, cache_dir: str | Path, device,
+                progress: ProgressFn | None = None) -> HealthReport:
+    """Label issues, near-duplicates (within training and across splits), outliers and the
+    most confused pairs of ``dataset``'s training split (see the module's docstring)."""
+    from cleanlab import Datalab  # noqa: PLC0415 (a second's import, only here)
+
+    progress = progress or (lambda event: None)
+    if dataset.num_classes < 2 or "train" not in dataset.splits or \
+            dataset.splits["train"].empty:
+        raise GleeError(f"{dataset.id}: data health needs a training split with two classes "
+                        "or more")
+    pooling = options.pooling or trained_pooling(model) or "mean"
+    split_features = cached_features(dataset, backbone, "plain",
+                                     options.max_length or dataset.max_length, cache_dir,
+                                     device, progress, pooling=pooling)
+    train = split_features["train"]
+    labels, k = train.labels, dataset.num_classes
+    probs, judged = out_of_fold_probabilities(
+        train.hidden, labels, k, options.folds, options.method == "probe-balanced",
+        options.seed, progress)
+    progress(Examining(step=options.folds + 1, steps=options.folds + 1,
+                       what="label issues, near-duplicates and outliers (cleanlab)"))
+
+    # label issues: cleanlab on the judged texts, over the classes they hold
+    present = np.unique(labels[judged])
+    column = {c: i for i, c in enumerate(present)}
+    compact = probs[judged][:, present]
+    compact = compact / np.clip(compact.sum(1, keepdims=True), 1e-12, None)
+    lab = Datalab(data={"label": np.array([column[c] for c in labels[judged]])},
+                  label_name="label", verbosity=0)
+    lab.find_issues(pred_probs=compact, issue_types={"label": {}})
+    found = lab.get_issues("label")
+    quality = np.full(len(labels), np.nan)
+    suspected = np.zeros(len(labels), dtype=bool)
+    quality[judged] = found["label_score"].to_numpy()
+    suspected[judged] = found["is_label_issue"].to_numpy()
+    suggested = np.where(judged, np.nan_to_num(probs, nan=-1.0).argmax(1), labels)
+
+    # near-duplicates and outliers: every split's texts together
+    names = [s for s in SPLITS if s in split_features]
+    every = np.concatenate([split_features[s].hidden for s in names])
+    owner = np.concatenate([[s] * len(split_features[s]) for s in names])
+    local = np.concatenate([np.arange(len(split_features[s])) for s in names])
+    all_labels = np.concatenate([split_features[s].labels for s in names])
+    whole = Datalab(data={"label": all_labels}, label_name="label", verbosity=0)
+    whole.find_issues(features=every, issue_types={"near_duplicate": {}, "outlier": {}})
+    sets = whole.get_info("near_duplicate")["near_duplicate_sets"]
+    outlier = whole.get_issues("outlier")["is_outlier_issue"].to_numpy()[:len(labels)]
+
+    class_names, (head, _) = dataset.classes, dataset.head_tail()
+    duplicate_rows, dup, leak, conflict, groups, seen = [], np.zeros(len(labels), bool), \
+        np.zeros(len(labels), bool), np.zeros(len(labels), bool), [], set()
+    for i in range(len(labels)):
+        members = [int(j) for j in sets[i]]
+        duplicate_rows.append(" ".join(f"{owner[j]}:{local[j]}" for j in members))
+        dup[i] = any(owner[j] == "train" for j in members)
+        leak[i] = any(owner[j] != "train" for j in members)
+        conflict[i] = any(all_labels[j] != labels[i] for j in members)
+        group = tuple(sorted({i, *members}))
+        if (leak[i] or conflict[i]) and group not in seen:
+            seen.add(group)
+            groups.append({"texts": [{"split": str(owner[j]), "row": int(local[j]),
+                                      "label": class_names[all_labels[j]],
+                                      "text": str(dataset.splits[owner[j]]["text"]
+                                                  .iloc[local[j]])[:200]} for j in group],
+                           "across_splits": bool(leak[i]), "labels_differ": bool(conflict[i])})
+
+    # the most confused pairs, from the held-out predictions
+    pairs = []
+    prediction = np.nan_to_num(probs, nan=-1.0).argmax(1)
+    counts = np.bincount(labels, minlength=k)
+    confused = {}
+    for c in range(k):
+        mine = judged & (labels == c)
+        wrong = prediction[mine][prediction[mine] != c]
+        if len(wrong):
+            other = int(np.bincount(wrong, minlength=k).argmax())
+            confused[c] = (other, int((wrong == other).sum()) / int(mine.sum()))
+            pairs += [{"true": class_names[c], "predicted": class_names[d],
+                       "texts": int(n), "share": round(int(n) / int(mine.sum()), 4),
+                       "head_absorbs_tail": class_names[c] not in head
+                       and class_names[d] in head}
+                      for d, n in enumerate(np.bincount(wrong, minlength=k)) if n]
+    pairs.sort(key=lambda p: (-p["share"], -p["texts"], p["true"]))
+
+    frame = dataset.splits["train"]
+    issues = pd.DataFrame({
+        "row": np.arange(len(labels)), "split": "train", "text": frame["text"].to_numpy(),
+        "given_label": [class_names[c] for c in labels],
+        "suggested_label": [class_names[int(c)] for c in suggested],
+        "label_quality": np.round(quality, 5), "suspected": suspected,
+        "duplicate_rows": duplicate_rows, "outlier": outlier})
+    issues = issues.sort_values(["label_quality", "row"], na_position="last", kind="stable")
+    classes = [ClassHealth(
+        name=class_names[c], group="head" if class_names[c] in head else "tail",
+        texts=int(counts[c]), judged=bool(counts[c] >= options.folds),
+        suspected=int(suspected[labels == c].sum()), duplicates=int(dup[labels == c].sum()),
+        leaked=int(leak[labels == c].sum()), conflicting=int(conflict[labels == c].sum()),
+        outliers=int(outlier[labels == c].sum()),
+        confused_with=class_names[confused[c][0]] if c in confused else None,
+        confused_share=round(confused[c][1], 4) if c in confused else 0.0)
+        for c in range(k)]  # the classes are stored head -> tail
+    return HealthReport(dataset=dataset.id, model=model, pooling=pooling, method=options.method,
+                        folds=options.folds, classes=classes,
+                        confused_pairs=pairs[:CONFUSED_PAIRS], duplicate_groups=groups,
+                        issues=issues.reset_index(drop=True))
+
+
+def read_health(folder: str | Path) -> dict:
+    """A written report's ``health.json``."""
+    return json.loads((Path(folder) / HEALTH_FILE).read_text(encoding="utf-8"))

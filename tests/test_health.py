@@ -1,0 +1,89 @@
+"""Data health (``python -m glee_core health``): a planted mislabelled text is suspected, a text
+copied from training into test is reported as a leak, a class too small for the folds is said
+to be too few to judge, and the files hold one line per training text, the most suspect first."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from glee_core.cli import main
+from glee_core.core.errors import GleeError
+from glee_core.data.datasets import load_dataset
+from glee_core.models.backbone import load_backbone
+from glee_core.models.config import HealthOptions
+from glee_core.runs.health import ISSUE_COLUMNS, data_health
+from tests.conftest import toy_rows
+
+PLANTED = "sports sports the news sports today sports"  # a sports text labelled money
+LEAKED = "science the report science said science 7"
+
+
+@pytest.fixture
+def planted_csv(tmp_path):
+    rows = toy_rows(scale=2)
+    rows["split"] = ["train" if i % 10 < 7 else "dev" if i % 10 == 7 else "test"
+                     for i in range(len(rows))]
+    extra = pd.DataFrame([{"text": PLANTED, "label": "money", "split": "train"},
+                          {"text": LEAKED, "label": "science", "split": "train"},
+                          {"text": LEAKED, "label": "science", "split": "test"}])
+    path = tmp_path / "planted.csv"
+    pd.concat([rows, extra], ignore_index=True).to_csv(path, index=False)
+    return path
+
+
+def test_health_finds_the_planted_label_error_and_the_leak(planted_csv, tiny_bert, tmp_path,
+                                                           capsys):
+    out = tmp_path / "health"
+    code = main(["health", "--dataset", f"csv:{planted_csv}", "--model", str(tiny_bert),
+                 "--runs-dir", str(tmp_path / "runs"), "--out", str(out), "--folds", "3",
+                 "--device", "cpu"])
+    assert code == 0
+    issues = pd.read_csv(out / "label_issues.csv", keep_default_na=False)
+    dataset = load_dataset(f"csv:{planted_csv}")
+    assert list(issues.columns) == ISSUE_COLUMNS
+    assert len(issues) == len(dataset.splits["train"])  # every training text, once
+    assert sorted(issues["row"]) == list(range(len(issues)))
+    quality = pd.to_numeric(issues["label_quality"])
+    assert quality.is_monotonic_increasing  # the most suspect first
+    planted = issues[issues["text"] == PLANTED].iloc[0]
+    assert planted["given_label"] == "money" and planted["suggested_label"] == "sports"
+    assert planted["suspected"] in (True, "True")
+    assert quality.rank(pct=True)[planted.name] <= 0.05  # among the lowest 5%
+    leaked = issues[issues["text"] == LEAKED].iloc[0]
+    assert "test:" in leaked["duplicate_rows"]
+    health = json.loads((out / "health.json").read_text())
+    science = next(c for c in health["classes"] if c["name"] == "science")
+    assert science["leaked"] >= 1
+    assert any(g["across_splits"] and {t["split"] for t in g["texts"]} >= {"train", "test"}
+               and LEAKED in {t["text"] for t in g["texts"]} for g in health["duplicate_groups"])
+    assert [c["name"] for c in health["classes"]] == dataset.classes  # head -> tail
+    printed = capsys.readouterr().out
+    assert "| class | group | texts | suspected |" in printed and "suspected label error" in printed
+
+
+def test_a_class_too_small_for_the_folds_is_too_few_to_judge(toy_dataset, tiny_bert, tmp_path):
+    report = data_health(toy_dataset, load_backbone(str(tiny_bert)), str(tiny_bert),
+                         HealthOptions(out=str(tmp_path), folds=10, device="cpu"),
+                         tmp_path / "features", torch.device("cpu"))
+    small = {c.name for c in report.classes if c.texts < 10}
+    assert small and {c.name for c in report.classes if not c.judged} == small
+    assert set(report.summary()["too_few_to_judge"]) == small
+    rows = report.issues[report.issues["given_label"].isin(small)]
+    assert len(rows) and rows["label_quality"].isna().all() and not rows["suspected"].any()
+    header, table = report.table()
+    assert all(row[3] == "too few to judge" for row in table if row[0] in small)
+
+
+def test_health_refuses_what_it_cannot_judge(tmp_path, tiny_bert, capsys):
+    with pytest.raises(GleeError, match="at least 2"):
+        HealthOptions(out=str(tmp_path), folds=1)
+    path = tmp_path / "one.csv"
+    pd.DataFrame({"text": [f"sports news {i}" for i in range(12)],
+                  "label": ["sports"] * 12}).to_csv(path, index=False)
+    code = main(["health", "--dataset", f"csv:{path}", "--model", str(tiny_bert),
+                 "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs")])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error:") and "one class" in err[-1]
