@@ -257,9 +257,10 @@ class _Runner:
             if self.ddp is not None:
                 train = self.ddp.broadcast(train)
             if stage:
+                # a stored head is no stage to wait for: the fine-tune's own steps count at once
                 self.progress(Loading(what=f"LP-FT's head on the frozen features ("
                                       f"{'fitting' if train else 'stored'}: {job.run_id})",
-                                      lp_ft=True))
+                                      lp_ft=bool(train)))
             else:
                 self.progress(RunStarted(run_id=job.run_id, method=job.spec.id,
                                          seed=job.config.seed, index=index, total=total,
