@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from glee_core.models.config import TrainConfig
-from glee_core.runs.estimate import STARTUP_SECONDS, estimate_seconds
+from glee_core.runs.estimate import STARTUP_SECONDS, UNMEASURED_STOP_SHARE, estimate_seconds
 
 
 def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
@@ -225,7 +225,8 @@ def test_tokens_per_text_are_capped_text_by_text(toy_dataset):
 
 def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
     """Three heads with the rate searched once pay one search, not three; finished runs that
-    stopped early at half their planned steps halve the training a new run is estimated at."""
+    stopped early at half their planned steps make the training a new run is estimated at half
+    of theirs (runs that did not record it: the typical share)."""
     def estimate(runs=(), **kw):
         return estimate_seconds(toy_dataset, 3, TrainConfig(max_length=64, lp_ft="no", **kw),
                                 "m", 22_700_000, "cpu", list(runs))
@@ -236,7 +237,8 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
         len(toy_dataset.splits["train"]))
     base = once["per_run"] / (1 + search)
     assert each["seconds"] - once["seconds"] == pytest.approx(2 * base * search)
-    assert "no early stop counted" in once["basis"]
+    # no finished fine-tune to measure early stopping on: the share typical of BENCHMARKS.md
+    assert f"typically ends runs at {UNMEASURED_STOP_SHARE:.0%}" in once["basis"]
     tuned = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0,
                                      "steps": 50, "planned_steps": 100})] * 3
     half = estimate(tuned)
@@ -244,4 +246,4 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
     full = estimate([stored_run("finetune", {"train_examples_per_second": 10.0,
                                              "train_seconds": 9.0})] * 3)
     assert half["seconds"] - STARTUP_SECONDS == pytest.approx(
-        (full["seconds"] - STARTUP_SECONDS) / 2)
+        (full["seconds"] - STARTUP_SECONDS) * 0.5 / UNMEASURED_STOP_SHARE)
