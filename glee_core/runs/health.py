@@ -138,9 +138,6 @@ def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
                 progress: ProgressFn | None = None) -> HealthReport:
     """Label issues, near-duplicates (within training and across splits), outliers and the
     most confused pairs of ``dataset``'s training split (see the module's docstring)."""
-    from cleanlab import Datalab  # noqa: PLC0415 (a second's import, only here)
-
-    progress = progress or (lambda event: None)
     if dataset.num_classes < 2 or "train" not in dataset.splits or \
             dataset.splits["train"].empty:
         raise GleeError(f"{dataset.id}: data health needs a training split with two classes "
@@ -149,6 +146,17 @@ def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
     split_features = cached_features(dataset, backbone, "plain",
                                      options.max_length or dataset.max_length, cache_dir,
                                      device, progress, pooling=pooling)
+    return examine(dataset, split_features, options, model, pooling, progress)
+
+
+def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptions,
+            model: str = "", pooling: str = "", progress: ProgressFn | None = None
+            ) -> HealthReport:
+    """:func:`data_health` on features at hand (``{split: FeatureSplit}``; the training
+    labels are theirs, so a benchmark can plant errors without a new feature pass)."""
+    from cleanlab import Datalab  # noqa: PLC0415 (a second's import, only here)
+
+    progress = progress or (lambda event: None)
     train = split_features["train"]
     labels, k = train.labels, dataset.num_classes
     probs, judged = out_of_fold_probabilities(
