@@ -348,7 +348,8 @@ def _remember_choice(options: DataOptions) -> None:
     if path is not None:
         try:
             write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold,
-                                     "keep_rare": options.keep_rare})
+                                     "keep_rare": options.keep_rare,
+                                     "exclude": options.exclude})
         except OSError:  # a read-only folder: the choice lasts the session
             pass
 
@@ -369,6 +370,9 @@ def _remembered_choice() -> DataOptions | None:
         found = replace(found, threshold=float(threshold))
     if found is not None and saved.get("keep_rare") is True:
         found = replace(found, keep_rare=True)
+    exclude = saved.get("exclude")
+    if found is not None and isinstance(exclude, str) and Path(exclude).is_file():
+        found = replace(found, exclude=exclude)  # the variant without flagged rows
     return found
 
 

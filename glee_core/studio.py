@@ -26,6 +26,8 @@ _NAMES = {
     "SOURCES": "data.sources", "source_of": "data.sources",
     "estimate_parameters": "models.backbone", "estimate_trainable": "models.backbone",
     "AdaptOptions": "models.config", "AdaptRequest": "models.config",
+    "HealthOptions": "models.config", "data_health": "runs.health",
+    "HEALTH_FILE": "runs.health", "ISSUES_FILE": "runs.health", "read_health": "runs.health",
     "DEFAULT_EPOCHS": "models.config", "DataOptions": "models.config",
     "ExecutorOptions": "models.config", "PAPER": "models.config",
     "RECIPE_DEFAULTS": "models.config", "RECIPE_LABELS": "models.config",

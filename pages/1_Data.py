@@ -8,6 +8,8 @@ import streamlit as st
 import studio_ui
 from glee_core.studio import (
     ACCEPTED_ENCODINGS,
+    HEALTH_FILE,
+    ISSUES_FILE,
     LABEL_COLUMN_NAMES,
     MAX_UPLOAD_BYTES,
     PAPER_DATASETS,
@@ -17,16 +19,19 @@ from glee_core.studio import (
     AdaptRequest,
     DataOptions,
     GleeError,
+    HealthOptions,
     adapted_backbones,
     chart_class_frequency,
     class_frequency_frame,
     csv_columns,
+    data_health,
     default_of,
     disk_message,
     environment,
     find_column,
     help_of,
     list_jobs,
+    read_health,
     save_upload,
     size_text,
     slug,
@@ -184,6 +189,118 @@ sample = train.groupby("label", group_keys=False).head(per_class).copy()
 sample["class"] = [dataset.classes[i] for i in sample["label"]]
 columns = ["class", "text"] + (["text_b"] if dataset.has_text_b else [])
 st.dataframe(sample.sort_values("label")[columns], hide_index=True)
+
+
+def health_folder(model: str):
+    return studio_ui.store().root / "health" / f"{slug(dataset.id)}-{slug(model)}"
+
+
+def check_health(model: str, folder) -> None:
+    """Run ``health`` here (in public mode in turn with the training jobs), a bar moving with
+    the feature pass and the folds."""
+    from glee_core.studio import get_backbone, resolve_device  # noqa: PLC0415 (torch)
+
+    bar = st.progress(0.0, text="Checking the data's health ...")
+
+    def progress(event) -> None:
+        if getattr(event, "total", 0) and hasattr(event, "format"):  # the feature pass
+            bar.progress(0.6 * event.done / event.total,
+                         text=f"Encoding the texts: {event.done} of {event.total}")
+        elif hasattr(event, "steps"):
+            bar.progress(0.6 + 0.4 * (event.step - 1) / event.steps, text=event.what)
+
+    try:
+        with studio_ui.machine_turn(lambda: bar.progress(
+                0.0, text="Waiting for the machine: training jobs go first ...")):
+            report = data_health(dataset, get_backbone(model), model,
+                                 HealthOptions(out=str(folder)), studio_ui.store().features_dir,
+                                 resolve_device("auto"), progress)
+            report.write(folder)
+    except GleeError as exc:
+        st.error(studio_ui.md(exc))
+    except OSError as exc:
+        st.error(f"The health check could not be kept: {studio_ui.md(disk_message(exc))}")
+    bar.empty()
+
+
+def show_health(folder) -> None:
+    health = read_health(folder)
+    issues = pd.read_csv(folder / ISSUES_FILE, keep_default_na=False)
+    summary = health["summary"]
+    st.caption(f"{summary['suspected_label_errors']} suspected label error(s) among "
+               f"{summary['training_texts']} training texts; "
+               f"{summary['training_texts_with_duplicates']} with a near-duplicate in training, "
+               f"{summary['training_texts_leaked_into_dev_or_test']} with one in dev or test "
+               f"(a leak: it inflates the scores); {summary['outliers']} outlier(s). "
+               f"{health['folds']}-fold probabilities of `{health['method']}` on the "
+               f"{health['pooling']}-pooled features of `{studio_ui.md(health['model'])}`.")
+    table = pd.DataFrame(health["classes"])
+    table["suspected"] = [str(s) if j else "too few to judge"
+                          for s, j in zip(table["suspected"], table["judged"], strict=True)]
+    table["most confused with"] = [
+        f"{c} ({share:.0%})" if isinstance(c, str) else ""  # JSON's null reads as NaN
+        for c, share in zip(table["confused_with"], table["confused_share"], strict=True)]
+    st.dataframe(table[["name", "group", "texts", "suspected", "duplicates", "leaked",
+                        "outliers", "most confused with"]].rename(columns={"name": "class"}),
+                 hide_index=True)
+    absorbed = [p for p in health["confused_pairs"] if p["head_absorbs_tail"]][:3]
+    if absorbed:
+        st.caption("A head class absorbing a tail one: " + "; ".join(
+            f"**{studio_ui.md(p['true'])}** → {studio_ui.md(p['predicted'])} "
+            f"({p['texts']} text(s), {p['share']:.0%} of its own)" for p in absorbed) + ".")
+    classes = ["(all classes)", *table["name"]]
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    chosen = left.selectbox("Suspected rows of", classes, key="health-class")
+    only = right.toggle("Suspected only", value=True, key="health-only")
+    shown = issues if chosen == "(all classes)" else issues[issues["given_label"] == chosen]
+    if only:
+        shown = shown[shown["suspected"].astype(str) == "True"]
+    st.dataframe(shown[["row", "text", "given_label", "suggested_label", "label_quality",
+                        "duplicate_rows"]], hide_index=True)
+    st.download_button("Download every training row's label quality (CSV)",
+                       (folder / ISSUES_FILE).read_bytes(), f"{slug(dataset.id)}-{ISSUES_FILE}",
+                       "text/csv")
+    flagged = sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
+                                                "row"])
+    if flagged and st.button(f"Train without the {len(flagged)} flagged row(s)",
+                             help="A variant of this dataset without them: its id ends in "
+                                  "+without-N-..., so its runs stay apart from the full data's; "
+                                  "compare the two on the Results page."):
+        rows_file = folder / f"excluded-{len(flagged)}.txt"
+        rows_file.write_text("".join(f"{r}\n" for r in flagged), encoding="utf-8")
+        studio_ui.choose_dataset(replace(studio_ui.current_choice(), exclude=str(rows_file)))
+        st.rerun()
+
+
+def health_section() -> None:
+    st.subheader("Data health")
+    st.caption("Which training labels look wrong, which texts repeat (within training, or "
+               "copied into dev or test), which are outliers, and which classes the tail loses "
+               "to: a probe on the frozen features gives every training text class "
+               "probabilities from folds that did not hold it, and cleanlab reads them. The "
+               "command line's `python -m glee_core health` does the same.")
+    choice = studio_ui.current_choice()
+    if choice.exclude:
+        st.info(f"This is **{studio_ui.md(dataset.id)}**: the training split without the rows "
+                "the health check flagged. Its runs are apart from the full data's.")
+        if st.button("Back to every training row"):
+            studio_ui.choose_dataset(replace(choice, exclude=None))
+            st.rerun()
+        return
+    model = studio_ui.current_model()
+    folder = health_folder(model)
+    done = (folder / HEALTH_FILE).is_file()
+    if rules.read_only:
+        st.caption("Checking writes files; it is switched off on this deployment (read-only).")
+    elif st.button("Check again" if done else "Check the data's health",
+                   type="secondary" if done else "primary"):
+        check_health(model, folder)
+        done = (folder / HEALTH_FILE).is_file()
+    if done:
+        show_health(folder)
+
+
+health_section()
 
 
 def adapt_section() -> None:

@@ -489,3 +489,30 @@ def test_predictions_offers_the_run_in_every_form_it_can_take(app):
     names = zipfile.ZipFile(io.BytesIO(at.session_state["export"][2])).namelist()
     assert any(n.endswith("/model.onnx") for n in names)
     assert any(n.endswith("/onnx_classifier.py") for n in names)
+
+
+def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app):
+    """Health on the Data page: the per-class table head -> tail, the suspected rows by class,
+    the download; "Train without the flagged rows" makes the +without-N variant the dataset,
+    remembered across a reload, and "Back" returns to every row."""
+    at = app("pages/1_Data.py").run()
+    next(b for b in at.button if b.label == "Check the data's health").click().run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "suspected" in d.value.columns)
+    assert list(table["class"])[:2] == ["trivia", "ai"]  # head -> tail
+    assert any("suspected label error(s) among 624 training texts" in plain(c.value)
+               for c in at.caption)
+    assert any(d.proto.label.startswith("Download every training row")
+               for d in at.get("download_button"))
+    train_without = next(b for b in at.button if b.label.startswith("Train without the"))
+    flagged = int(re.search(r"the (\d+) flagged", train_without.label).group(1))
+    train_without.click().run()
+    assert not at.exception
+    assert at.session_state["dataset"].exclude
+    reloaded = app("pages/1_Data.py").run()  # a new session: the remembered choice
+    assert not reloaded.exception
+    assert any(f"demo+without-{flagged}-" in plain(i.value) for i in reloaded.info)
+    sizes = next(d.value for d in reloaded.dataframe if "split" in d.value.columns)
+    assert int(sizes.loc[sizes["split"] == "train", "examples"].iloc[0]) == 624 - flagged
+    next(b for b in reloaded.button if b.label == "Back to every training row").click().run()
+    assert not reloaded.session_state["dataset"].exclude

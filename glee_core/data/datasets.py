@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -795,7 +796,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
                  label_column: str | None = None, text_b_column: str | None = None,
                  head_tail: str = "train", uploads_dir: str | os.PathLike | None = None,
-                 keep_rare: bool = False) -> LongTailDataset:
+                 keep_rare: bool = False, exclude: str | os.PathLike | None = None
+                 ) -> LongTailDataset:
     """Load any dataset by spec: ``demo``, a paper id, or an id of a source
     (:data:`glee_core.data.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
 
@@ -803,7 +805,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     picks the head/tail rule (``HEAD_TAIL_RULES``); ``keep_rare`` keeps the classes with too few
     texts for a dev and test split in training (demo, CSV, upload), and then the dataset's id
     ends in :data:`RARE_KEPT`, so its runs are never averaged with those of the split without
-    them."""
+    them; ``exclude`` (:func:`read_excluded_rows`) leaves training rows out, and the id then ends
+    in ``+without-N-<digest>``."""
     if head_tail not in HEAD_TAIL_RULES:
         raise GleeError(f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, "
                         f"got {head_tail!r}")
@@ -826,7 +829,50 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     dataset.head_tail_rule = head_tail
     if dataset.train_only_classes:
         dataset.id += RARE_KEPT
+    if exclude:
+        _exclude_rows(dataset, read_excluded_rows(exclude))
     return dataset
 
 
 RARE_KEPT = "+rare"  # a dataset id's ending when its rare classes are kept in training
+
+
+def read_excluded_rows(path: str | os.PathLike) -> list[int]:
+    """Training rows to leave out: the ``row`` of every ``suspected`` line of a health
+    ``label_issues.csv``, or a file of 0-based row numbers, one a line."""
+    path = Path(path).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GleeError(f"--exclude {path}: cannot read it ({exc.strerror or exc})") from None
+    first = text.split("\n", 1)[0]
+    if "row" in first.split(",") and "suspected" in first.split(","):
+        issues = pd.read_csv(io.StringIO(text), usecols=["row", "suspected"])
+        return sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
+                                                  "row"])
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            if not line.strip().isdigit():
+                raise GleeError(f"--exclude {path}, line {number}: {line.strip()[:40]!r} is not "
+                                "a row number (one 0-based row of the training split a line, "
+                                "or health's label_issues.csv)")
+            rows.append(int(line))
+    return sorted(set(rows))
+
+
+def _exclude_rows(dataset: LongTailDataset, rows: list[int]) -> None:
+    """Leave ``rows`` of the training split out, in place (every class keeps a text)."""
+    train = dataset.splits["train"]
+    if rows and rows[-1] >= len(train):
+        raise GleeError(f"--exclude names training row {rows[-1]}, but the training split of "
+                        f"{dataset.id} has {len(train)} rows (0 to {len(train) - 1})")
+    kept = train.drop(index=rows)
+    lost = sorted(set(train["label"]) - set(kept["label"]))
+    if lost:
+        names = ", ".join(dataset.classes[c] for c in lost)
+        raise GleeError(f"--exclude would leave no training text of {names}; keep at least "
+                        "one row of every class")
+    dataset.splits["train"] = kept.reset_index(drop=True)
+    digest = hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest()[:8]
+    dataset.id += f"+without-{len(rows)}-{digest}"

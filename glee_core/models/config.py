@@ -541,6 +541,10 @@ class DataOptions:
     keep_rare: bool = option(False, "demo/CSV/upload: keep the classes with too few texts for a "
                              "dev and test split in training (learned and predicted, never "
                              "scored; the dataset id ends in +rare): yes/no")
+    exclude: str | None = option(None, "a file of training rows to leave out: health's "
+                                 "label_issues.csv (its suspected rows) or one 0-based row of "
+                                 "the training split a line; the dataset id ends in "
+                                 "+without-N-<digest>, so its runs stay apart")
 
     def __post_init__(self):
         self.keep_rare = _boolean(self.keep_rare, "--keep-rare")
