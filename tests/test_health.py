@@ -87,3 +87,31 @@ def test_health_refuses_what_it_cannot_judge(tmp_path, tiny_bert, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and "one class" in err[-1]
+
+
+def test_a_dataset_without_the_flagged_rows_is_a_variant_of_its_own(toy_csv, tmp_path):
+    """--exclude leaves training rows out (health's CSV: its suspected rows; or row numbers);
+    the id says so and differs with the rows, so the variant's runs stay apart; a bad file is
+    one clear error."""
+    from glee_core.models.config import DataOptions
+
+    full = DataOptions(dataset=f"csv:{toy_csv}").load()
+    rows = tmp_path / "rows.txt"
+    rows.write_text("0\n3\n\n5\n")
+    variant = DataOptions(dataset=f"csv:{toy_csv}", exclude=str(rows)).load()
+    assert variant.id.startswith(f"{full.id}+without-3-")
+    assert len(variant.splits["train"]) == len(full.splits["train"]) - 3
+    assert variant.splits["train"]["text"].tolist() == \
+        full.splits["train"].drop(index=[0, 3, 5])["text"].tolist()
+    assert variant.fingerprint() != full.fingerprint()
+    issues = tmp_path / "label_issues.csv"
+    pd.DataFrame({"row": [4, 0, 3, 5], "split": "train", "text": "x", "given_label": "a",
+                  "suggested_label": "b", "label_quality": [0.1, 0.2, 0.3, 0.9],
+                  "suspected": [False, True, True, True]}).to_csv(issues, index=False)
+    assert DataOptions(dataset=f"csv:{toy_csv}", exclude=str(issues)).load().id == variant.id
+    rows.write_text("0\nthe first\n")
+    with pytest.raises(GleeError, match="line 2: 'the first' is not a row number"):
+        DataOptions(dataset=f"csv:{toy_csv}", exclude=str(rows)).load()
+    rows.write_text("100000\n")
+    with pytest.raises(GleeError, match="names training row 100000"):
+        DataOptions(dataset=f"csv:{toy_csv}", exclude=str(rows)).load()
