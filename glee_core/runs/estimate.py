@@ -18,13 +18,8 @@ from .store import Run
 
 # Real tokens per second x parameters (training: forward and backward; the frozen feature
 # pass: forward only; adapt's masked-LM training, its head counted at the masked share), used
-# without stored runs. Measured on 2 cores with MiniLM: a CPU with native bf16 (Zen 4,
-# AVX512-BF16: ~1,700 training tok/s; the demo's feature pass ~6,500 tok/s) and one without,
-# which trains in fp32 (an EPYC without AVX-512, 2026-11-24: demo fine-tunes at ~21 examples/s
-# of ~37 tokens, its feature pass at 1,230-1,400 tok/s; 2026-11-25: `adapt` at 1,120-1,190
-# real tok/s with 24.1M counted, demo 10 epochs in 135 s, r52-lt 2 epochs in 358 s); bert-base
-# on an H100 in bf16: several 100k tok/s. Adapting was measured on the fp32 CPU only:
-# elsewhere it is training's rate times the ratio measured there (1.67).
+# without stored runs: typical of a CPU with native bf16, one without (fp32) and a GPU
+# (BENCHMARKS.md, "Where the estimates' typical rates come from").
 TYPICAL_RATES = {"cpu": (4e10, 1.2e11, 6.7e10), "cpu-fp32": (1.8e10, 3e10, 3e10),
                  "cuda": (2e13, 6e13, 3.3e13)}
 # Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
