@@ -88,6 +88,30 @@ def test_the_machines_caps_hold_whatever_the_tabs(public, tiny_bert, monkeypatch
         Workspace.create(limit=2)
 
 
+def test_tabs_that_launch_at_once_cannot_pass_a_limit_together(public, tiny_bert, monkeypatch):
+    """Four sessions of one visitor click Launch at the same moment: the check and the launch
+    happen under one lock, so no more than the visitor's share (2 of a machine of 4) start, and
+    the others read why."""
+    monkeypatch.setenv("GLEE_MAX_JOBS", "4")
+    tabs = [page("pages/2_Train.py", tiny_bert).run() for _ in range(4)]
+    errors: list = [None] * len(tabs)
+    start = threading.Barrier(len(tabs))
+
+    def click(i: int) -> None:
+        start.wait()
+        errors[i] = launch_errors(tabs[i])
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(len(tabs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    launched = [job for job in (public / "workspaces").glob("*/runs/.jobs/*.json")
+                if not job.name.endswith(".request.json")]
+    refused = [e for e in errors if e and any("job(s) training or waiting" in m for m in e)]
+    assert len(launched) <= 2 and len(launched) + len(refused) == len(tabs), (launched, errors)
+
+
 def test_empty_workspaces_are_reclaimed_and_creation_is_rate_limited(public, monkeypatch):
     import glee_core.serve.workspaces as workspaces
 
