@@ -809,7 +809,7 @@ def setting_runs(key: str):
     labels = {best: f"{labels.pop(best)} · recommended", **labels}
     setting = choose("Setting", labels, st.radio)
     runs = [r for r in runs if r.setting == setting]
-    runs = pick_runs(runs, key=key)
+    runs = pick_runs(runs, key=f"{key}:{setting}")  # each setting keeps its own choice
     if not runs:
         st.stop()
     return runs

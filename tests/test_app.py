@@ -127,13 +127,15 @@ def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch
 def test_results_page_table_and_charts(app):
     at = app("pages/3_Results.py").run()
     assert not at.exception
+    setting = at.radio[0]  # the recommended candidate's setting first: here the quick compare's
+    frozen = next(o for o in setting.options if "frozen backbone (quick compare)" in o)
+    assert setting.value == frozen and frozen.endswith("· recommended")
+    assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
+    setting.set_value(next(o for o in setting.options if o != frozen)).run()
     table = at.dataframe[0].value
     assert set(table["method"]) == set(METHODS)
     assert table.loc[table["method"] == "cls-relu", "seeds"].item() == 2
     assert len(charts(at)) == 4  # per-class F1 and head vs tail; the calibrate tab's two
-    frozen = next(o for o in at.radio[0].options if "frozen backbone (quick compare)" in o)
-    at.radio[0].set_value(frozen).run()
-    assert set(at.dataframe[0].value["method"]) == {"cls-relu"}
     assert any("reproduce --table 2" in i.value for i in at.info)  # how to get a paper table
 
 

@@ -17,19 +17,22 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
 
 from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..core.files import write_json_atomic
 from ..data.datasets import SPLITS, LongTailDataset
-from ..models.backbone import Backbone, trained_pooling
 from ..models.config import HealthOptions
-from ..models.features import cached_features
-from ..models.heads import probe_classifier
+
+if TYPE_CHECKING:
+    from ..models.backbone import Backbone
+
+# torch, transformers and scikit-learn load when a check runs: the app's Data page imports this
+# module to read a written report
 
 HEALTH_FILE, ISSUES_FILE = "health.json", "label_issues.csv"
 ISSUE_COLUMNS = ["row", "split", "text", "given_label", "suggested_label", "label_quality",
@@ -113,6 +116,10 @@ def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_clas
     """(probabilities, judged): each judged text's class probabilities from a probe fitted on
     the other folds; a text of a class with fewer than ``folds`` texts is not judged (its row is
     NaN) and is in every fold's training part."""
+    from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
+
+    from ..models.heads import probe_classifier  # noqa: PLC0415
+
     progress = progress or (lambda event: None)
     counts = np.bincount(labels, minlength=num_classes)
     judged = counts[labels] >= folds
@@ -138,6 +145,9 @@ def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
                 progress: ProgressFn | None = None) -> HealthReport:
     """Label issues, near-duplicates (within training and across splits), outliers and the
     most confused pairs of ``dataset``'s training split (see the module's docstring)."""
+    from ..models.backbone import trained_pooling  # noqa: PLC0415
+    from ..models.features import cached_features  # noqa: PLC0415
+
     if dataset.num_classes < 2 or "train" not in dataset.splits or \
             dataset.splits["train"].empty:
         raise GleeError(f"{dataset.id}: data health needs a training split with two classes "

@@ -91,7 +91,10 @@ def upload_in_browser(page, filename: str, data: bytes) -> None:
         {"name": filename, "mimeType": "text/csv", "buffer": data})
     button = page.get_by_role("button", name="Use this CSV")
     expect(button).to_be_visible(timeout=60_000)
-    click_until(page, button, page.get_by_text("classes.").first, "public-upload-failed")
+    # kept: the sidebar names it the dataset (the "Kept as ..." message lasts one rerun)
+    stem = filename.rsplit(".", 1)[0]
+    click_until(page, button, page.get_by_text(f"upload:{stem}-").first,
+                "public-upload-failed")
 
 
 def click_until(page, target, shown, name: str, seconds: float = 30) -> None:
