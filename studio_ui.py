@@ -859,6 +859,28 @@ def next_step_request(step: str, heads, rec, runs, choice, dataset):
                         seeds=list(range(1, ENOUGH_SEEDS + 1)), model=model, config=config)
 
 
+def variant_comparison(dataset_id: str) -> str | None:
+    """Where the data health's "train without the flagged rows" made a variant of this dataset
+    (or this is one): whether it wins on dev, a sentence for each variant with runs."""
+    from glee_core.studio import (  # noqa: PLC0415
+        WITHOUT,
+        recommend,
+        variant_base,
+        variant_line,
+    )
+
+    base_id = variant_base(dataset_id)
+    every = [r for r in all_runs(report=False)
+             if r.dataset == base_id or r.dataset.startswith(base_id + WITHOUT)]
+    variants = sorted({r.dataset for r in every} - {base_id})
+    if not variants:
+        return None
+    base = recommend([r for r in every if r.dataset == base_id])
+    lines = [variant_line(base_id, base, v, recommend([r for r in every if r.dataset == v]))
+             for v in variants]
+    return " ".join(line for line in lines if line) or None
+
+
 def recommendation_panel(runs, key: str) -> None:
     """The answer a compare ends on (``glee_core.runs.recommend``): the head to use among this
     dataset's ``runs``, chosen on dev, its test scores over seeds, the heads within noise, and
@@ -874,6 +896,8 @@ def recommendation_panel(runs, key: str) -> None:
     if rec is None:
         return
     st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
+    if line := variant_comparison(current_dataset_id()):
+        st.info(line)
     if not rec.steps:
         st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
                    "(`python -m glee_core export`), or compare another mode on the Train page.")

@@ -518,3 +518,25 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app):
     assert int(sizes.loc[sizes["split"] == "train", "examples"].iloc[0]) == 624 - flagged
     next(b for b in reloaded.button if b.label == "Back to every training row").click().run()
     assert not reloaded.session_state["dataset"].exclude
+
+
+def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp_path,
+                                                                        monkeypatch):
+    """A variant without flagged rows (+without-N-...) beside its dataset: Home and Results say,
+    on dev (the texts both share), whether it won, whichever of the two is chosen."""
+    from glee_core.runs.synthetic import write_synthetic_store
+
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
+    store = RunStore(tmp_path / "runs")
+    write_synthetic_store(store, 6, ["cls-tanh", "cls-relu-pt-ln"], [1, 2], name="mine")
+    write_synthetic_store(store, 6, ["cls-tanh", "cls-relu-pt-ln"], [1, 2],
+                          name="mine+without-4-0123abcd")
+    for choice in ("mine (stored runs)", "mine+without-4-0123abcd (stored runs)"):
+        data = app("pages/1_Data.py").run()
+        data.selectbox[0].set_value(choice).run()
+        for page in ("app.py", "pages/3_Results.py"):
+            at = app(page).run()
+            assert not at.exception
+            said = [plain(i.value) for i in at.info if "Without the flagged" in i.value]
+            assert len(said) == 1 and "(`mine+without-4-0123abcd`)" in said[0], (choice, page)
+            assert "on dev against" in said[0] and "the same dev texts" in said[0]

@@ -115,3 +115,19 @@ def test_a_dataset_without_the_flagged_rows_is_a_variant_of_its_own(toy_csv, tmp
     rows.write_text("100000\n")
     with pytest.raises(GleeError, match="names training row 100000"):
         DataOptions(dataset=f"csv:{toy_csv}", exclude=str(rows)).load()
+
+
+def test_the_variant_line_judges_on_dev_with_the_seeds_spread():
+    from glee_core.runs.recommend import Pick, Recommendation, variant_line
+
+    def rec(dev, std):
+        pick = Pick(setting="s", setting_label="s", mode="frozen", method="cls-tanh",
+                    pooling="cls", seeds=3, dev=dev, dev_std=std, f1=0.0, f1_std=0.0,
+                    tail_f1=0.0, tail_f1_std=0.0)
+        return Recommendation(chosen=pick, close=(), candidates=1, steps=())
+
+    assert variant_line("d", None, "d+without-1-x", rec(80, 1)) is None
+    assert "the data without them wins on dev" in variant_line("d", rec(80, 1), "v", rec(85, 1))
+    assert "keep them" in variant_line("d", rec(85, 1), "v", rec(80, 1))
+    assert "cannot tell them apart" in variant_line("d", rec(80, 2), "v", rec(81, 0.5))
+    assert "(+1.0; the same dev texts)" in variant_line("d", rec(80, 2), "v", rec(81, 0.5))

@@ -351,3 +351,32 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
 
 def _pooled(pick: Pick) -> str:
     return f" ({pick.pooling})" if pick.pooling in ("cls", "mean") else ""
+
+
+WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
+
+
+def variant_base(dataset_id: str) -> str:
+    """The dataset a ``+without-N-<digest>`` variant leaves rows of (itself when none)."""
+    return dataset_id.split(WITHOUT, 1)[0]
+
+
+def variant_line(base_id: str, base: Recommendation | None, variant_id: str,
+                 variant: Recommendation | None) -> str | None:
+    """Whether training without the flagged rows helped, on **dev**: the two datasets share
+    their dev (and test) texts, so their recommended candidates' dev scores compare, where
+    cross-validated scores would not (the variant's folds hold none of the flagged rows). None
+    until both have a recommendation."""
+    if base is None or variant is None:
+        return None
+    b, v = base.chosen, variant.chosen
+    gap = v.dev - b.dev
+    best, other = (b, v) if b.dev >= v.dev else (v, b)
+    noise = within_noise(best.dev, best.dev_std, other.dev, other.dev_std)
+    verdict = ("within the seeds' spread: the data cannot tell them apart" if noise else
+               "the data without them wins on dev" if gap > 0 else
+               "every row does better on dev: keep them")
+    return (f"Without the flagged training rows (`{variant_id}`), the recommended `{v.method}` "
+            f"scores {v.dev:.1f} on dev against {b.dev:.1f} for `{b.method}` on `{base_id}` "
+            f"({gap:+.1f}; the same dev texts): {verdict}.")
+
