@@ -216,8 +216,8 @@ def runs_at_once() -> str:
     value = left.selectbox("Runs at once", ("auto", "1", "2", "4", "8"),
                            help=help_of(ExecutorOptions, "runs_at_once"))
     right.caption("Several runs share the device, each in a process of its own (auto: one on "
-                  "a CPU, whose cores they would only split). On an H100, 8 at once gave 5.6x "
-                  "one run's throughput; the estimate below is for one run after another.")
+                  "a CPU, whose cores they would only split; on a GPU, as many as its memory "
+                  "holds). The estimate below is for one run after another.")
     return value
 
 

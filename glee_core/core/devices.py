@@ -42,9 +42,9 @@ def adamw(params, device: torch.device, **options) -> torch.optim.AdamW:
 @functools.cache
 def configure_cuda() -> None:
     """Once per process on a GPU: leave cuDNN out of scaled-dot-product attention unless
-    ``GLEE_CUDNN_SDPA=1``. Its kernels are planned per tensor shape, and on an H100 with torch
-    2.11 the first step at each new shape cost about 0.3 s (BENCHMARKS.md, "GPU check"); the
-    flash and memory-efficient kernels need no plan."""
+    ``GLEE_CUDNN_SDPA=1``: its kernels are planned per tensor shape, which a new batch width
+    pays again (BENCHMARKS.md, "GPU check"); the flash and memory-efficient kernels need no
+    plan."""
     torch.backends.cuda.enable_cudnn_sdp(os.environ.get("GLEE_CUDNN_SDPA") == "1")
 
 
@@ -116,16 +116,16 @@ GPU_PAD_MULTIPLE = 64  # on CUDA, batches are padded to a multiple of this (few 
 
 def resolve_pad_multiple(pad_multiple: int | None, device: torch.device) -> int:
     """``None`` (auto) -> pad GPU batches to multiples of 64 tokens, so the kernels see a few
-    shapes (a new shape at every step ran 3x slower on an H100); on a CPU pad each batch to its
-    own longest text only (1), which wins there."""
+    shapes (a new shape costs a GPU a plan: BENCHMARKS.md, "GPU check"); on a CPU pad each
+    batch to its own longest text only (1), which wins there."""
     if pad_multiple is None:
         return GPU_PAD_MULTIPLE if device.type == "cuda" else 1
     return max(int(pad_multiple), 1)
 
 
 # --runs-at-once auto on a GPU: as many runs as its free memory holds at this much each (a
-# bert-base-sized run peaked at 5.2 GB at length 256, batch 32: BENCHMARKS.md, "GPU check"), at
-# most the measured best (8 runs at once gave 5.6x one run's throughput on an H100).
+# bert-base-sized run's peak, with room), at most the best count measured (BENCHMARKS.md, "GPU
+# check": "Runs packed onto one GPU").
 GPU_MEMORY_PER_RUN = 6 * 2**30
 GPU_RUNS_AT_ONCE_BEST = 8
 
