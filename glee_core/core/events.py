@@ -195,8 +195,8 @@ def event_from_dict(values: dict) -> Event | None:
 
 
 # The share of a frozen run's time (or a pack's) its feature passes take, for the overall
-# fraction: 43% to 72% of the demo's quick compare on 2 CPU cores (bf16: passes 10.8 s, heads
-# 14.2 s; fp32: passes 22 s, heads 8.5 s; BENCHMARKS.md, "Quick mode"), less on a GPU.
+# fraction: the middle of what the demo's quick compare measured on a CPU (BENCHMARKS.md,
+# "Quick mode"); less on a GPU.
 ENCODING_SHARE = 0.6
 
 
