@@ -150,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--out", required=True, help="the CSV to write")
     predict.add_argument("--top-k", type=int, default=3, help="labels ranked per row (default 3)")
     predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    predict.add_argument("--engine", choices=("auto", "torch", "onnx"), default="auto",
+                         help="torch (the run's model, bf16 where the device is fast at it) or "
+                              "onnx (the run exported once as ONNX, scored by onnxruntime in "
+                              "fp32, single texts; BENCHMARKS.md compares their speed); auto: "
+                              "onnx for an ONNX classifier folder, else torch")
     _add_runs_dir(predict)
 
     export = sub.add_parser("export", help="write a run as a self-contained classifier folder "
@@ -601,12 +606,24 @@ def predictions_csv(table) -> str:
 def _cmd_predict(args) -> int:
     from .core.devices import resolve_device
     from .core.files import write_atomic
-    from .serve.export import load_classifier
-    from .serve.inference import Scorer, blank_warning, load_run, predict_csv
+    from .serve.export import load_classifier, onnx_folder
+    from .serve.inference import (
+        ONNX_SPEC,
+        OnnxScorer,
+        Scorer,
+        blank_warning,
+        load_run,
+        predict_csv,
+    )
 
     device = resolve_device(args.device).type
-    scorer = (Scorer.for_run(load_run(args.run, args.runs_dir), device) if args.run
-              else load_classifier(args.classifier, device))
+    run = load_run(args.run, args.runs_dir) if args.run else None
+    onnx = args.engine == "onnx" or (args.engine == "auto" and run is None
+                                     and (Path(args.classifier) / ONNX_SPEC).is_file())
+    if onnx:
+        scorer = OnnxScorer.from_folder(onnx_folder(run) if run else args.classifier, run)
+    else:
+        scorer = Scorer.for_run(run, device) if run else load_classifier(args.classifier, device)
     bars: list[tqdm] = []
 
     def progress(done: int, total: int) -> None:  # the bar opens once the input has been read

@@ -66,6 +66,43 @@ def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset
     assert list(table["label_word"]) == [" | ".join(verbalizer[c]) for c in table["pred"]]
 
 
+@pytest.mark.parametrize("kind", ["finetune", "frozen"])
+def test_predicts_onnx_engine_gives_the_runs_fp32_scores_from_one_export(runs, toy_dataset,
+                                                                         tmp_path, capsys, kind):
+    """--engine onnx exports the run once (beside the store's runs) and scores with
+    onnxruntime: the same rows, top classes and label words as the run's own fp32 scores,
+    probabilities within 1e-4; an ONNX folder given as --classifier is scored so by default."""
+    from glee_core.serve.inference import Scorer
+
+    run = runs[kind]
+    texts = toy_dataset.splits["test"]["text"].tolist()[:12] + ["sports " * 200]  # truncated
+    path = tmp_path / "in.csv"
+    pd.DataFrame({"text": texts}).to_csv(path, index=False)
+    out = tmp_path / "onnx.csv"
+    args = ["predict", "--run", str(run.path), "--input", str(path), "--device", "cpu"]
+    assert main([*args, "--out", str(out), "--engine", "onnx"]) == 0
+    capsys.readouterr()
+    table = pd.read_csv(out, keep_default_na=False)
+    exact = softmax(Scorer.for_run(run, "cpu", precision="fp32").logits(texts))
+    classes = np.asarray(run.record.dataset.classes, dtype=object)
+    assert list(table["pred"]) == list(classes[exact.argmax(1)])
+    np.testing.assert_allclose(table["probability"], exact.max(1), atol=1e-4)
+    assert ("label_word" in table) == (kind == "finetune")  # a prompt run names its words
+    folder = run.path.parent / ".exports" / f"{run.run_id}-onnx"
+    made = (folder / "model.onnx").stat().st_mtime_ns
+    assert main([*args, "--out", str(tmp_path / "again.csv"), "--engine", "onnx"]) == 0
+    assert (folder / "model.onnx").stat().st_mtime_ns == made  # exported once
+    by_folder = tmp_path / "folder.csv"
+    assert main(["predict", "--classifier", str(folder), "--input", str(path),
+                 "--out", str(by_folder)]) == 0  # auto: an ONNX folder is scored by onnx
+    pd.testing.assert_series_equal(pd.read_csv(by_folder)["probability"], table["probability"])
+    pairs = tmp_path / "pairs.csv"
+    pd.DataFrame({"text": ["a"], "text_b": ["b"]}).to_csv(pairs, index=False)
+    assert main([*args[:3], "--input", str(pairs), "--text-b-column", "text_b",
+                 "--out", str(tmp_path / "p.csv"), "--engine", "onnx"]) == 2
+    assert "use --engine torch" in capsys.readouterr().err
+
+
 ISSUE_FILE = ('text\nmy laptop will not turn on\nwho wrote hamlet, the play\n'
               '"a quoted, fine row"\ntell me a joke\nwhat is your favourite food\n')
 ISSUE_TEXTS = ["my laptop will not turn on", "who wrote hamlet, the play", "a quoted, fine row",

@@ -175,6 +175,15 @@ def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
     return str(getattr(info, "commit_url", repo))
 
 
+def onnx_folder(run: Run) -> Path:
+    """The run as an ONNX classifier for ``predict --engine onnx``: exported once, beside the
+    run store's runs (``.exports/<run id>-onnx``), and re-used."""
+    folder = run.path.parent / ".exports" / f"{run.run_id}-onnx"
+    if not folder.is_dir():  # written whole, then renamed into place (a killed export: none)
+        export_run(run, folder, form="onnx")
+    return folder
+
+
 def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
     """A classifier folder written by :func:`export_run`, ready to score text. Needs no run
     store; reads JSON and safetensors only."""

@@ -21,7 +21,7 @@ from ..data.datasets import LongTailDataset, read_texts_csv
 from ..data.encoding import encode
 from ..models.backbone import Backbone, load_backbone
 from ..models.features import FeatureSplit, compute_hidden
-from ..models.heads import GleeModel, build_model
+from ..models.heads import GleeModel, build_model, head_of
 from ..models.methods import get_method
 from ..models.scoring import get_backbone, predict
 from ..runs.record import group_of
@@ -107,6 +107,40 @@ class Scorer:
         logits, _ = predict(self.model, split, self.backbone.tokenizer.pad_token_id or 0, device,
                             precision=self.precision)
         return logits
+
+
+ONNX_SPEC = "glee_onnx.json"  # what marks an ONNX classifier folder (export --format onnx)
+
+
+@dataclass
+class OnnxScorer:
+    """``predict --engine onnx``: an ONNX classifier folder behind :class:`Scorer`'s interface
+    (``classes``, ``logits``; the label words of a run scored at ``[MASK]``). Its scores are the
+    run's in fp32 (the export's parity tests hold them within 1e-4); single texts only."""
+
+    classifier: object
+    classes: list[str]
+    verbalizer: dict[str, list[str]]
+    is_verbalizer: bool = False
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, run: Run | None = None) -> OnnxScorer:
+        from .onnx_classifier import OnnxClassifier  # noqa: PLC0415 (onnxruntime)
+
+        folder = Path(folder).expanduser()
+        if not (folder / ONNX_SPEC).is_file():
+            raise GleeError(f"{folder} is not an ONNX classifier ({ONNX_SPEC} missing): export "
+                            "it with --format onnx, or use --engine torch")
+        classifier = OnnxClassifier(folder)
+        verbalizer = run.record.dataset.verbalizer if run is not None else {}
+        return cls(classifier, list(classifier.classes_), verbalizer,
+                   bool(run is not None and head_of(run.record.method).verbalizer))
+
+    def logits(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
+        if texts_b and any(str(t).strip() for t in texts_b):
+            raise GleeError("the ONNX engine scores single texts, and this input has a second "
+                            "text column: use --engine torch")
+        return self.classifier.logits(texts)
 
     def probabilities(self, texts: list[str], texts_b: list[str] | None = None
                       ) -> pd.DataFrame:
