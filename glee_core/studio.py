@@ -29,6 +29,8 @@ _NAMES = {
     "HealthOptions": "models.config", "data_health": "runs.health",
     "HEALTH_FILE": "runs.health", "ISSUES_FILE": "runs.health", "read_health": "runs.health",
     "DEFAULT_EPOCHS": "models.config", "DataOptions": "models.config",
+    "POOLINGS": "models.config", "AUTO_POOLING": "models.config",
+    "ALL_POOLINGS": "models.config",
     "ExecutorOptions": "models.config", "PAPER": "models.config",
     "RECIPE_DEFAULTS": "models.config", "RECIPE_LABELS": "models.config",
     "RECIPE_LINES": "models.config", "TrainConfig": "models.config",

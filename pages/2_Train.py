@@ -8,6 +8,8 @@ import streamlit as st
 
 import studio_ui
 from glee_core.studio import (
+    ALL_POOLINGS,
+    AUTO_POOLING,
     DEFAULT_EPOCHS,
     LORA_ALPHA,
     LORA_DROPOUT,
@@ -17,6 +19,7 @@ from glee_core.studio import (
     METRIC_TITLES,
     MODES,
     PAPER,
+    POOLINGS,
     PREFIX_LENGTH,
     RECIPE_DEFAULTS,
     RECIPE_LABELS,
@@ -170,7 +173,7 @@ if not frozen:
                 "Search the rate once for this backbone and data (the other heads and seeds "
                 "train at it)", value=preset.lr_search != "each", key=f"once-{recipe}",
                 help=help_of(TrainConfig, "lr_search")) else "each"
-pooling = st.radio("Pooling of plain-input heads", ["auto", "all", "cls", "mean"],
+pooling = st.radio("Pooling of plain-input heads", [AUTO_POOLING, ALL_POOLINGS, *POOLINGS],
                    horizontal=True, help=help_of(TrainConfig, "pooling"))
 rules = studio_ui.policy()
 if rules.public:  # visitors pick among the backbones the owner offers

@@ -635,7 +635,7 @@ class HealthOptions:
     method: str = option("probe-balanced", "the closed-form probe giving the probabilities",
                          choices=("probe-balanced", "probe"))
     pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
-                                 "backbone's own pooling, else mean)", choices=("cls", "mean"))
+                                 "backbone's own pooling, else mean)", choices=POOLINGS)
     max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
     seed: int = option(1, "random seed of the folds")
     device: str = option("auto", "auto, cpu or cuda")

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError
+from ..models.config import POOLINGS
 from ..models.methods import METHODS
 from .store import Run, aggregate
 
@@ -312,7 +313,7 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
     them read as themselves where Markdown is rendered (the app passes its escaping)."""
     c = rec.chosen
     seeds = f"{c.seeds} seed{'s' if c.seeds != 1 else ''}"
-    pooled = (f", {c.pooling} pooling" if c.pooling in ("cls", "mean")
+    pooled = (f", {c.pooling} pooling" if c.pooling in POOLINGS
               and "pooling" not in c.setting_label else "")
     if rec.basis == CV:
         by = (f"best of {rec.candidates} by {rec.folds}-fold cross-validation on train + dev "
@@ -350,7 +351,7 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
 
 
 def _pooled(pick: Pick) -> str:
-    return f" ({pick.pooling})" if pick.pooling in ("cls", "mean") else ""
+    return f" ({pick.pooling})" if pick.pooling in POOLINGS else ""
 
 
 WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
