@@ -108,6 +108,37 @@ class Scorer:
                             precision=self.precision)
         return logits
 
+    def probabilities(self, texts: list[str], texts_b: list[str] | None = None
+                      ) -> pd.DataFrame:
+        """Every class's probability for each text (rows: texts, columns: classes)."""
+        probs = torch.softmax(torch.from_numpy(self.logits(texts, texts_b)), dim=1).numpy()
+        return pd.DataFrame(probs, columns=self.classes)
+
+    # The scikit-learn (and SetFit) convention, what users try first on a loaded classifier:
+    # ``load_classifier(DIR).predict(["text"])`` -> labels.
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class labels, in the order of :meth:`predict_proba`'s columns."""
+        return np.array(self.classes, dtype=object)
+
+    def predict_proba(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
+        """Every class's probability per text, shape ``(len(texts), len(classes_))``."""
+        return self.probabilities(texts, texts_b).to_numpy()
+
+    def predict(self, texts: list[str], texts_b: list[str] | None = None) -> list[str]:
+        """The most probable class of each text."""
+        return list(self.classes_[self.predict_proba(texts, texts_b).argmax(axis=1)])
+
+    def score_table(self, text: str, text_b: str | None = None) -> pd.DataFrame:
+        """One text's scores, best first: class, probability, logit, label words, head/tail."""
+        logits = self.logits([text], [text_b] if text_b else None)[0]
+        probs = torch.softmax(torch.from_numpy(logits), dim=0).numpy()
+        table = pd.DataFrame({
+            "class": self.classes, "score": probs, "logit": logits,
+            "label words": [" | ".join(self.verbalizer.get(c, [])) for c in self.classes],
+            "group": [group_of(c, self.head_classes) for c in self.classes]})
+        return table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+
 
 ONNX_SPEC = "glee_onnx.json"  # what marks an ONNX classifier folder (export --format onnx)
 
@@ -141,37 +172,6 @@ class OnnxScorer:
             raise GleeError("the ONNX engine scores single texts, and this input has a second "
                             "text column: use --engine torch")
         return self.classifier.logits(texts)
-
-    def probabilities(self, texts: list[str], texts_b: list[str] | None = None
-                      ) -> pd.DataFrame:
-        """Every class's probability for each text (rows: texts, columns: classes)."""
-        probs = torch.softmax(torch.from_numpy(self.logits(texts, texts_b)), dim=1).numpy()
-        return pd.DataFrame(probs, columns=self.classes)
-
-    # The scikit-learn (and SetFit) convention, what users try first on a loaded classifier:
-    # ``load_classifier(DIR).predict(["text"])`` -> labels.
-    @property
-    def classes_(self) -> np.ndarray:
-        """The class labels, in the order of :meth:`predict_proba`'s columns."""
-        return np.array(self.classes, dtype=object)
-
-    def predict_proba(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
-        """Every class's probability per text, shape ``(len(texts), len(classes_))``."""
-        return self.probabilities(texts, texts_b).to_numpy()
-
-    def predict(self, texts: list[str], texts_b: list[str] | None = None) -> list[str]:
-        """The most probable class of each text."""
-        return list(self.classes_[self.predict_proba(texts, texts_b).argmax(axis=1)])
-
-    def score_table(self, text: str, text_b: str | None = None) -> pd.DataFrame:
-        """One text's scores, best first: class, probability, logit, label words, head/tail."""
-        logits = self.logits([text], [text_b] if text_b else None)[0]
-        probs = torch.softmax(torch.from_numpy(logits), dim=0).numpy()
-        table = pd.DataFrame({
-            "class": self.classes, "score": probs, "logit": logits,
-            "label words": [" | ".join(self.verbalizer.get(c, [])) for c in self.classes],
-            "group": [group_of(c, self.head_classes) for c in self.classes]})
-        return table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
 
 
 PREDICT_CHUNK = 512  # texts encoded and scored per step of the progress bar
