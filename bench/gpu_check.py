@@ -70,8 +70,9 @@ from glee_core.core.devices import (  # noqa: E402
     resolve_device,
     resolve_precision,
 )
-from glee_core.data.datasets import load_dataset, stratified_sample  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.data.encoding import encode  # noqa: E402
+from glee_core.data.splits import stratified_sample  # noqa: E402
 from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import AdaptOptions, TrainConfig  # noqa: E402
 from glee_core.models.heads import build_model  # noqa: E402

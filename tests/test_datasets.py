@@ -5,14 +5,9 @@ import pytest
 from conftest import SHARED_DATA, TOY_CLASSES
 
 from glee_core.core.errors import GleeError
-from glee_core.data.datasets import (
-    check_template,
-    derive_verbalizer,
-    load_dataset,
-    parse_verbalizer,
-    split_head_tail,
-    stratified_holdout,
-)
+from glee_core.data.datasets import load_dataset, split_head_tail
+from glee_core.data.splits import stratified_holdout
+from glee_core.data.verbalizers import check_template, derive_verbalizer, parse_verbalizer
 
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "r8").is_dir(),
                                   reason="../shared/data is not present")

@@ -325,7 +325,7 @@ def test_limit_is_stratified_and_the_first_rows_of_one_class_say_why(tmp_path, t
 def test_a_stratified_limit_keeps_every_class_its_share():
     import pandas as pd
 
-    from glee_core.data.datasets import stratified_sample
+    from glee_core.data.splits import stratified_sample
     frame = pd.DataFrame({"text": [f"t{i}" for i in range(130)],
                           "label": [0] * 100 + [1] * 20 + [2] * 9 + [3]})
     sample = stratified_sample(frame, 26)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import os
 import re
@@ -36,10 +35,16 @@ from ..core.hub import hub_reachable
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
 from .csvfile import read_csv_frame
 from .sources import source_of, source_usages
+from .splits import (
+    dropped_warning,
+    exclude_rows,
+    read_excluded_rows,
+    stratified_holdout,
+    three_way_split,
+)
+from .verbalizers import check_template, derive_verbalizer, load_verbalizer_file, parse_verbalizer
 
 SPLITS = ("train", "dev", "test")
-SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
-TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
 
 
 # A dev split smaller than this for its classes cannot choose a head (LongTailDataset.small_dev)
@@ -194,69 +199,6 @@ def split_head_tail(counts: Mapping[str, int], threshold: float, strict: bool = 
 
 
 # --------------------------------------------------------------------------------------------
-# Templates and verbalizers
-
-
-def label_words_from_name(label: str) -> str:
-    """Derive a label word from a class name: split on ``-``, ``_``, ``/`` and spaces."""
-    words = [w for w in re.split(r"[-_/\s]+", str(label)) if w]
-    return " ".join(words) or str(label)
-
-
-def derive_verbalizer(classes: list[str]) -> dict[str, list[str]]:
-    return {c: [label_words_from_name(c)] for c in classes}
-
-
-def parse_verbalizer(raw: Mapping, classes: list[str], source: str) -> dict[str, list[str]]:
-    """Match a ``{label: word(s)}`` mapping to the classes (case-insensitively, as boolq needs)."""
-    by_key = {str(k).strip().lower(): v for k, v in raw.items()}
-    verbalizer, missing = {}, []
-    for name in classes:
-        value = by_key.get(name.strip().lower())
-        if value is None:
-            missing.append(name)
-            continue
-        words = [value] if isinstance(value, str) else list(value)
-        words = [str(w).strip() for w in words if str(w).strip()]
-        if not words:
-            raise GleeError(f"{source}: class {name!r} has no label word")
-        verbalizer[name] = words
-    if missing:
-        raise GleeError(
-            f"{source}: no label word for class(es) {', '.join(map(repr, missing[:10]))}; "
-            "add them to the verbalizer JSON ({\"label\": \"label word\", ...})")
-    return verbalizer
-
-
-def load_verbalizer_file(path: str | os.PathLike, classes: list[str]) -> dict[str, list[str]]:
-    """Read a verbalizer JSON file (label -> word or list of words)."""
-    path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise GleeError(f"verbalizer file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GleeError(f"{path}: not a JSON object of label -> label word ({exc})") from None
-    if not isinstance(raw, dict):
-        raise GleeError(f"{path}: expected a JSON object of label -> label word")
-    return parse_verbalizer(raw, classes, str(path))
-
-
-def check_template(template: str) -> str:
-    """A template must hold ``[MASK]`` once and a text slot (``{text}`` or ``{text_a}``)."""
-    if template.count("[MASK]") != 1:
-        raise GleeError(f"template {template!r} must contain [MASK] exactly once")
-    slots = re.findall(r"\{(\w+)\}", template)
-    unknown = [s for s in slots if s not in TEMPLATE_SLOTS]
-    if unknown:
-        raise GleeError(f"template {template!r} has unknown slot(s) {unknown}; "
-                        f"use {{text}}, {{text_a}}, {{text_b}} or {{entity}}")
-    if not any(TEMPLATE_SLOTS[s] == "text" for s in slots):
-        raise GleeError(f"template {template!r} has no text slot: add {{text}}")
-    return template
-
-
-# --------------------------------------------------------------------------------------------
 # Splitting
 
 
@@ -267,101 +209,6 @@ def _frame(texts, labels, texts_b=None) -> pd.DataFrame:
         "text_b": [str(t) for t in texts_b] if texts_b is not None else [""] * len(texts),
         "label": list(labels),
     })
-
-
-def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED,
-                       minimum: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Hold out ``fraction`` of every class (at least ``minimum`` distinct texts, keeping one).
-
-    Rows are grouped by text first: copies of one text always land on the same side, so a
-    duplicated text can never be both trained on and tested on. One sort of the whole frame,
-    then a random permutation of each class's distinct texts (in class order, from one
-    generator): linear in the rows, 10,000 classes in a tenth of a second."""
-    rng = np.random.default_rng(seed)
-    if frame.empty:
-        return frame.reset_index(drop=True), frame.reset_index(drop=True)
-    codes = [pd.factorize(frame[c], sort=True)[0] for c in ("label", "text", "text_b")]
-    order = np.lexsort(codes[::-1])  # by class, then text, then second text
-    label, text, text_b = (c[order] for c in codes)
-    starts_group = np.r_[True, (label[1:] != label[:-1]) | (text[1:] != text[:-1])
-                         | (text_b[1:] != text_b[:-1])]
-    group_of_row = np.cumsum(starts_group) - 1  # the distinct text of each row, along order
-    group_label = label[np.flatnonzero(starts_group)]
-    class_starts = np.flatnonzero(np.r_[True, group_label[1:] != group_label[:-1]])
-    class_ends = np.r_[class_starts[1:], len(group_label)]
-    held_group = np.zeros(len(group_label), dtype=bool)
-    for start, end in zip(class_starts, class_ends, strict=True):
-        n_keys = end - start
-        permuted = rng.permutation(n_keys)
-        n_hold = int(round(fraction * n_keys))
-        n_hold = min(max(n_hold, minimum if n_keys >= 2 else 0), n_keys - 1)
-        held_group[start + permuted[:n_hold]] = True
-    held = np.zeros(len(frame), dtype=bool)
-    held[order] = held_group[group_of_row]
-    index = frame.index.to_numpy()
-    return (frame.loc[np.sort(index[~held])].reset_index(drop=True),
-            frame.loc[np.sort(index[held])].reset_index(drop=True))
-
-
-def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd.DataFrame:
-    """``n`` rows of ``frame`` in which every class keeps its share (rounded down, the rows left
-    to the largest remainders) and at least one row while ``n`` allows (taken from the largest
-    classes; with fewer rows than classes, the most frequent classes get one); rows drawn at
-    random with ``seed``, kept in their order. ``--limit``'s default."""
-    if n >= len(frame):
-        return frame
-    counts = frame["label"].value_counts()
-    counts = counts.loc[sorted(counts.index, key=lambda c: (-counts[c], str(c)))]
-    exact = counts * n / counts.sum()
-    take = np.maximum(np.floor(exact), 1).astype(int)
-    take.iloc[n:] = 0  # fewer rows than classes: the rarest go without
-    while take.sum() > n:  # the floor of one took rows: give them back from the largest
-        take[take.idxmax()] -= 1
-    for label in (exact - take).sort_values(ascending=False, kind="stable").index:
-        if take.sum() == n:
-            break
-        if take[label] < counts[label]:
-            take[label] += 1
-    rng = np.random.default_rng(seed)
-    labels = frame["label"].to_numpy()
-    rows = [rng.choice(np.flatnonzero(labels == label), int(k), replace=False)
-            for label, k in take.items() if k]
-    return frame.iloc[np.sort(np.concatenate(rows))]
-
-
-DROPPED_NAMED = 12  # classes a dropped-classes message names before "and N more"
-
-
-def dropped_warning(dropped: dict[str, int], kept: bool = False) -> list[str]:
-    """One message for every class with too few distinct texts for a train, dev and test split
-    (none when none has): left out, or (``kept``) kept in training only; how many, and the
-    first :data:`DROPPED_NAMED` by name with their counts."""
-    if not dropped:
-        return []
-    named = ", ".join(f"{c!r} ({n})" for c, n in list(dropped.items())[:DROPPED_NAMED])
-    more = f" and {len(dropped) - DROPPED_NAMED} more" if len(dropped) > DROPPED_NAMED else ""
-    what = ("kept in training only (learned and predicted, never scored: no dev or test text)"
-            if kept else "left out")
-    return [f"{len(dropped)} class(es) {what}: too few distinct texts for a train, dev and "
-            f"test split (distinct texts in brackets): {named}{more}"]
-
-
-def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
-                    seed: int = SPLIT_SEED, min_test: int = 1, keep_rare: bool = False
-                    ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """Stratified train/dev/test split (by distinct text), at least ``min_test`` distinct test
-    texts per class. Classes with fewer than ``min_test + 2`` distinct texts cannot appear in every
-    split: they are left out (or, ``keep_rare``, put in train alone) and returned, so the caller
-    reports them."""
-    sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
-    too_small = {str(k): int(v) for k, v in sizes.items() if v < min_test + 2}
-    rare = frame["label"].isin(list(too_small))
-    rest, test_part = stratified_holdout(frame[~rare].reset_index(drop=True), test, seed,
-                                         minimum=min_test)
-    train, dev_part = stratified_holdout(rest, dev / (1 - test), seed + 1)
-    if keep_rare and rare.any():
-        train = pd.concat([train, frame[rare]], ignore_index=True)
-    return {"train": train, "dev": dev_part, "test": test_part}, too_small
 
 
 def _index_labels(splits: dict[str, pd.DataFrame], classes: list[str]) -> dict[str, pd.DataFrame]:
@@ -830,49 +677,12 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     if dataset.train_only_classes:
         dataset.id += RARE_KEPT
     if exclude:
-        _exclude_rows(dataset, read_excluded_rows(exclude))
+        dataset.splits["train"], without = exclude_rows(
+            dataset.splits["train"], read_excluded_rows(exclude), dataset.classes, dataset.id)
+        dataset.id += without
     return dataset
 
 
 RARE_KEPT = "+rare"  # a dataset id's ending when its rare classes are kept in training
 
 
-def read_excluded_rows(path: str | os.PathLike) -> list[int]:
-    """Training rows to leave out: the ``row`` of every ``suspected`` line of a health
-    ``label_issues.csv``, or a file of 0-based row numbers, one a line."""
-    path = Path(path).expanduser()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GleeError(f"--exclude {path}: cannot read it ({exc.strerror or exc})") from None
-    first = text.split("\n", 1)[0]
-    if "row" in first.split(",") and "suspected" in first.split(","):
-        issues = pd.read_csv(io.StringIO(text), usecols=["row", "suspected"])
-        return sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
-                                                  "row"])
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            if not line.strip().isdigit():
-                raise GleeError(f"--exclude {path}, line {number}: {line.strip()[:40]!r} is not "
-                                "a row number (one 0-based row of the training split a line, "
-                                "or health's label_issues.csv)")
-            rows.append(int(line))
-    return sorted(set(rows))
-
-
-def _exclude_rows(dataset: LongTailDataset, rows: list[int]) -> None:
-    """Leave ``rows`` of the training split out, in place (every class keeps a text)."""
-    train = dataset.splits["train"]
-    if rows and rows[-1] >= len(train):
-        raise GleeError(f"--exclude names training row {rows[-1]}, but the training split of "
-                        f"{dataset.id} has {len(train)} rows (0 to {len(train) - 1})")
-    kept = train.drop(index=rows)
-    lost = sorted(set(train["label"]) - set(kept["label"]))
-    if lost:
-        names = ", ".join(dataset.classes[c] for c in lost)
-        raise GleeError(f"--exclude would leave no training text of {names}; keep at least "
-                        "one row of every class")
-    dataset.splits["train"] = kept.reset_index(drop=True)
-    digest = hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest()[:8]
-    dataset.id += f"+without-{len(rows)}-{digest}"

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .datasets import TEMPLATE_SLOTS
+from .verbalizers import TEMPLATE_SLOTS
 
 
 @dataclass

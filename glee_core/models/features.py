@@ -33,8 +33,9 @@ from ..core.devices import (
 )
 from ..core.events import FeaturePass, ProgressFn
 from ..core.files import check_quota
-from ..data.datasets import LongTailDataset, stratified_sample
+from ..data.datasets import LongTailDataset
 from ..data.encoding import encode, eval_batches
+from ..data.splits import stratified_sample
 from .backbone import Backbone
 from .config import POOLINGS
 from .heads import encoder_hidden_states, pool

@@ -50,8 +50,9 @@ from ..core.events import (
     Testing,
     TrainStep,
 )
-from ..data.datasets import SPLIT_SEED, LongTailDataset
+from ..data.datasets import LongTailDataset
 from ..data.encoding import EncodedSplit, encode, length_grouped_batches
+from ..data.splits import SPLIT_SEED
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import POOLINGS, TrainConfig
 from ..models.features import cached_features, limited_splits
