@@ -662,7 +662,9 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     passes = 2 if to_train is None or not config.frozen else uncached_passes(here, dataset,
                                                                              model, to_train)
     estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
-                                device_kind(), all_runs(report=False), feature_passes=passes)
+                                device_kind(), all_runs(report=False), feature_passes=passes,
+                                lp_ft_stages=None if to_train is None or config.frozen
+                                else len(unstored_stages(here, dataset, model, to_train)))
     basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
                                  if stored else "")
     return {**estimate, "basis": basis, "runs": missing, "stored": stored,
@@ -674,6 +676,16 @@ def unstored_jobs(here, plan) -> list:
     others it opens), judged by the store's cached listing of valid runs."""
     stored = {run.run_id for run in cached_runs(here)[0]}
     return [job for job in plan if job.run_id not in stored]
+
+
+def unstored_stages(here, dataset, model: str, jobs) -> list:
+    """The LP-FT heads (quick-mode runs) that fine-tuning ``jobs`` would still fit: those the
+    store ``here`` does not hold (a quick compare stored them)."""
+    from glee_core.studio import lp_ft_stage  # noqa: PLC0415 (heavy)
+
+    if not jobs or not jobs[0].config.lp_ft:
+        return []
+    return unstored_jobs(here, [lp_ft_stage(job, dataset, model) for job in jobs])
 
 
 def uncached_passes(here, dataset, model: str, jobs) -> int:

@@ -105,7 +105,7 @@ def main(argv=None) -> int:
                              **{switch[2:].replace("-", "_"): value})
         estimate = estimate_seconds(dataset, len(top), config, args.model,
                                     estimate_parameters(args.model), "cpu",
-                                    RunStore(store).runs())
+                                    RunStore(store).runs(), lp_ft_stages=0)  # the quick runs
         log = store / "progress.jsonl"
         log.unlink(missing_ok=True)
         started = time.perf_counter()

@@ -38,6 +38,7 @@ _NAMES = {
     "recipe_rates": "models.config",
     "METHODS": "models.methods", "method_label": "models.methods",
     "get_method": "models.methods", "plan_runs": "train.experiment",
+    "lp_ft_stage": "train.experiment",
     "feature_key": "models.features", "model_fingerprint": "models.backbone",
     "registry_order": "models.methods",
     "LORA_ALPHA": "models.modes", "LORA_DROPOUT": "models.modes", "LORA_R": "models.modes",

@@ -247,3 +247,17 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
                                              "train_seconds": 9.0})] * 3)
     assert half["seconds"] - STARTUP_SECONDS == pytest.approx(
         (full["seconds"] - STARTUP_SECONDS) * 0.5 / UNMEASURED_STOP_SHARE)
+
+
+def test_a_fine_tune_after_the_quick_compare_pays_no_lp_ft_stage(toy_dataset):
+    """LP-FT's heads are the quick compare's stored runs: once they are there, a fine-tune's
+    estimate leaves their feature pass and training out, and says why."""
+    def estimate(**kw):
+        return estimate_seconds(toy_dataset, 3, TrainConfig(max_length=64, lp_ft="yes"), "m",
+                                22_700_000, "cpu", [], **kw)
+
+    fresh, after = estimate(), estimate(lp_ft_stages=0)
+    assert "LP-FT's heads on the frozen features first" in fresh["basis"]
+    assert "LP-FT's heads stored" in after["basis"] and after["seconds"] < fresh["seconds"]
+    one = estimate(lp_ft_stages=1)
+    assert after["seconds"] < one["seconds"] < fresh["seconds"]

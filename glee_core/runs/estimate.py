@@ -81,14 +81,17 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                      model_name: str, parameters: int, device: str,
-                     runs: list[Run] | None = None, feature_passes: int = 2) -> dict:
+                     runs: list[Run] | None = None, feature_passes: int = 2,
+                     lp_ft_stages: int | None = None) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     an upper bound (no early stop), with the learning-rate search's extra rounds and LP-FT's
     quick-mode head; frozen: measured runs carry their early stopping. ``runs``: finished runs to
     calibrate on (the store's, as the app already holds them): those with the same backbone,
     mode and device give the measured rates. ``feature_passes``: the frozen backbone's passes
-    still to run (one per input format whose features are not cached yet)."""
+    still to run (one per input format whose features are not cached yet). ``lp_ft_stages``:
+    the LP-FT heads still to fit (None: one a run; the quick compare's stored heads are
+    re-used, so after it none)."""
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
@@ -146,11 +149,14 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         seconds = STARTUP_SECONDS + base * (1 + race + search)
         basis += (f"; the {n_runs} heads race (successive halving on dev): about "
                   f"{1 + race:.1f} runs' training, not {n_runs}")
-    if config.lp_ft:  # quick mode's heads first (one feature pass; stored heads are re-used)
-        stage = _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
+    stages = n_runs if lp_ft_stages is None else lp_ft_stages
+    if config.lp_ft and stages:  # quick mode's heads first (one feature pass)
+        stage = _frozen(dataset, stages, config, n_train, tokens, parameters, device,
                         alike["frozen"], passes=1)
         seconds += stage["seconds"] - STARTUP_SECONDS
         basis += "; LP-FT's heads on the frozen features first"
+    elif config.lp_ft:
+        basis += "; LP-FT's heads stored (the quick compare's), re-used"
     return {"seconds": seconds, "per_run": per_run, "basis": basis}
 
 
