@@ -92,7 +92,11 @@ def upload_csv() -> None:
                "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk"
                + (f", private to this session, for {rules.ttl_text} without use."
                   if public else "."))
-    uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"], key="upload",
+    # a kept file clears the form (a new key), and says so after the rerun that chooses it
+    if kept := st.session_state.pop("upload-kept", None):
+        st.success(kept)
+    uploaded = st.file_uploader("CSV file", type=["csv", "tsv", "txt"],
+                                key=f"upload-{st.session_state.get('uploads-kept', 0)}",
                                 max_upload_size=max(1, -(-limit // 2**20)))
     if uploaded is not None:
         columns = []
@@ -128,8 +132,11 @@ def upload_csv() -> None:
                     st.error(f"This CSV could not be kept: {studio_ui.md(disk_message(exc))}")
                 else:
                     studio_ui.choose_dataset(upload.options)
-                    st.success(f"Kept as {studio_ui.md(upload.spec)}: {dataset.num_classes} "
-                               "classes.")
+                    st.session_state["upload-kept"] = (
+                        f"Kept as {studio_ui.md(upload.spec)}: {dataset.num_classes} classes. "
+                        "It is the dataset now (Home's quick compare is one click).")
+                    st.session_state["uploads-kept"] = \
+                        st.session_state.get("uploads-kept", 0) + 1
                     st.rerun()
 
 

@@ -93,6 +93,10 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     kept = list((app_dirs["uploads"]).glob("*.csv"))
     assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
+    # said after the rerun that chose it, and the form is cleared for the next file
+    assert any(plain(s.value).startswith(f"Kept as upload:{kept[0].name}: 2 classes")
+               for s in at.success)
+    assert not any(b.label == "Use this CSV" for b in at.button)
     # a reload (a new session) keeps the choice: a Launch then trains on the upload, not demo
     at = app("pages/2_Train.py").run()
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
