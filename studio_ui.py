@@ -285,6 +285,16 @@ def uploads_dir(create: bool = False):
 STORED_ONLY = "stored runs"  # a choice's label ending: a dataset known here only by its runs
 
 
+def display_name(dataset_id: str) -> str:
+    """A dataset as its user knows it: an upload by the file name it came as (``tickets.csv``,
+    not ``upload:tickets-38b2aabc.csv``; a variant keeps its ending), anything else by its id."""
+    for upload in list_uploads(uploads_dir()):
+        spec = f"upload:{upload.path.name}"
+        if dataset_id == spec or dataset_id.startswith(f"{spec}+"):
+            return upload.original_name + dataset_id[len(spec):]
+    return dataset_id
+
+
 def dataset_choices() -> dict[str, DataOptions]:
     """Label -> how to load it: demo, the paper's datasets found, kept uploads, and every other
     dataset the readable stores hold runs of (runs trained elsewhere, or of a deleted upload:

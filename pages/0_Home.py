@@ -16,9 +16,10 @@ choice = studio_ui.current_choice()
 model = studio_ui.current_model()
 dataset = studio_ui.current_dataset()
 target = dataset.id if dataset is not None else choice.dataset
+name = studio_ui.display_name(target)  # an upload by its file's name
 if dataset is not None:
     head, tail = dataset.head_tail()
-    st.caption(f"Dataset **{studio_ui.md(target)}**: {dataset.num_classes} classes, "
+    st.caption(f"Dataset **{studio_ui.md(name)}**: {dataset.num_classes} classes, "
                f"{len(dataset.splits['train'])} training texts, {len(head)} head / {len(tail)} "
                f"tail classes · backbone **{studio_ui.md(model)}** · change either on the Data "
                "and Train pages.")
@@ -31,7 +32,7 @@ if read_only:
 elif dataset is not None:
     estimate = studio_ui.time_estimate(dataset, list(METHODS), [1], quick)
     done = estimate["runs"] == 0
-    if st.button(f"Quick compare on {studio_ui.md(target)}", type="secondary" if done else
+    if st.button(f"Quick compare on {studio_ui.md(name)}", type="secondary" if done else
                  "primary", help="Every head is already stored: this opens them." if done
                  else None):
         request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
@@ -52,7 +53,7 @@ elif dataset is not None:
 # After a compare: which head to use on this dataset, and the next step
 runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone
 if runs:
-    st.subheader(f"Recommendation for {studio_ui.md(target)}")
+    st.subheader(f"Recommendation for {studio_ui.md(name)}")
     studio_ui.recommendation_panel(runs, key="home")
     compared = studio_ui.quick_compare_runs(target, model)
     if compared:

@@ -97,6 +97,9 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert any(plain(s.value).startswith(f"Kept as upload:{kept[0].name}: 2 classes")
                for s in at.success)
     assert not any(b.label == "Use this CSV" for b in at.button)
+    home = app("app.py").run()  # Home names it as the user knows it, not by its stored id
+    compare = next(b.label for b in home.button if b.label.startswith("Quick compare on"))
+    assert "upload:" not in compare and "evil name.csv" in plain(compare), compare
     # a reload (a new session) keeps the choice: a Launch then trains on the upload, not demo
     at = app("pages/2_Train.py").run()
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
