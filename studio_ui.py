@@ -503,7 +503,9 @@ def sidebar() -> None:
     rules = policy()
     own = workspace()
     with st.sidebar:
-        st.caption(f"Dataset: **{md(current_choice().dataset)}**")
+        chosen = current_choice().dataset
+        name = display_name(chosen)  # an upload's file name, and the id the CLI takes
+        st.caption(f"Dataset: **{md(name)}**" + (f" ({md(chosen)})" if name != chosen else ""))
         st.caption(f"Backbone: **{md(current_model())}**")
         if rules.read_only:
             st.info("Read-only: this deployment shows its shipped runs; training and uploads are "

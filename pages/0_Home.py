@@ -37,7 +37,7 @@ elif dataset is not None:
                  else None):
         request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
                                config=quick)
-        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {target}",
+        job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {name}",
                                estimate=estimate)
         if job is not None:
             st.session_state["last_job"] = job.id

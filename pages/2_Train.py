@@ -41,7 +41,7 @@ dataset = studio_ui.current_dataset()
 if dataset is None:
     st.stop()
 device = studio_ui.device_kind()
-st.caption(f"Dataset **{studio_ui.md(dataset.id)}** · "
+st.caption(f"Dataset **{studio_ui.md(studio_ui.display_name(dataset.id))}** · "
            f"{len(dataset.splits['train'])} training examples · "
            f"device **{device}**")
 
