@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -45,7 +46,7 @@ def r8_subset(data_dir: Path, folder: Path, size: int = 1500, least: int = 15) -
     parts = [group.sample(max(least, round(share * len(group))), random_state=0)
              for _, group in train.groupby("label")]
     frame = pd.concat([pd.concat(parts).assign(split="train"), test.assign(split="test")])
-    path = folder / "r8-1500.csv"
+    path = folder / f"r8-{size}.csv"
     frame[["text", "label", "split"]].to_csv(path, index=False)
     return f"csv:{path}"
 
@@ -56,6 +57,18 @@ def r52_long_tail(data_dir: Path, folder: Path) -> str:
     path = folder / "r52-lt.csv"
     pd.concat(frames)[["text", "label"]].to_csv(path, index=False)
     return f"csv:{path}"
+
+
+def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
+    """A bench's dataset by name: ``demo``, ``r8-N`` (a stratified N-text subset of r8's
+    training split, :func:`r8_subset`) or ``r52-lt`` (:func:`r52_long_tail`), built under
+    ``work``; anything else is passed on as a dataset id."""
+    data_dir, work = Path(data_dir), Path(work)
+    if re.fullmatch(r"r8-\d+", name):
+        return r8_subset(data_dir, work, size=int(name.split("-")[1]))
+    if name == "r52-lt":
+        return r52_long_tail(data_dir, work)
+    return name
 
 
 def main(argv=None) -> int:

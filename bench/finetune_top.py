@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baselines import r8_subset, r52_long_tail  # noqa: E402
+from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.core.events import fold, read_events, time_left  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import estimate_parameters  # noqa: E402
@@ -51,16 +51,6 @@ from glee_core.train.experiment import run_experiments  # noqa: E402
 
 VARIANTS = {"each": ["--lr-search", "each"], "once": ["--lr-search", "once"],
             "race": ["--heads", "best"]}
-
-
-def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
-    if name.startswith("r8-"):
-        size = int(name.split("-")[1])
-        path = Path(r8_subset(data_dir, work, size=size).removeprefix("csv:"))
-        return f"csv:{path.rename(path.with_name(f'{name}.csv'))}"
-    if name == "r52-lt":
-        return r52_long_tail(data_dir, work)
-    return name
 
 
 def main(argv=None) -> int:

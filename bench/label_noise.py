@@ -28,7 +28,7 @@ from sklearn.metrics import roc_auc_score
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baselines import r8_subset, r52_long_tail  # noqa: E402
+from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
@@ -36,14 +36,6 @@ from glee_core.models.config import HealthOptions  # noqa: E402
 from glee_core.models.features import cached_features  # noqa: E402
 from glee_core.runs.health import examine, out_of_fold_probabilities  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
-
-
-def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
-    if name == "r8-1500":
-        return r8_subset(data_dir, work)
-    if name == "r52-lt":
-        return r52_long_tail(data_dir, work)
-    return name
 
 
 def most_confused(features: np.ndarray, labels: np.ndarray, k: int, folds: int) -> dict:

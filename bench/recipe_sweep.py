@@ -32,7 +32,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baselines import r8_subset, r52_long_tail  # noqa: E402
+from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
 
@@ -54,15 +54,6 @@ VARIANTS = {
     "practical-no-lpft": ["--lp-ft", "no"],
     "practical-3": ["--lr-candidates", "3e-5,1e-4,3e-4"],
 }
-
-
-def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
-    """``demo``, or one of bench/baselines.py's long-tailed sets built under ``work``."""
-    if name == "r8-1500":
-        return r8_subset(data_dir, work)
-    if name == "r52-lt":
-        return r52_long_tail(data_dir, work)
-    return name
 
 
 def run_child(command: list[str]) -> tuple[str, float, float]:

@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.baselines import dataset_spec  # noqa: E402
 from bench.recipe_sweep import (  # noqa: E402
     common_arguments,
     cost_cells,
-    dataset_spec,
     print_table,
     run_child,
     spread,
