@@ -74,7 +74,7 @@ def test_click_through_the_app(server):
         # the click took when the Train page lists the job (a dropped click is retried after
         # 30 s, not after the whole compare's wait); then the compare itself
         click_until(page, compare, page.get_by_text(re.compile(r"Quick compare: \d+ heads on "
-                                                               r"upload:tickets")).first,
+                                                               r"tickets\.csv")).first,
                     "flow-compare-failed")
         expect(page.get_by_text("· done").first).to_be_visible(timeout=180_000)
         settle("2-train-done", page.get_by_text("· done").first)
