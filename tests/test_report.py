@@ -212,16 +212,20 @@ def test_a_chart_taller_than_a_page_is_cut_between_panels_and_titled_again(tmp_p
     from glee_core.views.report import _place_chart, blank_rows, slice_rows
 
     pixels = np.full((3000, 400), 255, dtype=np.uint8)
-    panels = [(40 + i * 330, 40 + i * 330 + 280) for i in range(9)]  # 280 rows, 50 of white
+    # each panel under its title (a 10-row line, 6 white rows above the panel), 50 white rows
+    # between one panel and the next one's title
+    panels = [(40 + i * 330, 40 + i * 330 + 280) for i in range(9)]
     for start, end in panels:
         pixels[start:end, 20:380] = 30
+        pixels[start - 16:start - 6, 100:300] = 0
     image = Image.fromarray(pixels)
     cuts = blank_rows(image)
     top, ends = 0, []
     while top < 3000:
-        top += slice_rows(top, 3000, 1000, cuts)
+        top += slice_rows(top, 3000, 1038, cuts)  # a page that would end under a title
         ends.append(top)
-    assert ends[-1] == 3000 and all(not any(s < e < t for s, t in panels) for e in ends)
+    assert ends[-1] == 3000  # never in a panel, nor between a panel and its title:
+    assert all(not any(s - 16 < e < t for s, t in panels) for e in ends), ends
     pdf = FPDF(format="A4", unit="mm")
     pdf.body_font = "helvetica"
     pdf.add_page()

@@ -175,17 +175,28 @@ def build_report(runs: list[Run], dataset: str | None = None,
 MM_PER_PX = 180 / charts.PDF_WIDTH
 
 
+# the white between two rows of panels is at least the facets' gap; a panel's title sits
+# closer to its panel than this, so a cut never parts the two
+CUT_BAND = int(charts.FACET_GAP * CHART_SCALE * 0.75)
+
+
 def blank_rows(image: Image.Image) -> np.ndarray:
-    """The pixel rows of a chart that hold nothing (white across): where it may be cut between
-    pages without cutting through a panel, a label or a legend."""
+    """Where a chart may be cut between pages: the middle row of each band of at least
+    :data:`CUT_BAND` rows that hold nothing (white across), so a cut goes between rows of
+    panels, never through a panel, a label or a legend, nor between a panel and its title."""
     grey = np.asarray(image.convert("L"))
-    return np.flatnonzero((grey >= 250).all(axis=1))
+    blank = np.flatnonzero((grey >= 250).all(axis=1))
+    if not len(blank):
+        return blank
+    bands = np.split(blank, np.flatnonzero(np.diff(blank) > 1) + 1)
+    return np.array([band[len(band) // 2] for band in bands if len(band) >= CUT_BAND],
+                    dtype=np.int64)
 
 
 def slice_rows(top: int, height: int, room: int, cuts: np.ndarray) -> int:
     """How many pixel rows of a chart, from ``top``, go on a page with ``room`` rows left: all
-    that are left when they fit, else up to the lowest blank row (``cuts``) in the room's
-    lower three quarters, else (one panel taller than the room) the room."""
+    that are left when they fit, else up to the lowest cut (``cuts``, :func:`blank_rows`) in the
+    room's lower three quarters, else (one panel taller than the room) the room."""
     rows = min(height - top, room)
     if top + rows < height:
         inside = cuts[(cuts > top + rows // 4) & (cuts <= top + rows)]
