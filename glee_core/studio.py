@@ -53,7 +53,7 @@ _NAMES = {
     "recommendation_text": "runs.recommend", "ranked": "runs.recommend",
     "top_for_finetuning": "runs.recommend", "order_steps": "runs.recommend",
     "recommended_first": "runs.recommend", "variant_base": "runs.recommend",
-    "variant_line": "runs.recommend", "WITHOUT": "runs.recommend",
+    "variant_line": "runs.recommend", "WITHOUT": "data.splits",
     "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
     "time_left": "core.events",
     "disk_message": "core.errors", "export_zip": "serve.export", "FORMATS": "serve.formats",

@@ -199,7 +199,7 @@ st.dataframe(sample.sort_values("label")[columns], hide_index=True)
 
 
 def health_folder(model: str):
-    return studio_ui.store().root / "health" / f"{slug(dataset.id)}-{slug(model)}"
+    return studio_ui.store().health_dir / f"{slug(dataset.id)}-{slug(model)}"
 
 
 def check_health(model: str, folder) -> None:

@@ -500,7 +500,7 @@ def test_predictions_offers_the_run_in_every_form_it_can_take(app):
     assert any(n.endswith("/onnx_classifier.py") for n in names)
 
 
-def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app):
+def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, app_dirs):
     """Health on the Data page: the per-class table head -> tail, the suspected rows by class,
     the download; "Train without the flagged rows" makes the +without-N variant the dataset,
     remembered across a reload, and "Back" returns to every row."""
@@ -513,6 +513,9 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app):
                for c in at.caption)
     assert any(d.proto.label.startswith("Download every training row")
                for d in at.get("download_button"))
+    store = RunStore(app_dirs["runs"])  # the report is kept beside the runs, never read as one
+    store.runs()
+    assert not store.problems
     train_without = next(b for b in at.button if b.label.startswith("Train without the"))
     flagged = int(re.search(r"the (\d+) flagged", train_without.label).group(1))
     train_without.click().run()

@@ -684,5 +684,3 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
 
 
 RARE_KEPT = "+rare"  # a dataset id's ending when its rare classes are kept in training
-
-

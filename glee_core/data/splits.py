@@ -15,6 +15,7 @@ import pandas as pd
 from ..core.errors import GleeError
 
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
+WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
 
 
 def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED,
@@ -150,4 +151,4 @@ def exclude_rows(train: pd.DataFrame, rows: list[int], classes: list[str], datas
         raise GleeError(f"--exclude would leave no training text of {names}; keep at least "
                         "one row of every class")
     digest = hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest()[:8]
-    return kept.reset_index(drop=True), f"+without-{len(rows)}-{digest}"
+    return kept.reset_index(drop=True), f"{WITHOUT}{len(rows)}-{digest}"

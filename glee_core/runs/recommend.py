@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError
+from ..data.splits import WITHOUT
 from ..models.config import POOLINGS
 from ..models.methods import METHODS
 from .store import Run, aggregate
@@ -354,9 +355,6 @@ def _pooled(pick: Pick) -> str:
     return f" ({pick.pooling})" if pick.pooling in POOLINGS else ""
 
 
-WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
-
-
 def variant_base(dataset_id: str) -> str:
     """The dataset a ``+without-N-<digest>`` variant leaves rows of (itself when none)."""
     return dataset_id.split(WITHOUT, 1)[0]
@@ -380,4 +378,3 @@ def variant_line(base_id: str, base: Recommendation | None, variant_id: str,
     return (f"Without the flagged training rows (`{variant_id}`), the recommended `{v.method}` "
             f"scores {v.dev:.1f} on dev against {b.dev:.1f} for `{b.method}` on `{base_id}` "
             f"({gap:+.1f}; the same dev texts): {verdict}.")
-

@@ -235,6 +235,18 @@ class RunStore:
         """Backbones the app adapted to a dataset (``adapt``, the Data page), one folder each."""
         return self.root / "backbones"
 
+    @property
+    def health_dir(self) -> Path:
+        """Data health reports the Data page wrote (:mod:`glee_core.runs.health`), one folder
+        per dataset and backbone."""
+        return self.root / ".health"
+
+    @property
+    def exports_dir(self) -> Path:
+        """Runs exported for ``predict --engine onnx`` (:func:`glee_core.serve.export.onnx_folder`),
+        one folder each."""
+        return self.root / ".exports"
+
     def path(self, run_id: str) -> Path:
         """The directory of ``run_id``; ids that could leave the store are refused."""
         if not SAFE_ID.fullmatch(run_id) or ".." in run_id:

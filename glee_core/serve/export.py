@@ -44,7 +44,7 @@ from ..runs.record import (
     integer,
     mapping,
 )
-from ..runs.store import Run
+from ..runs.store import Run, RunStore
 from .formats import export_hf, export_onnx, export_peft, refusal
 from .inference import Scorer
 
@@ -178,7 +178,7 @@ def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
 def onnx_folder(run: Run) -> Path:
     """The run as an ONNX classifier for ``predict --engine onnx``: exported once, beside the
     run store's runs (``.exports/<run id>-onnx``), and re-used."""
-    folder = run.path.parent / ".exports" / f"{run.run_id}-onnx"
+    folder = RunStore(run.path.parent).exports_dir / f"{run.run_id}-onnx"
     if not folder.is_dir():  # written whole, then renamed into place (a killed export: none)
         export_run(run, folder, form="onnx")
     return folder

@@ -32,7 +32,7 @@ from ..data.encoding import _template_pieces
 from ..models.heads import ETA, ClsHead, ProbeHead, PromptHead
 from ..runs.metrics import classification_metrics
 from ..runs.store import Run
-from .inference import Scorer
+from .inference import ONNX_SPEC, Scorer
 from .modeling_glee import GleeConfig, GleeForSequenceClassification
 
 FORMATS = ("glee", "hf", "onnx", "peft")
@@ -257,7 +257,7 @@ def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[
             dynamo=False, opset_version=17)
     parts.scorer.backbone.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
     c = parts.config
-    write_json(out / "glee_onnx.json", {
+    write_json(out / ONNX_SPEC, {
         "classes": run.record.dataset.classes, "read": c.read, "max_length": c.text_max_length,
         "template": c.template, "lead_ids": c.lead_ids, "trail_ids": c.trail_ids,
         "mask_id": c.mask_id, "pad_id": c.pad_token_id, "model": "model.onnx"})
