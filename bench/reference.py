@@ -16,7 +16,7 @@ import torch
 from glee_core.data.encoding import EncodedSplit
 from glee_core.models.heads import GleeModel, PromptHead, classification_loss, encoder_hidden_states
 from glee_core.models.scoring import batch_to, model_inputs
-from glee_core.train.training import TrainingState, optimizer_step
+from glee_core.train.loop import TrainingState, optimizer_step
 
 
 def full_vocabulary_logits(model: GleeModel, batch: dict) -> tuple[torch.Tensor, None]:

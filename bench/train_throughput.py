@@ -107,7 +107,7 @@ def measure_one(args) -> dict:
     from glee_core.models.heads import build_model
     from glee_core.models.methods import get_method
     from glee_core.models.scoring import batch_width, predict
-    from glee_core.train.training import DevSelection, TrainingState, Trial, make_optimizer
+    from glee_core.train.loop import DevSelection, TrainingState, Trial, make_optimizer
 
     method, strategy = args.one
     device = resolve_device(args.device)
@@ -143,7 +143,7 @@ def measure_one(args) -> dict:
     def train_pass(split):
         if strategy == "reference":
             reference.train_one_epoch(state, split, args.max_length)
-        else:  # the production loop: a trial at one rate (glee_core.train.training.Trial)
+        else:  # the production loop: a trial at one rate (glee_core.train.loop.Trial)
             quiet = lambda event: None  # noqa: E731
             selection = DevSelection(model, split, state, -(-len(split) // args.batch_size),
                                      quiet)

@@ -12,7 +12,8 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.heads import build_model, classification_loss
 from glee_core.models.methods import get_method
 from glee_core.models.scoring import predict
-from glee_core.train.training import TrainingState, make_optimizer, train_and_evaluate
+from glee_core.train.loop import TrainingState, make_optimizer
+from glee_core.train.training import train_and_evaluate
 
 
 @pytest.fixture(scope="module")

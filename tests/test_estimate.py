@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from glee_core.models.config import TrainConfig
+from glee_core.models.search import search_cost
 from glee_core.runs.estimate import STARTUP_SECONDS, UNMEASURED_STOP_SHARE, estimate_seconds
 
 
@@ -233,7 +234,7 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
 
     once, each = estimate(), estimate(lr_search="each")
     assert "once for the launch" in once["basis"] and once["seconds"] < each["seconds"]
-    search = TrainConfig(max_length=64).resolved(64, None).search_cost(
+    search = search_cost(TrainConfig(max_length=64).resolved(64, None),
         len(toy_dataset.splits["train"]))
     base = once["per_run"] / (1 + search)
     assert each["seconds"] - once["seconds"] == pytest.approx(2 * base * search)

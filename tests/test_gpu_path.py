@@ -25,7 +25,7 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.heads import build_model
 from glee_core.models.methods import get_method
 from glee_core.models.scoring import predict
-from glee_core.train.training import TrainingState, optimizer_step
+from glee_core.train.loop import TrainingState, optimizer_step
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.device("cuda")  # a device object needs no GPU; nothing is allocated on it here

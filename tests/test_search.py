@@ -19,9 +19,9 @@ from glee_core.core.events import RunStarted, Searching, TrainStep, fold, time_l
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
+from glee_core.models.search import SearchLog
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
-from glee_core.train.search import SearchLog
 from glee_core.train.training import Setup, train_and_evaluate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -417,16 +417,6 @@ class TrainConfig:
             return max(1, self.steps_per_epoch(n_train) * epochs // self.eval_every_steps)
         return epochs
 
-    def search_cost(self, n_train: int, candidates: int | None = None,
-                    winner_goes_on: bool = True) -> float:
-        """Successive halving's extra training over ``candidates`` (default: the rates
-        searched), as a share of the planned run (0 without a search): the rounds of the
-        trials that lose, and, unless the winner goes on from its rounds, the winner's too (a
-        race drops the rate search's trials). The time estimate reads it."""
-        evaluations = self.planned_evaluations(n_train)
-        per_round, alive = search_schedule(candidates or len(self.lr_grid), evaluations)
-        return per_round * (sum(alive) - len(alive) * winner_goes_on) / evaluations
-
     def linear_probe_stage(self) -> TrainConfig:
         """LP-FT's first stage: quick mode's run of the same method on the same inputs (max
         length, pooling, training limit, seed, dev metric) with quick mode's own protocol, so a
@@ -477,22 +467,6 @@ class TrainConfig:
                     or value != self.PAPER_VALUES.get(f.name, f.default)):
                 parts.append(form.format(value))
         return " · ".join(parts)
-
-
-SEARCH_SHARE = 0.1  # one round of the learning-rate search: this share of the planned evaluations
-
-
-def search_schedule(candidates: int, evaluations: int) -> tuple[int, list[int]]:
-    """Successive halving over ``candidates`` rates for a run planning ``evaluations`` dev
-    evaluations: (evaluations each trial trains per round, trials alive in each round). The
-    better half goes on after a round; the last one left trains to the end. The trainer and the
-    time estimate both read it."""
-    per_round = max(1, round(SEARCH_SHARE * evaluations))
-    alive, rounds = candidates, []
-    while alive > 1:
-        rounds.append(alive)
-        alive = -(-alive // 2)
-    return per_round, rounds
 
 
 def _rate_list(text: str) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
+from ..models.search import search_cost
 from .record import RunRecord
 from .store import Run
 
@@ -124,7 +125,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
     epochs = config.planned_epochs(n_train)
     n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
-    search = config.search_cost(n_train)
+    search = search_cost(config, n_train)
     # early stopping ends runs before their planned steps: the share measured on finished runs
     # (their steps over those they planned), else a typical one
     shares = [r.timing["steps"] / r.timing["planned_steps"] for r in measured[1]
@@ -144,8 +145,8 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                   + (", once for the launch" if searches == 1 else " each"))
     seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
     if config.races and n_runs > 1:  # one head trains to the end; the others a round or two
-        race = config.search_cost(n_train, candidates=n_runs)
-        search = config.search_cost(n_train, winner_goes_on=False) if search else 0.0
+        race = search_cost(config, n_train, candidates=n_runs)
+        search = search_cost(config, n_train, winner_goes_on=False) if search else 0.0
         seconds = STARTUP_SECONDS + base * (1 + race + search)
         basis += (f"; the {n_runs} heads race (successive halving on dev): about "
                   f"{1 + race:.1f} runs' training, not {n_runs}")

@@ -222,7 +222,7 @@ class RunStore:
     @property
     def searches_dir(self) -> Path:
         """Learning-rate searches as they go, and rates searched once for a backbone and data
-        (:mod:`glee_core.train.search`)."""
+        (:mod:`glee_core.models.search`)."""
         return self.root / ".searches"
 
     @property

@@ -10,7 +10,12 @@ the tokens, whole words where a fast tokenizer gives word offsets (transformers'
 (``.<out>.partial/``), and the folder appears only when the adaptation is complete.
 
 The backbone folder holds the model (``save_pretrained``), its tokenizer and ``glee_adapted.json``:
-what it was adapted from and on, and the measures."""
+what it was adapted from and on, and the measures.
+
+Its loop is its own, not the trainer's (:mod:`glee_core.train.loop`): it trains the whole masked LM
+on fresh random masks drawn per batch, has no classes, no dev selection or early stopping and no
+learning-rate search, and saves a checkpoint per epoch to resume from; what the two share (the
+fused AdamW, autocast, clipping) comes from ``core.devices``."""
 
 from __future__ import annotations
 

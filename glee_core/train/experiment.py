@@ -41,22 +41,23 @@ from ..core.files import write_json
 from ..data.datasets import LongTailDataset
 from ..data.encoding import unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
-from ..models.config import TrainConfig, search_schedule
+from ..models.config import TrainConfig
 from ..models.heads import head_of, label_word_token_ids
 from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
-from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
-from ..runs.store import Run, RunStore, make_run_id
-from .search import (
+from ..models.search import (
     Searched,
     SearchLog,
     Work,
     choose_rate,
     halve,
     planned_steps,
+    search_schedule,
     search_steps,
     shared_key,
 )
+from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
+from ..runs.store import Run, RunStore, make_run_id
 from .selection import cross_validate
 from .training import (
     RunResult,

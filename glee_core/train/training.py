@@ -16,11 +16,8 @@ loop never waits on the device except to report the loss every ``log_every`` ste
 from __future__ import annotations
 
 import copy
-import re
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,27 +28,20 @@ from transformers import get_linear_schedule_with_warmup
 
 from ..core.devices import (
     adamw,
-    autocast,
-    clipped_step,
-    grad_scaler,
     keep_large_blocks_mapped,
     resolve_device,
-    resolve_pad_multiple,
     resolve_precision,
-    scaled_backward,
 )
 from ..core.distributed import DataParallel, data_parallel
 from ..core.errors import GleeError
 from ..core.events import (
-    Evaluated,
     FeaturePass,
     Note,
     ProgressFn,
     Testing,
-    TrainStep,
 )
 from ..data.datasets import LongTailDataset
-from ..data.encoding import EncodedSplit, encode, length_grouped_batches
+from ..data.encoding import EncodedSplit, encode
 from ..data.splits import SPLIT_SEED
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import POOLINGS, TrainConfig
@@ -59,16 +49,22 @@ from ..models.features import cached_features, limited_splits
 from ..models.heads import (
     GleeModel,
     build_model,
-    classification_loss,
     eta_normalise,
     head_of,
-    loss_share,
 )
 from ..models.methods import MethodSpec
-from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
-from ..runs.metrics import classification_metrics, macro_f1, shot_f1
+from ..models.scoring import Split, predict
+from ..models.search import Searched, SearchLog, Work, choose_rate
+from ..runs.metrics import classification_metrics, shot_f1
 from ..runs.record import MetricsRecord
-from .search import Searched, SearchLog, Work, choose_rate
+from .loop import (
+    DevSelection,
+    Pack,
+    RngStream,
+    TrainingState,
+    Trial,
+    make_optimizer,
+)
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
@@ -122,298 +118,6 @@ def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS)
     rng = np.random.default_rng(SPLIT_SEED)
     rows = [rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in np.unique(labels)]
     return np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
-
-
-@dataclass
-class TrainingState:
-    """What one epoch of training needs besides the data: the model (DDP-wrapped or not), its
-    spec and config, the optimiser and schedule, the batch-order generator, where it runs."""
-
-    model: torch.nn.Module
-    spec: MethodSpec
-    config: TrainConfig
-    optimizer: torch.optim.Optimizer
-    scheduler: object
-    params: list
-    rng: np.random.Generator
-    device: torch.device
-    pad_id: int
-    ddp: DataParallel | None = None
-    class_counts: torch.Tensor | None = None  # training examples per class (long-tail losses)
-    global_step: int = 0
-    # called after every optimizer step with the step's (detached) loss; True stops training
-    on_step: Callable[[torch.Tensor], bool] | None = None
-    scaler: torch.amp.GradScaler | None = None  # fp16 only
-    skipped_steps: torch.Tensor | None = None  # fp16 steps the scaler skipped (on the device)
-
-    def __post_init__(self):
-        precision = resolve_precision(self.config.precision, self.device)
-        self.scaler = grad_scaler(self.device, precision)
-        self.pad_multiple = resolve_pad_multiple(self.config.pad_multiple, self.device)
-        if self.scaler is not None:
-            self.skipped_steps = torch.zeros((), dtype=torch.long, device=self.device)
-
-    def backward(self, loss: torch.Tensor) -> None:
-        scaled_backward(loss, self.scaler)
-
-
-def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
-                           ) -> list[np.ndarray]:
-    """An epoch of as many examples as the split, drawn with replacement so that every class is
-    equally likely (Kang et al. 2020's class-balanced sampling)."""
-    counts = np.bincount(labels)
-    weights = 1.0 / counts[labels]
-    order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
-    """Backpropagate ``loss`` (None: the gradients are already accumulated), clip the gradient
-    norm, step the optimiser and the schedule."""
-    if loss is not None:
-        state.optimizer.zero_grad(set_to_none=True)
-        state.backward(loss)
-    skipped = clipped_step(state.optimizer, state.params, state.config.max_grad_norm,
-                           state.scaler)
-    if skipped is not None:
-        state.skipped_steps += skipped
-    state.scheduler.step()
-
-
-def _forward_loss(state: TrainingState, train: Split, index, precision: str
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
-    to a multiple of the pad width), and their labels on the device."""
-    width = batch_width(train, index, state.pad_multiple, state.config.max_length)
-    batch = batch_to(train.batch(index, state.pad_id, width), state.device)
-    with autocast(state.device, precision):
-        logits, _ = state.model(**model_inputs(batch))
-    labels = batch["labels"]
-    return classification_loss(state.spec, logits, labels, state.class_counts), labels
-
-
-def batch_loss(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
-    """Forward a batch and return its loss; with ``micro_batch_size``, forward and backward it in
-    pieces (each padded to its own length), accumulating the gradients of the same mean loss,
-    and return the loss detached (the step then only applies the gradients)."""
-    micro = state.config.micro_batch_size
-    if not micro or len(index) <= micro:
-        return _forward_loss(state, train, index, precision)[0]
-    if state.ddp is not None:
-        raise GleeError("--micro-batch-size does not combine with several processes yet")
-    whole = torch.as_tensor(train.labels[index], device=state.device)
-    state.optimizer.zero_grad(set_to_none=True)
-    total = torch.zeros((), device=state.device)
-    for start in range(0, len(index), micro):
-        loss, labels = _forward_loss(state, train, index[start:start + micro], precision)
-        loss = loss * loss_share(state.spec, labels, whole, state.class_counts)
-        state.backward(loss)
-        total += loss.detach()
-    return total
-
-
-def epoch_batches(state: TrainingState, train: Split) -> list[np.ndarray]:
-    """One epoch's batches: length-grouped (or, cRT, class-balanced) in the state's random order;
-    under data parallelism every process draws the same batches and keeps its slice of each."""
-    if state.spec.class_balanced:  # cRT: every class drawn equally often, with replacement
-        batches = class_balanced_batches(train.labels, state.config.batch_size, state.rng)
-    else:
-        batches = length_grouped_batches(train.lengths, state.config.batch_size, state.rng)
-    if state.ddp is not None:  # every process must step together: drop batches too small
-        batches = [state.ddp.shard(b) for b in batches if len(b) >= state.ddp.size]
-    return batches
-
-
-def train_step(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
-    """One optimizer step on the examples ``index``; returns the batch's loss, detached and on
-    the device (reading it back would wait for the device)."""
-    loss = batch_loss(state, train, index, precision)
-    optimizer_step(state, loss if loss.requires_grad else None)
-    state.global_step += 1
-    return loss.detach()
-
-
-def parameter_groups(model: GleeModel, lr: float, config: TrainConfig) -> list[dict]:
-    """AdamW's parameter groups: the encoder at ``lr`` (with ``layer_decay``, layer l of L at
-    ``lr * decay ** (L + 1 - l)``, the embeddings at ``lr * decay ** (L + 1)``) and everything
-    else that trains - the head, and for prompt methods the MLM head's transform - at
-    ``head_lr`` (default ``lr``). The tied decoder rows are the word embeddings: encoder."""
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    if model.frozen:  # quick mode: the model is the head alone
-        return [{"params": trainable, "lr": lr}]
-    names = {id(p): name for name, p in model.encoder.named_parameters()}
-    layers = {key: layer_of(name) for key, name in names.items()}
-    depth = max([n for n in layers.values() if n is not None], default=0)  # L
-    decay = config.layer_decay or 1.0
-    rates: dict[float, list] = {}
-    for p in trainable:
-        if id(p) not in names:
-            rate = config.head_lr or lr
-        else:  # embeddings: layer 0; layer i: i + 1; anything else (a pooler): the top
-            layer = layers[id(p)]
-            rate = lr * decay ** (depth + 1 - (depth + 1 if layer is None else layer))
-        rates.setdefault(rate, []).append(p)
-    return [{"params": params, "lr": rate} for rate, params in rates.items()]
-
-
-def layer_of(name: str) -> int | None:
-    """The depth of an encoder parameter from its name: 0 for the embeddings, ``i + 1`` for
-    transformer layer ``i`` (``encoder.layer.3.``, ``transformer.layer.3.``, ``layers.3.``),
-    None for anything else."""
-    if "embeddings" in name:
-        return 0
-    match = re.search(r"(?:^|\.)layers?\.(\d+)\.", name)
-    return int(match.group(1)) + 1 if match else None
-
-
-def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int,
-                   lr: float | None = None):
-    """AdamW (fused: :func:`~glee_core.core.devices.adamw`) over :func:`parameter_groups` at
-    ``lr`` (default: the config's one rate), with linear warm-up over ``warmup_ratio`` of the
-    steps, then decay."""
-    lr = config.learning_rate if lr is None else lr
-    if lr is None:
-        raise GleeError("this configuration searches its learning rate on dev: pass the "
-                        "candidate to train at")
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = adamw(parameter_groups(model, lr, config), device,
-                      weight_decay=config.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(config.warmup_ratio * total_steps), total_steps)
-    return params, optimizer, scheduler
-
-
-class DevSelection:
-    """Scores the dev split, keeps the best weights and decides when to stop: after every epoch
-    (patience in epochs), or every ``eval_every_steps`` optimizer steps as the released scripts do
-    (stop after patience x steps-per-epoch steps without a gain)."""
-
-    def __init__(self, model: GleeModel, dev: Split, state: TrainingState,
-                 steps_per_epoch: int, progress: ProgressFn):
-        # ``model`` unwrapped (its state dict is what a run keeps), ``state`` where it trains
-        self.model, self.dev, self.progress = model, dev, progress
-        self.config, self.pad_id, self.device = state.config, state.pad_id, state.device
-        self.state = state
-        self.num_classes = model.head.class_weights().shape[0]
-        self.patience_steps = state.config.patience * steps_per_epoch
-        self.history: list[dict] = []
-        self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
-        self.epoch, self.epochs = 1, state.config.epochs
-        self.loss_sum, self.loss_steps = 0.0, 0
-        self.since = time.perf_counter()
-
-    @property
-    def loss(self) -> float:
-        """The latest evaluation's dev loss (the search's tie-breaker)."""
-        return self.history[-1]["dev_loss"] if self.history else float("inf")
-
-    def evaluate(self, train_loss: float | None = None) -> None:
-        step = self.state.global_step
-        started = time.perf_counter()
-        logits, _ = predict(self.model, self.dev, self.pad_id, self.device,
-                            self.config.eval_batch_size, self.config.precision,
-                            pad_multiple=self.config.pad_multiple)
-        self.model.train()
-        pred = logits.argmax(1)
-        eval_seconds = time.perf_counter() - started
-        record = {"epoch": self.epoch, "step": step,
-                  "train_loss": train_loss if train_loss is not None
-                  else float(self.loss_sum) / max(self.loss_steps, 1),
-                  "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
-                  "dev_acc": float((pred == self.dev.labels).mean()),
-                  # breaks ties between trials of a learning-rate search (small dev sets tie)
-                  "dev_loss": round(float(torch.nn.functional.cross_entropy(
-                      torch.from_numpy(logits), torch.tensor(self.dev.labels).long())), 5),
-                  "eval_seconds": round(eval_seconds, 3),
-                  # per-class predictor norms as training goes (the norm-evolution heatmap)
-                  "weight_norms": [round(v, 5) for v in
-                                   self.model.class_weight_norms().detach().cpu().tolist()],
-                  "seconds": round(time.perf_counter() - self.since, 3)}
-        self.history.append(record)
-        self.since = time.perf_counter()
-        self.loss_sum, self.loss_steps = 0.0, 0
-        score = record[f"dev_{self.config.select_metric}"]
-        if score > self.best_score:
-            self.best_score, self.best_step, self.stale = score, step, 0
-            self.best_state = {k: v.detach().to("cpu", copy=True)
-                               for k, v in self.model.state_dict().items()}
-        else:
-            self.stale += 1
-        self.progress(Evaluated(epoch=self.epoch, epochs=self.epochs,
-                                dev_f1=record["dev_f1"], dev_acc=record["dev_acc"],
-                                best_dev=self.best_score,
-                                select_metric=self.config.select_metric))
-
-    def after_step(self, loss: torch.Tensor) -> bool | None:
-        """Step mode: score every ``eval_every_steps`` steps; None when it did not score, else
-        True once patience ran out."""
-        self.loss_sum = self.loss_sum + loss  # stays on the device until the next evaluation
-        self.loss_steps += 1
-        if self.state.global_step % self.config.eval_every_steps:
-            return None
-        self.evaluate()
-        return self.state.global_step - self.best_step >= self.patience_steps
-
-    def end_of_epoch(self, train_loss: float) -> bool:
-        """Epoch mode: score after the epoch; True once ``patience`` epochs brought no gain."""
-        self.evaluate(train_loss)
-        return self.stale >= self.config.patience
-
-
-class Trial:
-    """Training at one learning rate: its model, optimiser, schedule, batch order and dev
-    selection. :meth:`advance` trains until a number of further dev evaluations (after an
-    epoch, or every ``eval_every_steps`` steps) have been made, so a learning-rate search can
-    pause and rank trials between evaluations and continue the best."""
-
-    def __init__(self, lr: float, model: GleeModel, state: TrainingState,
-                 selection: DevSelection, train: Split, progress: ProgressFn,
-                 work: Work | None = None):
-        self.lr, self.model, self.state, self.selection = lr, model, state, selection
-        self.train, self.progress = train, progress
-        self.work = work or Work(total=0)  # the run's steps, every trial's (the progress)
-        self.rng = RngStream(state.device)  # its own dropout masks: alone as among others
-        self.epochs = selection.epochs
-        self.epoch, self.step, self.batches = 0, 0, []
-        self.loss_sum = torch.zeros((), device=state.device)
-        self.precision = resolve_precision(state.config.precision, state.device)
-        self.done = False
-
-    def advance(self, evaluations: int | None = None) -> None:
-        """Train until ``evaluations`` more dev evaluations were made (None: to the end), or
-        patience runs out, or the epochs end (then ``done``)."""
-        with self.rng.active():
-            self._advance(evaluations)
-
-    def _advance(self, evaluations: int | None) -> None:
-        config, made = self.state.config, 0
-        while not self.done and (evaluations is None or made < evaluations):
-            if self.step == len(self.batches):  # a new epoch
-                if self.epoch == self.epochs:
-                    self.done = True
-                    break
-                self.epoch, self.step = self.epoch + 1, 0
-                self.selection.epoch = self.epoch
-                self.batches = epoch_batches(self.state, self.train)
-                self.loss_sum = torch.zeros((), device=self.state.device)
-                self.state.model.train()
-            self.step += 1
-            loss = train_step(self.state, self.train, self.batches[self.step - 1],
-                              self.precision)
-            self.loss_sum += loss
-            self.work.done += 1
-            report = self.step % config.log_every == 0 or self.step == len(self.batches)
-            self.progress(TrainStep(epoch=self.epoch, epochs=self.epochs, step=self.step,
-                                    steps=len(self.batches),
-                                    loss=float(self.loss_sum) / self.step if report else None,
-                                    done=self.work.done, total=self.work.total))
-            if config.eval_every_steps:
-                stop = self.selection.after_step(loss)
-                made += stop is not None
-                self.done = bool(stop)
-            elif self.step == len(self.batches):
-                self.done = self.selection.end_of_epoch(float(self.loss_sum) / self.step)
-                made += 1
 
 
 def packable(spec: MethodSpec, config: TrainConfig, device: torch.device,
@@ -567,7 +271,7 @@ def prepare(dataset: LongTailDataset, spec: MethodSpec, backbone: Backbone, conf
 
 def fit(setup: Setup) -> Fitted:
     """Train and keep the best-on-dev weights: at the config's one rate, or at the rate the
-    search on dev chooses (:func:`~glee_core.train.search.choose_rate`: successive halving,
+    search on dev chooses (:func:`~glee_core.models.search.choose_rate`: successive halving,
     kept in ``setup.search_log`` as it goes, or a rate an earlier search chose once for this
     backbone and data). A closed-form head is fitted once."""
     started = time.perf_counter()
@@ -623,140 +327,48 @@ def _fit_closed_form(setup: Setup, started: float) -> Fitted:
                   eval_seconds=selection.history[0]["eval_seconds"])
 
 
-class RngStream:
-    """One head's own stream of torch's random numbers (its dropout masks), so that heads
-    trained in one loop draw what each would draw trained alone: seeded like a lone run, then
-    swapped in around each of the head's forward passes."""
-
-    def __init__(self, device: torch.device):
-        self.cuda = device.type == "cuda"
-        self.device = device
-        self.cpu_state = torch.get_rng_state()
-        self.cuda_state = torch.cuda.get_rng_state(device) if self.cuda else None
-
-    @contextmanager
-    def active(self):
-        torch.set_rng_state(self.cpu_state)
-        if self.cuda:
-            torch.cuda.set_rng_state(self.cuda_state, self.device)
-        try:
-            yield
-        finally:
-            self.cpu_state = torch.get_rng_state()
-            if self.cuda:
-                self.cuda_state = torch.cuda.get_rng_state(self.device)
-
-
-@dataclass
-class _PackedHead:
-    """One head of a pack: its setup, model, training state, dev selection, random stream."""
-
-    setup: Setup
-    model: GleeModel
-    params: list
-    state: TrainingState
-    selection: DevSelection
-    rng: RngStream
-    batches: list = field(default_factory=list)
-    epoch: int = 0
-    done: bool = False
-
-
-def clip_each(groups: list[list[torch.Tensor]], max_norm: float) -> None:
-    """``clip_grad_norm_`` for every group of gradients on its own (each head's total norm),
-    in a few vectorised calls instead of one call per group."""
-    grads = [g for group in groups for g in group]
-    if not grads:
-        return
-    owner = torch.tensor([i for i, group in enumerate(groups) for _ in group],
-                         device=grads[0].device)
-    norms = torch.stack(torch._foreach_norm(grads)).float()
-    totals = torch.zeros(len(groups), device=norms.device).index_add_(0, owner, norms ** 2)
-    scales = (max_norm / (totals.sqrt() + 1e-6)).clamp(max=1.0)
-    for i, group in enumerate(groups):
-        if group:
-            torch._foreach_mul_(group, scales[i])
-
-
 def fit_together(setups: list[Setup]) -> list[Fitted]:
-    """Train the heads of several runs on cached features in one loop (the quick compare: every
-    head and seed of a dataset): at each step every head still training takes its own batch
-    (its own order, seeded like a lone run) and its own loss; one backward pass for the sum
-    (the heads share no parameter, so each gets its own gradient), each head's gradient norm
-    clipped on its own, one fused AdamW step for all (a head that stopped early has no gradient
-    and is left alone), then each head's dev selection after the epoch. A head trained in a pack
-    gets what it gets alone (a pack of one)."""
+    """Train the heads of several runs on cached features as one :class:`~.loop.Pack` (the
+    quick compare: every head and seed of a dataset) under one fused AdamW, each head seeded,
+    batched and scored on dev as it is alone: a head trained in a pack gets what it gets alone
+    (a pack of one)."""
     started = time.perf_counter()
     keys = {s.pack_key() for s in setups}
     if len(keys) != 1 or not all(s.packable for s in setups):
         raise GleeError("fit_together takes heads on cached features sharing one protocol "
                         f"(steps, epochs, rate, device); got {sorted(map(str, keys))}")
     first = setups[0]
-    config, device, progress = first.config, first.device, first.progress
+    config, device = first.config, first.device
     lr = config.lr_grid[0]
-    heads = []
+    built = []
     for setup in setups:
-        model = setup.new_model()  # seeded: the head's weights, then its stream
-        params = [p for p in model.parameters() if p.requires_grad]
-        heads.append((setup, model, params, RngStream(device)))
-    optimizer = adamw([p for _, _, params, _ in heads for p in params], device, lr=lr,
+        model = setup.new_model()  # seeded: the head's weights, then its random numbers
+        built.append((setup, model, [p for p in model.parameters() if p.requires_grad],
+                      RngStream(device)))
+    optimizer = adamw([p for _, _, params, _ in built for p in params], device, lr=lr,
                       weight_decay=config.weight_decay)  # one kernel for every head
     total_steps = first.steps_per_epoch * first.epochs
     scheduler = get_linear_schedule_with_warmup(
         optimizer, int(config.warmup_ratio * total_steps), total_steps)
-    pack = []
-    for setup, model, params, rng in heads:
+    trials = []
+    for setup, model, params, rng in built:
         state, selection = setup.new_state(model, params, optimizer, scheduler)
-        if len(heads) > 1:  # one head's dev score would read as the pack's
+        if len(built) > 1:  # one head's dev score would read as the pack's
             selection.progress = lambda event: None
-        pack.append(_PackedHead(setup, model, params, state, selection, rng))
-    precision = resolve_precision(config.precision, device)
-    epochs = first.epochs
-    for epoch in range(1, epochs + 1):
-        alive = [h for h in pack if not h.done]
-        if not alive:
-            break
-        for h in alive:
-            h.epoch, h.selection.epoch = epoch, epoch
-            h.batches = epoch_batches(h.state, h.setup.splits["train"])
-            h.model.train()
-        steps = max(len(h.batches) for h in alive)
-        sums = [torch.zeros((), device=device) for _ in alive]
-        for step in range(steps):
-            optimizer.zero_grad(set_to_none=True)
-            total = None
-            for i, h in enumerate(alive):
-                if step >= len(h.batches):
-                    continue
-                with h.rng.active():
-                    loss = _forward_loss(h.state, h.setup.splits["train"], h.batches[step],
-                                         precision)[0]
-                sums[i] += loss.detach()
-                h.state.global_step += 1
-                total = loss if total is None else total + loss
-            if total is None:
-                continue
-            total.backward()
-            clip_each([[p.grad for p in h.params if p.grad is not None] for h in alive],
-                      config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            report = (step + 1) % config.log_every == 0 or step + 1 == steps
-            progress(TrainStep(epoch=epoch, epochs=epochs, step=step + 1, steps=steps,
-                               loss=float(sum(sums)) / len(alive) / (step + 1) if report
-                               else None))
-        for h, loss_sum in zip(alive, sums, strict=True):
-            h.done = h.selection.end_of_epoch(float(loss_sum) / max(len(h.batches), 1))
+        trials.append(Trial(lr, model, state, selection, setup.splits["train"], setup.progress,
+                            rng=rng))
+    Pack(trials, optimizer, scheduler).advance(None)
     # each head's time: its share of the training steps (by its steps) and its own dev scoring
-    evals = [sum(r["eval_seconds"] for r in h.selection.history) for h in pack]
+    evals = [sum(r["eval_seconds"] for r in t.selection.history) for t in trials]
     training = max(time.perf_counter() - started - sum(evals), 0.0)
-    steps_in_all = max(sum(h.state.global_step for h in pack), 1)
+    steps_in_all = max(sum(t.state.global_step for t in trials), 1)
     fitted = []
-    for h, eval_seconds in zip(pack, evals, strict=True):
-        h.model.load_state_dict(h.selection.best_state)
-        fitted.append(Fitted(model=h.model, history=h.selection.history, epochs_run=h.epoch,
-                             lr=lr, search=[], steps=h.state.global_step,
-                             seconds=training * h.state.global_step / steps_in_all
+    for trial, eval_seconds in zip(trials, evals, strict=True):
+        trial.model.load_state_dict(trial.selection.best_state)
+        fitted.append(Fitted(model=trial.model, history=trial.selection.history,
+                             epochs_run=trial.epoch, lr=lr, search=[],
+                             steps=trial.state.global_step,
+                             seconds=training * trial.state.global_step / steps_in_all
                              + eval_seconds, eval_seconds=eval_seconds))
     return fitted
 

@@ -1,11 +1,13 @@
-"""The learning-rate search on dev: successive halving, kept as it goes, shared, resumable.
+"""The learning-rate search on dev: successive halving, its schedule, kept as it goes, shared,
+resumable. It runs over the trainer's trials (``glee_core.train.loop.Trial``, through the
+:class:`Trial` protocol below), so the time estimate (``runs``, below the trainer) reads the
+same schedule the search follows.
 
 Every candidate rate trains a short round from the same start; the better half (by its best dev
 score so far, ties by its latest dev loss, then the smaller rate) goes on, until one is left,
-which trains to the end (:func:`glee_core.models.config.search_schedule` says how long a round
-is). Each trial draws its own random numbers (its dropout masks: ``RngStream``) and batch order,
-so a trial trained alone follows the very path it follows among the others. That makes the
-search cheap to keep:
+which trains to the end (:func:`search_schedule` says how long a round is). Each trial draws its
+own random numbers (its dropout masks) and batch order, so a trial trained alone follows the
+very path it follows among the others. That makes the search cheap to keep:
 
 * a :class:`SearchLog` writes the rounds as they end (beside the run store, under the run's id):
   a stopped launch, relaunched, trains only the survivors of the last finished round again (to
@@ -26,11 +28,11 @@ from typing import Protocol
 
 from ..core.events import Note, ProgressFn, Searching
 from ..core.files import write_json_atomic
-from ..models.config import TrainConfig, search_schedule
+from .config import TrainConfig
 
 
 class Trial(Protocol):
-    """What the search asks of a trial (``glee_core.train.training.Trial``): its rate, its dev
+    """What the search asks of a trial (``glee_core.train.loop.Trial``): its rate, its dev
     selection (``best_score``, ``loss``, ``history``), its optimizer steps, and training on."""
 
     lr: float
@@ -51,6 +53,33 @@ class Setup(Protocol):
     evaluations: int
 
     def new_trial(self, lr: float, work: Work | None = None) -> Trial: ...
+
+
+SEARCH_SHARE = 0.1  # one round of the learning-rate search: this share of the planned evaluations
+
+
+def search_schedule(candidates: int, evaluations: int) -> tuple[int, list[int]]:
+    """Successive halving over ``candidates`` rates for a run planning ``evaluations`` dev
+    evaluations: (evaluations each trial trains per round, trials alive in each round). The
+    better half goes on after a round; the last one left trains to the end. The trainer and the
+    time estimate both read it."""
+    per_round = max(1, round(SEARCH_SHARE * evaluations))
+    alive, rounds = candidates, []
+    while alive > 1:
+        rounds.append(alive)
+        alive = -(-alive // 2)
+    return per_round, rounds
+
+
+def search_cost(config: TrainConfig, n_train: int, candidates: int | None = None,
+                winner_goes_on: bool = True) -> float:
+    """Successive halving's extra training over ``candidates`` (default: the config's rates),
+    as a share of the planned run (0 without a search): the rounds of the trials that lose,
+    and, unless the winner goes on from its rounds, the winner's too (a race drops the rate
+    search's trials). The time estimate reads it."""
+    evaluations = config.planned_evaluations(n_train)
+    per_round, alive = search_schedule(candidates or len(config.lr_grid), evaluations)
+    return per_round * (sum(alive) - len(alive) * winner_goes_on) / evaluations
 
 
 @dataclass

@@ -1,0 +1,452 @@
+"""The training loop, in one place: a :class:`Trial` trains at one learning rate (its model,
+optimiser, schedule, batch order, random numbers and dev selection) and a :class:`Pack` steps
+trials together. A lone run is a pack of one with its own optimiser (micro-batches, a gradient
+scaler and data parallelism live there); the heads of a quick compare are a pack of many under
+one fused AdamW (:func:`glee_core.train.training.fit_together`). Either way a trial draws the
+same batches and random numbers and is scored on dev the same way, so a head trained among
+others follows the path it follows alone. The learning-rate search
+(:mod:`glee_core.models.search`) advances trials a few evaluations at a time.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import get_linear_schedule_with_warmup
+
+from ..core.devices import (
+    adamw,
+    autocast,
+    clipped_step,
+    grad_scaler,
+    resolve_pad_multiple,
+    resolve_precision,
+    scaled_backward,
+)
+from ..core.distributed import DataParallel
+from ..core.errors import GleeError
+from ..core.events import Evaluated, ProgressFn, TrainStep
+from ..data.encoding import length_grouped_batches
+from ..models.config import TrainConfig
+from ..models.heads import GleeModel, classification_loss, loss_share
+from ..models.methods import MethodSpec
+from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
+from ..models.search import Work
+from ..runs.metrics import macro_f1
+
+
+@dataclass
+class TrainingState:
+    """What one epoch of training needs besides the data: the model (DDP-wrapped or not), its
+    spec and config, the optimiser and schedule, the batch-order generator, where it runs."""
+
+    model: torch.nn.Module
+    spec: MethodSpec
+    config: TrainConfig
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+    params: list
+    rng: np.random.Generator
+    device: torch.device
+    pad_id: int
+    ddp: DataParallel | None = None
+    class_counts: torch.Tensor | None = None  # training examples per class (long-tail losses)
+    global_step: int = 0
+    # called after every optimizer step with the step's (detached) loss; True stops training
+    on_step: Callable[[torch.Tensor], bool] | None = None
+    scaler: torch.amp.GradScaler | None = None  # fp16 only
+    skipped_steps: torch.Tensor | None = None  # fp16 steps the scaler skipped (on the device)
+
+    def __post_init__(self):
+        precision = resolve_precision(self.config.precision, self.device)
+        self.scaler = grad_scaler(self.device, precision)
+        self.pad_multiple = resolve_pad_multiple(self.config.pad_multiple, self.device)
+        if self.scaler is not None:
+            self.skipped_steps = torch.zeros((), dtype=torch.long, device=self.device)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        scaled_backward(loss, self.scaler)
+
+
+def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
+                           ) -> list[np.ndarray]:
+    """An epoch of as many examples as the split, drawn with replacement so that every class is
+    equally likely (Kang et al. 2020's class-balanced sampling)."""
+    counts = np.bincount(labels)
+    weights = 1.0 / counts[labels]
+    order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
+    """Backpropagate ``loss`` (None: the gradients are already accumulated), clip the gradient
+    norm, step the optimiser and the schedule."""
+    if loss is not None:
+        state.optimizer.zero_grad(set_to_none=True)
+        state.backward(loss)
+    skipped = clipped_step(state.optimizer, state.params, state.config.max_grad_norm,
+                           state.scaler)
+    if skipped is not None:
+        state.skipped_steps += skipped
+    state.scheduler.step()
+
+
+def _forward_loss(state: TrainingState, train: Split, index, precision: str
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
+    to a multiple of the pad width), and their labels on the device."""
+    width = batch_width(train, index, state.pad_multiple, state.config.max_length)
+    batch = batch_to(train.batch(index, state.pad_id, width), state.device)
+    with autocast(state.device, precision):
+        logits, _ = state.model(**model_inputs(batch))
+    labels = batch["labels"]
+    return classification_loss(state.spec, logits, labels, state.class_counts), labels
+
+
+def batch_loss(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
+    """Forward a batch and return its loss; with ``micro_batch_size``, forward and backward it in
+    pieces (each padded to its own length), accumulating the gradients of the same mean loss,
+    and return the loss detached (the step then only applies the gradients)."""
+    micro = state.config.micro_batch_size
+    if not micro or len(index) <= micro:
+        return _forward_loss(state, train, index, precision)[0]
+    if state.ddp is not None:
+        raise GleeError("--micro-batch-size does not combine with several processes yet")
+    whole = torch.as_tensor(train.labels[index], device=state.device)
+    state.optimizer.zero_grad(set_to_none=True)
+    total = torch.zeros((), device=state.device)
+    for start in range(0, len(index), micro):
+        loss, labels = _forward_loss(state, train, index[start:start + micro], precision)
+        loss = loss * loss_share(state.spec, labels, whole, state.class_counts)
+        state.backward(loss)
+        total += loss.detach()
+    return total
+
+
+def epoch_batches(state: TrainingState, train: Split) -> list[np.ndarray]:
+    """One epoch's batches: length-grouped (or, cRT, class-balanced) in the state's random order;
+    under data parallelism every process draws the same batches and keeps its slice of each."""
+    if state.spec.class_balanced:  # cRT: every class drawn equally often, with replacement
+        batches = class_balanced_batches(train.labels, state.config.batch_size, state.rng)
+    else:
+        batches = length_grouped_batches(train.lengths, state.config.batch_size, state.rng)
+    if state.ddp is not None:  # every process must step together: drop batches too small
+        batches = [state.ddp.shard(b) for b in batches if len(b) >= state.ddp.size]
+    return batches
+
+
+def train_step(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
+    """One optimizer step on the examples ``index``; returns the batch's loss, detached and on
+    the device (reading it back would wait for the device)."""
+    loss = batch_loss(state, train, index, precision)
+    optimizer_step(state, loss if loss.requires_grad else None)
+    state.global_step += 1
+    return loss.detach()
+
+
+def parameter_groups(model: GleeModel, lr: float, config: TrainConfig) -> list[dict]:
+    """AdamW's parameter groups: the encoder at ``lr`` (with ``layer_decay``, layer l of L at
+    ``lr * decay ** (L + 1 - l)``, the embeddings at ``lr * decay ** (L + 1)``) and everything
+    else that trains - the head, and for prompt methods the MLM head's transform - at
+    ``head_lr`` (default ``lr``). The tied decoder rows are the word embeddings: encoder."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if model.frozen:  # quick mode: the model is the head alone
+        return [{"params": trainable, "lr": lr}]
+    names = {id(p): name for name, p in model.encoder.named_parameters()}
+    layers = {key: layer_of(name) for key, name in names.items()}
+    depth = max([n for n in layers.values() if n is not None], default=0)  # L
+    decay = config.layer_decay or 1.0
+    rates: dict[float, list] = {}
+    for p in trainable:
+        if id(p) not in names:
+            rate = config.head_lr or lr
+        else:  # embeddings: layer 0; layer i: i + 1; anything else (a pooler): the top
+            layer = layers[id(p)]
+            rate = lr * decay ** (depth + 1 - (depth + 1 if layer is None else layer))
+        rates.setdefault(rate, []).append(p)
+    return [{"params": params, "lr": rate} for rate, params in rates.items()]
+
+
+def layer_of(name: str) -> int | None:
+    """The depth of an encoder parameter from its name: 0 for the embeddings, ``i + 1`` for
+    transformer layer ``i`` (``encoder.layer.3.``, ``transformer.layer.3.``, ``layers.3.``),
+    None for anything else."""
+    if "embeddings" in name:
+        return 0
+    match = re.search(r"(?:^|\.)layers?\.(\d+)\.", name)
+    return int(match.group(1)) + 1 if match else None
+
+
+def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int,
+                   lr: float | None = None):
+    """AdamW (fused: :func:`~glee_core.core.devices.adamw`) over :func:`parameter_groups` at
+    ``lr`` (default: the config's one rate), with linear warm-up over ``warmup_ratio`` of the
+    steps, then decay."""
+    lr = config.learning_rate if lr is None else lr
+    if lr is None:
+        raise GleeError("this configuration searches its learning rate on dev: pass the "
+                        "candidate to train at")
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = adamw(parameter_groups(model, lr, config), device,
+                      weight_decay=config.weight_decay)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(config.warmup_ratio * total_steps), total_steps)
+    return params, optimizer, scheduler
+
+
+class DevSelection:
+    """Scores the dev split, keeps the best weights and decides when to stop: after every epoch
+    (patience in epochs), or every ``eval_every_steps`` optimizer steps as the released scripts do
+    (stop after patience x steps-per-epoch steps without a gain)."""
+
+    def __init__(self, model: GleeModel, dev: Split, state: TrainingState,
+                 steps_per_epoch: int, progress: ProgressFn):
+        # ``model`` unwrapped (its state dict is what a run keeps), ``state`` where it trains
+        self.model, self.dev, self.progress = model, dev, progress
+        self.config, self.pad_id, self.device = state.config, state.pad_id, state.device
+        self.state = state
+        self.num_classes = model.head.class_weights().shape[0]
+        self.patience_steps = state.config.patience * steps_per_epoch
+        self.history: list[dict] = []
+        self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
+        self.epoch, self.epochs = 1, state.config.epochs
+        self.loss_sum, self.loss_steps = 0.0, 0
+        self.since = time.perf_counter()
+
+    @property
+    def loss(self) -> float:
+        """The latest evaluation's dev loss (the search's tie-breaker)."""
+        return self.history[-1]["dev_loss"] if self.history else float("inf")
+
+    def evaluate(self, train_loss: float | None = None) -> None:
+        step = self.state.global_step
+        started = time.perf_counter()
+        logits, _ = predict(self.model, self.dev, self.pad_id, self.device,
+                            self.config.eval_batch_size, self.config.precision,
+                            pad_multiple=self.config.pad_multiple)
+        self.model.train()
+        pred = logits.argmax(1)
+        eval_seconds = time.perf_counter() - started
+        record = {"epoch": self.epoch, "step": step,
+                  "train_loss": train_loss if train_loss is not None
+                  else float(self.loss_sum) / max(self.loss_steps, 1),
+                  "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
+                  "dev_acc": float((pred == self.dev.labels).mean()),
+                  # breaks ties between trials of a learning-rate search (small dev sets tie)
+                  "dev_loss": round(float(torch.nn.functional.cross_entropy(
+                      torch.from_numpy(logits), torch.tensor(self.dev.labels).long())), 5),
+                  "eval_seconds": round(eval_seconds, 3),
+                  # per-class predictor norms as training goes (the norm-evolution heatmap)
+                  "weight_norms": [round(v, 5) for v in
+                                   self.model.class_weight_norms().detach().cpu().tolist()],
+                  "seconds": round(time.perf_counter() - self.since, 3)}
+        self.history.append(record)
+        self.since = time.perf_counter()
+        self.loss_sum, self.loss_steps = 0.0, 0
+        score = record[f"dev_{self.config.select_metric}"]
+        if score > self.best_score:
+            self.best_score, self.best_step, self.stale = score, step, 0
+            self.best_state = {k: v.detach().to("cpu", copy=True)
+                               for k, v in self.model.state_dict().items()}
+        else:
+            self.stale += 1
+        self.progress(Evaluated(epoch=self.epoch, epochs=self.epochs,
+                                dev_f1=record["dev_f1"], dev_acc=record["dev_acc"],
+                                best_dev=self.best_score,
+                                select_metric=self.config.select_metric))
+
+    def after_step(self, loss: torch.Tensor) -> bool | None:
+        """Step mode: score every ``eval_every_steps`` steps; None when it did not score, else
+        True once patience ran out."""
+        self.loss_sum = self.loss_sum + loss  # stays on the device until the next evaluation
+        self.loss_steps += 1
+        if self.state.global_step % self.config.eval_every_steps:
+            return None
+        self.evaluate()
+        return self.state.global_step - self.best_step >= self.patience_steps
+
+    def end_of_epoch(self, train_loss: float) -> bool:
+        """Epoch mode: score after the epoch; True once ``patience`` epochs brought no gain."""
+        self.evaluate(train_loss)
+        return self.stale >= self.config.patience
+
+
+class RngStream:
+    """One head's own stream of torch's random numbers (its dropout masks), so that heads
+    trained in one loop draw what each would draw trained alone: seeded like a lone run, then
+    swapped in around each of the head's forward passes."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.device = device
+        self.cpu_state = torch.get_rng_state()
+        self.cuda_state = torch.cuda.get_rng_state(device) if self.cuda else None
+
+    @contextmanager
+    def active(self):
+        torch.set_rng_state(self.cpu_state)
+        if self.cuda:
+            torch.cuda.set_rng_state(self.cuda_state, self.device)
+        try:
+            yield
+        finally:
+            self.cpu_state = torch.get_rng_state()
+            if self.cuda:
+                self.cuda_state = torch.cuda.get_rng_state(self.device)
+
+
+
+def clip_each(groups: list[list[torch.Tensor]], max_norm: float) -> None:
+    """``clip_grad_norm_`` for every group of gradients on its own (each head's total norm),
+    in a few vectorised calls instead of one call per group."""
+    grads = [g for group in groups for g in group]
+    if not grads:
+        return
+    owner = torch.tensor([i for i, group in enumerate(groups) for _ in group],
+                         device=grads[0].device)
+    norms = torch.stack(torch._foreach_norm(grads)).float()
+    totals = torch.zeros(len(groups), device=norms.device).index_add_(0, owner, norms ** 2)
+    scales = (max_norm / (totals.sqrt() + 1e-6)).clamp(max=1.0)
+    for i, group in enumerate(groups):
+        if group:
+            torch._foreach_mul_(group, scales[i])
+
+
+class Trial:
+    """Training at one learning rate: its model, optimiser, schedule, batch order, random numbers
+    and dev selection. :meth:`advance` trains until a number of further dev evaluations (after an
+    epoch, or every ``eval_every_steps`` steps) have been made, so a learning-rate search can
+    pause and rank trials between evaluations and continue the best. Alone, a trial is a pack of
+    one (:class:`Pack`) with its own optimiser."""
+
+    def __init__(self, lr: float, model: GleeModel, state: TrainingState,
+                 selection: DevSelection, train: Split, progress: ProgressFn,
+                 work: Work | None = None, rng: RngStream | None = None):
+        self.lr, self.model, self.state, self.selection = lr, model, state, selection
+        self.train, self.progress = train, progress
+        self.work = work or Work(total=0)  # the run's steps, every trial's (the progress)
+        # its own dropout masks, alone as among others: seeded with the model's weights
+        self.rng = rng or RngStream(state.device)
+        self.epochs = selection.epochs
+        self.epoch, self.step, self.batches = 0, 0, []
+        self.loss_sum = torch.zeros((), device=state.device)
+        self.precision = resolve_precision(state.config.precision, state.device)
+        self.done = False
+        self.pack = Pack([self])
+
+    def advance(self, evaluations: int | None = None) -> None:
+        """Train until ``evaluations`` more dev evaluations were made (None: to the end), or
+        patience runs out, or the epochs end (then ``done``)."""
+        self.pack.advance(evaluations)
+
+    def start_epoch(self) -> None:
+        self.epoch, self.step = self.epoch + 1, 0
+        self.selection.epoch = self.epoch
+        self.batches = epoch_batches(self.state, self.train)
+        self.loss_sum = torch.zeros((), device=self.state.device)
+        self.state.model.train()
+
+
+class Pack:
+    """Trials that step together, epoch by epoch: at each step every trial still in its epoch
+    takes its own batch (its own order and random numbers) and its own loss; after an epoch (or
+    every ``eval_every_steps`` steps) each is scored on dev and stops on its own patience.
+
+    ``optimizer`` None: a trial alone with its own optimiser, stepped by :func:`train_step`
+    (micro-batches, a gradient scaler, data parallelism). Given: one optimiser over every trial's
+    parameters (the quick compare's heads share no parameter): one backward pass for the sum of
+    the losses, each trial's gradient norm clipped on its own, one fused step for all (a trial
+    that stopped has no gradient and is left alone)."""
+
+    def __init__(self, trials: list[Trial], optimizer: torch.optim.Optimizer | None = None,
+                 scheduler=None):
+        if optimizer is None and len(trials) != 1:
+            raise GleeError("trials that step together share one optimizer")
+        self.trials, self.optimizer, self.scheduler = trials, optimizer, scheduler
+        for trial in trials:
+            trial.pack = self
+        self.step, self.steps = 0, 0  # the step of the epoch, and its longest trial's steps
+
+    def advance(self, evaluations: int | None = None) -> None:
+        """Train until ``evaluations`` more dev evaluations were made (None: until every trial
+        is done)."""
+        made = 0
+        while evaluations is None or made < evaluations:
+            alive = [t for t in self.trials if not t.done]
+            if alive and self.step == self.steps:  # every trial's epoch ended: a new epoch
+                for trial in alive:
+                    trial.done = trial.epoch == trial.epochs
+                alive = [t for t in alive if not t.done]
+                for trial in alive:
+                    trial.start_epoch()
+                self.step, self.steps = 0, max((len(t.batches) for t in alive), default=0)
+            if not alive:
+                break
+            stepping = [t for t in alive if t.step < len(t.batches)]
+            losses = self._step(stepping)
+            self.step += 1
+            for trial, loss in zip(stepping, losses, strict=True):
+                trial.step += 1
+                trial.loss_sum += loss
+                trial.work.done += 1
+            self._report(alive)
+            made += self._select(alive, stepping, losses)
+
+    def _step(self, stepping: list[Trial]) -> list[torch.Tensor]:
+        """One optimizer step of every trial in ``stepping``; their losses, detached."""
+        if self.optimizer is None:
+            (trial,) = stepping
+            with trial.rng.active():
+                return [train_step(trial.state, trial.train, trial.batches[trial.step],
+                                   trial.precision)]
+        self.optimizer.zero_grad(set_to_none=True)
+        total, losses = None, []
+        for trial in stepping:
+            with trial.rng.active():
+                loss = _forward_loss(trial.state, trial.train, trial.batches[trial.step],
+                                     trial.precision)[0]
+            losses.append(loss.detach())
+            trial.state.global_step += 1
+            total = loss if total is None else total + loss
+        total.backward()
+        clip_each([[p.grad for p in t.state.params if p.grad is not None] for t in stepping],
+                  stepping[0].state.config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        return losses
+
+    def _report(self, alive: list[Trial]) -> None:
+        first = alive[0]
+        config = first.state.config
+        report = self.step % config.log_every == 0 or self.step == self.steps
+        # alone, the run's steps (a search's every trial); a pack's bar counts epochs and steps
+        work = first.work if self.optimizer is None else None
+        loss = (float(sum(t.loss_sum for t in alive)) / len(alive) / self.step if report
+                else None)
+        first.progress(TrainStep(epoch=first.epoch, epochs=first.epochs, step=self.step,
+                                 steps=self.steps, loss=loss,
+                                 done=work.done if work else None,
+                                 total=work.total if work else None))
+
+    def _select(self, alive: list[Trial], stepping: list[Trial],
+                losses: list[torch.Tensor]) -> int:
+        """Each trial's dev selection after the step; 1 when it scored on dev, else 0."""
+        if alive[0].state.config.eval_every_steps:
+            made = 0
+            for trial, loss in zip(stepping, losses, strict=True):
+                stop = trial.selection.after_step(loss)
+                made = made or stop is not None
+                trial.done = bool(stop)
+            return int(made)
+        if self.step < self.steps:
+            return 0
+        for trial in alive:
+            trial.done = trial.selection.end_of_epoch(float(trial.loss_sum)
+                                                      / max(len(trial.batches), 1))
+        return 1
