@@ -905,12 +905,28 @@ def variant_comparison(dataset_id: str) -> str | None:
     return " ".join(line for line in lines if line) or None
 
 
+def dataset_budget(dataset_id: str) -> dict | None:
+    """The newest label budget the Data page measured for this dataset (any backbone), from
+    the stores this session reads; None when there is none."""
+    from glee_core.studio import read_budget  # noqa: PLC0415
+
+    found = [folder for runs_store in stores()
+             if (folder := runs_store.latest_budget(dataset_id)) is not None]
+    for folder in sorted(found, key=lambda f: f.stat().st_mtime, reverse=True):
+        try:
+            return read_budget(folder)
+        except (OSError, ValueError):  # being written, or damaged: the next one
+            continue
+    return None
+
+
 def recommendation_panel(runs, key: str) -> None:
     """The answer a compare ends on (``glee_core.runs.recommend``): the head to use among this
     dataset's ``runs``, chosen on dev, its test scores over seeds, the heads within noise, and
     each next step as one click (fine-tuning the top heads, more seeds)."""
     from glee_core.studio import (  # noqa: PLC0415
         ENOUGH_SEEDS,
+        budget_line,
         order_steps,
         recommend,
         recommendation_text,
@@ -922,6 +938,8 @@ def recommendation_panel(runs, key: str) -> None:
     st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
     if line := variant_comparison(current_dataset_id()):
         st.info(line)
+    if (budget := dataset_budget(current_dataset_id())) and (line := budget_line(budget, md)):
+        st.info(line, icon=":material/playlist_add:")
     if not rec.steps:
         st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
                    "(`python -m glee_core export`), or compare another mode on the Train page.")

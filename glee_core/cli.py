@@ -44,6 +44,7 @@ from .data.catalog import dataset_ids
 from .models.config import (
     AdaptOptions,
     AdaptRequest,
+    BudgetOptions,
     DataOptions,
     ExecutorOptions,
     HealthOptions,
@@ -51,6 +52,7 @@ from .models.config import (
     TrainRequest,
     add_arguments,
     from_args,
+    parse_seeds,
 )
 from .models.methods import METHODS, parse_methods
 from .runs.record import merged_notes
@@ -59,16 +61,6 @@ from .runs.record import merged_notes
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, status 2, no usage dump
         raise GleeError(f"{message} (see {self.prog} --help)")
-
-
-def _seeds(value: str) -> list[int]:
-    try:
-        seeds = [int(s) for s in value.split(",") if s.strip()]
-    except ValueError:
-        raise GleeError(f"--seeds must be comma-separated integers, got {value!r}") from None
-    if not seeds:
-        raise GleeError("--seeds is empty; e.g. --seeds 1,2,3")
-    return seeds
 
 
 RUN_HELP = "a run directory, or a run id of the store (--runs-dir)"
@@ -215,6 +207,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(health, HealthOptions)
     _add_runs_dir(health)
 
+    budget = sub.add_parser("budget", help="the label budget: per-class learning curves in "
+                            "quick mode (the head retrained on fractions of every class's "
+                            "texts), each class's test F1 forecast at 2x and 4x its texts, and "
+                            "the texts it needs to reach a target F1")
+    add_arguments(budget, DataOptions)
+    budget.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
+    add_arguments(budget, BudgetOptions)
+    _add_runs_dir(budget)
+
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help=RUN_HELP)
     _add_runs_dir(score)
@@ -301,8 +302,8 @@ class TqdmProgress:
                        - bar.n)
         elif isinstance(event, Examining):
             self._flush()
-            bar = self._open(event.steps, unit="step", desc="data health")
-            bar.set_description(f"data health: {event.what}", refresh=False)
+            bar = self._open(event.steps, unit="step", desc=event.task)
+            bar.set_description(f"{event.task}: {event.what}", refresh=False)
             bar.update(event.step - 1 - bar.n)
         elif isinstance(event, Testing):  # a closed-form probe's first event after its line
             self.close()
@@ -324,7 +325,7 @@ def _train_request(args) -> TrainRequest:
     return TrainRequest(data=from_args(DataOptions, args),
                         methods=[m.id for m in parse_methods(
                             args.method, getattr(args, "mode", "finetune"))],
-                        seeds=_seeds(args.seeds), model=args.model,
+                        seeds=parse_seeds(args.seeds), model=args.model,
                         config=from_args(TrainConfig, args), force=args.force,
                         executor=from_args(ExecutorOptions, args))
 
@@ -453,6 +454,40 @@ def _cmd_health(args) -> int:
     return 0
 
 
+def _cmd_budget(args) -> int:
+    from .models.backbone import load_backbone
+    from .runs.budget import most_helped
+    from .runs.store import RunStore
+    from .runs.tables import markdown_table
+    from .train.learning_curves import label_budget
+
+    options = from_args(BudgetOptions, args)
+    dataset = from_args(DataOptions, args).load()
+    bars = TqdmProgress(dataset.warnings)
+    try:
+        report = label_budget(dataset, load_backbone(args.model), args.model, options,
+                              RunStore(args.runs_dir).features_dir, bars)
+    finally:
+        bars.close()
+    budget_file, table_file = report.write(options.out)
+    print("\n".join(markdown_table(*report.table(), left=2)))
+    print(f"\n{report.method} on the {report.pooling}-pooled frozen features, retrained on "
+          f"{', '.join(f'{f:.0%}' for f in report.fractions)} of every class's training texts "
+          f"x seeds {', '.join(map(str, report.seeds))}; test F1 per class; curves "
+          f"F1 = a - b * n^-{report.exponent:g} (n: the class's texts), shrunk toward the "
+          f"pooled one ({report.seconds:.0f} s).")
+    helped = most_helped(report.to_json())
+    if helped:
+        print("one more labelled text helps these tail classes most: " + ", ".join(
+            f"{c['name']} (+{c['gain_per_text']:.3f} F1 a text)" for c in helped))
+    too_few = [c.name for c in report.classes if not c.judged]
+    if too_few:
+        print("too few to judge (two training texts or fewer, or none in test): "
+              + ", ".join(too_few))
+    print(f"wrote {budget_file} and {table_file}", file=sys.stderr)
+    return 0
+
+
 def _cmd_reproduce(args, argv: list[str]) -> int:
     from .core.devices import resolve_device
     from .data.catalog import PAPER_DATASETS
@@ -564,6 +599,7 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from .runs.budget import read_budget
     from .runs.recommend import report_setting
     from .runs.store import RunStore
     from .views.report import write_report
@@ -578,7 +614,9 @@ def _cmd_report(args) -> int:
         runs, note = report_setting(runs, args.setting)
         if note:
             print(f"note: {note}", file=sys.stderr)
-    out = write_report(runs, args.out, every=every)
+    folder = store.latest_budget(runs[0].dataset) if runs else None
+    out = write_report(runs, args.out, every=every,
+                       budget=read_budget(folder) if folder is not None else None)
     print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
     return 0
 
@@ -740,6 +778,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_report(args)
         elif args.command == "health":
             return _cmd_health(args)
+        elif args.command == "budget":
+            return _cmd_budget(args)
         return 0
     except GleeError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -8,6 +8,8 @@ import streamlit as st
 import studio_ui
 from glee_core.studio import (
     ACCEPTED_ENCODINGS,
+    BUDGET_CSV,
+    BUDGET_FILE,
     HEALTH_FILE,
     ISSUES_FILE,
     LABEL_COLUMN_NAMES,
@@ -17,11 +19,15 @@ from glee_core.studio import (
     TEXT_COLUMN_NAMES,
     AdaptOptions,
     AdaptRequest,
+    BudgetOptions,
+    BudgetReport,
     DataOptions,
     GleeError,
     HealthOptions,
     adapted_backbones,
+    budget_line,
     chart_class_frequency,
+    chart_label_budget,
     class_frequency_frame,
     csv_columns,
     data_health,
@@ -30,8 +36,11 @@ from glee_core.studio import (
     environment,
     find_column,
     help_of,
+    label_budget,
     list_jobs,
+    read_budget,
     read_health,
+    recommend,
     save_upload,
     size_text,
     slug,
@@ -199,7 +208,7 @@ st.dataframe(sample.sort_values("label")[columns], hide_index=True)
 
 
 def health_folder(model: str):
-    return studio_ui.store().health_dir / f"{slug(dataset.id)}-{slug(model)}"
+    return studio_ui.store().data_report_dir(dataset.id, model)
 
 
 def check_health(model: str, folder) -> None:
@@ -308,6 +317,92 @@ def health_section() -> None:
 
 
 health_section()
+
+
+def budget_head() -> tuple[str, str | None]:
+    """The head the label budget retrains, and its pooling: the quick compare's recommended
+    candidate when there is one, else the command line's default."""
+    quick = [r for r in studio_ui.dataset_runs(dataset.id) if r.record.mode == "frozen"]
+    rec = recommend(quick) if quick else None
+    if rec is None:
+        return default_of(BudgetOptions, "method"), None
+    return rec.chosen.method, rec.chosen.pooling if rec.chosen.pooling in ("cls", "mean") \
+        else None
+
+
+def measure_budget(model: str, folder, method: str, pooling: str | None, target: float) -> None:
+    """Run ``budget`` here (in public mode in turn with the training jobs), a bar moving with
+    the feature pass and the fractions."""
+    from glee_core.studio import get_backbone  # noqa: PLC0415 (torch)
+
+    bar = st.progress(0.0, text="Measuring the learning curves ...")
+
+    def progress(event) -> None:
+        if hasattr(event, "steps"):
+            bar.progress((event.step - 1) / event.steps, text=event.what)
+
+    try:
+        with studio_ui.machine_turn(lambda: bar.progress(
+                0.0, text="Waiting for the machine: training jobs go first ...")):
+            report = label_budget(dataset, get_backbone(model), model,
+                                  BudgetOptions(out=str(folder), method=method, pooling=pooling,
+                                                target_f1=target),
+                                  studio_ui.store().features_dir, progress)
+            report.write(folder)
+    except GleeError as exc:
+        st.error(studio_ui.md(exc))
+    except OSError as exc:
+        st.error(f"The label budget could not be kept: {studio_ui.md(disk_message(exc))}")
+    bar.empty()
+
+
+def show_budget(folder) -> None:
+    budget = read_budget(folder)
+    report = BudgetReport.from_json(budget)
+    st.caption(f"`{studio_ui.md(budget['method'])}` on the {budget['pooling']}-pooled features "
+               f"of `{studio_ui.md(budget['model'])}`, retrained on "
+               f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training "
+               f"texts, seeds {', '.join(map(str, budget['seeds']))}; each class's F1 on the "
+               f"whole test split ({budget['seconds']:.0f} s). Forecasts extrapolate the "
+               "measured curve: bench/budget_backtest.py measures how far they hold "
+               "(BENCHMARKS.md, \"Label budget\").")
+    if line := budget_line(budget, studio_ui.md):
+        st.info(line)
+    st.altair_chart(chart_label_budget(budget), width="content")
+    header, rows = report.table()
+    st.dataframe(pd.DataFrame(rows, columns=header), hide_index=True)
+    st.download_button("Download the label budget (CSV)", (folder / BUDGET_CSV).read_bytes(),
+                       f"{slug(dataset.id)}-{BUDGET_CSV}", "text/csv")
+
+
+def budget_section() -> None:
+    st.subheader("Label budget")
+    st.caption("How many more texts each class needs: the head is retrained on 10 to 100% of "
+               "every class's training texts (quick mode, a few seconds each), each class's "
+               "test F1 is measured at each size, and a curve fitted per class forecasts its "
+               "F1 at twice and four times its texts, and the texts it needs to reach a target. "
+               "The command line's `python -m glee_core budget` does the same.")
+    model = studio_ui.current_model()
+    folder = health_folder(model)
+    done = (folder / BUDGET_FILE).is_file()
+    method, pooling = budget_head()
+    if rules.read_only:
+        st.caption("Measuring writes files; it is switched off on this deployment (read-only).")
+    else:
+        left, right = st.columns([1, 3], vertical_alignment="bottom")
+        target = left.number_input("Target F1", 0.05, 1.0, default_of(BudgetOptions, "target_f1"),
+                                   0.05, help=help_of(BudgetOptions, "target_f1"))
+        if right.button(("Measure again" if done else "Measure the label budget")
+                        + f" (head: {method})", type="secondary" if done else "primary",
+                        help="The head is the quick compare's recommended one when there is "
+                             "one (Home), else " + default_of(BudgetOptions, "method") + "."):
+            measure_budget(model, folder, method, pooling, target)
+            done = (folder / BUDGET_FILE).is_file()
+    if done:
+        show_budget(folder)
+
+
+budget_section()
 
 
 def adapt_section() -> None:

@@ -31,7 +31,7 @@ if runs and st.button("Build the PDF", type="primary", disabled=building is not 
     future = report_builder().submit(
         build_report, runs, None, lambda fraction, what: progress.update(fraction=fraction,
                                                                          what=what),
-        studio_ui.dataset_runs(runs[0].dataset))
+        studio_ui.dataset_runs(runs[0].dataset), studio_ui.dataset_budget(runs[0].dataset))
     st.session_state["report_job"] = (future, progress, name)
     st.session_state.pop("report_pdf", None)
     st.rerun()  # drawn again with the button off while the build runs

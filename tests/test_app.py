@@ -1,5 +1,6 @@
 """Every page of the Streamlit app against a small run store made here (tiny random BERT)."""
 
+import json
 import re
 import time
 from pathlib import Path
@@ -528,6 +529,37 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
     assert int(sizes.loc[sizes["split"] == "train", "examples"].iloc[0]) == 624 - flagged
     next(b for b in reloaded.button if b.label == "Back to every training row").click().run()
     assert not reloaded.session_state["dataset"].exclude
+
+
+def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_helps(
+        app, app_dirs, tiny_bert):
+    """The label budget on the Data page: the recommended quick head retrained on fractions of
+    every class's texts, the chart, the per-class table head -> tail and its download; Home
+    then names the tail classes one more text helps most."""
+    at = app("pages/1_Data.py").run()
+    button = next(b for b in at.button if b.label.startswith("Measure the label budget"))
+    assert button.label.endswith("(head: cls-relu)")  # the store's quick run is the pick
+    button.click().run()
+    assert not at.exception and not at.error
+    table = next(d.value for d in at.dataframe if "at 2x (80% interval)" in d.value.columns)
+    assert list(table["class"])[:2] == ["trivia", "ai"]  # head -> tail
+    assert any(d.proto.label == "Download the label budget (CSV)"
+               for d in at.get("download_button"))
+    assert any("test F1 against a class's training texts" in json.dumps(c.proto.spec)
+               for c in charts(at))
+    store = RunStore(app_dirs["runs"])
+    folder = store.latest_budget("demo")
+    assert folder == store.data_report_dir("demo", str(tiny_bert))
+    store.runs()
+    assert not store.problems  # kept beside the runs, never read as one
+    budget = json.loads((folder / "budget.json").read_text())
+    tail = next(c for c in budget["classes"] if c["group"] == "tail" and c["judged"])
+    tail.update(gain_per_text=0.5, f1=0.1, f1_at_2x=0.3)  # the one Home must name
+    (folder / "budget.json").write_text(json.dumps(budget))
+    home = app("app.py").run()
+    assert not home.exception
+    assert any("one more labelled text helps these tail classes most" in plain(i.value)
+               and tail["name"] in plain(i.value) for i in home.info)
 
 
 def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp_path,

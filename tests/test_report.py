@@ -1,6 +1,7 @@
 import io
 import json
 import re
+import shutil
 
 import pytest
 from pypdf import PdfReader
@@ -53,6 +54,34 @@ def test_report_holds_the_table_numbers_the_charts_and_page_numbers(store):
     assert all(page.images or footer.sub("", page.extract_text()).strip()
                for page in reader.pages)  # no blank page
     assert reader.pages[0].mediabox.width == pytest.approx(595.28, abs=1)  # A4
+
+
+def test_the_report_draws_the_label_budget_the_data_page_measured(store, tmp_path,
+                                                                   tiny_bert, toy_dataset):
+    """A budget measured for the runs' dataset (the Data page writes it beside the runs) is a
+    section of the report, from the command line too; another dataset's is not."""
+    from glee_core.models.backbone import load_backbone
+    from glee_core.models.config import BudgetOptions
+    from glee_core.train.learning_curves import label_budget
+
+    folder = store.data_report_dir(toy_dataset.id, str(tiny_bert))
+    report = label_budget(toy_dataset, load_backbone(str(tiny_bert)), str(tiny_bert),
+                          BudgetOptions(out=str(folder), seeds="1", fractions="0.5,1"),
+                          store.features_dir)
+    report.write(folder)
+    budget = json.loads((folder / "budget.json").read_text())
+    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(
+        build_report(store.runs(), budget=budget))).pages)
+    assert "Label budget: cls-relu-pt-ln on the" in text
+    other = {**budget, "dataset": "another"}
+    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(
+        build_report(store.runs(), budget=other))).pages)
+    assert "Label budget" not in text
+    out = tmp_path / "b.pdf"
+    assert main(["report", "--runs-dir", str(store.root), "--out", str(out)]) == 0
+    assert "Label budget: cls-relu-pt-ln" in "\n".join(
+        p.extract_text() for p in PdfReader(out).pages)
+    shutil.rmtree(folder)  # the other tests' reports are as before
 
 
 def test_report_command_writes_the_pdf(store, tmp_path, capsys):

@@ -170,12 +170,14 @@ class SweepProgress(Event):
 
 @dataclass
 class Examining(Event):
-    """Data health (``python -m glee_core health``): step ``step`` of ``steps``, ``what``."""
+    """Data health or the label budget (``python -m glee_core health``, ``budget``): step
+    ``step`` of ``steps`` of ``task``, doing ``what``."""
 
     stage: ClassVar[str] = "health"
     step: int
     steps: int
     what: str
+    task: str = "data health"
 
 
 EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (

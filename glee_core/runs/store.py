@@ -237,9 +237,27 @@ class RunStore:
 
     @property
     def health_dir(self) -> Path:
-        """Data health reports the Data page wrote (:mod:`glee_core.runs.health`), one folder
-        per dataset and backbone."""
+        """The Data page's reports: data health (:mod:`glee_core.runs.health`) and the label
+        budget (:mod:`glee_core.runs.budget`), one folder per dataset and backbone
+        (:meth:`data_report_dir`)."""
         return self.root / ".health"
+
+    def data_report_dir(self, dataset: str, model: str) -> Path:
+        """Where the Data page keeps ``dataset``'s health check and label budget with
+        ``model``."""
+        return self.health_dir / f"{slug(dataset)}-{slug(model)}"
+
+    def latest_budget(self, dataset: str) -> Path | None:
+        """The folder of ``dataset``'s newest label budget, with any backbone (the report and
+        Home read it), or None."""
+        found = []
+        for path in self.health_dir.glob("*/budget.json"):
+            try:
+                if json.loads(path.read_text(encoding="utf-8")).get("dataset") == dataset:
+                    found.append((path.stat().st_mtime, path.parent))
+            except (OSError, ValueError):
+                continue  # a report being written, or damaged: the others still count
+        return max(found)[1] if found else None
 
     @property
     def exports_dir(self) -> Path:

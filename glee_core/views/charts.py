@@ -923,6 +923,131 @@ def chart_norm_evolution(run: Run) -> alt.Chart:
 
 # (classes, methods): the sizes every chart must stay readable at (gallery, legibility and size
 # tests, the browser check)
+BUDGET_PANELS = 30  # up to this many classes the label budget draws a curve a class
+
+
+def label_budget_frames(budget: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The label budget's (``runs.budget``'s budget.json) measured points (each class's mean
+    test F1 at each size), fitted curves (to its texts, then forecast to 4x) and forecast bands
+    (the 80% interval from its texts to 4x), classes head -> tail."""
+    exponent = budget["exponent"]
+    points, curves, bands = [], [], []
+    for rank, c in enumerate(budget["classes"]):
+        label = _budget_label(c)
+        base = {"class": c["name"], "panel": label, "group": c["group"], "rank": rank}
+        points += [{**base, "texts": size, "F1": f1, "spread": spread}
+                   for size, f1, spread in zip(c["sizes"], c["f1_at_sizes"], c["f1_spread"],
+                                               strict=True)]
+        if not c["judged"]:
+            continue
+        n = c["n_train"]
+        low = min(c["sizes"]) if c["sizes"] else n
+        for size in np.geomspace(max(low, 1), 4 * n, 24):
+            value = c["offset"] + c["a"] - c["b"] * size ** -exponent
+            curves.append({**base, "texts": float(size), "F1": float(np.clip(value, 0, 1)),
+                           "part": "fitted" if size <= n * 1.0001 else "forecast"})
+        bands += [{**base, "texts": float(n), "low": c["f1"], "high": c["f1"]},
+                  {**base, "texts": float(2 * n), "low": c["f1_at_2x_low"],
+                   "high": c["f1_at_2x_high"], "forecast": c["f1_at_2x"]},
+                  {**base, "texts": float(4 * n), "low": c["f1_at_4x_low"],
+                   "high": c["f1_at_4x_high"], "forecast": c["f1_at_4x"]}]
+    return pd.DataFrame(points), pd.DataFrame(curves), pd.DataFrame(bands)
+
+
+def _budget_label(curve: dict) -> str:
+    """A class's panel title or row label: its name and texts, and whether it was judged."""
+    return f"{curve['name']} ({curve['n_train']})" + ("" if curve["judged"] else
+                                                      " · too few to judge")
+
+
+def chart_label_budget(budget: dict, width: int = APP_WIDTH) -> alt.Chart:
+    """Each class's test F1 against its training texts, head -> tail: the measured points (the
+    mean over seeds), the fitted curve and, past the class's texts, the forecast to 4x with its
+    80% band; a dashed line at the target. Up to :data:`BUDGET_PANELS` classes a small panel a
+    class (each on its own log-scale axis of texts); beyond, a row a class: F1 now, the
+    forecasts at 2x and 4x and the 2x band, with the smaller subsets' F1 faint behind."""
+    points, curves, bands = label_budget_frames(budget)
+    order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
+    color = alt.Color("group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top"))
+    title = (f"Label budget: test F1 against a class's training texts ({budget['method']}; "
+             f"target {budget['target_f1']:g})")
+    if len(order) > BUDGET_PANELS:
+        return _budget_rows(budget, points, bands, color, width, title)
+    room = 40 + FACET_GAP  # a panel's y axis and the gap
+    columns = max(1, min(len(order), (width - MARGIN) // (130 + room)))
+    panel_width = min(190, (width - MARGIN) // columns - room)
+    x = alt.X("texts:Q", scale=alt.Scale(type="log"), title="training texts",
+              axis=alt.Axis(tickCount=4, format="~s", labelFontSize=9, titleFontSize=9))
+    y = alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1]), title="test F1",
+              axis=alt.Axis(tickCount=3, labelFontSize=9, titleFontSize=9))
+    layers = []
+    if not bands.empty:
+        layers.append(alt.Chart().mark_area(opacity=0.22).encode(
+            x=x, y=alt.Y("low:Q", scale=alt.Scale(domain=[0, 1])), y2="high:Q", color=color,
+            tooltip=["class", alt.Tooltip("texts:Q", format=".0f"),
+                     alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")]
+        ).transform_filter(alt.datum.low != None))  # noqa: E711 (Vega's null)
+    if not curves.empty:
+        layers.append(alt.Chart().mark_line(strokeWidth=1.5).encode(
+            x=x, y=y, color=color,
+            strokeDash=alt.StrokeDash("part:N", scale=alt.Scale(
+                domain=["fitted", "forecast"], range=[[1, 0], [4, 3]]), title=None,
+                legend=alt.Legend(orient="top")),
+            detail="part:N").transform_filter(alt.datum.part != None))  # noqa: E711
+    layers.append(alt.Chart().mark_rule(strokeDash=[2, 2], color="#888").encode(y=y)
+                  .transform_filter(alt.datum.target == True))  # noqa: E712
+    layers.append(alt.Chart().mark_point(filled=True, size=28).encode(
+        x=x, y=y, color=color,
+        tooltip=["class", "texts:Q", alt.Tooltip("F1:Q", format=".3f"),
+                 alt.Tooltip("spread:Q", title="std over seeds", format=".3f")]
+    ).transform_filter(alt.datum.spread != None))  # noqa: E711
+    target = pd.DataFrame({"panel": order, "F1": budget["target_f1"], "target": True})
+    data = pd.concat([points, curves, bands, target], ignore_index=True)
+    return alt.layer(*layers, data=data).properties(width=panel_width, height=90).facet(
+        facet=alt.Facet("panel:N", sort=order, title=None,
+                        header=alt.Header(labelFontSize=10, labelLimit=panel_width + 30)),
+        columns=columns, spacing=FACET_GAP,
+    ).resolve_scale(x="independent").properties(title=title)
+
+
+def _budget_rows(budget: dict, points: pd.DataFrame, bands: pd.DataFrame, color, width: int,
+                 title: str) -> alt.Chart:
+    """The label budget past :data:`BUDGET_PANELS` classes: a row a class."""
+    order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
+    label = _label_width(order, ROW_LABEL_LIMIT)
+    y = alt.Y("panel:N", sort=order, title=None,
+              axis=alt.Axis(labelLimit=ROW_LABEL_LIMIT, labelFontSize=9, labelOverlap=False))
+    x = alt.X("F1:Q", scale=alt.Scale(domain=[0, 1]), title="test F1",
+              axis=alt.Axis(orient="top", tickCount=5))
+    plot = max(200, width - MARGIN - label)
+    now = points.merge(pd.DataFrame({"panel": order}), on="panel")
+    smaller = alt.Chart(now).mark_point(size=14, opacity=0.35).encode(
+        x=x, y=y, color=color, tooltip=["class", "texts:Q", alt.Tooltip("F1:Q", format=".2f")])
+    full = pd.DataFrame([{"panel": _budget_label(c), "class": c["name"],
+                          "group": c["group"], "F1": c["f1"],
+                          "at 2x": c["f1_at_2x"], "at 4x": c["f1_at_4x"],
+                          "low": c["f1_at_2x_low"], "high": c["f1_at_2x_high"]}
+                         for c in budget["classes"]])
+    band = alt.Chart(full).mark_rule(strokeWidth=6, opacity=0.3).encode(
+        x=alt.X("low:Q", scale=alt.Scale(domain=[0, 1])), x2="high:Q", y=y, color=color)
+    measured = alt.Chart(full).mark_point(filled=True, size=40).encode(
+        x=x, y=y, color=color, tooltip=["class", alt.Tooltip("F1:Q", format=".2f"),
+                                        alt.Tooltip("at 2x:Q", format=".2f"),
+                                        alt.Tooltip("at 4x:Q", format=".2f")])
+    twice = alt.Chart(full).mark_tick(thickness=2, size=11, color="#333").encode(
+        x=alt.X("at 2x:Q", scale=alt.Scale(domain=[0, 1])), y=y)
+    four = alt.Chart(full).mark_point(shape="triangle-right", size=36, color="#333").encode(
+        x=alt.X("at 4x:Q", scale=alt.Scale(domain=[0, 1])), y=y)
+    target = alt.Chart(pd.DataFrame({"target": [budget["target_f1"]]})).mark_rule(
+        strokeDash=[2, 2], color="#888").encode(x=alt.X("target:Q", scale=alt.Scale(
+            domain=[0, 1])))
+    return alt.layer(target, band, smaller, measured, twice, four).properties(
+        width=plot, height=alt.Step(CLASS_STEP),
+        title=alt.TitleParams(title, subtitle="dot: F1 now; faint: smaller subsets; bar: 80% "
+                                              "band at 2x; tick: forecast at 2x; triangle: 4x; "
+                                              "dashed: the target"))
+
+
 LEGIBLE_SIZES = tuple((c, m) for c in (2, 20, 60) for m in (1, 6, 19)) + ((120, 16),)
 
 

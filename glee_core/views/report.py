@@ -20,6 +20,7 @@ from ..core.errors import GleeError
 from ..core.files import write_atomic
 from ..models.methods import method_label, registry_order
 from ..models.modes import MODE_LABELS
+from ..runs.budget import budget_line
 from ..runs.calibration import calibrate, calibration_table
 from ..runs.record import METRIC_TITLES, SHOT_TITLES, merged_notes
 from ..runs.store import Run, aggregate
@@ -67,12 +68,13 @@ ReportProgress = Callable[[float, str], None]  # (fraction done, what is being d
 
 
 def build_report(runs: list[Run], dataset: str | None = None,
-                 progress: ReportProgress | None = None, every: list[Run] | None = None
-                 ) -> bytes:
+                 progress: ReportProgress | None = None, every: list[Run] | None = None,
+                 budget: dict | None = None) -> bytes:
     """The report of ``runs`` (all of one dataset and setting) as PDF bytes; ``progress`` hears
     of each part as it is drawn. A chart that cannot be drawn is left out with a line saying
     why. ``every``: the dataset's runs in any setting, for the section that puts each head's
-    modes side by side (left out when no head was tuned in two modes)."""
+    modes side by side (left out when no head was tuned in two modes); ``budget``: the
+    dataset's label budget (``runs.budget``'s budget.json), drawn after the run charts."""
     progress = progress or (lambda fraction, what: None)
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]
@@ -159,6 +161,9 @@ def build_report(runs: list[Run], dataset: str | None = None,
                            new_x="LMARGIN", new_y="NEXT")
             continue
         _place_chart(pdf, t(title), png)
+    if budget is not None and budget.get("dataset") == datasets[0]:
+        progress(0.88, "drawing the label budget")
+        _budget_section(pdf, budget, t)
     progress(0.9, "calibrating each method's first run")
     _calibration_section(pdf, runs, t)
     notes = merged_notes([r.record for r in runs])
@@ -295,7 +300,31 @@ def _calibration_section(pdf, runs: list[Run], t) -> None:
     pdf.ln(3)
 
 
+def _budget_section(pdf, budget: dict, t) -> None:
+    """The label budget: what was measured, the tail classes one more text helps most, and the
+    chart of every class's curve and forecast."""
+    pdf.set_font(pdf.body_font, size=9)
+    pdf.multi_cell(0, 5, t(
+        f"Label budget: {budget['method']} on the {budget['pooling']}-pooled frozen features of "
+        f"{budget['model']}, retrained on "
+        f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training texts "
+        f"(seeds {', '.join(map(str, budget['seeds']))}), each class's test F1 measured; "
+        "forecasts at 2x and 4x a class's texts from a saturating curve per class "
+        f"(target F1 {budget['target_f1']:g})."), new_x="LMARGIN", new_y="NEXT")
+    if line := budget_line(budget):
+        pdf.multi_cell(0, 5, t(line.replace("**", "").replace("`", "")), new_x="LMARGIN",
+                       new_y="NEXT")
+    try:
+        png = chart_png(charts.chart_label_budget(budget, charts.PDF_WIDTH))
+    except ValueError as exc:  # vl-convert's limits
+        pdf.multi_cell(0, 5, t(f"Label budget: left out, it could not be drawn "
+                               f"({str(exc)[:200]})"), new_x="LMARGIN", new_y="NEXT")
+        return
+    _place_chart(pdf, t("Label budget"), png)
+
+
 def write_report(runs: list[Run], out: str | Path, dataset: str | None = None,
-                 every: list[Run] | None = None) -> Path:
-    """Write the report atomically to ``out`` (``every``: see :func:`build_report`)."""
-    return write_atomic(Path(out), build_report(runs, dataset, every=every))
+                 every: list[Run] | None = None, budget: dict | None = None) -> Path:
+    """Write the report atomically to ``out`` (``every``, ``budget``: see
+    :func:`build_report`)."""
+    return write_atomic(Path(out), build_report(runs, dataset, every=every, budget=budget))
