@@ -883,25 +883,34 @@ def next_step_request(step: str, heads, rec, runs, choice, dataset):
                         seeds=list(range(1, ENOUGH_SEEDS + 1)), model=model, config=config)
 
 
+def variant_runs(dataset_id: str) -> dict[str, list]:
+    """The runs of this dataset and of its variants (the data health's "train without the
+    flagged rows", ``+without-N-...``), by dataset id, the full data's first; {} without a
+    variant with runs."""
+    from glee_core.studio import WITHOUT, variant_base  # noqa: PLC0415
+
+    base_id = variant_base(dataset_id)
+    by_id: dict[str, list] = {}
+    for run in all_runs(report=False):
+        if run.dataset == base_id or run.dataset.startswith(base_id + WITHOUT):
+            by_id.setdefault(run.dataset, []).append(run)
+    if set(by_id) <= {base_id}:
+        return {}
+    return {key: by_id[key] for key in sorted(by_id, key=lambda k: (k != base_id, k))}
+
+
 def variant_comparison(dataset_id: str) -> str | None:
     """Where the data health's "train without the flagged rows" made a variant of this dataset
     (or this is one): whether it wins on dev, a sentence for each variant with runs."""
-    from glee_core.studio import (  # noqa: PLC0415
-        WITHOUT,
-        recommend,
-        variant_base,
-        variant_line,
-    )
+    from glee_core.studio import recommend, variant_base, variant_line  # noqa: PLC0415
 
     base_id = variant_base(dataset_id)
-    every = [r for r in all_runs(report=False)
-             if r.dataset == base_id or r.dataset.startswith(base_id + WITHOUT)]
-    variants = sorted({r.dataset for r in every} - {base_id})
-    if not variants:
+    by_id = variant_runs(dataset_id)
+    if not by_id:
         return None
-    base = recommend([r for r in every if r.dataset == base_id])
-    lines = [variant_line(base_id, base, v, recommend([r for r in every if r.dataset == v]))
-             for v in variants]
+    base = recommend(by_id.get(base_id, []))
+    lines = [variant_line(base_id, base, v, recommend(runs)) for v, runs in by_id.items()
+             if v != base_id]
     return " ".join(line for line in lines if line) or None
 
 

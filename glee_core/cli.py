@@ -421,9 +421,9 @@ def _cmd_adapt(args) -> int:
 def _cmd_health(args) -> int:
     from .core.devices import resolve_device
     from .models.backbone import load_backbone
-    from .runs.health import data_health
     from .runs.store import RunStore
     from .runs.tables import markdown_table
+    from .train.examine import data_health
 
     options = from_args(HealthOptions, args)
     dataset = from_args(DataOptions, args).load()

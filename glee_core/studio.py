@@ -26,7 +26,7 @@ _NAMES = {
     "SOURCES": "data.sources", "source_of": "data.sources",
     "estimate_parameters": "models.backbone", "estimate_trainable": "models.backbone",
     "AdaptOptions": "models.config", "AdaptRequest": "models.config",
-    "HealthOptions": "models.config", "data_health": "runs.health",
+    "HealthOptions": "models.config", "data_health": "train.examine",
     "HEALTH_FILE": "runs.health", "ISSUES_FILE": "runs.health", "read_health": "runs.health",
     "BudgetOptions": "models.config", "label_budget": "train.learning_curves",
     "BUDGET_FILE": "runs.budget", "BUDGET_CSV": "runs.budget", "BudgetReport": "runs.budget",

@@ -276,8 +276,9 @@ def show_health(folder) -> None:
     st.download_button("Download every training row's label quality (CSV)",
                        (folder / ISSUES_FILE).read_bytes(), f"{slug(dataset.id)}-{ISSUES_FILE}",
                        "text/csv")
+    rows = "train_row" if "train_row" in issues else "row"  # a report of before: row was it
     flagged = sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
-                                                "row"])
+                                                rows])
     if flagged and st.button(f"Train without the {len(flagged)} flagged row(s)",
                              help="A variant of this dataset without them: its id ends in "
                                   "+without-N-..., so its runs stay apart from the full data's; "
@@ -322,7 +323,8 @@ health_section()
 def budget_head() -> tuple[str, str | None]:
     """The head the label budget retrains, and its pooling: the quick compare's recommended
     candidate when there is one, else the command line's default."""
-    quick = [r for r in studio_ui.dataset_runs(dataset.id) if r.record.mode == "frozen"]
+    quick = [r for r in studio_ui.all_runs(dataset.id, report=False)
+             if r.record.mode == "frozen"]
     rec = recommend(quick) if quick else None
     if rec is None:
         return default_of(BudgetOptions, "method"), None
@@ -359,7 +361,7 @@ def measure_budget(model: str, folder, method: str, pooling: str | None, target:
 def show_budget(folder) -> None:
     budget = read_budget(folder)
     report = BudgetReport.from_json(budget)
-    st.caption(f"`{studio_ui.md(budget['method'])}` on the {budget['pooling']}-pooled features "
+    st.caption(f"`{budget['method']}` on the {budget['pooling']}-pooled features "
                f"of `{studio_ui.md(budget['model'])}`, retrained on "
                f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training "
                f"texts, seeds {', '.join(map(str, budget['seeds']))}; each class's F1 on the "

@@ -184,6 +184,22 @@ with ours:
     st.download_button("Download table (CSV)",
                        comparison_csv(table),
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")
+    for other, other_runs in studio_ui.variant_runs(runs[0].dataset).items():
+        if other == runs[0].dataset:
+            continue
+        same = [r for r in other_runs if r.setting == runs[0].setting]
+        with st.expander(f"The same setting on **{studio_ui.md(other)}** ({len(same)} run(s): "
+                         "the same dev and test texts, another training split)",
+                         expanded=bool(same)):
+            if not same:
+                st.caption("No run of this setting there yet; choose it on the Data page and "
+                           "train the same heads to compare.")
+                continue
+            theirs = comparison_table(aggregate(same))
+            st.dataframe(theirs[["method", "seeds", *METRIC_TITLES.values(), "Dev",
+                                 "paper row"]], hide_index=True,
+                         height=35 * (len(theirs) + 1) + 3,
+                         column_config={"paper row": "Paper row", "method": "Method"})
 
     highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
     st.altair_chart(chart_per_class_f1(runs, highlight), width="content")

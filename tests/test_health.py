@@ -4,6 +4,7 @@ to be too few to judge, and the files hold one line per training text, the most 
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -13,7 +14,8 @@ from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import HealthOptions
-from glee_core.runs.health import ISSUE_COLUMNS, data_health
+from glee_core.runs.health import ISSUE_COLUMNS
+from glee_core.train.examine import data_health
 from tests.conftest import toy_rows
 
 PLANTED = "sports sports the news sports today sports"  # a sports text labelled money
@@ -44,7 +46,13 @@ def test_health_finds_the_planted_label_error_and_the_leak(planted_csv, tiny_ber
     dataset = load_dataset(f"csv:{planted_csv}")
     assert list(issues.columns) == ISSUE_COLUMNS
     assert len(issues) == len(dataset.splits["train"])  # every training text, once
-    assert sorted(issues["row"]) == list(range(len(issues)))
+    assert sorted(issues["train_row"]) == list(range(len(issues)))
+    # row: the text's row in the user's file (0-based data rows), so they can find it there
+    source = pd.read_csv(planted_csv, keep_default_na=False)
+    for _, line in issues.iterrows():
+        assert source.loc[line["row"], "text"] == line["text"]
+        assert source.loc[line["row"], "split"] == "train"
+    assert dataset.splits["train"]["text"].iloc[issues["train_row"][0]] == issues["text"][0]
     quality = pd.to_numeric(issues["label_quality"])
     assert quality.is_monotonic_increasing  # the most suspect first
     planted = issues[issues["text"] == PLANTED].iloc[0]
@@ -131,3 +139,31 @@ def test_the_variant_line_judges_on_dev_with_the_seeds_spread():
     assert "keep them" in variant_line("d", rec(85, 1), "v", rec(80, 1))
     assert "cannot tell them apart" in variant_line("d", rec(80, 2), "v", rec(81, 0.5))
     assert "(+1.0; the same dev texts)" in variant_line("d", rec(80, 2), "v", rec(81, 0.5))
+
+
+def test_a_trained_head_gives_the_out_of_fold_probabilities_too(planted_csv, tiny_bert,
+                                                                 tmp_path):
+    """--method takes any quick-mode head: trained once a fold (as one pack), each scoring the
+    texts it never saw; every judged text gets probabilities, the planted error is still
+    suspected."""
+    dataset = load_dataset(f"csv:{planted_csv}")
+    steps = []
+    report = data_health(dataset, load_backbone(str(tiny_bert)), str(tiny_bert),
+                         HealthOptions(out=str(tmp_path), folds=3, method="cls-relu",
+                                       device="cpu"),
+                         tmp_path / "features", torch.device("cpu"), steps.append)
+    assert report.method == "cls-relu"
+    judged = report.issues[report.issues["label_quality"].notna()]
+    assert len(judged) == len(report.issues)  # every class of the toy set has 3 texts or more
+    quality = pd.to_numeric(report.issues["label_quality"])
+    planted = report.issues.index[report.issues["text"] == PLANTED][0]
+    assert quality.rank(pct=True)[planted] <= 0.25  # a weak random model still doubts it
+    assert any("cls-relu, 3 folds as one pack" in getattr(e, "what", "") for e in steps)
+    probe = data_health(dataset, load_backbone(str(tiny_bert)), str(tiny_bert),
+                        HealthOptions(out=str(tmp_path), folds=3, device="cpu"),
+                        tmp_path / "features", torch.device("cpu"))
+    assert not np.allclose(pd.to_numeric(probe.issues.sort_values("train_row")["label_quality"]),
+                           pd.to_numeric(report.issues.sort_values("train_row")[
+                               "label_quality"]))  # the head's own probabilities
+    with pytest.raises(GleeError, match="unknown method"):
+        HealthOptions(out=str(tmp_path), method="no-such-head")

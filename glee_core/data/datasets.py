@@ -202,13 +202,21 @@ def split_head_tail(counts: Mapping[str, int], threshold: float, strict: bool = 
 # Splitting
 
 
-def _frame(texts, labels, texts_b=None) -> pd.DataFrame:
+SOURCE_ROW = "source_row"  # a text's 0-based row in the file it was read from (health's `row`)
+
+
+def _frame(texts, labels, texts_b=None, rows=None) -> pd.DataFrame:
+    """``text, text_b, label`` rows; ``rows``: each one's row in its input file
+    (:data:`SOURCE_ROW`, carried through the splits; not part of the data's fingerprint)."""
     texts = [str(t) for t in texts]
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "text": texts,
         "text_b": [str(t) for t in texts_b] if texts_b is not None else [""] * len(texts),
         "label": list(labels),
     })
+    if rows is not None:
+        frame[SOURCE_ROW] = np.asarray(rows, dtype=np.int64)
+    return frame
 
 
 def _index_labels(splits: dict[str, pd.DataFrame], classes: list[str]) -> dict[str, pd.DataFrame]:
@@ -315,8 +323,8 @@ def _read_tsv(path: Path, columns: tuple[str, ...], warnings: list[str]) -> pd.D
     if missing:
         raise GleeError(f"{path}: missing column(s) {missing}; header is {header}")
     pos = [header.index(c) for c in columns]
-    good, ragged, empty = [], 0, 0
-    for row in rows[1:]:
+    good, kept, ragged, empty = [], [], 0, 0
+    for number, row in enumerate(rows[1:]):
         if len(row) != len(header):
             ragged += 1
             continue
@@ -325,27 +333,29 @@ def _read_tsv(path: Path, columns: tuple[str, ...], warnings: list[str]) -> pd.D
             empty += 1
             continue
         good.append(values)
+        kept.append(number)
     if ragged or empty:
         warnings.append(f"{path.name}: skipped {ragged} malformed row(s) and {empty} row(s) "
                         "with an empty text or label")
     frame = pd.DataFrame(good, columns=list(columns))
     text_b = frame[columns[1]] if len(columns) == 3 else None
-    return _frame(frame[columns[0]], frame["label"], text_b)
+    return _frame(frame[columns[0]], frame["label"], text_b, rows=kept)
 
 
 def _read_r8(path: Path, warnings: list[str]) -> pd.DataFrame:
-    texts, labels, bad = [], [], 0
+    texts, labels, kept, bad = [], [], [], 0
     with path.open(encoding="utf-8") as handle:
-        for line in handle:
+        for number, line in enumerate(handle):
             label, sep, text = line.rstrip("\n").partition("\t")
             if not sep or not label.strip() or not text.strip():
                 bad += 1
                 continue
             labels.append(label.strip())
             texts.append(text.strip())
+            kept.append(number)
     if bad:
         warnings.append(f"{path.name}: skipped {bad} malformed line(s)")
-    return _frame(texts, labels)
+    return _frame(texts, labels, rows=kept)
 
 
 def _missing_split(dataset_id: str, path: Path) -> GleeError:
@@ -482,7 +492,8 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
     labels = frame[label_col].str.strip().map(lambda v: unicodedata.normalize("NFC", v))
     warnings += look_alike_warnings(labels, source)
     out = _frame(frame[text_col].str.strip(), labels,
-                 frame[text_b_column].str.strip() if text_b_column else None)
+                 frame[text_b_column].str.strip() if text_b_column else None,
+                 rows=np.arange(len(frame)))
     if "split" in (c.lower() for c in columns):
         split_col = next(c for c in columns if c.lower() == "split")
         out["split"] = frame[split_col].str.strip().str.lower().replace({"validation": "dev"})
@@ -608,7 +619,8 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
         if names is not None:
             labels = labels.map(lambda i: names[int(i)] if int(i) >= 0 else "")
         splits[key] = _frame(frame[text_col], labels.astype(str),
-                             frame[text_b_column] if text_b_column else None)
+                             frame[text_b_column] if text_b_column else None,
+                             rows=np.arange(len(frame)))
         splits[key] = splits[key][(splits[key]["text"].str.strip() != "")
                                   & (splits[key]["label"] != "")]
     warnings: list[str] = []

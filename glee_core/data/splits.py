@@ -114,18 +114,21 @@ def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
 
 
 def read_excluded_rows(path: str | os.PathLike) -> list[int]:
-    """Training rows to leave out: the ``row`` of every ``suspected`` line of a health
-    ``label_issues.csv``, or a file of 0-based row numbers, one a line."""
+    """Training rows to leave out: the ``train_row`` of every ``suspected`` line of a health
+    ``label_issues.csv`` (its ``row`` in reports written before it had one, when ``row`` was the
+    training row), or a file of 0-based training-split row numbers, one a line."""
     path = Path(path).expanduser()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise GleeError(f"--exclude {path}: cannot read it ({exc.strerror or exc})") from None
     first = text.split("\n", 1)[0]
-    if "row" in first.split(",") and "suspected" in first.split(","):
-        issues = pd.read_csv(io.StringIO(text), usecols=["row", "suspected"])
+    header = first.strip().split(",")
+    if "row" in header and "suspected" in header:
+        column = "train_row" if "train_row" in header else "row"
+        issues = pd.read_csv(io.StringIO(text), usecols=[column, "suspected"])
         return sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
-                                                  "row"])
+                                                  column])
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():

@@ -21,6 +21,7 @@ from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
 from ..core.files import write_json_atomic
 from ..data.sources import SOURCES
+from .methods import get_method
 from .modes import LORA_ALPHA, LORA_DROPOUT, LORA_R, MODES, PREFIX_LENGTH, TuningMode, get_mode
 
 DEFAULT_EPOCHS = 10  # the paper's
@@ -606,8 +607,10 @@ class HealthOptions:
 
     out: str = option(MISSING, "the folder to write health.json and label_issues.csv to")
     folds: int = option(5, "k of the k-fold out-of-fold probabilities on the training split")
-    method: str = option("probe-balanced", "the closed-form probe giving the probabilities",
-                         choices=("probe-balanced", "probe"))
+    method: str = option("probe-balanced", "what gives the out-of-fold probabilities: a "
+                         "closed-form probe (probe-balanced, probe: seconds) or any quick-mode "
+                         "head, trained once a fold (e.g. cls-relu-pt-ln, the head the lab "
+                         "recommends)")
     pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
                                  "backbone's own pooling, else mean)", choices=POOLINGS)
     max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
@@ -617,6 +620,7 @@ class HealthOptions:
     def __post_init__(self):
         if self.folds < 2:
             raise GleeError(f"--folds must be at least 2, got {self.folds}")
+        get_method(self.method)  # an unknown id: the error lists the known ones
 
 
 def parse_seeds(value: str) -> list[int]:
@@ -656,6 +660,7 @@ class BudgetOptions:
     device: str = option("auto", "auto, cpu or cuda")
 
     def __post_init__(self):
+        get_method(self.method)  # an unknown id: the error lists the known ones
         self.seed_list = tuple(parse_seeds(self.seeds))
         try:
             shares = sorted({float(f) for f in str(self.fractions).split(",") if f.strip()})

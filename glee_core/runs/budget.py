@@ -304,7 +304,7 @@ def budget_line(budget: dict, literal=str) -> str | None:
                       for c in helped)
     return (f"Label budget: one more labelled text helps these tail classes most: {named}. "
             "Curves measured on the Data page (test F1 of "
-            f"`{literal(budget['method'])}` retrained on fractions of every class's texts).")
+            f"`{budget['method']}` retrained on fractions of every class's texts).")
 
 
 def most_helped(budget: dict, count: int = 3) -> list[dict]:

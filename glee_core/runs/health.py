@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -25,18 +24,15 @@ import pandas as pd
 from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..core.files import write_json_atomic
-from ..data.datasets import SPLITS, LongTailDataset
+from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
 from ..models.config import HealthOptions
-
-if TYPE_CHECKING:
-    from ..models.backbone import Backbone
 
 # torch, transformers and scikit-learn load when a check runs: the app's Data page imports this
 # module to read a written report
 
 HEALTH_FILE, ISSUES_FILE = "health.json", "label_issues.csv"
 ISSUE_COLUMNS = ["row", "split", "text", "given_label", "suggested_label", "label_quality",
-                 "suspected", "duplicate_rows", "outlier"]
+                 "suspected", "duplicate_rows", "outlier", "train_row"]
 CONFUSED_PAIRS = 10  # the pairs health.json lists, most confused first
 
 
@@ -114,62 +110,53 @@ def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_clas
                               progress: ProgressFn | None = None
                               ) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, judged): each judged text's class probabilities from a probe fitted on
-    the other folds; a text of a class with fewer than ``folds`` texts is not judged (its row is
-    NaN) and is in every fold's training part."""
-    from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
-
+    the other folds (:func:`health_folds`); a text of a class with fewer than ``folds`` texts is
+    not judged (its row is NaN) and is in every fold's training part."""
     from ..models.heads import probe_classifier  # noqa: PLC0415
 
     progress = progress or (lambda event: None)
+    probs = np.full((len(labels), num_classes), np.nan)
+    judged, parts = health_folds(labels, num_classes, folds, seed)
+    for number, (train, held) in enumerate(parts, 1):
+        progress(Examining(step=number, steps=folds + 1,
+                           what=f"out-of-fold probabilities, fold {number}/{folds}"))
+        clf = probe_classifier(features[train], labels[train], class_balanced)
+        scores = np.zeros((len(held), num_classes))
+        scores[:, clf.classes_] = clf.predict_proba(features[held])
+        probs[held] = scores
+    return probs, judged
+
+
+def health_folds(labels: np.ndarray, num_classes: int, folds: int, seed: int
+                 ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """(judged, [(fit rows, held-out rows)] a fold): the judged texts (of classes with
+    ``folds`` texts or more) in stratified folds; the others in every fold's fit rows."""
+    from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
+
     counts = np.bincount(labels, minlength=num_classes)
     judged = counts[labels] >= folds
-    probs = np.full((len(labels), num_classes), np.nan)
     rows, always = np.flatnonzero(judged), np.flatnonzero(~judged)
     if len(np.unique(labels[rows])) < 2:
         raise GleeError(f"no two classes have {folds} training texts or more: too few to judge "
                         "any label (fewer --folds?)")
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    for number, (fit_part, held) in enumerate(splitter.split(rows, labels[rows]), 1):
-        progress(Examining(step=number, steps=folds + 1,
-                           what=f"out-of-fold probabilities, fold {number}/{folds}"))
-        train = np.concatenate([rows[fit_part], always])
-        clf = probe_classifier(features[train], labels[train], class_balanced)
-        scores = np.zeros((len(held), num_classes))
-        scores[:, clf.classes_] = clf.predict_proba(features[rows[held]])
-        probs[rows[held]] = scores
-    return probs, judged
-
-
-def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
-                options: HealthOptions, cache_dir: str | Path, device,
-                progress: ProgressFn | None = None) -> HealthReport:
-    """Label issues, near-duplicates (within training and across splits), outliers and the
-    most confused pairs of ``dataset``'s training split (see the module's docstring)."""
-    from ..models.backbone import trained_pooling  # noqa: PLC0415
-    from ..models.features import cached_features  # noqa: PLC0415
-
-    if dataset.num_classes < 2 or "train" not in dataset.splits or \
-            dataset.splits["train"].empty:
-        raise GleeError(f"{dataset.id}: data health needs a training split with two classes "
-                        "or more")
-    pooling = options.pooling or trained_pooling(model) or "mean"
-    split_features = cached_features(dataset, backbone, "plain",
-                                     options.max_length or dataset.max_length, cache_dir,
-                                     device, progress, pooling=pooling)
-    return examine(dataset, split_features, options, model, pooling, progress)
+    return judged, [(np.concatenate([rows[fit], always]), rows[held])
+                    for fit, held in splitter.split(rows, labels[rows])]
 
 
 def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptions,
-            model: str = "", pooling: str = "", progress: ProgressFn | None = None
-            ) -> HealthReport:
-    """:func:`data_health` on features at hand (``{split: FeatureSplit}``; the training
-    labels are theirs, so a benchmark can plant errors without a new feature pass)."""
+            model: str = "", pooling: str = "", progress: ProgressFn | None = None,
+            probabilities: tuple[np.ndarray, np.ndarray] | None = None) -> HealthReport:
+    """The check on features at hand (``{split: FeatureSplit}``; the training labels are
+    theirs, so a benchmark can plant errors without a new feature pass): cleanlab on the
+    out-of-fold ``probabilities`` given (``(probs, judged)``: a trained head's,
+    ``glee_core.train.examine``), else on the probe's (:func:`out_of_fold_probabilities`)."""
     from cleanlab import Datalab  # noqa: PLC0415 (a second's import, only here)
 
     progress = progress or (lambda event: None)
     train = split_features["train"]
     labels, k = train.labels, dataset.num_classes
-    probs, judged = out_of_fold_probabilities(
+    probs, judged = probabilities or out_of_fold_probabilities(
         train.hidden, labels, k, options.folds, options.method == "probe-balanced",
         options.seed, progress)
     progress(Examining(step=options.folds + 1, steps=options.folds + 1,
@@ -238,13 +225,18 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
     pairs.sort(key=lambda p: (-p["share"], -p["texts"], p["true"]))
 
     frame = dataset.splits["train"]
+    # row: the text's row in the file it came from (where there is one: csv, upload, hf, the
+    # paper's files); train_row: its row in the training split as loaded (--exclude's)
+    source = frame[SOURCE_ROW].to_numpy() if SOURCE_ROW in frame else np.arange(len(labels))
     issues = pd.DataFrame({
-        "row": np.arange(len(labels)), "split": "train", "text": frame["text"].to_numpy(),
+        "row": source, "split": "train", "text": frame["text"].to_numpy(),
         "given_label": [class_names[c] for c in labels],
         "suggested_label": [class_names[int(c)] for c in suggested],
         "label_quality": np.round(quality, 5), "suspected": suspected,
-        "duplicate_rows": duplicate_rows, "outlier": outlier})
-    issues = issues.sort_values(["label_quality", "row"], na_position="last", kind="stable")
+        "duplicate_rows": duplicate_rows, "outlier": outlier,
+        "train_row": np.arange(len(labels))})
+    issues = issues.sort_values(["label_quality", "train_row"], na_position="last",
+                                kind="stable")
     classes = [ClassHealth(
         name=class_names[c], group="head" if class_names[c] in head else "tail",
         texts=int(counts[c]), judged=bool(counts[c] >= options.folds),

@@ -75,7 +75,7 @@ def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
             fold_setups.append(replace(setup, progress=quiet, notes=[], splits={
                 "train": whole.subset(train_rows), "dev": whole.subset(held_rows)}))
         packed = [i for i, s in enumerate(fold_setups) if s.packable]
-        fitted = dict(zip(packed, _fit_packs([fold_setups[i] for i in packed]), strict=True))
+        fitted = dict(zip(packed, fit_packs([fold_setups[i] for i in packed]), strict=True))
         for i, setup in enumerate(fold_setups):
             model = fitted[i].model if i in fitted else fit(setup).model
             logits = scored_logits(setup, model, setup.splits["dev"])[0]
@@ -99,7 +99,7 @@ def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
     return results
 
 
-def _fit_packs(setups: list[Setup]) -> list:
+def fit_packs(setups: list[Setup]) -> list:
     """:func:`fit_together` over ``setups``, one pack per protocol they share (one in practice:
     quick mode's heads all train at one rate for the same epochs)."""
     groups: dict[tuple, list[int]] = {}
