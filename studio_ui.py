@@ -929,13 +929,21 @@ def dataset_budget(dataset_id: str) -> dict | None:
     return None
 
 
+def budget_notice(dataset_id: str) -> None:
+    """The label budget's sentence (the tail classes one more text helps most), where the Data
+    page measured one for this dataset."""
+    from glee_core.studio import budget_line  # noqa: PLC0415
+
+    if (budget := dataset_budget(dataset_id)) and (line := budget_line(budget, md)):
+        st.info(line, icon=":material/playlist_add:")
+
+
 def recommendation_panel(runs, key: str) -> None:
     """The answer a compare ends on (``glee_core.runs.recommend``): the head to use among this
     dataset's ``runs``, chosen on dev, its test scores over seeds, the heads within noise, and
     each next step as one click (fine-tuning the top heads, more seeds)."""
     from glee_core.studio import (  # noqa: PLC0415
         ENOUGH_SEEDS,
-        budget_line,
         order_steps,
         recommend,
         recommendation_text,
@@ -947,8 +955,7 @@ def recommendation_panel(runs, key: str) -> None:
     st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
     if line := variant_comparison(current_dataset_id()):
         st.info(line)
-    if (budget := dataset_budget(current_dataset_id())) and (line := budget_line(budget, md)):
-        st.info(line, icon=":material/playlist_add:")
+    budget_notice(current_dataset_id())
     if not rec.steps:
         st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
                    "(`python -m glee_core export`), or compare another mode on the Train page.")

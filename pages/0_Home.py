@@ -52,6 +52,8 @@ elif dataset is not None:
 
 # After a compare: which head to use on this dataset, and the next step
 runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone
+if not runs:  # a label budget measured before any compare still says what the tail needs
+    studio_ui.budget_notice(target)
 if runs:
     st.subheader(f"Recommendation for {studio_ui.md(name)}")
     studio_ui.recommendation_panel(runs, key="home")
