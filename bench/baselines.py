@@ -32,8 +32,12 @@ from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import METHODS  # noqa: E402
 from glee_core.models.scoring import get_backbone  # noqa: E402
 from glee_core.runs.calibration import calibrate  # noqa: E402
-from glee_core.runs.store import RunStore, aggregate  # noqa: E402
-from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
+from glee_core.runs.store import RunStore  # noqa: E402
+from glee_core.runs.tables import (  # noqa: E402
+    aggregate,  # noqa: E402
+    markdown_table,
+    mean_std,
+)
 from glee_core.train.experiment import run_experiments  # noqa: E402
 
 

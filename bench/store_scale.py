@@ -31,7 +31,8 @@ from glee_core.cli import main as cli  # noqa: E402
 from glee_core.models.config import DataOptions  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run  # noqa: E402
-from glee_core.train.reproduce import comparison, get_table  # noqa: E402
+from glee_core.runs.tables import comparison  # noqa: E402
+from glee_core.train.reproduce import get_table  # noqa: E402
 
 PAGES = {"Home": "pages/0_Home.py", "Train": "pages/2_Train.py", "Results": "pages/3_Results.py",
          "Diagnostics": "pages/4_Diagnostics.py", "Predictions": "pages/5_Predictions.py",

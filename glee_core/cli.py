@@ -368,8 +368,7 @@ def _result_table(runs) -> str:
     """A launch's runs for a person: the compare table of each setting (percent, mean ± std over
     seeds, the chosen head marked), then the recommendation over them, in plain text."""
     from .runs.recommend import recommend, recommendation_text
-    from .runs.store import aggregate
-    from .runs.tables import comparison_table, to_markdown
+    from .runs.tables import aggregate, comparison_table, to_markdown
 
     text = to_markdown(comparison_table(aggregate(runs)))
     rec = recommend(runs)
@@ -494,10 +493,9 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
     from .data.datasets import load_dataset
     from .models.backbone import resolve_model_source
     from .runs.store import RunStore
+    from .runs.tables import comparison_markdown, comparison_text
     from .train.executors import make_executor
     from .train.reproduce import (
-        comparison_markdown,
-        comparison_text,
         get_table,
         header_lines,
         manifest_findings,
@@ -583,8 +581,8 @@ def _stored_runs(store, dataset: str | None) -> list:
 
 
 def _cmd_compare(args) -> int:
-    from .runs.store import RunStore, aggregate
-    from .runs.tables import comparison_csv, comparison_table, to_markdown
+    from .runs.store import RunStore
+    from .runs.tables import aggregate, comparison_csv, comparison_table, to_markdown
 
     store = RunStore(args.runs_dir)
     runs = _stored_runs(store, args.dataset)

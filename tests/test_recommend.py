@@ -16,8 +16,7 @@ from glee_core.runs.recommend import (
     within_noise,
 )
 from glee_core.runs.record import CrossValidation
-from glee_core.runs.store import aggregate
-from glee_core.runs.tables import comparison_table
+from glee_core.runs.tables import aggregate, comparison_table
 
 
 @dataclass

@@ -14,19 +14,20 @@ from glee_core import GleeError
 from glee_core.cli import main
 from glee_core.data.datasets import PAPER_DATASETS
 from glee_core.models.methods import METHODS
+from glee_core.runs.paper import reference_results, reference_sources
 from glee_core.runs.store import Run, RunStore
-from glee_core.train.reproduce import (
-    PAPER_SEEDS,
-    PAPER_TABLES,
+from glee_core.runs.tables import (
     comparison,
     comparison_block,
     comparison_markdown,
     comparison_text,
+)
+from glee_core.train.reproduce import (
+    PAPER_SEEDS,
+    PAPER_TABLES,
     get_table,
     paper_seeds,
     protocol_config,
-    reference_results,
-    reference_sources,
     saved_comparisons,
 )
 from tests.helpers.runs import record_only_run

@@ -8,7 +8,8 @@ from glee_core.core.errors import GleeError
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.record import RunRecord
-from glee_core.runs.store import RunStore, aggregate
+from glee_core.runs.store import RunStore
+from glee_core.runs.tables import aggregate
 from glee_core.serve.inference import load_run, score_texts
 from glee_core.train.experiment import plan_runs, run_experiments
 

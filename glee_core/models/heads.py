@@ -24,10 +24,9 @@ from torch.nn import functional as F
 from ..core.errors import GleeError
 from .backbone import Backbone, trained_pooling
 from .config import POOLINGS, TrainConfig
-from .methods import MethodSpec
+from .methods import ETA, MethodSpec, eta_scale
 
 FOCAL_GAMMA = 1.0  # the paper's gamma
-ETA = 1.1  # eta-norm: eval logits divided by ||w_c|| ** ETA
 
 
 # --------------------------------------------------------------------------------------------
@@ -96,8 +95,9 @@ def loss_share(spec: MethodSpec, part: torch.Tensor, whole: torch.Tensor,
 
 def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA
                   ) -> torch.Tensor:
-    """eta-norm calibration: logits of class c divided by ``||w_c|| ** eta``."""
-    return logits / class_weight_norms.to(logits.dtype).clamp_min(1e-12) ** eta
+    """η-norm calibration: logits of class c divided by :func:`~.methods.eta_scale` (the norms
+    in the logits' precision)."""
+    return logits / eta_scale(class_weight_norms.to(logits.dtype), eta)
 
 
 # --------------------------------------------------------------------------------------------

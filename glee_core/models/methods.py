@@ -26,6 +26,16 @@ from dataclasses import asdict, dataclass, fields
 from ..core.errors import GleeError
 from .modes import TuningMode, get_mode
 
+ETA = 1.1  # η-norm: a logit of class c divided by ||w_c|| ** ETA (the paper's value)
+
+
+def eta_scale(norms, eta: float = ETA):
+    """η-norm's divisor of each class's logit, ``||w_c|| ** eta`` (Zhang et al. 2022; the
+    paper's calibration), from the predictor's row norms: numpy or torch alike. The one home of
+    the formula: a run scoring (``heads.eta_normalise``), an export folding it into the predictor
+    and post-hoc calibration at any η all divide by this."""
+    return norms.clip(1e-12) ** eta
+
 
 @dataclass(frozen=True)
 class MethodSpec:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import GleeError
+from ..models.methods import eta_scale
 from .metrics import classification_metrics, shot_f1
 from .record import METRIC_KEYS
 from .store import Run
@@ -44,7 +45,7 @@ def tau_norm(features: np.ndarray, weight: np.ndarray, bias: np.ndarray, p: floa
 
 def eta_norm(logits: np.ndarray, weight: np.ndarray, eta: float) -> np.ndarray:
     """The paper's η-norm, at any η: the logit of class c (bias included) / ``||w_c|| ** eta``."""
-    return logits / np.linalg.norm(weight, axis=1).clip(1e-12) ** eta
+    return logits / eta_scale(np.linalg.norm(weight, axis=1), eta)
 
 
 CALIBRATIONS = ("la", "tau-norm", "eta-norm")

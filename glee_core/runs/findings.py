@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from .paper import paper_cells
-from .store import Run, aggregate
+from .store import Run
+from .tables import aggregate
 
 SMALL_GAIN = 2.0  # F1 points: "small or no gain" / "about the same", the paper's reading
 CLOSES_MOST = 0.5  # share of the CLS -> prompt F1 gap a head must close to "close most of it"
@@ -175,13 +176,3 @@ def check_findings(runs: list[Run]) -> list[Finding]:
 def findings_frame(findings: list[Finding]) -> pd.DataFrame:
     return pd.DataFrame([f.to_dict() for f in findings],
                         columns=["claim", "paper", "verdict", "evidence"])
-
-
-def findings_text(findings: list[Finding]) -> str:
-    """The checklist for a terminal or Markdown: one line per finding."""
-    marks = {"holds": "[x]", "does not hold": "[ ]", "cannot judge": "[?]"}
-    lines = ["The paper's findings on these runs ([x] holds, [ ] does not hold, "
-             "[?] cannot judge):"]
-    for f in findings:
-        lines += [f"- {marks[f.verdict]} {f.claim}", f"    {f.evidence}", f"    {f.paper}"]
-    return "\n".join(lines)

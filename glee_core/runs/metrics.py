@@ -97,3 +97,11 @@ def shot_f1(per_class: dict, class_counts: dict[str, int]) -> dict[str, float | 
                   if shot_bucket(n) == name and per_class.get(c, {}).get("support", 0) > 0]
         out[name] = float(np.mean(values)) if values else None
     return out
+
+
+def within_noise(best_dev: float, best_std: float, dev: float, std: float) -> bool:
+    """Whether a score ``dev`` (± ``std``) is within the spread of the best one: the gap is at
+    most the larger of the two spreads (percent points). Never where neither has a spread (one
+    seed each, no folds: NaN): there is nothing to judge by."""
+    spreads = [s for s in (best_std, std) if s == s]
+    return bool(spreads) and best_dev - dev <= max(spreads)

@@ -30,20 +30,14 @@ from ..core.errors import GleeError
 from ..data.splits import WITHOUT
 from ..models.config import POOLINGS
 from ..models.methods import METHODS
-from .store import Run, aggregate
+from .metrics import within_noise
+from .store import Run
+from .tables import aggregate
 
 FINETUNE_TOP = 3  # heads taken from a quick compare to fine-tuning
 ENOUGH_SEEDS = 3  # below it the recommendation asks for more seeds first
 CONTENDERS = 6  # the candidates whose wins across folds and seeds are counted
 DEV, CV = "dev", "cv"
-
-
-def within_noise(best_dev: float, best_std: float, dev: float, std: float) -> bool:
-    """Whether a score ``dev`` (± ``std``) is within the spread of the best one: the gap is at
-    most the larger of the two spreads (percent points). Never where neither has a spread (one
-    seed each, no folds: NaN): there is nothing to judge by."""
-    spreads = [s for s in (best_std, std) if s == s]
-    return bool(spreads) and best_dev - dev <= max(spreads)
 
 
 def pooling_of(run: Run) -> str:

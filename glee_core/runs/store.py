@@ -42,8 +42,7 @@ from ..core import environment
 from ..core.errors import GleeError
 from ..core.files import check_quota, folder_bytes, write_json_atomic
 from ..core.slots import SlotQueue, machine_queue
-from ..models.methods import registry_order
-from .record import METRIC_KEYS, SHOT_TITLES, MetricsRecord, RunRecord
+from .record import METRIC_KEYS, MetricsRecord, RunRecord
 from .runfiles import (
     RUN_FILES,
     BrokenRunFile,
@@ -408,34 +407,3 @@ def _being_written(path: Path) -> bool:
         return False
 
 
-def aggregate(runs: list[Run]) -> pd.DataFrame:
-    """Mean and sample standard deviation (ddof=1, as the paper's ±; NaN for one seed) of acc,
-    f1, head_f1, tail_f1, the shot buckets, ``dev`` (the dev score each run was selected by) and
-    ``cv`` (its cross-validated macro-F1: quick mode on a small dev split) over seeds, per
-    dataset, setting (backbone · mode · protocol) and method, in percent. Methods keep the
-    registry's order."""
-    keys = (*METRIC_KEYS, *SHOT_TITLES, "dev", "cv")  # NaN where a run lacks one or has none
-
-    def value(run: Run, key: str) -> float:
-        found = run.metrics.value(key)
-        return np.nan if found is None else 100.0 * float(found)
-
-    rows = [{"dataset": r.dataset, "setting": r.setting, "method": r.method, "seed": r.seed,
-             **{k: value(r, k) for k in keys}} for r in runs]
-    columns = ["dataset", "setting", "method", "seeds"] + [f"{k}_{s}" for k in keys
-                                                           for s in ("mean", "std")]
-    if not rows:
-        return pd.DataFrame(columns=columns)
-    frame = pd.DataFrame(rows)
-    grouped = frame.groupby(["dataset", "setting", "method"], sort=False)
-    out = grouped[list(keys)].agg(
-        ["mean", lambda x: float(np.std(x.dropna(), ddof=1)) if x.notna().sum() > 1
-         else np.nan])
-    out.columns = [f"{k}_{'mean' if s == 'mean' else 'std'}" for k, s in out.columns]
-    out["seeds"] = grouped.size()
-    out = out.reset_index()
-    order = {m: i for i, m in enumerate(registry_order(out["method"]))}
-    out = out.sort_values(["dataset", "setting"], kind="stable")
-    out = out.assign(_order=out["method"].map(order)).sort_values(
-        ["dataset", "setting", "_order"]).drop(columns="_order")
-    return out.reset_index(drop=True)[columns]

@@ -32,7 +32,7 @@ from ..core.files import write_json
 from ..core.markdown import literal
 from ..data.catalog import PAPER_DATASETS, dataset_name
 from ..models.backbone import backbone_from_config, load_backbone
-from ..models.heads import build_model, head_of
+from ..models.heads import head_of
 from ..models.modes import MODE_LABELS
 from ..models.scoring import get_backbone
 from ..runs.metrics import SHOT_BUCKETS, shot_bucket, shot_f1
@@ -214,15 +214,7 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
             raise GleeError(f"the backbone {source['name']!r} found here (fingerprint "
                             f"{backbone.fingerprint}) is not the one this classifier was trained "
                             f"on ({source['fingerprint']}); export it with --include-backbone")
-    data = record.dataset
-    model = build_model(record.method, backbone, data.classes, data.verbalizer,
-                        record.hyperparameters)
-    try:
-        model.load_trained(folder / WEIGHTS_FILE)
-    except Exception as exc:  # a truncated or foreign file
-        raise GleeError(f"{folder / WEIGHTS_FILE}: cannot load the weights ({exc})") from None
-    return Scorer(model.eval(), backbone, data.classes, data.verbalizer, data.head_classes,
-                  data.template, record.hyperparameters.max_length, device)
+    return Scorer.from_record(record, backbone, folder / WEIGHTS_FILE, device)
 
 
 def _pct(value: float | None) -> str:

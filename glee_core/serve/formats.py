@@ -29,7 +29,8 @@ from torch import nn
 from ..core.errors import GleeError
 from ..core.files import write_json
 from ..data.encoding import _template_pieces
-from ..models.heads import ETA, ClsHead, ProbeHead, PromptHead
+from ..models.heads import ClsHead, ProbeHead, PromptHead
+from ..models.methods import eta_scale
 from ..runs.metrics import classification_metrics
 from ..runs.store import Run
 from .inference import ONNX_SPEC, Scorer
@@ -107,7 +108,7 @@ def portable(run: Run) -> Portable:
         raise GleeError(f"{spec.id}: its head cannot be exported outside the glee format")
     weight, bias = weight.detach().float().clone(), bias.detach().float().clone()
     if spec.eta_norm:  # logits_c / ||w_c||^eta: the same as a predictor scaled row by row
-        scale = model.class_weight_norms().detach().float().clamp_min(1e-12) ** ETA
+        scale = eta_scale(model.class_weight_norms().detach().float())
         weight, bias = weight / scale[:, None], bias / scale
     lead, trail = special_tokens(tokenizer)
     template = None

@@ -24,7 +24,7 @@ from ..models.features import FeatureSplit, compute_hidden
 from ..models.heads import GleeModel, build_model, head_of
 from ..models.methods import get_method
 from ..models.scoring import get_backbone, predict
-from ..runs.record import group_of
+from ..runs.record import RunRecord, group_of
 from ..runs.store import Run, RunStore, load_checked
 
 
@@ -65,21 +65,27 @@ class Scorer:
             raise GleeError(f"{run.path}: model.safetensors missing - the run cannot score text; "
                             "retrain it with --force")
         record = run.record
-        config = record.hyperparameters
         # A quick-mode run shares the process's backbone; the others hold a copy of their own (a
         # fine-tuned run overwrites every weight, peft wraps the encoder it is given).
-        backbone = get_backbone(record.model.name) if config.frozen else load_backbone(
-            record.model.name)
-        model = build_model(record.method, backbone, record.dataset.classes,
-                            record.dataset.verbalizer, config)
+        backbone = get_backbone(record.model.name) if record.hyperparameters.frozen else \
+            load_backbone(record.model.name)
+        return cls.from_record(record, backbone, run.weights_path, device, precision)
+
+    @classmethod
+    def from_record(cls, record: RunRecord, backbone: Backbone, weights: Path,
+                    device: str = "cpu", precision: str = "auto") -> Scorer:
+        """The run ``record`` describes, rebuilt on ``backbone`` with its trained weights from
+        ``weights`` (a stored run's or an exported folder's), on ``device``, ready to score."""
+        data = record.dataset
+        model = build_model(record.method, backbone, data.classes, data.verbalizer,
+                            record.hyperparameters)
         try:
-            model.load_trained(run.weights_path)
+            model.load_trained(weights)
         except Exception as exc:  # a truncated or foreign file
-            raise GleeError(f"{run.weights_path}: cannot load the weights ({exc})") from None
+            raise GleeError(f"{weights}: cannot load the weights ({exc})") from None
         model = model.to(resolve_device(device)).eval()
-        return cls(model, backbone, record.dataset.classes, record.dataset.verbalizer,
-                   record.dataset.head_classes, record.dataset.template,
-                   record.hyperparameters.max_length, device, precision)
+        return cls(model, backbone, data.classes, data.verbalizer, data.head_classes,
+                   data.template, record.hyperparameters.max_length, device, precision)
 
     @classmethod
     def zero_shot(cls, backbone: Backbone, dataset: LongTailDataset) -> Scorer:

@@ -18,7 +18,8 @@ from ..models.methods import method_label, registry_order
 from ..runs.metrics import SHOT_BUCKETS, shot_bucket
 from ..runs.paper import NEAREST_REFERENCE, paper_cells
 from ..runs.record import METRIC_TITLES, group_of
-from ..runs.store import Run, aggregate
+from ..runs.store import Run
+from ..runs.tables import aggregate
 
 # The width a chart may take, in px: the app's page column at a 1,440 px window (wide layout,
 # sidebar open: a 1,140 px main block less its padding), and the PDF's, where a chart is printed

@@ -23,8 +23,8 @@ from ..models.modes import MODE_LABELS
 from ..runs.budget import budget_line
 from ..runs.calibration import calibrate, calibration_table
 from ..runs.record import METRIC_TITLES, SHOT_TITLES, merged_notes
-from ..runs.store import Run, aggregate
-from ..runs.tables import comparison_table, modes_table
+from ..runs.store import Run
+from ..runs.tables import aggregate, comparison_table, modes_table
 from . import charts
 
 FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
