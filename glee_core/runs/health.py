@@ -169,7 +169,10 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
     compact = compact / np.clip(compact.sum(1, keepdims=True), 1e-12, None)
     lab = Datalab(data={"label": np.array([column[c] for c in labels[judged]])},
                   label_name="label", verbosity=0)
-    lab.find_issues(pred_probs=compact, issue_types={"label": {}})
+    # one process: cleanlab's default forks a pool, and a fork of a process whose torch and BLAS
+    # threads hold locks can hang for good (seen in the test suite: a child waiting forever)
+    lab.find_issues(pred_probs=compact, issue_types={"label": {"clean_learning_kwargs": {
+        "find_label_issues_kwargs": {"n_jobs": 1}}}})
     found = lab.get_issues("label")
     quality = np.full(len(labels), np.nan)
     suspected = np.zeros(len(labels), dtype=bool)
