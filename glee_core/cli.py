@@ -198,23 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(adapt, AdaptOptions, optional=True)
     adapt.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
 
-    health = sub.add_parser("health", help="data health: suspected label errors, "
-                            "near-duplicates (and leaks into dev/test), outliers and the most "
-                            "confused classes, head -> tail (cleanlab on out-of-fold "
-                            "probabilities of the frozen features)")
-    add_arguments(health, DataOptions)
-    health.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
-    add_arguments(health, HealthOptions)
-    _add_runs_dir(health)
-
-    budget = sub.add_parser("budget", help="the label budget: per-class learning curves in "
-                            "quick mode (the head retrained on fractions of every class's "
-                            "texts), each class's test F1 forecast at 2x and 4x its texts, and "
-                            "the texts it needs to reach a target F1")
-    add_arguments(budget, DataOptions)
-    budget.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
-    add_arguments(budget, BudgetOptions)
-    _add_runs_dir(budget)
+    for name, options, about in (
+            ("health", HealthOptions, "data health: suspected label errors, near-duplicates "
+             "(and leaks into dev/test), outliers and the most confused classes, head -> tail "
+             "(cleanlab on out-of-fold probabilities of the frozen features)"),
+            ("budget", BudgetOptions, "the label budget: per-class learning curves in quick "
+             "mode (the head retrained on fractions of every class's texts), each class's test "
+             "F1 forecast at 2x and 4x its texts, and the texts it needs to reach a target F1")):
+        report = sub.add_parser(name, help=about)
+        add_arguments(report, DataOptions)
+        report.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
+        add_arguments(report, options)
+        _add_runs_dir(report)
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help=RUN_HELP)
@@ -417,23 +412,34 @@ def _cmd_adapt(args) -> int:
     return 0
 
 
-def _cmd_health(args) -> int:
-    from .core.devices import resolve_device
+def _data_report(args, options, measure) -> tuple:
+    """A data report of the dataset the flags name (``health``, ``budget``): ``measure(dataset,
+    backbone, model, options, feature cache, progress)`` under progress bars, its files written
+    to ``options.out``; (the report, its two files)."""
     from .models.backbone import load_backbone
     from .runs.store import RunStore
-    from .runs.tables import markdown_table
-    from .train.examine import data_health
 
-    options = from_args(HealthOptions, args)
     dataset = from_args(DataOptions, args).load()
     bars = TqdmProgress(dataset.warnings)
     try:
-        report = data_health(dataset, load_backbone(args.model), args.model, options,
-                             RunStore(args.runs_dir).features_dir,
-                             resolve_device(options.device), bars)
+        report = measure(dataset, load_backbone(args.model), args.model, options,
+                         RunStore(args.runs_dir).features_dir, bars)
     finally:
         bars.close()
-    health_file, issues_file = report.write(options.out)
+    return report, report.write(options.out)
+
+
+def _cmd_health(args) -> int:
+    from .core.devices import resolve_device
+    from .runs.tables import markdown_table
+    from .train.examine import data_health
+
+    def measure(dataset, backbone, model, options, cache, progress):
+        return data_health(dataset, backbone, model, options, cache,
+                           resolve_device(options.device), progress)
+
+    report, (health_file, issues_file) = _data_report(args, from_args(HealthOptions, args),
+                                                      measure)
     print("\n".join(markdown_table(*report.table(), left=2)))
     summary = report.summary()
     print(f"\n{summary['suspected_label_errors']} suspected label error(s) among "
@@ -454,21 +460,12 @@ def _cmd_health(args) -> int:
 
 
 def _cmd_budget(args) -> int:
-    from .models.backbone import load_backbone
     from .runs.budget import most_helped
-    from .runs.store import RunStore
     from .runs.tables import markdown_table
     from .train.learning_curves import label_budget
 
-    options = from_args(BudgetOptions, args)
-    dataset = from_args(DataOptions, args).load()
-    bars = TqdmProgress(dataset.warnings)
-    try:
-        report = label_budget(dataset, load_backbone(args.model), args.model, options,
-                              RunStore(args.runs_dir).features_dir, bars)
-    finally:
-        bars.close()
-    budget_file, table_file = report.write(options.out)
+    report, (budget_file, table_file) = _data_report(args, from_args(BudgetOptions, args),
+                                                     label_budget)
     print("\n".join(markdown_table(*report.table(), left=2)))
     print(f"\n{report.method} on the {report.pooling}-pooled frozen features, retrained on "
           f"{', '.join(f'{f:.0%}' for f in report.fractions)} of every class's training texts "

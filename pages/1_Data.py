@@ -211,32 +211,40 @@ def health_folder(model: str):
     return studio_ui.store().data_report_dir(dataset.id, model)
 
 
-def check_health(model: str, folder) -> None:
-    """Run ``health`` here (in public mode in turn with the training jobs), a bar moving with
-    the feature pass and the folds."""
-    from glee_core.studio import get_backbone, resolve_device  # noqa: PLC0415 (torch)
-
-    bar = st.progress(0.0, text="Checking the data's health ...")
+def run_report(what: str, measure) -> None:
+    """Measure a data report here (in public mode in turn with the training jobs):
+    ``measure(progress)`` computes and writes it, a bar moving with the feature pass (where the
+    texts are not encoded yet) and the report's steps; an error says what to fix."""
+    bar = st.progress(0.0, text=f"{what} ...")
+    encoded = []
 
     def progress(event) -> None:
         if getattr(event, "total", 0) and hasattr(event, "format"):  # the feature pass
+            encoded.append(True)
             bar.progress(0.6 * event.done / event.total,
                          text=f"Encoding the texts: {event.done} of {event.total}")
         elif hasattr(event, "steps"):
-            bar.progress(0.6 + 0.4 * (event.step - 1) / event.steps, text=event.what)
+            start = 0.6 if encoded else 0.0
+            bar.progress(start + (1 - start) * (event.step - 1) / event.steps, text=event.what)
 
     try:
         with studio_ui.machine_turn(lambda: bar.progress(
                 0.0, text="Waiting for the machine: training jobs go first ...")):
-            report = data_health(dataset, get_backbone(model), model,
-                                 HealthOptions(out=str(folder)), studio_ui.store().features_dir,
-                                 resolve_device("auto"), progress)
-            report.write(folder)
+            measure(progress)
     except GleeError as exc:
         st.error(studio_ui.md(exc))
     except OSError as exc:
-        st.error(f"The health check could not be kept: {studio_ui.md(disk_message(exc))}")
+        st.error(f"{what} could not be kept: {studio_ui.md(disk_message(exc))}")
     bar.empty()
+
+
+def check_health(model: str, folder) -> None:
+    """Run ``health`` here (:func:`run_report`)."""
+    from glee_core.studio import get_backbone, resolve_device  # noqa: PLC0415 (torch)
+
+    run_report("The health check", lambda progress: data_health(
+        dataset, get_backbone(model), model, HealthOptions(out=str(folder)),
+        studio_ui.store().features_dir, resolve_device("auto"), progress).write(folder))
 
 
 def show_health(folder) -> None:
@@ -333,29 +341,13 @@ def budget_head() -> tuple[str, str | None]:
 
 
 def measure_budget(model: str, folder, method: str, pooling: str | None, target: float) -> None:
-    """Run ``budget`` here (in public mode in turn with the training jobs), a bar moving with
-    the feature pass and the fractions."""
+    """Run ``budget`` here (:func:`run_report`)."""
     from glee_core.studio import get_backbone  # noqa: PLC0415 (torch)
 
-    bar = st.progress(0.0, text="Measuring the learning curves ...")
-
-    def progress(event) -> None:
-        if hasattr(event, "steps"):
-            bar.progress((event.step - 1) / event.steps, text=event.what)
-
-    try:
-        with studio_ui.machine_turn(lambda: bar.progress(
-                0.0, text="Waiting for the machine: training jobs go first ...")):
-            report = label_budget(dataset, get_backbone(model), model,
-                                  BudgetOptions(out=str(folder), method=method, pooling=pooling,
-                                                target_f1=target),
-                                  studio_ui.store().features_dir, progress)
-            report.write(folder)
-    except GleeError as exc:
-        st.error(studio_ui.md(exc))
-    except OSError as exc:
-        st.error(f"The label budget could not be kept: {studio_ui.md(disk_message(exc))}")
-    bar.empty()
+    run_report("The label budget", lambda progress: label_budget(
+        dataset, get_backbone(model), model,
+        BudgetOptions(out=str(folder), method=method, pooling=pooling, target_f1=target),
+        studio_ui.store().features_dir, progress).write(folder))
 
 
 def show_budget(folder) -> None:

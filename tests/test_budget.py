@@ -147,17 +147,6 @@ def test_bad_budget_options_say_what_to_fix(kwargs, message):
         BudgetOptions(out="x", **kwargs)
 
 
-def test_budget_refuses_a_single_class(tmp_path, tiny_bert, capsys):
-    path = tmp_path / "one.csv"
-    pd.DataFrame({"text": [f"sports news {i}" for i in range(12)],
-                  "label": ["sports"] * 12}).to_csv(path, index=False)
-    code = main(["budget", "--dataset", f"csv:{path}", "--model", str(tiny_bert),
-                 "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs")])
-    assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("error:")
-
-
 @pytest.mark.parametrize("n_classes", [2, 20, 120])
 def test_the_budget_chart_names_every_class_at_2_to_120(n_classes):
     """A panel a class up to 30 classes, a row a class beyond: every class named (its texts,

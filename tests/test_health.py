@@ -84,13 +84,14 @@ def test_a_class_too_small_for_the_folds_is_too_few_to_judge(toy_dataset, tiny_b
     assert all(row[3] == "too few to judge" for row in table if row[0] in small)
 
 
-def test_health_refuses_what_it_cannot_judge(tmp_path, tiny_bert, capsys):
+@pytest.mark.parametrize("command", ["health", "budget"])
+def test_health_and_budget_refuse_what_they_cannot_judge(command, tmp_path, tiny_bert, capsys):
     with pytest.raises(GleeError, match="at least 2"):
         HealthOptions(out=str(tmp_path), folds=1)
     path = tmp_path / "one.csv"
     pd.DataFrame({"text": [f"sports news {i}" for i in range(12)],
                   "label": ["sports"] * 12}).to_csv(path, index=False)
-    code = main(["health", "--dataset", f"csv:{path}", "--model", str(tiny_bert),
+    code = main([command, "--dataset", f"csv:{path}", "--model", str(tiny_bert),
                  "--out", str(tmp_path / "out"), "--runs-dir", str(tmp_path / "runs")])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -51,6 +51,15 @@ def write_json_atomic(path: Path, data) -> Path:
     return write_atomic(path, dumps(data))
 
 
+def write_report_files(folder: Path, json_name: str, values: dict, csv_name: str,
+                       table) -> tuple[Path, Path]:
+    """A report's two files in ``folder`` (made if missing), each replaced atomically: the JSON
+    of ``values`` and ``table`` (a pandas frame) as CSV without its index."""
+    folder = Path(folder).expanduser()
+    return (write_json_atomic(folder / json_name, values),
+            write_atomic(folder / csv_name, table.to_csv(index=False)))
+
+
 def folder_bytes(path: Path) -> int:
     """Bytes of the files under ``path``, leaving out half-written run folders (``.tmp-*``:
     a run being saved, or one a killed process left, which the store's sweep removes)."""

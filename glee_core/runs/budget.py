@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.files import write_json_atomic
+from ..core.files import write_report_files
 
 BUDGET_FILE, BUDGET_CSV = "budget.json", "budget.csv"
 BUDGET_COLUMNS = ["class", "n_train", "f1", "f1_at_2x", "f1_at_4x", "f1_at_2x_low",
@@ -148,14 +148,7 @@ class BudgetReport:
                 "points": self.points.to_dict(orient="records")}
 
     def write(self, folder: str | Path) -> tuple[Path, Path]:
-        folder = Path(folder).expanduser()
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(folder / BUDGET_FILE, self.to_json())
-        table = folder / BUDGET_CSV
-        tmp = table.with_suffix(".tmp")
-        self.frame().to_csv(tmp, index=False)
-        tmp.replace(table)
-        return folder / BUDGET_FILE, table
+        return write_report_files(folder, BUDGET_FILE, self.to_json(), BUDGET_CSV, self.frame())
 
     def table(self) -> tuple[list[str], list[list]]:
         """The per-class table, head -> tail: header and rows (a terminal or the app)."""

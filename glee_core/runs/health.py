@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
-from ..core.files import write_json_atomic
+from ..core.files import write_report_files
 from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
 from ..models.config import HealthOptions
 
@@ -85,14 +85,7 @@ class HealthReport:
                 "duplicate_groups": self.duplicate_groups}
 
     def write(self, folder: str | Path) -> tuple[Path, Path]:
-        folder = Path(folder).expanduser()
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(folder / HEALTH_FILE, self.to_json())
-        issues = folder / ISSUES_FILE
-        tmp = issues.with_suffix(".tmp")
-        self.issues.to_csv(tmp, index=False)
-        tmp.replace(issues)
-        return folder / HEALTH_FILE, issues
+        return write_report_files(folder, HEALTH_FILE, self.to_json(), ISSUES_FILE, self.issues)
 
     def table(self) -> tuple[list[str], list[list]]:
         """The per-class table, head -> tail: header and rows (for a terminal or the app)."""
