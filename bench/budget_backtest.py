@@ -35,8 +35,9 @@ sys.path.insert(0, str(ROOT))
 from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone  # noqa: E402
-from glee_core.models.config import BudgetOptions, TrainConfig  # noqa: E402
+from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import get_method  # noqa: E402
+from glee_core.models.options import BudgetOptions  # noqa: E402
 from glee_core.runs.budget import forecast  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 from glee_core.train.learning_curves import measure  # noqa: E402

@@ -32,8 +32,8 @@ from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
-from glee_core.models.config import HealthOptions  # noqa: E402
 from glee_core.models.features import cached_features  # noqa: E402
+from glee_core.models.options import HealthOptions  # noqa: E402
 from glee_core.runs.health import examine, out_of_fold_probabilities  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 

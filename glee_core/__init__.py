@@ -8,10 +8,15 @@ this list (``tests/test_layers.py`` checks the import graph):
     core    errors, files, environment, events, devices, hub, distributed, slots
     data    sources (a new source: an entry + its loader), catalog, datasets, encoding
     models  modes (a new way of tuning: one entry), methods (a new method: one line) and heads,
-            config (every knob: a field of TrainConfig), backbone, features, scoring
-    runs    record, metrics, runfiles, store, paper, tables, findings, calibration, estimate
-    train   training (prepare / fit / evaluate), experiment, executors, jobs, adapt, reproduce
-    views   charts (a chart: its function and its line in charts.RUN_CHARTS), report
+            fields (a knob declared once), config (every knob of a run: a field of
+            TrainConfig), options (the other commands' options, the app's requests), backbone,
+            features, scoring, search (the learning-rate search and its schedule)
+    runs    record, metrics, runfiles, store, paper, tables, findings, calibration, estimate,
+            recommend, health, budget
+    train   loop (the one training loop), training (prepare / fit / evaluate), experiment,
+            executors, jobs, learning_curves, examine, adapt, reproduce
+    views   charts (every chart's name; a run chart's line in charts.RUN_CHARTS), the charts by
+            page (data_charts, results_charts, ...), style, report
     serve   inference, export, uploads, workspaces (scoring a stored run never imports the
             trainer)
 
@@ -32,8 +37,8 @@ _EXPORTS = {
     "split_head_tail": "data.datasets", "dataset_ids": "data.catalog",
     "METHODS": "models.methods", "MethodSpec": "models.methods", "get_method": "models.methods",
     "parse_methods": "models.methods", "TrainConfig": "models.config",
-    "DataOptions": "models.config", "TrainRequest": "models.config",
-    "Run": "runs.store", "RunStore": "runs.store", "aggregate": "runs.store",
+    "DataOptions": "models.options", "TrainRequest": "models.options",
+    "Run": "runs.store", "RunStore": "runs.store", "aggregate": "runs.tables",
     "RunRecord": "runs.record",
     "run_experiments": "train.experiment",
     "Scorer": "serve.inference", "load_run": "serve.inference", "load_classifier": "serve.export",

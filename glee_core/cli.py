@@ -41,20 +41,19 @@ from .core.events import (
     WaitingForRun,
 )
 from .data.catalog import dataset_ids
-from .models.config import (
+from .models.config import TrainConfig
+from .models.fields import add_arguments, from_args
+from .models.methods import METHODS, parse_methods
+from .models.options import (
     AdaptOptions,
     AdaptRequest,
     BudgetOptions,
     DataOptions,
     ExecutorOptions,
     HealthOptions,
-    TrainConfig,
     TrainRequest,
-    add_arguments,
-    from_args,
     parse_seeds,
 )
-from .models.methods import METHODS, parse_methods
 from .runs.record import merged_notes
 
 

@@ -9,8 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from glee_core.data.datasets import load_dataset
-from glee_core.models.config import TrainConfig, TrainRequest
+from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
+from glee_core.models.options import TrainRequest
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.jobs import list_jobs
@@ -415,7 +416,7 @@ def test_results_recommend_even_when_the_runs_data_no_longer_loads(app, app_dirs
                                                                     monkeypatch):
     """Runs outlive their data (a deleted upload): Results still leads with the recommendation,
     and names the next step instead of offering a launch it could not make."""
-    from glee_core.models.config import DataOptions
+    from glee_core.models.options import DataOptions
     from glee_core.runs.synthetic import write_synthetic_store
 
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))

@@ -12,7 +12,7 @@ import pytest
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
-from glee_core.models.config import BudgetOptions
+from glee_core.models.options import BudgetOptions
 from glee_core.runs.budget import (
     BUDGET_COLUMNS,
     NOT_REACHED,

@@ -221,8 +221,9 @@ def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, cap
 def test_rare_classes_are_named_in_one_message_and_can_be_kept_in_training(tmp_path, tiny_bert):
     """Classes too small for train, dev and test are left out with one message naming them, or
     (keep_rare) trained on and predicted but never scored, under an id of their own."""
-    from glee_core.models.config import DataOptions, TrainConfig
+    from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
+    from glee_core.models.options import DataOptions
     from glee_core.runs.store import RunStore
     from glee_core.train.experiment import run_experiments
     from glee_core.views.charts import per_class_f1_frame

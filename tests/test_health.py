@@ -13,7 +13,7 @@ from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.models.backbone import load_backbone
-from glee_core.models.config import HealthOptions
+from glee_core.models.options import HealthOptions
 from glee_core.runs.health import ISSUE_COLUMNS
 from glee_core.train.examine import data_health
 from tests.conftest import toy_rows
@@ -102,7 +102,7 @@ def test_a_dataset_without_the_flagged_rows_is_a_variant_of_its_own(toy_csv, tmp
     """--exclude leaves training rows out (health's CSV: its suspected rows; or row numbers);
     the id says so and differs with the rows, so the variant's runs stay apart; a bad file is
     one clear error."""
-    from glee_core.models.config import DataOptions
+    from glee_core.models.options import DataOptions
 
     full = DataOptions(dataset=f"csv:{toy_csv}").load()
     rows = tmp_path / "rows.txt"

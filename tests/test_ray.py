@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from glee_core.core.errors import GleeError
-from glee_core.models.config import ExecutorOptions, TrainConfig
+from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
+from glee_core.models.options import ExecutorOptions
 from glee_core.runs.store import RunStore, load_checked
 from glee_core.train.executors import Batch, LocalExecutor, RayExecutor, SweepFailed, make_executor
 

@@ -15,7 +15,7 @@ from glee_core.core.errors import GleeError
 from glee_core.core.events import read_events
 from glee_core.data.csvfile import MAX_CSV_BYTES
 from glee_core.data.datasets import load_dataset
-from glee_core.models.config import DataOptions
+from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]

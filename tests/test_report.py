@@ -61,7 +61,7 @@ def test_the_report_draws_the_label_budget_the_data_page_measured(store, tmp_pat
     """A budget measured for the runs' dataset (the Data page writes it beside the runs) is a
     section of the report, from the command line too; another dataset's is not."""
     from glee_core.models.backbone import load_backbone
-    from glee_core.models.config import BudgetOptions
+    from glee_core.models.options import BudgetOptions
     from glee_core.train.learning_curves import label_budget
 
     folder = store.data_report_dir(toy_dataset.id, str(tiny_bert))

@@ -18,8 +18,9 @@ import torch
 from glee_core.core import devices
 from glee_core.core.errors import GleeError
 from glee_core.core.events import RunStarted, SweepProgress
-from glee_core.models.config import ExecutorOptions, TrainConfig
+from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
+from glee_core.models.options import ExecutorOptions
 from glee_core.runs.store import RunStore
 from glee_core.train.executors import Batch, LocalExecutor, SweepFailed, make_executor
 from glee_core.train.experiment import plan_runs

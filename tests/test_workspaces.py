@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from glee_core.cli import main
 from glee_core.core import environment
 from glee_core.core.errors import GleeError
-from glee_core.models.config import DataOptions
+from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.workspaces import LimitReached, Policy, Workspace, expire

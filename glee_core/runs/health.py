@@ -25,7 +25,7 @@ from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..core.files import write_report_files
 from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
-from ..models.config import HealthOptions
+from ..models.options import HealthOptions
 
 # torch, transformers and scikit-learn load when a check runs: the app's Data page imports this
 # module to read a written report

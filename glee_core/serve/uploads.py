@@ -19,7 +19,7 @@ from ..core.errors import GleeError
 from ..core.files import write_atomic
 from ..data.csvfile import read_csv_frame
 from ..data.datasets import LongTailDataset
-from ..models.config import DataOptions
+from ..models.options import DataOptions
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 ACCEPTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 with BOM, latin-1"

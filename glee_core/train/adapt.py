@@ -47,7 +47,7 @@ from ..core.files import write_json
 from ..data.datasets import LongTailDataset
 from ..data.encoding import length_grouped_batches
 from ..models.backbone import Backbone, load_backbone
-from ..models.config import AdaptOptions
+from ..models.options import AdaptOptions
 from .adapted import FORMAT, RECORD_FILE
 
 WARMUP = 0.06  # TAPT's

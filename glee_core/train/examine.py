@@ -21,10 +21,11 @@ from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..data.datasets import LongTailDataset
 from ..models.backbone import Backbone, trained_pooling
-from ..models.config import HealthOptions, TrainConfig
+from ..models.config import TrainConfig
 from ..models.features import cached_features
 from ..models.heads import head_of
 from ..models.methods import get_method
+from ..models.options import HealthOptions
 from ..runs.health import HealthReport, examine, health_folds
 from .selection import fit_packs
 from .training import fit, prepare, scored_logits

@@ -33,8 +33,9 @@ from ..core.devices import resolve_device, resolve_runs_at_once
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn, SweepProgress
 from ..data.datasets import LongTailDataset
-from ..models.config import ExecutorOptions, TrainConfig, TrainRequest
+from ..models.config import TrainConfig
 from ..models.methods import MethodSpec, get_method
+from ..models.options import ExecutorOptions, TrainRequest
 from ..runs.store import Run, RunStore
 from .experiment import PlannedRun, plan_runs, preflight, run_experiments
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env

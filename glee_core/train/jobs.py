@@ -24,7 +24,7 @@ from pathlib import Path
 from ..core.errors import INTERRUPTED
 from ..core.events import Event, ProgressState, fold, read_events
 from ..core.files import write_json_atomic
-from ..models.config import AdaptRequest, TrainRequest
+from ..models.options import AdaptRequest, TrainRequest
 from ..runs.store import RunStore
 
 _CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies

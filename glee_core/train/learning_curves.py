@@ -26,9 +26,10 @@ from ..core.errors import GleeError
 from ..core.events import Examining, FeaturePass, ProgressFn
 from ..data.datasets import LongTailDataset
 from ..models.backbone import Backbone
-from ..models.config import BudgetOptions, TrainConfig
+from ..models.config import TrainConfig
 from ..models.heads import head_of
 from ..models.methods import get_method
+from ..models.options import BudgetOptions
 from ..runs.budget import BudgetReport, forecast
 from .training import Setup, fit, fit_together, prepare, scored_logits
 

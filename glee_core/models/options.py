@@ -1,0 +1,262 @@
+"""The options of every command but training's hyper-parameters (``config.TrainConfig``): which
+dataset and how to read it (:class:`DataOptions`), where runs execute (:class:`ExecutorOptions`),
+task-adaptive pretraining (:class:`AdaptOptions`), the data health check (:class:`HealthOptions`)
+and the label budget (:class:`BudgetOptions`); and the requests the app writes as JSON for a child
+process (:class:`TrainRequest`, :class:`AdaptRequest`), not a rebuilt argument list."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field
+from pathlib import Path
+
+from ..core.environment import AUTO_MODEL
+from ..core.errors import GleeError
+from ..core.files import write_json_atomic
+from ..data.sources import SOURCES
+from .config import POOLINGS, PRECISION_HELP, PRECISIONS, TrainConfig
+from .fields import _boolean, option
+from .methods import get_method
+
+
+@dataclass
+class DataOptions:
+    """Which dataset, and how to read it."""
+
+    dataset: str = option(MISSING, "demo, a paper id (r52 r8 cmid ...), "
+                          + ", ".join(f"{s.usage} ({s.help})" for s in SOURCES.values()))
+    data_dir: str | None = option(None, "folder of the paper's datasets (default "
+                                  "$GLEE_DATA_DIR, else ./data)")
+    threshold: float | None = option(None, "head/tail threshold on the cumulative training "
+                                     "share (default: the paper's)")
+    template: str | None = option(None, "prompt template with {text} and [MASK]")
+    verbalizer: str | None = option(None, "JSON file: label -> label word(s)")
+    head_tail: str = option("train", "head/tail rule: train (training counts, <= threshold: "
+                            "what a user's data needs, the test split never decides) or "
+                            "released (the authors' code: the test labels, < threshold)",
+                            choices=("train", "released"))
+    text_column: str | None = option(None, "CSV/HF: the text column")
+    label_column: str | None = option(None, "CSV/HF: the label column")
+    text_b_column: str | None = option(None, "CSV/HF: an optional second text column")
+    uploads_dir: str | None = option(None, "folder of upload:NAME datasets (default "
+                                     "$GLEE_UPLOADS_DIR, else ./uploads)")
+    keep_rare: bool = option(False, "demo/CSV/upload: keep the classes with too few texts for a "
+                             "dev and test split in training (learned and predicted, never "
+                             "scored; the dataset id ends in +rare): yes/no")
+    exclude: str | None = option(None, "a file of training rows to leave out: health's "
+                                 "label_issues.csv (its suspected rows) or one 0-based row of "
+                                 "the training split a line; the dataset id ends in "
+                                 "+without-N-<digest>, so its runs stay apart")
+
+    def __post_init__(self):
+        self.keep_rare = _boolean(self.keep_rare, "--keep-rare")
+
+    def load(self):
+        """The dataset (see :func:`glee_core.data.datasets.load_dataset`)."""
+        from ..data.datasets import load_dataset  # noqa: PLC0415 (pandas: only to read a dataset)
+
+        return load_dataset(self.dataset, **{k: v for k, v in asdict(self).items()
+                                             if k != "dataset"})
+
+
+@dataclass
+class ExecutorOptions:
+    """Where the planned runs train: one after another here, or as tasks on a Ray cluster."""
+
+    executor: str = option("local", "local (one after another here) or ray (one Ray task per "
+                           "run; pip install -e '.[cluster]')", choices=("local", "ray"))
+    ray_address: str | None = option(None, "Ray cluster to join: auto (a running one, as `ray "
+                                     "start --head` leaves) or HOST:PORT (default: start a "
+                                     "local Ray)")
+    cpus_per_run: float = option(1.0, "Ray: CPUs each run reserves")
+    runs_at_once: str = option(
+        "auto", "runs trained at once, each in a process of its own sharing the device: a "
+        "number, or auto (1 on a CPU; on a GPU as many as its free memory holds at 6 GB a run, "
+        "up to 8); with Ray, each run then reserves 1/N of a GPU. Quick-mode heads always "
+        "train together in one process")
+    gpus_per_run: float | None = option(None, "Ray: GPUs each run reserves (default 1 when the "
+                                        "cluster has GPUs, 1/N with --runs-at-once N, else 0)")
+
+    def __post_init__(self):
+        if self.executor not in ("local", "ray"):
+            raise GleeError(f"--executor must be local or ray, got {self.executor!r}")
+        if self.cpus_per_run <= 0 or (self.gpus_per_run is not None and self.gpus_per_run < 0):
+            raise GleeError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
+        self.runs_at_once = str(self.runs_at_once).strip().lower()
+        if self.runs_at_once != "auto" and (not self.runs_at_once.isdigit()
+                                            or int(self.runs_at_once) < 1):
+            raise GleeError(f"--runs-at-once must be auto or a number of 1 or more, got "
+                            f"{self.runs_at_once!r}")
+
+
+@dataclass
+class AdaptOptions:
+    """Task-adaptive pretraining (Gururangan et al., ACL 2020): the masked-LM objective continued
+    on the task's own texts before tuning (``python -m glee_core adapt``)."""
+
+    out: str = option(MISSING, "the folder to write the adapted backbone to (a new or empty "
+                      "folder; --model OUT loads it)")
+    texts: str | None = option(None, "a file of unlabelled texts, one a line, added to the "
+                               "training split's texts (never dev or test)")
+    epochs: int = option(3, "passes over the texts (TAPT's paper: 100 on its small sets, on a "
+                         "GPU)")
+    batch_size: int = option(32, "texts per optimizer step")
+    lr: float = option(1e-4, "AdamW's learning rate (TAPT's)")
+    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
+    mlm_probability: float = option(0.15, "the share of tokens masked (BERT's)")
+    whole_word: bool = option(True, "mask whole words where the tokenizer marks them (a fast "
+                              "tokenizer's offsets; every piece of a masked word becomes "
+                              "[MASK]): yes/no")
+    held_out: float = option(0.1, "the share of the training texts held out to measure the "
+                             "masked-LM loss and [MASK] top-1 accuracy before and after")
+    seed: int = option(1, "random seed (the held-out texts, masks and order)")
+    precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
+    device: str = option("auto", "auto, cpu or cuda")
+
+    def __post_init__(self):
+        if isinstance(self.whole_word, str):
+            self.whole_word = _boolean(self.whole_word, "--whole-word")
+        for name in ("epochs", "batch_size", "max_length"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if not 0 < self.mlm_probability < 1:
+            raise GleeError(f"--mlm-probability must be in (0, 1), got {self.mlm_probability}")
+        if not 0 <= self.held_out < 0.5:
+            raise GleeError(f"--held-out must be in [0, 0.5), got {self.held_out}")
+        if not 0 < self.lr < 1:
+            raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
+
+
+@dataclass
+class HealthOptions:
+    """``python -m glee_core health``: the probe, its folds, and where the results go."""
+
+    out: str = option(MISSING, "the folder to write health.json and label_issues.csv to")
+    folds: int = option(5, "k of the k-fold out-of-fold probabilities on the training split")
+    method: str = option("probe-balanced", "what gives the out-of-fold probabilities: a "
+                         "closed-form probe (probe-balanced, probe: seconds) or any quick-mode "
+                         "head, trained once a fold (e.g. cls-relu-pt-ln, the head the lab "
+                         "recommends)")
+    pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
+                                 "backbone's own pooling, else mean)", choices=POOLINGS)
+    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
+    seed: int = option(1, "random seed of the folds")
+    device: str = option("auto", "auto, cpu or cuda")
+
+    def __post_init__(self):
+        if self.folds < 2:
+            raise GleeError(f"--folds must be at least 2, got {self.folds}")
+        get_method(self.method)  # an unknown id: the error lists the known ones
+
+
+def parse_seeds(value: str) -> list[int]:
+    """``"1,2,3"`` -> ``[1, 2, 3]`` (``--seeds`` of ``train`` and ``budget``)."""
+    try:
+        seeds = [int(s) for s in value.split(",") if s.strip()]
+    except ValueError:
+        raise GleeError(f"--seeds must be comma-separated integers, got {value!r}") from None
+    if not seeds:
+        raise GleeError("--seeds is empty; e.g. --seeds 1,2,3")
+    return seeds
+
+
+BUDGET_FRACTIONS = "0.1,0.2,0.4,0.7,1"
+
+
+@dataclass
+class BudgetOptions:
+    """``python -m glee_core budget``: per-class learning curves in quick mode (the head
+    retrained on stratified fractions of every class's training texts) and the label budget
+    they forecast."""
+
+    out: str = option(MISSING, "the folder to write budget.json and budget.csv to")
+    method: str = option("cls-relu-pt-ln", "the head retrained on each fraction (a quick-mode "
+                         "method: python -m glee_core methods); the app passes the head it "
+                         "recommends")
+    seeds: str = option("1,2,3", "seeds, comma-separated: each draws its own nested subsets "
+                        "and trains its own head")
+    fractions: str = option(BUDGET_FRACTIONS, "the shares of every class's training texts "
+                            "trained on (at least one text a class), comma-separated, ending "
+                            "at 1")
+    target_f1: float = option(0.8, "the test F1 a class should reach: the texts it needs are "
+                              "forecast")
+    pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
+                                 "backbone's own pooling, else cls)", choices=POOLINGS)
+    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
+    device: str = option("auto", "auto, cpu or cuda")
+
+    def __post_init__(self):
+        get_method(self.method)  # an unknown id: the error lists the known ones
+        self.seed_list = tuple(parse_seeds(self.seeds))
+        try:
+            shares = sorted({float(f) for f in str(self.fractions).split(",") if f.strip()})
+        except ValueError:
+            raise GleeError(f"--fractions takes numbers like {BUDGET_FRACTIONS}, got "
+                            f"{self.fractions!r}") from None
+        if len(shares) < 2 or shares[0] <= 0 or shares[-1] != 1:
+            raise GleeError("--fractions needs two shares or more in (0, 1], the last 1 (the "
+                            f"whole training split), got {self.fractions!r}")
+        self.fraction_list = tuple(shares)
+        if not 0 < self.target_f1 <= 1:
+            raise GleeError(f"--target-f1 must be in (0, 1], got {self.target_f1}")
+
+
+class _Request:
+    """A request the app writes as JSON for a child process (``--request FILE``)."""
+
+    WHAT = "request"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def write(self, path: str | Path) -> Path:
+        return write_json_atomic(Path(path), self.to_dict())
+
+    @classmethod
+    def read(cls, path: str | Path):
+        try:
+            values = json.loads(Path(path).read_text(encoding="utf-8"))
+            return cls.from_dict(values)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise GleeError(f"cannot read the {cls.WHAT} {path}: {exc}") from None
+
+
+@dataclass
+class TrainRequest(_Request):
+    """What ``train`` does: methods x seeds of one dataset with one backbone and config. The
+    CLI builds it from its flags; the app writes it as a JSON file for the child process."""
+
+    WHAT = "training request"
+
+    data: DataOptions
+    methods: list[str]
+    seeds: list[int]
+    model: str = AUTO_MODEL
+    config: TrainConfig = field(default_factory=TrainConfig)
+    force: bool = False
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrainRequest:
+        return cls(data=DataOptions(**values["data"]), methods=list(values["methods"]),
+                   seeds=[int(s) for s in values["seeds"]], model=values.get("model", AUTO_MODEL),
+                   config=TrainConfig(**values.get("config", {})),
+                   force=bool(values.get("force", False)),
+                   executor=ExecutorOptions(**values.get("executor", {})))
+
+
+@dataclass
+class AdaptRequest(_Request):
+    """What ``adapt`` does: one backbone adapted to one dataset's texts."""
+
+    WHAT = "adaptation request"
+
+    data: DataOptions
+    options: AdaptOptions
+    model: str = AUTO_MODEL
+
+    @classmethod
+    def from_dict(cls, values: dict) -> AdaptRequest:
+        return cls(data=DataOptions(**values["data"]), options=AdaptOptions(**values["options"]),
+                   model=values.get("model", AUTO_MODEL))
