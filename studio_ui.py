@@ -703,13 +703,13 @@ def unstored_stages(here, dataset, model: str, jobs) -> list:
 def uncached_passes(here, dataset, model: str, jobs) -> int:
     """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
     input format whose features the store ``here`` has not cached."""
-    from glee_core.studio import feature_key, model_fingerprint  # noqa: PLC0415
+    from glee_core.studio import feature_file, model_fingerprint  # noqa: PLC0415
 
     formats = {job.spec.input_format: job.config for job in jobs}
     fingerprint = model_fingerprint(model)
-    return sum(not (here.features_dir / (feature_key(
-        dataset, fingerprint, fmt, cfg.max_length, cfg.limit, cfg.limit_strategy) + ".npz")
-                    ).is_file() for fmt, cfg in formats.items())
+    return sum(not feature_file(here.features_dir, dataset, fingerprint, fmt, cfg.max_length,
+                                cfg.limit, cfg.limit_strategy).is_file()
+               for fmt, cfg in formats.items())
 
 
 def trainable_parameters(dataset, config) -> int:
@@ -740,7 +740,7 @@ def quick_compare_runs(dataset_id: str, model: str) -> list:
     """The frozen (quick compare) runs of a dataset and backbone: those of the protocol with the
     most runs, every pooling of it (the poolings are candidates of one compare)."""
     runs = [r for r in all_runs(dataset_id, report=False)
-            if r.record.mode == "frozen" and r.record.model.name == model]
+            if r.record.hyperparameters.frozen and r.record.model.name == model]
     protocols: dict[str, int] = {}
     for run in runs:
         key = replace(run.record.hyperparameters, pooling="cls", seed=1).protocol()

@@ -25,6 +25,7 @@ from glee_core.studio import (
     GleeError,
     HealthOptions,
     adapted_backbones,
+    adapted_folder_name,
     budget_line,
     chart_class_frequency,
     chart_label_budget,
@@ -332,7 +333,7 @@ def budget_head() -> tuple[str, str | None]:
     """The head the label budget retrains, and its pooling: the quick compare's recommended
     candidate when there is one, else the command line's default."""
     quick = [r for r in studio_ui.all_runs(dataset.id, report=False)
-             if r.record.mode == "frozen"]
+             if r.record.hyperparameters.frozen]
     rec = recommend(quick) if quick else None
     if rec is None:
         return default_of(BudgetOptions, "method"), None
@@ -420,7 +421,7 @@ def adapt_section() -> None:
     c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
     epochs = int(c1.number_input("Epochs", 1, 100, default_of(AdaptOptions, "epochs"),
                                  help=help_of(AdaptOptions, "epochs")))
-    out = studio_ui.backbones_dir() / f"{slug(dataset.id)}-{slug(model)}-tapt-{epochs}ep"
+    out = studio_ui.backbones_dir() / adapted_folder_name(dataset.id, model, epochs)
     options = AdaptOptions(out=str(out), epochs=epochs)
     done = [record for _, record in adapted_backbones(studio_ui.backbones_dir())
             if record["adapted_from"]["name"] == model]

@@ -127,6 +127,16 @@ def limited_splits(dataset: LongTailDataset, limit: int | None,
     return splits
 
 
+def feature_file(cache_dir: str | os.PathLike, dataset: LongTailDataset, model_fingerprint: str,
+                 input_format: str, max_length: int, limit: int | None = None,
+                 strategy: str = "first") -> Path:
+    """Where a feature pass of these inputs is cached (:func:`feature_key` ``.npz`` in
+    ``cache_dir``): :func:`cached_features` reads and writes it, the app's estimate asks whether
+    it is there."""
+    return Path(cache_dir) / (feature_key(dataset, model_fingerprint, input_format, max_length,
+                                          limit, strategy) + ".npz")
+
+
 def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
                     max_length: int, cache_dir: str | os.PathLike, device: torch.device,
                     progress: ProgressFn | None = None, pooling: str = "cls",
@@ -137,8 +147,8 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
     ``strategy`` (:func:`limited_splits`)."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
-    key = feature_key(dataset, backbone.fingerprint, input_format, max_length, limit, strategy)
-    path = cache_dir / f"{key}.npz"
+    path = feature_file(cache_dir, dataset, backbone.fingerprint, input_format, max_length, limit,
+                        strategy)
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as data:

@@ -9,8 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..runs.store import slug
+
 RECORD_FILE = "glee_adapted.json"
 FORMAT = "glee-adapted-backbone"
+
+
+def adapted_folder_name(dataset_id: str, model: str, epochs: int) -> str:
+    """The folder the app adapts ``model`` to ``dataset_id`` into (beside the run store): the
+    two slugged, and the epochs, so each adaptation keeps its own."""
+    return f"{slug(dataset_id)}-{slug(model)}-tapt-{epochs}ep"
 
 
 def adapted_record(folder: str | Path) -> dict | None:
