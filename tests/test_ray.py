@@ -91,6 +91,13 @@ def test_ray_executor_without_ray_is_a_clear_error(monkeypatch):
     with pytest.raises(GleeError, match=r"needs Ray: pip install -e \"\.\[cluster\]\""):
         make_executor(ExecutorOptions(executor="ray"))
     assert isinstance(make_executor(ExecutorOptions()), LocalExecutor)
+    # one list of executor names: the flag's choices, its check and the factories agree
+    from glee_core.models.options import EXECUTORS
+    from glee_core.train.executors import EXECUTOR_FACTORIES
+
+    assert set(EXECUTORS) == set(EXECUTOR_FACTORIES)
+    with pytest.raises(GleeError, match="--executor must be local or ray"):
+        ExecutorOptions(executor="slurm")
 
 
 def test_a_store_a_node_cannot_write_is_refused(toy_dataset, tiny_bert, tmp_path):

@@ -59,12 +59,19 @@ class DataOptions:
                                              if k != "dataset"})
 
 
+EXECUTORS = {  # where planned runs train: each name's words (the flag's help, the error)
+    "local": "one after another here",
+    "ray": "one Ray task per run; pip install -e '.[cluster]'",
+}
+
+
 @dataclass
 class ExecutorOptions:
     """Where the planned runs train: one after another here, or as tasks on a Ray cluster."""
 
-    executor: str = option("local", "local (one after another here) or ray (one Ray task per "
-                           "run; pip install -e '.[cluster]')", choices=("local", "ray"))
+    executor: str = option("local", " or ".join(f"{name} ({words})"
+                                                for name, words in EXECUTORS.items()),
+                           choices=tuple(EXECUTORS))
     ray_address: str | None = option(None, "Ray cluster to join: auto (a running one, as `ray "
                                      "start --head` leaves) or HOST:PORT (default: start a "
                                      "local Ray)")
@@ -78,8 +85,9 @@ class ExecutorOptions:
                                         "cluster has GPUs, 1/N with --runs-at-once N, else 0)")
 
     def __post_init__(self):
-        if self.executor not in ("local", "ray"):
-            raise GleeError(f"--executor must be local or ray, got {self.executor!r}")
+        if self.executor not in EXECUTORS:
+            raise GleeError(f"--executor must be {' or '.join(EXECUTORS)}, got "
+                            f"{self.executor!r}")
         if self.cpus_per_run <= 0 or (self.gpus_per_run is not None and self.gpus_per_run < 0):
             raise GleeError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
         self.runs_at_once = str(self.runs_at_once).strip().lower()

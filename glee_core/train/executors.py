@@ -330,12 +330,22 @@ def _task_error(exc: Exception) -> str:
     return f"{type(cause).__name__}: {message}"
 
 
+def _ray_executor(options: ExecutorOptions, progress: ProgressFn | None) -> RayExecutor:
+    _import_ray()  # a clear error before any work when the extra is missing
+    return RayExecutor(options, progress)
+
+
+# every name of ``models.options.EXECUTORS`` and how its executor is made (tests/test_ray.py
+# checks the two name the same executors)
+EXECUTOR_FACTORIES = {
+    "local": lambda options, progress: LocalExecutor(options.runs_at_once),
+    "ray": _ray_executor,
+}
+
+
 def make_executor(options: ExecutorOptions, progress: ProgressFn | None = None):
     """The executor the options name (Ray is imported only when asked for)."""
-    if options.executor == "ray":
-        _import_ray()  # a clear error before any work when the extra is missing
-        return RayExecutor(options, progress)
-    return LocalExecutor(options.runs_at_once)
+    return EXECUTOR_FACTORIES[options.executor](options, progress)
 
 
 def execute(request: TrainRequest, store: RunStore | None = None,
