@@ -172,3 +172,27 @@ def test_the_parts_a_stored_spec_is_checked_against_are_the_ones_heads_builds():
     assert set(PARTS["loss"]) == set(LOSSES)
     assert {m.input_format for m in METHODS.values()} <= set(PARTS["input_format"])
     assert {m.norm for m in METHODS.values()} <= set(PARTS["norm"])
+
+
+def test_every_head_is_what_the_head_protocol_says(tiny_bert, toy_dataset):
+    """Each head of the registry answers the Head protocol (its flags, the methods the trainer,
+    scorer and exporter call, and the fitting step its ``closed_form`` promises), built for a
+    method of its own on a tiny BERT."""
+    import inspect
+
+    from glee_core.models.backbone import load_backbone
+    from glee_core.models.heads import HEADS, Head
+
+    backbone = load_backbone(str(tiny_bert))
+    members = [name for name, _ in inspect.getmembers(Head) if not name.startswith("_")]
+    for predictor, cls in HEADS.items():
+        spec = next(m for m in METHODS.values() if m.predictor == predictor)
+        head = cls(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer)
+        for name in ("closed_form", "verbalizer", *members):
+            assert hasattr(head, name), (predictor, name)
+        assert isinstance(head.closed_form, bool) and isinstance(head.verbalizer, bool)
+        step = "fit_closed_form" if head.closed_form else "warm_start"
+        assert callable(getattr(head, step, None)), (predictor, step)
+        weight, bias = head.linear_predictor()
+        assert weight.shape[0] == len(toy_dataset.classes) == bias.shape[0]
+        assert head.class_weights().shape[0] == len(toy_dataset.classes)

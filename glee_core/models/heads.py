@@ -12,6 +12,7 @@ import copy
 import hashlib
 import warnings
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -101,8 +102,44 @@ def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: f
 
 
 # --------------------------------------------------------------------------------------------
-# Heads. Both return (logits, features): features are the classifier's input, what the paper's
+# Heads. Each returns (logits, features): features are the classifier's input, what the paper's
 # Figure 4 histograms.
+
+
+class Head(Protocol):
+    """What a head is to the rest of Glee Studio (the trainer, the scorer, the exporter and the
+    charts ask it, never its class or the method's predictor name); :data:`HEADS` maps each
+    ``MethodSpec.predictor`` to a class that is one, ``tests/test_methods.py`` checks it.
+
+    ``closed_form``: fitted once on cached features by ``fit_closed_form(features, labels,
+    num_classes, seed)`` (a probe), else trained by gradient steps and, for LP-FT, warm-started
+    from a frozen fit's weights by ``warm_start(fitted)``; ``verbalizer``: its scores are label
+    words at ``[MASK]`` (the vocabulary must hold them), not classes."""
+
+    closed_form: bool
+    verbalizer: bool
+
+    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
+                 verbalizer: dict[str, list[str]], detached: bool = False) -> None: ...
+
+    @staticmethod
+    def unused_backbone_parameters(spec: MethodSpec, backbone: Backbone
+                                   ) -> list[nn.Parameter]:
+        """The backbone's parameters the method never reads (frozen, left out of the
+        optimiser)."""
+        ...
+
+    def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits, the classifier's input features) of the pooled or ``[MASK]`` states."""
+        ...
+
+    def class_weights(self) -> torch.Tensor:
+        """One row a class: the rows whose norms Figure 3 draws and η-norm divides by."""
+        ...
+
+    def linear_predictor(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W, b) with ``logits = features @ W.T + b``: post-hoc calibration and the export."""
+        ...
 
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
@@ -345,10 +382,10 @@ def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_cla
         head.predictor.bias.copy_(torch.from_numpy(bias))
 
 
-HEADS = {"cls": ClsHead, "mlm": PromptHead, "probe": ProbeHead}  # MethodSpec.predictor -> head
+HEADS: dict[str, type[Head]] = {"cls": ClsHead, "mlm": PromptHead, "probe": ProbeHead}
 
 
-def head_of(spec: MethodSpec) -> type[nn.Module]:
+def head_of(spec: MethodSpec) -> type[Head]:
     """The head class a method composes: the trainer, the scorer and the exporter ask it how it
     fits (``closed_form``) and what it scores (``verbalizer``), never the predictor's name."""
     return HEADS[spec.predictor]
