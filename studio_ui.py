@@ -917,16 +917,9 @@ def variant_comparison(dataset_id: str) -> str | None:
 def dataset_budget(dataset_id: str) -> dict | None:
     """The newest label budget the Data page measured for this dataset (any backbone), from
     the stores this session reads; None when there is none."""
-    from glee_core.studio import read_budget  # noqa: PLC0415
-
-    found = [folder for runs_store in stores()
-             if (folder := runs_store.latest_budget(dataset_id)) is not None]
-    for folder in sorted(found, key=lambda f: f.stat().st_mtime, reverse=True):
-        try:
-            return read_budget(folder)
-        except (OSError, ValueError):  # being written, or damaged: the next one
-            continue
-    return None
+    found = [latest for runs_store in stores()
+             if (latest := runs_store.latest_budget(dataset_id)) is not None]
+    return max(found, key=lambda item: item[0])[2] if found else None
 
 
 def budget_notice(dataset_id: str) -> None:

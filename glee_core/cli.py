@@ -492,7 +492,6 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .runs.budget import read_budget
     from .runs.recommend import report_setting
     from .runs.store import RunStore
     from .views.report import write_report
@@ -507,9 +506,8 @@ def _cmd_report(args) -> int:
         runs, note = report_setting(runs, args.setting)
         if note:
             print(f"note: {note}", file=sys.stderr)
-    folder = store.latest_budget(runs[0].dataset) if runs else None
-    out = write_report(runs, args.out, every=every,
-                       budget=read_budget(folder) if folder is not None else None)
+    latest = store.latest_budget(runs[0].dataset) if runs else None
+    out = write_report(runs, args.out, every=every, budget=latest[2] if latest else None)
     print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
     return 0
 

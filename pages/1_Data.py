@@ -15,6 +15,7 @@ from glee_core.studio import (
     LABEL_COLUMN_NAMES,
     MAX_UPLOAD_BYTES,
     PAPER_DATASETS,
+    POOLINGS,
     SOURCES,
     TEXT_COLUMN_NAMES,
     AdaptOptions,
@@ -337,8 +338,7 @@ def budget_head() -> tuple[str, str | None]:
     rec = recommend(quick) if quick else None
     if rec is None:
         return default_of(BudgetOptions, "method"), None
-    return rec.chosen.method, rec.chosen.pooling if rec.chosen.pooling in ("cls", "mean") \
-        else None
+    return rec.chosen.method, rec.chosen.pooling if rec.chosen.pooling in POOLINGS else None
 
 
 def measure_budget(model: str, folder, method: str, pooling: str | None, target: float) -> None:

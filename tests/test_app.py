@@ -554,8 +554,9 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
     assert any("test F1 against a class's training texts" in json.dumps(c.proto.spec)
                for c in charts(at))
     store = RunStore(app_dirs["runs"])
-    folder = store.latest_budget("demo")
+    _, folder, read = store.latest_budget("demo")
     assert folder == store.data_report_dir("demo", str(tiny_bert))
+    assert read == json.loads((folder / "budget.json").read_text())
     store.runs()
     assert not store.problems  # kept beside the runs, never read as one
     budget = json.loads((folder / "budget.json").read_text())

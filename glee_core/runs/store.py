@@ -246,17 +246,19 @@ class RunStore:
         ``model``."""
         return self.health_dir / f"{slug(dataset)}-{slug(model)}"
 
-    def latest_budget(self, dataset: str) -> Path | None:
-        """The folder of ``dataset``'s newest label budget, with any backbone (the report and
-        Home read it), or None."""
+    def latest_budget(self, dataset: str) -> tuple[float, Path, dict] | None:
+        """``dataset``'s newest label budget, with any backbone (the report and Home read it):
+        (when it was written, its folder, its budget.json read), or None. Only the dataset's own
+        folders (:meth:`data_report_dir`) are looked in."""
         found = []
-        for path in self.health_dir.glob("*/budget.json"):
+        for path in self.health_dir.glob(f"{slug(dataset)}-*/budget.json"):
             try:
-                if json.loads(path.read_text(encoding="utf-8")).get("dataset") == dataset:
-                    found.append((path.stat().st_mtime, path.parent))
+                budget = json.loads(path.read_text(encoding="utf-8"))
+                if budget.get("dataset") == dataset:
+                    found.append((path.stat().st_mtime, path.parent, budget))
             except (OSError, ValueError):
                 continue  # a report being written, or damaged: the others still count
-        return max(found)[1] if found else None
+        return max(found, key=lambda item: item[0]) if found else None
 
     @property
     def exports_dir(self) -> Path:

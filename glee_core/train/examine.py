@@ -27,8 +27,7 @@ from ..models.heads import head_of
 from ..models.methods import get_method
 from ..models.options import HealthOptions
 from ..runs.health import HealthReport, examine, health_folds
-from .selection import fit_packs
-from .training import fit, prepare, scored_logits
+from .training import fit_packs, prepare, scored_logits
 
 PROBES = ("probe-balanced", "probe")  # the closed-form probes: fitted here, per fold, in seconds
 
@@ -50,22 +49,24 @@ def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
     probabilities = None
     if options.method not in PROBES:
         probabilities = head_probabilities(dataset, backbone, options, pooling, max_length,
-                                           Path(cache_dir), progress)
+                                           Path(cache_dir), progress, split_features)
     return examine(dataset, split_features, options, model, pooling, progress, probabilities)
 
 
 def head_probabilities(dataset: LongTailDataset, backbone: Backbone, options: HealthOptions,
-                       pooling: str, max_length: int, cache_dir: Path,
-                       progress: ProgressFn) -> tuple[np.ndarray, np.ndarray]:
+                       pooling: str, max_length: int, cache_dir: Path, progress: ProgressFn,
+                       plain: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, judged) of every training text from ``options.method`` trained on the
-    other folds (a text of a class with fewer than ``folds`` texts is not judged: NaN)."""
+    other folds (a text of a class with fewer than ``folds`` texts is not judged: NaN);
+    ``plain``: the plain inputs' features already loaded (a plain-input head reads them)."""
     spec = get_method(options.method)
     if head_of(spec).closed_form:
         raise GleeError(f"--method {spec.id}: give probe or probe-balanced for a closed-form "
                         "probe, or a head trained on the features")
     config = TrainConfig(mode="frozen", pooling=pooling, max_length=max_length,
                          device=options.device, seed=options.seed)
-    base = prepare(dataset, spec, backbone, config, lambda event: None, cache_dir)
+    base = prepare(dataset, spec, backbone, config, lambda event: None, cache_dir,
+                   splits=plain if spec.input_format == "plain" else None)
     train = base.splits["train"]
     labels, k = train.labels, dataset.num_classes
     judged, parts = health_folds(labels, k, options.folds, options.seed)
@@ -74,7 +75,7 @@ def head_probabilities(dataset: LongTailDataset, backbone: Backbone, options: He
                             "as one pack"))
     setups = [replace(base, splits={**base.splits, "train": train.subset(fit_rows)},
                       progress=lambda event: None) for fit_rows, _ in parts]
-    fitted = fit_packs(setups) if base.packable else [fit(setup) for setup in setups]
+    fitted = fit_packs(setups)
     probs = np.full((len(labels), k), np.nan)
     for setup, result, (_, held) in zip(setups, fitted, parts, strict=True):
         logits = scored_logits(setup, result.model, train.subset(held))[0]

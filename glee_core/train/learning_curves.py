@@ -27,11 +27,10 @@ from ..core.events import Examining, FeaturePass, ProgressFn
 from ..data.datasets import LongTailDataset
 from ..models.backbone import Backbone
 from ..models.config import TrainConfig
-from ..models.heads import head_of
 from ..models.methods import get_method
 from ..models.options import BudgetOptions
 from ..runs.budget import BudgetReport, forecast
-from .training import Setup, fit, fit_together, prepare, scored_logits
+from .training import Setup, fit_packs, prepare, scored_logits
 
 
 def nested_subsets(labels: np.ndarray, fractions: tuple[float, ...], seed: int
@@ -122,7 +121,7 @@ def measure(dataset: LongTailDataset, backbone: Backbone, options: BudgetOptions
                                   "train": base.splits["train"].subset(subsets[seed][fraction])},
                           progress=lambda event: None)
                   for seed in seeds]
-        for setup, fitted in zip(setups, _fit_all(setups), strict=True):
+        for setup, fitted in zip(setups, fit_packs(setups), strict=True):
             logits = scored_logits(setup, fitted.model, setup.splits["test"])[0]
             scores = per_class_f1(test, logits.argmax(1), k)
             sizes = np.bincount(setup.splits["train"].labels, minlength=k)
@@ -133,11 +132,3 @@ def measure(dataset: LongTailDataset, backbone: Backbone, options: BudgetOptions
     progress(Examining(step=steps, steps=steps, task="label budget",
                        what="fitting the curves"))
     return base, pd.DataFrame(rows, columns=["class", "fraction", "seed", "n_train", "f1"])
-
-
-def _fit_all(setups: list[Setup]) -> list:
-    """The heads of ``setups`` fitted: a closed-form probe each on its own, the others as one
-    pack."""
-    if head_of(setups[0].spec).closed_form or not setups[0].packable:
-        return [fit(setup) for setup in setups]
-    return fit_together(setups)

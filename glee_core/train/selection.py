@@ -28,7 +28,7 @@ from ..models.config import CV_FOLDS
 from ..models.features import FeatureSplit
 from ..runs.metrics import classification_metrics, macro_f1
 from ..runs.record import CrossValidation
-from .training import Setup, fit, fit_together, scored_logits
+from .training import Setup, fit_packs, scored_logits
 
 
 def fold_indices(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, ...]]:
@@ -74,11 +74,9 @@ def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
             whole = merged[key]
             fold_setups.append(replace(setup, progress=quiet, notes=[], splits={
                 "train": whole.subset(train_rows), "dev": whole.subset(held_rows)}))
-        packed = [i for i, s in enumerate(fold_setups) if s.packable]
-        fitted = dict(zip(packed, fit_packs([fold_setups[i] for i in packed]), strict=True))
-        for i, setup in enumerate(fold_setups):
-            model = fitted[i].model if i in fitted else fit(setup).model
-            logits = scored_logits(setup, model, setup.splits["dev"])[0]
+        for i, (setup, fitted) in enumerate(zip(fold_setups, fit_packs(fold_setups),
+                                                strict=True)):
+            logits = scored_logits(setup, fitted.model, setup.splits["dev"])[0]
             pred = logits.argmax(1)
             out_of_fold[i][held_rows] = pred
             keep = scored[held_rows]
@@ -97,17 +95,3 @@ def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
                                        fold_f1=fold_f1[i], texts=int(scored.sum()),
                                        seconds=round(seconds / len(setups), 3)))
     return results
-
-
-def fit_packs(setups: list[Setup]) -> list:
-    """:func:`fit_together` over ``setups``, one pack per protocol they share (one in practice:
-    quick mode's heads all train at one rate for the same epochs)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, setup in enumerate(setups):
-        groups.setdefault(setup.pack_key(), []).append(i)
-    out: list = [None] * len(setups)
-    for members in groups.values():
-        for i, fitted in zip(members, fit_together([setups[i] for i in members]), strict=True):
-            out[i] = fitted
-    return out
-

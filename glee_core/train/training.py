@@ -373,6 +373,23 @@ def fit_together(setups: list[Setup]) -> list[Fitted]:
     return fitted
 
 
+def fit_packs(setups: list[Setup]) -> list[Fitted]:
+    """Every setup fitted as :func:`fit` fits it, in order: the heads that can train together
+    (``packable``) in one pack per protocol they share (:func:`fit_together`; one pack in
+    practice), the others (a closed-form probe, a fine-tune) alone."""
+    out: list = [None] * len(setups)
+    packs: dict[tuple, list[int]] = {}
+    for i, setup in enumerate(setups):
+        if setup.packable:
+            packs.setdefault(setup.pack_key(), []).append(i)
+        else:
+            out[i] = fit(setup)
+    for members in packs.values():
+        for i, fitted in zip(members, fit_together([setups[i] for i in members]), strict=True):
+            out[i] = fitted
+    return out
+
+
 def scored_logits(setup: Setup, model: GleeModel, split: Split
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(logits, raw_logits, features)`` of ``split`` as a run scores its test split: η-norm
