@@ -2,7 +2,8 @@
 # Carry what the GPU check needs to a lent device machine, and run it there.
 #
 #   bench/gpu_carry.sh prepare        # here: fills the ignored folder .gpu/ (about 44 MB)
-#   bench/gpu_carry.sh run [SECTIONS]  # there (the device tool's command, carry [".gpu"])
+#   bench/gpu_carry.sh run [SECTIONS [OPTIONS...]]  # there (the device tool's command,
+#                                                   # carry [".gpu"]); OPTIONS go to r8's check
 #
 # prepare copies r8 from ../shared/data, this environment's chatterbot_corpus (the demo) and the
 # offline MiniLM package without its weights, and packs the weights with
@@ -30,7 +31,7 @@ run)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
     mkdir -p "$OUT/r8" "$OUT/demo"
     python3 bench/gpu_check.py --out "$OUT/r8" --data-dir .gpu/data --dataset r8 \
-        --sections "${2:-throughput,modes,concurrency}" 2>&1 | tee "$OUT/r8/log.txt"
+        --sections "${2:-throughput,modes,concurrency}" "${@:3}" 2>&1 | tee "$OUT/r8/log.txt"
     python3 bench/gpu_check.py --out "$OUT/demo" --dataset demo --model auto \
         --sections quick 2>&1 | tee "$OUT/demo/log.txt" ;;
 *)

@@ -86,8 +86,8 @@ from glee_core.serve.inference import Scorer  # noqa: E402
 from glee_core.train.adapt import adapt  # noqa: E402
 from glee_core.train.experiment import run_experiments  # noqa: E402
 
-SECTIONS = ("methods", "precision", "shapes", "throughput", "concurrency", "quick", "modes",
-            "projection")
+SECTIONS = ("methods", "precision", "shapes", "throughput", "profile", "concurrency", "quick",
+            "modes", "projection")
 R52_TRAIN, R52_DEV, R52_TEST = 6532, 1000, 2568  # the paper's R52 split sizes
 DRY_VOCAB_EXTRA = ("this", "is", "topic", "question", "answer")
 
@@ -112,7 +112,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--variants", default=None,
                    help="throughput variants to time (default all: plain, glee, glee-prompt, and "
                    "on a GPU glee-own-length, glee-cudnn-attention, plain-compiled, "
-                   "glee-compiled)")
+                   "glee-compiled, glee-graphs: compiled with CUDA graphs)")
     p.add_argument("--concurrency", default=None, help="process counts (default 1,2,4,8; "
                    "dry: 1,2)")
     p.add_argument("--mode-examples", type=int, help="training texts per tuning mode's timing "
@@ -401,7 +401,8 @@ def plain_loop(args, model: str, compiled: bool) -> dict:
 
 
 def ours(args, model: str, pad_multiple: int | None, compiled: bool, method: str,
-         cudnn_attention: bool = False) -> dict:
+         cudnn_attention: bool = False, profile: str | None = None,
+         compile_mode: str | None = None) -> dict:
     """Glee Studio's training step and scorer (``bench/train_throughput.py --one``), after one
     untimed pass (whose rate is reported as the cold one: every batch shape met once)."""
     command = [sys.executable, str(ROOT / "bench" / "train_throughput.py"),
@@ -412,11 +413,14 @@ def ours(args, model: str, pad_multiple: int | None, compiled: bool, method: str
     if pad_multiple is not None:
         command += ["--pad-multiple", str(pad_multiple)]
     if compiled:
-        command += ["--compile"]
+        command += ["--compile"] + (["--compile-mode", compile_mode] if compile_mode else [])
+    if profile:
+        command += ["--profile", profile]
     env = {**os.environ, "GLEE_CUDNN_SDPA": "1" if cudnn_attention else "0"}
     result = _subprocess_json(command + ["--one", method, "fast"], timeout=300, env=env)
-    label = "glee" + (", compiled" if compiled else "") + (", cuDNN attention"
-                                                          if cudnn_attention else "")
+    compiled_as = f", compiled {compile_mode or ''}".rstrip()
+    label = ("glee" + (compiled_as if compiled else "")
+             + (", cuDNN attention" if cudnn_attention else ""))
     padding = ("device default" if pad_multiple is None else
                "own longest" if pad_multiple == 1 else f"multiple of {pad_multiple}")
     return {"path": f"{label} ({method})", "padding": padding,
@@ -429,7 +433,8 @@ def ours(args, model: str, pad_multiple: int | None, compiled: bool, method: str
             "peak_memory_mb": result["peak_memory_mb"],
             "real_tokens_per_s": result["train_real_tokens_per_s"],
             "padded_tokens_per_s": result.get("train_padded_tokens_per_s"),
-            **{k: result[k] for k in ("mfu_all_tokens", "mfu_real_tokens") if k in result}}
+            **{k: result[k] for k in ("mfu_all_tokens", "mfu_real_tokens", "profile")
+               if k in result}}
 
 
 def check_throughput(args, model: str) -> dict:
@@ -442,7 +447,9 @@ def check_throughput(args, model: str) -> dict:
                   ("glee-cudnn-attention", lambda: ours(args, model, None, False, "cls-tanh",
                                                         cudnn_attention=True)),
                   ("plain-compiled", lambda: _in_process_child(args, model, "plain", True)),
-                  ("glee-compiled", lambda: ours(args, model, None, True, "cls-tanh"))]
+                  ("glee-compiled", lambda: ours(args, model, None, True, "cls-tanh")),
+                  ("glee-graphs", lambda: ours(args, model, None, True, "cls-tanh",
+                                               compile_mode="reduce-overhead"))]
     if args.variants:
         plans = [plan for plan in plans if plan[0] in args.variants]
     rows = []
@@ -463,6 +470,15 @@ def check_throughput(args, model: str) -> dict:
                    "eval_vs_plain": round(glee["eval_examples_per_s"]
                                           / plain["eval_examples_per_s"], 2)}
     return {"rows": rows, **summary, "ok": all("error" not in r for r in rows)}
+
+
+def check_profile(args, model: str) -> dict:
+    """Where glee's training step spends its time (``train_throughput.py --profile``): the
+    operator tables, the device's busy share and the host-device sync sites, in
+    ``--out``/profile.txt."""
+    path = Path(args.out) / "profile.txt"
+    row = ours(args, model, None, False, "cls-tanh", profile=str(path))
+    return {"rows": [row], **row.pop("profile"), "file": path.name, "ok": True}
 
 
 def _in_process_child(args, model: str, what: str, compiled: bool) -> dict:
@@ -686,7 +702,8 @@ def main(argv=None) -> int:
     model = model_folder(args)
     results["model"] = args.model or ("tiny random BERT" if args.dry else "random:bert-base")
     checks = {"methods": check_methods, "precision": check_precision, "shapes": check_shapes,
-              "throughput": check_throughput, "concurrency": check_concurrency,
+              "throughput": check_throughput, "profile": check_profile,
+              "concurrency": check_concurrency,
               "quick": check_quick, "modes": check_modes}
     for section in args.sections:
         print(f"gpu check: {section} ...", file=sys.stderr, flush=True)

@@ -46,6 +46,8 @@ def parse_args(argv=None):
     p.add_argument("--pad-multiple", type=int, default=None,
                    help="of the fast path (default: the device's, see TrainConfig)")
     p.add_argument("--compile", action="store_true", help="the fast path under torch.compile")
+    p.add_argument("--compile-mode", default=None,
+                   help="torch.compile's mode (reduce-overhead: CUDA graphs, one per width)")
     p.add_argument("--methods", default="cls-tanh,prompt")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--train-examples", type=int, default=320, help="examples timed per strategy")
@@ -56,6 +58,10 @@ def parse_args(argv=None):
     p.add_argument("--peak-tflops", type=float, help="override the device's bf16 peak")
     p.add_argument("--skip-quick", action="store_true", help="skip the quick-mode timing")
     p.add_argument("--json", action="store_true", help="print one JSON object only")
+    p.add_argument("--profile", metavar="FILE",
+                   help="after the timings, profile a pass of the production loop (torch.profiler"
+                   " tables, the GPU's busy share, every host-device sync site) into FILE")
+    p.add_argument("--profile-steps", type=int, default=24)
     p.add_argument("--one", nargs=2, metavar=("METHOD", "STRATEGY"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -132,7 +138,7 @@ def measure_one(args) -> dict:
                          device=args.device, precision=precision,
                          pad_multiple=args.pad_multiple)
     if args.compile and strategy == "fast":
-        model.mlm.base_model.compile()
+        model.mlm.base_model.compile(mode=args.compile_mode)
     steps = -(-n_train // args.batch_size)
     params, optimizer, scheduler = make_optimizer(model, config, device,
                                                   steps + args.warmup_steps)
@@ -228,7 +234,77 @@ def measure_one(args) -> dict:
                                               / peak, 4)
             result["mfu"] = result["mfu_real_tokens"]
             result["peak_flops_assumed"] = peak
+    if args.profile and strategy == "fast":
+        subset = train.subset(range(min(len(train), args.profile_steps * args.batch_size)))
+        result["profile"] = profile_pass(lambda: train_pass(subset), device, Path(args.profile),
+                                         -(-len(subset) // args.batch_size))
     return result
+
+
+def profile_pass(run, device, path: Path, steps: int) -> dict:
+    """Where a training step's time goes: ``run`` (a pass of the production loop) under
+    torch.profiler, then again under CUDA's sync debug mode. Writes one text file (the device
+    tool brings back few files): the summary, the distinct call sites that made the host wait
+    for the device (each one stalls the launch queue), and the operator tables by host and by
+    device time; returns the summary figures."""
+    import traceback
+    import warnings
+
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    sync()
+    start = time.perf_counter()
+    with profile(activities=activities) as prof:
+        run()
+        sync()
+    wall = time.perf_counter() - start
+    table = prof.key_averages()
+    summary = {"steps": steps, "profiled_wall_seconds": round(wall, 3),
+               "host_ms_per_step_profiled": round(1000 * wall / steps, 2),
+               "ops_per_step": round(sum(e.count for e in table
+                                         if e.device_type == DeviceType.CPU
+                                         and e.key.startswith("aten::")) / steps, 1)}
+    sections = [("by host time", table.table(sort_by="self_cpu_time_total", row_limit=40))]
+    if cuda:
+        kernels = [e for e in table if e.device_type == DeviceType.CUDA]  # not their launchers
+        busy = sum(e.self_device_time_total for e in kernels) / 1e6  # microseconds
+        summary.update(device_busy_seconds=round(busy, 3),
+                       device_busy_share=round(busy / wall, 3),
+                       kernels_per_step=round(sum(e.count for e in kernels) / steps, 1))
+        sections.append(("by device time", table.table(sort_by="self_device_time_total",
+                                                       row_limit=30)))
+        sites: dict[str, int] = {}
+        shown = warnings.showwarning
+
+        def record(message, *rest, **kw):
+            stack = [f for f in traceback.extract_stack()[:-1]
+                     if "warnings" not in f.filename]
+            ours = [f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in stack[-6:]]
+            key = f"{str(message)[:80]} <- " + " <- ".join(reversed(ours))
+            sites[key] = sites.get(key, 0) + 1
+
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("always")
+                warnings.showwarning = record
+                run()
+                sync()
+        finally:
+            warnings.showwarning = shown
+            torch.cuda.set_sync_debug_mode(0)
+        summary["syncs_per_step"] = round(sum(sites.values()) / steps, 2)
+        sections.insert(0, ("sync sites", "\n".join(
+            f"{n:5d}  {site}" for site, n in sorted(sites.items(), key=lambda kv: -kv[1]))))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=1) + "".join(f"\n\n## {title}\n\n{text}"
+                                                           for title, text in sections) + "\n")
+    return summary
 
 
 def measure_quick(args) -> dict:

@@ -144,6 +144,9 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     assert {"plain, eager", "glee (cls-tanh)", "glee (prompt)"} <= paths
     assert all(r["train_examples_per_s"] > 0 and r["eval_examples_per_s"] > 0
                for r in report["throughput"]["rows"])
+    profile = report["profile"]  # where a step's time goes, in one file the device tool returns
+    assert profile["steps"] > 0 and profile["ops_per_step"] > 0
+    assert "## by host time" in (tmp_path / profile["file"]).read_text()
     assert [r["runs_at_once"] for r in report["concurrency"]["rows"]] == [1, 2]
     assert report["quick"]["rows"][0]["heads"] == 19
     assert report["projection"]["packed_minutes"] > 0
@@ -156,6 +159,6 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     assert modes["adapt (TAPT), 1 epoch"]["trainable"] > full  # the MLM head trains too
     assert report["modes"]["tapt_100_epochs_minutes"] > report["modes"]["tapt_10_epochs_minutes"]
     markdown = (tmp_path / "gpu_check.md").read_text()
-    for section in ("methods", "precision", "shapes", "throughput", "concurrency", "quick",
-                    "modes", "projection"):
+    for section in ("methods", "precision", "shapes", "throughput", "profile", "concurrency",
+                    "quick", "modes", "projection"):
         assert f"## {section} (ok" in markdown

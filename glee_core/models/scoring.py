@@ -60,8 +60,8 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
     (on a GPU padded to a few widths, see :func:`resolve_pad_multiple`); only one batch of
     activations is alive at a time, and the outputs are copied back once, at the end."""
     model.eval()
-    if device.type == "cpu":  # the training steps' freed activations: not on top of ours
-        release_freed_memory()
+    if device.type == "cpu" and isinstance(split, EncodedSplit):
+        release_freed_memory()  # the training steps' freed activations: not under the encoder's
     precision = resolve_precision(precision, device)
     multiple = resolve_pad_multiple(pad_multiple, device)
     batch_size = resolve_eval_batch_size(batch_size, device)
