@@ -10,6 +10,6 @@ from studio_ui import APP_PAGES
 # an offline machine cannot reach
 FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
 st.set_page_config(page_title="Glee Studio", page_icon=str(FAVICON), layout="wide")
-st.navigation([st.Page(f"pages/{file}.py", title=title, icon=f":material/{icon}:",
+st.navigation([st.Page(f"app_pages/{file}.py", title=title, icon=f":material/{icon}:",
                        default=file == "0_Home")
                for file, title, icon in APP_PAGES]).run()

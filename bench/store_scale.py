@@ -34,9 +34,9 @@ from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run  # n
 from glee_core.runs.tables import comparison  # noqa: E402
 from glee_core.train.reproduce import get_table  # noqa: E402
 
-PAGES = {"Home": "pages/0_Home.py", "Train": "pages/2_Train.py", "Results": "pages/3_Results.py",
-         "Diagnostics": "pages/4_Diagnostics.py", "Predictions": "pages/5_Predictions.py",
-         "Paper": "pages/8_Paper.py"}
+PAGES = {"Home": "app_pages/0_Home.py", "Train": "app_pages/2_Train.py",
+         "Results": "app_pages/3_Results.py", "Diagnostics": "app_pages/4_Diagnostics.py",
+         "Predictions": "app_pages/5_Predictions.py", "Paper": "app_pages/8_Paper.py"}
 
 
 def build(root: Path, size: int) -> RunStore:

@@ -1,5 +1,6 @@
-"""The one door the app's pages (``app.py``, ``pages/``, ``studio_ui.py``) go through to the engine:
-every name they use, and the module that defines it, here once. A page writes
+"""The one door the app (``app.py``, ``app_pages/``, ``studio_ui/``) goes through to the engine:
+every name it uses, and the module that defines it, here once: whole modules whose ``__all__``
+says what they offer (``_FACES``), and single names of the others (``_NAMES``). A page writes
 ``from glee_core.studio import RunStore, chart_head_tail``; a module that moves inside the engine
 changes a line here, not the pages (``tests/test_layers.py`` checks that the pages import nothing
 else of ``glee_core`` and that every name resolves).
@@ -10,100 +11,86 @@ so what a module holds now is what the pages get."""
 
 from __future__ import annotations
 
+import ast
 from importlib import import_module
+from pathlib import Path
 
-# name -> "package.module" (a module's attribute of that name) or "package.module:attr";
-# "core" for "environment": the sub-package's module of that name
+# modules that say what they offer (``__all__``): every name of it is the app's, read from the
+# module's source (importing it here would load what the page may never need)
+_FACES = ("models.options", "runs.budget", "runs.calibration", "runs.recommend", "runs.tables",
+          "serve.uploads", "serve.workspaces", "views.charts")
+
+# the other modules' names the app uses: name -> "package.module" (a module's attribute of that
+# name) or "package.module:attr"; "core" for "environment": the sub-package's module of that name
 _NAMES = {
     "environment": "core",
     "resolve_device": "core.devices",
-    "GleeError": "core.errors",
-    "write_json_atomic": "core.files",
+    "GleeError": "core.errors", "disk_message": "core.errors",
+    "time_left": "core.events",
+    "size_text": "core.files", "write_json_atomic": "core.files",
+    "literal": "core.markdown",
     "SlotQueue": "core.slots",
     "PAPER_DATASETS": "data.catalog", "dataset_name": "data.catalog",
-    "LABEL_COLUMN_NAMES": "data.datasets", "TEXT_COLUMN_NAMES": "data.datasets",
-    "find_column": "data.datasets", "RARE_KEPT": "data.datasets",
+    "LABEL_COLUMN_NAMES": "data.datasets", "RARE_KEPT": "data.datasets",
+    "TEXT_COLUMN_NAMES": "data.datasets", "find_column": "data.datasets",
     "SOURCES": "data.sources", "source_of": "data.sources",
+    "WITHOUT": "data.splits",
     "estimate_parameters": "models.backbone", "estimate_trainable": "models.backbone",
-    "AdaptOptions": "models.options", "AdaptRequest": "models.options",
-    "HealthOptions": "models.options", "data_health": "train.examine",
-    "HEALTH_FILE": "runs.health", "ISSUES_FILE": "runs.health", "read_health": "runs.health",
-    "BudgetOptions": "models.options", "label_budget": "train.learning_curves",
-    "BUDGET_FILE": "runs.budget", "BUDGET_CSV": "runs.budget", "BudgetReport": "runs.budget",
-    "budget_line": "runs.budget", "read_budget": "runs.budget",
-    "chart_label_budget": "views.charts",
-    "DEFAULT_EPOCHS": "models.config", "DataOptions": "models.options",
-    "POOLINGS": "models.config", "AUTO_POOLING": "models.config",
-    "ALL_POOLINGS": "models.config",
-    "ExecutorOptions": "models.options", "PAPER": "models.config",
+    "model_fingerprint": "models.backbone",
+    "ALL_POOLINGS": "models.config", "AUTO_POOLING": "models.config",
+    "DEFAULT_EPOCHS": "models.config", "PAPER": "models.config", "POOLINGS": "models.config",
     "RECIPE_DEFAULTS": "models.config", "RECIPE_LABELS": "models.config",
     "RECIPE_LINES": "models.config", "TrainConfig": "models.config",
-    "TrainRequest": "models.options", "default_of": "models.fields", "help_of": "models.fields",
     "recipe_rates": "models.config",
-    "METHODS": "models.methods", "method_label": "models.methods",
-    "get_method": "models.methods", "plan_runs": "train.experiment",
-    "lp_ft_stage": "train.experiment",
-    "feature_file": "models.features", "model_fingerprint": "models.backbone",
+    "feature_file": "models.features",
+    "default_of": "models.fields", "help_of": "models.fields",
+    "METHODS": "models.methods", "get_method": "models.methods", "method_label": "models.methods",
     "registry_order": "models.methods",
     "LORA_ALPHA": "models.modes", "LORA_DROPOUT": "models.modes", "LORA_R": "models.modes",
     "MODES": "models.modes", "PREFIX_LENGTH": "models.modes",
     "get_backbone": "models.scoring",
-    "Calibrator": "runs.calibration", "GRID": "runs.calibration", "NAMES": "runs.calibration",
-    "SHOWN": "runs.calibration", "calibrate": "runs.calibration",
     "estimate_adapt_seconds": "runs.estimate", "estimate_seconds": "runs.estimate",
     "check_findings": "runs.findings", "findings_frame": "runs.findings",
+    "HEALTH_FILE": "runs.health", "ISSUES_FILE": "runs.health", "read_health": "runs.health",
     "paper_cells": "runs.paper",
-    "ENOUGH_SEEDS": "runs.recommend", "recommend": "runs.recommend",
-    "recommendation_text": "runs.recommend", "ranked": "runs.recommend",
-    "top_for_finetuning": "runs.recommend", "order_steps": "runs.recommend",
-    "recommended_first": "runs.recommend", "variant_base": "runs.recommend",
-    "variant_line": "runs.recommend", "WITHOUT": "data.splits",
     "METRIC_KEYS": "runs.record", "METRIC_TITLES": "runs.record", "SHOT_TITLES": "runs.record",
-    "time_left": "core.events",
-    "disk_message": "core.errors", "export_zip": "serve.export", "FORMATS": "serve.formats",
-    "export_refusal": "serve.formats:refusal", "literal": "core.markdown",
     "untrained_head_line": "runs.record", "untrained_head_note": "runs.record",
-    "RunStore": "runs.store", "aggregate": "runs.tables", "slug": "runs.store",
-    "SELECTION_NOTE": "runs.tables", "STD_NOTE": "runs.tables",
-    "comparison_table": "runs.tables", "modes_table": "runs.tables",
-    "comparison_csv": "runs.tables", "spreadsheet_csv": "runs.tables",
+    "RunStore": "runs.store", "slug": "runs.store",
+    "export_zip": "serve.export",
+    "FORMATS": "serve.formats", "export_refusal": "serve.formats:refusal",
+    "Scorer": "serve.inference", "blank_warning": "serve.inference", "load_run": "serve.inference",
+    "predict_csv": "serve.inference",
     "adapted_backbones": "train.adapted", "adapted_folder_name": "train.adapted",
     "adapted_record": "train.adapted",
+    "data_health": "train.examine",
+    "lp_ft_stage": "train.experiment", "plan_runs": "train.experiment",
     "broken_jobs": "train.jobs", "launch_job": "train.jobs:launch",
     "launch_training": "train.jobs", "list_jobs": "train.jobs",
-    "PAPER_TABLES": "train.reproduce", "comparison": "runs.tables",
-    "comparison_block": "runs.tables", "comparison_markdown": "runs.tables",
-    "header_lines": "train.reproduce", "reference_note": "runs.tables",
+    "label_budget": "train.learning_curves",
+    "PAPER_TABLES": "train.reproduce", "header_lines": "train.reproduce",
     "saved_comparisons": "train.reproduce", "table_of": "train.reproduce",
-    "FIGURE4_FEATURES": "views.charts", "FIGURE4_METHODS": "views.charts",
-    "RUN_CHARTS": "views.charts", "chart_calibration_curve": "views.charts",
-    "chart_calibration_delta": "views.charts", "chart_class_frequency": "views.charts",
-    "chart_class_scores": "views.charts", "chart_confusion": "views.charts",
-    "chart_feature_distributions": "views.charts", "chart_head_tail": "views.charts",
-    "chart_norm_evolution": "views.charts", "chart_norm_vs_count": "views.charts",
-    "chart_paper_head_tail_gap": "views.charts", "chart_paper_results": "views.charts",
-    "chart_per_class_f1": "views.charts", "chart_weight_norms": "views.charts",
-    "class_frequency_frame": "views.charts", "confusion_fits": "views.charts",
-    "default_feature_classes": "views.charts", "feature_examples": "views.charts",
-    "FIGURE4_MIN_EXAMPLES": "views.charts", "per_class_f1_frame": "views.charts",
     "build_report": "views.report",
-    "Scorer": "serve.inference", "blank_warning": "serve.inference",
-    "load_run": "serve.inference", "predict_csv": "serve.inference",
-    "ACCEPTED_ENCODINGS": "serve.uploads", "MAX_UPLOAD_BYTES": "serve.uploads",
-    "csv_columns": "serve.uploads", "list_uploads": "serve.uploads",
-    "save_upload": "serve.uploads",
-    "COOKIE": "serve.workspaces", "LimitReached": "serve.workspaces",
-    "SHARE_FILE": "serve.workspaces",
-    "Policy": "serve.workspaces", "Workspace": "serve.workspaces", "expire": "serve.workspaces",
-    "size_text": "core.files", "unfinished_jobs": "serve.workspaces",
 }
-__all__ = sorted(_NAMES)
+
+
+def declared_names(module: str) -> list[str]:
+    """The ``__all__`` of ``glee_core.<module>``, read from its source without importing it."""
+    path = Path(__file__).parent.joinpath(*module.split(".")).with_suffix(".py")
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise ImportError(f"glee_core.{module} declares no __all__")
+
+
+_HOMES = {**{name: module for module in _FACES for name in declared_names(module)}, **_NAMES}
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str):
-    if name not in _NAMES:
+    if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = _NAMES[name].partition(":")
+    module, _, attr = _HOMES[name].partition(":")
     package = import_module(f"glee_core.{module}")
     try:
         value = getattr(package, attr or name)

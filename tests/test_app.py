@@ -75,7 +75,7 @@ def test_home_shows_dataset_backbone_and_quick_start(app, monkeypatch):
 
 
 def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     assert not at.exception
     assert len(charts(at)) == 1 and len(at.dataframe) >= 1
     assert any(w for w in at.warning if "health" in w.value)  # the dropped class is reported
@@ -85,7 +85,7 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert not at.exception and at.session_state["dataset"].keep_rare
     assert any("kept in training only" in w.value for w in at.warning)
     assert any(m.label == "Classes" and m.value == "21" for m in at.metric)
-    again = app("pages/1_Data.py").run()  # a reload keeps it
+    again = app("app_pages/1_Data.py").run()  # a reload keeps it
     assert again.session_state["dataset"].keep_rare
     rows = "text,intent\n" + "".join(f"question number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
     at.file_uploader[0].upload("../../evil name.csv", rows.encode(), "text/csv").run()
@@ -103,13 +103,13 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     compare = next(b.label for b in home.button if b.label.startswith("Quick compare on"))
     assert "upload:" not in compare and "evil name.csv" in plain(compare), compare
     # a reload (a new session) keeps the choice: a Launch then trains on the upload, not demo
-    at = app("pages/2_Train.py").run()
+    at = app("app_pages/2_Train.py").run()
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
     assert kept[0].name in plain(" ".join(c.value for c in at.sidebar.caption))
 
 
 def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     at.file_uploader[0].upload("one.csv", b"text,label\na,x\nb,x\nc,x\n", "text/csv").run()
     next(b for b in at.button if b.label == "Use this CSV").click().run()
     assert not at.exception
@@ -117,7 +117,7 @@ def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
     assert not any(".upload-" in e.value for e in at.error)  # no internal temporary path
     assert not list(app_dirs["uploads"].glob("one-*.csv"))  # nothing kept
     # a one-column file: text and label would be the same column - refused before any button
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     at.file_uploader[0].upload("single.csv", b"text\na\nb\nc\n", "text/csv").run()
     assert any("both the column 'text'" in plain(e.value) for e in at.error)
     assert not any(b.label == "Use this CSV" for b in at.button)
@@ -125,7 +125,7 @@ def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
 
 def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     at.text_input[0].input("no-such/dataset-here").run()
     assert not at.exception
     assert any("Cannot load hf:no-such/dataset-here" in plain(e.value) and "Still showing demo"
@@ -134,7 +134,7 @@ def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch
 
 
 def test_results_page_table_and_charts(app):
-    at = app("pages/3_Results.py").run()
+    at = app("app_pages/3_Results.py").run()
     assert not at.exception
     setting = at.radio[0]  # the recommended candidate's setting first: here the quick compare's
     frozen = next(o for o in setting.options if "frozen backbone (quick compare)" in o)
@@ -157,7 +157,7 @@ def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatc
                                 {"epochs": 1, "batch_size": 16, "limit": 40}, store,
                                 command="python -m glee_core reproduce --table 2")
     monkeypatch.setenv("GLEE_RUNS_DIR", str(store.root))
-    at = app("pages/3_Results.py").run()
+    at = app("app_pages/3_Results.py").run()
     assert not at.exception
     assert at.selectbox[0].value.startswith(f"Table 2 · {toy_dataset.id}")
     first, second = (d.value for d in at.dataframe[:2])
@@ -173,7 +173,7 @@ def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatc
 
 
 def test_diagnostics_page_weight_norms_and_histograms(app):
-    at = app("pages/4_Diagnostics.py").run()
+    at = app("app_pages/4_Diagnostics.py").run()
     assert not at.exception
     # Figure 3, norms against count, the norm-evolution heatmap (expander), Figure 4
     assert len(charts(at)) == 4
@@ -182,7 +182,7 @@ def test_diagnostics_page_weight_norms_and_histograms(app):
 
 
 def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
-    at = app("pages/5_Predictions.py").run()
+    at = app("app_pages/5_Predictions.py").run()
     assert not at.exception
     all_rows = len(at.dataframe[0].value)
     at.toggle[0].set_value(True).run()  # errors only
@@ -194,7 +194,7 @@ def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
 
 
 def test_playground_scores_every_class(app):
-    at = app("pages/6_Playground.py").run()
+    at = app("app_pages/6_Playground.py").run()
     assert not at.exception
     # the recommended run scores by default; zero-shot (the MLM head) is the last choice
     score_with = at.selectbox[0]
@@ -220,7 +220,7 @@ def test_playground_scores_every_class(app):
 
 
 def test_report_page_builds_a_pdf(app):
-    at = app("pages/7_Report.py").run()
+    at = app("app_pages/7_Report.py").run()
     assert not at.exception
     next(b for b in at.button if b.label == "Build the PDF").click().run()
     assert not at.exception
@@ -269,7 +269,7 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
 
 
 def test_train_page_offers_the_recipe_practical_by_default(app):
-    at = app("pages/2_Train.py").run()
+    at = app("app_pages/2_Train.py").run()
     mode = next(r for r in at.radio if r.label == "Mode")
     mode.set_value("Fine-tune").run()
     assert not at.exception
@@ -288,7 +288,7 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
 
 
 def test_train_page_offers_lora_and_ptuning2_with_their_settings_and_counts(app):
-    at = app("pages/2_Train.py").run()
+    at = app("app_pages/2_Train.py").run()
     mode = next(r for r in at.radio if r.label == "Mode")
     assert mode.options == ["Quick compare (frozen backbone)", "Fine-tune", "LoRA",
                             "P-tuning v2"]
@@ -313,7 +313,7 @@ def test_train_page_lists_a_broken_job_record_and_goes_on(app, app_dirs):
     broken = jobs / "19990101-000000-bad.json"
     broken.write_text('{"id": "x"}')
     try:
-        at = app("pages/2_Train.py").run()
+        at = app("app_pages/2_Train.py").run()
         assert not at.exception
         assert any("19990101-000000-bad.json: no process id" in plain(w.value)
                    for w in at.warning)
@@ -323,7 +323,7 @@ def test_train_page_lists_a_broken_job_record_and_goes_on(app, app_dirs):
 
 @pytest.mark.slow
 def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
-    at = app("pages/2_Train.py").run()
+    at = app("app_pages/2_Train.py").run()
     assert not at.exception
     assert any("Estimated time" in i.value for i in at.info)
     at.multiselect[0].set_value(["CLS-tuning ∘ T (cls-tanh)",
@@ -347,7 +347,7 @@ def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
 
 
 def test_paper_page_draws_the_papers_tables_from_the_shipped_data(app):
-    at = app("pages/8_Paper.py").run()
+    at = app("app_pages/8_Paper.py").run()
     assert not at.exception
     assert len(charts(at)) == 2  # Table 2: the results and the head/tail gap
     spec = charts(at)[0].spec
@@ -359,7 +359,7 @@ def test_paper_page_draws_the_papers_tables_from_the_shipped_data(app):
 
 
 def test_results_calibrate_tab_moves_with_the_slider(app):
-    at = app("pages/3_Results.py").run()
+    at = app("app_pages/3_Results.py").run()
     assert not at.exception
     slider = next(s for s in at.select_slider if s.label == "Strength")
     chosen = slider.value
@@ -375,7 +375,7 @@ def test_results_calibrate_tab_moves_with_the_slider(app):
 
 @pytest.mark.slow
 def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs):
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     assert not at.exception
     assert any("Adapting" in c.value and "about" in c.value for c in at.caption)
     next(n for n in at.number_input if n.label == "Epochs").set_value(1).run()
@@ -401,7 +401,7 @@ def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs)
 
 
 def test_results_put_one_heads_modes_side_by_side(app):
-    at = app("pages/3_Results.py").run()
+    at = app("app_pages/3_Results.py").run()
     assert not at.exception
     assert any(s.value == "How to tune: one head, every mode" for s in at.subheader)
     frame = next(d.value for d in at.dataframe if "trainable" in d.value.columns)
@@ -422,7 +422,7 @@ def test_results_recommend_even_when_the_runs_data_no_longer_loads(app, app_dirs
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
     write_synthetic_store(RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1],
                           name="upload:gone-0123abcd.csv")
-    at = app("pages/3_Results.py")
+    at = app("app_pages/3_Results.py")
     at.session_state["dataset"] = DataOptions(dataset="upload:gone-0123abcd.csv")
     at.run()
     assert not at.exception
@@ -440,7 +440,7 @@ def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
     write_synthetic_store(RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1],
                           name="elsewhere-6")
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     label = "elsewhere-6 (stored runs)"
     assert label in at.selectbox[0].options
     at.selectbox[0].set_value(label).run()
@@ -449,15 +449,15 @@ def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp
     assert not at.error  # runs from elsewhere are expected, not a fault
     assert any("The texts of **elsewhere-6** are not here" in plain(i.value)
                and "Its 2 stored run(s) need none" in plain(i.value) for i in at.info)
-    results = app("pages/3_Results.py").run()  # a new session: the remembered choice
+    results = app("app_pages/3_Results.py").run()  # a new session: the remembered choice
     assert not results.exception
     assert set(results.dataframe[0].value["method"]) == {"cls-tanh", "cls-relu-pt-ln"}
     home = app("app.py").run()  # leads with the recommendation; offers no launch it cannot make
     assert not home.exception
     assert any("Use `" in s.value for s in home.success)
     assert not any(b.label.startswith("Quick compare") for b in home.button)
-    for page in ("pages/2_Train.py", "pages/6_Playground.py", "pages/4_Diagnostics.py",
-                 "pages/5_Predictions.py", "pages/7_Report.py"):
+    for page in ("app_pages/2_Train.py", "app_pages/6_Playground.py", "app_pages/4_Diagnostics.py",
+                 "app_pages/5_Predictions.py", "app_pages/7_Report.py"):
         assert not app(page).run().exception, page
 
 
@@ -466,9 +466,9 @@ def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
     of it, and say so."""
     home = app("app.py").run()
     named = re.search(r"Use `([^`]+)`", home.success[0].value).group(1)
-    pickers = {"pages/5_Predictions.py": lambda at: at.selectbox[0],
-               "pages/6_Playground.py": lambda at: at.selectbox[0],
-               "pages/3_Results.py": lambda at: next(s for s in at.selectbox
+    pickers = {"app_pages/5_Predictions.py": lambda at: at.selectbox[0],
+               "app_pages/6_Playground.py": lambda at: at.selectbox[0],
+               "app_pages/3_Results.py": lambda at: next(s for s in at.selectbox
                                                      if s.key == "calibrate-run")}
     for page, picker in pickers.items():
         at = app(page).run()
@@ -476,7 +476,7 @@ def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
         opened = picker(at).value
         head = opened.split(" · ")[0].split(" (")[0]
         assert head == named and "· recommended ·" in opened, (page, opened)
-    for page in ("pages/3_Results.py", "pages/4_Diagnostics.py", "pages/7_Report.py"):
+    for page in ("app_pages/3_Results.py", "app_pages/4_Diagnostics.py", "app_pages/7_Report.py"):
         setting = next(r for r in app(page).run().radio if r.label == "Setting")
         assert setting.value == setting.options[0] and setting.value.endswith("· recommended")
 
@@ -487,7 +487,7 @@ def test_predictions_offers_the_run_in_every_form_it_can_take(app):
     import io
     import zipfile
 
-    at = app("pages/5_Predictions.py").run()
+    at = app("app_pages/5_Predictions.py").run()
     form = next(r for r in at.radio if r.label == "Format")
     assert any(o.startswith("transformers") for o in form.options)
     assert not any(o.startswith("peft") for o in form.options)  # not a LoRA/P-tuning v2 run
@@ -506,7 +506,7 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
     """Health on the Data page: the per-class table head -> tail, the suspected rows by class,
     the download; "Train without the flagged rows" makes the +without-N variant the dataset,
     remembered across a reload, and "Back" returns to every row."""
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     next(b for b in at.button if b.label == "Check the data's health").click().run()
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "suspected" in d.value.columns)
@@ -523,7 +523,7 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
     train_without.click().run()
     assert not at.exception
     assert at.session_state["dataset"].exclude
-    reloaded = app("pages/1_Data.py").run()  # a new session: the remembered choice
+    reloaded = app("app_pages/1_Data.py").run()  # a new session: the remembered choice
     assert not reloaded.exception
     assert any(f"demo+without-{flagged}-" in plain(i.value) for i in reloaded.info)
     sizes = next(d.value for d in reloaded.dataframe if "split" in d.value.columns)
@@ -539,7 +539,7 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
     then names the tail classes one more text helps most."""
     from glee_core.runs.recommend import recommend
 
-    at = app("pages/1_Data.py").run()
+    at = app("app_pages/1_Data.py").run()
     button = next(b for b in at.button if b.label.startswith("Measure the label budget"))
     quick = [r for r in RunStore(app_dirs["runs"]).runs()
              if r.dataset == "demo" and r.record.mode == "frozen"]
@@ -581,9 +581,9 @@ def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp
     write_synthetic_store(store, 6, ["cls-tanh", "cls-relu-pt-ln"], [1, 2],
                           name="mine+without-4-0123abcd")
     for choice in ("mine (stored runs)", "mine+without-4-0123abcd (stored runs)"):
-        data = app("pages/1_Data.py").run()
+        data = app("app_pages/1_Data.py").run()
         data.selectbox[0].set_value(choice).run()
-        for page in ("app.py", "pages/3_Results.py"):
+        for page in ("app.py", "app_pages/3_Results.py"):
             at = app(page).run()
             assert not at.exception
             said = [plain(i.value) for i in at.info if "Without the flagged" in i.value]

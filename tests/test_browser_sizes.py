@@ -63,8 +63,8 @@ def test_run_views_render_at_every_size(tmp_path):
 def opened_by_its_link_first(browser, url: str, playwright) -> None:
     """A bookmark after a restart: a page's own URL is the fresh server's very first request.
     The page still runs inside ``app.py`` (its page config and navigation), not as a page of
-    Streamlit's ``pages/`` folder mode, which lists "app" beside the pages and drops the
-    layout."""
+    Streamlit's ``pages/`` folder mode (which lists "app" beside the pages and drops the
+    layout): the pages live in ``app_pages/``."""
     page = browser.new_page(viewport=WINDOW)
     page.goto(f"{url}/Results")
     playwright.expect(page.get_by_role("heading", name="Results").first) \

@@ -22,7 +22,7 @@ from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py"))]
+PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py"))]
 
 
 def _json(value) -> bytes:

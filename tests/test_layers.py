@@ -2,6 +2,7 @@
 included), and scoring below training."""
 
 import ast
+import importlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "glee_core"
@@ -103,8 +104,8 @@ def test_the_graph_is_read_right():  # the test's own parser, on statements it m
 def test_the_app_goes_through_its_door_and_every_name_there_resolves():
     import glee_core.studio as studio
 
-    face = [PACKAGE.parent / "app.py", PACKAGE.parent / "studio_ui.py",
-            *sorted((PACKAGE.parent / "pages").glob("*.py"))]
+    face = [PACKAGE.parent / "app.py", *sorted((PACKAGE.parent / "studio_ui").glob("*.py")),
+            *sorted((PACKAGE.parent / "app_pages").glob("*.py"))]
     elsewhere = []
     for path in face:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -114,3 +115,61 @@ def test_the_app_goes_through_its_door_and_every_name_there_resolves():
     assert elsewhere == []
     for name in studio.__all__:
         assert getattr(studio, name) is not None, name
+
+
+def test_the_door_reads_each_face_once_and_no_name_has_two_homes():
+    """``glee_core.studio`` takes whole modules by their ``__all__`` (``_FACES``) and single names
+    of the others (``_NAMES``): a name two faces offer, or a face and a single entry, would
+    silently hide one of them."""
+    import glee_core.studio as studio
+
+    homes: dict[str, list[str]] = {}
+    for module in studio._FACES:
+        for name in studio.declared_names(module):
+            homes.setdefault(name, []).append(module)
+    for name, where in studio._NAMES.items():
+        homes.setdefault(name, []).append(where)
+    assert {name: where for name, where in homes.items() if len(where) > 1} == {}
+    for module in studio._FACES:  # the source read is the module's own __all__
+        assert studio.declared_names(module) == list(
+            importlib.import_module(f"glee_core.{module}").__all__)
+
+
+APP_MODULES = ["text", "access", "stores", "choice", "estimates", "jobs", "widgets",
+               "recommendation", "navigation"]  # studio_ui's order, as its docstring lists it
+
+
+def test_the_app_package_imports_only_downward():
+    """``studio_ui``: a module per job, each importing only the modules above it in the order its
+    docstring gives (no cycle); every module is in that order, and the pages import the package,
+    never one of its modules (its ``__init__`` is their one door)."""
+    folder = PACKAGE.parent / "studio_ui"
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted(APP_MODULES + ["__init__"])
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+    assert [m for m in APP_MODULES if f"``{m}``" in doc] == APP_MODULES
+    assert sorted(APP_MODULES, key=lambda m: doc.index(f"``{m}``")) == APP_MODULES
+    upward = []
+    for rank, name in enumerate(APP_MODULES):
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if APP_MODULES.index(node.module) >= rank:
+                    upward.append(f"{name} -> {node.module}")
+    assert upward == []
+    for page in [PACKAGE.parent / "app.py", *(PACKAGE.parent / "app_pages").glob("*.py")]:
+        for node in ast.walk(ast.parse(page.read_text(encoding="utf-8"))):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(m.startswith("studio_ui.") for m in modules), page.name
+
+
+def test_every_page_the_face_switches_to_exists():
+    """``st.switch_page("app_pages/...")`` names a file: a moved page would fail only when a
+    user clicks."""
+    import re
+
+    root = PACKAGE.parent
+    face = [root / "app.py", *(root / "studio_ui").glob("*.py"), *(root / "app_pages").glob("*.py")]
+    targets = {target for path in face
+               for target in re.findall(r'switch_page\("([^"]+)"\)', path.read_text("utf-8"))}
+    assert targets and all((root / target).is_file() for target in targets), targets

@@ -51,12 +51,12 @@ def launch_errors(at: AppTest) -> list[str]:
 
 
 def test_one_launch_and_one_session_are_capped(public, tiny_bert, monkeypatch):
-    at = page("pages/2_Train.py", tiny_bert).run()
+    at = page("app_pages/2_Train.py", tiny_bert).run()
     at.text_input[0].set_value(",".join(str(s) for s in range(1, 501))).run()  # 500 seeds
     errors = launch_errors(at)
     assert any("plans 1500 runs; a launch here may plan at most 40" in e for e in errors)
     monkeypatch.setenv("GLEE_SESSION_JOB_MINUTES", "0.001")
-    at = page("pages/2_Train.py", tiny_bert).run()
+    at = page("app_pages/2_Train.py", tiny_bert).run()
     assert any("a launch here may take at most 0 min" in e for e in launch_errors(at))
     own = Workspace.open(at.session_state["workspace_key"])
     assert not list(own.store.jobs_dir.glob("*.json"))  # nothing was launched
@@ -74,14 +74,14 @@ def test_the_machines_caps_hold_whatever_the_tabs(public, tiny_bert, monkeypatch
     other.store.jobs_dir.mkdir(parents=True)
     (other.store.jobs_dir / "job-1.json").write_text(json.dumps(
         {"id": "job-1", "pid": os.getpid(), "label": "someone else's"}))
-    at = page("pages/2_Train.py", tiny_bert).run()
+    at = page("app_pages/2_Train.py", tiny_bert).run()
     assert any("This Space has 1 jobs training or waiting" in e for e in launch_errors(at))
     monkeypatch.setenv("GLEE_MAX_WORKSPACES", "2")  # other's and at's exist
     for _ in range(5):  # five more visitors who only look: nothing is made, nothing refused
         looking = page("app.py", tiny_bert).run()
         assert not looking.exception and not looking.error
     assert len(list((public / "workspaces").glob("?" * 32))) == 2
-    full = page("pages/2_Train.py", tiny_bert).run()
+    full = page("app_pages/2_Train.py", tiny_bert).run()
     errors = launch_errors(full)
     assert not full.exception and any("holds 2 visitors' workspaces" in e for e in errors)
     with pytest.raises(LimitReached, match="try again later"):
@@ -93,7 +93,7 @@ def test_tabs_that_launch_at_once_cannot_pass_a_limit_together(public, tiny_bert
     happen under one lock, so no more than the visitor's share (2 of a machine of 4) start, and
     the others read why."""
     monkeypatch.setenv("GLEE_MAX_JOBS", "4")
-    tabs = [page("pages/2_Train.py", tiny_bert).run() for _ in range(4)]
+    tabs = [page("app_pages/2_Train.py", tiny_bert).run() for _ in range(4)]
     errors: list = [None] * len(tabs)
     start = threading.Barrier(len(tabs))
 
@@ -136,24 +136,18 @@ def test_empty_workspaces_are_reclaimed_and_creation_is_rate_limited(public, mon
             Workspace.create(per_minute=5)
 
 
-def test_a_visitor_who_drops_the_cookie_keeps_their_share_of_the_machine(public, tiny_bert,
-                                                                        monkeypatch):
+def test_a_visitor_who_drops_the_cookie_keeps_their_share_of_the_machine(public, monkeypatch):
     """Per-visitor limits follow the client's address (behind the Space's proxy), not the
     workspace: a new session of the same visitor cannot multiply them."""
-    from streamlit.testing.v1 import AppTest  # noqa: F401 (the page below)
-
-    import studio_ui
-
     monkeypatch.setenv("GLEE_SESSION_JOBS", "1")
     monkeypatch.setenv("GLEE_SESSION_QUEUED", "0")
-    monkeypatch.setattr(studio_ui, "visitor_id", lambda: "same-visitor")
     first = Workspace.create()
     first.store.jobs_dir.mkdir(parents=True)
     (first.store.jobs_dir / "job-1.json").write_text(json.dumps(
         {"id": "job-1", "pid": os.getpid(), "label": "mine", "visitor": "same-visitor"}))
     with pytest.raises(LimitReached, match="You already have 1 job"):
-        studio_ui.check_machine(Policy.from_environment(), "same-visitor")
-    studio_ui.check_machine(Policy.from_environment(), "someone-else")  # not theirs: fine
+        Policy.from_environment().check_machine("same-visitor")
+    Policy.from_environment().check_machine("someone-else")  # not theirs: fine
 
 
 def test_training_slots_are_handed_out_in_turn():
@@ -272,7 +266,7 @@ def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
                         lambda *a, **k: calls.append(k.get("max_rows")) or real(*a, **k))
     monkeypatch.setenv("GLEE_SESSION_SCORE_ROWS", "5")
     write_synthetic_run(RunStore(public / "runs"), synthetic_dataset(4, "demo"), "cls-relu", 1)
-    at = page("pages/6_Playground.py", tiny_bert).run()
+    at = page("app_pages/6_Playground.py", tiny_bert).run()
     # the synthetic run (scored first, best on dev) cannot score texts: the backbone's MLM head
     at.selectbox[0].select_index(len(at.selectbox[0].options) - 1).run()
     rows = "text\n" + "".join(f"text {i}\n" for i in range(4))
@@ -283,7 +277,7 @@ def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
     at.file_uploader[0].upload("many.csv", (rows + "a\nb\n").encode(), "text/csv").run()
     assert any("this file has 6 texts; here at most 5" in plain(e.value) for e in at.error)
     monkeypatch.setenv("GLEE_READ_ONLY", "1")
-    off = page("pages/6_Playground.py", tiny_bert).run()
+    off = page("app_pages/6_Playground.py", tiny_bert).run()
     off.selectbox[0].select_index(len(off.selectbox[0].options) - 1).run()
     assert not off.exception and len(off.file_uploader) == 0
     assert any("switched off" in c.value for c in off.caption)
@@ -300,7 +294,7 @@ def test_the_data_page_shows_no_server_path_to_a_visitor(public, tiny_bert):
     owners = RunStore(public / "runs")
     write_synthetic_store(owners, 4, ["cls-tanh"], name=f"csv:{public}/owner/tickets.csv")
     write_synthetic_store(owners, 4, ["cls-tanh"], name="upload:shipped-0123abcd.csv")
-    at = page("pages/1_Data.py", tiny_bert).run()
+    at = page("app_pages/1_Data.py", tiny_bert).run()
     shown = [*at.selectbox[0].options, *(c.value for c in at.caption)]
     assert any(o.startswith("r8 (paper") for o in at.selectbox[0].options)
     assert "upload:shipped-0123abcd.csv (stored runs)" in at.selectbox[0].options

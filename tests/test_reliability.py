@@ -257,7 +257,7 @@ def test_compare_and_the_app_survive_a_corrupt_run(tiny_bert, toy_dataset, tmp_p
     assert [r["method"] for r in json.loads(out)] == ["cls-relu"]
     assert f"warning: skipped broken run {bad.run_id}: model.safetensors: truncated" in err
     monkeypatch.setenv("GLEE_RUNS_DIR", str(runs_dir))
-    at = AppTest.from_file(str(ROOT / "pages" / "3_Results.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "app_pages" / "3_Results.py"), default_timeout=60)
     at.session_state["dataset"] = DataOptions(dataset=toy_dataset.id)
     at.run()
     assert not at.exception

@@ -227,7 +227,8 @@ def test_a_chart_that_cannot_be_drawn_is_left_out_with_the_reason(store, monkeyp
 
 def test_every_registered_chart_is_on_a_page_that_exists():
     from pathlib import Path
-    pages = {p.stem.split("_", 1)[1] for p in (Path(__file__).parents[1] / "pages").glob("*.py")}
+    folder = Path(__file__).parents[1] / "app_pages"
+    pages = {p.stem.split("_", 1)[1] for p in folder.glob("*.py")}
     assert {c.page for c in RUN_CHARTS.values()} <= pages
 
 

@@ -59,7 +59,7 @@ def upload(at: AppTest, name: str = "mine.csv", data: bytes = ROWS.encode()) -> 
 
 
 def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
-    a = upload(session("pages/1_Data.py", tiny_bert).run())
+    a = upload(session("app_pages/1_Data.py", tiny_bert).run())
     assert not a.exception and not a.error
     key_a = a.session_state["workspace_key"]
     own_a = Workspace.open(key_a)
@@ -71,10 +71,10 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
                                 "prompt", 1)
     demo_a = write_synthetic_run(own_a.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
 
-    looking = session("pages/1_Data.py", tiny_bert).run()  # a visit that only looks: nothing
+    looking = session("app_pages/1_Data.py", tiny_bert).run()  # a visit that only looks: nothing
     assert "workspace_key" not in looking.session_state  # made, nothing kept
     assert any("Nothing of yours is kept here until" in c.value for c in looking.sidebar.caption)
-    b = upload(session("pages/1_Data.py", tiny_bert).run(), "theirs.csv",
+    b = upload(session("app_pages/1_Data.py", tiny_bert).run(), "theirs.csv",
                ROWS.replace("question", "query").encode())
     key_b = b.session_state["workspace_key"]
     assert key_b != key_a
@@ -84,12 +84,12 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     assert own_b.store.get(run_a.run_id) is None and own_b.store.get(demo_a.run_id) is None
     # B's pages list the shared run and its own, never A's (Results, Playground on demo)
     demo = DataOptions(dataset="demo")
-    results = session("pages/3_Results.py", tiny_bert, workspace_key=key_b, dataset=demo).run()
+    results = session("app_pages/3_Results.py", tiny_bert, workspace_key=key_b, dataset=demo).run()
     assert not results.exception
     shown = {row for frame in results.dataframe for row in map(str, frame.value.to_dict("list")
                                                                   .get("method", []))}
     assert "cls-relu" in shown and "cls-tanh" not in shown
-    playground = session("pages/6_Playground.py", tiny_bert, workspace_key=key_b,
+    playground = session("app_pages/6_Playground.py", tiny_bert, workspace_key=key_b,
                          dataset=demo).run()
     options = playground.selectbox[0].options
     assert any(public["shared_run"][-10:] in o for o in options)
@@ -103,14 +103,14 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     # a key in a link opens nothing (A's own key too: links no longer carry write access)
     wrong = key_a[:-1] + ("A" if key_a[-1] != "A" else "B")
     for key in ("../" + key_a[3:], wrong, key_a[:-1], key_a, key_a + "\n"):
-        c = session("pages/1_Data.py", tiny_bert)
+        c = session("app_pages/1_Data.py", tiny_bert)
         c.query_params["ws"] = key
         c.run()
         assert "workspace_key" not in c.session_state  # opened none, made none
         assert "ws" not in c.query_params
     assert Workspace.open(key_a + "\n") is None  # fullmatch: no trailing newline
     # A's own sidebar deletes its runs only once the confirmation is ticked
-    a = session("pages/1_Data.py", tiny_bert, workspace_key=key_a).run()
+    a = session("app_pages/1_Data.py", tiny_bert, workspace_key=key_a).run()
     delete = next(b for b in a.sidebar.button if b.label.startswith("Delete my"))
     assert delete.disabled
     next(c for c in a.sidebar.checkbox if c.label.startswith("Yes, delete my")).check().run()
@@ -130,7 +130,7 @@ def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
     monkeypatch.setenv("GLEE_SESSION_JOBS", "1")
     monkeypatch.setenv("GLEE_SESSION_QUEUED", "0")
     own = Workspace.create()
-    at = session("pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
+    at = session("app_pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
     _fake_running_job(own.store)
     next(b for b in at.button if b.label == "Launch").click().run()
     assert any("a session may have 1 training and 0 waiting" in plain(e.value) for e in at.error)
@@ -144,18 +144,18 @@ def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
 
 def test_the_disk_and_upload_limits_refuse_with_their_message(public, tiny_bert, monkeypatch):
     monkeypatch.setenv("GLEE_SESSION_UPLOAD_MB", "0.0001")  # 105 bytes
-    at = upload(session("pages/1_Data.py", tiny_bert).run())
+    at = upload(session("app_pages/1_Data.py", tiny_bert).run())
     assert any("uploads here are limited to 104 bytes" in plain(e.value) for e in at.error)
     monkeypatch.setenv("GLEE_SESSION_UPLOAD_MB", "10")
     monkeypatch.setenv("GLEE_SESSION_DISK_MB", "0.001")  # 1 KB: a run does not fit
     assert "workspace_key" not in at.session_state  # a refused upload made no workspace
     own = Workspace.create()
     write_synthetic_run(own.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
-    at = upload(session("pages/1_Data.py", tiny_bert, workspace_key=own.key).run())
+    at = upload(session("app_pages/1_Data.py", tiny_bert, workspace_key=own.key).run())
     assert any("Your workspace uses" in plain(e.value) and "of its 1.02 KB" in plain(e.value)
                for e in at.error)
     assert not list(own.uploads_dir.glob("*.csv"))  # nothing kept
-    train = session("pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
+    train = session("app_pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
     next(b for b in train.button if b.label == "Launch").click().run()
     assert any("Your workspace uses" in plain(e.value) for e in train.error)
 
@@ -166,10 +166,10 @@ def test_read_only_mode_has_no_launch_controls_and_the_cli_still_trains(
     home = session("app.py", tiny_bert).run()
     assert not home.exception
     assert not any(b.label == "Quick compare on demo" for b in home.button)
-    train = session("pages/2_Train.py", tiny_bert).run()
+    train = session("app_pages/2_Train.py", tiny_bert).run()
     assert not train.exception and not any(b.label == "Launch" for b in train.button)
     assert any("read-only" in i.value for i in train.info)
-    data = session("pages/1_Data.py", tiny_bert).run()
+    data = session("app_pages/1_Data.py", tiny_bert).run()
     assert not data.exception and len(data.file_uploader) == 0
     assert len(data.get("vega_lite_chart")) == 1  # the rest of the page is still there
     # the owner's command line ignores the switch
@@ -240,12 +240,12 @@ def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, ti
     dataset_id = "upload:private-0123abcd.csv"
     run = write_synthetic_run(owner.store, synthetic_dataset(4, dataset_id), "cls-tanh", 1)
     secret = run.predictions["text"].iloc[0]
-    at = session("pages/3_Results.py", tiny_bert, workspace_key=owner.key).run()
+    at = session("app_pages/3_Results.py", tiny_bert, workspace_key=owner.key).run()
     toggle = next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only")
     toggle.set_value(True).run()
     token = owner.path.joinpath(".share").read_text().strip()
     assert Workspace.open_shared(token).key == owner.key
-    visitor = session("pages/5_Predictions.py", tiny_bert,
+    visitor = session("app_pages/5_Predictions.py", tiny_bert,
                       dataset=DataOptions(dataset=dataset_id))
     visitor.query_params["share"] = token
     visitor.run()
@@ -253,7 +253,7 @@ def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, ti
     table = visitor.dataframe[0].value
     assert "text" not in table.columns and "gold" in table.columns
     assert secret not in str(visitor) and not visitor.get("download_button")
-    results = session("pages/3_Results.py", tiny_bert, dataset=DataOptions(dataset=dataset_id))
+    results = session("app_pages/3_Results.py", tiny_bert, dataset=DataOptions(dataset=dataset_id))
     results.query_params["share"] = token
     results.run()
     assert not results.exception and secret not in str(results)
@@ -268,7 +268,7 @@ def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, ti
 
 
 def test_an_upload_is_deleted_only_once_the_confirmation_is_ticked(public, tiny_bert):
-    at = upload(session("pages/1_Data.py", tiny_bert).run())
+    at = upload(session("app_pages/1_Data.py", tiny_bert).run())
     own = Workspace.open(at.session_state["workspace_key"])
     [kept] = own.uploads_dir.glob("*.csv")
     delete = next(b for b in at.sidebar.button if b.label.startswith("Delete upload"))

@@ -18,6 +18,19 @@ from .config import POOLINGS, PRECISION_HELP, PRECISIONS, TrainConfig
 from .fields import _boolean, option
 from .methods import get_method
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "AdaptOptions",
+    "AdaptRequest",
+    "BUDGET_FRACTIONS",
+    "BudgetOptions",
+    "DataOptions",
+    "EXECUTORS",
+    "ExecutorOptions",
+    "HealthOptions",
+    "TrainRequest",
+    "parse_seeds",
+]
+
 
 @dataclass
 class DataOptions:

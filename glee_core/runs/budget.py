@@ -37,6 +37,26 @@ import pandas as pd
 
 from ..core.files import write_report_files
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "BUDGET_COLUMNS",
+    "BudgetReport",
+    "ClassCurve",
+    "EXPONENTS",
+    "INTERVAL_Z",
+    "MIN_SIZES",
+    "NOT_REACHED",
+    "REACH",
+    "SHRINK",
+    "TOO_FEW",
+    "budget_line",
+    "forecast",
+    "most_helped",
+    "pooled_curve",
+    "read_budget",
+    "target_text",
+    "texts_for",
+]
+
 BUDGET_FILE, BUDGET_CSV = "budget.json", "budget.csv"
 BUDGET_COLUMNS = ["class", "n_train", "f1", "f1_at_2x", "f1_at_4x", "f1_at_2x_low",
                   "f1_at_2x_high", "texts_for_target"]

@@ -34,6 +34,26 @@ from .metrics import within_noise
 from .store import Run
 from .tables import aggregate
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "CONTENDERS",
+    "ENOUGH_SEEDS",
+    "FINETUNE_FIRST_MINUTES",
+    "FINETUNE_TOP",
+    "Pick",
+    "Recommendation",
+    "cv_scale",
+    "order_steps",
+    "pooling_of",
+    "ranked",
+    "recommend",
+    "recommendation_text",
+    "recommended_first",
+    "report_setting",
+    "top_for_finetuning",
+    "variant_base",
+    "variant_line",
+]
+
 FINETUNE_TOP = 3  # heads taken from a quick compare to fine-tuning
 ENOUGH_SEEDS = 3  # below it the recommendation asks for more seeds first
 CONTENDERS = 6  # the candidates whose wins across folds and seeds are counted

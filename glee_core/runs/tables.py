@@ -20,6 +20,29 @@ from .paper import NEAREST_REFERENCE, reference_results, reference_sources
 from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
 from .store import Run
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "FORMULA_START",
+    "SELECTION_NOTE",
+    "STD_NOTE",
+    "aggregate",
+    "backbone_text",
+    "comparison",
+    "comparison_block",
+    "comparison_csv",
+    "comparison_markdown",
+    "comparison_table",
+    "comparison_text",
+    "count_text",
+    "findings_text",
+    "markdown_table",
+    "mean_std",
+    "modes_table",
+    "neutral_cells",
+    "reference_note",
+    "spreadsheet_csv",
+    "to_markdown",
+]
+
 if TYPE_CHECKING:
     from .paper import PaperTable
 

@@ -27,6 +27,7 @@ import re
 import secrets
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,29 @@ from ..core import environment
 from ..core.errors import GleeError, disk_message
 from ..core.files import folder_bytes, size_text
 from ..runs.store import RunStore
-from ..train.jobs import list_jobs
+from ..train.jobs import Job, launch_training, list_jobs
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "COOKIE",
+    "CREATED_LOG",
+    "EMPTY_AFTER_SECONDS",
+    "FREE_RESERVE",
+    "KEY",
+    "LIMIT_FIELDS",
+    "LimitReached",
+    "Policy",
+    "SHARES_DIR",
+    "SHARE_FILE",
+    "USED_MARKER",
+    "Workspace",
+    "expire",
+    "keys_in",
+    "launch_in_workspace",
+    "launch_lock",
+    "minutes_text",
+    "reclaim_empty",
+    "unfinished_jobs",
+]
 
 KEY = re.compile(r"[A-Za-z0-9_-]{32}")  # fullmatch: no trailing newline
 USED_MARKER = ".last-used"
@@ -102,6 +125,26 @@ class Policy:
                                f"{minutes_text(session_seconds)}; with this launch that is over "
                                f"this Space's {minutes_text(self.session_seconds)} per visitor. "
                                "Wait for them to finish, or stop one.")
+
+    def check_model(self, model: str) -> None:
+        """A backbone a visitor may train (public mode offers a few)."""
+        if model not in self.models:
+            raise LimitReached(f"Backbone {model} is not offered here; choose one of "
+                               f"{', '.join(self.models)}.")
+
+    def check_machine(self, visitor: str, root: str | Path | None = None) -> None:
+        """The machine's caps: its jobs training or waiting (every visitor's, in the workspaces
+        under ``root``), and one visitor's share of them (their own limit, and at most half the
+        machine's), however many workspaces they opened."""
+        if unfinished_jobs(root) >= self.max_jobs:
+            raise LimitReached(f"This Space has {self.max_jobs} jobs training or waiting, its "
+                               "most: launch again in a few minutes.")
+        theirs = unfinished_jobs(root, visitor=visitor)
+        fair = min(self.jobs + self.queued, max(1, self.max_jobs // 2))
+        if theirs >= fair:
+            raise LimitReached(f"You already have {theirs} job(s) training or waiting on this "
+                               f"Space (from this address, in any tab or session); {fair} at "
+                               "once is your share. Wait for one to finish, or stop one.")
 
     @property
     def ttl_text(self) -> str:
@@ -336,6 +379,38 @@ def unfinished_jobs(root: str | Path | None = None, visitor: str | None = None) 
     return sum(job.running for key in keys_in(root)
                for job in list_jobs(Workspace(root, key).store)
                if visitor is None or job.info.get("visitor") == visitor)
+
+
+@contextmanager
+def launch_lock(machine: RunStore):
+    """One launch at a time on this machine (a file lock in the owner's store ``machine``: every
+    server process, every tab)."""
+    machine.locks_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(machine.locks_dir / "launch.lock"), timeout=60):
+        yield
+
+
+def launch_in_workspace(own: Workspace, policy: Policy, request, label: str, seconds: float,
+                        visitor: str, machine: RunStore) -> Job:
+    """Public mode's launch of ``request`` (a ``TrainRequest`` estimated at ``seconds``) into the
+    visitor's workspace ``own``, within every limit: the backbones offered, the session's jobs
+    and disk, the machine's jobs and the visitor's share of them, the launch's runs and minutes.
+    The checks and the launch run under one lock (:func:`launch_lock`), so three tabs clicking
+    at once cannot pass the same check before one's job is recorded. The job queues for the
+    machine's training slots (in ``machine``, the owner's store) with every workspace's, trains
+    one job of its session at a time, and keeps the disk limit while it trains. Raises
+    :class:`LimitReached` (which limit, and what to do) or ``OSError``."""
+    policy.check_model(request.model)
+    env = {"GLEE_SLOTS_DIR": str(machine.locks_dir), "GLEE_SESSION_SLOT": str(own.session_lock),
+           "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(policy.disk_bytes / 2**20)}
+    with launch_lock(machine):
+        mine = [job for job in list_jobs(own.store) if job.running]
+        own.check_launch(policy, len(mine))
+        policy.check_machine(visitor, own.root)
+        policy.check_job(len(request.methods) * len(request.seeds), seconds,
+                         sum(job.info.get("estimate_seconds", 0.0) for job in mine))
+        return launch_training(own.store, request, label=label, env=env,
+                               estimate_seconds=seconds, visitor=visitor)
 
 
 def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,

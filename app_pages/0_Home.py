@@ -41,7 +41,7 @@ elif dataset is not None:
                                estimate=estimate)
         if job is not None:
             st.session_state["last_job"] = job.id
-            st.switch_page("pages/2_Train.py")
+            st.switch_page("app_pages/2_Train.py")
     small = dataset.small_dev()
     chosen_by = (f"chosen by {quick.folds}-fold cross-validation on train + dev, since its dev "
                  f"split is small ({studio_ui.md(small)})" if small else "chosen on dev")

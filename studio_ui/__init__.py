@@ -1,0 +1,173 @@
+"""The Streamlit face's shared pieces, a module per job; a page writes ``import studio_ui`` and
+calls ``studio_ui.launch(...)``. In import order (each module imports only those above it):
+
+- ``text``: user strings made literal for Markdown, durations in words.
+- ``access``: public mode's policy, this browser's workspace and its cookie, share links, the
+  visitor as the server sees them.
+- ``stores``: which run stores this session reads and writes; their runs, read once per change.
+- ``choice``: the dataset and backbone chosen, remembered across pages and a reload.
+- ``estimates``: what a launch costs here (the engine's estimate over this session's runs).
+- ``jobs``: launching training and adaptation (public mode's limits are
+  ``glee_core.serve.workspaces``'), a turn on the machine, a job's progress bar.
+- ``widgets``: the pickers the pages share.
+- ``recommendation``: the answer a compare ends on, and its next steps as one click each.
+- ``navigation``: the pages, the sidebar and its workspace panel.
+
+Pages reach the engine only through ``glee_core.studio`` (``tests/test_layers.py``).
+"""
+
+from .access import (
+    LEGACY_WORKSPACE_PARAM,
+    NOBODY,
+    SHARE_PARAM,
+    own_store_or_nothing,
+    policy,
+    remember_workspace,
+    shared_workspace,
+    visitor_id,
+    workspace,
+)
+from .choice import (
+    CHOICE_FILE,
+    DEMO,
+    STORED_ONLY,
+    adapted_line,
+    backbone_notice,
+    choose_dataset,
+    current_choice,
+    current_dataset,
+    current_dataset_id,
+    current_model,
+    dataset_choices,
+    display_name,
+    incomplete_paper_datasets,
+    load_options,
+    set_threshold,
+)
+from .estimates import (
+    adapt_estimate,
+    device_kind,
+    time_estimate,
+    trainable_parameters,
+    uncached_passes,
+    unstored_jobs,
+    unstored_stages,
+)
+from .jobs import (
+    job_progress,
+    launch,
+    launch_adapt,
+    machine_turn,
+)
+from .navigation import (
+    APP_PAGES,
+    sidebar,
+    workspace_panel,
+)
+from .recommendation import (
+    STEP_TEXTS,
+    budget_notice,
+    dataset_budget,
+    next_step_request,
+    recommendation_panel,
+    variant_comparison,
+    variant_runs,
+)
+from .stores import (
+    all_runs,
+    backbones_dir,
+    cached_runs,
+    dataset_runs,
+    quick_compare_runs,
+    shared_run_ids,
+    shared_store,
+    store,
+    store_state,
+    stores,
+    uploads_dir,
+)
+from .text import (
+    about,
+    duration,
+    md,
+)
+from .widgets import (
+    choose,
+    choose_many,
+    class_highlight,
+    method_labels,
+    pick_runs,
+    run_labels,
+    runs_or_stop,
+    setting_runs,
+)
+
+__all__ = [
+    "md",
+    "duration",
+    "about",
+    "SHARE_PARAM",
+    "LEGACY_WORKSPACE_PARAM",
+    "policy",
+    "workspace",
+    "NOBODY",
+    "own_store_or_nothing",
+    "remember_workspace",
+    "shared_workspace",
+    "visitor_id",
+    "store",
+    "shared_store",
+    "stores",
+    "uploads_dir",
+    "backbones_dir",
+    "store_state",
+    "cached_runs",
+    "all_runs",
+    "dataset_runs",
+    "shared_run_ids",
+    "quick_compare_runs",
+    "DEMO",
+    "CHOICE_FILE",
+    "STORED_ONLY",
+    "display_name",
+    "dataset_choices",
+    "incomplete_paper_datasets",
+    "current_choice",
+    "choose_dataset",
+    "set_threshold",
+    "load_options",
+    "current_dataset",
+    "current_dataset_id",
+    "current_model",
+    "backbone_notice",
+    "adapted_line",
+    "device_kind",
+    "time_estimate",
+    "unstored_jobs",
+    "unstored_stages",
+    "uncached_passes",
+    "trainable_parameters",
+    "adapt_estimate",
+    "launch",
+    "launch_adapt",
+    "machine_turn",
+    "job_progress",
+    "choose",
+    "choose_many",
+    "method_labels",
+    "pick_runs",
+    "run_labels",
+    "class_highlight",
+    "runs_or_stop",
+    "setting_runs",
+    "STEP_TEXTS",
+    "next_step_request",
+    "variant_runs",
+    "variant_comparison",
+    "dataset_budget",
+    "budget_notice",
+    "recommendation_panel",
+    "APP_PAGES",
+    "sidebar",
+    "workspace_panel",
+]

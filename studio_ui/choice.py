@@ -1,0 +1,211 @@
+"""The dataset and backbone chosen, kept across pages and a reload; the dataset loaded (cached)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import streamlit as st
+
+from glee_core.studio import (
+    METHODS,
+    PAPER_DATASETS,
+    RARE_KEPT,
+    DataOptions,
+    GleeError,
+    adapted_record,
+    dataset_name,
+    environment,
+    list_uploads,
+    source_of,
+    untrained_head_line,
+    untrained_head_note,
+    write_json_atomic,
+)
+
+from .access import policy, workspace
+from .stores import all_runs, uploads_dir
+from .text import md
+
+DEMO = DataOptions(dataset="demo")
+
+
+CHOICE_FILE = "studio-choice.json"  # the dataset last chosen, in the workspace (or the store)
+
+
+STORED_ONLY = "stored runs"  # a choice's label ending: a dataset known here only by its runs
+
+
+def display_name(dataset_id: str) -> str:
+    """A dataset as its user knows it: an upload by the file name it came as (``tickets.csv``,
+    not ``upload:tickets-38b2aabc.csv``; a variant keeps its ending), anything else by its id."""
+    for upload in list_uploads(uploads_dir()):
+        spec = f"upload:{upload.path.name}"
+        if dataset_id == spec or dataset_id.startswith(f"{spec}+"):
+            return upload.original_name + dataset_id[len(spec):]
+    return dataset_id
+
+
+def dataset_choices() -> dict[str, DataOptions]:
+    """Label -> how to load it: demo, the paper's datasets found, kept uploads, and every other
+    dataset the readable stores hold runs of (runs trained elsewhere, or of a deleted upload:
+    their views need only the runs; training needs the texts)."""
+    choices = {"demo (chatterbot corpus, embedded)": DEMO}
+    data = environment.data_dir()
+    where = "" if policy().public else f", {data}"  # a visitor sees no server path
+    for dataset_id in PAPER_DATASETS:
+        folder = data / dataset_id
+        if (folder / "train.tsv").is_file() or (folder / "train.txt").is_file():
+            choices[f"{dataset_id} (paper{where})"] = DataOptions(dataset=dataset_id,
+                                                                  data_dir=str(data))
+    for upload in list_uploads(uploads_dir()):
+        choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
+    offered = {options.dataset for options in choices.values()}
+    public = policy().public
+    for dataset_id in sorted({run.dataset for run in all_runs(report=False)}):
+        if dataset_id.removesuffix(RARE_KEPT) in offered:  # "+rare": the keep-rare switch
+            continue
+        source = source_of(dataset_id)
+        if public and source is not None and not source[0].public:
+            continue  # a csv: id names a path on the server, which a visitor never sees
+        choices[f"{dataset_id} ({STORED_ONLY})"] = DataOptions(dataset=dataset_id)
+    return choices
+
+
+def incomplete_paper_datasets() -> list[str]:
+    """The paper's datasets whose folder is in the data directory without a training file (the
+    Data page names them rather than leaving them silently out of its list)."""
+    data = environment.data_dir()
+    return [d for d in PAPER_DATASETS if (data / d).is_dir()
+            and not any((data / d / name).is_file() for name in ("train.tsv", "train.txt"))]
+
+
+def current_choice() -> DataOptions:
+    """How the chosen dataset loads: kept across pages, and across a reload in the workspace
+    (or, on one's own machine, beside the runs), so a Launch after a reload trains on it."""
+    if "dataset" not in st.session_state:
+        st.session_state["dataset"] = _remembered_choice() or DEMO
+    return st.session_state["dataset"]
+
+
+def choose_dataset(options: DataOptions) -> None:
+    st.session_state["dataset"] = options
+    _remember_choice(options)
+
+
+def set_threshold(threshold: float | None) -> None:
+    choose_dataset(replace(current_choice(), threshold=threshold))
+
+
+def _choice_file() -> Path | None:
+    own = workspace()
+    if own is not None:
+        return own.path / CHOICE_FILE
+    return None if policy().read_only else environment.runs_dir() / f".{CHOICE_FILE}"
+
+
+def _remember_choice(options: DataOptions) -> None:
+    path = _choice_file()
+    if path is not None:
+        try:
+            write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold,
+                                     "keep_rare": options.keep_rare,
+                                     "exclude": options.exclude})
+        except OSError:  # a read-only folder: the choice lasts the session
+            pass
+
+
+def _remembered_choice() -> DataOptions | None:
+    """The last choice, if it is still offered (an upload may have been deleted since)."""
+    path = _choice_file()
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8")) if path else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict):
+        return None
+    offered = {o.dataset: o for o in dataset_choices().values()}
+    found = offered.get(saved.get("dataset"))
+    threshold = saved.get("threshold")
+    if found is not None and isinstance(threshold, (int, float)) and 0 < threshold < 1:
+        found = replace(found, threshold=float(threshold))
+    if found is not None and saved.get("keep_rare") is True:
+        found = replace(found, keep_rare=True)
+    exclude = saved.get("exclude")
+    if found is not None and isinstance(exclude, str) and Path(exclude).is_file():
+        found = replace(found, exclude=exclude)  # the variant without flagged rows
+    return found
+
+
+@st.cache_resource(show_spinner="Loading the dataset ...", max_entries=8)
+def _load(options: tuple):
+    return DataOptions(**dict(options)).load()
+
+
+def load_options(options: DataOptions):
+    """The dataset ``options`` name (cached); raises GleeError when it cannot be loaded."""
+    return _load(tuple(sorted(asdict(options).items())))
+
+
+def current_dataset():
+    """The chosen dataset, or None after showing why it cannot be loaded."""
+    choice = current_choice()
+    try:
+        return load_options(choice)
+    except GleeError as exc:
+        if stored := all_runs(choice.dataset, report=False):  # runs from elsewhere: expected
+            st.info(f"The texts of **{md(choice.dataset)}** are not here ({md(exc)}). Its "
+                    f"{len(stored)} stored run(s) need none: see them on **Results**, "
+                    "**Diagnostics**, **Predictions** and **Report**. Training and the "
+                    "Playground need the texts.")
+        else:
+            st.error(f"Cannot load dataset {md(choice.dataset)}: {md(exc)}")
+        return None
+
+
+def current_dataset_id() -> str:
+    """The id the current dataset's runs carry: the choice's, or with its rare classes kept in
+    training (``keep_rare``), the loaded dataset's (``demo+rare``) when it loads."""
+    choice = current_choice()
+    if not choice.keep_rare:
+        return choice.dataset
+    try:
+        return load_options(choice).id
+    except GleeError:
+        return choice.dataset
+
+
+def current_model() -> str:
+    return st.session_state.setdefault("model", environment.default_model())
+
+
+def backbone_notice(model: str, methods: list[str] | None = None,
+                    mlm_head_pretrained: bool | None = None, full: bool = False) -> None:
+    """Say plainly when the MLM head the prompt / pt. LN methods rely on is untrained (known from
+    a run's record, or, before any run, for the offline default backbone), where it matters: in
+    one sentence where the user chooses, in ``full`` where the paper's effect is shown."""
+    untrained = (not mlm_head_pretrained if mlm_head_pretrained is not None
+                 else model == environment.AUTO_MODEL)
+    relevant = [m for m in (methods or METHODS) if m in METHODS and METHODS[m].uses_mlm_head]
+    if untrained and relevant:
+        if full:
+            st.warning(untrained_head_note(model, relevant), icon=":material/warning:")
+        else:
+            st.caption(untrained_head_line(model, relevant))
+    adapted = adapted_record(model)
+    if adapted:
+        st.info(adapted_line(adapted), icon=":material/model_training:")
+
+
+def adapted_line(record: dict) -> str:
+    """One line on an adapted backbone: from what, on what, and its [MASK] accuracy."""
+    before, after = record.get("held_out_before") or {}, record.get("held_out_after") or {}
+    measured = (f"; held-out [MASK] top-1 {before['mask_top1']:.1%} → {after['mask_top1']:.1%}, "
+                f"masked-LM loss {before['mlm_loss']:.2f} → {after['mlm_loss']:.2f}"
+                if before.get("mask_top1") is not None and after.get("mask_top1") is not None
+                else "")
+    return (f"Adapted backbone: {md(record['adapted_from']['name'])} after "
+            f"{record['options']['epochs']} epoch(s) of masked-LM training on "
+            f"{md(dataset_name(record['dataset']['id']))}'s {record['dataset']['training_texts']}"
+            f" training texts (its MLM head trained with it){measured}.")

@@ -1,0 +1,109 @@
+"""What a launch will cost here: the engine's time estimates over this session's stores."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from glee_core.studio import (
+    GleeError,
+)
+
+from .choice import current_model
+from .stores import all_runs, cached_runs, store
+from .text import about
+
+
+@st.cache_resource(show_spinner=False)
+def device_kind() -> str:
+    """``cuda`` or ``cpu``: where a launch here trains (imports torch once per server)."""
+    from glee_core.studio import resolve_device  # noqa: PLC0415 (torch: not for every page)
+
+    return resolve_device("auto").type
+
+
+def time_estimate(dataset, methods: list[str], seeds: list[int], config,
+                  model: str | None = None) -> dict:
+    """The wall-time estimate of launching ``methods`` x ``seeds`` of ``config`` (a
+    ``TrainConfig``; ``glee_core.runs.estimate``) with ``model`` (default: the current
+    backbone), calibrated on the
+    finished runs this session can read; the runs this session's store already holds are opened,
+    not trained, and left out of it. Adds ``"text"`` ("about 3 min" / "about 40 s"), ``"runs"``
+    (to train) and ``"stored"`` (already there)."""
+    from glee_core.studio import (  # noqa: PLC0415 (heavy)
+        estimate_parameters,
+        estimate_seconds,
+        get_method,
+        plan_runs,
+    )
+
+    model = model or current_model()
+    try:
+        plan = plan_runs(dataset, [get_method(m) for m in methods], seeds, model, config)
+    except GleeError:  # a method the mode refuses: the launch says so; estimate them all
+        plan = None
+    here = store()
+    to_train = None if plan is None else unstored_jobs(here, plan)
+    planned = len(methods) * len(seeds) if plan is None else len(plan)
+    missing = planned if to_train is None else len(to_train)
+    stored = planned - missing
+    if to_train is not None and not missing:
+        return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
+                "text": "a few seconds", "basis": f"all {stored} run(s) are already stored"}
+    passes = 2 if to_train is None or not config.frozen else uncached_passes(here, dataset,
+                                                                             model, to_train)
+    estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
+                                device_kind(), all_runs(report=False), feature_passes=passes,
+                                lp_ft_stages=None if to_train is None or config.frozen
+                                else len(unstored_stages(here, dataset, model, to_train)))
+    basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
+                                 if stored else "")
+    return {**estimate, "basis": basis, "runs": missing, "stored": stored,
+            "text": about(estimate["seconds"])}
+
+
+def unstored_jobs(here, plan) -> list:
+    """The planned runs the store ``here`` does not hold finished (what a launch trains; the
+    others it opens), judged by the store's cached listing of valid runs."""
+    stored = {run.run_id for run in cached_runs(here)[0]}
+    return [job for job in plan if job.run_id not in stored]
+
+
+def unstored_stages(here, dataset, model: str, jobs) -> list:
+    """The LP-FT heads (quick-mode runs) that fine-tuning ``jobs`` would still fit: those the
+    store ``here`` does not hold (a quick compare stored them)."""
+    from glee_core.studio import lp_ft_stage  # noqa: PLC0415 (heavy)
+
+    if not jobs or not jobs[0].config.lp_ft:
+        return []
+    return unstored_jobs(here, [lp_ft_stage(job, dataset, model) for job in jobs])
+
+
+def uncached_passes(here, dataset, model: str, jobs) -> int:
+    """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
+    input format whose features the store ``here`` has not cached."""
+    from glee_core.studio import feature_file, model_fingerprint  # noqa: PLC0415
+
+    formats = {job.spec.input_format: job.config for job in jobs}
+    fingerprint = model_fingerprint(model)
+    return sum(not feature_file(here.features_dir, dataset, fingerprint, fmt, cfg.max_length,
+                                cfg.limit, cfg.limit_strategy).is_file()
+               for fmt, cfg in formats.items())
+
+
+def trainable_parameters(dataset, config) -> int:
+    """About how many parameters a run of ``config`` trains on ``dataset`` with the current
+    backbone (from its config alone: ``glee_core.models.backbone.estimate_trainable``)."""
+    from glee_core.studio import estimate_trainable  # noqa: PLC0415 (transformers)
+
+    resolved = config.resolved(dataset.max_length, dataset.batch_size)
+    return estimate_trainable(current_model(), resolved, dataset.num_classes)
+
+
+def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
+    """The wall-time estimate of adapting the current backbone (``glee_core.runs.estimate``), with
+    ``"text"``."""
+    from glee_core.studio import estimate_adapt_seconds, estimate_parameters  # noqa: PLC0415
+
+    parameters = estimate_parameters(current_model(), mlm_positions=options.mlm_probability)
+    estimate = estimate_adapt_seconds(dataset, options, parameters, device_kind(), measured)
+    return {**estimate, "text": about(estimate["seconds"])}

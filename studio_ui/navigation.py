@@ -1,0 +1,98 @@
+"""The pages, the sidebar, and public mode's workspace panel in it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from glee_core.studio import (
+    SHARE_FILE,
+    Policy,
+    Workspace,
+    environment,
+    list_uploads,
+    size_text,
+)
+
+from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, workspace
+from .choice import current_choice, current_model, display_name
+from .stores import cached_runs
+from .text import md
+
+# the app's pages, in the sidebar's order: (file in app_pages/, title, Material icon). Not in a
+# folder named pages/: Streamlit runs a page of such a folder on its own (no app.py, "app" listed
+# as a page) when its URL is a fresh server's first request; elsewhere st.navigation lays out
+# every page, however it is reached.
+APP_PAGES = [("0_Home", "Home", "home"), ("1_Data", "Data", "bar_chart"),
+             ("2_Train", "Train", "model_training"), ("3_Results", "Results", "table_chart"),
+             ("4_Diagnostics", "Diagnostics", "troubleshoot"),
+             ("5_Predictions", "Predictions", "search"),
+             ("6_Playground", "Playground", "edit_note"),
+             ("7_Report", "Report", "picture_as_pdf"), ("8_Paper", "Paper", "menu_book")]
+
+
+def sidebar() -> None:
+    rules = policy()
+    own = workspace()
+    with st.sidebar:
+        chosen = current_choice().dataset
+        name = display_name(chosen)  # an upload's file name, and the id the CLI takes
+        st.caption(f"Dataset: **{md(name)}**" + (f" ({md(chosen)})" if name != chosen else ""))
+        st.caption(f"Backbone: **{md(current_model())}**")
+        if rules.read_only:
+            st.info("Read-only: this deployment shows its shipped runs; training and uploads are "
+                    "switched off. Run Glee Studio yourself to train.")
+        if not rules.public:
+            st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}`"
+                       f" · paper data: `{environment.data_dir()}`")
+        elif own is None:
+            st.caption("Nothing of yours is kept here until you upload a file or launch a job: "
+                       "then a private workspace is made for this browser.")
+        else:
+            remember_workspace(own, rules)
+            shared = shared_workspace()
+            if shared is not None:
+                st.warning("You are viewing a **shared workspace, read-only**: its runs appear "
+                           "beside yours on the Results, Diagnostics and Predictions pages. "
+                           "What you upload or train stays in your own workspace.",
+                           icon=":material/visibility:")
+            workspace_panel(own, rules)
+
+
+def workspace_panel(own: Workspace, rules: Policy) -> None:
+    """Public mode's sidebar: what is private, the limits, the usage, a read-only link to
+    share; delete what is yours (runs after a confirmation)."""
+    with st.expander("Your workspace", expanded=False):
+        st.caption(f"Your uploads and the runs you train are private to this browser (a cookie "
+                   f"holds the workspace; the address bar never does). They are deleted after "
+                   f"{rules.ttl_text} without use. The demo, the paper's datasets and the runs "
+                   "shipped here are shared and read-only. A browser that blocks cookies starts "
+                   "a new workspace on every reload.")
+        st.caption(f"Limits: {rules.jobs} job(s) training and {rules.queued} waiting, "
+                   f"{rules.job_runs} runs and {rules.job_seconds / 60:.0f} min (estimated) a "
+                   f"launch, uploads up to {size_text(rules.upload_bytes)}, "
+                   f"{size_text(rules.disk_bytes)} in all; used: {size_text(own.disk_bytes())}.")
+        sharing = (own.path / SHARE_FILE).is_file()
+        if st.toggle("Share my runs read-only", key="share-toggle", value=sharing,
+                     help="A link that shows your runs' scores and charts (not your uploads, "
+                          "nor the texts in them) to whoever opens it; they cannot upload, "
+                          "train or delete in your workspace. Turning it off revokes the link."):
+            st.code(f"?{SHARE_PARAM}={own.share_token()}", language=None)
+            st.caption("Add this to the app's address to share your runs, read-only. Turning "
+                       "the switch off revokes it; sharing again makes a new link.")
+        elif sharing:
+            own.revoke_share()
+            st.caption("The share link is revoked: it opens nothing now.")
+        for upload in list_uploads(own.uploads_dir):
+            sure = st.checkbox(f"Yes, delete {md(upload.original_name)} for good",
+                               key=f"del-sure-{upload.path.name}")
+            if st.button(f"Delete upload {md(upload.original_name)}", disabled=not sure,
+                         key=f"del-{upload.path.name}"):
+                own.delete_upload(upload.path.name)
+                st.rerun()
+        mine, _ = cached_runs(own.store)
+        if mine:
+            sure = st.checkbox(f"Yes, delete my {len(mine)} run(s) for good", key="delete-sure")
+            if st.button(f"Delete my {len(mine)} run(s)", key="delete-runs", disabled=not sure):
+                for run in mine:
+                    own.delete_run(run.run_id)
+                st.rerun()

@@ -1,0 +1,166 @@
+"""The answer a compare ends on and its next steps, one click each, with their estimates."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from glee_core.studio import (
+    GleeError,
+)
+
+from .access import policy
+from .choice import current_choice, current_dataset_id, load_options
+from .estimates import time_estimate
+from .jobs import launch
+from .stores import all_runs, stores
+from .text import md
+
+STEP_TEXTS = {  # a recommendation's next step: its button, and why
+    "finetune-one": ("Fine-tune {heads}",
+                     "fine-tuning is where the accuracy is (practical recipe: learning rate "
+                     "chosen on dev, LP-FT from this very head)"),
+    "finetune": ("Fine-tune the best of the top {n}: {heads}",
+                 "the best head fine-tuned may not be the best quick one: the {n} race at one "
+                 "learning rate (chosen once on dev), each round the better half on dev goes on, "
+                 "and only the last one trains to the end - about half the time of {n} "
+                 "fine-tunes"),
+    "seeds": ("Run seeds 1-{seeds} for the top {n}: {heads}",
+              "{seeds} seeds give the spread that says which gaps are noise"),
+}
+
+
+def next_step_request(step: str, heads, rec, runs, choice, dataset):
+    """The ``TrainRequest`` of a recommendation's next step (fine-tuning its top heads, or more
+    seeds of its setting), or None when the app cannot launch it in the same setting (runs made
+    on the command line with other flags: the caption then names the command)."""
+    from glee_core.studio import (  # noqa: PLC0415
+        ENOUGH_SEEDS,
+        TrainConfig,
+        TrainRequest,
+        plan_runs,
+    )
+
+    first = next(r for r in runs if r.setting == rec.chosen.setting)
+    model = first.record.model.name
+    pooling = first.record.hyperparameters.pooling  # the chosen candidate's (cls for [MASK])
+    if step.startswith("finetune"):
+        read = pooling if rec.chosen.pooling != "[MASK]" else "auto"
+        return TrainRequest(data=choice, methods=list(heads), seeds=[1], model=model,
+                            config=TrainConfig(pooling=read,
+                                               heads="best" if len(heads) > 1 else None))
+    config = TrainConfig(mode=rec.chosen.mode, pooling=pooling)
+    try:  # the same setting only if its mode's default config gives its run ids
+        planned = plan_runs(dataset, [first.record.method], [first.seed], model, config)
+    except GleeError:
+        return None
+    if planned[0].run_id != first.run_id:
+        return None
+    return TrainRequest(data=choice, methods=list(heads),
+                        seeds=list(range(1, ENOUGH_SEEDS + 1)), model=model, config=config)
+
+
+def variant_runs(dataset_id: str) -> dict[str, list]:
+    """The runs of this dataset and of its variants (the data health's "train without the
+    flagged rows", ``+without-N-...``), by dataset id, the full data's first; {} without a
+    variant with runs."""
+    from glee_core.studio import WITHOUT, variant_base  # noqa: PLC0415
+
+    base_id = variant_base(dataset_id)
+    by_id: dict[str, list] = {}
+    for run in all_runs(report=False):
+        if run.dataset == base_id or run.dataset.startswith(base_id + WITHOUT):
+            by_id.setdefault(run.dataset, []).append(run)
+    if set(by_id) <= {base_id}:
+        return {}
+    return {key: by_id[key] for key in sorted(by_id, key=lambda k: (k != base_id, k))}
+
+
+def variant_comparison(dataset_id: str) -> str | None:
+    """Where the data health's "train without the flagged rows" made a variant of this dataset
+    (or this is one): whether it wins on dev, a sentence for each variant with runs."""
+    from glee_core.studio import recommend, variant_base, variant_line  # noqa: PLC0415
+
+    base_id = variant_base(dataset_id)
+    by_id = variant_runs(dataset_id)
+    if not by_id:
+        return None
+    base = recommend(by_id.get(base_id, []))
+    lines = [variant_line(base_id, base, v, recommend(runs)) for v, runs in by_id.items()
+             if v != base_id]
+    return " ".join(line for line in lines if line) or None
+
+
+def dataset_budget(dataset_id: str) -> dict | None:
+    """The newest label budget the Data page measured for this dataset (any backbone), from
+    the stores this session reads; None when there is none."""
+    found = [latest for runs_store in stores()
+             if (latest := runs_store.latest_budget(dataset_id)) is not None]
+    return max(found, key=lambda item: item[0])[2] if found else None
+
+
+def budget_notice(dataset_id: str) -> None:
+    """The label budget's sentence (the tail classes one more text helps most), where the Data
+    page measured one for this dataset."""
+    from glee_core.studio import budget_line  # noqa: PLC0415
+
+    if (budget := dataset_budget(dataset_id)) and (line := budget_line(budget, md)):
+        st.info(line, icon=":material/playlist_add:")
+
+
+def recommendation_panel(runs, key: str) -> None:
+    """The answer a compare ends on (``glee_core.runs.recommend``): the head to use among this
+    dataset's ``runs``, chosen on dev, its test scores over seeds, the heads within noise, and
+    each next step as one click (fine-tuning the top heads, more seeds)."""
+    from glee_core.studio import (  # noqa: PLC0415
+        ENOUGH_SEEDS,
+        order_steps,
+        recommend,
+        recommendation_text,
+    )
+
+    rec = recommend(runs)
+    if rec is None:
+        return
+    st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
+    if line := variant_comparison(current_dataset_id()):
+        st.info(line)
+    budget_notice(current_dataset_id())
+    if not rec.steps:
+        st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
+                   "(`python -m glee_core export`), or compare another mode on the Train page.")
+        return
+    choice = current_choice()
+    try:  # the runs may outlive their data (a deleted upload): then the steps are only named
+        dataset = load_options(choice)
+    except GleeError:
+        dataset = None
+    requests = {step: next_step_request(step, heads, rec, runs, choice, dataset)
+                if dataset is not None else None for step, heads in rec.steps}
+    estimates = {step: time_estimate(dataset, request.methods, request.seeds, request.config,
+                                     request.model)
+                 for step, request in requests.items() if request is not None}
+    steps = order_steps(rec.steps, {step: e["seconds"] / 60 for step, e in estimates.items()})
+    if steps:
+        st.markdown("**Next steps**, best value for the time first:")
+    for number, (step, heads) in enumerate(steps):
+        button, why = STEP_TEXTS[step]
+        label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
+        why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
+        if step == "finetune-one" and heads[0] != rec.chosen.method:
+            why = (f"`{rec.chosen.method}` is fitted on the frozen features and cannot be "
+                   f"fine-tuned; `{heads[0]}` is the best candidate that can. "
+                   f"{why[0].upper()}{why[1:]}")
+        request = requests[step]
+        if request is None or policy().read_only:
+            st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
+                       "with `python -m glee_core train`.")
+            continue
+        estimate = estimates[step]
+        label = f"{label} ({estimate['text'].removeprefix('about ')})"
+        if st.button(label, type="primary" if number == 0 else "secondary",
+                     key=f"{key}-{step}"):
+            job = launch(request, label=label, estimate=estimate)
+            if job is not None:
+                st.session_state["last_job"] = job.id
+                st.switch_page("app_pages/2_Train.py")
+        st.caption(f"Why: {why}. Estimated here: {estimate['text']} ({estimate['basis']}).")

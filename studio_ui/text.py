@@ -1,0 +1,29 @@
+"""Text for Streamlit's Markdown: user strings made literal, durations and estimates in words."""
+
+from __future__ import annotations
+
+from glee_core.studio import (
+    literal,
+)
+
+
+def md(text) -> str:
+    """User text (a class, file or dataset name, a message quoting one) made literal for the
+    places Streamlit renders Markdown (``glee_core.core.markdown.literal``): a class named
+    ``[Sign in](https://evil.example)`` reads as itself, not as a link."""
+    return literal(text)
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 20 s``, ``1 h 05 min``."""
+    seconds = int(max(seconds, 0))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def about(seconds: float) -> str:
+    """``about 3 min`` / ``about 40 s``."""
+    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"

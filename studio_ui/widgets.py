@@ -1,0 +1,97 @@
+"""Pickers the pages share: choices shown by label, runs by method and setting, a class to
+highlight."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from glee_core.studio import (
+    method_label,
+    registry_order,
+)
+
+from .choice import current_dataset_id
+from .stores import dataset_runs
+from .text import md
+
+
+def choose(label: str, options: dict, widget=None, **kwargs):
+    """A select box (or radio) showing ``options``' labels and returning the chosen key.
+    (Labels are the widget's options, so the widget state holds what the user sees.)"""
+    widget = widget or st.selectbox
+    keys = {text: key for key, text in options.items()}
+    return keys[widget(label, list(keys), **kwargs)]
+
+
+def choose_many(label: str, options: dict, default: list, **kwargs) -> list:
+    """A multi-select showing ``options``' labels; returns the chosen keys."""
+    keys = {text: key for key, text in options.items()}
+    picked = st.multiselect(label, list(keys), default=[options[k] for k in default], **kwargs)
+    return [keys[text] for text in picked]
+
+
+def method_labels(methods) -> dict[str, str]:
+    return {m: method_label(m) for m in methods}
+
+
+def pick_runs(runs, key: str, label: str = "Methods to show"):
+    """Multi-select of the methods present among ``runs``; returns the runs of the chosen ones."""
+    present = registry_order(r.method for r in runs)
+    chosen = choose_many(label, method_labels(present), present, key=key)
+    return [r for r in runs if r.method in chosen]
+
+
+def run_labels(runs, recommended: bool = True) -> dict[str, str]:
+    """A run's label in a picker (its head, pooling, seed, mode and test F1; the id's end last),
+    the recommended candidate's runs first and said so (``recommended``: ordered by
+    ``glee_core.runs.recommend.recommended_first``)."""
+    from glee_core.studio import recommended_first  # noqa: PLC0415 (pandas)
+
+    ordered = recommended_first(list(runs)) if recommended else list(runs)
+    first = (ordered[0].setting, ordered[0].method) if recommended and ordered else None
+    labels = {}
+    for r in ordered:
+        reads = (f" ({r.record.hyperparameters.pooling})"
+                 if r.record.method.input_format == "plain" else "")
+        mark = " · recommended" if (r.setting, r.method) == first else ""
+        labels[r.run_id] = (f"{r.method}{reads} · seed {r.seed} · {r.record.mode} · "
+                            f"F1 {100 * r.metrics.f1:.1f}{mark} · {r.run_id[-10:]}")
+    return labels
+
+
+def class_highlight(classes: list[str]) -> str | None:
+    """A sidebar choice of one class to bring forward in every chart (kept across pages)."""
+    options = ["(none)", *classes]
+    current = st.session_state.get("highlight_class", "(none)")
+    chosen = st.sidebar.selectbox("Highlight a class in the charts", options,
+                                  index=options.index(current) if current in options else 0)
+    st.session_state["highlight_class"] = chosen
+    return None if chosen == "(none)" else chosen
+
+
+def runs_or_stop():
+    """The current dataset's finished runs; with none, say how to get some and stop the page."""
+    dataset_id = current_dataset_id()
+    runs = dataset_runs(dataset_id)
+    if not runs:
+        st.info(f"No finished runs for **{md(dataset_id)}** yet. Launch some on the **Train** page "
+                "(the quick compare takes seconds).")
+        st.stop()
+    return runs
+
+
+def setting_runs(key: str):
+    """Runs of one setting (backbone, mode and protocol: never mixed in a table) and the chosen
+    methods."""
+    from glee_core.studio import recommended_first  # noqa: PLC0415 (pandas)
+
+    runs = runs_or_stop()
+    labels = dict(sorted({r.setting: r.record.setting_label for r in runs}.items()))
+    best = recommended_first(list(runs))[0].setting  # the recommended candidate's, first
+    labels = {best: f"{labels.pop(best)} · recommended", **labels}
+    setting = choose("Setting", labels, st.radio)
+    runs = [r for r in runs if r.setting == setting]
+    runs = pick_runs(runs, key=f"{key}:{setting}")  # each setting keeps its own choice
+    if not runs:
+        st.stop()
+    return runs
