@@ -11,16 +11,12 @@ from glee_core.studio import (
     ALL_POOLINGS,
     AUTO_POOLING,
     DEFAULT_EPOCHS,
-    LORA_ALPHA,
-    LORA_DROPOUT,
-    LORA_R,
     METHODS,
     METRIC_KEYS,
     METRIC_TITLES,
     MODES,
     PAPER,
     POOLINGS,
-    PREFIX_LENGTH,
     RECIPE_DEFAULTS,
     RECIPE_LABELS,
     RECIPE_LINES,
@@ -110,23 +106,23 @@ if not frozen:
     st.caption(RECIPE_LINES[recipe])
 preset = RECIPE_DEFAULTS[recipe]
 mode_rate, mode_candidates = recipe_rates(recipe, mode)
-peft_fields = {}
-if tuning.peft == "lora":
-    p1, p2, p3, p4 = st.columns(4)
-    peft_fields["lora_r"] = int(p1.number_input("LoRA rank r", 1, 512, LORA_R,
-                                                help=help_of(TrainConfig, "lora_r")))
-    peft_fields["lora_alpha"] = int(p2.number_input("LoRA alpha", 1, 4096, LORA_ALPHA,
-                                                    help=help_of(TrainConfig, "lora_alpha")))
-    peft_fields["lora_dropout"] = p3.number_input("LoRA dropout", 0.0, 0.9, LORA_DROPOUT,
-                                                  step=0.05,
-                                                  help=help_of(TrainConfig, "lora_dropout"))
-    peft_fields["lora_targets"] = p4.text_input(
-        "Adapted modules (blank: peft's default)", "", placeholder="query,value",
-        help=help_of(TrainConfig, "lora_targets")).strip() or None
-elif tuning.peft == "prefix":
-    peft_fields["prefix_length"] = int(st.columns(4)[0].number_input(
-        "Prefix length (virtual tokens per layer)", 1, 512, PREFIX_LENGTH,
-        help=help_of(TrainConfig, "prefix_length")))
+peft_fields = {}  # the mode's settings, as models/modes.py declares them: four to a row
+columns = st.columns(4) if tuning.settings else []
+for number, setting in enumerate(tuning.settings):
+    column = columns[number % len(columns)]
+    helped = {"help": help_of(TrainConfig, setting.field), "key": f"setting-{setting.field}"}
+    if setting.kind is str:
+        peft_fields[setting.field] = column.text_input(
+            setting.label, setting.default or "", placeholder=setting.placeholder,
+            **helped).strip() or None
+        continue
+    low, high = (None if bound is None else setting.kind(bound)
+                 for bound in (setting.low, setting.high))
+    step = 0.05 if setting.kind is float else 1
+    if high is not None and setting.below:
+        high -= step
+    peft_fields[setting.field] = setting.kind(column.number_input(
+        setting.label, low, high, setting.default, step=step, **helped))
 c1, c2, c3, c4, c5 = st.columns(5)
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
 epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))

@@ -13,7 +13,7 @@ from glee_core.core.errors import GleeError
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig, recipe_rates
 from glee_core.models.methods import METHODS, get_method, parse_methods
-from glee_core.models.modes import LORA_R, MODES, PREFIX_LENGTH
+from glee_core.models.modes import MODES, Setting, setting_default
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run, load_classifier
 from glee_core.serve.inference import Scorer
@@ -103,7 +103,8 @@ def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored
                                rtol=1e-4, atol=1e-5)
     assert run.record.mode == mode
     line = run.record.protocol
-    assert (f"LoRA r {LORA_R}" in line) if mode == "lora" else (f"prefix {PREFIX_LENGTH}" in line)
+    assert (f"LoRA r {setting_default('lora_r')}" in line) if mode == "lora" else \
+        (f"prefix {setting_default('prefix_length')}" in line)
 
 
 @pytest.mark.parametrize("mode", ["lora", "ptuning2"])
@@ -135,6 +136,10 @@ def test_modes_refuse_what_makes_no_sense_with_a_message(toy_dataset, tiny_bert)
         TrainConfig(mode="lora", prefix_length=10)
     with pytest.raises(GleeError, match="--mode must be one of"):
         TrainConfig(mode="adapters")
+    with pytest.raises(GleeError, match="--lora-dropout must be below 1"):
+        TrainConfig(mode="lora", lora_dropout=1.0)
+    with pytest.raises(GleeError, match="--prefix-length must be at least 1"):
+        TrainConfig(mode="ptuning2", prefix_length=0)
     assert {m.id for m in parse_methods("all", "lora")} == {
         m.id for m in METHODS.values() if m.supports_finetune}
 
@@ -153,6 +158,28 @@ def test_each_mode_gets_its_own_rates_and_the_paper_values_by_default():
     assert TrainConfig(mode="ptuning2").resolved(64, 16).prefix_length == 20
     # the new fields stay out of older runs' identities
     assert not {"lora_r", "prefix_length"} & set(TrainConfig().resolved(64, 16).identity())
+
+
+def test_a_modes_settings_are_declared_once_and_held_by_config_fields():
+    """Each peft mode carries its settings (the Train page draws them, ``resolved`` fills their
+    defaults, ``TrainConfig`` checks their bounds and that no other mode is given them); each is
+    a ``TrainConfig`` field (its flag, help, protocol text and place in the run's identity)."""
+    from dataclasses import fields
+
+    names = {f.name: f for f in fields(TrainConfig)}
+    for mode in MODES.values():
+        assert all(isinstance(s, Setting) and s.field in names for s in mode.settings)
+        resolved = TrainConfig(mode=mode.name).resolved(64, 16)
+        assert mode.defaults(resolved) == {s.field: s.default for s in mode.settings}
+        for setting in mode.settings:
+            assert str(setting.default) in names[setting.field].metadata["help"] or \
+                setting.default is None
+            for other in MODES.values():
+                if other is not mode and setting.field not in {s.field for s in other.settings}:
+                    value = "x" if setting.kind is str else setting.kind(setting.low or 0) + 1
+                    with pytest.raises(GleeError, match="applies to another mode"):
+                        TrainConfig(mode=other.name, **{setting.field: value})
+    assert not MODES["finetune"].settings and not MODES["frozen"].settings
 
 
 @pytest.mark.parametrize("mode", ["lora", "ptuning2", "frozen"])
@@ -176,7 +203,7 @@ def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
     config = TrainConfig(mode="ptuning2").resolved(64, 16)
     model = build_model(get_method("cls-relu-pt-ln"), load_backbone(str(tiny_bert)),
                         toy_dataset.classes, toy_dataset.verbalizer, config).eval()
-    assert model.prefixes == PREFIX_LENGTH
+    assert model.prefixes == setting_default("prefix_length")
     ids = torch.randint(5, 30, (2, 9))
     mask = torch.ones_like(ids)
     pair = torch.zeros_like(ids)

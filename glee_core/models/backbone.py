@@ -282,9 +282,9 @@ def estimate_parameters(name: str, default: int = 110_000_000, mlm_positions: fl
 def estimate_trainable(name: str, config, num_classes: int) -> int:
     """The parameters a run of ``config`` (a resolved ``TrainConfig``) trains, from the model's
     config alone: a CLS head with its LayerNorm (``h^2 + (C + 3) h + C``), plus the whole encoder
-    (fine-tuning), LoRA's ``r (d_in + d_out)`` per adapted matrix (the query and value of every
-    layer unless ``lora_targets`` names others) or P-tuning v2's ``2 h`` per prefix token and
-    layer (a run records the exact count)."""
+    (fine-tuning) or what a parameter-efficient mode adds (its ``added_parameters``: LoRA's
+    ``r (d_in + d_out)`` per adapted matrix, P-tuning v2's ``2 h`` per prefix token and layer);
+    a run records the exact count."""
     model = _model_config(name)
     h = model.hidden_size if model is not None else 768
     layers = getattr(model, "num_hidden_layers", 12)
@@ -292,9 +292,7 @@ def estimate_trainable(name: str, config, num_classes: int) -> int:
     tuning = config.tuning
     if tuning.cached_features:
         return head
-    if tuning.peft == "lora":
-        targets = len(config.lora_targets.split(",")) if config.lora_targets else 2
-        return layers * targets * config.lora_r * 2 * h + head
-    if tuning.peft == "prefix":
-        return config.prefix_length * layers * 2 * h + head
+    if tuning.parameter_efficient:
+        inner = getattr(model, "intermediate_size", 4 * h)
+        return tuning.added_parameters(config, layers, h, inner) + head
     return estimate_parameters(name) + head

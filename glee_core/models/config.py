@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from ..core.errors import GleeError
 from .fields import _boolean, option
-from .modes import LORA_ALPHA, LORA_DROPOUT, LORA_R, MODES, PREFIX_LENGTH, TuningMode, get_mode
+from .modes import MODES, TuningMode, get_mode, setting_default, setting_modes
 
 DEFAULT_EPOCHS = 10  # the paper's
 PAPER, PRACTICAL = "paper", "practical"
@@ -178,18 +178,22 @@ class TrainConfig:
         choices=HEAD_RACES, modes=TUNED_MODES)
     mode: str = option("finetune", "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
                        choices=tuple(MODES), flag=("--mode", "--backbone"))
-    lora_r: int | None = option(None, f"LoRA's rank (default {LORA_R}, the LoRA paper's)",
-                                protocol="LoRA r {}", modes=("lora",))
-    lora_alpha: int | None = option(None, f"LoRA's scaling alpha (default {LORA_ALPHA})",
-                                    protocol="alpha {}", modes=("lora",))
-    lora_dropout: float | None = option(None, f"dropout on LoRA's input (default {LORA_DROPOUT})",
-                                        protocol="LoRA dropout {:g}", modes=("lora",))
+    # the parameter-efficient modes' settings (bounds, defaults, page labels: models/modes.py)
+    lora_r: int | None = option(
+        None, f"LoRA's rank (default {setting_default('lora_r')}, the LoRA paper's)",
+        protocol="LoRA r {}")
+    lora_alpha: int | None = option(
+        None, f"LoRA's scaling alpha (default {setting_default('lora_alpha')})",
+        protocol="alpha {}")
+    lora_dropout: float | None = option(
+        None, f"dropout on LoRA's input (default {setting_default('lora_dropout')})",
+        protocol="LoRA dropout {:g}")
     lora_targets: str | None = option(
         None, "the modules LoRA adapts, comma-separated names (default: peft's for the model "
-        "type: the attention's query and value for BERT)", protocol="on {}", modes=("lora",))
+        "type: the attention's query and value for BERT)", protocol="on {}")
     prefix_length: int | None = option(
-        None, f"P-tuning v2's prefix: virtual tokens per layer (default {PREFIX_LENGTH})",
-        protocol="prefix {}", modes=("ptuning2",))
+        None, "P-tuning v2's prefix: virtual tokens per layer (default "
+        f"{setting_default('prefix_length')})", protocol="prefix {}")
     seed: int = option(1, "random seed", cli=False)
     precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
     pad_multiple: int | None = option(
@@ -233,8 +237,7 @@ class TrainConfig:
         if self.cv_folds is not None and self.cv_folds < 2:
             raise GleeError(f"--cv-folds must be at least 2, got {self.cv_folds}")
         for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
-                     "micro_batch_size", "min_steps", "patience", "pad_multiple", "lora_r",
-                     "lora_alpha", "prefix_length"):
+                     "micro_batch_size", "min_steps", "patience", "pad_multiple"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -245,14 +248,13 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
-        if self.lora_dropout is not None and not 0 <= self.lora_dropout < 1:
-            raise GleeError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
         elsewhere = [f"--{f.name.replace('_', '-')}" for f in fields(self)
-                     if f.metadata.get("modes") and getattr(self, f.name) is not None
-                     and self.mode not in f.metadata["modes"]]
+                     if getattr(self, f.name) is not None
+                     and self.mode not in (f.metadata.get("modes") or setting_modes(f.name))]
         if elsewhere:
             raise GleeError(f"{', '.join(elsewhere)} appl{'ies' if len(elsewhere) == 1 else 'y'} "
                             f"to another mode than --mode {self.mode}")
+        self.tuning.check(self)
         if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
             raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
         if isinstance(self.lp_ft, str):
@@ -353,13 +355,7 @@ class TrainConfig:
         searched = recipe_rates(self.recipe, self.mode)[1]
         if candidates is None and self.lr is None and searched:
             candidates = _rate_list(",".join(map(str, searched)))
-        if self.tuning.peft == "lora":
-            base = replace(base, lora_r=self.lora_r or LORA_R,
-                           lora_alpha=self.lora_alpha or LORA_ALPHA,
-                           lora_dropout=LORA_DROPOUT if self.lora_dropout is None
-                           else self.lora_dropout)
-        if self.tuning.peft == "prefix":
-            base = replace(base, prefix_length=self.prefix_length or PREFIX_LENGTH)
+        base = replace(base, **self.tuning.defaults(self))  # its mode's settings
         min_steps = self.min_steps
         if min_steps is None and self.epochs is None:  # given epochs are exact
             min_steps = preset.min_steps

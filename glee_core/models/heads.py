@@ -419,13 +419,10 @@ class GleeModel(nn.Module):
             if tuning.parameter_efficient:
                 from peft import get_peft_model  # noqa: PLC0415 (only these modes need it)
 
-                from .modes import peft_config  # noqa: PLC0415
-
                 self.mlm.requires_grad_(False)
                 with peft_deprecations():
-                    self.adapter = get_peft_model(self.mlm.base_model, peft_config(
-                        tuning, config.lora_r, config.lora_alpha, config.lora_dropout,
-                        config.lora_targets, config.prefix_length))
+                    self.adapter = get_peft_model(self.mlm.base_model,
+                                                  tuning.peft_config(config))
             else:
                 # Parts of the MLM head a method never uses get no gradient: keep them out of
                 # training (data-parallel training refuses parameters without gradients).

@@ -11,7 +11,9 @@ In the parameter-efficient modes the backbone's pretrained weights, its MLM head
 change: the head trains its own copies of what it starts from (the pt. LN, a prompt head's
 transform) and a prompt head scores with the pretrained label-word rows kept frozen (w/ ed.
 trains its own rows), P-tuning v2's own setting. The trainer asks the mode, never its name; a new
-way of tuning is one entry here (and, for a peft method, its config in :func:`peft_config`).
+way of tuning is one entry here: a :class:`TuningMode` subclass for a peft method, which
+builds its configuration, counts what it adds and declares its settings (:class:`Setting`,
+each held by a ``TrainConfig`` field, where a run's identity lives).
 
 The module imports nothing heavy (``peft`` is imported when a model is built)."""
 
@@ -23,8 +25,41 @@ from ..core.errors import GleeError
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One knob of a way of tuning: the ``TrainConfig`` field that holds it (its flag, help,
+    protocol text and place in the run's identity are declared there, once), its default, its
+    bounds, and the Train page's label; the page draws a mode's settings from these alone."""
+
+    field: str
+    label: str
+    default: int | float | str | None
+    low: float | None = None  # inclusive
+    high: float | None = None  # inclusive, unless ``below``
+    below: bool = False  # ``high`` excluded: a dropout in [0, 1)
+    placeholder: str = ""  # a text setting's hint, blank meaning its default
+
+    @property
+    def kind(self) -> type:
+        return type(self.default) if self.default is not None else str
+
+    def check(self, value) -> None:
+        """A value given for it (None: its default) within its bounds, else a GleeError naming
+        the flag."""
+        if value is None or self.kind is str:
+            return
+        flag = f"--{self.field.replace('_', '-')}"
+        if self.low is not None and value < self.low:
+            raise GleeError(f"{flag} must be at least {self.low:g}, got {value}")
+        if self.high is not None and (value >= self.high if self.below else value > self.high):
+            raise GleeError(f"{flag} must be {'below' if self.below else 'at most'} "
+                            f"{self.high:g}, got {value}")
+
+
+@dataclass(frozen=True)
 class TuningMode:
-    """One way of tuning: what trains and the rates that suit it."""
+    """One way of tuning: what trains, the rates that suit it, its settings and what it builds.
+    The plain modes (a fine-tune, quick mode) are this class; a parameter-efficient one is a
+    subclass that builds its peft configuration and says what it adds."""
 
     name: str
     label: str  # how the app, the tables and the reports name a run of it
@@ -34,6 +69,8 @@ class TuningMode:
     peft: str | None = None  # the peft method that wraps the encoder ("lora", "prefix")
     lr: float = 1e-5  # the one rate without a search (the paper recipe, or --recipe paper)
     lr_candidates: tuple[float, ...] | None = None  # the practical recipe's search on dev
+    settings: tuple[Setting, ...] = ()
+    merges: bool = False  # its adapters fold into the encoder's weights (an export merges them)
 
     @property
     def trains_encoder(self) -> bool:
@@ -50,6 +87,80 @@ class TuningMode:
         (the head, and an adapter or prefix) and scoring needs the same backbone?"""
         return self.cached_features or self.parameter_efficient
 
+    def check(self, config) -> None:
+        """Its settings' values in ``config`` (a ``TrainConfig``) within their bounds."""
+        for setting in self.settings:
+            setting.check(getattr(config, setting.field))
+
+    def defaults(self, config) -> dict:
+        """Its settings as a run of ``config`` uses them: given, or their defaults (what
+        ``TrainConfig.resolved`` fills in)."""
+        given = {s.field: getattr(config, s.field) for s in self.settings}
+        return {s.field: s.default if given[s.field] is None else given[s.field]
+                for s in self.settings}
+
+    def peft_config(self, config):
+        """The ``peft`` configuration of the encoder (the model's ``base_model``, which returns
+        hidden states: peft's feature-extraction task) for a resolved ``config``."""
+        raise GleeError(f"mode {self.name!r} has no peft method")
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        """About how many parameters it trains in an encoder of ``layers`` x ``hidden``
+        (feed-forward width ``inner``) besides the head (a run records the exact count)."""
+        raise GleeError(f"mode {self.name!r} adds no parameters to the encoder")
+
+
+@dataclass(frozen=True)
+class LoraMode(TuningMode):
+    """LoRA: low-rank adapters beside the encoder's linear layers (the attention's query and
+    value unless ``lora_targets`` names others), ``r (d_in + d_out)`` parameters each."""
+
+    peft: str | None = "lora"
+    merges: bool = True
+    settings: tuple[Setting, ...] = (
+        # the LoRA paper's GLUE set-up: r 8, alpha 16, dropout 0.1 on query and value
+        Setting("lora_r", "LoRA rank r", 8, 1),
+        Setting("lora_alpha", "LoRA alpha", 16, 1),
+        Setting("lora_dropout", "LoRA dropout", 0.1, 0, 1, below=True),
+        Setting("lora_targets", "Adapted modules (blank: peft's default)", None,
+                placeholder="query,value"),
+    )
+
+    @staticmethod
+    def targets(config) -> list[str] | None:
+        return ([t.strip() for t in config.lora_targets.split(",") if t.strip()]
+                if config.lora_targets else None)
+
+    def peft_config(self, config):
+        from peft import LoraConfig, TaskType  # noqa: PLC0415 (heavy)
+
+        return LoraConfig(task_type=TaskType.FEATURE_EXTRACTION, r=config.lora_r,
+                          lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                          target_modules=self.targets(config))
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        return layers * len(self.targets(config) or ("query", "value")) * config.lora_r * 2 * hidden
+
+
+@dataclass(frozen=True)
+class PrefixMode(TuningMode):
+    """P-tuning v2: a trained key and value for each of ``prefix_length`` virtual tokens in
+    every layer, ``2 h`` parameters a token and layer."""
+
+    peft: str | None = "prefix"
+    settings: tuple[Setting, ...] = (
+        Setting("prefix_length", "Prefix length (virtual tokens per layer)", 20, 1),
+    )
+
+    def peft_config(self, config):
+        from peft import PrefixTuningConfig, TaskType  # noqa: PLC0415 (heavy)
+
+        return PrefixTuningConfig(task_type=TaskType.FEATURE_EXTRACTION,
+                                  num_virtual_tokens=config.prefix_length)
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        return config.prefix_length * layers * 2 * hidden
+
 
 # In the order the Train page offers them: the quick compare first
 MODES: dict[str, TuningMode] = {m.name: m for m in (
@@ -59,20 +170,26 @@ MODES: dict[str, TuningMode] = {m.name: m for m in (
     TuningMode("finetune", "fine-tuned", "Fine-tune", "train the whole model (the paper's "
                "set-up)", lr=1e-5, lr_candidates=(2e-5, 5e-5, 1e-4, 2e-4)),
     # LoRA's GLUE runs on RoBERTa-base: 4e-4 to 5e-4; the search spans 10-100x a fine-tune's rate
-    TuningMode("lora", "LoRA", "LoRA", "low-rank adapters in the encoder's attention (peft) and "
-               "the head; the backbone's weights stay as they are", peft="lora",
-               lr=5e-4, lr_candidates=(2e-4, 5e-4, 1e-3, 2e-3)),
+    LoraMode("lora", "LoRA", "LoRA", "low-rank adapters in the encoder's attention (peft) and "
+             "the head; the backbone's weights stay as they are",
+             lr=5e-4, lr_candidates=(2e-4, 5e-4, 1e-3, 2e-3)),
     # P-tuning v2 on BERT: 5e-3 to 1e-2 (its released scripts)
-    TuningMode("ptuning2", "P-tuning v2", "P-tuning v2", "trained prefixes in every layer of "
+    PrefixMode("ptuning2", "P-tuning v2", "P-tuning v2", "trained prefixes in every layer of "
                "the encoder (peft's prefix tuning) and the head; the backbone's weights stay as "
-               "they are", peft="prefix", lr=5e-3, lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2)),
+               "they are", lr=5e-3, lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2)),
 )}
 MODE_LABELS = {name: mode.label for name, mode in MODES.items()}
 
-# The defaults of the papers: LoRA r 8, alpha 16, dropout 0.1 on the query and value projections
-# (Hu et al.'s GLUE set-up); P-tuning v2's prefix of 20 virtual tokens in every layer.
-LORA_R, LORA_ALPHA, LORA_DROPOUT = 8, 16, 0.1
-PREFIX_LENGTH = 20
+
+def setting_default(field: str):
+    """The default of a mode's setting (for the option's help text)."""
+    return next(s.default for m in MODES.values() for s in m.settings if s.field == field)
+
+
+def setting_modes(field: str) -> tuple[str, ...]:
+    """The modes a ``TrainConfig`` field is a setting of; every mode when it is none's."""
+    owners = tuple(m.name for m in MODES.values() if any(s.field == field for s in m.settings))
+    return owners or tuple(MODES)
 
 
 def get_mode(name: str) -> TuningMode:
@@ -80,19 +197,3 @@ def get_mode(name: str) -> TuningMode:
         return MODES[name]
     except KeyError:
         raise GleeError(f"--mode must be one of {', '.join(MODES)}, got {name!r}") from None
-
-
-def peft_config(mode: TuningMode, lora_r: int, lora_alpha: int, lora_dropout: float,
-                lora_targets: str | None, prefix_length: int):
-    """The ``peft`` configuration of a parameter-efficient mode, for the encoder (the model's
-    ``base_model``, which returns hidden states: peft's feature-extraction task)."""
-    from peft import LoraConfig, PrefixTuningConfig, TaskType  # noqa: PLC0415 (heavy)
-
-    if mode.peft == "lora":
-        targets = [t.strip() for t in lora_targets.split(",")] if lora_targets else None
-        return LoraConfig(task_type=TaskType.FEATURE_EXTRACTION, r=lora_r, lora_alpha=lora_alpha,
-                          lora_dropout=lora_dropout, target_modules=targets)
-    if mode.peft == "prefix":
-        return PrefixTuningConfig(task_type=TaskType.FEATURE_EXTRACTION,
-                                  num_virtual_tokens=prefix_length)
-    raise GleeError(f"mode {mode.name!r} has no peft method")

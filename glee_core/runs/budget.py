@@ -39,6 +39,8 @@ from ..core.files import write_report_files
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "BUDGET_COLUMNS",
+    "BUDGET_CSV",
+    "BUDGET_FILE",
     "BudgetReport",
     "ClassCurve",
     "EXPONENTS",

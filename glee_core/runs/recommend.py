@@ -36,6 +36,8 @@ from .tables import aggregate
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "CONTENDERS",
+    "CV",
+    "DEV",
     "ENOUGH_SEEDS",
     "FINETUNE_FIRST_MINUTES",
     "FINETUNE_TOP",

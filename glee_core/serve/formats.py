@@ -79,9 +79,9 @@ def portable(run: Run) -> Portable:
     notes, prefix = [], None
     if model.frozen:
         encoder = scorer.backbone.model.base_model
-    elif tuning.peft == "lora":  # the adapters merged into the encoder's weights
+    elif tuning.merges:  # the adapters merged into the encoder's weights
         encoder = copy.deepcopy(model.adapter).merge_and_unload()
-        notes.append("LoRA's adapters are merged into the encoder's weights")
+        notes.append(f"{tuning.label}'s adapters are merged into the encoder's weights")
     elif tuning.peft == "prefix":
         encoder = model.adapter.base_model
         layers = model.adapter.get_prompt(1).layers
