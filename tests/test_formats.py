@@ -77,7 +77,7 @@ def load_elsewhere(script: str, blocked: set[str], folders: list[Path], texts: l
 @pytest.fixture(scope="module")
 def exported(tiny_bert, toy_dataset, tmp_path_factory):
     """Every method in quick mode (one on mean pooling too), and a CLS head and a prompt head
-    fine-tuned, with LoRA and with P-tuning v2; each exported as hf and as onnx."""
+    fine-tuned, with LoRA, with P-tuning v2 and with IA³; each exported as hf and as onnx."""
     root = tmp_path_factory.mktemp("formats")
     store = RunStore(root / "runs")
     quick = TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="cls", choose_by="dev")
@@ -86,7 +86,7 @@ def exported(tiny_bert, toy_dataset, tmp_path_factory):
     runs += run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
                             TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="mean",
                                         choose_by="dev"), store)
-    for mode in ("finetune", "lora", "ptuning2"):
+    for mode in ("finetune", "lora", "ptuning2", "ia3"):
         runs += run_experiments(toy_dataset, [get_method("cls-relu-pt-ln"), get_method("prompt")],
                                 [1], str(tiny_bert),
                                 TrainConfig(mode=mode, epochs=1, batch_size=16, lr=1e-3,
@@ -116,7 +116,7 @@ def check(runs, folders, got, expected, form):
 @pytest.mark.slow
 def test_every_head_and_mode_loads_in_plain_transformers_with_the_runs_scores(exported):
     runs, texts, folders, expected, root = exported
-    assert len(runs) == sum(m.supports_frozen for m in METHODS.values()) + 1 + 6
+    assert len(runs) == sum(m.supports_frozen for m in METHODS.values()) + 1 + 8
     got = load_elsewhere(HF_LOAD, {"glee_core"}, folders["hf"], texts, root)
     check(runs, folders["hf"], got, expected, "hf")
     stock = [run.method for run, folder in zip(runs, folders["hf"], strict=True)

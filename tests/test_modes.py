@@ -42,7 +42,9 @@ def stored(tiny_bert, toy_dataset, tmp_path_factory):
                              TrainConfig(**FAST, mode="lora", lr=3e-3), store)
     [prefix] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
                                TrainConfig(**FAST, mode="ptuning2", lr=1e-2), store)
-    return {"lora": lora, "ptuning2": prefix}
+    [ia3] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
+                            TrainConfig(**FAST, mode="ia3", lr=1e-2), store)
+    return {"lora": lora, "ptuning2": prefix, "ia3": ia3}
 
 
 @pytest.mark.parametrize("mode", [m.name for m in PEFT_MODES])
@@ -57,12 +59,12 @@ def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, me
     # the backbone the model wraps is bit-identical to the pretrained one (peft renames LoRA's
     # wrapped layers "base_layer"); the shared backbone too
     for name, tensor in model.mlm.state_dict().items():
-        if "lora_" in name:
+        if "lora_" in name or "ia3_" in name:
             continue
         assert torch.equal(tensor.cpu(), pristine[name.replace(".base_layer", "")]), name
     assert all(torch.equal(v, pristine[k]) for k, v in bert.model.state_dict().items())
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
-    adapter = {n for n in trainable if "lora_" in n or "prompt_encoder" in n}
+    adapter = {n for n in trainable if "lora_" in n or "prompt_encoder" in n or "ia3_" in n}
     assert adapter and all(n.startswith("head.") for n in trainable - adapter), trainable
     frozen_in_head = {n for n, p in model.head.named_parameters() if not p.requires_grad}
     if method == "prompt":  # P-tuning v2's frozen decoder: the label-word rows keep their values
@@ -90,7 +92,7 @@ def test_every_head_that_trains_through_the_encoder_trains_in_every_peft_mode(be
     assert result.logits.shape == (len(toy_dataset.splits["test"]), toy_dataset.num_classes)
 
 
-@pytest.mark.parametrize("mode", ["lora", "ptuning2"])
+@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3"])
 def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored, mode):
     run = stored[mode]
     with safe_open(str(run.weights_path), "pt") as weights:
@@ -102,12 +104,13 @@ def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored
     np.testing.assert_allclose(scorer.probabilities(texts).values, softmax(run.logits[:6]),
                                rtol=1e-4, atol=1e-5)
     assert run.record.mode == mode
-    line = run.record.protocol
-    assert (f"LoRA r {setting_default('lora_r')}" in line) if mode == "lora" else \
-        (f"prefix {setting_default('prefix_length')}" in line)
+    line = run.record.protocol  # a mode's settings, as it used them
+    shown = {"lora": f"LoRA r {setting_default('lora_r')}",
+             "ptuning2": f"prefix {setting_default('prefix_length')}"}
+    assert shown.get(mode, "") in line
 
 
-@pytest.mark.parametrize("mode", ["lora", "ptuning2"])
+@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3"])
 def test_a_peft_run_exports_and_loads_from_the_folder(stored, mode, tmp_path):
     run = stored[mode]
     texts = run.predictions["text"].tolist()[:4]
@@ -182,7 +185,7 @@ def test_a_modes_settings_are_declared_once_and_held_by_config_fields():
     assert not MODES["finetune"].settings and not MODES["frozen"].settings
 
 
-@pytest.mark.parametrize("mode", ["lora", "ptuning2", "frozen"])
+@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3", "frozen"])
 def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_dataset, mode):
     from glee_core.models.backbone import estimate_trainable
     from glee_core.models.heads import build_model

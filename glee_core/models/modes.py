@@ -5,7 +5,9 @@
 * ``frozen``: quick mode, heads alone on the frozen encoder's cached states;
 * ``lora``: low-rank adapters in the encoder's attention (Hu et al., ICLR 2022), through ``peft``;
 * ``ptuning2``: P-tuning v2 (Liu et al., ACL 2022): trained key/value prefixes in every layer,
-  peft's prefix tuning on the encoder.
+  peft's prefix tuning on the encoder;
+* ``ia3``: IA³ (Liu et al., NeurIPS 2022): learned rescaling vectors in every layer, through
+  ``peft`` (added as the proof that a new peft mode is one class here and its test).
 
 In the parameter-efficient modes the backbone's pretrained weights, its MLM head included, never
 change: the head trains its own copies of what it starts from (the pt. LN, a prompt head's
@@ -162,6 +164,25 @@ class PrefixMode(TuningMode):
         return config.prefix_length * layers * 2 * hidden
 
 
+@dataclass(frozen=True)
+class Ia3Mode(TuningMode):
+    """IA³ (Liu et al., NeurIPS 2022): learned vectors that rescale the attention's keys and
+    values and the inputs of the layers peft names for the model type (for BERT and RoBERTa every
+    ``output.dense``: the attention's output, ``h`` wide, and the feed-forward's, ``inner``
+    wide), one number a channel: ``3 h + inner`` a layer, the fewest of any mode. No settings."""
+
+    peft: str | None = "ia3"
+    merges: bool = True
+
+    def peft_config(self, config):
+        from peft import IA3Config, TaskType  # noqa: PLC0415 (heavy)
+
+        return IA3Config(task_type=TaskType.FEATURE_EXTRACTION)
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        return layers * (3 * hidden + inner)
+
+
 # In the order the Train page offers them: the quick compare first
 MODES: dict[str, TuningMode] = {m.name: m for m in (
     TuningMode("frozen", "frozen backbone (quick compare)", "Quick compare (frozen backbone)",
@@ -177,6 +198,10 @@ MODES: dict[str, TuningMode] = {m.name: m for m in (
     PrefixMode("ptuning2", "P-tuning v2", "P-tuning v2", "trained prefixes in every layer of "
                "the encoder (peft's prefix tuning) and the head; the backbone's weights stay as "
                "they are", lr=5e-3, lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2)),
+    # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
+    Ia3Mode("ia3", "IA³", "IA³", "learned rescaling of the encoder's keys, values and "
+            "feed-forward inputs (peft's IA³) and the head; the backbone's weights stay as they "
+            "are", lr=3e-3, lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2)),
 )}
 MODE_LABELS = {name: mode.label for name, mode in MODES.items()}
 
