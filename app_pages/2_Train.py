@@ -94,8 +94,9 @@ mode = studio_ui.choose(
     "Mode", {name: m.choice for name, m in MODES.items()}, st.radio, horizontal=True,
     help="Quick compare encodes the data once with the frozen backbone and trains only the "
          "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
-         "the accuracy is. LoRA and P-tuning v2 train small adapters or prefixes in the encoder "
-         "and the head, and keep the backbone as it is (a run stores a few MB).")
+         "the accuracy is. LoRA, P-tuning v2 and IA³ train small adapters, prefixes or scaling "
+         "vectors in the encoder and the head, and keep the backbone as it is (a run stores a "
+         "few MB).")
 tuning = MODES[mode]
 st.caption(f"{tuning.choice}: {tuning.help}.")
 frozen = tuning.cached_features
