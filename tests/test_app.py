@@ -287,11 +287,14 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
     assert "search" not in estimate()
 
 
-def test_train_page_offers_lora_and_ptuning2_with_their_settings_and_counts(app):
+def test_train_page_offers_the_peft_modes_with_their_settings_and_counts(app):
+    from glee_core.models.modes import MODES
+
     at = app("app_pages/2_Train.py").run()
     mode = next(r for r in at.radio if r.label == "Mode")
-    assert mode.options == ["Quick compare (frozen backbone)", "Fine-tune", "LoRA",
-                            "P-tuning v2"]
+    assert mode.options == [m.choice for m in MODES.values()]
+    assert mode.options[:5] == ["Quick compare (frozen backbone)", "Fine-tune", "LoRA",
+                                "P-tuning v2", "IA³"]
     mode.set_value("LoRA").run()
     assert not at.exception
     assert next(n for n in at.number_input if n.label == "LoRA rank r").value == 8
@@ -302,6 +305,10 @@ def test_train_page_offers_lora_and_ptuning2_with_their_settings_and_counts(app)
     next(r for r in at.radio if r.label == "Mode").set_value("P-tuning v2").run()
     assert not at.exception
     assert any(n.label.startswith("Prefix length") for n in at.number_input)
+    next(r for r in at.radio if r.label == "Mode").set_value("IA³").run()  # no settings
+    assert not at.exception and not any(n.label.startswith(("Prefix", "LoRA"))
+                                        for n in at.number_input)
+    next(r for r in at.radio if r.label == "Mode").set_value("P-tuning v2").run()
     at.multiselect[0].set_value(["Linear probe [baseline] (probe)"]).run()
     assert any("fit(s) on the frozen features only" in e.value for e in at.error)
     assert next(b for b in at.button if b.label == "Launch").disabled

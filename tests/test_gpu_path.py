@@ -24,6 +24,7 @@ from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.heads import build_model
 from glee_core.models.methods import get_method
+from glee_core.models.modes import MODES
 from glee_core.models.scoring import predict
 from glee_core.train.loop import TrainingState, optimizer_step
 
@@ -134,9 +135,9 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = json.loads((tmp_path / "gpu_check.json").read_text())
     assert report["ok"] and report["dry"]
-    assert report["methods"]["methods"] == 19 + 4 and not report["methods"]["failed"]
-    assert {r["mode"] for r in report["methods"]["rows"]} == {"finetune", "frozen", "lora",
-                                                              "ptuning2"}
+    peft = [m.name for m in MODES.values() if m.parameter_efficient]  # a CLS and a prompt head
+    assert report["methods"]["methods"] == 19 + 2 * len(peft) and not report["methods"]["failed"]
+    assert {r["mode"] for r in report["methods"]["rows"]} == {"finetune", "frozen", *peft}
     assert all(r["finite_loss"] and r["reloaded_agreement"] >= 0.98
                for r in report["methods"]["rows"])
     assert {r["precision"] for r in report["precision"]["rows"]} == {"bf16"}
