@@ -18,6 +18,38 @@ from filelock import FileLock, Timeout
 from . import environment
 from .errors import GleeError
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "AUTOCAST_DTYPES",
+    "CpuShare",
+    "EVAL_BATCH_SIZES",
+    "GPU_MEMORY_PER_RUN",
+    "GPU_PAD_MULTIPLE",
+    "GPU_RUNS_AT_ONCE_BEST",
+    "MMAP_THRESHOLD_BYTES",
+    "M_MMAP_THRESHOLD",
+    "REBALANCE_SECONDS",
+    "THREAD_ENV",
+    "adamw",
+    "autocast",
+    "batch_to",
+    "clipped_step",
+    "configure_cuda",
+    "cpu_has_bf16",
+    "cpu_share",
+    "cuda_has_bf16",
+    "grad_scaler",
+    "keep_large_blocks_mapped",
+    "padded_width",
+    "rebalance_threads",
+    "release_freed_memory",
+    "resolve_device",
+    "resolve_eval_batch_size",
+    "resolve_pad_multiple",
+    "resolve_precision",
+    "resolve_runs_at_once",
+    "scaled_backward",
+]
+
 
 def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":

@@ -10,6 +10,13 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "FULL",
+    "GleeError",
+    "INTERRUPTED",
+    "disk_message",
+]
+
 
 class GleeError(ValueError):
     """Bad input (unknown id, missing file, malformed CSV, ...) with a message that says the fix."""

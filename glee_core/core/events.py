@@ -15,6 +15,33 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "CrossValidating",
+    "ENCODING_SHARE",
+    "EVENT_TYPES",
+    "Evaluated",
+    "Event",
+    "Examining",
+    "FeaturePass",
+    "Loading",
+    "Note",
+    "ProgressFn",
+    "ProgressLog",
+    "ProgressState",
+    "Queued",
+    "RunStarted",
+    "Searching",
+    "SweepProgress",
+    "TRUST_PROGRESS",
+    "Testing",
+    "TrainStep",
+    "WaitingForRun",
+    "event_from_dict",
+    "fold",
+    "read_events",
+    "time_left",
+]
+
 
 @dataclass
 class Event:

@@ -10,6 +10,12 @@ from __future__ import annotations
 import html
 import re
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "AUTOLINK",
+    "MARKDOWN_SPECIAL",
+    "literal",
+]
+
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
 AUTOLINK = re.compile(r"(?i)(://|www\.|@)")  # where Markdown would start a link on its own
 

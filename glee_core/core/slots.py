@@ -28,6 +28,14 @@ from filelock import FileLock, Timeout
 
 from . import environment
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "POLL_SECONDS",
+    "SlotQueue",
+    "hold_first",
+    "machine_queue",
+    "release_first",
+]
+
 POLL_SECONDS = 0.2
 _FIRST: list[ExitStack] = []  # a slot this process took before loading (see hold_first)
 

@@ -11,6 +11,16 @@ from dataclasses import dataclass
 
 from .sources import source_of
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "DEFAULT_TEMPLATE",
+    "DEFAULT_THRESHOLD",
+    "PAPER_DATASETS",
+    "PAPER_REPO",
+    "PaperDataset",
+    "dataset_ids",
+    "dataset_name",
+]
+
 DEFAULT_THRESHOLD = 0.65
 DEFAULT_TEMPLATE = "{text} This is about [MASK] ."
 PAPER_REPO = "https://github.com/GeneZC/Glee"

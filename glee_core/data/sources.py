@@ -13,6 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "DataSource",
+    "SOURCES",
+    "source_of",
+    "source_usages",
+]
+
 
 @dataclass(frozen=True)
 class DataSource:

@@ -14,6 +14,18 @@ import pandas as pd
 
 from ..core.errors import GleeError
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "DROPPED_NAMED",
+    "SPLIT_SEED",
+    "WITHOUT",
+    "dropped_warning",
+    "exclude_rows",
+    "read_excluded_rows",
+    "stratified_holdout",
+    "stratified_sample",
+    "three_way_split",
+]
+
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
 WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
 

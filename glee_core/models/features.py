@@ -40,6 +40,16 @@ from .backbone import Backbone
 from .config import POOLINGS
 from .heads import encoder_hidden_states, pool
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "FeatureSplit",
+    "cached_features",
+    "compute_hidden",
+    "compute_states",
+    "feature_file",
+    "feature_key",
+    "limited_splits",
+]
+
 
 @dataclass
 class FeatureSplit:

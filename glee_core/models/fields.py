@@ -13,6 +13,14 @@ from typing import Any
 
 from ..core.errors import GleeError
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "add_arguments",
+    "default_of",
+    "from_args",
+    "help_of",
+    "option",
+]
+
 
 def option(default: Any, help: str, *, choices: tuple | None = None,
            flag: str | tuple[str, ...] | None = None,

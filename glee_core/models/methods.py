@@ -26,6 +26,19 @@ from dataclasses import asdict, dataclass, fields
 from ..core.errors import GleeError
 from .modes import TuningMode, get_mode
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "BEYOND",
+    "ETA",
+    "METHODS",
+    "MethodSpec",
+    "PARTS",
+    "eta_scale",
+    "get_method",
+    "method_label",
+    "parse_methods",
+    "registry_order",
+]
+
 ETA = 1.1  # η-norm: a logit of class c divided by ||w_c|| ** ETA (the paper's value)
 
 

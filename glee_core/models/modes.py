@@ -25,6 +25,19 @@ from dataclasses import dataclass
 
 from ..core.errors import GleeError
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "Ia3Mode",
+    "LoraMode",
+    "MODES",
+    "MODE_LABELS",
+    "PrefixMode",
+    "Setting",
+    "TuningMode",
+    "get_mode",
+    "setting_default",
+    "setting_modes",
+]
+
 
 @dataclass(frozen=True)
 class Setting:

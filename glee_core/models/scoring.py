@@ -28,6 +28,14 @@ from .backbone import Backbone, load_backbone
 from .features import FeatureSplit
 from .heads import GleeModel
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "Split",
+    "batch_width",
+    "get_backbone",
+    "model_inputs",
+    "predict",
+]
+
 
 @cache
 def get_backbone(name: str) -> Backbone:

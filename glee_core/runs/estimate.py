@@ -17,6 +17,22 @@ from ..models.search import search_cost
 from .record import RunRecord
 from .store import Run
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "CV_OVER_TRAINING",
+    "HEAD_EXAMPLES_PER_S",
+    "HEAD_OVERHEAD_SECONDS",
+    "RATE_QUANTILE",
+    "STARTUP_SECONDS",
+    "TYPICAL_RATES",
+    "UNMEASURED_STOP_SHARE",
+    "estimate_adapt_seconds",
+    "estimate_seconds",
+    "mean_tokens",
+    "measured_basis",
+    "measured_rate",
+    "typical_rates",
+]
+
 # Real tokens per second x parameters (training: forward and backward; the frozen feature
 # pass: forward only; adapt's masked-LM training, its head counted at the masked share), used
 # without stored runs: typical of a CPU with native bf16, one without (fp32) and a GPU

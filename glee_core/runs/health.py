@@ -27,6 +27,19 @@ from ..core.files import write_report_files
 from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
 from ..models.options import HealthOptions
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "CONFUSED_PAIRS",
+    "ClassHealth",
+    "HEALTH_FILE",
+    "HealthReport",
+    "ISSUES_FILE",
+    "ISSUE_COLUMNS",
+    "examine",
+    "health_folds",
+    "out_of_fold_probabilities",
+    "read_health",
+]
+
 # torch, transformers and scikit-learn load when a check runs: the app's Data page imports this
 # module to read a written report
 

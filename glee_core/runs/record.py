@@ -21,6 +21,28 @@ from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "ClassMetrics",
+    "CrossValidation",
+    "DatasetRecord",
+    "METRIC_KEYS",
+    "METRIC_TITLES",
+    "MetricsRecord",
+    "ModelRecord",
+    "RecordError",
+    "RunRecord",
+    "SCHEMA_VERSION",
+    "SHOT_TITLES",
+    "group_of",
+    "integer",
+    "mapping",
+    "merged_notes",
+    "number",
+    "strings",
+    "untrained_head_line",
+    "untrained_head_note",
+]
+
 SCHEMA_VERSION = 2
 METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
 METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}

@@ -51,6 +51,18 @@ from .runfiles import (
     load_record,
 )
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "Run",
+    "RunStore",
+    "SAFE_ID",
+    "TEMP_PREFIXES",
+    "UNOWNED_TEMP_SECONDS",
+    "config_hash",
+    "load_checked",
+    "make_run_id",
+    "slug",
+]
+
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # fullmatch: no trailing newline
 
 

@@ -48,12 +48,29 @@ from ..runs.store import Run, RunStore
 from .formats import export_hf, export_onnx, export_peft, refusal
 from .inference import Scorer
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "BACKBONE_FOLDER",
+    "CARD_META",
+    "CLASSIFIER_FILE",
+    "FORMAT_VERSION",
+    "PAPER_CITATION",
+    "WEIGHTS_FILE",
+    "export_run",
+    "export_zip",
+    "load_classifier",
+    "model_card",
+    "onnx_folder",
+    "push_to_hub",
+    "staged",
+    "text",
+]
+
 FORMAT_VERSION = 1
 CLASSIFIER_FILE = "glee_classifier.json"
 WEIGHTS_FILE = "model.safetensors"
 BACKBONE_FOLDER = "backbone"
-PAPER = ("Zhang, Ren, Wang, Wu and Song, \"Making Pretrained Language Models Good Long-tailed "
-         "Learners\", EMNLP 2022 (arXiv 2205.05461)")
+PAPER_CITATION = ("Zhang, Ren, Wang, Wu and Song, \"Making Pretrained Language Models Good "
+                  "Long-tailed Learners\", EMNLP 2022 (arXiv 2205.05461)")
 
 
 def export_run(run: Run, out: str | Path, include_backbone: bool = False,
@@ -265,7 +282,7 @@ def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kin
         "---", meta.to_yaml(), "---", "",
         f"# {method.paper_row} on {text(dataset_name(data.id))}", "",
         f"A {len(data.classes)}-class text classifier trained with Glee Studio: the method "
-        f"**{method.label}** of {PAPER} (Tables 2 and 3), on the backbone `{model.name}` "
+        f"**{method.label}** of {PAPER_CITATION} (Tables 2 and 3), on the backbone `{model.name}` "
         f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.", ""]
     if method.uses_mlm_head and not model.mlm_head_pretrained:
         lines += [f"> **Caveat.** This method starts from the backbone's MLM head, and "

@@ -36,6 +36,22 @@ from ..runs.store import Run
 from .inference import ONNX_SPEC, Scorer
 from .modeling_glee import GleeConfig, GleeForSequenceClassification
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "FORMATS",
+    "HERE",
+    "Portable",
+    "export_hf",
+    "export_onnx",
+    "export_peft",
+    "glee_model",
+    "portable",
+    "prompt_template",
+    "quantization_change",
+    "refusal",
+    "special_tokens",
+    "stock_model",
+]
+
 FORMATS = ("glee", "hf", "onnx", "peft")
 HERE = Path(__file__).resolve().parent
 

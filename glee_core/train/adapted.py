@@ -11,6 +11,14 @@ from pathlib import Path
 
 from ..runs.store import slug
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "FORMAT",
+    "RECORD_FILE",
+    "adapted_backbones",
+    "adapted_folder_name",
+    "adapted_record",
+]
+
 RECORD_FILE = "glee_adapted.json"
 FORMAT = "glee-adapted-backbone"
 

@@ -29,6 +29,12 @@ from ..models.options import HealthOptions
 from ..runs.health import HealthReport, examine, health_folds
 from .training import fit_packs, prepare, scored_logits
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "PROBES",
+    "data_health",
+    "head_probabilities",
+]
+
 PROBES = ("probe-balanced", "probe")  # the closed-form probes: fitted here, per fold, in seconds
 
 

@@ -70,6 +70,26 @@ from .training import (
     train_together,
 )
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "PACK_HEADS",
+    "PlannedRun",
+    "UNKNOWN_SHARE_WARNING",
+    "VOCABULARY_SAMPLE",
+    "cross_validation_due",
+    "cross_validation_share",
+    "dataset_record",
+    "load_head",
+    "lp_ft_stage",
+    "package_versions",
+    "plan_runs",
+    "preflight",
+    "races",
+    "run_experiments",
+    "run_identity",
+    "run_record",
+    "save_result",
+]
+
 UNKNOWN_SHARE_WARNING = 0.05
 VOCABULARY_SAMPLE = 500
 

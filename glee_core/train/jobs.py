@@ -27,6 +27,15 @@ from ..core.files import write_json_atomic
 from ..models.options import AdaptRequest, TrainRequest
 from ..runs.store import RunStore
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "Job",
+    "broken_jobs",
+    "launch",
+    "launch_training",
+    "list_jobs",
+    "process_start",
+]
+
 _CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies
 
 

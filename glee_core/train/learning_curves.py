@@ -32,6 +32,13 @@ from ..models.options import BudgetOptions
 from ..runs.budget import BudgetReport, forecast
 from .training import Setup, fit_packs, prepare, scored_logits
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "label_budget",
+    "measure",
+    "nested_subsets",
+    "per_class_f1",
+]
+
 
 def nested_subsets(labels: np.ndarray, fractions: tuple[float, ...], seed: int
                    ) -> dict[float, np.ndarray]:

@@ -41,6 +41,25 @@ from ..runs.record import merged_notes
 from ..runs.store import Run, RunStore, config_hash, slug
 from ..runs.tables import comparison, comparison_markdown
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "FEW_SHOT_EXAMPLES",
+    "LONG_TAILED_BLOCKS",
+    "PAPER_MODELS",
+    "PAPER_TABLES",
+    "PaperTable",
+    "get_table",
+    "header_lines",
+    "manifest_findings",
+    "model_for",
+    "output_stem",
+    "paper_seeds",
+    "protocol_config",
+    "reproduce",
+    "saved_comparisons",
+    "table_of",
+    "write_outputs",
+]
+
 PAPER_MODELS = {"en": "bert-base-uncased", "zh": "bert-base-chinese"}  # --model paper
 FEW_SHOT_EXAMPLES = 32
 LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))

@@ -27,6 +27,19 @@ from ..runs.store import Run
 from ..runs.tables import aggregate, comparison_table, modes_table
 from . import charts
 
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "CHART_SCALE",
+    "CUT_BAND",
+    "FONT_FOLDERS",
+    "MM_PER_PX",
+    "ReportProgress",
+    "blank_rows",
+    "build_report",
+    "chart_png",
+    "slice_rows",
+    "write_report",
+]
+
 FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
                 "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
 
