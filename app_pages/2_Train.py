@@ -11,6 +11,7 @@ from glee_core.studio import (
     ALL_POOLINGS,
     AUTO_POOLING,
     DEFAULT_EPOCHS,
+    EXECUTORS,
     METHODS,
     METRIC_KEYS,
     METRIC_TITLES,
@@ -107,23 +108,7 @@ if not frozen:
     st.caption(RECIPE_LINES[recipe])
 preset = RECIPE_DEFAULTS[recipe]
 mode_rate, mode_candidates = recipe_rates(recipe, mode)
-peft_fields = {}  # the mode's settings, as models/modes.py declares them: four to a row
-columns = st.columns(4) if tuning.settings else []
-for number, setting in enumerate(tuning.settings):
-    column = columns[number % len(columns)]
-    helped = {"help": help_of(TrainConfig, setting.field), "key": f"setting-{setting.field}"}
-    if setting.kind is str:
-        peft_fields[setting.field] = column.text_input(
-            setting.label, setting.default or "", placeholder=setting.placeholder,
-            **helped).strip() or None
-        continue
-    low, high = (None if bound is None else setting.kind(bound)
-                 for bound in (setting.low, setting.high))
-    step = 0.05 if setting.kind is float else 1
-    if high is not None and setting.below:
-        high -= step
-    peft_fields[setting.field] = setting.kind(column.number_input(
-        setting.label, low, high, setting.default, step=step, **helped))
+peft_fields = studio_ui.setting_inputs(tuning.settings, TrainConfig)  # models/modes.py's
 c1, c2, c3, c4, c5 = st.columns(5)
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
 epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
@@ -189,25 +174,17 @@ def ray_options(at_once: str) -> ExecutorOptions:
     """The executor: here, or one Ray task per run (not offered to a public deployment's
     visitors); ``at_once``: the runs trained at once (:func:`runs_at_once`)."""
     with st.expander("Run on a Ray cluster (one Ray task per run)"):
-        has_ray = importlib.util.find_spec("ray") is not None
+        has_ray = importlib.util.find_spec(EXECUTORS["ray"].needs) is not None
         if not has_ray:
             st.caption("Ray is not installed here: `pip install -e \".[cluster]\"`.")
         on = st.toggle("Use Ray", value=False, disabled=not has_ray,
                        help=help_of(ExecutorOptions, "executor"))
-        r1, r2, r3 = st.columns(3)
-        address = r1.text_input("Ray address", "", disabled=not on, placeholder="local Ray",
-                                help=help_of(ExecutorOptions, "ray_address"))
-        cpus = r2.number_input("CPUs per run", 0.5, 256.0, ExecutorOptions().cpus_per_run,
-                               step=0.5, disabled=not on,
-                               help=help_of(ExecutorOptions, "cpus_per_run"))
-        gpus = r3.number_input("GPUs per run (-1 = 1 if the cluster has GPUs)", -1.0, 8.0, -1.0,
-                               step=1.0, disabled=not on,
-                               help=help_of(ExecutorOptions, "gpus_per_run"))
+        ray = studio_ui.setting_inputs(EXECUTORS["ray"].settings, ExecutorOptions,
+                                       disabled=not on)
         st.caption("The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
                    "already in it are not submitted.")
-    return ExecutorOptions(executor="ray" if on else "local", ray_address=address.strip() or None,
-                           cpus_per_run=cpus, gpus_per_run=None if gpus < 0 else gpus,
-                           runs_at_once=at_once)
+    return ExecutorOptions(executor="ray" if on else "local", runs_at_once=at_once,
+                           **(ray if on else {}))
 
 
 def runs_at_once() -> str:

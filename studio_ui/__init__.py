@@ -99,6 +99,7 @@ from .widgets import (
     pick_runs,
     run_labels,
     runs_or_stop,
+    setting_inputs,
     setting_runs,
 )
 
@@ -159,6 +160,7 @@ __all__ = [
     "run_labels",
     "class_highlight",
     "runs_or_stop",
+    "setting_inputs",
     "setting_runs",
     "STEP_TEXTS",
     "next_step_request",

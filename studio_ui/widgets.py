@@ -95,3 +95,31 @@ def setting_runs(key: str):
     if not runs:
         st.stop()
     return runs
+
+
+def setting_inputs(settings, options, disabled: bool = False) -> dict:
+    """A widget for each of a mode's or an executor's settings (``Setting``: its label, default,
+    bounds; its help is the ``options`` dataclass field's, the CLI flag's), four to a row;
+    returns ``{field: value}``, a blank one as None (its default)."""
+    from glee_core.studio import help_of  # noqa: PLC0415
+
+    values = {}
+    columns = st.columns(4) if settings else []
+    for number, setting in enumerate(settings):
+        column = columns[number % len(columns)]
+        shared = {"help": help_of(options, setting.field), "key": f"setting-{setting.field}",
+                  "disabled": disabled, "placeholder": setting.placeholder or None}
+        if setting.kind is str:
+            values[setting.field] = column.text_input(
+                setting.label, setting.default or "", **shared).strip() or None
+            continue
+        low, high = (None if bound is None else setting.kind(bound)
+                     for bound in (setting.low, setting.high))
+        step = 0.05 if setting.kind is float and (high or 1) <= 1 else setting.kind(1)
+        if high is not None and setting.below:
+            high -= step
+        value = column.number_input(setting.label, low, high, setting.default, step=step,
+                                    **shared)
+        values[setting.field] = None if value is None else setting.kind(value)
+    return values
+

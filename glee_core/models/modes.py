@@ -51,11 +51,12 @@ class Setting:
     low: float | None = None  # inclusive
     high: float | None = None  # inclusive, unless ``below``
     below: bool = False  # ``high`` excluded: a dropout in [0, 1)
-    placeholder: str = ""  # a text setting's hint, blank meaning its default
+    placeholder: str = ""  # a blank setting's hint: what leaving it blank means
+    of: type | None = None  # its type, where the default (None) does not say
 
     @property
     def kind(self) -> type:
-        return type(self.default) if self.default is not None else str
+        return self.of or (type(self.default) if self.default is not None else str)
 
     def check(self, value) -> None:
         """A value given for it (None: its default) within its bounds, else a GleeError naming

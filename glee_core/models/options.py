@@ -17,6 +17,7 @@ from ..data.sources import SOURCES
 from .config import POOLINGS, PRECISION_HELP, PRECISIONS, TrainConfig
 from .fields import _boolean, option
 from .methods import get_method
+from .modes import Setting
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "AdaptOptions",
@@ -25,6 +26,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "BudgetOptions",
     "DataOptions",
     "EXECUTORS",
+    "Executor",
     "ExecutorOptions",
     "HealthOptions",
     "TrainRequest",
@@ -72,18 +74,34 @@ class DataOptions:
                                              if k != "dataset"})
 
 
-EXECUTORS = {  # where planned runs train: each name's words (the flag's help, the error)
-    "local": "one after another here",
-    "ray": "one Ray task per run; pip install -e '.[cluster]'",
-}
+@dataclass(frozen=True)
+class Executor:
+    """Where planned runs train: its words (the flag's help, the error), the package it needs
+    and its settings (``ExecutorOptions`` fields; the Train page draws them as a mode's)."""
+
+    name: str
+    words: str
+    needs: str | None = None  # a module that must be installed
+    settings: tuple[Setting, ...] = ()
+
+
+EXECUTORS = {e.name: e for e in (  # train.executors.EXECUTOR_FACTORIES makes each
+    Executor("local", "one after another here"),
+    Executor("ray", "one Ray task per run; pip install -e '.[cluster]'", needs="ray", settings=(
+        Setting("ray_address", "Ray address", None, placeholder="local Ray"),
+        Setting("cpus_per_run", "CPUs per run", 1.0, 0.1, 256.0),
+        Setting("gpus_per_run", "GPUs per run", None, 0.0, 8.0, of=float,
+                placeholder="1 if the cluster has GPUs"),
+    )),
+)}
 
 
 @dataclass
 class ExecutorOptions:
     """Where the planned runs train: one after another here, or as tasks on a Ray cluster."""
 
-    executor: str = option("local", " or ".join(f"{name} ({words})"
-                                                for name, words in EXECUTORS.items()),
+    executor: str = option("local", " or ".join(f"{e.name} ({e.words})"
+                                                for e in EXECUTORS.values()),
                            choices=tuple(EXECUTORS))
     ray_address: str | None = option(None, "Ray cluster to join: auto (a running one, as `ray "
                                      "start --head` leaves) or HOST:PORT (default: start a "
@@ -101,8 +119,8 @@ class ExecutorOptions:
         if self.executor not in EXECUTORS:
             raise GleeError(f"--executor must be {' or '.join(EXECUTORS)}, got "
                             f"{self.executor!r}")
-        if self.cpus_per_run <= 0 or (self.gpus_per_run is not None and self.gpus_per_run < 0):
-            raise GleeError("--cpus-per-run must be > 0 and --gpus-per-run >= 0")
+        for setting in EXECUTORS[self.executor].settings:
+            setting.check(getattr(self, setting.field))
         self.runs_at_once = str(self.runs_at_once).strip().lower()
         if self.runs_at_once != "auto" and (not self.runs_at_once.isdigit()
                                             or int(self.runs_at_once) < 1):
