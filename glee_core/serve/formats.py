@@ -98,7 +98,7 @@ def portable(run: Run) -> Portable:
     elif tuning.merges:  # the adapters merged into the encoder's weights
         encoder = copy.deepcopy(model.adapter).merge_and_unload()
         notes.append(f"{tuning.label}'s adapters are merged into the encoder's weights")
-    elif tuning.peft == "prefix":
+    elif model.prefixes:  # P-tuning v2: its prefix carried as every layer's past keys and values
         encoder = model.adapter.base_model
         layers = model.adapter.get_prompt(1).layers
         prefix = torch.stack([torch.stack([layer.keys[0], layer.values[0]])
