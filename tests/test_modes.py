@@ -165,8 +165,9 @@ def test_each_mode_gets_its_own_rates_and_the_paper_values_by_default():
 
 def test_a_modes_settings_are_declared_once_and_held_by_config_fields():
     """Each peft mode carries its settings (the Train page draws them, ``resolved`` fills their
-    defaults, ``TrainConfig`` checks their bounds and that no other mode is given them); each is
-    a ``TrainConfig`` field (its flag, help, protocol text and place in the run's identity)."""
+    defaults, ``TrainConfig`` checks their bounds and that no other mode is given them);
+    ``TrainConfig`` makes each a field from the setting alone (its flag, help, protocol text and
+    place in the run's identity): a new mode's settings are declared in models/modes.py only."""
     from dataclasses import fields
 
     names = {f.name: f for f in fields(TrainConfig)}
@@ -175,8 +176,9 @@ def test_a_modes_settings_are_declared_once_and_held_by_config_fields():
         resolved = TrainConfig(mode=mode.name).resolved(64, 16)
         assert mode.defaults(resolved) == {s.field: s.default for s in mode.settings}
         for setting in mode.settings:
-            assert str(setting.default) in names[setting.field].metadata["help"] or \
-                setting.default is None
+            meta = names[setting.field].metadata  # the field made from the setting
+            assert meta["help"] == setting.help_text and meta["protocol"] == setting.protocol
+            assert str(setting.default) in meta["help"] or setting.default is None
             for other in MODES.values():
                 if other is not mode and setting.field not in {s.field for s in other.settings}:
                     value = "x" if setting.kind is str else setting.kind(setting.low or 0) + 1

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from ..core.errors import GleeError
 from .fields import _boolean, option
-from .modes import MODES, TuningMode, get_mode, setting_default, setting_modes
+from .modes import MODES, TuningMode, get_mode, mode_settings, setting_modes
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "ALL_POOLINGS",
@@ -102,7 +102,19 @@ TUNED_MODES = tuple(name for name, mode in MODES.items() if not mode.cached_feat
 CV_FOLDS = 5
 
 
+def with_mode_settings(cls):
+    """Each way of tuning's settings (``models/modes.py``: a ``Setting`` carries its default,
+    bounds, help and protocol form) as fields of ``cls`` after its own, so a new mode's settings
+    are declared with the mode alone: each a flag, a place in the protocol line and in the run's
+    identity (None, its default, keeps older runs' ids)."""
+    for setting in mode_settings():
+        cls.__annotations__[setting.field] = f"{setting.kind.__name__} | None"
+        setattr(cls, setting.field, option(None, setting.help_text, protocol=setting.protocol))
+    return cls
+
+
 @dataclass
+@with_mode_settings
 class TrainConfig:
     """Hyper-parameters of a run: the paper's protocol, or the practical recipe's where the
     user leaves a switch unset (see :class:`Recipe`)."""
@@ -203,22 +215,6 @@ class TrainConfig:
         choices=HEAD_RACES, modes=TUNED_MODES)
     mode: str = option("finetune", "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
                        choices=tuple(MODES), flag=("--mode", "--backbone"))
-    # the parameter-efficient modes' settings (bounds, defaults, page labels: models/modes.py)
-    lora_r: int | None = option(
-        None, f"LoRA's rank (default {setting_default('lora_r')}, the LoRA paper's)",
-        protocol="LoRA r {}")
-    lora_alpha: int | None = option(
-        None, f"LoRA's scaling alpha (default {setting_default('lora_alpha')})",
-        protocol="alpha {}")
-    lora_dropout: float | None = option(
-        None, f"dropout on LoRA's input (default {setting_default('lora_dropout')})",
-        protocol="LoRA dropout {:g}")
-    lora_targets: str | None = option(
-        None, "the modules LoRA adapts, comma-separated names (default: peft's for the model "
-        "type: the attention's query and value for BERT)", protocol="on {}")
-    prefix_length: int | None = option(
-        None, "P-tuning v2's prefix: virtual tokens per layer (default "
-        f"{setting_default('prefix_length')})", protocol="prefix {}")
     seed: int = option(1, "random seed", cli=False)
     precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
     pad_multiple: int | None = option(
@@ -243,9 +239,8 @@ class TrainConfig:
     # identity at that value, so their run ids stay as they were, and filled in when read back.
     ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
                    "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
-                   "lp_ft": False, "min_steps": None, "limit_strategy": "first", "lora_r": None,
-                   "lora_alpha": None, "lora_dropout": None, "lora_targets": None,
-                   "prefix_length": None, "lr_search": None}
+                   "lp_ft": False, "min_steps": None, "limit_strategy": "first",
+                   "lr_search": None, **{s.field: None for s in mode_settings()}}
     # The paper's values of the fields a protocol line names only when they depart from them
     PAPER_VALUES = {**ADDED_LATER, "patience": 2}
     # Fields every protocol line shows; the others appear only when they depart from the paper.

@@ -14,8 +14,9 @@ change: the head trains its own copies of what it starts from (the pt. LN, a pro
 transform) and a prompt head scores with the pretrained label-word rows kept frozen (w/ ed.
 trains its own rows), P-tuning v2's own setting. The trainer asks the mode, never its name; a new
 way of tuning is one entry here: a :class:`TuningMode` subclass for a peft method, which
-builds its configuration, counts what it adds and declares its settings (:class:`Setting`,
-each held by a ``TrainConfig`` field, where a run's identity lives).
+builds its configuration, counts what it adds and declares its settings (:class:`Setting`:
+default, bounds, help, protocol form; ``TrainConfig`` makes each a field of its own, so each is a
+flag, a widget on the Train page and a part of the run's identity).
 
 The module imports nothing heavy (``peft`` is imported when a model is built)."""
 
@@ -41,9 +42,10 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 
 @dataclass(frozen=True)
 class Setting:
-    """One knob of a way of tuning: the ``TrainConfig`` field that holds it (its flag, help,
-    protocol text and place in the run's identity are declared there, once), its default, its
-    bounds, and the Train page's label; the page draws a mode's settings from these alone."""
+    """One knob of a way of tuning (or of an executor): the field that holds it, its default,
+    bounds, help and protocol form, and the Train page's label. A mode's settings become
+    ``TrainConfig`` fields (``config.with_mode_settings``: a flag, a protocol-line part and a
+    place in the run's identity each); the page draws them from these alone."""
 
     field: str
     label: str
@@ -53,6 +55,12 @@ class Setting:
     below: bool = False  # ``high`` excluded: a dropout in [0, 1)
     placeholder: str = ""  # a blank setting's hint: what leaving it blank means
     of: type | None = None  # its type, where the default (None) does not say
+    help: str = ""  # the flag's help and the page's tooltip (its default is added)
+    protocol: str | None = None  # how the value reads in a run's protocol line
+
+    @property
+    def help_text(self) -> str:
+        return self.help + (f" (default {self.default})" if self.default is not None else "")
 
     @property
     def kind(self) -> type:
@@ -135,11 +143,16 @@ class LoraMode(TuningMode):
     merges: bool = True
     settings: tuple[Setting, ...] = (
         # the LoRA paper's GLUE set-up: r 8, alpha 16, dropout 0.1 on query and value
-        Setting("lora_r", "LoRA rank r", 8, 1),
-        Setting("lora_alpha", "LoRA alpha", 16, 1),
-        Setting("lora_dropout", "LoRA dropout", 0.1, 0, 1, below=True),
+        Setting("lora_r", "LoRA rank r", 8, 1, help="LoRA's rank",
+                protocol="LoRA r {}"),
+        Setting("lora_alpha", "LoRA alpha", 16, 1, help="LoRA's scaling alpha",
+                protocol="alpha {}"),
+        Setting("lora_dropout", "LoRA dropout", 0.1, 0, 1, below=True,
+                help="dropout on LoRA's input", protocol="LoRA dropout {:g}"),
         Setting("lora_targets", "Adapted modules (blank: peft's default)", None,
-                placeholder="query,value"),
+                placeholder="query,value", protocol="on {}",
+                help="the modules LoRA adapts, comma-separated names (default: peft's for the "
+                "model type: the attention's query and value for BERT)"),
     )
 
     @staticmethod
@@ -165,7 +178,8 @@ class PrefixMode(TuningMode):
 
     peft: str | None = "prefix"
     settings: tuple[Setting, ...] = (
-        Setting("prefix_length", "Prefix length (virtual tokens per layer)", 20, 1),
+        Setting("prefix_length", "Prefix length (virtual tokens per layer)", 20, 1,
+                help="P-tuning v2's prefix: virtual tokens per layer", protocol="prefix {}"),
     )
 
     def peft_config(self, config):
@@ -221,8 +235,14 @@ MODE_LABELS = {name: mode.label for name, mode in MODES.items()}
 
 
 def setting_default(field: str):
-    """The default of a mode's setting (for the option's help text)."""
+    """The default of a mode's setting."""
     return next(s.default for m in MODES.values() for s in m.settings if s.field == field)
+
+
+def mode_settings() -> list[Setting]:
+    """Every mode's settings, each field once (``TrainConfig`` holds each in a field of its
+    own: the run's identity, the flag, the protocol line)."""
+    return list({s.field: s for m in MODES.values() for s in m.settings}.values())
 
 
 def setting_modes(field: str) -> tuple[str, ...]:
