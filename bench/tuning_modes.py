@@ -35,13 +35,13 @@ from bench.recipe_sweep import (  # noqa: E402
     spread,
     train_child,
 )
+from glee_core.models.modes import MODES as TUNING_MODES  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import count_text  # noqa: E402
 
-# bench mode -> (--mode, adapted first?)
-MODES = {"frozen": ("frozen", False), "finetune": ("finetune", False), "lora": ("lora", False),
-         "ptuning2": ("ptuning2", False), "tapt-frozen": ("frozen", True),
-         "tapt-finetune": ("finetune", True)}
+# bench mode -> (--mode, adapted first?): every way of tuning, then two after TAPT
+MODES = {**{name: (name, False) for name in TUNING_MODES},
+         "tapt-frozen": ("frozen", True), "tapt-finetune": ("finetune", True)}
 
 
 def adapted_backbone(args, dataset: str) -> tuple[Path, dict, float]:
