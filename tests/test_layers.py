@@ -130,9 +130,17 @@ def test_the_door_reads_each_face_once_and_no_name_has_two_homes():
     for name, where in studio._NAMES.items():
         homes.setdefault(name, []).append(where)
     assert {name: where for name, where in homes.items() if len(where) > 1} == {}
-    for module in studio._FACES:  # the source read is the module's own __all__
+    for module in studio._FACES:  # the source read is the module's own __all__, and names
+        # every public name the module defines (what it offers, whole: nothing drifts out)
         assert studio.declared_names(module) == list(
             importlib.import_module(f"glee_core.{module}").__all__)
+        tree = ast.parse(PACKAGE.joinpath(*module.split(".")).with_suffix(".py").read_text())
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {x.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    for x in ast.walk(t) if isinstance(x, ast.Name)}
+        public = {name for name in defined if not name.startswith("_")}
+        assert public <= set(studio.declared_names(module)), (module, public)
 
 
 APP_MODULES = ["text", "access", "stores", "choice", "estimates", "jobs", "widgets",

@@ -35,6 +35,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "TUNED_MODES",
     "TrainConfig",
     "recipe_rates",
+    "with_mode_settings",
 ]
 
 DEFAULT_EPOCHS = 10  # the paper's

@@ -35,6 +35,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Setting",
     "TuningMode",
     "get_mode",
+    "mode_settings",
     "setting_default",
     "setting_modes",
 ]
