@@ -45,35 +45,12 @@ from .splits import (
 from .verbalizers import check_template, derive_verbalizer, load_verbalizer_file, parse_verbalizer
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "DEMO_MIN_TEST",
-    "DEMO_THRESHOLD",
-    "HEAD_TAIL_RULES",
-    "INVISIBLE",
-    "LABEL_COLUMN_NAMES",
-    "LOOK_ALIKE",
-    "LongTailDataset",
-    "MIN_DEV_MEAN",
-    "MIN_DEV_PER_CLASS",
-    "RARE_KEPT",
-    "SOURCE_ROW",
-    "SPLITS",
-    "TEXT_COLUMN_NAMES",
-    "UPLOAD_NAME",
-    "csv_source",
-    "find_column",
-    "hf_source",
-    "load_csv_dataset",
-    "load_dataset",
-    "load_demo",
-    "load_hf_dataset",
-    "load_paper_dataset",
-    "load_upload_dataset",
-    "look_alike_warnings",
-    "read_labelled_csv",
-    "read_texts_csv",
-    "resolve_data_dir",
-    "split_head_tail",
-    "upload_source",
+    "DEMO_MIN_TEST", "DEMO_THRESHOLD", "HEAD_TAIL_RULES", "INVISIBLE", "LABEL_COLUMN_NAMES",
+    "LOOK_ALIKE", "LongTailDataset", "MIN_DEV_MEAN", "MIN_DEV_PER_CLASS", "RARE_KEPT",
+    "SOURCE_ROW", "SPLITS", "TEXT_COLUMN_NAMES", "UPLOAD_NAME", "csv_source", "find_column",
+    "hf_source", "load_csv_dataset", "load_dataset", "load_demo", "load_hf_dataset",
+    "load_paper_dataset", "load_upload_dataset", "look_alike_warnings", "read_labelled_csv",
+    "read_texts_csv", "resolve_data_dir", "split_head_tail", "upload_source"
 ]
 
 SPLITS = ("train", "dev", "test")
