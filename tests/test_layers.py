@@ -118,8 +118,8 @@ def test_the_app_goes_through_its_door_and_every_name_there_resolves():
 
 
 def test_the_door_reads_each_face_once_and_no_name_has_two_homes():
-    """``glee_core.studio`` takes whole modules by their ``__all__`` (``_FACES``) and single names
-    of the others (``_NAMES``): a name two faces offer, or a face and a single entry, would
+    """``glee_core.studio`` offers each listed module's ``__all__`` (``_FACES``) and a few names
+    known otherwise (``_NAMES``): a name two modules offer, or a module and an entry, would
     silently hide one of them."""
     import glee_core.studio as studio
 
