@@ -98,7 +98,7 @@ def test_ray_executor_without_ray_is_a_clear_error(monkeypatch):
     assert set(EXECUTORS) == set(EXECUTOR_FACTORIES)
     with pytest.raises(GleeError, match="--executor must be local or ray"):
         ExecutorOptions(executor="slurm")
-    # an executor's settings are ExecutorOptions fields, checked where it is the one chosen
+    # an executor's settings are ExecutorOptions fields, checked as given
     from dataclasses import fields
 
     names = {f.name for f in fields(ExecutorOptions)}
@@ -108,6 +108,8 @@ def test_ray_executor_without_ray_is_a_clear_error(monkeypatch):
     with pytest.raises(GleeError, match="--gpus-per-run must be at least 0"):
         ExecutorOptions(executor="ray", gpus_per_run=-1)
     assert ExecutorOptions(executor="ray", gpus_per_run=None).gpus_per_run is None
+    with pytest.raises(GleeError, match="--cpus-per-run must be at least 0.1"):
+        ExecutorOptions(cpus_per_run=0)  # given, it is checked whichever executor runs
 
 
 def test_a_store_a_node_cannot_write_is_refused(toy_dataset, tiny_bert, tmp_path):

@@ -77,7 +77,8 @@ class DataOptions:
 @dataclass(frozen=True)
 class Executor:
     """Where planned runs train: its words (the flag's help, the error), the package it needs
-    and its settings (``ExecutorOptions`` fields; the Train page draws them as a mode's)."""
+    and its settings (``ExecutorOptions`` fields, checked by it; the Train page draws them as a
+    mode's)."""
 
     name: str
     words: str
@@ -119,8 +120,9 @@ class ExecutorOptions:
         if self.executor not in EXECUTORS:
             raise GleeError(f"--executor must be {' or '.join(EXECUTORS)}, got "
                             f"{self.executor!r}")
-        for setting in EXECUTORS[self.executor].settings:
-            setting.check(getattr(self, setting.field))
+        for executor in EXECUTORS.values():  # a value given is checked, whichever runs
+            for setting in executor.settings:
+                setting.check(getattr(self, setting.field))
         self.runs_at_once = str(self.runs_at_once).strip().lower()
         if self.runs_at_once != "auto" and (not self.runs_at_once.isdigit()
                                             or int(self.runs_at_once) < 1):
