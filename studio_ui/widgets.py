@@ -115,7 +115,7 @@ def setting_inputs(settings, options, disabled: bool = False) -> dict:
             continue
         low, high = (None if bound is None else setting.kind(bound)
                      for bound in (setting.low, setting.high))
-        step = 0.05 if setting.kind is float and (high or 1) <= 1 else setting.kind(1)
+        step = setting.kind(setting.step)
         if high is not None and setting.below:
             high -= step
         value = column.number_input(setting.label, low, high, setting.default, step=step,

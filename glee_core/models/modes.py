@@ -23,6 +23,7 @@ The module imports nothing heavy (``peft`` is imported when a model is built).""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from ..core.errors import GleeError
 
@@ -56,6 +57,7 @@ class Setting:
     below: bool = False  # ``high`` excluded: a dropout in [0, 1)
     placeholder: str = ""  # a blank setting's hint: what leaving it blank means
     of: type | None = None  # its type, where the default (None) does not say
+    step: float = 1  # the page's step for a number
     help: str = ""  # the flag's help and the page's tooltip (its default is added)
     protocol: str | None = None  # how the value reads in a run's protocol line
 
@@ -148,7 +150,7 @@ class LoraMode(TuningMode):
                 protocol="LoRA r {}"),
         Setting("lora_alpha", "LoRA alpha", 16, 1, help="LoRA's scaling alpha",
                 protocol="alpha {}"),
-        Setting("lora_dropout", "LoRA dropout", 0.1, 0, 1, below=True,
+        Setting("lora_dropout", "LoRA dropout", 0.1, 0, 1, below=True, step=0.05,
                 help="dropout on LoRA's input", protocol="LoRA dropout {:g}"),
         Setting("lora_targets", "Adapted modules (blank: peft's default)", None,
                 placeholder="query,value", protocol="on {}",
@@ -246,6 +248,7 @@ def mode_settings() -> list[Setting]:
     return list({s.field: s for m in MODES.values() for s in m.settings}.values())
 
 
+@cache  # asked for every field of every TrainConfig made: the registry is fixed
 def setting_modes(field: str) -> tuple[str, ...]:
     """The modes a ``TrainConfig`` field is a setting of; every mode when it is none's."""
     owners = tuple(m.name for m in MODES.values() if any(s.field == field for s in m.settings))

@@ -90,7 +90,7 @@ EXECUTORS = {e.name: e for e in (  # train.executors.EXECUTOR_FACTORIES makes ea
     Executor("local", "one after another here"),
     Executor("ray", "one Ray task per run; pip install -e '.[cluster]'", needs="ray", settings=(
         Setting("ray_address", "Ray address", None, placeholder="local Ray"),
-        Setting("cpus_per_run", "CPUs per run", 1.0, 0.1, 256.0),
+        Setting("cpus_per_run", "CPUs per run", 1.0, 0.1, 256.0, step=0.5),
         Setting("gpus_per_run", "GPUs per run", None, 0.0, 8.0, of=float,
                 placeholder="1 if the cluster has GPUs"),
     )),
