@@ -252,7 +252,9 @@ elif st.button("Launch", type="primary", disabled=config is None):
                                           f"{dataset.id}"
                                           f" ({tuning.label}"
                                           f"{'' if frozen else f', {recipe} recipe'})"
-                                          f"{' on Ray' if on_ray else ''}")
+                                          f"{' on Ray' if on_ray else ''}",
+                           # one run after another: no estimate of a Ray cluster's time
+                           estimate=None if on_ray else estimate)
     if job is not None:
         st.session_state["last_job"] = job.id
         st.toast(f"Launched job {job.id}")

@@ -29,8 +29,9 @@ from .text import duration, md
 def launch(request, label: str, estimate: dict | None = None):
     """Launch a training job for this session, within its limits
     (``glee_core.serve.workspaces.launch_in_workspace``); None (after saying why) when a limit or
-    read-only mode refuses it. ``estimate``: the launch's time estimate (public mode caps it;
-    computed here when not given)."""
+    read-only mode refuses it. ``estimate``: the launch's time estimate, kept with the job so its
+    bar shows time left from the start (public mode also caps it, and computes it when not
+    given)."""
     rules = policy()
     if rules.read_only:
         st.error("Training is switched off on this deployment (read-only).")
@@ -38,7 +39,8 @@ def launch(request, label: str, estimate: dict | None = None):
     try:
         own = workspace(create=True)
         if own is None:  # one's own machine: no limits
-            return launch_training(store(), request, label=label)
+            return launch_training(store(), request, label=label,
+                                   estimate_seconds=estimate["seconds"] if estimate else None)
         rules.check_model(request.model)
         if estimate is None:
             estimate = time_estimate(load_options(request.data), request.methods,

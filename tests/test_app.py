@@ -263,6 +263,8 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
     job = list_jobs(RunStore(app_dirs["runs"]))[0]
     request = TrainRequest.read(job.path.with_name(f"{job.id}.request.json"))
     job.stop()
+    # the button's estimate goes with the job: its bar shows time left from the first second
+    assert job.info["estimate_seconds"] > 0
     assert request.methods == ["cls-relu"] and request.config.mode == "finetune"
     assert request.config.recipe == "practical"
     assert request.config.pooling == pooling.group(1)
@@ -341,6 +343,7 @@ def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     next(b for b in at.button if b.label == "Launch").click().run()
     assert not at.exception
     job = list_jobs(RunStore(app_dirs["runs"]))[0]
+    assert job.info["estimate_seconds"] > 0  # the page's estimate: time left from the start
     deadline = time.time() + 240
     while job.status == "running" and time.time() < deadline:
         time.sleep(1)
