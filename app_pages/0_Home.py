@@ -21,8 +21,8 @@ if dataset is not None:
     head, tail = dataset.head_tail()
     st.caption(f"Dataset **{studio_ui.md(name)}**: {dataset.num_classes} classes, "
                f"{len(dataset.splits['train'])} training texts, {len(head)} head / {len(tail)} "
-               f"tail classes · backbone **{studio_ui.md(model)}** · change either on the Data "
-               "and Train pages.")
+               f"tail classes · backbone **{studio_ui.md(studio_ui.model_label(model))}** · "
+               "change either on the Data and Train pages.")
 
 quick = TrainConfig(mode="frozen")
 read_only = studio_ui.policy().read_only

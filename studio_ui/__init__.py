@@ -90,6 +90,7 @@ from .text import (
     about,
     duration,
     md,
+    model_label,
 )
 from .widgets import (
     choose,

@@ -16,7 +16,7 @@ from glee_core.studio import (
 from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, workspace
 from .choice import current_choice, current_model, display_name
 from .stores import cached_runs
-from .text import md
+from .text import md, model_label
 
 # the app's pages, in the sidebar's order: (file in app_pages/, title, Material icon). Not in a
 # folder named pages/: Streamlit runs a page of such a folder on its own (no app.py, "app" listed
@@ -37,7 +37,7 @@ def sidebar() -> None:
         chosen = current_choice().dataset
         name = display_name(chosen)  # an upload's file name, and the id the CLI takes
         st.caption(f"Dataset: **{md(name)}**" + (f" ({md(chosen)})" if name != chosen else ""))
-        st.caption(f"Backbone: **{md(current_model())}**")
+        st.caption(f"Backbone: **{md(model_label(current_model()))}**")
         if rules.read_only:
             st.info("Read-only: this deployment shows its shipped runs; training and uploads are "
                     "switched off. Run Glee Studio yourself to train.")

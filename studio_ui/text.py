@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from glee_core.studio import (
+    environment,
     literal,
 )
 
@@ -12,6 +13,13 @@ def md(text) -> str:
     places Streamlit renders Markdown (``glee_core.core.markdown.literal``): a class named
     ``[Sign in](https://evil.example)`` reads as itself, not as a link."""
     return literal(text)
+
+
+def model_label(name: str) -> str:
+    """A backbone as a user reads it: ``auto`` with what it loads."""
+    if name == environment.AUTO_MODEL:
+        return f"{name} ({environment.AUTO_MODEL_NAME}, offline)"
+    return name
 
 
 def duration(seconds: float) -> str:

@@ -41,6 +41,7 @@ import tempfile
 from pathlib import Path
 
 AUTO_MODEL = "auto"  # the offline default backbone (glee_core.models.backbone says what it is)
+AUTO_MODEL_NAME = "all-MiniLM-L6-v2"  # what it loads, as the app names it beside "auto"
 SPACE_STORAGE = Path("/data")  # where a Space's persistent storage is mounted
 
 
