@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from glee_core.core.events import RunStarted, Searching, TrainStep, fold, time_l
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.models.search import SearchLog
+from glee_core.models.search import SearchLog, halve
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.training import Setup, train_and_evaluate
@@ -169,6 +170,46 @@ def test_the_time_left_starts_from_the_estimate_and_moves_to_the_pace():
     assert time_left(0.2, 100, None) == pytest.approx(400)
 
 
+class ScriptedTrial:
+    """A trial whose dev scores are given: each evaluation it trains to takes the next one."""
+
+    def __init__(self, scores: list[float], trained: int = 0):
+        self.scores, self.trained_here = scores, 0
+        self.selection = SimpleNamespace(history=[], best_score=-1.0, loss=float("inf"),
+                                         config=SimpleNamespace(select_metric="f1"))
+        self.state = SimpleNamespace(global_step=0)
+        self._evaluate(trained)
+
+    def _evaluate(self, n: int) -> None:
+        for _ in range(n):
+            score = self.scores[len(self.selection.history)]
+            self.selection.history.append({"dev_f1": score, "dev_loss": 1 - score,
+                                           "eval_seconds": 0.0})
+            self.selection.best_score = max(self.selection.best_score, score)
+            self.selection.loss = 1 - score
+            self.state.global_step += 10
+
+    def advance(self, evaluations=None) -> None:
+        self.trained_here += evaluations
+        self._evaluate(evaluations)
+
+
+def test_a_trial_that_comes_trained_is_ranked_where_it_stood_and_trains_only_where_behind():
+    """The race takes the rate search's winner on as its first head's trial (two rounds
+    trained already): round 1 ranks it by its first evaluation, not its later better one, and
+    it trains only past the point it had reached."""
+    ahead = ScriptedTrial([0.5, 0.9, 0.95], trained=2)
+    second, third = ScriptedTrial([0.6, 0.7]), ScriptedTrial([0.4, 0.8])
+    rounds = []
+    winner, steps, _ = halve([ahead, second, third], ["a", "b", "c"], 1, [3, 2], rounds,
+                             lambda done, left: None, lambda *a: None, lambda event: None)
+    assert rounds[0]["dev"] == {"a": 0.5, "b": 0.6, "c": 0.4}  # where each stood at round 1
+    assert rounds[0]["kept"] == ["b", "a"] and rounds[1]["kept"] == ["a"]
+    assert winner is ahead and ahead.trained_here == 0  # never trained again
+    assert (second.trained_here, third.trained_here) == (2, 1)
+    assert steps == 20 + 10  # the dropped trials' steps: second's two rounds, third's one
+
+
 def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert, toy_dataset,
                                                                       tmp_path):
     """--heads best: three heads race at the rate searched once; the one left is the one run
@@ -187,6 +228,13 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert
     assert winner.record.tuning.get("lr_from") != winner.run_id
     assert [r.method for r in store.runs() if r.record.mode == "finetune"] == [winner.method]
     assert any(isinstance(e, Searching) and e.head == "cls-tanh" for e in events)
+    # the first head's trial at the chosen rate is the rate search's winner: the race's first
+    # round trains it no step (its search round was that round)
+    first_round = next(i for i, e in enumerate(events) if isinstance(e, Searching)
+                       and e.head == "cls-relu" and e.round == 1)
+    assert not isinstance(events[first_round + 1], TrainStep)
+    assert isinstance(events[first_round + 1], Searching) and events[first_round + 1].head \
+        == "cls-tanh"
     started = next(e for e in events if isinstance(e, RunStarted) and e.race)
     assert fold([started]).describe().endswith("the best of 3 heads (a race on dev)")
     fractions = [fold(events[:i]).fraction for i in range(1, len(events) + 1)]

@@ -71,15 +71,14 @@ def search_schedule(candidates: int, evaluations: int) -> tuple[int, list[int]]:
     return per_round, rounds
 
 
-def search_cost(config: TrainConfig, n_train: int, candidates: int | None = None,
-                winner_goes_on: bool = True) -> float:
+def search_cost(config: TrainConfig, n_train: int, candidates: int | None = None) -> float:
     """Successive halving's extra training over ``candidates`` (default: the config's rates),
-    as a share of the planned run (0 without a search): the rounds of the trials that lose,
-    and, unless the winner goes on from its rounds, the winner's too (a race drops the rate
-    search's trials). The time estimate reads it."""
+    as a share of the planned run (0 without a search): the rounds of the trials that lose (the
+    winner goes on from its rounds; a race takes the rate search's winner on as its first
+    head's trial). The time estimate reads it."""
     evaluations = config.planned_evaluations(n_train)
     per_round, alive = search_schedule(candidates or len(config.lr_grid), evaluations)
-    return per_round * (sum(alive) - len(alive) * winner_goes_on) / evaluations
+    return per_round * (sum(alive) - len(alive)) / evaluations
 
 
 @dataclass
@@ -229,34 +228,55 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
     return Searched(winner, rounds, spent_steps + steps, seconds)
 
 
+def standing(trial: Trial, evaluations: int) -> tuple[float, float]:
+    """Where ``trial`` stood after its first ``evaluations`` dev evaluations: its best dev score
+    and that evaluation's dev loss, even if it has trained on since (the rate search's winner,
+    which a race takes on as its first head's trial)."""
+    selection = trial.selection
+    seen = selection.history[:evaluations]
+    if len(seen) == len(selection.history):
+        return selection.best_score, selection.loss
+    metric = f"dev_{selection.config.select_metric}"
+    return max((r[metric] for r in seen), default=-1.0), seen[-1]["dev_loss"] if seen else \
+        float("inf")
+
+
 def halve(trials: list[Trial], labels: list[str], per_round: int, schedule: list[int],
           rounds: list[dict], record, event, progress: ProgressFn) -> tuple[Trial, int, float]:
     """Successive halving over ``trials`` (named ``labels`` in the rounds' records) from round
     ``len(rounds) + 1`` of ``schedule`` on: a finished round's survivors are first trained again
     to its point (the same weights: each trial has its own random numbers), then each round
-    trains every trial ``per_round`` dev evaluations and keeps the better half (best dev score,
-    ties by the latest dev loss, then the order given). Each round's record is appended to
-    ``rounds`` and handed to ``record(rounds, kept_labels)``; ``event(trial, i, n, round)`` is
-    the progress event before a trial's round. Returns the last trial left, and the optimizer
-    steps and dev-scoring seconds of the trials dropped here."""
+    trains every trial to ``per_round`` more dev evaluations and keeps the better half (best dev
+    score at that point, ties by its dev loss, then the order given). A trial that comes already
+    trained (the rate search's winner in a race) trains only where it is behind, and is ranked
+    where it stood at each round's point. Each round's record is appended to ``rounds`` and
+    handed to ``record(rounds, kept_labels)``; ``event(trial, i, n, round)`` is the progress
+    event before a trial's round. Returns the last trial left, and the optimizer steps and
+    dev-scoring seconds of the trials dropped here."""
+    def advance_to(trial: Trial, evaluations: int) -> None:
+        behind = evaluations - len(trial.selection.history)
+        if behind > 0:
+            trial.advance(behind)
+
     for trial in trials if rounds else []:  # where the last finished round left them
-        trial.advance(per_round * len(rounds))
+        advance_to(trial, per_round * len(rounds))
     names = dict(zip(map(id, trials), labels, strict=True))
     order = {id(t): i for i, t in enumerate(trials)}
     spent_steps, spent_eval = 0, 0.0
     for number, keep_of in enumerate(schedule[len(rounds):], len(rounds) + 1):
+        point = per_round * number
         for index, trial in enumerate(trials, 1):
             progress(event(trial, index, len(trials), number))
-            trial.advance(per_round)
-        ranked = sorted(trials, key=lambda t: (-t.selection.best_score, t.selection.loss,
-                                               order[id(t)]))
+            advance_to(trial, point)
+        at = {id(t): standing(t, point) for t in trials}
+        ranked = sorted(trials, key=lambda t: (-at[id(t)][0], at[id(t)][1], order[id(t)]))
         keep = -(-keep_of // 2)
         dropped = ranked[keep:]
         steps = sum(t.state.global_step for t in dropped)
         spent_steps += steps
         spent_eval += sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
         rounds.append({"round": number, "evaluations": per_round,
-                       "dev": {names[id(t)]: round(t.selection.best_score, 5) for t in trials},
+                       "dev": {names[id(t)]: round(at[id(t)][0], 5) for t in trials},
                        "kept": [names[id(t)] for t in ranked[:keep]], "dropped_steps": steps})
         trials = ranked[:keep]
         record(rounds, [names[id(t)] for t in trials])

@@ -162,7 +162,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
     if config.races and n_runs > 1:  # one head trains to the end; the others a round or two
         race = search_cost(config, n_train, candidates=n_runs)
-        search = search_cost(config, n_train, winner_goes_on=False) if search else 0.0
+        # the search's winner is the first head's trial in the race: its rounds count there
         seconds = STARTUP_SECONDS + base * (1 + race + search)
         basis += (f"; the {n_runs} heads race (successive halving on dev): about "
                   f"{1 + race:.1f} runs' training, not {n_runs}")

@@ -388,10 +388,20 @@ class _Runner:
             work = Work(total=(search_steps(setups[0]) if searching else 0)
                         + planned_steps(setups[0], len(jobs))
                         - sum(r.get("dropped_steps", 0) for r in rounds))
-            rate, rate_from, rate_rounds, rate_steps = self.race_rate(setups[0], first,
-                                                                      rate_log, work)
-            racing = [(setup, setup.new_trial(rate, work)) for setup, label
-                      in zip(setups, labels, strict=True) if label in alive]
+            rate, rate_from, rate_rounds, rate_steps, searched_trial = self.race_rate(
+                setups[0], first, rate_log, work)
+            if searched_trial is not None and labels[0] in alive:
+                # the first head at that rate is the search's winner: its rounds there are its
+                # first rounds here (the same weights), not trained again
+                plan = per_round * len(schedule) * (setups[0].config.eval_every_steps
+                                                    or setups[0].steps_per_epoch)
+                work.total -= min(searched_trial.state.global_step, plan)
+            elif searched_trial is not None:  # a resumed race that had dropped the first head
+                rate_steps += searched_trial.state.global_step
+                searched_trial = None
+            racing = [(setup, searched_trial if label == labels[0] and searched_trial
+                       else setup.new_trial(rate, work))
+                      for setup, label in zip(setups, labels, strict=True) if label in alive]
             if rounds:
                 self.progress(Note(message=f"the race resumes after round {len(rounds)} of "
                                            f"{len(schedule)}: {', '.join(alive)}"))
@@ -423,18 +433,19 @@ class _Runner:
         return Run(self.store.path(job.run_id))
 
     def race_rate(self, setup, job: PlannedRun, log: SearchLog | None,
-                  work: Work) -> tuple[float, str | None, list[dict], int]:
+                  work: Work) -> tuple[float, str | None, list[dict], int, object | None]:
         """The rate a race runs at: the config's one rate, or the one searched once for the
         backbone and data (searched now on ``job``'s head, kept in ``log``, when no earlier
-        search did): the rate, whose search chose it, that search's rounds and the optimizer
-        steps it took here."""
+        search did): the rate, whose search chose it, that search's rounds, the optimizer steps
+        of the trials it dropped here, and ``job``'s trial at that rate (the search's winner,
+        as far as it trained; None without a search)."""
         grid = job.config.lr_grid
         if len(grid) == 1:
-            return grid[0], None, [], 0
+            return grid[0], None, [], 0, None
         searched = choose_rate(setup, log, work)
-        steps = 0 if searched.shared_from else (searched.spent_steps
-                                                + searched.winner.state.global_step)
-        return searched.winner.lr, searched.shared_from or job.run_id, searched.rounds, steps
+        steps = 0 if searched.shared_from else searched.spent_steps
+        return (searched.winner.lr, searched.shared_from or job.run_id, searched.rounds, steps,
+                searched.winner)
 
     def lp_ft_start(self, job: PlannedRun) -> tuple[dict | None, dict]:
         """LP-FT's head for ``job`` (its quick-mode run, trained or re-used) and what the run
