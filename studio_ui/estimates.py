@@ -34,6 +34,7 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
         estimate_seconds,
         get_method,
         plan_runs,
+        searched_rate,
     )
 
     model = model or current_model()
@@ -54,7 +55,9 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
                                 device_kind(), all_runs(report=False), feature_passes=passes,
                                 lp_ft_stages=None if to_train is None or config.frozen
-                                else len(unstored_stages(here, dataset, model, to_train)))
+                                else len(unstored_stages(here, dataset, model, to_train)),
+                                rate_searched=bool(to_train)
+                                and searched_rate(here, to_train[0]) is not None)
     basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
                                  if stored else "")
     return {**estimate, "basis": basis, "runs": missing, "stored": stored,

@@ -21,8 +21,9 @@ from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.search import SearchLog, halve
+from glee_core.runs.estimate import estimate_seconds
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import plan_runs, run_experiments, searched_rate
 from glee_core.train.training import Setup, train_and_evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,5 +247,20 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert
                             RunStore(tmp_path / "alone"))[0]
     np.testing.assert_allclose(alone.logits, winner.logits, rtol=1e-5, atol=1e-6)
     assert not list(store.searches_dir.glob("race-*.json"))  # stored: the race's log goes
+    # the rate stays shared: another seed of these heads (raced or not) trains at it, and its
+    # time estimate pays no search
+    seed_two = TrainConfig(lr_candidates="1e-4,1e-2", epochs=4, batch_size=16, min_steps=1,
+                           precision="fp32")
+    [again] = plan_runs(toy_dataset, [get_method("cls-tanh")], [2], str(tiny_bert), seed_two)
+    assert searched_rate(store, again) == winner.record.tuning["lr"]
+    assert searched_rate(RunStore(tmp_path / "empty"), again) is None
+
+    def estimate(**known):
+        return estimate_seconds(toy_dataset, 1, seed_two, str(tiny_bert), 10_000, "cpu", [],
+                                lp_ft_stages=0, **known)
+
+    assert estimate(rate_searched=True)["seconds"] < estimate()["seconds"]
+    assert "searched once before for this backbone and data, re-used" in \
+        estimate(rate_searched=True)["basis"]
     with pytest.raises(ValueError, match="another mode than --mode frozen"):
         TrainConfig(mode="frozen", heads="best")

@@ -102,7 +102,7 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                      model_name: str, parameters: int, device: str,
                      runs: list[Run] | None = None, feature_passes: int = 2,
-                     lp_ft_stages: int | None = None) -> dict:
+                     lp_ft_stages: int | None = None, rate_searched: bool = False) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     an upper bound (no early stop), with the learning-rate search's extra rounds and LP-FT's
@@ -111,7 +111,8 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     mode and device give the measured rates. ``feature_passes``: the frozen backbone's passes
     still to run (one per input format whose features are not cached yet). ``lp_ft_stages``:
     the LP-FT heads still to fit (None: one a run; the quick compare's stored heads are
-    re-used, so after it none)."""
+    re-used, so after it none). ``rate_searched``: the rate searched once for this backbone and
+    data is stored already (``glee_core.train.experiment.searched_rate``): no search to pay."""
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
@@ -144,7 +145,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
     epochs = config.planned_epochs(n_train)
     n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
-    search = search_cost(config, n_train)
+    search = 0.0 if rate_searched else search_cost(config, n_train)
     # early stopping ends runs before their planned steps: the share measured on finished runs
     # (their steps over those they planned), else a typical one
     shares = [r.timing["steps"] / r.timing["planned_steps"] for r in measured[1]
@@ -162,6 +163,8 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         basis += (f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
                   f"halving) adds up to {search:.0%} of a run"
                   + (", once for the launch" if searches == 1 else " each"))
+    if rate_searched and len(config.lr_grid) > 1:
+        basis += "; the learning rate searched once before for this backbone and data, re-used"
     seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
     if config.races and n_runs > 1:  # one head trains to the end; the others a round or two
         race = search_cost(config, n_train, candidates=n_runs)

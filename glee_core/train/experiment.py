@@ -88,6 +88,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "run_identity",
     "run_record",
     "save_result",
+    "searched_rate",
 ]
 
 UNKNOWN_SHARE_WARNING = 0.05
@@ -549,6 +550,18 @@ def races(jobs: list[PlannedRun], config: TrainConfig, store: RunStore,
         by_seed.setdefault(job.config.seed, []).append(job)
     return [group for group in by_seed.values() if len(group) > 1 and not group[0].config.frozen
             and all(force or store.get(j.run_id) is None for j in group)]
+
+
+def searched_rate(store: RunStore, job: PlannedRun) -> float | None:
+    """The learning rate searched once for ``job``'s backbone and data (any head and seed of
+    them) that ``store`` already holds, which a launch of ``job`` trains at without a search
+    (a race too); None when it would search (or has one rate, or searches each run)."""
+    config = job.config
+    if len(config.lr_grid) < 2 or (config.lr_search != "once" and not config.races):
+        return None
+    key = shared_key(job.identity, set(job.spec.identity()))
+    shared = SearchLog(store.searches_dir, job.run_id, key).shared()
+    return float(shared["chosen"]) if shared and shared["run_id"] != job.run_id else None
 
 
 def cross_validation_due(jobs: list[PlannedRun], store: RunStore, folds: int,
