@@ -36,9 +36,9 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 # Real tokens per second x parameters (training: forward and backward; the frozen feature
 # pass: forward only; adapt's masked-LM training, its head counted at the masked share), used
 # without stored runs: typical of a CPU with native bf16 (AVX512-BF16), one with AMX tiles
-# (its training measured; the rest as the first's), one without bf16 (fp32) and a GPU
-# (BENCHMARKS.md, "Where the estimates' typical rates come from").
-TYPICAL_RATES = {"cpu": (4e10, 1.2e11, 6.7e10), "cpu-amx": (6.4e10, 1.2e11, 6.7e10),
+# (its training and feature pass measured; adapting as the first's), one without bf16 (fp32) and
+# a GPU (BENCHMARKS.md, "Where the estimates' typical rates come from").
+TYPICAL_RATES = {"cpu": (4e10, 1.2e11, 6.7e10), "cpu-amx": (6.4e10, 1.9e11, 6.7e10),
                  "cpu-fp32": (1.8e10, 3e10, 3e10), "cuda": (2e13, 6e13, 3.3e13)}
 # Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
 # check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
