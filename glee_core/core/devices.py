@@ -34,6 +34,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "batch_to",
     "clipped_step",
     "configure_cuda",
+    "cpu_has_amx",
     "cpu_has_bf16",
     "cpu_share",
     "cuda_has_bf16",
