@@ -141,6 +141,12 @@ class SearchLog:
         found = self._read(f"shared-{self.shared_name}")
         return found if found and found.get("chosen") else None
 
+    def chosen_elsewhere(self) -> dict | None:
+        """:meth:`shared` when another run's search chose it (this run's own search, stopped
+        after it chose, is resumed from its own log instead)."""
+        shared = self.shared()
+        return shared if shared is not None and shared["run_id"] != self.run_id else None
+
 
 @dataclass
 class Searched:
@@ -155,6 +161,11 @@ class Searched:
     shared_from: str | None = None
 
 
+def steps_per_evaluation(setup: Setup) -> int:
+    """Optimizer steps between two dev evaluations: a round of the search is a number of these."""
+    return setup.config.eval_every_steps or setup.steps_per_epoch
+
+
 def search_steps(setup: Setup) -> int:
     """The optimizer steps of every trial's rounds of a search over the config's rates (the
     chosen one's included): what a race pays to choose its rate."""
@@ -162,7 +173,7 @@ def search_steps(setup: Setup) -> int:
     if candidates < 2:
         return 0
     per_round, alive = search_schedule(candidates, setup.evaluations)
-    return per_round * (setup.config.eval_every_steps or setup.steps_per_epoch) * sum(alive)
+    return per_round * steps_per_evaluation(setup) * sum(alive)
 
 
 def planned_steps(setup: Setup, candidates: int, dropped_steps: int = 0) -> int:
@@ -172,8 +183,8 @@ def planned_steps(setup: Setup, candidates: int, dropped_steps: int = 0) -> int:
     if candidates < 2:
         return run
     per_round, alive = search_schedule(candidates, setup.evaluations)
-    steps_per_evaluation = setup.config.eval_every_steps or setup.steps_per_epoch
-    return run + per_round * steps_per_evaluation * (sum(alive) - len(alive)) - dropped_steps
+    return run + per_round * steps_per_evaluation(setup) * (sum(alive) - len(alive)) \
+        - dropped_steps
 
 
 def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
@@ -185,8 +196,9 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
     if len(grid) == 1:
         work.total = work.total or planned_steps(setup, 1)
         return Searched(setup.new_trial(grid[0], work))
-    shared = log.shared() if log is not None and setup.config.lr_search == "once" else None
-    if shared is not None and shared["run_id"] != log.run_id:  # its own: resumed below
+    shared = (log.chosen_elsewhere() if log is not None and setup.config.lr_search == "once"
+              else None)
+    if shared is not None:  # (its own search: resumed below)
         work.total = work.total or planned_steps(setup, 1)
         rate = float(shared["chosen"])
         progress(Note(message=f"learning rate {rate:g}: chosen on dev once for this backbone and "

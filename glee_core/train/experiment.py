@@ -55,6 +55,7 @@ from ..models.search import (
     search_schedule,
     search_steps,
     shared_key,
+    steps_per_evaluation,
 )
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
 from ..runs.store import Run, RunStore, make_run_id
@@ -78,6 +79,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "cross_validation_due",
     "cross_validation_share",
     "dataset_record",
+    "job_search_log",
     "load_head",
     "lp_ft_stage",
     "package_versions",
@@ -394,8 +396,7 @@ class _Runner:
             if searched_trial is not None and labels[0] in alive:
                 # the first head at that rate is the search's winner: its rounds there are its
                 # first rounds here (the same weights), not trained again
-                plan = per_round * len(schedule) * (setups[0].config.eval_every_steps
-                                                    or setups[0].steps_per_epoch)
+                plan = per_round * len(schedule) * steps_per_evaluation(setups[0])
                 work.total -= min(searched_trial.state.global_step, plan)
             elif searched_trial is not None:  # a resumed race that had dropped the first head
                 rate_steps += searched_trial.state.global_step
@@ -476,12 +477,8 @@ class _Runner:
     def search_log(self, job: PlannedRun) -> SearchLog | None:
         """Where ``job``'s learning-rate search is kept as it goes (the main process's; none
         without a search): resumed when a stopped launch left one, forgotten under ``force``."""
-        if not self.main or len(job.config.lr_grid) < 2:
-            return None
-        shared = (shared_key(job.identity, set(job.spec.identity()))
-                  if job.config.lr_search == "once" else None)
-        log = SearchLog(self.store.searches_dir, job.run_id, shared)
-        if self.force:
+        log = job_search_log(self.store, job) if self.main else None
+        if log is not None and self.force:
             log.done()
         return log
 
@@ -552,16 +549,24 @@ def races(jobs: list[PlannedRun], config: TrainConfig, store: RunStore,
             and all(force or store.get(j.run_id) is None for j in group)]
 
 
+def job_search_log(store: RunStore, job: PlannedRun, once: bool = False) -> SearchLog | None:
+    """Where ``job``'s learning-rate search is kept in ``store`` (none with one rate), shared
+    over its backbone and data when the rate is searched once (``once``: whatever the config
+    says, as a race searches it)."""
+    if len(job.config.lr_grid) < 2:
+        return None
+    shared = (shared_key(job.identity, set(job.spec.identity()))
+              if once or job.config.lr_search == "once" else None)
+    return SearchLog(store.searches_dir, job.run_id, shared)
+
+
 def searched_rate(store: RunStore, job: PlannedRun) -> float | None:
     """The learning rate searched once for ``job``'s backbone and data (any head and seed of
     them) that ``store`` already holds, which a launch of ``job`` trains at without a search
     (a race too); None when it would search (or has one rate, or searches each run)."""
-    config = job.config
-    if len(config.lr_grid) < 2 or (config.lr_search != "once" and not config.races):
-        return None
-    key = shared_key(job.identity, set(job.spec.identity()))
-    shared = SearchLog(store.searches_dir, job.run_id, key).shared()
-    return float(shared["chosen"]) if shared and shared["run_id"] != job.run_id else None
+    log = job_search_log(store, job, once=job.config.races)
+    shared = log.chosen_elsewhere() if log is not None else None
+    return float(shared["chosen"]) if shared else None
 
 
 def cross_validation_due(jobs: list[PlannedRun], store: RunStore, folds: int,
