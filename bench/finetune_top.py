@@ -17,7 +17,8 @@ for wall times that compare):
   (``--heads best``, what Home's button launches).
 
 Prints, per variant: wall seconds, the optimizer steps of every trial (a measure no other work
-on the machine moves), and the test macro-F1 / tail F1 of the head each variant leaves chosen on
+on the machine moves), the wall seconds per step (the machine's pace: compare variants' walls
+only where it matches), and the test macro-F1 / tail F1 of the head each variant leaves chosen on
 dev (``each``, ``once``: the best on dev of the fine-tuned heads; ``race``: its winner), and each
 head's. The sets: ``demo``, and bench/baselines.py's r8 subsets and r52-lt (``r8-1500``,
 ``r8-3400``: a stratified subset of that many Reuters-8 training texts).
@@ -130,12 +131,13 @@ def main(argv=None) -> int:
         chosen = max(runs, key=lambda r: r.metrics.best_dev)
         per_head = ", ".join(f"{r.method} {100 * r.metrics.f1:.2f} (lr {r.record.tuning['lr']:g})"
                              for r in runs)
-        rows.append([variant, f"{wall:.0f}", str(steps), chosen.method,
+        rows.append([variant, f"{wall:.0f}", str(steps), f"{wall / max(steps, 1):.2f}",
+                     chosen.method,
                      f"{100 * chosen.metrics.f1:.2f} / {100 * chosen.metrics.tail_f1:.2f}",
                      per_head])
         print(f"  {variant}: {wall:.0f} s, {steps} steps, chosen {chosen.method} "
               f"{100 * chosen.metrics.f1:.2f}", file=sys.stderr)
-    print("\n".join(markdown_table(["variant", "wall s", "steps", "chosen on dev",
+    print("\n".join(markdown_table(["variant", "wall s", "steps", "s / step", "chosen on dev",
                                     "test F1 / tail F1", "each head (test F1, rate)"], rows,
                                    left=1)))
     return 0
