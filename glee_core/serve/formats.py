@@ -249,8 +249,8 @@ def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[
     parts = portable(run)
     model = glee_model(parts)
     # eager attention traces as plain MatMul and Softmax, which ONNX Runtime's graph optimizations
-    # fold (FusedMatMul); the SDPA trace keeps shape and mask ops they cannot (+15% fp32, +38%
-    # int8 texts/s on this CPU: BENCHMARKS.md, "Where a classifier is served")
+    # fold (FusedMatMul); the SDPA trace keeps shape and mask ops they cannot (the texts/s of
+    # each: BENCHMARKS.md, "Where a classifier is served")
     model.encoder.set_attn_implementation("eager")
 
     class Scores(nn.Module):  # the graph takes the run's own inputs, made by onnx_classifier.py
