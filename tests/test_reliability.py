@@ -15,6 +15,8 @@ from glee_core.core.errors import GleeError
 from glee_core.core.events import read_events
 from glee_core.data.csvfile import MAX_CSV_BYTES
 from glee_core.data.datasets import load_dataset
+from glee_core.models.heads import head_of
+from glee_core.models.methods import METHODS
 from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
 
@@ -144,6 +146,26 @@ def test_label_word_outside_the_vocabulary_is_one_error_line(tiny_bert, toy_csv,
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "'science' -> 'zzqx'" in err[0]
     assert not list((tmp_path / "runs").glob("*-prompt-*"))
+
+
+def test_a_compare_of_every_head_leaves_out_those_whose_label_words_the_model_lacks(
+        tiny_bert, toy_csv, tmp_path, capsys):
+    """An upload whose class names the backbone cannot read (a language its vocabulary misses):
+    the one-click compare of every head still trains the heads that need no label word, and a
+    note says which were left out and why; naming such a head stays an error."""
+    verbalizer = tmp_path / "v.json"
+    verbalizer.write_text(json.dumps({"sports": "sports", "money": "money", "science": "zzqx",
+                                      "food": "food", "tech_support": "tech support"}))
+    runs = tmp_path / "runs"
+    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "all", "--mode", "frozen",
+                 "--model", str(tiny_bert), "--verbalizer", str(verbalizer), "--runs-dir",
+                 str(runs), "--pooling", "cls"])
+    err = capsys.readouterr().err
+    worded = [m for m in METHODS.values() if head_of(m).verbalizer]
+    assert code == 0 and "'science' -> 'zzqx'" in err and "are left out" in err
+    assert all(m.id in err for m in worded)
+    trained = {run.method for run in RunStore(runs).runs()}
+    assert trained == {m.id for m in METHODS.values() if not head_of(m).verbalizer}
 
 
 def _train_cmd(model, data, runs, *extra):

@@ -37,7 +37,7 @@ from ..models.config import TrainConfig
 from ..models.methods import MethodSpec, get_method
 from ..models.options import ExecutorOptions, TrainRequest
 from ..runs.store import Run, RunStore
-from .experiment import PlannedRun, plan_runs, preflight, run_experiments
+from .experiment import PlannedRun, plan_runs, preflight, readable_heads, run_experiments
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
 CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
@@ -354,6 +354,8 @@ def execute(request: TrainRequest, store: RunStore | None = None,
     """Carry out a :class:`TrainRequest` (the CLI's ``train`` and the app's jobs) with the
     executor it names; ``dataset`` is the request's, when the caller has loaded it already."""
     dataset = dataset or request.data.load()
-    batch = Batch(dataset, [get_method(m) for m in request.methods], request.seeds,
-                  request.model, request.config, request.force, progress)
+    specs = readable_heads(dataset, [get_method(m) for m in request.methods], request.model,
+                           request.config, progress or (lambda event: None))
+    batch = Batch(dataset, specs, request.seeds, request.model, request.config, request.force,
+                  progress)
     return make_executor(request.executor, progress).run([batch], store or RunStore())

@@ -43,7 +43,8 @@ from ..data.encoding import unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
 from ..models.config import TrainConfig
 from ..models.heads import head_of, label_word_token_ids
-from ..models.methods import MethodSpec
+from ..models.methods import METHODS, MethodSpec
+from ..models.modes import get_mode
 from ..models.scoring import get_backbone
 from ..models.search import (
     Searched,
@@ -57,7 +58,13 @@ from ..models.search import (
     shared_key,
     steps_per_evaluation,
 )
-from ..runs.record import DatasetRecord, ModelRecord, RunRecord, untrained_head_note
+from ..runs.record import (
+    DatasetRecord,
+    ModelRecord,
+    RunRecord,
+    untrained_head_note,
+    vocabulary_note,
+)
 from ..runs.store import Run, RunStore, make_run_id
 from .selection import cross_validate
 from .training import (
@@ -86,6 +93,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "plan_runs",
     "preflight",
     "races",
+    "readable_heads",
     "run_experiments",
     "run_identity",
     "run_record",
@@ -190,11 +198,28 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
                                 .head(VOCABULARY_SAMPLE).tolist())
     if share <= UNKNOWN_SHARE_WARNING:
         return []
-    return [f"{share:.0%} of the tokens of {dataset.id}'s training texts (first "
-            f"{VOCABULARY_SAMPLE}) are the unknown token for {model_name!r}: its vocabulary "
-            f"does not cover this data's language ({dataset.language}), so the results say "
-            "little; use a model made for it" + (" (e.g. bert-base-chinese)"
-                                                 if dataset.language == "zh" else "")]
+    return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
+
+
+def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], model_name: str,
+                   config: TrainConfig, progress: ProgressFn) -> list[MethodSpec]:
+    """The heads a launch trains: ``specs``, but for a launch of every head that trains in its
+    mode (the quick compare of them all) on a backbone whose vocabulary lacks the data's label
+    words, the heads that score label words are left out, with a note saying which and why, and
+    the others train. A launch naming such heads fails on their words in :func:`preflight`."""
+    worded = [s for s in specs if head_of(s).verbalizer]
+    every = {m.id for m in METHODS.values() if m.trains_in(get_mode(config.mode))}
+    if not worded or not every <= {s.id for s in specs}:
+        return specs
+    try:
+        label_word_token_ids(get_backbone(model_name).tokenizer, dataset.verbalizer,
+                             dataset.classes)
+    except GleeError as error:
+        progress(Note(message=f"{len(worded)} of the {len(specs)} heads are left out "
+                              f"({', '.join(s.id for s in worded)}): they score label words, "
+                              f"and {error}; the other heads train"))
+        return [s for s in specs if not head_of(s).verbalizer]
+    return specs
 
 
 def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
