@@ -116,12 +116,15 @@ def recommendation_panel(runs, key: str) -> None:
         order_steps,
         recommend,
         recommendation_text,
+        unreadable_note,
     )
 
     rec = recommend(runs)
     if rec is None:
         return
     st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
+    if note := unreadable_note([run.record for run in runs]):  # the backbone cannot read it
+        st.warning(md(note), icon=":material/translate:")
     if line := variant_comparison(current_dataset_id()):
         st.info(line)
     budget_notice(current_dataset_id())

@@ -33,6 +33,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "RunRecord",
     "SCHEMA_VERSION",
     "SHOT_TITLES",
+    "UNREADABLE",
     "group_of",
     "integer",
     "mapping",
@@ -41,6 +42,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "strings",
     "untrained_head_line",
     "untrained_head_note",
+    "unreadable_note",
+    "vocabulary_note",
 ]
 
 SCHEMA_VERSION = 2
@@ -79,6 +82,27 @@ def untrained_head_line(model: str, methods: list[str]) -> str:
             "half-untrained and trail here: a fact of this backbone, not of your data. The "
             "choice among the other heads is unaffected; to see the paper's effect, use "
             "`bert-base-uncased` (the Paper page says more).")
+
+
+UNREADABLE = "the unknown token for"  # what marks the note below among a run's notes
+
+
+def vocabulary_note(share: float, dataset_id: str, sample: int, model: str,
+                    language: str) -> str:
+    """Why results say little when the backbone's vocabulary misses the data's language (made
+    before training, kept in each run's notes, shown beside Home's recommendation); an
+    uploaded CSV's language is not known (``en`` by default), so only another one is named."""
+    named = f" ({language})" if language != "en" else ""
+    return (f"{share:.0%} of the tokens of {dataset_id}'s training texts (first {sample}) are "
+            f"{UNREADABLE} {model!r}: its vocabulary does not cover this data's language"
+            f"{named}, so the results say little; use a model made for it"
+            + (" (e.g. bert-base-chinese)" if language == "zh" else ""))
+
+
+def unreadable_note(records: list[RunRecord]) -> str | None:
+    """The vocabulary note of the first of ``records`` that carries one."""
+    return next((note for record in records for note in record.notes if UNREADABLE in note),
+                None)
 
 
 def merged_notes(records: list[RunRecord]) -> list[str]:
