@@ -354,8 +354,10 @@ def execute(request: TrainRequest, store: RunStore | None = None,
     """Carry out a :class:`TrainRequest` (the CLI's ``train`` and the app's jobs) with the
     executor it names; ``dataset`` is the request's, when the caller has loaded it already."""
     dataset = dataset or request.data.load()
-    specs = readable_heads(dataset, [get_method(m) for m in request.methods], request.model,
-                           request.config, progress or (lambda event: None))
+    store = store or RunStore()
+    specs = readable_heads(dataset, [get_method(m) for m in request.methods], request.seeds,
+                           request.model, request.config, store, request.force,
+                           progress or (lambda event: None))
     batch = Batch(dataset, specs, request.seeds, request.model, request.config, request.force,
                   progress)
-    return make_executor(request.executor, progress).run([batch], store or RunStore())
+    return make_executor(request.executor, progress).run([batch], store)

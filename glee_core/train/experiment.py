@@ -201,15 +201,19 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
     return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
 
 
-def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], model_name: str,
-                   config: TrainConfig, progress: ProgressFn) -> list[MethodSpec]:
+def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
+                   model_name: str, config: TrainConfig, store: RunStore, force: bool,
+                   progress: ProgressFn) -> list[MethodSpec]:
     """The heads a launch trains: ``specs``, but for a launch of every head that trains in its
     mode (the quick compare of them all) on a backbone whose vocabulary lacks the data's label
     words, the heads that score label words are left out, with a note saying which and why, and
-    the others train. A launch naming such heads fails on their words in :func:`preflight`."""
+    the others train. A launch naming such heads fails on their words in :func:`preflight`.
+    The backbone is loaded for it only when such a head has a run to train (as there)."""
     worded = [s for s in specs if head_of(s).verbalizer]
     every = {m.id for m in METHODS.values() if m.trains_in(get_mode(config.mode))}
-    if not worded or not every <= {s.id for s in specs}:
+    if not worded or not every <= {s.id for s in specs} or not any(
+            force or store.get(p.run_id) is None
+            for p in plan_runs(dataset, worded, seeds, model_name, config)):
         return specs
     try:
         label_word_token_ids(get_backbone(model_name).tokenizer, dataset.verbalizer,
