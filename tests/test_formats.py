@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from huggingface_hub import ModelCard
 
@@ -219,6 +220,17 @@ def test_int8_quantization_writes_its_f1_change_in_the_card(exported, tmp_path, 
     assert {"model.onnx", "model.int8.onnx", "onnx_classifier.py"} <= set(listing["files"])
     card = (tmp_path / "q" / "README.md").read_text()
     assert "`model.int8.onnx` (onnxruntime's dynamic int8 quantization): test macro-F1" in card
+    # the matrix products only, each weight with a scale per output channel; the embedding
+    # tables stay fp32
+    graph = onnx.load(tmp_path / "q" / "model.int8.onnx").graph
+    weights = {w.name: w for w in graph.initializer}
+    products = [n for n in graph.node if n.op_type == "MatMulInteger"]
+    assert products
+    for node in products:
+        scale = weights[node.input[1].removesuffix("_quantized") + "_scale"]
+        assert list(scale.dims) == [weights[node.input[1]].dims[-1]], node.name
+    tables = [w for w in graph.initializer if "embeddings" in w.name]
+    assert tables and all(w.data_type == onnx.TensorProto.FLOAT for w in tables)
 
 
 def test_push_to_hub_uses_the_clients_upload_and_offline_is_one_error_line(
