@@ -2,13 +2,15 @@
 fp32 and ONNX int8, on the same texts.
 
     python bench/predict_speed.py [--texts 10000] [--max-lengths 128,256] [--work DIR]
+                                  [--openvino-python PATH]
 
 Trains one quick-mode run of CLS-tuning ∘ R w/ pt. LN (mean pooling) on the offline MiniLM on
 Reuters-8 (``../shared/data``), exports it as hf and onnx (``--quantize int8``), then scores
 ``--texts`` r8 texts (its test split, repeated) with each engine in a process of its own, and
 prints texts per second, the peak memory of the process and the agreement of the top class with
-today's ``predict`` (and, for int8, the test macro-F1 change). Run it alone for rates that
-compare; CI never runs it.
+today's ``predict`` (and, for int8, the test macro-F1 change). With ``--openvino-python``, the
+ONNX folder is also scored by ``OnnxClassifier(folder, precision="bf16")`` in that Python. Run it
+alone for rates that compare; CI never runs it.
 """
 
 from __future__ import annotations
@@ -70,7 +72,13 @@ sys.path.insert(0, FOLDER)
 from onnx_classifier import OnnxClassifier
 score = OnnxClassifier(FOLDER, model="model.int8.onnx").predict_proba
 """,
+    "onnx bf16 (openvino)": """
+sys.path.insert(0, FOLDER)
+from onnx_classifier import OnnxClassifier
+score = OnnxClassifier(FOLDER, precision="bf16").predict_proba
+""",
 }
+OPENVINO = "onnx bf16 (openvino)"  # runs in --openvino-python's environment
 # the scoring alone is timed; the peak memory is this process's own (VmHWM: exec starts it
 # anew, where ru_maxrss keeps the parent's from before the exec)
 RUNNER = """
@@ -94,6 +102,9 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", default=os.environ.get(
         "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     parser.add_argument("--work", help="keep the runs and folders here")
+    parser.add_argument("--openvino-python", help=(
+        "a Python whose environment has onnxruntime-openvino, numpy and tokenizers (it replaces "
+        "onnxruntime, so not this one's): adds the ONNX folder scored in bf16 on OpenVINO"))
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
@@ -116,12 +127,16 @@ def main(argv=None) -> int:
                     export_run(run, out, form=form, quantize="int8" if form == "onnx" else None)
                 folders[form] = out
             folders = {"predict (torch)": run.path, "hf folder (transformers)": folders["hf"],
-                       "onnx fp32": folders["onnx"], "onnx int8": folders["onnx"]}
+                       "onnx fp32": folders["onnx"], "onnx int8": folders["onnx"],
+                       OPENVINO: folders["onnx"]}
             reference = None
             for engine, script in ENGINES.items():
+                if engine == OPENVINO and not args.openvino_python:
+                    continue
                 probs_file = work / "probs.npy"
+                python = args.openvino_python if engine == OPENVINO else sys.executable
                 done = subprocess.run(
-                    [sys.executable, "-c", RUNNER.format(script=script), str(folders[engine]),
+                    [python, "-c", RUNNER.format(script=script), str(folders[engine]),
                      str(work / "texts.json"), str(probs_file)], capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
                 if done.returncode:

@@ -233,6 +233,28 @@ def test_int8_quantization_writes_its_f1_change_in_the_card(exported, tmp_path, 
     assert tables and all(w.data_type == onnx.TensorProto.FLOAT for w in tables)
 
 
+def test_bf16_scoring_asks_for_openvino_and_says_how_to_get_it(exported, monkeypatch):
+    """``precision="bf16"`` runs the fp32 graph on OpenVINO's provider with bf16 matrix products;
+    where onnxruntime lacks that provider (as here) it says which package brings it."""
+    _, _, folders, _, _ = exported
+    sys.path.insert(0, str(folders["onnx"][0]))
+    try:
+        import onnx_classifier  # noqa: PLC0415
+    finally:
+        sys.path.pop(0)
+        sys.modules.pop("onnx_classifier", None)
+    with pytest.raises(RuntimeError, match="pip install onnxruntime-openvino"):
+        onnx_classifier.OnnxClassifier(folders["onnx"][0], precision="bf16")
+    with pytest.raises(ValueError, match="'fp32' or 'bf16'"):
+        onnx_classifier.OnnxClassifier(folders["onnx"][0], precision="fp16")
+    monkeypatch.setattr(onnx_classifier.onnxruntime, "get_available_providers",
+                        lambda: ["OpenVINOExecutionProvider", "CPUExecutionProvider"])
+    [(name, options)] = onnx_classifier.providers("bf16", threads=2)
+    assert name == "OpenVINOExecutionProvider" and options["num_of_threads"] == "2"
+    assert json.loads(options["load_config"]) == {"CPU": {"INFERENCE_PRECISION_HINT": "bf16"}}
+    assert onnx_classifier.providers("fp32", None) == ["CPUExecutionProvider"]
+
+
 def test_push_to_hub_uses_the_clients_upload_and_offline_is_one_error_line(
         exported, tmp_path, capsys, monkeypatch):
     from huggingface_hub import HfApi
