@@ -49,6 +49,8 @@ elif dataset is not None:
                "beyond the paper), each on the `[CLS]` and the mean-pooled state where it reads "
                f"a plain input, on the frozen backbone; the best {chosen_by}, never on test. "
                f"Estimated here: {estimate['text']} ({estimate['basis']}).")
+    if estimate["left_out"]:
+        st.caption(f"{studio_ui.md(estimate['left_out'])}.")
 
 # After a compare: which head to use on this dataset, and the next step
 runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone

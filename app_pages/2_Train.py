@@ -235,6 +235,8 @@ if config is not None:
                "own).") if estimate["runs"] else (
         f"All {estimate['stored']} run(s) of this launch are already stored: Launch opens them "
         "(nothing to train). Change the methods, seeds or settings for a new run.")
+    if estimate["left_out"]:
+        message += f" {studio_ui.md(estimate['left_out'])}."
     if device == "cpu" and not frozen and minutes > 20:
         st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
                    "training limit, or a GPU machine.")

@@ -28,28 +28,36 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     backbone), calibrated on the
     finished runs this session can read; the runs this session's store already holds are opened,
     not trained, and left out of it. Adds ``"text"`` ("about 3 min" / "about 40 s"), ``"runs"``
-    (to train) and ``"stored"`` (already there)."""
+    (to train), ``"stored"`` (already there) and ``"left_out"`` (the note on the heads the launch
+    leaves out, ``glee_core.train.experiment.unreadable_heads``; "" when none)."""
     from glee_core.studio import (  # noqa: PLC0415 (heavy)
         estimate_parameters,
         estimate_seconds,
         get_method,
         plan_runs,
         searched_rate,
+        unreadable_heads,
     )
 
     model = model or current_model()
+    here = store()
+    specs, out, left_out = [get_method(m) for m in methods], [], ""
+    try:  # the heads the launch leaves out (label words the backbone lacks) cost nothing
+        out, left_out = unreadable_heads(dataset, specs, seeds, model, config, here)
+    except GleeError:  # a backbone that cannot load: the launch says so
+        pass
     try:
-        plan = plan_runs(dataset, [get_method(m) for m in methods], seeds, model, config)
+        plan = plan_runs(dataset, [s for s in specs if s not in out], seeds, model, config)
     except GleeError:  # a method the mode refuses: the launch says so; estimate them all
         plan = None
-    here = store()
     to_train = None if plan is None else unstored_jobs(here, plan)
     planned = len(methods) * len(seeds) if plan is None else len(plan)
     missing = planned if to_train is None else len(to_train)
     stored = planned - missing
     if to_train is not None and not missing:
         return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
-                "text": "a few seconds", "basis": f"all {stored} run(s) are already stored"}
+                "text": "a few seconds", "left_out": left_out,
+                "basis": f"all {stored} run(s) are already stored"}
     passes = 2 if to_train is None or not config.frozen else uncached_passes(here, dataset,
                                                                              model, to_train)
     estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
@@ -61,7 +69,7 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
                                  if stored else "")
     return {**estimate, "basis": basis, "runs": missing, "stored": stored,
-            "text": about(estimate["seconds"])}
+            "left_out": left_out, "text": about(estimate["seconds"])}
 
 
 def unstored_jobs(here, plan) -> list:

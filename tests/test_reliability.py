@@ -15,10 +15,12 @@ from glee_core.core.errors import GleeError
 from glee_core.core.events import read_events
 from glee_core.data.csvfile import MAX_CSV_BYTES
 from glee_core.data.datasets import load_dataset
+from glee_core.models.config import TrainConfig
 from glee_core.models.heads import head_of
-from glee_core.models.methods import METHODS
+from glee_core.models.methods import METHODS, get_method
 from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
+from glee_core.train.experiment import plan_runs, unreadable_heads
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
@@ -166,6 +168,19 @@ def test_a_compare_of_every_head_leaves_out_those_whose_label_words_the_model_la
     assert all(m.id in err for m in worded)
     trained = {run.method for run in RunStore(runs).runs()}
     assert trained == {m.id for m in METHODS.values() if not head_of(m).verbalizer}
+    # what Home's estimate reads: the compare done, nothing is left to train (the label-word
+    # heads are left out again, with the same note), so its button no longer asks for work
+    dataset = DataOptions(dataset=f"csv:{toy_csv}", verbalizer=str(verbalizer)).load()
+    config = TrainConfig(mode="frozen", pooling="cls")
+    out, why = unreadable_heads(dataset, list(METHODS.values()), [1], str(tiny_bert), config,
+                                RunStore(runs))
+    assert out == worded and "'science' -> 'zzqx'" in why and "are left out" in why
+    rest = [m for m in METHODS.values() if m not in out]
+    assert all(RunStore(runs).get(job.run_id) for job in
+               plan_runs(dataset, rest, [1], str(tiny_bert), config))
+    named = [get_method("prompt"), get_method("cls-relu")]  # named heads: preflight's error
+    assert unreadable_heads(dataset, named, [1], str(tiny_bert), config, RunStore(runs)) == (
+        [], "")
 
 
 def _train_cmd(model, data, runs, *extra):

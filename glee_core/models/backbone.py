@@ -35,6 +35,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "estimate_trainable",
     "is_local",
     "load_backbone",
+    "load_tokenizer",
     "mlm_head_layout",
     "model_fingerprint",
     "resolve_model_source",
@@ -195,10 +196,9 @@ def trained_pooling(name: str) -> str | None:
     return "cls" if config.get("pooling_mode_cls_token") else None
 
 
-def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) -> Backbone:
-    """Load ``AutoModelForMaskedLM`` + tokenizer by HF id, local path, or ``auto``.
-
-    Raises :class:`GleeError` with a fix when the model cannot be found or is not a masked LM."""
+def _reachable_source(name: str) -> str:
+    """Where ``name`` loads from (``resolve_model_source``), checked: a GleeError with a fix
+    when it is neither on disk nor reachable."""
     source = resolve_model_source(name)
     if name == AUTO_MODEL:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -208,6 +208,25 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
                         "(save_pretrained) and pass the folder")
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    return source
+
+
+def load_tokenizer(name: str = AUTO_MODEL, *, trust_remote_code: bool = False):
+    """The tokenizer of the backbone ``name`` alone, no weights loaded (what the app reads the
+    label words with before a launch)."""
+    source = _reachable_source(name)
+    try:
+        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise GleeError(f"cannot load the tokenizer of {name!r}: {str(exc).splitlines()[0]}"
+                        ) from None
+
+
+def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) -> Backbone:
+    """Load ``AutoModelForMaskedLM`` + tokenizer by HF id, local path, or ``auto``.
+
+    Raises :class:`GleeError` with a fix when the model cannot be found or is not a masked LM."""
+    source = _reachable_source(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
         # Weights the checkpoint lacks (MiniLM's MLM head transform) are initialised from a

@@ -24,7 +24,7 @@ from ..core.devices import (
     resolve_precision,
 )
 from ..data.encoding import EncodedSplit, eval_batches
-from .backbone import Backbone, load_backbone
+from .backbone import Backbone, load_backbone, load_tokenizer
 from .features import FeatureSplit
 from .heads import GleeModel
 
@@ -32,6 +32,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Split",
     "batch_width",
     "get_backbone",
+    "get_tokenizer",
     "model_inputs",
     "predict",
 ]
@@ -41,6 +42,12 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 def get_backbone(name: str) -> Backbone:
     """Load a backbone once per process (fine-tuning trains deep copies of it)."""
     return load_backbone(name)
+
+
+@cache
+def get_tokenizer(name: str):
+    """A backbone's tokenizer once per process, without its weights."""
+    return load_tokenizer(name)
 
 
 def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:

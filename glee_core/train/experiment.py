@@ -45,7 +45,7 @@ from ..models.config import TrainConfig
 from ..models.heads import head_of, label_word_token_ids
 from ..models.methods import METHODS, MethodSpec
 from ..models.modes import get_mode
-from ..models.scoring import get_backbone
+from ..models.scoring import get_backbone, get_tokenizer
 from ..models.search import (
     Searched,
     SearchLog,
@@ -94,6 +94,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "preflight",
     "races",
     "readable_heads",
+    "unreadable_heads",
     "run_experiments",
     "run_identity",
     "run_record",
@@ -201,29 +202,38 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
     return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
 
 
-def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
-                   model_name: str, config: TrainConfig, store: RunStore, force: bool,
-                   progress: ProgressFn) -> list[MethodSpec]:
-    """The heads a launch trains: ``specs``, but for a launch of every head that trains in its
-    mode (the quick compare of them all) on a backbone whose vocabulary lacks the data's label
-    words, the heads that score label words are left out, with a note saying which and why, and
-    the others train. A launch naming such heads fails on their words in :func:`preflight`.
-    The backbone is loaded for it only when such a head has a run to train (as there)."""
+def unreadable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
+                     model_name: str, config: TrainConfig, store: RunStore, force: bool = False
+                     ) -> tuple[list[MethodSpec], str]:
+    """The heads a launch of ``specs`` leaves out, and the note saying why. A launch of every
+    head that trains in its mode (the quick compare of them all) on a backbone whose vocabulary
+    lacks the data's label words leaves out the heads that score label words and trains the
+    others; a launch naming such heads fails on their words in :func:`preflight`. The vocabulary
+    is read (the tokenizer alone) only when such a head has a run to train, as there."""
     worded = [s for s in specs if head_of(s).verbalizer]
     every = {m.id for m in METHODS.values() if m.trains_in(get_mode(config.mode))}
     if not worded or not every <= {s.id for s in specs} or not any(
             force or store.get(p.run_id) is None
             for p in plan_runs(dataset, worded, seeds, model_name, config)):
-        return specs
+        return [], ""
     try:
-        label_word_token_ids(get_backbone(model_name).tokenizer, dataset.verbalizer,
-                             dataset.classes)
+        label_word_token_ids(get_tokenizer(model_name), dataset.verbalizer, dataset.classes)
     except GleeError as error:
-        progress(Note(message=f"{len(worded)} of the {len(specs)} heads are left out "
-                              f"({', '.join(s.id for s in worded)}): they score label words, "
-                              f"and {error}; the other heads train"))
-        return [s for s in specs if not head_of(s).verbalizer]
-    return specs
+        return worded, (f"{len(worded)} of the {len(specs)} heads are left out "
+                        f"({', '.join(s.id for s in worded)}): they score label words, and "
+                        f"{error}; the other heads train")
+    return [], ""
+
+
+def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
+                   model_name: str, config: TrainConfig, store: RunStore, force: bool,
+                   progress: ProgressFn) -> list[MethodSpec]:
+    """The heads a launch trains: ``specs`` less those :func:`unreadable_heads` leaves out, with
+    its note."""
+    left_out, why = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
+    if left_out:
+        progress(Note(message=why))
+    return [s for s in specs if s not in left_out]
 
 
 def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
