@@ -46,6 +46,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "glee_model",
     "portable",
     "prompt_template",
+    "INT8_OPTIONS",
     "quantization_change",
     "refusal",
     "special_tokens",
@@ -241,6 +242,13 @@ def export_hf(run: Run, out: Path, card) -> list[str]:
     return lines
 
 
+# onnxruntime's dynamic int8 quantization, a scale per output channel, the matrix products only
+# (the embedding lookups stay fp32): 0.1-0.5% of the top classes move against 0.8-1.2% with its
+# defaults, at the same speed (bench/quantize_variants.py; BENCHMARKS.md, "Where a classifier is
+# served")
+INT8_OPTIONS = {"per_channel": True, "op_types_to_quantize": ["MatMul"]}
+
+
 def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[str], dict]:
     """Write ``run`` as an ONNX folder at ``out``; returns the loading lines and, quantized,
     the test F1 change it brings (``{"f1": .., "tail_f1": ..}`` of each, in percent)."""
@@ -287,18 +295,18 @@ def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[
     if quantize == "int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
-        # a scale per output channel, and the matrix products only (the embedding lookups stay
-        # fp32): 0.1-0.5% of the top classes move against 0.8-1.2% with onnxruntime's defaults,
-        # at the same speed (BENCHMARKS.md, "Where a classifier is served")
         quantize_dynamic(str(out / "model.onnx"), str(out / "model.int8.onnx"),
-                         weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"])
+                         weight_type=QuantType.QInt8, **INT8_OPTIONS)
         change = quantization_change(run, out)
     lines = ["from onnx_classifier import OnnxClassifier  # in this folder", "",
              f'classifier = OnnxClassifier("{out.name}"'
              + (', model="model.int8.onnx")' if quantize else ")"),
              'classifier.predict(["a text to classify"])',
-             'classifier.predict_proba(["a text to classify"]), classifier.classes_']
+             'classifier.predict_proba(["a text to classify"]), classifier.classes_',
+             "# a CPU with AMX or AVX512-BF16 units scores ~3x faster in bf16 (probabilities "
+             "within ~0.02):",
+             f'# pip install onnxruntime-openvino; OnnxClassifier("{out.name}", '
+             'precision="bf16")']
     return lines, change
 
 
