@@ -126,6 +126,9 @@ def test_out_of_vocabulary_label_word_is_named(tiny_bert, toy_dataset):
     verbalizer = dict(toy_dataset.verbalizer, food=["zzyzx"])
     with pytest.raises(GleeError, match=r"'food' -> 'zzyzx'"):
         build_model(get_method("prompt"), backbone, toy_dataset.classes, verbalizer)
+    many = [f"class {i}" for i in range(13)]  # a data set in a language the vocabulary lacks
+    with pytest.raises(GleeError, match=r"'class 9' -> 'zzq9' and 3 more - give other words"):
+        label_word_token_ids(backbone.tokenizer, {c: [f"zzq{c[6:]}"] for c in many}, many)
 
 
 def test_cls_methods_read_cls_and_prompt_methods_read_mask(tiny_bert, toy_dataset):

@@ -583,8 +583,9 @@ def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: l
             ids.extend(word_ids)
         out.append(ids)
     if problems:
+        more = f" and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise GleeError(f"label word(s) not in the model's vocabulary: {', '.join(problems[:10])}"
-                        " - give other words with --verbalizer FILE.json")
+                        f"{more} - give other words with --verbalizer FILE.json")
     return out
 
 
