@@ -39,6 +39,7 @@ from .modeling_glee import GleeConfig, GleeForSequenceClassification
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "FORMATS",
     "HERE",
+    "INT8_OPTIONS",
     "Portable",
     "export_hf",
     "export_onnx",
@@ -46,7 +47,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "glee_model",
     "portable",
     "prompt_template",
-    "INT8_OPTIONS",
     "quantization_change",
     "refusal",
     "special_tokens",

@@ -13,7 +13,7 @@ into its template, and runs ``model.onnx``::
 
 ``precision="bf16"`` runs the same graph through OpenVINO's execution provider with bf16 matrix
 products (``pip install onnxruntime-openvino`` in place of ``onnxruntime``): on a CPU with AMX it
-scored r8 texts 3.5x faster than fp32 with the same top class on 99.95-100% of them and
+scored r8 texts about 3x faster than fp32 with the same top class on 99.95-100% of them and
 probabilities within ~0.02 (Glee Studio's BENCHMARKS.md, "Where a classifier is served"). It is
 never chosen for you: the default is the exported fp32 scores.
 """
