@@ -144,11 +144,13 @@ def main(argv=None) -> int:
                 stats = json.loads(done.stdout.strip().splitlines()[-1])
                 probs = np.load(probs_file)
                 pred = probs.argmax(1)
-                reference = pred if reference is None else reference
+                if reference is None:  # the first engine, today's predict
+                    reference, base_seconds = pred, stats["seconds"]
                 metrics = classification_metrics(gold, pred, dataset.classes,
                                                  *dataset.head_tail())
                 rows.append({"max length": max_length, "engine": engine,
                              "texts/s": round(len(texts) / stats["seconds"], 1),
+                             "× predict": f"{base_seconds / stats['seconds']:.2f}",
                              "peak RSS (MB)": round(stats["peak_mb"]),
                              "top class = predict's": f"{(pred == reference).mean():.2%}",
                              "macro-F1": round(100 * metrics["f1"], 2),
