@@ -89,8 +89,12 @@ st.subheader("Jobs")
 show_jobs()
 
 st.subheader("A new launch")
+unread, why = studio_ui.label_word_heads_left_out(dataset)
 methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
-                                ["cls-tanh", "cls-relu-pt-ln", "prompt"])
+                                [m for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")
+                                 if m not in unread])
+if unread:
+    st.caption(f"Not chosen by default: {studio_ui.md(why)}.")
 mode = studio_ui.choose(
     "Mode", {name: m.choice for name, m in MODES.items()}, st.radio, horizontal=True,
     help="Quick compare encodes the data once with the frozen backbone and trains only the "

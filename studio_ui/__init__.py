@@ -47,6 +47,7 @@ from .choice import (
 from .estimates import (
     adapt_estimate,
     device_kind,
+    label_word_heads_left_out,
     time_estimate,
     trainable_parameters,
     uncached_passes,

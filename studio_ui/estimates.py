@@ -72,6 +72,21 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
             "left_out": left_out, "text": about(estimate["seconds"])}
 
 
+def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[str], str]:
+    """The heads a quick compare of every head leaves out on ``dataset`` with ``model`` (default:
+    the current backbone) because its vocabulary lacks the data's label words, and the note
+    saying so (``glee_core.train.experiment.unreadable_heads``); ``([], "")`` when none."""
+    from glee_core.studio import METHODS, TrainConfig, unreadable_heads  # noqa: PLC0415
+
+    try:
+        out, why = unreadable_heads(dataset, list(METHODS.values()), [1],
+                                    model or current_model(), TrainConfig(mode="frozen"),
+                                    store())
+    except GleeError:  # a backbone that cannot load: a launch says so
+        return [], ""
+    return [spec.id for spec in out], why
+
+
 def unstored_jobs(here, plan) -> list:
     """The planned runs the store ``here`` does not hold finished (what a launch trains; the
     others it opens), judged by the store's cached listing of valid runs."""

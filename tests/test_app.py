@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
-from glee_core.models.methods import get_method
+from glee_core.models.methods import get_method, method_label
 from glee_core.models.options import TrainRequest
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
@@ -107,6 +107,27 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
     assert kept[0].name in plain(" ".join(c.value for c in at.sidebar.caption))
 
+
+
+def test_heads_whose_label_words_the_backbone_lacks_are_left_out_of_home_and_train(app):
+    """An upload whose class names the backbone cannot read (a language its vocabulary misses):
+    Home's estimate leaves the label-word heads out and says why (its compare trains the
+    others), and the Train page does not choose them by default."""
+    rows = "text,intent\n" + "".join(f"question number {i},{('zzqa', 'zzqb')[i % 2]}\n"
+                                     for i in range(30))
+    at = app("app_pages/1_Data.py").run()
+    at.file_uploader[0].upload("foreign.csv", rows.encode(), "text/csv").run()
+    next(b for b in at.button if b.label == "Use this CSV").click().run()
+    assert not at.exception
+    home = app("app.py").run()
+    assert not home.exception
+    note = next(plain(c.value) for c in home.caption if "are left out" in c.value)
+    assert "'zzqa' -> 'zzqa'" in note and "prompt-focal" in note
+    train = app("app_pages/2_Train.py").run()
+    assert not train.exception
+    chosen = train.multiselect[0].value
+    assert method_label("cls-relu-pt-ln") in chosen and method_label("prompt") not in chosen
+    assert any("Not chosen by default" in c.value for c in train.caption)
 
 def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
     at = app("app_pages/1_Data.py").run()
