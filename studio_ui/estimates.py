@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from glee_core.studio import (
@@ -41,15 +43,16 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
 
     model = model or current_model()
     here = store()
-    specs, out, left_out = [get_method(m) for m in methods], [], ""
-    try:  # the heads the launch leaves out (label words the backbone lacks) cost nothing
-        out, left_out = unreadable_heads(dataset, specs, seeds, model, config, here)
-    except GleeError:  # a backbone that cannot load: the launch says so
-        pass
+    out, left_out = [], ""
     try:
+        specs = [get_method(m) for m in methods]
+        # the heads the launch leaves out (label words the backbone lacks) cost nothing; a
+        # backbone that cannot load leaves none out (the launch says so)
+        with contextlib.suppress(GleeError):
+            out, left_out = unreadable_heads(dataset, specs, seeds, model, config, here)
         plan = plan_runs(dataset, [s for s in specs if s not in out], seeds, model, config)
-    except GleeError:  # a method the mode refuses: the launch says so; estimate them all
-        plan = None
+    except GleeError:  # an unknown method or one the mode refuses (the launch says so):
+        plan = None  # estimate them all
     to_train = None if plan is None else unstored_jobs(here, plan)
     planned = len(methods) * len(seeds) if plan is None else len(plan)
     missing = planned if to_train is None else len(to_train)
