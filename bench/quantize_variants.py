@@ -13,22 +13,24 @@ alone; CI never runs it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from glee_core.runs.metrics import classification_metrics  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
-from glee_core.serve.formats import INT8_OPTIONS, export_onnx  # noqa: E402
+from glee_core.serve.formats import (  # noqa: E402
+    INT8_OPTIONS,
+    export_onnx,
+    onnx_classifiers,
+    scores_on_test,
+)
 from glee_core.serve.inference import load_run  # noqa: E402
 
 VARIANTS = {  # name -> quantize_dynamic's options, given the graph's MatMul node names
@@ -39,12 +41,6 @@ VARIANTS = {  # name -> quantize_dynamic's options, given the graph's MatMul nod
 }
 
 
-def macro_f1(run, gold, pred) -> float:
-    data = run.record.dataset
-    return 100 * classification_metrics(gold, pred, data.classes, data.head_classes,
-                                        data.tail_classes)["f1"]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", required=True, help="a stored run's folder")
@@ -53,27 +49,22 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for number, path in enumerate(args.run):
+        for path in args.run:
             run = load_run(path)
-            out = Path(args.work or tmp) / f"run-{number}"
+            out = Path(args.work or tmp) / run.run_id  # a kept export is the same run's
             if not (out / "model.onnx").exists():
                 out.mkdir(parents=True, exist_ok=True)
                 export_onnx(run, out)
-            spec = importlib.util.spec_from_file_location(f"oc{number}",
-                                                          out / "onnx_classifier.py")
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            classes, predictions = run.record.dataset.classes, run.predictions
-            gold = np.array([classes.index(g) for g in predictions["gold"]])
-            texts = predictions["text"].tolist()
-
+            texts = run.predictions["text"].tolist()
             nodes = [n.name for n in onnx.load(out / "model.onnx").graph.node
                      if n.op_type == "MatMul"]
-            classifiers = {"fp32": module.OnnxClassifier(out)}
+            graphs = {"fp32": "model.onnx"}
             for index, (name, options) in enumerate(VARIANTS.items()):
-                quantize_dynamic(out / "model.onnx", out / f"int8-{index}.onnx",
+                graphs[name] = f"int8-{index}.onnx"
+                quantize_dynamic(out / "model.onnx", out / graphs[name],
                                  weight_type=QuantType.QInt8, **options(nodes))
-                classifiers[name] = module.OnnxClassifier(out, model=f"int8-{index}.onnx")
+            loaded = onnx_classifiers(out, list(graphs.values()))
+            classifiers = {name: loaded[graph] for name, graph in graphs.items()}
             rates = {name: [] for name in classifiers}
             top = {}
             for _ in range(args.rounds):
@@ -81,10 +72,10 @@ def main(argv=None) -> int:
                     started = time.perf_counter()
                     top[name] = classifier.predict_proba(texts).argmax(1)
                     rates[name].append(len(texts) / (time.perf_counter() - started))
-            reference = macro_f1(run, gold, top["fp32"])
+            reference = scores_on_test(run, top["fp32"])["f1"]
             for name in classifiers:
                 rows.append([f"{run.run_id}", name, f"{(top[name] != top['fp32']).mean():.2%}",
-                             f"{macro_f1(run, gold, top[name]) - reference:+.2f}",
+                             f"{scores_on_test(run, top[name])['f1'] - reference:+.2f}",
                              f"{min(rates[name]):.0f}-{max(rates[name]):.0f}"])
                 print(rows[-1], file=sys.stderr)
     print("\n".join(markdown_table(["run", "graph", "top classes moved", "macro-F1 change",

@@ -45,10 +45,12 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "export_onnx",
     "export_peft",
     "glee_model",
+    "onnx_classifiers",
     "portable",
     "prompt_template",
     "quantization_change",
     "refusal",
+    "scores_on_test",
     "special_tokens",
     "stock_model",
 ]
@@ -310,24 +312,33 @@ def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[
     return lines, change
 
 
-def quantization_change(run: Run, out: Path) -> dict:
-    """Test macro-F1 and tail F1 of the fp32 and the int8 graph on the run's test texts."""
+def onnx_classifiers(out: Path, models: list[str]) -> dict:
+    """An ``OnnxClassifier`` of the folder ``out`` (its own copy of ``onnx_classifier.py``,
+    loaded once) for each graph file in ``models``."""
     import importlib.util  # noqa: PLC0415
 
     spec = importlib.util.spec_from_file_location("onnx_classifier", out / "onnx_classifier.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    predictions = run.predictions
+    return {name: module.OnnxClassifier(out, model=name) for name in models}
+
+
+def scores_on_test(run: Run, pred: np.ndarray) -> dict:
+    """Test macro-F1 and tail F1 (percent) of class indices ``pred``, one per text of the run's
+    stored test predictions, in their order."""
     data = run.record.dataset
-    gold = np.array([data.classes.index(g) for g in predictions["gold"]])
-    scores = {}
-    for name in ("model.onnx", "model.int8.onnx"):
-        classifier = module.OnnxClassifier(out, model=name)
-        pred = classifier.predict_proba(predictions["text"].tolist()).argmax(1)
-        metrics = classification_metrics(gold, pred, data.classes, data.head_classes,
-                                          data.tail_classes)
-        scores[name] = {"f1": 100 * metrics["f1"], "tail_f1": 100 * metrics["tail_f1"]}
-    return scores
+    gold = np.array([data.classes.index(g) for g in run.predictions["gold"]])
+    metrics = classification_metrics(gold, pred, data.classes, data.head_classes,
+                                      data.tail_classes)
+    return {"f1": 100 * metrics["f1"], "tail_f1": 100 * metrics["tail_f1"]}
+
+
+def quantization_change(run: Run, out: Path) -> dict:
+    """Test macro-F1 and tail F1 of the fp32 and the int8 graph on the run's test texts."""
+    texts = run.predictions["text"].tolist()
+    return {name: scores_on_test(run, classifier.predict_proba(texts).argmax(1))
+            for name, classifier in onnx_classifiers(
+                out, ["model.onnx", "model.int8.onnx"]).items()}
 
 
 def export_peft(run: Run, out: Path) -> list[str]:
