@@ -15,6 +15,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "GleeError",
     "INTERRUPTED",
     "disk_message",
+    "first_few",
 ]
 
 
@@ -26,6 +27,12 @@ class GleeError(ValueError):
         temporary file it was read from (a user never saw that path)."""
         shown = Path(str(name)).name
         return GleeError(str(self).replace(f"csv:{copy}", shown).replace(str(copy), shown))
+
+
+def first_few(items: list[str], first: int) -> str:
+    """The first ``first`` of ``items`` as a message names them, and how many more."""
+    more = f" and {len(items) - first} more" if len(items) > first else ""
+    return ", ".join(items[:first]) + more
 
 
 FULL = (errno.ENOSPC, errno.EDQUOT)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.errors import GleeError
+from ..core.errors import GleeError, first_few
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "DROPPED_NAMED",
@@ -99,12 +99,11 @@ def dropped_warning(dropped: dict[str, int], kept: bool = False) -> list[str]:
     first :data:`DROPPED_NAMED` by name with their counts."""
     if not dropped:
         return []
-    named = ", ".join(f"{c!r} ({n})" for c, n in list(dropped.items())[:DROPPED_NAMED])
-    more = f" and {len(dropped) - DROPPED_NAMED} more" if len(dropped) > DROPPED_NAMED else ""
+    named = first_few([f"{c!r} ({n})" for c, n in dropped.items()], DROPPED_NAMED)
     what = ("kept in training only (learned and predicted, never scored: no dev or test text)"
             if kept else "left out")
     return [f"{len(dropped)} class(es) {what}: too few distinct texts for a train, dev and "
-            f"test split (distinct texts in brackets): {named}{more}"]
+            f"test split (distinct texts in brackets): {named}"]
 
 
 def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,

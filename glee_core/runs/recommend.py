@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..core.errors import GleeError
+from ..core.errors import GleeError, first_few
 from ..data.splits import WITHOUT
 from ..models.config import POOLINGS
 from ..models.methods import METHODS
@@ -350,13 +350,12 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
         lines.append("With one seed the spread between seeds is unknown, so a gap of a point "
                      "or two may be noise.")
     elif rec.close:
-        names = ", ".join(f"`{p.method}`{_pooled(p)}" + (f" ({literal(p.setting_label)})"
-                                                         if p.mode != c.mode else "")
-                          for p in rec.close[:6])
-        more = f" and {len(rec.close) - 6} more" if len(rec.close) > 6 else ""
+        names = first_few([f"`{p.method}`{_pooled(p)}" + (f" ({literal(p.setting_label)})"
+                                                          if p.mode != c.mode else "")
+                           for p in rec.close], 6)
         spread = ("the seeds' spread of it on dev" if rec.basis == DEV
                   else "its spread (over seeds, or one seed's folds)")
-        lines.append(f"Within {spread}: {names}{more}; the data cannot tell these apart.")
+        lines.append(f"Within {spread}: {names}; the data cannot tell these apart.")
     else:
         lines.append("No other candidate is within the spread of it.")
     if rec.unscored:

@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 
 from ..core.environment import AUTO_MODEL
-from ..core.errors import GleeError
+from ..core.errors import GleeError, first_few
 from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
@@ -76,8 +76,7 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
 def untrained_head_line(model: str, methods: list[str]) -> str:
     """The same fact in one plain sentence, for the places where a user chooses (Home, Train):
     what it means for their choice."""
-    listed = ", ".join(f"`{m}`" for m in methods[:4]) + (
-        f" and {len(methods) - 4} more" if len(methods) > 4 else "")
+    listed = first_few([f"`{m}`" for m in methods], 4)
     return (f"`{model}` has no pretrained MLM head, so the prompt-style heads ({listed}) start "
             "half-untrained and trail here: a fact of this backbone, not of your data. The "
             "choice among the other heads is unaffected; to see the paper's effect, use "
