@@ -1,5 +1,6 @@
 """Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
 
+import json
 from dataclasses import replace
 
 import pandas as pd
@@ -37,15 +38,20 @@ from glee_core.studio import (
     disk_message,
     environment,
     find_column,
+    first_few,
     help_of,
     label_budget,
+    label_word_methods,
     list_jobs,
+    parse_verbalizer,
     read_budget,
     read_health,
     recommend,
     save_upload,
     size_text,
     slug,
+    unreadable_words,
+    verbalizer_json,
 )
 
 studio_ui.sidebar()
@@ -199,6 +205,93 @@ with st.expander("Class table"):
     table = class_frequency_frame(counts, head)
     table["label words"] = [" | ".join(dataset.verbalizer[c]) for c in table["class"]]
     st.dataframe(table, hide_index=True)
+
+
+
+def read_label_words(uploaded) -> dict[str, list[str]] | None:
+    """A label-word JSON file (``--verbalizer``'s: label -> word or list of words) matched to
+    the classes; None after saying what is wrong with it."""
+    try:
+        raw = json.loads(uploaded.getvalue().decode("utf-8-sig"))
+        if not isinstance(raw, dict):
+            raise ValueError("expected an object of label -> label word(s)")
+        return parse_verbalizer(raw, dataset.classes, uploaded.name)
+    except GleeError as exc:  # a class without a word
+        st.error(studio_ui.md(exc))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        st.error(f"{studio_ui.md(uploaded.name)}: not a JSON object of label -> label word(s) "
+                 f"({studio_ui.md(exc)})")
+    return None
+
+
+def label_words_section() -> None:
+    """The words the prompt heads score at [MASK] for each class, and their template: shown,
+    checked against the backbone's vocabulary, and given anew (typed, or a JSON file)."""
+    choice = studio_ui.current_choice()
+    model = studio_ui.current_model()
+    worded = label_word_methods()
+    try:
+        unreadable = unreadable_words(model, dataset.verbalizer, dataset.classes)
+    except GleeError:  # a backbone that cannot load: the Train page says why
+        unreadable = []
+    kept = st.session_state.pop("label-words-kept", False)
+    title = "Label words" + (": the backbone cannot read some" if unreadable else "")
+    with st.expander(title, expanded=bool(unreadable) or kept):
+        st.caption(f"The {len(worded)} heads that score a word at [MASK] ("
+                   + ", ".join(f"`{m.id}`" for m in worded) + ") read each class as its label "
+                   "words, put in the template. Other words (a language the class names are "
+                   "not in, clearer words for terse names) make a variant of this dataset: its "
+                   "id ends in +prompt-…, so its runs stay apart from these; a compare on it "
+                   "trains every head.")
+        studio_ui.backbone_notice(model, [m.id for m in worded])
+        if unreadable:
+            st.warning(f"`{studio_ui.md(model)}` cannot read {len(unreadable)} of these words "
+                       f"({studio_ui.md(first_few(unreadable, 6))}): Home's compare leaves "
+                       "these heads out until words it reads are given here.")
+        if choice.verbalizer or choice.template:
+            st.info(f"This is **{studio_ui.md(dataset.id)}**: the label words or template "
+                    "given here, not the dataset's own.")
+            if st.button("Back to the dataset's own label words"):
+                studio_ui.choose_dataset(replace(choice, verbalizer=None, template=None))
+                st.rerun()
+        if rules.read_only:
+            st.caption("Giving label words writes a file; it is switched off on this "
+                       "deployment (read-only).")
+            return
+        uploaded = st.file_uploader("A JSON file of label -> label word(s) (optional)",
+                                    type=["json"], key=f"label-words-file-{dataset.id}",
+                                    max_upload_size=1)
+        words = dataset.verbalizer
+        if uploaded is not None and (read := read_label_words(uploaded)) is not None:
+            words = read
+        table = pd.DataFrame({"class": dataset.classes,
+                              "label words": [" | ".join(words[c]) for c in dataset.classes]})
+        edited = st.data_editor(
+            table, hide_index=True, disabled=["class"], width="stretch",
+            key=f"label-words-{dataset.id}-{uploaded.file_id if uploaded else ''}",
+            column_config={"label words": st.column_config.TextColumn(
+                help="One word or a few, several choices separated by |")})
+        template = st.text_input("Template", dataset.template, key=f"template-{dataset.id}",
+                                 help="Holds [MASK] once and {text} (and {text_b} where the "
+                                      "data has a second text).")
+        left, right = st.columns([1, 3], vertical_alignment="center")
+        if left.button("Use these label words", type="primary"):
+            given = {name: [w.strip() for w in str(cell).split("|") if w.strip()]
+                     for name, cell in zip(edited["class"], edited["label words"], strict=True)}
+            try:
+                studio_ui.choose_prompt(template, given, model)
+            except GleeError as exc:
+                st.error(f"Not used: {studio_ui.md(exc)}")
+            except OSError as exc:
+                st.error(f"The label words could not be kept: {studio_ui.md(disk_message(exc))}")
+            else:
+                st.session_state["label-words-kept"] = True
+                st.rerun()
+        right.download_button("Download these label words (JSON)", verbalizer_json(words),
+                              f"{slug(dataset.id)}-label-words.json", "application/json")
+
+
+label_words_section()
 
 st.subheader("Sample rows per class")
 per_class = st.slider("Rows per class", 1, 10, 3)

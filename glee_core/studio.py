@@ -29,6 +29,7 @@ _FACES = (
     "data.datasets",
     "data.sources",
     "data.splits",
+    "data.verbalizers",
     "models.backbone",
     "models.config",
     "models.features",

@@ -34,6 +34,7 @@ from .choice import (
     adapted_line,
     backbone_notice,
     choose_dataset,
+    choose_prompt,
     current_choice,
     current_dataset,
     current_dataset_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -18,14 +19,17 @@ from glee_core.studio import (
     dataset_name,
     environment,
     list_uploads,
+    parse_verbalizer,
     source_of,
     untrained_head_line,
     untrained_head_note,
+    verbalizer_json,
+    write_atomic,
     write_json_atomic,
 )
 
 from .access import policy, workspace
-from .stores import all_runs, uploads_dir
+from .stores import all_runs, store, uploads_dir
 from .text import md
 
 DEMO = DataOptions(dataset="demo")
@@ -111,7 +115,9 @@ def _remember_choice(options: DataOptions) -> None:
         try:
             write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold,
                                      "keep_rare": options.keep_rare,
-                                     "exclude": options.exclude})
+                                     "exclude": options.exclude,
+                                     "template": options.template,
+                                     "verbalizer": options.verbalizer})
         except OSError:  # a read-only folder: the choice lasts the session
             pass
 
@@ -135,7 +141,40 @@ def _remembered_choice() -> DataOptions | None:
     exclude = saved.get("exclude")
     if found is not None and isinstance(exclude, str) and Path(exclude).is_file():
         found = replace(found, exclude=exclude)  # the variant without flagged rows
+    verbalizer = saved.get("verbalizer")
+    if found is not None and isinstance(verbalizer, str) and Path(verbalizer).is_file():
+        found = replace(found, verbalizer=verbalizer)  # label words given on the Data page
+    template = saved.get("template")
+    if found is not None and isinstance(template, str):
+        found = replace(found, template=template)
     return found
+
+
+def choose_prompt(template: str, label_words: dict[str, list[str]], model: str) -> None:
+    """Choose the current dataset with these label words and template in place of its own (a
+    ``+prompt-<digest>`` variant, its runs apart), or its own again where they are its own. The
+    words are kept as a ``--verbalizer`` JSON in the store (the visitor's workspace in public
+    mode). Raises GleeError, keeping nothing, on an empty word, a template without ``[MASK]``
+    or ``{text}``, or words ``model``'s vocabulary cannot read."""
+    from glee_core.studio import check_template, first_few, unreadable_words  # noqa: PLC0415
+
+    choice = current_choice()
+    own = load_options(replace(choice, template=None, verbalizer=None))
+    words = parse_verbalizer(label_words, own.classes, "label words")
+    template = check_template(template.strip())
+    if unreadable := unreadable_words(model, words, own.classes):
+        raise GleeError(f"`{model}` cannot read {first_few(unreadable, 10)}: give words its "
+                        "vocabulary holds (the heads that score label words cannot train on "
+                        "these)")
+    if template == own.template and words == own.verbalizer:
+        choose_dataset(replace(choice, template=None, verbalizer=None))
+        return
+    text = verbalizer_json(words)
+    workspace(create=True)  # public mode: the words are this visitor's
+    path = store().label_words_dir / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    write_atomic(path, text)
+    choose_dataset(replace(choice, verbalizer=str(path),
+                           template=None if template == own.template else template))
 
 
 @st.cache_resource(show_spinner="Loading the dataset ...", max_entries=8)
@@ -165,10 +204,12 @@ def current_dataset():
 
 
 def current_dataset_id() -> str:
-    """The id the current dataset's runs carry: the choice's, or with its rare classes kept in
-    training (``keep_rare``), the loaded dataset's (``demo+rare``) when it loads."""
+    """The id the current dataset's runs carry: the choice's, or where the choice makes a
+    variant (rare classes kept, flagged rows left out, its own label words or template), the
+    loaded dataset's (``demo+rare``, ``...+prompt-<digest>``) when it loads."""
     choice = current_choice()
-    if not choice.keep_rare:
+    if choice == DataOptions(dataset=choice.dataset, data_dir=choice.data_dir,
+                             threshold=choice.threshold):
         return choice.dataset
     try:
         return load_options(choice).id

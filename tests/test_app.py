@@ -109,16 +109,21 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
 
 
 
-def test_heads_whose_label_words_the_backbone_lacks_are_left_out_of_home_and_train(app):
-    """An upload whose class names the backbone cannot read (a language its vocabulary misses):
-    Home's estimate leaves the label-word heads out and says why (its compare trains the
-    others), and the Train page does not choose them by default."""
+def upload_unreadable_classes(app) -> None:
+    """Keep and choose an upload whose class names the tiny backbone cannot read."""
     rows = "text,intent\n" + "".join(f"question number {i},{('zzqa', 'zzqb')[i % 2]}\n"
                                      for i in range(30))
     at = app("app_pages/1_Data.py").run()
     at.file_uploader[0].upload("foreign.csv", rows.encode(), "text/csv").run()
     next(b for b in at.button if b.label == "Use this CSV").click().run()
     assert not at.exception
+
+
+def test_heads_whose_label_words_the_backbone_lacks_are_left_out_of_home_and_train(app):
+    """An upload whose class names the backbone cannot read (a language its vocabulary misses):
+    Home's estimate leaves the label-word heads out and says why (its compare trains the
+    others), and the Train page does not choose them by default."""
+    upload_unreadable_classes(app)
     home = app("app.py").run()
     assert not home.exception
     note = next(plain(c.value) for c in home.caption if "are left out" in c.value)
@@ -128,6 +133,56 @@ def test_heads_whose_label_words_the_backbone_lacks_are_left_out_of_home_and_tra
     chosen = train.multiselect[0].value
     assert method_label("cls-relu-pt-ln") in chosen and method_label("prompt") not in chosen
     assert any("Not chosen by default" in c.value for c in train.caption)
+
+def test_label_words_given_on_the_data_page_bring_the_prompt_heads_back(app, app_dirs):
+    """On such an upload the Data page says the backbone cannot read the label words and takes
+    others (a JSON file, checked: every class, and words the vocabulary holds, else nothing is
+    kept); they make a +prompt- variant, remembered across a reload, on which Home's compare and
+    the Train page's defaults take the label-word heads again; one button goes back."""
+    upload_unreadable_classes(app)
+    at = app("app_pages/1_Data.py").run()
+    words = next(e for e in at.expander if e.label.startswith("Label words"))
+    assert words.label == "Label words: the backbone cannot read some"
+    assert any("cannot read 2 of these words" in plain(w.value) for w in at.warning)
+    own = at.session_state["dataset"]
+
+    def give(label_words: dict) -> AppTest:
+        at.file_uploader[1].upload("words.json", json.dumps(label_words).encode(),
+                                   "application/json").run()
+        return next(b for b in at.button if b.label == "Use these label words").click().run()
+
+    give({"zzqa": "sports"})  # a class without a word: named, nothing kept
+    assert any("no label word for class(es) 'zzqb'" in plain(e.value) for e in at.error)
+    give({"zzqa": "zzqx", "zzqb": "money"})  # a word the vocabulary lacks: named, not used
+    assert any("Not used" in plain(e.value) and "'zzqa' -> 'zzqx'" in plain(e.value)
+               for e in at.error)
+    assert at.session_state["dataset"] == own
+    give({"zzqa": "sports", "zzqb": ["money", "food"]})
+    assert not at.exception and not at.error
+    chosen = at.session_state["dataset"]
+    kept = Path(chosen.verbalizer)
+    assert kept.parent == app_dirs["runs"] / ".label-words"
+    assert json.loads(kept.read_text(encoding="utf-8")) == {"zzqa": "sports",
+                                                           "zzqb": ["money", "food"]}
+    variant = chosen.load().id
+    assert re.fullmatch(re.escape(own.load().id) + r"\+prompt-[0-9a-f]{8}", variant)
+    assert next(e for e in at.expander if e.label.startswith("Label words")).label == \
+        "Label words"
+    assert any(variant in plain(i.value) for i in at.info)
+    home = app("app.py").run()  # a reload: the choice is remembered, words and all
+    assert home.session_state["dataset"] == chosen
+    assert not any("are left out" in c.value for c in home.caption)
+    assert any(plain(b.label) == f"Quick compare on {display(variant)}" for b in home.button)
+    train = app("app_pages/2_Train.py").run()
+    assert method_label("prompt") in train.multiselect[0].value
+    next(b for b in at.button if b.label == "Back to the dataset's own label words").click().run()
+    assert at.session_state["dataset"] == own
+
+
+def display(dataset_id: str) -> str:
+    """A kept upload's name as the app shows it (the file it came as)."""
+    return re.sub(r"^upload:(.*)-[0-9a-f]{8}\.csv", r"\1.csv", dataset_id)
+
 
 def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
     at = app("app_pages/1_Data.py").run()

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -7,7 +8,12 @@ from conftest import SHARED_DATA, TOY_CLASSES
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset, split_head_tail
 from glee_core.data.splits import stratified_holdout
-from glee_core.data.verbalizers import check_template, derive_verbalizer, parse_verbalizer
+from glee_core.data.verbalizers import (
+    check_template,
+    derive_verbalizer,
+    parse_verbalizer,
+    verbalizer_json,
+)
 
 needs_shared = pytest.mark.skipif(not (SHARED_DATA / "r8").is_dir(),
                                   reason="../shared/data is not present")
@@ -189,6 +195,25 @@ def test_verbalizer_file_override(tmp_path, toy_csv):
     path.write_text(json.dumps({c: "news" for c in TOY_CLASSES}))
     dataset = load_dataset(f"csv:{toy_csv}", verbalizer=path)
     assert set(w for ws in dataset.verbalizer.values() for w in ws) == {"news"}
+
+
+def test_a_prompt_of_ones_own_makes_a_variant_whose_runs_stay_apart(tmp_path, toy_csv):
+    """Label words or a template that differ from the dataset's own end its id in
+    +prompt-<digest of both>, so their runs are never averaged with the dataset's; its own words
+    given back keep its id."""
+    own = load_dataset(f"csv:{toy_csv}")
+    same, news, other = (tmp_path / f"{n}.json" for n in ("same", "news", "other"))
+    same.write_text(verbalizer_json(own.verbalizer))
+    news.write_text(json.dumps({c: "news" for c in TOY_CLASSES}))
+    other.write_text(json.dumps({c: ["news", "story"] for c in TOY_CLASSES}))
+    assert load_dataset(f"csv:{toy_csv}", verbalizer=same).id == own.id
+    assert load_dataset(f"csv:{toy_csv}", template=own.template).id == own.id
+    ids = {load_dataset(f"csv:{toy_csv}", **given).id for given in (
+        {"verbalizer": news}, {"verbalizer": other}, {"template": "[MASK] : {text}"},
+        {"verbalizer": news, "template": "[MASK] : {text}"})}
+    assert len(ids) == 4
+    assert all(re.fullmatch(re.escape(own.id) + r"\+prompt-[0-9a-f]{8}", i) for i in ids)
+    assert load_dataset(f"csv:{toy_csv}", verbalizer=news).id in ids  # the same words: one id
 
 
 def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, capsys):

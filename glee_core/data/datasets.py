@@ -42,7 +42,13 @@ from .splits import (
     stratified_holdout,
     three_way_split,
 )
-from .verbalizers import check_template, derive_verbalizer, load_verbalizer_file, parse_verbalizer
+from .verbalizers import (
+    check_template,
+    derive_verbalizer,
+    load_verbalizer_file,
+    parse_verbalizer,
+    prompt_variant,
+)
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "DEMO_MIN_TEST", "DEMO_THRESHOLD", "HEAD_TAIL_RULES", "INVISIBLE", "LABEL_COLUMN_NAMES",
@@ -669,7 +675,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     """Load any dataset by spec: ``demo``, a paper id, or an id of a source
     (:data:`glee_core.data.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
 
-    ``template`` and ``verbalizer`` (a JSON file) override the dataset's own; ``head_tail``
+    ``template`` and ``verbalizer`` (a JSON file) override the dataset's own (a prompt that
+    differs from it ends the id in ``+prompt-<digest>``, so its runs stay apart); ``head_tail``
     picks the head/tail rule (``HEAD_TAIL_RULES``); ``keep_rare`` keeps the classes with too few
     texts for a dev and test split in training (demo, CSV, upload), and then the dataset's id
     ends in :data:`RARE_KEPT`, so its runs are never averaged with those of the split without
@@ -690,6 +697,7 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     else:
         raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
                         f"{source_usages()}")
+    own_template, own_verbalizer = dataset.template, dataset.verbalizer
     if template:
         dataset.template = check_template(template)
     if verbalizer:
@@ -697,6 +705,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     dataset.head_tail_rule = head_tail
     if dataset.train_only_classes:
         dataset.id += RARE_KEPT
+    dataset.id += prompt_variant(dataset.template, dataset.verbalizer, own_template,
+                                 own_verbalizer)
     if exclude:
         dataset.splits["train"], without = exclude_rows(
             dataset.splits["train"], read_excluded_rows(exclude), dataset.classes, dataset.id)

@@ -3,6 +3,7 @@ the classes, and the checks a template must pass."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -10,6 +11,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import GleeError
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "PROMPT_VARIANT",
+    "TEMPLATE_SLOTS",
+    "check_template",
+    "derive_verbalizer",
+    "label_words_from_name",
+    "load_verbalizer_file",
+    "parse_verbalizer",
+    "prompt_variant",
+    "verbalizer_json",
+]
 
 TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
 
@@ -72,3 +85,24 @@ def check_template(template: str) -> str:
         raise GleeError(f"template {template!r} has no text slot: add {{text}}")
     return template
 
+
+
+PROMPT_VARIANT = "+prompt-"  # a dataset id's part naming its own template or label words
+
+
+def prompt_variant(template: str, verbalizer: dict[str, list[str]], own_template: str,
+                   own_verbalizer: dict[str, list[str]]) -> str:
+    """The ending of a dataset id whose prompt was given in place of its own
+    (``+prompt-<digest of the template and label words>``), empty when it is its own: the runs
+    of other label words are other runs, never averaged with the dataset's."""
+    if template == own_template and verbalizer == own_verbalizer:
+        return ""
+    given = json.dumps({"template": template, "verbalizer": verbalizer}, sort_keys=True,
+                       ensure_ascii=False)
+    return f"{PROMPT_VARIANT}{hashlib.sha256(given.encode()).hexdigest()[:8]}"
+
+
+def verbalizer_json(verbalizer: dict[str, list[str]]) -> str:
+    """A verbalizer as the JSON file ``--verbalizer`` reads (a word, or a list of several)."""
+    return json.dumps({name: words[0] if len(words) == 1 else words
+                       for name, words in verbalizer.items()}, ensure_ascii=False, indent=1)

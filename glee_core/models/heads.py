@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 from torch import nn
 from torch.nn import functional as F
 
-from ..core.errors import GleeError
+from ..core.errors import GleeError, first_few
 from .backbone import Backbone, trained_pooling
 from .config import POOLINGS, TrainConfig
 from .methods import ETA, MethodSpec, eta_scale
@@ -572,6 +572,21 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Te
 def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
                          ) -> list[list[int]]:
     """Token ids of each class's label words; an out-of-vocabulary word is an error naming it."""
+    ids, problems = _label_word_ids(tokenizer, verbalizer, classes)
+    if problems:
+        raise GleeError(f"label word(s) not in the model's vocabulary: "
+                        f"{first_few(problems, 10)} - give other words with --verbalizer "
+                        "FILE.json (in the app: the Data page's Label words)")
+    return ids
+
+
+def unreadable_label_words(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
+                           ) -> list[str]:
+    """The label words the tokenizer's vocabulary cannot read, as ``'class' -> 'word'``."""
+    return _label_word_ids(tokenizer, verbalizer, classes)[1]
+
+
+def _label_word_ids(tokenizer, verbalizer, classes) -> tuple[list[list[int]], list[str]]:
     unk = tokenizer.unk_token_id
     out, problems = [], []
     for name in classes:
@@ -582,11 +597,7 @@ def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: l
                 problems.append(f"{name!r} -> {word!r}")
             ids.extend(word_ids)
         out.append(ids)
-    if problems:
-        more = f" and {len(problems) - 10} more" if len(problems) > 10 else ""
-        raise GleeError(f"label word(s) not in the model's vocabulary: {', '.join(problems[:10])}"
-                        f"{more} - give other words with --verbalizer FILE.json")
-    return out
+    return out, problems
 
 
 def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],

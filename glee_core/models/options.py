@@ -44,8 +44,10 @@ class DataOptions:
                                   "$GLEE_DATA_DIR, else ./data)")
     threshold: float | None = option(None, "head/tail threshold on the cumulative training "
                                      "share (default: the paper's)")
-    template: str | None = option(None, "prompt template with {text} and [MASK]")
-    verbalizer: str | None = option(None, "JSON file: label -> label word(s)")
+    template: str | None = option(None, "prompt template with {text} and [MASK] (one that "
+                                  "differs from the dataset's ends its id in +prompt-<digest>)")
+    verbalizer: str | None = option(None, "JSON file: label -> label word(s) (words that differ "
+                                    "from the dataset's end its id in +prompt-<digest>)")
     head_tail: str = option("train", "head/tail rule: train (training counts, <= threshold: "
                             "what a user's data needs, the test split never decides) or "
                             "released (the authors' code: the test labels, < threshold)",

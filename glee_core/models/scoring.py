@@ -26,7 +26,7 @@ from ..core.devices import (
 from ..data.encoding import EncodedSplit, eval_batches
 from .backbone import Backbone, load_backbone, load_tokenizer
 from .features import FeatureSplit
-from .heads import GleeModel
+from .heads import GleeModel, unreadable_label_words
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "Split",
@@ -35,6 +35,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "get_tokenizer",
     "model_inputs",
     "predict",
+    "unreadable_words",
 ]
 
 
@@ -48,6 +49,13 @@ def get_backbone(name: str) -> Backbone:
 def get_tokenizer(name: str):
     """A backbone's tokenizer once per process, without its weights."""
     return load_tokenizer(name)
+
+
+def unreadable_words(model_name: str, verbalizer: dict[str, list[str]], classes: list[str]
+                     ) -> list[str]:
+    """The label words ``model_name``'s vocabulary cannot read, as ``'class' -> 'word'`` (the
+    tokenizer alone is loaded): the heads that score label words cannot train on them."""
+    return unreadable_label_words(get_tokenizer(model_name), verbalizer, classes)
 
 
 def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:

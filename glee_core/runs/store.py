@@ -253,6 +253,12 @@ class RunStore:
         (:meth:`data_report_dir`)."""
         return self.root / ".health"
 
+    @property
+    def label_words_dir(self) -> Path:
+        """Label words given on the Data page, one JSON file (``--verbalizer``'s) each, named by
+        its content's digest."""
+        return self.root / ".label-words"
+
     def data_report_dir(self, dataset: str, model: str) -> Path:
         """Where the Data page keeps ``dataset``'s health check and label budget with
         ``model``."""

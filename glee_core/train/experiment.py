@@ -87,6 +87,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "cross_validation_share",
     "dataset_record",
     "job_search_log",
+    "label_word_methods",
     "load_head",
     "lp_ft_stage",
     "package_versions",
@@ -200,6 +201,11 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
     if share <= UNKNOWN_SHARE_WARNING:
         return []
     return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
+
+
+def label_word_methods() -> list[MethodSpec]:
+    """The methods whose head scores label words at [MASK]: what a vocabulary must read."""
+    return [m for m in METHODS.values() if head_of(m).verbalizer]
 
 
 def unreadable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
