@@ -249,7 +249,8 @@ def label_words_section() -> None:
                        f"({studio_ui.md(first_few(unreadable, 6))}): Home's compare leaves "
                        "these heads out until words it reads are given here.")
         if choice.verbalizer or choice.template:
-            st.info(f"This is **{studio_ui.md(dataset.id)}**: the label words or template "
+            st.info(f"This is **{studio_ui.md(studio_ui.display_name(dataset.id))}**: the "
+                    "label words or template "
                     "given here, not the dataset's own.")
             if st.button("Back to the dataset's own label words"):
                 studio_ui.choose_dataset(replace(choice, verbalizer=None, template=None))

@@ -14,7 +14,7 @@ from glee_core.studio import (
 )
 
 from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, workspace
-from .choice import current_choice, current_model, display_name
+from .choice import current_dataset_id, current_model, display_name
 from .stores import cached_runs
 from .text import md, model_label
 
@@ -34,7 +34,7 @@ def sidebar() -> None:
     rules = policy()
     own = workspace()
     with st.sidebar:
-        chosen = current_choice().dataset
+        chosen = current_dataset_id()  # a variant's (+rare, +prompt-..., +without-...) too
         name = display_name(chosen)  # an upload's file name, and the id the CLI takes
         st.caption(f"Dataset: **{md(name)}**" + (f" ({md(chosen)})" if name != chosen else ""))
         st.caption(f"Backbone: **{md(model_label(current_model()))}**")

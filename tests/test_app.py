@@ -168,7 +168,7 @@ def test_label_words_given_on_the_data_page_bring_the_prompt_heads_back(app, app
     assert re.fullmatch(re.escape(own.load().id) + r"\+prompt-[0-9a-f]{8}", variant)
     assert next(e for e in at.expander if e.label.startswith("Label words")).label == \
         "Label words"
-    assert any(variant in plain(i.value) for i in at.info)
+    assert any(display(variant) in plain(i.value) for i in at.info)
     home = app("app.py").run()  # a reload: the choice is remembered, words and all
     assert home.session_state["dataset"] == chosen
     assert not any("are left out" in c.value for c in home.caption)
