@@ -68,10 +68,11 @@ def show_jobs():
                 metrics = [c for c in METRIC_KEYS if c in result]
                 result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
                 # what a long-tail user looks for first: the head, its scores; the id last
-                order = [c for c in ("method", "seed", *metrics, "dataset", "run_id")
+                order = [c for c in ("method", "reads", "seed", *metrics, "dataset", "run_id")
                          if c in result]
                 st.dataframe(result[order].rename(columns={
                     "run_id": "Run", "dataset": "Dataset", "method": "Method", "seed": "Seed",
+                    "reads": "Reads",
                     **{k: f"{METRIC_TITLES[k]} (%)" for k in metrics}}), hide_index=True)
             elif status == "failed":
                 st.error(studio_ui.md(job.error))
@@ -272,8 +273,7 @@ runs = studio_ui.dataset_runs(dataset.id)
 if runs:
     finished = pd.DataFrame([{
         "Method": r.method, "Seed": r.seed, "Mode": r.record.mode,
-        "Reads": r.record.hyperparameters.pooling
-        if r.record.method.input_format == "plain" else "[MASK]",
+        "Reads": r.reads,
         **{METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1) for k in METRIC_KEYS},
         "Backbone": r.record.model.name, "Training (s)": r.record.timing.get("train_seconds"),
         "Created": r.record.created, "Run": r.run_id} for r in runs])

@@ -51,8 +51,7 @@ def run_labels(runs, recommended: bool = True) -> dict[str, str]:
     first = (ordered[0].setting, ordered[0].method) if recommended and ordered else None
     labels = {}
     for r in ordered:
-        reads = (f" ({r.record.hyperparameters.pooling})"
-                 if r.record.method.input_format == "plain" else "")
+        reads = "" if r.reads == "[MASK]" else f" ({r.reads})"
         mark = " · recommended" if (r.setting, r.method) == first else ""
         labels[r.run_id] = (f"{r.method}{reads} · seed {r.seed} · {r.record.mode} · "
                             f"F1 {100 * r.metrics.f1:.1f}{mark} · {r.run_id[-10:]}")

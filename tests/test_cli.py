@@ -48,8 +48,9 @@ def test_cli_end_to_end_on_demo(tiny_bert, tmp_path):
     assert train.returncode == 0, train.stderr
     results = json.loads(train.stdout.strip().splitlines()[-1])
     assert [r["method"] for r in results] == ["prompt", "cls-relu-pt-ln"]
-    assert set(results[0]) == {"run_id", "dataset", "method", "seed", "acc", "f1", "head_f1",
-                               "tail_f1"}
+    assert set(results[0]) == {"run_id", "dataset", "method", "seed", "reads", "acc", "f1",
+                               "head_f1", "tail_f1"}
+    assert [r["reads"] for r in results] == ["[MASK]", "cls"]  # a prompt head, a pooled one
     assert all((runs / r["run_id"] / "metrics.json").is_file() for r in results)
     assert "training" in train.stderr and "epoch 1/1" in train.stderr  # progress on stderr
 

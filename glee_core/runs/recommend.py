@@ -63,10 +63,8 @@ DEV, CV = "dev", "cv"
 
 
 def pooling_of(run: Run) -> str:
-    """What a run's head reads: ``cls`` or ``mean`` pooling, or ``[MASK]`` (a template input)."""
-    if run.record.method.input_format == "prompt":
-        return "[MASK]"
-    return run.record.hyperparameters.pooling
+    """What a run's head reads (:attr:`Run.reads`)."""
+    return run.reads
 
 
 def _twin_key(run: Run) -> tuple:
@@ -136,6 +134,8 @@ class Recommendation:
     contenders: tuple[Pick, ...] = ()  # the best few by score, with their wins
     unscored: int = 0
     folds: int = 0
+    # for each fine-tuning step, the better-ranked heads it passes over: they cannot be fine-tuned
+    passed_over: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def spread_known(self) -> bool:
@@ -224,17 +224,24 @@ def ranked(runs: list[Run]) -> pd.DataFrame:
         columns="_order").reset_index(drop=True)
 
 
-def top_for_finetuning(runs: list[Run], k: int = FINETUNE_TOP,
-                       pooling: str | None = None) -> list[str]:
-    """The ``k`` best heads of ``runs`` that can be fine-tuned, each once; ``pooling``: only
-    candidates reading it (or a template input, read at ``[MASK]`` whatever the pooling)."""
-    out = []
+def top_for_finetuning(runs: list[Run], k: int = FINETUNE_TOP, pooling: str | None = None
+                       ) -> tuple[list[str], list[list[str]]]:
+    """The ``k`` best heads of ``runs`` that can be fine-tuned, each once, and for each the
+    better-ranked heads passed over because they cannot be (the probes and cRT, fitted on the
+    frozen features); ``pooling``: only candidates reading it (or a template input, read at
+    ``[MASK]`` whatever the pooling)."""
+    out, passed, above = [], [], []
     for _, row in ranked(runs).iterrows():
-        fits = pooling is None or row["pooling"] in (pooling, "[MASK]")
-        if fits and row["method"] in METHODS and METHODS[row["method"]].supports_finetune \
-                and row["method"] not in out:
-            out.append(row["method"])
-    return out[:k]
+        method = row["method"]
+        if len(out) == k or not (pooling is None or row["pooling"] in (pooling, "[MASK]")) \
+                or method in out or method not in METHODS:
+            continue
+        if METHODS[method].supports_finetune:
+            out.append(method)
+            passed.append(list(above))
+        elif method not in above:
+            above.append(method)
+    return out, passed
 
 
 def recommend(runs: list[Run]) -> Recommendation | None:
@@ -252,17 +259,22 @@ def recommend(runs: list[Run]) -> Recommendation | None:
                   if within_noise(chosen.score, chosen.score_std, p.score, p.score_std))
     steps = []
     frozen = [r for r in runs if r.record.mode == "frozen"]
-    if chosen.mode == "frozen" and (top := tuple(top_for_finetuning(
+    passed_over = []
+    if chosen.mode == "frozen":
+        top, passed = top_for_finetuning(
             [r for r in frozen if r.record.model.name == _model(runs, chosen)],
-            pooling=chosen.pooling if chosen.pooling != "[MASK]" else None))):
-        steps.append(("finetune-one", top[:1]))
+            pooling=chosen.pooling if chosen.pooling != "[MASK]" else None)
+        if top:
+            steps.append(("finetune-one", (top[0],)))
+            passed_over.append(("finetune-one", tuple(passed[0])))
         if len(top) > 1:
-            steps.append(("finetune", top))
+            steps.append(("finetune", tuple(top)))
+            passed_over.append(("finetune", tuple(passed[-1])))
     if chosen.seeds < ENOUGH_SEEDS:
         same = [r for r in runs if r.setting == chosen.setting]
         steps.append(("seeds", tuple(ranked(same)["method"].head(FINETUNE_TOP))))
     return Recommendation(chosen, close, len(picks), tuple(steps), basis,
-                          tuple(contenders), unscored, folds)
+                          tuple(contenders), unscored, folds, tuple(passed_over))
 
 
 FINETUNE_FIRST_MINUTES = 30.0  # a fine-tune that fits in this leads the next steps

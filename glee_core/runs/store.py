@@ -171,13 +171,23 @@ class Run:
         return self.record.setting
 
     @property
+    def reads(self) -> str:
+        """What its head reads: ``cls`` or ``mean`` pooling, or ``[MASK]`` (a template input);
+        a quick compare trains a plain-input head once for each pooling."""
+        if self.record.method.input_format == "prompt":
+            return "[MASK]"
+        return self.record.hyperparameters.pooling
+
+    @property
     def classes(self) -> list[str]:
         return self.record.dataset.classes
 
     def summary(self) -> dict:
-        """The one-line result the CLI prints: {run_id, dataset, method, seed, acc, f1, ...}."""
+        """The one-line result the CLI prints: {run_id, dataset, method, seed, reads, acc, f1,
+        ...}."""
         return {"run_id": self.run_id, "dataset": self.dataset, "method": self.method,
-                "seed": self.seed, **{k: self.metrics.value(k) for k in METRIC_KEYS}}
+                "seed": self.seed, "reads": self.reads,
+                **{k: self.metrics.value(k) for k in METRIC_KEYS}}
 
 
 def load_checked(path: Path, whole: bool = False) -> tuple[Run | None, str | None]:
