@@ -149,10 +149,13 @@ def recommendation_panel(runs, key: str) -> None:
         button, why = STEP_TEXTS[step]
         label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
         why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
-        if step == "finetune-one" and heads[0] != rec.chosen.method:
-            why = (f"`{rec.chosen.method}` is fitted on the frozen features and cannot be "
-                   f"fine-tuned; `{heads[0]}` is the best candidate that can. "
-                   f"{why[0].upper()}{why[1:]}")
+        if passed := dict(rec.passed_over).get(step):
+            ranks = "ranks" if len(passed) == 1 else "rank"
+            best = (f"`{heads[0]}` is the best candidate that can" if len(heads) == 1
+                    else f"these are the best {len(heads)} that can")
+            why = (", ".join(f"`{m}`" for m in passed) + f" {ranks} higher but "
+                   f"{'is' if len(passed) == 1 else 'are'} fitted on the frozen features and "
+                   f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}")
         request = requests[step]
         if request is None or policy().read_only:
             st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "

@@ -16,6 +16,7 @@ from glee_core.runs.recommend import (
     within_noise,
 )
 from glee_core.runs.record import CrossValidation
+from glee_core.runs.store import Run
 from glee_core.runs.tables import aggregate, comparison_table
 
 
@@ -57,6 +58,8 @@ class FakeRun:
     @property
     def setting(self):
         return f"m · {self.mode} · p · {self.pooling}"
+
+    reads = Run.reads  # what its head reads, as a stored run says it
 
     @property
     def record(self):
@@ -135,6 +138,21 @@ def test_a_settings_label_holding_markdown_reads_as_itself_in_the_app():
     text = recommendation_text(rec, literal=md)
     assert text.startswith("**Use `cls-relu-pt-ln`** (") and "my\\*\\*model" in text
     assert "https://" not in text  # no autolink: the zero-width space md() puts in
+
+
+def test_fine_tuning_steps_say_which_better_heads_they_pass_over_and_why():
+    """A probe and cRT (fitted on the frozen features) rank above the heads that can be
+    fine-tuned: the fine-tuning steps take the best that can, and name the ones passed over
+    (each step those ranked above its own last head)."""
+    runs = runs_of({"probe-balanced": [(0.90, 0.80)], "cls-relu": [(0.85, 0.80)],
+                    "cls-relu-pt-ln-crt": [(0.84, 0.80)], "cls-tanh": [(0.80, 0.80)],
+                    "prompt": [(0.70, 0.80)]})
+    rec = recommend(runs)
+    assert rec.chosen.method == "probe-balanced"
+    assert dict(rec.steps)["finetune-one"] == ("cls-relu",)
+    assert dict(rec.steps)["finetune"] == ("cls-relu", "cls-tanh", "prompt")
+    assert dict(rec.passed_over) == {"finetune-one": ("probe-balanced",),
+                                     "finetune": ("probe-balanced", "cls-relu-pt-ln-crt")}
 
 
 def test_where_the_compare_cross_validated_the_choice_follows_it_not_dev():
