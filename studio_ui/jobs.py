@@ -40,13 +40,14 @@ def launch(request, label: str, estimate: dict | None = None):
         own = workspace(create=True)
         if own is None:  # one's own machine: no limits
             return launch_training(store(), request, label=label,
-                                   estimate_seconds=estimate["seconds"] if estimate else None)
+                                   estimate_seconds=estimate["seconds"] if estimate else None,
+                                   stop_share=estimate.get("stop") if estimate else None)
         rules.check_model(request.model)
         if estimate is None:
             estimate = time_estimate(load_options(request.data), request.methods,
                                      request.seeds, request.config, request.model)
         return launch_in_workspace(own, rules, request, label, estimate["seconds"],
-                                   visitor_id(), shared_store())
+                                   visitor_id(), shared_store(), estimate.get("stop"))
     except (LimitReached, GleeError) as exc:
         st.error(md(str(exc)))
         return None
@@ -90,7 +91,8 @@ def job_progress(job, label: str | None = None) -> None:
     if progress.loss is not None and job.command == "adapt":
         text += f" · loss {progress.loss:.3f}"
     text += f" · {duration(elapsed)} elapsed"
-    left = time_left(progress.fraction, elapsed, job.info.get("estimate_seconds"))
+    share = progress.share(job.info.get("stop_share"))  # early stopping expected
+    left = time_left(share, elapsed, job.info.get("estimate_seconds"))
     if left is not None:
         text += f" · about {duration(left)} left"
-    st.progress(progress.fraction, text=text)
+    st.progress(share, text=text)

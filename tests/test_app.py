@@ -341,6 +341,7 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
     job.stop()
     # the button's estimate goes with the job: its bar shows time left from the first second
     assert job.info["estimate_seconds"] > 0
+    assert 0 < job.info["stop_share"] <= 1  # early stopping's share, which the bar expects
     assert request.methods == ["cls-relu"] and request.config.mode == "finetune"
     assert request.config.recipe == "practical"
     assert request.config.pooling == pooling.group(1)

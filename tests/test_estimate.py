@@ -246,10 +246,12 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
     assert each["seconds"] - once["seconds"] == pytest.approx(2 * base * search)
     # no finished fine-tune to measure early stopping on: the share typical of BENCHMARKS.md
     assert f"typically ends runs at {UNMEASURED_STOP_SHARE:.0%}" in once["basis"]
+    assert once["stop"] == UNMEASURED_STOP_SHARE  # what the job's bar expects, as the estimate
     tuned = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0,
                                      "steps": 50, "planned_steps": 100})] * 3
     half = estimate(tuned)
     assert "early stopping ends runs at 50% of their planned steps (median of 3" in half["basis"]
+    assert half["stop"] == 0.5
     full = estimate([stored_run("finetune", {"train_examples_per_second": 10.0,
                                              "train_seconds": 9.0})] * 3)
     assert half["seconds"] - STARTUP_SECONDS == pytest.approx(

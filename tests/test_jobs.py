@@ -54,6 +54,31 @@ def test_a_fine_tune_is_not_counted_done_by_its_lp_ft_stages_feature_pass():
                 ).fraction == pytest.approx(25 / 400)
 
 
+def test_a_fine_tunes_bar_expects_early_stopping_as_its_estimate_did():
+    """Early stopping ends a fine-tune at about the estimate's share of its planned steps: the
+    bar (and the time left, which reads it) counts steps toward that end, so it does not sit at
+    two thirds when the job is nearly done (a Reuters upload's race read 373 s left with 61 to
+    go); past that share it still nears the end, never passes it, and without a share (a
+    quick compare) planned steps say it as before."""
+    run = RunStarted(run_id="r", index=1, total=3, method="cls-relu-pt-ln", seed=1,
+                     cached=False, together=3, race=True)
+
+    def at(done: int):
+        return fold([run, TrainStep(epoch=1, epochs=10, step=1, steps=10, done=done,
+                                    total=400)])
+
+    assert at(150).share(0.75) == pytest.approx(0.5)  # 150 of the 300 steps expected
+    assert at(150).share() == at(150).fraction == pytest.approx(150 / 400)
+    shares = [at(done).share(0.75) for done in range(0, 401, 10)]
+    assert shares == sorted(shares) and shares[-1] == 1.0 and max(shares[:-1]) < 1.0
+    assert at(240).share(0.75) == pytest.approx(events.EARLY_STOP_TRUST)  # the knee: 0.8 x 300
+    assert at(280).share(0.75) < 1.0  # trains on past the expected end: nears, not passes it
+    assert events.expected_share(0.3, None) == events.expected_share(0.3, 1.0) == 0.3
+    # what the bar says at 720 s of that race, 66% of its planned steps done: ~2.5 min, not 6
+    assert events.time_left(events.expected_share(0.659, 0.75), 720, 820) < 160
+    assert events.time_left(0.659, 720, 820) > 360
+
+
 def test_a_fine_tune_whose_lp_ft_head_is_stored_counts_its_steps_from_the_first(
         tiny_bert, toy_dataset, tmp_path):
     """The quick compare stored the LP-FT head: loading it is no stage, so the bar (and the time

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "CrossValidating",
+    "EARLY_STOP_TRUST",
     "ENCODING_SHARE",
     "EVENT_TYPES",
     "Evaluated",
@@ -37,6 +38,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "TrainStep",
     "WaitingForRun",
     "event_from_dict",
+    "expected_share",
     "fold",
     "read_events",
     "time_left",
@@ -328,8 +330,15 @@ class ProgressState:
 
     @property
     def fraction(self) -> float:
+        """Overall completion in [0, 1] by planned steps (:meth:`share`)."""
+        return self.share()
+
+    def share(self, stop: float | None = None) -> float:
         """Overall completion in [0, 1]: finished runs plus the share of the current one (LP-FT's
-        stage, seconds before the fine-tuning's hour, counts as none of it)."""
+        stage, seconds before the fine-tuning's hour, counts as none of it). ``stop``: the share
+        of its planned steps a run is expected to end at by early stopping (the launch
+        estimate's), so a run's steps count toward the time it is expected to take
+        (:func:`expected_share`), not the steps it plans and seldom trains."""
         if self.phase == "sweep" and self.runs:
             return self.run / self.runs
         if self.phase == "validating" and self.folds and self.cv_parts:
@@ -340,10 +349,10 @@ class ProgressState:
         if self.staging:
             within = 0.0
         elif self.phase == "training" and self.run_total:  # every trial of the search counted
-            within += (1 - self.encoded) * min(1.0, self.run_done / self.run_total)
+            within += (1 - self.encoded) * expected_share(self.run_done / self.run_total, stop)
         elif self.phase == "training" and self.steps and self.epochs:
-            within += (1 - self.encoded) * ((self.epoch - 1) * self.steps + self.step) \
-                / (self.epochs * self.steps)
+            within += (1 - self.encoded) * expected_share(
+                ((self.epoch - 1) * self.steps + self.step) / (self.epochs * self.steps), stop)
         elif self.phase == "testing":
             within = 1.0
         if not self.run or not self.runs:  # a job of one pass without runs (adapt), or none yet
@@ -380,6 +389,23 @@ class ProgressState:
         if self.dev_f1 is not None:
             text += f" · dev F1 {self.dev_f1:.3f}"
         return text
+
+
+EARLY_STOP_TRUST = 0.8  # up to this share of a run's expected time, planned steps / stop say it
+
+
+def expected_share(planned: float, stop: float | None) -> float:
+    """The share of a run's expected time done after ``planned`` of its planned steps, when
+    early stopping is expected to end it at ``stop`` of them: ``planned / stop`` up to
+    :data:`EARLY_STOP_TRUST` of the way, then the rest spread over the steps left to plan's end
+    (a run that trains on past ``stop`` still nears the end, never passes it)."""
+    planned = min(max(planned, 0.0), 1.0)
+    if not stop or stop >= 1.0:
+        return planned
+    knee = EARLY_STOP_TRUST * stop
+    if planned <= knee:
+        return planned / stop
+    return EARLY_STOP_TRUST + (1 - EARLY_STOP_TRUST) * (planned - knee) / (1 - knee)
 
 
 TRUST_PROGRESS = 0.25  # from this share done on, the time left is the progress's own

@@ -105,8 +105,10 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                      lp_ft_stages: int | None = None, rate_searched: bool = False) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
-    an upper bound (no early stop), with the learning-rate search's extra rounds and LP-FT's
-    quick-mode head; frozen: measured runs carry their early stopping. ``runs``: finished runs to
+    its planned steps times early stopping's share of them (``stop``, also returned: the job's
+    bar reads it, ``glee_core.core.events.ProgressState.share``), with the learning-rate
+    search's extra rounds and LP-FT's quick-mode head; frozen: measured runs carry their early
+    stopping. ``runs``: finished runs to
     calibrate on (the store's, as the app already holds them): those with the same backbone,
     mode and device give the measured rates. ``feature_passes``: the frozen backbone's passes
     still to run (one per input format whose features are not cached yet). ``lp_ft_stages``:
@@ -180,7 +182,7 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
         basis += "; LP-FT's heads on the frozen features first"
     elif config.lp_ft:
         basis += "; LP-FT's heads stored (the quick compare's), re-used"
-    return {"seconds": seconds, "per_run": per_run, "basis": basis}
+    return {"seconds": seconds, "per_run": per_run, "basis": basis, "stop": stop}
 
 
 def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train: int,

@@ -391,7 +391,7 @@ def launch_lock(machine: RunStore):
 
 
 def launch_in_workspace(own: Workspace, policy: Policy, request, label: str, seconds: float,
-                        visitor: str, machine: RunStore) -> Job:
+                        visitor: str, machine: RunStore, stop_share: float | None = None) -> Job:
     """Public mode's launch of ``request`` (a ``TrainRequest`` estimated at ``seconds``) into the
     visitor's workspace ``own``, within every limit: the backbones offered, the session's jobs
     and disk, the machine's jobs and the visitor's share of them, the launch's runs and minutes.
@@ -410,7 +410,7 @@ def launch_in_workspace(own: Workspace, policy: Policy, request, label: str, sec
         policy.check_job(len(request.methods) * len(request.seeds), seconds,
                          sum(job.info.get("estimate_seconds", 0.0) for job in mine))
         return launch_training(own.store, request, label=label, env=env,
-                               estimate_seconds=seconds, visitor=visitor)
+                               estimate_seconds=seconds, visitor=visitor, stop_share=stop_share)
 
 
 def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,

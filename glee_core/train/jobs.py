@@ -162,11 +162,12 @@ class Job:
 
 def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, label: str = "",
            env: dict[str, str] | None = None, estimate_seconds: float | None = None,
-           visitor: str | None = None) -> Job:
+           visitor: str | None = None, stop_share: float | None = None) -> Job:
     """Start ``python -m glee_core COMMAND --request FILE`` on ``store`` in the background
     (``env``: variables to add to its environment; ``estimate_seconds``: its estimated time,
-    kept in the job's record for the session's limit; ``visitor``: who launched it, public
-    mode's per-visitor limits count it)."""
+    kept in the job's record for the session's limit and its bar's time left; ``visitor``: who
+    launched it, public mode's per-visitor limits count it; ``stop_share``: the share of their
+    planned steps the estimate expects its runs to end at, which its bar reads)."""
     folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
@@ -184,15 +185,16 @@ def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, 
     write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,
                                  "pid_start": process_start(process.pid), "label": label,
                                  "command": command, "started": time.time(),
-                                 "estimate_seconds": estimate_seconds, "visitor": visitor})
+                                 "estimate_seconds": estimate_seconds, "visitor": visitor,
+                                 "stop_share": stop_share})
     return job
 
 
 def launch_training(store: RunStore, request: TrainRequest, label: str = "",
-                    env: dict[str, str] | None = None,
-                    estimate_seconds: float | None = None, visitor: str | None = None) -> Job:
+                    env: dict[str, str] | None = None, estimate_seconds: float | None = None,
+                    visitor: str | None = None, stop_share: float | None = None) -> Job:
     """A training job (see :func:`launch`)."""
-    return launch(store, "train", request, label, env, estimate_seconds, visitor)
+    return launch(store, "train", request, label, env, estimate_seconds, visitor, stop_share)
 
 
 def _records(store: RunStore) -> list[Job]:
