@@ -208,8 +208,7 @@ def current_dataset_id() -> str:
     variant (rare classes kept, flagged rows left out, its own label words or template), the
     loaded dataset's (``demo+rare``, ``...+prompt-<digest>``) when it loads."""
     choice = current_choice()
-    if choice == DataOptions(dataset=choice.dataset, data_dir=choice.data_dir,
-                             threshold=choice.threshold):
+    if not (choice.keep_rare or choice.exclude or choice.template or choice.verbalizer):
         return choice.dataset
     try:
         return load_options(choice).id

@@ -86,7 +86,6 @@ def check_template(template: str) -> str:
     return template
 
 
-
 PROMPT_VARIANT = "+prompt-"  # a dataset id's part naming its own template or label words
 
 

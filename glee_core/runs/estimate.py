@@ -108,13 +108,13 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     its planned steps times early stopping's share of them (``stop``, also returned: the job's
     bar reads it, ``glee_core.core.events.ProgressState.share``), with the learning-rate
     search's extra rounds and LP-FT's quick-mode head; frozen: measured runs carry their early
-    stopping. ``runs``: finished runs to
-    calibrate on (the store's, as the app already holds them): those with the same backbone,
-    mode and device give the measured rates. ``feature_passes``: the frozen backbone's passes
-    still to run (one per input format whose features are not cached yet). ``lp_ft_stages``:
-    the LP-FT heads still to fit (None: one a run; the quick compare's stored heads are
-    re-used, so after it none). ``rate_searched``: the rate searched once for this backbone and
-    data is stored already (``glee_core.train.experiment.searched_rate``): no search to pay."""
+    stopping. ``runs``: finished runs to calibrate on (the store's, as the app already holds
+    them): those with the same backbone, mode and device give the measured rates.
+    ``feature_passes``: the frozen backbone's passes still to run (one per input format whose
+    features are not cached yet). ``lp_ft_stages``: the LP-FT heads still to fit (None: one a
+    run; the quick compare's stored heads are re-used, so after it none). ``rate_searched``:
+    the rate searched once for this backbone and data is stored already
+    (``glee_core.train.experiment.searched_rate``): no search to pay."""
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)

@@ -45,7 +45,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Recommendation",
     "cv_scale",
     "order_steps",
-    "pooling_of",
     "ranked",
     "recommend",
     "recommendation_text",
@@ -60,11 +59,6 @@ FINETUNE_TOP = 3  # heads taken from a quick compare to fine-tuning
 ENOUGH_SEEDS = 3  # below it the recommendation asks for more seeds first
 CONTENDERS = 6  # the candidates whose wins across folds and seeds are counted
 DEV, CV = "dev", "cv"
-
-
-def pooling_of(run: Run) -> str:
-    """What a run's head reads (:attr:`Run.reads`)."""
-    return run.reads
 
 
 def _twin_key(run: Run) -> tuple:
@@ -168,7 +162,7 @@ def _picks(runs: list[Run]) -> tuple[list[Pick], str, int, int]:
                 continue
             score, std = row["dev_mean"], row["dev_std"]
         picks.append(Pick(row["setting"], first.record.setting_label, first.record.mode,
-                          row["method"], pooling_of(first), int(row["seeds"]), row["dev_mean"],
+                          row["method"], first.reads, int(row["seeds"]), row["dev_mean"],
                           row["dev_std"], row["f1_mean"], row["f1_std"], row["tail_f1_mean"],
                           row["tail_f1_std"], score, std))
     return picks, basis, unscored, folds
