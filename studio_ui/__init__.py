@@ -51,7 +51,6 @@ from .estimates import (
     label_word_heads_left_out,
     time_estimate,
     trainable_parameters,
-    uncached_passes,
     unstored_jobs,
     unstored_stages,
 )

@@ -38,6 +38,7 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
         get_method,
         plan_runs,
         searched_rate,
+        uncached_passes,
         unreadable_heads,
     )
 
@@ -105,18 +106,6 @@ def unstored_stages(here, dataset, model: str, jobs) -> list:
     if not jobs or not jobs[0].config.lp_ft:
         return []
     return unstored_jobs(here, [lp_ft_stage(job, dataset, model) for job in jobs])
-
-
-def uncached_passes(here, dataset, model: str, jobs) -> int:
-    """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
-    input format whose features the store ``here`` has not cached."""
-    from glee_core.studio import feature_file, model_fingerprint  # noqa: PLC0415
-
-    formats = {job.spec.input_format: job.config for job in jobs}
-    fingerprint = model_fingerprint(model)
-    return sum(not feature_file(here.features_dir, dataset, fingerprint, fmt, cfg.max_length,
-                                cfg.limit, cfg.limit_strategy).is_file()
-               for fmt, cfg in formats.items())
 
 
 def trainable_parameters(dataset, config) -> int:

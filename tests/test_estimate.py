@@ -136,8 +136,8 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
     frozen launch whose features the store has cached runs no feature pass."""
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import plan_runs, run_experiments
-    from studio_ui import uncached_passes, unstored_jobs
+    from glee_core.train.experiment import plan_runs, run_experiments, uncached_passes
+    from studio_ui import unstored_jobs
 
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1)
@@ -155,6 +155,22 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
                               feature_passes=0)
     cold = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [])
     assert cached["seconds"] < cold["seconds"] and "features are cached" in cached["basis"]
+    # the bar's share of a compare's cross-validation counts the passes still to run as part of
+    # the heads' runs (as much more as ENCODING_SHARE says), and none where they are cached
+    from glee_core.core.events import ENCODING_SHARE
+    from glee_core.train.experiment import cross_validation_share
+
+    def share(methods, model=str(tiny_bert)):
+        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert),
+                         config)
+        return cross_validation_share(toy_dataset, plan, plan, store, 5, model_name=model)
+
+    sizes = {k: len(v) for k, v in toy_dataset.splits.items()}
+    per_head = 4 * (sizes["train"] + sizes["dev"]) / sizes["train"]
+    assert share(["cls-tanh"]) == share(["cls-tanh"], model=None) == pytest.approx(
+        per_head / (1 + per_head))  # cached: the heads' training alone
+    lead = 1 + ENCODING_SHARE / (1 - ENCODING_SHARE) / 2  # one of the two formats to encode
+    assert share(["cls-tanh", "prompt"]) == pytest.approx(2 * per_head / (2 * lead + 2 * per_head))
 
 
 @pytest.mark.parametrize("mode", ["finetune", "frozen"])
