@@ -207,7 +207,6 @@ with st.expander("Class table"):
     st.dataframe(table, hide_index=True)
 
 
-
 def read_label_words(uploaded) -> dict[str, list[str]] | None:
     """A label-word JSON file (``--verbalizer``'s: label -> word or list of words) matched to
     the classes; None after saying what is wrong with it."""
@@ -250,8 +249,7 @@ def label_words_section() -> None:
                        "these heads out until words it reads are given here.")
         if choice.verbalizer or choice.template:
             st.info(f"This is **{studio_ui.md(studio_ui.display_name(dataset.id))}**: the "
-                    "label words or template "
-                    "given here, not the dataset's own.")
+                    "label words or template given here, not the dataset's own.")
             if st.button("Back to the dataset's own label words"):
                 studio_ui.choose_dataset(replace(choice, verbalizer=None, template=None))
                 st.rerun()
@@ -277,7 +275,8 @@ def label_words_section() -> None:
                                       "data has a second text).")
         left, right = st.columns([1, 3], vertical_alignment="center")
         if left.button("Use these label words", type="primary"):
-            given = {name: [w.strip() for w in str(cell).split("|") if w.strip()]
+            given = {name: [w.strip() for w in ("" if pd.isna(cell) else str(cell)).split("|")
+                            if w.strip()]  # a cleared cell: no word (said, nothing kept)
                      for name, cell in zip(edited["class"], edited["label words"], strict=True)}
             try:
                 studio_ui.choose_prompt(template, given, model)
