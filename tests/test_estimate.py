@@ -201,6 +201,27 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
     assert typical_rates("cuda", "auto") == TYPICAL_RATES["cuda"]
 
 
+def test_a_quick_compare_without_runs_is_estimated_near_what_it_took(monkeypatch):
+    """The typical head and cross-validation costs against what packed heads took on the AMX
+    Xeon (its median head: demo 0.24 s at 624 texts, r8-3400 0.95 s at 3,059; the cold estimate
+    of a whole compare was 2.7-4.4x what it took before they were set from these): within a
+    third of each head, every kind of device has a head rate."""
+    from glee_core.core import devices
+    from glee_core.runs.estimate import (
+        HEAD_EXAMPLES_PER_S,
+        HEAD_OVERHEAD_SECONDS,
+        TYPICAL_RATES,
+        typical_kind,
+    )
+
+    assert set(HEAD_EXAMPLES_PER_S) == set(TYPICAL_RATES)
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(devices, "cpu_has_amx", lambda: True)
+    rate = HEAD_EXAMPLES_PER_S[typical_kind("cpu", "auto")]
+    for texts, took in ((624, 0.24), (1_143, 0.37), (1_782, 0.88), (3_059, 0.95)):
+        assert HEAD_OVERHEAD_SECONDS + texts * 10 / rate == pytest.approx(took, rel=0.35)
+
+
 def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_dataset, tiny_bert):
     """`adapt` runs the MLM head's transform and vocabulary decoder at the masked tokens only: the
     fallback estimate (no finished adaptation to measure) counts them at that share, and a

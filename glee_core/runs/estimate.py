@@ -30,6 +30,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "mean_tokens",
     "measured_basis",
     "measured_rate",
+    "typical_kind",
     "typical_rates",
 ]
 
@@ -45,10 +46,15 @@ TYPICAL_RATES = {"cpu": (4e10, 1.2e11, 6.7e10), "cpu-amx": (6.4e10, 1.9e11, 6.7e
 # MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
 # cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
 STARTUP_SECONDS = 10.0
-# A head on cached states, without stored frozen runs to measure: examples/s of its training and
-# the seconds of its test pass and run folder (bench/quick_compare.py: 0.4-0.8 s a head on demo)
-HEAD_EXAMPLES_PER_S = 16_000.0
-HEAD_OVERHEAD_SECONDS = 0.5
+# A head on cached states, trained in a pack with the others, without stored frozen runs to
+# measure: examples a second of its planned epochs (early stopping included) by the kinds of
+# TYPICAL_RATES, and the seconds of its test pass and run folder. On the AMX Xeon (2026-11-26,
+# the median head of a quick compare): demo 0.24 s (624 texts), cmid 0.37 s (1,143), Reuters
+# 0.88 s (1,782), r8-3400 0.95 s (3,059): 0.10 s + 32,600 examples/s fits them; on the fp32 EPYC
+# a demo head took ~0.5 s (8.5 s for 17), 16,000/s (BENCHMARKS.md, "Quick mode")
+HEAD_EXAMPLES_PER_S = {"cpu": 16_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0,
+                       "cuda": 16_000.0}
+HEAD_OVERHEAD_SECONDS = 0.1
 # Other work on the machine slows a run, nothing speeds it up: a measured rate is the upper
 # quartile of the finished runs' rates, which runs slowed by other work (a demo quick compare's
 # heads took 20-35 s each beside a fine-tune on 2 cores, 0.3 s alone) do not move unless they
@@ -56,8 +62,9 @@ HEAD_OVERHEAD_SECONDS = 0.5
 RATE_QUANTILE = 0.75
 # A fold of a quick compare's cross-validation against the head's own training: its training on
 # a larger share of the texts, its dev scoring on a larger held-out fold, and the closed-form
-# probes' refits (bench/selection.py measures it)
-CV_OVER_TRAINING = 1.5
+# probes' refits (bench/selection.py measures it; the four compares above: 0.93-1.21, so a little
+# over their middle)
+CV_OVER_TRAINING = 1.2
 # Early stopping's share of a fine-tune's planned steps before any finished run measured it here
 # (BENCHMARKS.md, "Fine-tuning the top heads": 0.61-0.73 on demo; a run that never stops early
 # is 1.0): the middle, so either case stays within about a quarter of the estimate
@@ -75,20 +82,25 @@ def measured_basis(n: int, what: str, device: str) -> str:
             else f"from 1 finished {what} with this backbone on {device}")
 
 
-def typical_rates(device: str, precision: str) -> tuple[float, float, float]:
-    """(training, feature pass, adapting) tokens x parameters per second typical of ``device``
-    ("cpu" or "cuda") at ``precision`` (a config's: ``auto`` is bf16 on CPUs that do it
-    natively)."""
+def typical_kind(device: str, precision: str) -> str:
+    """Which of :data:`TYPICAL_RATES` ``device`` ("cpu" or "cuda") is at ``precision`` (a
+    config's: ``auto`` is bf16 on CPUs that do it natively)."""
     if device == "cpu" and precision != "fp16":  # fp16 is refused on a CPU when training
         import torch  # noqa: PLC0415 (both: only an estimate without runs needs them)
 
         from ..core.devices import cpu_has_amx, resolve_precision  # noqa: PLC0415
 
         if resolve_precision(precision, torch.device("cpu")) == "fp32":
-            return TYPICAL_RATES["cpu-fp32"]
+            return "cpu-fp32"
         if cpu_has_amx():
-            return TYPICAL_RATES["cpu-amx"]
-    return TYPICAL_RATES[device]
+            return "cpu-amx"
+    return device
+
+
+def typical_rates(device: str, precision: str) -> tuple[float, float, float]:
+    """(training, feature pass, adapting) tokens x parameters per second typical of ``device``
+    at ``precision`` (:func:`typical_kind`)."""
+    return TYPICAL_RATES[typical_kind(device, precision)]
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
@@ -211,7 +223,8 @@ def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train:
         per_run = n_train * epochs / measured_rate([1 / cost for cost in head_costs])
         measured.append(f"heads {per_run:.1f} s each")
     else:
-        per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S
+        per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S[
+            typical_kind(device, config.precision)]
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     cv = (_cross_validation(dataset, n_runs, config, n_train, per_run, validated or [])
