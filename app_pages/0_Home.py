@@ -51,6 +51,7 @@ elif dataset is not None:
                f"Estimated here: {estimate['text']} ({estimate['basis']}).")
     if estimate["left_out"]:
         st.caption(f"{studio_ui.md(estimate['left_out'])}.")
+        studio_ui.label_words_button("home-label-words")
 
 # After a compare: which head to use on this dataset, and the next step
 runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone

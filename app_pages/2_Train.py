@@ -96,6 +96,7 @@ methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
                                  if m not in unread])
 if unread:
     st.caption(f"Not chosen by default: {studio_ui.md(why)}.")
+    studio_ui.label_words_button("train-label-words")
 mode = studio_ui.choose(
     "Mode", {name: m.choice for name, m in MODES.items()}, st.radio, horizontal=True,
     help="Quick compare encodes the data once with the frozen backbone and trains only the "

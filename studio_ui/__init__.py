@@ -62,6 +62,8 @@ from .jobs import (
 )
 from .navigation import (
     APP_PAGES,
+    LABEL_WORDS_BUTTON,
+    label_words_button,
     sidebar,
     workspace_panel,
 )

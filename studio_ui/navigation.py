@@ -58,6 +58,16 @@ def sidebar() -> None:
             workspace_panel(own, rules)
 
 
+LABEL_WORDS_BUTTON = "Give label words the backbone reads (Data page)"
+
+
+def label_words_button(key: str) -> None:
+    """Where heads are left out for label words the backbone cannot read: one click to the Data
+    page, where its "Label words" section (open there) takes others."""
+    if st.button(LABEL_WORDS_BUTTON, key=key, icon=":material/translate:"):
+        st.switch_page("app_pages/1_Data.py")
+
+
 def workspace_panel(own: Workspace, rules: Policy) -> None:
     """Public mode's sidebar: what is private, the limits, the usage, a read-only link to
     share; delete what is yours (runs after a confirmation)."""

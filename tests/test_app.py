@@ -15,6 +15,7 @@ from glee_core.models.options import TrainRequest
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.jobs import list_jobs
+from studio_ui import LABEL_WORDS_BUTTON
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,11 +129,13 @@ def test_heads_whose_label_words_the_backbone_lacks_are_left_out_of_home_and_tra
     assert not home.exception
     note = next(plain(c.value) for c in home.caption if "are left out" in c.value)
     assert "'zzqa' -> 'zzqa'" in note and "prompt-focal" in note
+    assert any(b.label == LABEL_WORDS_BUTTON for b in home.button)  # one click to the fix
     train = app("app_pages/2_Train.py").run()
     assert not train.exception
     chosen = train.multiselect[0].value
     assert method_label("cls-relu-pt-ln") in chosen and method_label("prompt") not in chosen
     assert any("Not chosen by default" in c.value for c in train.caption)
+    assert any(b.label == LABEL_WORDS_BUTTON for b in train.button)
 
 def test_label_words_given_on_the_data_page_bring_the_prompt_heads_back(app, app_dirs):
     """On such an upload the Data page says the backbone cannot read the label words and takes
