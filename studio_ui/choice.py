@@ -156,7 +156,12 @@ def choose_prompt(template: str, label_words: dict[str, list[str]], model: str) 
     words are kept as a ``--verbalizer`` JSON in the store (the visitor's workspace in public
     mode). Raises GleeError, keeping nothing, on an empty word, a template without ``[MASK]``
     or ``{text}``, or words ``model``'s vocabulary cannot read."""
-    from glee_core.studio import check_template, first_few, unreadable_words  # noqa: PLC0415
+    from glee_core.studio import (  # noqa: PLC0415 (torch)
+        check_template,
+        first_few,
+        prompt_variant,
+        unreadable_words,
+    )
 
     choice = current_choice()
     own = load_options(replace(choice, template=None, verbalizer=None))
@@ -166,7 +171,7 @@ def choose_prompt(template: str, label_words: dict[str, list[str]], model: str) 
         raise GleeError(f"`{model}` cannot read {first_few(unreadable, 10)}: give words its "
                         "vocabulary holds (the heads that score label words cannot train on "
                         "these)")
-    if template == own.template and words == own.verbalizer:
+    if not prompt_variant(template, words, own.template, own.verbalizer):  # its own prompt
         choose_dataset(replace(choice, template=None, verbalizer=None))
         return
     text = verbalizer_json(words)

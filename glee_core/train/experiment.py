@@ -97,13 +97,13 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "preflight",
     "races",
     "readable_heads",
-    "uncached_passes",
-    "unreadable_heads",
     "run_experiments",
     "run_identity",
     "run_record",
     "save_result",
     "searched_rate",
+    "uncached_passes",
+    "unreadable_heads",
 ]
 
 UNKNOWN_SHARE_WARNING = 0.05
