@@ -1,6 +1,5 @@
 """Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
 
-import json
 from dataclasses import replace
 
 import pandas as pd
@@ -43,9 +42,9 @@ from glee_core.studio import (
     label_budget,
     label_word_methods,
     list_jobs,
-    parse_verbalizer,
     read_budget,
     read_health,
+    read_verbalizer_json,
     recommend,
     save_upload,
     size_text,
@@ -211,15 +210,9 @@ def read_label_words(uploaded) -> dict[str, list[str]] | None:
     """A label-word JSON file (``--verbalizer``'s: label -> word or list of words) matched to
     the classes; None after saying what is wrong with it."""
     try:
-        raw = json.loads(uploaded.getvalue().decode("utf-8-sig"))
-        if not isinstance(raw, dict):
-            raise ValueError("expected an object of label -> label word(s)")
-        return parse_verbalizer(raw, dataset.classes, uploaded.name)
-    except GleeError as exc:  # a class without a word
+        return read_verbalizer_json(uploaded.getvalue(), dataset.classes, uploaded.name)
+    except GleeError as exc:  # too large, not JSON, other values, a class without a word
         st.error(studio_ui.md(exc))
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
-        st.error(f"{studio_ui.md(uploaded.name)}: not a JSON object of label -> label word(s) "
-                 f"({studio_ui.md(exc)})")
     return None
 
 

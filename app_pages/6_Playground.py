@@ -31,6 +31,8 @@ def run_scorer(run_path: str) -> Scorer:
 
 @st.cache_resource(show_spinner="Loading the backbone ...", max_entries=2)
 def zero_shot_scorer(model_name: str, _dataset, dataset_key: str) -> Scorer:
+    """Keyed by :meth:`Scorer.zero_shot_key`: the texts, the template and the label words (a
+    visitor's own words must never score another visitor's texts)."""
     return Scorer.zero_shot(get_backbone(model_name), _dataset)
 
 
@@ -49,7 +51,7 @@ try:
     if choice == "zero-shot":
         model_name = studio_ui.current_model()
         studio_ui.backbone_notice(model_name, ["prompt"])
-        scorer = zero_shot_scorer(model_name, dataset, dataset.fingerprint())
+        scorer = zero_shot_scorer(model_name, dataset, Scorer.zero_shot_key(dataset))
         title = f"Zero-shot: {model_name}'s MLM head at [MASK], label words averaged"
         stem = f"{slug(dataset.id)}-zero-shot"
     else:

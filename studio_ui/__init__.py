@@ -64,6 +64,7 @@ from .navigation import (
     APP_PAGES,
     LABEL_WORDS_BUTTON,
     label_words_button,
+    run_page,
     sidebar,
     workspace_panel,
 )

@@ -157,25 +157,23 @@ def choose_prompt(template: str, label_words: dict[str, list[str]], model: str) 
     mode). Raises GleeError, keeping nothing, on an empty word, a template without ``[MASK]``
     or ``{text}``, or words ``model``'s vocabulary cannot read."""
     from glee_core.studio import (  # noqa: PLC0415 (torch)
+        check_prompt,
         check_template,
-        first_few,
         prompt_variant,
-        unreadable_words,
     )
 
     choice = current_choice()
     own = load_options(replace(choice, template=None, verbalizer=None))
     words = parse_verbalizer(label_words, own.classes, "label words")
     template = check_template(template.strip())
-    if unreadable := unreadable_words(model, words, own.classes):
-        raise GleeError(f"`{model}` cannot read {first_few(unreadable, 10)}: give words its "
-                        "vocabulary holds (the heads that score label words cannot train on "
-                        "these)")
+    check_prompt(model, template, words, own.classes, own.max_length)
     if not prompt_variant(template, words, own.template, own.verbalizer):  # its own prompt
         choose_dataset(replace(choice, template=None, verbalizer=None))
         return
     text = verbalizer_json(words)
-    workspace(create=True)  # public mode: the words are this visitor's
+    visitor = workspace(create=True)  # public mode: the words are this visitor's
+    if visitor is not None:  # and counted against the workspace's disk, as an upload is
+        visitor.check_disk(policy(), len(text.encode()))
     path = store().label_words_dir / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     write_atomic(path, text)
     choose_dataset(replace(choice, verbalizer=str(path),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import secrets
+
 import streamlit as st
 
 from glee_core.studio import (
@@ -28,6 +31,27 @@ APP_PAGES = [("0_Home", "Home", "home"), ("1_Data", "Data", "bar_chart"),
              ("5_Predictions", "Predictions", "search"),
              ("6_Playground", "Playground", "edit_note"),
              ("7_Report", "Report", "picture_as_pdf"), ("8_Paper", "Paper", "menu_book")]
+
+
+LOG = logging.getLogger("glee_studio")
+
+
+def run_page(page) -> None:
+    """Run the chosen page. In public mode an error no page foresaw reaches the visitor as one
+    line with a reference, never a traceback (whose server paths and values are the owner's);
+    the traceback goes to the server's log under that reference. Streamlit's own stop and rerun
+    are not errors (BaseException) and pass through."""
+    if not policy().public:
+        page.run()
+        return
+    try:
+        page.run()
+    except Exception as exc:  # noqa: BLE001 (the last guard between a visitor and a traceback)
+        reference = secrets.token_hex(4)
+        LOG.exception("page %s failed (reference %s)", getattr(page, "title", "?"), reference)
+        st.error(f"This page hit an error it did not expect ({type(exc).__name__}, reference "
+                 f"{reference}); nothing of yours was lost. Try again, or another page; the "
+                 "Space's owner can find the reference in its log.")
 
 
 def sidebar() -> None:

@@ -116,6 +116,42 @@ def test_csv_over_the_size_limit(tmp_path, monkeypatch):
     assert MAX_CSV_BYTES == 200 * 2**20
 
 
+@pytest.mark.parametrize("columns", [3_000, 14_500])
+def test_a_wide_header_over_one_field_rows_is_refused_in_linear_memory(tmp_path, capsys,
+                                                                       columns):
+    """A header of N commas over N one-field rows (a few KB) was padded to an N x N frame
+    (29 KB -> 2.5 GB): the reader now refuses it in memory and time bounded by the file's bytes."""
+    import tracemalloc
+
+    from glee_core.data.csvfile import read_csv_frame
+
+    path = tmp_path / "wide.csv"
+    path.write_text("," * (columns - 1) + "\n" + "x\n" * columns)
+    size = path.stat().st_size
+    tracemalloc.start()
+    started = time.perf_counter()
+    with pytest.raises(GleeError, match="header|columns") as caught:
+        read_csv_frame(path)
+    elapsed = time.perf_counter() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 400 * size + 50 * 2**20, (peak, size)  # not quadratic: 2.5 GB before
+    assert elapsed < 5, elapsed
+    assert "e.g. text,label" in str(caught.value)
+    assert main(["inspect", "--dataset", f"csv:{path}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+
+
+def test_rows_shorter_than_a_normal_header_are_still_padded(tmp_path):
+    from glee_core.data.csvfile import read_csv_frame
+
+    path = tmp_path / "short.csv"
+    path.write_text("text,label,notes,source\n" + "".join(f"t {i},a\n" for i in range(5000)))
+    frame, _ = read_csv_frame(path)
+    assert frame.shape == (5000, 4) and set(frame["notes"]) == {""}
+
+
 def test_very_long_text_is_truncated_with_a_note(tiny_bert, tmp_path, capsys):
     rows = "".join(f"{'news ' * (400 if i == 0 else 3)}{i},{'ab'[i % 2]}\n" for i in range(30))
     path = tmp_path / "long.csv"

@@ -21,6 +21,11 @@ import pandas as pd
 from ..core.errors import GleeError
 
 MAX_CSV_BYTES = 200 * 1024 * 1024
+MAX_COLUMNS = 1000  # a text classification file has a few; a header of thousands is a text
+# Rows shorter than the header are padded, so a wide header over one-field rows would make a
+# frame quadratic in the file's size: the cells read may be at most twice the file's bytes (a
+# full row costs a delimiter byte a cell) beyond this slack.
+CELL_SLACK = 1_000_000
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 ONE_COLUMN = "\x1f"  # the ASCII unit separator: no text holds it, so nothing splits a row
 
@@ -69,7 +74,9 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     if path.stat().st_size > MAX_CSV_BYTES:
         raise GleeError(f"{source}: larger than the {MAX_CSV_BYTES // 2**20} MiB limit")
     warnings: list[str] = []
-    text = decode(path.read_bytes(), source, warnings)
+    raw = path.read_bytes()
+    text = decode(raw, source, warnings)
+    max_cells = CELL_SLACK + 2 * len(raw)
     if not text.strip():
         raise GleeError(f"{source}: the file is empty; expected a header row and labelled rows")
     line = _unclosed_quote_line(text)
@@ -88,12 +95,25 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
                 continue  # a blank line
             if header is None:
                 header = [f.strip() for f in fields]
+                if len(header) > MAX_COLUMNS:
+                    raise GleeError(
+                        f"{source}: the header line has {len(header):,} columns "
+                        f"({DELIMITERS[delimiter]}-separated), more than the {MAX_COLUMNS:,} "
+                        "this reader takes; the first line must name the columns (e.g. "
+                        "text,label): keep the text and label columns, drop the others")
                 continue
             if len(fields) > len(header):
                 raise GleeError(
                     f"{source}: line {reader.line_num} has {len(fields)} fields, the header "
                     f"{len(header)} ({DELIMITERS[delimiter]}-separated); put a text that holds "
                     f"a {DELIMITERS[delimiter]} in double quotes, or fix that line")
+            if (len(rows) + 1) * len(header) > max_cells:
+                raise GleeError(
+                    f"{source}: the header names {len(header):,} columns but the rows hold "
+                    f"far fewer fields (line {reader.line_num} has {len(fields)}); read as a "
+                    f"table it would be {len(header):,} columns wide for every row, too large "
+                    "for a file of this size: make the first line the column names the rows "
+                    "have (e.g. text,label)")
             rows.append(fields + [""] * (len(header) - len(fields)))
     except csv.Error as exc:
         raise GleeError(f"{source}: not a readable CSV (line {reader.line_num}: {exc}); check "

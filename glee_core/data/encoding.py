@@ -18,7 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..core.errors import GleeError, first_few
 from .verbalizers import TEMPLATE_SLOTS
+
+# A class's label words are averaged into one row: a few tokens each, this many in all
+MAX_LABEL_TOKENS = 16
 
 
 @dataclass
@@ -83,18 +87,60 @@ def _truncate_longest_first(lengths: list[int], budget: int) -> list[int]:
     return lengths
 
 
+def _special_tokens(tokenizer) -> tuple[list[int], list[int]]:
+    """The special tokens around a single sequence, read off the tokenizer itself: [CLS] .. [SEP]"""
+    mask_id = tokenizer.mask_token_id
+    probe = tokenizer(tokenizer.mask_token)["input_ids"]
+    return probe[:probe.index(mask_id)], probe[probe.index(mask_id) + 1:]
+
+
+def _literal_ids(tokenizer, pieces: list[tuple[str, str]]) -> dict[int, list[int]]:
+    return {i: tokenizer(value, add_special_tokens=False)["input_ids"]
+            for i, (kind, value) in enumerate(pieces) if kind == "literal"}
+
+
+def template_tokens(tokenizer, template: str) -> int:
+    """The tokens a template takes in every input, the text aside: its words, ``[MASK]`` and
+    the special tokens."""
+    lead, trail = _special_tokens(tokenizer)
+    literal = _literal_ids(tokenizer, _template_pieces(template))
+    return sum(len(v) for v in literal.values()) + 1 + len(lead) + len(trail)
+
+
+def check_template_fits(tokenizer, template: str, max_length: int) -> None:
+    """Refuse, before anything is encoded, a template that leaves a text less than a quarter of
+    ``max_length`` tokens: a template longer than the backbone's positions failed every input of
+    the dataset (a shared dataset's, every visitor's)."""
+    fixed, most = template_tokens(tokenizer, template), max_length - max(1, max_length // 4)
+    if fixed > most:
+        raise GleeError(f"the template takes {fixed} tokens of the {max_length} an input may "
+                        f"have, leaving the text {max(max_length - fixed, 0)}; shorten it to at "
+                        f"most {most} tokens")
+
+
+def check_label_tokens(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]) -> None:
+    """Refuse label words of more than :data:`MAX_LABEL_TOKENS` tokens for a class (each class's
+    rows are averaged in every step: 150k tokens of words took a quick job from 20 s to 174 s)."""
+    long = []
+    for name in classes:
+        count = sum(len(tokenizer(w, add_special_tokens=False)["input_ids"])
+                    for w in verbalizer[name])
+        if count > MAX_LABEL_TOKENS:
+            long.append(f"{name!r} ({count})")
+    if long:
+        raise GleeError(f"the label words of {first_few(long, 5)} take more than "
+                        f"{MAX_LABEL_TOKENS} tokens in all (in brackets); give a class a few "
+                        "short words")
+
+
 def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int) -> EncodedSplit:
     pieces = _template_pieces(template)
     mask_id = tokenizer.mask_token_id
-    # The special tokens around a single sequence, read off the tokenizer itself: [CLS] .. [SEP]
-    probe = tokenizer(tokenizer.mask_token)["input_ids"]
-    lead, trail = probe[:probe.index(mask_id)], probe[probe.index(mask_id) + 1:]
+    lead, trail = _special_tokens(tokenizer)
     n_lead, n_special = len(lead), len(lead) + len(trail)
-    literal_ids, slot_ids = {}, {}
+    literal_ids, slot_ids = _literal_ids(tokenizer, pieces), {}
     for i, (kind, value) in enumerate(pieces):
-        if kind == "literal":
-            literal_ids[i] = tokenizer(value, add_special_tokens=False)["input_ids"]
-        elif kind == "slot":
+        if kind == "slot":
             after_space = (i > 0 and pieces[i - 1][0] == "literal"
                            and pieces[i - 1][1][-1:].isspace())
             values = frame[value].tolist()

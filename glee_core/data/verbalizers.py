@@ -21,10 +21,18 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "load_verbalizer_file",
     "parse_verbalizer",
     "prompt_variant",
+    "read_verbalizer_json",
     "verbalizer_json",
 ]
 
 TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
+# Bounds on what a visitor may give as label words and a template (a head averages a class's
+# label-word rows, the template is in every input): checked on the characters before anything
+# is tokenized, then on the tokens (glee_core.data.encoding.check_prompt_fits).
+MAX_WORDS_PER_CLASS = 10
+MAX_WORD_CHARS = 50
+MAX_TEMPLATE_CHARS = 300
+MAX_VERBALIZER_BYTES = 1024 * 1024  # a --verbalizer JSON file (the app's uploader's limit)
 
 
 def label_words_from_name(label: str) -> str:
@@ -46,10 +54,20 @@ def parse_verbalizer(raw: Mapping, classes: list[str], source: str) -> dict[str,
         if value is None:
             missing.append(name)
             continue
-        words = [value] if isinstance(value, str) else list(value)
-        words = [str(w).strip() for w in words if str(w).strip()]
+        words = [value] if isinstance(value, str) else value
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise GleeError(f"{source}: class {name!r} has {_kind(value)} where a label word "
+                            "(a string) or a list of them goes")
+        words = [w.strip() for w in words if w.strip()]
         if not words:
             raise GleeError(f"{source}: class {name!r} has no label word")
+        if len(words) > MAX_WORDS_PER_CLASS:
+            raise GleeError(f"{source}: class {name!r} has {len(words)} label words; give at "
+                            f"most {MAX_WORDS_PER_CLASS}")
+        if long := [w for w in words if len(w) > MAX_WORD_CHARS]:
+            raise GleeError(f"{source}: class {name!r} has a label word of {len(long[0]):,} "
+                            f"characters ({long[0][:20]!r}...); a label word is a word or a "
+                            f"few, at most {MAX_WORD_CHARS} characters")
         verbalizer[name] = words
     if missing:
         raise GleeError(
@@ -58,22 +76,60 @@ def parse_verbalizer(raw: Mapping, classes: list[str], source: str) -> dict[str,
     return verbalizer
 
 
+def _kind(value) -> str:
+    """How an error names a JSON value that is not a label word."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, list):
+        return "a list holding something other than words"
+    return f"a JSON {type(value).__name__.replace('dict', 'object')}"
+
+
+def read_verbalizer_json(raw: bytes, classes: list[str], source: str) -> dict[str, list[str]]:
+    """A verbalizer JSON's bytes (label -> word or list of words) matched to the classes: one
+    GleeError for a file too large, not JSON, nested too deep, or holding other values."""
+    if len(raw) > MAX_VERBALIZER_BYTES:
+        raise GleeError(f"{source}: {len(raw) / 2**20:.1f} MB, larger than the "
+                        f"{MAX_VERBALIZER_BYTES // 2**20} MB a label-word file may be")
+    try:
+        parsed = json.loads(raw.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise GleeError(f"{source}: not a JSON object of label -> label word(s) ({exc})"
+                        ) from None
+    except RecursionError:
+        raise GleeError(f"{source}: nested too deep to be label words; give a JSON object of "
+                        "label -> label word(s)") from None
+    if not isinstance(parsed, dict):
+        raise GleeError(f"{source}: expected a JSON object of label -> label word(s)")
+    return parse_verbalizer(parsed, classes, source)
+
+
 def load_verbalizer_file(path: str | os.PathLike, classes: list[str]) -> dict[str, list[str]]:
     """Read a verbalizer JSON file (label -> word or list of words)."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8-sig"))
+        if path.stat().st_size > MAX_VERBALIZER_BYTES:
+            raise GleeError(f"{path}: larger than the {MAX_VERBALIZER_BYTES // 2**20} MB a "
+                            "label-word file may be")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise GleeError(f"verbalizer file not found: {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GleeError(f"{path}: not a JSON object of label -> label word ({exc})") from None
-    if not isinstance(raw, dict):
-        raise GleeError(f"{path}: expected a JSON object of label -> label word")
-    return parse_verbalizer(raw, classes, str(path))
+    except IsADirectoryError:
+        raise GleeError(f"{path}: a folder, not a verbalizer JSON file") from None
+    return read_verbalizer_json(raw, classes, str(path))
 
 
 def check_template(template: str) -> str:
-    """A template must hold ``[MASK]`` once and a text slot (``{text}`` or ``{text_a}``)."""
+    """A template must hold ``[MASK]`` once and a text slot (``{text}`` or ``{text_a}``), in at
+    most :data:`MAX_TEMPLATE_CHARS` characters (its tokens are checked against the length a text
+    may have by :func:`glee_core.data.encoding.check_prompt_fits`)."""
+    if not isinstance(template, str):
+        raise GleeError(f"a template is a string, got {template!r}")
+    if len(template) > MAX_TEMPLATE_CHARS:
+        raise GleeError(f"the template has {len(template):,} characters; a template is a "
+                        f"sentence around {{text}} and [MASK], at most {MAX_TEMPLATE_CHARS}")
     if template.count("[MASK]") != 1:
         raise GleeError(f"template {template!r} must contain [MASK] exactly once")
     slots = re.findall(r"\{(\w+)\}", template)

@@ -23,7 +23,13 @@ from ..core.devices import (
     resolve_pad_multiple,
     resolve_precision,
 )
-from ..data.encoding import EncodedSplit, eval_batches
+from ..core.errors import GleeError, first_few
+from ..data.encoding import (
+    EncodedSplit,
+    check_label_tokens,
+    check_template_fits,
+    eval_batches,
+)
 from .backbone import Backbone, load_backbone, load_tokenizer
 from .features import FeatureSplit
 from .heads import GleeModel, unreadable_label_words
@@ -32,6 +38,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Split",
     "batch_width",
     "get_backbone",
+    "check_prompt",
     "get_tokenizer",
     "model_inputs",
     "predict",
@@ -56,6 +63,21 @@ def unreadable_words(model_name: str, verbalizer: dict[str, list[str]], classes:
     """The label words ``model_name``'s vocabulary cannot read, as ``'class' -> 'word'`` (the
     tokenizer alone is loaded): the heads that score label words cannot train on them."""
     return unreadable_label_words(get_tokenizer(model_name), verbalizer, classes)
+
+
+def check_prompt(model_name: str, template: str, verbalizer: dict[str, list[str]],
+                 classes: list[str], max_length: int) -> None:
+    """Everything a template and label words must pass on ``model_name``'s tokenizer (the
+    tokenizer alone is loaded) before they are kept or scored: words its vocabulary reads, a
+    class's words in a few tokens, a template that leaves the text room within
+    ``max_length``. Raises GleeError naming what to change."""
+    tokenizer = get_tokenizer(model_name)
+    if unreadable := unreadable_label_words(tokenizer, verbalizer, classes):
+        raise GleeError(f"`{model_name}` cannot read {first_few(unreadable, 10)}: give words its "
+                        "vocabulary holds (the heads that score label words cannot train on "
+                        "these)")
+    check_label_tokens(tokenizer, verbalizer, classes)
+    check_template_fits(tokenizer, template, max_length)
 
 
 def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:

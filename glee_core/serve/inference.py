@@ -7,6 +7,8 @@ its record and loads its saved weights; the CLI's ``score`` and the app's Playgr
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,7 @@ from ..models.backbone import Backbone, load_backbone
 from ..models.features import FeatureSplit, compute_hidden
 from ..models.heads import GleeModel, build_model, head_of
 from ..models.methods import get_method
-from ..models.scoring import get_backbone, predict
+from ..models.scoring import check_prompt, get_backbone, predict
 from ..runs.record import RunRecord, group_of
 from ..runs.store import Run, RunStore, load_checked
 
@@ -102,10 +104,20 @@ class Scorer:
     @classmethod
     def zero_shot(cls, backbone: Backbone, dataset: LongTailDataset) -> Scorer:
         """The untrained backbone's MLM head scoring the verbalizer's label words at
-        ``[MASK]``."""
+        ``[MASK]``; a template or label words too long for the backbone are a GleeError."""
+        check_prompt(backbone.name, dataset.template, dataset.verbalizer, dataset.classes,
+                     dataset.max_length)
         model = build_model(get_method("prompt"), backbone, dataset.classes, dataset.verbalizer)
         return cls(model.eval(), backbone, dataset.classes, dataset.verbalizer,
                    dataset.head_tail()[0], dataset.template, dataset.max_length)
+
+    @staticmethod
+    def zero_shot_key(dataset: LongTailDataset) -> str:
+        """What a zero-shot scorer of ``dataset`` is cached by: everything that changes its
+        scores (the texts' fingerprint, the template, the label words)."""
+        prompt = json.dumps([dataset.template, dataset.verbalizer, dataset.classes,
+                             dataset.max_length], sort_keys=True, ensure_ascii=False)
+        return f"{dataset.fingerprint()}-{hashlib.sha256(prompt.encode()).hexdigest()[:16]}"
 
     @property
     def is_verbalizer(self) -> bool:

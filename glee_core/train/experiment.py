@@ -40,7 +40,7 @@ from ..core.events import (
 )
 from ..core.files import write_json
 from ..data.datasets import LongTailDataset
-from ..data.encoding import unknown_token_share
+from ..data.encoding import check_label_tokens, check_template_fits, unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
 from ..models.config import TrainConfig
 from ..models.features import feature_file
@@ -197,13 +197,30 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
             raise GleeError(f"--lora-targets: {model_name!r} has no linear layer named "
                             f"{', '.join(repr(u) for u in unknown)}; its are: "
                             f"{', '.join(sorted(names))}")
+    positions = backbone_positions(backbone)
+    for length in sorted({p.config.max_length for p in pending}):
+        if positions and length > positions:
+            raise GleeError(f"--max-length {length} is longer than the {positions} positions "
+                            f"{model_name!r} reads; give at most {positions}")
+        if any(p.spec.input_format == "prompt" for p in pending):
+            check_template_fits(tokenizer, dataset.template, length)
     if any(head_of(p.spec).verbalizer for p in pending):
         label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
+        check_label_tokens(tokenizer, dataset.verbalizer, dataset.classes)
     share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
                                 .head(VOCABULARY_SAMPLE).tolist())
     if share <= UNKNOWN_SHARE_WARNING:
         return []
     return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
+
+
+def backbone_positions(backbone: Backbone) -> int | None:
+    """The most tokens an input to ``backbone`` may have: its tokenizer's limit where it says
+    one (RoBERTa's 514 positions read 512 tokens), else its position embeddings."""
+    said = backbone.tokenizer.model_max_length
+    positions = getattr(backbone.model.config, "max_position_embeddings", None)
+    known = [n for n in (said if said and said < 1_000_000 else None, positions) if n]
+    return min(known) if known else None
 
 
 def label_word_methods() -> list[MethodSpec]:
