@@ -1,5 +1,6 @@
 """Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
 
+import time
 from dataclasses import replace
 
 import pandas as pd
@@ -25,6 +26,7 @@ from glee_core.studio import (
     DataOptions,
     GleeError,
     HealthOptions,
+    LimitReached,
     adapted_backbones,
     adapted_folder_name,
     budget_line,
@@ -49,6 +51,7 @@ from glee_core.studio import (
     save_upload,
     size_text,
     slug,
+    spreadsheet_csv,
     unreadable_words,
     verbalizer_json,
 )
@@ -299,21 +302,40 @@ def health_folder(model: str):
     return studio_ui.store().data_report_dir(dataset.id, model)
 
 
-def run_report(what: str, measure) -> None:
-    """Measure a data report here (in public mode in turn with the training jobs):
-    ``measure(progress)`` computes and writes it, a bar moving with the feature pass (where the
-    texts are not encoded yet) and the report's steps; an error says what to fix."""
+def run_report(what: str, measure, estimate: dict) -> None:
+    """Measure a data report here (in public mode in turn with the training jobs, within its
+    limit): ``measure(progress)`` computes and writes it, a bar moving with the feature pass
+    (where the texts are not encoded yet) and the report's steps, with the time left by the
+    ``estimate``; an error says what to fix. In public mode the web process's work is
+    refused above ``report_seconds`` estimated and stopped at twice that."""
+    try:
+        if rules.public:
+            rules.check_report(what, estimate["seconds"])
+            # the visitor's report, in their workspace (never the .none folder), within its disk
+            studio_ui.workspace(create=True).check_disk(rules)
+    except GleeError as exc:
+        st.error(studio_ui.md(exc))
+        return
     bar = st.progress(0.0, text=f"{what} ...")
-    encoded = []
+    encoded, started = [], time.monotonic()
+
+    def show(share: float, text: str) -> None:
+        elapsed = time.monotonic() - started
+        if rules.public and elapsed > 2 * rules.report_seconds:
+            raise LimitReached(f"{what} was stopped after {elapsed / 60:.0f} min, twice the "
+                               "most work on this page may take here (the machine is busy, or "
+                               "the estimate was short). Run it on your own machine.")
+        left = max(estimate["seconds"] - elapsed, elapsed * (1 - share) / max(share, 0.05))
+        bar.progress(min(share, 1.0), text=f"{text} · {studio_ui.duration(left)} left")
 
     def progress(event) -> None:
         if getattr(event, "total", 0) and hasattr(event, "format"):  # the feature pass
             encoded.append(True)
-            bar.progress(0.6 * event.done / event.total,
-                         text=f"Encoding the texts: {event.done} of {event.total}")
+            show(0.6 * event.done / event.total, f"Encoding the texts: {event.done} of "
+                                                 f"{event.total}")
         elif hasattr(event, "steps"):
             start = 0.6 if encoded else 0.0
-            bar.progress(start + (1 - start) * (event.step - 1) / event.steps, text=event.what)
+            show(start + (1 - start) * (event.step - 1) / event.steps, event.what)
 
     try:
         with studio_ui.machine_turn(lambda: bar.progress(
@@ -326,13 +348,14 @@ def run_report(what: str, measure) -> None:
     bar.empty()
 
 
-def check_health(model: str, folder) -> None:
-    """Run ``health`` here (:func:`run_report`)."""
+def check_health(model: str, estimate: dict) -> None:
+    """Run ``health`` here (:func:`run_report`), into the store of the workspace it makes."""
     from glee_core.studio import get_backbone, resolve_device  # noqa: PLC0415 (torch)
 
     run_report("The health check", lambda progress: data_health(
-        dataset, get_backbone(model), model, HealthOptions(out=str(folder)),
-        studio_ui.store().features_dir, resolve_device("auto"), progress).write(folder))
+        dataset, get_backbone(model), model, HealthOptions(out=str(health_folder(model))),
+        studio_ui.store().features_dir, resolve_device("auto"), progress).write(
+        health_folder(model)), estimate)
 
 
 def show_health(folder) -> None:
@@ -370,8 +393,7 @@ def show_health(folder) -> None:
     st.dataframe(shown[["row", "text", "given_label", "suggested_label", "label_quality",
                         "duplicate_rows"]], hide_index=True)
     st.download_button("Download every training row's label quality (CSV)",
-                       (folder / ISSUES_FILE).read_bytes(), f"{slug(dataset.id)}-{ISSUES_FILE}",
-                       "text/csv")
+                       spreadsheet_csv(issues), f"{slug(dataset.id)}-{ISSUES_FILE}", "text/csv")
     rows = "train_row" if "train_row" in issues else "row"  # a report of before: row was it
     flagged = sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
                                                 rows])
@@ -405,10 +427,14 @@ def health_section() -> None:
     done = (folder / HEALTH_FILE).is_file()
     if rules.read_only:
         st.caption("Checking writes files; it is switched off on this deployment (read-only).")
-    elif st.button("Check again" if done else "Check the data's health",
-                   type="secondary" if done else "primary"):
-        check_health(model, folder)
-        done = (folder / HEALTH_FILE).is_file()
+    else:
+        estimate = studio_ui.report_estimate(dataset, "health", HealthOptions(out=str(folder)))
+        if st.button(("Check again" if done else "Check the data's health")
+                     + f" ({estimate['text']})", type="secondary" if done else "primary",
+                     help=f"Estimated from {estimate['basis']}."):
+            check_health(model, estimate)
+            folder = health_folder(model)
+            done = (folder / HEALTH_FILE).is_file()
     if done:
         show_health(folder)
 
@@ -427,14 +453,13 @@ def budget_head() -> tuple[str, str | None]:
     return rec.chosen.method, rec.chosen.pooling if rec.chosen.pooling in POOLINGS else None
 
 
-def measure_budget(model: str, folder, method: str, pooling: str | None, target: float) -> None:
-    """Run ``budget`` here (:func:`run_report`)."""
+def measure_budget(model: str, options, estimate: dict) -> None:
+    """Run ``budget`` here (:func:`run_report`), into the store of the workspace it makes."""
     from glee_core.studio import get_backbone  # noqa: PLC0415 (torch)
 
     run_report("The label budget", lambda progress: label_budget(
-        dataset, get_backbone(model), model,
-        BudgetOptions(out=str(folder), method=method, pooling=pooling, target_f1=target),
-        studio_ui.store().features_dir, progress).write(folder))
+        dataset, get_backbone(model), model, options, studio_ui.store().features_dir,
+        progress).write(health_folder(model)), estimate)
 
 
 def show_budget(folder) -> None:
@@ -452,16 +477,18 @@ def show_budget(folder) -> None:
     st.altair_chart(chart_label_budget(budget), width="content")
     header, rows = report.table()
     st.dataframe(pd.DataFrame(rows, columns=header), hide_index=True)
-    st.download_button("Download the label budget (CSV)", (folder / BUDGET_CSV).read_bytes(),
+    st.download_button("Download the label budget (CSV)",
+                       spreadsheet_csv(pd.read_csv(folder / BUDGET_CSV, keep_default_na=False)),
                        f"{slug(dataset.id)}-{BUDGET_CSV}", "text/csv")
 
 
 def budget_section() -> None:
     st.subheader("Label budget")
     st.caption("How many more texts each class needs: the head is retrained on 10 to 100% of "
-               "every class's training texts (quick mode, a few seconds each), each class's "
-               "test F1 is measured at each size, and a curve fitted per class forecasts its "
-               "F1 at twice and four times its texts, and the texts it needs to reach a target. "
+               "every class's training texts (quick mode: the button says how long here), each "
+               "class's test F1 is measured at each size, and a curve fitted per class forecasts "
+               "its F1 at twice and four times its texts, and the texts it needs to reach a "
+               "target. "
                "The command line's `python -m glee_core budget` does the same.")
     model = studio_ui.current_model()
     folder = health_folder(model)
@@ -473,11 +500,17 @@ def budget_section() -> None:
         left, right = st.columns([1, 3], vertical_alignment="bottom")
         target = left.number_input("Target F1", 0.05, 1.0, default_of(BudgetOptions, "target_f1"),
                                    0.05, help=help_of(BudgetOptions, "target_f1"))
+        options = BudgetOptions(out=str(folder), method=method, pooling=pooling,
+                                target_f1=target)
+        estimate = studio_ui.report_estimate(dataset, "budget", options)
         if right.button(("Measure again" if done else "Measure the label budget")
-                        + f" (head: {method})", type="secondary" if done else "primary",
+                        + f" (head: {method}, {estimate['text']})",
+                        type="secondary" if done else "primary",
                         help="The head is the quick compare's recommended one when there is "
-                             "one (Home), else " + default_of(BudgetOptions, "method") + "."):
-            measure_budget(model, folder, method, pooling, target)
+                             "one (Home), else " + default_of(BudgetOptions, "method")
+                             + f". Estimated from {estimate['basis']}."):
+            measure_budget(model, options, estimate)
+            folder = health_folder(model)
             done = (folder / BUDGET_FILE).is_file()
     if done:
         show_budget(folder)

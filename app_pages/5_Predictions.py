@@ -68,6 +68,10 @@ if keep and keep < len(order):
 st.altair_chart(chart_confusion(run, keep), width="content")
 
 st.subheader("Take it with you")
+if shared and not studio_ui.shared_workspace().shares_models:
+    st.caption("A shared run: its sharer has not let viewers download its model (a model "
+               "carries what it was trained on).")
+    st.stop()
 FORMAT_LABELS = {"glee": "Glee Studio folder (load_classifier)",
                  "hf": "transformers (AutoModelForSequenceClassification, pipeline())",
                  "onnx": "ONNX Runtime (numpy, onnxruntime, tokenizers only)",

@@ -317,6 +317,10 @@ def _data_report(args, options, measure) -> tuple:
     from .models.backbone import load_backbone
     from .runs.store import RunStore
 
+    out = Path(options.out).expanduser()
+    if out.exists() and not out.is_dir():  # said before the check runs, not after
+        raise GleeError(f"--out {out} is a file; give a folder to write the report to (new, "
+                        "or one of an earlier report's)")
     dataset = from_args(DataOptions, args).load()
     bars = TqdmProgress(dataset.warnings)
     try:
@@ -523,13 +527,12 @@ def _cmd_score(args) -> int:
 
 
 def predictions_csv(table) -> str:
-    """``predict``'s CSV: the input's columns as they were read, and the columns it adds (class
-    names, label words: a model's, perhaps trained on someone else's data) with a cell that a
-    spreadsheet would run as a formula made text, as the app's downloads are."""
-    from .runs.tables import neutral_cells
+    """``predict``'s CSV as the app's downloads write it (:func:`spreadsheet_csv`): every text
+    cell that a spreadsheet would run as a formula made text, the input's texts as well as the
+    class names and label words (a model's, perhaps trained on someone else's data) it adds."""
+    from .runs.tables import spreadsheet_csv
 
-    added = [c for c in table.columns if c in ("pred", "label_word") or re.fullmatch(r"top\d+", c)]
-    return neutral_cells(table, added).to_csv(index=False)
+    return spreadsheet_csv(table)
 
 
 def _cmd_predict(args) -> int:
@@ -549,8 +552,14 @@ def _cmd_predict(args) -> int:
     run = load_run(args.run, args.runs_dir) if args.run else None
     onnx = args.engine == "onnx" or (args.engine == "auto" and run is None
                                      and (Path(args.classifier) / ONNX_SPEC).is_file())
-    if onnx:
-        scorer = OnnxScorer.from_folder(onnx_folder(run) if run else args.classifier, run)
+    if onnx and run:
+        try:
+            scorer = OnnxScorer.from_folder(onnx_folder(run), run)
+        except GleeError as damaged:  # the store's own export: made again, once
+            print(f"note: {damaged}; exporting it again", file=sys.stderr)
+            scorer = OnnxScorer.from_folder(onnx_folder(run, rebuild=True), run)
+    elif onnx:
+        scorer = OnnxScorer.from_folder(args.classifier, run)
     else:
         scorer = Scorer.for_run(run, device) if run else load_classifier(args.classifier, device)
     bars: list[tqdm] = []

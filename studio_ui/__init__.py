@@ -49,6 +49,7 @@ from .estimates import (
     adapt_estimate,
     device_kind,
     label_word_heads_left_out,
+    report_estimate,
     time_estimate,
     trainable_parameters,
     unstored_jobs,

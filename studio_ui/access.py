@@ -51,7 +51,8 @@ def workspace(create: bool = False) -> Workspace | None:
     found = Workspace.open(key)
     if found is None and create:
         found = Workspace.create(limit=rules.max_workspaces,
-                                 per_minute=rules.workspaces_per_minute)
+                                 per_minute=rules.workspaces_per_minute, visitor=visitor_id(),
+                                 per_visitor=rules.visitor_share)
     if found is None:
         return None
     st.session_state["workspace_key"] = found.key
@@ -102,10 +103,17 @@ def shared_workspace() -> Workspace | None:
 
 
 def visitor_id() -> str:
-    """Who launches, as far as the server can tell without a cookie: the client's address
-    (behind a Space's proxy, the first of X-Forwarded-For), hashed (no address is kept). A
-    visitor who drops the cookie gets a new workspace, but the same id: the per-visitor limits
-    hold."""
-    forwarded = (st.context.headers.get("X-Forwarded-For") or "").split(",")[0].strip()
-    address = forwarded or st.context.ip_address or "unknown"
-    return hashlib.sha256(f"glee-visitor:{address}".encode()).hexdigest()[:16]
+    """Who launches, as far as the server can tell without a cookie: the client's address,
+    hashed (no address is kept). Behind proxies, the entry of ``X-Forwarded-For`` the last of
+    the trusted ones appended (``GLEE_TRUSTED_PROXIES`` from its end: the entries before it are
+    the client's own words); without one, the connection's address. A visitor who drops the
+    cookie gets a new workspace, but the same id: the per-visitor limits hold."""
+    return hashed_address(st.context.headers.get("X-Forwarded-For"), st.context.ip_address,
+                          environment.trusted_proxies())
+
+
+def hashed_address(forwarded: str | None, connection: str | None, proxies: int) -> str:
+    """:func:`visitor_id` of a request's ``X-Forwarded-For`` and connection address."""
+    entries = [e.strip() for e in (forwarded or "").split(",") if e.strip()]
+    address = entries[-proxies] if proxies and len(entries) >= proxies else connection
+    return hashlib.sha256(f"glee-visitor:{address or 'unknown'}".encode()).hexdigest()[:16]

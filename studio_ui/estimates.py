@@ -125,3 +125,28 @@ def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
     parameters = estimate_parameters(current_model(), mlm_positions=options.mlm_probability)
     estimate = estimate_adapt_seconds(dataset, options, parameters, device_kind(), measured)
     return {**estimate, "text": about(estimate["seconds"])}
+
+
+def report_estimate(dataset, kind: str, options) -> dict:
+    """The wall-time estimate of a data report (``kind``: ``health`` or ``budget``, with its
+    options) of ``dataset`` with the current backbone, here (``glee_core.runs.estimate``), with
+    ``"text"``: its feature pass counted only where the features are not cached yet."""
+    from glee_core.studio import (  # noqa: PLC0415 (transformers)
+        estimate_parameters,
+        estimate_report_seconds,
+        feature_file,
+        hidden_size,
+        model_fingerprint,
+    )
+
+    model = current_model()
+    max_length = options.max_length or dataset.max_length
+    try:
+        cached = feature_file(store().features_dir, dataset, model_fingerprint(model), "plain",
+                              max_length).is_file()
+    except GleeError:  # a backbone that cannot be read: the report says so when it runs
+        cached = False
+    machine = {"parameters": estimate_parameters(model), "device": device_kind(), "model": model,
+               "runs": all_runs(report=False), "passes": 0 if cached else 1}
+    estimate = estimate_report_seconds(dataset, kind, options, hidden_size(model), machine)
+    return {**estimate, "text": about(estimate["seconds"])}

@@ -113,6 +113,13 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
             st.code(f"?{SHARE_PARAM}={own.share_token()}", language=None)
             st.caption("Add this to the app's address to share your runs, read-only. Turning "
                        "the switch off revokes it; sharing again makes a new link.")
+            models = st.checkbox("Let them download my models too", value=own.shares_models,
+                                 key="share-models",
+                                 help="Off: they see scores and charts but cannot build or "
+                                      "download your runs' models (Predictions, Take it with "
+                                      "you): a model carries what it was trained on.")
+            if models != own.shares_models:
+                own.share_models(models)
         elif sharing:
             own.revoke_share()
             st.caption("The share link is revoked: it opens nothing now.")

@@ -305,12 +305,16 @@ def test_predict_reads_one_long_row_and_writes_no_live_formula(tiny_bert, tmp_pa
                  "--device", "cpu"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 1
     texts = tmp_path / "texts.csv"
-    texts.write_text("text\n" + "".join(f"report {i} about sports\n" for i in range(20)))
+    texts.write_text("text\n" + "".join(f"report {i} about sports\n" for i in range(20))
+                     + "=HYPERLINK(\"http://evil.example\")\n")
     assert main(["predict", "--run", str(run.path), "--input", str(texts), "--out", str(out),
                  "--device", "cpu", "--top-k", "2"]) == 0
     table = pd.read_csv(out, keep_default_na=False, dtype=str)
     cells = set(table["pred"]) | set(table["top1"]) | set(table["top2"])
     assert "'=cmd|calc" in cells and "=cmd|calc" not in cells
+    # B5b: the input's own texts too (tickets, messages: anyone's words)
+    assert not any(t.startswith("=") for t in table["text"]) and "'=HYPERLINK(" in \
+        table["text"].iloc[-1]
 
 
 def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp_path):

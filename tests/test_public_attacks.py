@@ -188,3 +188,213 @@ def test_an_unforeseen_error_reaches_a_visitor_as_one_line(public, monkeypatch):
     monkeypatch.delenv("GLEE_PUBLIC")  # the owner's own machine: the traceback, as ever
     at = AppTest.from_function(script, default_timeout=60).run()
     assert at.exception
+
+
+def test_a_share_hands_out_no_model_unless_its_sharer_allows_it(public, tiny_bert):
+    """EX7a: a visitor with a share link built the sharer's run as ONNX and downloaded it."""
+    from glee_core.models.options import DataOptions
+    from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+
+    owner = Workspace.create()
+    dataset_id = "upload:private-0123abcd.csv"
+    write_synthetic_run(owner.store, synthetic_dataset(4, dataset_id), "cls-tanh", 1)
+    mine = page("app_pages/3_Results.py", tiny_bert)
+    mine.session_state["workspace_key"] = owner.key
+    mine.run()
+    next(t for t in mine.sidebar.toggle if t.label == "Share my runs read-only").set_value(
+        True).run()
+    token = owner.path.joinpath(".share").read_text().strip()
+
+    def visit() -> AppTest:
+        at = page("app_pages/5_Predictions.py", tiny_bert)
+        at.session_state["dataset"] = DataOptions(dataset=dataset_id)
+        at.query_params["share"] = token
+        return at.run()
+
+    visitor = visit()
+    assert not visitor.exception
+    assert not any(b.label == "Build the folder" for b in visitor.button)
+    assert any("has not let viewers download its model" in c.value for c in visitor.caption)
+    allow = next(c for c in mine.sidebar.checkbox
+                 if c.label == "Let them download my models too")
+    allow.check().run()
+    assert owner.shares_models
+    assert any(b.label == "Build the folder" for b in visit().button)
+    next(t for t in mine.sidebar.toggle if t.label == "Share my runs read-only").set_value(
+        False).run()
+    assert not owner.shares_models  # a new share starts closed again
+
+
+def test_one_address_can_fill_neither_the_machine_nor_its_minute(tmp_path):
+    """A7b / A7c: cookie-less uploads of one client filled the machine's workspaces, and its
+    creations used up the minute's global rate for everyone."""
+    from glee_core.serve.workspaces import LimitReached
+
+    root = tmp_path / "ws"
+    made = [Workspace.create(root, limit=8, per_minute=30, visitor="a", per_visitor=2)
+            for _ in range(2)]
+    for own in made:  # each holds an upload: not empty, never reclaimed
+        own.uploads_dir.mkdir()
+        (own.uploads_dir / "x-0123abcd.csv").write_text("text,label\n")
+    with pytest.raises(LimitReached, match="This address already holds 2 workspaces"):
+        Workspace.create(root, limit=8, per_minute=30, visitor="a", per_visitor=2)
+    other = Workspace.create(root, limit=8, per_minute=30, visitor="b", per_visitor=2)
+    assert other.path.is_dir()  # another address is not refused
+    (made[0].uploads_dir / "x-0123abcd.csv").unlink()
+    made[0].uploads_dir.rmdir()  # empty again: reclaimed to make room, however recent
+    Workspace.create(root, limit=8, per_minute=30, visitor="a", per_visitor=2)
+    assert not made[0].path.exists()
+    with pytest.raises(LimitReached, match="This address has made several workspaces"):
+        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
+        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
+        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
+        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
+    assert Workspace.create(root, limit=8, per_minute=30, visitor="d", per_visitor=2)
+
+
+def test_the_visitor_is_the_address_the_trusted_proxy_appended(monkeypatch):
+    """E3b: the first X-Forwarded-For entry, which a client writes itself, made six ids of one
+    client; the entry the proxy appended (GLEE_TRUSTED_PROXIES from the end) does not move."""
+    from glee_core.core import environment
+    from studio_ui.access import hashed_address
+
+    client = hashed_address("1.2.3.4", "10.0.0.9", 1)
+    assert all(hashed_address(f"{forged}, 1.2.3.4", "10.0.0.9", 1) == client
+               for forged in ("5.5.5.5", "6.6.6.6, 7.7.7.7", "x"))
+    # no proxy: the header is the client's own words, the connection counts
+    assert hashed_address("5.5.5.5", "10.0.0.9", 0) == hashed_address(None, "10.0.0.9", 0)
+    assert hashed_address("1.2.3.4, 9.9.9.9", "10.0.0.9", 2) == client
+    monkeypatch.delenv("GLEE_TRUSTED_PROXIES", raising=False)
+    monkeypatch.setenv("SPACE_ID", "someone/space")
+    assert environment.trusted_proxies() == 1
+    monkeypatch.delenv("SPACE_ID")
+    assert environment.trusted_proxies() == 0
+
+
+def test_a_data_report_is_the_visitors_and_within_the_pages_limit(public, tiny_bert,
+                                                                  monkeypatch):
+    """HB5: a 2,000-class upload's health check ran 289 s in the web process, the budget 20 min,
+    neither with an estimate or a limit; HB1: a visitor without a workspace wrote the demo's
+    report into the shared .none folder, where the next such visitor saw it."""
+    at = page("app_pages/1_Data.py", tiny_bert).run()
+    check = next(b for b in at.button if b.label.startswith("Check the data's health ("))
+    budget = next(b for b in at.button if b.label.startswith("Measure the label budget ("))
+    assert "about" in check.label or "a few seconds" in check.label, check.label
+    assert budget.label.endswith(")")
+    monkeypatch.setenv("GLEE_SESSION_REPORT_MINUTES", "0.0001")
+    check.click().run()
+    assert any("The health check is estimated at" in e and "python -m glee_core health" in e
+               for e in errors(at)), errors(at)
+    assert "workspace_key" not in at.session_state  # refused before anything was made
+    monkeypatch.delenv("GLEE_SESSION_REPORT_MINUTES")
+    at = page("app_pages/1_Data.py", tiny_bert).run()
+    next(b for b in at.button if b.label.startswith("Check the data's health (")).click().run()
+    assert not at.exception and not at.error, errors(at)
+    own = Workspace.open(at.session_state["workspace_key"])
+    assert list(own.path.rglob("health.json"))
+    assert not (public / "workspaces" / ".none").exists()
+    other = page("app_pages/1_Data.py", tiny_bert).run()  # a new visitor sees no report
+    assert not any("suspected label error" in c.value for c in other.caption)
+
+
+def test_damaged_files_and_bad_outs_are_one_line_and_touch_nothing_of_the_users(
+        tiny_bert, toy_csv, tmp_path, capsys):
+    """HB9: ``health --out`` a file failed after the whole check; EX9a: ``export --out`` a link;
+    EX9b: ``export --out keep`` deleted the user's ``.keep.tmp`` beside it; EX8: a damaged export
+    in the store was a traceback, and an emptied one was never rebuilt."""
+    from glee_core.runs.store import RunStore
+    from glee_core.serve.export import staged
+    from glee_core.serve.inference import OnnxScorer
+
+    def last_error() -> str:
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err and err[-1].startswith("error: ") and "Traceback" not in "\n".join(err), err
+        return err[-1]
+
+    a_file = tmp_path / "report.txt"
+    a_file.write_text("mine")
+    assert main(["health", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert),
+                 "--runs-dir", str(tmp_path / "runs"), "--out", str(a_file)]) == 2
+    assert "is a file; give a folder" in last_error() and a_file.read_text() == "mine"
+    assert not (tmp_path / "runs").exists()  # refused before the check ran
+    runs = tmp_path / "runs"
+    assert main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-tanh", "--mode",
+                 "frozen", "--pooling", "cls", "--choose-by", "dev", "--epochs", "1",
+                 "--model", str(tiny_bert), "--runs-dir", str(runs)]) == 0
+    [run] = RunStore(runs).runs()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "link").symlink_to(empty)
+    assert main(["export", "--run", str(run.path), "--out", str(tmp_path / "link")]) == 2
+    assert "is a symbolic link" in last_error()
+    users = tmp_path / ".keep.tmp"
+    users.mkdir()
+    (users / "notes.txt").write_text("the user's")
+    with staged(tmp_path / "keep") as folder:
+        (folder / "f").write_text("x")
+    assert (users / "notes.txt").read_text() == "the user's"
+    assert (tmp_path / "keep" / "f").is_file()
+    assert oct((tmp_path / "keep").stat().st_mode & 0o777) != oct(0o700)
+    texts = tmp_path / "texts.csv"
+    texts.write_text("text\nsports today\nmoney news\n")
+    out = tmp_path / "out.csv"
+    common = ["predict", "--run", str(run.path), "--input", str(texts), "--out", str(out),
+              "--engine", "onnx"]
+    assert main(common) == 0
+    export = RunStore(runs).exports_dir / f"{run.run_id}-onnx"
+    (export / "glee_onnx.json").write_text('{"classes": ["a"')  # truncated
+    assert main(common) == 0  # the store's own export: made again
+    assert "exporting it again" in capsys.readouterr().err
+    for name in [p.name for p in export.iterdir()]:
+        (export / name).unlink() if (export / name).is_file() else None
+    assert main(common) == 0 and (export / "glee_onnx.json").is_file()  # emptied: rebuilt
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "glee_onnx.json").write_text('{"classes": ["a"], "model": "model.onnx"}')
+    (garbage / "model.onnx").write_bytes(b"not a graph")
+    with pytest.raises(GleeError, match="damaged ONNX classifier"):
+        OnnxScorer.from_folder(garbage)
+    assert main(["predict", "--classifier", str(garbage), "--input", str(texts), "--out",
+                 str(out)]) == 2
+    assert "damaged ONNX classifier" in last_error()
+
+
+@pytest.mark.parametrize("values, why", [
+    ({"grid": "1e-3", "rounds": [], "chosen": None}, "grid is"),
+    ({"grid": ["0.001"], "rounds": [{"kept": 5}], "chosen": None}, "rounds are not"),
+    ({"grid": ["0.001"], "rounds": [], "chosen": ["0.001"]}, "chosen is"),
+    ({"grid": ["nan"], "rounds": [], "chosen": "nan", "run_id": "r"}, "not a learning rate"),
+    ({"grid": ["-5"], "rounds": [], "chosen": "-5", "run_id": "r"}, "not a learning rate"),
+    ({"grid": ["1e9"], "rounds": [], "chosen": "1e9", "run_id": "r"}, "not a learning rate"),
+    ([1, 2], "not a JSON object")])
+def test_a_damaged_search_log_is_set_aside_not_trained_on(tmp_path, values, why):
+    """RS5a / RS5b: a search, race or shared-rate log with wrong types ended every relaunch in a
+    traceback; a logged rate of nan, -5 or 1e9 was trained on without a word."""
+    from glee_core.models.search import SearchLog
+
+    log = SearchLog(tmp_path, "run-1", shared="key")
+    for name in ("run-1", "shared-key"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(values))
+    assert log.shared() is None and log.resumed(["0.001"]) is None
+    notes = log.take_notes()
+    assert notes and all("set aside" in n for n in notes) and any(why in n for n in notes)
+    assert (tmp_path / "shared-key.json.damaged").is_file()
+    assert not (tmp_path / "shared-key.json").exists()
+
+
+def test_a_damaged_adaptation_checkpoint_is_one_line_and_set_aside(toy_csv, tiny_bert,
+                                                                   tmp_path, capsys):
+    """RS6b: a garbage ``adapt`` checkpoint was a traceback; now one line, the checkpoint set
+    aside, and the next run starts anew."""
+    partial = tmp_path / ".ok.partial"
+    partial.mkdir()
+    (partial / "state.json").write_text('{"key": 3, "epoch": "x"}')
+    (partial / "state.pt").write_bytes(b"garbage")
+    args = ["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
+            str(tmp_path / "ok"), "--epochs", "1", "--max-length", "32"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "cannot be read" in err[-1] and "set aside" in err[-1] and "Traceback" not in \
+        "\n".join(err)
+    assert (tmp_path / ".ok.partial.damaged").is_dir() and not partial.exists()
+    assert main(args) == 0

@@ -23,9 +23,15 @@ Behaviour:
   workspace's uploads and runs; ``GLEE_SESSION_TTL_HOURS`` (24): an idle workspace is deleted
 - ``GLEE_SESSION_JOB_RUNS`` (40) / ``GLEE_SESSION_JOB_MINUTES`` (30): runs and estimated minutes
   one launch may plan; ``GLEE_SESSION_MINUTES`` (60): estimated minutes of a session's unfinished
-  jobs together; ``GLEE_SESSION_SCORE_ROWS`` (2000): texts the Playground classifies from a file
+  jobs together; ``GLEE_SESSION_SCORE_ROWS`` (2000): texts the Playground classifies from a file;
+  ``GLEE_SESSION_REPORT_MINUTES`` (5): the estimated minutes of a data report (health, budget)
+  the Data page computes in the web process (stopped at twice that)
 - ``GLEE_MAX_JOBS`` (8): jobs training or waiting on the machine, all sessions together;
-  ``GLEE_MAX_WORKSPACES`` (500): workspaces on the machine
+  ``GLEE_MAX_WORKSPACES`` (500): workspaces on the machine; ``GLEE_VISITOR_WORKSPACES`` (10):
+  workspaces one address may hold (at most a quarter of the machine's)
+- ``GLEE_TRUSTED_PROXIES`` (1 when ``SPACE_ID`` is set, else 0): the proxies in front of the app
+  that append the client's address to ``X-Forwarded-For``; the address is that many entries from
+  its end (0: the header is ignored, as a client writes it itself where no proxy appends)
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
 - ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
   (``glee_core.core.devices.configure_cuda`` says why it is off)
@@ -117,8 +123,10 @@ SESSION_LIMITS = {"jobs": "GLEE_SESSION_JOBS", "queued": "GLEE_SESSION_QUEUED",
                   "job_minutes": "GLEE_SESSION_JOB_MINUTES",
                   "session_minutes": "GLEE_SESSION_MINUTES",
                   "score_rows": "GLEE_SESSION_SCORE_ROWS",
+                  "report_minutes": "GLEE_SESSION_REPORT_MINUTES",
                   "max_jobs": "GLEE_MAX_JOBS", "max_workspaces": "GLEE_MAX_WORKSPACES",
                   "workspaces_per_minute": "GLEE_WORKSPACES_PER_MINUTE",
+                  "visitor_workspaces": "GLEE_VISITOR_WORKSPACES",
                   "upload_classes": "GLEE_SESSION_UPLOAD_CLASSES"}
 
 
@@ -128,6 +136,14 @@ def session_limits() -> dict[str, float]:
     values = {key: os.environ.get(variable, "").strip()
               for key, variable in SESSION_LIMITS.items()}
     return {key: float(value) for key, value in values.items() if value}
+
+
+def trusted_proxies() -> int:
+    value = os.environ.get("GLEE_TRUSTED_PROXIES", "").strip()
+    try:
+        return max(0, int(value)) if value else int(on_space())
+    except ValueError:
+        return int(on_space())
 
 
 def public_models() -> list[str]:

@@ -16,6 +16,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "INTERRUPTED",
     "disk_message",
     "first_few",
+    "one_line",
 ]
 
 
@@ -27,6 +28,13 @@ class GleeError(ValueError):
         temporary file it was read from (a user never saw that path)."""
         shown = Path(str(name)).name
         return GleeError(str(self).replace(f"csv:{copy}", shown).replace(str(copy), shown))
+
+
+def one_line(exc: BaseException, most: int = 200) -> str:
+    """A library's exception as a message names it: its type and the first line of its text
+    (a damaged file's error from torch or onnxruntime can run to pages)."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:most]}" if text else type(exc).__name__
 
 
 def first_few(items: list[str], first: int) -> str:

@@ -33,6 +33,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "backbone_from_config",
     "estimate_parameters",
     "estimate_trainable",
+    "hidden_size",
     "is_local",
     "load_backbone",
     "load_tokenizer",
@@ -313,6 +314,13 @@ def estimate_parameters(name: str, default: int = 110_000_000, mlm_positions: fl
     inner = getattr(config, "intermediate_size", 4 * h)
     head = mlm_positions * (h * h + config.vocab_size * h)
     return int(layers * (4 * h * h + 2 * h * inner) + config.vocab_size * h + head)
+
+
+def hidden_size(name: str, default: int = 768) -> int:
+    """The backbone's hidden size from its config alone (``default``: bert-base's, when the
+    config cannot be read)."""
+    config = _model_config(name)
+    return getattr(config, "hidden_size", default) if config is not None else default
 
 
 def estimate_trainable(name: str, config, num_classes: int) -> int:

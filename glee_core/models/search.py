@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -105,13 +106,35 @@ class SearchLog:
 
     def __init__(self, folder: str | Path, run_id: str, shared: str | None = None):
         self.folder, self.run_id, self.shared_name = Path(folder), run_id, shared
+        self.notes: list[str] = []  # logs found damaged and set aside, for the progress lines
 
     def _read(self, name: str) -> dict | None:
+        """The log ``name``, or None: missing, or damaged (bad JSON, a value of the wrong type,
+        a rate that is not a learning rate), which is set aside as ``NAME.json.damaged`` and
+        noted in :attr:`notes` (a relaunch then starts that search anew, never a traceback)."""
+        path = self.folder / f"{name}.json"
         try:
-            values = json.loads((self.folder / f"{name}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            values = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
             return None
-        return values if isinstance(values, dict) else None
+        except (OSError, ValueError) as exc:
+            return self._set_aside(path, f"not JSON ({exc})")
+        problem = _log_problem(values, shared=name.startswith("shared-"))
+        return self._set_aside(path, problem) if problem else values
+
+    def _set_aside(self, path: Path, problem: str) -> None:
+        aside = path.with_name(f"{path.name}.damaged")
+        try:
+            path.replace(aside)
+        except OSError:
+            aside = path
+        self.notes.append(f"the search log {path.name} was damaged ({problem}): set aside as "
+                          f"{aside.name}; that search starts anew")
+        return None
+
+    def take_notes(self) -> list[str]:
+        notes, self.notes = self.notes, []
+        return notes
 
     def resumed(self, grid: list[str]) -> dict | None:
         """This search so far, if it had the same candidates (``grid``: their names, rates as
@@ -146,6 +169,35 @@ class SearchLog:
         after it chose, is resumed from its own log instead)."""
         shared = self.shared()
         return shared if shared is not None and shared["run_id"] != self.run_id else None
+
+
+def _log_problem(values, shared: bool = False) -> str | None:
+    """What is wrong with a search log's values (None: nothing): ``grid`` names, ``rounds`` of
+    ``kept`` names among them, ``chosen`` one of them (a shared log's: a learning rate in (0, 1]
+    and the ``run_id`` whose search chose it)."""
+    if not isinstance(values, dict):
+        return "not a JSON object"
+    grid, rounds, chosen = values.get("grid"), values.get("rounds"), values.get("chosen")
+    if not isinstance(grid, list) or not grid or not all(isinstance(g, str) for g in grid):
+        return f"grid is {grid!r}, not a list of names"
+    if not isinstance(rounds, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("kept"), list) and r["kept"]
+            and all(k in grid for k in r["kept"])
+            and isinstance(r.get("dropped_steps", 0), int) and r.get("dropped_steps", 0) >= 0
+            for r in rounds):
+        return "rounds are not rounds of the grid's candidates"
+    if chosen is not None and (not isinstance(chosen, str) or chosen not in grid):
+        return f"chosen is {chosen!r}, not one of the grid's candidates"
+    if shared:
+        try:
+            rate = float(chosen)
+        except (TypeError, ValueError):
+            return f"chosen is {chosen!r}, not a learning rate"
+        if not math.isfinite(rate) or not 0 < rate <= 1:
+            return f"chosen is {chosen!r}, not a learning rate in (0, 1]"
+        if not isinstance(values.get("run_id"), str):
+            return "run_id is missing"
+    return None
 
 
 @dataclass
@@ -193,6 +245,11 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
     stopped launch left it). ``work.total``: the steps planned, set here unless the caller set
     it (a race plans the search and itself)."""
     grid, progress = setup.config.lr_grid, setup.progress
+    if log is not None:
+        log.shared()  # a damaged log is set aside as it is read: said before anything trains
+        log.resumed([f"{lr:g}" for lr in grid])
+        for note in log.take_notes():
+            progress(Note(message=note))
     if len(grid) == 1:
         work.total = work.total or planned_steps(setup, 1)
         return Searched(setup.new_trial(grid[0], work))

@@ -26,6 +26,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "TYPICAL_RATES",
     "UNMEASURED_STOP_SHARE",
     "estimate_adapt_seconds",
+    "estimate_report_seconds",
     "estimate_seconds",
     "mean_tokens",
     "measured_basis",
@@ -69,6 +70,16 @@ CV_OVER_TRAINING = 1.2
 # (BENCHMARKS.md, "Fine-tuning the top heads": 0.61-0.73 on demo; a run that never stops early
 # is 1.0): the middle, so either case stays within about a quarter of the estimate
 UNMEASURED_STOP_SHARE = 0.75
+
+
+# The data health check's parts after its feature pass: each fold's probe (lbfgs over every
+# class) costs PROBE_SECONDS a fit text x class x hidden unit, cleanlab's reading
+# CLEANLAB_SECONDS a training text x class beyond CLEANLAB_OVERHEAD; fitted on a 2,000-class
+# upload and demo (bench/report_estimate.py; BENCHMARKS.md, "Data reports")
+PROBE_SECONDS = 1.3e-9
+PROBE_OVERHEAD = 0.05
+CLEANLAB_SECONDS = 5.4e-7
+CLEANLAB_OVERHEAD = 1.0
 
 
 def measured_rate(rates: list[float]) -> float:
@@ -288,3 +299,37 @@ def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, d
         basis = (f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
                  f"parameters computed a token) on {device}")
     return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
+
+
+def estimate_report_seconds(dataset: LongTailDataset, kind: str, options, hidden: int,
+                            machine: dict) -> dict:
+    """``{"seconds", "basis"}`` for a data report of ``dataset`` (``kind``: ``health`` or
+    ``budget``, ``options``: its ``HealthOptions`` / ``BudgetOptions``; ``hidden``: the
+    backbone's hidden size). ``machine``: ``parameters``, ``device``, ``runs`` (finished runs,
+    their frozen ones' rates measure the feature pass and a head) and ``passes`` (the feature
+    passes still to run: 0 when cached). The health check: its feature pass, a probe a fold
+    (:data:`PROBE_SECONDS`) and cleanlab; the budget: its feature pass and a quick-mode head
+    for each fraction and seed, each trained for the whole split's steps."""
+    max_length = options.max_length or dataset.max_length
+    config = TrainConfig(mode="frozen", max_length=max_length, cv_folds=None,
+                         choose_by="dev").resolved(dataset.max_length, dataset.batch_size)
+    n_train = len(dataset.splits["train"])
+    alike = [run.record for run in machine.get("runs") or []
+             if run.record.model.name == machine.get("model") and run.record.mode == "frozen"
+             and run.record.timing.get("device", "").split(":")[0] == machine["device"]]
+    heads = (len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0)
+    frozen = _frozen(dataset, heads, config, n_train, mean_tokens(dataset, max_length),
+                     machine["parameters"], machine["device"], alike, passes=machine["passes"])
+    # the page's process has the backbone loaded: no start-up to pay
+    seconds, basis = frozen["seconds"] - STARTUP_SECONDS, frozen["basis"]
+    if kind == "budget":
+        basis += (f"; {heads} heads ({len(options.fraction_list)} fractions x "
+                  f"{len(options.seed_list)} seeds), each trained for the whole split's steps")
+        return {"seconds": seconds, "basis": basis}
+    fit = n_train * (options.folds - 1) / options.folds
+    probe = options.folds * (PROBE_OVERHEAD + PROBE_SECONDS * fit * dataset.num_classes * hidden)
+    cleanlab = CLEANLAB_OVERHEAD + CLEANLAB_SECONDS * n_train * dataset.num_classes
+    basis += (f"; {options.folds} probe fits over {dataset.num_classes} classes (about "
+              f"{probe:.0f} s) and cleanlab's reading (about {cleanlab:.0f} s), at the rates "
+              "measured for them on 2 cores")
+    return {"seconds": seconds + probe + cleanlab, "basis": basis}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -78,6 +79,9 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False,
     """Write ``run`` as a classifier folder at ``out`` (a new or empty folder) in ``form``
     (``glee``, or one of :mod:`glee_core.serve.formats`'s)."""
     out = Path(out).expanduser()
+    if out.is_symlink():
+        raise GleeError(f"{out} is a symbolic link; give --out a folder path of its own (a new "
+                        "or empty folder)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
     why = refusal(run, form)
@@ -117,18 +121,31 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False,
 
 @contextmanager
 def staged(out: Path):
-    """A folder written whole beside ``out`` (``.NAME.tmp``) and renamed into place at the end;
-    nothing is left of it when writing fails."""
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    """A folder written whole beside ``out`` (a new ``.NAME.<random>.tmp`` of its own, so no
+    file or folder of the user's is touched) and renamed into place at the end; nothing is left
+    of it when writing fails. ``out`` may exist only as an empty folder (removed, not emptied:
+    a folder with anything in it stays as it was)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    tmp.chmod(0o777 & ~_umask())  # an ordinary folder's mode (mkdtemp makes it 0700)
     try:
         yield tmp
-        shutil.rmtree(out, ignore_errors=True)  # an empty folder the user made
+        if out.is_dir() and not out.is_symlink():
+            out.rmdir()  # an empty folder the user made; OSError if something came into it
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (``os.umask`` sets it, for a moment, for
+    every thread of the app); 022 where the system does not say."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        return int(status.split("Umask:", 1)[1].split()[0], 8)
+    except (OSError, IndexError, ValueError):
+        return 0o022
 
 
 def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
@@ -158,7 +175,6 @@ def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
 def export_zip(run: Run, form: str, quantize: str | None = None) -> tuple[bytes, str]:
     """``run`` exported in ``form`` as a zip archive (the app's download) and the lines that
     load it (the card's first code block)."""
-    import tempfile  # noqa: PLC0415
     import zipfile  # noqa: PLC0415
     from io import BytesIO  # noqa: PLC0415
 
@@ -192,10 +208,14 @@ def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
     return str(getattr(info, "commit_url", repo))
 
 
-def onnx_folder(run: Run) -> Path:
+def onnx_folder(run: Run, rebuild: bool = False) -> Path:
     """The run as an ONNX classifier for ``predict --engine onnx``: exported once, beside the
-    run store's runs (``.exports/<run id>-onnx``), and re-used."""
+    run store's runs (``.exports/<run id>-onnx``), and re-used. ``rebuild``: the one there is
+    damaged (a truncated spec, a garbage graph, an emptied folder): the store's own copy, so it
+    is removed and exported anew."""
     folder = RunStore(run.path.parent).exports_dir / f"{run.run_id}-onnx"
+    if rebuild or (folder.is_dir() and not any(folder.iterdir())):
+        shutil.rmtree(folder, ignore_errors=True)
     if not folder.is_dir():  # written whole, then renamed into place (a killed export: none)
         export_run(run, folder, form="onnx")
     return folder

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from ..core.devices import resolve_device
-from ..core.errors import GleeError
+from ..core.errors import GleeError, one_line
 from ..data.datasets import LongTailDataset, read_texts_csv
 from ..data.encoding import encode
 from ..models.backbone import Backbone, load_backbone
@@ -192,7 +192,11 @@ class OnnxScorer:
         if not (folder / ONNX_SPEC).is_file():
             raise GleeError(f"{folder} is not an ONNX classifier ({ONNX_SPEC} missing): export "
                             "it with --format onnx, or use --engine torch")
-        classifier = OnnxClassifier(folder)
+        try:
+            classifier = OnnxClassifier(folder)
+        except Exception as exc:  # noqa: BLE001 (bad JSON, a missing key, onnxruntime's own)
+            raise GleeError(f"{folder} is a damaged ONNX classifier ({one_line(exc)}); export "
+                            "it again") from None
         verbalizer = run.record.dataset.verbalizer if run is not None else {}
         return cls(classifier, list(classifier.classes_), verbalizer,
                    bool(run is not None and head_of(run.record.method).verbalizer))

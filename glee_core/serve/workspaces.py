@@ -35,7 +35,7 @@ from filelock import FileLock
 
 from ..core import environment
 from ..core.errors import GleeError, disk_message
-from ..core.files import folder_bytes, size_text
+from ..core.files import folder_bytes, size_text, write_atomic
 from ..runs.store import RunStore
 from ..train.jobs import Job, launch_training, list_jobs
 
@@ -50,6 +50,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Policy",
     "SHARES_DIR",
     "SHARE_FILE",
+    "SHARE_MODELS_FILE",
     "USED_MARKER",
     "Workspace",
     "expire",
@@ -63,7 +64,9 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 
 KEY = re.compile(r"[A-Za-z0-9_-]{32}")  # fullmatch: no trailing newline
 USED_MARKER = ".last-used"
+VISITOR_FILE = ".visitor"  # the hashed address that made a workspace (its share of them)
 SHARE_FILE = ".share"  # a workspace's read-only share token, once its owner made one
+SHARE_MODELS_FILE = ".share-models"  # present: a share link's viewers may export the models
 SHARES_DIR = ".shares"  # <workspaces>/.shares/<token>: the key it opens, read-only
 COOKIE = "glee_workspace"  # the browser's cookie holding its workspace key (write access)
 
@@ -89,7 +92,9 @@ class Policy:
     max_jobs: int = 8  # jobs training or waiting on the machine, every session together
     max_workspaces: int = 500  # workspaces on the machine (expired, then empty ones go first)
     workspaces_per_minute: int = 30  # made on the machine a minute (a script cannot fill it)
+    visitor_workspaces: int = 10  # held by one address (at most a quarter of max_workspaces)
     score_rows: int = 2000  # texts the Playground classifies from one file
+    report_seconds: float = 5 * 60.0  # a data report (health, budget) in the web process
     upload_classes: int = 2000  # classes one upload may have (per-class charts, splitting)
     models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
 
@@ -126,6 +131,15 @@ class Policy:
                                f"this Space's {minutes_text(self.session_seconds)} per visitor. "
                                "Wait for them to finish, or stop one.")
 
+    def check_report(self, what: str, seconds: float) -> None:
+        """A data report computed in the web process (the Data page's health check and label
+        budget): within ``report_seconds`` estimated, as a launch is within its minutes."""
+        if seconds > self.report_seconds:
+            raise LimitReached(f"{what} is estimated at {minutes_text(seconds)}; work on this "
+                               f"page may take at most {minutes_text(self.report_seconds)} here. "
+                               "Run it on your own machine (python -m glee_core "
+                               f"{'health' if 'health' in what else 'budget'}).")
+
     def check_model(self, model: str) -> None:
         """A backbone a visitor may train (public mode offers a few)."""
         if model not in self.models:
@@ -147,6 +161,12 @@ class Policy:
                                "once is your share. Wait for one to finish, or stop one.")
 
     @property
+    def visitor_share(self) -> int:
+        """The workspaces one address may hold: its own limit, and at most a quarter of the
+        machine's (a client that drops its cookie cannot fill it)."""
+        return max(1, min(self.visitor_workspaces, self.max_workspaces // 4))
+
+    @property
     def ttl_text(self) -> str:
         hours = self.ttl_seconds / 3600
         return f"{hours:g} hour{'s' if hours != 1 else ''}"
@@ -158,7 +178,9 @@ LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upl
                 "job_runs": ("job_runs", 1), "job_minutes": ("job_seconds", 60),
                 "session_minutes": ("session_seconds", 60), "max_jobs": ("max_jobs", 1),
                 "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1),
+                "report_minutes": ("report_seconds", 60),
                 "workspaces_per_minute": ("workspaces_per_minute", 1),
+                "visitor_workspaces": ("visitor_workspaces", 1),
                 "upload_classes": ("upload_classes", 1)}
 
 
@@ -182,16 +204,22 @@ class Workspace:
 
     @classmethod
     def create(cls, root: str | Path | None = None, limit: int | None = None,
-               per_minute: int | None = None) -> Workspace:
+               per_minute: int | None = None, visitor: str | None = None,
+               per_visitor: int | None = None) -> Workspace:
         """A new workspace with a fresh unguessable key. ``limit``: how many the machine may
         hold (when full, the expired ones are swept, then the empty ones idle for an hour are
         reclaimed, then it is refused with a message); ``per_minute``: how many may be made in a
-        minute (a script opening sessions in a loop is refused, not the visitors after it). A
-        full disk is refused with a message too."""
+        minute (a script opening sessions in a loop is refused, not the visitors after it).
+        ``visitor`` (the hashed address, ``studio_ui.visitor_id``) with ``per_visitor``: how
+        many one address may hold, and make a minute (a tenth of ``per_minute``), so a client
+        that drops its cookie can fill neither the machine nor the minute for everyone else
+        (its own empty workspaces make room first). A full disk is refused with a message too."""
         root = Path(root or environment.workspaces_dir())
         try:
             root.mkdir(parents=True, exist_ok=True)
             with FileLock(str(root / ".create.lock"), timeout=30):
+                if visitor and per_visitor is not None:
+                    _check_visitor(root, visitor, per_visitor, per_minute)
                 if per_minute is not None:
                     _check_rate(root, per_minute)
                 if limit is not None and len(keys_in(root)) >= limit:
@@ -204,7 +232,9 @@ class Workspace:
                 workspace = cls(root, secrets.token_urlsafe(24))  # 32 characters
                 workspace.path.mkdir()
                 workspace.touch()
-                _note_creation(root)
+                if visitor:
+                    (workspace.path / VISITOR_FILE).write_text(visitor, encoding="utf-8")
+                _note_creation(root, visitor or "")
         except OSError as exc:
             raise LimitReached(f"Your workspace could not be made: {disk_message(exc)}.") \
                 from None
@@ -229,6 +259,21 @@ class Workspace:
             token = marker.read_text(encoding="utf-8").strip()
             if KEY.fullmatch(token):
                 (self.root / SHARES_DIR / token).unlink(missing_ok=True)
+            marker.unlink(missing_ok=True)
+        (self.path / SHARE_MODELS_FILE).unlink(missing_ok=True)
+
+    @property
+    def shares_models(self) -> bool:
+        """May a share link's viewers build and download this workspace's models? Not unless
+        its owner said so: a share shows scores, and a model carries what it was trained on."""
+        return (self.path / SHARE_MODELS_FILE).is_file() and (self.path / SHARE_FILE).is_file()
+
+    def share_models(self, allowed: bool) -> None:
+        """Let a share link's viewers export this workspace's models, or stop letting them."""
+        marker = self.path / SHARE_MODELS_FILE
+        if allowed:
+            marker.write_text("yes", encoding="utf-8")
+        else:
             marker.unlink(missing_ok=True)
 
     def share_token(self) -> str:
@@ -341,32 +386,73 @@ EMPTY_AFTER_SECONDS = 3600.0  # an empty workspace idle this long is reclaimed w
 
 
 def _check_rate(root: Path, per_minute: int) -> None:
-    recent = [t for t in _creations(root) if time.time() - t < 60]
+    recent = [t for t, _ in _creations(root) if time.time() - t < 60]
     if len(recent) >= per_minute:
         raise LimitReached(f"This Space has made {per_minute} workspaces in the last minute, its "
                            "most: try again in a minute.")
 
 
-def _creations(root: Path) -> list[float]:
+def _check_visitor(root: Path, visitor: str, per_visitor: int, per_minute: int | None) -> None:
+    """One address's share: at most ``per_visitor`` workspaces held (its empty ones are
+    reclaimed first, however recent) and a tenth of ``per_minute`` made a minute."""
+    if per_minute is not None:
+        mine = [t for t, who in _creations(root) if who == visitor and time.time() - t < 60]
+        if len(mine) >= max(1, per_minute // 10):
+            raise LimitReached("This address has made several workspaces in the last minute: "
+                               "try again in a minute (a browser that blocks cookies makes a "
+                               "new one on every visit).")
+    held = [key for key in keys_in(root) if _visitor_of(root / key) == visitor]
+    if len(held) >= per_visitor:
+        reclaim_empty(root, idle_seconds=0.0, keys=held)
+        held = [key for key in held if (root / key).is_dir()]
+    if len(held) >= per_visitor:
+        raise LimitReached(f"This address already holds {len(held)} workspaces on this Space, "
+                           "its share: allow cookies for this site so your browser keeps one, "
+                           "or use the workspace you have; idle ones are deleted after their "
+                           "time.")
+
+
+def _visitor_of(folder: Path) -> str:
     try:
-        return [float(v) for v in (root / CREATED_LOG).read_text().split()]
-    except (OSError, ValueError):
+        return (folder / VISITOR_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def _creations(root: Path) -> list[tuple[float, str]]:
+    """(when, the visitor's hashed address) of the workspaces made lately (``CREATED_LOG``)."""
+    try:
+        lines = (root / CREATED_LOG).read_text().splitlines()
+    except OSError:
         return []
+    out = []
+    for line in lines:
+        fields = line.split()
+        try:
+            out.append((float(fields[0]), fields[1] if len(fields) > 1 else ""))
+        except (IndexError, ValueError):
+            continue  # a line of another release, or damaged: not a creation
+    return out
 
 
-def _note_creation(root: Path) -> None:
-    recent = [t for t in _creations(root) if time.time() - t < 60] + [time.time()]
-    (root / CREATED_LOG).write_text(" ".join(f"{t:.3f}" for t in recent))
+def _note_creation(root: Path, visitor: str) -> None:
+    recent = [(t, who) for t, who in _creations(root) if time.time() - t < 60]
+    recent.append((time.time(), visitor))
+    write_atomic(root / CREATED_LOG, "".join(f"{t:.3f} {who}\n" for t, who in recent))
 
 
-def reclaim_empty(root: Path, idle_seconds: float = EMPTY_AFTER_SECONDS) -> list[str]:
-    """Delete the workspaces that hold nothing (no upload, run, job or share: only their use
-    marker) and were idle for ``idle_seconds``; returns their keys."""
+def reclaim_empty(root: Path, idle_seconds: float = EMPTY_AFTER_SECONDS,
+                  keys: list[str] | None = None) -> list[str]:
+    """Delete the workspaces (of ``keys``, default all) that hold nothing (no upload, run, job
+    or share: only their use marker and whose they are) and were idle for ``idle_seconds``;
+    returns their keys."""
     removed = []
-    for key in keys_in(root):
+    for key in keys_in(root) if keys is None else keys:
         workspace = Workspace(root, key)
-        held = [p for p in workspace.path.iterdir() if p.name not in (USED_MARKER,)]
-        if not held and time.time() - workspace.last_used > idle_seconds:
+        if not workspace.path.is_dir():
+            continue
+        held = [p for p in workspace.path.iterdir() if p.name not in (USED_MARKER, VISITOR_FILE)]
+        if not held and time.time() - workspace.last_used >= idle_seconds:
             shutil.rmtree(workspace.path, ignore_errors=True)
             removed.append(key)
     return removed

@@ -41,7 +41,7 @@ from ..core.devices import (
     resolve_precision,
     scaled_backward,
 )
-from ..core.errors import GleeError
+from ..core.errors import GleeError, one_line
 from ..core.events import Note, ProgressFn, TrainStep
 from ..core.files import write_json
 from ..data.datasets import LongTailDataset
@@ -280,22 +280,32 @@ def _checkpoint(partial: Path, state: dict, model, optimizer, scheduler, masker:
 
 def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: _Masker) -> dict | None:
     """The state of a partial adaptation of the same inputs, loaded into the model, optimizer
-    and schedule; None when there is none. One of other inputs is an error (nothing deleted)."""
+    and schedule; None when there is none. One of other inputs is an error (nothing deleted);
+    a damaged one (unreadable, of the wrong shape) is set aside as ``.damaged`` and an error
+    says so: the next run starts anew."""
     if not (partial / "state.json").is_file():
         return None
     try:
         state = json.loads((partial / "state.json").read_text(encoding="utf-8"))
+        if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) \
+                or not isinstance(state.get("losses"), list):
+            raise ValueError("state.json is not an adaptation's state")
+        if state.get("key") != key:
+            raise GleeError(f"{partial} holds a partial adaptation of other texts, backbone or "
+                            "options: delete it, or run again with the same ones to resume")
         saved = torch.load(partial / "state.pt", map_location="cpu", weights_only=True)
-    except (OSError, ValueError, RuntimeError) as exc:
-        raise GleeError(f"{partial}: a partial adaptation that cannot be read ({exc}); delete "
-                        "the folder to start again") from None
-    if state.get("key") != key:
-        raise GleeError(f"{partial} holds a partial adaptation of other texts, backbone or "
-                        "options: delete it, or run again with the same ones to resume")
-    model.load_state_dict(saved["model"])
-    optimizer.load_state_dict(saved["optimizer"])
-    scheduler.load_state_dict(saved["scheduler"])
-    if saved.get("collator_rng") is not None:
-        masker.collator.create_rng()
-        masker.collator.generator.set_state(saved["collator_rng"])
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        if saved.get("collator_rng") is not None:
+            masker.collator.create_rng()
+            masker.collator.generator.set_state(saved["collator_rng"])
+    except GleeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (torch's unpickling, shapes, keys: each is damage)
+        aside = partial.with_name(partial.name + ".damaged")
+        shutil.rmtree(aside, ignore_errors=True)
+        partial.replace(aside)
+        raise GleeError(f"{partial}: a partial adaptation that cannot be read ({one_line(exc)}); "
+                        f"set aside as {aside.name}: run again to start anew") from None
     return state

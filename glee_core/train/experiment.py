@@ -446,6 +446,8 @@ class _Runner:
                       for job, (init_head, _) in zip(jobs, starts, strict=True)]
             labels = [job.spec.id for job in jobs]
             before = log.resumed(labels)
+            for note in log.take_notes():  # a damaged race log, set aside: the race starts anew
+                self.progress(Note(message=note))
             rounds = list(before["rounds"]) if before else []
             alive = rounds[-1]["kept"] if rounds else labels
             per_round, schedule = search_schedule(len(jobs), setups[0].evaluations)
