@@ -26,6 +26,7 @@ from .core.bars import TqdmProgress
 from .core.errors import FULL, INTERRUPTED, GleeError, disk_message
 from .core.events import (
     Loading,
+    PaceGuard,
     ProgressLog,
     Queued,
 )
@@ -243,6 +244,8 @@ def _cmd_train(args) -> int:
     if request.executor.executor == "local":  # on a cluster, the node that trains checks
         resolve_device(request.config.device)
     dataset, bars, progress = _dataset_and_progress(args, request, log)
+    if (limit := environment.job_limit()) is not None:  # a public job: its own pace may stop it
+        progress = PaceGuard(limit[0], progress, limit[1])
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:

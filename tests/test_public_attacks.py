@@ -244,12 +244,11 @@ def test_one_address_can_fill_neither_the_machine_nor_its_minute(tmp_path):
     made[0].uploads_dir.rmdir()  # empty again: reclaimed to make room, however recent
     Workspace.create(root, limit=8, per_minute=30, visitor="a", per_visitor=2)
     assert not made[0].path.exists()
+    for _ in range(2):  # a fifth of the minute's 10 is this address's
+        Workspace.create(root, limit=8, per_minute=10, visitor="c", per_visitor=9)
     with pytest.raises(LimitReached, match="This address has made several workspaces"):
-        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
-        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
-        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
-        Workspace.create(root, limit=8, per_minute=30, visitor="c", per_visitor=9)
-    assert Workspace.create(root, limit=8, per_minute=30, visitor="d", per_visitor=2)
+        Workspace.create(root, limit=8, per_minute=10, visitor="c", per_visitor=9)
+    assert Workspace.create(root, limit=8, per_minute=10, visitor="d", per_visitor=2)
 
 
 def test_the_visitor_is_the_address_the_trusted_proxy_appended(monkeypatch):
@@ -398,3 +397,36 @@ def test_a_damaged_adaptation_checkpoint_is_one_line_and_set_aside(toy_csv, tiny
         "\n".join(err)
     assert (tmp_path / ".ok.partial.damaged").is_dir() and not partial.exists()
     assert main(args) == 0
+
+
+def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(tiny_bert, toy_csv,
+                                                                    tmp_path, capsys,
+                                                                    monkeypatch):
+    """E5: LoRA of rank 512 at batch 1 for 100 epochs was estimated at 23 min, launched under a
+    30-min cap, and paced at 12 h while the bar trusted the estimate. Once its pace is known
+    the job stops with one line, and the time left follows the pace, not the estimate."""
+    from glee_core.core.events import PaceGuard, RunStarted, TrainStep, time_left
+
+    clock = [0.0]
+    seen = []
+    guard = PaceGuard(30 * 60, seen.append, stop=0.75, clock=lambda: clock[0])
+    guard(RunStarted(run_id="r", method="cls-relu", seed=1, index=1, total=1, cached=False))
+    with pytest.raises(GleeError, match=r"at its own pace this launch would take about "
+                                        r"9\.0 h, over the 30 min"):
+        for step in range(1, 1000):  # 0.69 s a step of 62,400 planned (75% expected): 9 h
+            clock[0] = step * 0.69
+            guard(TrainStep(epoch=1, epochs=100, step=step, steps=624, done=step, total=62_400))
+    assert 30 < clock[0] < 35  # as soon as its pace is known
+    assert len(seen) == step + 1  # every event passed on first, the last too
+    # the bar: 2% done after 12 min of a job estimated at 23 min says hours, not minutes
+    assert time_left(0.02, 12 * 60, 23 * 60) > 5 * 3600
+    assert time_left(0.02, 20, 23 * 60) == pytest.approx(23 * 60 - 20, rel=0.3)  # on pace
+    # end to end: a public job's process stops at its own pace with one error line
+    monkeypatch.setattr("glee_core.core.events.PACE_KNOWN_AFTER", 2.0)
+    monkeypatch.setenv("GLEE_JOB_SECONDS", "0.5")
+    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-relu", "--model",
+                 str(tiny_bert), "--runs-dir", str(tmp_path / "runs"), "--epochs", "300",
+                 "--batch-size", "1", "--lp-ft", "no", "--lr", "1e-4"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: stopped: at its own pace"), err[-3:]
+    assert not list((tmp_path / "runs").rglob("config.json"))

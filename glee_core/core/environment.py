@@ -37,7 +37,9 @@ Behaviour:
   (``glee_core.core.devices.configure_cuda`` says why it is off)
 - set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
   ``GLEE_QUOTA_MB`` (the workspace and its disk limit, checked before each run is written),
-  ``GLEE_SESSION_SLOT`` (a lock file: one job of a session trains at a time)
+  ``GLEE_SESSION_SLOT`` (a lock file: one job of a session trains at a time),
+  ``GLEE_JOB_SECONDS`` and ``GLEE_JOB_STOP`` (the minutes a launch may take and the early
+  stopping its estimate expects: the job stops when its own pace runs far past them)
 """
 
 from __future__ import annotations
@@ -156,6 +158,17 @@ def disk_quota() -> tuple[Path, int] | None:
     ``GLEE_QUOTA_MB``), or None (no limit: the owner's own runs)."""
     folder, megabytes = os.environ.get("GLEE_QUOTA_DIR"), os.environ.get("GLEE_QUOTA_MB")
     return (Path(folder), int(float(megabytes) * 2**20)) if folder and megabytes else None
+
+
+def job_limit() -> tuple[float, float | None] | None:
+    """A public job's time limit in seconds and the early stopping its estimate expects
+    (``GLEE_JOB_SECONDS``, ``GLEE_JOB_STOP``), or None (no limit: the owner's own runs)."""
+    try:
+        seconds = float(os.environ.get("GLEE_JOB_SECONDS") or 0)
+        stop = float(os.environ.get("GLEE_JOB_STOP") or 0) or None
+    except ValueError:
+        return None
+    return (seconds, stop) if seconds > 0 else None
 
 
 def session_slot() -> Path | None:

@@ -13,6 +13,10 @@ from pathlib import Path
 from ..core.errors import GleeError
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "MAX_TEMPLATE_CHARS",
+    "MAX_VERBALIZER_BYTES",
+    "MAX_WORDS_PER_CLASS",
+    "MAX_WORD_CHARS",
     "PROMPT_VARIANT",
     "TEMPLATE_SLOTS",
     "check_template",

@@ -18,9 +18,13 @@ from .record import RunRecord
 from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "CLEANLAB_OVERHEAD",
+    "CLEANLAB_SECONDS",
     "CV_OVER_TRAINING",
     "HEAD_EXAMPLES_PER_S",
     "HEAD_OVERHEAD_SECONDS",
+    "PROBE_OVERHEAD",
+    "PROBE_SECONDS",
     "RATE_QUANTILE",
     "STARTUP_SECONDS",
     "TYPICAL_RATES",

@@ -52,6 +52,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "SHARE_FILE",
     "SHARE_MODELS_FILE",
     "USED_MARKER",
+    "VISITOR_FILE",
     "Workspace",
     "expire",
     "keys_in",
@@ -211,7 +212,7 @@ class Workspace:
         reclaimed, then it is refused with a message); ``per_minute``: how many may be made in a
         minute (a script opening sessions in a loop is refused, not the visitors after it).
         ``visitor`` (the hashed address, ``studio_ui.visitor_id``) with ``per_visitor``: how
-        many one address may hold, and make a minute (a tenth of ``per_minute``), so a client
+        many one address may hold, and make a minute (a fifth of ``per_minute``), so a client
         that drops its cookie can fill neither the machine nor the minute for everyone else
         (its own empty workspaces make room first). A full disk is refused with a message too."""
         root = Path(root or environment.workspaces_dir())
@@ -394,10 +395,10 @@ def _check_rate(root: Path, per_minute: int) -> None:
 
 def _check_visitor(root: Path, visitor: str, per_visitor: int, per_minute: int | None) -> None:
     """One address's share: at most ``per_visitor`` workspaces held (its empty ones are
-    reclaimed first, however recent) and a tenth of ``per_minute`` made a minute."""
+    reclaimed first, however recent) and a fifth of ``per_minute`` made a minute."""
     if per_minute is not None:
         mine = [t for t, who in _creations(root) if who == visitor and time.time() - t < 60]
-        if len(mine) >= max(1, per_minute // 10):
+        if len(mine) >= max(1, per_minute // 5):
             raise LimitReached("This address has made several workspaces in the last minute: "
                                "try again in a minute (a browser that blocks cookies makes a "
                                "new one on every visit).")
@@ -484,11 +485,13 @@ def launch_in_workspace(own: Workspace, policy: Policy, request, label: str, sec
     The checks and the launch run under one lock (:func:`launch_lock`), so three tabs clicking
     at once cannot pass the same check before one's job is recorded. The job queues for the
     machine's training slots (in ``machine``, the owner's store) with every workspace's, trains
-    one job of its session at a time, and keeps the disk limit while it trains. Raises
+    one job of its session at a time, keeps the disk limit while it trains, and stops when its
+    own pace runs far past the minutes a launch may take (``GLEE_JOB_SECONDS``). Raises
     :class:`LimitReached` (which limit, and what to do) or ``OSError``."""
     policy.check_model(request.model)
     env = {"GLEE_SLOTS_DIR": str(machine.locks_dir), "GLEE_SESSION_SLOT": str(own.session_lock),
-           "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(policy.disk_bytes / 2**20)}
+           "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(policy.disk_bytes / 2**20),
+           "GLEE_JOB_SECONDS": str(policy.job_seconds), "GLEE_JOB_STOP": str(stop_share or "")}
     with launch_lock(machine):
         mine = [job for job in list_jobs(own.store) if job.running]
         own.check_launch(policy, len(mine))

@@ -85,6 +85,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "PlannedRun",
     "UNKNOWN_SHARE_WARNING",
     "VOCABULARY_SAMPLE",
+    "backbone_positions",
     "cross_validation_due",
     "cross_validation_share",
     "dataset_record",
