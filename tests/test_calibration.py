@@ -48,8 +48,10 @@ def test_stored_data_recomputes_the_runs_logits(runs):
         np.testing.assert_array_equal(Calibrator(runs[method]).logits("test", "la", 0.0),
                                       runs[method].logits)
         data = runs[method].calibration_data  # τ-norm recomputes from the inputs: W x + b
+        # the run scored under bf16 autocast (8 bits of mantissa, rounded again as the sum
+        # of h products grows): 0.015 apart on a logit of 0.14 on an AMX CPU
         np.testing.assert_allclose(data["test_features"] @ data["weight"].T + data["bias"],
-                                   data["test_logits"], rtol=1e-2, atol=1e-2)  # bf16 compute
+                                   data["test_logits"], rtol=1e-2, atol=3e-2)
     eta = runs["cls-tanh-eta-norm"]  # its stored logits are η-normalised (η = 1.1)
     np.testing.assert_allclose(Calibrator(eta).logits("test", "eta-norm", 1.1), eta.logits,
                                rtol=1e-2, atol=1e-3)

@@ -419,19 +419,22 @@ TRUST_PROGRESS = 0.25  # from this share done on, the time left is the progress'
 def time_left(fraction: float, elapsed: float, estimate: float | None = None) -> float | None:
     """Seconds left of a job ``fraction`` done after ``elapsed`` seconds: from its launch
     estimate at first (``estimate - elapsed``), then more and more from its own pace
-    (``elapsed * (1 - fraction) / fraction``, from 1% done), wholly so from
-    :data:`TRUST_PROGRESS` on or as soon as that pace gives over twice the estimate (an
-    estimate far out is not trusted for the first quarter of a 12-hour job); None when neither
-    says anything yet (no estimate, under 5% done)."""
+    (``elapsed * (1 - fraction) / fraction``, from 5% done), wholly so from
+    :data:`TRUST_PROGRESS` on, or from 1% done once that pace gives over three times the
+    estimate after a quarter of it has passed (a 12-hour job estimated at 23 min says hours
+    after 7 min, not after 36); None when neither says anything yet (no estimate, under 5%
+    done)."""
     paced = elapsed * (1 - fraction) / fraction if fraction >= 0.01 else None
     planned = max(estimate - elapsed, 0.0) if estimate else None
     if planned is None:
         return paced if fraction >= 0.05 else None
     if paced is None:
         return planned
+    if elapsed / fraction > 3 * estimate and elapsed > estimate / 4:
+        return paced  # the estimate is far out, and the pace has outgrown its start-up
+    if fraction < 0.05:
+        return planned
     weight = min(1.0, fraction / TRUST_PROGRESS)
-    if elapsed / fraction > 2 * estimate:  # its own pace says the estimate is far out
-        weight = 1.0
     return weight * paced + (1 - weight) * planned
 
 
@@ -443,11 +446,12 @@ class PaceGuard:
     """Stops a launch whose own pace, once known, runs far past the time it may take
     (``limit`` seconds: a public machine's minutes a launch, ``GLEE_JOB_SECONDS``): the launch
     estimate can miss (LoRA of rank 512 at batch 1 was estimated at 23 min and paced at 12 h),
-    so after :data:`PACE_KNOWN_AFTER` seconds of training the time the launch's share done
+    so after :data:`PACE_KNOWN_AFTER` seconds of work (training steps, or the frozen backbone's
+    feature pass) the time the launch's share done
     (:meth:`ProgressState.share`, early stopping expected at ``stop``) took is the estimate
     that counts, and past :data:`PACE_SLACK` times the limit the job ends with one line saying
-    why. The pace is timed from the first training step, and again after a wait for the
-    machine (a queue is not the job's pace). Passes every event on to ``inner`` first."""
+    why. The pace is timed from the first such event, and again after a wait for the machine (a
+    queue is not the job's pace). Passes every event on to ``inner`` first."""
 
     def __init__(self, limit: float, inner: ProgressFn, stop: float | None = None,
                  clock=time.monotonic):
@@ -461,7 +465,7 @@ class PaceGuard:
         if isinstance(event, Queued | WaitingForRun):
             self.anchor = None
         now = self.clock()
-        if not isinstance(event, TrainStep) or now - self.checked < 1.0:
+        if not isinstance(event, TrainStep | FeaturePass) or now - self.checked < 1.0:
             return
         self.checked = now
         share = self.state.share(self.stop)
