@@ -118,15 +118,12 @@ def check_template_fits(tokenizer, template: str, max_length: int) -> None:
                         f"most {most} tokens")
 
 
-def check_label_tokens(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]) -> None:
-    """Refuse label words of more than :data:`MAX_LABEL_TOKENS` tokens for a class (each class's
-    rows are averaged in every step: 150k tokens of words took a quick job from 20 s to 174 s)."""
-    long = []
-    for name in classes:
-        count = sum(len(tokenizer(w, add_special_tokens=False)["input_ids"])
-                    for w in verbalizer[name])
-        if count > MAX_LABEL_TOKENS:
-            long.append(f"{name!r} ({count})")
+def check_label_tokens(class_tokens: dict[str, list[int]]) -> None:
+    """Refuse label words of more than :data:`MAX_LABEL_TOKENS` tokens for a class
+    (``class_tokens``: each class's label-word token ids; each class's rows are averaged in
+    every step: 150k tokens of words took a quick job from 20 s to 174 s)."""
+    long = [f"{name!r} ({len(ids)})" for name, ids in class_tokens.items()
+            if len(ids) > MAX_LABEL_TOKENS]
     if long:
         raise GleeError(f"the label words of {first_few(long, 5)} take more than "
                         f"{MAX_LABEL_TOKENS} tokens in all (in brackets); give a class a few "

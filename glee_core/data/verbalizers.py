@@ -137,6 +137,12 @@ def check_template(template: str) -> str:
     if template.count("[MASK]") != 1:
         raise GleeError(f"template {template!r} must contain [MASK] exactly once")
     slots = re.findall(r"\{(\w+)\}", template)
+    repeated = sorted({TEMPLATE_SLOTS.get(s, s) for s in slots
+                       if sum(TEMPLATE_SLOTS.get(t, t) == TEMPLATE_SLOTS.get(s, s)
+                              for t in slots) > 1})
+    if repeated:  # each slot holds the whole text: forty of them made inputs forty texts long
+        raise GleeError(f"template {template!r} has the slot {{{repeated[0]}}} more than once; "
+                        "give each text slot once")
     unknown = [s for s in slots if s not in TEMPLATE_SLOTS]
     if unknown:
         raise GleeError(f"template {template!r} has unknown slot(s) {unknown}; "

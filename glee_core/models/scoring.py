@@ -32,7 +32,7 @@ from ..data.encoding import (
 )
 from .backbone import Backbone, load_backbone, load_tokenizer
 from .features import FeatureSplit
-from .heads import GleeModel, unreadable_label_words
+from .heads import GleeModel, label_word_ids, unreadable_label_words
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "Split",
@@ -72,11 +72,12 @@ def check_prompt(model_name: str, template: str, verbalizer: dict[str, list[str]
     class's words in a few tokens, a template that leaves the text room within
     ``max_length``. Raises GleeError naming what to change."""
     tokenizer = get_tokenizer(model_name)
-    if unreadable := unreadable_label_words(tokenizer, verbalizer, classes):
+    ids, unreadable = label_word_ids(tokenizer, verbalizer, classes)
+    if unreadable:
         raise GleeError(f"`{model_name}` cannot read {first_few(unreadable, 10)}: give words its "
                         "vocabulary holds (the heads that score label words cannot train on "
                         "these)")
-    check_label_tokens(tokenizer, verbalizer, classes)
+    check_label_tokens(dict(zip(classes, ids, strict=True)))
     check_template_fits(tokenizer, template, max_length)
 
 

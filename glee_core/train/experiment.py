@@ -206,8 +206,8 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
         if any(p.spec.input_format == "prompt" for p in pending):
             check_template_fits(tokenizer, dataset.template, length)
     if any(head_of(p.spec).verbalizer for p in pending):
-        label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
-        check_label_tokens(tokenizer, dataset.verbalizer, dataset.classes)
+        ids = label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
+        check_label_tokens(dict(zip(dataset.classes, ids, strict=True)))
     share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
                                 .head(VOCABULARY_SAMPLE).tolist())
     if share <= UNKNOWN_SHARE_WARNING:
