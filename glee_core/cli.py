@@ -41,6 +41,7 @@ from .models.options import (
     DataOptions,
     ExecutorOptions,
     HealthOptions,
+    SuggestOptions,
     TrainRequest,
     parse_seeds,
 )
@@ -199,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
         report.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
         add_arguments(report, options)
         _add_runs_dir(report)
+
+    suggest = sub.add_parser("suggest", help="what to label next: the pool texts (your "
+                             "unlabelled ones) a query strategy picks from the recommended "
+                             "quick-mode head's scores, as a CSV with a label column to fill "
+                             "(then train --add it)")
+    add_arguments(suggest, DataOptions)
+    suggest.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
+    add_arguments(suggest, SuggestOptions)
+    _add_runs_dir(suggest)
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help=RUN_HELP)
@@ -386,6 +396,35 @@ def _cmd_budget(args) -> int:
         print("too few to judge (two training texts or fewer, or none in test): "
               + ", ".join(too_few))
     print(f"wrote {budget_file} and {table_file}", file=sys.stderr)
+    return 0
+
+
+def _cmd_suggest(args) -> int:
+    from .core.files import write_atomic
+    from .data.pool import read_pool
+    from .runs.store import RunStore
+    from .runs.tables import spreadsheet_csv
+    from .train.suggest import suggest
+
+    options = from_args(SuggestOptions, args)
+    out = Path(options.out).expanduser()
+    if out.is_dir():
+        raise GleeError(f"--out {out} is a folder; give the CSV file to write")
+    dataset = from_args(DataOptions, args).load()
+    pool, notes = read_pool(options.pool, options.pool_text_column)
+    bars = TqdmProgress(dataset.warnings + notes)
+    try:
+        found = suggest(dataset, pool, args.model, RunStore(args.runs_dir), options, bars)
+    finally:
+        bars.close()
+    write_atomic(out, spreadsheet_csv(found.frame))
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"wrote {len(found.frame)} suggestion(s) to {out} ({found.strategy}; the pool's "
+          f"{found.pool_texts} texts, {found.duplicates} left out as already labelled); fill its "
+          f"label column, then: python -m glee_core train --dataset {args.dataset} --add {out}",
+          file=sys.stderr)
+    print(json.dumps({**found.summary(), "out": str(out)}))
     return 0
 
 
@@ -683,6 +722,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_health(args)
         elif args.command == "budget":
             return _cmd_budget(args)
+        elif args.command == "suggest":
+            return _cmd_suggest(args)
         return 0
     except GleeError as exc:
         print(f"error: {exc}", file=sys.stderr)

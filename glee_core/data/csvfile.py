@@ -159,3 +159,43 @@ def _unclosed_quote_line(text: str) -> int | None:
             index += 1
         index = text.find('"', index)
     return None
+
+
+TEXT_COLUMN_NAMES = ("text", "sentence", "content", "review", "document", "utterance", "query",
+                     "question", "text_a", "sentence1")
+LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
+
+
+def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:
+    """The first column whose name (any case) is one of ``candidates``."""
+    lowered = {c.lower().strip(): c for c in columns}
+    return next((lowered[name] for name in candidates if name in lowered), None)
+
+
+def pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], what: str,
+                source: str) -> str:
+    """The column holding the ``what`` (``given`` by name, else the first of ``candidates``):
+    an error naming the columns when there is none."""
+    if given:
+        if given not in columns:
+            raise GleeError(f"{source}: no {what} column named {given!r}; columns are {columns}")
+        return given
+    found = find_column(columns, candidates)
+    if found:
+        return found
+    raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
+                    f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
+
+
+def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
+                   text_b_column: str | None = None) -> tuple[pd.DataFrame, str, str | None]:
+    """A CSV of texts to classify: its rows as read (every column kept, in order), the text
+    column and the optional second text column. Same reading and errors as training data."""
+    source = str(Path(path).expanduser())
+    frame, _ = read_csv_frame(path)
+    columns = [str(c) for c in frame.columns]
+    text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
+    if text_b_column and text_b_column not in columns:
+        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
+                        f"columns are {columns}")
+    return frame, text_col, text_b_column

@@ -33,7 +33,15 @@ from ..core import environment
 from ..core.errors import GleeError
 from ..core.hub import hub_reachable
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO, dataset_ids
-from .csvfile import read_csv_frame
+from .csvfile import (
+    LABEL_COLUMN_NAMES,
+    TEXT_COLUMN_NAMES,
+    find_column,
+    pick_column,
+    read_csv_frame,
+    read_texts_csv,
+)
+from .pool import add_labelled, read_labelled_texts
 from .sources import source_of, source_usages
 from .splits import (
     dropped_warning,
@@ -431,44 +439,6 @@ def load_paper_dataset(dataset_id: str, data_dir: str | os.PathLike | None = Non
         language=spec.language, batch_size=spec.batch_size, classes=classes)
 
 
-TEXT_COLUMN_NAMES = ("text", "sentence", "content", "review", "document", "utterance", "query",
-                     "question", "text_a", "sentence1")
-LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
-
-
-def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:
-    """The first column whose name (any case) is one of ``candidates``."""
-    lowered = {c.lower().strip(): c for c in columns}
-    return next((lowered[name] for name in candidates if name in lowered), None)
-
-
-def _pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], what: str,
-                 source: str) -> str:
-    if given:
-        if given not in columns:
-            raise GleeError(f"{source}: no {what} column named {given!r}; columns are {columns}")
-        return given
-    found = find_column(columns, candidates)
-    if found:
-        return found
-    raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
-                    f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
-
-
-def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
-                   text_b_column: str | None = None) -> tuple[pd.DataFrame, str, str | None]:
-    """A CSV of texts to classify: its rows as read (every column kept, in order), the text
-    column and the optional second text column. Same reading and errors as training data."""
-    source = str(Path(path).expanduser())
-    frame, _ = read_csv_frame(path)
-    columns = [str(c) for c in frame.columns]
-    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
-    if text_b_column and text_b_column not in columns:
-        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
-                        f"columns are {columns}")
-    return frame, text_col, text_b_column
-
-
 # Characters that make two labels look the same: invisible ones, and the Cyrillic and Greek
 # letters drawn like Latin ones (a short list of the usual confusables; Unicode's own list,
 # confusables.txt, is longer)
@@ -499,8 +469,8 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
     source = str(Path(path).expanduser())
     frame, warnings = read_csv_frame(path)
     columns = [str(c) for c in frame.columns]
-    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
-    label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
+    text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
+    label_col = pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
     if text_b_column and text_b_column not in columns:
         raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
                         f"columns are {columns}")
@@ -626,8 +596,8 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
     if "train" not in frames:
         raise GleeError(f"{spec}: has no 'train' split (splits: {list(loaded)})")
     columns = [str(c) for c in frames["train"].columns]
-    text_col = _pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", spec)
-    label_col = _pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", spec)
+    text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", spec)
+    label_col = pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", spec)
     splits = {}
     for key, frame in frames.items():
         labels = frame[label_col]
@@ -670,8 +640,8 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
                  verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
                  label_column: str | None = None, text_b_column: str | None = None,
                  head_tail: str = "train", uploads_dir: str | os.PathLike | None = None,
-                 keep_rare: bool = False, exclude: str | os.PathLike | None = None
-                 ) -> LongTailDataset:
+                 keep_rare: bool = False, exclude: str | os.PathLike | None = None,
+                 add: str | os.PathLike | None = None) -> LongTailDataset:
     """Load any dataset by spec: ``demo``, a paper id, or an id of a source
     (:data:`glee_core.data.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
 
@@ -681,7 +651,9 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     texts for a dev and test split in training (demo, CSV, upload), and then the dataset's id
     ends in :data:`RARE_KEPT`, so its runs are never averaged with those of the split without
     them; ``exclude`` (:func:`read_excluded_rows`) leaves training rows out, and the id then ends
-    in ``+without-N-<digest>``."""
+    in ``+without-N-<digest>``; ``add`` (a labelled file: ``suggest``'s CSV with its labels
+    filled, :func:`glee_core.data.pool.read_labelled_texts`) adds texts to the training split,
+    and the id then ends in ``+added-N-<digest>``."""
     if head_tail not in HEAD_TAIL_RULES:
         raise GleeError(f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, "
                         f"got {head_tail!r}")
@@ -711,6 +683,12 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
         dataset.splits["train"], without = exclude_rows(
             dataset.splits["train"], read_excluded_rows(exclude), dataset.classes, dataset.id)
         dataset.id += without
+    if add:
+        added, notes = read_labelled_texts(add, dataset.classes)
+        dataset.splits["train"], ending = add_labelled(dataset.splits["train"], added)
+        dataset.warnings.extend(notes)
+        dataset.id += ending
+        dataset._fingerprint = None  # its rows changed
     return dataset
 
 

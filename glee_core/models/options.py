@@ -29,6 +29,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Executor",
     "ExecutorOptions",
     "HealthOptions",
+    "SuggestOptions",
     "TrainRequest",
     "parse_seeds",
 ]
@@ -64,6 +65,10 @@ class DataOptions:
                                  "label_issues.csv (its suspected rows) or one 0-based row of "
                                  "the training split a line; the dataset id ends in "
                                  "+without-N-<digest>, so its runs stay apart")
+    add: str | None = option(None, "a labelled file of pool texts to add to the training split "
+                             "(suggest's CSV with its label column filled; empty or '(none of "
+                             "these)' rows are skipped); the dataset id ends in "
+                             "+added-N-<digest>, so its runs stay apart")
 
     def __post_init__(self):
         self.keep_rare = _boolean(self.keep_rare, "--keep-rare")
@@ -169,6 +174,29 @@ class AdaptOptions:
             raise GleeError(f"--held-out must be in [0, 0.5), got {self.held_out}")
         if not 0 < self.lr < 1:
             raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
+
+
+@dataclass
+class SuggestOptions:
+    """``python -m glee_core suggest``: the pool texts to label next (the dataset's recommended
+    quick-mode head scores the pool; a query strategy picks from its probabilities)."""
+
+    pool: str = option(MISSING, "the unlabelled texts: a CSV with a text column, or a .txt "
+                       "file of one text a line")
+    out: str = option(MISSING, "the CSV to write: pool_row, text, predicted, confidence, "
+                      "strategy, rank and an empty label column to fill")
+    n: int = option(50, "how many texts to suggest")
+    strategy: str = option("auto", "auto (rare where the data has tail classes, else margin), "
+                           "random, margin, balanced or rare",
+                           choices=("auto", "random", "margin", "balanced", "rare"))
+    seed: int = option(1, "random seed (random strategy, ties)")
+    pool_text_column: str | None = option(None, "the pool CSV's text column (default: found by "
+                                          "name, as for training data)")
+    device: str = option("auto", "auto, cpu or cuda")
+
+    def __post_init__(self):
+        if self.n < 1:
+            raise GleeError(f"--n must be at least 1, got {self.n}")
 
 
 @dataclass

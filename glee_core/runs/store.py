@@ -269,6 +269,12 @@ class RunStore:
         its content's digest."""
         return self.root / ".label-words"
 
+    @property
+    def labelling_dir(self) -> Path:
+        """The Data page's unlabelled texts: each pool kept (``<name>-<digest>.csv``) and each
+        labelling session (:mod:`glee_core.runs.labelling`), its answers saved as they come."""
+        return self.root / ".labelling"
+
     def data_report_dir(self, dataset: str, model: str) -> Path:
         """Where the Data page keeps ``dataset``'s health check and label budget with
         ``model``."""

@@ -1,0 +1,129 @@
+"""The user's unlabelled texts (the pool) and the texts labelled from it.
+
+A pool file is a CSV with a text column (the one reader of :mod:`glee_core.data.csvfile`, its
+limits and its errors) or plain text, one text a line (``.txt``). Its rows keep their 0-based
+data row (``pool_row``): what a suggestion names and a labelled file gives back. A pool file's
+label column, where it has one, is not read (a labelled file goes through ``--add``).
+
+A labelled file (``suggest``'s CSV with its ``label`` column filled, or the app's download) adds
+its texts to the training split: a dataset variant whose id ends in ``+added-N-<digest>``, so
+its runs stay apart from the dataset's own, as ``+prompt-`` and ``+without-`` do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..core.errors import GleeError, first_few
+from .csvfile import LABEL_COLUMN_NAMES, MAX_CSV_BYTES, decode, read_texts_csv
+
+__all__ = [
+    "ADDED",
+    "NONE_OF_THESE",
+    "POOL_LIMIT",
+    "add_labelled",
+    "pool_key",
+    "read_labelled_texts",
+    "read_pool",
+]
+
+ADDED = "+added-"  # a dataset id's ending when labelled pool texts joined its training split
+NONE_OF_THESE = "(none of these)"  # a pool text that belongs to no class: answered, not added
+POOL_LIMIT = 200_000  # texts a pool may hold (the feature pass and the scores are linear in it)
+
+
+def read_pool(path: str | os.PathLike, text_column: str | None = None
+              ) -> tuple[pd.DataFrame, list[str]]:
+    """The pool's texts as ``pool_row, text`` (every data row of the file, in order; empty
+    texts are left out and counted) and notes for the user (a label column not read, empty
+    rows). A ``.txt`` file is one text a line."""
+    path = Path(path).expanduser()
+    source = str(path)
+    if not path.is_file():
+        raise GleeError(f"pool file not found: {path}")
+    notes: list[str] = []
+    if path.suffix.lower() == ".txt":
+        if path.stat().st_size > MAX_CSV_BYTES:
+            raise GleeError(f"{source}: larger than the {MAX_CSV_BYTES // 2**20} MiB limit")
+        lines = decode(path.read_bytes(), source, notes).splitlines()
+        frame = pd.DataFrame({"pool_row": range(len(lines)), "text": lines})
+    else:
+        read, column, _ = read_texts_csv(path, text_column)
+        frame = pd.DataFrame({"pool_row": range(len(read)), "text": read[column].astype(str)})
+        labels = [c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES]
+        if labels:
+            notes.append(f"{source}: its column {labels[0]!r} is not read (a pool is unlabelled; "
+                         "to add labelled texts, give them with --add)")
+    blank = frame["text"].str.strip() == ""
+    if blank.any():
+        notes.append(f"{source}: {int(blank.sum())} empty row(s) left out of the pool")
+        frame = frame[~blank]
+    if frame.empty:
+        raise GleeError(f"{source}: the pool holds no text (give a CSV with a text column, or "
+                        "a .txt file of one text a line)")
+    if len(frame) > POOL_LIMIT:
+        raise GleeError(f"{source}: {len(frame):,} texts; a pool may hold {POOL_LIMIT:,} (give "
+                        "a sample of it)")
+    return frame.reset_index(drop=True), notes
+
+
+def pool_key(pool: pd.DataFrame) -> str:
+    """A short hash of a pool's texts and rows: names its cached features."""
+    hashed = pd.util.hash_pandas_object(pool[["pool_row", "text"]], index=False)
+    return hashlib.sha256(hashed.to_numpy().tobytes()).hexdigest()[:16]
+
+
+def read_labelled_texts(path: str | os.PathLike, classes: list[str]
+                        ) -> tuple[pd.DataFrame, list[str]]:
+    """A labelled file's rows to add, as ``text, label`` (``label``: the class index), and
+    notes: the rows left without a label or answered "none of these" are counted, not added; a
+    label that is not one of ``classes`` is an error naming it."""
+    path = Path(path).expanduser()
+    source = str(path)
+    if not path.is_file():
+        raise GleeError(f"labelled file not found: {path}")
+    read, column, _ = read_texts_csv(path)
+    label_column = next((c for c in read.columns
+                         if str(c).strip().lower() in LABEL_COLUMN_NAMES), None)
+    if label_column is None:
+        raise GleeError(f"{source}: no label column; fill the 'label' column of suggest's CSV "
+                        "(a class name a row) and give it again")
+    labels = read[label_column].astype(str).str.strip()
+    texts = read[column].astype(str)
+    empty, none = labels == "", labels == NONE_OF_THESE
+    index = {name: i for i, name in enumerate(classes)}
+    unknown = sorted(set(labels[~empty & ~none]) - set(index))
+    if unknown:
+        raise GleeError(f"{source}: label(s) {first_few([repr(u) for u in unknown], 8)} are not "
+                        f"classes of the dataset ({first_few(classes, 8)}); fix them, or leave "
+                        "the cell empty to skip the row")
+    keep = ~empty & ~none & (texts.str.strip() != "")
+    notes = []
+    if (~keep).any():
+        notes.append(f"{source}: {int(empty.sum())} row(s) without a label and {int(none.sum())} "
+                     f"answered {NONE_OF_THESE!r} are not added")
+    if not keep.any():
+        raise GleeError(f"{source}: no labelled row to add (fill the label column)")
+    added = pd.DataFrame({"text": texts[keep].to_numpy(), "text_b": "",
+                          "label": labels[keep].map(index).astype("int64").to_numpy()})
+    return added, notes
+
+
+def add_labelled(train: pd.DataFrame, added: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The training split with ``added`` rows after its own (their texts already in it left
+    out), and the ending of the dataset id that says so (``+added-N-<digest of the rows>``)."""
+    fresh = added[~added["text"].isin(set(train["text"]))].drop_duplicates(["text"])
+    if fresh.empty:
+        raise GleeError("every labelled text is already in the training split: nothing to add")
+    hashed = pd.util.hash_pandas_object(fresh[["text", "label"]], index=False)
+    digest = hashlib.sha256(hashed.to_numpy().tobytes()).hexdigest()[:8]
+    # other columns (the text's row in the dataset's file): an added text has none, -1
+    rows = fresh[["text", "text_b", "label"]].assign(**{
+        c: -1 if pd.api.types.is_numeric_dtype(train[c]) else "" for c in train.columns
+        if c not in ("text", "text_b", "label")})
+    return (pd.concat([train, rows], ignore_index=True)[list(train.columns)],
+            f"{ADDED}{len(fresh)}-{digest}")

@@ -1,0 +1,230 @@
+"""What to label next from the user's unlabelled texts (``python -m glee_core suggest``, the Data
+page's "Unlabelled texts").
+
+The pool is encoded once by the frozen backbone (both poolings, cached beside the dataset's
+features, :func:`pool_features`); pool texts that are already in train, dev or test, exactly or
+as near-duplicates (the health check's rule: a cosine distance under 0.13 of the median
+distance between neighbouring labelled texts, cleanlab's default), are left out and counted.
+The classifier is the dataset's recommended quick-mode head (its quick compare's choice; a
+class-balanced probe trained now where there is none, in seconds); its class probabilities on
+the pool go to a query strategy (:mod:`glee_core.runs.query`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core.errors import GleeError
+from ..core.events import FeaturePass, Note, ProgressFn
+from ..core.files import check_quota
+from ..data.datasets import LongTailDataset
+from ..data.encoding import encode, unknown_token_share
+from ..data.pool import pool_key
+from ..models.backbone import Backbone, trained_pooling
+from ..models.config import TrainConfig
+from ..models.features import FeatureSplit, cached_features, compute_states
+from ..models.heads import build_model
+from ..models.methods import get_method
+from ..models.scoring import get_backbone, predict
+from ..runs.query import resolve_strategy, select
+from ..runs.recommend import recommend
+from ..runs.record import vocabulary_note
+from ..runs.store import Run, RunStore
+from .experiment import UNKNOWN_SHARE_WARNING, run_experiments
+
+__all__ = [
+    "DEFAULT_PROBE",
+    "NEAR_DUPLICATE",
+    "Suggestions",
+    "near_duplicates",
+    "pool_features",
+    "pool_probabilities",
+    "suggest",
+    "suggestion_run",
+]
+
+NEAR_DUPLICATE = 0.13  # cleanlab's near-duplicate threshold, of the median neighbour distance
+DEFAULT_PROBE = "probe-balanced"  # the classifier where no quick compare chose one: seconds
+
+
+@dataclass
+class Suggestions:
+    """The texts to label next (``frame``: pool_row, text, predicted, confidence, strategy,
+    rank, label), the strategy ``auto`` resolved to, the run whose head scored the pool, and
+    what was left out of the pool (duplicates of labelled texts) with notes for the user."""
+
+    frame: pd.DataFrame
+    strategy: str
+    run_id: str
+    pool_texts: int
+    duplicates: int
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        return {"suggested": len(self.frame), "strategy": self.strategy, "run": self.run_id,
+                "pool_texts": self.pool_texts, "left_out_as_duplicates": self.duplicates,
+                "seconds": round(self.seconds, 2)}
+
+
+def pool_features(pool: pd.DataFrame, backbone: Backbone, input_format: str, template: str,
+                  max_length: int, cache_dir: str | os.PathLike, device: torch.device,
+                  progress: ProgressFn | None = None) -> dict[str, np.ndarray]:
+    """The frozen backbone's pooled states of every pool text (``{"cls", "mean"}``), from the
+    feature cache (``pool-<digest>.npz``: the pool's texts, the model, the input) or computed
+    now, with a bar, and cached (within the workspace's quota)."""
+    progress = progress or (lambda event: None)
+    identity = {"pool": pool_key(pool), "model": backbone.fingerprint, "format": input_format,
+                "max_length": max_length,
+                "template": template if input_format == "prompt" else None}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    path = Path(cache_dir) / f"pool-{input_format}-{digest}.npz"
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return {"cls": data["cls"], "mean": data["mean"]}
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            path.unlink(missing_ok=True)  # a truncated cache file: computed again
+    frame = pd.DataFrame({"text": pool["text"].to_numpy(), "text_b": "",
+                          "label": np.zeros(len(pool), dtype=np.int64)})
+    split = encode(frame, backbone.tokenizer, input_format, template, max_length)
+    done = 0
+
+    def tick(n: int) -> None:
+        nonlocal done
+        done += n
+        progress(FeaturePass(format=f"{input_format} (the pool)", done=done, total=len(pool)))
+
+    states = compute_states(backbone, split, device, progress=tick)
+    check_quota(sum(a.nbytes for a in states.values()), "the pool's features")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent)
+    os.close(handle)
+    np.savez(tmp, **states)
+    os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
+    return states
+
+
+def near_duplicates(pool: np.ndarray, labelled: np.ndarray) -> np.ndarray:
+    """Which pool texts are near-duplicates of a labelled one: a cosine distance under
+    :data:`NEAR_DUPLICATE` times the median distance between each labelled text and its nearest
+    labelled neighbour (health's rule, which cleanlab's Datalab applies)."""
+    def unit(x: np.ndarray) -> np.ndarray:
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+    pool, labelled = unit(pool.astype(np.float32)), unit(labelled.astype(np.float32))
+    own = np.empty(len(labelled), dtype=np.float32)
+    for start in range(0, len(labelled), 2048):  # blocks: a 20,000 x 5,000 product at most
+        sims = labelled[start:start + 2048] @ labelled.T
+        rows = np.arange(sims.shape[0])
+        sims[rows, rows + start] = -np.inf  # not itself
+        own[start:start + 2048] = 1 - sims.max(1)
+    radius = NEAR_DUPLICATE * max(float(np.median(own)), 1e-6)
+    nearest = np.empty(len(pool), dtype=np.float32)
+    for start in range(0, len(pool), 2048):
+        nearest[start:start + 2048] = 1 - (pool[start:start + 2048] @ labelled.T).max(1)
+    return nearest < radius
+
+
+def suggestion_run(dataset: LongTailDataset, model_name: str, store: RunStore,
+                   progress: ProgressFn) -> Run:
+    """The head that scores the pool: the dataset's recommended quick-mode candidate with this
+    backbone (its first seed's run), else :data:`DEFAULT_PROBE` trained now."""
+    quick = [run for run in store.runs(dataset.id) if run.record.hyperparameters.frozen
+             and run.record.model.name == model_name]
+    rec = recommend(quick) if quick else None
+    if rec is not None and rec.chosen.mode == "frozen":
+        chosen = [run for run in quick if run.setting == rec.chosen.setting
+                  and run.method == rec.chosen.method]
+        if chosen:
+            return min(chosen, key=lambda run: run.record.seed)
+    progress(Note(message=f"no quick compare of {dataset.id} to choose the classifier: "
+                          f"{DEFAULT_PROBE} is trained on the frozen features (seconds)"))
+    pooling = trained_pooling(model_name) or "mean"
+    [run] = run_experiments(dataset, [get_method(DEFAULT_PROBE)], [1], model_name,
+                            TrainConfig(mode="frozen", pooling=pooling, choose_by="dev"), store,
+                            progress=progress)
+    return run
+
+
+def pool_probabilities(run: Run, pool: pd.DataFrame, cache_dir: str | os.PathLike,
+                       device: torch.device, progress: ProgressFn
+                       ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The run's class probabilities on every pool text (its calibration applied, as it
+    scores), and the pool's features of the run's input (both poolings)."""
+    record = run.record
+    if not record.hyperparameters.frozen:
+        raise GleeError(f"{run.run_id} is not a quick-mode run: its head cannot score cached "
+                        "features")
+    backbone = get_backbone(record.model.name)
+    model = build_model(record.method, backbone, record.dataset.classes,
+                        record.dataset.verbalizer, record.hyperparameters)  # the head alone
+    model.load_trained(run.weights_path)
+    model = model.to(device).eval()
+    spec, hyper = record.method, record.hyperparameters
+    states = pool_features(pool, backbone, spec.input_format, record.dataset.template,
+                           hyper.max_length, cache_dir, device, progress)
+    pooling = hyper.pooling if spec.input_format == "plain" else "cls"
+    split = FeatureSplit(states[pooling], np.zeros(len(pool), dtype=np.int64))
+    logits, _ = predict(model, split, 0, device)
+    return torch.softmax(torch.from_numpy(logits), dim=1).numpy(), states
+
+
+def suggest(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str, store: RunStore,
+            options, progress: ProgressFn | None = None) -> Suggestions:
+    """The ``options.n`` pool texts to label next by ``options.strategy`` (``SuggestOptions``:
+    ``n``, ``strategy``, ``seed``, ``device``), best first (the module's docstring says how)."""
+    from ..core.devices import resolve_device  # noqa: PLC0415 (torch's device probe)
+
+    progress = progress or (lambda event: None)
+    started = time.perf_counter()
+    if options.n < 1:
+        raise GleeError(f"--n must be at least 1, got {options.n}")
+    device = resolve_device(options.device)
+    backbone = get_backbone(model_name)
+    notes = []
+    share = unknown_token_share(backbone.tokenizer, pool["text"].head(500).tolist())
+    if share > UNKNOWN_SHARE_WARNING:
+        notes.append(vocabulary_note(share, "the pool", min(500, len(pool)), model_name,
+                                     dataset.language))
+    run = suggestion_run(dataset, model_name, store, progress)
+    probs, states = pool_probabilities(run, pool, store.features_dir, device, progress)
+    # near-duplicates of the labelled texts, on the plain input's mean-pooled states
+    labelled = cached_features(dataset, backbone, "plain", run.record.hyperparameters.max_length,
+                               store.features_dir, device, progress, pooling="mean")
+    plain = states["mean"] if run.record.method.input_format == "plain" else pool_features(
+        pool, backbone, "plain", dataset.template, run.record.hyperparameters.max_length,
+        store.features_dir, device, progress)["mean"]
+    known = set(pd.concat([dataset.splits[s]["text"] for s in ("train", "dev", "test")]))
+    duplicate = pool["text"].isin(known).to_numpy() | near_duplicates(
+        plain, np.concatenate([labelled[s].hidden for s in ("train", "dev", "test")]))
+    if duplicate.all():
+        raise GleeError(f"every one of the pool's {len(pool)} texts is already in the dataset "
+                        "(exactly or as a near-duplicate): nothing to suggest")
+    keep = np.flatnonzero(~duplicate)
+    if options.n > len(keep):
+        notes.append(f"--n {options.n} is more than the {len(keep)} pool texts left (after "
+                     f"{int(duplicate.sum())} duplicates of labelled texts): all of them are "
+                     "suggested")
+    strategy = resolve_strategy(options.strategy, bool(dataset.head_tail()[1]))
+    counts = dataset.class_counts("train").reindex(dataset.classes).fillna(0).to_numpy()
+    order = keep[select(strategy, probs[keep], counts, options.n, options.seed)]
+    frame = pd.DataFrame({
+        "pool_row": pool["pool_row"].to_numpy()[order], "text": pool["text"].to_numpy()[order],
+        "predicted": [dataset.classes[c] for c in probs[order].argmax(1)],
+        "confidence": np.round(probs[order].max(1), 4), "strategy": strategy,
+        "rank": np.arange(1, len(order) + 1), "label": ""})
+    return Suggestions(frame, strategy, run.run_id, len(pool), int(duplicate.sum()), notes,
+                       time.perf_counter() - started)
+

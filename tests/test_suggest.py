@@ -1,0 +1,138 @@
+"""What to label next from a pool of unlabelled texts: the query strategies, ``suggest`` on a
+tiny random BERT where a rare class is findable in the pool, the labelled file back through
+``train --add``, and every bad input as one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from glee_core.cli import main
+from glee_core.core.errors import GleeError
+from glee_core.data.datasets import load_dataset
+from glee_core.data.pool import NONE_OF_THESE, read_labelled_texts, read_pool
+from glee_core.runs.query import resolve_strategy, select
+from tests.conftest import FILLER
+
+RARE = ("food", "tech_support")  # the toy set's two smallest classes (6 and 4 texts, x2)
+
+
+def pool_rows(per_class: dict[str, int], offset: int = 500) -> pd.DataFrame:
+    """New texts of the toy set's classes (its keyword among other words), none in it."""
+    rows = []
+    for c_index, (name, n) in enumerate(per_class.items()):
+        keyword = name.split("_")[0]
+        for i in range(n):
+            words = [FILLER[(i * 3 + j + c_index) % len(FILLER)] for j in range(4)]
+            words.insert(i % 4, keyword)
+            rows.append({"text": " ".join(words) + f" {offset + i}", "truth": name})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def pool_file(tmp_path):
+    frame = pool_rows({"sports": 60, "money": 30, "science": 10, "food": 6, "tech_support": 6})
+    path = tmp_path / "pool.csv"
+    frame[["text"]].to_csv(path, index=False)
+    return path, frame
+
+
+def test_the_strategies_pick_what_they_say():
+    probs = np.array([[0.9, 0.05, 0.05],   # sure, head
+                      [0.5, 0.45, 0.05],   # a near tie
+                      [0.2, 0.1, 0.7],     # likely the rare class
+                      [0.34, 0.33, 0.33],  # a tie of three
+                      [0.1, 0.8, 0.1]])
+    labelled = np.array([100, 20, 2])
+    assert set(select("margin", probs, labelled, 2)) == {1, 3}
+    assert select("rare", probs, labelled, 1)[0] == 2
+    # balanced: the fewest-labelled predicted class first, then the next, in turns
+    assert list(select("balanced", probs, labelled, 3)) == [2, 4, 3]
+    assert sorted(select("random", probs, labelled, 5)) == [0, 1, 2, 3, 4]
+    assert len(select("margin", probs, labelled, 50)) == 5  # all, when the pool holds fewer
+    assert resolve_strategy("auto", True) == "rare" and resolve_strategy("auto", False) == \
+        "margin"
+    with pytest.raises(GleeError, match="--strategy must be one of auto, random"):
+        resolve_strategy("best", True)
+
+
+def test_suggest_finds_the_rare_class_in_the_pool_and_train_adds_it(tiny_bert, toy_csv,
+                                                                     pool_file, tmp_path,
+                                                                     capsys):
+    path, frame = pool_file
+    runs = tmp_path / "runs"
+    found = {}
+    for strategy in ("random", "rare"):
+        out = tmp_path / f"{strategy}.csv"
+        assert main(["suggest", "--dataset", f"csv:{toy_csv}", "--pool", str(path), "--n", "12",
+                     "--strategy", strategy, "--model", str(tiny_bert), "--runs-dir",
+                     str(runs), "--out", str(out)]) == 0
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        table = pd.read_csv(out, keep_default_na=False)
+        assert list(table.columns) == ["pool_row", "text", "predicted", "confidence",
+                                       "strategy", "rank", "label"]
+        assert list(table["rank"]) == list(range(1, 13)) and set(table["label"]) == {""}
+        # pool_row is the text's row in the file
+        assert (frame["text"].to_numpy()[table["pool_row"]] == table["text"]).all()
+        found[strategy] = int(np.isin(frame["truth"].to_numpy()[table["pool_row"]], RARE).sum())
+        assert summary["pool_texts"] == len(frame) and summary["left_out_as_duplicates"] == 0
+    assert found["rare"] > found["random"], found  # 12 of 112 are of the two rarest classes
+    # the suggestions labelled (the truth, one "none of these", one skipped) and added
+    table = pd.read_csv(tmp_path / "rare.csv", keep_default_na=False)
+    table["label"] = frame["truth"].to_numpy()[table["pool_row"]]
+    table.loc[0, "label"], table.loc[1, "label"] = NONE_OF_THESE, ""
+    labelled = tmp_path / "labelled.csv"
+    table.to_csv(labelled, index=False)
+    base = load_dataset(f"csv:{toy_csv}")
+    added = load_dataset(f"csv:{toy_csv}", add=labelled)
+    assert added.id.startswith(f"{base.id}+added-10-")
+    assert len(added.splits["train"]) == len(base.splits["train"]) + 10
+    assert added.splits["dev"].equals(base.splits["dev"])  # the same dev and test texts
+    assert any("1 answered '(none of these)' are not added" in w for w in added.warnings)
+    assert main(["train", "--dataset", f"csv:{toy_csv}", "--add", str(labelled), "--method",
+                 "cls-tanh", "--mode", "frozen", "--pooling", "cls", "--choose-by", "dev",
+                 "--epochs", "1", "--model", str(tiny_bert), "--runs-dir", str(runs)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["dataset"] == added.id
+
+
+def test_a_pool_that_is_all_duplicates_or_empty_is_one_line(tiny_bert, toy_csv, tmp_path,
+                                                           capsys):
+    base = load_dataset(f"csv:{toy_csv}")
+    copies = tmp_path / "copies.txt"
+    copies.write_text("\n".join(base.splits["train"]["text"].head(30)) + "\n\n")
+    common = ["suggest", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert),
+              "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "s.csv")]
+    assert main([*common, "--pool", str(copies)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "is already in the dataset" in err[-1] and err[-1].startswith("error: ")
+    assert not (tmp_path / "s.csv").exists()  # nothing half-written
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    assert main([*common, "--pool", str(empty)]) == 2
+    assert "the pool holds no text" in capsys.readouterr().err
+    assert main([*common, "--pool", str(tmp_path / "missing.csv")]) == 2
+    assert "pool file not found" in capsys.readouterr().err
+    assert main([*common, "--pool", str(copies), "--n", "0"]) == 2
+    assert "--n must be at least 1" in capsys.readouterr().err
+
+
+def test_a_pool_with_labels_and_a_labelled_file_with_other_classes(tmp_path, toy_csv):
+    labelled_pool = tmp_path / "pool.csv"
+    pd.DataFrame({"text": ["a b", "c d", ""], "label": ["x", "y", "z"]}).to_csv(
+        labelled_pool, index=False)
+    pool, notes = read_pool(labelled_pool)
+    assert list(pool["pool_row"]) == [0, 1]
+    assert any("its column 'label' is not read" in n for n in notes)
+    assert any("1 empty row(s) left out" in n for n in notes)
+    classes = load_dataset(f"csv:{toy_csv}").classes
+    wrong = tmp_path / "wrong.csv"
+    pd.DataFrame({"text": ["a", "b"], "label": ["sports", "Sport"]}).to_csv(wrong, index=False)
+    with pytest.raises(GleeError, match="label\\(s\\) 'Sport' are not classes of the dataset"):
+        read_labelled_texts(wrong, classes)
+    unlabelled = tmp_path / "unlabelled.csv"
+    pd.DataFrame({"text": ["a"], "label": [""]}).to_csv(unlabelled, index=False)
+    with pytest.raises(GleeError, match="no labelled row to add"):
+        read_labelled_texts(unlabelled, classes)
