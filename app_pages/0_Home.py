@@ -53,6 +53,8 @@ elif dataset is not None:
         st.caption(f"{studio_ui.md(estimate['left_out'])}.")
         studio_ui.label_words_button("home-label-words")
 
+studio_ui.added_panel(dataset)  # pool texts labelled on the Data page: what they did
+
 # After a compare: which head to use on this dataset, and the next step
 runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone
 if not runs:  # a label budget measured before any compare still says what the tail needs

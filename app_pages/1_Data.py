@@ -517,6 +517,7 @@ def budget_section() -> None:
 
 
 budget_section()
+studio_ui.unlabelled_texts_section(dataset)
 
 
 def adapt_section() -> None:

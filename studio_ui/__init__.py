@@ -11,6 +11,7 @@ calls ``studio_ui.launch(...)``. In import order (each module imports only those
   ``glee_core.serve.workspaces``'), a turn on the machine, a job's progress bar.
 - ``widgets``: the pickers the pages share.
 - ``recommendation``: the answer a compare ends on, and its next steps as one click each.
+- ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
 - ``navigation``: the pages, the sidebar and its workspace panel.
 
 Pages reach the engine only through ``glee_core.studio`` (``tests/test_layers.py``).
@@ -61,6 +62,7 @@ from .jobs import (
     launch_adapt,
     machine_turn,
 )
+from .labelling import added_panel, unlabelled_texts_section
 from .navigation import (
     APP_PAGES,
     LABEL_WORDS_BUTTON,

@@ -117,7 +117,8 @@ def _remember_choice(options: DataOptions) -> None:
                                      "keep_rare": options.keep_rare,
                                      "exclude": options.exclude,
                                      "template": options.template,
-                                     "verbalizer": options.verbalizer})
+                                     "verbalizer": options.verbalizer,
+                                     "add": options.add})
         except OSError:  # a read-only folder: the choice lasts the session
             pass
 
@@ -147,6 +148,9 @@ def _remembered_choice() -> DataOptions | None:
     template = saved.get("template")
     if found is not None and isinstance(template, str):
         found = replace(found, template=template)
+    add = saved.get("add")
+    if found is not None and isinstance(add, str) and Path(add).is_file():
+        found = replace(found, add=add)  # pool texts labelled on the Data page
     return found
 
 
@@ -208,10 +212,12 @@ def current_dataset():
 
 def current_dataset_id() -> str:
     """The id the current dataset's runs carry: the choice's, or where the choice makes a
-    variant (rare classes kept, flagged rows left out, its own label words or template), the
+    variant (rare classes kept, flagged rows left out, its own label words or template, pool
+    texts labelled and added), the
     loaded dataset's (``demo+rare``, ``...+prompt-<digest>``) when it loads."""
     choice = current_choice()
-    if not (choice.keep_rare or choice.exclude or choice.template or choice.verbalizer):
+    if not (choice.keep_rare or choice.exclude or choice.template or choice.verbalizer
+            or choice.add):
         return choice.dataset
     try:
         return load_options(choice).id

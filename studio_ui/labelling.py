@@ -1,0 +1,302 @@
+"""The Data page's unlabelled texts: a pool kept beside the data, the texts to label next
+(``glee_core.train.suggest``), labelling them here (every answer saved as it is given:
+``glee_core.runs.labelling``), and adding them to the data as a ``+added-`` variant."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from glee_core.studio import (
+    NONE_OF_THESE,
+    QUERY_STRATEGIES,
+    SKIPPED,
+    GleeError,
+    LabellingSession,
+    LimitReached,
+    disk_message,
+    slug,
+    spreadsheet_csv,
+    write_atomic,
+)
+
+from .access import policy, workspace
+from .choice import choose_dataset, current_choice, current_model, load_options
+from .jobs import machine_turn
+from .stores import quick_compare_runs, store
+from .text import md
+
+POOL_MB = 50  # a pool file the uploader takes (the public mode's upload limit is smaller)
+SHOWN = 20  # unanswered suggestions shown at once (each is a row of buttons)
+
+
+def kept_pools() -> list[Path]:
+    """The pools kept in this session's store, newest first."""
+    folder = store().labelling_dir
+    return sorted((p for p in folder.glob("*.pool.*") if p.suffix in (".csv", ".tsv", ".txt")),
+                  key=lambda p: -p.stat().st_mtime) if folder.is_dir() else []
+
+
+def keep_pool(uploaded) -> Path | None:
+    """The uploaded pool checked (read whole: every row kept or one message) and kept in the
+    store (the visitor's workspace in public mode, within its limits); None after saying why
+    not."""
+    from glee_core.studio import read_pool  # noqa: PLC0415 (pandas)
+
+    rules = policy()
+    data = uploaded.getvalue()
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(uploaded.name).stem)[:40] or "pool"
+    suffix = ".txt" if uploaded.name.lower().endswith(".txt") else ".csv"
+    path = Path(f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}.pool{suffix}")
+    try:
+        if rules.public:
+            own = workspace(create=True)
+            own.check_upload(rules, len(data))
+        path = store().labelling_dir / path.name  # the workspace's store, once it is made
+        write_atomic(path, data)
+        try:
+            pool, notes = read_pool(path)
+        except GleeError:
+            path.unlink(missing_ok=True)
+            raise
+        if rules.public and len(pool) > rules.score_rows:
+            path.unlink(missing_ok=True)
+            raise LimitReached(f"This pool holds {len(pool):,} texts; a pool here may hold "
+                               f"{rules.score_rows:,}. Give a sample of it, or run Glee Studio "
+                               "on your own machine (python -m glee_core suggest).")
+    except GleeError as exc:
+        st.error(md(exc.naming(path, uploaded.name)))
+        return None
+    except OSError as exc:
+        st.error(f"The pool could not be kept: {md(disk_message(exc))}")
+        return None
+    for note in notes:
+        st.caption(md(note.replace(str(path), uploaded.name)))
+    return path
+
+
+def suggest_now(dataset, pool_path: Path, n: int, strategy: str) -> LabellingSession | None:
+    """Run ``suggest`` here (in public mode in turn with the training jobs), a bar on the
+    feature passes; the session written, keeping the answers already given to texts suggested
+    again. None after saying why not."""
+    from glee_core.studio import SuggestOptions, read_pool, suggest  # noqa: PLC0415 (torch)
+
+    model = current_model()
+    bar = st.progress(0.0, text="Scoring the pool ...")
+
+    def progress(event) -> None:
+        if getattr(event, "total", 0) and hasattr(event, "format"):
+            bar.progress(event.done / event.total,
+                         text=f"Encoding {event.format}: {event.done} of {event.total}")
+
+    try:
+        pool, _ = read_pool(pool_path)
+        with machine_turn(lambda: bar.progress(
+                0.0, text="Waiting for the machine: training jobs go first ...")):
+            found = suggest(dataset, pool, model, store(), SuggestOptions(
+                pool=str(pool_path), out="-", n=n, strategy=strategy), progress)
+    except GleeError as exc:
+        st.error(md(exc))
+        return None
+    except OSError as exc:
+        st.error(f"The suggestions could not be kept: {md(disk_message(exc))}")
+        return None
+    finally:
+        bar.empty()
+    path = LabellingSession.path_for(store(), dataset.id, str(pool_path))
+    before = LabellingSession.read(path)
+    rows = found.frame.drop(columns=["label", "strategy"]).to_dict("records")
+    answers = {} if before is None else {
+        key: label for key, label in before.answers.items()
+        if key in {str(int(r["pool_row"])) for r in rows}}
+    session = LabellingSession(dataset.id, str(pool_path), pool_path.name, found.strategy,
+                               found.run_id, rows, answers)
+    session.write(store())
+    for note in found.notes:
+        st.caption(md(note))
+    st.session_state["labelling-note"] = (
+        f"{len(rows)} suggested by `{found.strategy}` from the scores of `{found.run_id}`; "
+        f"{found.duplicates} of the pool's {found.pool_texts} texts left out as already in "
+        f"the data (exactly or nearly) ({found.seconds:.1f} s).")
+    return session
+
+
+def answer_rows(session: LabellingSession, dataset) -> None:
+    """The unanswered suggestions, grouped by predicted class, tail first (its rarest class
+    first): each with its text and one click for its class, another class, none of these or
+    skip; every answer is written at once."""
+    head, tail = dataset.head_tail()
+    counts = dataset.class_counts("train").to_dict()
+    order = sorted(dataset.classes, key=lambda c: (c not in tail, counts.get(c, 0), c))
+    pending = [r for r in session.rows if str(int(r["pool_row"])) not in session.answers]
+    pending.sort(key=lambda r: (order.index(r["predicted"]) if r["predicted"] in order
+                                else len(order), r["rank"]))
+
+    def keep(pool_row: int, label: str) -> None:
+        try:
+            session.answer(store(), pool_row, label, dataset.classes)
+        except OSError as exc:
+            st.session_state["labelling-error"] = disk_message(exc)
+
+    shown_class = None
+    for row in pending[:SHOWN]:
+        pool_row, predicted = int(row["pool_row"]), row["predicted"]
+        if predicted != shown_class:
+            shown_class = predicted
+            group = "tail" if predicted in tail else "head"
+            st.markdown(f"**Predicted {md(predicted)}** ({group}, {counts.get(predicted, 0)} "
+                        "training texts)")
+        with st.container(border=True):
+            st.markdown(md(str(row["text"])[:1000]))
+            yes, other, none, skip = st.columns([2, 3, 1.3, 1], vertical_alignment="center")
+            yes.button(f"{predicted} ({row['confidence']:.0%})", key=f"yes-{pool_row}",
+                       help="Yes: this text is of the predicted class", type="primary",
+                       on_click=keep, args=(pool_row, predicted))
+            other.selectbox("Another class", [c for c in dataset.classes if c != predicted],
+                            index=None, key=f"other-{pool_row}", placeholder="Another class …",
+                            label_visibility="collapsed",
+                            on_change=lambda r=pool_row: keep(
+                                r, st.session_state[f"other-{r}"]))
+            none.button("None of these", key=f"none-{pool_row}", on_click=keep,
+                        args=(pool_row, NONE_OF_THESE),
+                        help="It belongs to no class of this dataset: not added")
+            skip.button("Skip", key=f"skip-{pool_row}", on_click=keep, args=(pool_row, SKIPPED),
+                        help="Not now: never added, asked again after a new suggestion")
+    if len(pending) > SHOWN:
+        st.caption(f"{len(pending) - SHOWN} more after these.")
+
+
+def add_to_data(session: LabellingSession) -> None:
+    """Write the labelled texts beside the session and choose the dataset with them added (a
+    ``+added-`` variant: Home's compare then offers itself on it)."""
+    frame = session.labelled()
+    path = store().labelling_dir / (f"{slug(session.dataset)}-{Path(session.pool).stem}"
+                                    f"-labelled-{session.to_add}.csv")
+    try:
+        if policy().public:
+            workspace(create=True).check_disk(policy(), len(frame.to_csv(index=False)))
+        write_atomic(path, frame.to_csv(index=False))
+        choice = replace(current_choice(), add=str(path))
+        choice.load()  # its errors said before it is chosen
+    except GleeError as exc:
+        st.error(f"Not added: {md(exc)}")
+        return
+    except OSError as exc:
+        st.error(f"Not added: {md(disk_message(exc))}")
+        return
+    choose_dataset(choice)
+    st.rerun()
+
+
+def unlabelled_texts_section(dataset) -> None:
+    """The section: keep a pool, suggest what to label, label, add."""
+    st.subheader("Unlabelled texts: what to label next")
+    st.caption("Give the texts you have not labelled (a CSV with a text column, or a .txt file "
+               "of one text a line): the recommended quick head scores them and a strategy "
+               "picks the ones to label next - by default those most likely to be of the "
+               "rarest classes, where a label pays most. Label them here; every answer is saved "
+               "at once. Then add them to the data: a new version of it (its id ends in "
+               "+added-…), which Home compares with the data as it was. The command line's "
+               "`python -m glee_core suggest` and `train --add` do the same.")
+    rules = policy()
+    if rules.read_only:
+        st.caption("Keeping texts writes files; it is switched off on this deployment "
+                   "(read-only).")
+        return
+    choice = current_choice()
+    if choice.add:
+        st.info(f"This dataset has pool texts you labelled added to its training split "
+                f"(`{md(Path(choice.add).name)}`). Home compares it with the data as it was.")
+        if st.button("Back to the data without them"):
+            choose_dataset(replace(choice, add=None))
+            st.rerun()
+        return
+    limit = max(1, -(-rules.upload_bytes // 2**20)) if rules.public else POOL_MB
+    uploaded = st.file_uploader(f"Unlabelled texts (CSV or TXT, up to {limit} MB)",
+                                type=["csv", "tsv", "txt"], key=f"pool-upload-{dataset.id}",
+                                max_upload_size=limit)
+    if uploaded is not None and st.session_state.get("pool-kept-id") != uploaded.file_id:
+        if (kept := keep_pool(uploaded)) is not None:
+            st.session_state["pool-kept-id"] = uploaded.file_id
+            st.session_state["pool"] = str(kept)
+    pools = kept_pools()
+    if not pools:
+        return
+    names = {str(p): re.sub(r"-[0-9a-f]{8}\.pool\.", ".", p.name) for p in pools}
+    chosen = st.session_state.get("pool")
+    pool = Path(st.selectbox("Pool", list(names), format_func=names.get,
+                             index=list(names).index(chosen) if chosen in names else 0))
+    left, middle, right = st.columns([1, 2, 2], vertical_alignment="bottom")
+    n = left.number_input("Texts to suggest", 5, 500, 20, 5)
+    strategy = middle.selectbox("Strategy", list(QUERY_STRATEGIES),
+                                format_func=lambda s: f"{s}: {QUERY_STRATEGIES[s].help}")
+    session_path = LabellingSession.path_for(store(), dataset.id, str(pool))
+    session = LabellingSession.read(session_path)
+    if right.button("Suggest texts to label" if session is None else "Suggest again",
+                    type="primary" if session is None else "secondary"):
+        session = suggest_now(dataset, pool, int(n), strategy) or session
+    if note := st.session_state.get("labelling-note"):
+        st.caption(md(note))
+    if session is None:
+        return
+    if error := st.session_state.pop("labelling-error", None):
+        st.error(f"An answer could not be saved: {md(error)}")
+    answered = len(session.answers)
+    st.caption(f"{answered} of {len(session.rows)} answered; {session.to_add} to add "
+               f"(strategy `{session.strategy}`, the head of `{session.run_id}`).")
+    answer_rows(session, dataset)
+    left, right = st.columns([1, 1])
+    left.download_button("Download the labelled texts (CSV)",
+                         spreadsheet_csv(session.labelled()),
+                         f"{slug(dataset.id)}-labelled.csv", "text/csv",
+                         help="suggest's CSV with its label column filled: "
+                              "python -m glee_core train --add FILE")
+    if session.to_add and right.button(f"Add the {session.to_add} labelled texts",
+                                       type="primary"):
+        add_to_data(session)
+
+
+def added_panel(dataset) -> None:
+    """Home, on a dataset with labelled pool texts added: per class, the texts added and the
+    F1 before and after (each dataset's recommended quick-mode head on the same test texts;
+    tail as the data was), once both have a quick compare."""
+    from glee_core.studio import before_after  # noqa: PLC0415 (numpy, pandas)
+
+    choice = current_choice()
+    if not choice.add or dataset is None:
+        return
+    try:
+        base = load_options(replace(choice, add=None))
+    except GleeError:
+        return
+    model = current_model()
+    st.subheader("What the labelled texts did")
+    before, after = quick_compare_runs(base.id, model), quick_compare_runs(dataset.id, model)
+    counts = base.class_counts("train").to_dict()
+    gained = {c: int(n) - counts.get(c, 0) for c, n in dataset.class_counts("train").items()}
+    added = {c: n for c, n in gained.items() if n}
+    st.caption(f"{sum(added.values())} labelled text(s) added: " + ", ".join(
+        f"{md(c)} +{n}" for c, n in sorted(added.items(), key=lambda kv: -kv[1])) + ".")
+    if not before or not after:
+        missing = "the data as it was" if not before else "the data with them"
+        st.caption(f"Run the quick compare on {missing} too: the gain per class shows here "
+                   "once both have one.")
+        return
+    result = before_after(before, after, counts, gained, base.head_tail()[1])
+    if result is None:
+        return
+    tail, macro = result.tail_f1, result.f1
+    st.markdown(f"Tail F1 **{tail[0]:.1f} → {tail[1]:.1f}** ({tail[1] - tail[0]:+.1f}), "
+                f"macro-F1 {macro[0]:.1f} → {macro[1]:.1f} ({macro[1] - macro[0]:+.1f}): "
+                f"`{result.method_before}` before, `{result.method_after}` after, each the "
+                "quick compare's recommendation, on the same test texts; one seed moves these "
+                "by a point or two (the seeds step says how much).")
+    frame = pd.DataFrame(result.rows).sort_values(["group", "added"], ascending=[False, False])
+    st.dataframe(frame, hide_index=True, column_config={
+        "F1 before": st.column_config.NumberColumn(format="%.1f"),
+        "F1 after": st.column_config.NumberColumn(format="%.1f")})

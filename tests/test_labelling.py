@@ -1,0 +1,124 @@
+"""Labelling in the app: a pool uploaded on the Data page, the texts to label next grouped by
+predicted class (tail first), every answer saved at once (a reload loses nothing), the
+labelled texts added as a +added- variant that Home compares with the data as it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from glee_core.data.datasets import load_dataset
+from glee_core.data.pool import NONE_OF_THESE
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.labelling import LabellingSession, before_after
+from glee_core.runs.store import RunStore
+from glee_core.train.experiment import run_experiments
+from tests.helpers.markdown import plain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def app(tmp_path, tiny_bert, monkeypatch):
+    for key in ("runs", "uploads", "data"):
+        monkeypatch.setenv(f"GLEE_{key.upper()}_DIR", str(tmp_path / key))
+
+    def make(page: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+        at.session_state["model"] = str(tiny_bert)
+        return at
+    return make
+
+
+def demo_pool() -> bytes:
+    """Texts none of the demo's splits hold: a few of its words, new sentences."""
+    demo = load_dataset("demo")
+    words = " ".join(demo.splits["train"]["text"].head(60)).split()
+    return ("text\n" + "".join(f"{' '.join(words[i:i + 6])} number {i}\n"
+                               for i in range(0, 300, 6))).encode()
+
+
+def button(at: AppTest, starts: str):
+    return next(b for b in at.button if b.label.startswith(starts))
+
+
+def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
+    at = app("app_pages/1_Data.py").run()
+    pool = next(u for u in at.file_uploader if u.label.startswith("Unlabelled texts"))
+    pool.upload("tickets.csv", demo_pool(), "text/csv").run()
+    assert not at.exception and not at.error
+    button(at, "Suggest texts to label").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("suggested by `rare`" in plain(c.value) for c in at.caption)
+    store = RunStore(tmp_path / "runs")
+    [path] = store.labelling_dir.glob("demo-*.json")
+    session = LabellingSession.read(path)
+    assert len(session.rows) == 20 and not session.answers
+    # grouped by predicted class, tail first: the first group shown is a tail class's
+    first = next(m.value for m in at.markdown if m.value.startswith("**Predicted "))
+    assert "(tail," in first
+    rows = [int(r["pool_row"]) for r in session.rows]
+    yes = next(b for b in at.button if b.key and b.key.startswith("yes-"))
+    yes.click().run()
+    answered = LabellingSession.read(path).answers  # on disk at once
+    assert len(answered) == 1
+    first_row = next(iter(answered))
+    other_row = next(r for r in rows if str(r) != first_row)
+    other = at.selectbox(key=f"other-{other_row}")
+    other.set_value(other.options[0]).run()
+    pending = [r for r in rows if str(r) not in LabellingSession.read(path).answers]
+    next(b for b in at.button if b.key == f"none-{pending[0]}").click().run()
+    next(b for b in at.button if b.key == f"skip-{pending[1]}").click().run()
+    answers = LabellingSession.read(path).answers
+    assert len(answers) == 4 and NONE_OF_THESE in answers.values()
+    reloaded = app("app_pages/1_Data.py").run()  # a reload: every answer is still there
+    assert any("4 of 20 answered; 2 to add" in plain(c.value) for c in reloaded.caption)
+    button(reloaded, "Add the 2 labelled texts").click().run()
+    assert not reloaded.exception and not reloaded.error
+    chosen = reloaded.session_state["dataset"]
+    assert chosen.add and chosen.load().id.startswith("demo+added-2-")
+    home = app("app.py").run()  # remembered across a reload; Home offers its compare
+    assert home.session_state["dataset"].add == chosen.add
+    assert any(plain(b.label).startswith("Quick compare on demo+added-2-")
+               for b in home.button)
+    assert any("2 labelled text(s) added" in plain(c.value) for c in home.caption)
+    assert any("Run the quick compare on the data with them too" in plain(c.value)
+               for c in home.caption)
+    config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
+    for data in (load_dataset("demo"), chosen.load()):  # both compared: the gain shows
+        run_experiments(data, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
+    home = app("app.py").run()
+    assert not home.exception
+    assert any(plain(m.value).startswith("Tail F1 ") and "→" in m.value for m in home.markdown)
+    table = next(d.value for d in home.dataframe if "added" in d.value.columns)
+    assert table["added"].sum() == 2 and list(table["group"])[0] == "tail"
+
+
+def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_path):
+    """Home's table after labelled texts were added: per class, the texts added and the F1 of
+    each dataset's recommended head on the same test split, tail by the data as it was."""
+    base = load_dataset("demo")
+    pool = pd.DataFrame({"text": [f"a new text {i}" for i in range(4)], "text_b": "",
+                         "label": [base.classes.index(base.head_tail()[1][0])] * 4})
+    labelled = tmp_path / "labelled.csv"
+    pool.assign(label=[base.classes[c] for c in pool["label"]])[["text", "label"]].to_csv(
+        labelled, index=False)
+    added = load_dataset("demo", add=labelled)
+    store = RunStore(tmp_path / "runs")
+    config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
+    before = run_experiments(base, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
+    after = run_experiments(added, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
+    counts = base.class_counts("train").to_dict()
+    gained = {c: n - counts.get(c, 0) for c, n in added.class_counts("train").items()}
+    result = before_after(before, after, counts, gained, base.head_tail()[1])
+    tail_class = base.head_tail()[1][0]
+    row = next(r for r in result.rows if r["class"] == tail_class)
+    assert row["added"] == 4 and row["group"] == "tail"
+    assert row["F1 before"] == pytest.approx(100 * before[0].metrics.per_class[tail_class].f1,
+                                             abs=0.06)
+    assert json.dumps(result.tail_f1)  # two numbers
