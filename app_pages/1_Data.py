@@ -26,6 +26,7 @@ from glee_core.studio import (
     DataOptions,
     GleeError,
     HealthOptions,
+    LabellingSession,
     LimitReached,
     adapted_backbones,
     adapted_folder_name,
@@ -431,7 +432,8 @@ def health_section() -> None:
         estimate = studio_ui.report_estimate(dataset, "health", HealthOptions(out=str(folder)))
         if st.button(("Check again" if done else "Check the data's health")
                      + f" ({estimate['text']})", type="secondary" if done else "primary",
-                     help=f"Estimated from {estimate['basis']}."):
+                     help=f"Estimated from {estimate['basis']}.",
+                     key="health-check"):  # its estimate moves: the key keeps the click
             check_health(model, estimate)
             folder = health_folder(model)
             done = (folder / HEALTH_FILE).is_file()
@@ -476,7 +478,15 @@ def show_budget(folder) -> None:
         st.info(line)
     st.altair_chart(chart_label_budget(budget), width="content")
     header, rows = report.table()
-    st.dataframe(pd.DataFrame(rows, columns=header), hide_index=True)
+    table = pd.DataFrame(rows, columns=header)
+    session = LabellingSession.latest(studio_ui.store(), dataset.id)
+    if session is not None and session.pool_classes:  # what the unlabelled texts may give
+        likely = session.likely()
+        table["likely in the pool"] = [likely.get(c, "") for c in table["class"]]
+        st.caption(f"Likely in the pool: of `{studio_ui.md(session.pool_name)}`'s texts, those "
+                   "the head predicts as the class, times its precision for that class on dev "
+                   "(Unlabelled texts, below).")
+    st.dataframe(table, hide_index=True)
     st.download_button("Download the label budget (CSV)",
                        spreadsheet_csv(pd.read_csv(folder / BUDGET_CSV, keep_default_na=False)),
                        f"{slug(dataset.id)}-{BUDGET_CSV}", "text/csv")
@@ -505,7 +515,7 @@ def budget_section() -> None:
         estimate = studio_ui.report_estimate(dataset, "budget", options)
         if right.button(("Measure again" if done else "Measure the label budget")
                         + f" (head: {method}, {estimate['text']})",
-                        type="secondary" if done else "primary",
+                        type="secondary" if done else "primary", key="budget-measure",
                         help="The head is the quick compare's recommended one when there is "
                              "one (Home), else " + default_of(BudgetOptions, "method")
                              + f". Estimated from {estimate['basis']}."):

@@ -124,7 +124,8 @@ def main() -> None:
                 else:
                     page.get_by_text("Label words").first.click()
                     if kind == "template":
-                        box = page.get_by_label("Template")
+                        box = page.get_by_label("Template", exact=True).and_(
+                            page.get_by_test_id("stTextInputField"))
                         box.fill(payload)
                         box.press("Enter")
                     else:

@@ -420,6 +420,12 @@ def _cmd_suggest(args) -> int:
     write_atomic(out, spreadsheet_csv(found.frame))
     for note in found.notes:
         print(f"note: {note}", file=sys.stderr)
+    tail = set(dataset.head_tail()[1])
+    likely = [f"{row['class']} ~{row['likely']}" for row in found.pool_classes
+              if row["class"] in tail and row["likely"]]
+    if likely:
+        print("the pool likely holds, of the tail classes (predicted x the head's precision on "
+              "dev): " + ", ".join(likely), file=sys.stderr)
     print(f"wrote {len(found.frame)} suggestion(s) to {out} ({found.strategy}; the pool's "
           f"{found.pool_texts} texts, {found.duplicates} left out as already labelled); fill its "
           f"label column, then: python -m glee_core train --dataset {args.dataset} --add {out}",

@@ -115,7 +115,7 @@ def suggest_now(dataset, pool_path: Path, n: int, strategy: str) -> LabellingSes
         key: label for key, label in before.answers.items()
         if key in {str(int(r["pool_row"])) for r in rows}}
     session = LabellingSession(dataset.id, str(pool_path), pool_path.name, found.strategy,
-                               found.run_id, rows, answers)
+                               found.run_id, rows, answers, pool_classes=found.pool_classes)
     session.write(store())
     for note in found.notes:
         st.caption(md(note))

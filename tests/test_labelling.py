@@ -59,9 +59,18 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     [path] = store.labelling_dir.glob("demo-*.json")
     session = LabellingSession.read(path)
     assert len(session.rows) == 20 and not session.answers
+    # the label budget knows the pool: each class's likely texts in it
+    assert {row["class"] for row in session.pool_classes} == set(load_dataset("demo").classes)
+    assert sum(row["predicted"] for row in session.pool_classes) == 50
+    assert all(text.startswith(("~", "0 predicted")) or "predicted" in text
+               for text in session.likely().values())
     # grouped by predicted class, tail first: the first group shown is a tail class's
     first = next(m.value for m in at.markdown if m.value.startswith("**Predicted "))
     assert "(tail," in first
+    button(at, "Measure the label budget").click().run()
+    assert not at.error, [e.value for e in at.error]
+    budget = next(d.value for d in at.dataframe if "at 2x (80% interval)" in d.value.columns)
+    assert budget["likely in the pool"].str.contains("predicted").all()
     rows = [int(r["pool_row"]) for r in session.rows]
     yes = next(b for b in at.button if b.key and b.key.startswith("yes-"))
     yes.click().run()

@@ -48,6 +48,7 @@ class LabellingSession:
     rows: list[dict]
     answers: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    pool_classes: list[dict] = field(default_factory=list)  # suggest's likely_in_pool
 
     @staticmethod
     def path_for(store: RunStore, dataset: str, pool: str) -> Path:
@@ -62,7 +63,8 @@ class LabellingSession:
             values = json.loads(path.read_text(encoding="utf-8"))
             session = cls(**{k: values[k] for k in (
                 "dataset", "pool", "pool_name", "strategy", "run_id", "rows")},
-                answers=dict(values.get("answers") or {}), created=values.get("created", ""))
+                answers=dict(values.get("answers") or {}), created=values.get("created", ""),
+                pool_classes=list(values.get("pool_classes") or []))
             if not all(isinstance(r, dict) and {"pool_row", "text"} <= set(r)
                        for r in session.rows):
                 raise ValueError("rows")
@@ -93,6 +95,23 @@ class LabellingSession:
         frame["label"] = [self.answers.get(str(int(r)), "") for r in frame["pool_row"]]
         frame.loc[frame["label"] == SKIPPED, "label"] = ""
         return frame
+
+    def likely(self) -> dict[str, str]:
+        """For the label budget's table: each class's texts the pool likely holds, in words."""
+        return {row["class"]: (f"~{row['likely']} ({row['predicted']} predicted, "
+                               f"{row['dev_precision']:.0%} precise on dev)"
+                               if row.get("likely") is not None else
+                               f"{row['predicted']} predicted (precision on dev unknown)")
+                for row in self.pool_classes if isinstance(row, dict) and "class" in row}
+
+    @staticmethod
+    def latest(store: RunStore, dataset: str) -> LabellingSession | None:
+        """The dataset's newest labelling session in ``store``, or None."""
+        paths = sorted(store.labelling_dir.glob(f"{slug(dataset)}-*.json"),
+                       key=lambda p: p.stat().st_mtime) if store.labelling_dir.is_dir() else []
+        found = [s for p in reversed(paths) if (s := LabellingSession.read(p)) is not None
+                 and s.dataset == dataset]
+        return found[0] if found else None
 
     @property
     def to_add(self) -> int:

@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_PROBE",
     "NEAR_DUPLICATE",
     "Suggestions",
+    "likely_in_pool",
     "near_duplicates",
     "pool_features",
     "pool_probabilities",
@@ -71,6 +72,7 @@ class Suggestions:
     duplicates: int
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    pool_classes: list[dict] = field(default_factory=list)  # :func:`likely_in_pool`
 
     def summary(self) -> dict:
         return {"suggested": len(self.frame), "strategy": self.strategy, "run": self.run_id,
@@ -181,6 +183,24 @@ def pool_probabilities(run: Run, pool: pd.DataFrame, cache_dir: str | os.PathLik
     return torch.softmax(torch.from_numpy(logits), dim=1).numpy(), states
 
 
+def likely_in_pool(run: Run, probs: np.ndarray, classes: list[str]) -> list[dict]:
+    """For each class, the pool texts the head predicts as it and its precision on dev (from
+    the run's stored dev logits; None where dev has no prediction of it, or the run kept
+    none), and the texts of it the pool likely holds: predicted x precision."""
+    k = len(classes)
+    predicted = np.bincount(probs.argmax(1), minlength=k) if len(probs) else np.zeros(k, int)
+    data = run.calibration_data
+    precision = [None] * k
+    if data is not None and "dev_logits" in data:
+        dev_pred, dev_gold = data["dev_logits"].argmax(1), data["dev_labels"]
+        for c in range(k):
+            said = dev_pred == c
+            precision[c] = float((dev_gold[said] == c).mean()) if said.any() else None
+    return [{"class": name, "predicted": int(predicted[c]), "dev_precision": precision[c],
+             "likely": None if precision[c] is None else round(predicted[c] * precision[c])}
+            for c, name in enumerate(classes)]
+
+
 def suggest(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str, store: RunStore,
             options, progress: ProgressFn | None = None) -> Suggestions:
     """The ``options.n`` pool texts to label next by ``options.strategy`` (``SuggestOptions``:
@@ -226,5 +246,6 @@ def suggest(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str, store
         "confidence": np.round(probs[order].max(1), 4), "strategy": strategy,
         "rank": np.arange(1, len(order) + 1), "label": ""})
     return Suggestions(frame, strategy, run.run_id, len(pool), int(duplicate.sum()), notes,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started,
+                       likely_in_pool(run, probs[keep], dataset.classes))
 

@@ -1,0 +1,160 @@
+"""What to label next, backtested: a share of every class's training texts labelled, the rest a
+pool whose labels a simulated labeller gives back for the texts a strategy picks.
+
+    python bench/pool_backtest.py [--datasets demo,r8-1500,r52-lt] [--labelled 0.1,0.25]
+                                  [--budgets 50,100,200,400] [--seeds 1,2,3] [--work DIR]
+
+One feature pass of the offline MiniLM a dataset (mean pooling, cached in ``--work``). Per
+labelled share and seed: of every class, that share of its training texts (at least 2) is
+labelled, the rest is the pool. The classifier is the class-balanced probe (``probe-balanced``,
+the closed-form head the quick compare recommends most often on these sets; a whole compare a
+step would take hours); it scores the pool, a strategy of :mod:`glee_core.runs.query` picks the
+texts, their hidden labels join the labelled ones, and the probe is fitted again: once for the
+whole budget (``one shot``) and in rounds of 50 (fitted again between rounds). Printed, mean ±
+sample std over seeds: test macro-F1, tail F1 (the classes of the whole training split's tail)
+and the tail texts among those picked, for each strategy and budget, and for nothing added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.baselines import dataset_spec  # noqa: E402
+from glee_core.core.devices import resolve_device  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
+from glee_core.models.features import cached_features  # noqa: E402
+from glee_core.models.heads import probe_classifier  # noqa: E402
+from glee_core.runs.metrics import classification_metrics  # noqa: E402
+from glee_core.runs.query import resolve_strategy, select  # noqa: E402
+from glee_core.runs.tables import markdown_table  # noqa: E402
+
+STRATEGIES = ("random", "margin", "balanced", "rare")
+ROUND = 50
+
+
+def labelled_start(labels: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
+    """Of every class, ``share`` of its texts (at least 2, at most all): the labelled rows."""
+    rows = []
+    for c in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == c))
+        rows.extend(members[:min(len(members), max(2, round(share * len(members))))])
+    return np.sort(np.array(rows, dtype=np.int64))
+
+
+def probabilities(clf, features: np.ndarray, k: int) -> np.ndarray:
+    out = np.zeros((len(features), k))
+    out[:, clf.classes_] = clf.predict_proba(features)
+    return out
+
+
+class Backtest:
+    """One dataset's features, classes and tail, and the scores of a labelled set."""
+
+    def __init__(self, dataset, features):
+        self.train, self.test = features["train"], features["test"]
+        self.k = dataset.num_classes
+        self.classes = dataset.classes
+        self.head, self.tail = dataset.head_tail()
+        self.tail_ids = {dataset.classes.index(c) for c in self.tail}
+
+    def fit(self, rows: np.ndarray):
+        return probe_classifier(self.train.hidden[rows], self.train.labels[rows], True)
+
+    def score(self, clf) -> tuple[float, float]:
+        pred = clf.predict(self.test.hidden)
+        metrics = classification_metrics(self.test.labels, pred, self.classes, self.head,
+                                         self.tail)
+        return 100 * metrics["f1"], 100 * metrics["tail_f1"]
+
+    def run(self, start: np.ndarray, strategy: str, budget: int, rounds: bool,
+            seed: int) -> tuple[float, float, int]:
+        """(macro-F1, tail F1, tail texts picked) after ``budget`` pool texts are labelled."""
+        labelled = start.copy()
+        step = ROUND if rounds else budget
+        while len(labelled) - len(start) < budget:
+            pool = np.setdiff1d(np.arange(len(self.train)), labelled)
+            if not len(pool):
+                break
+            clf = self.fit(labelled)
+            counts = np.bincount(self.train.labels[labelled], minlength=self.k)
+            take = min(step, budget - (len(labelled) - len(start)))
+            picked = pool[select(strategy, probabilities(clf, self.train.hidden[pool], self.k),
+                                 counts, take, seed)]
+            labelled = np.concatenate([labelled, picked])
+        added = np.setdiff1d(labelled, start)
+        tail_found = int(np.isin(self.train.labels[added], list(self.tail_ids)).sum())
+        return (*self.score(self.fit(labelled)), tail_found)
+
+
+def mean_std(values: list[float]) -> str:
+    values = np.array(values, dtype=float)
+    spread = f" ± {values.std(ddof=1):.1f}" if len(values) > 1 else ""
+    return f"{values.mean():.1f}{spread}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="demo,r8-1500,r52-lt")
+    parser.add_argument("--labelled", default="0.1,0.25")
+    parser.add_argument("--budgets", default="50,100,200,400")
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--model", default="auto")
+    parser.add_argument("--data-dir", default=os.environ.get(
+        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-pool"))
+    args = parser.parse_args(argv)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    backbone, device = load_backbone(args.model), resolve_device("cpu")
+    pooling = trained_pooling(args.model) or "mean"
+    seeds = [int(s) for s in args.seeds.split(",")]
+    budgets = [int(b) for b in args.budgets.split(",")]
+    header = ["dataset", "labelled", "added", "strategy", "macro-F1", "tail F1",
+              "tail texts found"]
+    rows = []
+    started = time.perf_counter()
+    for name in args.datasets.split(","):
+        dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
+        features = cached_features(dataset, backbone, "plain", dataset.max_length,
+                                   work / "features", device, pooling=pooling)
+        bench = Backtest(dataset, features)
+        auto = resolve_strategy("auto", bool(bench.tail))
+        for share in (float(s) for s in args.labelled.split(",")):
+            starts = {seed: labelled_start(bench.train.labels, share,
+                                           np.random.default_rng(seed)) for seed in seeds}
+            pool = len(bench.train) - np.mean([len(s) for s in starts.values()])
+            nothing = [bench.score(bench.fit(starts[seed])) for seed in seeds]
+            rows.append([name, f"{share:.0%} ({np.mean([len(s) for s in starts.values()]):.0f};"
+                               f" pool {pool:.0f})", "nothing", "-",
+                         mean_std([f for f, _ in nothing]), mean_std([t for _, t in nothing]),
+                         "-"])
+            for budget in budgets:
+                for rounds in (False, True):
+                    for strategy in STRATEGIES:
+                        results = [bench.run(starts[seed], strategy, budget, rounds, seed)
+                                   for seed in seeds]
+                        label = strategy + (" = auto" if strategy == auto else "")
+                        rows.append([name, f"{share:.0%}",
+                                     f"{budget}" + (f" in rounds of {ROUND}" if rounds else
+                                                    " at once"), label,
+                                     mean_std([r[0] for r in results]),
+                                     mean_std([r[1] for r in results]),
+                                     mean_std([r[2] for r in results])])
+                        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    print("\n".join(markdown_table(header, rows)))
+    print(f"\n{len(seeds)} seeds; {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
