@@ -153,6 +153,39 @@ def test_each_form_has_a_card_true_to_it(exported):
     assert 'OnnxClassifier("path/to/this/folder")' in onnx.text
 
 
+def test_every_line_of_each_card_is_true_of_its_folder(exported, tmp_path):
+    """A card names only files its folder holds (an ONNX card promised `model.safetensors`, a
+    quick-mode hf card said the backbone was referenced by name), no exported file carries a
+    path of the machine that made it, every file has an ordinary mode, and the notes' code
+    spans render as code, not as backslashes."""
+    import re
+    import stat
+
+    runs, _, folders, _, _ = exported
+    quick = next(i for i, r in enumerate(runs) if r.record.mode == "frozen")
+    for form, expected in (("hf", "model.safetensors"), ("onnx", "model.onnx")):
+        for folder in (folders[form][0], folders[form][quick]):
+            card = (folder / "README.md").read_text()
+            named = set(re.findall(r"`([\w.-]+\.(?:safetensors|onnx|json|py))`", card))
+            assert expected in named and named <= {p.name for p in folder.iterdir()}, (
+                form, named)
+            assert "referenced by name" not in card
+    lora = next(r for r in runs if r.record.mode == "lora")
+    peft_card = (export_run(lora, tmp_path / "adapter", form="peft") / "README.md").read_text()
+    assert "loaded by name" in peft_card and "glee_head.safetensors" in peft_card
+    for folder in [*folders["hf"][:2], *folders["onnx"][:2], tmp_path / "adapter"]:
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert stat.S_IMODE(path.stat().st_mode) & 0o044, path  # readable by others
+                if path.suffix == ".json":  # no folder of the exporting machine
+                    assert not re.search(r'name_or_path": "/', path.read_text()), path
+    noted = next((f for f in folders["hf"] if "### Notes" in (f / "README.md").read_text()),
+                 None)
+    if noted is not None:
+        notes = (noted / "README.md").read_text().split("### Notes", 1)[1]
+        assert "\\`" not in notes
+
+
 def test_a_lora_run_leaves_as_a_peft_adapter_that_peft_loads(exported, tiny_bert, tmp_path):
     runs, texts, _, expected, _ = exported
     run = next(r for r in runs if r.record.mode == "lora" and r.method == "cls-relu-pt-ln")

@@ -60,6 +60,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "export_zip",
     "load_classifier",
     "model_card",
+    "note_text",
     "onnx_folder",
     "push_to_hub",
     "staged",
@@ -130,12 +131,38 @@ def staged(out: Path):
     tmp.chmod(0o777 & ~_umask())  # an ordinary folder's mode (mkdtemp makes it 0700)
     try:
         yield tmp
+        _leaves_the_machine(tmp)
         if out.is_dir() and not out.is_symlink():
             out.rmdir()  # an empty folder the user made; OSError if something came into it
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _leaves_the_machine(folder: Path) -> None:
+    """An exported folder as it goes elsewhere: no path of this machine in its configs
+    (transformers writes the backbone's local folder as ``_name_or_path``), and every file
+    with an ordinary mode (safetensors and some savers write 0600)."""
+    mode = 0o666 & ~_umask()
+    for path in folder.rglob("*"):
+        if path.is_file():
+            path.chmod(mode)
+        if path.name in ("config.json", "tokenizer_config.json", "adapter_config.json"):
+            try:
+                values = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            changed = False
+            for key in ("_name_or_path", "name_or_path", "base_model_name_or_path"):
+                value = values.get(key) if isinstance(values, dict) else None
+                if isinstance(value, str) and (value.startswith(("/", "~", ".")) or
+                                               Path(value).exists() or "\\" in value):
+                    values[key] = ""  # a folder of this machine: nothing another could open
+                    changed = True
+            if changed:
+                path.write_text(json.dumps(values, indent=2, ensure_ascii=False) + "\n",
+                                encoding="utf-8")
 
 
 def _umask() -> int:
@@ -273,11 +300,39 @@ def text(value) -> str:
     return literal(value, html_too=True)
 
 
+def note_text(note: str) -> str:
+    """A run's note as the card shows it: the studio's own sentence, whose `code` spans stay
+    code (escaping their backticks showed literal backslashes), the words between them made
+    literal as :func:`text` does (a note may quote a class or dataset name)."""
+    parts = str(note).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: every part literal
+        return text(note)
+    return "".join(text(part) if i % 2 == 0 else
+                   "`" + part.replace("\n", " ") + "`" for i, part in enumerate(parts))
+
+
 # what each form's card declares: the library that loads it, and a pipeline only where
 # transformers' pipeline() opens the folder (the Hub shows a widget for it)
 CARD_META = {"glee": {"library_name": "glee-studio"},
              "hf": {"library_name": "transformers", "pipeline_tag": "text-classification"},
              "onnx": {"library_name": "onnx"}, "peft": {"library_name": "peft"}}
+
+
+def _weights_line(form: str, record, include_backbone: bool, quantized: bool) -> str:
+    """Where the folder of ``form`` keeps the backbone's weights: what its files hold."""
+    if form == "hf":
+        return "every weight, the backbone's and the head's, in this folder's `model.safetensors`"
+    if form == "onnx":
+        return ("every weight in this folder's `model.onnx`"
+                + (" (and, quantized, `model.int8.onnx`)" if quantized else ""))
+    if form == "peft":
+        return (f"the pretrained `{record.model.name}` loaded by name (peft adds this folder's "
+                "adapter; the head's weights are in `glee_head.safetensors`)")
+    if include_backbone:
+        return "weights included in `backbone/`"
+    if record.hyperparameters.tuning.keeps_backbone:
+        return "referenced by name (load it where the same backbone is available)"
+    return "fine-tuned weights in `model.safetensors`"
 
 
 def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kind: str = "",
@@ -363,13 +418,10 @@ def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kin
         f"- Template: {text(data.template)}",
         f"- Backbone: `{model.name}` (fingerprint `{model.fingerprint}`), MLM head pretrained: "
         f"{'yes' if model.mlm_head_pretrained else 'no'}; "
-        + ("weights included in `backbone/`" if include_backbone else
-           "referenced by name (load it where the same backbone is available)"
-           if record.hyperparameters.tuning.keeps_backbone
-           else "fine-tuned weights in `model.safetensors`"),
+        + _weights_line(form, record, include_backbone, bool(quantized)),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
         "", "### Training class counts (head to tail)", "",
         ", ".join(f"{text(name)} {counts[name]}" for name in data.order)]
     if record.notes:
-        lines += ["", "### Notes", "", *[f"- {text(note)}" for note in record.notes]]
+        lines += ["", "### Notes", "", *[f"- {note_text(note)}" for note in record.notes]]
     return "\n".join(lines) + "\n"
