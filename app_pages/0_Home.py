@@ -3,7 +3,14 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.studio import METHODS, TrainConfig, TrainRequest, method_label, ranked
+from glee_core.studio import (
+    METHODS,
+    TrainConfig,
+    TrainRequest,
+    method_label,
+    ranked,
+    recommend,
+)
 
 studio_ui.sidebar()
 
@@ -81,7 +88,10 @@ if runs:
             st.caption("Ranked by " + ("cross-validation on train + dev" if by_cv else "dev")
                        + ", never by test. The Results page has every setting side by side.")
 
-studio_ui.backbone_notice(model)
+leading = []  # the recommendation's first heads: the backbone's sentence must be true of them
+if runs and (shown_rec := recommend(runs)) is not None:
+    leading = [shown_rec.chosen.method, *[p.method for p in shown_rec.contenders[1:2]]]
+studio_ui.backbone_notice(model, leading=leading)
 
 with st.expander("What Glee Studio compares, and why"):
     st.markdown(

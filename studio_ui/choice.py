@@ -230,10 +230,13 @@ def current_model() -> str:
 
 
 def backbone_notice(model: str, methods: list[str] | None = None,
-                    mlm_head_pretrained: bool | None = None, full: bool = False) -> None:
+                    mlm_head_pretrained: bool | None = None, full: bool = False,
+                    leading: list[str] | None = None) -> None:
     """Say plainly when the MLM head the prompt / pt. LN methods rely on is untrained (known from
     a run's record, or, before any run, for the offline default backbone), where it matters: in
-    one sentence where the user chooses, in ``full`` where the paper's effect is shown."""
+    one sentence where the user chooses, in ``full`` where the paper's effect is shown;
+    ``leading``: the heads a recommendation beside it ranks first (the sentence is true of
+    them)."""
     untrained = (not mlm_head_pretrained if mlm_head_pretrained is not None
                  else model == environment.AUTO_MODEL)
     relevant = [m for m in (methods or METHODS) if m in METHODS and METHODS[m].uses_mlm_head]
@@ -241,7 +244,7 @@ def backbone_notice(model: str, methods: list[str] | None = None,
         if full:
             st.warning(untrained_head_note(model, relevant), icon=":material/warning:")
         else:
-            st.caption(untrained_head_line(model, relevant))
+            st.caption(untrained_head_line(model, relevant, leading))
     adapted = adapted_record(model)
     if adapted:
         st.info(adapted_line(adapted), icon=":material/model_training:")

@@ -73,10 +73,21 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
             "under it (`--mode ptuning2`, `lora` or `finetune`) did (README, \"How to tune\").")
 
 
-def untrained_head_line(model: str, methods: list[str]) -> str:
+def untrained_head_line(model: str, methods: list[str], leading: list[str] | None = None
+                        ) -> str:
     """The same fact in one plain sentence, for the places where a user chooses (Home, Train):
-    what it means for their choice."""
+    what it means for their choice. ``leading``: the heads a recommendation shown beside it
+    ranks first (the chosen one, the runner-up): where one of them reads the MLM head, the
+    sentence says so instead of saying those heads trail."""
     listed = first_few([f"`{m}`" for m in methods], 4)
+    among = [m for m in leading or [] if m in methods]
+    if among:
+        return (f"`{model}` has no pretrained MLM head, so the heads that read it ({listed}) "
+                "start with its transform untrained; here "
+                + first_few([f"`{m}`" for m in among], 2)
+                + " still rank" + ("s" if len(among) == 1 else "") + " first, the transform "
+                "trained from scratch on your data. The paper's prompt-tuning advantage needs a "
+                "pretrained head: use `bert-base-uncased` to see it (the Paper page says more).")
     return (f"`{model}` has no pretrained MLM head, so the prompt-style heads ({listed}) start "
             "half-untrained and trail here: a fact of this backbone, not of your data. The "
             "choice among the other heads is unaffected; to see the paper's effect, use "
