@@ -264,3 +264,20 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert
         estimate(rate_searched=True)["basis"]
     with pytest.raises(ValueError, match="another mode than --mode frozen"):
         TrainConfig(mode="frozen", heads="best")
+
+
+def test_the_bar_shows_the_dev_score_of_the_trial_it_names():
+    """During trial 2/4 of the rate search the bar showed trial 1's dev F1 (newcomer, round
+    two, item 8): a new trial starts without one until it is evaluated."""
+    from glee_core.core.events import Evaluated, ProgressState, Searching
+
+    state = ProgressState()
+    state.apply(Searching(lr=1e-5, candidate=1, candidates=4, round=1, rounds=2))
+    state.apply(Evaluated(epoch=1, epochs=5, dev_f1=0.728, dev_acc=0.8, best_dev=0.728,
+                          select_metric="f1"))
+    assert state.dev_f1 == 0.728
+    state.apply(Searching(lr=5e-5, candidate=2, candidates=4, round=1, rounds=2))
+    assert state.dev_f1 is None and "0.728" not in state.describe()
+    state.apply(Evaluated(epoch=1, epochs=5, dev_f1=0.61, dev_acc=0.7, best_dev=0.61,
+                          select_metric="f1"))
+    assert state.dev_f1 == 0.61

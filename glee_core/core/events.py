@@ -299,6 +299,8 @@ class ProgressState:
             self.encoded = ENCODING_SHARE * (event.part - 1 + event.done / max(event.total, 1)) \
                 / max(event.parts, 1)
         elif isinstance(event, Searching):
+            if not event.chosen:  # another trial: the last one's dev score is not its own
+                self.dev_f1 = self.dev_acc = None
             self.search = (f"lr {event.lr:g} chosen on dev" if event.chosen else
                            f"race {event.candidate}/{event.candidates} ({event.head}, lr "
                            f"{event.lr:g}), round {event.round}/{event.rounds}" if event.head
