@@ -39,6 +39,7 @@ from glee_core.studio import (
     slug,
     spreadsheet_csv,
     table_of,
+    twin_notes,
 )
 
 studio_ui.sidebar()
@@ -181,6 +182,8 @@ with ours:
                f"the per-class F1 of the head / tail classes; Many/Medium/Few F1 those of the "
                f"classes with > 100, 20-100, < 20 training examples (– where there is none). "
                f"{runs[0].record.dataset.head_tail_caption}.")
+    for note in twin_notes(runs):
+        st.caption(f"{note}.")
     st.download_button("Download table (CSV)",
                        comparison_csv(table),
                        file_name=f"results-{slug(runs[0].dataset)}.csv", mime="text/csv")

@@ -274,12 +274,13 @@ def _result_table(runs) -> str:
     """A launch's runs for a person: the compare table of each setting (percent, mean ± std over
     seeds, the chosen head marked), then the recommendation over them, in plain text."""
     from .runs.recommend import recommend, recommendation_text
-    from .runs.tables import aggregate, comparison_table, to_markdown
+    from .runs.tables import aggregate, comparison_table, to_markdown, twin_notes
 
     text = to_markdown(comparison_table(aggregate(runs)))
+    text += "".join(f"\nnote: {re.sub('`', '', note)}." for note in twin_notes(runs))
     rec = recommend(runs)
     if rec is not None:
-        text += "\n" + re.sub(r"\*\*|`", "", recommendation_text(rec)) + "\n"
+        text += "\n\n" + re.sub(r"\*\*|`", "", recommendation_text(rec)) + "\n"
     return text
 
 
@@ -529,13 +530,13 @@ def _stored_runs(store, dataset: str | None) -> list:
 
 def _cmd_compare(args) -> int:
     from .runs.store import RunStore
-    from .runs.tables import aggregate, comparison_csv, comparison_table, to_markdown
+    from .runs.tables import aggregate, comparison_csv, comparison_table
 
     store = RunStore(args.runs_dir)
     runs = _stored_runs(store, args.dataset)
     table = comparison_table(aggregate(runs))
-    if args.format == "md":
-        print(to_markdown(table))
+    if args.format == "md":  # the tables, then the one pick over every setting, as train prints
+        print(_result_table(runs))
     elif args.format == "csv":
         print(comparison_csv(table), end="")
     else:

@@ -88,6 +88,12 @@ def test_compare_format_md_and_csv(capsys, tiny_bert, tmp_path):
     code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path, "--format", "csv")
     assert out.splitlines()[0].startswith("dataset,setting,method,paper row,seeds,Dev,CV,Acc,F1")
     assert out.splitlines()[0].endswith(",selection,best")  # the head chosen on dev
+    # a quick compare of two poolings and twin heads: one pick over both, the twins said
+    run_cli(capsys, "train", "--dataset", "demo", "--method", "prompt,prompt-ed,cls-relu",
+            "--mode", "frozen", "--epochs", "1", "--model", tiny_bert, "--runs-dir", tmp_path)
+    code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path)
+    assert code == 0 and out.count("Use ") == 1  # the overall pick, once
+    assert "note: prompt-ed and prompt are one model here" in " ".join(out.split())
 
 
 BAD_INPUTS = [

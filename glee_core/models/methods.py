@@ -21,7 +21,7 @@ new one.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from ..core.errors import GleeError
 from .modes import TuningMode, get_mode
@@ -79,6 +79,18 @@ class MethodSpec:
         """Can the method train in ``mode``? A closed-form probe or a classifier re-trained on
         frozen features (cRT) needs the cached features; the rest train either way."""
         return self.supports_frozen if mode.cached_features else self.supports_finetune
+
+    def twin_in(self, mode: TuningMode) -> str | None:
+        """The method this one is the same model as in ``mode``, or None: on a frozen backbone
+        every prompt head already trains its own copy of the label-word rows, which is all
+        "w/ ed." (``decoupled_embedding``) adds, so ``prompt-ed`` is ``prompt`` in quick mode
+        (the paper lists both: its table tunes the whole model)."""
+        if not (self.decoupled_embedding and mode.cached_features):
+            return None
+        plain = [m.id for m in METHODS.values() if m.id != self.id
+                 and replace(m, id=self.id, paper_row=self.paper_row,
+                             decoupled_embedding=True) == self]
+        return plain[0] if plain else None
 
     @property
     def label(self) -> str:

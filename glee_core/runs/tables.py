@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..core.errors import GleeError
 from ..models.methods import METHODS, registry_order
-from ..models.modes import MODE_LABELS, MODES
+from ..models.modes import MODE_LABELS, MODES, get_mode
 from .metrics import within_noise
 from .paper import NEAREST_REFERENCE, reference_results, reference_sources
 from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
@@ -41,6 +41,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "reference_note",
     "spreadsheet_csv",
     "to_markdown",
+    "twin_notes",
 ]
 
 if TYPE_CHECKING:
@@ -61,6 +62,22 @@ SELECTION_NOTE = ("Highlighted: the head chosen on dev (its best dev score, mean
                   "by cross-validation on train + dev where the quick compare made one (a small "
                   "dev split: the CV column), never on test; 'within noise': its score is within "
                   "the seeds' spread of the chosen one")
+
+
+def twin_notes(runs: list[Run]) -> list[str]:
+    """A sentence for each pair of methods that are one model in the setting they ran in
+    (:meth:`~glee_core.models.methods.MethodSpec.twin_in`: ``prompt-ed`` is ``prompt`` on a
+    frozen backbone), so two identical rows of a table are not read as two results."""
+    pairs = set()
+    for run in runs:
+        twin = run.record.method.twin_in(get_mode(run.record.mode))
+        if twin is not None:
+            pairs.add((run.method, twin, run.record.mode))
+    return [f"`{method}` and `{twin}` are one model here ({MODE_LABELS[mode]}): on a frozen "
+            "backbone every prompt head trains its own copy of the label-word rows, which is all "
+            "its decoupled embedding adds, so their rows are the same model and the same scores "
+            "(the paper's table lists both: it tunes the whole model)"
+            for method, twin, mode in sorted(pairs)]
 
 
 def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
