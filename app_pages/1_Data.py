@@ -295,6 +295,7 @@ per_class = st.slider("Rows per class", 1, 10, 3)
 train = dataset.splits["train"]
 sample = train.groupby("label", group_keys=False).head(per_class).copy()
 sample["class"] = [dataset.classes[i] for i in sample["label"]]
+sample["text"] = sample["text"].map(studio_ui.visible)  # a backspace drew as an empty box
 columns = ["class", "text"] + (["text_b"] if dataset.has_text_b else [])
 st.dataframe(sample.sort_values("label")[columns], hide_index=True)
 

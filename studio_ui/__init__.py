@@ -98,6 +98,7 @@ from .text import (
     duration,
     md,
     model_label,
+    visible,
 )
 from .widgets import (
     choose,

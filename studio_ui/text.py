@@ -15,6 +15,15 @@ def md(text) -> str:
     return literal(text)
 
 
+CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f)}
+
+
+def visible(text) -> str:
+    """A text with its control characters written out (``\\x08`` for a backspace), as a table
+    shows it: a font draws them as empty boxes. Tabs and line breaks stay."""
+    return str(text).translate(CONTROL)
+
+
 def model_label(name: str) -> str:
     """A backbone as a user reads it: ``auto`` with what it loads."""
     if name == environment.AUTO_MODEL:

@@ -427,3 +427,10 @@ def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(tiny_bert, t
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("error: stopped: at its own pace"), err[-3:]
     assert not list((tmp_path / "runs").rglob("config.json"))
+
+
+def test_control_characters_in_texts_are_written_out_in_tables():
+    """A backspace in a text drew as an empty box in the Data page's sample rows."""
+    from studio_ui.text import visible
+
+    assert visible("bingo\x08 fortune\tx\n") == "bingo\\x08 fortune\tx\n"
