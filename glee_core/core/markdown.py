@@ -12,6 +12,8 @@ import re
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "AUTOLINK",
+    "INLINE_SPECIAL",
+    "LINE_START",
     "MARKDOWN_SPECIAL",
     "literal",
 ]
