@@ -95,6 +95,8 @@ def suggest_now(dataset, pool_path: Path, n: int, strategy: str) -> LabellingSes
                          text=f"Encoding {event.format}: {event.done} of {event.total}")
 
     try:
+        if policy().public:  # its feature cache goes into the workspace: within its disk
+            workspace(create=True).check_disk(policy())
         pool, _ = read_pool(pool_path)
         with machine_turn(lambda: bar.progress(
                 0.0, text="Waiting for the machine: training jobs go first ...")):

@@ -136,3 +136,16 @@ def test_a_pool_with_labels_and_a_labelled_file_with_other_classes(tmp_path, toy
     pd.DataFrame({"text": ["a"], "label": [""]}).to_csv(unlabelled, index=False)
     with pytest.raises(GleeError, match="no labelled row to add"):
         read_labelled_texts(unlabelled, classes)
+
+
+def test_suggests_spreadsheet_cells_read_back_as_they_were(tmp_path, toy_csv):
+    """suggest writes its CSV for spreadsheets ('=... for a formula-looking text); train --add
+    reads the texts back as they were in the pool, not with the quote."""
+    from glee_core.runs.tables import spreadsheet_csv
+
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text(spreadsheet_csv(pd.DataFrame(
+        {"pool_row": [0, 1], "text": ["=1+1 sums", "'quoted' text"], "label": ["money", "food"]})))
+    assert "'=1+1 sums" in labelled.read_text()
+    added, _ = read_labelled_texts(labelled, load_dataset(f"csv:{toy_csv}").classes)
+    assert list(added["text"]) == ["=1+1 sums", "'quoted' text"]

@@ -27,6 +27,7 @@ MAX_COLUMNS = 1000  # a text classification file has a few; a header of thousand
 # row costs a delimiter byte a cell) beyond this slack.
 CELL_SLACK = 1_000_000
 DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
 ONE_COLUMN = "\x1f"  # the ASCII unit separator: no text holds it, so nothing splits a row
 
 
@@ -199,3 +200,11 @@ def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
         raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
                         f"columns are {columns}")
     return frame, text_col, text_b_column
+
+
+def as_written(text: str) -> str:
+    """A cell of a CSV this studio wrote for spreadsheets (``runs.tables.spreadsheet_csv``
+    gave a formula-looking cell a leading ``'``) as it was before: a file written by
+    ``suggest`` and read back by ``train --add`` keeps its texts."""
+    return text[1:] if text.startswith("'") and text[1:2] and text[1:].startswith(
+        FORMULA_START) else text

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import GleeError, first_few
-from .csvfile import LABEL_COLUMN_NAMES, MAX_CSV_BYTES, decode, read_texts_csv
+from .csvfile import LABEL_COLUMN_NAMES, MAX_CSV_BYTES, as_written, decode, read_texts_csv
 
 __all__ = [
     "ADDED",
@@ -92,8 +92,9 @@ def read_labelled_texts(path: str | os.PathLike, classes: list[str]
     if label_column is None:
         raise GleeError(f"{source}: no label column; fill the 'label' column of suggest's CSV "
                         "(a class name a row) and give it again")
-    labels = read[label_column].astype(str).str.strip()
-    texts = read[column].astype(str)
+    # suggest's CSV is written for spreadsheets ('=... for a formula-looking cell): read back
+    labels = read[label_column].astype(str).str.strip().map(as_written)
+    texts = read[column].astype(str).map(as_written)
     empty, none = labels == "", labels == NONE_OF_THESE
     index = {name: i for i, name in enumerate(classes)}
     unknown = sorted(set(labels[~empty & ~none]) - set(index))

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError
+from ..data.csvfile import FORMULA_START
 from ..models.methods import METHODS, registry_order
 from ..models.modes import MODE_LABELS, MODES, get_mode
 from .metrics import within_noise
@@ -184,7 +185,6 @@ def to_markdown(table: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula
 
 
 def comparison_csv(table: pd.DataFrame) -> str:
