@@ -36,6 +36,7 @@ from glee_core.models.features import cached_features  # noqa: E402
 from glee_core.models.heads import probe_classifier  # noqa: E402
 from glee_core.runs.metrics import classification_metrics  # noqa: E402
 from glee_core.runs.query import resolve_strategy, select  # noqa: E402
+from glee_core.runs.selftrain import crest, helps  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 STRATEGIES = ("random", "margin", "balanced", "rare")
@@ -70,11 +71,34 @@ class Backtest:
     def fit(self, rows: np.ndarray):
         return probe_classifier(self.train.hidden[rows], self.train.labels[rows], True)
 
+    def head_f1(self, clf) -> float:
+        metrics = classification_metrics(self.test.labels, clf.predict(self.test.hidden),
+                                         self.classes, self.head, self.tail)
+        return 100 * metrics["head_f1"]
+
     def score(self, clf) -> tuple[float, float]:
         pred = clf.predict(self.test.hidden)
         metrics = classification_metrics(self.test.labels, pred, self.classes, self.head,
                                          self.tail)
         return 100 * metrics["f1"], 100 * metrics["tail_f1"]
+
+    def self_train(self, start: np.ndarray, auto: bool) -> tuple[float, float, float, bool]:
+        """(macro-F1, tail F1, head F1, kept) after CReST on the pool (every text not in
+        ``start``), nothing labelled; ``auto``: kept only where cross-validation on the labelled
+        texts says the pseudo-labels help (else the labelled texts alone)."""
+        pool = np.setdiff1d(np.arange(len(self.train)), start)
+        labelled, labels = self.train.hidden[start], self.train.labels[start]
+        keep = helps(labelled, labels, self.train.hidden[pool], self.k)[0] if auto else True
+        if keep:
+            found = crest(labelled, labels, self.train.hidden[pool], self.k)
+            clf = probe_classifier(np.concatenate([labelled, self.train.hidden[pool][found.rows]]),
+                                   np.concatenate([labels, found.labels]), True)
+        else:
+            clf = self.fit(start)
+        pred = clf.predict(self.test.hidden)
+        metrics = classification_metrics(self.test.labels, pred, self.classes, self.head,
+                                         self.tail)
+        return 100 * metrics["f1"], 100 * metrics["tail_f1"], 100 * metrics["head_f1"], keep
 
     def run(self, start: np.ndarray, strategy: str, budget: int, rounds: bool,
             seed: int) -> tuple[float, float, int]:
@@ -138,6 +162,16 @@ def main(argv=None) -> int:
                                f" pool {pool:.0f})", "nothing", "-",
                          mean_std([f for f, _ in nothing]), mean_std([t for _, t in nothing]),
                          "-"])
+            heads = [bench.head_f1(bench.fit(starts[seed])) for seed in seeds]
+            for auto in (False, True):
+                trained = [bench.self_train(starts[seed], auto) for seed in seeds]
+                rows.append([name, f"{share:.0%}", "the pool, unlabelled",
+                             "self-training" + (" auto" if auto else " (CReST, 3 gen.)"),
+                             mean_std([r[0] for r in trained]), mean_std([r[1] for r in trained]),
+                             f"head F1 {mean_std([r[2] for r in trained])} (none added: "
+                             f"{mean_std(heads)})" + (f"; kept {sum(r[3] for r in trained)} of "
+                                                      f"{len(trained)}" if auto else "")])
+                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
             for budget in budgets:
                 for rounds in (False, True):
                     for strategy in STRATEGIES:

@@ -41,6 +41,7 @@ from .models.options import (
     DataOptions,
     ExecutorOptions,
     HealthOptions,
+    SelfTrainOptions,
     SuggestOptions,
     TrainRequest,
     parse_seeds,
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
     add_arguments(train, TrainConfig)
     add_arguments(train, ExecutorOptions)
+    add_arguments(train, SelfTrainOptions)
     _add_runs_dir(train)
     train.add_argument("--force", action="store_true", help="retrain even if stored")
     train.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
@@ -256,6 +258,18 @@ def _cmd_train(args) -> int:
     dataset, bars, progress = _dataset_and_progress(args, request, log)
     if (limit := environment.job_limit()) is not None:  # a public job: its own pace may stop it
         progress = PaceGuard(limit[0], progress, limit[1])
+    if getattr(args, "pool", None):  # learning from the unlabelled texts first
+        if request.executor.executor != "local":
+            raise GleeError("--pool trains on this machine's executor only (its pseudo-labels "
+                            "are made here): leave out --executor, or add the texts with --add")
+        from .data.pool import read_pool
+        from .train.pseudo import self_trained
+
+        pool, notes = read_pool(args.pool)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        dataset = self_trained(dataset, pool, request.model, RunStore(args.runs_dir),
+                               args.self_train, resolve_device(request.config.device), progress)
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:

@@ -149,3 +149,29 @@ def test_suggests_spreadsheet_cells_read_back_as_they_were(tmp_path, toy_csv):
     assert "'=1+1 sums" in labelled.read_text()
     added, _ = read_labelled_texts(labelled, load_dataset(f"csv:{toy_csv}").classes)
     assert list(added["text"]) == ["=1+1 sums", "'quoted' text"]
+
+
+def test_self_training_adds_class_rebalanced_pseudo_labels_and_says_so(tiny_bert, toy_csv,
+                                                                       pool_file, tmp_path,
+                                                                       capsys):
+    """train --pool FILE --self-train yes: CReST's pseudo-labels join the training split of a
+    +pseudo- variant (its runs apart), the record says how many each class got; auto decides
+    by cross-validation on the labelled texts and says which way."""
+    path, _ = pool_file
+    common = ["train", "--dataset", f"csv:{toy_csv}", "--pool", str(path), "--method",
+              "cls-tanh", "--mode", "frozen", "--pooling", "cls", "--choose-by", "dev",
+              "--epochs", "1", "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]
+    assert main([*common, "--self-train", "yes"]) == 0
+    [run] = json.loads(capsys.readouterr().out)
+    assert "+pseudo-" in run["dataset"]
+    from glee_core.runs.store import RunStore
+
+    [stored] = [r for r in RunStore(tmp_path / "runs").runs() if "+pseudo-" in r.dataset]
+    said = next(w for w in stored.record.dataset.warnings if w.startswith("self-training"))
+    assert "pseudo-labels from 112 pool texts, from generation 3" in said
+    base = load_dataset(f"csv:{toy_csv}")
+    assert stored.record.dataset.sizes["train"] > len(base.splits["train"])
+    assert main([*common, "--self-train", "auto"]) == 0
+    assert "self-training " in capsys.readouterr().err  # kept or left out, and why
+    assert main([*common, "--self-train", "yes", "--executor", "ray"]) == 2
+    assert "--pool trains on this machine's executor only" in capsys.readouterr().err

@@ -29,6 +29,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Executor",
     "ExecutorOptions",
     "HealthOptions",
+    "SelfTrainOptions",
     "SuggestOptions",
     "TrainRequest",
     "parse_seeds",
@@ -197,6 +198,20 @@ class SuggestOptions:
     def __post_init__(self):
         if self.n < 1:
             raise GleeError(f"--n must be at least 1, got {self.n}")
+
+
+@dataclass
+class SelfTrainOptions:
+    """``train --pool FILE --self-train auto|yes|no``: learning from the unlabelled texts
+    (``glee_core.train.pseudo``)."""
+
+    pool: str | None = option(None, "unlabelled texts to learn from (a CSV with a text column, "
+                              "or a .txt file of one text a line), with --self-train")
+    self_train: str = option("auto", "with --pool: yes (CReST's class-rebalanced pseudo-labels "
+                             "join the training split; the dataset id ends in "
+                             "+pseudo-N-<digest>), auto (only where cross-validation on the "
+                             "labelled texts says they help) or no",
+                             choices=("auto", "yes", "no"))
 
 
 @dataclass
