@@ -163,14 +163,14 @@ def main(argv=None) -> int:
                          mean_std([f for f, _ in nothing]), mean_std([t for _, t in nothing]),
                          "-"])
             heads = [bench.head_f1(bench.fit(starts[seed])) for seed in seeds]
-            for auto in (False, True):
-                trained = [bench.self_train(starts[seed], auto) for seed in seeds]
+            for decide in (False, True):
+                trained = [bench.self_train(starts[seed], decide) for seed in seeds]
                 rows.append([name, f"{share:.0%}", "the pool, unlabelled",
-                             "self-training" + (" auto" if auto else " (CReST, 3 gen.)"),
+                             "self-training" + (" auto" if decide else " (CReST, 3 gen.)"),
                              mean_std([r[0] for r in trained]), mean_std([r[1] for r in trained]),
                              f"head F1 {mean_std([r[2] for r in trained])} (none added: "
                              f"{mean_std(heads)})" + (f"; kept {sum(r[3] for r in trained)} of "
-                                                      f"{len(trained)}" if auto else "")])
+                                                      f"{len(trained)}" if decide else "")])
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
             for budget in budgets:
                 for rounds in (False, True):
