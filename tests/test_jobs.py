@@ -152,3 +152,31 @@ def test_bad_job_records_are_left_out_and_listed_and_the_expiry_sweep_goes_on(tm
     assert broken["a.json"] == "no process id (pid)" and "not a job record" in broken["c.json"]
     removed = expire(root, ttl_seconds=0, now=time.time() + 10)
     assert sorted(removed) == sorted(space.key for space in spaces)  # both, not just the first
+
+
+def test_a_run_waiting_for_the_store_says_what_it_waits_for_and_how_long(tmp_path, capsys):
+    """The command line waited 10 minutes behind the app's fine-tune saying only "another run
+    is training" (newcomer, round two, item 2): it names the job and its time left, and how to
+    train beside it."""
+    import json as _json
+    import os as _os
+    import time as _time
+
+    from glee_core.core.bars import TqdmProgress
+    from glee_core.core.events import Queued
+    from glee_core.runs.store import RunStore
+    from glee_core.train.jobs import process_start, running_summary
+
+    store = RunStore(tmp_path / "runs")
+    store.jobs_dir.mkdir(parents=True)
+    (store.jobs_dir / "job-1.json").write_text(_json.dumps({
+        "id": "job-1", "pid": _os.getpid(), "start": process_start(_os.getpid()),
+        "label": "Fine-tune cls-relu-pt-ln", "started": _time.time() - 60,
+        "estimate_seconds": 900}))
+    said = running_summary(store)
+    assert "the job 'Fine-tune cls-relu-pt-ln' (about 14 min left)" in said
+    bars = TqdmProgress([])
+    bars(Queued(run_id="r", behind=said))
+    bars.close()
+    err = capsys.readouterr().err
+    assert "Fine-tune cls-relu-pt-ln" in err and "another --runs-dir" in err

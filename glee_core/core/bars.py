@@ -72,8 +72,10 @@ class TqdmProgress:
             tqdm.write(f"waiting: {state.detail}", file=sys.stderr)
         elif isinstance(event, Queued):
             self._flush()
-            tqdm.write("waiting: another run is training in this store "
-                       "(GLEE_MAX_CONCURRENT_RUNS allows more at once)", file=sys.stderr)
+            tqdm.write("waiting: " + (event.behind or "another run is training in this store")
+                       + " (a quick-mode run needs the machine for seconds: give it another "
+                       "--runs-dir to train beside it now, or set GLEE_MAX_CONCURRENT_RUNS to "
+                       "train more at once)", file=sys.stderr)
         elif isinstance(event, FeaturePass):
             self._flush()
             bar = self._open(state.total, unit="ex",

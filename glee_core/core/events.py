@@ -86,10 +86,12 @@ class Note(Event):
 
 @dataclass
 class Queued(Event):
-    """Every training slot of the store is taken: this run waits."""
+    """Every training slot of the store is taken: this run waits (``behind``: what holds the
+    slots, with its time left, where the store's jobs say)."""
 
     stage: ClassVar[str] = "queued"
     run_id: str
+    behind: str = ""
 
 
 @dataclass

@@ -68,6 +68,7 @@ from ..runs.record import (
     vocabulary_note,
 )
 from ..runs.store import Run, RunStore, make_run_id
+from .jobs import running_summary
 from .selection import cross_validate
 from .training import (
     RunResult,
@@ -381,7 +382,7 @@ class _Runner:
                                      cached=False, together=len(todo), after=self.after))
             backbone = get_backbone(self.model_name)
             queued = Queued(run_id=first.run_id)
-            with self.store.training_slot(lambda event=queued: self.progress(event)), \
+            with self.store.training_slot(self.waiting(queued)), \
                     cpu_share(self.device):
                 results = train_together(self.dataset, [job.spec for _, job in todo], backbone,
                                          [job.config for _, job in todo], self.progress,
@@ -416,7 +417,7 @@ class _Runner:
                                           self.store.features_dir, splits=loaded.get(key)))
                     loaded.setdefault(key, setups[-1].splits)
                 queued = Queued(run_id=group[0].run_id)
-                with self.store.training_slot(lambda event=queued: self.progress(event)), \
+                with self.store.training_slot(self.waiting(queued)), \
                         cpu_share(self.device):
                     results = cross_validate(setups, folds, tell)
                 for job, cv in zip(group, results, strict=True):
@@ -440,7 +441,7 @@ class _Runner:
         backbone = get_backbone(self.model_name)
         started = time.perf_counter()
         queued = Queued(run_id=first.run_id)
-        with self.store.training_slot(lambda event=queued: self.progress(event)), \
+        with self.store.training_slot(self.waiting(queued)), \
                 cpu_share(self.device):
             setups = [prepare(self.dataset, job.spec, backbone, job.config, self.progress,
                               self.store.features_dir, init_head)
@@ -502,6 +503,11 @@ class _Runner:
         self.fresh.add(job.run_id)
         return Run(self.store.path(job.run_id))
 
+    def waiting(self, queued: Queued):
+        """What a wait for the store's training slot says, once it starts: what holds the
+        machine (the store's running jobs, with their time left) and how to train beside it."""
+        return lambda: self.progress(replace(queued, behind=running_summary(self.store)))
+
     def race_rate(self, setup, job: PlannedRun, log: SearchLog | None,
                   work: Work) -> tuple[float, str | None, list[dict], int, object | None]:
         """The rate a race runs at: the config's one rate, or the one searched once for the
@@ -530,7 +536,7 @@ class _Runner:
         backbone = get_backbone(self.model_name)
         queued = Queued(run_id=job.run_id)
         log = self.search_log(job)
-        with self.store.training_slot(lambda event=queued: self.progress(event)) if self.main \
+        with self.store.training_slot(self.waiting(queued)) if self.main \
                 else contextlib.nullcontext(), cpu_share(self.device):
             result = train_and_evaluate(self.dataset, job.spec, backbone, job.config,
                                         self.progress, feature_cache=self.store.features_dir,

@@ -22,7 +22,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..core.errors import INTERRUPTED
-from ..core.events import Event, ProgressState, fold, read_events
+from ..core.events import Event, ProgressState, fold, read_events, time_left
 from ..core.files import write_json_atomic
 from ..models.options import AdaptRequest, TrainRequest
 from ..runs.store import RunStore
@@ -34,6 +34,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "launch_training",
     "list_jobs",
     "process_start",
+    "running_summary",
 ]
 
 _CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies
@@ -217,3 +218,19 @@ def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:
 def broken_jobs(store: RunStore) -> dict[str, str]:
     """Job records that cannot be read: file name -> what is wrong with it."""
     return {job.path.name: job.problem for job in _records(store) if job.problem is not None}
+
+
+def running_summary(store: RunStore) -> str:
+    """What holds ``store``'s training slots, for a run that waits: its running jobs (the
+    app's launches, or other commands given a progress file), each with the time it has left
+    (:func:`~glee_core.core.events.time_left`); "" when none says."""
+    said = []
+    for job in list_jobs(store):
+        if not job.running:
+            continue
+        elapsed = time.time() - job.info.get("started", time.time())
+        left = time_left(job.progress().share(job.info.get("stop_share")), elapsed,
+                         job.info.get("estimate_seconds"))
+        said.append(f"the job '{job.label}'" + (f" (about {left / 60:.0f} min left)"
+                                                if left is not None else ""))
+    return ("training in this store: " + ", ".join(said)) if said else ""
