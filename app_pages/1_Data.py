@@ -300,6 +300,9 @@ columns = ["class", "text"] + (["text_b"] if dataset.has_text_b else [])
 st.dataframe(sample.sort_values("label")[columns], hide_index=True)
 
 
+WEAK_FLAGS_F1 = 75.0  # a model under this out-of-fold macro-F1 flags ambiguous texts as well
+
+
 def health_folder(model: str):
     return studio_ui.store().data_report_dir(dataset.id, model)
 
@@ -371,6 +374,15 @@ def show_health(folder) -> None:
                f"(a leak: it inflates the scores); {summary['outliers']} outlier(s). "
                f"{health['folds']}-fold probabilities of `{health['method']}` on the "
                f"{health['pooling']}-pooled features of `{studio_ui.md(health['model'])}`.")
+    strength = summary.get("out_of_fold_macro_f1")
+    if strength is not None:  # how far to trust the flags: the model behind them
+        weak = strength < WEAK_FLAGS_F1
+        st.caption(f"The flags come from a model that scores **{strength:.1f}** macro-F1 on the "
+                   "texts it did not train on (labels as given): "
+                   + ("a weak one, so many flags are texts it finds hard or ambiguous rather "
+                      "than wrong labels. " if weak else "")
+                   + "Read them as a ranking (the lowest label quality first, in the table "
+                   "below) and look before you remove any.")
     table = pd.DataFrame(health["classes"])
     table["suspected"] = [str(s) if j else "too few to judge"
                           for s, j in zip(table["suspected"], table["judged"], strict=True)]
@@ -399,10 +411,15 @@ def show_health(folder) -> None:
     rows = "train_row" if "train_row" in issues else "row"  # a report of before: row was it
     flagged = sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
                                                 rows])
-    if flagged and st.button(f"Train without the {len(flagged)} flagged row(s)",
+    without = summary.get("out_of_fold_macro_f1_without_flagged")
+    measured = (f" (measured: cross-validated macro-F1 {strength:.1f} → {without:.1f})"
+                if strength is not None and without is not None else "")
+    if flagged and st.button(f"Train without the {len(flagged)} flagged row(s){measured}",
                              help="A variant of this dataset without them: its id ends in "
                                   "+without-N-..., so its runs stay apart from the full data's; "
-                                  "compare the two on the Results page."):
+                                  "compare the two on the Results page. The figure: the probe "
+                                  "behind the flags refitted without them on every fold, scored "
+                                  "on the same held-out texts, labels as given."):
         rows_file = folder / f"excluded-{len(flagged)}.txt"
         rows_file.write_text("".join(f"{r}\n" for r in flagged), encoding="utf-8")
         studio_ui.choose_dataset(replace(studio_ui.current_choice(), exclude=str(rows_file)))

@@ -610,7 +610,12 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
     store = RunStore(app_dirs["runs"])  # the report is kept beside the runs, never read as one
     store.runs()
     assert not store.problems
+    # how strong the model behind the flags is, and what training without them measured
+    assert any("macro-F1 on the texts it did not train on" in plain(c.value)
+               for c in at.caption)
     train_without = next(b for b in at.button if b.label.startswith("Train without the"))
+    assert re.search(r"\(measured: cross-validated macro-F1 [\d.]+ → [\d.]+\)",
+                     plain(train_without.label))
     flagged = int(re.search(r"the (\d+) flagged", train_without.label).group(1))
     train_without.click().run()
     assert not at.exception

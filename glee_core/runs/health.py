@@ -26,6 +26,7 @@ from ..core.events import Examining, ProgressFn
 from ..core.files import write_report_files
 from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
 from ..models.options import HealthOptions
+from .metrics import macro_f1
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "CONFUSED_PAIRS",
@@ -79,6 +80,11 @@ class HealthReport:
     confused_pairs: list[dict]
     duplicate_groups: list[dict]  # near-duplicate sets spanning splits or labels
     issues: pd.DataFrame = field(repr=False)
+    # how strong the model behind the flags is: the out-of-fold macro-F1 of its probabilities
+    # on the judged texts (labels as given), and that of the probe fitted without the flagged
+    # rows, on the same held-out texts (what "train without them" does; None: not measured)
+    oof_macro_f1: float | None = None
+    oof_macro_f1_without: float | None = None
 
     def summary(self) -> dict:
         judged = [c for c in self.classes if c.judged]
@@ -88,7 +94,9 @@ class HealthReport:
                 "training_texts_leaked_into_dev_or_test": sum(c.leaked for c in self.classes),
                 "outliers": int(self.issues["outlier"].sum()),
                 "too_few_to_judge": [c.name for c in self.classes if not c.judged],
-                "classes_judged": len(judged)}
+                "classes_judged": len(judged),
+                "out_of_fold_macro_f1": self.oof_macro_f1,
+                "out_of_fold_macro_f1_without_flagged": self.oof_macro_f1_without}
 
     def to_json(self) -> dict:
         return {"dataset": self.dataset, "model": self.model, "pooling": self.pooling,
@@ -113,11 +121,13 @@ class HealthReport:
 
 def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_classes: int,
                               folds: int, class_balanced: bool, seed: int,
-                              progress: ProgressFn | None = None
+                              progress: ProgressFn | None = None,
+                              left_out: np.ndarray | None = None
                               ) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, judged): each judged text's class probabilities from a probe fitted on
     the other folds (:func:`health_folds`); a text of a class with fewer than ``folds`` texts is
-    not judged (its row is NaN) and is in every fold's training part."""
+    not judged (its row is NaN) and is in every fold's training part. ``left_out`` (a mask):
+    rows no fold trains on (they are still scored: what training without them does)."""
     from ..models.heads import probe_classifier  # noqa: PLC0415
 
     progress = progress or (lambda event: None)
@@ -126,6 +136,8 @@ def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_clas
     for number, (train, held) in enumerate(parts, 1):
         progress(Examining(step=number, steps=folds + 1,
                            what=f"out-of-fold probabilities, fold {number}/{folds}"))
+        if left_out is not None:
+            train = train[~left_out[train]]
         clf = probe_classifier(features[train], labels[train], class_balanced)
         scores = np.zeros((len(held), num_classes))
         scores[:, clf.classes_] = clf.predict_proba(features[held])
@@ -255,10 +267,26 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
         confused_with=class_names[confused[c][0]] if c in confused else None,
         confused_share=round(confused[c][1], 4) if c in confused else 0.0)
         for c in range(k)]  # the classes are stored head -> tail
+    # the model's strength, and what training without the flags does to it (the probe's,
+    # refitted without them on every fold; scored on the same held-out texts, labels as given)
+    def oof_f1(found: np.ndarray) -> float | None:
+        rows = np.flatnonzero(judged)
+        if not len(rows):
+            return None
+        return round(100 * macro_f1(labels[rows], np.nan_to_num(found[rows], nan=-1.0)
+                                    .argmax(1), k), 2)
+
+    strength, without = oof_f1(probs), None
+    if suspected.any() and options.method in ("probe", "probe-balanced"):
+        refit, _ = out_of_fold_probabilities(train.hidden, labels, k, options.folds,
+                                             options.method == "probe-balanced", options.seed,
+                                             left_out=suspected)
+        without = oof_f1(refit)
     return HealthReport(dataset=dataset.id, model=model, pooling=pooling, method=options.method,
                         folds=options.folds, classes=classes,
                         confused_pairs=pairs[:CONFUSED_PAIRS], duplicate_groups=groups,
-                        issues=issues.reset_index(drop=True))
+                        issues=issues.reset_index(drop=True), oof_macro_f1=strength,
+                        oof_macro_f1_without=without)
 
 
 def read_health(folder: str | Path) -> dict:
