@@ -243,7 +243,7 @@ def unlabelled_texts_section(dataset) -> None:
                     type="primary" if session is None else "secondary"):
         session = suggest_now(dataset, pool, int(n), strategy) or session
     if note := st.session_state.get("labelling-note"):
-        st.caption(md(note))
+        st.caption(note)  # the studio's own words: a strategy, a run id (no user text)
     if session is None:
         return
     if error := st.session_state.pop("labelling-error", None):
