@@ -76,6 +76,16 @@ def main() -> None:
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run_attacks(server, port, args)
+    finally:  # a failed attack leaves no server behind
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def run_attacks(server: subprocess.Popen, port: int, args) -> None:
+    """Each attack in a fresh browser context against the server on ``port``, a table row
+    each (see the module's docstring)."""
     url = f"http://127.0.0.1:{port}"
     for _ in range(120):
         try:
@@ -156,8 +166,6 @@ def main() -> None:
                 page.screenshot(path=str(args.shots / f"attack-{number}.png"), full_page=False)
             context.close()
         browser.close()
-    server.terminate()
-    server.wait(timeout=20)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,14 @@ def toy_dataset(toy_csv):
 @pytest.fixture
 def runs_dir(tmp_path) -> Path:
     return tmp_path / "runs"
+
+
+@pytest.fixture
+def public(monkeypatch, tmp_path, tiny_bert) -> Path:
+    """Public mode with folders of its own under ``tmp_path`` (returned); visitors may pick the
+    tiny BERT."""
+    for name in ("runs", "uploads", "workspaces", "data"):
+        monkeypatch.setenv(f"GLEE_{name.upper()}_DIR", str(tmp_path / name))
+    monkeypatch.setenv("GLEE_PUBLIC", "1")
+    monkeypatch.setenv("GLEE_PUBLIC_MODELS", str(tiny_bert))
+    return tmp_path

@@ -23,14 +23,6 @@ from tests.helpers.markdown import plain
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def public(monkeypatch, tmp_path, tiny_bert):
-    for name in ("runs", "uploads", "workspaces", "data"):
-        monkeypatch.setenv(f"GLEE_{name.upper()}_DIR", str(tmp_path / name))
-    monkeypatch.setenv("GLEE_PUBLIC", "1")
-    monkeypatch.setenv("GLEE_PUBLIC_MODELS", str(tiny_bert))
-    return tmp_path
-
 
 def page(name: str, tiny_bert) -> AppTest:
     at = AppTest.from_file(str(ROOT / name), default_timeout=120)

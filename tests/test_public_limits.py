@@ -28,14 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
-@pytest.fixture
-def public(monkeypatch, tmp_path, tiny_bert):
-    for name in ("runs", "uploads", "workspaces", "data"):
-        monkeypatch.setenv(f"GLEE_{name.upper()}_DIR", str(tmp_path / name))
-    monkeypatch.setenv("GLEE_PUBLIC", "1")
-    monkeypatch.setenv("GLEE_PUBLIC_MODELS", str(tiny_bert))
-    return tmp_path
-
 
 def page(name: str, tiny_bert, **state) -> AppTest:
     at = AppTest.from_file(str(ROOT / name), default_timeout=120)
