@@ -415,7 +415,7 @@ def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(tiny_bert, t
     monkeypatch.setenv("GLEE_JOB_SECONDS", "0.5")
     code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-relu", "--model",
                  str(tiny_bert), "--runs-dir", str(tmp_path / "runs"), "--epochs", "300",
-                 "--batch-size", "1", "--lp-ft", "no", "--lr", "1e-4"])
+                 "--batch-size", "1", "--lp-ft", "no", "--lr", "1e-4", "--patience", "1000"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("error: stopped: at its own pace"), err[-3:]
     assert not list((tmp_path / "runs").rglob("config.json"))
