@@ -72,8 +72,9 @@ if runs:
     compared = studio_ui.quick_compare_runs(target, model)
     if compared:
         order = ranked(compared)
-        shown = order.assign(
-            method=lambda f: f["method"].map(method_label),
+        shown = order.assign(  # the id first: a cut label keeps what tells heads apart
+            method=lambda f: f["method"].map(lambda m: f"{m} · {METHODS[m].paper_row}"
+                                             if m in METHODS else method_label(m)),
             **{c: lambda f, c=c: f[c].round(1) for c in ("score", "dev", "f1", "tail_f1")})
         by_cv = any(r.metrics.cv for r in compared)
         with st.expander(f"The quick compare's candidates, best first ({len(order)})"):
@@ -84,7 +85,12 @@ if runs:
                                        else "Dev F1 (chooses, %)"),
                              "dev": "Dev F1 (%)", "f1": "Test macro-F1 (%)",
                              "tail_f1": "Test tail F1 (%)"}),
-                hide_index=True)
+                hide_index=True, width="stretch",  # every column within 1440 px
+                column_config={"Method": st.column_config.TextColumn(width="medium"),
+                               **{c: st.column_config.NumberColumn(format="%.1f")
+                                  for c in ("CV F1 (chooses, %)", "Dev F1 (chooses, %)",
+                                            "Dev F1 (%)", "Test macro-F1 (%)",
+                                            "Test tail F1 (%)")}})
             st.caption("Ranked by " + ("cross-validation on train + dev" if by_cv else "dev")
                        + ", never by test. The Results page has every setting side by side.")
 

@@ -165,10 +165,12 @@ with ours:
         return [HIGHLIGHT if col in row["best"] else "" for col in row.index]
 
     by_cv = bool((table["CV"] != "–").all())
-    # what a long-tail user looks for first: the head (its short id, whole), its scores, tail
-    # first; the paper's long row name after them
-    shown = table[["method", "seeds", *METRIC_TITLES.values(), *SHOT_TITLES.values(),
-                   *(["CV"] if by_cv else []), "Dev", "selection", "paper row", "best"]]
+    # what a long-tail user looks for first: the head (its short id, whole) and whether it is
+    # the one chosen (a column at the end was cut at 1440 px), its scores, tail first; the
+    # paper's long row name after them
+    shown = table[["method", "selection", "seeds", *METRIC_TITLES.values(),
+                   *SHOT_TITLES.values(), *(["CV"] if by_cv else []), "Dev", "paper row",
+                   "best"]]
     numbers = st.column_config.TextColumn(width="small")
     st.dataframe(shown.style.apply(bold_best, axis=1), hide_index=True,
                  height=35 * (len(shown) + 1) + 3,  # every row, no inner scroll

@@ -214,11 +214,14 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
                                       range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]))
     # each panel on its own scales: the feature's values below (two or three ticks), and where
     # there is room the density's at the left
-    small = {"labelFontSize": 9, "tickSize": 3, "labelPadding": 1, "grid": False}
+    # "~r": plain decimals ("~g" drew a density of 10 as "1e+1"); 10 px, the smallest type the
+    # app draws (9 px read as ~7 px once the app scaled the chart to its column)
+    small = {"labelFontSize": 10, "tickSize": 3, "labelPadding": 1, "grid": False,
+             "labelOverlap": "greedy"}
     grid = alt.Chart(frame).mark_area(opacity=0.45, interpolate="step-after").encode(
-        x=alt.X("bin_start:Q", title=None, axis=alt.Axis(tickCount=3, format="~g", **small)),
+        x=alt.X("bin_start:Q", title=None, axis=alt.Axis(tickCount=3, format="~r", **small)),
         y=alt.Y("density:Q", title=None, stack=None,
-                axis=alt.Axis(tickCount=2, format="~g", labels=density_labels, **small)),
+                axis=alt.Axis(tickCount=2, format="~r", labels=density_labels, **small)),
         color=color,
         tooltip=["paper row", "feature", "class", "examples",
                  alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("density:Q", format=".2f")],
