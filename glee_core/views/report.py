@@ -146,8 +146,8 @@ def build_report(runs: list[Run], dataset: str | None = None,
     pdf.set_font(pdf.body_font, size=12)
     chosen_by = ("by cross-validation on train + dev"
                  if (table["selection"] == "chosen by CV").any() else "on dev")
-    pdf.cell(0, 8, "Results (test, %, mean ± sample std over seeds; * the head chosen "
-             f"{chosen_by})", new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(0, 6, "Results (test, %, mean ± sample std over seeds; * the head chosen "
+                   f"{chosen_by})", new_x="LMARGIN", new_y="NEXT")  # wraps, never runs off
     pdf.set_font(pdf.body_font, size=8)
     headings = ["Method", "Seeds", *METRIC_TITLES.values(), "Many", "Medium", "Few"]
     with pdf.table(col_widths=(44, 13, 20, 20, 20, 20, 16, 16, 16),
