@@ -39,11 +39,13 @@ if read_only:
 elif dataset is not None:
     estimate = studio_ui.time_estimate(dataset, list(METHODS), [1], quick)
     done = estimate["runs"] == 0
-    if st.button(f"Quick compare on {studio_ui.md(name)}", type="secondary" if done else
-                 "primary", help="Every head is already stored: this opens them." if done
-                 else None):
-        request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
-                               config=quick)
+    request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model,
+                           config=quick)
+    if studio_ui.running_step(request, key="home-compare-running"):
+        pass  # running: its bar, not a second launch
+    elif st.button(f"Quick compare on {studio_ui.md(name)}", type="secondary" if done else
+                   "primary", help="Every head is already stored: this opens them." if done
+                   else None):
         job = studio_ui.launch(request, label=f"Quick compare: {len(METHODS)} heads on {name}",
                                estimate=estimate)
         if job is not None:

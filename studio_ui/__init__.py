@@ -61,6 +61,7 @@ from .jobs import (
     launch,
     launch_adapt,
     machine_turn,
+    running_step,
 )
 from .labelling import added_panel, unlabelled_texts_section
 from .navigation import (

@@ -96,3 +96,18 @@ def job_progress(job, label: str | None = None) -> None:
     if left is not None:
         text += f" · about {duration(left)} left"
     st.progress(share, text=text)
+
+
+def running_step(request, key: str) -> bool:
+    """Where ``request`` already runs in this session's store: say so, with its bar and a way to
+    the Train page, in place of the button that would launch it again (True); else False."""
+    from glee_core.studio import running_job  # noqa: PLC0415 (the job records)
+
+    job = running_job(store(), request)
+    if job is None:
+        return False
+    job_progress(job, f"Running: {job.label}")
+    if st.button("Follow it on the Train page", key=key):
+        st.session_state["last_job"] = job.id
+        st.switch_page("app_pages/2_Train.py")
+    return True

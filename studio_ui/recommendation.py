@@ -11,7 +11,7 @@ from glee_core.studio import (
 from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
 from .estimates import time_estimate
-from .jobs import launch
+from .jobs import launch, running_step
 from .stores import all_runs, stores
 from .text import md
 
@@ -163,6 +163,8 @@ def recommendation_panel(runs, key: str) -> None:
             continue
         estimate = estimates[step]
         label = f"{label} ({estimate['text'].removeprefix('about ')})"
+        if running_step(request, key=f"{key}-{step}-running"):
+            continue
         if st.button(label, type="primary" if number == 0 else "secondary",
                      key=f"{key}-{step}"):
             job = launch(request, label=label, estimate=estimate)

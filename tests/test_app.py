@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
+from glee_core.models.methods import METHODS as ALL_METHODS
 from glee_core.models.methods import get_method, method_label
 from glee_core.models.options import TrainRequest
 from glee_core.runs.store import RunStore
@@ -693,3 +694,31 @@ def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp
                 assert any(other in plain(e.label) for e in at.expander)
                 assert sum("Dev" in d.value.columns and "Tail F1" in d.value.columns
                            for d in at.dataframe) == 2
+
+
+def test_a_step_already_running_is_shown_running_not_offered_again(app, app_dirs, tiny_bert):
+    """A second tab offered "Quick compare" and "Fine-tune ..." while that very job ran
+    (newcomer, round two, item 5): Home shows its bar and the way to the Train page."""
+    import os
+
+    from glee_core.models.options import DataOptions
+    from glee_core.train.jobs import process_start
+
+    store = RunStore(app_dirs["runs"])
+    store.jobs_dir.mkdir(parents=True, exist_ok=True)
+    request = TrainRequest(data=DataOptions(dataset="demo"), methods=list(ALL_METHODS),
+                           seeds=[1], model=str(tiny_bert), config=TrainConfig(mode="frozen"))
+    request.write(store.jobs_dir / "job-running.request.json")
+    record = store.jobs_dir / "job-running.json"
+    record.write_text(json.dumps({"id": "job-running", "pid": os.getpid(),
+                                  "start": process_start(os.getpid()), "command": "train",
+                                  "label": "Quick compare: 19 heads on demo",
+                                  "started": time.time()}))
+    try:
+        home = app("app.py").run()
+        assert not home.exception
+        assert not any(b.label.startswith("Quick compare on") for b in home.button)
+        assert any(b.label == "Follow it on the Train page" for b in home.button)
+    finally:
+        record.unlink()
+        (store.jobs_dir / "job-running.request.json").unlink()

@@ -34,6 +34,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "launch_training",
     "list_jobs",
     "process_start",
+    "running_job",
     "running_summary",
 ]
 
@@ -218,6 +219,22 @@ def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:
 def broken_jobs(store: RunStore) -> dict[str, str]:
     """Job records that cannot be read: file name -> what is wrong with it."""
     return {job.path.name: job.problem for job in _records(store) if job.problem is not None}
+
+
+def running_job(store: RunStore, request: TrainRequest) -> Job | None:
+    """The job of ``store`` running (or waiting) ``request`` itself, or None: a step already
+    launched is shown as running, not offered again."""
+    wanted = request.to_dict()
+    for job in list_jobs(store, "train"):
+        if not job.running:
+            continue
+        try:
+            if TrainRequest.read(job.path.with_name(f"{job.id}.request.json")).to_dict() == \
+                    wanted:
+                return job
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a request of another release, or damaged: not this step
+    return None
 
 
 def running_summary(store: RunStore) -> str:
