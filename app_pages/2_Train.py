@@ -74,6 +74,9 @@ def show_jobs():
                     "run_id": "Run", "dataset": "Dataset", "method": "Method", "seed": "Seed",
                     "reads": "Reads",
                     **{k: f"{METRIC_TITLES[k]} (%)" for k in metrics}}), hide_index=True)
+                # what it changed: the recommendation it feeds, one click back to it
+                if st.button("See the recommendation it changed (Home)", key=f"home-{job.id}"):
+                    st.switch_page("app_pages/0_Home.py")
             elif status == "failed":
                 st.error(studio_ui.md(job.error))
             else:
