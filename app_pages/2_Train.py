@@ -58,7 +58,7 @@ def show_jobs():
     for job in jobs:
         status = job.status
         with st.container(border=True):
-            st.markdown(f"**{studio_ui.md(job.label)}** · `{job.id}` · {status}")
+            st.markdown(f"**{studio_ui.md(studio_ui.job_title(job))}** · `{job.id}` · {status}")
             if status == "running":
                 studio_ui.job_progress(job)
                 if st.button("Stop", key=f"stop-{job.id}"):

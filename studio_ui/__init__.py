@@ -58,6 +58,7 @@ from .estimates import (
 )
 from .jobs import (
     job_progress,
+    job_title,
     launch,
     launch_adapt,
     machine_turn,

@@ -23,6 +23,16 @@ def device_kind() -> str:
     return resolve_device("auto").type
 
 
+@st.cache_data(ttl=20, show_spinner=False)
+def machine_busy() -> float:
+    """How much slower a launch runs for what else works on this CPU now
+    (``glee_core.runs.estimate.other_work``; measured at most every 20 s: it takes half a
+    second)."""
+    from glee_core.studio import other_work  # noqa: PLC0415
+
+    return other_work()
+
+
 def time_estimate(dataset, methods: list[str], seeds: list[int], config,
                   model: str | None = None) -> dict:
     """The wall-time estimate of launching ``methods`` x ``seeds`` of ``config`` (a
@@ -69,7 +79,8 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
                                 lp_ft_stages=None if to_train is None or config.frozen
                                 else len(unstored_stages(here, dataset, model, to_train)),
                                 rate_searched=bool(to_train)
-                                and searched_rate(here, to_train[0]) is not None)
+                                and searched_rate(here, to_train[0]) is not None,
+                                busy=machine_busy() if device_kind() == "cpu" else 1.0)
     basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
                                  if stored else "")
     return {**estimate, "basis": basis, "runs": missing, "stored": stored,

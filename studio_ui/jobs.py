@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import contextmanager
 
@@ -78,6 +79,26 @@ def machine_turn(on_wait=None):
                       own.session_lock)
     with queue.slot(on_wait):
         yield
+
+
+ESTIMATE_IN_LABEL = re.compile(r"\s*\((about )?[\d.]+ (s|min|h)\)$")  # "Fine-tune X (15 min)"
+
+
+def job_title(job) -> str:
+    """A job's label as its panel heads it: a running job's launch estimate ("(15 min)") gives
+    way to what its own pace says now, elapsed and left together (a 54-min fine-tune kept its
+    "(15 min)" to the end)."""
+    label = job.label
+    if job.status != "running" or not ESTIMATE_IN_LABEL.search(label):
+        return label
+    from glee_core.studio import time_left  # noqa: PLC0415
+
+    elapsed = time.time() - job.info.get("started", time.time())
+    left = time_left(job.progress().share(job.info.get("stop_share")), elapsed,
+                     job.info.get("estimate_seconds"))
+    if left is None:
+        return label
+    return ESTIMATE_IN_LABEL.sub("", label) + f" (now about {duration(elapsed + left)} in all)"
 
 
 def job_progress(job, label: str | None = None) -> None:

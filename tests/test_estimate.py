@@ -307,3 +307,26 @@ def test_a_fine_tune_after_the_quick_compare_pays_no_lp_ft_stage(toy_dataset):
     assert "LP-FT's heads stored" in after["basis"] and after["seconds"] < fresh["seconds"]
     one = estimate(lp_ft_stages=1)
     assert after["seconds"] < one["seconds"] < fresh["seconds"]
+
+
+
+def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch):
+    """A fine-tune estimated at 15 min took 54 beside other work (newcomer, round two, item 1):
+    the estimate now multiplies by ``other_work``, 1 + the cores' busy share in cores (each
+    core's worth of other work costs about a run's time: its threads wait for the slowest)."""
+    from glee_core.runs import estimate as module
+
+    samples = iter([(100.0, 1000.0), (100.0 + 400.0, 1000.0 + 400.0)])  # every core busy
+    monkeypatch.setattr(module, "_cpu_times", lambda: next(samples))
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    busy = module.other_work(0.0)
+    assert busy == pytest.approx(3.0)
+    config = TrainConfig(epochs=4, batch_size=4)
+    idle = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [])
+    loaded = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [], busy=busy)
+    assert loaded["seconds"] == pytest.approx(3 * idle["seconds"])
+    assert "x3.0 for the other work on this CPU now" in loaded["basis"]
+    gpu = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cuda", [], busy=busy)
+    assert "other work" not in gpu["basis"]  # a GPU's pace is not the CPU's load
+    monkeypatch.setattr(module, "_cpu_times", lambda: None)
+    assert module.other_work(0.0) == 1.0  # no /proc/stat: no guess

@@ -8,6 +8,9 @@ device and its precision.
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 from ..data.datasets import LongTailDataset
@@ -33,6 +36,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "estimate_report_seconds",
     "estimate_seconds",
     "mean_tokens",
+    "other_work",
     "measured_basis",
     "measured_rate",
     "typical_kind",
@@ -86,6 +90,38 @@ CLEANLAB_SECONDS = 5.4e-7
 CLEANLAB_OVERHEAD = 1.0
 
 
+def _cpu_times() -> tuple[float, float] | None:
+    """(busy, total) jiffies of every CPU since boot (Linux's ``/proc/stat``), or None."""
+    try:
+        fields = [float(v) for v in open("/proc/stat", encoding="ascii").readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def other_work(seconds: float = 0.5) -> float:
+    """How much slower a launch runs for the work already on this CPU, measured now: 1 + the
+    busy share of the cores over ``seconds`` (other processes, the store's running jobs) in
+    cores' worth. A run's threads wait for the slowest of them at every step, so each core's
+    worth of other work costs about a whole run's time: a small fine-tune on 2 cores took 12 s
+    alone, 24 s beside one busy process, 29-37 s beside two (a fair share of the cores would
+    have said 18 and 24). 1.0 on an idle machine, or where ``/proc/stat`` is not there. A
+    measured rate is an idle machine's (its upper quartile): this is what a busy one adds (a
+    fine-tune estimated at 15 min took 54 beside load 4-8 on 2 cores)."""
+    cores = os.cpu_count() or 1
+    before = _cpu_times()
+    if before is None:
+        return 1.0
+    time.sleep(seconds)
+    after = _cpu_times()
+    spent = after[1] - before[1]
+    if spent <= 0:
+        return 1.0
+    busy = max(0.0, min(1.0, (after[0] - before[0]) / spent))
+    return 1.0 + busy * cores
+
+
 def measured_rate(rates: list[float]) -> float:
     """The rate an estimate uses of finished runs' ``rates`` (higher is faster)."""
     return float(np.quantile(rates, RATE_QUANTILE))
@@ -129,7 +165,8 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
 def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
                      model_name: str, parameters: int, device: str,
                      runs: list[Run] | None = None, feature_passes: int = 2,
-                     lp_ft_stages: int | None = None, rate_searched: bool = False) -> dict:
+                     lp_ft_stages: int | None = None, rate_searched: bool = False,
+                     busy: float = 1.0) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     its planned steps times early stopping's share of them (``stop``, also returned: the job's
@@ -141,7 +178,20 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     features are not cached yet). ``lp_ft_stages``: the LP-FT heads still to fit (None: one a
     run; the quick compare's stored heads are re-used, so after it none). ``rate_searched``:
     the rate searched once for this backbone and data is stored already
-    (``glee_core.train.experiment.searched_rate``): no search to pay."""
+    (``glee_core.train.experiment.searched_rate``): no search to pay. ``busy``: how much slower
+    the other work on this CPU makes it (:func:`other_work`, measured by the caller)."""
+    estimate = _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, runs,
+                                 feature_passes, lp_ft_stages, rate_searched)
+    if busy > 1.05 and device == "cpu":
+        estimate["seconds"] *= busy
+        estimate["per_run"] *= busy
+        estimate["basis"] += (f"; x{busy:.1f} for the other work on this CPU now (its busy "
+                              "share of the cores, measured as the estimate was made)")
+    return estimate
+
+
+def _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, runs,
+                      feature_passes, lp_ft_stages, rate_searched) -> dict:
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
