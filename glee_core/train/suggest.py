@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..core.devices import resolve_device
 from ..core.errors import GleeError
 from ..core.events import FeaturePass, Note, ProgressFn
 from ..core.files import check_quota
@@ -205,8 +206,6 @@ def suggest(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str, store
             options, progress: ProgressFn | None = None) -> Suggestions:
     """The ``options.n`` pool texts to label next by ``options.strategy`` (``SuggestOptions``:
     ``n``, ``strategy``, ``seed``, ``device``), best first (the module's docstring says how)."""
-    from ..core.devices import resolve_device  # noqa: PLC0415 (torch's device probe)
-
     progress = progress or (lambda event: None)
     started = time.perf_counter()
     if options.n < 1:
