@@ -233,7 +233,8 @@ def _train_request(args) -> TrainRequest:
                             args.method, getattr(args, "mode", "finetune"))],
                         seeds=parse_seeds(args.seeds), model=args.model,
                         config=from_args(TrainConfig, args), force=args.force,
-                        executor=from_args(ExecutorOptions, args))
+                        executor=from_args(ExecutorOptions, args),
+                        self_train=from_args(SelfTrainOptions, args))
 
 
 def _cmd_train(args) -> int:
@@ -258,18 +259,19 @@ def _cmd_train(args) -> int:
     dataset, bars, progress = _dataset_and_progress(args, request, log)
     if (limit := environment.job_limit()) is not None:  # a public job: its own pace may stop it
         progress = PaceGuard(limit[0], progress, limit[1])
-    if getattr(args, "pool", None):  # learning from the unlabelled texts first
+    if request.self_train.pool:  # learning from the unlabelled texts first
         if request.executor.executor != "local":
             raise GleeError("--pool trains on this machine's executor only (its pseudo-labels "
                             "are made here): leave out --executor, or add the texts with --add")
         from .data.pool import read_pool
         from .train.pseudo import self_trained
 
-        pool, notes = read_pool(args.pool)
+        pool, notes = read_pool(request.self_train.pool)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         dataset = self_trained(dataset, pool, request.model, RunStore(args.runs_dir),
-                               args.self_train, resolve_device(request.config.device), progress)
+                               request.self_train.self_train,
+                               resolve_device(request.config.device), progress)
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:

@@ -61,6 +61,7 @@ _FACES = (
     "train.experiment",
     "train.jobs",
     "train.learning_curves",
+    "train.pseudo",
     "train.reproduce",
     "train.suggest",
     "views.charts",

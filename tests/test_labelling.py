@@ -131,3 +131,32 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
     assert row["F1 before"] == pytest.approx(100 * before[0].metrics.per_class[tail_class].f1,
                                              abs=0.06)
     assert json.dumps(result.tail_f1)  # two numbers
+
+
+def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(app, tmp_path,
+                                                                              tiny_bert):
+    from glee_core.cli import main
+    from glee_core.train.jobs import list_jobs
+
+    at = app("app_pages/1_Data.py").run()
+    pool = next(u for u in at.file_uploader if u.label.startswith("Unlabelled texts"))
+    pool.upload("tickets.csv", demo_pool(), "text/csv").run()
+    store = RunStore(tmp_path / "runs")
+    [kept] = store.labelling_dir.glob("tickets-*.pool.csv")
+    button(at, "Learn from the rest: a quick compare with self-training").click().run()
+    [job] = list_jobs(store, "train")
+    try:
+        request = json.loads(job.path.with_name(f"{job.id}.request.json").read_text())
+        assert request["self_train"] == {"pool": str(kept), "self_train": "auto"}
+        assert request["config"]["mode"] == "frozen"
+    finally:
+        job.stop()
+    common = ["train", "--dataset", "demo", "--mode", "frozen", "--method", "cls-tanh",
+              "--pooling", "cls", "--choose-by", "dev", "--epochs", "1", "--model",
+              str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]
+    assert main(common) == 0
+    assert main([*common, "--pool", str(kept), "--self-train", "yes"]) == 0
+    home = app("app.py").run()
+    assert not home.exception
+    assert any(s.value == "What self-training did" for s in home.subheader)
+    assert any("pseudo-label(s) added" in plain(c.value) for c in home.caption)

@@ -322,6 +322,7 @@ class TrainRequest(_Request):
     config: TrainConfig = field(default_factory=TrainConfig)
     force: bool = False
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+    self_train: SelfTrainOptions = field(default_factory=SelfTrainOptions)
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainRequest:
@@ -329,7 +330,8 @@ class TrainRequest(_Request):
                    seeds=[int(s) for s in values["seeds"]], model=values.get("model", AUTO_MODEL),
                    config=TrainConfig(**values.get("config", {})),
                    force=bool(values.get("force", False)),
-                   executor=ExecutorOptions(**values.get("executor", {})))
+                   executor=ExecutorOptions(**values.get("executor", {})),
+                   self_train=SelfTrainOptions(**values.get("self_train", {})))
 
 
 @dataclass

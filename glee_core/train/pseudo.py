@@ -24,7 +24,10 @@ from ..runs.selftrain import GENERATIONS, crest, helps
 from ..runs.store import RunStore
 from .suggest import near_duplicates, pool_features
 
-__all__ = ["PSEUDO", "self_trained"]
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "PSEUDO",
+    "self_trained",
+]
 
 PSEUDO = "+pseudo-"  # a dataset id's ending when pseudo-labelled pool texts joined its training
 
