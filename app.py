@@ -10,6 +10,16 @@ from studio_ui import APP_PAGES, run_page
 # an offline machine cannot reach
 FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"
 st.set_page_config(page_title="Glee Studio", page_icon=str(FAVICON), layout="wide")
-run_page(st.navigation([st.Page(f"app_pages/{file}.py", title=title, icon=f":material/{icon}:",
-                                default=file == "0_Home")
-                        for file, title, icon in APP_PAGES]))
+run_page(
+    st.navigation(
+        [
+            st.Page(
+                f"app_pages/{file}.py",
+                title=title,
+                icon=f":material/{icon}:",
+                default=file == "0_Home",
+            )
+            for file, title, icon in APP_PAGES
+        ]
+    )
+)

@@ -38,17 +38,24 @@ dataset = studio_ui.current_dataset()
 if dataset is None:
     st.stop()
 device = studio_ui.device_kind()
-st.caption(f"Dataset **{studio_ui.md(studio_ui.display_name(dataset.id))}** · "
-           f"{len(dataset.splits['train'])} training examples · "
-           f"device **{device}**")
+st.caption(
+    f"Dataset **{studio_ui.md(studio_ui.display_name(dataset.id))}** · "
+    f"{len(dataset.splits['train'])} training examples · "
+    f"device **{device}**"
+)
+
 
 @st.fragment(run_every=2)
 def show_jobs():
     jobs = list_jobs(studio_ui.store(), "train")[:8]
     broken = broken_jobs(studio_ui.store())
     if broken:
-        st.warning("Left out, their records cannot be read: " + "; ".join(
-            f"{studio_ui.md(name)}: {studio_ui.md(why)}" for name, why in broken.items()))
+        st.warning(
+            "Left out, their records cannot be read: "
+            + "; ".join(
+                f"{studio_ui.md(name)}: {studio_ui.md(why)}" for name, why in broken.items()
+            )
+        )
     if not jobs:
         st.caption("No jobs yet.")
         return
@@ -68,22 +75,36 @@ def show_jobs():
                 metrics = [c for c in METRIC_KEYS if c in result]
                 result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
                 # what a long-tail user looks for first: the head, its scores; the id last
-                order = [c for c in ("method", "reads", "seed", *metrics, "dataset", "run_id")
-                         if c in result]
-                st.dataframe(result[order].rename(columns={
-                    "run_id": "Run", "dataset": "Dataset", "method": "Method", "seed": "Seed",
-                    "reads": "Reads",
-                    **{k: f"{METRIC_TITLES[k]} (%)" for k in metrics}}), hide_index=True)
+                order = [
+                    c
+                    for c in ("method", "reads", "seed", *metrics, "dataset", "run_id")
+                    if c in result
+                ]
+                st.dataframe(
+                    result[order].rename(
+                        columns={
+                            "run_id": "Run",
+                            "dataset": "Dataset",
+                            "method": "Method",
+                            "seed": "Seed",
+                            "reads": "Reads",
+                            **{k: f"{METRIC_TITLES[k]} (%)" for k in metrics},
+                        }
+                    ),
+                    hide_index=True,
+                )
                 # what it changed: the recommendation it feeds, one click back to it
                 if st.button("See the recommendation it changed (Home)", key=f"home-{job.id}"):
                     st.switch_page("app_pages/0_Home.py")
             elif status == "failed":
                 st.error(studio_ui.md(job.error))
             else:
-                st.warning("Stopped before it finished. Its finished runs are kept, and so "
-                           "are the finished rounds of a learning-rate search: launch the same "
-                           "again and it goes on from them (the run that was training starts "
-                           "again).")
+                st.warning(
+                    "Stopped before it finished. Its finished runs are kept, and so "
+                    "are the finished rounds of a learning-rate search: launch the same "
+                    "again and it goes on from them (the run that was training starts "
+                    "again)."
+                )
             if status != "running" and job.id not in finished:  # it ended while we watched
                 finished.add(job.id)
                 st.rerun(scope="app")  # the finished-runs table below picks its runs up
@@ -94,26 +115,33 @@ show_jobs()
 
 st.subheader("A new launch")
 unread, why = studio_ui.label_word_heads_left_out(dataset)
-methods = studio_ui.choose_many("Methods", studio_ui.method_labels(METHODS),
-                                [m for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")
-                                 if m not in unread])
+methods = studio_ui.choose_many(
+    "Methods",
+    studio_ui.method_labels(METHODS),
+    [m for m in ("cls-tanh", "cls-relu-pt-ln", "prompt") if m not in unread],
+)
 if unread:
     st.caption(f"Not chosen by default: {studio_ui.md(why)}.")
     studio_ui.label_words_button("train-label-words")
 mode = studio_ui.choose(
-    "Mode", {name: m.choice for name, m in MODES.items()}, st.radio, horizontal=True,
+    "Mode",
+    {name: m.choice for name, m in MODES.items()},
+    st.radio,
+    horizontal=True,
     help="Quick compare encodes the data once with the frozen backbone and trains only the "
-         "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
-         "the accuracy is. LoRA, P-tuning v2 and IA³ train small adapters, prefixes or scaling "
-         "vectors in the encoder and the head, and keep the backbone as it is (a run stores a "
-         "few MB).")
+    "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
+    "the accuracy is. LoRA, P-tuning v2 and IA³ train small adapters, prefixes or scaling "
+    "vectors in the encoder and the head, and keep the backbone as it is (a run stores a "
+    "few MB).",
+)
 tuning = MODES[mode]
 st.caption(f"{tuning.choice}: {tuning.help}.")
 frozen = tuning.cached_features
 recipe = PAPER
 if not frozen:
-    recipe = studio_ui.choose("Recipe", RECIPE_LABELS, st.radio, horizontal=True,
-                              help=help_of(TrainConfig, "recipe"))
+    recipe = studio_ui.choose(
+        "Recipe", RECIPE_LABELS, st.radio, horizontal=True, help=help_of(TrainConfig, "recipe")
+    )
     st.caption(RECIPE_LINES[recipe])
 preset = RECIPE_DEFAULTS[recipe]
 mode_rate, mode_candidates = recipe_rates(recipe, mode)
@@ -121,60 +149,118 @@ peft_fields = studio_ui.setting_inputs(tuning.settings, TrainConfig)  # models/m
 c1, c2, c3, c4, c5 = st.columns(5)
 seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
 epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
-batch_size = c3.number_input("Batch size", 1, 512, dataset.batch_size or 32,
-                             help=help_of(TrainConfig, "batch_size"))
-max_length = c4.number_input("Max length", 8, 512, dataset.max_length,
-                             help=help_of(TrainConfig, "max_length"))
-limit = c5.number_input("Limit train examples (0 = all)", 0, 10**7, 0,
-                        help=help_of(TrainConfig, "limit"))
+batch_size = c3.number_input(
+    "Batch size", 1, 512, dataset.batch_size or 32, help=help_of(TrainConfig, "batch_size")
+)
+max_length = c4.number_input(
+    "Max length", 8, 512, dataset.max_length, help=help_of(TrainConfig, "max_length")
+)
+limit = c5.number_input(
+    "Limit train examples (0 = all)", 0, 10**7, 0, help=help_of(TrainConfig, "limit")
+)
 r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
 searched = mode_candidates is not None and r1.toggle(
-    "Learning rate chosen on dev", value=True, key=f"search-{mode}-{recipe}",
-    help=help_of(TrainConfig, "lr_candidates"))
+    "Learning rate chosen on dev",
+    value=True,
+    key=f"search-{mode}-{recipe}",
+    help=help_of(TrainConfig, "lr_candidates"),
+)
 if searched:
-    candidates = r2.text_input("Learning rates tried (comma-separated)", ",".join(
-        f"{v:g}" for v in mode_candidates), help=help_of(TrainConfig, "lr_candidates"),
-        key=f"candidates-{mode}")
+    candidates = r2.text_input(
+        "Learning rates tried (comma-separated)",
+        ",".join(f"{v:g}" for v in mode_candidates),
+        help=help_of(TrainConfig, "lr_candidates"),
+        key=f"candidates-{mode}",
+    )
     lr = None
 else:
     candidates = None
-    lr = r2.number_input("Learning rate", 1e-7, 1.0, mode_rate, format="%.0e", step=mode_rate,
-                         help=help_of(TrainConfig, "lr"), key=f"lr-{mode}-{recipe}")
+    lr = r2.number_input(
+        "Learning rate",
+        1e-7,
+        1.0,
+        mode_rate,
+        format="%.0e",
+        step=mode_rate,
+        help=help_of(TrainConfig, "lr"),
+        key=f"lr-{mode}-{recipe}",
+    )
 switches = {}
 if not frozen:
     with st.expander("Recipe switches (each overrides the recipe)"):
         s1, s2, s3, s4 = st.columns(4)
-        switches["lp_ft"] = s1.toggle("LP-FT (head fitted first)",
-                                      value=preset.lp_ft, key=f"lpft-{recipe}",
-                                      help=help_of(TrainConfig, "lp_ft"))
-        switches["min_steps"] = int(s2.number_input(
-            "At least N optimizer steps (0 = off)", 0, 100_000, preset.min_steps or 0,
-            key=f"floor-{recipe}", help=help_of(TrainConfig, "min_steps"))) or None
-        switches["head_lr"] = s3.number_input(
-            "Head learning rate (0 = the model's)", 0.0, 1.0, preset.head_lr or 0.0,
-            format="%g", step=1e-4, key=f"head-{recipe}", help=help_of(TrainConfig, "head_lr")
-        ) or None
+        switches["lp_ft"] = s1.toggle(
+            "LP-FT (head fitted first)",
+            value=preset.lp_ft,
+            key=f"lpft-{recipe}",
+            help=help_of(TrainConfig, "lp_ft"),
+        )
+        switches["min_steps"] = (
+            int(
+                s2.number_input(
+                    "At least N optimizer steps (0 = off)",
+                    0,
+                    100_000,
+                    preset.min_steps or 0,
+                    key=f"floor-{recipe}",
+                    help=help_of(TrainConfig, "min_steps"),
+                )
+            )
+            or None
+        )
+        switches["head_lr"] = (
+            s3.number_input(
+                "Head learning rate (0 = the model's)",
+                0.0,
+                1.0,
+                preset.head_lr or 0.0,
+                format="%g",
+                step=1e-4,
+                key=f"head-{recipe}",
+                help=help_of(TrainConfig, "head_lr"),
+            )
+            or None
+        )
         switches["layer_decay"] = s4.number_input(
-            "Layer-wise lr decay (1 = off)", 0.05, 1.0, 1.0, step=0.05, key=f"decay-{recipe}",
-            help=help_of(TrainConfig, "layer_decay"))
+            "Layer-wise lr decay (1 = off)",
+            0.05,
+            1.0,
+            1.0,
+            step=0.05,
+            key=f"decay-{recipe}",
+            help=help_of(TrainConfig, "layer_decay"),
+        )
         if switches["layer_decay"] == 1.0:
             switches["layer_decay"] = None
         if searched:
-            switches["lr_search"] = "once" if st.toggle(
-                "Search the rate once for this backbone and data (the other heads and seeds "
-                "train at it)", value=preset.lr_search != "each", key=f"once-{recipe}",
-                help=help_of(TrainConfig, "lr_search")) else "each"
-pooling = st.radio("Pooling of plain-input heads", [AUTO_POOLING, ALL_POOLINGS, *POOLINGS],
-                   horizontal=True, help=help_of(TrainConfig, "pooling"))
+            switches["lr_search"] = (
+                "once"
+                if st.toggle(
+                    "Search the rate once for this backbone and data (the other heads and seeds "
+                    "train at it)",
+                    value=preset.lr_search != "each",
+                    key=f"once-{recipe}",
+                    help=help_of(TrainConfig, "lr_search"),
+                )
+                else "each"
+            )
+pooling = st.radio(
+    "Pooling of plain-input heads",
+    [AUTO_POOLING, ALL_POOLINGS, *POOLINGS],
+    horizontal=True,
+    help=help_of(TrainConfig, "pooling"),
+)
 rules = studio_ui.policy()
 if rules.public:  # visitors pick among the backbones the owner offers
     offered = list(rules.models)
     current = studio_ui.current_model()
-    model = st.selectbox("Backbone", offered,
-                         index=offered.index(current) if current in offered else 0)
+    model = st.selectbox(
+        "Backbone", offered, index=offered.index(current) if current in offered else 0
+    )
 else:
-    model = st.text_input("Backbone (auto, a Hugging Face id, or a local folder)",
-                          studio_ui.current_model())
+    model = st.text_input(
+        "Backbone (auto, a Hugging Face id, or a local folder)", studio_ui.current_model()
+    )
 st.session_state["model"] = model.strip() or "auto"
 studio_ui.backbone_notice(st.session_state["model"], methods)
 
@@ -185,25 +271,31 @@ def ray_options(at_once: str) -> ExecutorOptions:
     with st.expander("Run on a Ray cluster (one Ray task per run)"):
         has_ray = importlib.util.find_spec(EXECUTORS["ray"].needs) is not None
         if not has_ray:
-            st.caption("Ray is not installed here: `pip install -e \".[cluster]\"`.")
-        on = st.toggle("Use Ray", value=False, disabled=not has_ray,
-                       help=help_of(ExecutorOptions, "executor"))
-        ray = studio_ui.setting_inputs(EXECUTORS["ray"].settings, ExecutorOptions,
-                                       disabled=not on)
-        st.caption("The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
-                   "already in it are not submitted.")
-    return ExecutorOptions(executor="ray" if on else "local", runs_at_once=at_once,
-                           **(ray if on else {}))
+            st.caption('Ray is not installed here: `pip install -e ".[cluster]"`.')
+        on = st.toggle(
+            "Use Ray", value=False, disabled=not has_ray, help=help_of(ExecutorOptions, "executor")
+        )
+        ray = studio_ui.setting_inputs(EXECUTORS["ray"].settings, ExecutorOptions, disabled=not on)
+        st.caption(
+            "The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
+            "already in it are not submitted."
+        )
+    return ExecutorOptions(
+        executor="ray" if on else "local", runs_at_once=at_once, **(ray if on else {})
+    )
 
 
 def runs_at_once() -> str:
     """How many fine-tuning runs share the device at once (auto: 1 on a CPU)."""
     left, right = st.columns([1, 3])
-    value = left.selectbox("Runs at once", ("auto", "1", "2", "4", "8"),
-                           help=help_of(ExecutorOptions, "runs_at_once"))
-    right.caption("Several runs share the device, each in a process of its own (auto: one on "
-                  "a CPU, whose cores they would only split; on a GPU, as many as its memory "
-                  "holds). The estimate below is for one run after another.")
+    value = left.selectbox(
+        "Runs at once", ("auto", "1", "2", "4", "8"), help=help_of(ExecutorOptions, "runs_at_once")
+    )
+    right.caption(
+        "Several runs share the device, each in a process of its own (auto: one on "
+        "a CPU, whose cores they would only split; on a GPU, as many as its memory "
+        "holds). The estimate below is for one run after another."
+    )
     return value
 
 
@@ -222,15 +314,26 @@ except ValueError:
 config = None
 refused = [m for m in methods if not METHODS[m].trains_in(tuning)]
 if refused:
-    st.error(f"{', '.join(refused)} fit(s) on the frozen features only (a closed-form probe, or "
-             f"a classifier re-trained on fixed features): leave it out of a {tuning.label} run, "
-             "or choose the quick compare.")
+    st.error(
+        f"{', '.join(refused)} fit(s) on the frozen features only (a closed-form probe, or "
+        f"a classifier re-trained on fixed features): leave it out of a {tuning.label} run, "
+        "or choose the quick compare."
+    )
 elif methods and seeds:
     try:
-        config = TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=lr,
-                             lr_candidates=candidates, pooling=pooling, recipe=recipe,
-                             max_length=int(max_length), limit=int(limit) or None,
-                             mode=mode, **switches, **peft_fields)
+        config = TrainConfig(
+            epochs=int(epochs),
+            batch_size=int(batch_size),
+            lr=lr,
+            lr_candidates=candidates,
+            pooling=pooling,
+            recipe=recipe,
+            max_length=int(max_length),
+            limit=int(limit) or None,
+            mode=mode,
+            **switches,
+            **peft_fields,
+        )
     except GleeError as exc:
         st.error(str(exc))
 if config is not None:
@@ -238,17 +341,26 @@ if config is not None:
     minutes = estimate["seconds"] / 60
     bound = "" if frozen else " (at most; early stopping shortens it)"  # frozen: as measured
     trained = studio_ui.trainable_parameters(dataset, config)
-    message = (f"Estimated time: {estimate['text']} for {estimate['runs']} run(s) to train"
-               f"{bound}. Basis: {estimate['basis']}. Each run trains about "
-               f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its "
-               "own).") if estimate["runs"] else (
-        f"All {estimate['stored']} run(s) of this launch are already stored: Launch opens them "
-        "(nothing to train). Change the methods, seeds or settings for a new run.")
+    message = (
+        (
+            f"Estimated time: {estimate['text']} for {estimate['runs']} run(s) to train"
+            f"{bound}. Basis: {estimate['basis']}. Each run trains about "
+            f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its "
+            "own)."
+        )
+        if estimate["runs"]
+        else (
+            f"All {estimate['stored']} run(s) of this launch are already stored: Launch opens them "
+            "(nothing to train). Change the methods, seeds or settings for a new run."
+        )
+    )
     if estimate["left_out"]:
         message += f" {studio_ui.md(estimate['left_out'])}."
     if device == "cpu" and not frozen and minutes > 20:
-        st.warning(message + " That is long for a CPU: try the quick compare, fewer epochs, a "
-                   "training limit, or a GPU machine.")
+        st.warning(
+            message + " That is long for a CPU: try the quick compare, fewer epochs, a "
+            "training limit, or a GPU machine."
+        )
     else:
         st.info(message)
 
@@ -257,31 +369,53 @@ if rules.read_only:
 elif st.button("Launch", type="primary", disabled=config is None):
     request = TrainRequest(
         data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
-        methods=methods, seeds=seeds, model=st.session_state["model"], config=config,
-        executor=executor)
-    job = studio_ui.launch(request, label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on "
-                                          f"{dataset.id}"
-                                          f" ({tuning.label}"
-                                          f"{'' if frozen else f', {recipe} recipe'})"
-                                          f"{' on Ray' if on_ray else ''}",
-                           # one run after another: no estimate of a Ray cluster's time
-                           estimate=None if on_ray else estimate)
+        methods=methods,
+        seeds=seeds,
+        model=st.session_state["model"],
+        config=config,
+        executor=executor,
+    )
+    job = studio_ui.launch(
+        request,
+        label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on "
+        f"{dataset.id}"
+        f" ({tuning.label}"
+        f"{'' if frozen else f', {recipe} recipe'})"
+        f"{' on Ray' if on_ray else ''}",
+        # one run after another: no estimate of a Ray cluster's time
+        estimate=None if on_ray else estimate,
+    )
     if job is not None:
         st.session_state["last_job"] = job.id
         st.toast(f"Launched job {job.id}")
 
 
-
 st.subheader("Finished runs for this dataset")
 runs = studio_ui.dataset_runs(dataset.id)
 if runs:
-    finished = pd.DataFrame([{
-        "Method": r.method, "Seed": r.seed, "Mode": r.record.mode,
-        "Reads": r.reads,
-        **{METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1) for k in METRIC_KEYS},
-        "Backbone": r.record.model.name, "Training (s)": r.record.timing.get("train_seconds"),
-        "Created": r.record.created, "Run": r.run_id} for r in runs])
-    st.dataframe(finished, hide_index=True,
-                 column_config={"Training (s)": st.column_config.NumberColumn(format="%.1f")})
+    finished = pd.DataFrame(
+        [
+            {
+                "Method": r.method,
+                "Seed": r.seed,
+                "Mode": r.record.mode,
+                "Reads": r.reads,
+                **{
+                    METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1)
+                    for k in METRIC_KEYS
+                },
+                "Backbone": r.record.model.name,
+                "Training (s)": r.record.timing.get("train_seconds"),
+                "Created": r.record.created,
+                "Run": r.run_id,
+            }
+            for r in runs
+        ]
+    )
+    st.dataframe(
+        finished,
+        hide_index=True,
+        column_config={"Training (s)": st.column_config.NumberColumn(format="%.1f")},
+    )
 else:
     st.caption("None yet.")

@@ -22,18 +22,25 @@ run = next(r for r in runs if r.run_id == run_id)
 try:
     predictions = run.predictions
 except GleeError as exc:  # a file the listing does not read in full: say which, and stop here
-    st.error(f"This run is broken: {studio_ui.md(exc)}. Pick another run, or launch its setting "
-             "again on the Train page: a broken run is trained anew.",
-             icon=":material/broken_image:")
+    st.error(
+        f"This run is broken: {studio_ui.md(exc)}. Pick another run, or launch its setting "
+        "again on the Train page: a broken run is trained anew.",
+        icon=":material/broken_image:",
+    )
     st.stop()
 data = run.record.dataset
 order = data.order  # head to tail
 
 c1, c2 = st.columns([2, 1])
 class_labels = {"(all classes)": "(all classes)"}
-class_labels.update({c: f"{c} ({data.group(c)}, "
-                        f"{run.metrics.per_class[c].support} test examples, "
-                        f"F1 {run.metrics.per_class[c].f1:.2f})" for c in order})
+class_labels.update(
+    {
+        c: f"{c} ({data.group(c)}, "
+        f"{run.metrics.per_class[c].support} test examples, "
+        f"F1 {run.metrics.per_class[c].f1:.2f})"
+        for c in order
+    }
+)
 with c1:
     chosen = studio_ui.choose("Class", class_labels)
 errors_only = c2.toggle("Errors only")
@@ -48,39 +55,59 @@ shared = run.run_id in studio_ui.shared_run_ids()
 if shared:  # another visitor's run, through their share link: their texts stay theirs
     columns = [c for c in columns if c not in ("text", "text_b")]
     st.caption("A shared run: its predictions without the texts, which are the sharer's.")
-st.dataframe(shown[columns], hide_index=True,
-             column_config={"confidence": st.column_config.ProgressColumn(
-                 "confidence", min_value=0.0, max_value=1.0, format="%.2f")})
+st.dataframe(
+    shown[columns],
+    hide_index=True,
+    column_config={
+        "confidence": st.column_config.ProgressColumn(
+            "confidence", min_value=0.0, max_value=1.0, format="%.2f"
+        )
+    },
+)
 if not shared:
-    st.download_button("Download this run's test predictions (CSV)",
-                       spreadsheet_csv(predictions), f"{run.run_id}-test-predictions.csv",
-                       "text/csv")
+    st.download_button(
+        "Download this run's test predictions (CSV)",
+        spreadsheet_csv(predictions),
+        f"{run.run_id}-test-predictions.csv",
+        "text/csv",
+    )
 
 st.subheader("Confusion matrix")
 fits = confusion_fits()
-full = st.toggle("All classes", value=len(order) <= fits,
-                 help=f"Up to {fits} classes fit the page one by one.")
-keep = None if full else st.slider("Rarest classes shown one by one", 2, len(order),
-                                   min(fits, len(order)))
+full = st.toggle(
+    "All classes", value=len(order) <= fits, help=f"Up to {fits} classes fit the page one by one."
+)
+keep = (
+    None
+    if full
+    else st.slider("Rarest classes shown one by one", 2, len(order), min(fits, len(order)))
+)
 if keep and keep < len(order):
-    st.caption(f"The {len(order) - keep} most frequent classes are pooled into the first row and "
-               "column, so every tail class keeps its own (turn on All classes to see each).")
+    st.caption(
+        f"The {len(order) - keep} most frequent classes are pooled into the first row and "
+        "column, so every tail class keeps its own (turn on All classes to see each)."
+    )
 st.altair_chart(chart_confusion(run, keep), width="content")
 
 st.subheader("Take it with you")
 if shared and not studio_ui.shared_workspace().shares_models:
-    st.caption("A shared run: its sharer has not let viewers download its model (a model "
-               "carries what it was trained on).")
+    st.caption(
+        "A shared run: its sharer has not let viewers download its model (a model "
+        "carries what it was trained on)."
+    )
     st.stop()
-FORMAT_LABELS = {"glee": "Glee Studio folder (load_classifier)",
-                 "hf": "transformers (AutoModelForSequenceClassification, pipeline())",
-                 "onnx": "ONNX Runtime (numpy, onnxruntime, tokenizers only)",
-                 "peft": "peft adapter and head (LoRA, P-tuning v2 runs)"}
+FORMAT_LABELS = {
+    "glee": "Glee Studio folder (load_classifier)",
+    "hf": "transformers (AutoModelForSequenceClassification, pipeline())",
+    "onnx": "ONNX Runtime (numpy, onnxruntime, tokenizers only)",
+    "peft": "peft adapter and head (LoRA, P-tuning v2 runs)",
+}
 offered = {f: FORMAT_LABELS[f] for f in FORMATS if export_refusal(run, f) is None}
 form = studio_ui.choose("Format", offered, st.radio, key=f"export-form-{run.run_id}")
 quantize = form == "onnx" and st.checkbox(
-    "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the "
-    "card)", key=f"export-int8-{run.run_id}")
+    "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the card)",
+    key=f"export-int8-{run.run_id}",
+)
 built = st.session_state.get("export")
 if st.button("Build the folder", key=f"export-{run.run_id}"):
     try:
@@ -91,7 +118,12 @@ if st.button("Build the folder", key=f"export-{run.run_id}"):
     else:
         built = st.session_state["export"] = (run.run_id, form, data, code)
 if built and built[:2] == (run.run_id, form):
-    st.download_button(f"Download {run.run_id}-{form}.zip", built[2],
-                       f"{run.run_id}-{form}.zip", "application/zip", type="primary")
+    st.download_button(
+        f"Download {run.run_id}-{form}.zip",
+        built[2],
+        f"{run.run_id}-{form}.zip",
+        "application/zip",
+        type="primary",
+    )
     st.caption("Load it so (the folder's README.md, its model card, says more):")
     st.code(built[3], language="python")

@@ -57,8 +57,11 @@ try:
     else:
         run = next(r for r in runs if r.run_id == choice)
         scorer = run_scorer(str(run.path))
-        kind = ("verbalizer scores (label words at [MASK])" if scorer.is_verbalizer
-                else "class probabilities of the CLS head")
+        kind = (
+            "verbalizer scores (label words at [MASK])"
+            if scorer.is_verbalizer
+            else "class probabilities of the CLS head"
+        )
         title = f"{run.method}: {kind}"
         stem = run.run_id
     table = scorer.score_table(text) if text.strip() else None
@@ -73,10 +76,14 @@ if table is not None:
     st.caption(f"probability {top['score']:.1%} ({top['group']} class)")
     st.altair_chart(chart_class_scores(table, title), width="stretch")
     with st.expander("Scores as a table"):
-        st.dataframe(table.assign(score=100 * table["score"]), hide_index=True,
-                     column_config={"score": st.column_config.NumberColumn(
-                         "probability (%)", format="%.2f"),
-                         "logit": st.column_config.NumberColumn(format="%.2f")})
+        st.dataframe(
+            table.assign(score=100 * table["score"]),
+            hide_index=True,
+            column_config={
+                "score": st.column_config.NumberColumn("probability (%)", format="%.2f"),
+                "logit": st.column_config.NumberColumn(format="%.2f"),
+            },
+        )
 
 st.subheader("Classify a CSV of texts")
 rules = studio_ui.policy()
@@ -84,14 +91,18 @@ if rules.read_only:
     st.caption("Classifying files is switched off on this deployment (read-only).")
     st.stop()
 cap = rules.score_rows if rules.public else None
-st.caption("Every row of the file comes back with the predicted class, its probability, the top "
-           "3 classes with scores (and the label word, for prompt methods). The same as "
-           "`python -m glee_core predict`. The file is read in memory, not kept"
-           + (f"; up to {cap:,} texts here, classified in turn with the training jobs."
-              if cap else "."))
-uploaded = st.file_uploader("CSV of texts", type=["csv", "tsv", "txt"], key="predict-upload",
-                            max_upload_size=max(1, -(-rules.upload_bytes // 2**20))
-                            if rules.public else None)
+st.caption(
+    "Every row of the file comes back with the predicted class, its probability, the top "
+    "3 classes with scores (and the label word, for prompt methods). The same as "
+    "`python -m glee_core predict`. The file is read in memory, not kept"
+    + (f"; up to {cap:,} texts here, classified in turn with the training jobs." if cap else ".")
+)
+uploaded = st.file_uploader(
+    "CSV of texts",
+    type=["csv", "tsv", "txt"],
+    key="predict-upload",
+    max_upload_size=max(1, -(-rules.upload_bytes // 2**20)) if rules.public else None,
+)
 if uploaded is not None and rules.public:
     try:
         rules.check_upload_size(uploaded.size)  # before the file is read or parsed
@@ -109,20 +120,40 @@ if uploaded is not None:
             path.write_bytes(data)
             bar = st.progress(0.0, text="Classifying ...")
             try:
-                with studio_ui.machine_turn(lambda: bar.progress(
-                        0.0, text="Waiting for the machine: training jobs go first ...")):
+                with studio_ui.machine_turn(
+                    lambda: bar.progress(
+                        0.0, text="Waiting for the machine: training jobs go first ..."
+                    )
+                ):
                     done[key] = predict_csv(
-                        scorer, path, max_rows=cap, progress=lambda n, total: bar.progress(
-                            n / total, text=f"Classifying: {n} of {total} texts"))
+                        scorer,
+                        path,
+                        max_rows=cap,
+                        progress=lambda n, total: bar.progress(
+                            n / total, text=f"Classifying: {n} of {total} texts"
+                        ),
+                    )
             except GleeError as exc:
-                st.error("This CSV cannot be classified: "
-                         f"{studio_ui.md(exc.naming(path, uploaded.name))}")
+                st.error(
+                    "This CSV cannot be classified: "
+                    f"{studio_ui.md(exc.naming(path, uploaded.name))}"
+                )
             bar.empty()
     predicted = done.get(key)
     if predicted is not None:
         if warning := blank_warning(predicted):
             st.warning(warning[0].upper() + warning[1:] + ".")
-        st.dataframe(predicted, hide_index=True, column_config={
-            "probability": st.column_config.NumberColumn("probability", format="percent")})
-        st.download_button("Download the predictions (CSV)", spreadsheet_csv(predicted),
-                           f"{stem}-predictions.csv", "text/csv", type="primary")
+        st.dataframe(
+            predicted,
+            hide_index=True,
+            column_config={
+                "probability": st.column_config.NumberColumn("probability", format="percent")
+            },
+        )
+        st.download_button(
+            "Download the predictions (CSV)",
+            spreadsheet_csv(predicted),
+            f"{stem}-predictions.csv",
+            "text/csv",
+            type="primary",
+        )

@@ -20,18 +20,26 @@ st.title("Report")
 
 runs = studio_ui.setting_runs(key="report-methods")
 in_report = [c.title.lower() for c in RUN_CHARTS.values() if c.in_report]
-st.caption(f"A4 PDF: configuration, the results table, {', '.join(in_report)}, and post-hoc "
-           "calibration. The same report from the command line: "
-           "`python -m glee_core report --runs-dir DIR --dataset ID --out report.pdf`.")
+st.caption(
+    f"A4 PDF: configuration, the results table, {', '.join(in_report)}, and post-hoc "
+    "calibration. The same report from the command line: "
+    "`python -m glee_core report --runs-dir DIR --dataset ID --out report.pdf`."
+)
 building = st.session_state.get("report_job")
 if runs and st.button("Build the PDF", type="primary", disabled=building is not None):
     progress = {"fraction": 0.0, "what": "starting"}
-    name = (f"glee-report-{slug(runs[0].dataset)}-{runs[0].record.mode}-"
-            f"{len({r.method for r in runs})}-methods.pdf")
+    name = (
+        f"glee-report-{slug(runs[0].dataset)}-{runs[0].record.mode}-"
+        f"{len({r.method for r in runs})}-methods.pdf"
+    )
     future = report_builder().submit(
-        build_report, runs, None, lambda fraction, what: progress.update(fraction=fraction,
-                                                                         what=what),
-        studio_ui.dataset_runs(runs[0].dataset), studio_ui.dataset_budget(runs[0].dataset))
+        build_report,
+        runs,
+        None,
+        lambda fraction, what: progress.update(fraction=fraction, what=what),
+        studio_ui.dataset_runs(runs[0].dataset),
+        studio_ui.dataset_budget(runs[0].dataset),
+    )
     st.session_state["report_job"] = (future, progress, name)
     st.session_state.pop("report_pdf", None)
     st.rerun()  # drawn again with the button off while the build runs
@@ -59,6 +67,10 @@ if error := st.session_state.pop("report_error", None):
 if st.session_state.get("report_pdf"):
     pdf = st.session_state["report_pdf"]
     st.success(f"Report ready ({len(pdf) / 1024:.0f} KB).")
-    st.download_button("Download the PDF report", pdf,
-                       file_name=st.session_state.get("report_name", "glee-report.pdf"),
-                       mime="application/pdf", type="primary")
+    st.download_button(
+        "Download the PDF report",
+        pdf,
+        file_name=st.session_state.get("report_name", "glee-report.pdf"),
+        mime="application/pdf",
+        type="primary",
+    )

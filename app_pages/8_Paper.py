@@ -23,15 +23,21 @@ st.markdown(
     "(R52, RTE, BoolQ) or bert-base-chinese (the others), ± the sample standard deviation as "
     "printed. **The finding:** prompt-tuning beats CLS-tuning on long-tailed data, mostly on the "
     "tail classes; focal loss and η-norm help little; feeding the prompt to a CLS head does not "
-    "help; a CLS head with ReLU and the MLM head's LayerNorm (w/ pt. LN) closes most of the gap.")
+    "help; a CLS head with ReLU and the MLM head's LayerNorm (w/ pt. LN) closes most of the gap."
+)
 
 tables = {number: f"Table {number}: {table.title}" for number, table in PAPER_TABLES.items()}
 number = studio_ui.choose("Table", tables, st.radio, horizontal=False)
 cells = paper_cells()
 metrics = [m for m in METRIC_TITLES if m in set(cells.loc[cells["table"] == number, "metric"])]
 preferred = "tail_f1" if "tail_f1" in metrics else metrics[0]
-metric = studio_ui.choose("Metric", {m: METRIC_TITLES[m] for m in metrics}, st.radio,
-                          horizontal=True, index=metrics.index(preferred))
+metric = studio_ui.choose(
+    "Metric",
+    {m: METRIC_TITLES[m] for m in metrics},
+    st.radio,
+    horizontal=True,
+    index=metrics.index(preferred),
+)
 
 runs = []
 if st.toggle("Overlay my runs (datasets the paper has, R8 beside R52)", value=True):
@@ -41,13 +47,21 @@ if st.toggle("Overlay my runs (datasets the paper has, R8 beside R52)", value=Tr
         labels = dict(sorted({r.setting: r.record.setting_label for r in covered}.items()))
         setting = studio_ui.choose("Setting of my runs", labels)
         runs = [r for r in covered if r.setting == setting]
-        studio_ui.backbone_notice(runs[0].record.model.name, sorted({r.method for r in runs}),
-                                  runs[0].record.model.mlm_head_pretrained, full=True)
+        studio_ui.backbone_notice(
+            runs[0].record.model.name,
+            sorted({r.method for r in runs}),
+            runs[0].record.model.mlm_head_pretrained,
+            full=True,
+        )
     else:
-        st.caption("No runs of this table's datasets in the store yet (e.g. `python -m glee_core "
-                   f"reproduce --table {number} --datasets r8 --mode frozen`).")
+        st.caption(
+            "No runs of this table's datasets in the store yet (e.g. `python -m glee_core "
+            f"reproduce --table {number} --datasets r8 --mode frozen`)."
+        )
 st.altair_chart(chart_paper_results(number, metric, runs), width="content")
 if {"head_f1", "tail_f1"} <= set(metrics):
     st.altair_chart(chart_paper_head_tail_gap(number), width="content")
-st.caption("Source: the paper's tables as shipped in `glee_core/reference/glee_tables.csv` "
-           "(transcribed and checked); the `reproduce` command puts your runs beside every cell.")
+st.caption(
+    "Source: the paper's tables as shipped in `glee_core/reference/glee_tables.csv` "
+    "(transcribed and checked); the `reproduce` command puts your runs beside every cell."
+)

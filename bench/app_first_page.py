@@ -39,8 +39,10 @@ def main(argv=None) -> int:
                     began = time.perf_counter()
                     page.goto(url)
                     expect(page.get_by_text("Quick start")).to_be_visible(timeout=60_000)
-                    print(f"visit {visit}: Home shown {time.perf_counter() - began:.2f} s "
-                          "after the request")
+                    print(
+                        f"visit {visit}: Home shown {time.perf_counter() - began:.2f} s "
+                        "after the request"
+                    )
                     page.close()
                 browser.close()
     return 0

@@ -47,8 +47,10 @@ def r8_subset(data_dir: Path, folder: Path, size: int = 1500, least: int = 15) -
     train = pd.read_csv(data_dir / "r8" / "train.txt", sep="\t", names=["label", "text"])
     test = pd.read_csv(data_dir / "r8" / "test.txt", sep="\t", names=["label", "text"])
     share = size / len(train)
-    parts = [group.sample(max(least, round(share * len(group))), random_state=0)
-             for _, group in train.groupby("label")]
+    parts = [
+        group.sample(max(least, round(share * len(group))), random_state=0)
+        for _, group in train.groupby("label")
+    ]
     frame = pd.concat([pd.concat(parts).assign(split="train"), test.assign(split="test")])
     path = folder / f"r8-{size}.csv"
     frame[["text", "label", "split"]].to_csv(path, index=False)
@@ -77,8 +79,9 @@ def dataset_spec(name: str, data_dir: Path, work: Path) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--model", default="auto")
@@ -88,8 +91,11 @@ def main(argv=None) -> int:
     seeds = list(range(1, args.seeds + 1))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        specs = {"demo": "demo", "r8-1500": r8_subset(data_dir, folder),
-                 "r52-lt": r52_long_tail(data_dir, folder)}
+        specs = {
+            "demo": "demo",
+            "r8-1500": r8_subset(data_dir, folder),
+            "r52-lt": r52_long_tail(data_dir, folder),
+        }
         store = RunStore(folder / "runs")
         get_backbone(args.model)
         rows = []
@@ -97,12 +103,18 @@ def main(argv=None) -> int:
             dataset = load_dataset(spec)
             head, tail = dataset.head_tail()
             counts = dataset.class_counts()
-            print(f"{name}: {len(dataset.splits['train'])} train, {dataset.num_classes} classes "
-                  f"({counts.iloc[0]} down to {counts.iloc[-1]}), {len(head)} head / "
-                  f"{len(tail)} tail", file=sys.stderr)
+            print(
+                f"{name}: {len(dataset.splits['train'])} train, {dataset.num_classes} classes "
+                f"({counts.iloc[0]} down to {counts.iloc[-1]}), {len(head)} head / "
+                f"{len(tail)} tail",
+                file=sys.stderr,
+            )
             for pooling in ("cls", "mean"):
-                methods = [m for m in METHODS.values() if m.supports_frozen
-                           and (pooling == "cls" or m.input_format == "plain")]
+                methods = [
+                    m
+                    for m in METHODS.values()
+                    if m.supports_frozen and (pooling == "cls" or m.input_format == "plain")
+                ]
                 started = time.perf_counter()
                 config = TrainConfig(mode="frozen", max_length=args.max_length, pooling=pooling)
                 runs = run_experiments(dataset, methods, seeds, args.model, config, store)
@@ -116,39 +128,58 @@ def main(argv=None) -> int:
                 for _, row in summary.iterrows():
                     method = METHODS[row["method"]]
                     la = adjusted[row["method"]]
-                    rows.append({
-                        "la_tail_f1": float(np.mean(la)),
-                        "la_tail_f1_std": float(np.std(la, ddof=1)) if len(la) > 1 else np.nan,
-                        "dataset": name, "method": row["method"],
-                        "pooling": pooling if method.input_format == "plain" else "[MASK]",
-                        "f1": row["f1_mean"], "f1_std": row["f1_std"],
-                        "tail_f1": row["tail_f1_mean"], "tail_f1_std": row["tail_f1_std"],
-                        "seeds": int(row["seeds"])})
-                print(f"  {pooling} pooling: {len(runs)} runs in {seconds:.0f} s",
-                      file=sys.stderr)
+                    rows.append(
+                        {
+                            "la_tail_f1": float(np.mean(la)),
+                            "la_tail_f1_std": float(np.std(la, ddof=1)) if len(la) > 1 else np.nan,
+                            "dataset": name,
+                            "method": row["method"],
+                            "pooling": pooling if method.input_format == "plain" else "[MASK]",
+                            "f1": row["f1_mean"],
+                            "f1_std": row["f1_std"],
+                            "tail_f1": row["tail_f1_mean"],
+                            "tail_f1_std": row["tail_f1_std"],
+                            "seeds": int(row["seeds"]),
+                        }
+                    )
+                print(f"  {pooling} pooling: {len(runs)} runs in {seconds:.0f} s", file=sys.stderr)
     frame = pd.DataFrame(rows)
     lines = []
     for name, group in frame.groupby("dataset", sort=False):
         group = group.sort_values("tail_f1", ascending=False)
         probe = group[(group["method"] == "probe-balanced") & (group["pooling"] == "mean")]
         line = probe.iloc[0] if len(probe) else None
+
         def beats(mean, std, line=line):
             return line is not None and mean - std > line["tail_f1"] + line["tail_f1_std"]
 
-        table = [[METHODS[r["method"]].label, r["pooling"], mean_std(r["f1"], r["f1_std"]),
-                  mean_std(r["tail_f1"], r["tail_f1_std"])
-                  + (" *" if beats(r["tail_f1"], r["tail_f1_std"]) else ""),
-                  mean_std(r["la_tail_f1"], r["la_tail_f1_std"])
-                  + (" *" if beats(r["la_tail_f1"], r["la_tail_f1_std"]) else "")]
-                 for _, r in group.iterrows()]
-        lines += [f"### {name} ({int(group['seeds'].min())} seeds, quick mode, max length "
-                  f"{args.max_length})", "",
-                  *markdown_table(["method", "pooling", "F1", "Tail F1",
-                                   "Tail F1 + logit adj."], table, left=2), ""]
-    lines.append("Sorted by tail F1. Tail F1 + logit adj.: the same runs with post-hoc logit "
-                 "adjustment, tau chosen on dev tail F1 (Menon et al. 2021). * beats the balanced "
-                 "mean-pooled probe's tail F1 beyond seed noise (mean - std above its mean + "
-                 "std).")
+        table = [
+            [
+                METHODS[r["method"]].label,
+                r["pooling"],
+                mean_std(r["f1"], r["f1_std"]),
+                mean_std(r["tail_f1"], r["tail_f1_std"])
+                + (" *" if beats(r["tail_f1"], r["tail_f1_std"]) else ""),
+                mean_std(r["la_tail_f1"], r["la_tail_f1_std"])
+                + (" *" if beats(r["la_tail_f1"], r["la_tail_f1_std"]) else ""),
+            ]
+            for _, r in group.iterrows()
+        ]
+        lines += [
+            f"### {name} ({int(group['seeds'].min())} seeds, quick mode, max length "
+            f"{args.max_length})",
+            "",
+            *markdown_table(
+                ["method", "pooling", "F1", "Tail F1", "Tail F1 + logit adj."], table, left=2
+            ),
+            "",
+        ]
+    lines.append(
+        "Sorted by tail F1. Tail F1 + logit adj.: the same runs with post-hoc logit "
+        "adjustment, tau chosen on dev tail F1 (Menon et al. 2021). * beats the balanced "
+        "mean-pooled probe's tail F1 beyond seed noise (mean - std above its mean + "
+        "std)."
+    )
     text = "\n".join(lines)
     print(text)
     if args.out:
@@ -156,8 +187,9 @@ def main(argv=None) -> int:
     best = frame.loc[frame.groupby("dataset", sort=False)["tail_f1"].idxmax()]
     print("\nbest tail F1 per dataset:", file=sys.stderr)
     for _, r in best.iterrows():
-        print(f"  {r['dataset']}: {r['method']} ({r['pooling']}) {r['tail_f1']:.1f}",
-              file=sys.stderr)
+        print(
+            f"  {r['dataset']}: {r['method']} ({r['pooling']}) {r['tail_f1']:.1f}", file=sys.stderr
+        )
     return 0 if np.isfinite(frame["f1"]).all() else 1
 
 

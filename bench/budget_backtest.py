@@ -58,10 +58,14 @@ def backtest(points, dataset, kind: str) -> dict:
     test = dataset.class_counts("test")
     head, _ = dataset.head_tail()
     curves, exponent, _ = forecast(
-        half, list(dataset.classes), {c: "head" if c in head else "tail" for c in dataset.classes},
-        {c: int(half_n[c]) for c in dataset.classes}, {c: int(test.get(c, 0))
-                                                        for c in dataset.classes},
-        target_f1=0.8, anchored=kind == "anchored")
+        half,
+        list(dataset.classes),
+        {c: "head" if c in head else "tail" for c in dataset.classes},
+        {c: int(half_n[c]) for c in dataset.classes},
+        {c: int(test.get(c, 0)) for c in dataset.classes},
+        target_f1=0.8,
+        anchored=kind == "anchored",
+    )
     errors, inside, predicted, real = [], [], [], []
     for curve in curves:
         if not curve.judged or np.isnan(full.get(curve.name, np.nan)):
@@ -72,11 +76,15 @@ def backtest(points, dataset, kind: str) -> dict:
         predicted.append(guess)
         real.append(truth)
         inside.append(curve.f1_at_2x_low - 1e-9 <= truth <= curve.f1_at_2x_high + 1e-9)
-    return {"classes": len(errors), "macro_forecast": float(np.mean(predicted)),
-            "macro_real": float(np.mean(real)),
-            "macro_error": float(np.mean(predicted) - np.mean(real)),
-            "mae": float(np.mean(errors)), "coverage": float(np.mean(inside)),
-            "too_few": sum(not c.judged for c in curves)}
+    return {
+        "classes": len(errors),
+        "macro_forecast": float(np.mean(predicted)),
+        "macro_real": float(np.mean(real)),
+        "macro_error": float(np.mean(predicted) - np.mean(real)),
+        "mae": float(np.mean(errors)),
+        "coverage": float(np.mean(inside)),
+        "too_few": sum(not c.judged for c in curves),
+    }
 
 
 def main(argv=None) -> int:
@@ -85,38 +93,91 @@ def main(argv=None) -> int:
     parser.add_argument("--method", default=BudgetOptions.method)
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--model", default="auto")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-budget"))
     args = parser.parse_args(argv)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     backbone = load_backbone(args.model)
-    options = BudgetOptions(out=str(work), method=args.method, seeds=args.seeds,
-                            fractions=",".join(map(str, (*HALF, 1))), device="cpu")
+    options = BudgetOptions(
+        out=str(work),
+        method=args.method,
+        seeds=args.seeds,
+        fractions=",".join(map(str, (*HALF, 1))),
+        device="cpu",
+    )
     rows = []
     for name in args.datasets.split(","):
         dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
-        prepare(dataset, get_method(args.method), backbone, TrainConfig(mode="frozen"),
-                lambda event: None, work / "features")  # the feature pass, cached: not timed
+        prepare(
+            dataset,
+            get_method(args.method),
+            backbone,
+            TrainConfig(mode="frozen"),
+            lambda event: None,
+            work / "features",
+        )  # the feature pass, cached: not timed
         started = time.perf_counter()
         _, points = measure(dataset, backbone, options, work / "features", lambda event: None)
         seconds = time.perf_counter() - started
         for kind in KINDS:
             found = backtest(points, dataset, kind)
-            rows.append([name, kind, found["classes"],
-                         found["too_few"], f"{100 * found['macro_forecast']:.1f}",
-                         f"{100 * found['macro_real']:.1f}",
-                         f"{100 * found['macro_error']:+.1f}", f"{found['mae']:.3f}",
-                         f"{found['coverage']:.0%}", f"{seconds:.0f}"])
-        print("\n".join(markdown_table(
-            ["set", "forecast", "classes judged", "too few", "macro-F1 forecast",
-             "macro-F1 full run", "error (points)", "per-class MAE", "in 80% interval",
-             "measure s"], rows[-len(KINDS):])), flush=True)
+            rows.append(
+                [
+                    name,
+                    kind,
+                    found["classes"],
+                    found["too_few"],
+                    f"{100 * found['macro_forecast']:.1f}",
+                    f"{100 * found['macro_real']:.1f}",
+                    f"{100 * found['macro_error']:+.1f}",
+                    f"{found['mae']:.3f}",
+                    f"{found['coverage']:.0%}",
+                    f"{seconds:.0f}",
+                ]
+            )
+        print(
+            "\n".join(
+                markdown_table(
+                    [
+                        "set",
+                        "forecast",
+                        "classes judged",
+                        "too few",
+                        "macro-F1 forecast",
+                        "macro-F1 full run",
+                        "error (points)",
+                        "per-class MAE",
+                        "in 80% interval",
+                        "measure s",
+                    ],
+                    rows[-len(KINDS) :],
+                )
+            ),
+            flush=True,
+        )
     print()
-    print("\n".join(markdown_table(
-        ["set", "forecast", "classes judged", "too few", "macro-F1 forecast", "macro-F1 full run",
-         "error (points)", "per-class MAE", "in 80% interval", "measure s"], rows)))
+    print(
+        "\n".join(
+            markdown_table(
+                [
+                    "set",
+                    "forecast",
+                    "classes judged",
+                    "too few",
+                    "macro-F1 forecast",
+                    "macro-F1 full run",
+                    "error (points)",
+                    "per-class MAE",
+                    "in 80% interval",
+                    "measure s",
+                ],
+                rows,
+            )
+        )
+    )
     return 0
 
 

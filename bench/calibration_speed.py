@@ -39,10 +39,12 @@ def main(argv=None) -> int:
     prior = counts / counts.sum()
     labels = rng.integers(0, c, size=n)
     classes = [f"c{i}" for i in range(c)]
-    head, tail = classes[: c // 10], classes[c // 10:]
-    steps = {"logit adjustment": lambda v: logit_adjustment(logits, v, prior),
-             "eta-norm": lambda v: eta_norm(logits, weight, v),
-             "tau-norm": lambda v: tau_norm(features, weight, bias, v)}
+    head, tail = classes[: c // 10], classes[c // 10 :]
+    steps = {
+        "logit adjustment": lambda v: logit_adjustment(logits, v, prior),
+        "eta-norm": lambda v: eta_norm(logits, weight, v),
+        "tau-norm": lambda v: tau_norm(features, weight, bias, v),
+    }
     print(f"{n:,} examples x {c} classes (hidden {h}), 1 thread")
     for name, step in steps.items():
         start = time.perf_counter()
@@ -53,8 +55,10 @@ def main(argv=None) -> int:
         for value in GRID:
             classification_metrics(labels, step(float(value)).argmax(1), classes, head, tail)
         sweep = time.perf_counter() - start
-        print(f"  {name:17} one strength (logits + metrics): {one * 1000:7.1f} ms;"
-              f" dev sweep of {len(GRID)}: {sweep:5.2f} s")
+        print(
+            f"  {name:17} one strength (logits + metrics): {one * 1000:7.1f} ms;"
+            f" dev sweep of {len(GRID)}: {sweep:5.2f} s"
+        )
     return 0
 
 

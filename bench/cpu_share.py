@@ -26,12 +26,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=3)
     p.add_argument("--dataset", default="demo")
-    p.add_argument("--data-dir", default=os.environ.get("GLEE_DATA_DIR",
-                                                        str(ROOT.parent / "shared" / "data")))
+    p.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     p.add_argument("--model", default="auto")
     p.add_argument("--method", default="cls-tanh")
-    p.add_argument("--no-share", action="store_true",
-                   help="every job takes every core (OMP_NUM_THREADS = cores): the old way")
+    p.add_argument(
+        "--no-share",
+        action="store_true",
+        help="every job takes every core (OMP_NUM_THREADS = cores): the old way",
+    )
     args = p.parse_args(argv)
     env = {**os.environ}
     if args.no_share:
@@ -40,13 +44,36 @@ def main(argv=None) -> int:
         env.pop("OMP_NUM_THREADS", None)
     with tempfile.TemporaryDirectory() as folder:
         env["GLEE_CPU_JOBS_DIR"] = f"{folder}/jobs"
-        command = [sys.executable, "-m", "glee_core", "train", "--dataset", args.dataset,
-                   "--data-dir", args.data_dir, "--model", args.model, "--mode", "frozen",
-                   "--method", args.method, "--seeds", "1"]
+        command = [
+            sys.executable,
+            "-m",
+            "glee_core",
+            "train",
+            "--dataset",
+            args.dataset,
+            "--data-dir",
+            args.data_dir,
+            "--model",
+            args.model,
+            "--mode",
+            "frozen",
+            "--method",
+            args.method,
+            "--seeds",
+            "1",
+        ]
         started = time.perf_counter()
-        procs = [subprocess.Popen(command + ["--runs-dir", f"{folder}/runs{i}"], env=env,
-                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True) for i in range(args.jobs)]
+        procs = [
+            subprocess.Popen(
+                command + ["--runs-dir", f"{folder}/runs{i}"],
+                env=env,
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(args.jobs)
+        ]
         errors = [proc.communicate()[1] for proc in procs]
         wall = time.perf_counter() - started
         rates = []
@@ -58,9 +85,11 @@ def main(argv=None) -> int:
             timing = json.loads(config.read_text())["timing"]
             rates.append(timing["feature_pass_tokens_per_second"])
     mode = "every job takes every core" if args.no_share else "each job its share"
-    print(f"{args.jobs} quick-mode jobs at once on {len(os.sched_getaffinity(0))} cores "
-          f"({mode}): feature pass tokens/s per job {', '.join(f'{r:,.0f}' for r in rates)}; "
-          f"all done in {wall:.1f} s")
+    print(
+        f"{args.jobs} quick-mode jobs at once on {len(os.sched_getaffinity(0))} cores "
+        f"({mode}): feature pass tokens/s per job {', '.join(f'{r:,.0f}' for r in rates)}; "
+        f"all done in {wall:.1f} s"
+    )
     return 0
 
 

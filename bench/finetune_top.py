@@ -50,15 +50,19 @@ from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 from glee_core.train.experiment import run_experiments  # noqa: E402
 
-VARIANTS = {"each": ["--lr-search", "each"], "once": ["--lr-search", "once"],
-            "race": ["--heads", "best"]}
+VARIANTS = {
+    "each": ["--lr-search", "each"],
+    "once": ["--lr-search", "once"],
+    "race": ["--heads", "best"],
+}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="demo")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--variants", default="each,once,race")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--top", type=int, default=3)
@@ -73,73 +77,142 @@ def main(argv=None) -> int:
     dataset = load_dataset(spec)
     quick = RunStore(work / "quick")
     frozen = [m for m in METHODS.values() if m.supports_frozen]
-    compared = run_experiments(dataset, frozen, [args.seed], args.model,
-                               TrainConfig(mode="frozen", max_length=args.max_length), quick)
+    compared = run_experiments(
+        dataset,
+        frozen,
+        [args.seed],
+        args.model,
+        TrainConfig(mode="frozen", max_length=args.max_length),
+        quick,
+    )
     rec = recommend(compared)
     pooling = rec.chosen.pooling if rec.chosen.pooling in ("cls", "mean") else "auto"
-    top = top_for_finetuning(compared, args.top,
-                             pooling=None if pooling == "auto" else pooling)
-    print(f"{args.dataset}: {len(dataset.splits['train'])} training texts; the compare "
-          f"recommends {rec.chosen.method} ({rec.chosen.pooling}); top {args.top}: "
-          f"{', '.join(top)}", file=sys.stderr)
+    top = top_for_finetuning(compared, args.top, pooling=None if pooling == "auto" else pooling)
+    print(
+        f"{args.dataset}: {len(dataset.splits['train'])} training texts; the compare "
+        f"recommends {rec.chosen.method} ({rec.chosen.pooling}); top {args.top}: "
+        f"{', '.join(top)}",
+        file=sys.stderr,
+    )
     rows = []
     for variant in args.variants.split(","):
         store = work / f"store-{variant}"
         if not (store / ".features").exists():  # the quick runs: LP-FT's stages, re-used
             subprocess.run(["cp", "-r", str(quick.root), str(store)], check=True)
-        command = [sys.executable, "-m", "glee_core", "train", "--dataset", spec, "--method",
-                   ",".join(top), "--seeds", str(args.seed), "--model", args.model,
-                   "--max-length", str(args.max_length), "--pooling", pooling,
-                   "--runs-dir", str(store), *VARIANTS[variant], *shlex.split(args.extra)]
+        command = [
+            sys.executable,
+            "-m",
+            "glee_core",
+            "train",
+            "--dataset",
+            spec,
+            "--method",
+            ",".join(top),
+            "--seeds",
+            str(args.seed),
+            "--model",
+            args.model,
+            "--max-length",
+            str(args.max_length),
+            "--pooling",
+            pooling,
+            "--runs-dir",
+            str(store),
+            *VARIANTS[variant],
+            *shlex.split(args.extra),
+        ]
         switch, value = VARIANTS[variant]
-        config = TrainConfig(max_length=args.max_length, pooling=pooling,
-                             **{switch[2:].replace("-", "_"): value})
-        estimate = estimate_seconds(dataset, len(top), config, args.model,
-                                    estimate_parameters(args.model), "cpu",
-                                    RunStore(store).runs(), lp_ft_stages=0)  # the quick runs
+        config = TrainConfig(
+            max_length=args.max_length, pooling=pooling, **{switch[2:].replace("-", "_"): value}
+        )
+        estimate = estimate_seconds(
+            dataset,
+            len(top),
+            config,
+            args.model,
+            estimate_parameters(args.model),
+            "cpu",
+            RunStore(store).runs(),
+            lp_ft_stages=0,
+        )  # the quick runs
         log = store / "progress.jsonl"
         log.unlink(missing_ok=True)
         started = time.perf_counter()
         # the child's progress bars go to a file: a pipe nobody reads fills and stops it
         errors = (store / "stderr.txt").open("w")
-        child = subprocess.Popen([*command, "--progress-file", str(log)], cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=errors, text=True,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+        child = subprocess.Popen(
+            [*command, "--progress-file", str(log)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         readings = []  # (elapsed, time left the app would show)
         while child.poll() is None:
             time.sleep(5)
             elapsed = time.perf_counter() - started
             state = fold(read_events(log))
-            readings.append((elapsed, state.fraction,
-                             time_left(state.fraction, elapsed, estimate["seconds"])))
+            readings.append(
+                (elapsed, state.fraction, time_left(state.fraction, elapsed, estimate["seconds"]))
+            )
         out, _ = child.communicate()
         errors.close()
         wall = time.perf_counter() - started
         if child.returncode:
-            raise SystemExit(f"{variant} failed:\n"
-                             f"{(store / 'stderr.txt').read_text()[-3000:]}")
-        errors = [f"{100 * f:.0f}%: {(left - (wall - at)) / wall:+.0%}"
-                  for at, f, left in readings if left is not None
-                  and any(abs(at - q * wall) < 5 for q in (0.1, 0.25, 0.5, 0.75))]
-        print(f"  {variant}: estimated {estimate['seconds']:.0f} s at launch "
-              f"({(estimate['seconds'] - wall) / wall:+.0%}); time left off by (share of the "
-              f"whole) at 10/25/50/75% of the wall: {'; '.join(errors)}", file=sys.stderr)
+            raise SystemExit(f"{variant} failed:\n{(store / 'stderr.txt').read_text()[-3000:]}")
+        errors = [
+            f"{100 * f:.0f}%: {(left - (wall - at)) / wall:+.0%}"
+            for at, f, left in readings
+            if left is not None and any(abs(at - q * wall) < 5 for q in (0.1, 0.25, 0.5, 0.75))
+        ]
+        print(
+            f"  {variant}: estimated {estimate['seconds']:.0f} s at launch "
+            f"({(estimate['seconds'] - wall) / wall:+.0%}); time left off by (share of the "
+            f"whole) at 10/25/50/75% of the wall: {'; '.join(errors)}",
+            file=sys.stderr,
+        )
         ids = {r["run_id"] for r in json.loads(out.strip().splitlines()[-1])}
         runs = [r for r in RunStore(store).runs() if r.run_id in ids]
         # every trial's: a race's winner counts the dropped heads' and the rate search's too
         steps = sum(r.record.timing.get("steps", 0) for r in runs)
         chosen = max(runs, key=lambda r: r.metrics.best_dev)
-        per_head = ", ".join(f"{r.method} {100 * r.metrics.f1:.2f} (lr {r.record.tuning['lr']:g})"
-                             for r in runs)
-        rows.append([variant, f"{wall:.0f}", str(steps), f"{wall / max(steps, 1):.2f}",
-                     chosen.method,
-                     f"{100 * chosen.metrics.f1:.2f} / {100 * chosen.metrics.tail_f1:.2f}",
-                     per_head])
-        print(f"  {variant}: {wall:.0f} s, {steps} steps, chosen {chosen.method} "
-              f"{100 * chosen.metrics.f1:.2f}", file=sys.stderr)
-    print("\n".join(markdown_table(["variant", "wall s", "steps", "s / step", "chosen on dev",
-                                    "test F1 / tail F1", "each head (test F1, rate)"], rows,
-                                   left=1)))
+        per_head = ", ".join(
+            f"{r.method} {100 * r.metrics.f1:.2f} (lr {r.record.tuning['lr']:g})" for r in runs
+        )
+        rows.append(
+            [
+                variant,
+                f"{wall:.0f}",
+                str(steps),
+                f"{wall / max(steps, 1):.2f}",
+                chosen.method,
+                f"{100 * chosen.metrics.f1:.2f} / {100 * chosen.metrics.tail_f1:.2f}",
+                per_head,
+            ]
+        )
+        print(
+            f"  {variant}: {wall:.0f} s, {steps} steps, chosen {chosen.method} "
+            f"{100 * chosen.metrics.f1:.2f}",
+            file=sys.stderr,
+        )
+    print(
+        "\n".join(
+            markdown_table(
+                [
+                    "variant",
+                    "wall s",
+                    "steps",
+                    "s / step",
+                    "chosen on dev",
+                    "test F1 / tail F1",
+                    "each head (test F1, rate)",
+                ],
+                rows,
+                left=1,
+            )
+        )
+    )
     return 0
 
 

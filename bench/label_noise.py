@@ -51,8 +51,9 @@ def most_confused(features: np.ndarray, labels: np.ndarray, k: int, folds: int) 
     return out
 
 
-def flip(labels: np.ndarray, k: int, rate: float, kind: str, confused: dict,
-         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def flip(
+    labels: np.ndarray, k: int, rate: float, kind: str, confused: dict, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """(new labels, flipped mask): ``rate`` of the texts get another class."""
     chosen = rng.choice(len(labels), size=max(1, round(rate * len(labels))), replace=False)
     new = labels.copy()
@@ -72,8 +73,9 @@ def main(argv=None) -> int:
     parser.add_argument("--kinds", default="random,confused")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--model", default="auto")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-label-noise"))
     args = parser.parse_args(argv)
     work = Path(args.work)
@@ -84,16 +86,24 @@ def main(argv=None) -> int:
     rows = []
     for name in args.datasets.split(","):
         dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
-        features = cached_features(dataset, backbone, "plain", dataset.max_length,
-                                   work / "features", device, pooling=pooling)
+        features = cached_features(
+            dataset,
+            backbone,
+            "plain",
+            dataset.max_length,
+            work / "features",
+            device,
+            pooling=pooling,
+        )
         train, k = features["train"], dataset.num_classes
         confused = most_confused(train.hidden, train.labels, k, options.folds)
         for kind in args.kinds.split(","):
             for rate in (float(r) for r in args.rates.split(",")):
                 scores = []
                 for seed in (int(s) for s in args.seeds.split(",")):
-                    labels, flipped = flip(train.labels, k, rate, kind, confused,
-                                           np.random.default_rng(seed))
+                    labels, flipped = flip(
+                        train.labels, k, rate, kind, confused, np.random.default_rng(seed)
+                    )
                     noisy = {**features, "train": replace(train, labels=labels)}
                     started = time.perf_counter()
                     report = examine(dataset, noisy, replace(options, seed=seed))
@@ -103,21 +113,52 @@ def main(argv=None) -> int:
                     judged = ~np.isnan(quality)
                     flagged = issues["suspected"].to_numpy(dtype=bool)
                     hits = int((flagged & flipped).sum())
-                    scores.append([roc_auc_score(flipped[judged], 1 - quality[judged]),
-                                   hits / max(int(flagged.sum()), 1),
-                                   hits / max(int(flipped.sum()), 1), seconds])
-                    print(f"{name} {kind} {rate:.0%} seed {seed}: AUROC {scores[-1][0]:.3f}",
-                          file=sys.stderr, flush=True)
+                    scores.append(
+                        [
+                            roc_auc_score(flipped[judged], 1 - quality[judged]),
+                            hits / max(int(flagged.sum()), 1),
+                            hits / max(int(flipped.sum()), 1),
+                            seconds,
+                        ]
+                    )
+                    print(
+                        f"{name} {kind} {rate:.0%} seed {seed}: AUROC {scores[-1][0]:.3f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 scores = np.array(scores)
                 mean = scores.mean(0)
                 std = scores.std(0, ddof=1) if len(scores) > 1 else np.zeros(4)
-                rows.append([name, len(train), k, kind, f"{rate:.0%}",
-                             *(f"{m:.3f} ± {s:.3f}" for m, s in zip(mean[:3], std[:3],
-                                                                   strict=True)),
-                             f"{mean[3]:.1f}"])
-    print("\n".join(markdown_table(["dataset", "train texts", "classes", "flips", "rate",
-                                    "AUROC", "precision", "recall", "seconds"], rows,
-                                   left=1)))
+                rows.append(
+                    [
+                        name,
+                        len(train),
+                        k,
+                        kind,
+                        f"{rate:.0%}",
+                        *(f"{m:.3f} ± {s:.3f}" for m, s in zip(mean[:3], std[:3], strict=True)),
+                        f"{mean[3]:.1f}",
+                    ]
+                )
+    print(
+        "\n".join(
+            markdown_table(
+                [
+                    "dataset",
+                    "train texts",
+                    "classes",
+                    "flips",
+                    "rate",
+                    "AUROC",
+                    "precision",
+                    "recall",
+                    "seconds",
+                ],
+                rows,
+                left=1,
+            )
+        )
+    )
     return 0
 
 

@@ -23,10 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUPS = (  # (name, extra train flags, extra environment)
     ("as the defaults", [], {}),
     ("--micro-batch-size 8", ["--micro-batch-size", "8"], {}),
-    ("--micro-batch-size 8 --eval-batch-size 32",
-     ["--micro-batch-size", "8", "--eval-batch-size", "32"], {}),
-    ("--micro-batch-size 4 --eval-batch-size 32",
-     ["--micro-batch-size", "4", "--eval-batch-size", "32"], {}),
+    (
+        "--micro-batch-size 8 --eval-batch-size 32",
+        ["--micro-batch-size", "8", "--eval-batch-size", "32"],
+        {},
+    ),
+    (
+        "--micro-batch-size 4 --eval-batch-size 32",
+        ["--micro-batch-size", "4", "--eval-batch-size", "32"],
+        {},
+    ),
 )
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")  # Debian's libjemalloc2
 
@@ -34,8 +40,13 @@ JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")  # Debian's libjem
 def peak(command: list[str], env: dict) -> tuple[float, float, int]:
     """(peak RSS in GB, wall seconds, exit status) of ``command``."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     if status:
@@ -51,8 +62,10 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=320)
     parser.add_argument("--method", default="cls-tanh")
     args = parser.parse_args(argv)
-    print(f"{args.method} on {args.dataset}, max length {args.max_length}, batch 32, one epoch "
-          f"of {args.limit} training texts, dev and test in full")
+    print(
+        f"{args.method} on {args.dataset}, max length {args.max_length}, batch 32, one epoch "
+        f"of {args.limit} training texts, dev and test in full"
+    )
     print("| set-up | peak RSS | wall |")
     print("|---|---:|---:|")
     setups = list(SETUPS)
@@ -60,10 +73,27 @@ def main(argv=None) -> int:
         setups.append((f"{setups[-1][0]}, jemalloc", setups[-1][1], {"LD_PRELOAD": str(JEMALLOC)}))
     for name, flags, env in setups:
         with tempfile.TemporaryDirectory() as tmp:
-            command = [sys.executable, "-m", "glee_core", "train", "--dataset", args.dataset,
-                       "--data-dir", args.data_dir, "--method", args.method, "--max-length",
-                       str(args.max_length), "--limit", str(args.limit), "--epochs", "1",
-                       "--runs-dir", f"{tmp}/runs", *flags]
+            command = [
+                sys.executable,
+                "-m",
+                "glee_core",
+                "train",
+                "--dataset",
+                args.dataset,
+                "--data-dir",
+                args.data_dir,
+                "--method",
+                args.method,
+                "--max-length",
+                str(args.max_length),
+                "--limit",
+                str(args.limit),
+                "--epochs",
+                "1",
+                "--runs-dir",
+                f"{tmp}/runs",
+                *flags,
+            ]
             gigabytes, wall, code = peak(command, env)
         failed = "" if code == 0 else f" (exit {code})"
         print(f"| {name}{failed} | {gigabytes:.2f} GB | {wall:.0f} s |", flush=True)

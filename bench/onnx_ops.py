@@ -25,17 +25,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MATRIX_PRODUCTS = {"MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "DynamicQuantizeMatMul",
-                   "MatMulIntegerToFloat", "QAttention", "Attention"}
+MATRIX_PRODUCTS = {
+    "MatMul",
+    "FusedMatMul",
+    "Gemm",
+    "MatMulInteger",
+    "DynamicQuantizeMatMul",
+    "MatMulIntegerToFloat",
+    "QAttention",
+    "Attention",
+}
 
 
 def texts_to_score(args) -> list[str]:
     if args.texts_file:
-        return json.loads(Path(args.texts_file).read_text(encoding="utf-8"))[:args.texts]
+        return json.loads(Path(args.texts_file).read_text(encoding="utf-8"))[: args.texts]
     from glee_core.data.datasets import load_dataset  # noqa: PLC0415 (pandas: only here)
 
     test = load_dataset("r8", data_dir=args.data_dir).splits["test"]["text"].tolist()
-    return (test * -(-args.texts // len(test)))[:args.texts]
+    return (test * -(-args.texts // len(test)))[: args.texts]
 
 
 def main(argv=None) -> int:
@@ -44,8 +52,9 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=None, help="model.onnx (default) or model.int8.onnx")
     parser.add_argument("--texts", type=int, default=400)
     parser.add_argument("--texts-file", help="a JSON list of texts in place of r8's test split")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     args = parser.parse_args(argv)
     import onnxruntime  # noqa: PLC0415
 
@@ -63,8 +72,9 @@ def main(argv=None) -> int:
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(tmp) / "profile")
         model = Path(args.folder) / (args.model or classifier.spec["model"])
-        classifier.session = onnxruntime.InferenceSession(str(model), options,
-                                                          providers=["CPUExecutionProvider"])
+        classifier.session = onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
         classifier.predict_proba(texts)
         events = json.loads(Path(classifier.session.end_profiling()).read_text())
     by_op: collections.Counter = collections.Counter()
@@ -78,8 +88,10 @@ def main(argv=None) -> int:
         if micros / total >= 0.005:
             print(f"| {op} | {micros / total:.1%} |")
     share = sum(v for k, v in by_op.items() if k in MATRIX_PRODUCTS) / total
-    print(f"matrix products: {share:.1%} of the kernel time; with them free the graph would be "
-          f"at most {1 / (1 - share):.2f}x faster")
+    print(
+        f"matrix products: {share:.1%} of the kernel time; with them free the graph would be "
+        f"at most {1 / (1 - share):.2f}x faster"
+    )
     return 0
 
 

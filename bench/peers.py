@@ -60,30 +60,47 @@ def main(argv=None) -> int:
     bf16 = resolve_precision("auto", device) == "bf16"
 
     def tokenized(split: str, n: int) -> Dataset:
-        frame = (training_sample(data.splits["train"], n, np.random.default_rng(0))
-                 if split == "train" else data.splits[split].iloc[:n])
+        frame = (
+            training_sample(data.splits["train"], n, np.random.default_rng(0))
+            if split == "train"
+            else data.splits[split].iloc[:n]
+        )
         encoded = tokenizer(list(frame["text"]), truncation=True, max_length=args.max_length)
         return Dataset.from_dict({**encoded, "labels": frame["label"].tolist()})
 
     train, test = tokenized("train", args.train_examples), tokenized("test", args.eval_examples)
-    print(f"{args.dataset}, {args.model}, max length {args.max_length}, {device}, "
-          f"{'bf16' if bf16 else 'fp32'}, {torch.get_num_threads()} threads")
+    print(
+        f"{args.dataset}, {args.model}, max length {args.max_length}, {device}, "
+        f"{'bf16' if bf16 else 'fp32'}, {torch.get_num_threads()} threads"
+    )
     print("| peer | train examples/s | eval examples/s |")
     print("|---|---:|---:|")
     for group in (False, True):
         torch.manual_seed(1)
         model = AutoModelForSequenceClassification.from_pretrained(
-            path, num_labels=data.num_classes)
+            path, num_labels=data.num_classes
+        )
         with tempfile.TemporaryDirectory() as out:
             trainer = Trainer(
-                model=model, data_collator=DataCollatorWithPadding(tokenizer),
-                train_dataset=train, args=TrainingArguments(
-                    output_dir=out, per_device_train_batch_size=32,
-                    per_device_eval_batch_size=128, num_train_epochs=1, learning_rate=1e-5,
-                    bf16=bf16, report_to=[], save_strategy="no",
+                model=model,
+                data_collator=DataCollatorWithPadding(tokenizer),
+                train_dataset=train,
+                args=TrainingArguments(
+                    output_dir=out,
+                    per_device_train_batch_size=32,
+                    per_device_eval_batch_size=128,
+                    num_train_epochs=1,
+                    learning_rate=1e-5,
+                    bf16=bf16,
+                    report_to=[],
+                    save_strategy="no",
                     train_sampling_strategy="group_by_length" if group else "random",
-                    logging_strategy="no", use_cpu=device.type == "cpu",
-                    dataloader_num_workers=0, disable_tqdm=True))
+                    logging_strategy="no",
+                    use_cpu=device.type == "cpu",
+                    dataloader_num_workers=0,
+                    disable_tqdm=True,
+                ),
+            )
             started = time.perf_counter()
             trainer.train()
             train_rate = len(train) / (time.perf_counter() - started)
@@ -91,17 +108,37 @@ def main(argv=None) -> int:
             trainer.predict(test)
             eval_rate = len(test) / (time.perf_counter() - started)
         sampling = "length-grouped" if group else "random"
-        print(f"| HF Trainer, {sampling} batches | {train_rate:.2f} | {eval_rate:.1f} |",
-              flush=True)
+        print(
+            f"| HF Trainer, {sampling} batches | {train_rate:.2f} | {eval_rate:.1f} |", flush=True
+        )
     ours = subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("train_throughput.py")), "--one", "cls-tanh",
-         "fast", "--dataset", args.dataset, "--model", args.model, "--max-length",
-         str(args.max_length), "--train-examples", str(args.train_examples), "--eval-examples",
-         str(args.eval_examples), *(["--data-dir", args.data_dir] if args.data_dir else [])],
-        capture_output=True, text=True, check=True)
+        [
+            sys.executable,
+            str(Path(__file__).with_name("train_throughput.py")),
+            "--one",
+            "cls-tanh",
+            "fast",
+            "--dataset",
+            args.dataset,
+            "--model",
+            args.model,
+            "--max-length",
+            str(args.max_length),
+            "--train-examples",
+            str(args.train_examples),
+            "--eval-examples",
+            str(args.eval_examples),
+            *(["--data-dir", args.data_dir] if args.data_dir else []),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     fast = json.loads(ours.stdout.strip().splitlines()[-1])
-    print(f"| Glee Studio fast path, `cls-tanh` | {fast['train_examples_per_s']:.2f} | "
-          f"{fast['eval_examples_per_s']:.1f} |")
+    print(
+        f"| Glee Studio fast path, `cls-tanh` | {fast['train_examples_per_s']:.2f} | "
+        f"{fast['eval_examples_per_s']:.1f} |"
+    )
     return 0
 
 

@@ -48,7 +48,7 @@ def labelled_start(labels: np.ndarray, share: float, rng: np.random.Generator) -
     rows = []
     for c in np.unique(labels):
         members = rng.permutation(np.flatnonzero(labels == c))
-        rows.extend(members[:min(len(members), max(2, round(share * len(members))))])
+        rows.extend(members[: min(len(members), max(2, round(share * len(members))))])
     return np.sort(np.array(rows, dtype=np.int64))
 
 
@@ -72,14 +72,14 @@ class Backtest:
         return probe_classifier(self.train.hidden[rows], self.train.labels[rows], True)
 
     def head_f1(self, clf) -> float:
-        metrics = classification_metrics(self.test.labels, clf.predict(self.test.hidden),
-                                         self.classes, self.head, self.tail)
+        metrics = classification_metrics(
+            self.test.labels, clf.predict(self.test.hidden), self.classes, self.head, self.tail
+        )
         return 100 * metrics["head_f1"]
 
     def score(self, clf) -> tuple[float, float]:
         pred = clf.predict(self.test.hidden)
-        metrics = classification_metrics(self.test.labels, pred, self.classes, self.head,
-                                         self.tail)
+        metrics = classification_metrics(self.test.labels, pred, self.classes, self.head, self.tail)
         return 100 * metrics["f1"], 100 * metrics["tail_f1"]
 
     def self_train(self, start: np.ndarray, auto: bool) -> tuple[float, float, float, bool]:
@@ -91,17 +91,20 @@ class Backtest:
         keep = helps(labelled, labels, self.train.hidden[pool], self.k)[0] if auto else True
         if keep:
             found = crest(labelled, labels, self.train.hidden[pool], self.k)
-            clf = probe_classifier(np.concatenate([labelled, self.train.hidden[pool][found.rows]]),
-                                   np.concatenate([labels, found.labels]), True)
+            clf = probe_classifier(
+                np.concatenate([labelled, self.train.hidden[pool][found.rows]]),
+                np.concatenate([labels, found.labels]),
+                True,
+            )
         else:
             clf = self.fit(start)
         pred = clf.predict(self.test.hidden)
-        metrics = classification_metrics(self.test.labels, pred, self.classes, self.head,
-                                         self.tail)
+        metrics = classification_metrics(self.test.labels, pred, self.classes, self.head, self.tail)
         return 100 * metrics["f1"], 100 * metrics["tail_f1"], 100 * metrics["head_f1"], keep
 
-    def run(self, start: np.ndarray, strategy: str, budget: int, rounds: bool,
-            seed: int) -> tuple[float, float, int]:
+    def run(
+        self, start: np.ndarray, strategy: str, budget: int, rounds: bool, seed: int
+    ) -> tuple[float, float, int]:
         """(macro-F1, tail F1, tail texts picked) after ``budget`` pool texts are labelled."""
         labelled = start.copy()
         step = ROUND if rounds else budget
@@ -112,8 +115,15 @@ class Backtest:
             clf = self.fit(labelled)
             counts = np.bincount(self.train.labels[labelled], minlength=self.k)
             take = min(step, budget - (len(labelled) - len(start)))
-            picked = pool[select(strategy, probabilities(clf, self.train.hidden[pool], self.k),
-                                 counts, take, seed)]
+            picked = pool[
+                select(
+                    strategy,
+                    probabilities(clf, self.train.hidden[pool], self.k),
+                    counts,
+                    take,
+                    seed,
+                )
+            ]
             labelled = np.concatenate([labelled, picked])
         added = np.setdiff1d(labelled, start)
         tail_found = int(np.isin(self.train.labels[added], list(self.tail_ids)).sum())
@@ -133,8 +143,9 @@ def main(argv=None) -> int:
     parser.add_argument("--budgets", default="50,100,200,400")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--model", default="auto")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-pool"))
     args = parser.parse_args(argv)
     work = Path(args.work)
@@ -143,47 +154,81 @@ def main(argv=None) -> int:
     pooling = trained_pooling(args.model) or "mean"
     seeds = [int(s) for s in args.seeds.split(",")]
     budgets = [int(b) for b in args.budgets.split(",")]
-    header = ["dataset", "labelled", "added", "strategy", "macro-F1", "tail F1",
-              "tail texts found"]
+    header = ["dataset", "labelled", "added", "strategy", "macro-F1", "tail F1", "tail texts found"]
     rows = []
     started = time.perf_counter()
     for name in args.datasets.split(","):
         dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
-        features = cached_features(dataset, backbone, "plain", dataset.max_length,
-                                   work / "features", device, pooling=pooling)
+        features = cached_features(
+            dataset,
+            backbone,
+            "plain",
+            dataset.max_length,
+            work / "features",
+            device,
+            pooling=pooling,
+        )
         bench = Backtest(dataset, features)
         auto = resolve_strategy("auto", bool(bench.tail))
         for share in (float(s) for s in args.labelled.split(",")):
-            starts = {seed: labelled_start(bench.train.labels, share,
-                                           np.random.default_rng(seed)) for seed in seeds}
+            starts = {
+                seed: labelled_start(bench.train.labels, share, np.random.default_rng(seed))
+                for seed in seeds
+            }
             pool = len(bench.train) - np.mean([len(s) for s in starts.values()])
             nothing = [bench.score(bench.fit(starts[seed])) for seed in seeds]
-            rows.append([name, f"{share:.0%} ({np.mean([len(s) for s in starts.values()]):.0f};"
-                               f" pool {pool:.0f})", "nothing", "-",
-                         mean_std([f for f, _ in nothing]), mean_std([t for _, t in nothing]),
-                         "-"])
+            rows.append(
+                [
+                    name,
+                    f"{share:.0%} ({np.mean([len(s) for s in starts.values()]):.0f};"
+                    f" pool {pool:.0f})",
+                    "nothing",
+                    "-",
+                    mean_std([f for f, _ in nothing]),
+                    mean_std([t for _, t in nothing]),
+                    "-",
+                ]
+            )
             heads = [bench.head_f1(bench.fit(starts[seed])) for seed in seeds]
             for decide in (False, True):
                 trained = [bench.self_train(starts[seed], decide) for seed in seeds]
-                rows.append([name, f"{share:.0%}", "the pool, unlabelled",
-                             "self-training" + (" auto" if decide else " (CReST, 3 gen.)"),
-                             mean_std([r[0] for r in trained]), mean_std([r[1] for r in trained]),
-                             f"head F1 {mean_std([r[2] for r in trained])} (none added: "
-                             f"{mean_std(heads)})" + (f"; kept {sum(r[3] for r in trained)} of "
-                                                      f"{len(trained)}" if decide else "")])
+                rows.append(
+                    [
+                        name,
+                        f"{share:.0%}",
+                        "the pool, unlabelled",
+                        "self-training" + (" auto" if decide else " (CReST, 3 gen.)"),
+                        mean_std([r[0] for r in trained]),
+                        mean_std([r[1] for r in trained]),
+                        f"head F1 {mean_std([r[2] for r in trained])} (none added: "
+                        f"{mean_std(heads)})"
+                        + (
+                            f"; kept {sum(r[3] for r in trained)} of {len(trained)}"
+                            if decide
+                            else ""
+                        ),
+                    ]
+                )
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
             for budget in budgets:
                 for rounds in (False, True):
                     for strategy in STRATEGIES:
-                        results = [bench.run(starts[seed], strategy, budget, rounds, seed)
-                                   for seed in seeds]
+                        results = [
+                            bench.run(starts[seed], strategy, budget, rounds, seed)
+                            for seed in seeds
+                        ]
                         label = strategy + (" = auto" if strategy == auto else "")
-                        rows.append([name, f"{share:.0%}",
-                                     f"{budget}" + (f" in rounds of {ROUND}" if rounds else
-                                                    " at once"), label,
-                                     mean_std([r[0] for r in results]),
-                                     mean_std([r[1] for r in results]),
-                                     mean_std([r[2] for r in results])])
+                        rows.append(
+                            [
+                                name,
+                                f"{share:.0%}",
+                                f"{budget}" + (f" in rounds of {ROUND}" if rounds else " at once"),
+                                label,
+                                mean_std([r[0] for r in results]),
+                                mean_std([r[1] for r in results]),
+                                mean_std([r[2] for r in results]),
+                            ]
+                        )
                         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print("\n".join(markdown_table(header, rows)))
     print(f"\n{len(seeds)} seeds; {time.perf_counter() - started:.0f} s", file=sys.stderr)

@@ -99,12 +99,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=10_000)
     parser.add_argument("--max-lengths", default="128,256")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--work", help="keep the runs and folders here")
-    parser.add_argument("--openvino-python", help=(
-        "a Python whose environment has onnxruntime-openvino, numpy and tokenizers (it replaces "
-        "onnxruntime, so not this one's): adds the ONNX folder scored in bf16 on OpenVINO"))
+    parser.add_argument(
+        "--openvino-python",
+        help=(
+            "a Python whose environment has onnxruntime-openvino, numpy and tokenizers (it "
+            "replaces onnxruntime, so not this one's): adds the ONNX folder scored in bf16 on "
+            "OpenVINO"
+        ),
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
@@ -112,23 +118,32 @@ def main(argv=None) -> int:
         dataset = load_dataset("r8", data_dir=args.data_dir)
         test = dataset.splits["test"]
         reps = -(-args.texts // len(test))
-        texts = (test["text"].tolist() * reps)[:args.texts]
-        gold = np.tile(test["label"].to_numpy(), reps)[:args.texts]
+        texts = (test["text"].tolist() * reps)[: args.texts]
+        gold = np.tile(test["label"].to_numpy(), reps)[: args.texts]
         (work / "texts.json").write_text(json.dumps(texts))
         rows = []
         for max_length in map(int, args.max_lengths.split(",")):
-            [run] = run_experiments(dataset, [get_method("cls-relu-pt-ln")], [1], "auto",
-                                    TrainConfig(mode="frozen", pooling="mean", choose_by="dev",
-                                                max_length=max_length), RunStore(work / "runs"))
+            [run] = run_experiments(
+                dataset,
+                [get_method("cls-relu-pt-ln")],
+                [1],
+                "auto",
+                TrainConfig(mode="frozen", pooling="mean", choose_by="dev", max_length=max_length),
+                RunStore(work / "runs"),
+            )
             folders = {"predict (torch)": run.path}
             for form in ("hf", "onnx"):
                 out = work / f"{form}-{max_length}"
                 if not out.exists():
                     export_run(run, out, form=form, quantize="int8" if form == "onnx" else None)
                 folders[form] = out
-            folders = {"predict (torch)": run.path, "hf folder (transformers)": folders["hf"],
-                       "onnx fp32": folders["onnx"], "onnx int8": folders["onnx"],
-                       OPENVINO: folders["onnx"]}
+            folders = {
+                "predict (torch)": run.path,
+                "hf folder (transformers)": folders["hf"],
+                "onnx fp32": folders["onnx"],
+                "onnx int8": folders["onnx"],
+                OPENVINO: folders["onnx"],
+            }
             reference = None
             for engine, script in ENGINES.items():
                 if engine == OPENVINO and not args.openvino_python:
@@ -136,9 +151,18 @@ def main(argv=None) -> int:
                 probs_file = work / "probs.npy"
                 python = args.openvino_python if engine == OPENVINO else sys.executable
                 done = subprocess.run(
-                    [python, "-c", RUNNER.format(script=script), str(folders[engine]),
-                     str(work / "texts.json"), str(probs_file)], capture_output=True, text=True,
-                    env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
+                    [
+                        python,
+                        "-c",
+                        RUNNER.format(script=script),
+                        str(folders[engine]),
+                        str(work / "texts.json"),
+                        str(probs_file),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+                )
                 if done.returncode:
                     raise SystemExit(f"{engine} failed:\n{done.stderr[-3000:]}")
                 stats = json.loads(done.stdout.strip().splitlines()[-1])
@@ -146,20 +170,25 @@ def main(argv=None) -> int:
                 pred = probs.argmax(1)
                 if reference is None:  # the first engine, today's predict
                     reference, base_seconds = pred, stats["seconds"]
-                metrics = classification_metrics(gold, pred, dataset.classes,
-                                                 *dataset.head_tail())
-                rows.append({"max length": max_length, "engine": engine,
-                             "texts/s": round(len(texts) / stats["seconds"], 1),
-                             "× predict": f"{base_seconds / stats['seconds']:.2f}",
-                             "peak RSS (MB)": round(stats["peak_mb"]),
-                             "top class = predict's": f"{(pred == reference).mean():.2%}",
-                             "macro-F1": round(100 * metrics["f1"], 2),
-                             "tail F1": round(100 * metrics["tail_f1"], 2)})
+                metrics = classification_metrics(gold, pred, dataset.classes, *dataset.head_tail())
+                rows.append(
+                    {
+                        "max length": max_length,
+                        "engine": engine,
+                        "texts/s": round(len(texts) / stats["seconds"], 1),
+                        "× predict": f"{base_seconds / stats['seconds']:.2f}",
+                        "peak RSS (MB)": round(stats["peak_mb"]),
+                        "top class = predict's": f"{(pred == reference).mean():.2%}",
+                        "macro-F1": round(100 * metrics["f1"], 2),
+                        "tail F1": round(100 * metrics["tail_f1"], 2),
+                    }
+                )
                 print(rows[-1], file=sys.stderr)
-        print("\n".join(markdown_table(list(rows[0]), [list(r.values()) for r in rows],
-                                        left=2)))
-    print(f"(this process's peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
-          f" MB; {time.strftime('%Y-%m-%d')})")
+        print("\n".join(markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=2)))
+    print(
+        f"(this process's peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
+        f" MB; {time.strftime('%Y-%m-%d')})"
+    )
     return 0
 
 

@@ -37,7 +37,9 @@ VARIANTS = {  # name -> quantize_dynamic's options, given the graph's MatMul nod
     "onnxruntime's defaults": lambda nodes: {},
     "export's (per channel, MatMul only)": lambda nodes: INT8_OPTIONS,
     "export's, layer 0 kept fp32": lambda nodes: {
-        **INT8_OPTIONS, "nodes_to_exclude": [n for n in nodes if "layer.0/" in n]},
+        **INT8_OPTIONS,
+        "nodes_to_exclude": [n for n in nodes if "layer.0/" in n],
+    },
 }
 
 
@@ -56,13 +58,18 @@ def main(argv=None) -> int:
                 out.mkdir(parents=True, exist_ok=True)
                 export_onnx(run, out)
             texts = run.predictions["text"].tolist()
-            nodes = [n.name for n in onnx.load(out / "model.onnx").graph.node
-                     if n.op_type == "MatMul"]
+            nodes = [
+                n.name for n in onnx.load(out / "model.onnx").graph.node if n.op_type == "MatMul"
+            ]
             graphs = {"fp32": "model.onnx"}
             for index, (name, options) in enumerate(VARIANTS.items()):
                 graphs[name] = f"int8-{index}.onnx"
-                quantize_dynamic(out / "model.onnx", out / graphs[name],
-                                 weight_type=QuantType.QInt8, **options(nodes))
+                quantize_dynamic(
+                    out / "model.onnx",
+                    out / graphs[name],
+                    weight_type=QuantType.QInt8,
+                    **options(nodes),
+                )
             loaded = onnx_classifiers(out, list(graphs.values()))
             classifiers = {name: loaded[graph] for name, graph in graphs.items()}
             rates = {name: [] for name in classifiers}
@@ -74,12 +81,23 @@ def main(argv=None) -> int:
                     rates[name].append(len(texts) / (time.perf_counter() - started))
             reference = scores_on_test(run, top["fp32"])["f1"]
             for name in classifiers:
-                rows.append([f"{run.run_id}", name, f"{(top[name] != top['fp32']).mean():.2%}",
-                             f"{scores_on_test(run, top[name])['f1'] - reference:+.2f}",
-                             f"{min(rates[name]):.0f}-{max(rates[name]):.0f}"])
+                rows.append(
+                    [
+                        f"{run.run_id}",
+                        name,
+                        f"{(top[name] != top['fp32']).mean():.2%}",
+                        f"{scores_on_test(run, top[name])['f1'] - reference:+.2f}",
+                        f"{min(rates[name]):.0f}-{max(rates[name]):.0f}",
+                    ]
+                )
                 print(rows[-1], file=sys.stderr)
-    print("\n".join(markdown_table(["run", "graph", "top classes moved", "macro-F1 change",
-                                    "texts/s"], rows, left=2)))
+    print(
+        "\n".join(
+            markdown_table(
+                ["run", "graph", "top classes moved", "macro-F1 change", "texts/s"], rows, left=2
+            )
+        )
+    )
     return 0
 
 

@@ -53,27 +53,43 @@ def main(argv=None) -> int:
             mark[1] = f"encode {event.total} texts ({event.format} input)"
             close(name)
         elif isinstance(event, RunStarted):
-            close(f"train {event.together} heads together" if event.together > 1
-                  else f"train {event.method}")
+            close(
+                f"train {event.together} heads together"
+                if event.together > 1
+                else f"train {event.method}"
+            )
         elif isinstance(event, Testing):
             close(f"test + write {mark[1].split()[-1]}")
 
     dataset = load_dataset(args.dataset)
     methods = parse_methods(args.methods, "frozen")
     with tempfile.TemporaryDirectory() as tmp:
-        run_experiments(dataset, methods, range(1, args.seeds + 1), args.model,
-                        TrainConfig(mode="frozen"), RunStore(Path(tmp) / "runs"),
-                        progress=progress)
+        run_experiments(
+            dataset,
+            methods,
+            range(1, args.seeds + 1),
+            args.model,
+            TrainConfig(mode="frozen"),
+            RunStore(Path(tmp) / "runs"),
+            progress=progress,
+        )
         close("end")
     total = time.perf_counter() - STARTED
     groups: dict[str, float] = {}
     for name, seconds in phases:
-        key = ("heads: train" if name.startswith("train ") else
-               "heads: test + write" if name.startswith("test + write") else name)
+        key = (
+            "heads: train"
+            if name.startswith("train ")
+            else "heads: test + write"
+            if name.startswith("test + write")
+            else name
+        )
         groups[key] = groups.get(key, 0.0) + seconds
-    print(f"{len(methods)} heads x {args.seeds} seed(s) on {args.dataset} "
-          f"({len(dataset.splits['train'])} training texts), model {args.model}, frozen "
-          f"backbone, cold process: {total:.1f} s")
+    print(
+        f"{len(methods)} heads x {args.seeds} seed(s) on {args.dataset} "
+        f"({len(dataset.splits['train'])} training texts), model {args.model}, frozen "
+        f"backbone, cold process: {total:.1f} s"
+    )
     for name, seconds in groups.items():
         print(f"  {name:<46} {seconds:6.1f} s  {100 * seconds / total:4.0f}%")
     return 0

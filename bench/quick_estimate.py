@@ -42,17 +42,41 @@ def main(argv=None) -> int:
         root = Path(tmp) / "runs"
 
         def estimate(label: str) -> None:
-            found = estimate_seconds(dataset, len(METHODS), quick, args.model,
-                                     estimate_parameters(args.model), device,
-                                     RunStore(root).runs())
+            found = estimate_seconds(
+                dataset,
+                len(METHODS),
+                quick,
+                args.model,
+                estimate_parameters(args.model),
+                device,
+                RunStore(root).runs(),
+            )
             print(f"estimate, {label}: {found['seconds']:.1f} s ({found['basis']})", flush=True)
 
         def real(label: str, *extra: str) -> None:
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "glee_core", "train", "--dataset", args.dataset,
-                            "--model", args.model, "--mode", "frozen", "--method", "all",
-                            "--runs-dir", str(root), *extra],
-                           cwd=ROOT, check=True, capture_output=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "glee_core",
+                    "train",
+                    "--dataset",
+                    args.dataset,
+                    "--model",
+                    args.model,
+                    "--mode",
+                    "frozen",
+                    "--method",
+                    "all",
+                    "--runs-dir",
+                    str(root),
+                    *extra,
+                ],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
             print(f"real, {label}: {time.perf_counter() - started:.1f} s", flush=True)
 
         estimate("empty store")

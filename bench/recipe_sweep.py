@@ -42,6 +42,7 @@ def spread(values: list[float]) -> str:
     series = pd.Series(values, dtype=float) * 100
     return mean_std(series.mean(), series.std(ddof=1))
 
+
 # name -> train flags on top of --mode finetune (each a switch of the recipe, or a recipe)
 VARIANTS = {
     "paper": ["--recipe", "paper"],
@@ -62,8 +63,13 @@ def run_child(command: list[str]) -> tuple[str, float, float]:
     so a long run shows its progress and the child never blocks on a full pipe while stdout is
     read; the last few thousand bytes are kept for the failure message."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     tail = bytearray()
 
     def relay() -> None:
@@ -88,9 +94,20 @@ def train_child(args, dataset: str, flags: list[str], store: RunStore) -> dict:
     """One ``python -m glee_core train`` process on ``dataset`` with ``flags`` (plus the shared
     --model, --data-dir, --max-length, --extra): its result line, the stored run, wall seconds
     and peak memory."""
-    command = [sys.executable, "-m", "glee_core", "train", "--dataset", dataset, *flags,
-               "--runs-dir", str(store.root), "--data-dir", str(args.data_dir),
-               *args.extra.split()]
+    command = [
+        sys.executable,
+        "-m",
+        "glee_core",
+        "train",
+        "--dataset",
+        dataset,
+        *flags,
+        "--runs-dir",
+        str(store.root),
+        "--data-dir",
+        str(args.data_dir),
+        *args.extra.split(),
+    ]
     if "--model" not in flags:
         command += ["--model", args.model]
     if args.max_length:
@@ -104,8 +121,9 @@ def train_child(args, dataset: str, flags: list[str], store: RunStore) -> dict:
     return {**result, "wall": wall, "peak": peak, "run": run}
 
 
-def measured_cost(store: RunStore, run_id: str, wall: float, peak: float,
-                  trained_now: bool) -> tuple[float | None, float | None]:
+def measured_cost(
+    store: RunStore, run_id: str, wall: float, peak: float, trained_now: bool
+) -> tuple[float | None, float | None]:
     """The wall time and peak memory of the process that trained ``run_id``. A resumed sweep
     finds earlier runs stored, and its child's few seconds are not their cost: the sweep keeps
     each trained run's cost in ``costs.json`` beside the store and reads it back (``None`` when
@@ -124,14 +142,20 @@ def cost_cells(found: list[dict]) -> dict:
     the sweep measured)."""
     walls = [r["wall"] for r in found if r["wall"] is not None]
     peaks = [r["peak"] for r in found if r["peak"] is not None]
-    return {"wall / run": f"{sum(walls) / len(walls):.0f} s" if walls else "–",
-            "peak": f"{max(peaks):.2f} GB" if peaks else "–"}
+    return {
+        "wall / run": f"{sum(walls) / len(walls):.0f} s" if walls else "–",
+        "peak": f"{max(peaks):.2f} GB" if peaks else "–",
+    }
 
 
 def print_table(rows: list[dict], out: str | None, notes: list[str] = ()) -> None:
     """The rows as Markdown (then ``notes``), printed and, with ``out``, written."""
-    text = "\n".join([*markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3),
-                      *([""] + list(notes) if notes else [])])
+    text = "\n".join(
+        [
+            *markdown_table(list(rows[0]), [list(r.values()) for r in rows], left=3),
+            *([""] + list(notes) if notes else []),
+        ]
+    )
     print(text)
     if out:
         Path(out).write_text(text + "\n", encoding="utf-8")
@@ -150,7 +174,8 @@ def seed_list(text: str) -> list[int]:
             seeds = list(range(1, int(text) + 1))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give a count (3), a list (1,2,3) or a range (2-3)") from None
+            f"{text!r}: give a count (3), a list (1,2,3) or a range (2-3)"
+        ) from None
     if not seeds or min(seeds) < 0:
         raise argparse.ArgumentTypeError(f"{text!r} names no seed")
     return seeds
@@ -161,15 +186,22 @@ def common_arguments(parser: argparse.ArgumentParser, work: str, seeds: str) -> 
     the seeds."""
     parser.add_argument("--dataset", default="demo", choices=("demo", "r8-1500", "r52-lt"))
     parser.add_argument("--work", type=Path, default=Path(work))
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(
-        "GLEE_DATA_DIR", ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("GLEE_DATA_DIR", ROOT.parent / "shared" / "data")),
+    )
     parser.add_argument("--model", default="auto")
     parser.add_argument("--max-length", type=int)
-    parser.add_argument("--seeds", type=seed_list, default=seed_list(seeds),
-                        help=f"a count (seeds 1..N), a list (1,3) or a range (2-3); "
-                        f"default {seeds}")
-    parser.add_argument("--extra", default="", help="more train flags for every run, e.g. "
-                        "'--epochs 1 --limit 64'")
+    parser.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=seed_list(seeds),
+        help=f"a count (seeds 1..N), a list (1,3) or a range (2-3); default {seeds}",
+    )
+    parser.add_argument(
+        "--extra", default="", help="more train flags for every run, e.g. '--epochs 1 --limit 64'"
+    )
     parser.add_argument("--out", help="also write the Markdown table here")
 
 
@@ -190,23 +222,47 @@ def main(argv=None) -> int:
         for method in args.methods.split(","):
             found = []
             for seed in args.seeds:
-                result = train_child(args, dataset, ["--mode", "finetune", "--method", method,
-                                                     "--seeds", str(seed), *VARIANTS[variant]],
-                                     store)
+                result = train_child(
+                    args,
+                    dataset,
+                    [
+                        "--mode",
+                        "finetune",
+                        "--method",
+                        method,
+                        "--seeds",
+                        str(seed),
+                        *VARIANTS[variant],
+                    ],
+                    store,
+                )
                 record = result["run"].record
-                found.append({**result, "dev": result["run"].metrics.best_dev_f1,
-                              "lr": record.tuning.get("lr", record.hyperparameters.lr)})
-                print(f"{variant} {method} seed {seed}: f1 {result['f1']:.4f} tail "
-                      f"{result['tail_f1']:.4f} lr {found[-1]['lr']} "
-                      f"{' '.join(cost_cells([result]).values())}", flush=True)
-            rows.append({
-                "dataset": args.dataset, "variant": variant, "method": method,
-                "seeds": len(found),
-                "dev F1": spread([r["dev"] for r in found]),
-                "macro-F1": spread([r["f1"] for r in found]),
-                "tail F1": spread([r["tail_f1"] for r in found]),
-                "lr": ", ".join(sorted({f"{r['lr']:g}" for r in found})),
-                **cost_cells(found)})
+                found.append(
+                    {
+                        **result,
+                        "dev": result["run"].metrics.best_dev_f1,
+                        "lr": record.tuning.get("lr", record.hyperparameters.lr),
+                    }
+                )
+                print(
+                    f"{variant} {method} seed {seed}: f1 {result['f1']:.4f} tail "
+                    f"{result['tail_f1']:.4f} lr {found[-1]['lr']} "
+                    f"{' '.join(cost_cells([result]).values())}",
+                    flush=True,
+                )
+            rows.append(
+                {
+                    "dataset": args.dataset,
+                    "variant": variant,
+                    "method": method,
+                    "seeds": len(found),
+                    "dev F1": spread([r["dev"] for r in found]),
+                    "macro-F1": spread([r["f1"] for r in found]),
+                    "tail F1": spread([r["tail_f1"] for r in found]),
+                    "lr": ", ".join(sorted({f"{r['lr']:g}" for r in found})),
+                    **cost_cells(found),
+                }
+            )
     print_table(rows, args.out)
     return 0
 

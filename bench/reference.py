@@ -28,8 +28,11 @@ def full_vocabulary_logits(model: GleeModel, batch: dict) -> tuple[torch.Tensor,
     if not isinstance(head, PromptHead):
         return model(**inputs, calibrate=True)[0], None
     hidden_all = encoder_hidden_states(
-        model.mlm, inputs["input_ids"], inputs["attention_mask"],
-        inputs.get("token_type_ids") if model.pass_token_type_ids else None)
+        model.mlm,
+        inputs["input_ids"],
+        inputs["attention_mask"],
+        inputs.get("token_type_ids") if model.pass_token_type_ids else None,
+    )
     features = head.transform(hidden_all)  # (B, L, h)
     if head.own_weights:
         vocab_logits = features @ head.token_rows().T + head.token_bias()  # (B, L, T)
@@ -49,8 +52,9 @@ def train_one_epoch(state: TrainingState, train: EncodedSplit, max_length: int) 
     order = state.rng.permutation(len(train))
     losses = []
     for start in range(0, len(order), config.batch_size):
-        batch = batch_to(train.batch(order[start:start + config.batch_size], state.pad_id,
-                                max_length), device)
+        batch = batch_to(
+            train.batch(order[start : start + config.batch_size], state.pad_id, max_length), device
+        )
         logits, _ = full_vocabulary_logits(state.model, batch)
         loss = classification_loss(state.spec, logits, batch["labels"], state.class_counts)
         optimizer_step(state, loss)
@@ -59,14 +63,21 @@ def train_one_epoch(state: TrainingState, train: EncodedSplit, max_length: int) 
 
 
 @torch.inference_mode()
-def predict(model: GleeModel, split: EncodedSplit, pad_id: int, device: torch.device,
-            max_length: int, batch_size: int = 128) -> np.ndarray:
+def predict(
+    model: GleeModel,
+    split: EncodedSplit,
+    pad_id: int,
+    device: torch.device,
+    max_length: int,
+    batch_size: int = 128,
+) -> np.ndarray:
     """Logits for every example in split order, batches in order and padded to ``max_length``."""
     model.eval()
     out = []
     for start in range(0, len(split), batch_size):
         index = np.arange(start, min(start + batch_size, len(split)))
-        logits, _ = full_vocabulary_logits(model, batch_to(split.batch(index, pad_id, max_length),
-                                                      device))
+        logits, _ = full_vocabulary_logits(
+            model, batch_to(split.batch(index, pad_id, max_length), device)
+        )
         out.append(logits.float().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)

@@ -39,27 +39,35 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as fresh:
                     cache = fresh if passes else warm
                     out = str(Path(cache) / kind)
-                    options = HealthOptions(out=out) if kind == "health" else \
-                        BudgetOptions(out=out)
-                    machine = {"parameters": estimate_parameters(args.model),
-                               "device": device.type, "model": args.model, "runs": [],
-                               "passes": passes}
-                    estimate = estimate_report_seconds(dataset, kind, options,
-                                                       hidden_size(args.model), machine)
+                    options = HealthOptions(out=out) if kind == "health" else BudgetOptions(out=out)
+                    machine = {
+                        "parameters": estimate_parameters(args.model),
+                        "device": device.type,
+                        "model": args.model,
+                        "runs": [],
+                        "passes": passes,
+                    }
+                    estimate = estimate_report_seconds(
+                        dataset, kind, options, hidden_size(args.model), machine
+                    )
                     started = time.perf_counter()
                     if not passes and not any(Path(warm).glob("*.npz")):
-                        data_health(dataset, backbone, args.model, HealthOptions(out=out),
-                                    warm, device)  # fills the cache, not timed
+                        data_health(
+                            dataset, backbone, args.model, HealthOptions(out=out), warm, device
+                        )  # fills the cache, not timed
                         started = time.perf_counter()
                     if kind == "health":
                         data_health(dataset, backbone, args.model, options, cache, device)
                     else:
                         label_budget(dataset, backbone, args.model, options, cache)
                     took = time.perf_counter() - started
-                    print(f"| {dataset.id} | {dataset.num_classes} | "
-                          f"{len(dataset.splits['train'])} | {kind} | "
-                          f"{'encoded' if passes else 'cached'} | {estimate['seconds']:.0f} | "
-                          f"{took:.0f} | {took / estimate['seconds']:.2f} |", flush=True)
+                    print(
+                        f"| {dataset.id} | {dataset.num_classes} | "
+                        f"{len(dataset.splits['train'])} | {kind} | "
+                        f"{'encoded' if passes else 'cached'} | {estimate['seconds']:.0f} | "
+                        f"{took:.0f} | {took / estimate['seconds']:.2f} |",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     parser.add_argument("--classes", type=int, nargs="+", default=[120, 1000, 1500])
     parser.add_argument("--methods", type=int, default=3)
     args = parser.parse_args(argv)
-    methods = registry_order(METHODS)[:args.methods]
+    methods = registry_order(METHODS)[: args.methods]
     for n in args.classes:
         with tempfile.TemporaryDirectory() as tmp:
             runs = write_synthetic_store(RunStore(Path(tmp)), n, methods)
@@ -43,8 +43,10 @@ def main(argv=None) -> int:
                 print(f"{n} classes · {chart.name}: {time.perf_counter() - started:.1f} s, {size}")
             started = time.perf_counter()
             pdf = build_report(runs)
-            print(f"{n} classes · whole report: {time.perf_counter() - started:.1f} s, "
-                  f"{len(pdf) / 2**20:.1f} MB")
+            print(
+                f"{n} classes · whole report: {time.perf_counter() - started:.1f} s, "
+                f"{len(pdf) / 2**20:.1f} MB"
+            )
     return 0
 
 

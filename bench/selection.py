@@ -47,12 +47,27 @@ from glee_core.train.experiment import run_experiments  # noqa: E402
 def candidate_scores(runs) -> pd.DataFrame:
     """Test macro-F1 and tail F1 (%) of each candidate (setting, method), mean and std over
     seeds."""
-    frame = pd.DataFrame([{"setting": r.setting, "method": r.method, "seed": r.seed,
-                           "f1": 100 * r.metrics.f1, "tail_f1": 100 * r.metrics.tail_f1,
-                           "dev": 100 * r.metrics.best_dev} for r in runs])
+    frame = pd.DataFrame(
+        [
+            {
+                "setting": r.setting,
+                "method": r.method,
+                "seed": r.seed,
+                "f1": 100 * r.metrics.f1,
+                "tail_f1": 100 * r.metrics.tail_f1,
+                "dev": 100 * r.metrics.best_dev,
+            }
+            for r in runs
+        ]
+    )
     return frame.groupby(["setting", "method"]).agg(
-        f1=("f1", "mean"), f1_std=("f1", "std"), tail_f1=("tail_f1", "mean"),
-        tail_f1_std=("tail_f1", "std"), dev=("dev", "mean"), seeds=("seed", "size"))
+        f1=("f1", "mean"),
+        f1_std=("f1", "std"),
+        tail_f1=("tail_f1", "mean"),
+        tail_f1_std=("tail_f1", "std"),
+        dev=("dev", "mean"),
+        seeds=("seed", "size"),
+    )
 
 
 def without_cv(runs):
@@ -80,15 +95,17 @@ def one_click(runs):
     rec = recommend(first)
     same = [r for r in first if r.setting == rec.chosen.setting]
     top = list(ranked(same)["method"].head(FINETUNE_TOP))
-    return first + [r for r in runs if r.seed != 1 and r.setting == rec.chosen.setting
-                    and r.method in top]
+    return first + [
+        r for r in runs if r.seed != 1 and r.setting == rec.chosen.setting and r.method in top
+    ]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="demo,r8-1500,r52-lt")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--model", default="auto")
@@ -98,8 +115,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        builders = {"demo": lambda: "demo", "r8-1500": lambda: r8_subset(data_dir, work),
-                    "r52-lt": lambda: r52_long_tail(data_dir, work)}
+        builders = {
+            "demo": lambda: "demo",
+            "r8-1500": lambda: r8_subset(data_dir, work),
+            "r52-lt": lambda: r52_long_tail(data_dir, work),
+        }
         store = RunStore(work / "runs")
         table = []
         for name in args.datasets.split(","):
@@ -107,39 +127,69 @@ def main(argv=None) -> int:
             config = TrainConfig(mode="frozen", max_length=args.max_length)
             methods = [m for m in METHODS.values() if m.supports_frozen]
             started = time.perf_counter()
-            runs = run_experiments(dataset, methods, range(1, args.seeds + 1), args.model,
-                                   config, store)
+            runs = run_experiments(
+                dataset, methods, range(1, args.seeds + 1), args.model, config, store
+            )
             seconds = time.perf_counter() - started
             scores = candidate_scores(runs)
             best = scores["f1"].idxmax()
             small = dataset.small_dev()
-            print(f"{name}: {len(runs)} runs in {seconds:.0f} s; dev split: "
-                  f"{small or 'large enough to choose by'}; best in hindsight: {best[1]} "
-                  f"({scores.loc[best, 'f1']:.2f})", file=sys.stderr)
+            print(
+                f"{name}: {len(runs)} runs in {seconds:.0f} s; dev split: "
+                f"{small or 'large enough to choose by'}; best in hindsight: {best[1]} "
+                f"({scores.loc[best, 'f1']:.2f})",
+                file=sys.stderr,
+            )
             cls_only = [r for r in runs if "mean pooling" not in r.setting]
-            choices = {"dev, [CLS] only": recommend(without_cv(cls_only)),
-                       "dev, both poolings": recommend(without_cv(runs)),
-                       "cross-validation": recommend(runs),
-                       "one-click flow": recommend(one_click(runs))}
+            choices = {
+                "dev, [CLS] only": recommend(without_cv(cls_only)),
+                "dev, both poolings": recommend(without_cv(runs)),
+                "cross-validation": recommend(runs),
+                "one-click flow": recommend(one_click(runs)),
+            }
             for label, rec in choices.items():
                 c = rec.chosen
                 row = scores.loc[(c.setting, c.method)]
-                table.append([name, label, f"`{c.method}` ({c.pooling})",
-                              mean_std(row["f1"], row["f1_std"]),
-                              mean_std(row["tail_f1"], row["tail_f1_std"]),
-                              f"{row['f1'] - scores.loc[best, 'f1']:+.2f}",
-                              f"{rec.basis}" + (f" {c.wins}/{c.cells} folds" if c.cells
-                                                else "")])
+                table.append(
+                    [
+                        name,
+                        label,
+                        f"`{c.method}` ({c.pooling})",
+                        mean_std(row["f1"], row["f1_std"]),
+                        mean_std(row["tail_f1"], row["tail_f1_std"]),
+                        f"{row['f1'] - scores.loc[best, 'f1']:+.2f}",
+                        f"{rec.basis}" + (f" {c.wins}/{c.cells} folds" if c.cells else ""),
+                    ]
+                )
             row = scores.loc[best]
             spread = np.nanmean(scores["f1_std"])
-            reads = ("[MASK]" if METHODS[best[1]].input_format == "prompt" else
-                     "mean" if "mean pooling" in best[0] else "cls")
-            table.append([name, "best in hindsight (test)", f"`{best[1]}` ({reads})",
-                          mean_std(row["f1"], row["f1_std"]),
-                          mean_std(row["tail_f1"], row["tail_f1_std"]), "0",
-                          f"mean seed std {spread:.2f}"])
-        print("\n".join(markdown_table(["set", "chosen by", "candidate", "test F1",
-                                        "tail F1", "vs best", "basis"], table, left=3)))
+            reads = (
+                "[MASK]"
+                if METHODS[best[1]].input_format == "prompt"
+                else "mean"
+                if "mean pooling" in best[0]
+                else "cls"
+            )
+            table.append(
+                [
+                    name,
+                    "best in hindsight (test)",
+                    f"`{best[1]}` ({reads})",
+                    mean_std(row["f1"], row["f1_std"]),
+                    mean_std(row["tail_f1"], row["tail_f1_std"]),
+                    "0",
+                    f"mean seed std {spread:.2f}",
+                ]
+            )
+        print(
+            "\n".join(
+                markdown_table(
+                    ["set", "chosen by", "candidate", "test F1", "tail F1", "vs best", "basis"],
+                    table,
+                    left=3,
+                )
+            )
+        )
     return 0
 
 

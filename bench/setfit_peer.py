@@ -62,8 +62,9 @@ def scores(dataset: LongTailDataset, pred) -> dict:
     return classification_metrics(gold, np.asarray(pred), dataset.classes, head, tail)
 
 
-def best_on_dev(dataset, methods, model: str, config: TrainConfig, store: RunStore,
-                seed: int) -> tuple[str, dict, float]:
+def best_on_dev(
+    dataset, methods, model: str, config: TrainConfig, store: RunStore, seed: int
+) -> tuple[str, dict, float]:
     """Train ``methods`` (one seed); the method with the best dev macro-F1, its test scores
     and the wall time of training them all."""
     started = time.perf_counter()
@@ -73,8 +74,15 @@ def best_on_dev(dataset, methods, model: str, config: TrainConfig, store: RunSto
     return best.record.method.id, best.metrics, seconds
 
 
-def setfit_row(dataset: LongTailDataset, model_path: str, *, iterations: int,
-               per_class: int | None, seed: int, max_length: int) -> tuple[dict, float, int]:
+def setfit_row(
+    dataset: LongTailDataset,
+    model_path: str,
+    *,
+    iterations: int,
+    per_class: int | None,
+    seed: int,
+    max_length: int,
+) -> tuple[dict, float, int]:
     started = time.perf_counter()
     train = dataset.splits["train"]
     data = Dataset.from_dict({"text": list(train["text"]), "label": train["label"].tolist()})
@@ -82,12 +90,21 @@ def setfit_row(dataset: LongTailDataset, model_path: str, *, iterations: int,
         data = sample_dataset(data, num_samples=per_class, seed=seed)
     model = SetFitModel.from_pretrained(model_path)
     with tempfile.TemporaryDirectory() as out:
-        args = TrainingArguments(output_dir=out, batch_size=16, num_epochs=1,
-                                 num_iterations=iterations, max_length=max_length, seed=seed,
-                                 report_to="none", save_strategy="no", logging_strategy="no")
+        args = TrainingArguments(
+            output_dir=out,
+            batch_size=16,
+            num_epochs=1,
+            num_iterations=iterations,
+            max_length=max_length,
+            seed=seed,
+            report_to="none",
+            save_strategy="no",
+            logging_strategy="no",
+        )
         Trainer(model=model, args=args, train_dataset=data).train()
-    pred = model.predict(list(dataset.splits["test"]["text"]), batch_size=128,
-                         show_progress_bar=False)
+    pred = model.predict(
+        list(dataset.splits["test"]["text"]), batch_size=128, show_progress_bar=False
+    )
     return scores(dataset, pred), time.perf_counter() - started, len(data)
 
 
@@ -97,8 +114,12 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir")
     parser.add_argument("--model", default="auto")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--num-iterations", type=int, default=2,
-                        help="SetFit pair rounds on every training text (its default is 20)")
+    parser.add_argument(
+        "--num-iterations",
+        type=int,
+        default=2,
+        help="SetFit pair rounds on every training text (its default is 20)",
+    )
     parser.add_argument("--per-class", type=int, default=8)
     parser.add_argument("--num-iterations-sampled", type=int, default=20)
     parser.add_argument("--finetune-methods", default="cls-relu-pt-ln,cls-tanh")
@@ -121,39 +142,78 @@ def main(argv=None) -> int:
         n_train = len(dataset.splits["train"])
         if "quick" not in skip:
             method, metrics, seconds = best_on_dev(
-                dataset, parse_methods("all", "frozen"), args.model, TrainConfig(mode="frozen"),
-                store, args.seed)
-            row(f"Glee Studio quick compare (all heads, frozen), best on dev: `{method}`",
-                seconds, metrics, n_train)
+                dataset,
+                parse_methods("all", "frozen"),
+                args.model,
+                TrainConfig(mode="frozen"),
+                store,
+                args.seed,
+            )
+            row(
+                f"Glee Studio quick compare (all heads, frozen), best on dev: `{method}`",
+                seconds,
+                metrics,
+                n_train,
+            )
         if "finetune" not in skip:
             method, metrics, seconds = best_on_dev(
-                dataset, parse_methods(args.finetune_methods, "finetune"),
-                args.model, TrainConfig(), store, args.seed)
-            row(f"Glee Studio fine-tuned ({args.finetune_methods}), best on dev: `{method}`",
-                seconds, metrics, n_train)
+                dataset,
+                parse_methods(args.finetune_methods, "finetune"),
+                args.model,
+                TrainConfig(),
+                store,
+                args.seed,
+            )
+            row(
+                f"Glee Studio fine-tuned ({args.finetune_methods}), best on dev: `{method}`",
+                seconds,
+                metrics,
+                n_train,
+            )
     if "setfit-all" not in skip:
-        metrics, seconds, texts = setfit_row(dataset, model_path, iterations=args.num_iterations,
-                                             per_class=None, seed=args.seed,
-                                             max_length=max_length)
-        row(f"SetFit, every training text, {args.num_iterations} pair rounds", seconds, metrics,
-            texts)
+        metrics, seconds, texts = setfit_row(
+            dataset,
+            model_path,
+            iterations=args.num_iterations,
+            per_class=None,
+            seed=args.seed,
+            max_length=max_length,
+        )
+        row(
+            f"SetFit, every training text, {args.num_iterations} pair rounds",
+            seconds,
+            metrics,
+            texts,
+        )
     if "setfit-sampled" not in skip:
-        metrics, seconds, texts = setfit_row(dataset, model_path,
-                                             iterations=args.num_iterations_sampled,
-                                             per_class=args.per_class, seed=args.seed,
-                                             max_length=max_length)
-        row(f"SetFit, ≤ {args.per_class} texts a class, {args.num_iterations_sampled} pair rounds",
-            seconds, metrics, texts)
+        metrics, seconds, texts = setfit_row(
+            dataset,
+            model_path,
+            iterations=args.num_iterations_sampled,
+            per_class=args.per_class,
+            seed=args.seed,
+            max_length=max_length,
+        )
+        row(
+            f"SetFit, ≤ {args.per_class} texts a class, {args.num_iterations_sampled} pair rounds",
+            seconds,
+            metrics,
+            texts,
+        )
 
     head, tail = dataset.head_tail()
-    print(f"\n{args.dataset}: {n_train} training texts, {dataset.num_classes} classes "
-          f"({len(head)} head, {len(tail)} tail), {len(dataset.splits['test'])} test texts, "
-          f"model {args.model}, max length {max_length}, seed {args.seed}")
+    print(
+        f"\n{args.dataset}: {n_train} training texts, {dataset.num_classes} classes "
+        f"({len(head)} head, {len(tail)} tail), {len(dataset.splits['test'])} test texts, "
+        f"model {args.model}, max length {max_length}, seed {args.seed}"
+    )
     print("| path | training texts | wall s | acc | macro-F1 | head F1 | tail F1 |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, seconds, texts, m in rows:
-        print(f"| {name} | {texts} | {seconds:.0f} | {100 * m['acc']:.1f} | {100 * m['f1']:.1f} "
-              f"| {100 * m['head_f1']:.1f} | {100 * m['tail_f1']:.1f} |")
+        print(
+            f"| {name} | {texts} | {seconds:.0f} | {100 * m['acc']:.1f} | {100 * m['f1']:.1f} "
+            f"| {100 * m['head_f1']:.1f} | {100 * m['tail_f1']:.1f} |"
+        )
     return 0
 
 

@@ -34,9 +34,14 @@ from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run  # n
 from glee_core.runs.tables import comparison  # noqa: E402
 from glee_core.train.reproduce import get_table  # noqa: E402
 
-PAGES = {"Home": "app_pages/0_Home.py", "Train": "app_pages/2_Train.py",
-         "Results": "app_pages/3_Results.py", "Diagnostics": "app_pages/4_Diagnostics.py",
-         "Predictions": "app_pages/5_Predictions.py", "Paper": "app_pages/8_Paper.py"}
+PAGES = {
+    "Home": "app_pages/0_Home.py",
+    "Train": "app_pages/2_Train.py",
+    "Results": "app_pages/3_Results.py",
+    "Diagnostics": "app_pages/4_Diagnostics.py",
+    "Predictions": "app_pages/5_Predictions.py",
+    "Paper": "app_pages/8_Paper.py",
+}
 
 
 def build(root: Path, size: int) -> RunStore:
@@ -74,8 +79,9 @@ def main(argv=None) -> int:
             os.environ["GLEE_RUNS_DIR"] = str(root)
             row = {"runs": size, "build s": build_s}
             with contextlib.redirect_stdout(io.StringIO()):
-                row["compare"] = timed(lambda root=root: cli(
-                    ["compare", "--runs-dir", str(root), "--format", "csv"]))
+                row["compare"] = timed(
+                    lambda root=root: cli(["compare", "--runs-dir", str(root), "--format", "csv"])
+                )
             runs = RunStore(root).runs()
             row["table step"] = timed(lambda runs=runs: comparison(runs, get_table(2), ["r8"]))
             for name in args.pages:
@@ -86,19 +92,26 @@ def main(argv=None) -> int:
                     raise SystemExit(f"{name} at {size} runs: {at.exception[0].message}")
                 row[f"{name} warm"] = timed(at.run)
             rows.append(row)
-            print(f"{size} runs: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()
-                                               if k != "runs"), file=sys.stderr)
+            print(
+                f"{size} runs: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items() if k != "runs"),
+                file=sys.stderr,
+            )
     columns = list(rows[0])
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:
-        print("| " + " | ".join(f"{row[c]:.2f}" if c != "runs" else f"{row[c]:,}"
-                                for c in columns) + " |")
+        print(
+            "| "
+            + " | ".join(f"{row[c]:.2f}" if c != "runs" else f"{row[c]:,}" for c in columns)
+            + " |"
+        )
     for before, after in zip(rows, rows[1:], strict=False):
         factor = after["runs"] / before["runs"]
         growth = {c: after[c] / max(before[c], 1e-3) for c in columns if c not in ("runs",)}
-        print(f"\n{before['runs']:,} -> {after['runs']:,} runs (x{factor:g}): " + ", ".join(
-            f"{c} x{g:.1f}" for c, g in growth.items()))
+        print(
+            f"\n{before['runs']:,} -> {after['runs']:,} runs (x{factor:g}): "
+            + ", ".join(f"{c} x{g:.1f}" for c, g in growth.items())
+        )
     return 0
 
 

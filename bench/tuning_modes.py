@@ -40,8 +40,11 @@ from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import count_text  # noqa: E402
 
 # bench mode -> (--mode, adapted first?): every way of tuning, then two after TAPT
-MODES = {**{name: (name, False) for name in TUNING_MODES},
-         "tapt-frozen": ("frozen", True), "tapt-finetune": ("finetune", True)}
+MODES = {
+    **{name: (name, False) for name in TUNING_MODES},
+    "tapt-frozen": ("frozen", True),
+    "tapt-finetune": ("finetune", True),
+}
 
 
 def adapted_backbone(args, dataset: str) -> tuple[Path, dict, float]:
@@ -50,9 +53,23 @@ def adapted_backbone(args, dataset: str) -> tuple[Path, dict, float]:
     out = args.work / f"tapt-{Path(dataset).stem}-{args.tapt_epochs}ep"
     wall = 0.0
     if not (out / "glee_adapted.json").is_file():
-        command = [sys.executable, "-m", "glee_core", "adapt", "--dataset", dataset,
-                   "--model", args.model, "--out", str(out), "--epochs", str(args.tapt_epochs),
-                   "--data-dir", str(args.data_dir), *args.adapt_extra.split()]
+        command = [
+            sys.executable,
+            "-m",
+            "glee_core",
+            "adapt",
+            "--dataset",
+            dataset,
+            "--model",
+            args.model,
+            "--out",
+            str(out),
+            "--epochs",
+            str(args.tapt_epochs),
+            "--data-dir",
+            str(args.data_dir),
+            *args.adapt_extra.split(),
+        ]
         if args.max_length:
             command += ["--max-length", str(args.max_length)]
         _, wall, _ = run_child(command)
@@ -81,31 +98,44 @@ def main(argv=None) -> int:
             folder, record, wall = adapted_backbone(args, dataset)
             model = str(folder)
             before, after = record["held_out_before"], record["held_out_after"]
-            lines.append(f"TAPT ({record['options']['epochs']} epochs, {record['steps']} steps, "
-                         f"{record['seconds']:.0f} s of training): held-out [MASK] top-1 "
-                         f"{before['mask_top1']:.1%} -> {after['mask_top1']:.1%}, masked-LM "
-                         f"loss {before['mlm_loss']:.3f} -> {after['mlm_loss']:.3f} "
-                         f"({after['masked_tokens']} masked tokens)")
+            lines.append(
+                f"TAPT ({record['options']['epochs']} epochs, {record['steps']} steps, "
+                f"{record['seconds']:.0f} s of training): held-out [MASK] top-1 "
+                f"{before['mask_top1']:.1%} -> {after['mask_top1']:.1%}, masked-LM "
+                f"loss {before['mlm_loss']:.3f} -> {after['mlm_loss']:.3f} "
+                f"({after['masked_tokens']} masked tokens)"
+            )
             print(lines[-1], flush=True)
         for method in args.methods.split(","):
             found = []
             for seed in args.seeds:
-                result = train_child(args, dataset, ["--mode", mode, "--method", method,
-                                                     "--seeds", str(seed), "--model", model],
-                                     store)
-                found.append({**result, "trainable": result["run"].record.tuning.get(
-                    "trainable_parameters")})
-                print(f"{bench_mode} {method} seed {seed}: f1 {result['f1']:.4f} tail "
-                      f"{result['tail_f1']:.4f} {' '.join(cost_cells([result]).values())}",
-                      flush=True)
+                result = train_child(
+                    args,
+                    dataset,
+                    ["--mode", mode, "--method", method, "--seeds", str(seed), "--model", model],
+                    store,
+                )
+                found.append(
+                    {**result, "trainable": result["run"].record.tuning.get("trainable_parameters")}
+                )
+                print(
+                    f"{bench_mode} {method} seed {seed}: f1 {result['f1']:.4f} tail "
+                    f"{result['tail_f1']:.4f} {' '.join(cost_cells([result]).values())}",
+                    flush=True,
+                )
             trainable = found[-1]["trainable"]
-            rows.append({
-                "dataset": args.dataset, "mode": bench_mode, "method": method,
-                "seeds": len(found),
-                "macro-F1": spread([r["f1"] for r in found]),
-                "tail F1": spread([r["tail_f1"] for r in found]),
-                "trainable": count_text(trainable) if trainable else "-",
-                **cost_cells(found)})
+            rows.append(
+                {
+                    "dataset": args.dataset,
+                    "mode": bench_mode,
+                    "method": method,
+                    "seeds": len(found),
+                    "macro-F1": spread([r["f1"] for r in found]),
+                    "tail F1": spread([r["tail_f1"] for r in found]),
+                    "trainable": count_text(trainable) if trainable else "-",
+                    **cost_cells(found),
+                }
+            )
     print_table(rows, args.out, lines)
     return 0
 

@@ -34,8 +34,10 @@ from tests.helpers.streamlit_server import (  # noqa: E402
     upload_in_browser,
 )
 
-LEFT = re.compile(r"(?:(\d+) h )?(?:(\d+) min )?(\d+) s elapsed · about (?:(\d+) h )?"
-                  r"(?:(\d+) min )?(\d+) s left")
+LEFT = re.compile(
+    r"(?:(\d+) h )?(?:(\d+) min )?(\d+) s elapsed · about (?:(\d+) h )?"
+    r"(?:(\d+) min )?(\d+) s left"
+)
 
 
 def seconds_of(*parts) -> int:
@@ -56,8 +58,7 @@ def watch(page, store: RunStore, job_id: str, shots: Path, name: str) -> tuple[f
         print(f"  {name} {time.time() - started:5.0f} s: {' | '.join(bars)}", flush=True)
         for bar in bars:
             if found := LEFT.search(bar):
-                readings.append((seconds_of(*found.groups()[:3]),
-                                 seconds_of(*found.groups()[3:])))
+                readings.append((seconds_of(*found.groups()[:3]), seconds_of(*found.groups()[3:])))
         if n % 5 == 0:
             page.screenshot(path=str(shots / f"{name}-{n:03d}.png"), full_page=True)
         n += 1
@@ -76,8 +77,11 @@ def launched(store: RunStore, before: set[str]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", required=True, type=Path)
-    parser.add_argument("--step", default="Fine-tune the best of the top",
-                        help="the start of the next step's button to click after the compare")
+    parser.add_argument(
+        "--step",
+        default="Fine-tune the best of the top",
+        help="the start of the next step's button to click after the compare",
+    )
     parser.add_argument("--work", required=True, type=Path)
     args = parser.parse_args(argv)
     from playwright.sync_api import expect, sync_playwright  # noqa: PLC0415 (the test extra)
@@ -86,8 +90,11 @@ def main(argv=None) -> int:
     shots = work / "shots"
     shots.mkdir(parents=True, exist_ok=True)
     store = RunStore(work / "runs")
-    env = {"GLEE_RUNS_DIR": str(store.root), "GLEE_UPLOADS_DIR": str(work / "uploads"),
-           "GLEE_DATA_DIR": str(work / "data")}
+    env = {
+        "GLEE_RUNS_DIR": str(store.root),
+        "GLEE_UPLOADS_DIR": str(work / "uploads"),
+        "GLEE_DATA_DIR": str(work / "data"),
+    }
     with serve(env) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
@@ -99,8 +106,12 @@ def main(argv=None) -> int:
         compare = page.get_by_role("button", name=f"Quick compare on {args.csv.name}")
         expect(compare).to_be_visible(timeout=60_000)
         before = {j.id for j in list_jobs(store)}
-        click_until(page, compare, page.get_by_text(re.compile(r"Quick compare: \d+ heads on"))
-                    .first, "flow-compare")
+        click_until(
+            page,
+            compare,
+            page.get_by_text(re.compile(r"Quick compare: \d+ heads on")).first,
+            "flow-compare",
+        )
         took, _ = watch(page, store, launched(store, before), shots, "compare")
         print(f"quick compare: {took:.0f} s", flush=True)
         open_page(page, "Home", "Glee Studio")
@@ -108,10 +119,18 @@ def main(argv=None) -> int:
         expect(step).to_be_visible(timeout=120_000)
         page.screenshot(path=str(shots / "home-recommendation.png"), full_page=True)
         advice = page.locator('[data-testid="stAlert"]').filter(has_text="Use ")
-        print("recommendation: " + (advice.first.inner_text() if advice.count() else "none"),
-              flush=True)
-        print("next steps: " + "; ".join(b for b in page.get_by_role("button").all_inner_texts()
-                                         if re.search(r"\((about )?[\d.]+ (s|min)\)$", b)))
+        print(
+            "recommendation: " + (advice.first.inner_text() if advice.count() else "none"),
+            flush=True,
+        )
+        print(
+            "next steps: "
+            + "; ".join(
+                b
+                for b in page.get_by_role("button").all_inner_texts()
+                if re.search(r"\((about )?[\d.]+ (s|min)\)$", b)
+            )
+        )
         before = {j.id for j in list_jobs(store)}
         label = step.inner_text()
         step.click()
@@ -120,13 +139,17 @@ def main(argv=None) -> int:
         took, readings = watch(page, store, job_id, shots, "step")
         print(f"{label}: {took:.0f} s; whole path {time.time() - t0:.0f} s", flush=True)
         for elapsed, left in readings:
-            print(f"  at {elapsed:5d} s ({elapsed / took:4.0%}): {left:5d} s left, "
-                  f"{took - elapsed:5.0f} s in fact ({(left - (took - elapsed)) / took:+.0%} "
-                  "of the whole)")
+            print(
+                f"  at {elapsed:5d} s ({elapsed / took:4.0%}): {left:5d} s left, "
+                f"{took - elapsed:5.0f} s in fact ({(left - (took - elapsed)) / took:+.0%} "
+                "of the whole)"
+            )
         job = next(j for j in list_jobs(store) if j.id == job_id)
         for row in job.result or []:
-            print(f"  {row['method']}: test macro-F1 {100 * row['f1']:.2f}, tail F1 "
-                  f"{100 * row['tail_f1']:.2f}")
+            print(
+                f"  {row['method']}: test macro-F1 {100 * row['f1']:.2f}, tail F1 "
+                f"{100 * row['tail_f1']:.2f}"
+            )
         open_page(page, "Home", "Glee Studio")
         page.wait_for_timeout(5000)
         page.screenshot(path=str(shots / "home-after.png"), full_page=True)

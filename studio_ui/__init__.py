@@ -113,4 +113,3 @@ from .widgets import (
     setting_inputs,
     setting_runs,
 )
-

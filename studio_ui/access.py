@@ -50,9 +50,12 @@ def workspace(create: bool = False) -> Workspace | None:
     key = st.session_state.get("workspace_key") or st.context.cookies.get(COOKIE)
     found = Workspace.open(key)
     if found is None and create:
-        found = Workspace.create(limit=rules.max_workspaces,
-                                 per_minute=rules.workspaces_per_minute, visitor=visitor_id(),
-                                 per_visitor=rules.visitor_share)
+        found = Workspace.create(
+            limit=rules.max_workspaces,
+            per_minute=rules.workspaces_per_minute,
+            visitor=visitor_id(),
+            per_visitor=rules.visitor_share,
+        )
     if found is None:
         return None
     st.session_state["workspace_key"] = found.key
@@ -72,13 +75,16 @@ def own_store_or_nothing() -> RunStore:
 # Sets the workspace cookie in this browser. The key comes as the mount's data (over the app's
 # socket), so it is never written into the page, where a saved page or a screenshot of the
 # source could carry it off. Our own code, never user text.
-_SET_COOKIE = st.components.v2.component("glee_workspace_cookie", js="""
+_SET_COOKIE = st.components.v2.component(
+    "glee_workspace_cookie",
+    js="""
 export default function({ data }) {
   const secure = location.protocol === "https:"
     ? "SameSite=None; Secure; Partitioned" : "SameSite=Lax";
   document.cookie = `${data.name}=${data.value}; path=/; max-age=${data.max_age}; ${secure}`;
 }
-""")
+""",
+)
 
 
 def remember_workspace(own: Workspace, rules: Policy) -> None:
@@ -89,8 +95,10 @@ def remember_workspace(own: Workspace, rules: Policy) -> None:
     (seen on a loaded machine), and setting the cookie twice is harmless."""
     if own.key == st.context.cookies.get(COOKIE):  # the cookies the session's connection sent
         return
-    _SET_COOKIE(data={"name": COOKIE, "value": own.key, "max_age": int(rules.ttl_seconds)},
-                key="workspace-cookie")
+    _SET_COOKIE(
+        data={"name": COOKIE, "value": own.key, "max_age": int(rules.ttl_seconds)},
+        key="workspace-cookie",
+    )
 
 
 def shared_workspace() -> Workspace | None:
@@ -108,8 +116,11 @@ def visitor_id() -> str:
     the trusted ones appended (``GLEE_TRUSTED_PROXIES`` from its end: the entries before it are
     the client's own words); without one, the connection's address. A visitor who drops the
     cookie gets a new workspace, but the same id: the per-visitor limits hold."""
-    return hashed_address(st.context.headers.get("X-Forwarded-For"), st.context.ip_address,
-                          environment.trusted_proxies())
+    return hashed_address(
+        st.context.headers.get("X-Forwarded-For"),
+        st.context.ip_address,
+        environment.trusted_proxies(),
+    )
 
 
 def hashed_address(forwarded: str | None, connection: str | None, proxies: int) -> str:

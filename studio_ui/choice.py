@@ -47,7 +47,7 @@ def display_name(dataset_id: str) -> str:
     for upload in list_uploads(uploads_dir()):
         spec = f"upload:{upload.path.name}"
         if dataset_id == spec or dataset_id.startswith(f"{spec}+"):
-            return upload.original_name + dataset_id[len(spec):]
+            return upload.original_name + dataset_id[len(spec) :]
     return dataset_id
 
 
@@ -61,8 +61,9 @@ def dataset_choices() -> dict[str, DataOptions]:
     for dataset_id in PAPER_DATASETS:
         folder = data / dataset_id
         if (folder / "train.tsv").is_file() or (folder / "train.txt").is_file():
-            choices[f"{dataset_id} (paper{where})"] = DataOptions(dataset=dataset_id,
-                                                                  data_dir=str(data))
+            choices[f"{dataset_id} (paper{where})"] = DataOptions(
+                dataset=dataset_id, data_dir=str(data)
+            )
     for upload in list_uploads(uploads_dir()):
         choices[f"{upload.original_name} (upload: {upload.path.name})"] = upload.options
     offered = {options.dataset for options in choices.values()}
@@ -81,8 +82,12 @@ def incomplete_paper_datasets() -> list[str]:
     """The paper's datasets whose folder is in the data directory without a training file (the
     Data page names them rather than leaving them silently out of its list)."""
     data = environment.data_dir()
-    return [d for d in PAPER_DATASETS if (data / d).is_dir()
-            and not any((data / d / name).is_file() for name in ("train.tsv", "train.txt"))]
+    return [
+        d
+        for d in PAPER_DATASETS
+        if (data / d).is_dir()
+        and not any((data / d / name).is_file() for name in ("train.tsv", "train.txt"))
+    ]
 
 
 def current_choice() -> DataOptions:
@@ -113,12 +118,18 @@ def _remember_choice(options: DataOptions) -> None:
     path = _choice_file()
     if path is not None:
         try:
-            write_json_atomic(path, {"dataset": options.dataset, "threshold": options.threshold,
-                                     "keep_rare": options.keep_rare,
-                                     "exclude": options.exclude,
-                                     "template": options.template,
-                                     "verbalizer": options.verbalizer,
-                                     "add": options.add})
+            write_json_atomic(
+                path,
+                {
+                    "dataset": options.dataset,
+                    "threshold": options.threshold,
+                    "keep_rare": options.keep_rare,
+                    "exclude": options.exclude,
+                    "template": options.template,
+                    "verbalizer": options.verbalizer,
+                    "add": options.add,
+                },
+            )
         except OSError:  # a read-only folder: the choice lasts the session
             pass
 
@@ -180,8 +191,11 @@ def choose_prompt(template: str, label_words: dict[str, list[str]], model: str) 
         visitor.check_disk(policy(), len(text.encode()))
     path = store().label_words_dir / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     write_atomic(path, text)
-    choose_dataset(replace(choice, verbalizer=str(path),
-                           template=None if template == own.template else template))
+    choose_dataset(
+        replace(
+            choice, verbalizer=str(path), template=None if template == own.template else template
+        )
+    )
 
 
 @st.cache_resource(show_spinner="Loading the dataset ...", max_entries=8)
@@ -201,10 +215,12 @@ def current_dataset():
         return load_options(choice)
     except GleeError as exc:
         if stored := all_runs(choice.dataset, report=False):  # runs from elsewhere: expected
-            st.info(f"The texts of **{md(choice.dataset)}** are not here ({md(exc)}). Its "
-                    f"{len(stored)} stored run(s) need none: see them on **Results**, "
-                    "**Diagnostics**, **Predictions** and **Report**. Training and the "
-                    "Playground need the texts.")
+            st.info(
+                f"The texts of **{md(choice.dataset)}** are not here ({md(exc)}). Its "
+                f"{len(stored)} stored run(s) need none: see them on **Results**, "
+                "**Diagnostics**, **Predictions** and **Report**. Training and the "
+                "Playground need the texts."
+            )
         else:
             st.error(f"Cannot load dataset {md(choice.dataset)}: {md(exc)}")
         return None
@@ -216,8 +232,9 @@ def current_dataset_id() -> str:
     texts labelled and added), the
     loaded dataset's (``demo+rare``, ``...+prompt-<digest>``) when it loads."""
     choice = current_choice()
-    if not (choice.keep_rare or choice.exclude or choice.template or choice.verbalizer
-            or choice.add):
+    if not (
+        choice.keep_rare or choice.exclude or choice.template or choice.verbalizer or choice.add
+    ):
         return choice.dataset
     try:
         return load_options(choice).id
@@ -229,16 +246,23 @@ def current_model() -> str:
     return st.session_state.setdefault("model", environment.default_model())
 
 
-def backbone_notice(model: str, methods: list[str] | None = None,
-                    mlm_head_pretrained: bool | None = None, full: bool = False,
-                    leading: list[str] | None = None) -> None:
+def backbone_notice(
+    model: str,
+    methods: list[str] | None = None,
+    mlm_head_pretrained: bool | None = None,
+    full: bool = False,
+    leading: list[str] | None = None,
+) -> None:
     """Say plainly when the MLM head the prompt / pt. LN methods rely on is untrained (known from
     a run's record, or, before any run, for the offline default backbone), where it matters: in
     one sentence where the user chooses, in ``full`` where the paper's effect is shown;
     ``leading``: the heads a recommendation beside it ranks first (the sentence is true of
     them)."""
-    untrained = (not mlm_head_pretrained if mlm_head_pretrained is not None
-                 else model == environment.AUTO_MODEL)
+    untrained = (
+        not mlm_head_pretrained
+        if mlm_head_pretrained is not None
+        else model == environment.AUTO_MODEL
+    )
     relevant = [m for m in (methods or METHODS) if m in METHODS and METHODS[m].uses_mlm_head]
     if untrained and relevant:
         if full:
@@ -253,11 +277,15 @@ def backbone_notice(model: str, methods: list[str] | None = None,
 def adapted_line(record: dict) -> str:
     """One line on an adapted backbone: from what, on what, and its [MASK] accuracy."""
     before, after = record.get("held_out_before") or {}, record.get("held_out_after") or {}
-    measured = (f"; held-out [MASK] top-1 {before['mask_top1']:.1%} → {after['mask_top1']:.1%}, "
-                f"masked-LM loss {before['mlm_loss']:.2f} → {after['mlm_loss']:.2f}"
-                if before.get("mask_top1") is not None and after.get("mask_top1") is not None
-                else "")
-    return (f"Adapted backbone: {md(record['adapted_from']['name'])} after "
-            f"{record['options']['epochs']} epoch(s) of masked-LM training on "
-            f"{md(dataset_name(record['dataset']['id']))}'s {record['dataset']['training_texts']}"
-            f" training texts (its MLM head trained with it){measured}.")
+    measured = (
+        f"; held-out [MASK] top-1 {before['mask_top1']:.1%} → {after['mask_top1']:.1%}, "
+        f"masked-LM loss {before['mlm_loss']:.2f} → {after['mlm_loss']:.2f}"
+        if before.get("mask_top1") is not None and after.get("mask_top1") is not None
+        else ""
+    )
+    return (
+        f"Adapted backbone: {md(record['adapted_from']['name'])} after "
+        f"{record['options']['epochs']} epoch(s) of masked-LM training on "
+        f"{md(dataset_name(record['dataset']['id']))}'s {record['dataset']['training_texts']}"
+        f" training texts (its MLM head trained with it){measured}."
+    )

@@ -33,8 +33,9 @@ def machine_busy() -> float:
     return other_work()
 
 
-def time_estimate(dataset, methods: list[str], seeds: list[int], config,
-                  model: str | None = None) -> dict:
+def time_estimate(
+    dataset, methods: list[str], seeds: list[int], config, model: str | None = None
+) -> dict:
     """The wall-time estimate of launching ``methods`` x ``seeds`` of ``config`` (a
     ``TrainConfig``; ``glee_core.runs.estimate``) with ``model`` (default: the current
     backbone), calibrated on the
@@ -69,22 +70,46 @@ def time_estimate(dataset, methods: list[str], seeds: list[int], config,
     missing = planned if to_train is None else len(to_train)
     stored = planned - missing
     if to_train is not None and not missing:
-        return {"seconds": 2.0, "per_run": 0.0, "runs": 0, "stored": stored,
-                "text": "a few seconds", "left_out": left_out,
-                "basis": f"all {stored} run(s) are already stored"}
-    passes = 2 if to_train is None or not config.frozen else uncached_passes(here, dataset,
-                                                                             model, to_train)
-    estimate = estimate_seconds(dataset, missing, config, model, estimate_parameters(model),
-                                device_kind(), all_runs(report=False), feature_passes=passes,
-                                lp_ft_stages=None if to_train is None or config.frozen
-                                else len(unstored_stages(here, dataset, model, to_train)),
-                                rate_searched=bool(to_train)
-                                and searched_rate(here, to_train[0]) is not None,
-                                busy=machine_busy() if device_kind() == "cpu" else 1.0)
-    basis = estimate["basis"] + (f"; {stored} of the runs already stored, not retrained"
-                                 if stored else "")
-    return {**estimate, "basis": basis, "runs": missing, "stored": stored,
-            "left_out": left_out, "text": about(estimate["seconds"])}
+        return {
+            "seconds": 2.0,
+            "per_run": 0.0,
+            "runs": 0,
+            "stored": stored,
+            "text": "a few seconds",
+            "left_out": left_out,
+            "basis": f"all {stored} run(s) are already stored",
+        }
+    passes = (
+        2
+        if to_train is None or not config.frozen
+        else uncached_passes(here, dataset, model, to_train)
+    )
+    estimate = estimate_seconds(
+        dataset,
+        missing,
+        config,
+        model,
+        estimate_parameters(model),
+        device_kind(),
+        all_runs(report=False),
+        feature_passes=passes,
+        lp_ft_stages=None
+        if to_train is None or config.frozen
+        else len(unstored_stages(here, dataset, model, to_train)),
+        rate_searched=bool(to_train) and searched_rate(here, to_train[0]) is not None,
+        busy=machine_busy() if device_kind() == "cpu" else 1.0,
+    )
+    basis = estimate["basis"] + (
+        f"; {stored} of the runs already stored, not retrained" if stored else ""
+    )
+    return {
+        **estimate,
+        "basis": basis,
+        "runs": missing,
+        "stored": stored,
+        "left_out": left_out,
+        "text": about(estimate["seconds"]),
+    }
 
 
 def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[str], str]:
@@ -94,9 +119,14 @@ def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[s
     from glee_core.studio import METHODS, TrainConfig, unreadable_heads  # noqa: PLC0415
 
     try:
-        out, why = unreadable_heads(dataset, list(METHODS.values()), [1],
-                                    model or current_model(), TrainConfig(mode="frozen"),
-                                    store())
+        out, why = unreadable_heads(
+            dataset,
+            list(METHODS.values()),
+            [1],
+            model or current_model(),
+            TrainConfig(mode="frozen"),
+            store(),
+        )
     except GleeError:  # a backbone that cannot load: a launch says so
         return [], ""
     return [spec.id for spec in out], why
@@ -153,11 +183,17 @@ def report_estimate(dataset, kind: str, options) -> dict:
     model = current_model()
     max_length = options.max_length or dataset.max_length
     try:
-        cached = feature_file(store().features_dir, dataset, model_fingerprint(model), "plain",
-                              max_length).is_file()
+        cached = feature_file(
+            store().features_dir, dataset, model_fingerprint(model), "plain", max_length
+        ).is_file()
     except GleeError:  # a backbone that cannot be read: the report says so when it runs
         cached = False
-    machine = {"parameters": estimate_parameters(model), "device": device_kind(), "model": model,
-               "runs": all_runs(report=False), "passes": 0 if cached else 1}
+    machine = {
+        "parameters": estimate_parameters(model),
+        "device": device_kind(),
+        "model": model,
+        "runs": all_runs(report=False),
+        "passes": 0 if cached else 1,
+    }
     estimate = estimate_report_seconds(dataset, kind, options, hidden_size(model), machine)
     return {**estimate, "text": about(estimate["seconds"])}

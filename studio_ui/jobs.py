@@ -40,15 +40,32 @@ def launch(request, label: str, estimate: dict | None = None):
     try:
         own = workspace(create=True)
         if own is None:  # one's own machine: no limits
-            return launch_training(store(), request, label=label,
-                                   estimate_seconds=estimate["seconds"] if estimate else None,
-                                   stop_share=estimate.get("stop") if estimate else None)
+            return launch_training(
+                store(),
+                request,
+                label=label,
+                estimate_seconds=estimate["seconds"] if estimate else None,
+                stop_share=estimate.get("stop") if estimate else None,
+            )
         rules.check_model(request.model)
         if estimate is None:
-            estimate = time_estimate(load_options(request.data), request.methods,
-                                     request.seeds, request.config, request.model)
-        return launch_in_workspace(own, rules, request, label, estimate["seconds"],
-                                   visitor_id(), shared_store(), estimate.get("stop"))
+            estimate = time_estimate(
+                load_options(request.data),
+                request.methods,
+                request.seeds,
+                request.config,
+                request.model,
+            )
+        return launch_in_workspace(
+            own,
+            rules,
+            request,
+            label,
+            estimate["seconds"],
+            visitor_id(),
+            shared_store(),
+            estimate.get("stop"),
+        )
     except (LimitReached, GleeError) as exc:
         st.error(md(str(exc)))
         return None
@@ -75,8 +92,7 @@ def machine_turn(on_wait=None):
     if own is None:
         yield
         return
-    queue = SlotQueue(shared_store().locks_dir, environment.max_concurrent_runs(),
-                      own.session_lock)
+    queue = SlotQueue(shared_store().locks_dir, environment.max_concurrent_runs(), own.session_lock)
     with queue.slot(on_wait):
         yield
 
@@ -94,8 +110,9 @@ def job_title(job) -> str:
     from glee_core.studio import time_left  # noqa: PLC0415
 
     elapsed = time.time() - job.info.get("started", time.time())
-    left = time_left(job.progress().share(job.info.get("stop_share")), elapsed,
-                     job.info.get("estimate_seconds"))
+    left = time_left(
+        job.progress().share(job.info.get("stop_share")), elapsed, job.info.get("estimate_seconds")
+    )
     if left is None:
         return label
     return ESTIMATE_IN_LABEL.sub("", label) + f" (now about {duration(elapsed + left)} in all)"

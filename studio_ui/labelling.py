@@ -39,8 +39,14 @@ SHOWN = 20  # unanswered suggestions shown at once (each is a row of buttons)
 def kept_pools() -> list[Path]:
     """The pools kept in this session's store, newest first."""
     folder = store().labelling_dir
-    return sorted((p for p in folder.glob("*.pool.*") if p.suffix in (".csv", ".tsv", ".txt")),
-                  key=lambda p: -p.stat().st_mtime) if folder.is_dir() else []
+    return (
+        sorted(
+            (p for p in folder.glob("*.pool.*") if p.suffix in (".csv", ".tsv", ".txt")),
+            key=lambda p: -p.stat().st_mtime,
+        )
+        if folder.is_dir()
+        else []
+    )
 
 
 def keep_pool(uploaded) -> Path | None:
@@ -67,9 +73,11 @@ def keep_pool(uploaded) -> Path | None:
             raise
         if rules.public and len(pool) > rules.score_rows:
             path.unlink(missing_ok=True)
-            raise LimitReached(f"This pool holds {len(pool):,} texts; a pool here may hold "
-                               f"{rules.score_rows:,}. Give a sample of it, or run Glee Studio "
-                               "on your own machine (python -m glee_core suggest).")
+            raise LimitReached(
+                f"This pool holds {len(pool):,} texts; a pool here may hold "
+                f"{rules.score_rows:,}. Give a sample of it, or run Glee Studio "
+                "on your own machine (python -m glee_core suggest)."
+            )
     except GleeError as exc:
         st.error(md(exc.naming(path, uploaded.name)))
         return None
@@ -92,17 +100,26 @@ def suggest_now(dataset, pool_path: Path, n: int, strategy: str) -> LabellingSes
 
     def progress(event) -> None:
         if getattr(event, "total", 0) and hasattr(event, "format"):
-            bar.progress(event.done / event.total,
-                         text=f"Encoding {event.format}: {event.done} of {event.total}")
+            bar.progress(
+                event.done / event.total,
+                text=f"Encoding {event.format}: {event.done} of {event.total}",
+            )
 
     try:
         if policy().public:  # its feature cache goes into the workspace: within its disk
             workspace(create=True).check_disk(policy())
         pool, _ = read_pool(pool_path)
-        with machine_turn(lambda: bar.progress(
-                0.0, text="Waiting for the machine: training jobs go first ...")):
-            found = suggest(dataset, pool, model, store(), SuggestOptions(
-                pool=str(pool_path), out="-", n=n, strategy=strategy), progress)
+        with machine_turn(
+            lambda: bar.progress(0.0, text="Waiting for the machine: training jobs go first ...")
+        ):
+            found = suggest(
+                dataset,
+                pool,
+                model,
+                store(),
+                SuggestOptions(pool=str(pool_path), out="-", n=n, strategy=strategy),
+                progress,
+            )
     except GleeError as exc:
         st.error(md(exc))
         return None
@@ -114,18 +131,33 @@ def suggest_now(dataset, pool_path: Path, n: int, strategy: str) -> LabellingSes
     path = LabellingSession.path_for(store(), dataset.id, str(pool_path))
     before = LabellingSession.read(path)
     rows = found.frame.drop(columns=["label", "strategy"]).to_dict("records")
-    answers = {} if before is None else {
-        key: label for key, label in before.answers.items()
-        if key in {str(int(r["pool_row"])) for r in rows}}
-    session = LabellingSession(dataset.id, str(pool_path), pool_path.name, found.strategy,
-                               found.run_id, rows, answers, pool_classes=found.pool_classes)
+    answers = (
+        {}
+        if before is None
+        else {
+            key: label
+            for key, label in before.answers.items()
+            if key in {str(int(r["pool_row"])) for r in rows}
+        }
+    )
+    session = LabellingSession(
+        dataset.id,
+        str(pool_path),
+        pool_path.name,
+        found.strategy,
+        found.run_id,
+        rows,
+        answers,
+        pool_classes=found.pool_classes,
+    )
     session.write(store())
     for note in found.notes:
         st.caption(md(note))
     st.session_state["labelling-note"] = (
         f"{len(rows)} suggested by `{found.strategy}` from the scores of `{found.run_id}`; "
         f"{found.duplicates} of the pool's {found.pool_texts} texts left out as already in "
-        f"the data (exactly or nearly) ({found.seconds:.1f} s).")
+        f"the data (exactly or nearly) ({found.seconds:.1f} s)."
+    )
     return session
 
 
@@ -137,8 +169,12 @@ def answer_rows(session: LabellingSession, dataset) -> None:
     counts = dataset.class_counts("train").to_dict()
     order = sorted(dataset.classes, key=lambda c: (c not in tail, counts.get(c, 0), c))
     pending = [r for r in session.rows if str(int(r["pool_row"])) not in session.answers]
-    pending.sort(key=lambda r: (order.index(r["predicted"]) if r["predicted"] in order
-                                else len(order), r["rank"]))
+    pending.sort(
+        key=lambda r: (
+            order.index(r["predicted"]) if r["predicted"] in order else len(order),
+            r["rank"],
+        )
+    )
 
     def keep(pool_row: int, label: str) -> None:
         try:
@@ -152,24 +188,44 @@ def answer_rows(session: LabellingSession, dataset) -> None:
         if predicted != shown_class:
             shown_class = predicted
             group = "tail" if predicted in tail else "head"
-            st.markdown(f"**Predicted {md(predicted)}** ({group}, {counts.get(predicted, 0)} "
-                        "training texts)")
+            st.markdown(
+                f"**Predicted {md(predicted)}** ({group}, {counts.get(predicted, 0)} "
+                "training texts)"
+            )
         with st.container(border=True):
             st.markdown(md(str(row["text"])[:1000]))
             yes, other, none, skip = st.columns([2, 3, 1.3, 1], vertical_alignment="center")
-            yes.button(f"{predicted} ({row['confidence']:.0%})", key=f"yes-{pool_row}",
-                       help="Yes: this text is of the predicted class", type="primary",
-                       on_click=keep, args=(pool_row, predicted))
-            other.selectbox("Another class", [c for c in dataset.classes if c != predicted],
-                            index=None, key=f"other-{pool_row}", placeholder="Another class …",
-                            label_visibility="collapsed",
-                            on_change=lambda r=pool_row: keep(
-                                r, st.session_state[f"other-{r}"]))
-            none.button("None of these", key=f"none-{pool_row}", on_click=keep,
-                        args=(pool_row, NONE_OF_THESE),
-                        help="It belongs to no class of this dataset: not added")
-            skip.button("Skip", key=f"skip-{pool_row}", on_click=keep, args=(pool_row, SKIPPED),
-                        help="Not now: never added, asked again after a new suggestion")
+            yes.button(
+                f"{predicted} ({row['confidence']:.0%})",
+                key=f"yes-{pool_row}",
+                help="Yes: this text is of the predicted class",
+                type="primary",
+                on_click=keep,
+                args=(pool_row, predicted),
+            )
+            other.selectbox(
+                "Another class",
+                [c for c in dataset.classes if c != predicted],
+                index=None,
+                key=f"other-{pool_row}",
+                placeholder="Another class …",
+                label_visibility="collapsed",
+                on_change=lambda r=pool_row: keep(r, st.session_state[f"other-{r}"]),
+            )
+            none.button(
+                "None of these",
+                key=f"none-{pool_row}",
+                on_click=keep,
+                args=(pool_row, NONE_OF_THESE),
+                help="It belongs to no class of this dataset: not added",
+            )
+            skip.button(
+                "Skip",
+                key=f"skip-{pool_row}",
+                on_click=keep,
+                args=(pool_row, SKIPPED),
+                help="Not now: never added, asked again after a new suggestion",
+            )
     if len(pending) > SHOWN:
         st.caption(f"{len(pending) - SHOWN} more after these.")
 
@@ -178,8 +234,9 @@ def add_to_data(session: LabellingSession) -> None:
     """Write the labelled texts beside the session and choose the dataset with them added (a
     ``+added-`` variant: Home's compare then offers itself on it)."""
     frame = session.labelled()
-    path = store().labelling_dir / (f"{slug(session.dataset)}-{Path(session.pool).stem}"
-                                    f"-labelled-{session.to_add}.csv")
+    path = store().labelling_dir / (
+        f"{slug(session.dataset)}-{Path(session.pool).stem}-labelled-{session.to_add}.csv"
+    )
     try:
         if policy().public:
             workspace(create=True).check_disk(policy(), len(frame.to_csv(index=False)))
@@ -199,30 +256,36 @@ def add_to_data(session: LabellingSession) -> None:
 def unlabelled_texts_section(dataset) -> None:
     """The section: keep a pool, suggest what to label, label, add."""
     st.subheader("Unlabelled texts: what to label next")
-    st.caption("Give the texts you have not labelled (a CSV with a text column, or a .txt file "
-               "of one text a line): the recommended quick head scores them and a strategy "
-               "picks the ones to label next - by default those most likely to be of the "
-               "rarest classes, where a label pays most. Label them here; every answer is saved "
-               "at once. Then add them to the data: a new version of it (its id ends in "
-               "+added-…), which Home compares with the data as it was. The command line's "
-               "`python -m glee_core suggest` and `train --add` do the same.")
+    st.caption(
+        "Give the texts you have not labelled (a CSV with a text column, or a .txt file "
+        "of one text a line): the recommended quick head scores them and a strategy "
+        "picks the ones to label next - by default those most likely to be of the "
+        "rarest classes, where a label pays most. Label them here; every answer is saved "
+        "at once. Then add them to the data: a new version of it (its id ends in "
+        "+added-…), which Home compares with the data as it was. The command line's "
+        "`python -m glee_core suggest` and `train --add` do the same."
+    )
     rules = policy()
     if rules.read_only:
-        st.caption("Keeping texts writes files; it is switched off on this deployment "
-                   "(read-only).")
+        st.caption("Keeping texts writes files; it is switched off on this deployment (read-only).")
         return
     choice = current_choice()
     if choice.add:
-        st.info(f"This dataset has pool texts you labelled added to its training split "
-                f"(`{md(Path(choice.add).name)}`). Home compares it with the data as it was.")
+        st.info(
+            f"This dataset has pool texts you labelled added to its training split "
+            f"(`{md(Path(choice.add).name)}`). Home compares it with the data as it was."
+        )
         if st.button("Back to the data without them"):
             choose_dataset(replace(choice, add=None))
             st.rerun()
         return
     limit = max(1, -(-rules.upload_bytes // 2**20)) if rules.public else POOL_MB
-    uploaded = st.file_uploader(f"Unlabelled texts (CSV or TXT, up to {limit} MB)",
-                                type=["csv", "tsv", "txt"], key=f"pool-upload-{dataset.id}",
-                                max_upload_size=limit)
+    uploaded = st.file_uploader(
+        f"Unlabelled texts (CSV or TXT, up to {limit} MB)",
+        type=["csv", "tsv", "txt"],
+        key=f"pool-upload-{dataset.id}",
+        max_upload_size=limit,
+    )
     if uploaded is not None and st.session_state.get("pool-kept-id") != uploaded.file_id:
         if (kept := keep_pool(uploaded)) is not None:
             st.session_state["pool-kept-id"] = uploaded.file_id
@@ -232,17 +295,26 @@ def unlabelled_texts_section(dataset) -> None:
         return
     names = {str(p): re.sub(r"-[0-9a-f]{8}\.pool\.", ".", p.name) for p in pools}
     chosen = st.session_state.get("pool")
-    pool = Path(st.selectbox("Pool", list(names), format_func=names.get,
-                             index=list(names).index(chosen) if chosen in names else 0))
+    pool = Path(
+        st.selectbox(
+            "Pool",
+            list(names),
+            format_func=names.get,
+            index=list(names).index(chosen) if chosen in names else 0,
+        )
+    )
     left, middle, right = st.columns([1, 2, 2], vertical_alignment="bottom")
     n = left.number_input("Texts to suggest", 5, 500, 20, 5)
-    strategy = middle.selectbox("Strategy", list(QUERY_STRATEGIES),
-                                format_func=lambda s: f"{s}: {QUERY_STRATEGIES[s].help}")
+    strategy = middle.selectbox(
+        "Strategy", list(QUERY_STRATEGIES), format_func=lambda s: f"{s}: {QUERY_STRATEGIES[s].help}"
+    )
     self_training(dataset, pool)
     session_path = LabellingSession.path_for(store(), dataset.id, str(pool))
     session = LabellingSession.read(session_path)
-    if right.button("Suggest texts to label" if session is None else "Suggest again",
-                    type="primary" if session is None else "secondary"):
+    if right.button(
+        "Suggest texts to label" if session is None else "Suggest again",
+        type="primary" if session is None else "secondary",
+    ):
         session = suggest_now(dataset, pool, int(n), strategy) or session
     if note := st.session_state.get("labelling-note"):
         st.caption(note)  # the studio's own words: a strategy, a run id (no user text)
@@ -251,17 +323,20 @@ def unlabelled_texts_section(dataset) -> None:
     if error := st.session_state.pop("labelling-error", None):
         st.error(f"An answer could not be saved: {md(error)}")
     answered = len(session.answers)
-    st.caption(f"{answered} of {len(session.rows)} answered; {session.to_add} to add "
-               f"(strategy `{session.strategy}`, the head of `{session.run_id}`).")
+    st.caption(
+        f"{answered} of {len(session.rows)} answered; {session.to_add} to add "
+        f"(strategy `{session.strategy}`, the head of `{session.run_id}`)."
+    )
     answer_rows(session, dataset)
     left, right = st.columns([1, 1])
-    left.download_button("Download the labelled texts (CSV)",
-                         spreadsheet_csv(session.labelled()),
-                         f"{slug(dataset.id)}-labelled.csv", "text/csv",
-                         help="suggest's CSV with its label column filled: "
-                              "python -m glee_core train --add FILE")
-    if session.to_add and right.button(f"Add the {session.to_add} labelled texts",
-                                       type="primary"):
+    left.download_button(
+        "Download the labelled texts (CSV)",
+        spreadsheet_csv(session.labelled()),
+        f"{slug(dataset.id)}-labelled.csv",
+        "text/csv",
+        help="suggest's CSV with its label column filled: python -m glee_core train --add FILE",
+    )
+    if session.to_add and right.button(f"Add the {session.to_add} labelled texts", type="primary"):
         add_to_data(session)
 
 
@@ -277,47 +352,69 @@ def self_training(dataset, pool: Path) -> None:
     )
 
     quick = TrainConfig(mode="frozen")
-    request = TrainRequest(data=current_choice(), methods=list(METHODS), seeds=[1],
-                           model=current_model(), config=quick,
-                           self_train=SelfTrainOptions(pool=str(pool), self_train="auto"))
+    request = TrainRequest(
+        data=current_choice(),
+        methods=list(METHODS),
+        seeds=[1],
+        model=current_model(),
+        config=quick,
+        self_train=SelfTrainOptions(pool=str(pool), self_train="auto"),
+    )
     if running_step(request, key=f"self-train-running-{pool.name}"):
         return
     estimate = time_estimate(dataset, list(METHODS), [1], quick)
-    if st.button(f"Learn from the rest: a quick compare with self-training ({estimate['text']} "
-                 "and the pool's pass)", key=f"self-train-{pool.name}",
-                 help="CReST's class-rebalanced pseudo-labels of the pool join the training "
-                      "texts - only where cross-validation on your labelled texts says they "
-                      "help (the job's log says which way). Measured: +7 tail F1 on r8-1500 at "
-                      "10% labelled, no gain on r52-lt (BENCHMARKS.md)."):
-        job = launch(request, label=f"Quick compare with self-training on "
-                                    f"{dataset.id} ({estimate['text']})", estimate=estimate)
+    if st.button(
+        f"Learn from the rest: a quick compare with self-training ({estimate['text']} "
+        "and the pool's pass)",
+        key=f"self-train-{pool.name}",
+        help="CReST's class-rebalanced pseudo-labels of the pool join the training "
+        "texts - only where cross-validation on your labelled texts says they "
+        "help (the job's log says which way). Measured: +7 tail F1 on r8-1500 at "
+        "10% labelled, no gain on r52-lt (BENCHMARKS.md).",
+    ):
+        job = launch(
+            request,
+            label=f"Quick compare with self-training on {dataset.id} ({estimate['text']})",
+            estimate=estimate,
+        )
         if job is not None:
             st.session_state["last_job"] = job.id
             st.switch_page("app_pages/2_Train.py")
 
 
-def gain_table(base_runs, variant_runs, counts: dict, gained: dict, tail: list[str],
-               what: str) -> None:
+def gain_table(
+    base_runs, variant_runs, counts: dict, gained: dict, tail: list[str], what: str
+) -> None:
     """Per class, the texts a variant added (``gained``) and the F1 before and after: each
     dataset's recommended quick-mode head on the same test texts, tail as the data was."""
     from glee_core.studio import before_after  # noqa: PLC0415 (numpy, pandas)
 
     added = {c: n for c, n in gained.items() if n}
-    st.caption(f"{sum(added.values())} {what} added: " + ", ".join(
-        f"{md(c)} +{n}" for c, n in sorted(added.items(), key=lambda kv: -kv[1])) + ".")
+    st.caption(
+        f"{sum(added.values())} {what} added: "
+        + ", ".join(f"{md(c)} +{n}" for c, n in sorted(added.items(), key=lambda kv: -kv[1]))
+        + "."
+    )
     result = before_after(base_runs, variant_runs, counts, gained, tail)
     if result is None:
         return
     low, high = result.tail_f1, result.f1
-    st.markdown(f"Tail F1 **{low[0]:.1f} → {low[1]:.1f}** ({low[1] - low[0]:+.1f}), "
-                f"macro-F1 {high[0]:.1f} → {high[1]:.1f} ({high[1] - high[0]:+.1f}): "
-                f"`{result.method_before}` before, `{result.method_after}` after, each the "
-                "quick compare's recommendation, on the same test texts; one seed moves these "
-                "by a point or two (the seeds step says how much).")
+    st.markdown(
+        f"Tail F1 **{low[0]:.1f} → {low[1]:.1f}** ({low[1] - low[0]:+.1f}), "
+        f"macro-F1 {high[0]:.1f} → {high[1]:.1f} ({high[1] - high[0]:+.1f}): "
+        f"`{result.method_before}` before, `{result.method_after}` after, each the "
+        "quick compare's recommendation, on the same test texts; one seed moves these "
+        "by a point or two (the seeds step says how much)."
+    )
     frame = pd.DataFrame(result.rows).sort_values(["group", "added"], ascending=[False, False])
-    st.dataframe(frame, hide_index=True, column_config={
-        "F1 before": st.column_config.NumberColumn(format="%.1f"),
-        "F1 after": st.column_config.NumberColumn(format="%.1f")})
+    st.dataframe(
+        frame,
+        hide_index=True,
+        column_config={
+            "F1 before": st.column_config.NumberColumn(format="%.1f"),
+            "F1 after": st.column_config.NumberColumn(format="%.1f"),
+        },
+    )
 
 
 def added_panel(dataset) -> None:
@@ -342,8 +439,10 @@ def added_panel(dataset) -> None:
     if not before or not after:
         missing = "the data as it was" if not before else "the data with them"
         added = sum(n for n in gained.values() if n)
-        st.caption(f"{added} labelled text(s) added. Run the quick compare on {missing} too: "
-                   "the gain per class shows here once both have one.")
+        st.caption(
+            f"{added} labelled text(s) added. Run the quick compare on {missing} too: "
+            "the gain per class shows here once both have one."
+        )
         return
     gain_table(before, after, counts, gained, base.head_tail()[1], "labelled text(s)")
 
@@ -354,8 +453,9 @@ def pseudo_panel(dataset) -> None:
     from glee_core.studio import PSEUDO  # noqa: PLC0415 (the pool's engine: torch)
 
     model = current_model()
-    variants = sorted({r.dataset for r in all_runs(report=False)
-                       if r.dataset.startswith(dataset.id + PSEUDO)})
+    variants = sorted(
+        {r.dataset for r in all_runs(report=False) if r.dataset.startswith(dataset.id + PSEUDO)}
+    )
     before = quick_compare_runs(dataset.id, model)
     if not variants or not before:
         return
@@ -367,5 +467,7 @@ def pseudo_panel(dataset) -> None:
     trained = after[0].record.dataset.class_counts
     gained = {c: int(trained.get(c, 0)) - counts.get(c, 0) for c in counts}
     gain_table(before, after, counts, gained, dataset.head_tail()[1], "pseudo-label(s)")
-    st.caption(f"The runs with the pseudo-labels are `{md(variants[-1])}`'s (Results, with that "
-               "dataset chosen on the Data page, has them all).")
+    st.caption(
+        f"The runs with the pseudo-labels are `{md(variants[-1])}`'s (Results, with that "
+        "dataset chosen on the Data page, has them all)."
+    )

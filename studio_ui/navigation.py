@@ -25,12 +25,17 @@ from .text import md, model_label
 # folder named pages/: Streamlit runs a page of such a folder on its own (no app.py, "app" listed
 # as a page) when its URL is a fresh server's first request; elsewhere st.navigation lays out
 # every page, however it is reached.
-APP_PAGES = [("0_Home", "Home", "home"), ("1_Data", "Data", "bar_chart"),
-             ("2_Train", "Train", "model_training"), ("3_Results", "Results", "table_chart"),
-             ("4_Diagnostics", "Diagnostics", "troubleshoot"),
-             ("5_Predictions", "Predictions", "search"),
-             ("6_Playground", "Playground", "edit_note"),
-             ("7_Report", "Report", "picture_as_pdf"), ("8_Paper", "Paper", "menu_book")]
+APP_PAGES = [
+    ("0_Home", "Home", "home"),
+    ("1_Data", "Data", "bar_chart"),
+    ("2_Train", "Train", "model_training"),
+    ("3_Results", "Results", "table_chart"),
+    ("4_Diagnostics", "Diagnostics", "troubleshoot"),
+    ("5_Predictions", "Predictions", "search"),
+    ("6_Playground", "Playground", "edit_note"),
+    ("7_Report", "Report", "picture_as_pdf"),
+    ("8_Paper", "Paper", "menu_book"),
+]
 
 
 LOG = logging.getLogger("glee_studio")
@@ -49,9 +54,11 @@ def run_page(page) -> None:
     except Exception as exc:  # noqa: BLE001 (the last guard between a visitor and a traceback)
         reference = secrets.token_hex(4)
         LOG.exception("page %s failed (reference %s)", getattr(page, "title", "?"), reference)
-        st.error(f"This page hit an error it did not expect ({type(exc).__name__}, reference "
-                 f"{reference}); nothing of yours was lost. Try again, or another page; the "
-                 "Space's owner can find the reference in its log.")
+        st.error(
+            f"This page hit an error it did not expect ({type(exc).__name__}, reference "
+            f"{reference}); nothing of yours was lost. Try again, or another page; the "
+            "Space's owner can find the reference in its log."
+        )
 
 
 def sidebar() -> None:
@@ -63,22 +70,30 @@ def sidebar() -> None:
         st.caption(f"Dataset: **{md(name)}**" + (f" ({md(chosen)})" if name != chosen else ""))
         st.caption(f"Backbone: **{md(model_label(current_model()))}**")
         if rules.read_only:
-            st.info("Read-only: this deployment shows its shipped runs; training and uploads are "
-                    "switched off. Run Glee Studio yourself to train.")
+            st.info(
+                "Read-only: this deployment shows its shipped runs; training and uploads are "
+                "switched off. Run Glee Studio yourself to train."
+            )
         if not rules.public:
-            st.caption(f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}`"
-                       f" · paper data: `{environment.data_dir()}`")
+            st.caption(
+                f"Runs: `{environment.runs_dir()}` · uploads: `{environment.uploads_dir()}`"
+                f" · paper data: `{environment.data_dir()}`"
+            )
         elif own is None:
-            st.caption("Nothing of yours is kept here until you upload a file or launch a job: "
-                       "then a private workspace is made for this browser.")
+            st.caption(
+                "Nothing of yours is kept here until you upload a file or launch a job: "
+                "then a private workspace is made for this browser."
+            )
         else:
             remember_workspace(own, rules)
             shared = shared_workspace()
             if shared is not None:
-                st.warning("You are viewing a **shared workspace, read-only**: its runs appear "
-                           "beside yours on the Results, Diagnostics and Predictions pages. "
-                           "What you upload or train stays in your own workspace.",
-                           icon=":material/visibility:")
+                st.warning(
+                    "You are viewing a **shared workspace, read-only**: its runs appear "
+                    "beside yours on the Results, Diagnostics and Predictions pages. "
+                    "What you upload or train stays in your own workspace.",
+                    icon=":material/visibility:",
+                )
             workspace_panel(own, rules)
 
 
@@ -96,38 +111,56 @@ def workspace_panel(own: Workspace, rules: Policy) -> None:
     """Public mode's sidebar: what is private, the limits, the usage, a read-only link to
     share; delete what is yours (runs after a confirmation)."""
     with st.expander("Your workspace", expanded=False):
-        st.caption(f"Your uploads and the runs you train are private to this browser (a cookie "
-                   f"holds the workspace; the address bar never does). They are deleted after "
-                   f"{rules.ttl_text} without use. The demo, the paper's datasets and the runs "
-                   "shipped here are shared and read-only. A browser that blocks cookies starts "
-                   "a new workspace on every reload.")
-        st.caption(f"Limits: {rules.jobs} job(s) training and {rules.queued} waiting, "
-                   f"{rules.job_runs} runs and {rules.job_seconds / 60:.0f} min (estimated) a "
-                   f"launch, uploads up to {size_text(rules.upload_bytes)}, "
-                   f"{size_text(rules.disk_bytes)} in all; used: {size_text(own.disk_bytes())}.")
+        st.caption(
+            f"Your uploads and the runs you train are private to this browser (a cookie "
+            f"holds the workspace; the address bar never does). They are deleted after "
+            f"{rules.ttl_text} without use. The demo, the paper's datasets and the runs "
+            "shipped here are shared and read-only. A browser that blocks cookies starts "
+            "a new workspace on every reload."
+        )
+        st.caption(
+            f"Limits: {rules.jobs} job(s) training and {rules.queued} waiting, "
+            f"{rules.job_runs} runs and {rules.job_seconds / 60:.0f} min (estimated) a "
+            f"launch, uploads up to {size_text(rules.upload_bytes)}, "
+            f"{size_text(rules.disk_bytes)} in all; used: {size_text(own.disk_bytes())}."
+        )
         sharing = (own.path / SHARE_FILE).is_file()
-        if st.toggle("Share my runs read-only", key="share-toggle", value=sharing,
-                     help="A link that shows your runs' scores and charts (not your uploads, "
-                          "nor the texts in them) to whoever opens it; they cannot upload, "
-                          "train or delete in your workspace. Turning it off revokes the link."):
+        if st.toggle(
+            "Share my runs read-only",
+            key="share-toggle",
+            value=sharing,
+            help="A link that shows your runs' scores and charts (not your uploads, "
+            "nor the texts in them) to whoever opens it; they cannot upload, "
+            "train or delete in your workspace. Turning it off revokes the link.",
+        ):
             st.code(f"?{SHARE_PARAM}={own.share_token()}", language=None)
-            st.caption("Add this to the app's address to share your runs, read-only. Turning "
-                       "the switch off revokes it; sharing again makes a new link.")
-            models = st.checkbox("Let them download my models too", value=own.shares_models,
-                                 key="share-models",
-                                 help="Off: they see scores and charts but cannot build or "
-                                      "download your runs' models (Predictions, Take it with "
-                                      "you): a model carries what it was trained on.")
+            st.caption(
+                "Add this to the app's address to share your runs, read-only. Turning "
+                "the switch off revokes it; sharing again makes a new link."
+            )
+            models = st.checkbox(
+                "Let them download my models too",
+                value=own.shares_models,
+                key="share-models",
+                help="Off: they see scores and charts but cannot build or "
+                "download your runs' models (Predictions, Take it with "
+                "you): a model carries what it was trained on.",
+            )
             if models != own.shares_models:
                 own.share_models(models)
         elif sharing:
             own.revoke_share()
             st.caption("The share link is revoked: it opens nothing now.")
         for upload in list_uploads(own.uploads_dir):
-            sure = st.checkbox(f"Yes, delete {md(upload.original_name)} for good",
-                               key=f"del-sure-{upload.path.name}")
-            if st.button(f"Delete upload {md(upload.original_name)}", disabled=not sure,
-                         key=f"del-{upload.path.name}"):
+            sure = st.checkbox(
+                f"Yes, delete {md(upload.original_name)} for good",
+                key=f"del-sure-{upload.path.name}",
+            )
+            if st.button(
+                f"Delete upload {md(upload.original_name)}",
+                disabled=not sure,
+                key=f"del-{upload.path.name}",
+            ):
                 own.delete_upload(upload.path.name)
                 st.rerun()
         mine, _ = cached_runs(own.store)

@@ -16,16 +16,22 @@ from .stores import all_runs, stores
 from .text import md
 
 STEP_TEXTS = {  # a recommendation's next step: its button, and why
-    "finetune-one": ("Fine-tune {heads}",
-                     "fine-tuning is where the accuracy is (practical recipe: learning rate "
-                     "chosen on dev, LP-FT from this very head)"),
-    "finetune": ("Fine-tune the best of the top {n}: {heads}",
-                 "the best head fine-tuned may not be the best quick one: the {n} race at one "
-                 "learning rate (chosen once on dev), each round the better half on dev goes on, "
-                 "and only the last one trains to the end - about half the time of {n} "
-                 "fine-tunes"),
-    "seeds": ("Run seeds 1-{seeds} for the top {n}: {heads}",
-              "{seeds} seeds give the spread that says which gaps are noise"),
+    "finetune-one": (
+        "Fine-tune {heads}",
+        "fine-tuning is where the accuracy is (practical recipe: learning rate "
+        "chosen on dev, LP-FT from this very head)",
+    ),
+    "finetune": (
+        "Fine-tune the best of the top {n}: {heads}",
+        "the best head fine-tuned may not be the best quick one: the {n} race at one "
+        "learning rate (chosen once on dev), each round the better half on dev goes on, "
+        "and only the last one trains to the end - about half the time of {n} "
+        "fine-tunes",
+    ),
+    "seeds": (
+        "Run seeds 1-{seeds} for the top {n}: {heads}",
+        "{seeds} seeds give the spread that says which gaps are noise",
+    ),
 }
 
 
@@ -45,9 +51,13 @@ def next_step_request(step: str, heads, rec, runs, choice, dataset):
     pooling = first.record.hyperparameters.pooling  # the chosen candidate's (cls for [MASK])
     if step.startswith("finetune"):
         read = pooling if rec.chosen.pooling != "[MASK]" else "auto"
-        return TrainRequest(data=choice, methods=list(heads), seeds=[1], model=model,
-                            config=TrainConfig(pooling=read,
-                                               heads="best" if len(heads) > 1 else None))
+        return TrainRequest(
+            data=choice,
+            methods=list(heads),
+            seeds=[1],
+            model=model,
+            config=TrainConfig(pooling=read, heads="best" if len(heads) > 1 else None),
+        )
     config = TrainConfig(mode=rec.chosen.mode, pooling=pooling)
     try:  # the same setting only if its mode's default config gives its run ids
         planned = plan_runs(dataset, [first.record.method], [first.seed], model, config)
@@ -55,8 +65,13 @@ def next_step_request(step: str, heads, rec, runs, choice, dataset):
         return None
     if planned[0].run_id != first.run_id:
         return None
-    return TrainRequest(data=choice, methods=list(heads),
-                        seeds=list(range(1, ENOUGH_SEEDS + 1)), model=model, config=config)
+    return TrainRequest(
+        data=choice,
+        methods=list(heads),
+        seeds=list(range(1, ENOUGH_SEEDS + 1)),
+        model=model,
+        config=config,
+    )
 
 
 def variant_runs(dataset_id: str) -> dict[str, list]:
@@ -85,16 +100,20 @@ def variant_comparison(dataset_id: str) -> str | None:
     if not by_id:
         return None
     base = recommend(by_id.get(base_id, []))
-    lines = [variant_line(base_id, base, v, recommend(runs)) for v, runs in by_id.items()
-             if v != base_id]
+    lines = [
+        variant_line(base_id, base, v, recommend(runs)) for v, runs in by_id.items() if v != base_id
+    ]
     return " ".join(line for line in lines if line) or None
 
 
 def dataset_budget(dataset_id: str) -> dict | None:
     """The newest label budget the Data page measured for this dataset (any backbone), from
     the stores this session reads; None when there is none."""
-    found = [latest for runs_store in stores()
-             if (latest := runs_store.latest_budget(dataset_id)) is not None]
+    found = [
+        latest
+        for runs_store in stores()
+        if (latest := runs_store.latest_budget(dataset_id)) is not None
+    ]
     return max(found, key=lambda item: item[0])[2] if found else None
 
 
@@ -129,19 +148,27 @@ def recommendation_panel(runs, key: str) -> None:
         st.info(line)
     budget_notice(current_dataset_id())
     if not rec.steps:
-        st.caption(f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
-                   "(`python -m glee_core export`), or compare another mode on the Train page.")
+        st.caption(
+            f"It is fine-tuned and has {ENOUGH_SEEDS} or more seeds: export it "
+            "(`python -m glee_core export`), or compare another mode on the Train page."
+        )
         return
     choice = current_choice()
     try:  # the runs may outlive their data (a deleted upload): then the steps are only named
         dataset = load_options(choice)
     except GleeError:
         dataset = None
-    requests = {step: next_step_request(step, heads, rec, runs, choice, dataset)
-                if dataset is not None else None for step, heads in rec.steps}
-    estimates = {step: time_estimate(dataset, request.methods, request.seeds, request.config,
-                                     request.model)
-                 for step, request in requests.items() if request is not None}
+    requests = {
+        step: next_step_request(step, heads, rec, runs, choice, dataset)
+        if dataset is not None
+        else None
+        for step, heads in rec.steps
+    }
+    estimates = {
+        step: time_estimate(dataset, request.methods, request.seeds, request.config, request.model)
+        for step, request in requests.items()
+        if request is not None
+    }
     steps = order_steps(rec.steps, {step: e["seconds"] / 60 for step, e in estimates.items()})
     if steps:
         st.markdown("**Next steps**, best value for the time first:")
@@ -151,22 +178,28 @@ def recommendation_panel(runs, key: str) -> None:
         why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
         if passed := dict(rec.passed_over).get(step):
             ranks = "ranks" if len(passed) == 1 else "rank"
-            best = (f"`{heads[0]}` is the best candidate that can" if len(heads) == 1
-                    else f"these are the best {len(heads)} that can")
-            why = (", ".join(f"`{m}`" for m in passed) + f" {ranks} higher but "
-                   f"{'is' if len(passed) == 1 else 'are'} fitted on the frozen features and "
-                   f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}")
+            best = (
+                f"`{heads[0]}` is the best candidate that can"
+                if len(heads) == 1
+                else f"these are the best {len(heads)} that can"
+            )
+            why = (
+                ", ".join(f"`{m}`" for m in passed) + f" {ranks} higher but "
+                f"{'is' if len(passed) == 1 else 'are'} fitted on the frozen features and "
+                f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}"
+            )
         request = requests[step]
         if request is None or policy().read_only:
-            st.caption(f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
-                       "with `python -m glee_core train`.")
+            st.caption(
+                f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
+                "with `python -m glee_core train`."
+            )
             continue
         estimate = estimates[step]
         label = f"{label} ({estimate['text'].removeprefix('about ')})"
         if running_step(request, key=f"{key}-{step}-running"):
             continue
-        if st.button(label, type="primary" if number == 0 else "secondary",
-                     key=f"{key}-{step}"):
+        if st.button(label, type="primary" if number == 0 else "secondary", key=f"{key}-{step}"):
             job = launch(request, label=label, estimate=estimate)
             if job is not None:
                 st.session_state["last_job"] = job.id

@@ -48,8 +48,11 @@ def uploads_dir(create: bool = False):
     own = workspace(create=create)
     if own is not None:
         return own.uploads_dir
-    return environment.workspaces_dir() / NOBODY / "uploads" if policy().public \
+    return (
+        environment.workspaces_dir() / NOBODY / "uploads"
+        if policy().public
         else environment.uploads_dir()
+    )
 
 
 def backbones_dir() -> Path:
@@ -113,8 +116,11 @@ def shared_run_ids() -> set[str]:
 def quick_compare_runs(dataset_id: str, model: str) -> list:
     """The frozen (quick compare) runs of a dataset and backbone: those of the protocol with the
     most runs, every pooling of it (the poolings are candidates of one compare)."""
-    runs = [r for r in all_runs(dataset_id, report=False)
-            if r.record.hyperparameters.frozen and r.record.model.name == model]
+    runs = [
+        r
+        for r in all_runs(dataset_id, report=False)
+        if r.record.hyperparameters.frozen and r.record.model.name == model
+    ]
     protocols: dict[str, int] = {}
     for run in runs:
         key = replace(run.record.hyperparameters, pooling="cls", seed=1).protocol()
@@ -122,5 +128,8 @@ def quick_compare_runs(dataset_id: str, model: str) -> list:
     if not protocols:
         return []
     widest = max(protocols, key=protocols.get)
-    return [r for r in runs
-            if replace(r.record.hyperparameters, pooling="cls", seed=1).protocol() == widest]
+    return [
+        r
+        for r in runs
+        if replace(r.record.hyperparameters, pooling="cls", seed=1).protocol() == widest
+    ]

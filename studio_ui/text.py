@@ -15,7 +15,7 @@ def md(text) -> str:
     return literal(text)
 
 
-CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f)}
+CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
 
 
 def visible(text) -> str:

@@ -53,8 +53,10 @@ def run_labels(runs, recommended: bool = True) -> dict[str, str]:
     for r in ordered:
         reads = "" if r.reads == "[MASK]" else f" ({r.reads})"
         mark = " · recommended" if (r.setting, r.method) == first else ""
-        labels[r.run_id] = (f"{r.method}{reads} · seed {r.seed} · {r.record.mode} · "
-                            f"F1 {100 * r.metrics.f1:.1f}{mark} · {r.run_id[-10:]}")
+        labels[r.run_id] = (
+            f"{r.method}{reads} · seed {r.seed} · {r.record.mode} · "
+            f"F1 {100 * r.metrics.f1:.1f}{mark} · {r.run_id[-10:]}"
+        )
     return labels
 
 
@@ -62,8 +64,11 @@ def class_highlight(classes: list[str]) -> str | None:
     """A sidebar choice of one class to bring forward in every chart (kept across pages)."""
     options = ["(none)", *classes]
     current = st.session_state.get("highlight_class", "(none)")
-    chosen = st.sidebar.selectbox("Highlight a class in the charts", options,
-                                  index=options.index(current) if current in options else 0)
+    chosen = st.sidebar.selectbox(
+        "Highlight a class in the charts",
+        options,
+        index=options.index(current) if current in options else 0,
+    )
     st.session_state["highlight_class"] = chosen
     return None if chosen == "(none)" else chosen
 
@@ -73,8 +78,10 @@ def runs_or_stop():
     dataset_id = current_dataset_id()
     runs = dataset_runs(dataset_id)
     if not runs:
-        st.info(f"No finished runs for **{md(dataset_id)}** yet. Launch some on the **Train** page "
-                "(the quick compare takes seconds).")
+        st.info(
+            f"No finished runs for **{md(dataset_id)}** yet. Launch some on the **Train** page "
+            "(the quick compare takes seconds)."
+        )
         st.stop()
     return runs
 
@@ -106,19 +113,23 @@ def setting_inputs(settings, options, disabled: bool = False) -> dict:
     columns = st.columns(4) if settings else []
     for number, setting in enumerate(settings):
         column = columns[number % len(columns)]
-        shared = {"help": help_of(options, setting.field), "key": f"setting-{setting.field}",
-                  "disabled": disabled, "placeholder": setting.placeholder or None}
+        shared = {
+            "help": help_of(options, setting.field),
+            "key": f"setting-{setting.field}",
+            "disabled": disabled,
+            "placeholder": setting.placeholder or None,
+        }
         if setting.kind is str:
-            values[setting.field] = column.text_input(
-                setting.label, setting.default or "", **shared).strip() or None
+            values[setting.field] = (
+                column.text_input(setting.label, setting.default or "", **shared).strip() or None
+            )
             continue
-        low, high = (None if bound is None else setting.kind(bound)
-                     for bound in (setting.low, setting.high))
+        low, high = (
+            None if bound is None else setting.kind(bound) for bound in (setting.low, setting.high)
+        )
         step = setting.kind(setting.step)
         if high is not None and setting.below:
             high -= step
-        value = column.number_input(setting.label, low, high, setting.default, step=step,
-                                    **shared)
+        value = column.number_input(setting.label, low, high, setting.default, step=step, **shared)
         values[setting.field] = None if value is None else setting.kind(value)
     return values
-

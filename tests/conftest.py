@@ -47,15 +47,22 @@ def demo_vocabulary() -> set[str]:
 
 
 TEMPLATE_WORDS = set(re.findall(r"\w+", DEFAULT_TEMPLATE.lower())) - {"text", "mask"}
-TOY_WORDS = set(FILLER) | {c.split("_")[0] for c in TOY_CLASSES} | {"support", "tech"} \
-    | {str(i) for i in range(200)} | TEMPLATE_WORDS | {"question", "answer"}
+TOY_WORDS = (
+    set(FILLER)
+    | {c.split("_")[0] for c in TOY_CLASSES}
+    | {"support", "tech"}
+    | {str(i) for i in range(200)}
+    | TEMPLATE_WORDS
+    | {"question", "answer"}
+)
 
 
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """A tiny random BERT MLM whose vocabulary covers the demo set and the toy set."""
-    return save_tiny_mlm(tmp_path_factory.mktemp("tiny-bert"), "bert",
-                         TOY_WORDS | demo_vocabulary(), seed=0)
+    return save_tiny_mlm(
+        tmp_path_factory.mktemp("tiny-bert"), "bert", TOY_WORDS | demo_vocabulary(), seed=0
+    )
 
 
 @pytest.fixture(scope="session")

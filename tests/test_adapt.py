@@ -35,12 +35,13 @@ def test_adapt_lowers_the_masked_lm_loss_and_writes_a_backbone_that_loads(adapte
     assert record["whole_word_masking"] and record["mlm_head_pretrained"]
     assert record["precision"] == resolve_precision("auto", torch.device("cpu"))
     original = load_backbone(str(tiny_bert))
-    assert record["trainable_parameters"] == sum(p.numel() for p in
-                                                 original.model.parameters())  # all of it
+    assert record["trainable_parameters"] == sum(
+        p.numel() for p in original.model.parameters()
+    )  # all of it
     assert sum(isinstance(e, TrainStep) for e in events) == record["steps"]
     state = fold(events)  # what the Data page's progress bar shows
     assert state.fraction == 1.0 and "masked-LM training · epoch 4/4" in state.describe()
-    assert fold(events[:len(events) // 2]).fraction == pytest.approx(0.5, abs=0.15)
+    assert fold(events[: len(events) // 2]).fraction == pytest.approx(0.5, abs=0.15)
     backbone = load_backbone(str(out))  # through the code users hit with --model DIR
     assert backbone.mlm_head_pretrained
     assert not torch.equal(backbone.mlm_dense.weight, original.mlm_dense.weight)  # head trained
@@ -73,23 +74,28 @@ def test_adapt_batches_texts_of_like_length(toy_dataset, tiny_bert, tmp_path, mo
     assert record["tokens_per_epoch"] == real and len(widths) == record["steps"]
     flat = np.array([n for lengths in trained for n in lengths])
     shuffled = np.random.default_rng(0).permutation(flat)
-    random_padded = sum(chunk.max() * len(chunk) for chunk in np.array_split(
-        shuffled, len(widths)))
+    random_padded = sum(chunk.max() * len(chunk) for chunk in np.array_split(shuffled, len(widths)))
     assert padded - real < (random_padded - real) / 2
 
 
 def test_adapt_trains_under_the_precision_a_gpu_gets(toy_dataset, tiny_bert, tmp_path):
     """``--precision auto`` is bf16 autocast on a GPU (fp32 weights and optimizer state); the
     same path on this CPU, asked for by name, still learns and says what it ran in."""
-    record = adapt(toy_dataset, str(tiny_bert),
-                   AdaptOptions(out=str(tmp_path / "bf16"), **{**FAST, "precision": "bf16"}))
+    record = adapt(
+        toy_dataset,
+        str(tiny_bert),
+        AdaptOptions(out=str(tmp_path / "bf16"), **{**FAST, "precision": "bf16"}),
+    )
     assert record["precision"] == "bf16" and record["options"]["precision"] == "bf16"
     assert record["held_out_after"]["mlm_loss"] < record["held_out_before"]["mlm_loss"]
     weights = load_backbone(str(tmp_path / "bf16")).model.state_dict().values()
     assert all(w.dtype == torch.float32 for w in weights if w.is_floating_point())
     with pytest.raises(GleeError, match="fp16 needs a CUDA GPU"):
-        adapt(toy_dataset, str(tiny_bert),
-              AdaptOptions(out=str(tmp_path / "fp16"), **{**FAST, "precision": "fp16"}))
+        adapt(
+            toy_dataset,
+            str(tiny_bert),
+            AdaptOptions(out=str(tmp_path / "fp16"), **{**FAST, "precision": "fp16"}),
+        )
     assert not (tmp_path / "fp16").exists()
 
 
@@ -97,15 +103,18 @@ def test_adapt_reads_the_training_texts_only_plus_a_file(toy_dataset, tiny_bert,
     assert training_texts(toy_dataset) == toy_dataset.splits["train"]["text"].tolist()
     extra = tmp_path / "more.txt"
     extra.write_text("sports news today\n\nmoney report said\n", encoding="utf-8")
-    record = adapt(toy_dataset, str(tiny_bert),
-                   AdaptOptions(out=str(tmp_path / "o"), texts=str(extra), **{**FAST,
-                                                                              "epochs": 1}))
+    record = adapt(
+        toy_dataset,
+        str(tiny_bert),
+        AdaptOptions(out=str(tmp_path / "o"), texts=str(extra), **{**FAST, "epochs": 1}),
+    )
     assert record["extra_texts"]["texts"] == 2 and record["extra_texts"]["file"] == "more.txt"
     assert record["dataset"]["training_texts"] == len(toy_dataset.splits["train"])
 
 
-def test_a_killed_adaptation_resumes_and_ends_where_an_unbroken_one_does(toy_dataset, tiny_bert,
-                                                                         tmp_path):
+def test_a_killed_adaptation_resumes_and_ends_where_an_unbroken_one_does(
+    toy_dataset, tiny_bert, tmp_path
+):
     options = {**FAST, "epochs": 2, "held_out": 0.0}
     whole = adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(tmp_path / "a"), **options))
 
@@ -115,40 +124,88 @@ def test_a_killed_adaptation_resumes_and_ends_where_an_unbroken_one_does(toy_dat
 
     out = tmp_path / "b"
     with pytest.raises(KeyboardInterrupt):
-        adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **options),
-              kill_in_epoch_two)
+        adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **options), kill_in_epoch_two)
     assert not out.exists() and (tmp_path / ".b.partial" / "state.json").is_file()
     events = []
-    resumed = adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **options),
-                    events.append)
+    resumed = adapt(
+        toy_dataset, str(tiny_bert), AdaptOptions(out=str(out), **options), events.append
+    )
     assert any(isinstance(e, Note) and "resuming after epoch 1" in e.message for e in events)
     assert resumed["train_loss_per_epoch"] == pytest.approx(whole["train_loss_per_epoch"])
     a, b = load_backbone(str(tmp_path / "a")), load_backbone(str(out))
-    assert all(torch.allclose(x, y, atol=1e-6) for x, y in
-               zip(a.model.state_dict().values(), b.model.state_dict().values(), strict=True))
+    assert all(
+        torch.allclose(x, y, atol=1e-6)
+        for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values(), strict=True)
+    )
     assert not (tmp_path / ".b.partial").exists()
     # other options do not resume someone else's partial run
     with pytest.raises(KeyboardInterrupt):
-        adapt(toy_dataset, str(tiny_bert), AdaptOptions(out=str(tmp_path / "c"), **options),
-              kill_in_epoch_two)
+        adapt(
+            toy_dataset,
+            str(tiny_bert),
+            AdaptOptions(out=str(tmp_path / "c"), **options),
+            kill_in_epoch_two,
+        )
     with pytest.raises(GleeError, match="partial adaptation of other texts"):
-        adapt(toy_dataset, str(tiny_bert),
-              AdaptOptions(out=str(tmp_path / "c"), **{**options, "lr": 1e-3}))
+        adapt(
+            toy_dataset,
+            str(tiny_bert),
+            AdaptOptions(out=str(tmp_path / "c"), **{**options, "lr": 1e-3}),
+        )
 
 
-def test_the_adapt_command_says_what_to_fix_and_what_it_wrote(toy_csv, tiny_bert, tmp_path,
-                                                              capsys):
-    code = main(["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
-                 str(tmp_path / "x"), "--texts", str(tmp_path / "missing.txt")])
+def test_the_adapt_command_says_what_to_fix_and_what_it_wrote(toy_csv, tiny_bert, tmp_path, capsys):
+    code = main(
+        [
+            "adapt",
+            "--dataset",
+            f"csv:{toy_csv}",
+            "--model",
+            str(tiny_bert),
+            "--out",
+            str(tmp_path / "x"),
+            "--texts",
+            str(tmp_path / "missing.txt"),
+        ]
+    )
     assert code == 2 and "missing.txt: no such file" in capsys.readouterr().err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "f").write_text("x")
-    assert main(["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
-                 str(tmp_path / "full")]) == 2
+    assert (
+        main(
+            [
+                "adapt",
+                "--dataset",
+                f"csv:{toy_csv}",
+                "--model",
+                str(tiny_bert),
+                "--out",
+                str(tmp_path / "full"),
+            ]
+        )
+        == 2
+    )
     assert "not an empty folder" in capsys.readouterr().err
-    assert main(["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
-                 str(tmp_path / "ok"), "--epochs", "1", "--max-length", "32",
-                 "--whole-word", "no"]) == 0
+    assert (
+        main(
+            [
+                "adapt",
+                "--dataset",
+                f"csv:{toy_csv}",
+                "--model",
+                str(tiny_bert),
+                "--out",
+                str(tmp_path / "ok"),
+                "--epochs",
+                "1",
+                "--max-length",
+                "32",
+                "--whole-word",
+                "no",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert f"--model {tmp_path / 'ok'}" in captured.err and "[MASK] top-1" in captured.err
     assert json.loads(captured.out.strip().splitlines()[-1])["whole_word_masking"] is False
@@ -159,10 +216,33 @@ def test_the_tuning_bench_prints_every_mode_and_tapts_mask_accuracy(tiny_bert, t
     from bench.tuning_modes import main as bench
 
     out = tmp_path / "table.md"
-    assert bench(["--dataset", "demo", "--model", str(tiny_bert), "--modes",
-                  "frozen,lora,tapt-frozen", "--methods", "cls-tanh", "--seeds", "1",
-                  "--tapt-epochs", "1", "--max-length", "32", "--work", str(tmp_path / "w"),
-                  "--extra", "--epochs 1 --limit 40 --recipe paper", "--out", str(out)]) == 0
+    assert (
+        bench(
+            [
+                "--dataset",
+                "demo",
+                "--model",
+                str(tiny_bert),
+                "--modes",
+                "frozen,lora,tapt-frozen",
+                "--methods",
+                "cls-tanh",
+                "--seeds",
+                "1",
+                "--tapt-epochs",
+                "1",
+                "--max-length",
+                "32",
+                "--work",
+                str(tmp_path / "w"),
+                "--extra",
+                "--epochs 1 --limit 40 --recipe paper",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = out.read_text()
     for mode in ("| frozen |", "| lora |", "| tapt-frozen |"):
         assert mode in text, mode
@@ -180,7 +260,9 @@ def test_a_resumed_sweep_reports_what_its_runs_cost_when_they_trained(tmp_path):
     assert measured_cost(store, "a", 11.0, 0.5, trained_now=False) == (900.0, 4.2)
     assert measured_cost(store, "b", 11.0, 0.5, trained_now=False) == (None, None)
     assert cost_cells([{"wall": 900.0, "peak": 4.2}, {"wall": None, "peak": None}]) == {
-        "wall / run": "900 s", "peak": "4.20 GB"}
+        "wall / run": "900 s",
+        "peak": "4.20 GB",
+    }
     assert cost_cells([{"wall": None, "peak": None}]) == {"wall / run": "–", "peak": "–"}
 
 

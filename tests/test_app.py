@@ -33,8 +33,14 @@ def app_dirs(tmp_path_factory, tiny_bert):
     config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96, recipe="paper")
     run_experiments(demo, [get_method(m) for m in METHODS], [1], str(tiny_bert), config, store)
     run_experiments(demo, [get_method("cls-relu")], [2], str(tiny_bert), config, store)
-    run_experiments(demo, [get_method("cls-relu")], [1], str(tiny_bert),
-                    TrainConfig(epochs=2, batch_size=16, mode="frozen"), store)
+    run_experiments(
+        demo,
+        [get_method("cls-relu")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=2, batch_size=16, mode="frozen"),
+        store,
+    )
     return dirs
 
 
@@ -48,6 +54,7 @@ def app(app_dirs, tiny_bert, monkeypatch):
         at = AppTest.from_file(str(ROOT / page), default_timeout=120)
         at.session_state["model"] = str(tiny_bert)
         return at
+
     return make
 
 
@@ -83,7 +90,8 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert any(w for w in at.warning if "health" in w.value)  # the dropped class is reported
     # one click keeps it in training: the dataset becomes demo+rare, with its 21 classes
     next(t for t in at.toggle if t.label == "Keep the rare classes in training").set_value(
-        True).run()
+        True
+    ).run()
     assert not at.exception and at.session_state["dataset"].keep_rare
     assert any("kept in training only" in w.value for w in at.warning)
     assert any(m.label == "Classes" and m.value == "21" for m in at.metric)
@@ -98,8 +106,9 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
     # said after the rerun that chose it, and the form is cleared for the next file
-    assert any(plain(s.value).startswith(f"Kept as upload:{kept[0].name}: 2 classes")
-               for s in at.success)
+    assert any(
+        plain(s.value).startswith(f"Kept as upload:{kept[0].name}: 2 classes") for s in at.success
+    )
     assert not any(b.label == "Use this CSV" for b in at.button)
     home = app("app.py").run()  # Home names it as the user knows it, not by its stored id
     compare = next(b.label for b in home.button if b.label.startswith("Quick compare on"))
@@ -110,11 +119,11 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     assert kept[0].name in plain(" ".join(c.value for c in at.sidebar.caption))
 
 
-
 def upload_unreadable_classes(app) -> None:
     """Keep and choose an upload whose class names the tiny backbone cannot read."""
-    rows = "text,intent\n" + "".join(f"question number {i},{('zzqa', 'zzqb')[i % 2]}\n"
-                                     for i in range(30))
+    rows = "text,intent\n" + "".join(
+        f"question number {i},{('zzqa', 'zzqb')[i % 2]}\n" for i in range(30)
+    )
     at = app("app_pages/1_Data.py").run()
     at.file_uploader[0].upload("foreign.csv", rows.encode(), "text/csv").run()
     next(b for b in at.button if b.label == "Use this CSV").click().run()
@@ -138,6 +147,7 @@ def test_heads_whose_label_words_the_backbone_lacks_are_left_out_of_home_and_tra
     assert any("Not chosen by default" in c.value for c in train.caption)
     assert any(b.label == LABEL_WORDS_BUTTON for b in train.button)
 
+
 def test_label_words_given_on_the_data_page_bring_the_prompt_heads_back(app, app_dirs):
     """On such an upload the Data page says the backbone cannot read the label words and takes
     others (a JSON file, checked: every class, and words the vocabulary holds, else nothing is
@@ -151,27 +161,30 @@ def test_label_words_given_on_the_data_page_bring_the_prompt_heads_back(app, app
     own = at.session_state["dataset"]
 
     def give(label_words: dict) -> AppTest:
-        at.file_uploader[1].upload("words.json", json.dumps(label_words).encode(),
-                                   "application/json").run()
+        at.file_uploader[1].upload(
+            "words.json", json.dumps(label_words).encode(), "application/json"
+        ).run()
         return next(b for b in at.button if b.label == "Use these label words").click().run()
 
     give({"zzqa": "sports"})  # a class without a word: named, nothing kept
     assert any("no label word for class(es) 'zzqb'" in plain(e.value) for e in at.error)
     give({"zzqa": "zzqx", "zzqb": "money"})  # a word the vocabulary lacks: named, not used
-    assert any("Not used" in plain(e.value) and "'zzqa' -> 'zzqx'" in plain(e.value)
-               for e in at.error)
+    assert any(
+        "Not used" in plain(e.value) and "'zzqa' -> 'zzqx'" in plain(e.value) for e in at.error
+    )
     assert at.session_state["dataset"] == own
     give({"zzqa": "sports", "zzqb": ["money", "food"]})
     assert not at.exception and not at.error
     chosen = at.session_state["dataset"]
     kept = Path(chosen.verbalizer)
     assert kept.parent == app_dirs["runs"] / ".label-words"
-    assert json.loads(kept.read_text(encoding="utf-8")) == {"zzqa": "sports",
-                                                           "zzqb": ["money", "food"]}
+    assert json.loads(kept.read_text(encoding="utf-8")) == {
+        "zzqa": "sports",
+        "zzqb": ["money", "food"],
+    }
     variant = chosen.load().id
     assert re.fullmatch(re.escape(own.load().id) + r"\+prompt-[0-9a-f]{8}", variant)
-    assert next(e for e in at.expander if e.label.startswith("Label words")).label == \
-        "Label words"
+    assert next(e for e in at.expander if e.label.startswith("Label words")).label == "Label words"
     assert any(display(variant) in plain(i.value) for i in at.info)
     home = app("app.py").run()  # a reload: the choice is remembered, words and all
     assert home.session_state["dataset"] == chosen
@@ -208,8 +221,11 @@ def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch
     at = app("app_pages/1_Data.py").run()
     at.text_input[0].input("no-such/dataset-here").run()
     assert not at.exception
-    assert any("Cannot load hf:no-such/dataset-here" in plain(e.value) and "Still showing demo"
-               in plain(e.value) for e in at.error)
+    assert any(
+        "Cannot load hf:no-such/dataset-here" in plain(e.value)
+        and "Still showing demo" in plain(e.value)
+        for e in at.error
+    )
     assert at.session_state["dataset"].dataset == "demo"  # the sidebar and picker agree
 
 
@@ -228,28 +244,44 @@ def test_results_page_table_and_charts(app):
     assert any("reproduce --table 2" in i.value for i in at.info)  # how to get a paper table
 
 
-def test_results_page_shows_the_paper_comparison_reproduce_wrote(app, monkeypatch, tmp_path,
-                                                                 tiny_bert, toy_dataset):
+def test_results_page_shows_the_paper_comparison_reproduce_wrote(
+    app, monkeypatch, tmp_path, tiny_bert, toy_dataset
+):
     from glee_core.train.reproduce import get_table, reproduce
 
     store = RunStore(tmp_path / "runs")
-    frame, manifest = reproduce(get_table(2), [toy_dataset], str(tiny_bert), [775, 776],
-                                {"epochs": 1, "batch_size": 16, "limit": 40}, store,
-                                command="python -m glee_core reproduce --table 2")
+    frame, manifest = reproduce(
+        get_table(2),
+        [toy_dataset],
+        str(tiny_bert),
+        [775, 776],
+        {"epochs": 1, "batch_size": 16, "limit": 40},
+        store,
+        command="python -m glee_core reproduce --table 2",
+    )
     monkeypatch.setenv("GLEE_RUNS_DIR", str(store.root))
     at = app("app_pages/3_Results.py").run()
     assert not at.exception
     assert at.selectbox[0].value.startswith(f"Table 2 · {toy_dataset.id}")
     first, second = (d.value for d in at.dataframe[:2])
-    assert list(first.columns)[2:] == [f"{toy_dataset.id.upper()} Acc",
-                                       f"{toy_dataset.id.upper()} F1", "AVG Acc", "AVG F1"]
-    prompt_f1 = frame[(frame["method"] == "prompt") & (frame["metric"] == "f1")
-                      & (frame["dataset"] == toy_dataset.id)].iloc[0]
+    assert list(first.columns)[2:] == [
+        f"{toy_dataset.id.upper()} Acc",
+        f"{toy_dataset.id.upper()} F1",
+        "AVG Acc",
+        "AVG F1",
+    ]
+    prompt_f1 = frame[
+        (frame["method"] == "prompt")
+        & (frame["metric"] == "f1")
+        & (frame["dataset"] == toy_dataset.id)
+    ].iloc[0]
     shown = first.loc[first["method"] == "Prompt-tuning", f"{toy_dataset.id.upper()} F1"].item()
     assert shown.rstrip("*") == f"{prompt_f1['mean']:.2f} ± {prompt_f1['std']:.2f}"
     assert "Tail F1" in " ".join(second.columns)
-    assert [b.label for b in at.get("download_button")][:2] == ["Download (CSV)",
-                                                               "Download (Markdown)"]
+    assert [b.label for b in at.get("download_button")][:2] == [
+        "Download (CSV)",
+        "Download (Markdown)",
+    ]
 
 
 def test_diagnostics_page_weight_norms_and_histograms(app):
@@ -269,8 +301,9 @@ def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
     errors = at.dataframe[0].value
     assert len(errors) <= all_rows and not errors["correct"].any()
     assert len(charts(at)) == 1
-    assert any(b.label == "Download this run's test predictions (CSV)"
-               for b in at.get("download_button"))
+    assert any(
+        b.label == "Download this run's test predictions (CSV)" for b in at.get("download_button")
+    )
 
 
 def test_playground_scores_every_class(app):
@@ -335,8 +368,9 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
     assert re.fullmatch(r"Fine-tune cls-relu \([0-9.]+ (s|min)\)", button.label)
     # the store's compare ran 2 epochs, not the app's default: the app cannot add seeds in that
     # very setting, so it names the step instead of launching another setting
-    assert any(c.value.startswith("Next: run seeds 1-3 for the top 1: cls-relu")
-               for c in at.caption)
+    assert any(
+        c.value.startswith("Next: run seeds 1-3 for the top 1: cls-relu") for c in at.caption
+    )
     table = at.dataframe[0].value
     assert "CV F1 (chooses, %)" in table.columns and set(table["Reads"]) == {"cls", "mean"}
     button.click().run()
@@ -358,8 +392,10 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
     assert not at.exception
     recipe = next(r for r in at.radio if r.label == "Recipe")
     assert recipe.value == "Practical (for your data)"
-    assert any(c.value.startswith("Practical: the learning rate is chosen on dev")
-               for c in at.caption)
+    assert any(
+        c.value.startswith("Practical: the learning rate is chosen on dev") for c in at.caption
+    )
+
     def estimate():  # info, or a warning when it is long for a CPU
         return next(m.value for m in [*at.info, *at.warning] if "Estimated time" in m.value)
 
@@ -376,8 +412,13 @@ def test_train_page_offers_the_peft_modes_with_their_settings_and_counts(app):
     at = app("app_pages/2_Train.py").run()
     mode = next(r for r in at.radio if r.label == "Mode")
     assert mode.options == [m.choice for m in MODES.values()]
-    assert mode.options[:5] == ["Quick compare (frozen backbone)", "Fine-tune", "LoRA",
-                                "P-tuning v2", "IA³"]
+    assert mode.options[:5] == [
+        "Quick compare (frozen backbone)",
+        "Fine-tune",
+        "LoRA",
+        "P-tuning v2",
+        "IA³",
+    ]
     mode.set_value("LoRA").run()
     assert not at.exception
     assert next(n for n in at.number_input if n.label == "LoRA rank r").value == 8
@@ -389,8 +430,9 @@ def test_train_page_offers_the_peft_modes_with_their_settings_and_counts(app):
     assert not at.exception
     assert any(n.label.startswith("Prefix length") for n in at.number_input)
     next(r for r in at.radio if r.label == "Mode").set_value("IA³").run()  # no settings
-    assert not at.exception and not any(n.label.startswith(("Prefix", "LoRA"))
-                                        for n in at.number_input)
+    assert not at.exception and not any(
+        n.label.startswith(("Prefix", "LoRA")) for n in at.number_input
+    )
     next(r for r in at.radio if r.label == "Mode").set_value("P-tuning v2").run()
     at.multiselect[0].set_value(["Linear probe [baseline] (probe)"]).run()
     assert any("fit(s) on the frozen features only" in e.value for e in at.error)
@@ -405,8 +447,7 @@ def test_train_page_lists_a_broken_job_record_and_goes_on(app, app_dirs):
     try:
         at = app("app_pages/2_Train.py").run()
         assert not at.exception
-        assert any("19990101-000000-bad.json: no process id" in plain(w.value)
-                   for w in at.warning)
+        assert any("19990101-000000-bad.json: no process id" in plain(w.value) for w in at.warning)
     finally:
         broken.unlink()
 
@@ -416,8 +457,9 @@ def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     at = app("app_pages/2_Train.py").run()
     assert not at.exception
     assert any("Estimated time" in i.value for i in at.info)
-    at.multiselect[0].set_value(["CLS-tuning ∘ T (cls-tanh)",
-                                 "Prompt-tuning w/ focal loss (prompt-focal)"])
+    at.multiselect[0].set_value(
+        ["CLS-tuning ∘ T (cls-tanh)", "Prompt-tuning w/ focal loss (prompt-focal)"]
+    )
     at.number_input[0].set_value(1)  # epochs
     at.number_input[3].set_value(48)  # limit
     at.run()
@@ -479,8 +521,9 @@ def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs)
         time.sleep(1)
     assert job.status == "done", (job.status, job.error)
     at.run()
-    assert any(c.value.startswith("Adapted backbone:") and "[MASK] top-1" in c.value
-               for c in at.caption)
+    assert any(
+        c.value.startswith("Adapted backbone:") and "[MASK] top-1" in c.value for c in at.caption
+    )
     next(b for b in at.button if b.label == "Use it").click().run()
     assert not at.exception
     adapted = Path(at.session_state["model"])
@@ -503,16 +546,22 @@ def test_results_put_one_heads_modes_side_by_side(app):
     assert {"Tail F1", "F1", "seeds", "protocol"} <= set(frame.columns)
 
 
-def test_results_recommend_even_when_the_runs_data_no_longer_loads(app, app_dirs, tmp_path,
-                                                                    monkeypatch):
+def test_results_recommend_even_when_the_runs_data_no_longer_loads(
+    app, app_dirs, tmp_path, monkeypatch
+):
     """Runs outlive their data (a deleted upload): Results still leads with the recommendation,
     and names the next step instead of offering a launch it could not make."""
     from glee_core.models.options import DataOptions
     from glee_core.runs.synthetic import write_synthetic_store
 
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
-    write_synthetic_store(RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1],
-                          name="upload:gone-0123abcd.csv")
+    write_synthetic_store(
+        RunStore(tmp_path / "runs"),
+        6,
+        ["cls-tanh", "cls-relu-pt-ln"],
+        [1],
+        name="upload:gone-0123abcd.csv",
+    )
     at = app("app_pages/3_Results.py")
     at.session_state["dataset"] = DataOptions(dataset="upload:gone-0123abcd.csv")
     at.run()
@@ -522,15 +571,15 @@ def test_results_recommend_even_when_the_runs_data_no_longer_loads(app, app_dirs
     assert not any(b.label.startswith(("Fine-tune", "Run seeds")) for b in at.button)
 
 
-def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp_path,
-                                                                       monkeypatch):
+def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp_path, monkeypatch):
     """Runs copied from a GPU server (their texts not here) are a choice of the Data page,
     remembered across a reload, and shown by Results; the Data page says what needs texts."""
     from glee_core.runs.synthetic import write_synthetic_store
 
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
-    write_synthetic_store(RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1],
-                          name="elsewhere-6")
+    write_synthetic_store(
+        RunStore(tmp_path / "runs"), 6, ["cls-tanh", "cls-relu-pt-ln"], [1], name="elsewhere-6"
+    )
     at = app("app_pages/1_Data.py").run()
     label = "elsewhere-6 (stored runs)"
     assert label in at.selectbox[0].options
@@ -538,8 +587,11 @@ def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp
     assert not at.exception
     assert at.session_state["dataset"].dataset == "elsewhere-6"
     assert not at.error  # runs from elsewhere are expected, not a fault
-    assert any("The texts of **elsewhere-6** are not here" in plain(i.value)
-               and "Its 2 stored run(s) need none" in plain(i.value) for i in at.info)
+    assert any(
+        "The texts of **elsewhere-6** are not here" in plain(i.value)
+        and "Its 2 stored run(s) need none" in plain(i.value)
+        for i in at.info
+    )
     results = app("app_pages/3_Results.py").run()  # a new session: the remembered choice
     assert not results.exception
     assert set(results.dataframe[0].value["method"]) == {"cls-tanh", "cls-relu-pt-ln"}
@@ -547,8 +599,13 @@ def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp
     assert not home.exception
     assert any("Use `" in s.value for s in home.success)
     assert not any(b.label.startswith("Quick compare") for b in home.button)
-    for page in ("app_pages/2_Train.py", "app_pages/6_Playground.py", "app_pages/4_Diagnostics.py",
-                 "app_pages/5_Predictions.py", "app_pages/7_Report.py"):
+    for page in (
+        "app_pages/2_Train.py",
+        "app_pages/6_Playground.py",
+        "app_pages/4_Diagnostics.py",
+        "app_pages/5_Predictions.py",
+        "app_pages/7_Report.py",
+    ):
         assert not app(page).run().exception, page
 
 
@@ -557,10 +614,13 @@ def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
     of it, and say so."""
     home = app("app.py").run()
     named = re.search(r"Use `([^`]+)`", home.success[0].value).group(1)
-    pickers = {"app_pages/5_Predictions.py": lambda at: at.selectbox[0],
-               "app_pages/6_Playground.py": lambda at: at.selectbox[0],
-               "app_pages/3_Results.py": lambda at: next(s for s in at.selectbox
-                                                     if s.key == "calibrate-run")}
+    pickers = {
+        "app_pages/5_Predictions.py": lambda at: at.selectbox[0],
+        "app_pages/6_Playground.py": lambda at: at.selectbox[0],
+        "app_pages/3_Results.py": lambda at: next(
+            s for s in at.selectbox if s.key == "calibrate-run"
+        ),
+    }
     for page, picker in pickers.items():
         at = app(page).run()
         assert not at.exception, page
@@ -604,19 +664,21 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "suspected" in d.value.columns)
     assert list(table["class"])[:2] == ["trivia", "ai"]  # head -> tail
-    assert any("suspected label error(s) among 624 training texts" in plain(c.value)
-               for c in at.caption)
-    assert any(d.proto.label.startswith("Download every training row")
-               for d in at.get("download_button"))
+    assert any(
+        "suspected label error(s) among 624 training texts" in plain(c.value) for c in at.caption
+    )
+    assert any(
+        d.proto.label.startswith("Download every training row") for d in at.get("download_button")
+    )
     store = RunStore(app_dirs["runs"])  # the report is kept beside the runs, never read as one
     store.runs()
     assert not store.problems
     # how strong the model behind the flags is, and what training without them measured
-    assert any("macro-F1 on the texts it did not train on" in plain(c.value)
-               for c in at.caption)
+    assert any("macro-F1 on the texts it did not train on" in plain(c.value) for c in at.caption)
     train_without = next(b for b in at.button if b.label.startswith("Train without the"))
-    assert re.search(r"\(measured: cross-validated macro-F1 [\d.]+ → [\d.]+\)",
-                     plain(train_without.label))
+    assert re.search(
+        r"\(measured: cross-validated macro-F1 [\d.]+ → [\d.]+\)", plain(train_without.label)
+    )
     flagged = int(re.search(r"the (\d+) flagged", train_without.label).group(1))
     train_without.click().run()
     assert not at.exception
@@ -631,7 +693,8 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
 
 
 def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_helps(
-        app, app_dirs, tiny_bert):
+    app, app_dirs, tiny_bert
+):
     """The label budget on the Data page: the recommended quick head retrained on fractions of
     every class's texts, the chart, the per-class table head -> tail and its download; Home
     then names the tail classes one more text helps most."""
@@ -639,19 +702,25 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
 
     at = app("app_pages/1_Data.py").run()
     button = next(b for b in at.button if b.label.startswith("Measure the label budget"))
-    quick = [r for r in RunStore(app_dirs["runs"]).runs()
-             if r.dataset == "demo" and r.record.mode == "frozen"]
+    quick = [
+        r
+        for r in RunStore(app_dirs["runs"]).runs()
+        if r.dataset == "demo" and r.record.mode == "frozen"
+    ]
     # the head the quick compare recommends (the store's quick runs: other tests add some)
-    assert re.search(rf"\(head: {recommend(quick).chosen.method}, (about .+|a few seconds)\)$",
-                     button.label)  # and its estimate (the time on 2 cores)
+    assert re.search(
+        rf"\(head: {recommend(quick).chosen.method}, (about .+|a few seconds)\)$", button.label
+    )  # and its estimate (the time on 2 cores)
     button.click().run()
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "at 2x (80% interval)" in d.value.columns)
     assert list(table["class"])[:2] == ["trivia", "ai"]  # head -> tail
-    assert any(d.proto.label == "Download the label budget (CSV)"
-               for d in at.get("download_button"))
-    assert any("test F1 against a class's training texts" in json.dumps(c.proto.spec)
-               for c in charts(at))
+    assert any(
+        d.proto.label == "Download the label budget (CSV)" for d in at.get("download_button")
+    )
+    assert any(
+        "test F1 against a class's training texts" in json.dumps(c.proto.spec) for c in charts(at)
+    )
     store = RunStore(app_dirs["runs"])
     _, folder, read = store.latest_budget("demo")
     assert folder == store.data_report_dir("demo", str(tiny_bert))
@@ -664,12 +733,14 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
     (folder / "budget.json").write_text(json.dumps(budget))
     home = app("app.py").run()
     assert not home.exception
-    assert any("one more labelled text helps these tail classes most" in plain(i.value)
-               and tail["name"] in plain(i.value) for i in home.info)
+    assert any(
+        "one more labelled text helps these tail classes most" in plain(i.value)
+        and tail["name"] in plain(i.value)
+        for i in home.info
+    )
 
 
-def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp_path,
-                                                                        monkeypatch):
+def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp_path, monkeypatch):
     """A variant without flagged rows (+without-N-...) beside its dataset: Home and Results say,
     on dev (the texts both share), whether it won, whichever of the two is chosen."""
     from glee_core.runs.synthetic import write_synthetic_store
@@ -677,8 +748,9 @@ def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
     store = RunStore(tmp_path / "runs")
     write_synthetic_store(store, 6, ["cls-tanh", "cls-relu-pt-ln"], [1, 2], name="mine")
-    write_synthetic_store(store, 6, ["cls-tanh", "cls-relu-pt-ln"], [1, 2],
-                          name="mine+without-4-0123abcd")
+    write_synthetic_store(
+        store, 6, ["cls-tanh", "cls-relu-pt-ln"], [1, 2], name="mine+without-4-0123abcd"
+    )
     for choice in ("mine (stored runs)", "mine+without-4-0123abcd (stored runs)"):
         data = app("app_pages/1_Data.py").run()
         data.selectbox[0].set_value(choice).run()
@@ -689,11 +761,15 @@ def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp
             assert len(said) == 1 and "(`mine+without-4-0123abcd`)" in said[0], (choice, page)
             assert "on dev against" in said[0] and "the same dev texts" in said[0]
             if page.endswith("Results.py"):  # the other variant's table beside this one's
-                other = ("mine+without-4-0123abcd" if choice.startswith("mine (")
-                         else "mine")
+                other = "mine+without-4-0123abcd" if choice.startswith("mine (") else "mine"
                 assert any(other in plain(e.label) for e in at.expander)
-                assert sum("Dev" in d.value.columns and "Tail F1" in d.value.columns
-                           for d in at.dataframe) == 2
+                assert (
+                    sum(
+                        "Dev" in d.value.columns and "Tail F1" in d.value.columns
+                        for d in at.dataframe
+                    )
+                    == 2
+                )
 
 
 def test_a_step_already_running_is_shown_running_not_offered_again(app, app_dirs, tiny_bert):
@@ -706,14 +782,27 @@ def test_a_step_already_running_is_shown_running_not_offered_again(app, app_dirs
 
     store = RunStore(app_dirs["runs"])
     store.jobs_dir.mkdir(parents=True, exist_ok=True)
-    request = TrainRequest(data=DataOptions(dataset="demo"), methods=list(ALL_METHODS),
-                           seeds=[1], model=str(tiny_bert), config=TrainConfig(mode="frozen"))
+    request = TrainRequest(
+        data=DataOptions(dataset="demo"),
+        methods=list(ALL_METHODS),
+        seeds=[1],
+        model=str(tiny_bert),
+        config=TrainConfig(mode="frozen"),
+    )
     request.write(store.jobs_dir / "job-running.request.json")
     record = store.jobs_dir / "job-running.json"
-    record.write_text(json.dumps({"id": "job-running", "pid": os.getpid(),
-                                  "start": process_start(os.getpid()), "command": "train",
-                                  "label": "Quick compare: 19 heads on demo",
-                                  "started": time.time()}))
+    record.write_text(
+        json.dumps(
+            {
+                "id": "job-running",
+                "pid": os.getpid(),
+                "start": process_start(os.getpid()),
+                "command": "train",
+                "label": "Quick compare: 19 heads on demo",
+                "started": time.time(),
+            }
+        )
+    )
     try:
         home = app("app.py").run()
         assert not home.exception

@@ -37,10 +37,13 @@ def test_an_untrained_head_is_initialised_the_same_in_every_load():
     assert torch.equal(torch.rand(1), after_first)  # the load drew nothing from it
 
 
-@pytest.mark.parametrize("name, message", [
-    ("/nonexistent/model", "model path not found"),
-    ("surely-not/a-model-xyz", "cannot load model"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("/nonexistent/model", "model path not found"),
+        ("surely-not/a-model-xyz", "cannot load model"),
+    ],
+)
 def test_unknown_models_are_clear_errors(name, message):
     with pytest.raises(GleeError, match=message):
         load_backbone(name)

@@ -25,11 +25,17 @@ def test_the_probe_is_scikit_learns_logistic_regression(tiny_bert, toy_dataset, 
     labels = np.repeat(np.arange(5), [40, 20, 10, 6, 4])
     features = (rng.normal(size=(len(labels), 32)) + labels[:, None] * 0.3).astype(np.float32)
     spec = get_method("probe-balanced" if balanced else "probe")
-    head = build_model(spec, load_backbone(str(tiny_bert)), toy_dataset.classes,
-                       toy_dataset.verbalizer, TrainConfig(mode="frozen")).head
+    head = build_model(
+        spec,
+        load_backbone(str(tiny_bert)),
+        toy_dataset.classes,
+        toy_dataset.verbalizer,
+        TrainConfig(mode="frozen"),
+    ).head
     fit_probe(head, features, labels, 5, spec.class_balanced, seed=1)
-    clf = LogisticRegression(max_iter=2000, class_weight="balanced" if balanced else None,
-                             random_state=1).fit(features, labels)
+    clf = LogisticRegression(
+        max_iter=2000, class_weight="balanced" if balanced else None, random_state=1
+    ).fit(features, labels)
     with torch.no_grad():
         logits = head(torch.from_numpy(features))[0].numpy()
     np.testing.assert_allclose(logits, clf.decision_function(features), rtol=1e-4, atol=1e-4)
@@ -43,8 +49,11 @@ def test_the_seeds_of_a_probe_share_one_fit(tiny_bert, toy_dataset, monkeypatch)
 
     fits = []
     monkeypatch.setattr(heads, "_PROBE_FITS", {})
-    monkeypatch.setattr(heads.LogisticRegression, "fit", lambda self, x, y, fit=
-                        LogisticRegression.fit: fits.append(len(y)) or fit(self, x, y))
+    monkeypatch.setattr(
+        heads.LogisticRegression,
+        "fit",
+        lambda self, x, y, fit=LogisticRegression.fit: fits.append(len(y)) or fit(self, x, y),
+    )
     rng = np.random.default_rng(1)
     labels = np.repeat(np.arange(4), [30, 10, 5, 3])
     features = rng.normal(size=(len(labels), 32)).astype(np.float32)
@@ -52,8 +61,9 @@ def test_the_seeds_of_a_probe_share_one_fit(tiny_bert, toy_dataset, monkeypatch)
 
     def weights(seed, x=features, y=labels, balanced=False):
         spec = get_method("probe-balanced" if balanced else "probe")
-        head = build_model(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer,
-                           TrainConfig(mode="frozen")).head
+        head = build_model(
+            spec, backbone, toy_dataset.classes, toy_dataset.verbalizer, TrainConfig(mode="frozen")
+        ).head
         fit_probe(head, x, y, 5, balanced, seed=seed)
         return torch.cat([head.predictor.weight.flatten(), head.predictor.bias]).clone()
 
@@ -78,13 +88,23 @@ def test_a_probe_fits_on_one_blas_thread(tiny_bert, toy_dataset, monkeypatch):
 
     seen = []
     monkeypatch.setattr(heads, "_PROBE_FITS", {})
-    monkeypatch.setattr(heads.LogisticRegression, "fit", lambda self, x, y, fit=
-                        LogisticRegression.fit: seen.append(blas_threads()) or fit(self, x, y))
+    monkeypatch.setattr(
+        heads.LogisticRegression,
+        "fit",
+        lambda self, x, y, fit=LogisticRegression.fit: (
+            seen.append(blas_threads()) or fit(self, x, y)
+        ),
+    )
     before = blas_threads()
     labels = np.repeat(np.arange(3), [12, 6, 3])
     features = np.random.default_rng(0).normal(size=(len(labels), 32)).astype(np.float32)
-    head = build_model(get_method("probe"), load_backbone(str(tiny_bert)), toy_dataset.classes,
-                       toy_dataset.verbalizer, TrainConfig(mode="frozen")).head
+    head = build_model(
+        get_method("probe"),
+        load_backbone(str(tiny_bert)),
+        toy_dataset.classes,
+        toy_dataset.verbalizer,
+        TrainConfig(mode="frozen"),
+    ).head
     fit_probe(head, features, labels, len(toy_dataset.classes), False, seed=1)
     assert seen and seen[0] <= {1}  # empty where numpy's BLAS exposes no pool
     assert blas_threads() == before
@@ -94,21 +114,34 @@ def test_mean_pooling_averages_the_tokens_of_each_text_only():
     states = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
     positions = torch.tensor([0, 2])
-    torch.testing.assert_close(pool(states, mask, positions, "mean"),
-                               torch.stack([states[0, :2].mean(0), states[1].mean(0)]))
-    torch.testing.assert_close(pool(states, mask, positions, "cls"),
-                               torch.stack([states[0, 0], states[1, 2]]))
+    torch.testing.assert_close(
+        pool(states, mask, positions, "mean"),
+        torch.stack([states[0, :2].mean(0), states[1].mean(0)]),
+    )
+    torch.testing.assert_close(
+        pool(states, mask, positions, "cls"), torch.stack([states[0, 0], states[1, 2]])
+    )
 
 
 def test_probes_and_pooling_in_quick_mode(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
     methods = [get_method(m) for m in ("probe-balanced", "cls-relu", "prompt")]
-    mean = run_experiments(toy_dataset, methods, [1], str(tiny_bert),
-                           TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="mean"),
-                           store)
-    cls = run_experiments(toy_dataset, methods, [1], str(tiny_bert),
-                          TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
-                          store)
+    mean = run_experiments(
+        toy_dataset,
+        methods,
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="mean"),
+        store,
+    )
+    cls = run_experiments(
+        toy_dataset,
+        methods,
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
+        store,
+    )
     assert [r.record.hyperparameters.pooling for r in mean] == ["mean", "mean", "cls"]
     assert mean[0].run_id != cls[0].run_id and mean[1].run_id != cls[1].run_id
     assert mean[2].run_id == cls[2].run_id  # a template is read at [MASK] whatever the pooling
@@ -118,22 +151,44 @@ def test_probes_and_pooling_in_quick_mode(tiny_bert, toy_dataset, runs_dir):
     assert set(probe.weight_norms) == set(toy_dataset.classes)
     texts = probe.predictions["text"].head(3).tolist()
     expected = np.exp(probe.logits[:3]) / np.exp(probe.logits[:3]).sum(1, keepdims=True)
-    np.testing.assert_allclose(score_texts(probe, texts).to_numpy(), expected, rtol=1e-4,
-                               atol=1e-5)
+    np.testing.assert_allclose(score_texts(probe, texts).to_numpy(), expected, rtol=1e-4, atol=1e-5)
 
 
-def test_baselines_are_quick_mode_only_and_not_paper_rows(tiny_bert, toy_dataset, runs_dir,
-                                                          capsys, toy_csv):
+def test_baselines_are_quick_mode_only_and_not_paper_rows(
+    tiny_bert, toy_dataset, runs_dir, capsys, toy_csv
+):
     assert {"probe", "probe-balanced"} <= set(METHODS)
     assert not METHODS["probe"].paper and METHODS["prompt"].paper
     assert "probe" not in {m.id for m in parse_methods("all", "finetune")}
     assert "probe" in {m.id for m in parse_methods("all", "frozen")}
     with pytest.raises(GleeError, match="--mode frozen"):
-        run_experiments(toy_dataset, [get_method("probe")], [1], str(tiny_bert),
-                        TrainConfig(epochs=1, recipe="paper"), RunStore(runs_dir))
-    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-relu,probe-balanced",
-                 "--model", str(tiny_bert), "--mode", "frozen", "--pooling", "mean",
-                 "--epochs", "1", "--runs-dir", str(runs_dir)])
+        run_experiments(
+            toy_dataset,
+            [get_method("probe")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, recipe="paper"),
+            RunStore(runs_dir),
+        )
+    code = main(
+        [
+            "train",
+            "--dataset",
+            f"csv:{toy_csv}",
+            "--method",
+            "cls-relu,probe-balanced",
+            "--model",
+            str(tiny_bert),
+            "--mode",
+            "frozen",
+            "--pooling",
+            "mean",
+            "--epochs",
+            "1",
+            "--runs-dir",
+            str(runs_dir),
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     [_, result] = json.loads(captured.out.strip().splitlines()[-1])
@@ -147,6 +202,7 @@ def test_a_sentence_encoders_own_pooling_is_read_from_its_folder(tmp_path, tiny_
     folder = tmp_path / "st"
     (folder / "1_Pooling").mkdir(parents=True)
     (folder / "config.json").write_text("{}")
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False})
+    )
     assert trained_pooling(str(folder)) == "mean"

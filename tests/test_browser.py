@@ -31,10 +31,14 @@ def long_tailed_csv() -> bytes:
 
 @pytest.fixture
 def server(tmp_path, tiny_bert):
-    with serve({"GLEE_RUNS_DIR": str(tmp_path / "runs"),
-                "GLEE_UPLOADS_DIR": str(tmp_path / "uploads"),
-                "GLEE_DATA_DIR": str(tmp_path / "data"),
-                "GLEE_DEFAULT_MODEL": str(tiny_bert)}) as url:
+    with serve(
+        {
+            "GLEE_RUNS_DIR": str(tmp_path / "runs"),
+            "GLEE_UPLOADS_DIR": str(tmp_path / "uploads"),
+            "GLEE_DATA_DIR": str(tmp_path / "data"),
+            "GLEE_DEFAULT_MODEL": str(tiny_bert),
+        }
+    ) as url:
         yield url
 
 
@@ -73,17 +77,30 @@ def test_click_through_the_app(server):
         compare = page.get_by_role("button", name="Quick compare on tickets.csv")  # its name
         # the click took when the Train page lists the job (a dropped click is retried after
         # 30 s, not after the whole compare's wait); then the compare itself
-        click_until(page, compare, page.get_by_text(re.compile(r"Quick compare: \d+ heads on "
-                                                               r"tickets\.csv")).first,
-                    "flow-compare-failed")
+        click_until(
+            page,
+            compare,
+            page.get_by_text(
+                re.compile(
+                    r"Quick compare: \d+ heads on "
+                    r"tickets\.csv"
+                )
+            ).first,
+            "flow-compare-failed",
+        )
         expect(page.get_by_text("· done").first).to_be_visible(timeout=180_000)
         settle("2-train-done", page.get_by_text("· done").first)
         go("Home")
-        advice = page.get_by_text(re.compile(r"Use .+ best of \d+ (on dev|by 5-fold "
-                                             r"cross-validation)"))
+        advice = page.get_by_text(
+            re.compile(
+                r"Use .+ best of \d+ (on dev|by 5-fold "
+                r"cross-validation)"
+            )
+        )
         settle("0-home-recommendation", advice)
-        expect(page.get_by_role("button", name=re.compile(r"Fine-tune the best of the top 3"))
-               ).to_be_visible()
+        expect(
+            page.get_by_role("button", name=re.compile(r"Fine-tune the best of the top 3"))
+        ).to_be_visible()
         go("Train")
         settle("2-train", page.get_by_role("button", name="Launch"))
 
@@ -94,8 +111,9 @@ def test_click_through_the_app(server):
         go("Diagnostics")
         # the page's last chart, Figure 4, drawn (a chart in the collapsed expander above it may
         # or may not be drawn, so counting charts is no measure of the page being done)
-        expect(page.get_by_role("heading", name="Classifier-input features (Figure 4)")
-               ).to_be_visible(timeout=120_000)
+        expect(
+            page.get_by_role("heading", name="Classifier-input features (Figure 4)")
+        ).to_be_visible(timeout=120_000)
         settle("4-diagnostics", charts.last)
         go("Playground")
         settle("6-playground", page.get_by_text("Prediction", exact=True))
@@ -107,7 +125,8 @@ def test_click_through_the_app(server):
         page.get_by_role("button", name="Build the PDF").click()
         # 19 heads' PDF: ~8 s alone, but CI's 2 cores also run the other worker's tests, this
         # server and Chromium (one CI run passed 120 s while the build was still calibrating)
-        settle("7-report-ready", page.get_by_role("button", name="Download the PDF report"),
-               wait_s=360)
+        settle(
+            "7-report-ready", page.get_by_role("button", name="Download the PDF report"), wait_s=360
+        )
         browser.close()
     assert not errors, errors

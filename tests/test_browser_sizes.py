@@ -35,24 +35,36 @@ def test_run_views_render_at_every_size(tmp_path):
     playwright = pytest.importorskip("playwright.sync_api")
     store = RunStore(tmp_path / "runs")
     for classes, methods in SIZES:  # datasets known here by their runs alone
-        write_synthetic_store(store, classes, registry_order(METHODS)[:methods], [1, 2],
-                              name=f"c{classes}-m{methods}")
+        write_synthetic_store(
+            store, classes, registry_order(METHODS)[:methods], [1, 2], name=f"c{classes}-m{methods}"
+        )
     ARTIFACTS.mkdir(exist_ok=True)
-    with serve({"GLEE_RUNS_DIR": str(store.root), "GLEE_DATA_DIR": str(tmp_path / "data"),
-                "GLEE_UPLOADS_DIR": str(tmp_path / "uploads")}) as url, \
-            playwright.sync_playwright() as p:
+    with (
+        serve(
+            {
+                "GLEE_RUNS_DIR": str(store.root),
+                "GLEE_DATA_DIR": str(tmp_path / "data"),
+                "GLEE_UPLOADS_DIR": str(tmp_path / "uploads"),
+            }
+        ) as url,
+        playwright.sync_playwright() as p,
+    ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         errors = []
         opened_by_its_link_first(browser, url, playwright)
         for classes, methods in SIZES:
             # what the app remembers of the last choice; a new page is a new session
-            (store.root / ".studio-choice.json").write_text(json.dumps(
-                {"dataset": f"c{classes}-m{methods}", "threshold": None, "keep_rare": False}))
+            (store.root / ".studio-choice.json").write_text(
+                json.dumps(
+                    {"dataset": f"c{classes}-m{methods}", "threshold": None, "keep_rare": False}
+                )
+            )
             page = browser.new_page(viewport=WINDOW)
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(url)
-            playwright.expect(page.get_by_role("heading", name="Glee Studio").first) \
-                .to_be_visible(timeout=90_000)
+            playwright.expect(page.get_by_role("heading", name="Glee Studio").first).to_be_visible(
+                timeout=90_000
+            )
             for label, count in PAGES.items():
                 check_page(page, playwright, label, count, classes, methods)
             page.close()
@@ -67,12 +79,14 @@ def opened_by_its_link_first(browser, url: str, playwright) -> None:
     layout): the pages live in ``app_pages/``."""
     page = browser.new_page(viewport=WINDOW)
     page.goto(f"{url}/Results")
-    playwright.expect(page.get_by_role("heading", name="Results").first) \
-        .to_be_visible(timeout=90_000)
+    playwright.expect(page.get_by_role("heading", name="Results").first).to_be_visible(
+        timeout=90_000
+    )
     links = page.locator('[data-testid="stSidebarNavLink"]')
     playwright.expect(links).to_have_count(len(APP_PAGES))
-    assert [text.split()[-1] for text in links.all_inner_texts()] == \
-        [title for _, title, _ in APP_PAGES]
+    assert [text.split()[-1] for text in links.all_inner_texts()] == [
+        title for _, title, _ in APP_PAGES
+    ]
     assert page.title() == "Glee Studio"
     page.close()
 
@@ -88,7 +102,8 @@ def check_page(page, playwright, label: str, count: int, classes: int, methods: 
     # the page's column: Streamlit's main block less its padding
     column = page.locator('[data-testid="stMainBlockContainer"]').evaluate(
         "e => e.clientWidth - parseFloat(getComputedStyle(e).paddingLeft)"
-        " - parseFloat(getComputedStyle(e).paddingRight)")
+        " - parseFloat(getComputedStyle(e).paddingRight)"
+    )
     stem = f"sizes-c{classes}-m{methods}-{label}"
     for i in range(charts.count()):
         box = charts.nth(i).bounding_box()
@@ -98,8 +113,7 @@ def check_page(page, playwright, label: str, count: int, classes: int, methods: 
         if (classes, methods) in EACH_CHART:
             # the page scrolls inside Streamlit's main block: shoot each chart itself, in a
             # window tall enough to paint all of it
-            page.set_viewport_size({"width": WINDOW["width"],
-                                    "height": int(box["height"]) + 400})
+            page.set_viewport_size({"width": WINDOW["width"], "height": int(box["height"]) + 400})
             charts.nth(i).scroll_into_view_if_needed()
             page.wait_for_timeout(500)
             charts.nth(i).screenshot(path=str(ARTIFACTS / f"{stem}-chart{i + 1}.png"))

@@ -37,20 +37,37 @@ def known_points(classes: dict[str, tuple[int, float, float]], noise: float = 0.
         for fraction in FRACTIONS:
             size = max(1, round(fraction * n))
             for seed in (1, 2, 3):
-                f1 = np.clip(a - b * size ** -TRUE_C + rng.normal(0, noise), 0, 1)
-                rows.append({"class": name, "fraction": fraction, "seed": seed,
-                             "n_train": size, "f1": float(f1)})
+                f1 = np.clip(a - b * size**-TRUE_C + rng.normal(0, noise), 0, 1)
+                rows.append(
+                    {
+                        "class": name,
+                        "fraction": fraction,
+                        "seed": seed,
+                        "n_train": size,
+                        "f1": float(f1),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def test_a_known_curve_is_recovered_and_forecast():
-    classes = {"big": (400, 0.97, 0.5), "mid": (120, 0.92, 0.6), "small": (40, 0.9, 0.7),
-               "smaller": (25, 0.88, 0.8), "rare": (12, 0.95, 0.9), "tiny": (2, 0.9, 0.5)}
+    classes = {
+        "big": (400, 0.97, 0.5),
+        "mid": (120, 0.92, 0.6),
+        "small": (40, 0.9, 0.7),
+        "smaller": (25, 0.88, 0.8),
+        "rare": (12, 0.95, 0.9),
+        "tiny": (2, 0.9, 0.5),
+    }
     points = known_points(classes)
-    curves, exponent, _ = forecast(points, list(classes),
-                                   {c: "head" if c == "big" else "tail" for c in classes},
-                                   {c: v[0] for c, v in classes.items()},
-                                   {c: 10 for c in classes}, target_f1=0.8)
+    curves, exponent, _ = forecast(
+        points,
+        list(classes),
+        {c: "head" if c == "big" else "tail" for c in classes},
+        {c: v[0] for c, v in classes.items()},
+        {c: 10 for c in classes},
+        target_f1=0.8,
+    )
     assert exponent == pytest.approx(TRUE_C, abs=0.1)
     by_name = {c.name: c for c in curves}
     for name, (n, a, b) in classes.items():
@@ -66,9 +83,19 @@ def test_a_known_curve_is_recovered_and_forecast():
     # is there already
     assert by_name["small"].texts_for_target == pytest.approx(49, rel=0.2)
     assert by_name["big"].texts_for_target == 400
-    frame = BudgetReport(dataset="d", model="m", pooling="mean", method="x", seeds=[1, 2, 3],
-                         fractions=list(FRACTIONS), target_f1=0.8, exponent=exponent,
-                         pooled={}, classes=curves, points=points).frame()
+    frame = BudgetReport(
+        dataset="d",
+        model="m",
+        pooling="mean",
+        method="x",
+        seeds=[1, 2, 3],
+        fractions=list(FRACTIONS),
+        target_f1=0.8,
+        exponent=exponent,
+        pooled={},
+        classes=curves,
+        points=points,
+    ).frame()
     assert list(frame.columns) == BUDGET_COLUMNS and list(frame["class"]) == list(classes)
     assert frame.loc[frame["class"] == "tiny", "texts_for_target"].item() == TOO_FEW
 
@@ -96,9 +123,25 @@ def test_subsets_are_nested_stratified_and_keep_every_class():
 
 def test_budget_writes_its_files_head_to_tail(toy_csv, tiny_bert, tmp_path, capsys):
     out = tmp_path / "budget"
-    code = main(["budget", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert),
-                 "--out", str(out), "--runs-dir", str(tmp_path / "runs"), "--seeds", "1,2",
-                 "--fractions", "0.25,0.5,1", "--method", "cls-relu-pt-ln"])
+    code = main(
+        [
+            "budget",
+            "--dataset",
+            f"csv:{toy_csv}",
+            "--model",
+            str(tiny_bert),
+            "--out",
+            str(out),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--seeds",
+            "1,2",
+            "--fractions",
+            "0.25,0.5,1",
+            "--method",
+            "cls-relu-pt-ln",
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     dataset = load_dataset(f"csv:{toy_csv}")
@@ -120,28 +163,64 @@ def test_budget_writes_its_files_head_to_tail(toy_csv, tiny_bert, tmp_path, caps
 
 
 def test_home_names_the_tail_classes_one_more_text_helps_most():
-    budget = {"target_f1": 0.8, "method": "cls-relu-pt-ln", "classes": [
-        {"name": "head", "group": "head", "judged": True, "gain_per_text": 0.01, "f1": 0.5,
-         "n_train": 100, "f1_at_2x": 0.6},
-        {"name": "a*b", "group": "tail", "judged": True, "gain_per_text": 0.05, "f1": 0.4,
-         "n_train": 5, "f1_at_2x": 0.55},
-        {"name": "done", "group": "tail", "judged": True, "gain_per_text": 0.09, "f1": 0.9,
-         "n_train": 5, "f1_at_2x": 0.95},
-        {"name": "small", "group": "tail", "judged": True, "gain_per_text": 0.02, "f1": 0.6,
-         "n_train": 8, "f1_at_2x": 0.64}]}
+    budget = {
+        "target_f1": 0.8,
+        "method": "cls-relu-pt-ln",
+        "classes": [
+            {
+                "name": "head",
+                "group": "head",
+                "judged": True,
+                "gain_per_text": 0.01,
+                "f1": 0.5,
+                "n_train": 100,
+                "f1_at_2x": 0.6,
+            },
+            {
+                "name": "a*b",
+                "group": "tail",
+                "judged": True,
+                "gain_per_text": 0.05,
+                "f1": 0.4,
+                "n_train": 5,
+                "f1_at_2x": 0.55,
+            },
+            {
+                "name": "done",
+                "group": "tail",
+                "judged": True,
+                "gain_per_text": 0.09,
+                "f1": 0.9,
+                "n_train": 5,
+                "f1_at_2x": 0.95,
+            },
+            {
+                "name": "small",
+                "group": "tail",
+                "judged": True,
+                "gain_per_text": 0.02,
+                "f1": 0.6,
+                "n_train": 8,
+                "f1_at_2x": 0.64,
+            },
+        ],
+    }
     assert [c["name"] for c in most_helped(budget)] == ["a*b", "small"]  # tail, below target
     line = budget_line(budget, literal=lambda s: s.replace("*", "\\*"))
     assert "**a\\*b** (5 texts, F1 0.40: +0.050 a text, 0.55 at twice as many)" in line
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"fractions": "0.5"}, "two shares or more"),
-    ({"fractions": "0.2,0.5"}, "the last 1"),
-    ({"fractions": "0,1"}, "two shares or more"),
-    ({"fractions": "a,1"}, "takes numbers"),
-    ({"target_f1": 0.0}, "--target-f1"),
-    ({"seeds": "x"}, "--seeds"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"fractions": "0.5"}, "two shares or more"),
+        ({"fractions": "0.2,0.5"}, "the last 1"),
+        ({"fractions": "0,1"}, "two shares or more"),
+        ({"fractions": "a,1"}, "takes numbers"),
+        ({"target_f1": 0.0}, "--target-f1"),
+        ({"seeds": "x"}, "--seeds"),
+    ],
+)
 def test_bad_budget_options_say_what_to_fix(kwargs, message):
     with pytest.raises(GleeError, match=message):
         BudgetOptions(out="x", **kwargs)
@@ -157,23 +236,44 @@ def test_the_budget_chart_names_every_class_at_2_to_120(n_classes):
     from tests.test_chart_legibility import ARTIFACTS
 
     rng = np.random.default_rng(n_classes)
-    classes = {f"class {i}" + " long name" * (i % 3): (max(2, int(400 * 0.93 ** i)),
-                                                      float(rng.uniform(0.6, 0.98)),
-                                                      float(rng.uniform(0.3, 0.9)))
-               for i in range(n_classes)}
+    classes = {
+        f"class {i}" + " long name" * (i % 3): (
+            max(2, int(400 * 0.93**i)),
+            float(rng.uniform(0.6, 0.98)),
+            float(rng.uniform(0.3, 0.9)),
+        )
+        for i in range(n_classes)
+    }
     points = known_points(classes, noise=0.03)
     curves, exponent, pooled = forecast(
-        points, list(classes), {c: "head" if i < 2 else "tail" for i, c in enumerate(classes)},
-        {c: v[0] for c, v in classes.items()}, {c: 5 for c in classes}, 0.8)
-    budget = BudgetReport("synthetic", "m", "mean", "cls-relu-pt-ln", [1, 2, 3],
-                          list(FRACTIONS), 0.8, exponent, pooled, curves, points).to_json()
+        points,
+        list(classes),
+        {c: "head" if i < 2 else "tail" for i, c in enumerate(classes)},
+        {c: v[0] for c, v in classes.items()},
+        {c: 5 for c in classes},
+        0.8,
+    )
+    budget = BudgetReport(
+        "synthetic",
+        "m",
+        "mean",
+        "cls-relu-pt-ln",
+        [1, 2, 3],
+        list(FRACTIONS),
+        0.8,
+        exponent,
+        pooled,
+        curves,
+        points,
+    ).to_json()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for width in (charts.APP_WIDTH, charts.PDF_WIDTH):
         chart = charts.chart_label_budget(budget, width)
         spec = json.dumps(chart.to_dict())
         for curve in curves:
-            label = f"{curve.name} ({curve.n_train})" + ("" if curve.judged
-                                                         else " · too few to judge")
+            label = f"{curve.name} ({curve.n_train})" + (
+                "" if curve.judged else " · too few to judge"
+            )
             assert json.dumps(label)[1:-1] in spec
         png = chart_png(chart, scale=1.0)
         assert png[:4] == b"\x89PNG"

@@ -29,34 +29,51 @@ def test_each_method_is_its_formula():
     norms = np.linalg.norm(w, axis=1)
     np.testing.assert_allclose(tau_norm(x, w, b, 1.0), x @ (w / norms[:, None]).T + b)
     np.testing.assert_allclose(tau_norm(x, w, b, 0.0), raw)
-    np.testing.assert_allclose(eta_norm(raw, w, 1.1), raw / norms ** 1.1)
+    np.testing.assert_allclose(eta_norm(raw, w, 1.1), raw / norms**1.1)
 
 
 @pytest.fixture(scope="module")
 def runs(tiny_bert, toy_dataset, tmp_path_factory):
     store = RunStore(tmp_path_factory.mktemp("calibration-runs"))
     methods = [get_method(m) for m in ("cls-relu", "prompt", "cls-tanh-eta-norm")]
-    tuned = run_experiments(toy_dataset, methods, [1], str(tiny_bert),
-                            TrainConfig(epochs=2, batch_size=16, lr=1e-3, recipe="paper"), store)
-    frozen = run_experiments(toy_dataset, [get_method("probe-balanced")], [1], str(tiny_bert),
-                             TrainConfig(mode="frozen", epochs=1), store)
+    tuned = run_experiments(
+        toy_dataset,
+        methods,
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=2, batch_size=16, lr=1e-3, recipe="paper"),
+        store,
+    )
+    frozen = run_experiments(
+        toy_dataset,
+        [get_method("probe-balanced")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=1),
+        store,
+    )
     return {r.method: r for r in tuned + frozen}
 
 
 def test_stored_data_recomputes_the_runs_logits(runs):
     for method in ("cls-relu", "prompt", "probe-balanced"):  # uncalibrated = what the run scored
-        np.testing.assert_array_equal(Calibrator(runs[method]).logits("test", "la", 0.0),
-                                      runs[method].logits)
+        np.testing.assert_array_equal(
+            Calibrator(runs[method]).logits("test", "la", 0.0), runs[method].logits
+        )
         data = runs[method].calibration_data  # τ-norm recomputes from the inputs: W x + b
         # the run scored under bf16 autocast (8 bits of mantissa, rounded again as the sum
         # of h products grows): 0.015 apart on a logit of 0.14 on an AMX CPU
-        np.testing.assert_allclose(data["test_features"] @ data["weight"].T + data["bias"],
-                                   data["test_logits"], rtol=1e-2, atol=3e-2)
+        np.testing.assert_allclose(
+            data["test_features"] @ data["weight"].T + data["bias"],
+            data["test_logits"],
+            rtol=1e-2,
+            atol=3e-2,
+        )
     eta = runs["cls-tanh-eta-norm"]  # its stored logits are η-normalised (η = 1.1)
-    np.testing.assert_allclose(Calibrator(eta).logits("test", "eta-norm", 1.1), eta.logits,
-                               rtol=1e-2, atol=1e-3)
-    assert (Calibrator(eta).logits("test", "eta-norm", 1.1).argmax(1)
-            == eta.logits.argmax(1)).all()
+    np.testing.assert_allclose(
+        Calibrator(eta).logits("test", "eta-norm", 1.1), eta.logits, rtol=1e-2, atol=1e-3
+    )
+    assert (Calibrator(eta).logits("test", "eta-norm", 1.1).argmax(1) == eta.logits.argmax(1)).all()
 
 
 @pytest.mark.parametrize("method", ["la", "tau-norm", "eta-norm"])

@@ -36,8 +36,11 @@ def test_head_tail_has_a_panel_per_group_and_a_row_per_method(runs):
     for _, row in frame.iterrows():
         if row["panel"].endswith("no class"):
             assert row["note"] == "no test class" and row["F1"] != row["F1"]
-    total = sum(int(p.split("\n")[1].split()[0]) for p in set(frame["panel"])
-                if not p.endswith("no class") and p.split("\n")[0] in ("Head", "Tail"))
+    total = sum(
+        int(p.split("\n")[1].split()[0])
+        for p in set(frame["panel"])
+        if not p.endswith("no class") and p.split("\n")[0] in ("Head", "Tail")
+    )
     assert total == len(counts)
     spec = charts.chart_head_tail(runs).to_dict()
     assert spec["facet"]["field"] == "panel"  # one panel per group, wrapped to the width
@@ -99,7 +102,7 @@ def test_confusion_keeps_the_tail_and_pools_the_head(runs):
     frame = charts.confusion_frame(run, keep)
     total = int(np.asarray(run.metrics.confusion_matrix).sum())
     assert frame["count"].sum() == total
-    rarest = run.record.dataset.order[n - keep:]
+    rarest = run.record.dataset.order[n - keep :]
     assert set(frame["gold"]) - {f"{n - keep} most frequent classes, pooled"} <= set(rarest)
     if keep < n:
         assert f"{n - keep} most frequent classes, pooled" in set(frame["gold"])

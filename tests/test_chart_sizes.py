@@ -91,8 +91,7 @@ def test_every_chart_fits_its_width_and_names_what_it_shows(runs, drawings, wher
         texts = set(re.findall(r">([^<>]+)</text>", svg))
         if chart.name in NAMES_METHODS:
             shown = figure4 if chart.name == "features" else methods
-            missing = [m for m in shown if not any(t == m or t.startswith(f"{m}:")
-                                                    for t in texts)]
+            missing = [m for m in shown if not any(t == m or t.startswith(f"{m}:") for t in texts)]
             assert not missing, (chart.name, where, missing)
         if chart.names_classes and chart.name != "confusion" and n_classes <= charts.CLASS_ROWS:
             labels = " ".join(texts)
@@ -134,9 +133,11 @@ def test_the_report_at_this_size_has_words_on_every_page(runs):
     footer = re.compile(r"Glee Studio report · page (\d+)/(\d+)")
     pages = [page.extract_text() for page in reader.pages]
     assert [footer.search(text).groups() for text in pages] == [
-        (str(i), str(len(pages))) for i in range(1, len(pages) + 1)]
-    assert all(reader.pages[i].images or footer.sub("", text).strip()
-               for i, text in enumerate(pages)), "a blank page"
+        (str(i), str(len(pages))) for i in range(1, len(pages) + 1)
+    ]
+    assert all(
+        reader.pages[i].images or footer.sub("", text).strip() for i, text in enumerate(pages)
+    ), "a blank page"
     written = "\n".join(pages)
     assert all(method in written for method in {r.method for r in runs})
 
@@ -149,14 +150,19 @@ def test_the_word_check_sees_labels_that_collide(chromium):
     rows = [{"c": f"class {i:02d}", "v": i} for i in range(40)]
     crowded = alt.Axis(labelOverlap=False)
     cases = {
-        "upright": alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-            y=alt.Y("c:N", axis=crowded), x="v:Q").properties(height=150, width=200),
-        "angled": alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-            x=alt.X("c:N", axis=alt.Axis(labelOverlap=False, labelAngle=-45)), y="v:Q"
-        ).properties(width=150, height=100),
-        "roomy": alt.Chart(alt.Data(values=rows[:10])).mark_bar().encode(
-            x=alt.X("c:N", axis=alt.Axis(labelAngle=-45)), y="v:Q"
-        ).properties(width=300, height=100)}
+        "upright": alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(y=alt.Y("c:N", axis=crowded), x="v:Q")
+        .properties(height=150, width=200),
+        "angled": alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(x=alt.X("c:N", axis=alt.Axis(labelOverlap=False, labelAngle=-45)), y="v:Q")
+        .properties(width=150, height=100),
+        "roomy": alt.Chart(alt.Data(values=rows[:10]))
+        .mark_bar()
+        .encode(x=alt.X("c:N", axis=alt.Axis(labelAngle=-45)), y="v:Q")
+        .properties(width=300, height=100),
+    }
     found = {}
     for name, chart in cases.items():
         chromium.set_content(vl_convert.vegalite_to_svg(chart.to_dict()))
@@ -186,8 +192,9 @@ def test_the_pdfs_charts_print_at_7_pt_or_more(n_classes, n_methods, tmp_path):
     defaults are 10-13 px) must stay at 7 pt or more on paper."""
     from glee_core.views.report import MM_PER_PX
 
-    runs = write_synthetic_store(RunStore(tmp_path), n_classes,
-                                 registry_order(METHODS)[:n_methods], [1])
+    runs = write_synthetic_store(
+        RunStore(tmp_path), n_classes, registry_order(METHODS)[:n_methods], [1]
+    )
     smallest = 7 / 72 * 25.4 / MM_PER_PX  # px
     for chart in charts.RUN_CHARTS.values():
         if chart.in_report:
@@ -200,14 +207,20 @@ def page_charts(runs) -> dict:
     calibration's per-class change (a made-up "after" lifting the tail) and the paper's."""
     run = runs[0]
     before = {"per_class": {c: {"f1": m.f1} for c, m in run.metrics.per_class.items()}}
-    after = {"per_class": {c: {"f1": min(1.0, m.f1 + (0.2 if run.record.dataset.group(c) == "tail"
-                                                      else -0.05))}
-                           for c, m in run.metrics.per_class.items()}}
-    return {"calibration-delta": charts.chart_calibration_delta(run, before, after,
-                                                                "Per-class change in test F1"),
-            "paper-gap-table2": charts.chart_paper_head_tail_gap(2),
-            "paper-gap-table3": charts.chart_paper_head_tail_gap(3),
-            "paper-table2": charts.chart_paper_results(2, "tail_f1")}
+    after = {
+        "per_class": {
+            c: {"f1": min(1.0, m.f1 + (0.2 if run.record.dataset.group(c) == "tail" else -0.05))}
+            for c, m in run.metrics.per_class.items()
+        }
+    }
+    return {
+        "calibration-delta": charts.chart_calibration_delta(
+            run, before, after, "Per-class change in test F1"
+        ),
+        "paper-gap-table2": charts.chart_paper_head_tail_gap(2),
+        "paper-gap-table3": charts.chart_paper_head_tail_gap(3),
+        "paper-table2": charts.chart_paper_results(2, "tail_f1"),
+    }
 
 
 def test_the_pages_other_charts_fit_the_column(runs, drawings):

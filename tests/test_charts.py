@@ -1,6 +1,5 @@
 """Figure 4's data for a known input: densities per feature, head vs tail, and dead features."""
 
-
 import numpy as np
 import pytest
 
@@ -15,17 +14,31 @@ from tests.helpers.runs import record_only_run
 
 def fake_run(root, method, head_values, tail_values, tail="small"):
     """A run folder with only what Figure 4 reads: the record and features.npz."""
-    config = {"run_id": method, "method": {"id": method}, "seed": 1,
-              "dataset": {"id": "toy", "class_counts": {"big": 60, tail: 4},
-                          "head_classes": ["big"], "tail_classes": [tail]},
-              "model": {"name": "m"}, "hyperparameters": {"epochs": 1, "batch_size": 2,
-                                                         "lr": 0.1, "max_length": 8}}
-    run = record_only_run(root / method, config, {"acc": 1, "f1": 1, "head_f1": 1, "tail_f1": 1},
-                          ["big", tail], {"big": len(head_values), tail: len(tail_values)})
+    config = {
+        "run_id": method,
+        "method": {"id": method},
+        "seed": 1,
+        "dataset": {
+            "id": "toy",
+            "class_counts": {"big": 60, tail: 4},
+            "head_classes": ["big"],
+            "tail_classes": [tail],
+        },
+        "model": {"name": "m"},
+        "hyperparameters": {"epochs": 1, "batch_size": 2, "lr": 0.1, "max_length": 8},
+    }
+    run = record_only_run(
+        root / method,
+        config,
+        {"acc": 1, "f1": 1, "head_f1": 1, "tail_f1": 1},
+        ["big", tail],
+        {"big": len(head_values), tail: len(tail_values)},
+    )
     features = np.concatenate([head_values, tail_values]).astype(np.float16)
     labels = np.array([0] * len(head_values) + [1] * len(tail_values))
-    np.savez(run.path / "features.npz", features=features, labels=labels,
-             rows=np.arange(len(labels)))
+    np.savez(
+        run.path / "features.npz", features=features, labels=labels, rows=np.arange(len(labels))
+    )
     return run
 
 
@@ -36,8 +49,9 @@ def runs(tmp_path):
     tail = np.abs(rng.normal(size=(2, 10))) + 0.1
     tail[:, :6] = 0.0  # ReLU zeroed 6 of the tail's 10 features
     relu = fake_run(tmp_path, "cls-relu", head, tail)
-    normed = fake_run(tmp_path, "cls-relu-pt-ln", rng.normal(size=(64, 10)),
-                      rng.normal(size=(2, 10)))
+    normed = fake_run(
+        tmp_path, "cls-relu-pt-ln", rng.normal(size=(64, 10)), rng.normal(size=(2, 10))
+    )
     return [relu, normed]
 
 
@@ -45,8 +59,11 @@ def test_densities_integrate_to_one_whatever_the_class_size(runs):
     frame = feature_distribution_frame(runs, "big", "small")
     assert set(frame["feature"]) == {f"f{i}" for i in range(1, 11)}
     assert set(frame["method"]) == {"cls-relu", "cls-relu-pt-ln"}
-    area = (frame["density"] * (frame["bin_end"] - frame["bin_start"])).groupby(
-        [frame["method"], frame["feature"], frame["group"]]).sum()
+    area = (
+        (frame["density"] * (frame["bin_end"] - frame["bin_start"]))
+        .groupby([frame["method"], frame["feature"], frame["group"]])
+        .sum()
+    )
     np.testing.assert_allclose(area.to_numpy(), 1.0, rtol=1e-6)  # 64 and 2 examples alike
     assert set(frame.loc[frame["group"] == "tail", "examples"]) == {2}
 
@@ -76,15 +93,24 @@ def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset,
     from glee_core.train.experiment import run_experiments
     from glee_core.views.charts import chart_norm_evolution, norm_count_frame, norm_evolution_frame
 
-    runs = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("probe-balanced")],
-                           [1], str(tiny_bert), TrainConfig(mode="frozen", epochs=3),
-                           RunStore(tmp_path / "runs"))
+    runs = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu"), get_method("probe-balanced")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=3),
+        RunStore(tmp_path / "runs"),
+    )
     frame = norm_count_frame(runs)
     assert set(frame["method"]) == {"cls-relu", "probe-balanced"}
     assert frame.groupby("method")["relative norm"].mean().round(6).eq(1.0).all()
     # each method's panel is titled with its id and fitted slope
-    assert all(panel == f"{method}: slope {slope:+.2f}" for panel, slope, method in
-               zip(frame["panel"], frame["slope"], frame["method"], strict=True))
+    assert all(
+        panel == f"{method}: slope {slope:+.2f}"
+        for panel, slope, method in zip(
+            frame["panel"], frame["slope"], frame["method"], strict=True
+        )
+    )
     evolution = norm_evolution_frame(runs[0])
     assert evolution["step"].nunique() == len(runs[0].history) == 3  # one column per epoch
     assert set(evolution["class"]) == set(toy_dataset.classes)
@@ -96,8 +122,13 @@ def test_class_names_reach_vega_as_data_never_as_an_expression(tmp_path, tail):
     """Figure 4's legend names its two classes through the data and the scale's domain: no
     expression carries a class name, and the PDF renderer draws it (a quote once broke it)."""
     rng = np.random.default_rng(0)
-    run = fake_run(tmp_path, "cls-relu", np.abs(rng.normal(size=(8, 10))),
-                   np.abs(rng.normal(size=(3, 10))), tail)
+    run = fake_run(
+        tmp_path,
+        "cls-relu",
+        np.abs(rng.normal(size=(8, 10))),
+        np.abs(rng.normal(size=(3, 10))),
+        tail,
+    )
     chart = chart_feature_distributions([run], "big", tail)
 
     def walk(node, key=None):
@@ -111,8 +142,9 @@ def test_class_names_reach_vega_as_data_never_as_an_expression(tmp_path, tail):
             yield key, node
 
     values = list(walk(chart.to_dict()))
-    expressions = [v for k, v in values if k in ("labelExpr", "expr", "calculate", "filter",
-                                                   "test")]
+    expressions = [
+        v for k, v in values if k in ("labelExpr", "expr", "calculate", "filter", "test")
+    ]
     assert not [e for e in expressions if tail in str(e)]
     assert ("domain", f"tail: {tail}") in values  # the name travels as data
     assert chart_png(chart)[:8] == b"\x89PNG\r\n\x1a\n"

@@ -24,8 +24,18 @@ def test_methods_and_datasets_list_one_id_per_line(capsys):
     code, out, _ = run_cli(capsys, "methods")
     assert code == 0 and out.split() == list(METHODS) and out.split()[0] == "cls-tanh"
     code, out, _ = run_cli(capsys, "datasets")
-    assert out.split() == ["demo", "r52", "r8", "cmid", "iflytek", "ctc", "msra", "ecom", "rte",
-                           "boolq"]
+    assert out.split() == [
+        "demo",
+        "r52",
+        "r8",
+        "cmid",
+        "iflytek",
+        "ctc",
+        "msra",
+        "ecom",
+        "rte",
+        "boolq",
+    ]
 
 
 def test_inspect_prints_sizes_counts_and_head_tail(capsys):
@@ -42,37 +52,96 @@ def test_cli_end_to_end_on_demo(tiny_bert, tmp_path):
     runs = tmp_path / "runs"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     train = subprocess.run(
-        [sys.executable, "-m", "glee_core", "train", "--dataset", "demo", "--method",
-         "prompt,cls-relu-pt-ln", "--epochs", "1", "--limit", "200", "--model", str(tiny_bert),
-         "--runs-dir", str(runs)], capture_output=True, text=True, env=env, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "glee_core",
+            "train",
+            "--dataset",
+            "demo",
+            "--method",
+            "prompt,cls-relu-pt-ln",
+            "--epochs",
+            "1",
+            "--limit",
+            "200",
+            "--model",
+            str(tiny_bert),
+            "--runs-dir",
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert train.returncode == 0, train.stderr
     results = json.loads(train.stdout.strip().splitlines()[-1])
     assert [r["method"] for r in results] == ["prompt", "cls-relu-pt-ln"]
-    assert set(results[0]) == {"run_id", "dataset", "method", "seed", "reads", "acc", "f1",
-                               "head_f1", "tail_f1"}
+    assert set(results[0]) == {
+        "run_id",
+        "dataset",
+        "method",
+        "seed",
+        "reads",
+        "acc",
+        "f1",
+        "head_f1",
+        "tail_f1",
+    }
     assert [r["reads"] for r in results] == ["[MASK]", "cls"]  # a prompt head, a pooled one
     assert all((runs / r["run_id"] / "metrics.json").is_file() for r in results)
     assert "training" in train.stderr and "epoch 1/1" in train.stderr  # progress on stderr
 
-    compare = subprocess.run([sys.executable, "-m", "glee_core", "compare", "--runs-dir",
-                              str(runs), "--format", "json"], capture_output=True, text=True,
-                             env=env, timeout=120)
+    compare = subprocess.run(
+        [sys.executable, "-m", "glee_core", "compare", "--runs-dir", str(runs), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     rows = json.loads(compare.stdout)
     assert {r["method"] for r in rows} == {"prompt", "cls-relu-pt-ln"}
     f1 = 100 * results[0]["f1"]
     assert next(r for r in rows if r["method"] == "prompt")["F1"] == f"{f1:.2f}"  # 1 seed: no ±
 
-    score = subprocess.run([sys.executable, "-m", "glee_core", "score", "--run",
-                            str(runs / results[0]["run_id"]), "--text", "how do i sort a list"],
-                           capture_output=True, text=True, env=env, timeout=120)
+    score = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "glee_core",
+            "score",
+            "--run",
+            str(runs / results[0]["run_id"]),
+            "--text",
+            "how do i sort a list",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     scores = json.loads(score.stdout)
     assert score.returncode == 0 and "trivia" in scores and "coding" in scores
     assert sum(scores.values()) == pytest.approx(1.0, abs=1e-4)
 
 
 def test_second_train_call_loads_from_the_store(capsys, tiny_bert, tmp_path):
-    args = ["train", "--dataset", "demo", "--method", "cls-relu", "--epochs", "1", "--limit",
-            "64", "--model", tiny_bert, "--runs-dir", tmp_path]
+    args = [
+        "train",
+        "--dataset",
+        "demo",
+        "--method",
+        "cls-relu",
+        "--epochs",
+        "1",
+        "--limit",
+        "64",
+        "--model",
+        tiny_bert,
+        "--runs-dir",
+        tmp_path,
+    ]
     code, out, err = run_cli(capsys, *args)
     assert code == 0 and "training" in err
     code, out2, err2 = run_cli(capsys, *args)
@@ -81,16 +150,44 @@ def test_second_train_call_loads_from_the_store(capsys, tiny_bert, tmp_path):
 
 
 def test_compare_format_md_and_csv(capsys, tiny_bert, tmp_path):
-    run_cli(capsys, "train", "--dataset", "demo", "--method", "cls-tanh", "--epochs", "1",
-            "--limit", "64", "--model", tiny_bert, "--runs-dir", tmp_path)
+    run_cli(
+        capsys,
+        "train",
+        "--dataset",
+        "demo",
+        "--method",
+        "cls-tanh",
+        "--epochs",
+        "1",
+        "--limit",
+        "64",
+        "--model",
+        tiny_bert,
+        "--runs-dir",
+        tmp_path,
+    )
     code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path)
     assert code == 0 and "### demo" in out and "CLS-tuning ∘ T (`cls-tanh`)" in out
     code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path, "--format", "csv")
     assert out.splitlines()[0].startswith("dataset,setting,method,paper row,seeds,Dev,CV,Acc,F1")
     assert out.splitlines()[0].endswith(",selection,best")  # the head chosen on dev
     # a quick compare of two poolings and twin heads: one pick over both, the twins said
-    run_cli(capsys, "train", "--dataset", "demo", "--method", "prompt,prompt-ed,cls-relu",
-            "--mode", "frozen", "--epochs", "1", "--model", tiny_bert, "--runs-dir", tmp_path)
+    run_cli(
+        capsys,
+        "train",
+        "--dataset",
+        "demo",
+        "--method",
+        "prompt,prompt-ed,cls-relu",
+        "--mode",
+        "frozen",
+        "--epochs",
+        "1",
+        "--model",
+        tiny_bert,
+        "--runs-dir",
+        tmp_path,
+    )
     code, out, _ = run_cli(capsys, "compare", "--runs-dir", tmp_path)
     assert code == 0 and out.count("Use ") == 1  # the overall pick, once
     assert "note: prompt-ed and prompt are one model here" in " ".join(out.split())
@@ -104,8 +201,10 @@ BAD_INPUTS = [
     (["train", "--dataset", "demo", "--method", "prompt", "--epochs", "x"], "invalid int value"),
     (["train", "--dataset", "demo", "--method", "prompt", "--seeds", "a,b"], "--seeds"),
     (["train", "--dataset", "demo", "--method", "prompt", "--device", "tpu"], "unknown device"),
-    (["train", "--dataset", "demo", "--method", "prompt", "--model", "/no/such/model"],
-     "model path not found"),
+    (
+        ["train", "--dataset", "demo", "--method", "prompt", "--model", "/no/such/model"],
+        "model path not found",
+    ),
     (["train", "--dataset", "csv:/no/such.csv", "--method", "prompt"], "CSV file not found"),
     (["inspect", "--dataset", "demo", "--template", "no mask {text}"], "[MASK]"),
     (["inspect", "--dataset", "demo", "--verbalizer", "/no/v.json"], "verbalizer file not found"),
@@ -154,8 +253,9 @@ def test_progress_file_throttles_step_events_but_keeps_the_rest(tmp_path):
     progress(RunStarted(run_id="r", method="prompt", seed=1, index=1, total=1, cached=False))
     for step in range(1, 101):
         progress(TrainStep(epoch=1, epochs=1, step=step, steps=100))
-    progress(Evaluated(epoch=1, epochs=1, dev_f1=0.5, dev_acc=0.5, best_dev=0.5,
-                       select_metric="f1"))
+    progress(
+        Evaluated(epoch=1, epochs=1, dev_f1=0.5, dev_acc=0.5, best_dev=0.5, select_metric="f1")
+    )
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(seen) == 102  # the progress bar sees everything
     assert lines[0]["stage"] == "run" and lines[-1]["stage"] == "eval"
@@ -163,10 +263,26 @@ def test_progress_file_throttles_step_events_but_keeps_the_rest(tmp_path):
     assert steps[-1] == 100 and len(steps) < 10  # throttled, the last step kept
 
 
-def test_train_speaks_to_a_person_on_a_terminal_and_to_a_program_in_a_pipe(capsys, tiny_bert,
-                                                                          tmp_path):
-    args = ["train", "--dataset", "demo", "--method", "cls-tanh,probe", "--mode", "frozen",
-            "--epochs", "1", "--limit", "64", "--model", tiny_bert, "--runs-dir", tmp_path]
+def test_train_speaks_to_a_person_on_a_terminal_and_to_a_program_in_a_pipe(
+    capsys, tiny_bert, tmp_path
+):
+    args = [
+        "train",
+        "--dataset",
+        "demo",
+        "--method",
+        "cls-tanh,probe",
+        "--mode",
+        "frozen",
+        "--epochs",
+        "1",
+        "--limit",
+        "64",
+        "--model",
+        tiny_bert,
+        "--runs-dir",
+        tmp_path,
+    ]
     code, out, _ = run_cli(capsys, *args)  # captured: not a terminal, so JSON
     assert code == 0 and json.loads(out.splitlines()[-1])[0]["method"] == "cls-tanh"
     code, out, _ = run_cli(capsys, *args, "--format", "table")

@@ -34,6 +34,7 @@ def _edit_json(edit):
         data = json.loads(path.read_text(encoding="utf-8"))
         edit(data)
         return _json(data)
+
     return corrupt
 
 
@@ -55,6 +56,7 @@ def _npz(**arrays):
         out = io.BytesIO()
         np.savez(out, **arrays)
         return out.getvalue()
+
     return corrupt
 
 
@@ -63,6 +65,7 @@ def _npy(array):
         out = io.BytesIO()
         np.save(out, array, allow_pickle=False)
         return out.getvalue()
+
     return corrupt
 
 
@@ -78,9 +81,11 @@ CORRUPTIONS = {
     ("config.json", "a string"): lambda p: b'"x"',
     ("config.json", "classes a number"): _edit_json(lambda d: d["dataset"].update(classes=5)),
     ("config.json", "unknown head class"): _edit_json(
-        lambda d: d["dataset"].update(head_classes=[*d["dataset"]["head_classes"], "nobody"])),
+        lambda d: d["dataset"].update(head_classes=[*d["dataset"]["head_classes"], "nobody"])
+    ),
     ("config.json", "unknown head family"): _edit_json(  # an id no longer registered
-        lambda d: d["method"].update(id="mystery", predictor="telepathy")),
+        lambda d: d["method"].update(id="mystery", predictor="telepathy")
+    ),
     ("config.json", "seed a word"): _edit_json(lambda d: d.update(seed="one")),
     ("config.json", "nested thousands deep"): lambda p: b"[" * 100_000 + b"]" * 100_000,
     ("metrics.json", "null"): lambda p: b"null",
@@ -88,7 +93,8 @@ CORRUPTIONS = {
     ("metrics.json", "f1 a word"): _edit_json(lambda d: d.update(f1="oops")),
     ("metrics.json", "a class missing"): _edit_json(lambda d: d["per_class"].popitem()),
     ("metrics.json", "confusion not square"): _edit_json(
-        lambda d: d.update(confusion_matrix=[[1, 2]])),
+        lambda d: d.update(confusion_matrix=[[1, 2]])
+    ),
     ("history.json", "bad JSON"): lambda p: b"[{",
     ("history.json", "null"): lambda p: b"null",
     ("history.json", "a class's norm missing"): _edit_json(_drop_last_norm),
@@ -104,8 +110,9 @@ CORRUPTIONS = {
     ("logits.npy", "wrong shape"): _npy(np.zeros((2, 2), np.float32)),
     ("features.npz", "another zip"): _other_zip,
     ("features.npz", "garbage"): lambda p: b"garbage",
-    ("features.npz", "labels out of range"): _npz(features=np.zeros((2, 8), np.float16),
-                                                  labels=np.array([0, 99]), rows=np.array([0, 1])),
+    ("features.npz", "labels out of range"): _npz(
+        features=np.zeros((2, 8), np.float16), labels=np.array([0, 99]), rows=np.array([0, 1])
+    ),
     ("calibration.npz", "garbage"): lambda p: b"PK\x03\x04garbage",
     ("calibration.npz", "pickled data"): _pickled,
     ("calibration.npz", "another zip"): _other_zip,
@@ -166,8 +173,11 @@ def test_the_good_run_reads_whole_and_the_store_lists_the_broken(corrupt_store):
     read_everything(store.get(good))
     listed_broken = set(store.problems)
     assert listed_broken <= set(cases.values())
-    assert all(f"{name}:" in store.problems[cases[(name, how)]]
-               for (name, how) in cases if cases[(name, how)] in listed_broken)
+    assert all(
+        f"{name}:" in store.problems[cases[(name, how)]]
+        for (name, how) in cases
+        if cases[(name, how)] in listed_broken
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -190,8 +200,11 @@ def test_every_page_renders_over_a_store_of_corrupt_runs(corrupt_store, page, mo
             box = next(s for s in at.selectbox if s.label == box.label)
 
 
-COMMANDS = [["compare", "--dataset", "demo"], ["calibrate", "--all"],
-            ["report", "--dataset", "demo", "--out", "{root}/report.pdf"]]
+COMMANDS = [
+    ["compare", "--dataset", "demo"],
+    ["calibrate", "--all"],
+    ["report", "--dataset", "demo", "--out", "{root}/report.pdf"],
+]
 
 
 @pytest.mark.slow
@@ -199,9 +212,13 @@ COMMANDS = [["compare", "--dataset", "demo"], ["calibrate", "--all"],
 def test_every_command_goes_on_over_a_store_of_corrupt_runs(corrupt_store, command):
     root, _, _, _ = corrupt_store
     argv = [a.format(root=root) for a in command]
-    done = subprocess.run([sys.executable, "-m", "glee_core", *argv, "--runs-dir",
-                           str(root / "runs")], capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "glee_core", *argv, "--runs-dir", str(root / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-2000:]
 
@@ -212,10 +229,11 @@ def test_a_command_on_one_broken_run_is_one_error_line(corrupt_store, command, c
 
     _, store, _, cases = corrupt_store
     for (name, how), run_id in cases.items():
-        argv = {"score": ["score", "--run", str(store.path(run_id)), "--text", "hello"],
-                "export": ["export", "--run", str(store.path(run_id)), "--out",
-                           str(tmp_path / run_id)],
-                "calibrate": ["calibrate", "--run", str(store.path(run_id))]}[command]
+        argv = {
+            "score": ["score", "--run", str(store.path(run_id)), "--text", "hello"],
+            "export": ["export", "--run", str(store.path(run_id)), "--out", str(tmp_path / run_id)],
+            "calibrate": ["calibrate", "--run", str(store.path(run_id))],
+        }[command]
         assert main(argv) == 2, (name, how)
         err = capsys.readouterr().err
         assert err.startswith("error: ") and name in err and "Traceback" not in err, (how, err)

@@ -15,16 +15,20 @@ from glee_core.data.verbalizers import (
     verbalizer_json,
 )
 
-needs_shared = pytest.mark.skipif(not (SHARED_DATA / "r8").is_dir(),
-                                  reason="../shared/data is not present")
+needs_shared = pytest.mark.skipif(
+    not (SHARED_DATA / "r8").is_dir(), reason="../shared/data is not present"
+)
 
 
-@pytest.mark.parametrize("threshold, head", [
-    (0.65, ["a"]),        # cumulative shares: .5 .8 .9 .96 1.0
-    (0.80, ["a", "b"]),   # .8 does not exceed .8
-    (0.95, ["a", "b", "c"]),
-    (0.30, ["a"]),        # the most frequent class is always head
-])
+@pytest.mark.parametrize(
+    "threshold, head",
+    [
+        (0.65, ["a"]),  # cumulative shares: .5 .8 .9 .96 1.0
+        (0.80, ["a", "b"]),  # .8 does not exceed .8
+        (0.95, ["a", "b", "c"]),
+        (0.30, ["a"]),  # the most frequent class is always head
+    ],
+)
 def test_head_tail_split_on_known_distribution(threshold, head):
     counts = {"c": 10, "a": 50, "e": 4, "b": 30, "d": 6}
     got_head, got_tail = split_head_tail(counts, threshold)
@@ -84,12 +88,24 @@ def test_the_demo_does_not_flatter():
 
 
 def test_inspect_counts_repeated_texts_within_and_across_splits(tmp_path):
-    rows = ["text,label,split", "a b,x,train", "a b,x,train", "c d,y,train", "e f,x,train",
-            "g h,y,train", "a b,x,test", "i j,y,test", "k l,x,dev", "m n,y,dev"]
+    rows = [
+        "text,label,split",
+        "a b,x,train",
+        "a b,x,train",
+        "c d,y,train",
+        "e f,x,train",
+        "g h,y,train",
+        "a b,x,test",
+        "i j,y,test",
+        "k l,x,dev",
+        "m n,y,dev",
+    ]
     path = tmp_path / "repeats.csv"
     path.write_text("\n".join(rows) + "\n")
     assert load_dataset(f"csv:{path}").repeated_texts() == {
-        "within": {"train": 1, "dev": 0, "test": 0}, "across": 1}
+        "within": {"train": 1, "dev": 0, "test": 0},
+        "across": 1,
+    }
 
 
 def test_csv_dataset_with_default_columns_and_derived_verbalizer(toy_dataset):
@@ -101,9 +117,13 @@ def test_csv_dataset_with_default_columns_and_derived_verbalizer(toy_dataset):
 
 
 def test_csv_with_split_column_and_named_columns(tmp_path):
-    frame = pd.DataFrame({"sentence": ["x a", "y b", "x c", "y d", "x e", "y f"],
-                          "intent": ["p", "q", "p", "q", "p", "q"],
-                          "split": ["train", "train", "dev", "dev", "test", "test"]})
+    frame = pd.DataFrame(
+        {
+            "sentence": ["x a", "y b", "x c", "y d", "x e", "y f"],
+            "intent": ["p", "q", "p", "q", "p", "q"],
+            "split": ["train", "train", "dev", "dev", "test", "test"],
+        }
+    )
     path = tmp_path / "named.csv"
     frame.to_csv(path, sep=";", index=False)
     dataset = load_dataset(f"csv:{path}")
@@ -113,27 +133,39 @@ def test_csv_with_split_column_and_named_columns(tmp_path):
 
 
 def test_verbalizer_matches_labels_case_insensitively_and_names_missing():
-    assert parse_verbalizer({"True": "yes", "False": "no"}, ["false", "true"], "v") == \
-        {"false": ["no"], "true": ["yes"]}
+    assert parse_verbalizer({"True": "yes", "False": "no"}, ["false", "true"], "v") == {
+        "false": ["no"],
+        "true": ["yes"],
+    }
     with pytest.raises(GleeError, match="'maybe'"):
         parse_verbalizer({"True": "yes"}, ["true", "maybe"], "v")
-    assert derive_verbalizer(["money-fx", "a_b/c d"]) == {"money-fx": ["money fx"],
-                                                         "a_b/c d": ["a b c d"]}
+    assert derive_verbalizer(["money-fx", "a_b/c d"]) == {
+        "money-fx": ["money fx"],
+        "a_b/c d": ["a b c d"],
+    }
 
 
-@pytest.mark.parametrize("template, message", [
-    ("{text} is good", r"\[MASK\] exactly once"),
-    ("It is [MASK].", "no text slot"),
-    ("{body} [MASK]", "unknown slot"),
-])
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("{text} is good", r"\[MASK\] exactly once"),
+        ("It is [MASK].", "no text slot"),
+        ("{body} [MASK]", "unknown slot"),
+    ],
+)
 def test_bad_templates(template, message):
     with pytest.raises(GleeError, match=message):
         check_template(template)
 
 
 def test_holdout_is_stratified_and_keeps_singletons_in_train():
-    frame = pd.DataFrame({"text": [f"t{i}" for i in range(23)], "text_b": "",
-                          "label": ["a"] * 20 + ["b"] * 2 + ["c"]})
+    frame = pd.DataFrame(
+        {
+            "text": [f"t{i}" for i in range(23)],
+            "text_b": "",
+            "label": ["a"] * 20 + ["b"] * 2 + ["c"],
+        }
+    )
     keep, hold = stratified_holdout(frame, 0.1)
     assert hold["label"].value_counts().to_dict() == {"a": 2, "b": 1}
     assert "c" in set(keep["label"])
@@ -208,9 +240,15 @@ def test_a_prompt_of_ones_own_makes_a_variant_whose_runs_stay_apart(tmp_path, to
     other.write_text(json.dumps({c: ["news", "story"] for c in TOY_CLASSES}))
     assert load_dataset(f"csv:{toy_csv}", verbalizer=same).id == own.id
     assert load_dataset(f"csv:{toy_csv}", template=own.template).id == own.id
-    ids = {load_dataset(f"csv:{toy_csv}", **given).id for given in (
-        {"verbalizer": news}, {"verbalizer": other}, {"template": "[MASK] : {text}"},
-        {"verbalizer": news, "template": "[MASK] : {text}"})}
+    ids = {
+        load_dataset(f"csv:{toy_csv}", **given).id
+        for given in (
+            {"verbalizer": news},
+            {"verbalizer": other},
+            {"template": "[MASK] : {text}"},
+            {"verbalizer": news, "template": "[MASK] : {text}"},
+        )
+    }
     assert len(ids) == 4
     assert all(re.fullmatch(re.escape(own.id) + r"\+prompt-[0-9a-f]{8}", i) for i in ids)
     assert load_dataset(f"csv:{toy_csv}", verbalizer=news).id in ids  # the same words: one id
@@ -229,8 +267,14 @@ def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, cap
         asked.append(rest)
         return toy_dataset
 
-    memo = sources.DataSource("memo", "memo:KEY", "an in-memory set", lambda rest: rest.upper(),
-                              public=True, loader="memo_source")
+    memo = sources.DataSource(
+        "memo",
+        "memo:KEY",
+        "an in-memory set",
+        lambda rest: rest.upper(),
+        public=True,
+        loader="memo_source",
+    )
     monkeypatch.setitem(sources.SOURCES, "memo", memo)
     monkeypatch.setattr(datasets, "memo_source", load, raising=False)  # its loader
     assert load_dataset("memo:abc") is toy_dataset and asked == ["abc"]
@@ -273,8 +317,14 @@ def test_rare_classes_are_named_in_one_message_and_can_be_kept_in_training(tmp_p
     rare = {index[c] for c in kept.train_only_classes}
     assert rare <= set(kept.splits["train"]["label"])
     assert not rare & (set(kept.splits["dev"]["label"]) | set(kept.splits["test"]["label"]))
-    run = run_experiments(kept, [get_method("cls-relu")], [1], str(tiny_bert),
-                          TrainConfig(mode="frozen", epochs=1), RunStore(tmp_path / "runs"))[0]
+    run = run_experiments(
+        kept,
+        [get_method("cls-relu")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=1),
+        RunStore(tmp_path / "runs"),
+    )[0]
     assert run.dataset == kept.id  # never averaged with the runs of the split without them
     scored = [c for c, m in run.metrics.per_class.items() if m.support]
     f1 = [run.metrics.per_class[c].f1 for c in scored]

@@ -12,14 +12,22 @@ from glee_core.runs.estimate import STARTUP_SECONDS, UNMEASURED_STOP_SHARE, esti
 def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
     def seconds(n_runs=2, **kw):
         config = TrainConfig(**{"epochs": 3, "max_length": 64, "recipe": "paper", **kw})
-        return estimate_seconds(toy_dataset, n_runs, config, model_name="m",
-                                parameters=22_700_000, device="cpu", runs=[])
+        return estimate_seconds(
+            toy_dataset,
+            n_runs,
+            config,
+            model_name="m",
+            parameters=22_700_000,
+            device="cpu",
+            runs=[],
+        )
 
     base = seconds()
     assert "no runs yet" in base["basis"] and base["seconds"] > STARTUP_SECONDS
     assert seconds(epochs=6)["seconds"] > base["seconds"]
     assert seconds(n_runs=4)["seconds"] - STARTUP_SECONDS == pytest.approx(
-        2 * (base["seconds"] - STARTUP_SECONDS))  # the start is paid once per launch
+        2 * (base["seconds"] - STARTUP_SECONDS)
+    )  # the start is paid once per launch
     assert seconds(limit=5)["seconds"] < base["seconds"]
     frozen = seconds(mode="frozen", recipe="practical", choose_by="dev")
     assert frozen["basis"].startswith("frozen backbone") and frozen["seconds"] < base["seconds"]
@@ -32,9 +40,11 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
 def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dataset):
     """The search's losing rounds, the epochs the floor on steps adds and LP-FT's heads are in
     the estimate and named in its basis; a given --lr drops the search."""
+
     def estimate(**kw):
-        return estimate_seconds(toy_dataset, 1, TrainConfig(max_length=64, **kw), "m",
-                                22_700_000, "cpu", [])
+        return estimate_seconds(
+            toy_dataset, 1, TrainConfig(max_length=64, **kw), "m", 22_700_000, "cpu", []
+        )
 
     paper, practical = estimate(recipe="paper"), estimate()
     assert "search" not in paper["basis"] and "LP-FT" not in paper["basis"]
@@ -49,38 +59,67 @@ def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dat
 
 def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, cv=None):
     """What the estimate reads of a finished run: its record's backbone, mode, timing, size."""
-    return SimpleNamespace(record=SimpleNamespace(
-        model=SimpleNamespace(name=model), mode=mode, timing={"device": "cpu", **timing},
-        dataset=SimpleNamespace(sizes={"train": 100}),
-        hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10)),
-        metrics=SimpleNamespace(cv=cv))
+    return SimpleNamespace(
+        record=SimpleNamespace(
+            model=SimpleNamespace(name=model),
+            mode=mode,
+            timing={"device": "cpu", **timing},
+            dataset=SimpleNamespace(sizes={"train": 100}),
+            hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10),
+        ),
+        metrics=SimpleNamespace(cv=cv),
+    )
 
 
 def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     """Frozen runs in the store with this backbone and device give the feature pass's tokens/s
     and the heads' examples/s; twice the measured rates, less time; other backbones' and
     fine-tuned runs do not count."""
+
     def frozen(runs):
-        return estimate_seconds(toy_dataset, 19, TrainConfig(mode="frozen", max_length=64,
-                                                             choose_by="dev"),
-                                model_name="m", parameters=22_700_000, device="cpu", runs=runs)
+        return estimate_seconds(
+            toy_dataset,
+            19,
+            TrainConfig(mode="frozen", max_length=64, choose_by="dev"),
+            model_name="m",
+            parameters=22_700_000,
+            device="cpu",
+            runs=runs,
+        )
 
     typical = frozen([])
     assert "no frozen runs with this backbone yet" in typical["basis"]
     # 1,000 example-epochs in 2 s: a head costs 2 ms an example and epoch
-    measured = [stored_run("frozen", {"feature_pass_tokens_per_second": 2000.0,
-                                      "train_seconds": 1.5, "test_seconds": 0.5})]
+    measured = [
+        stored_run(
+            "frozen",
+            {"feature_pass_tokens_per_second": 2000.0, "train_seconds": 1.5, "test_seconds": 0.5},
+        )
+    ]
     slow = frozen(measured)
     n_train = len(toy_dataset.splits["train"])
     assert slow["per_run"] == pytest.approx(0.002 * n_train * 10)
     assert f"feature pass 2,000 tokens/s and heads {slow['per_run']:.1f} s each" in slow["basis"]
     assert "from 1 finished frozen run(s) with this backbone on cpu" in slow["basis"]
-    fast = frozen([stored_run("frozen", {"feature_pass_tokens_per_second": 4000.0,
-                                         "train_seconds": 0.75, "test_seconds": 0.25})])
+    fast = frozen(
+        [
+            stored_run(
+                "frozen",
+                {
+                    "feature_pass_tokens_per_second": 4000.0,
+                    "train_seconds": 0.75,
+                    "test_seconds": 0.25,
+                },
+            )
+        ]
+    )
     assert fast["seconds"] - STARTUP_SECONDS == pytest.approx(
-        (slow["seconds"] - STARTUP_SECONDS) / 2)
-    others = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0}),
-              stored_run("frozen", {"feature_pass_tokens_per_second": 1.0}, model="other")]
+        (slow["seconds"] - STARTUP_SECONDS) / 2
+    )
+    others = [
+        stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0}),
+        stored_run("frozen", {"feature_pass_tokens_per_second": 1.0}, model="other"),
+    ]
     assert frozen(others) == typical
 
 
@@ -89,13 +128,27 @@ def test_runs_slowed_by_other_work_do_not_inflate_the_estimate(toy_dataset):
     higher. The estimate takes the upper quartile of the finished runs' rates, so a store where
     half the runs crawled still estimates at the machine's speed, for the heads, the feature pass
     and fine-tuning alike; one fast run among slow ones does not set it."""
+
     def frozen(runs, mode="frozen"):
-        return estimate_seconds(toy_dataset, 19, TrainConfig(mode=mode, max_length=64),
-                                model_name="m", parameters=22_700_000, device="cpu", runs=runs)
+        return estimate_seconds(
+            toy_dataset,
+            19,
+            TrainConfig(mode=mode, max_length=64),
+            model_name="m",
+            parameters=22_700_000,
+            device="cpu",
+            runs=runs,
+        )
 
     def head(seconds, tokens_per_second):
-        return stored_run("frozen", {"feature_pass_tokens_per_second": tokens_per_second,
-                                     "train_seconds": seconds, "test_seconds": 0.0})
+        return stored_run(
+            "frozen",
+            {
+                "feature_pass_tokens_per_second": tokens_per_second,
+                "train_seconds": seconds,
+                "test_seconds": 0.0,
+            },
+        )
 
     alone = frozen([head(2.0, 2000.0)] * 4)
     half_slowed = frozen([head(2.0, 2000.0)] * 4 + [head(60.0, 200.0)] * 4)
@@ -130,8 +183,9 @@ def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
     assert per_run({"train_examples_per_second": 10.0}) == pytest.approx(short)
 
 
-def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_dataset, tiny_bert,
-                                                                     tmp_path):
+def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
+    toy_dataset, tiny_bert, tmp_path
+):
     """What a launch would only open costs nothing: its stored runs are not counted, and a
     frozen launch whose features the store has cached runs no feature pass."""
     from glee_core.models.methods import get_method
@@ -144,15 +198,13 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
     run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
 
     def passes(methods):
-        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert),
-                         config)
+        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert), config)
         return uncached_passes(store, toy_dataset, str(tiny_bert), unstored_jobs(store, plan))
 
     assert passes(["cls-relu"]) == 0  # stored: nothing to encode
     assert passes(["cls-tanh"]) == 0  # the plain input's features are cached
     assert passes(["cls-tanh", "prompt"]) == 1  # the template's are not
-    cached = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [],
-                              feature_passes=0)
+    cached = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [], feature_passes=0)
     cold = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [])
     assert cached["seconds"] < cold["seconds"] and "features are cached" in cached["basis"]
     # the bar's share of a compare's cross-validation counts the passes still to run as part of
@@ -161,14 +213,16 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(toy_datase
     from glee_core.train.experiment import cross_validation_share
 
     def share(methods, model=str(tiny_bert)):
-        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert),
-                         config)
+        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert), config)
         return cross_validation_share(toy_dataset, plan, plan, store, 5, model_name=model)
 
     sizes = {k: len(v) for k, v in toy_dataset.splits.items()}
     per_head = 4 * (sizes["train"] + sizes["dev"]) / sizes["train"]
-    assert share(["cls-tanh"]) == share(["cls-tanh"], model=None) == pytest.approx(
-        per_head / (1 + per_head))  # cached: the heads' training alone
+    assert (
+        share(["cls-tanh"])
+        == share(["cls-tanh"], model=None)
+        == pytest.approx(per_head / (1 + per_head))
+    )  # cached: the heads' training alone
     lead = 1 + ENCODING_SHARE / (1 - ENCODING_SHARE) / 2  # one of the two formats to encode
     assert share(["cls-tanh", "prompt"]) == pytest.approx(2 * per_head / (2 * lead + 2 * per_head))
 
@@ -245,10 +299,17 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
     assert counted["seconds"] > plain["seconds"]
     assert counted["basis"].startswith("backbone size with its MLM head at the masked tokens")
 
-    tokens = (len(toy_dataset.splits["train"]) * (1 - options.held_out)
-              * mean_tokens(toy_dataset, toy_dataset.max_length))
-    finished = {"seconds": 100.0, "tokens_per_epoch": 5_000, "steps": 40,
-                "options": {"epochs": 4, "batch_size": 32, "max_length": None}}
+    tokens = (
+        len(toy_dataset.splits["train"])
+        * (1 - options.held_out)
+        * mean_tokens(toy_dataset, toy_dataset.max_length)
+    )
+    finished = {
+        "seconds": 100.0,
+        "tokens_per_epoch": 5_000,
+        "steps": 40,
+        "options": {"epochs": 4, "batch_size": 32, "max_length": None},
+    }
     measured = estimate_adapt_seconds(toy_dataset, options, masked, "cpu", [finished])
     assert measured["seconds"] == pytest.approx(STARTUP_SECONDS + tokens * 2 / 200.0)
     assert measured["basis"] == "from 1 finished adaptation(s) with this backbone on cpu"
@@ -271,43 +332,71 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
     """Three heads with the rate searched once pay one search, not three; finished runs that
     stopped early at half their planned steps make the training a new run is estimated at half
     of theirs (runs that did not record it: the typical share)."""
+
     def estimate(runs=(), **kw):
-        return estimate_seconds(toy_dataset, 3, TrainConfig(max_length=64, lp_ft="no", **kw),
-                                "m", 22_700_000, "cpu", list(runs))
+        return estimate_seconds(
+            toy_dataset,
+            3,
+            TrainConfig(max_length=64, lp_ft="no", **kw),
+            "m",
+            22_700_000,
+            "cpu",
+            list(runs),
+        )
 
     once, each = estimate(), estimate(lr_search="each")
     assert "once for the launch" in once["basis"] and once["seconds"] < each["seconds"]
-    search = search_cost(TrainConfig(max_length=64).resolved(64, None),
-        len(toy_dataset.splits["train"]))
+    search = search_cost(
+        TrainConfig(max_length=64).resolved(64, None), len(toy_dataset.splits["train"])
+    )
     base = once["per_run"] / (1 + search)
     assert each["seconds"] - once["seconds"] == pytest.approx(2 * base * search)
     # no finished fine-tune to measure early stopping on: the share typical of BENCHMARKS.md
     assert f"typically ends runs at {UNMEASURED_STOP_SHARE:.0%}" in once["basis"]
     assert once["stop"] == UNMEASURED_STOP_SHARE  # what the job's bar expects, as the estimate
-    tuned = [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0,
-                                     "steps": 50, "planned_steps": 100})] * 3
+    tuned = [
+        stored_run(
+            "finetune",
+            {
+                "train_examples_per_second": 10.0,
+                "train_seconds": 9.0,
+                "steps": 50,
+                "planned_steps": 100,
+            },
+        )
+    ] * 3
     half = estimate(tuned)
     assert "early stopping ends runs at 50% of their planned steps (median of 3" in half["basis"]
     assert half["stop"] == 0.5
-    full = estimate([stored_run("finetune", {"train_examples_per_second": 10.0,
-                                             "train_seconds": 9.0})] * 3)
+    full = estimate(
+        [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0})] * 3
+    )
     assert half["seconds"] - STARTUP_SECONDS == pytest.approx(
-        (full["seconds"] - STARTUP_SECONDS) * 0.5 / UNMEASURED_STOP_SHARE)
+        (full["seconds"] - STARTUP_SECONDS) * 0.5 / UNMEASURED_STOP_SHARE
+    )
 
 
 def test_a_fine_tune_after_the_quick_compare_pays_no_lp_ft_stage(toy_dataset):
     """LP-FT's heads are the quick compare's stored runs: once they are there, a fine-tune's
     estimate leaves their feature pass and training out, and says why."""
+
     def estimate(**kw):
-        return estimate_seconds(toy_dataset, 3, TrainConfig(max_length=64, lp_ft="yes"), "m",
-                                22_700_000, "cpu", [], **kw)
+        return estimate_seconds(
+            toy_dataset,
+            3,
+            TrainConfig(max_length=64, lp_ft="yes"),
+            "m",
+            22_700_000,
+            "cpu",
+            [],
+            **kw,
+        )
 
     fresh, after = estimate(), estimate(lp_ft_stages=0)
     assert "LP-FT's heads on the frozen features first" in fresh["basis"]
     assert "LP-FT's heads stored" in after["basis"] and after["seconds"] < fresh["seconds"]
     one = estimate(lp_ft_stages=1)
     assert after["seconds"] < one["seconds"] < fresh["seconds"]
-
 
 
 def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch):

@@ -30,11 +30,22 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 def runs(tiny_bert, toy_dataset, tmp_path_factory):
     """A fine-tuned prompt run and a quick-mode (frozen) pt. LN run."""
     store = RunStore(tmp_path_factory.mktemp("export-runs"))
-    [prompt] = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert),
-                               TrainConfig(epochs=1, batch_size=16, lr=1e-3, recipe="paper"), store)
-    [frozen] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
-                               TrainConfig(epochs=2, batch_size=16, mode="frozen",
-                                           pooling="cls"), store)
+    [prompt] = run_experiments(
+        toy_dataset,
+        [get_method("prompt")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=1, batch_size=16, lr=1e-3, recipe="paper"),
+        store,
+    )
+    [frozen] = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu-pt-ln")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
+        store,
+    )
     return {"finetune": prompt, "frozen": frozen}
 
 
@@ -43,16 +54,30 @@ def softmax(logits):
     return e / e.sum(1, keepdims=True)
 
 
-def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset, tmp_path,
-                                                               capsys):
+def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset, tmp_path, capsys):
     run = runs["finetune"]
     texts = toy_dataset.splits["test"]["text"].tolist()[:7] + ["sports news today"]
     source = pd.DataFrame({"id": range(len(texts), 0, -1), "body": texts, "note": "x"})
     path = tmp_path / "in.csv"
     source.to_csv(path, sep=";", index=False)
     out = tmp_path / "out.csv"
-    code = main(["predict", "--run", str(run.path), "--input", str(path), "--text-column", "body",
-                 "--out", str(out), "--top-k", "2", "--device", "cpu"])
+    code = main(
+        [
+            "predict",
+            "--run",
+            str(run.path),
+            "--input",
+            str(path),
+            "--text-column",
+            "body",
+            "--out",
+            str(out),
+            "--top-k",
+            "2",
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0 and json.loads(capsys.readouterr().out)["rows"] == len(texts)
     table = pd.read_csv(out, keep_default_na=False)
     assert list(table["id"]) == list(source["id"]) and list(table["body"]) == texts
@@ -67,8 +92,9 @@ def test_predict_keeps_the_rows_in_order_and_scores_like_score(runs, toy_dataset
 
 
 @pytest.mark.parametrize("kind", ["finetune", "frozen"])
-def test_predicts_onnx_engine_gives_the_runs_fp32_scores_from_one_export(runs, toy_dataset,
-                                                                         tmp_path, capsys, kind):
+def test_predicts_onnx_engine_gives_the_runs_fp32_scores_from_one_export(
+    runs, toy_dataset, tmp_path, capsys, kind
+):
     """--engine onnx exports the run once (beside the store's runs) and scores with
     onnxruntime: the same rows, top classes and label words as the run's own fp32 scores,
     probabilities within 1e-4; an ONNX folder given as --classifier is scored so by default."""
@@ -93,34 +119,67 @@ def test_predicts_onnx_engine_gives_the_runs_fp32_scores_from_one_export(runs, t
     assert main([*args, "--out", str(tmp_path / "again.csv"), "--engine", "onnx"]) == 0
     assert (folder / "model.onnx").stat().st_mtime_ns == made  # exported once
     by_folder = tmp_path / "folder.csv"
-    assert main(["predict", "--classifier", str(folder), "--input", str(path),
-                 "--out", str(by_folder)]) == 0  # auto: an ONNX folder is scored by onnx
+    assert (
+        main(
+            ["predict", "--classifier", str(folder), "--input", str(path), "--out", str(by_folder)]
+        )
+        == 0
+    )  # auto: an ONNX folder is scored by onnx
     pd.testing.assert_series_equal(pd.read_csv(by_folder)["probability"], table["probability"])
     pairs = tmp_path / "pairs.csv"
     pd.DataFrame({"text": ["a"], "text_b": ["b"]}).to_csv(pairs, index=False)
-    assert main([*args[:3], "--input", str(pairs), "--text-b-column", "text_b",
-                 "--out", str(tmp_path / "p.csv"), "--engine", "onnx"]) == 2
+    assert (
+        main(
+            [
+                *args[:3],
+                "--input",
+                str(pairs),
+                "--text-b-column",
+                "text_b",
+                "--out",
+                str(tmp_path / "p.csv"),
+                "--engine",
+                "onnx",
+            ]
+        )
+        == 2
+    )
     assert "use --engine torch" in capsys.readouterr().err
 
 
-ISSUE_FILE = ('text\nmy laptop will not turn on\nwho wrote hamlet, the play\n'
-              '"a quoted, fine row"\ntell me a joke\nwhat is your favourite food\n')
-ISSUE_TEXTS = ["my laptop will not turn on", "who wrote hamlet, the play", "a quoted, fine row",
-               "tell me a joke", "what is your favourite food"]
+ISSUE_FILE = (
+    "text\nmy laptop will not turn on\nwho wrote hamlet, the play\n"
+    '"a quoted, fine row"\ntell me a joke\nwhat is your favourite food\n'
+)
+ISSUE_TEXTS = [
+    "my laptop will not turn on",
+    "who wrote hamlet, the play",
+    "a quoted, fine row",
+    "tell me a joke",
+    "what is your favourite food",
+]
 # (file, the texts predict must give back, in order, or the error it must say)
 CSV_CATALOGUE = {
     "one column, commas in its texts": (ISSUE_FILE, ISSUE_TEXTS),
-    "one column, CRLF and a blank line at the end": (ISSUE_FILE.replace("\n", "\r\n") + "\r\n",
-                                                     ISSUE_TEXTS),
+    "one column, CRLF and a blank line at the end": (
+        ISSUE_FILE.replace("\n", "\r\n") + "\r\n",
+        ISSUE_TEXTS,
+    ),
     "one column, semicolons and a pipe in its texts": ("text\na; b\nc | d\n", ["a; b", "c | d"]),
-    "one column, a quote doubled and a line break": ('text\n"say ""hi"" now"\n"two\nlines"\n',
-                                                     ['say "hi" now', "two\nlines"]),
-    "one column, an inch mark": ('text\na 5" screen, not a quote\nb\n',
-                                 ['a 5" screen, not a quote', "b"]),
+    "one column, a quote doubled and a line break": (
+        'text\n"say ""hi"" now"\n"two\nlines"\n',
+        ['say "hi" now', "two\nlines"],
+    ),
+    "one column, an inch mark": (
+        'text\na 5" screen, not a quote\nb\n',
+        ['a 5" screen, not a quote', "b"],
+    ),
     "tab-separated, commas in its texts": ("id\ttext\n1\ta, b\n2\tc\n", ["a, b", "c"]),
     "comma-separated, a quoted comma": ('id,text\n1,"a, b"\n2,c\n', ["a, b", "c"]),
-    "a row with a field too many": ("id,text\n1,a\n2,b,c\n",
-                                    "line 3 has 3 fields, the header 2 (comma-separated)"),
+    "a row with a field too many": (
+        "id,text\n1,a\n2,b,c\n",
+        "line 3 has 3 fields, the header 2 (comma-separated)",
+    ),
     "a quote never closed": ('text\na\n"b\nc\n', 'the " opened on line 3 is never closed'),
 }
 
@@ -133,8 +192,19 @@ def test_predict_gives_back_every_row_of_a_file_whole_or_refuses(runs, tmp_path,
     content, expected = CSV_CATALOGUE[name]
     path, out = tmp_path / "in.csv", tmp_path / "out.csv"
     path.write_bytes(content.encode())
-    code = main(["predict", "--run", str(runs["frozen"].path), "--input", str(path), "--out",
-                 str(out), "--device", "cpu"])
+    code = main(
+        [
+            "predict",
+            "--run",
+            str(runs["frozen"].path),
+            "--input",
+            str(path),
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     captured = capsys.readouterr()
     if isinstance(expected, str):
         assert code == 2 and expected in captured.err and not out.exists()
@@ -150,13 +220,57 @@ def test_a_run_is_found_by_its_id_in_the_store(runs, toy_dataset, tmp_path, caps
     toy_dataset.splits["test"][["text"]].head(3).to_csv(path, index=False)
     store = str(run.path.parent)
     by_folder, by_flag, by_env = (tmp_path / f"{n}.csv" for n in ("folder", "flag", "env"))
-    assert main(["predict", "--run", str(run.path), "--input", str(path), "--out",
-                 str(by_folder), "--device", "cpu"]) == 0
-    assert main(["predict", "--run", run.run_id, "--runs-dir", store, "--input", str(path),
-                 "--out", str(by_flag), "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                str(run.path),
+                "--input",
+                str(path),
+                "--out",
+                str(by_folder),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                run.run_id,
+                "--runs-dir",
+                store,
+                "--input",
+                str(path),
+                "--out",
+                str(by_flag),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     monkeypatch.setenv("GLEE_RUNS_DIR", store)
-    assert main(["predict", "--run", run.run_id, "--input", str(path), "--out", str(by_env),
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                run.run_id,
+                "--input",
+                str(path),
+                "--out",
+                str(by_env),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     expected = by_folder.read_text()
     assert by_flag.read_text() == expected and by_env.read_text() == expected
     capsys.readouterr()
@@ -167,16 +281,30 @@ def test_a_run_is_found_by_its_id_in_the_store(runs, toy_dataset, tmp_path, caps
     assert str(tmp_path / "empty-store") in err and "--runs-dir" in err
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "empty"),
-    (b"id,other\n1,a\n", "which column holds the text"),
-    (bytes(range(256)) * 4, "not a text file"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty"),
+        (b"id,other\n1,a\n", "which column holds the text"),
+        (bytes(range(256)) * 4, "not a text file"),
+    ],
+)
 def test_predict_bad_input_is_one_error_line(runs, tmp_path, capsys, content, message):
     path = tmp_path / "bad.csv"
     path.write_bytes(content)
-    code = main(["predict", "--run", str(runs["finetune"].path), "--input", str(path), "--out",
-                 str(tmp_path / "out.csv"), "--device", "cpu"])
+    code = main(
+        [
+            "predict",
+            "--run",
+            str(runs["finetune"].path),
+            "--input",
+            str(path),
+            "--out",
+            str(tmp_path / "out.csv"),
+            "--device",
+            "cpu",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and message in err
     assert not (tmp_path / "out.csv").exists()
@@ -185,8 +313,19 @@ def test_predict_bad_input_is_one_error_line(runs, tmp_path, capsys, content, me
 def test_predict_on_blank_texts_only_is_an_error_not_a_confident_guess(runs, tmp_path, capsys):
     path = tmp_path / "blank.csv"
     path.write_text('id,text\n1,"   "\n2,\n3," "\n', encoding="utf-8")
-    code = main(["predict", "--run", str(runs["finetune"].path), "--input", str(path), "--out",
-                 str(tmp_path / "out.csv"), "--device", "cpu"])
+    code = main(
+        [
+            "predict",
+            "--run",
+            str(runs["finetune"].path),
+            "--input",
+            str(path),
+            "--out",
+            str(tmp_path / "out.csv"),
+            "--device",
+            "cpu",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and "blank" in err
     assert not (tmp_path / "out.csv").exists()
@@ -197,8 +336,19 @@ def test_predict_leaves_blank_rows_empty_and_names_them(runs, toy_dataset, tmp_p
     path = tmp_path / "some.csv"
     pd.DataFrame({"id": [1, 2, 3, 4], "text": texts}).to_csv(path, index=False)
     out = tmp_path / "out.csv"
-    code = main(["predict", "--run", str(runs["finetune"].path), "--input", str(path), "--out",
-                 str(out), "--device", "cpu"])
+    code = main(
+        [
+            "predict",
+            "--run",
+            str(runs["finetune"].path),
+            "--input",
+            str(path),
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0
     assert "warning: 2 blank texts left unclassified (text rows 2, 4" in captured.err
@@ -214,16 +364,27 @@ def test_an_export_loads_in_a_fresh_process_from_the_folder_alone(runs, tmp_path
     out = tmp_path / "classifier"
     assert main(["export", "--run", str(run.path), "--out", str(out)]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert {"model.safetensors", "glee_classifier.json", "README.md",
-            "backbone/config.json"} <= set(listing["files"])
+    assert {
+        "model.safetensors",
+        "glee_classifier.json",
+        "README.md",
+        "backbone/config.json",
+    } <= set(listing["files"])
     texts = run.predictions["text"].tolist()[:5]
-    code = ("import json, sys; from glee_core import load_classifier; "
-            "c = load_classifier(sys.argv[1]); "
-            "print(json.dumps(c.probabilities(json.loads(sys.argv[2])).values.tolist()))")
+    code = (
+        "import json, sys; from glee_core import load_classifier; "
+        "c = load_classifier(sys.argv[1]); "
+        "print(json.dumps(c.probabilities(json.loads(sys.argv[2])).values.tolist()))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLEE_")}
-    done = subprocess.run([sys.executable, "-c", code, str(out), json.dumps(texts)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          env={**env, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out), json.dumps(texts)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**env, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     probs = np.asarray(json.loads(done.stdout))
     np.testing.assert_allclose(probs, softmax(run.logits[:5]), rtol=1e-4, atol=1e-5)
@@ -232,8 +393,14 @@ def test_an_export_loads_in_a_fresh_process_from_the_folder_alone(runs, tmp_path
     assert card.data.library_name == "glee-studio" and "prompt" in card.data.tags
     assert card.data.datasets == ["toy"]  # the CSV's name, never its path
     assert "/" not in card.data.datasets[0] and str(run.path.parent) not in card.text
-    for fact in (run.run_id, "Tail F1", "Few-shot F1", run.record.dataset.fingerprint,
-                 "Prompt-tuning (prompt)", "MLM head pretrained: yes"):
+    for fact in (
+        run.run_id,
+        "Tail F1",
+        "Few-shot F1",
+        run.record.dataset.fingerprint,
+        "Prompt-tuning (prompt)",
+        "MLM head pretrained: yes",
+    ):
         assert fact in card.text, fact
 
 
@@ -242,18 +409,27 @@ def test_a_quick_mode_export_references_or_includes_its_backbone(runs, tmp_path)
     texts = run.predictions["text"].tolist()[:4]
     referenced = export_run(run, tmp_path / "ref")
     assert not (referenced / "backbone" / "model.safetensors").exists()
-    np.testing.assert_allclose(load_classifier(referenced).probabilities(texts),
-                               softmax(run.logits[:4]), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        load_classifier(referenced).probabilities(texts),
+        softmax(run.logits[:4]),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     # the scikit-learn convention: classes_, predict_proba, predict
     classifier = load_classifier(referenced)
     assert list(classifier.classes_) == run.record.dataset.classes
-    np.testing.assert_allclose(classifier.predict_proba(texts), softmax(run.logits[:4]),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        classifier.predict_proba(texts), softmax(run.logits[:4]), rtol=1e-4, atol=1e-5
+    )
     assert classifier.predict(texts) == run.predictions["pred"].tolist()[:4]
     included = export_run(run, tmp_path / "inc", include_backbone=True)
     assert (included / "backbone" / "model.safetensors").is_file()
-    np.testing.assert_allclose(load_classifier(included).probabilities(texts),
-                               softmax(run.logits[:4]), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        load_classifier(included).probabilities(texts),
+        softmax(run.logits[:4]),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     manifest = json.loads((referenced / "glee_classifier.json").read_text())
     manifest["backbone"]["fingerprint"] = "0" * 16  # trained on another backbone than found
     (referenced / "glee_classifier.json").write_text(json.dumps(manifest))
@@ -276,9 +452,17 @@ def test_loading_an_export_never_unpickles(runs, tmp_path, monkeypatch):
     assert load_classifier(out).probabilities(["sports"]).shape == (1, 5)
 
 
-@pytest.mark.parametrize("damage", ["{", "null", "[]", '{"format_version": "x"}',
-                                    '{"format_version": 1, "record": 5}',
-                                    '{"format_version": 1, "record": {}, "backbone": null}'])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "{",
+        "null",
+        "[]",
+        '{"format_version": "x"}',
+        '{"format_version": 1, "record": 5}',
+        '{"format_version": 1, "record": {}, "backbone": null}',
+    ],
+)
 def test_a_damaged_export_manifest_is_one_error_naming_it(runs, tmp_path, damage):
     out = export_run(runs["frozen"], tmp_path / "c")
     (out / "glee_classifier.json").write_text(damage)
@@ -289,32 +473,89 @@ def test_a_damaged_export_manifest_is_one_error_naming_it(runs, tmp_path, damage
 def test_predict_reads_one_long_row_and_writes_no_live_formula(tiny_bert, tmp_path, capsys):
     """A single 300 KB text is one row (not "header only"); a class named like a formula comes
     back as text in predict's CSV, as in the app's downloads."""
-    rows = "text,label\n" + "".join(f"report {i} about sports,{'=cmd|calc' if i % 2 else 'ok'}\n"
-                                    for i in range(40))
+    rows = "text,label\n" + "".join(
+        f"report {i} about sports,{'=cmd|calc' if i % 2 else 'ok'}\n" for i in range(40)
+    )
     data = tmp_path / "formula.csv"
     data.write_text(rows)
-    assert main(["train", "--dataset", f"csv:{data}", "--method", "cls-tanh", "--mode",
-                 "frozen", "--pooling", "cls", "--choose-by", "dev", "--epochs", "1",
-                 "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                f"csv:{data}",
+                "--method",
+                "cls-tanh",
+                "--mode",
+                "frozen",
+                "--pooling",
+                "cls",
+                "--choose-by",
+                "dev",
+                "--epochs",
+                "1",
+                "--model",
+                str(tiny_bert),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     [run] = RunStore(tmp_path / "runs").runs()
     long = tmp_path / "long.csv"
     long.write_text("text\n" + "sports " * 45_000 + "\n")
     out = tmp_path / "out.csv"
-    assert main(["predict", "--run", str(run.path), "--input", str(long), "--out", str(out),
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                str(run.path),
+                "--input",
+                str(long),
+                "--out",
+                str(out),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["rows"] == 1
     texts = tmp_path / "texts.csv"
-    texts.write_text("text\n" + "".join(f"report {i} about sports\n" for i in range(20))
-                     + "=HYPERLINK(\"http://evil.example\")\n")
-    assert main(["predict", "--run", str(run.path), "--input", str(texts), "--out", str(out),
-                 "--device", "cpu", "--top-k", "2"]) == 0
+    texts.write_text(
+        "text\n"
+        + "".join(f"report {i} about sports\n" for i in range(20))
+        + '=HYPERLINK("http://evil.example")\n'
+    )
+    assert (
+        main(
+            [
+                "predict",
+                "--run",
+                str(run.path),
+                "--input",
+                str(texts),
+                "--out",
+                str(out),
+                "--device",
+                "cpu",
+                "--top-k",
+                "2",
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(out, keep_default_na=False, dtype=str)
     cells = set(table["pred"]) | set(table["top1"]) | set(table["top2"])
     assert "'=cmd|calc" in cells and "=cmd|calc" not in cells
     # B5b: the input's own texts too (tickets, messages: anyone's words)
-    assert not any(t.startswith("=") for t in table["text"]) and "'=HYPERLINK(" in \
-        table["text"].iloc[-1]
+    assert (
+        not any(t.startswith("=") for t in table["text"])
+        and "'=HYPERLINK(" in table["text"].iloc[-1]
+    )
 
 
 def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp_path):
@@ -325,17 +566,25 @@ def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp
     from glee_core.serve.export import model_card
 
     base = synthetic_dataset(4, "demo")
-    hostile = ["[Sign in](https://evil.example)", "<img src=x onerror=alert(1)>", "a|b",
-               "two\nlines"]
+    hostile = [
+        "[Sign in](https://evil.example)",
+        "<img src=x onerror=alert(1)>",
+        "a|b",
+        "two\nlines",
+    ]
     names = dict(zip(base.classes, hostile, strict=True))
-    dataset = replace(base, classes=hostile, head_classes=[names[c] for c in base.head_classes],
-                      tail_classes=[names[c] for c in base.tail_classes],
-                      verbalizer={names[c]: w for c, w in base.verbalizer.items()},
-                      class_counts={names[c]: n for c, n in base.class_counts.items()})
+    dataset = replace(
+        base,
+        classes=hostile,
+        head_classes=[names[c] for c in base.head_classes],
+        tail_classes=[names[c] for c in base.tail_classes],
+        verbalizer={names[c]: w for c, w in base.verbalizer.items()},
+        class_counts={names[c]: n for c, n in base.class_counts.items()},
+    )
     run = write_synthetic_run(RunStore(tmp_path), dataset, "cls-relu", 1)
     card = model_card(run)
     assert "pipeline_tag" not in card
     assert "](https://" not in card and "<img" not in card and "&lt;img" in card
-    table = card[card.index("| class | group |"):].split("\n\n")[0].splitlines()
+    table = card[card.index("| class | group |") :].split("\n\n")[0].splitlines()
     assert len(table) == 2 + len(hostile)  # one row a class: nothing split or broken
     assert all(row.count(" | ") == 7 for row in table[2:])  # eight cells each

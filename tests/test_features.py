@@ -22,25 +22,29 @@ def bert(tiny_bert):
 
 def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset, tmp_path):
     events = []
-    first = cached_features(toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"),
-                            events.append)
+    first = cached_features(
+        toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"), events.append
+    )
     assert events and events[-1].done == events[-1].total
     assert len(list(tmp_path.glob("prompt-*.npz"))) == 1
     events.clear()
-    again = cached_features(toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"),
-                            events.append)
+    again = cached_features(
+        toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"), events.append
+    )
     assert not events  # served from the cache
     np.testing.assert_array_equal(first["test"].hidden, again["test"].hidden)
     # the pass's measured rate travels with the cache (the estimates read it off frozen runs)
     assert first["train"].pass_tokens_per_second > 0
     assert again["train"].pass_tokens_per_second == pytest.approx(
-        first["train"].pass_tokens_per_second)
+        first["train"].pass_tokens_per_second
+    )
     split = encode(toy_dataset.splits["test"], bert.tokenizer, "prompt", toy_dataset.template, 64)
     batch = collate(split, range(4), bert.tokenizer.pad_token_id)
     cpu = torch.device("cpu")
     with torch.no_grad(), autocast(cpu, resolve_precision("auto", cpu)):  # as the feature pass
-        hidden = bert.model.base_model(input_ids=batch["input_ids"],
-                                       attention_mask=batch["attention_mask"]).last_hidden_state
+        hidden = bert.model.base_model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
     expected = hidden[torch.arange(4), batch["positions"]].float().numpy()
     np.testing.assert_allclose(first["test"].hidden[:4], expected, rtol=1e-4, atol=1e-5)
 
@@ -53,25 +57,36 @@ def test_a_truncated_cache_file_is_recomputed(bert, toy_dataset, tmp_path):
     assert len(again["train"]) == len(toy_dataset.splits["train"])
 
 
-def test_quick_mode_trains_all_heads_without_touching_the_backbone(tiny_bert, toy_dataset,
-                                                                  runs_dir):
+def test_quick_mode_trains_all_heads_without_touching_the_backbone(
+    tiny_bert, toy_dataset, runs_dir
+):
     from glee_core.models.scoring import get_backbone
 
     backbone = get_backbone(str(tiny_bert))
     before = {k: v.clone() for k, v in backbone.model.state_dict().items()}
     methods = [get_method(m) for m in ("cls-relu-pt-ln", "prompt", "prompt-ed", "cls-relu-prompt")]
-    runs = run_experiments(toy_dataset, methods, [1], str(tiny_bert),
-                           TrainConfig(epochs=3, batch_size=16, mode="frozen"),
-                           RunStore(runs_dir))
+    runs = run_experiments(
+        toy_dataset,
+        methods,
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=3, batch_size=16, mode="frozen"),
+        RunStore(runs_dir),
+    )
     after = backbone.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert all(r.record.mode == "frozen" for r in runs)
     assert runs[0].record.hyperparameters.lr == 1e-3  # quick mode's default
     assert len(list((runs_dir / ".features").glob("*.npz"))) == 2  # plain + prompt formats
     assert all(r.record.timing["feature_pass_tokens_per_second"] > 0 for r in runs)
-    finetuned = run_experiments(toy_dataset, methods[:1], [1], str(tiny_bert),
-                                TrainConfig(epochs=1, batch_size=16, recipe="paper"),
-                                RunStore(runs_dir))[0]
+    finetuned = run_experiments(
+        toy_dataset,
+        methods[:1],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+        RunStore(runs_dir),
+    )[0]
     assert finetuned.run_id != runs[0].run_id  # the mode is part of the configuration
     # a frozen run stores only the head, and scores text like it scored its test set
     scores = score_texts(runs[1], runs[1].predictions["text"].head(3).tolist())
@@ -84,8 +99,9 @@ def test_limit_limits_the_feature_pass_too(bert, toy_dataset, tmp_path):
     """``--limit N``: only the first N training texts are encoded (dev and test in full), in a
     cache entry of their own; the features equal the full pass's first N rows."""
     events = []
-    limited = cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"),
-                              events.append, limit=10)
+    limited = cached_features(
+        toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append, limit=10
+    )
     sizes = {name: len(frame) for name, frame in toy_dataset.splits.items()}
     assert events[-1].total == 10 + sizes["dev"] + sizes["test"]
     assert len(limited["train"]) == 10 and len(limited["test"]) == sizes["test"]
@@ -106,11 +122,16 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
     from glee_core.train.training import prepare, train_and_evaluate, train_together
 
     specs = [get_method(m) for m in PACK for _ in (1, 2)]
-    configs = [TrainConfig(epochs=6, batch_size=8, mode="frozen", seed=s, patience=2)
-               for _ in PACK for s in (1, 2)]
+    configs = [
+        TrainConfig(epochs=6, batch_size=8, mode="frozen", seed=s, patience=2)
+        for _ in PACK
+        for s in (1, 2)
+    ]
     together = train_together(toy_dataset, specs, bert, configs, feature_cache=tmp_path)
-    alone = [train_and_evaluate(toy_dataset, spec, bert, config, feature_cache=tmp_path)
-             for spec, config in zip(specs, configs, strict=True)]
+    alone = [
+        train_and_evaluate(toy_dataset, spec, bert, config, feature_cache=tmp_path)
+        for spec, config in zip(specs, configs, strict=True)
+    ]
     assert len({r.timing["epochs_run"] for r in together}) > 1  # some stopped early
     for a, t in zip(alone, together, strict=True):
         np.testing.assert_array_equal(a.logits, t.logits)
@@ -124,49 +145,80 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
         torch.testing.assert_close(value, together[3].model.state_dict()[name])
 
 
-def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(tiny_bert, toy_dataset,
-                                                                      runs_dir):
+def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(
+    tiny_bert, toy_dataset, runs_dir
+):
     from glee_core.core.events import FeaturePass, RunStarted, fold
 
     events = []
     methods = [get_method(m) for m in PACK + ("probe",)]
     config = TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls", choose_by="dev")
-    runs = run_experiments(toy_dataset, methods, [1, 2], str(tiny_bert), config,
-                           RunStore(runs_dir), progress=events.append)
+    runs = run_experiments(
+        toy_dataset,
+        methods,
+        [1, 2],
+        str(tiny_bert),
+        config,
+        RunStore(runs_dir),
+        progress=events.append,
+    )
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [e.together for e in started] == [8, 1, 1]  # the pack, then the closed-form probes
     assert fold(started[:1]).describe() == "runs 1-8/10: 8 heads trained together"
     passes = [e for e in events if isinstance(e, FeaturePass)]
     assert {(e.format, e.part, e.parts) for e in passes} == {("plain", 1, 2), ("prompt", 2, 2)}
-    pack = events[:events.index(started[1])]  # the job's bar over the pack: never back
+    pack = events[: events.index(started[1])]  # the job's bar over the pack: never back
     fractions = [fold(pack[:i]).fraction for i in range(1, len(pack) + 1)]
     assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(8 / 10)
-    encoded = fold(pack[:pack.index(passes[-1]) + 1])
+    encoded = fold(pack[: pack.index(passes[-1]) + 1])
     assert 0.2 < encoded.fraction < 8 / 10
-    assert encoded.describe() == "runs 1-8/10: 8 heads trained together · encoding prompt " \
+    assert (
+        encoded.describe() == "runs 1-8/10: 8 heads trained together · encoding prompt "
         "input, pass 2/2"
+    )
     assert [r.record.method.id for r in runs] == [m.id for m in methods for _ in (1, 2)]
     assert all(r.metrics is not None for r in runs)
     events.clear()
-    again = run_experiments(toy_dataset, methods, [1, 2], str(tiny_bert), config,
-                            RunStore(runs_dir), progress=events.append)
+    again = run_experiments(
+        toy_dataset,
+        methods,
+        [1, 2],
+        str(tiny_bert),
+        config,
+        RunStore(runs_dir),
+        progress=events.append,
+    )
     assert [r.run_id for r in again] == [r.run_id for r in runs]
     assert all(e.cached for e in events if isinstance(e, RunStarted))  # nothing trains again
     events.clear()
-    run_experiments(toy_dataset, methods[:2], [1], str(tiny_bert), config, RunStore(runs_dir),
-                    force=True, progress=events.append)
+    run_experiments(
+        toy_dataset,
+        methods[:2],
+        [1],
+        str(tiny_bert),
+        config,
+        RunStore(runs_dir),
+        force=True,
+        progress=events.append,
+    )
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [(e.together, e.cached) for e in started] == [(2, False)]  # retrained once, together
 
 
 def test_the_feature_cache_is_counted_against_a_jobs_disk_limit_before_it_is_written(
-        tiny_bert, toy_dataset, tmp_path, monkeypatch):
+    tiny_bert, toy_dataset, tmp_path, monkeypatch
+):
     from glee_core.core.files import DiskLimitReached
 
     monkeypatch.setenv("GLEE_QUOTA_DIR", str(tmp_path))
     monkeypatch.setenv("GLEE_QUOTA_MB", "0.0001")  # 104 bytes
     with pytest.raises(DiskLimitReached, match=r"the cached features needs .* of its 104 bytes"):
-        run_experiments(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert),
-                        TrainConfig(mode="frozen", epochs=1, pooling="cls", choose_by="dev"),
-                        RunStore(tmp_path / "runs"))
+        run_experiments(
+            toy_dataset,
+            [get_method("cls-tanh")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode="frozen", epochs=1, pooling="cls", choose_by="dev"),
+            RunStore(tmp_path / "runs"),
+        )
     assert not list(tmp_path.rglob("*.npz"))

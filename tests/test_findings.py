@@ -9,26 +9,51 @@ from glee_core.runs.tables import findings_text
 from tests.helpers.runs import record_only_run
 
 COUNTS = {"a": 500, "b": 100, "c": 20, "d": 5}
-HYPER = {"epochs": 10, "batch_size": 32, "lr": 1e-5, "max_length": 256, "seed": 1,
-         "backbone": "finetune"}
+HYPER = {
+    "epochs": 10,
+    "batch_size": 32,
+    "lr": 1e-5,
+    "max_length": 256,
+    "seed": 1,
+    "backbone": "finetune",
+}
 # F1, head F1, tail F1 (percent) per method: prompt beats CLS mostly on the tail, the remedies
 # add little, w/ prompt = ∘ R, pt. LN closes most of the gap, w/ LN does not
-NUMBERS = {"cls-tanh": (60, 90, 50), "cls-tanh-focal": (61, 90, 51),
-           "cls-tanh-eta-norm": (64, 90, 55), "prompt": (75, 91, 70),
-           "cls-relu": (62, 90, 52), "cls-relu-prompt": (62.5, 90, 53),
-           "cls-relu-ln": (64, 90, 55), "cls-relu-pt-ln": (72, 91, 66)}
+NUMBERS = {
+    "cls-tanh": (60, 90, 50),
+    "cls-tanh-focal": (61, 90, 51),
+    "cls-tanh-eta-norm": (64, 90, 55),
+    "prompt": (75, 91, 70),
+    "cls-relu": (62, 90, 52),
+    "cls-relu-prompt": (62.5, 90, 53),
+    "cls-relu-ln": (64, 90, 55),
+    "cls-relu-pt-ln": (72, 91, 66),
+}
 
 
 def make_run(root, method, seed, f1, head, tail, norms, pretrained=True):
     folder = root / f"r52-{method}-s{seed}"
-    config = {"run_id": folder.name, "dataset": {"id": "r52", "class_counts": COUNTS},
-              "method": {"id": method}, "seed": seed, "mode": "finetune",
-              "model": {"name": "bert-base-uncased", "mlm_head_pretrained": pretrained},
-              "hyperparameters": {**HYPER, "seed": seed}}
+    config = {
+        "run_id": folder.name,
+        "dataset": {"id": "r52", "class_counts": COUNTS},
+        "method": {"id": method},
+        "seed": seed,
+        "mode": "finetune",
+        "model": {"name": "bert-base-uncased", "mlm_head_pretrained": pretrained},
+        "hyperparameters": {**HYPER, "seed": seed},
+    }
     jitter = 0.2 * seed  # two seeds, a little apart
-    run = record_only_run(folder, config, {"acc": 0.9, "f1": (f1 + jitter) / 100,
-                                           "head_f1": head / 100,
-                                           "tail_f1": (tail + jitter) / 100}, list(COUNTS))
+    run = record_only_run(
+        folder,
+        config,
+        {
+            "acc": 0.9,
+            "f1": (f1 + jitter) / 100,
+            "head_f1": head / 100,
+            "tail_f1": (tail + jitter) / 100,
+        },
+        list(COUNTS),
+    )
     (folder / "weight_norms.json").write_text(json.dumps(norms))
     return run
 
@@ -36,8 +61,11 @@ def make_run(root, method, seed, f1, head, tail, norms, pretrained=True):
 def store(root, methods=NUMBERS, pretrained=True):
     steep = {"a": 4.0, "b": 3.0, "c": 2.0, "d": 1.0}  # norms grow with the class count
     flat = {"a": 2.0, "b": 2.1, "c": 1.9, "d": 2.0}
-    return [make_run(root, m, seed, *NUMBERS[m], flat if m == "prompt" else steep, pretrained)
-            for m in methods for seed in (1, 2)]
+    return [
+        make_run(root, m, seed, *NUMBERS[m], flat if m == "prompt" else steep, pretrained)
+        for m in methods
+        for seed in (1, 2)
+    ]
 
 
 def verdicts(findings):
@@ -79,7 +107,12 @@ def test_what_cannot_be_judged_says_why(tmp_path):
 
 
 def test_norm_slope_is_flat_for_equal_norms_and_positive_when_head_norms_grow(tmp_path):
-    [flat, steep] = [make_run(tmp_path, m, 1, 50, 50, 50, norms) for m, norms in (
-        ("prompt", {c: 1.0 for c in COUNTS}), ("cls-tanh", {"a": 4, "b": 3, "c": 2, "d": 1}))]
+    [flat, steep] = [
+        make_run(tmp_path, m, 1, 50, 50, 50, norms)
+        for m, norms in (
+            ("prompt", {c: 1.0 for c in COUNTS}),
+            ("cls-tanh", {"a": 4, "b": 3, "c": 2, "d": 1}),
+        )
+    ]
     assert norm_slope(flat) == pytest.approx(0.0)
     assert norm_slope(steep) > 0.5

@@ -63,14 +63,24 @@ print(json.dumps(out))
 """
 
 
-def load_elsewhere(script: str, blocked: set[str], folders: list[Path], texts: list[str],
-                   cwd: Path) -> dict:
+def load_elsewhere(
+    script: str, blocked: set[str], folders: list[Path], texts: list[str], cwd: Path
+) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GLEE_", "PYTHONPATH"))}
     done = subprocess.run(
-        [sys.executable, "-c", BLOCK.format(blocked=blocked) + script,
-         json.dumps([str(f) for f in folders]), json.dumps(texts)],
-        capture_output=True, text=True, cwd=cwd, timeout=600,
-        env={**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+        [
+            sys.executable,
+            "-c",
+            BLOCK.format(blocked=blocked) + script,
+            json.dumps([str(f) for f in folders]),
+            json.dumps(texts),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+        env={**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -82,18 +92,34 @@ def exported(tiny_bert, toy_dataset, tmp_path_factory):
     root = tmp_path_factory.mktemp("formats")
     store = RunStore(root / "runs")
     quick = TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="cls", choose_by="dev")
-    runs = run_experiments(toy_dataset, [m for m in METHODS.values() if m.supports_frozen], [1],
-                           str(tiny_bert), quick, store)
-    runs += run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
-                            TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="mean",
-                                        choose_by="dev"), store)
+    runs = run_experiments(
+        toy_dataset,
+        [m for m in METHODS.values() if m.supports_frozen],
+        [1],
+        str(tiny_bert),
+        quick,
+        store,
+    )
+    runs += run_experiments(
+        toy_dataset,
+        [get_method("cls-relu-pt-ln")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="mean", choose_by="dev"),
+        store,
+    )
     for mode in ("finetune", "lora", "ptuning2", "ia3"):
-        runs += run_experiments(toy_dataset, [get_method("cls-relu-pt-ln"), get_method("prompt")],
-                                [1], str(tiny_bert),
-                                TrainConfig(mode=mode, epochs=1, batch_size=16, lr=1e-3,
-                                            recipe="paper"), store)
-    texts = (toy_dataset.splits["test"]["text"].tolist()
-             + toy_dataset.splits["train"]["text"].tolist())[:39] + ["sports news " * 200]
+        runs += run_experiments(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln"), get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode=mode, epochs=1, batch_size=16, lr=1e-3, recipe="paper"),
+            store,
+        )
+    texts = (
+        toy_dataset.splits["test"]["text"].tolist() + toy_dataset.splits["train"]["text"].tolist()
+    )[:39] + ["sports news " * 200]
     folders = {"hf": [], "onnx": []}
     expected = {}
     for run in runs:
@@ -109,8 +135,9 @@ def check(runs, folders, got, expected, form):
     for run, folder in zip(runs, folders, strict=True):
         probs = np.asarray(got[str(folder)])
         assert probs.shape == expected[run.run_id].shape, (form, run.run_id)
-        np.testing.assert_allclose(probs, expected[run.run_id], atol=1e-4, err_msg=(
-            f"{form}: {run.run_id}"))
+        np.testing.assert_allclose(
+            probs, expected[run.run_id], atol=1e-4, err_msg=(f"{form}: {run.run_id}")
+        )
         assert (probs.argmax(1) == expected[run.run_id].argmax(1)).all(), (form, run.run_id)
 
 
@@ -120,8 +147,11 @@ def test_every_head_and_mode_loads_in_plain_transformers_with_the_runs_scores(ex
     assert len(runs) == sum(m.supports_frozen for m in METHODS.values()) + 1 + 8
     got = load_elsewhere(HF_LOAD, {"glee_core"}, folders["hf"], texts, root)
     check(runs, folders["hf"], got, expected, "hf")
-    stock = [run.method for run, folder in zip(runs, folders["hf"], strict=True)
-             if not (folder / "modeling_glee.py").exists()]
+    stock = [
+        run.method
+        for run, folder in zip(runs, folders["hf"], strict=True)
+        if not (folder / "modeling_glee.py").exists()
+    ]
     # CLS-tuning ∘ T on [CLS] (η-norm folded in; focal loss only trains) is BERT's own pooler
     # and classifier
     assert set(stock) == {"cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal"}
@@ -133,20 +163,21 @@ def test_every_head_and_mode_loads_in_plain_transformers_with_the_runs_scores(ex
 @pytest.mark.slow
 def test_every_head_and_mode_loads_in_onnx_runtime_alone_with_the_runs_scores(exported):
     runs, texts, folders, expected, root = exported
-    got = load_elsewhere(ONNX_LOAD, {"glee_core", "torch", "transformers"}, folders["onnx"],
-                         texts, root)
+    got = load_elsewhere(
+        ONNX_LOAD, {"glee_core", "torch", "transformers"}, folders["onnx"], texts, root
+    )
     check(runs, folders["onnx"], got, expected, "onnx")
 
 
 def test_each_form_has_a_card_true_to_it(exported):
     runs, _, folders, _, _ = exported
     hf = ModelCard.load(folders["hf"][0] / "README.md")
-    assert hf.data.pipeline_tag == "text-classification" and hf.data.library_name == \
-        "transformers"
+    assert hf.data.pipeline_tag == "text-classification" and hf.data.library_name == "transformers"
     assert 'pipeline("text-classification", model="path/to/this/folder"' in hf.text
     assert "no remote code" in hf.text
-    remote = ModelCard.load(next(f for f in folders["hf"] if (f / "modeling_glee.py").exists())
-                            / "README.md")
+    remote = ModelCard.load(
+        next(f for f in folders["hf"] if (f / "modeling_glee.py").exists()) / "README.md"
+    )
     assert "trust_remote_code=True" in remote.text
     onnx = ModelCard.load(folders["onnx"][0] / "README.md")
     assert onnx.data.pipeline_tag is None and onnx.data.library_name == "onnx"
@@ -167,8 +198,7 @@ def test_every_line_of_each_card_is_true_of_its_folder(exported, tmp_path):
         for folder in (folders[form][0], folders[form][quick]):
             card = (folder / "README.md").read_text()
             named = set(re.findall(r"`([\w.-]+\.(?:safetensors|onnx|json|py))`", card))
-            assert expected in named and named <= {p.name for p in folder.iterdir()}, (
-                form, named)
+            assert expected in named and named <= {p.name for p in folder.iterdir()}, (form, named)
             assert "referenced by name" not in card
     lora = next(r for r in runs if r.record.mode == "lora")
     peft_card = (export_run(lora, tmp_path / "adapter", form="peft") / "README.md").read_text()
@@ -179,8 +209,7 @@ def test_every_line_of_each_card_is_true_of_its_folder(exported, tmp_path):
                 assert stat.S_IMODE(path.stat().st_mode) & 0o044, path  # readable by others
                 if path.suffix == ".json":  # no folder of the exporting machine
                     assert not re.search(r'name_or_path": "/', path.read_text()), path
-    noted = next((f for f in folders["hf"] if "### Notes" in (f / "README.md").read_text()),
-                 None)
+    noted = next((f for f in folders["hf"] if "### Notes" in (f / "README.md").read_text()), None)
     if noted is not None:
         notes = (noted / "README.md").read_text().split("### Notes", 1)[1]
         assert "\\`" not in notes
@@ -190,8 +219,13 @@ def test_a_lora_run_leaves_as_a_peft_adapter_that_peft_loads(exported, tiny_bert
     runs, texts, _, expected, _ = exported
     run = next(r for r in runs if r.record.mode == "lora" and r.method == "cls-relu-pt-ln")
     out = export_run(run, tmp_path / "adapter", form="peft")
-    assert {"adapter_config.json", "adapter_model.safetensors", "glee_head.safetensors",
-            "glee_head.json", "README.md"} <= {p.name for p in out.iterdir()}
+    assert {
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "glee_head.safetensors",
+        "glee_head.json",
+        "README.md",
+    } <= {p.name for p in out.iterdir()}
     script = """
 import json, sys, torch
 from peft import PeftModel
@@ -217,38 +251,87 @@ with torch.no_grad():
 print(json.dumps(torch.softmax(logits, -1).tolist()))
 """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GLEE_", "PYTHONPATH"))}
-    done = subprocess.run([sys.executable, "-c", script, str(out), json.dumps(texts[:20]),
-                           str(tiny_bert)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={**env, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(out), json.dumps(texts[:20]), str(tiny_bert)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**env, "HF_HUB_OFFLINE": "1"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    np.testing.assert_allclose(np.asarray(json.loads(done.stdout.strip().splitlines()[-1])),
-                               expected[run.run_id][:20], atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(json.loads(done.stdout.strip().splitlines()[-1])),
+        expected[run.run_id][:20],
+        atol=1e-4,
+    )
     assert "PeftModel.from_pretrained" in (out / "README.md").read_text()
 
 
-def test_a_form_a_run_cannot_take_is_one_error_line_naming_those_it_can(exported, tmp_path,
-                                                                      capsys):
+def test_a_form_a_run_cannot_take_is_one_error_line_naming_those_it_can(exported, tmp_path, capsys):
     runs, _, _, _, _ = exported
     tuned = next(r for r in runs if r.record.mode == "finetune")
-    assert main(["export", "--run", str(tuned.path), "--out", str(tmp_path / "x"), "--format",
-                 "peft"]) == 2
+    assert (
+        main(["export", "--run", str(tuned.path), "--out", str(tmp_path / "x"), "--format", "peft"])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "it leaves as glee, hf or onnx" in err[0]
-    assert main(["export", "--run", str(tuned.path), "--out", str(tmp_path / "y"),
-                 "--format", "hf", "--quantize", "int8"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(tuned.path),
+                "--out",
+                str(tmp_path / "y"),
+                "--format",
+                "hf",
+                "--quantize",
+                "int8",
+            ]
+        )
+        == 2
+    )
     assert "--quantize is for --format onnx" in capsys.readouterr().err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
-    assert main(["export", "--run", str(tuned.path), "--out", str(tmp_path / "full"),
-                 "--format", "onnx"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(tuned.path),
+                "--out",
+                str(tmp_path / "full"),
+                "--format",
+                "onnx",
+            ]
+        )
+        == 2
+    )
     assert "is not an empty folder" in capsys.readouterr().err
 
 
 def test_int8_quantization_writes_its_f1_change_in_the_card(exported, tmp_path, capsys):
     runs, _, _, _, _ = exported
     run = next(r for r in runs if r.method == "cls-relu-pt-ln" and r.record.mode == "finetune")
-    assert main(["export", "--run", str(run.path), "--out", str(tmp_path / "q"), "--format",
-                 "onnx", "--quantize", "int8"]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(run.path),
+                "--out",
+                str(tmp_path / "q"),
+                "--format",
+                "onnx",
+                "--quantize",
+                "int8",
+            ]
+        )
+        == 0
+    )
     listing = json.loads(capsys.readouterr().out)
     assert {"model.onnx", "model.int8.onnx", "onnx_classifier.py"} <= set(listing["files"])
     card = (tmp_path / "q" / "README.md").read_text()
@@ -280,8 +363,11 @@ def test_bf16_scoring_asks_for_openvino_and_says_how_to_get_it(exported, monkeyp
         onnx_classifier.OnnxClassifier(folders["onnx"][0], precision="bf16")
     with pytest.raises(ValueError, match="'fp32' or 'bf16'"):
         onnx_classifier.OnnxClassifier(folders["onnx"][0], precision="fp16")
-    monkeypatch.setattr(onnx_classifier.onnxruntime, "get_available_providers",
-                        lambda: ["OpenVINOExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(
+        onnx_classifier.onnxruntime,
+        "get_available_providers",
+        lambda: ["OpenVINOExecutionProvider", "CPUExecutionProvider"],
+    )
     [(name, options)] = onnx_classifier.providers("bf16", threads=2)
     assert name == "OpenVINOExecutionProvider" and options["num_of_threads"] == "2"
     assert json.loads(options["load_config"]) == {"CPU": {"INFERENCE_PRECISION_HINT": "bf16"}}
@@ -289,26 +375,66 @@ def test_bf16_scoring_asks_for_openvino_and_says_how_to_get_it(exported, monkeyp
 
 
 def test_push_to_hub_uses_the_clients_upload_and_offline_is_one_error_line(
-        exported, tmp_path, capsys, monkeypatch):
+    exported, tmp_path, capsys, monkeypatch
+):
     from huggingface_hub import HfApi
 
     runs, _, _, _, _ = exported
     calls = []
-    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo, **kw: calls.append(
-        ("create", repo, kw.get("private"))))
-    monkeypatch.setattr(HfApi, "upload_folder", lambda self, **kw: calls.append(
-        ("upload", kw["repo_id"], sorted(p.name for p in Path(kw["folder_path"]).iterdir())))
-        or type("Info", (), {"commit_url": "https://huggingface.co/me/model/commit/1"})())
-    assert main(["export", "--run", str(runs[0].path), "--out", str(tmp_path / "a"),
-                 "--format", "hf", "--push-to-hub", "me/model", "--private"]) == 0
+    monkeypatch.setattr(
+        HfApi,
+        "create_repo",
+        lambda self, repo, **kw: calls.append(("create", repo, kw.get("private"))),
+    )
+    monkeypatch.setattr(
+        HfApi,
+        "upload_folder",
+        lambda self, **kw: (
+            calls.append(
+                ("upload", kw["repo_id"], sorted(p.name for p in Path(kw["folder_path"]).iterdir()))
+            )
+            or type("Info", (), {"commit_url": "https://huggingface.co/me/model/commit/1"})()
+        ),
+    )
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(runs[0].path),
+                "--out",
+                str(tmp_path / "a"),
+                "--format",
+                "hf",
+                "--push-to-hub",
+                "me/model",
+                "--private",
+            ]
+        )
+        == 0
+    )
     assert calls[0] == ("create", "me/model", True) and calls[1][0] == "upload"
     assert "config.json" in calls[1][2] and "README.md" in calls[1][2]
     assert json.loads(capsys.readouterr().out)["hub"].startswith("https://huggingface.co/")
 
     monkeypatch.undo()  # the real client, offline as this machine is
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert main(["export", "--run", str(runs[0].path), "--out", str(tmp_path / "b"),
-                 "--format", "hf", "--push-to-hub", "me/model"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "--run",
+                str(runs[0].path),
+                "--out",
+                str(tmp_path / "b"),
+                "--format",
+                "hf",
+                "--push-to-hub",
+                "me/model",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot push to the Hub as 'me/model'" in err[0]
     assert (tmp_path / "b" / "config.json").is_file()  # the folder is written all the same

@@ -33,9 +33,10 @@ CUDA = torch.device("cuda")  # a device object needs no GPU; nothing is allocate
 CPU = torch.device("cpu")
 
 
-@pytest.mark.parametrize("capability, expected", [((9, 0), "bf16"), ((8, 0), "bf16"),
-                                                  ((8, 6), "bf16"), ((7, 5), "fp16"),
-                                                  ((6, 0), "fp16")])
+@pytest.mark.parametrize(
+    "capability, expected",
+    [((9, 0), "bf16"), ((8, 0), "bf16"), ((8, 6), "bf16"), ((7, 5), "fp16"), ((6, 0), "fp16")],
+)
 def test_auto_precision_follows_the_gpus_compute_capability(monkeypatch, capability, expected):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
     assert resolve_precision("auto", CUDA) == expected
@@ -81,8 +82,7 @@ def test_evaluation_batches_are_large_on_a_gpu_and_cache_sized_on_a_cpu():
     assert resolve_eval_batch_size(64, CPU) == 64  # --eval-batch-size wins
 
 
-def test_padding_to_a_multiple_changes_neither_the_scores_nor_the_run_id(tiny_bert,
-                                                                         toy_dataset):
+def test_padding_to_a_multiple_changes_neither_the_scores_nor_the_run_id(tiny_bert, toy_dataset):
     """Padding is masked out: scored with batches padded to multiples of 16 (as a GPU pads to
     64), a model gives the scores of own-length padding; and the run is the same run."""
     backbone = load_backbone(str(tiny_bert))
@@ -92,8 +92,13 @@ def test_padding_to_a_multiple_changes_neither_the_scores_nor_the_run_id(tiny_be
         spec = get_method(method)
         torch.manual_seed(0)
         model = build_model(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer)
-        split = encode(toy_dataset.splits["test"], backbone.tokenizer, spec.input_format,
-                       toy_dataset.template, 64)
+        split = encode(
+            toy_dataset.splits["test"],
+            backbone.tokenizer,
+            spec.input_format,
+            toy_dataset.template,
+            64,
+        )
         assert len({int(n) for n in split.lengths}) > 3  # batches of several widths
         own, _ = predict(model, split, 0, CPU, batch_size=8, precision="fp32")
         wide, _ = predict(model, split, 0, CPU, batch_size=8, precision="fp32", pad_multiple=16)
@@ -107,10 +112,19 @@ def test_the_gradient_scaler_skips_an_overflowing_step_and_counts_it():
     config = TrainConfig(recipe="paper")
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    state = TrainingState(model, get_method("cls-tanh"), config, optimizer, scheduler,
-                          list(model.parameters()), np.random.default_rng(0), CPU, 0)
+    state = TrainingState(
+        model,
+        get_method("cls-tanh"),
+        config,
+        optimizer,
+        scheduler,
+        list(model.parameters()),
+        np.random.default_rng(0),
+        CPU,
+        0,
+    )
     assert state.scaler is None  # fp32 on this CPU or bf16: no scaler
-    state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8)
+    state.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8)
     state.skipped_steps = torch.zeros((), dtype=torch.long)
     before = model.weight.detach().clone()
     optimizer_step(state, (model(torch.ones(1, 3)) * float("inf")).sum())
@@ -129,22 +143,37 @@ def test_compile_is_a_yes_no_flag_outside_the_run_identity():
 
 def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     """``bench/gpu_check.py --dry``: every section at tiny sizes, one JSON and one Markdown."""
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--dry",
-                          "--device", "cpu", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "gpu_check.py"),
+            "--dry",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report = json.loads((tmp_path / "gpu_check.json").read_text())
     assert report["ok"] and report["dry"]
     peft = [m.name for m in MODES.values() if m.parameter_efficient]  # a CLS and a prompt head
     assert report["methods"]["methods"] == 19 + 2 * len(peft) and not report["methods"]["failed"]
     assert {r["mode"] for r in report["methods"]["rows"]} == {"finetune", "frozen", *peft}
-    assert all(r["finite_loss"] and r["reloaded_agreement"] >= 0.98
-               for r in report["methods"]["rows"])
+    assert all(
+        r["finite_loss"] and r["reloaded_agreement"] >= 0.98 for r in report["methods"]["rows"]
+    )
     assert {r["precision"] for r in report["precision"]["rows"]} == {"bf16"}
     paths = {r["path"] for r in report["throughput"]["rows"]}
     assert {"plain, eager", "glee (cls-tanh)", "glee (prompt)"} <= paths
-    assert all(r["train_examples_per_s"] > 0 and r["eval_examples_per_s"] > 0
-               for r in report["throughput"]["rows"])
+    assert all(
+        r["train_examples_per_s"] > 0 and r["eval_examples_per_s"] > 0
+        for r in report["throughput"]["rows"]
+    )
     profile = report["profile"]  # where a step's time goes, in one file the device tool returns
     assert profile["steps"] > 0 and profile["ops_per_step"] > 0
     assert "## by host time" in (tmp_path / profile["file"]).read_text()
@@ -152,14 +181,28 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
     assert report["quick"]["rows"][0]["heads"] == 19
     assert report["projection"]["packed_minutes"] > 0
     modes = {r["what"]: r for r in report["modes"]["rows"]}
-    assert set(modes) == {"finetune, cls-relu-pt-ln", "lora, cls-relu-pt-ln",
-                          "ptuning2, cls-relu-pt-ln", "ptuning2, prompt", "adapt (TAPT), 1 epoch"}
+    assert set(modes) == {
+        "finetune, cls-relu-pt-ln",
+        "lora, cls-relu-pt-ln",
+        "ptuning2, cls-relu-pt-ln",
+        "ptuning2, prompt",
+        "adapt (TAPT), 1 epoch",
+    }
     assert all(r["train_examples_per_s"] > 0 for r in modes.values())
     full = modes["finetune, cls-relu-pt-ln"]["trainable"]
     assert modes["lora, cls-relu-pt-ln"]["trainable"] < full / 10  # adapters and the head only
     assert modes["adapt (TAPT), 1 epoch"]["trainable"] > full  # the MLM head trains too
     assert report["modes"]["tapt_100_epochs_minutes"] > report["modes"]["tapt_10_epochs_minutes"]
     markdown = (tmp_path / "gpu_check.md").read_text()
-    for section in ("methods", "precision", "shapes", "throughput", "profile", "concurrency",
-                    "quick", "modes", "projection"):
+    for section in (
+        "methods",
+        "precision",
+        "shapes",
+        "throughput",
+        "profile",
+        "concurrency",
+        "quick",
+        "modes",
+        "projection",
+    ):
         assert f"## {section} (ok" in markdown

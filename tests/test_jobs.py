@@ -13,8 +13,8 @@ def write_job(folder, events, pid=2**22 + 12345, out=None, err=None):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "j1.json").write_text(json.dumps({"id": "j1", "pid": pid, "label": "x"}))
     (folder / "j1.progress.jsonl").write_text(
-        "".join(json.dumps(e.to_dict()) + "\n" for e in events)
-        + '{"stage": "tr')  # a torn last line
+        "".join(json.dumps(e.to_dict()) + "\n" for e in events) + '{"stage": "tr'
+    )  # a torn last line
     if out is not None:
         (folder / "j1.out").write_text(out)
     if err is not None:
@@ -23,11 +23,14 @@ def write_job(folder, events, pid=2**22 + 12345, out=None, err=None):
 
 
 def test_progress_of_the_second_of_two_runs_halfway_through_its_epochs(tmp_path):
-    job = write_job(tmp_path, [
-        RunStarted(run_id="r2", index=2, total=2, method="prompt", seed=1, cached=False),
-        TrainStep(epoch=2, epochs=4, step=5, steps=10),
-        Evaluated(epoch=1, epochs=4, dev_f1=0.4, dev_acc=0.5, best_dev=0.4, select_metric="f1"),
-    ])
+    job = write_job(
+        tmp_path,
+        [
+            RunStarted(run_id="r2", index=2, total=2, method="prompt", seed=1, cached=False),
+            TrainStep(epoch=2, epochs=4, step=5, steps=10),
+            Evaluated(epoch=1, epochs=4, dev_f1=0.4, dev_acc=0.5, best_dev=0.4, select_metric="f1"),
+        ],
+    )
     progress = job.progress()
     assert progress.method == "prompt" and progress.dev_f1 == 0.4
     assert progress.fraction == (1 + 15 / 40) / 2
@@ -36,13 +39,16 @@ def test_progress_of_the_second_of_two_runs_halfway_through_its_epochs(tmp_path)
 def test_a_fine_tune_is_not_counted_done_by_its_lp_ft_stages_feature_pass():
     """LP-FT fits its head on the frozen features (a feature pass, then a few seconds of
     training) before the fine-tuning's hour: the pass's share of a quick run must not carry over."""
-    quick = [RunStarted(run_id="r", index=1, total=1, method="cls-relu-pt-ln", seed=1,
-                        cached=False),
-             FeaturePass(format="plain", done=50, total=100)]
+    quick = [
+        RunStarted(run_id="r", index=1, total=1, method="cls-relu-pt-ln", seed=1, cached=False),
+        FeaturePass(format="plain", done=50, total=100),
+    ]
     share = events.ENCODING_SHARE  # a quick run: its feature pass is most of its time
     assert fold(quick).fraction == pytest.approx(share / 2)
-    quick += [FeaturePass(format="plain", done=100, total=100),
-              TrainStep(epoch=1, epochs=10, step=5, steps=10)]
+    quick += [
+        FeaturePass(format="plain", done=100, total=100),
+        TrainStep(epoch=1, epochs=10, step=5, steps=10),
+    ]
     assert fold(quick).fraction == pytest.approx(share + (1 - share) * 5 / 100)
     # a fine-tune's LP-FT stage: the same events, said to be the stage: the bar stays put
     stage = [quick[0], events.Loading(what="LP-FT's head", lp_ft=True), *quick[1:]]
@@ -50,8 +56,9 @@ def test_a_fine_tune_is_not_counted_done_by_its_lp_ft_stages_feature_pass():
     tuning = stage + [events.Testing(), TrainStep(epoch=1, epochs=10, step=1, steps=10)]
     assert fold(tuning).fraction == pytest.approx(0.01)
     # its search and the rest of the run counted whole: 25 of 400 planned steps
-    assert fold(tuning + [TrainStep(epoch=1, epochs=10, step=5, steps=10, done=25, total=400)]
-                ).fraction == pytest.approx(25 / 400)
+    assert fold(
+        tuning + [TrainStep(epoch=1, epochs=10, step=5, steps=10, done=25, total=400)]
+    ).fraction == pytest.approx(25 / 400)
 
 
 def test_a_fine_tunes_bar_expects_early_stopping_as_its_estimate_did():
@@ -60,12 +67,19 @@ def test_a_fine_tunes_bar_expects_early_stopping_as_its_estimate_did():
     two thirds when the job is nearly done (a Reuters upload's race read 373 s left with 61 to
     go); past that share it still nears the end, never passes it, and without a share (a
     quick compare) planned steps say it as before."""
-    run = RunStarted(run_id="r", index=1, total=3, method="cls-relu-pt-ln", seed=1,
-                     cached=False, together=3, race=True)
+    run = RunStarted(
+        run_id="r",
+        index=1,
+        total=3,
+        method="cls-relu-pt-ln",
+        seed=1,
+        cached=False,
+        together=3,
+        race=True,
+    )
 
     def at(done: int):
-        return fold([run, TrainStep(epoch=1, epochs=10, step=1, steps=10, done=done,
-                                    total=400)])
+        return fold([run, TrainStep(epoch=1, epochs=10, step=1, steps=10, done=done, total=400)])
 
     assert at(150).share(0.75) == pytest.approx(0.5)  # 150 of the 300 steps expected
     assert at(150).share() == at(150).fraction == pytest.approx(150 / 400)
@@ -80,7 +94,8 @@ def test_a_fine_tunes_bar_expects_early_stopping_as_its_estimate_did():
 
 
 def test_a_fine_tune_whose_lp_ft_head_is_stored_counts_its_steps_from_the_first(
-        tiny_bert, toy_dataset, tmp_path):
+    tiny_bert, toy_dataset, tmp_path
+):
     """The quick compare stored the LP-FT head: loading it is no stage, so the bar (and the time
     left, which reads it) moves with the fine-tune's first step, not only when the run ends."""
     from glee_core.models.config import TrainConfig
@@ -90,16 +105,17 @@ def test_a_fine_tune_whose_lp_ft_head_is_stored_counts_its_steps_from_the_first(
 
     store = RunStore(tmp_path / "runs")
     spec, seen = get_method("cls-relu-pt-ln"), []
-    config = TrainConfig(recipe="practical", lp_ft=True, lr=1e-4, epochs=1, min_steps=1,
-                         batch_size=16, max_length=16)
-    run_experiments(toy_dataset, [spec], [1], str(tiny_bert), config.linear_probe_stage(),
-                    store)  # the quick compare's run: the LP-FT head, stored
-    run_experiments(toy_dataset, [spec], [1], str(tiny_bert), config, store,
-                    progress=seen.append)
+    config = TrainConfig(
+        recipe="practical", lp_ft=True, lr=1e-4, epochs=1, min_steps=1, batch_size=16, max_length=16
+    )
+    run_experiments(
+        toy_dataset, [spec], [1], str(tiny_bert), config.linear_probe_stage(), store
+    )  # the quick compare's run: the LP-FT head, stored
+    run_experiments(toy_dataset, [spec], [1], str(tiny_bert), config, store, progress=seen.append)
     loading = [e for e in seen if isinstance(e, events.Loading) and "LP-FT" in e.what]
     assert loading and "stored" in loading[0].what and not loading[0].lp_ft
     steps = [i for i, e in enumerate(seen) if isinstance(e, TrainStep)]
-    assert fold(seen[:steps[0] + 1]).fraction > 0
+    assert fold(seen[: steps[0] + 1]).fraction > 0
 
 
 def test_status_of_finished_failed_and_killed_jobs(tmp_path):
@@ -169,10 +185,18 @@ def test_a_run_waiting_for_the_store_says_what_it_waits_for_and_how_long(tmp_pat
 
     store = RunStore(tmp_path / "runs")
     store.jobs_dir.mkdir(parents=True)
-    (store.jobs_dir / "job-1.json").write_text(_json.dumps({
-        "id": "job-1", "pid": _os.getpid(), "start": process_start(_os.getpid()),
-        "label": "Fine-tune cls-relu-pt-ln", "started": _time.time() - 60,
-        "estimate_seconds": 900}))
+    (store.jobs_dir / "job-1.json").write_text(
+        _json.dumps(
+            {
+                "id": "job-1",
+                "pid": _os.getpid(),
+                "start": process_start(_os.getpid()),
+                "label": "Fine-tune cls-relu-pt-ln",
+                "started": _time.time() - 60,
+                "estimate_seconds": 900,
+            }
+        )
+    )
     said = running_summary(store)
     assert "the job 'Fine-tune cls-relu-pt-ln' (about 14 min left)" in said
     bars = TqdmProgress([])

@@ -32,6 +32,7 @@ def app(tmp_path, tiny_bert, monkeypatch):
         at = AppTest.from_file(str(ROOT / page), default_timeout=120)
         at.session_state["model"] = str(tiny_bert)
         return at
+
     return make
 
 
@@ -39,8 +40,9 @@ def demo_pool() -> bytes:
     """Texts none of the demo's splits hold: a few of its words, new sentences."""
     demo = load_dataset("demo")
     words = " ".join(demo.splits["train"]["text"].head(60)).split()
-    return ("text\n" + "".join(f"{' '.join(words[i:i + 6])} number {i}\n"
-                               for i in range(0, 300, 6))).encode()
+    return (
+        "text\n" + "".join(f"{' '.join(words[i : i + 6])} number {i}\n" for i in range(0, 300, 6))
+    ).encode()
 
 
 def button(at: AppTest, starts: str):
@@ -62,8 +64,10 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     # the label budget knows the pool: each class's likely texts in it
     assert {row["class"] for row in session.pool_classes} == set(load_dataset("demo").classes)
     assert sum(row["predicted"] for row in session.pool_classes) == 50
-    assert all(text.startswith(("~", "0 predicted")) or "predicted" in text
-               for text in session.likely().values())
+    assert all(
+        text.startswith(("~", "0 predicted")) or "predicted" in text
+        for text in session.likely().values()
+    )
     # grouped by predicted class, tail first: the first group shown is a tail class's
     first = next(m.value for m in at.markdown if m.value.startswith("**Predicted "))
     assert "(tail," in first
@@ -93,11 +97,11 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert chosen.add and chosen.load().id.startswith("demo+added-2-")
     home = app("app.py").run()  # remembered across a reload; Home offers its compare
     assert home.session_state["dataset"].add == chosen.add
-    assert any(plain(b.label).startswith("Quick compare on demo+added-2-")
-               for b in home.button)
+    assert any(plain(b.label).startswith("Quick compare on demo+added-2-") for b in home.button)
     assert any("2 labelled text(s) added" in plain(c.value) for c in home.caption)
-    assert any("Run the quick compare on the data with them too" in plain(c.value)
-               for c in home.caption)
+    assert any(
+        "Run the quick compare on the data with them too" in plain(c.value) for c in home.caption
+    )
     config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
     for data in (load_dataset("demo"), chosen.load()):  # both compared: the gain shows
         run_experiments(data, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
@@ -112,11 +116,17 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
     """Home's table after labelled texts were added: per class, the texts added and the F1 of
     each dataset's recommended head on the same test split, tail by the data as it was."""
     base = load_dataset("demo")
-    pool = pd.DataFrame({"text": [f"a new text {i}" for i in range(4)], "text_b": "",
-                         "label": [base.classes.index(base.head_tail()[1][0])] * 4})
+    pool = pd.DataFrame(
+        {
+            "text": [f"a new text {i}" for i in range(4)],
+            "text_b": "",
+            "label": [base.classes.index(base.head_tail()[1][0])] * 4,
+        }
+    )
     labelled = tmp_path / "labelled.csv"
     pool.assign(label=[base.classes[c] for c in pool["label"]])[["text", "label"]].to_csv(
-        labelled, index=False)
+        labelled, index=False
+    )
     added = load_dataset("demo", add=labelled)
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
@@ -128,13 +138,15 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
     tail_class = base.head_tail()[1][0]
     row = next(r for r in result.rows if r["class"] == tail_class)
     assert row["added"] == 4 and row["group"] == "tail"
-    assert row["F1 before"] == pytest.approx(100 * before[0].metrics.per_class[tail_class].f1,
-                                             abs=0.06)
+    assert row["F1 before"] == pytest.approx(
+        100 * before[0].metrics.per_class[tail_class].f1, abs=0.06
+    )
     assert json.dumps(result.tail_f1)  # two numbers
 
 
-def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(app, tmp_path,
-                                                                              tiny_bert):
+def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
+    app, tmp_path, tiny_bert
+):
     from glee_core.cli import main
     from glee_core.train.jobs import list_jobs
 
@@ -151,9 +163,25 @@ def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(ap
         assert request["config"]["mode"] == "frozen"
     finally:
         job.stop()
-    common = ["train", "--dataset", "demo", "--mode", "frozen", "--method", "cls-tanh",
-              "--pooling", "cls", "--choose-by", "dev", "--epochs", "1", "--model",
-              str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]
+    common = [
+        "train",
+        "--dataset",
+        "demo",
+        "--mode",
+        "frozen",
+        "--method",
+        "cls-tanh",
+        "--pooling",
+        "cls",
+        "--choose-by",
+        "dev",
+        "--epochs",
+        "1",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    ]
     assert main(common) == 0
     assert main([*common, "--pool", str(kept), "--self-train", "yes"]) == 0
     home = app("app.py").run()

@@ -23,7 +23,7 @@ def resolve(path: Path, node: ast.ImportFrom) -> set[str]:
     """The glee_core modules (``pkg.mod`` or a package) an import statement names."""
     if node.level:
         base = path.relative_to(PACKAGE).parent.parts
-        base = base[:len(base) - (node.level - 1)]
+        base = base[: len(base) - (node.level - 1)]
         prefix = ".".join(base + tuple(node.module.split("."))) if node.module else ".".join(base)
     elif (node.module or "").startswith("glee_core"):
         prefix = node.module.removeprefix("glee_core").lstrip(".")
@@ -52,8 +52,7 @@ def package_of(module: str) -> str | None:
 
 def test_every_module_lives_in_a_layer_and_every_layer_is_documented():
     graph = import_graph()
-    loose = {m for m in graph if package_of(m) is None} - {"cli", "__main__", "__init__",
-                                                          "studio"}
+    loose = {m for m in graph if package_of(m) is None} - {"cli", "__main__", "__init__", "studio"}
     assert loose == set(), "a module outside the layers: put it in one of " + str(list(RANK))
     for package in RANK:
         doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
@@ -91,8 +90,9 @@ def test_no_module_imports_itself_back():
 def test_the_scorers_do_not_import_the_trainer():
     graph = import_graph()
     for scorer in ("serve.inference", "serve.export", "models.scoring"):
-        assert not {"train.training", "train.experiment", "train.executors"} & \
-            reachable(graph, scorer), scorer
+        assert not {"train.training", "train.experiment", "train.executors"} & reachable(
+            graph, scorer
+        ), scorer
 
 
 def test_the_graph_is_read_right():  # the test's own parser, on statements it must resolve
@@ -104,13 +104,19 @@ def test_the_graph_is_read_right():  # the test's own parser, on statements it m
 def test_the_app_goes_through_its_door_and_every_name_there_resolves():
     import glee_core.studio as studio
 
-    face = [PACKAGE.parent / "app.py", *sorted((PACKAGE.parent / "studio_ui").glob("*.py")),
-            *sorted((PACKAGE.parent / "app_pages").glob("*.py"))]
+    face = [
+        PACKAGE.parent / "app.py",
+        *sorted((PACKAGE.parent / "studio_ui").glob("*.py")),
+        *sorted((PACKAGE.parent / "app_pages").glob("*.py")),
+    ]
     elsewhere = []
     for path in face:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("glee_core") \
-                    and node.module != "glee_core.studio":
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("glee_core")
+                and node.module != "glee_core.studio"
+            ):
                 elsewhere.append(f"{path.name}: {node.module}")
     assert elsewhere == []
     for name in studio.__all__:
@@ -133,19 +139,35 @@ def test_the_door_reads_each_face_once_and_no_name_has_two_homes():
     for module in studio._FACES:  # the source read is the module's own __all__, and names
         # every public name the module defines (what it offers, whole: nothing drifts out)
         assert studio.declared_names(module) == list(
-            importlib.import_module(f"glee_core.{module}").__all__)
+            importlib.import_module(f"glee_core.{module}").__all__
+        )
         tree = ast.parse(PACKAGE.joinpath(*module.split(".")).with_suffix(".py").read_text())
         defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        defined |= {x.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                    for x in ast.walk(t) if isinstance(x, ast.Name)}
+        defined |= {
+            x.id
+            for n in tree.body
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            for x in ast.walk(t)
+            if isinstance(x, ast.Name)
+        }
         public = {name for name in defined if not name.startswith("_")}
         assert public <= set(studio.declared_names(module)), (module, public)
 
 
 # studio_ui's order, as its docstring lists it
-APP_MODULES = ["text", "access", "stores", "choice", "estimates", "jobs", "widgets",
-               "recommendation", "labelling", "navigation"]
+APP_MODULES = [
+    "text",
+    "access",
+    "stores",
+    "choice",
+    "estimates",
+    "jobs",
+    "widgets",
+    "recommendation",
+    "labelling",
+    "navigation",
+]
 
 
 def test_the_app_package_imports_only_downward():
@@ -167,8 +189,13 @@ def test_the_app_package_imports_only_downward():
     assert upward == []
     for page in [PACKAGE.parent / "app.py", *(PACKAGE.parent / "app_pages").glob("*.py")]:
         for node in ast.walk(ast.parse(page.read_text(encoding="utf-8"))):
-            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            modules = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert not any(m.startswith("studio_ui.") for m in modules), page.name
 
 
@@ -179,6 +206,9 @@ def test_every_page_the_face_switches_to_exists():
 
     root = PACKAGE.parent
     face = [root / "app.py", *(root / "studio_ui").glob("*.py"), *(root / "app_pages").glob("*.py")]
-    targets = {target for path in face
-               for target in re.findall(r'switch_page\("([^"]+)"\)', path.read_text("utf-8"))}
+    targets = {
+        target
+        for path in face
+        for target in re.findall(r'switch_page\("([^"]+)"\)', path.read_text("utf-8"))
+    }
     assert targets and all((root / target).is_file() for target in targets), targets

@@ -12,17 +12,35 @@ from glee_core.models.backbone import load_backbone
 from glee_core.models.heads import ETA, build_model, focal_loss, label_word_token_ids
 from glee_core.models.methods import METHODS, get_method, parse_methods
 
-PAPER_ROWS = {"cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal", "cls-relu", "cls-relu-eta-norm",
-              "cls-relu-focal", "cls-relu-prompt", "cls-relu-ln", "cls-relu-pt-ln", "prompt",
-              "prompt-focal", "prompt-ed"}
+PAPER_ROWS = {
+    "cls-tanh",
+    "cls-tanh-eta-norm",
+    "cls-tanh-focal",
+    "cls-relu",
+    "cls-relu-eta-norm",
+    "cls-relu-focal",
+    "cls-relu-prompt",
+    "cls-relu-ln",
+    "cls-relu-pt-ln",
+    "prompt",
+    "prompt-focal",
+    "prompt-ed",
+}
 
 
 def test_registry_lists_the_twelve_rows_of_the_paper():
     assert PAPER_ROWS <= set(METHODS)
     assert [m.paper_row for m in METHODS.values()][:3] == [
-        "CLS-tuning ∘ T", "CLS-tuning ∘ T w/ η-norm", "CLS-tuning ∘ T w/ focal loss"]
+        "CLS-tuning ∘ T",
+        "CLS-tuning ∘ T w/ η-norm",
+        "CLS-tuning ∘ T w/ focal loss",
+    ]
     assert {m.id for m in METHODS.values() if m.uses_mlm_head and m.paper} == {
-        "cls-relu-pt-ln", "prompt", "prompt-focal", "prompt-ed"}
+        "cls-relu-pt-ln",
+        "prompt",
+        "prompt-focal",
+        "prompt-ed",
+    }
     assert [m.id for m in parse_methods("prompt, cls-relu-pt-ln")] == ["prompt", "cls-relu-pt-ln"]
     assert {m.id for m in parse_methods("all")} == set(METHODS)
     assert METHODS["cls-relu-pt-ln"].label == "CLS-tuning ∘ R w/ pt. LN (cls-relu-pt-ln)"
@@ -31,8 +49,9 @@ def test_registry_lists_the_twelve_rows_of_the_paper():
 
 
 def _batch(backbone, dataset, spec, n=6):
-    split = encode(dataset.splits["test"].head(n), backbone.tokenizer, spec.input_format,
-                   dataset.template, 64)
+    split = encode(
+        dataset.splits["test"].head(n), backbone.tokenizer, spec.input_format, dataset.template, 64
+    )
     batch = collate(split, range(len(split)), backbone.tokenizer.pad_token_id)
     return {k: v for k, v in batch.items() if k != "labels"}
 
@@ -41,26 +60,31 @@ def _batch(backbone, dataset, spec, n=6):
 def test_pt_ln_starts_from_exactly_the_mlm_layer_norm(request, fixture, toy_dataset):
     backbone = load_backbone(str(request.getfixturevalue(fixture)))
     source = backbone.mlm_layer_norm
-    model = build_model(get_method("cls-relu-pt-ln"), backbone, toy_dataset.classes,
-                        toy_dataset.verbalizer)
+    model = build_model(
+        get_method("cls-relu-pt-ln"), backbone, toy_dataset.classes, toy_dataset.verbalizer
+    )
     norm = model.head.norm
     assert torch.equal(norm.weight, source.weight) and torch.equal(norm.bias, source.bias)
     assert not torch.allclose(source.weight, torch.ones_like(source.weight))  # non-trivial
     assert norm.weight.data_ptr() != source.weight.data_ptr()  # a copy, trained on its own
     # the authors' w/ pt. LN has no dropout; w/ LN keeps Dropout(0.1); the change is in the id
     assert isinstance(model.head.dropout, torch.nn.Identity)
-    assert METHODS["cls-relu-pt-ln"].identity() == {"method": "cls-relu-pt-ln",
-                                                    "head_dropout": False}
+    assert METHODS["cls-relu-pt-ln"].identity() == {
+        "method": "cls-relu-pt-ln",
+        "head_dropout": False,
+    }
     assert METHODS["cls-relu-ln"].identity() == {"method": "cls-relu-ln"}
-    fresh = build_model(get_method("cls-relu-ln"), backbone, toy_dataset.classes,
-                        toy_dataset.verbalizer).head.norm
+    fresh = build_model(
+        get_method("cls-relu-ln"), backbone, toy_dataset.classes, toy_dataset.verbalizer
+    ).head.norm
     assert torch.equal(fresh.weight, torch.ones_like(fresh.weight))
 
 
 @pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_roberta"])
 @pytest.mark.parametrize("method", ["prompt", "prompt-ed"])
-def test_prompt_logits_equal_the_full_mlm_head_at_label_words(request, fixture, method,
-                                                              toy_dataset):
+def test_prompt_logits_equal_the_full_mlm_head_at_label_words(
+    request, fixture, method, toy_dataset
+):
     backbone = load_backbone(str(request.getfixturevalue(fixture)))
     spec = get_method(method)
     assert toy_dataset.verbalizer["tech_support"] == ["tech support"]  # two tokens: averaged
@@ -68,13 +92,23 @@ def test_prompt_logits_equal_the_full_mlm_head_at_label_words(request, fixture, 
     batch = _batch(backbone, toy_dataset, spec)
     with torch.no_grad():
         logits, _ = model(**batch)
-        full = backbone.model(input_ids=batch["input_ids"],
-                              attention_mask=batch["attention_mask"]).logits
+        full = backbone.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).logits
     at_mask = full[torch.arange(len(full)), batch["positions"]]
-    expected = torch.stack([at_mask[:, ids].mean(dim=1) for ids in label_word_token_ids(
-        backbone.tokenizer, toy_dataset.verbalizer, toy_dataset.classes)], dim=1)
-    assert (batch["input_ids"][torch.arange(len(full)), batch["positions"]]
-            == backbone.tokenizer.mask_token_id).all()
+    expected = torch.stack(
+        [
+            at_mask[:, ids].mean(dim=1)
+            for ids in label_word_token_ids(
+                backbone.tokenizer, toy_dataset.verbalizer, toy_dataset.classes
+            )
+        ],
+        dim=1,
+    )
+    assert (
+        batch["input_ids"][torch.arange(len(full)), batch["positions"]]
+        == backbone.tokenizer.mask_token_id
+    ).all()
     torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
     with torch.no_grad():  # the straightforward full-vocabulary path agrees too
         reference, _ = full_vocabulary_logits(model, batch)
@@ -83,15 +117,20 @@ def test_prompt_logits_equal_the_full_mlm_head_at_label_words(request, fixture, 
 
 def test_prompt_ed_decouples_the_decoder_from_the_embeddings(tiny_bert, toy_dataset):
     backbone = load_backbone(str(tiny_bert))
-    model = build_model(get_method("prompt-ed"), backbone, toy_dataset.classes,
-                        toy_dataset.verbalizer)
+    model = build_model(
+        get_method("prompt-ed"), backbone, toy_dataset.classes, toy_dataset.verbalizer
+    )
     rows = model.head.decoupled_rows
     with torch.no_grad():
         rows.add_(1.0)
     ids = model.head.label_token_ids
     assert not torch.allclose(backbone.word_embeddings.weight[ids], rows)
-    tied = build_model(get_method("prompt"), load_backbone(str(tiny_bert)), toy_dataset.classes,
-                       toy_dataset.verbalizer)
+    tied = build_model(
+        get_method("prompt"),
+        load_backbone(str(tiny_bert)),
+        toy_dataset.classes,
+        toy_dataset.verbalizer,
+    )
     assert tied.head.decoder.weight.data_ptr() == tied.mlm.get_input_embeddings().weight.data_ptr()
 
 
@@ -105,7 +144,7 @@ def test_eta_norm_divides_eval_logits_by_row_norm_power(tiny_bert, toy_dataset, 
         raw, _ = model(**batch)
         calibrated, _ = model(**batch, calibrate=True)
     norms = model.head.predictor.weight.norm(dim=1)
-    torch.testing.assert_close(calibrated, raw / norms ** ETA)
+    torch.testing.assert_close(calibrated, raw / norms**ETA)
     assert ETA == 1.1
 
 
@@ -115,8 +154,9 @@ def test_focal_loss_matches_its_formula():
     p = F.softmax(logits, dim=1)[torch.arange(8), labels]
     expected = torch.mean(-(1 - p) * torch.log(p))  # gamma = 1
     torch.testing.assert_close(focal_loss(logits, labels), expected)
-    torch.testing.assert_close(focal_loss(logits, labels, gamma=0.0),
-                               F.cross_entropy(logits, labels))
+    torch.testing.assert_close(
+        focal_loss(logits, labels, gamma=0.0), F.cross_entropy(logits, labels)
+    )
     p0 = math.exp(-F.cross_entropy(logits[:1], labels[:1]).item())
     assert focal_loss(logits[:1], labels[:1]).item() == pytest.approx(-(1 - p0) * math.log(p0))
 
@@ -136,8 +176,10 @@ def test_cls_methods_read_cls_and_prompt_methods_read_mask(tiny_bert, toy_datase
     plain = _batch(backbone, toy_dataset, get_method("cls-relu"))
     prompt = _batch(backbone, toy_dataset, get_method("cls-relu-prompt"))
     assert (plain["positions"] == 0).all()
-    assert np.all(prompt["input_ids"][torch.arange(6), prompt["positions"]].numpy()
-                  == backbone.tokenizer.mask_token_id)
+    assert np.all(
+        prompt["input_ids"][torch.arange(6), prompt["positions"]].numpy()
+        == backbone.tokenizer.mask_token_id
+    )
 
 
 def test_the_long_tail_losses_are_their_formulas():
@@ -160,8 +202,14 @@ def test_the_long_tail_losses_are_their_formulas():
 
 def test_the_methods_beyond_the_paper_say_so():
     beyond = [m for m in METHODS.values() if not m.paper]
-    assert {"cls-relu-pt-ln-la", "cls-relu-pt-ln-cb", "prompt-la", "prompt-cb", "probe",
-            "probe-balanced"} <= {m.id for m in beyond}
+    assert {
+        "cls-relu-pt-ln-la",
+        "cls-relu-pt-ln-cb",
+        "prompt-la",
+        "prompt-cb",
+        "probe",
+        "probe-balanced",
+    } <= {m.id for m in beyond}
     assert all("[beyond the paper]" in m.label or "[baseline]" in m.label for m in beyond)
     assert PAPER_ROWS == {m.id for m in METHODS.values() if m.paper}  # the twelve, unchanged
 

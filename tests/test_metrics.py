@@ -28,8 +28,9 @@ def test_metrics_equal_scikit_learns(seed):
     assert ours["confusion_matrix"] == confusion_matrix(gold, pred, labels=labels).tolist()
     for i, c in enumerate(classes):
         row = ours["per_class"][c]
-        assert (row["precision"], row["recall"], row["f1"], row["support"]) == \
-            pytest.approx((p[i], r[i], f[i], s[i]))
+        assert (row["precision"], row["recall"], row["f1"], row["support"]) == pytest.approx(
+            (p[i], r[i], f[i], s[i])
+        )
     tail_present = [i for i in range(2, k) if present[i]]
     expected_tail = f[tail_present].mean() if tail_present else float("nan")
     assert ours["tail_f1"] == pytest.approx(expected_tail, nan_ok=True)

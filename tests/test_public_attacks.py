@@ -23,7 +23,6 @@ from tests.helpers.markdown import plain
 ROOT = Path(__file__).resolve().parents[1]
 
 
-
 def page(name: str, tiny_bert) -> AppTest:
     at = AppTest.from_file(str(ROOT / name), default_timeout=120)
     at.session_state["model"] = str(tiny_bert)
@@ -52,8 +51,9 @@ def test_a_long_template_is_refused_and_never_reaches_another_visitor(public, ti
     visitor_a = page("app_pages/1_Data.py", tiny_bert).run()
     long = "{text} " + "about " * 700 + "[MASK] ."
     give_words(visitor_a, demo.verbalizer, long)
-    assert any("Not used" in e and "the template has 4,215 characters" in e
-               for e in errors(visitor_a)), errors(visitor_a)
+    assert any(
+        "Not used" in e and "the template has 4,215 characters" in e for e in errors(visitor_a)
+    ), errors(visitor_a)
     assert not visitor_a.exception
     assert visitor_a.session_state["dataset"].template is None  # nothing kept
     swapped = {c: demo.verbalizer[demo.classes[-1 - i]] for i, c in enumerate(demo.classes)}
@@ -67,22 +67,26 @@ def test_a_long_template_is_refused_and_never_reaches_another_visitor(public, ti
         assert not at.exception and not at.error, errors(at)
         table = at.dataframe[0].value
         assert dict(zip(table["class"], table["label words"], strict=True)) == {
-            c: " | ".join(w) for c, w in words.items()}
+            c: " | ".join(w) for c, w in words.items()
+        }
 
 
-def test_label_words_that_cost_too_much_are_refused_before_anything_runs(public, tiny_bert,
-                                                                          tmp_path, capsys):
+def test_label_words_that_cost_too_much_are_refused_before_anything_runs(
+    public, tiny_bert, tmp_path, capsys
+):
     """LW13 / LW12 / LW2 / LW2b / LW10: label words of many tokens, values that are not words,
     nesting, a file over 1 MB: one line on the Data page and on the command line, no traceback,
     nothing kept or trained."""
     demo = load_dataset("demo")
     many = dict(demo.verbalizer, trivia=["news today about"] * 6)  # 18 tokens for one class
-    bad_values = [({**demo.verbalizer, "ai": 5}, "class 'ai' has the number 5"),
-                  ({**demo.verbalizer, "ai": True}, "class 'ai' has true"),
-                  ({**demo.verbalizer, "ai": [["deep"]]}, "class 'ai' has a list holding"),
-                  ({**demo.verbalizer, "ai": {"a": 1}}, "class 'ai' has a JSON object"),
-                  ({**demo.verbalizer, "ai": ["w"] * 11}, "class 'ai' has 11 label words"),
-                  ({**demo.verbalizer, "ai": "x" * 60}, "a label word of 60 characters")]
+    bad_values = [
+        ({**demo.verbalizer, "ai": 5}, "class 'ai' has the number 5"),
+        ({**demo.verbalizer, "ai": True}, "class 'ai' has true"),
+        ({**demo.verbalizer, "ai": [["deep"]]}, "class 'ai' has a list holding"),
+        ({**demo.verbalizer, "ai": {"a": 1}}, "class 'ai' has a JSON object"),
+        ({**demo.verbalizer, "ai": ["w"] * 11}, "class 'ai' has 11 label words"),
+        ({**demo.verbalizer, "ai": "x" * 60}, "a label word of 60 characters"),
+    ]
     at = page("app_pages/1_Data.py", tiny_bert).run()
     give_words(at, many)
     assert any("'trivia' (18)" in e and "more than 16 tokens" in e for e in errors(at))
@@ -93,23 +97,54 @@ def test_label_words_that_cost_too_much_are_refused_before_anything_runs(public,
         assert not at.exception
     deep = b"[" * 100_000 + b"]" * 100_000
     nan = json.dumps({**demo.verbalizer, "ai": float("nan")}).encode()
-    for raw, said in ((deep, "nested too deep"), (nan, "class 'ai' has the number nan"),
-                      (b" " * (5 * 2**20), "larger than the 1 MB")):
+    for raw, said in (
+        (deep, "nested too deep"),
+        (nan, "class 'ai' has the number nan"),
+        (b" " * (5 * 2**20), "larger than the 1 MB"),
+    ):
         with pytest.raises(GleeError, match=said):
             read_verbalizer_json(raw, demo.classes, "words.json")
     assert not list((public / "workspaces").rglob(".label-words/*.json"))  # nothing kept
     for words, said in [(many, "more than 16 tokens"), (bad_values[0][0], "the number 5")]:
         path = tmp_path / "words.json"
         path.write_text(json.dumps(words))
-        code = main(["train", "--dataset", "demo", "--method", "prompt", "--mode", "frozen",
-                     "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs"),
-                     "--verbalizer", str(path)])
+        code = main(
+            [
+                "train",
+                "--dataset",
+                "demo",
+                "--method",
+                "prompt",
+                "--mode",
+                "frozen",
+                "--model",
+                str(tiny_bert),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--verbalizer",
+                str(path),
+            ]
+        )
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and err[-1].startswith("error: ") and said in err[-1], err
         assert not any("unexpected" in line for line in err)  # not the CLI's traceback path
-    code = main(["train", "--dataset", "demo", "--method", "prompt", "--mode", "frozen",
-                 "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs"),
-                 "--template", "{text} " + "word " * 700 + "[MASK]"])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            "demo",
+            "--method",
+            "prompt",
+            "--mode",
+            "frozen",
+            "--model",
+            str(tiny_bert),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--template",
+            "{text} " + "word " * 700 + "[MASK]",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "the template has 3,513 characters" in err[-1], err
     assert not list((tmp_path / "runs").rglob("config.json"))  # nothing trained
@@ -122,14 +157,28 @@ def test_a_template_is_held_to_the_length_an_input_may_have(tiny_bert, tmp_path,
     tokenizer = get_tokenizer(str(tiny_bert))
     template = "{text} " + "news " * 40 + "[MASK] ."
     check_template_fits(tokenizer, template, 128)
-    with pytest.raises(GleeError, match=r"takes 44 tokens of the 48 an input may have, leaving "
-                                        r"the text 4; shorten it to at most 36 tokens"):
+    with pytest.raises(
+        GleeError,
+        match=r"takes 44 tokens of the 48 an input may have, leaving "
+        r"the text 4; shorten it to at most 36 tokens",
+    ):
         check_template_fits(tokenizer, template, 48)
     check_label_tokens({"a": [1, 2], "b": [3] * 16})
     with pytest.raises(GleeError, match=r"'b' \(17\)"):
         check_label_tokens({"a": [1, 2], "b": [3] * 17})
-    common = ["train", "--dataset", "demo", "--method", "prompt", "--mode", "frozen",
-              "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]
+    common = [
+        "train",
+        "--dataset",
+        "demo",
+        "--method",
+        "prompt",
+        "--mode",
+        "frozen",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    ]
     assert main([*common, "--template", template, "--max-length", "48"]) == 2
     assert "shorten it to at most 36 tokens" in capsys.readouterr().err
     assert main([*common, "--max-length", "4096"]) == 2
@@ -168,7 +217,8 @@ def test_an_unforeseen_error_reaches_a_visitor_as_one_line(public, monkeypatch, 
         "    title = 'broken'\n\n"
         "    def run(self):\n"
         "        raise RuntimeError('/srv/secret/path/of/the/owner went wrong')\n\n\n"
-        "run_page(Page())\n")
+        "run_page(Page())\n"
+    )
     at = AppTest.from_file(str(script), default_timeout=60).run()
     assert not at.exception
     said = errors(at)
@@ -191,7 +241,8 @@ def test_a_share_hands_out_no_model_unless_its_sharer_allows_it(public, tiny_ber
     mine.session_state["workspace_key"] = owner.key
     mine.run()
     next(t for t in mine.sidebar.toggle if t.label == "Share my runs read-only").set_value(
-        True).run()
+        True
+    ).run()
     token = owner.path.joinpath(".share").read_text().strip()
 
     def visit() -> AppTest:
@@ -204,13 +255,13 @@ def test_a_share_hands_out_no_model_unless_its_sharer_allows_it(public, tiny_ber
     assert not visitor.exception
     assert not any(b.label == "Build the folder" for b in visitor.button)
     assert any("has not let viewers download its model" in c.value for c in visitor.caption)
-    allow = next(c for c in mine.sidebar.checkbox
-                 if c.label == "Let them download my models too")
+    allow = next(c for c in mine.sidebar.checkbox if c.label == "Let them download my models too")
     allow.check().run()
     assert owner.shares_models
     assert any(b.label == "Build the folder" for b in visit().button)
     next(t for t in mine.sidebar.toggle if t.label == "Share my runs read-only").set_value(
-        False).run()
+        False
+    ).run()
     assert not owner.shares_models  # a new share starts closed again
 
 
@@ -220,8 +271,9 @@ def test_one_address_can_fill_neither_the_machine_nor_its_minute(tmp_path):
     from glee_core.serve.workspaces import LimitReached
 
     root = tmp_path / "ws"
-    made = [Workspace.create(root, limit=8, per_minute=30, visitor="a", per_visitor=2)
-            for _ in range(2)]
+    made = [
+        Workspace.create(root, limit=8, per_minute=30, visitor="a", per_visitor=2) for _ in range(2)
+    ]
     for own in made:  # each holds an upload: not empty, never reclaimed
         own.uploads_dir.mkdir()
         (own.uploads_dir / "x-0123abcd.csv").write_text("text,label\n")
@@ -247,8 +299,10 @@ def test_the_visitor_is_the_address_the_trusted_proxy_appended(monkeypatch):
     from studio_ui.access import hashed_address
 
     client = hashed_address("1.2.3.4", "10.0.0.9", 1)
-    assert all(hashed_address(f"{forged}, 1.2.3.4", "10.0.0.9", 1) == client
-               for forged in ("5.5.5.5", "6.6.6.6, 7.7.7.7", "x"))
+    assert all(
+        hashed_address(f"{forged}, 1.2.3.4", "10.0.0.9", 1) == client
+        for forged in ("5.5.5.5", "6.6.6.6, 7.7.7.7", "x")
+    )
     # no proxy: the header is the client's own words, the connection counts
     assert hashed_address("5.5.5.5", "10.0.0.9", 0) == hashed_address(None, "10.0.0.9", 0)
     assert hashed_address("1.2.3.4, 9.9.9.9", "10.0.0.9", 2) == client
@@ -259,8 +313,7 @@ def test_the_visitor_is_the_address_the_trusted_proxy_appended(monkeypatch):
     assert environment.trusted_proxies() == 0
 
 
-def test_a_data_report_is_the_visitors_and_within_the_pages_limit(public, tiny_bert,
-                                                                  monkeypatch):
+def test_a_data_report_is_the_visitors_and_within_the_pages_limit(public, tiny_bert, monkeypatch):
     """HB5: a 2,000-class upload's health check ran 289 s in the web process, the budget 20 min,
     neither with an estimate or a limit; HB1: a visitor without a workspace wrote the demo's
     report into the shared .none folder, where the next such visitor saw it."""
@@ -271,8 +324,10 @@ def test_a_data_report_is_the_visitors_and_within_the_pages_limit(public, tiny_b
     assert budget.label.endswith(")")
     monkeypatch.setenv("GLEE_SESSION_REPORT_MINUTES", "0.0001")
     check.click().run()
-    assert any("The health check is estimated at" in e and "python -m glee_core health" in e
-               for e in errors(at)), errors(at)
+    assert any(
+        "The health check is estimated at" in e and "python -m glee_core health" in e
+        for e in errors(at)
+    ), errors(at)
     assert "workspace_key" not in at.session_state  # refused before anything was made
     monkeypatch.delenv("GLEE_SESSION_REPORT_MINUTES")
     at = page("app_pages/1_Data.py", tiny_bert).run()
@@ -286,7 +341,8 @@ def test_a_data_report_is_the_visitors_and_within_the_pages_limit(public, tiny_b
 
 
 def test_damaged_files_and_bad_outs_are_one_line_and_touch_nothing_of_the_users(
-        tiny_bert, toy_csv, tmp_path, capsys):
+    tiny_bert, toy_csv, tmp_path, capsys
+):
     """HB9: ``health --out`` a file failed after the whole check; EX9a: ``export --out`` a link;
     EX9b: ``export --out keep`` deleted the user's ``.keep.tmp`` beside it; EX8: a damaged export
     in the store was a traceback, and an emptied one was never rebuilt."""
@@ -301,14 +357,49 @@ def test_damaged_files_and_bad_outs_are_one_line_and_touch_nothing_of_the_users(
 
     a_file = tmp_path / "report.txt"
     a_file.write_text("mine")
-    assert main(["health", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert),
-                 "--runs-dir", str(tmp_path / "runs"), "--out", str(a_file)]) == 2
+    assert (
+        main(
+            [
+                "health",
+                "--dataset",
+                f"csv:{toy_csv}",
+                "--model",
+                str(tiny_bert),
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--out",
+                str(a_file),
+            ]
+        )
+        == 2
+    )
     assert "is a file; give a folder" in last_error() and a_file.read_text() == "mine"
     assert not (tmp_path / "runs").exists()  # refused before the check ran
     runs = tmp_path / "runs"
-    assert main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-tanh", "--mode",
-                 "frozen", "--pooling", "cls", "--choose-by", "dev", "--epochs", "1",
-                 "--model", str(tiny_bert), "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                f"csv:{toy_csv}",
+                "--method",
+                "cls-tanh",
+                "--mode",
+                "frozen",
+                "--pooling",
+                "cls",
+                "--choose-by",
+                "dev",
+                "--epochs",
+                "1",
+                "--model",
+                str(tiny_bert),
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     [run] = RunStore(runs).runs()
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -326,8 +417,17 @@ def test_damaged_files_and_bad_outs_are_one_line_and_touch_nothing_of_the_users(
     texts = tmp_path / "texts.csv"
     texts.write_text("text\nsports today\nmoney news\n")
     out = tmp_path / "out.csv"
-    common = ["predict", "--run", str(run.path), "--input", str(texts), "--out", str(out),
-              "--engine", "onnx"]
+    common = [
+        "predict",
+        "--run",
+        str(run.path),
+        "--input",
+        str(texts),
+        "--out",
+        str(out),
+        "--engine",
+        "onnx",
+    ]
     assert main(common) == 0
     export = RunStore(runs).exports_dir / f"{run.run_id}-onnx"
     (export / "glee_onnx.json").write_text('{"classes": ["a"')  # truncated
@@ -342,19 +442,25 @@ def test_damaged_files_and_bad_outs_are_one_line_and_touch_nothing_of_the_users(
     (garbage / "model.onnx").write_bytes(b"not a graph")
     with pytest.raises(GleeError, match="damaged ONNX classifier"):
         OnnxScorer.from_folder(garbage)
-    assert main(["predict", "--classifier", str(garbage), "--input", str(texts), "--out",
-                 str(out)]) == 2
+    assert (
+        main(["predict", "--classifier", str(garbage), "--input", str(texts), "--out", str(out)])
+        == 2
+    )
     assert "damaged ONNX classifier" in last_error()
 
 
-@pytest.mark.parametrize("values, why", [
-    ({"grid": "1e-3", "rounds": [], "chosen": None}, "grid is"),
-    ({"grid": ["0.001"], "rounds": [{"kept": 5}], "chosen": None}, "rounds are not"),
-    ({"grid": ["0.001"], "rounds": [], "chosen": ["0.001"]}, "chosen is"),
-    ({"grid": ["nan"], "rounds": [], "chosen": "nan", "run_id": "r"}, "not a learning rate"),
-    ({"grid": ["-5"], "rounds": [], "chosen": "-5", "run_id": "r"}, "not a learning rate"),
-    ({"grid": ["1e9"], "rounds": [], "chosen": "1e9", "run_id": "r"}, "not a learning rate"),
-    ([1, 2], "not a JSON object")])
+@pytest.mark.parametrize(
+    "values, why",
+    [
+        ({"grid": "1e-3", "rounds": [], "chosen": None}, "grid is"),
+        ({"grid": ["0.001"], "rounds": [{"kept": 5}], "chosen": None}, "rounds are not"),
+        ({"grid": ["0.001"], "rounds": [], "chosen": ["0.001"]}, "chosen is"),
+        ({"grid": ["nan"], "rounds": [], "chosen": "nan", "run_id": "r"}, "not a learning rate"),
+        ({"grid": ["-5"], "rounds": [], "chosen": "-5", "run_id": "r"}, "not a learning rate"),
+        ({"grid": ["1e9"], "rounds": [], "chosen": "1e9", "run_id": "r"}, "not a learning rate"),
+        ([1, 2], "not a JSON object"),
+    ],
+)
 def test_a_damaged_search_log_is_set_aside_not_trained_on(tmp_path, values, why):
     """RS5a / RS5b: a search, race or shared-rate log with wrong types ended every relaunch in a
     traceback; a logged rate of nan, -5 or 1e9 was trained on without a word."""
@@ -370,27 +476,40 @@ def test_a_damaged_search_log_is_set_aside_not_trained_on(tmp_path, values, why)
     assert not (tmp_path / "shared-key.json").exists()
 
 
-def test_a_damaged_adaptation_checkpoint_is_one_line_and_set_aside(toy_csv, tiny_bert,
-                                                                   tmp_path, capsys):
+def test_a_damaged_adaptation_checkpoint_is_one_line_and_set_aside(
+    toy_csv, tiny_bert, tmp_path, capsys
+):
     """RS6b: a garbage ``adapt`` checkpoint was a traceback; now one line, the checkpoint set
     aside, and the next run starts anew."""
     partial = tmp_path / ".ok.partial"
     partial.mkdir()
     (partial / "state.json").write_text('{"key": 3, "epoch": "x"}')
     (partial / "state.pt").write_bytes(b"garbage")
-    args = ["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert), "--out",
-            str(tmp_path / "ok"), "--epochs", "1", "--max-length", "32"]
+    args = [
+        "adapt",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--model",
+        str(tiny_bert),
+        "--out",
+        str(tmp_path / "ok"),
+        "--epochs",
+        "1",
+        "--max-length",
+        "32",
+    ]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert "cannot be read" in err[-1] and "set aside" in err[-1] and "Traceback" not in \
-        "\n".join(err)
+    assert (
+        "cannot be read" in err[-1] and "set aside" in err[-1] and "Traceback" not in "\n".join(err)
+    )
     assert (tmp_path / ".ok.partial.damaged").is_dir() and not partial.exists()
     assert main(args) == 0
 
 
-def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(tiny_bert, toy_csv,
-                                                                    tmp_path, capsys,
-                                                                    monkeypatch):
+def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(
+    tiny_bert, toy_csv, tmp_path, capsys, monkeypatch
+):
     """E5: LoRA of rank 512 at batch 1 for 100 epochs was estimated at 23 min, launched under a
     30-min cap, and paced at 12 h while the bar trusted the estimate. Once its pace is known
     the job stops with one line, and the time left follows the pace, not the estimate."""
@@ -400,8 +519,11 @@ def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(tiny_bert, t
     seen = []
     guard = PaceGuard(30 * 60, seen.append, stop=0.75, clock=lambda: clock[0])
     guard(RunStarted(run_id="r", method="cls-relu", seed=1, index=1, total=1, cached=False))
-    with pytest.raises(GleeError, match=r"at its own pace this launch would take about "
-                                        r"9\.0 h, over the 30 min"):
+    with pytest.raises(
+        GleeError,
+        match=r"at its own pace this launch would take about "
+        r"9\.0 h, over the 30 min",
+    ):
         for step in range(1, 1000):  # 0.69 s a step of 62,400 planned (75% expected): 9 h
             clock[0] = step * 0.69
             guard(TrainStep(epoch=1, epochs=100, step=step, steps=624, done=step, total=62_400))
@@ -413,9 +535,29 @@ def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(tiny_bert, t
     # end to end: a public job's process stops at its own pace with one error line
     monkeypatch.setattr("glee_core.core.events.PACE_KNOWN_AFTER", 2.0)
     monkeypatch.setenv("GLEE_JOB_SECONDS", "0.5")
-    code = main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-relu", "--model",
-                 str(tiny_bert), "--runs-dir", str(tmp_path / "runs"), "--epochs", "300",
-                 "--batch-size", "1", "--lp-ft", "no", "--lr", "1e-4", "--patience", "1000"])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            f"csv:{toy_csv}",
+            "--method",
+            "cls-relu",
+            "--model",
+            str(tiny_bert),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--epochs",
+            "300",
+            "--batch-size",
+            "1",
+            "--lp-ft",
+            "no",
+            "--lr",
+            "1e-4",
+            "--patience",
+            "1000",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[-1].startswith("error: stopped: at its own pace"), err[-3:]
     assert not list((tmp_path / "runs").rglob("config.json"))

@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
-
 def page(name: str, tiny_bert, **state) -> AppTest:
     at = AppTest.from_file(str(ROOT / name), default_timeout=120)
     at.session_state["model"] = str(tiny_bert)
@@ -64,8 +63,9 @@ def test_the_machines_caps_hold_whatever_the_tabs(public, tiny_bert, monkeypatch
     monkeypatch.setenv("GLEE_MAX_JOBS", "1")
     other = Workspace.create()
     other.store.jobs_dir.mkdir(parents=True)
-    (other.store.jobs_dir / "job-1.json").write_text(json.dumps(
-        {"id": "job-1", "pid": os.getpid(), "label": "someone else's"}))
+    (other.store.jobs_dir / "job-1.json").write_text(
+        json.dumps({"id": "job-1", "pid": os.getpid(), "label": "someone else's"})
+    )
     at = page("app_pages/2_Train.py", tiny_bert).run()
     assert any("This Space has 1 jobs training or waiting" in e for e in launch_errors(at))
     monkeypatch.setenv("GLEE_MAX_WORKSPACES", "2")  # other's and at's exist
@@ -98,8 +98,11 @@ def test_tabs_that_launch_at_once_cannot_pass_a_limit_together(public, tiny_bert
         thread.start()
     for thread in threads:
         thread.join(timeout=300)
-    launched = [job for job in (public / "workspaces").glob("*/runs/.jobs/*.json")
-                if not job.name.endswith(".request.json")]
+    launched = [
+        job
+        for job in (public / "workspaces").glob("*/runs/.jobs/*.json")
+        if not job.name.endswith(".request.json")
+    ]
     from glee_core.train.jobs import list_jobs
 
     for workspace in (public / "workspaces").glob("*/runs"):  # no job outlives the test
@@ -135,8 +138,9 @@ def test_a_visitor_who_drops_the_cookie_keeps_their_share_of_the_machine(public,
     monkeypatch.setenv("GLEE_SESSION_QUEUED", "0")
     first = Workspace.create()
     first.store.jobs_dir.mkdir(parents=True)
-    (first.store.jobs_dir / "job-1.json").write_text(json.dumps(
-        {"id": "job-1", "pid": os.getpid(), "label": "mine", "visitor": "same-visitor"}))
+    (first.store.jobs_dir / "job-1.json").write_text(
+        json.dumps({"id": "job-1", "pid": os.getpid(), "label": "mine", "visitor": "same-visitor"})
+    )
     with pytest.raises(LimitReached, match="You already have 1 job"):
         Policy.from_environment().check_machine("same-visitor")
     Policy.from_environment().check_machine("someone-else")  # not theirs: fine
@@ -155,8 +159,10 @@ def test_training_slots_are_handed_out_in_turn():
                 order.append(f"{name}{run}")
                 time.sleep(0.6)
 
-    threads = [threading.Thread(target=job, args=("A", 3, 0.0)),
-               threading.Thread(target=job, args=("B", 1, 0.2))]
+    threads = [
+        threading.Thread(target=job, args=("A", 3, 0.0)),
+        threading.Thread(target=job, args=("B", 1, 0.2)),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -196,9 +202,27 @@ def test_a_sessions_jobs_take_turns(tmp_path):
 
 
 def _cli(tiny_bert, toy_csv, runs: Path, env: dict, *extra: str):
-    return [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}", "--method",
-            "cls-relu", "--model", str(tiny_bert), "--runs-dir", str(runs), "--mode", "frozen",
-            "--pooling", "cls", "--epochs", "1", *extra], {**ENV, **env}
+    return [
+        sys.executable,
+        "-m",
+        "glee_core",
+        "train",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--method",
+        "cls-relu",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(runs),
+        "--mode",
+        "frozen",
+        "--pooling",
+        "cls",
+        "--epochs",
+        "1",
+        *extra,
+    ], {**ENV, **env}
 
 
 @pytest.mark.slow
@@ -213,8 +237,7 @@ def test_the_disk_limit_holds_while_a_job_trains(tiny_bert, toy_csv, tmp_path):
     orphan.mkdir()
     (orphan / "model.safetensors").write_bytes(b"0" * (10 * one_run))
     # room for one more run, not two: the launch passes, its second run is refused
-    quota = {"GLEE_QUOTA_DIR": str(workspace),
-             "GLEE_QUOTA_MB": str((used + 1.5 * one_run) / 2**20)}
+    quota = {"GLEE_QUOTA_DIR": str(workspace), "GLEE_QUOTA_MB": str((used + 1.5 * one_run) / 2**20)}
     command, env = _cli(tiny_bert, toy_csv, runs, quota, "--seeds", "2,3")
     full = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert full.returncode == 2 and "error: disk limit reached" in full.stderr, full.stderr
@@ -229,17 +252,27 @@ def test_a_queued_job_loads_nothing_until_its_turn(tiny_bert, toy_csv, tmp_path)
     holder = FileLock(str(session))
     holder.acquire()  # this session's other job is training
     progress = tmp_path / "progress.jsonl"
-    command, env = _cli(tiny_bert, toy_csv, tmp_path / "runs", {
-        "GLEE_SESSION_SLOT": str(session), "GLEE_SLOTS_DIR": str(tmp_path / "slots")},
-        "--progress-file", str(progress))
+    command, env = _cli(
+        tiny_bert,
+        toy_csv,
+        tmp_path / "runs",
+        {"GLEE_SESSION_SLOT": str(session), "GLEE_SLOTS_DIR": str(tmp_path / "slots")},
+        "--progress-file",
+        str(progress),
+    )
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while time.time() < deadline and not progress.is_file():
         time.sleep(0.2)
     time.sleep(2)
     stages = [json.loads(line)["stage"] for line in progress.read_text().splitlines()]
-    rss_kb = int(next(line for line in Path(f"/proc/{child.pid}/status").read_text().splitlines()
-                      if line.startswith("VmRSS")).split()[1])
+    rss_kb = int(
+        next(
+            line
+            for line in Path(f"/proc/{child.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS")
+        ).split()[1]
+    )
     assert stages == ["queued"] and rss_kb < 150_000  # no torch, no backbone while it waits
     holder.release()
     out, err = child.communicate(timeout=300)
@@ -249,13 +282,15 @@ def test_a_queued_job_loads_nothing_until_its_turn(tiny_bert, toy_csv, tmp_path)
 
 
 def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
-        public, tiny_bert, monkeypatch):
+    public, tiny_bert, monkeypatch
+):
     import glee_core.serve.inference as inference
 
     calls = []
     real = inference.predict_csv
-    monkeypatch.setattr(inference, "predict_csv",
-                        lambda *a, **k: calls.append(k.get("max_rows")) or real(*a, **k))
+    monkeypatch.setattr(
+        inference, "predict_csv", lambda *a, **k: calls.append(k.get("max_rows")) or real(*a, **k)
+    )
     monkeypatch.setenv("GLEE_SESSION_SCORE_ROWS", "5")
     write_synthetic_run(RunStore(public / "runs"), synthetic_dataset(4, "demo"), "cls-relu", 1)
     at = page("app_pages/6_Playground.py", tiny_bert).run()
@@ -301,10 +336,17 @@ def test_downloads_neutralise_formulas_and_messages_escape_markdown():
 
     frame = pd.DataFrame({"gold": ["=1+1", "+x", "-y", "@z", "\tq", "plain"], "score": [-1.5] * 6})
     rows = spreadsheet_csv(frame).splitlines()
-    assert rows[1:] == ["'=1+1,-1.5", "'+x,-1.5", "'-y,-1.5", "'@z,-1.5", "'\tq,-1.5",
-                        "plain,-1.5"]  # text cells only: a negative number stays a number
+    assert rows[1:] == [
+        "'=1+1,-1.5",
+        "'+x,-1.5",
+        "'-y,-1.5",
+        "'@z,-1.5",
+        "'\tq,-1.5",
+        "plain,-1.5",
+    ]  # text cells only: a negative number stays a number
     link = md("[Session expired](https://evil.example/login) or www.evil.example, a@b.c")
     assert "](" not in link.replace("\\]", "").replace("\\(", "")
     assert "://" not in link and "www." not in link and "a@b" not in link
-    assert plain(link).replace("\u200b", "") == ("[Session expired](https://evil.example/login) "
-                                                 "or www.evil.example, a@b.c")
+    assert plain(link).replace("\u200b", "") == (
+        "[Session expired](https://evil.example/login) or www.evil.example, a@b.c"
+    )

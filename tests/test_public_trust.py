@@ -32,18 +32,25 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 LINK_CLASS = "[Session expired - sign in](https://evil.example/login)"
 QUOTE_CLASS = "can't login"
-FORMULA_CLASS = "=HYPERLINK(\"https://evil.example\",\"x\")"
+FORMULA_CLASS = '=HYPERLINK("https://evil.example","x")'
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed"),
+]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, tiny_bert):
     root = tmp_path_factory.mktemp("public")
-    env = {"GLEE_PUBLIC": "1", "GLEE_RUNS_DIR": str(root / "runs"),
-           "GLEE_WORKSPACES_DIR": str(root / "workspaces"), "GLEE_DATA_DIR": str(root / "data"),
-           "GLEE_DEFAULT_MODEL": str(tiny_bert), "GLEE_PUBLIC_MODELS": str(tiny_bert)}
+    env = {
+        "GLEE_PUBLIC": "1",
+        "GLEE_RUNS_DIR": str(root / "runs"),
+        "GLEE_WORKSPACES_DIR": str(root / "workspaces"),
+        "GLEE_DATA_DIR": str(root / "data"),
+        "GLEE_DEFAULT_MODEL": str(tiny_bert),
+        "GLEE_PUBLIC_MODELS": str(tiny_bert),
+    }
     with serve(env) as url:
         yield url, root / "workspaces"
 
@@ -86,10 +93,12 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
     upload_in_browser(page, "salaries.csv", ROWS.encode())
     key_v = wait_for_cookie(victim, page, COOKIE)
     assert key_a and key_v and key_v != key_a
-    assert [p.name.split("-")[0] for p in (workspaces / key_v / "uploads").glob("*.csv")] == \
-        ["salaries"]
-    assert [p.name.split("-")[0] for p in (workspaces / key_a / "uploads").glob("*.csv")] == \
-        ["bait"]  # nothing reached A
+    assert [p.name.split("-")[0] for p in (workspaces / key_v / "uploads").glob("*.csv")] == [
+        "salaries"
+    ]
+    assert [p.name.split("-")[0] for p in (workspaces / key_a / "uploads").glob("*.csv")] == [
+        "bait"
+    ]  # nothing reached A
     attacker_page.reload()
     go(attacker_page, "Data")
     assert "salaries" not in attacker_page.content()
@@ -103,7 +112,8 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
     assert token != key_v and Workspace.open_shared(token, workspaces).key == key_v
     attacker_page.goto(f"{url}/?share={token}")
     expect(attacker_page.get_by_text("shared workspace, read-only").first).to_be_visible(
-        timeout=90_000)
+        timeout=90_000
+    )
     assert {c["name"]: c["value"] for c in attacker.cookies()}.get(COOKIE) == key_a
     attacker.close()
     victim.close()
@@ -117,26 +127,34 @@ def nasty_dataset(dataset_id: str):
     names[base.classes[4]] = LINK_CLASS
     names[base.classes[5]] = QUOTE_CLASS  # the rarest: Figure 4's tail class by default
     rename = [names[c] for c in base.classes]
-    return replace(base, classes=rename,
-                   head_classes=[names[c] for c in base.head_classes],
-                   tail_classes=[names[c] for c in base.tail_classes],
-                   verbalizer={names[c]: w for c, w in base.verbalizer.items()},
-                   class_counts={names[c]: n for c, n in base.class_counts.items()})
+    return replace(
+        base,
+        classes=rename,
+        head_classes=[names[c] for c in base.head_classes],
+        tail_classes=[names[c] for c in base.tail_classes],
+        verbalizer={names[c]: w for c, w in base.verbalizer.items()},
+        class_counts={names[c]: n for c, n in base.class_counts.items()},
+    )
 
 
 def test_no_key_or_path_leaves_the_server_and_class_names_stay_data(server, browser):
     from playwright.sync_api import expect
 
     url, workspaces = server
-    rows = ROWS + "".join(f"login trouble {i},{QUOTE_CLASS}\n" for i in range(12)) + \
-        f"one lonely text,\"{LINK_CLASS}\"\n"
+    rows = (
+        ROWS
+        + "".join(f"login trouble {i},{QUOTE_CLASS}\n" for i in range(12))
+        + f'one lonely text,"{LINK_CLASS}"\n'
+    )
     context, page, key = open_app(browser, url, ("salaries.csv", rows.encode()))
     own = Workspace.open(key, workspaces)
     [kept] = own.uploads_dir.glob("*.csv")  # the upload, chosen as the dataset
     dataset = load_dataset(f"upload:{kept.name}", uploads_dir=str(own.uploads_dir))
     assert key not in dataset.id and dataset.id == f"upload:{kept.name}"
-    runs = [write_synthetic_run(own.store, nasty_dataset(dataset.id), m, 1)
-            for m in ("cls-relu", "prompt")]
+    runs = [
+        write_synthetic_run(own.store, nasty_dataset(dataset.id), m, 1)
+        for m in ("cls-relu", "prompt")
+    ]
     assert all(key not in r.run_id for r in runs)
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -147,8 +165,10 @@ def test_no_key_or_path_leaves_the_server_and_class_names_stay_data(server, brow
     assert not page.locator('a[href*="evil.example"]').count()
     seen = [page.content()]
     downloads = {}
-    for name, button in (("Results", "Download table (CSV)"),
-                         ("Predictions", "Download this run's test predictions (CSV)")):
+    for name, button in (
+        ("Results", "Download table (CSV)"),
+        ("Predictions", "Download this run's test predictions (CSV)"),
+    ):
         go(page, name)
         seen.append(page.content())
         with page.expect_download() as got:
@@ -166,8 +186,11 @@ def test_no_key_or_path_leaves_the_server_and_class_names_stay_data(server, brow
     pdf = PdfReader(got.value.path())
     text = "\n".join(p.extract_text() for p in pdf.pages)
     assert "salaries" in text  # the report names the upload ...
-    for where, content in [*downloads.items(), ("pdf", text),
-                           *((f"page {i}", html) for i, html in enumerate(seen))]:
+    for where, content in [
+        *downloads.items(),
+        ("pdf", text),
+        *((f"page {i}", html) for i, html in enumerate(seen)),
+    ]:
         assert key not in content, where  # ... never the key,
         assert str(workspaces) not in content, where  # nor a server path
     predictions = list(csv.DictReader(io.StringIO(downloads["Predictions"])))

@@ -24,14 +24,14 @@ from glee_core.train.executors import Batch, LocalExecutor, RayExecutor, SweepFa
 
 ray = pytest.importorskip("ray", reason="the cluster extra: pip install -e '.[cluster]'")
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = TrainConfig(mode="frozen", epochs=2, batch_size=16, device="cpu", pooling="cls",
-                     choose_by="dev")
+CONFIG = TrainConfig(
+    mode="frozen", epochs=2, batch_size=16, device="cpu", pooling="cls", choose_by="dev"
+)
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()
 
@@ -40,12 +40,17 @@ def batch(dataset, model, methods=("cls-relu", "prompt"), seeds=(1, 2), config=C
     return Batch(dataset, [get_method(m) for m in methods], list(seeds), str(model), config)
 
 
-def test_four_runs_land_with_the_metrics_of_a_local_run(local_ray, toy_dataset, tiny_bert,
-                                                        tmp_path):
+def test_four_runs_land_with_the_metrics_of_a_local_run(
+    local_ray, toy_dataset, tiny_bert, tmp_path
+):
     lines: list[str] = []
     events = []
-    executor = RayExecutor(ExecutorOptions(executor="ray", cpus_per_run=1), events.append,
-                           echo=lines.append, show_bar=False)
+    executor = RayExecutor(
+        ExecutorOptions(executor="ray", cpus_per_run=1),
+        events.append,
+        echo=lines.append,
+        show_bar=False,
+    )
     store = RunStore(tmp_path / "cluster")
     runs = executor.run([batch(toy_dataset, tiny_bert)], store)
     assert len(runs) == 4 and all(store.get(r.run_id) is not None for r in runs)
@@ -57,8 +62,9 @@ def test_four_runs_land_with_the_metrics_of_a_local_run(local_ray, toy_dataset, 
     for ours, theirs in zip(runs, local, strict=True):
         assert ours.run_id == theirs.run_id  # the same configuration, the same id
         for key in ("acc", "f1", "head_f1", "tail_f1"):
-            assert ours.metrics.value(key) == pytest.approx(theirs.metrics.value(key),
-                                                            abs=1e-6), key
+            assert ours.metrics.value(key) == pytest.approx(theirs.metrics.value(key), abs=1e-6), (
+                key
+            )
 
     lines.clear()
     again = executor.run([batch(toy_dataset, tiny_bert)], store)  # everything is there
@@ -66,16 +72,21 @@ def test_four_runs_land_with_the_metrics_of_a_local_run(local_ray, toy_dataset, 
     assert lines == ["all 4 runs are in the store; nothing to submit"]
 
 
-def test_a_failing_run_is_reported_and_the_others_land(local_ray, toy_dataset, tiny_bert,
-                                                       tmp_path):
+def test_a_failing_run_is_reported_and_the_others_land(local_ray, toy_dataset, tiny_bert, tmp_path):
     store = RunStore(tmp_path / "runs")
     lines: list[str] = []
-    executor = RayExecutor(ExecutorOptions(executor="ray", gpus_per_run=0), echo=lines.append,
-                           show_bar=False)
+    executor = RayExecutor(
+        ExecutorOptions(executor="ray", gpus_per_run=0), echo=lines.append, show_bar=False
+    )
     good = batch(toy_dataset, tiny_bert, methods=("cls-relu",), seeds=(1, 2))
     # asks the node for a GPU it does not have: the task raises there
-    bad = batch(toy_dataset, tiny_bert, methods=("cls-relu",), seeds=(3,),
-                config=replace(CONFIG, device="cuda"))
+    bad = batch(
+        toy_dataset,
+        tiny_bert,
+        methods=("cls-relu",),
+        seeds=(3,),
+        config=replace(CONFIG, device="cuda"),
+    )
     with pytest.raises(SweepFailed) as failed:
         executor.run([good, bad], store)
     assert len(failed.value.failures) == 1
@@ -117,7 +128,8 @@ def test_a_store_a_node_cannot_write_is_refused(toy_dataset, tiny_bert, tmp_path
     blocker.write_text("a file where the store's parent folder should be")  # even root fails
     with pytest.raises(GleeError, match="cannot write the run store .*storage every node sees"):
         RayExecutor(ExecutorOptions(executor="ray"), show_bar=False).run(
-            [batch(toy_dataset, tiny_bert)], RunStore(blocker / "runs"))
+            [batch(toy_dataset, tiny_bert)], RunStore(blocker / "runs")
+        )
 
 
 @pytest.mark.slow
@@ -125,15 +137,47 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
     """The CLI's sweep (its own local Ray), killed while tasks train: every folder the store
     lists is complete, and re-running trains only what is missing."""
     store = tmp_path / "runs"
-    command = [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}",
-               "--method", "cls-relu,cls-tanh", "--seeds", "1,2", "--model", str(tiny_bert),
-               "--mode", "frozen", "--pooling", "cls", "--choose-by", "dev", "--epochs", "30",
-               "--batch-size", "4",
-               "--device", "cpu",
-               "--executor", "ray", "--cpus-per-run", "1", "--runs-dir", str(store)]
+    command = [
+        sys.executable,
+        "-m",
+        "glee_core",
+        "train",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--method",
+        "cls-relu,cls-tanh",
+        "--seeds",
+        "1,2",
+        "--model",
+        str(tiny_bert),
+        "--mode",
+        "frozen",
+        "--pooling",
+        "cls",
+        "--choose-by",
+        "dev",
+        "--epochs",
+        "30",
+        "--batch-size",
+        "4",
+        "--device",
+        "cpu",
+        "--executor",
+        "ray",
+        "--cpus-per-run",
+        "1",
+        "--runs-dir",
+        str(store),
+    ]
     env = {**os.environ, "GLEE_RAY_CPUS": "2", "PYTHONPATH": str(ROOT)}
-    driver = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, start_new_session=True)
+    driver = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     locks = store / ".locks"
     while time.time() < deadline and not (locks.is_dir() and any(locks.glob("*-s*.lock"))):
@@ -146,8 +190,9 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
     for run in listed:  # whatever it lists is whole
         assert load_checked(run.path)[0] is not None
     assert len(listed) < 4
-    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=300)
+    finished = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert finished.returncode == 0, finished.stderr[-2000:]
     # only what is missing is submitted (a task of the killed sweep may still have landed a
     # whole run in between: it counts as there)

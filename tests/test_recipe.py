@@ -31,15 +31,22 @@ def test_the_paper_recipe_trains_exactly_as_before(bert, toy_dataset):
     commit before them, same fixture, same seed): the paper's recipe did not move. In fp32, as
     they were taken: ``auto`` trains in bf16 on a CPU that has it, with other losses."""
     pinned = {
-        "cls-relu-pt-ln": ([1.4517017092023576, 1.1054491315569197, 0.7375822067260742],
-                           [0.26051282051282054, 0.3336898395721925, 0.3336898395721925],
-                           0.33306982872200264,
-                           [2.2986533641815186, -0.15064623951911926, -0.14075513184070587]),
-        "prompt": ([1.3909593309674944, 1.3552660260881697, 1.3010550907679967],
-                   [0.13333333333333333] * 3, 0.13333333333333333,
-                   [1.135206699371338, 0.832478404045105, -0.30721163749694824])}
-    config = TrainConfig(epochs=3, batch_size=8, lr=1e-2, patience=5, recipe="paper", seed=2,
-                         precision="fp32")
+        "cls-relu-pt-ln": (
+            [1.4517017092023576, 1.1054491315569197, 0.7375822067260742],
+            [0.26051282051282054, 0.3336898395721925, 0.3336898395721925],
+            0.33306982872200264,
+            [2.2986533641815186, -0.15064623951911926, -0.14075513184070587],
+        ),
+        "prompt": (
+            [1.3909593309674944, 1.3552660260881697, 1.3010550907679967],
+            [0.13333333333333333] * 3,
+            0.13333333333333333,
+            [1.135206699371338, 0.832478404045105, -0.30721163749694824],
+        ),
+    }
+    config = TrainConfig(
+        epochs=3, batch_size=8, lr=1e-2, patience=5, recipe="paper", seed=2, precision="fp32"
+    )
     for method, (losses, dev, f1, logits) in pinned.items():
         result = train_and_evaluate(toy_dataset, get_method(method), bert, config)
         assert [r["train_loss"] for r in result.history] == pytest.approx(losses, rel=1e-4)
@@ -70,32 +77,43 @@ def test_recipes_fill_what_the_user_left_unset():
     assert "practical recipe" in practical.protocol()
     assert "lr chosen on dev from 2e-05,5e-05,0.0001,0.0002" in practical.protocol()
     paper = TrainConfig(recipe="paper").resolved(128, None)
-    assert (paper.lr, paper.lr_candidates, paper.lp_ft, paper.min_steps) == (1e-5, None, False,
-                                                                           None)
+    assert (paper.lr, paper.lr_candidates, paper.lp_ft, paper.min_steps) == (
+        1e-5,
+        None,
+        False,
+        None,
+    )
     assert paper.protocol() == "paper recipe · 10 ep · bs 32 · lr 1e-05 · len 128"
     # --lr turns the search off; given epochs are exact (no floor); each switch on its own
     fixed = TrainConfig(lr=1e-4, epochs=3).resolved(128, None)
     assert fixed.lr_grid == (1e-4,) and fixed.min_steps is None and fixed.lp_ft
     assert TrainConfig(recipe="paper", lp_ft="yes").resolved(128, None).lp_ft
-    assert TrainConfig(recipe="paper", lr_candidates="1e-4, 3e-5").resolved(
-        128, None).lr_grid == (3e-5, 1e-4)
+    assert TrainConfig(recipe="paper", lr_candidates="1e-4, 3e-5").resolved(128, None).lr_grid == (
+        3e-5,
+        1e-4,
+    )
     # quick mode keeps its own protocol: its run ids do not move with the recipe
     frozen = TrainConfig(mode="frozen").resolved(128, None)
     assert frozen.recipe == "paper" and frozen.lr == 1e-3 and "recipe" not in frozen.protocol()
-    assert frozen.identity() == TrainConfig(mode="frozen", recipe="paper").resolved(
-        128, None).identity()
+    assert (
+        frozen.identity()
+        == TrainConfig(mode="frozen", recipe="paper").resolved(128, None).identity()
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(lr=1e-4, lr_candidates="1e-4,2e-4"), "not both"),
-    (dict(lr_candidates="1e-4"), "two or more"),
-    (dict(lr_candidates="a,b"), "comma-separated numbers"),
-    (dict(mode="frozen", head_lr=1e-3), "--head-lr applies to fine-tuning"),
-    (dict(mode="frozen", lp_ft=True), "--lp-ft yes applies to fine-tuning"),
-    (dict(lp_ft="maybe"), "--lp-ft must be yes or no"),
-    (dict(layer_decay=1.5), "--layer-decay must be in"),
-    (dict(recipe="fast"), "--recipe must be one of practical, paper"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(lr=1e-4, lr_candidates="1e-4,2e-4"), "not both"),
+        (dict(lr_candidates="1e-4"), "two or more"),
+        (dict(lr_candidates="a,b"), "comma-separated numbers"),
+        (dict(mode="frozen", head_lr=1e-3), "--head-lr applies to fine-tuning"),
+        (dict(mode="frozen", lp_ft=True), "--lp-ft yes applies to fine-tuning"),
+        (dict(lp_ft="maybe"), "--lp-ft must be yes or no"),
+        (dict(layer_decay=1.5), "--layer-decay must be in"),
+        (dict(recipe="fast"), "--recipe must be one of practical, paper"),
+    ],
+)
 def test_bad_recipe_switches_say_what_to_fix(kwargs, message):
     with pytest.raises(GleeError, match=message):
         TrainConfig(**kwargs)
@@ -103,9 +121,14 @@ def test_bad_recipe_switches_say_what_to_fix(kwargs, message):
 
 def test_old_records_read_back_as_the_paper_recipe(bert, toy_dataset, runs_dir):
     """A run stored before the recipes has no recipe fields: it reads back as the paper's."""
-    run = run_experiments(toy_dataset, [get_method("cls-tanh")], [1], bert.name,
-                          TrainConfig(epochs=1, batch_size=16, recipe="paper"),
-                          RunStore(runs_dir))[0]
+    run = run_experiments(
+        toy_dataset,
+        [get_method("cls-tanh")],
+        [1],
+        bert.name,
+        TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+        RunStore(runs_dir),
+    )[0]
     stored = run.record.to_dict()
     assert "recipe" not in stored["hyperparameters"]  # paper runs' identity is as before
     again = RunRecord.from_dict(stored).hyperparameters
@@ -114,8 +137,7 @@ def test_old_records_read_back_as_the_paper_recipe(bert, toy_dataset, runs_dir):
 
 def optimizer_rates(model, config, lr):
     _, optimizer, _ = make_optimizer(model, config, torch.device("cpu"), 10, lr)
-    return {id(p): group["initial_lr"] for group in optimizer.param_groups
-            for p in group["params"]}
+    return {id(p): group["initial_lr"] for group in optimizer.param_groups for p in group["params"]}
 
 
 @pytest.mark.parametrize("method", ["cls-relu-pt-ln", "prompt"])
@@ -137,8 +159,11 @@ def test_parameter_groups_carry_the_rates_asked_for(bert, toy_dataset, method):
             layer = int(name.split("layer.")[1].split(".")[0])
             expected = 1e-4 * 0.5 ** (depth - layer)
         assert rates[id(p)] == pytest.approx(expected), name
-    head = [p for p in model.head.parameters() if p.requires_grad and id(p) not in
-            {id(q) for q in encoder.parameters()}]
+    head = [
+        p
+        for p in model.head.parameters()
+        if p.requires_grad and id(p) not in {id(q) for q in encoder.parameters()}
+    ]
     assert head and all(rates[id(p)] == pytest.approx(1e-3) for p in head)
     if method == "prompt":  # the MLM head's transform is the prompt head's own part
         assert rates[id(model.head.dense.weight)] == pytest.approx(1e-3)
@@ -148,21 +173,27 @@ def test_parameter_groups_carry_the_rates_asked_for(bert, toy_dataset, method):
 
 def lp_ft_store(bert, toy_dataset, runs_dir, method, lr=3e-3):
     config = TrainConfig(lr=lr, lp_ft=True, epochs=1, batch_size=16, recipe="paper")
-    return run_experiments(toy_dataset, [get_method(method)], [1], bert.name, config,
-                           RunStore(runs_dir))[0]
+    return run_experiments(
+        toy_dataset, [get_method(method)], [1], bert.name, config, RunStore(runs_dir)
+    )[0]
 
 
 @pytest.mark.parametrize("method", ["cls-relu-pt-ln", "prompt-ed", "prompt"])
-def test_lp_ft_starts_from_the_head_fitted_on_frozen_features(bert, toy_dataset, runs_dir,
-                                                              method):
+def test_lp_ft_starts_from_the_head_fitted_on_frozen_features(bert, toy_dataset, runs_dir, method):
     run = lp_ft_store(bert, toy_dataset, runs_dir, method)
     store = RunStore(runs_dir)
     stage = store.get(run.record.tuning["lp_ft_from"])
     assert stage.record.mode == "frozen" and stage.record.method.id == method
     assert "LP-FT" in run.record.protocol
     fitted = load_file(str(stage.path / "model.safetensors"))
-    setup = prepare(toy_dataset, get_method(method), bert, run.record.hyperparameters,
-                    lambda e: None, init_head=fitted)
+    setup = prepare(
+        toy_dataset,
+        get_method(method),
+        bert,
+        run.record.hyperparameters,
+        lambda e: None,
+        init_head=fitted,
+    )
     head = setup.new_model().head.state_dict()  # the weights before the first step
     if method == "prompt":  # tied rows stay the embeddings; transform and label bias warm
         shared = [k for k in fitted if k.startswith(("dense.", "layer_norm."))]
@@ -180,8 +211,17 @@ def test_lp_ft_starts_from_the_head_fitted_on_frozen_features(bert, toy_dataset,
 
 
 def search_config(**kw):
-    return TrainConfig(**{"lr_candidates": "1e-5,1e-2", "epochs": 4, "batch_size": 16,
-                          "patience": 8, "recipe": "paper", "seed": 4, **kw})
+    return TrainConfig(
+        **{
+            "lr_candidates": "1e-5,1e-2",
+            "epochs": 4,
+            "batch_size": 16,
+            "patience": 8,
+            "recipe": "paper",
+            "seed": 4,
+            **kw,
+        }
+    )
 
 
 def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
@@ -197,18 +237,30 @@ def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
 
 def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
     """Three rates: round 1 keeps the better two, round 2 the better one, which trains on."""
-    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert,
-                                search_config(lr_candidates="1e-5,1e-3,1e-2", epochs=3))
+    result = train_and_evaluate(
+        toy_dataset,
+        get_method("cls-tanh"),
+        bert,
+        search_config(lr_candidates="1e-5,1e-3,1e-2", epochs=3),
+    )
     first, second = result.tuning["lr_search"]
     assert len(first["dev"]) == 3 and len(first["kept"]) == 2
     assert set(second["dev"]) == set(first["kept"]) and second["kept"] == [
-        f"{result.tuning['lr']:g}"]
+        f"{result.tuning['lr']:g}"
+    ]
 
 
 def test_the_search_never_reads_the_test_labels(bert, toy_dataset):
     """Poisoned test labels: the same rounds, the same rate chosen, the same trained model."""
-    poisoned = replace(toy_dataset, splits={**toy_dataset.splits, "test": toy_dataset.splits[
-        "test"].assign(label=np.zeros(len(toy_dataset.splits["test"]), dtype=np.int64))})
+    poisoned = replace(
+        toy_dataset,
+        splits={
+            **toy_dataset.splits,
+            "test": toy_dataset.splits["test"].assign(
+                label=np.zeros(len(toy_dataset.splits["test"]), dtype=np.int64)
+            ),
+        },
+    )
     spec = get_method("cls-relu")
     a = train_and_evaluate(toy_dataset, spec, bert, search_config())
     b = train_and_evaluate(poisoned, spec, bert, search_config())
@@ -221,8 +273,15 @@ def test_the_search_never_reads_the_test_labels(bert, toy_dataset):
 
 def test_the_floor_on_steps_adds_epochs_to_the_default_only(bert, toy_dataset):
     steps_per_epoch = -(-len(toy_dataset.splits["train"]) // 16)
-    floor = TrainConfig(lr=1e-3, min_steps=4 * steps_per_epoch + 1, batch_size=16,
-                        patience=50, lp_ft=False, recipe="paper", epochs=2)
+    floor = TrainConfig(
+        lr=1e-3,
+        min_steps=4 * steps_per_epoch + 1,
+        batch_size=16,
+        patience=50,
+        lp_ft=False,
+        recipe="paper",
+        epochs=2,
+    )
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, floor)
     assert result.timing["epochs_run"] == 5  # ceil(floor / steps an epoch)
     per_text = result.timing["train_tokens_per_second"] / result.timing["train_examples_per_second"]
@@ -237,9 +296,29 @@ def test_the_cli_takes_the_recipe_and_its_switches(capsys, tiny_bert, tmp_path):
 
     from glee_core.cli import main
 
-    code = main(["train", "--dataset", "demo", "--method", "cls-relu", "--epochs", "2",
-                 "--limit", "48", "--model", str(tiny_bert), "--runs-dir", str(tmp_path),
-                 "--lr-candidates", "1e-4,1e-2", "--lp-ft", "no", "--head-lr", "1e-2"])
+    code = main(
+        [
+            "train",
+            "--dataset",
+            "demo",
+            "--method",
+            "cls-relu",
+            "--epochs",
+            "2",
+            "--limit",
+            "48",
+            "--model",
+            str(tiny_bert),
+            "--runs-dir",
+            str(tmp_path),
+            "--lr-candidates",
+            "1e-4,1e-2",
+            "--lp-ft",
+            "no",
+            "--head-lr",
+            "1e-2",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "learning rate chosen on dev" in captured.err

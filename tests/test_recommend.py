@@ -32,8 +32,14 @@ class Metrics:
         return self.dev
 
     def value(self, key):
-        return {"dev": self.dev, "f1": self.f1, "tail_f1": self.tail_f1, "acc": self.f1,
-                "head_f1": self.f1, "cv": self.cv.f1 if self.cv else None}.get(key)
+        return {
+            "dev": self.dev,
+            "f1": self.f1,
+            "tail_f1": self.tail_f1,
+            "acc": self.f1,
+            "head_f1": self.f1,
+            "cv": self.cv.f1 if self.cv else None,
+        }.get(key)
 
 
 @dataclass
@@ -63,30 +69,45 @@ class FakeRun:
 
     @property
     def record(self):
-        config = TrainConfig(mode=self.mode, seed=self.seed, pooling=self.pooling,
-                             max_length=64)
+        config = TrainConfig(mode=self.mode, seed=self.seed, pooling=self.pooling, max_length=64)
         return SimpleNamespace(
-            mode=self.mode, setting_label=f"m · {self.mode}", hyperparameters=config,
-            method=get_method(self.method), model=SimpleNamespace(name="m"),
-            tuning={"lp_ft_from": self.lp_ft_from} if self.lp_ft_from else {})
+            mode=self.mode,
+            setting_label=f"m · {self.mode}",
+            hyperparameters=config,
+            method=get_method(self.method),
+            model=SimpleNamespace(name="m"),
+            tuning={"lp_ft_from": self.lp_ft_from} if self.lp_ft_from else {},
+        )
 
     @property
     def metrics(self):
-        cv = None if self.folds is None else CrossValidation(
-            folds=len(self.folds), f1=sum(self.folds) / len(self.folds), tail_f1=0.0,
-            fold_f1=self.folds, texts=100)
+        cv = (
+            None
+            if self.folds is None
+            else CrossValidation(
+                folds=len(self.folds),
+                f1=sum(self.folds) / len(self.folds),
+                tail_f1=0.0,
+                fold_f1=self.folds,
+                texts=100,
+            )
+        )
         return Metrics(self.dev, self.test, self.test - 0.02, cv)
 
 
 def runs_of(scores: dict[str, list[tuple[float, float]]], mode="frozen"):
-    return [FakeRun(m, seed, dev, test, mode) for m, pairs in scores.items()
-            for seed, (dev, test) in enumerate(pairs, 1)]
+    return [
+        FakeRun(m, seed, dev, test, mode)
+        for m, pairs in scores.items()
+        for seed, (dev, test) in enumerate(pairs, 1)
+    ]
 
 
 def test_the_choice_is_made_on_dev_never_on_test():
     # cls-tanh is best on test, cls-relu-pt-ln on dev: dev decides
-    runs = runs_of({"cls-tanh": [(0.70, 0.95)], "cls-relu-pt-ln": [(0.80, 0.75)],
-                    "prompt": [(0.60, 0.50)]})
+    runs = runs_of(
+        {"cls-tanh": [(0.70, 0.95)], "cls-relu-pt-ln": [(0.80, 0.75)], "prompt": [(0.60, 0.50)]}
+    )
     rec = recommend(runs)
     assert rec.chosen.method == "cls-relu-pt-ln" and rec.candidates == 3
     assert rec.chosen.f1 == pytest.approx(75.0)
@@ -106,9 +127,14 @@ def test_the_choice_is_made_on_dev_never_on_test():
 
 
 def test_heads_within_the_seeds_spread_are_named():
-    runs = runs_of({"cls-relu-pt-ln": [(0.80, 0.8), (0.84, 0.8), (0.82, 0.8)],
-                    "cls-tanh": [(0.79, 0.9), (0.81, 0.9), (0.80, 0.9)],
-                    "prompt": [(0.50, 0.5), (0.52, 0.5), (0.51, 0.5)]}, mode="finetune")
+    runs = runs_of(
+        {
+            "cls-relu-pt-ln": [(0.80, 0.8), (0.84, 0.8), (0.82, 0.8)],
+            "cls-tanh": [(0.79, 0.9), (0.81, 0.9), (0.80, 0.9)],
+            "prompt": [(0.50, 0.5), (0.52, 0.5), (0.51, 0.5)],
+        },
+        mode="finetune",
+    )
     rec = recommend(runs)
     assert rec.chosen.method == "cls-relu-pt-ln" and rec.spread_known
     assert [p.method for p in rec.close] == ["cls-tanh"]  # 2 points behind, std 2 points
@@ -144,25 +170,36 @@ def test_fine_tuning_steps_say_which_better_heads_they_pass_over_and_why():
     """A probe and cRT (fitted on the frozen features) rank above the heads that can be
     fine-tuned: the fine-tuning steps take the best that can, and name the ones passed over
     (each step those ranked above its own last head)."""
-    runs = runs_of({"probe-balanced": [(0.90, 0.80)], "cls-relu": [(0.85, 0.80)],
-                    "cls-relu-pt-ln-crt": [(0.84, 0.80)], "cls-tanh": [(0.80, 0.80)],
-                    "prompt": [(0.70, 0.80)]})
+    runs = runs_of(
+        {
+            "probe-balanced": [(0.90, 0.80)],
+            "cls-relu": [(0.85, 0.80)],
+            "cls-relu-pt-ln-crt": [(0.84, 0.80)],
+            "cls-tanh": [(0.80, 0.80)],
+            "prompt": [(0.70, 0.80)],
+        }
+    )
     rec = recommend(runs)
     assert rec.chosen.method == "probe-balanced"
     assert dict(rec.steps)["finetune-one"] == ("cls-relu",)
     assert dict(rec.steps)["finetune"] == ("cls-relu", "cls-tanh", "prompt")
-    assert dict(rec.passed_over) == {"finetune-one": ("probe-balanced",),
-                                     "finetune": ("probe-balanced", "cls-relu-pt-ln-crt")}
+    assert dict(rec.passed_over) == {
+        "finetune-one": ("probe-balanced",),
+        "finetune": ("probe-balanced", "cls-relu-pt-ln-crt"),
+    }
 
 
 def test_where_the_compare_cross_validated_the_choice_follows_it_not_dev():
     """Dev favours cls-tanh (one lucky small split); the pooled out-of-fold scores favour
     cls-relu-pt-ln-cb on mean pooling: cross-validation decides, says so, and counts who wins
     in how many folds."""
-    runs = [FakeRun("cls-tanh", 1, 0.76, 0.64, folds=[0.60, 0.62, 0.70, 0.61, 0.63]),
-            FakeRun("cls-relu-pt-ln-cb", 1, 0.73, 0.68, pooling="mean",
-                    folds=[0.66, 0.67, 0.65, 0.69, 0.68]),
-            FakeRun("prompt", 1, 0.70, 0.50, folds=[0.50, 0.52, 0.48, 0.51, 0.49])]
+    runs = [
+        FakeRun("cls-tanh", 1, 0.76, 0.64, folds=[0.60, 0.62, 0.70, 0.61, 0.63]),
+        FakeRun(
+            "cls-relu-pt-ln-cb", 1, 0.73, 0.68, pooling="mean", folds=[0.66, 0.67, 0.65, 0.69, 0.68]
+        ),
+        FakeRun("prompt", 1, 0.70, 0.50, folds=[0.50, 0.52, 0.48, 0.51, 0.49]),
+    ]
     rec = recommend(runs)
     assert rec.basis == "cv" and rec.chosen.method == "cls-relu-pt-ln-cb"
     assert rec.chosen.pooling == "mean" and rec.chosen.score == pytest.approx(67.0)
@@ -193,18 +230,20 @@ def test_a_tuned_run_is_placed_on_the_cross_validation_scale_by_its_lift_on_dev(
     assert "with fine-tuning's lift on dev" in recommendation_text(rec)
     assert rec.steps == (("seeds", ("cls-relu-pt-ln",)),)  # fine-tuned: more seeds next
     # on dev alone the lucky frozen head would have been chosen
-    assert recommend([replace(r, folds=None) for r in (stage, tuned, lucky)]).chosen.method \
+    assert (
+        recommend([replace(r, folds=None) for r in (stage, tuned, lucky)]).chosen.method
         == "cls-tanh-focal"
+    )
 
 
 def test_next_steps_lead_with_a_fine_tune_that_fits_half_an_hour_else_with_the_cheap_ones():
     steps = [("finetune-one", ("a",)), ("finetune", ("a", "b", "c")), ("seeds", ("a",))]
-    assert [s for s, _ in order_steps(steps, {"finetune-one": 12, "finetune": 30,
-                                              "seeds": 0.5})] == ["finetune-one", "finetune",
-                                                                  "seeds"]
-    assert [s for s, _ in order_steps(steps, {"finetune-one": 45, "finetune": 100,
-                                              "seeds": 0.5})] == ["seeds", "finetune-one",
-                                                                  "finetune"]
+    assert [
+        s for s, _ in order_steps(steps, {"finetune-one": 12, "finetune": 30, "seeds": 0.5})
+    ] == ["finetune-one", "finetune", "seeds"]
+    assert [
+        s for s, _ in order_steps(steps, {"finetune-one": 45, "finetune": 100, "seeds": 0.5})
+    ] == ["seeds", "finetune-one", "finetune"]
 
 
 def test_the_untrained_head_sentence_is_true_of_the_recommendation_beside_it():

@@ -26,9 +26,14 @@ from glee_core.views.report import build_report
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, tiny_bert, toy_dataset):
     store = RunStore(tmp_path_factory.mktemp("report") / "runs")
-    run_experiments(toy_dataset, [get_method(m) for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")],
-                    [1, 2], str(tiny_bert),
-                    TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper"), store)
+    run_experiments(
+        toy_dataset,
+        [get_method(m) for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")],
+        [1, 2],
+        str(tiny_bert),
+        TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper"),
+        store,
+    )
     return store
 
 
@@ -51,13 +56,15 @@ def test_report_holds_the_table_numbers_the_charts_and_page_numbers(store):
     assert len(in_report) == 6 and images >= len(in_report)
     assert all(title in text for title in in_report)
     footer = re.compile(r"Glee Studio report · page \d+/\d+")
-    assert all(page.images or footer.sub("", page.extract_text()).strip()
-               for page in reader.pages)  # no blank page
+    assert all(
+        page.images or footer.sub("", page.extract_text()).strip() for page in reader.pages
+    )  # no blank page
     assert reader.pages[0].mediabox.width == pytest.approx(595.28, abs=1)  # A4
 
 
-def test_the_report_draws_the_label_budget_the_data_page_measured(store, tmp_path,
-                                                                   tiny_bert, toy_dataset):
+def test_the_report_draws_the_label_budget_the_data_page_measured(
+    store, tmp_path, tiny_bert, toy_dataset
+):
     """A budget measured for the runs' dataset (the Data page writes it beside the runs) is a
     section of the report, from the command line too; another dataset's is not."""
     from glee_core.models.backbone import load_backbone
@@ -65,22 +72,31 @@ def test_the_report_draws_the_label_budget_the_data_page_measured(store, tmp_pat
     from glee_core.train.learning_curves import label_budget
 
     folder = store.data_report_dir(toy_dataset.id, str(tiny_bert))
-    report = label_budget(toy_dataset, load_backbone(str(tiny_bert)), str(tiny_bert),
-                          BudgetOptions(out=str(folder), seeds="1", fractions="0.5,1"),
-                          store.features_dir)
+    report = label_budget(
+        toy_dataset,
+        load_backbone(str(tiny_bert)),
+        str(tiny_bert),
+        BudgetOptions(out=str(folder), seeds="1", fractions="0.5,1"),
+        store.features_dir,
+    )
     report.write(folder)
     budget = json.loads((folder / "budget.json").read_text())
-    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(
-        build_report(store.runs(), budget=budget))).pages)
+    text = "\n".join(
+        p.extract_text()
+        for p in PdfReader(io.BytesIO(build_report(store.runs(), budget=budget))).pages
+    )
     assert "Label budget: cls-relu-pt-ln on the" in text
     other = {**budget, "dataset": "another"}
-    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(
-        build_report(store.runs(), budget=other))).pages)
+    text = "\n".join(
+        p.extract_text()
+        for p in PdfReader(io.BytesIO(build_report(store.runs(), budget=other))).pages
+    )
     assert "Label budget" not in text
     out = tmp_path / "b.pdf"
     assert main(["report", "--runs-dir", str(store.root), "--out", str(out)]) == 0
     assert "Label budget: cls-relu-pt-ln" in "\n".join(
-        p.extract_text() for p in PdfReader(out).pages)
+        p.extract_text() for p in PdfReader(out).pages
+    )
     shutil.rmtree(folder)  # the other tests' reports are as before
 
 
@@ -92,29 +108,84 @@ def test_report_command_writes_the_pdf(store, tmp_path, capsys):
 
 
 def test_report_of_several_settings_takes_the_recommended_one_and_names_the_others(
-        store, tmp_path, tiny_bert, toy_dataset, capsys):
+    store, tmp_path, tiny_bert, toy_dataset, capsys
+):
     """A quick compare after a fine-tune leaves several settings (each pooling is one): the
     report takes the recommended candidate's, says so and lists the others as short ids that
     --setting takes back; a wrong id or dataset is one error naming what the store holds."""
     with pytest.raises(GleeError, match="no finished runs"):
         build_report([])
-    frozen = run_experiments(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert),
-                             TrainConfig(epochs=1, mode="frozen"), RunStore(store.root))
+    frozen = run_experiments(
+        toy_dataset,
+        [get_method("cls-tanh")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=1, mode="frozen"),
+        RunStore(store.root),
+    )
     with pytest.raises(GleeError, match="several settings"):
         build_report(store.runs())
     capsys.readouterr()
-    assert main(["report", "--runs-dir", str(store.root), "--backbone", "frozen", "--out",
-                 str(tmp_path / "f.pdf")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--runs-dir",
+                str(store.root),
+                "--backbone",
+                "frozen",
+                "--out",
+                str(tmp_path / "f.pdf"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "note: the store holds runs of 2 settings; this is the recommended candidate's" in err
     other = re.search(r"pass --setting ([0-9a-f]{8}) ", err).group(1)
-    assert main(["report", "--runs-dir", str(store.root), "--setting", other, "--out",
-                 str(tmp_path / "other.pdf")]) == 0
-    assert main(["report", "--runs-dir", str(store.root), "--setting", "nope", "--out",
-                 str(tmp_path / "x.pdf")]) == 2
+    assert (
+        main(
+            [
+                "report",
+                "--runs-dir",
+                str(store.root),
+                "--setting",
+                other,
+                "--out",
+                str(tmp_path / "other.pdf"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "report",
+                "--runs-dir",
+                str(store.root),
+                "--setting",
+                "nope",
+                "--out",
+                str(tmp_path / "x.pdf"),
+            ]
+        )
+        == 2
+    )
     assert f"--setting {other} (" in capsys.readouterr().err
-    assert main(["report", "--runs-dir", str(store.root), "--dataset", "demo", "--out",
-                 str(tmp_path / "x.pdf")]) == 2
+    assert (
+        main(
+            [
+                "report",
+                "--runs-dir",
+                str(store.root),
+                "--dataset",
+                "demo",
+                "--out",
+                str(tmp_path / "x.pdf"),
+            ]
+        )
+        == 2
+    )
     assert f"it holds runs of: {toy_dataset.id} (--dataset ID)" in capsys.readouterr().err
     assert {r.record.mode for r in frozen} == {"frozen"} and len(frozen) == 2
     # cls-tanh, now in two modes: the report puts them side by side
@@ -122,8 +193,8 @@ def test_report_of_several_settings_takes_the_recommended_one_and_names_the_othe
     assert "How to tune: each head under every mode" in text
     assert "fine-tuned" in text and "frozen backbone" in text
     # each row names its backbone, so an adapted backbone's row is told from the original's
-    section = text[text.index("How to tune: each head under every mode"):]
-    section = section[:section.index("Every setting the store holds")]
+    section = text[text.index("How to tune: each head under every mode") :]
+    section = section[: section.index("Every setting the store holds")]
     # one row a pooling of the quick compare
     assert " ".join(section.split()).count(f"frozen backbone (quick compare) {tiny_bert.name}") == 2
     assert "Head Mode Backbone Protocol Seeds" in " ".join(section.split())
@@ -149,17 +220,21 @@ def test_chart_data_is_ordered_head_to_tail(store):
     chart_weight_norms(runs).to_dict()  # a valid Vega-Lite spec
     counts = {"a": 5, "b": 20, "c": 1}
     freq = class_frequency_frame(counts, ["b"])
-    assert list(freq["class"]) == ["b", "a", "c"] and list(freq["group"]) == ["head", "tail",
-                                                                               "tail"]
+    assert list(freq["class"]) == ["b", "a", "c"] and list(freq["group"]) == [
+        "head",
+        "tail",
+        "tail",
+    ]
     spec = chart_class_frequency(counts, ["b"], log_scale=True).to_dict()
     assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
 
 
 def test_one_class_can_be_highlighted_across_charts(store):
     runs = [r for r in store.runs() if r.record.mode == "finetune"]
-    for spec in (chart_weight_norms(runs, highlight="food").to_dict(),
-                 chart_class_frequency({"food": 3, "money": 9}, ["money"],
-                                       highlight="food").to_dict()):
+    for spec in (
+        chart_weight_norms(runs, highlight="food").to_dict(),
+        chart_class_frequency({"food": 3, "money": 9}, ["money"], highlight="food").to_dict(),
+    ):
         text = json.dumps(spec)
         assert '"opacity"' in text and "food" in text
 
@@ -170,20 +245,34 @@ def test_notes_that_differ_only_by_method_are_said_once():
     from glee_core.runs.record import DatasetRecord, ModelRecord, RunRecord, merged_notes
 
     def record(method, notes):
-        return RunRecord(run_id=method, dataset=DatasetRecord(id="d"), model=ModelRecord("m"),
-                         method=get_method(method), seed=1,
-                         hyperparameters=TrainConfig(recipe="paper"),
-                         notes=notes)
+        return RunRecord(
+            run_id=method,
+            dataset=DatasetRecord(id="d"),
+            model=ModelRecord("m"),
+            method=get_method(method),
+            seed=1,
+            hyperparameters=TrainConfig(recipe="paper"),
+            notes=notes,
+        )
 
     head = "so `{}` cannot show the paper's advantage here."
     pool = "{}: plain input read at the cls pooling, but 'm' is a sentence encoder"
-    merged = merged_notes([record("prompt", [head.format("prompt")]),
-                           record("cls-relu-pt-ln", [head.format("cls-relu-pt-ln"),
-                                                     pool.format("cls-relu-pt-ln")]),
-                           record("cls-relu", [pool.format("cls-relu"), "a note of its own"])])
-    assert merged == sorted(["so `prompt`, `cls-relu-pt-ln` cannot show the paper's advantage "
-                             "here.", pool.format("cls-relu-pt-ln, cls-relu"),
-                             "a note of its own"])
+    merged = merged_notes(
+        [
+            record("prompt", [head.format("prompt")]),
+            record(
+                "cls-relu-pt-ln", [head.format("cls-relu-pt-ln"), pool.format("cls-relu-pt-ln")]
+            ),
+            record("cls-relu", [pool.format("cls-relu"), "a note of its own"]),
+        ]
+    )
+    assert merged == sorted(
+        [
+            "so `prompt`, `cls-relu-pt-ln` cannot show the paper's advantage here.",
+            pool.format("cls-relu-pt-ln, cls-relu"),
+            "a note of its own",
+        ]
+    )
 
 
 @pytest.mark.slow
@@ -227,6 +316,7 @@ def test_a_chart_that_cannot_be_drawn_is_left_out_with_the_reason(store, monkeyp
 
 def test_every_registered_chart_is_on_a_page_that_exists():
     from pathlib import Path
+
     folder = Path(__file__).parents[1] / "app_pages"
     pages = {p.stem.split("_", 1)[1] for p in folder.glob("*.py")}
     assert {c.page for c in RUN_CHARTS.values()} <= pages
@@ -247,7 +337,7 @@ def test_a_chart_taller_than_a_page_is_cut_between_panels_and_titled_again(tmp_p
     panels = [(40 + i * 330, 40 + i * 330 + 280) for i in range(9)]
     for start, end in panels:
         pixels[start:end, 20:380] = 30
-        pixels[start - 16:start - 6, 100:300] = 0
+        pixels[start - 16 : start - 6, 100:300] = 0
     image = Image.fromarray(pixels)
     cuts = blank_rows(image)
     top, ends = 0, []

@@ -32,18 +32,39 @@ from glee_core.train.reproduce import (
 )
 from tests.helpers.runs import record_only_run
 
-HYPER = {"epochs": 10, "batch_size": 32, "lr": 1e-5, "weight_decay": 0.0, "max_grad_norm": 1.0,
-         "warmup_ratio": 0.1, "patience": 2, "max_length": 256, "limit": None,
-         "backbone": "finetune"}
+HYPER = {
+    "epochs": 10,
+    "batch_size": 32,
+    "lr": 1e-5,
+    "weight_decay": 0.0,
+    "max_grad_norm": 1.0,
+    "warmup_ratio": 0.1,
+    "patience": 2,
+    "max_length": 256,
+    "limit": None,
+    "backbone": "finetune",
+}
 
 
-def fake_run(root: Path, dataset: str, method: str, seed: int, metrics: dict,
-             model: str = "bert-base-uncased", **hyper) -> Run:
+def fake_run(
+    root: Path,
+    dataset: str,
+    method: str,
+    seed: int,
+    metrics: dict,
+    model: str = "bert-base-uncased",
+    **hyper,
+) -> Run:
     """A run folder with just what tables read: config.json and metrics.json."""
     folder = root / f"{dataset}-{method}-s{seed}-{model.replace('/', '-')}"
-    config = {"dataset": {"id": dataset}, "method": {"id": method}, "seed": seed,
-              "model": {"name": model}, "backbone_mode": "finetune",
-              "hyperparameters": {**HYPER, **hyper, "seed": seed}}
+    config = {
+        "dataset": {"id": dataset},
+        "method": {"id": method},
+        "seed": seed,
+        "model": {"name": model},
+        "backbone_mode": "finetune",
+        "hyperparameters": {**HYPER, **hyper, "seed": seed},
+    }
     return record_only_run(folder, config, metrics, ["a", "b"])
 
 
@@ -58,16 +79,27 @@ def fake_store(tmp_path):
     for i, method in enumerate(PAPER_TABLES[2].methods):
         for seed, delta in ((775, 0.0), (776, 0.02)):
             base = 0.5 + 0.1 * i + delta
-            runs.append(fake_run(tmp_path, "r52", method, seed,
-                                 metrics(base, base - 0.1, base + 0.05, base - 0.2)))
-            runs.append(fake_run(tmp_path, "cmid", method, seed,
-                                 metrics(base / 2, base / 3, base / 4, base / 5)))
+            runs.append(
+                fake_run(
+                    tmp_path,
+                    "r52",
+                    method,
+                    seed,
+                    metrics(base, base - 0.1, base + 0.05, base - 0.2),
+                )
+            )
+            runs.append(
+                fake_run(
+                    tmp_path, "cmid", method, seed, metrics(base / 2, base / 3, base / 4, base / 5)
+                )
+            )
     return runs
 
 
 def cell(frame, method, dataset, metric):
-    row = frame[(frame["method"] == method) & (frame["dataset"] == dataset)
-                & (frame["metric"] == metric)]
+    row = frame[
+        (frame["method"] == method) & (frame["dataset"] == dataset) & (frame["metric"] == metric)
+    ]
     assert len(row) == 1
     return row.iloc[0]
 
@@ -81,13 +113,14 @@ def test_table_cells_hold_the_runs_numbers_mean_and_sample_std(fake_store):
         base = 0.5 + 0.1 * i
         r52_acc = cell(frame, method, "r52", "acc")
         assert r52_acc["mean"] == pytest.approx(100 * (base + 0.01))
-        assert r52_acc["std"] == pytest.approx(2 ** 0.5)  # sample std (n - 1) of {b, b + 2}
+        assert r52_acc["std"] == pytest.approx(2**0.5)  # sample std (n - 1) of {b, b + 2}
         assert r52_acc["seeds"] == 2
         tail = cell(frame, method, "cmid", "tail_f1")
         assert tail["mean"] == pytest.approx(100 * np.mean([base / 5, (base + 0.02) / 5]))
         avg_f1 = cell(frame, method, "AVG", "f1")
-        assert avg_f1["mean"] == pytest.approx(np.mean(
-            [cell(frame, method, d, "f1")["mean"] for d in ("r52", "cmid")]))
+        assert avg_f1["mean"] == pytest.approx(
+            np.mean([cell(frame, method, d, "f1")["mean"] for d in ("r52", "cmid")])
+        )
     # the last method has the highest numbers everywhere: best in every column, alone
     best = frame[frame["best"]]
     assert set(best["method"]) == {"prompt-focal"}
@@ -101,18 +134,24 @@ def test_reference_values_and_differences_fill_the_cells_that_have_them(fake_sto
     assert r52["ref"] == refs.loc[("r52", "prompt"), "tail_f1"]
     assert r52["ref_source"] == refs.loc[("r52", "prompt"), "source"]
     assert r52["diff"] == pytest.approx(r52["mean"] - r52["ref"])
-    assert r52["ref_source"] == "paper" and r52["ref_std"] == refs.loc[("r52", "prompt"),
-                                                                       "tail_f1_std"]
+    assert (
+        r52["ref_source"] == "paper"
+        and r52["ref_std"] == refs.loc[("r52", "prompt"), "tail_f1_std"]
+    )
     logs = reference_results("released-logs").set_index(["dataset", "method"])
     assert r52["logs"] == pytest.approx(logs.loc[("r52", "prompt"), "tail_f1"])
     cmid = cell(frame, "prompt", "cmid", "f1")  # the paper's Table 2 cell: 43.4 ± 0.7
     assert (cmid["ref"], cmid["ref_std"], cmid["ref_source"]) == (43.4, 0.7, "paper")
     assert np.isnan(cmid["logs"])  # the released logs are R52 only
     avg = cell(frame, "prompt", "AVG", "f1")  # AVG of the chosen datasets' references
-    assert avg["ref"] == pytest.approx((cmid["ref"] + cell(frame, "prompt", "r52", "f1")["ref"])
-                                       / 2)
-    demo = comparison([fake_run(fake_store[0].path.parent, "demo", "prompt", 775,
-                                metrics(.5, .5, .5, .5))], get_table(2), ["demo"])
+    assert avg["ref"] == pytest.approx(
+        (cmid["ref"] + cell(frame, "prompt", "r52", "f1")["ref"]) / 2
+    )
+    demo = comparison(
+        [fake_run(fake_store[0].path.parent, "demo", "prompt", 775, metrics(0.5, 0.5, 0.5, 0.5))],
+        get_table(2),
+        ["demo"],
+    )
     assert np.isnan(cell(demo, "prompt", "demo", "f1")["ref"])  # the paper has no demo
     assert np.isnan(cell(demo, "prompt", "AVG", "f1")["ref"])  # AVG only when all are there
 
@@ -121,18 +160,17 @@ def test_layout_is_the_papers_two_blocks_with_avg_last_and_best_marked(fake_stor
     table = get_table(2)
     frame = comparison(fake_store, table, ["r52", "cmid"])
     first = comparison_block(frame, ("acc", "f1"))
-    assert list(first.columns) == ["R52 Acc", "R52 F1", "CMID Acc", "CMID F1", "AVG Acc",
-                                   "AVG F1"]
-    assert [name for name, kind in first.index if kind == "ours"] == \
-        [METHODS[m].paper_row for m in table.methods]
+    assert list(first.columns) == ["R52 Acc", "R52 F1", "CMID Acc", "CMID F1", "AVG Acc", "AVG F1"]
+    assert [name for name, kind in first.index if kind == "ours"] == [
+        METHODS[m].paper_row for m in table.methods
+    ]
     prompt_row = first.loc[(METHODS["prompt"].paper_row, "ours")]
     mean = cell(frame, "prompt", "r52", "acc")
     assert prompt_row["R52 Acc"] == f"{mean['mean']:.2f} ± {mean['std']:.2f}"
     assert first.loc[(METHODS["prompt-focal"].paper_row, "ours"), "AVG F1"].endswith("*")
     ref_row = first.loc[(METHODS["prompt"].paper_row, "ref")]
     ref_acc = reference_results().set_index(["dataset", "method"]).loc[("r52", "prompt"), "acc"]
-    ref_std = reference_results().set_index(["dataset", "method"]).loc[("r52", "prompt"),
-                                                                       "acc_std"]
+    ref_std = reference_results().set_index(["dataset", "method"]).loc[("r52", "prompt"), "acc_std"]
     assert ref_row["R52 Acc"] == f"{ref_acc:.2f} ± {ref_std:.2f}"
     assert ref_row["CMID Acc"] != "–"  # the paper reports every Table 2 cell
     assert first.loc[(METHODS["prompt"].paper_row, "logs"), "CMID Acc"] == "–"
@@ -159,8 +197,10 @@ def test_blocks_without_any_reference_value_leave_out_the_ref_rows(tmp_path):
 
 
 def test_runs_of_two_settings_for_one_dataset_are_refused(tmp_path):
-    runs = [fake_run(tmp_path, "r52", "prompt", 775, metrics(.5, .5, .5, .5)),
-            fake_run(tmp_path, "r52", "prompt", 776, metrics(.5, .5, .5, .5), epochs=1)]
+    runs = [
+        fake_run(tmp_path, "r52", "prompt", 775, metrics(0.5, 0.5, 0.5, 0.5)),
+        fake_run(tmp_path, "r52", "prompt", 776, metrics(0.5, 0.5, 0.5, 0.5), epochs=1),
+    ]
     with pytest.raises(GleeError, match="several settings"):
         comparison(runs, get_table(2), ["r52"])
 
@@ -173,12 +213,18 @@ def test_reference_file_names_a_source_for_every_row_and_only_known_ids():
     assert set(frame["method"]) <= set(METHODS) and set(frame["dataset"]) <= set(PAPER_DATASETS)
     values = frame[["acc", "f1", "head_f1", "tail_f1"]].to_numpy()
     assert ((values[~np.isnan(values)] > 0) & (values[~np.isnan(values)] <= 100)).all()
-    assert set(frame[frame["dataset"] == "r52"]["method"]) == {m for m in METHODS
-                                                               if METHODS[m].paper}
+    assert set(frame[frame["dataset"] == "r52"]["method"]) == {
+        m for m in METHODS if METHODS[m].paper
+    }
     assert not np.isnan(frame["acc"]).any()  # Table 5 prints accuracy only; the rest all four
     # every table's rows and columns are the paper's own
-    assert PAPER_TABLES[2].methods == ("cls-tanh", "cls-tanh-eta-norm", "cls-tanh-focal",
-                                       "prompt", "prompt-focal")
+    assert PAPER_TABLES[2].methods == (
+        "cls-tanh",
+        "cls-tanh-eta-norm",
+        "cls-tanh-focal",
+        "prompt",
+        "prompt-focal",
+    )
     assert len(PAPER_TABLES[3].methods) == 11 and "prompt-ed" not in PAPER_TABLES[5].methods
     assert PAPER_TABLES[5].datasets == ("ecom", "rte", "boolq")
 
@@ -200,21 +246,37 @@ def test_shipped_reference_data_is_the_checked_transcription():
 
 def test_protocols_follow_the_authors_run_scripts():
     long_tailed = protocol_config(get_table(2), "r52", "cls-tanh")
-    assert (long_tailed.epochs, long_tailed.patience, long_tailed.select_metric,
-            long_tailed.learning_rate, long_tailed.limit, long_tailed.batch_size,
-            long_tailed.max_length, long_tailed.eval_every_steps) == \
-        (10, 2, "f1", 1e-5, None, 32, 256, 100)
+    assert (
+        long_tailed.epochs,
+        long_tailed.patience,
+        long_tailed.select_metric,
+        long_tailed.learning_rate,
+        long_tailed.limit,
+        long_tailed.batch_size,
+        long_tailed.max_length,
+        long_tailed.eval_every_steps,
+    ) == (10, 2, "f1", 1e-5, None, 32, 256, 100)
     assert protocol_config(get_table(2), "msra", "prompt").eval_every_steps == 1000
-    assert protocol_config(get_table(3), "r8", "cls-relu-pt-ln") == \
-        protocol_config(get_table(3), "r52", "cls-relu-pt-ln")  # r8 runs as r52 does
+    assert protocol_config(get_table(3), "r8", "cls-relu-pt-ln") == protocol_config(
+        get_table(3), "r52", "cls-relu-pt-ln"
+    )  # r8 runs as r52 does
     few = protocol_config(get_table(5), "rte", "cls-tanh")
-    assert (few.epochs, few.patience, few.select_metric, few.limit, few.batch_size,
-            few.max_length, few.eval_every_steps, few.lr) == (5, 5, "acc", 32, 2, 128, 1, 1e-5)
+    assert (
+        few.epochs,
+        few.patience,
+        few.select_metric,
+        few.limit,
+        few.batch_size,
+        few.max_length,
+        few.eval_every_steps,
+        few.lr,
+    ) == (5, 5, "acc", 32, 2, 128, 1, 1e-5)
     assert protocol_config(get_table(5), "rte", "prompt").lr == 3e-5  # the script's own lr
     assert protocol_config(get_table(5), "boolq", "prompt").lr == 1e-5
     assert protocol_config(get_table(5), "rte", "cls-tanh", {"epochs": 2, "limit": 8}).limit == 8
-    assert protocol_config(get_table(5), "rte", "cls-tanh",
-                           {"limit": 1000}).limit == 32  # few-shot stays few-shot
+    assert (
+        protocol_config(get_table(5), "rte", "cls-tanh", {"limit": 1000}).limit == 32
+    )  # few-shot stays few-shot
     quick = protocol_config(get_table(3), "r52", "prompt", {"mode": "frozen"})
     assert quick.learning_rate == 1e-3 and quick.eval_every_steps == 100  # heads alone: 1e-3
     demo = protocol_config(get_table(2), "demo", "prompt", {"epochs": 1})  # no script: defaults
@@ -237,16 +299,35 @@ def write_paper_layout(root: Path) -> Path:
     (folder / "label2idx.json").write_text(json.dumps({c: i for i, c in enumerate(classes)}))
     (root / "verbalizers").mkdir()
     (root / "verbalizers" / "r52.verbalizer").write_text(
-        json.dumps({c: c.split("_")[0] for c in classes}))
+        json.dumps({c: c.split("_")[0] for c in classes})
+    )
     return root
 
 
 def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys):
     data = write_paper_layout(tmp_path / "data")
     runs_dir = tmp_path / "runs"
-    argv = ["reproduce", "--table", "2", "--datasets", "r52", "--model", str(tiny_bert),
-            "--seeds", "2", "--epochs", "1", "--limit", "40", "--data-dir", str(data),
-            "--runs-dir", str(runs_dir), "--device", "cpu"]
+    argv = [
+        "reproduce",
+        "--table",
+        "2",
+        "--datasets",
+        "r52",
+        "--model",
+        str(tiny_bert),
+        "--seeds",
+        "2",
+        "--epochs",
+        "1",
+        "--limit",
+        "40",
+        "--data-dir",
+        str(data),
+        "--runs-dir",
+        str(runs_dir),
+        "--device",
+        "cpu",
+    ]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     assert "Table 2" in out and "R52 Tail F1" in out and "released run logs" in out
@@ -256,8 +337,11 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     store = RunStore(runs_dir)
     [manifest] = saved_comparisons(store)
     assert manifest["table"] == 2 and manifest["seeds"] == [775, 776]
-    assert {f["verdict"] for f in manifest["findings"]} <= {"holds", "does not hold",
-                                                           "cannot judge"}
+    assert {f["verdict"] for f in manifest["findings"]} <= {
+        "holds",
+        "does not hold",
+        "cannot judge",
+    }
     assert len(manifest["run_ids"]) == 10
     runs = [store.get(i) for i in manifest["run_ids"]]
     assert all(r.record.hyperparameters.limit == 40 for r in runs)
@@ -267,8 +351,9 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
     assert {r.record.hyperparameters.eval_every_steps for r in runs} == {100}
     frame = pd.read_csv(manifest["files"]["csv"])
     prompt = [r for r in runs if r.method == "prompt"]
-    f1 = frame[(frame["method"] == "prompt") & (frame["dataset"] == "r52")
-               & (frame["metric"] == "f1")].iloc[0]
+    f1 = frame[
+        (frame["method"] == "prompt") & (frame["dataset"] == "r52") & (frame["metric"] == "f1")
+    ].iloc[0]
     assert f1["mean"] == pytest.approx(100 * np.mean([r.metrics.f1 for r in prompt]))
     assert (f1["ref"], f1["ref_std"]) == (85.3, 0.6)  # the paper's Table 2 cell
     assert Path(manifest["files"]["md"]).read_text().startswith("## Table 2")
@@ -282,8 +367,17 @@ def test_reproduce_limit_end_to_end_on_a_tiny_model(tmp_path, tiny_bert, capsys)
 
 
 def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, capsys):
-    code = main(["reproduce", "--table", "2", "--data-dir", str(tmp_path),
-                 "--runs-dir", str(tmp_path / "runs")])
+    code = main(
+        [
+            "reproduce",
+            "--table",
+            "2",
+            "--data-dir",
+            str(tmp_path),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: cannot load cmid")
     assert "r52: r52:" not in err and "cmid: cmid:" not in err
@@ -306,8 +400,14 @@ def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, t
     store = RunStore(tmp_path / "runs")
     methods = [METHODS["cls-tanh"], METHODS["prompt"]]  # the CLS run would come first
     with pytest.raises(GleeError, match="zymurgy"):
-        run_experiments(dataset, methods, [1], str(tiny_bert),
-                        TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"), store)
+        run_experiments(
+            dataset,
+            methods,
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
+            store,
+        )
     assert store.runs() == []
 
 
@@ -321,10 +421,15 @@ def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_ber
     path = tmp_path / "zh.csv"
     rows.to_csv(path, index=False)
     events = []
-    [run] = run_experiments(load_dataset(f"csv:{path}"), [METHODS["cls-relu"]], [1],
-                            str(tiny_bert),
-                            TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
-                            RunStore(tmp_path / "runs"), progress=events.append)
+    [run] = run_experiments(
+        load_dataset(f"csv:{path}"),
+        [METHODS["cls-relu"]],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
+        RunStore(tmp_path / "runs"),
+        progress=events.append,
+    )
     [note] = [e.message for e in events if e.stage == "note" and "unknown token" in e.message]
     assert note in run.record.notes
     assert unreadable_note([run.record]) == note  # what Home shows beside its recommendation
@@ -332,15 +437,36 @@ def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_ber
 
 def test_reproduce_runs_a_subset_of_the_rows_and_the_app_keeps_it(tmp_path, tiny_bert, capsys):
     data = write_paper_layout(tmp_path / "data")
-    argv = ["reproduce", "--table", "3", "--datasets", "r52", "--methods", "prompt,cls-relu",
-            "--model", str(tiny_bert), "--seeds", "1", "--epochs", "1", "--limit", "20",
-            "--data-dir", str(data), "--runs-dir", str(tmp_path / "runs"), "--format", "md"]
+    argv = [
+        "reproduce",
+        "--table",
+        "3",
+        "--datasets",
+        "r52",
+        "--methods",
+        "prompt,cls-relu",
+        "--model",
+        str(tiny_bert),
+        "--seeds",
+        "1",
+        "--epochs",
+        "1",
+        "--limit",
+        "20",
+        "--data-dir",
+        str(data),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--format",
+        "md",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     table = out.split("The paper's findings")[0]  # the checklist names every finding's rows
     assert out.startswith("## Table 3") and "CLS-tuning ∘ R " in table
     assert "w/ pt. LN" not in table
     from glee_core.train.reproduce import table_of
+
     [manifest] = saved_comparisons(RunStore(tmp_path / "runs"))
     assert table_of(manifest).methods == ("cls-relu", "prompt")  # the table's order
     assert main(argv[:3] + ["--methods", "nope"]) == 2

@@ -54,8 +54,9 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     store = RunStore(tmp_path / "runs")
     lines, events = [], []
     executor = LocalExecutor("2", echo=lines.append, show_bar=False)
-    runs = executor.run([Batch(toy_dataset, specs, [1], str(tiny_bert), config,
-                               progress=events.append)], store)
+    runs = executor.run(
+        [Batch(toy_dataset, specs, [1], str(tiny_bert), config, progress=events.append)], store
+    )
     planned = plan_runs(toy_dataset, specs, [1], str(tiny_bert), config)
     assert [r.run_id for r in runs] == [p.run_id for p in planned]
     assert "training 2 runs, 2 at once, each in a process of its own" in lines
@@ -71,15 +72,16 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     assert len(store.runs()) == 4
     lines.clear()
     events.clear()
-    again = executor.run([Batch(toy_dataset, specs, [1], str(tiny_bert), config,
-                                progress=events.append)], store)
+    again = executor.run(
+        [Batch(toy_dataset, specs, [1], str(tiny_bert), config, progress=events.append)], store
+    )
     assert [r.run_id for r in again] == [r.run_id for r in runs] and not lines
-    assert [(e.run_id, e.cached) for e in events if isinstance(e, RunStarted)] == \
-        [(r.run_id, True) for r in runs]  # a later launch: stored, and says so
+    assert [(e.run_id, e.cached) for e in events if isinstance(e, RunStarted)] == [
+        (r.run_id, True) for r in runs
+    ]  # a later launch: stored, and says so
 
 
-def test_workers_do_not_run_the_callers_script_again(toy_dataset, tiny_bert, tmp_path,
-                                                    monkeypatch):
+def test_workers_do_not_run_the_callers_script_again(toy_dataset, tiny_bert, tmp_path, monkeypatch):
     """A sweep launched from a Streamlit page (or after an AppTest, which leaves its script as
     ``__main__``) or from a script without a main guard: multiprocessing's spawn would run that
     file again in each worker, and every worker died before its run started."""
@@ -88,12 +90,12 @@ def test_workers_do_not_run_the_callers_script_again(toy_dataset, tiny_bert, tmp
     page = types.ModuleType("__main__")
     page.__file__ = str(script)
     monkeypatch.setitem(sys.modules, "__main__", page)
-    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu",
-                         lp_ft=False)
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu", lp_ft=False)
     specs = [get_method(m) for m in ("cls-relu", "cls-tanh")]
     lines = []
     runs = LocalExecutor("2", echo=lines.append, show_bar=False).run(
-        [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], RunStore(tmp_path / "runs"))
+        [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], RunStore(tmp_path / "runs")
+    )
     assert sum(line.startswith("done ") for line in lines) == 2
     assert all(run.metrics is not None for run in runs)
 
@@ -113,12 +115,12 @@ def _workers() -> dict[int, str]:
 
 
 def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_alone(
-        toy_dataset, tiny_bert, tmp_path):
+    toy_dataset, tiny_bert, tmp_path
+):
     """What the out-of-memory killer does to a worker: its run is trained once more in a new
     process and lands; a run whose worker is killed both times fails with how it died, and the
     sweep's other runs land all the same."""
-    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu",
-                         lp_ft=False)
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-4, min_steps=1, device="cpu", lp_ft=False)
     specs = [get_method(m) for m in ("cls-relu", "cls-tanh")]
     unlucky, once = plan_runs(toy_dataset, specs, [1], str(tiny_bert), config)
     kills = {unlucky.run_id: 2, once.run_id: 1}  # workers to kill, by the run they train
@@ -141,17 +143,21 @@ def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_a
     try:
         with pytest.raises(SweepFailed) as failed:
             LocalExecutor("2", echo=lines.append, show_bar=False).run(
-                [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], store)
+                [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], store
+            )
     finally:
         stop.set()
         thread.join()
     assert kills == {unlucky.run_id: 0, once.run_id: 0}
-    assert f"the worker training {once.run_id} was killed by SIGKILL; training it once " \
-        "more" in lines
+    assert (
+        f"the worker training {once.run_id} was killed by SIGKILL; training it once more" in lines
+    )
     assert f"done   {once.run_id}" in "\n".join(lines)
     assert store.get(once.run_id).metrics is not None  # the retried run landed
     assert store.get(unlucky.run_id) is None
-    assert failed.value.failures == {unlucky.run_id: "its worker was killed by SIGKILL, 2 "
-                                     "times (out of memory? fewer --runs-at-once)"}
+    assert failed.value.failures == {
+        unlucky.run_id: "its worker was killed by SIGKILL, 2 "
+        "times (out of memory? fewer --runs-at-once)"
+    }
     assert "(1 landed in the store)" in str(failed.value)
     assert not _workers()

@@ -27,8 +27,15 @@ from glee_core.train.experiment import plan_runs, run_experiments, searched_rate
 from glee_core.train.training import Setup, train_and_evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
-SEARCH = TrainConfig(lr_candidates="1e-5,1e-3,3e-3,1e-2", epochs=6, batch_size=16, patience=8,
-                     recipe="paper", seed=3, precision="fp32")
+SEARCH = TrainConfig(
+    lr_candidates="1e-5,1e-3,3e-3,1e-2",
+    epochs=6,
+    batch_size=16,
+    patience=8,
+    recipe="paper",
+    seed=3,
+    precision="fp32",
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,18 +52,25 @@ def trials(monkeypatch):
     def counted(self, lr, work=None):
         started.append(lr)
         return new_trial(self, lr, work)
+
     monkeypatch.setattr(Setup, "new_trial", counted)
     return started
 
 
 def train(dataset, bert, log=None, method="cls-relu", events=None):
-    return train_and_evaluate(dataset, get_method(method), bert, SEARCH,
-                              progress=(events.append if events is not None else None),
-                              search_log=log)
+    return train_and_evaluate(
+        dataset,
+        get_method(method),
+        bert,
+        SEARCH,
+        progress=(events.append if events is not None else None),
+        search_log=log,
+    )
 
 
 def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
-        bert, toy_dataset, tmp_path, trials):
+    bert, toy_dataset, tmp_path, trials
+):
     whole = train(toy_dataset, bert)
     rounds = whole.tuning["lr_search"]
     assert len(rounds) == 2 and [len(r["dev"]) for r in rounds] == [4, 2]
@@ -90,8 +104,13 @@ def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path,
     assert second.tuning["lr_from"] == "run-first"
     # another backbone or data is another key: it searches
     trials.clear()
-    train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, once,
-                       search_log=SearchLog(tmp_path, "run-third", shared="other"))
+    train_and_evaluate(
+        toy_dataset,
+        get_method("cls-tanh"),
+        bert,
+        once,
+        search_log=SearchLog(tmp_path, "run-third", shared="other"),
+    )
     assert len(trials) == 4
 
 
@@ -109,19 +128,31 @@ def test_the_progress_counts_every_trial_and_never_goes_back(bert, toy_dataset):
     assert fractions[last_step - 1] == pytest.approx(steps[-1].done / steps[-1].total)
     assert fractions[-1] == 1.0  # tested
     searching = [e for e in events if isinstance(e, Searching) and not e.chosen]
-    assert [(e.round, e.candidate) for e in searching] == [(1, 1), (1, 2), (1, 3), (1, 4),
-                                                           (2, 1), (2, 2)]
+    assert [(e.round, e.candidate) for e in searching] == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 1),
+        (2, 2),
+    ]
 
 
 def test_fine_tuning_two_heads_searches_the_rate_once(tiny_bert, toy_dataset, tmp_path):
     """The practical recipe's default: the first head's search chooses, the second trains at
     its rate and says whose search it was; both runs record it."""
-    config = TrainConfig(lr_candidates="1e-4,1e-2", epochs=2, batch_size=16, min_steps=1,
-                         lp_ft="no")
+    config = TrainConfig(
+        lr_candidates="1e-4,1e-2", epochs=2, batch_size=16, min_steps=1, lp_ft="no"
+    )
     store = RunStore(tmp_path / "runs")
-    first, second = run_experiments(toy_dataset, [get_method("cls-relu"),
-                                                  get_method("cls-tanh")], [1],
-                                    str(tiny_bert), config, store)
+    first, second = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu"), get_method("cls-tanh")],
+        [1],
+        str(tiny_bert),
+        config,
+        store,
+    )
     assert first.record.hyperparameters.lr_search == "once"
     assert "lr_search" in first.record.tuning and "lr_from" not in first.record.tuning
     assert second.record.tuning["lr_from"] == first.run_id
@@ -133,17 +164,46 @@ def test_fine_tuning_two_heads_searches_the_rate_once(tiny_bert, toy_dataset, tm
 @pytest.mark.slow
 def test_a_killed_fine_tune_resumes_its_search_where_it_stopped(tiny_bert, toy_csv, tmp_path):
     runs = tmp_path / "runs"
-    command = [sys.executable, "-m", "glee_core", "train", "--dataset", f"csv:{toy_csv}",
-               "--method", "cls-relu", "--model", str(tiny_bert), "--runs-dir", str(runs),
-               "--lr-candidates", "1e-5,1e-4,1e-3,1e-2", "--epochs", "200", "--batch-size", "4",
-               "--lp-ft", "no", "--patience", "10", "--precision", "fp32"]
+    command = [
+        sys.executable,
+        "-m",
+        "glee_core",
+        "train",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--method",
+        "cls-relu",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(runs),
+        "--lr-candidates",
+        "1e-5,1e-4,1e-3,1e-2",
+        "--epochs",
+        "200",
+        "--batch-size",
+        "4",
+        "--lp-ft",
+        "no",
+        "--patience",
+        "10",
+        "--precision",
+        "fp32",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, start_new_session=True)
+    child = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     logs = runs / ".searches"
     while time.time() < deadline and not any(  # round 1 ended (round 2 takes seconds)
-            json.loads(p.read_text()).get("rounds") for p in logs.glob("*-s1-*.json")):
+        json.loads(p.read_text()).get("rounds") for p in logs.glob("*-s1-*.json")
+    ):
         assert child.poll() is None, child.communicate()
         time.sleep(0.05)
     os.killpg(child.pid, signal.SIGKILL)
@@ -152,8 +212,9 @@ def test_a_killed_fine_tune_resumes_its_search_where_it_stopped(tiny_bert, toy_c
     left = json.loads(log.read_text())
     assert left["chosen"] is None and len(left["rounds"]) == 1
     kept = left["rounds"][0]["kept"]
-    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600)
+    finished = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert f"resumes after round 1 of 2: {', '.join(kept)}" in finished.stderr
     [run] = RunStore(runs).runs()
@@ -176,16 +237,21 @@ class ScriptedTrial:
 
     def __init__(self, scores: list[float], trained: int = 0):
         self.scores, self.trained_here = scores, 0
-        self.selection = SimpleNamespace(history=[], best_score=-1.0, loss=float("inf"),
-                                         config=SimpleNamespace(select_metric="f1"))
+        self.selection = SimpleNamespace(
+            history=[],
+            best_score=-1.0,
+            loss=float("inf"),
+            config=SimpleNamespace(select_metric="f1"),
+        )
         self.state = SimpleNamespace(global_step=0)
         self._evaluate(trained)
 
     def _evaluate(self, n: int) -> None:
         for _ in range(n):
             score = self.scores[len(self.selection.history)]
-            self.selection.history.append({"dev_f1": score, "dev_loss": 1 - score,
-                                           "eval_seconds": 0.0})
+            self.selection.history.append(
+                {"dev_f1": score, "dev_loss": 1 - score, "eval_seconds": 0.0}
+            )
             self.selection.best_score = max(self.selection.best_score, score)
             self.selection.loss = 1 - score
             self.state.global_step += 10
@@ -202,8 +268,16 @@ def test_a_trial_that_comes_trained_is_ranked_where_it_stood_and_trains_only_whe
     ahead = ScriptedTrial([0.5, 0.9, 0.95], trained=2)
     second, third = ScriptedTrial([0.6, 0.7]), ScriptedTrial([0.4, 0.8])
     rounds = []
-    winner, steps, _ = halve([ahead, second, third], ["a", "b", "c"], 1, [3, 2], rounds,
-                             lambda done, left: None, lambda *a: None, lambda event: None)
+    winner, steps, _ = halve(
+        [ahead, second, third],
+        ["a", "b", "c"],
+        1,
+        [3, 2],
+        rounds,
+        lambda done, left: None,
+        lambda *a: None,
+        lambda event: None,
+    )
     assert rounds[0]["dev"] == {"a": 0.5, "b": 0.6, "c": 0.4}  # where each stood at round 1
     assert rounds[0]["kept"] == ["b", "a"] and rounds[1]["kept"] == ["a"]
     assert winner is ahead and ahead.trained_here == 0  # never trained again
@@ -211,17 +285,31 @@ def test_a_trial_that_comes_trained_is_ranked_where_it_stood_and_trains_only_whe
     assert steps == 20 + 10  # the dropped trials' steps: second's two rounds, third's one
 
 
-def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert, toy_dataset,
-                                                                      tmp_path):
+def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
+    tiny_bert, toy_dataset, tmp_path
+):
     """--heads best: three heads race at the rate searched once; the one left is the one run
     stored, its record holds the race; its weights are those it reaches trained alone."""
-    config = TrainConfig(lr_candidates="1e-4,1e-2", epochs=4, batch_size=16, min_steps=1,
-                         heads="best", precision="fp32")
+    config = TrainConfig(
+        lr_candidates="1e-4,1e-2",
+        epochs=4,
+        batch_size=16,
+        min_steps=1,
+        heads="best",
+        precision="fp32",
+    )
     store = RunStore(tmp_path / "runs")
     events = []
     heads = ["cls-relu", "cls-tanh", "cls-relu-ln"]
-    runs = run_experiments(toy_dataset, [get_method(m) for m in heads], [1], str(tiny_bert),
-                           config, store, progress=events.append)
+    runs = run_experiments(
+        toy_dataset,
+        [get_method(m) for m in heads],
+        [1],
+        str(tiny_bert),
+        config,
+        store,
+        progress=events.append,
+    )
     [winner] = runs
     race = winner.record.tuning["race"]
     assert [len(r["dev"]) for r in race] == [3, 2] and race[-1]["kept"] == [winner.method]
@@ -231,37 +319,52 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(tiny_bert
     assert any(isinstance(e, Searching) and e.head == "cls-tanh" for e in events)
     # the first head's trial at the chosen rate is the rate search's winner: the race's first
     # round trains it no step (its search round was that round)
-    first_round = next(i for i, e in enumerate(events) if isinstance(e, Searching)
-                       and e.head == "cls-relu" and e.round == 1)
+    first_round = next(
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, Searching) and e.head == "cls-relu" and e.round == 1
+    )
     assert not isinstance(events[first_round + 1], TrainStep)
-    assert isinstance(events[first_round + 1], Searching) and events[first_round + 1].head \
-        == "cls-tanh"
+    assert (
+        isinstance(events[first_round + 1], Searching)
+        and events[first_round + 1].head == "cls-tanh"
+    )
     started = next(e for e in events if isinstance(e, RunStarted) and e.race)
     assert fold([started]).describe().endswith("the best of 3 heads (a race on dev)")
     fractions = [fold(events[:i]).fraction for i in range(1, len(events) + 1)]
     assert fractions == sorted(fractions)
     # the winner trained alone at the rate the race ran at: the very same model
-    alone = run_experiments(toy_dataset, [get_method(winner.method)], [1], str(tiny_bert),
-                            TrainConfig(lr=winner.record.tuning["lr"], epochs=4, batch_size=16,
-                                        min_steps=1, precision="fp32"),
-                            RunStore(tmp_path / "alone"))[0]
+    alone = run_experiments(
+        toy_dataset,
+        [get_method(winner.method)],
+        [1],
+        str(tiny_bert),
+        TrainConfig(
+            lr=winner.record.tuning["lr"], epochs=4, batch_size=16, min_steps=1, precision="fp32"
+        ),
+        RunStore(tmp_path / "alone"),
+    )[0]
     np.testing.assert_allclose(alone.logits, winner.logits, rtol=1e-5, atol=1e-6)
     assert not list(store.searches_dir.glob("race-*.json"))  # stored: the race's log goes
     # the rate stays shared: another seed of these heads (raced or not) trains at it, and its
     # time estimate pays no search
-    seed_two = TrainConfig(lr_candidates="1e-4,1e-2", epochs=4, batch_size=16, min_steps=1,
-                           precision="fp32")
+    seed_two = TrainConfig(
+        lr_candidates="1e-4,1e-2", epochs=4, batch_size=16, min_steps=1, precision="fp32"
+    )
     [again] = plan_runs(toy_dataset, [get_method("cls-tanh")], [2], str(tiny_bert), seed_two)
     assert searched_rate(store, again) == winner.record.tuning["lr"]
     assert searched_rate(RunStore(tmp_path / "empty"), again) is None
 
     def estimate(**known):
-        return estimate_seconds(toy_dataset, 1, seed_two, str(tiny_bert), 10_000, "cpu", [],
-                                lp_ft_stages=0, **known)
+        return estimate_seconds(
+            toy_dataset, 1, seed_two, str(tiny_bert), 10_000, "cpu", [], lp_ft_stages=0, **known
+        )
 
     assert estimate(rate_searched=True)["seconds"] < estimate()["seconds"]
-    assert "searched once before for this backbone and data, re-used" in \
-        estimate(rate_searched=True)["basis"]
+    assert (
+        "searched once before for this backbone and data, re-used"
+        in estimate(rate_searched=True)["basis"]
+    )
     with pytest.raises(ValueError, match="another mode than --mode frozen"):
         TrainConfig(mode="frozen", heads="best")
 
@@ -273,11 +376,13 @@ def test_the_bar_shows_the_dev_score_of_the_trial_it_names():
 
     state = ProgressState()
     state.apply(Searching(lr=1e-5, candidate=1, candidates=4, round=1, rounds=2))
-    state.apply(Evaluated(epoch=1, epochs=5, dev_f1=0.728, dev_acc=0.8, best_dev=0.728,
-                          select_metric="f1"))
+    state.apply(
+        Evaluated(epoch=1, epochs=5, dev_f1=0.728, dev_acc=0.8, best_dev=0.728, select_metric="f1")
+    )
     assert state.dev_f1 == 0.728
     state.apply(Searching(lr=5e-5, candidate=2, candidates=4, round=1, rounds=2))
     assert state.dev_f1 is None and "0.728" not in state.describe()
-    state.apply(Evaluated(epoch=1, epochs=5, dev_f1=0.61, dev_acc=0.7, best_dev=0.61,
-                          select_metric="f1"))
+    state.apply(
+        Evaluated(epoch=1, epochs=5, dev_f1=0.61, dev_acc=0.7, best_dev=0.61, select_metric="f1")
+    )
     assert state.dev_f1 == 0.61

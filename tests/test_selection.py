@@ -27,7 +27,8 @@ def sentence_encoder(tmp_path_factory):
 
 
 def test_a_quick_compare_reads_both_poolings_and_chooses_by_cross_validation(
-        sentence_encoder, toy_dataset, tmp_path):
+    sentence_encoder, toy_dataset, tmp_path
+):
     """On a sentence encoder whose [CLS] state says nothing, the default quick compare trains
     each plain-input head on both poolings (the template head once, at [MASK]), cross-validates
     them on the toy set's small dev split, and recommends a mean-pooled head."""
@@ -35,11 +36,23 @@ def test_a_quick_compare_reads_both_poolings_and_chooses_by_cross_validation(
     assert toy_dataset.small_dev() is not None
     events = []
     methods = [get_method(m) for m in ("cls-tanh", "probe-balanced", "prompt")]
-    runs = run_experiments(toy_dataset, methods, [1], str(sentence_encoder), QUICK,
-                           RunStore(tmp_path / "runs"), progress=events.append)
+    runs = run_experiments(
+        toy_dataset,
+        methods,
+        [1],
+        str(sentence_encoder),
+        QUICK,
+        RunStore(tmp_path / "runs"),
+        progress=events.append,
+    )
     read = {(r.method, r.record.hyperparameters.pooling) for r in runs}
-    assert read == {("cls-tanh", "mean"), ("cls-tanh", "cls"), ("probe-balanced", "mean"),
-                    ("probe-balanced", "cls"), ("prompt", "cls")}
+    assert read == {
+        ("cls-tanh", "mean"),
+        ("cls-tanh", "cls"),
+        ("probe-balanced", "mean"),
+        ("probe-balanced", "cls"),
+        ("prompt", "cls"),
+    }
     texts = len(toy_dataset.splits["train"]) + len(toy_dataset.splits["dev"])
     for run in runs:  # stored with each run: pooled out-of-fold scores and the folds'
         cv = RunStore(tmp_path / "runs").get(run.run_id).metrics.cv
@@ -56,17 +69,23 @@ def test_a_quick_compare_reads_both_poolings_and_chooses_by_cross_validation(
     assert fractions == sorted(fractions)
     folds = [e for e in events if isinstance(e, CrossValidating)]
     assert [e.fold for e in folds] == [1, 2, 3, 4, 5, 5] and folds[-1].finished
-    assert fold(events[:events.index(folds[0]) + 1]).describe() == (
-        "choosing among 5 heads: 5-fold cross-validation on train + dev, fold 1/5")
+    assert fold(events[: events.index(folds[0]) + 1]).describe() == (
+        "choosing among 5 heads: 5-fold cross-validation on train + dev, fold 1/5"
+    )
     started = next(e for e in events if isinstance(e, RunStarted))
     assert 0.5 < started.after < 1  # the folds are most of this launch's work
 
 
 def test_pooling_auto_reads_what_the_checkpoint_was_trained_for_and_the_paper_keeps_cls(
-        sentence_encoder, tiny_bert, toy_dataset):
+    sentence_encoder, tiny_bert, toy_dataset
+):
     def pooling(model, **config):
-        return [job.config.pooling for job in plan_runs(
-            toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(model), TrainConfig(**config))]
+        return [
+            job.config.pooling
+            for job in plan_runs(
+                toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(model), TrainConfig(**config)
+            )
+        ]
 
     assert pooling(sentence_encoder) == ["mean"]  # fine-tuning a sentence encoder
     assert pooling(tiny_bert) == ["cls"]  # a plain masked LM
@@ -75,26 +94,44 @@ def test_pooling_auto_reads_what_the_checkpoint_was_trained_for_and_the_paper_ke
     assert pooling(sentence_encoder, pooling="all", recipe="paper") == ["mean", "cls"]
     assert pooling(tiny_bert, mode="frozen", pooling="mean") == ["mean"]
     # the paper recipe's [CLS] runs keep the ids runs had before pooling was a choice
-    paper = plan_runs(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
-                      TrainConfig(recipe="paper"))[0]
+    paper = plan_runs(
+        toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), TrainConfig(recipe="paper")
+    )[0]
     assert "pooling" not in paper.identity
 
 
 def test_a_stored_run_without_cross_validation_gets_it_and_dev_or_cv_can_be_asked(
-        tiny_bert, toy_dataset, tmp_path):
+    tiny_bert, toy_dataset, tmp_path
+):
     store = RunStore(tmp_path / "runs")
     cls_tanh = [get_method("cls-tanh")]
-    first = run_experiments(toy_dataset, cls_tanh, [1], str(tiny_bert),
-                            TrainConfig(mode="frozen", epochs=2, pooling="cls", choose_by="dev"),
-                            store)
+    first = run_experiments(
+        toy_dataset,
+        cls_tanh,
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=2, pooling="cls", choose_by="dev"),
+        store,
+    )
     assert first[0].metrics.cv is None  # asked to choose on dev: no folds
-    again = run_experiments(toy_dataset, cls_tanh, [1], str(tiny_bert),
-                            TrainConfig(mode="frozen", epochs=2, pooling="cls"), store)
+    again = run_experiments(
+        toy_dataset,
+        cls_tanh,
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=2, pooling="cls"),
+        store,
+    )
     assert again[0].run_id == first[0].run_id  # the same run, loaded, now cross-validated
     assert again[0].metrics.cv is not None and again[0].metrics.f1 == first[0].metrics.f1
-    three = run_experiments(toy_dataset, cls_tanh, [1], str(tiny_bert),
-                            TrainConfig(mode="frozen", epochs=2, pooling="cls", cv_folds=3),
-                            store)
+    three = run_experiments(
+        toy_dataset,
+        cls_tanh,
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=2, pooling="cls", cv_folds=3),
+        store,
+    )
     assert three[0].metrics.cv.folds == 3 and len(three[0].metrics.cv.fold_f1) == 3
     with pytest.raises(ValueError, match="another mode than --mode finetune"):
         TrainConfig(choose_by="cv")
@@ -112,8 +149,9 @@ def test_dev_is_small_for_a_long_tail_and_the_folds_keep_every_class():
 
 
 def test_a_dev_split_large_enough_chooses_by_dev(tmp_path):
-    frame = toy_rows(scale=12).assign(split=lambda f: np.resize(
-        ["train", "train", "train", "dev", "test"], len(f)))
+    frame = toy_rows(scale=12).assign(
+        split=lambda f: np.resize(["train", "train", "train", "dev", "test"], len(f))
+    )
     path = tmp_path / "big.csv"
     frame.to_csv(path, index=False)
     dataset = load_dataset(f"csv:{path}")

@@ -50,10 +50,17 @@ def space(tmp_path, tiny_bert, monkeypatch):
     runs = tmp_path / "runs"
     write_synthetic_run(RunStore(runs), synthetic_dataset(6, "demo"), "prompt", 1)
     monkeypatch.delenv("GLEE_PUBLIC", raising=False)  # on by default: SPACE_ID is set
-    with serve({"SPACE_ID": "glee/glee-studio", "GLEE_RUNS_DIR": str(runs),
-                "GLEE_WORKSPACES_DIR": str(tmp_path / "workspaces"),
-                "GLEE_DATA_DIR": str(tmp_path / "data"), "GLEE_DEFAULT_MODEL": str(tiny_bert)},
-               port=SPACE_PORT, address="0.0.0.0") as url:
+    with serve(
+        {
+            "SPACE_ID": "glee/glee-studio",
+            "GLEE_RUNS_DIR": str(runs),
+            "GLEE_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+            "GLEE_DATA_DIR": str(tmp_path / "data"),
+            "GLEE_DEFAULT_MODEL": str(tiny_bert),
+        },
+        port=SPACE_PORT,
+        address="0.0.0.0",
+    ) as url:
         yield url, tmp_path
 
 
@@ -70,16 +77,19 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
             context = browser.new_context(viewport={"width": 1300, "height": 900})
             page = context.new_page()
             page.goto(url)
-            playwright.expect(page.get_by_role("heading", name="Glee Studio").first
-                              ).to_be_visible(timeout=90_000)
+            playwright.expect(page.get_by_role("heading", name="Glee Studio").first).to_be_visible(
+                timeout=90_000
+            )
             # a visit that only looks keeps nothing; the first upload makes the workspace
             upload_in_browser(page, f"mine-{name}.csv", ROWS.encode())
             page.locator('[data-testid="stSidebarNavLink"]', has_text="Train").first.click()
             playwright.expect(page.get_by_role("heading", name="Train").first).to_be_visible(
-                timeout=90_000)
+                timeout=90_000
+            )
             page.get_by_text("Your workspace").first.click()
-            playwright.expect(page.get_by_text("private to this browser").first
-                              ).to_be_visible(timeout=30_000)
+            playwright.expect(page.get_by_text("private to this browser").first).to_be_visible(
+                timeout=30_000
+            )
             page.wait_for_timeout(1500)
             assert not page.locator('[data-testid="stException"]').count()
             # the key is in this browser's cookie, never in the address bar
@@ -91,12 +101,16 @@ def test_two_visitors_of_a_space_each_get_a_private_workspace(space):
             context.close()
         browser.close()
     shots = [Image.open(ARTIFACTS / f"space-session-{name}.png") for name in ("a", "b")]
-    side = Image.new("RGB", (sum(i.width for i in shots) + 20, max(i.height for i in shots)),
-                     "white")
+    side = Image.new(
+        "RGB", (sum(i.width for i in shots) + 20, max(i.height for i in shots)), "white"
+    )
     side.paste(shots[0], (0, 0))
     side.paste(shots[1], (shots[0].width + 20, 0))
     side.save(ARTIFACTS / "space-two-sessions.png")  # the two visitors, side by side
     assert keys[0] != keys[1]
-    made = sorted(p.name for p in (root / "workspaces").iterdir()
-                  if re.fullmatch(r"[A-Za-z0-9_-]{32}", p.name))
+    made = sorted(
+        p.name
+        for p in (root / "workspaces").iterdir()
+        if re.fullmatch(r"[A-Za-z0-9_-]{32}", p.name)
+    )
     assert made == sorted(keys)  # one workspace each, named by the key only that session has

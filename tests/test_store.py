@@ -19,37 +19,62 @@ CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
 def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
     events = []
-    first = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
-                            store, progress=events.append)
+    first = run_experiments(
+        toy_dataset,
+        [get_method("prompt")],
+        [1],
+        str(tiny_bert),
+        CONFIG,
+        store,
+        progress=events.append,
+    )
     assert [e.cached for e in events if e.stage == "run"] == [False]
     run = first[0]
-    for name in ("config.json", "metrics.json", "history.json", "predictions.csv", "logits.npy",
-                 "weight_norms.json", "features.npz", "model.safetensors"):
+    for name in (
+        "config.json",
+        "metrics.json",
+        "history.json",
+        "predictions.csv",
+        "logits.npy",
+        "weight_norms.json",
+        "features.npz",
+        "model.safetensors",
+    ):
         assert (run.path / name).is_file(), name
     stamp = (run.path / "metrics.json").stat().st_mtime_ns
 
     events.clear()
-    again = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
-                            store, progress=events.append)
+    again = run_experiments(
+        toy_dataset,
+        [get_method("prompt")],
+        [1],
+        str(tiny_bert),
+        CONFIG,
+        store,
+        progress=events.append,
+    )
     assert again[0].run_id == run.run_id
     assert [e.cached for e in events if e.stage == "run"] == [True]
     assert not [e for e in events if e.stage == "train"]  # nothing trained
     assert (run.path / "metrics.json").stat().st_mtime_ns == stamp
 
-    other_seed = run_experiments(toy_dataset, [get_method("prompt")], [2], str(tiny_bert),
-                                 CONFIG, store)[0]
+    other_seed = run_experiments(
+        toy_dataset, [get_method("prompt")], [2], str(tiny_bert), CONFIG, store
+    )[0]
     assert other_seed.run_id != run.run_id
 
-    forced = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
-                             store, force=True)[0]
+    forced = run_experiments(
+        toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG, store, force=True
+    )[0]
     assert forced.run_id == run.run_id
     assert (forced.path / "metrics.json").stat().st_mtime_ns != stamp
     assert not list(runs_dir.glob(".tmp-*")) and not list(runs_dir.glob(".old-*"))
 
 
 def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
-    run = run_experiments(toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert),
-                          CONFIG, RunStore(runs_dir))[0]
+    run = run_experiments(
+        toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert), CONFIG, RunStore(runs_dir)
+    )[0]
     record = run.record
     assert record.dataset.fingerprint == toy_dataset.fingerprint()
     assert record.model.mlm_head_pretrained is True
@@ -70,8 +95,9 @@ def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
 
 
 def test_saved_weights_score_new_text_like_the_run_did(tiny_bert, toy_dataset, runs_dir):
-    run = run_experiments(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG,
-                          RunStore(runs_dir))[0]
+    run = run_experiments(
+        toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG, RunStore(runs_dir)
+    )[0]
     texts = run.predictions["text"].head(4).tolist()
     scores = score_texts(run, texts)
     assert list(scores.columns) == toy_dataset.classes
@@ -81,8 +107,9 @@ def test_saved_weights_score_new_text_like_the_run_did(tiny_bert, toy_dataset, r
 
 
 def test_aggregate_mean_and_std_over_seeds(tiny_bert, toy_dataset, runs_dir):
-    runs = run_experiments(toy_dataset, [get_method("cls-relu")], [1, 2], str(tiny_bert), CONFIG,
-                           RunStore(runs_dir))
+    runs = run_experiments(
+        toy_dataset, [get_method("cls-relu")], [1, 2], str(tiny_bert), CONFIG, RunStore(runs_dir)
+    )
     table = aggregate(runs)
     assert len(table) == 1 and table.loc[0, "seeds"] == 2
     f1 = [100 * r.metrics.f1 for r in runs]
@@ -92,17 +119,20 @@ def test_aggregate_mean_and_std_over_seeds(tiny_bert, toy_dataset, runs_dir):
 
 def test_broken_runs_are_skipped_and_reported(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
-    run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), CONFIG,
-                          store)[0]
+    run = run_experiments(
+        toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), CONFIG, store
+    )[0]
     (runs_dir / "half-written").mkdir()
     (runs_dir / "half-written" / "config.json").write_text("{}")
     (runs_dir / ".tmp-killed-run").mkdir()
     (store.backbones_dir / "demo-auto-tapt-1ep").mkdir(parents=True)  # the app's adapted ones
     assert [r.run_id for r in store.runs()] == [run.run_id]
     assert store.problems == {"half-written": "metrics.json: missing"}
-    for name, problem in (("model.safetensors", "model.safetensors: truncated"),
-                          ("features.npz", "features.npz: not an array archive"),
-                          ("logits.npy", "logits.npy: truncated")):
+    for name, problem in (
+        ("model.safetensors", "model.safetensors: truncated"),
+        ("features.npz", "features.npz: not an array archive"),
+        ("logits.npy", "logits.npy: truncated"),
+    ):
         original = (run.path / name).read_bytes()
         (run.path / name).write_bytes(original[: len(original) // 2])
         assert store.runs() == [] and problem in store.problems[run.run_id]
@@ -123,8 +153,14 @@ def test_run_ids_cannot_escape_the_store(runs_dir, bad):
 def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
     from glee_core.runs.tables import comparison_table, to_markdown
 
-    runs = run_experiments(toy_dataset, [get_method("cls-relu"), get_method("prompt")], [1],
-                           str(tiny_bert), CONFIG, RunStore(runs_dir))
+    runs = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu"), get_method("prompt")],
+        [1],
+        str(tiny_bert),
+        CONFIG,
+        RunStore(runs_dir),
+    )
     table = comparison_table(aggregate(runs))
     assert list(table["method"]) == ["cls-relu", "prompt"]  # registry order
     f1 = 100 * runs[1].metrics.f1
@@ -139,9 +175,14 @@ def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
 
 def test_a_run_folder_of_the_first_layout_still_loads(tiny_bert, toy_dataset, runs_dir):
     """Version 1 wrote no schema_version and kept the mode as ``backbone_mode``."""
-    run = run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert),
-                          TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls"),
-                          RunStore(runs_dir))[0]
+    run = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls"),
+        RunStore(runs_dir),
+    )[0]
     config = json.loads((run.path / "config.json").read_text())
     assert config["schema_version"] == 2 and config["mode"] == "frozen"
     old = {k: v for k, v in config.items() if k not in ("schema_version", "mode")}
@@ -153,8 +194,9 @@ def test_a_run_folder_of_the_first_layout_still_loads(tiny_bert, toy_dataset, ru
     assert again.setting == run.setting and again.run_id == run.run_id
 
 
-def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(tiny_bert, toy_dataset,
-                                                                   runs_dir):
+def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(
+    tiny_bert, toy_dataset, runs_dir
+):
     """The same configuration launched twice: the second waits on the run's lock, says so (it
     said 'loading the backbone' the whole time), then loads what the first stored."""
     import threading
@@ -166,9 +208,19 @@ def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(tiny_bert, to
     job = plan_runs(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config)[0]
     events, done = [], []
     with store.lock(job.run_id):  # the first launch, training
-        thread = threading.Thread(target=lambda: done.append(run_experiments(
-            toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store,
-            progress=events.append)))
+        thread = threading.Thread(
+            target=lambda: done.append(
+                run_experiments(
+                    toy_dataset,
+                    [get_method("cls-relu")],
+                    [1],
+                    str(tiny_bert),
+                    config,
+                    store,
+                    progress=events.append,
+                )
+            )
+        )
         thread.start()
         deadline = time.time() + 60
         while not any(isinstance(e, WaitingForRun) for e in events) and time.time() < deadline:

@@ -41,11 +41,15 @@ def pool_file(tmp_path):
 
 
 def test_the_strategies_pick_what_they_say():
-    probs = np.array([[0.9, 0.05, 0.05],   # sure, head
-                      [0.5, 0.45, 0.05],   # a near tie
-                      [0.2, 0.1, 0.7],     # likely the rare class
-                      [0.34, 0.33, 0.33],  # a tie of three
-                      [0.1, 0.8, 0.1]])
+    probs = np.array(
+        [
+            [0.9, 0.05, 0.05],  # sure, head
+            [0.5, 0.45, 0.05],  # a near tie
+            [0.2, 0.1, 0.7],  # likely the rare class
+            [0.34, 0.33, 0.33],  # a tie of three
+            [0.1, 0.8, 0.1],
+        ]
+    )
     labelled = np.array([100, 20, 2])
     assert set(select("margin", probs, labelled, 2)) == {1, 3}
     assert select("rare", probs, labelled, 1)[0] == 2
@@ -53,27 +57,52 @@ def test_the_strategies_pick_what_they_say():
     assert list(select("balanced", probs, labelled, 3)) == [2, 4, 3]
     assert sorted(select("random", probs, labelled, 5)) == [0, 1, 2, 3, 4]
     assert len(select("margin", probs, labelled, 50)) == 5  # all, when the pool holds fewer
-    assert resolve_strategy("auto", True) == "rare" and resolve_strategy("auto", False) == \
-        "margin"
+    assert resolve_strategy("auto", True) == "rare" and resolve_strategy("auto", False) == "margin"
     with pytest.raises(GleeError, match="--strategy must be one of auto, random"):
         resolve_strategy("best", True)
 
 
-def test_suggest_finds_the_rare_class_in_the_pool_and_train_adds_it(tiny_bert, toy_csv,
-                                                                     pool_file, tmp_path,
-                                                                     capsys):
+def test_suggest_finds_the_rare_class_in_the_pool_and_train_adds_it(
+    tiny_bert, toy_csv, pool_file, tmp_path, capsys
+):
     path, frame = pool_file
     runs = tmp_path / "runs"
     found = {}
     for strategy in ("random", "rare"):
         out = tmp_path / f"{strategy}.csv"
-        assert main(["suggest", "--dataset", f"csv:{toy_csv}", "--pool", str(path), "--n", "12",
-                     "--strategy", strategy, "--model", str(tiny_bert), "--runs-dir",
-                     str(runs), "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "suggest",
+                    "--dataset",
+                    f"csv:{toy_csv}",
+                    "--pool",
+                    str(path),
+                    "--n",
+                    "12",
+                    "--strategy",
+                    strategy,
+                    "--model",
+                    str(tiny_bert),
+                    "--runs-dir",
+                    str(runs),
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         table = pd.read_csv(out, keep_default_na=False)
-        assert list(table.columns) == ["pool_row", "text", "predicted", "confidence",
-                                       "strategy", "rank", "label"]
+        assert list(table.columns) == [
+            "pool_row",
+            "text",
+            "predicted",
+            "confidence",
+            "strategy",
+            "rank",
+            "label",
+        ]
         assert list(table["rank"]) == list(range(1, 13)) and set(table["label"]) == {""}
         # pool_row is the text's row in the file
         assert (frame["text"].to_numpy()[table["pool_row"]] == table["text"]).all()
@@ -92,19 +121,50 @@ def test_suggest_finds_the_rare_class_in_the_pool_and_train_adds_it(tiny_bert, t
     assert len(added.splits["train"]) == len(base.splits["train"]) + 10
     assert added.splits["dev"].equals(base.splits["dev"])  # the same dev and test texts
     assert any("1 answered '(none of these)' are not added" in w for w in added.warnings)
-    assert main(["train", "--dataset", f"csv:{toy_csv}", "--add", str(labelled), "--method",
-                 "cls-tanh", "--mode", "frozen", "--pooling", "cls", "--choose-by", "dev",
-                 "--epochs", "1", "--model", str(tiny_bert), "--runs-dir", str(runs)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                f"csv:{toy_csv}",
+                "--add",
+                str(labelled),
+                "--method",
+                "cls-tanh",
+                "--mode",
+                "frozen",
+                "--pooling",
+                "cls",
+                "--choose-by",
+                "dev",
+                "--epochs",
+                "1",
+                "--model",
+                str(tiny_bert),
+                "--runs-dir",
+                str(runs),
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)[0]["dataset"] == added.id
 
 
-def test_a_pool_that_is_all_duplicates_or_empty_is_one_line(tiny_bert, toy_csv, tmp_path,
-                                                           capsys):
+def test_a_pool_that_is_all_duplicates_or_empty_is_one_line(tiny_bert, toy_csv, tmp_path, capsys):
     base = load_dataset(f"csv:{toy_csv}")
     copies = tmp_path / "copies.txt"
     copies.write_text("\n".join(base.splits["train"]["text"].head(30)) + "\n\n")
-    common = ["suggest", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert),
-              "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "s.csv")]
+    common = [
+        "suggest",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--out",
+        str(tmp_path / "s.csv"),
+    ]
     assert main([*common, "--pool", str(copies)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "is already in the dataset" in err[-1] and err[-1].startswith("error: ")
@@ -122,7 +182,8 @@ def test_a_pool_that_is_all_duplicates_or_empty_is_one_line(tiny_bert, toy_csv, 
 def test_a_pool_with_labels_and_a_labelled_file_with_other_classes(tmp_path, toy_csv):
     labelled_pool = tmp_path / "pool.csv"
     pd.DataFrame({"text": ["a b", "c d", ""], "label": ["x", "y", "z"]}).to_csv(
-        labelled_pool, index=False)
+        labelled_pool, index=False
+    )
     pool, notes = read_pool(labelled_pool)
     assert list(pool["pool_row"]) == [0, 1]
     assert any("its column 'label' is not read" in n for n in notes)
@@ -144,23 +205,50 @@ def test_suggests_spreadsheet_cells_read_back_as_they_were(tmp_path, toy_csv):
     from glee_core.runs.tables import spreadsheet_csv
 
     labelled = tmp_path / "labelled.csv"
-    labelled.write_text(spreadsheet_csv(pd.DataFrame(
-        {"pool_row": [0, 1], "text": ["=1+1 sums", "'quoted' text"], "label": ["money", "food"]})))
+    labelled.write_text(
+        spreadsheet_csv(
+            pd.DataFrame(
+                {
+                    "pool_row": [0, 1],
+                    "text": ["=1+1 sums", "'quoted' text"],
+                    "label": ["money", "food"],
+                }
+            )
+        )
+    )
     assert "'=1+1 sums" in labelled.read_text()
     added, _ = read_labelled_texts(labelled, load_dataset(f"csv:{toy_csv}").classes)
     assert list(added["text"]) == ["=1+1 sums", "'quoted' text"]
 
 
-def test_self_training_adds_class_rebalanced_pseudo_labels_and_says_so(tiny_bert, toy_csv,
-                                                                       pool_file, tmp_path,
-                                                                       capsys):
+def test_self_training_adds_class_rebalanced_pseudo_labels_and_says_so(
+    tiny_bert, toy_csv, pool_file, tmp_path, capsys
+):
     """train --pool FILE --self-train yes: CReST's pseudo-labels join the training split of a
     +pseudo- variant (its runs apart), the record says how many each class got; auto decides
     by cross-validation on the labelled texts and says which way."""
     path, _ = pool_file
-    common = ["train", "--dataset", f"csv:{toy_csv}", "--pool", str(path), "--method",
-              "cls-tanh", "--mode", "frozen", "--pooling", "cls", "--choose-by", "dev",
-              "--epochs", "1", "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]
+    common = [
+        "train",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--pool",
+        str(path),
+        "--method",
+        "cls-tanh",
+        "--mode",
+        "frozen",
+        "--pooling",
+        "cls",
+        "--choose-by",
+        "dev",
+        "--epochs",
+        "1",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    ]
     assert main([*common, "--self-train", "yes"]) == 0
     [run] = json.loads(capsys.readouterr().out)
     assert "+pseudo-" in run["dataset"]

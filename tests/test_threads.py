@@ -23,8 +23,9 @@ def test_a_job_takes_its_share_of_the_threads_and_all_again_when_alone(tmp_path,
     folder = tmp_path / "jobs"
     before = torch.get_num_threads()
     torch.set_num_threads(4)
-    other = subprocess.Popen([sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE,
-                             text=True)
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert other.stdout.readline().strip() == "holding"
         with CpuShare(folder) as share:

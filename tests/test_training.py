@@ -34,8 +34,7 @@ def test_every_method_trains_and_its_loss_falls(bert, toy_dataset, method):
 
 def test_training_does_not_touch_the_shared_backbone(bert, toy_dataset):
     before = {k: v.clone() for k, v in bert.model.state_dict().items()}
-    train_and_evaluate(toy_dataset, get_method("prompt"), bert,
-                       TrainConfig(**FAST))
+    train_and_evaluate(toy_dataset, get_method("prompt"), bert, TrainConfig(**FAST))
     after = bert.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 
@@ -54,8 +53,10 @@ def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_datas
     result = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
     best = max(result.history, key=lambda r: r["dev_acc"])
     assert result.metrics.select_metric == "acc"
-    assert (result.metrics.best_epoch, result.metrics.best_dev_acc) == \
-        (best["epoch"], best["dev_acc"])
+    assert (result.metrics.best_epoch, result.metrics.best_dev_acc) == (
+        best["epoch"],
+        best["dev_acc"],
+    )
     # only a non-default choice enters the run's identity: older run ids stay valid
     assert "select_metric" in config.identity()
     assert "select_metric" not in TrainConfig().identity()
@@ -86,12 +87,12 @@ def test_prompt_truncation_keeps_the_template_and_mask(bert, toy_dataset):
         assert ids[-1] == bert.tokenizer.sep_token_id
 
 
-def test_dev_scored_every_n_steps_stops_after_patience_times_an_epoch_of_steps(bert,
-                                                                            toy_dataset):
+def test_dev_scored_every_n_steps_stops_after_patience_times_an_epoch_of_steps(bert, toy_dataset):
     """The released scripts' protocol: dev every N optimizer steps, the best step's weights,
     stop once patience x steps-per-epoch steps brought no gain."""
-    config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=1, eval_every_steps=3,
-                         recipe="paper")
+    config = TrainConfig(
+        epochs=10, batch_size=16, lr=0.0, patience=1, eval_every_steps=3, recipe="paper"
+    )
     steps_per_epoch = -(-len(toy_dataset.splits["train"]) // 16)
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
     steps = [r["step"] for r in result.history]
@@ -116,8 +117,9 @@ def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy
 
     bert = load_backbone(str(tiny_bert))
     spec = get_method(method)
-    split = encode(toy_dataset.splits["train"], bert.tokenizer, spec.input_format,
-                   toy_dataset.template, 48)
+    split = encode(
+        toy_dataset.splits["train"], bert.tokenizer, spec.input_format, toy_dataset.template, 48
+    )
     index = np.arange(13)
     counts = torch.tensor(toy_dataset.class_counts().to_numpy())
     grads = []
@@ -125,18 +127,27 @@ def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy
         torch.manual_seed(0)
         model = build_model(spec, bert, toy_dataset.classes, toy_dataset.verbalizer)
         model.eval()  # no dropout: the two must see the same function
-        config = TrainConfig(batch_size=13, precision="fp32", micro_batch_size=micro, lr=1e-5,
-                             recipe="paper")
+        config = TrainConfig(
+            batch_size=13, precision="fp32", micro_batch_size=micro, lr=1e-5, recipe="paper"
+        )
         params, optimizer, scheduler = make_optimizer(model, config, torch.device("cpu"), 1)
-        state = TrainingState(model, spec, config, optimizer, scheduler, params,
-                              np.random.default_rng(0), torch.device("cpu"),
-                              bert.tokenizer.pad_token_id, class_counts=counts)
+        state = TrainingState(
+            model,
+            spec,
+            config,
+            optimizer,
+            scheduler,
+            params,
+            np.random.default_rng(0),
+            torch.device("cpu"),
+            bert.tokenizer.pad_token_id,
+            class_counts=counts,
+        )
         optimizer.zero_grad()
         loss = batch_loss(state, split, index, "fp32")
         if loss.requires_grad:
             loss.backward()
-        grads.append(([p.grad.clone() for p in params if p.grad is not None],
-                      float(loss.detach())))
+        grads.append(([p.grad.clone() for p in params if p.grad is not None], float(loss.detach())))
     (whole, whole_loss), (pieces, pieces_loss) = grads
     assert pieces_loss == pytest.approx(whole_loss, rel=1e-5)
     assert len(whole) == len(pieces)

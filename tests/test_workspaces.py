@@ -35,8 +35,9 @@ def public(monkeypatch, tmp_path, tiny_bert):
         monkeypatch.setenv(f"GLEE_{name.upper()}_DIR", str(path))
     monkeypatch.setenv("GLEE_PUBLIC", "1")
     monkeypatch.setenv("GLEE_PUBLIC_MODELS", str(tiny_bert))
-    shared = write_synthetic_run(RunStore(folders["runs"]), synthetic_dataset(4, "demo"),
-                                 "cls-relu", 1)
+    shared = write_synthetic_run(
+        RunStore(folders["runs"]), synthetic_dataset(4, "demo"), "cls-relu", 1
+    )
     folders["shared_run"] = shared.run_id
     return folders
 
@@ -67,15 +68,19 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     # the dataset names the upload, never the folder (its name is the key) it is kept in
     assert a.session_state["dataset"].dataset == f"upload:{kept.name}"
     assert "ws" not in a.query_params  # the key is in no URL
-    run_a = write_synthetic_run(own_a.store, synthetic_dataset(4, f"upload:{kept.name}"),
-                                "prompt", 1)
+    run_a = write_synthetic_run(
+        own_a.store, synthetic_dataset(4, f"upload:{kept.name}"), "prompt", 1
+    )
     demo_a = write_synthetic_run(own_a.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
 
     looking = session("app_pages/1_Data.py", tiny_bert).run()  # a visit that only looks: nothing
     assert "workspace_key" not in looking.session_state  # made, nothing kept
     assert any("Nothing of yours is kept here until" in c.value for c in looking.sidebar.caption)
-    b = upload(session("app_pages/1_Data.py", tiny_bert).run(), "theirs.csv",
-               ROWS.replace("question", "query").encode())
+    b = upload(
+        session("app_pages/1_Data.py", tiny_bert).run(),
+        "theirs.csv",
+        ROWS.replace("question", "query").encode(),
+    )
     key_b = b.session_state["workspace_key"]
     assert key_b != key_a
     own_b = Workspace.open(key_b)
@@ -86,11 +91,15 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
     demo = DataOptions(dataset="demo")
     results = session("app_pages/3_Results.py", tiny_bert, workspace_key=key_b, dataset=demo).run()
     assert not results.exception
-    shown = {row for frame in results.dataframe for row in map(str, frame.value.to_dict("list")
-                                                                  .get("method", []))}
+    shown = {
+        row
+        for frame in results.dataframe
+        for row in map(str, frame.value.to_dict("list").get("method", []))
+    }
     assert "cls-relu" in shown and "cls-tanh" not in shown
-    playground = session("app_pages/6_Playground.py", tiny_bert, workspace_key=key_b,
-                         dataset=demo).run()
+    playground = session(
+        "app_pages/6_Playground.py", tiny_bert, workspace_key=key_b, dataset=demo
+    ).run()
     options = playground.selectbox[0].options
     assert any(public["shared_run"][-10:] in o for o in options)
     assert not any(demo_a.run_id[-10:] in o for o in options)
@@ -121,9 +130,16 @@ def test_two_sessions_see_only_their_own_uploads_and_runs(public, tiny_bert):
 def _fake_running_job(store: RunStore) -> None:
     """A job record whose process is this one: it counts as running."""
     store.jobs_dir.mkdir(parents=True, exist_ok=True)
-    (store.jobs_dir / "job-1.json").write_text(json.dumps(
-        {"id": "job-1", "pid": os.getpid(), "pid_start": process_start(os.getpid()),
-         "label": "busy"}))
+    (store.jobs_dir / "job-1.json").write_text(
+        json.dumps(
+            {
+                "id": "job-1",
+                "pid": os.getpid(),
+                "pid_start": process_start(os.getpid()),
+                "label": "busy",
+            }
+        )
+    )
 
 
 def test_the_job_limit_refuses_the_next_launch(public, tiny_bert, monkeypatch):
@@ -152,8 +168,10 @@ def test_the_disk_and_upload_limits_refuse_with_their_message(public, tiny_bert,
     own = Workspace.create()
     write_synthetic_run(own.store, synthetic_dataset(4, "demo"), "cls-tanh", 1)
     at = upload(session("app_pages/1_Data.py", tiny_bert, workspace_key=own.key).run())
-    assert any("Your workspace uses" in plain(e.value) and "of its 1.02 KB" in plain(e.value)
-               for e in at.error)
+    assert any(
+        "Your workspace uses" in plain(e.value) and "of its 1.02 KB" in plain(e.value)
+        for e in at.error
+    )
     assert not list(own.uploads_dir.glob("*.csv"))  # nothing kept
     train = session("app_pages/2_Train.py", tiny_bert, workspace_key=own.key).run()
     next(b for b in train.button if b.label == "Launch").click().run()
@@ -161,7 +179,8 @@ def test_the_disk_and_upload_limits_refuse_with_their_message(public, tiny_bert,
 
 
 def test_read_only_mode_has_no_launch_controls_and_the_cli_still_trains(
-        public, tiny_bert, toy_csv, monkeypatch, tmp_path, capsys):
+    public, tiny_bert, toy_csv, monkeypatch, tmp_path, capsys
+):
     monkeypatch.setenv("GLEE_READ_ONLY", "1")
     home = session("app.py", tiny_bert).run()
     assert not home.exception
@@ -173,9 +192,26 @@ def test_read_only_mode_has_no_launch_controls_and_the_cli_still_trains(
     assert not data.exception and len(data.file_uploader) == 0
     assert len(data.get("vega_lite_chart")) == 1  # the rest of the page is still there
     # the owner's command line ignores the switch
-    assert main(["train", "--dataset", f"csv:{toy_csv}", "--method", "cls-relu", "--model",
-                 str(tiny_bert), "--mode", "frozen", "--epochs", "1", "--runs-dir",
-                 str(tmp_path / "owner")]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--dataset",
+                f"csv:{toy_csv}",
+                "--method",
+                "cls-relu",
+                "--model",
+                str(tiny_bert),
+                "--mode",
+                "frozen",
+                "--epochs",
+                "1",
+                "--runs-dir",
+                str(tmp_path / "owner"),
+            ]
+        )
+        == 0
+    )
     assert len(RunStore(tmp_path / "owner").runs()) == 2  # a run a pooling
 
 
@@ -245,8 +281,9 @@ def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, ti
     toggle.set_value(True).run()
     token = owner.path.joinpath(".share").read_text().strip()
     assert Workspace.open_shared(token).key == owner.key
-    visitor = session("app_pages/5_Predictions.py", tiny_bert,
-                      dataset=DataOptions(dataset=dataset_id))
+    visitor = session(
+        "app_pages/5_Predictions.py", tiny_bert, dataset=DataOptions(dataset=dataset_id)
+    )
     visitor.query_params["share"] = token
     visitor.run()
     assert not visitor.exception
@@ -259,11 +296,11 @@ def test_a_share_shows_scores_not_texts_and_turning_it_off_revokes_it(public, ti
     assert not results.exception and secret not in str(results)
     # off: the link is revoked
     next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only").set_value(
-        False).run()
+        False
+    ).run()
     assert Workspace.open_shared(token) is None
     assert any("revoked" in c.value for c in at.sidebar.caption)
-    next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only").set_value(
-        True).run()
+    next(t for t in at.sidebar.toggle if t.label == "Share my runs read-only").set_value(True).run()
     assert owner.path.joinpath(".share").read_text().strip() != token
 
 
@@ -286,8 +323,11 @@ def test_work_is_refused_while_the_machines_disk_is_nearly_full(public, monkeypa
     own = Workspace.create()
     own.check_launch(Policy(), 0)  # room enough here
     usage = shutil_module.disk_usage(own.root)
-    monkeypatch.setattr(workspaces.shutil, "disk_usage",
-                        lambda path: usage._replace(free=workspaces.FREE_RESERVE // 2))
+    monkeypatch.setattr(
+        workspaces.shutil,
+        "disk_usage",
+        lambda path: usage._replace(free=workspaces.FREE_RESERVE // 2),
+    )
     with pytest.raises(LimitReached, match=r"disk is nearly full \(512 MB free\)"):
         own.check_launch(Policy(), 0)
     with pytest.raises(LimitReached, match="nearly full"):

@@ -44,8 +44,9 @@ class TqdmProgress:
 
     def _open(self, total: int, **kwargs):
         if self.bar is None:
-            self.bar = tqdm(total=total, file=sys.stderr, dynamic_ncols=True, mininterval=1.0,
-                            **kwargs)
+            self.bar = tqdm(
+                total=total, file=sys.stderr, dynamic_ncols=True, mininterval=1.0, **kwargs
+            )
         return self.bar
 
     def __call__(self, event: Event) -> None:
@@ -54,12 +55,16 @@ class TqdmProgress:
             self.close()
             what = "stored, loading" if state.cached else "training"
             if state.together > 1:
-                self.pending.append(f"[{state.run}-{state.run + state.together - 1}/"
-                                    f"{state.runs}] {state.together} heads on the cached "
-                                    "features, trained together")
+                self.pending.append(
+                    f"[{state.run}-{state.run + state.together - 1}/"
+                    f"{state.runs}] {state.together} heads on the cached "
+                    "features, trained together"
+                )
             else:
-                self.pending.append(f"[{state.run}/{state.runs}] {state.method} seed "
-                                    f"{state.seed}: {what} ({event.run_id})")
+                self.pending.append(
+                    f"[{state.run}/{state.runs}] {state.method} seed "
+                    f"{state.seed}: {what} ({event.run_id})"
+                )
             if state.cached:
                 self._flush()
         elif isinstance(event, Note):
@@ -72,14 +77,19 @@ class TqdmProgress:
             tqdm.write(f"waiting: {state.detail}", file=sys.stderr)
         elif isinstance(event, Queued):
             self._flush()
-            tqdm.write("waiting: " + (event.behind or "another run is training in this store")
-                       + " (a quick-mode run needs the machine for seconds: give it another "
-                       "--runs-dir to train beside it now, or set GLEE_MAX_CONCURRENT_RUNS to "
-                       "train more at once)", file=sys.stderr)
+            tqdm.write(
+                "waiting: "
+                + (event.behind or "another run is training in this store")
+                + " (a quick-mode run needs the machine for seconds: give it another "
+                "--runs-dir to train beside it now, or set GLEE_MAX_CONCURRENT_RUNS to "
+                "train more at once)",
+                file=sys.stderr,
+            )
         elif isinstance(event, FeaturePass):
             self._flush()
-            bar = self._open(state.total, unit="ex",
-                             desc=f"encoding ({state.detail}, frozen backbone)")
+            bar = self._open(
+                state.total, unit="ex", desc=f"encoding ({state.detail}, frozen backbone)"
+            )
             bar.update(state.done - bar.n)
             if state.done >= state.total:
                 self.close()
@@ -94,15 +104,20 @@ class TqdmProgress:
                 bar.set_postfix(loss=f"{state.loss:.4f}", refresh=False)
             bar.update((state.epoch - 1) * state.steps + state.step - bar.n)
         elif isinstance(event, Evaluated) and self.bar is not None:
-            self.bar.set_postfix(dev_f1=f"{state.dev_f1:.4f}", dev_acc=f"{state.dev_acc:.4f}",
-                                 best=f"{state.best_dev:.4f} ({state.select_metric})")
+            self.bar.set_postfix(
+                dev_f1=f"{state.dev_f1:.4f}",
+                dev_acc=f"{state.dev_acc:.4f}",
+                best=f"{state.best_dev:.4f} ({state.select_metric})",
+            )
         elif isinstance(event, CrossValidating):
             self._flush()
-            bar = self._open(event.folds * event.parts, unit="fold",
-                             desc=f"choosing among {event.heads} heads: {event.folds}-fold "
-                                  "cross-validation on train + dev")
-            bar.update((event.part - 1) * event.folds + event.fold - (not event.finished)
-                       - bar.n)
+            bar = self._open(
+                event.folds * event.parts,
+                unit="fold",
+                desc=f"choosing among {event.heads} heads: {event.folds}-fold "
+                "cross-validation on train + dev",
+            )
+            bar.update((event.part - 1) * event.folds + event.fold - (not event.finished) - bar.n)
         elif isinstance(event, Examining):
             self._flush()
             bar = self._open(event.steps, unit="step", desc=event.task)

@@ -111,8 +111,10 @@ def resolve_precision(precision: str, device: torch.device) -> str:
             return "bf16" if cuda_has_bf16(device) else "fp16"
         return "bf16" if cpu_has_bf16() else "fp32"
     if precision == "fp16" and device.type != "cuda":
-        raise GleeError("--precision fp16 needs a CUDA GPU; on a CPU use fp32 (or bf16 where "
-                        "the CPU has it natively)")
+        raise GleeError(
+            "--precision fp16 needs a CUDA GPU; on a CPU use fp32 (or bf16 where "
+            "the CPU has it natively)"
+        )
     return precision
 
 
@@ -122,8 +124,11 @@ AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 def autocast(device: torch.device, precision: str):
     """Mixed-precision autocast (matmuls in bf16 / fp16, weights and optimizer state stay
     fp32), or nothing for fp32."""
-    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES.get(precision, torch.bfloat16),
-                          enabled=precision in AUTOCAST_DTYPES)
+    return torch.autocast(
+        device.type,
+        dtype=AUTOCAST_DTYPES.get(precision, torch.bfloat16),
+        enabled=precision in AUTOCAST_DTYPES,
+    )
 
 
 def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler | None:
@@ -136,8 +141,9 @@ def scaled_backward(loss: torch.Tensor, scaler: torch.amp.GradScaler | None) -> 
     (loss if scaler is None else scaler.scale(loss)).backward()
 
 
-def clipped_step(optimizer: torch.optim.Optimizer, params, max_norm: float,
-                 scaler: torch.amp.GradScaler | None) -> torch.Tensor | None:
+def clipped_step(
+    optimizer: torch.optim.Optimizer, params, max_norm: float, scaler: torch.amp.GradScaler | None
+) -> torch.Tensor | None:
     """Clip the gradient norm to ``max_norm`` and step the optimizer; under fp16 through the
     scaler: unscaled before clipping, and a step with inf/NaN gradients is skipped. Returns,
     under fp16, whether this step was skipped (a tensor on the device: no sync), else None."""

@@ -52,7 +52,7 @@ class DataParallel:
 
     def shard(self, index: np.ndarray) -> np.ndarray:
         """This process's slice of a global batch."""
-        return index[self.rank::self.size]
+        return index[self.rank :: self.size]
 
     def broadcast(self, value):
         """The main process's ``value`` on every process."""

@@ -71,8 +71,9 @@ def _path(variable: str, default: str) -> Path:
 
 
 def cpu_jobs_dir() -> Path:
-    return Path(os.environ.get("GLEE_CPU_JOBS_DIR")
-                or Path(tempfile.gettempdir()) / "glee-cpu-jobs")
+    return Path(
+        os.environ.get("GLEE_CPU_JOBS_DIR") or Path(tempfile.gettempdir()) / "glee-cpu-jobs"
+    )
 
 
 def runs_dir() -> Path:
@@ -119,24 +120,29 @@ def read_only() -> bool:
     return _flag("GLEE_READ_ONLY", False)
 
 
-SESSION_LIMITS = {"jobs": "GLEE_SESSION_JOBS", "queued": "GLEE_SESSION_QUEUED",
-                  "upload_mb": "GLEE_SESSION_UPLOAD_MB", "disk_mb": "GLEE_SESSION_DISK_MB",
-                  "ttl_hours": "GLEE_SESSION_TTL_HOURS", "job_runs": "GLEE_SESSION_JOB_RUNS",
-                  "job_minutes": "GLEE_SESSION_JOB_MINUTES",
-                  "session_minutes": "GLEE_SESSION_MINUTES",
-                  "score_rows": "GLEE_SESSION_SCORE_ROWS",
-                  "report_minutes": "GLEE_SESSION_REPORT_MINUTES",
-                  "max_jobs": "GLEE_MAX_JOBS", "max_workspaces": "GLEE_MAX_WORKSPACES",
-                  "workspaces_per_minute": "GLEE_WORKSPACES_PER_MINUTE",
-                  "visitor_workspaces": "GLEE_VISITOR_WORKSPACES",
-                  "upload_classes": "GLEE_SESSION_UPLOAD_CLASSES"}
+SESSION_LIMITS = {
+    "jobs": "GLEE_SESSION_JOBS",
+    "queued": "GLEE_SESSION_QUEUED",
+    "upload_mb": "GLEE_SESSION_UPLOAD_MB",
+    "disk_mb": "GLEE_SESSION_DISK_MB",
+    "ttl_hours": "GLEE_SESSION_TTL_HOURS",
+    "job_runs": "GLEE_SESSION_JOB_RUNS",
+    "job_minutes": "GLEE_SESSION_JOB_MINUTES",
+    "session_minutes": "GLEE_SESSION_MINUTES",
+    "score_rows": "GLEE_SESSION_SCORE_ROWS",
+    "report_minutes": "GLEE_SESSION_REPORT_MINUTES",
+    "max_jobs": "GLEE_MAX_JOBS",
+    "max_workspaces": "GLEE_MAX_WORKSPACES",
+    "workspaces_per_minute": "GLEE_WORKSPACES_PER_MINUTE",
+    "visitor_workspaces": "GLEE_VISITOR_WORKSPACES",
+    "upload_classes": "GLEE_SESSION_UPLOAD_CLASSES",
+}
 
 
 def session_limits() -> dict[str, float]:
     """Public mode's per-session limits that the environment sets (the defaults live in
     ``workspaces.Policy``)."""
-    values = {key: os.environ.get(variable, "").strip()
-              for key, variable in SESSION_LIMITS.items()}
+    values = {key: os.environ.get(variable, "").strip() for key, variable in SESSION_LIMITS.items()}
     return {key: float(value) for key, value in values.items() if value}
 
 

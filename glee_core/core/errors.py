@@ -50,12 +50,16 @@ def disk_message(exc: OSError) -> str:
     """What a failed write means for a person: a full disk (or quota) in plain words, else the
     system's own words without the path it names (a server's paths are not a visitor's)."""
     if exc.errno in FULL:
-        return ("the disk is full, so nothing was kept (nothing half-written either); free some "
-                "space - delete runs or uploads you no longer need - and try again")
+        return (
+            "the disk is full, so nothing was kept (nothing half-written either); free some "
+            "space - delete runs or uploads you no longer need - and try again"
+        )
     return exc.strerror or type(exc).__name__
 
 
 # What a stopped command says last (Ctrl-C, or the app's Stop button's SIGTERM); a job whose last
 # error line starts with it was stopped, not failed.
-INTERRUPTED = ("interrupted; finished runs are kept, and so are the finished rounds of a "
-               "learning-rate search or a race: launch the same again to go on from them")
+INTERRUPTED = (
+    "interrupted; finished runs are kept, and so are the finished rounds of a "
+    "learning-rate search or a race: launch the same again to go on from them"
+)

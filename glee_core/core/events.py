@@ -216,9 +216,24 @@ class Examining(Event):
     task: str = "data health"
 
 
-EVENT_TYPES: dict[str, type[Event]] = {cls.stage: cls for cls in (
-    RunStarted, Note, Queued, WaitingForRun, Loading, FeaturePass, Searching, TrainStep,
-    Evaluated, Testing, SweepProgress, CrossValidating, Examining)}
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.stage: cls
+    for cls in (
+        RunStarted,
+        Note,
+        Queued,
+        WaitingForRun,
+        Loading,
+        FeaturePass,
+        Searching,
+        TrainStep,
+        Evaluated,
+        Testing,
+        SweepProgress,
+        CrossValidating,
+        Examining,
+    )
+}
 
 ProgressFn = Callable[[Event], None]
 
@@ -279,10 +294,17 @@ class ProgressState:
 
     def apply(self, event: Event) -> ProgressState:
         if isinstance(event, RunStarted):
-            fresh = ProgressState(run=event.index, runs=event.total, method=event.method,
-                                  seed=event.seed, cached=event.cached,
-                                  together=event.together, after=event.after, race=event.race,
-                                  notes=self.notes)
+            fresh = ProgressState(
+                run=event.index,
+                runs=event.total,
+                method=event.method,
+                seed=event.seed,
+                cached=event.cached,
+                together=event.together,
+                after=event.after,
+                race=event.race,
+                notes=self.notes,
+            )
             self.__dict__.update(fresh.__dict__)  # a new run: nothing of the last one carries
         elif isinstance(event, Note):
             self.notes.append(event.message)
@@ -292,26 +314,42 @@ class ProgressState:
         elif isinstance(event, Queued):
             self.phase = "queued"
         elif isinstance(event, WaitingForRun):
-            self.phase, self.detail = "waiting", (f"another launch is training {event.run_id}; "
-                                                  "this one loads it once it is stored")
+            self.phase, self.detail = (
+                "waiting",
+                (f"another launch is training {event.run_id}; this one loads it once it is stored"),
+            )
         elif isinstance(event, FeaturePass):
-            self.phase, self.detail = "encoding", f"{event.format} input" + (
-                f", pass {event.part}/{event.parts}" if event.parts > 1 else "")
+            self.phase, self.detail = (
+                "encoding",
+                f"{event.format} input"
+                + (f", pass {event.part}/{event.parts}" if event.parts > 1 else ""),
+            )
             self.done, self.total = event.done, event.total
-            self.encoded = ENCODING_SHARE * (event.part - 1 + event.done / max(event.total, 1)) \
+            self.encoded = (
+                ENCODING_SHARE
+                * (event.part - 1 + event.done / max(event.total, 1))
                 / max(event.parts, 1)
+            )
         elif isinstance(event, Searching):
             if not event.chosen:  # another trial: the last one's dev score is not its own
                 self.dev_f1 = self.dev_acc = None
-            self.search = (f"lr {event.lr:g} chosen on dev" if event.chosen else
-                           f"race {event.candidate}/{event.candidates} ({event.head}, lr "
-                           f"{event.lr:g}), round {event.round}/{event.rounds}" if event.head
-                           else f"lr search {event.candidate}/{event.candidates} "
-                                f"({event.lr:g}), round {event.round}/{event.rounds}")
+            self.search = (
+                f"lr {event.lr:g} chosen on dev"
+                if event.chosen
+                else f"race {event.candidate}/{event.candidates} ({event.head}, lr "
+                f"{event.lr:g}), round {event.round}/{event.rounds}"
+                if event.head
+                else f"lr search {event.candidate}/{event.candidates} "
+                f"({event.lr:g}), round {event.round}/{event.rounds}"
+            )
         elif isinstance(event, TrainStep):
             self.phase = "training"
-            self.epoch, self.epochs, self.step, self.steps = (event.epoch, event.epochs,
-                                                              event.step, event.steps)
+            self.epoch, self.epochs, self.step, self.steps = (
+                event.epoch,
+                event.epochs,
+                event.step,
+                event.steps,
+            )
             self.run_done, self.run_total = event.done, event.total
             if event.loss is not None:
                 self.loss = event.loss
@@ -326,15 +364,18 @@ class ProgressState:
             self.cv_part, self.cv_parts = event.part, event.parts
             self.fold_finished = event.finished
             self.together, self.method, self.dev_f1 = event.heads, "", None
-            self.detail = (f"choosing among {event.heads} heads: {event.folds}-fold "
-                           f"cross-validation on train + dev"
-                           + (f", seed {event.part}/{event.parts}" if event.parts > 1 else "")
-                           + f", fold {event.fold}/{event.folds}")
+            self.detail = (
+                f"choosing among {event.heads} heads: {event.folds}-fold "
+                f"cross-validation on train + dev"
+                + (f", seed {event.part}/{event.parts}" if event.parts > 1 else "")
+                + f", fold {event.fold}/{event.folds}"
+            )
         elif isinstance(event, SweepProgress):
             self.phase, self.run, self.runs = "sweep", event.done + event.failed, event.total
             self.done, self.total, self.failed = event.done, event.total, event.failed
-            self.detail = (f"{event.run_id} failed: {event.error}" if event.error
-                           else f"{event.run_id} landed")
+            self.detail = (
+                f"{event.run_id} failed: {event.error}" if event.error else f"{event.run_id} landed"
+            )
         return self
 
     @property
@@ -361,7 +402,8 @@ class ProgressState:
             within += (1 - self.encoded) * expected_share(self.run_done / self.run_total, stop)
         elif self.phase == "training" and self.steps and self.epochs:
             within += (1 - self.encoded) * expected_share(
-                ((self.epoch - 1) * self.steps + self.step) / (self.epochs * self.steps), stop)
+                ((self.epoch - 1) * self.steps + self.step) / (self.epochs * self.steps), stop
+            )
         elif self.phase == "testing":
             within = 1.0
         if not self.run or not self.runs:  # a job of one pass without runs (adapt), or none yet
@@ -372,18 +414,25 @@ class ProgressState:
         """One line for a person: ``run 2/6: prompt seed 1 · epoch 3/10 · step 5/40 · dev F1
         0.512``."""
         if self.phase == "sweep":
-            return (f"sweep: {self.run}/{self.runs} runs ended, {self.failed} failed · "
-                    f"last: {self.detail}")
+            return (
+                f"sweep: {self.run}/{self.runs} runs ended, {self.failed} failed · "
+                f"last: {self.detail}"
+            )
         if self.phase == "validating":
             return self.detail
         if not self.run and self.phase != "training":
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
-        text = f"run {self.run}/{self.runs}: {self.method} seed {self.seed}" if self.run \
-            else "masked-LM training"  # a job of one pass without runs (adapt)
+        text = (
+            f"run {self.run}/{self.runs}: {self.method} seed {self.seed}"
+            if self.run
+            else "masked-LM training"
+        )  # a job of one pass without runs (adapt)
         if self.together > 1:
             text = f"runs {self.run}-{self.run + self.together - 1}/{self.runs}: " + (
-                f"the best of {self.together} heads (a race on dev)" if self.race else
-                f"{self.together} heads trained together")
+                f"the best of {self.together} heads (a race on dev)"
+                if self.race
+                else f"{self.together} heads trained together"
+            )
         if self.cached:
             return text + " · loaded from the store"
         if self.phase == "training":
@@ -457,8 +506,9 @@ class PaceGuard:
     why. The pace is timed from the first such event, and again after a wait for the machine (a
     queue is not the job's pace). Passes every event on to ``inner`` first."""
 
-    def __init__(self, limit: float, inner: ProgressFn, stop: float | None = None,
-                 clock=time.monotonic):
+    def __init__(
+        self, limit: float, inner: ProgressFn, stop: float | None = None, clock=time.monotonic
+    ):
         self.limit, self.inner, self.stop, self.clock = limit, inner, stop, clock
         self.state, self.checked = ProgressState(), 0.0
         self.anchor: tuple[float, float] | None = None  # (time, share) the pace is timed from
@@ -484,7 +534,8 @@ class PaceGuard:
             raise GleeError(
                 f"stopped: at its own pace this launch would take about {_hours(paced)}, over "
                 f"the {_hours(self.limit)} a launch may take here; launch fewer epochs, runs or "
-                "seeds, a larger batch size or a shorter max length")
+                "seeds, a larger batch size or a shorter max length"
+            )
 
 
 def _hours(seconds: float) -> str:
@@ -504,8 +555,9 @@ class ProgressLog:
     ``inner``. Training steps and feature batches are written at most twice a second, the last of
     a pass always."""
 
-    def __init__(self, path: str | Path, inner: ProgressFn | None = None,
-                 min_interval: float = 0.5):
+    def __init__(
+        self, path: str | Path, inner: ProgressFn | None = None, min_interval: float = 0.5
+    ):
         self.path, self.inner, self.min_interval, self.last = Path(path), inner, min_interval, 0.0
 
     def __call__(self, event: Event) -> None:
@@ -513,8 +565,9 @@ class ProgressLog:
             self.inner(event)
         now = time.monotonic()
         frequent = isinstance(event, (TrainStep, FeaturePass))
-        last_of_pass = (isinstance(event, TrainStep) and event.step == event.steps) or \
-            (isinstance(event, FeaturePass) and event.done == event.total)
+        last_of_pass = (isinstance(event, TrainStep) and event.step == event.steps) or (
+            isinstance(event, FeaturePass) and event.done == event.total
+        )
         if frequent and not last_of_pass and now - self.last < self.min_interval:
             return
         self.last = now

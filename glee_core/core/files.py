@@ -63,13 +63,16 @@ def write_json_atomic(path: Path, data) -> Path:
     return write_atomic(path, dumps(data))
 
 
-def write_report_files(folder: Path, json_name: str, values: dict, csv_name: str,
-                       table) -> tuple[Path, Path]:
+def write_report_files(
+    folder: Path, json_name: str, values: dict, csv_name: str, table
+) -> tuple[Path, Path]:
     """A report's two files in ``folder`` (made if missing), each replaced atomically: the JSON
     of ``values`` and ``table`` (a pandas frame) as CSV without its index."""
     folder = Path(folder).expanduser()
-    return (write_json_atomic(folder / json_name, values),
-            write_atomic(folder / csv_name, table.to_csv(index=False)))
+    return (
+        write_json_atomic(folder / json_name, values),
+        write_atomic(folder / csv_name, table.to_csv(index=False)),
+    )
 
 
 def folder_bytes(path: Path) -> int:
@@ -78,9 +81,11 @@ def folder_bytes(path: Path) -> int:
     path = Path(path)
     if not path.is_dir():
         return 0
-    return sum(f.stat().st_size for f in path.rglob("*")
-               if f.is_file() and not any(part.startswith(".tmp-") for part in
-                                          f.relative_to(path).parts))
+    return sum(
+        f.stat().st_size
+        for f in path.rglob("*")
+        if f.is_file() and not any(part.startswith(".tmp-") for part in f.relative_to(path).parts)
+    )
 
 
 def size_text(n: float) -> str:
@@ -108,4 +113,5 @@ def check_quota(adding: int, what: str = "this") -> None:
         raise DiskLimitReached(
             f"disk limit reached: {what} needs {size_text(adding)} and your workspace uses "
             f"{size_text(used)} of its {size_text(limit)}; delete runs or uploads you no longer "
-            "need (sidebar, Your workspace), then launch again")
+            "need (sidebar, Your workspace), then launch again"
+        )

@@ -81,8 +81,9 @@ class SlotQueue:
                     session.acquire()
                 held.callback(session.release)
             self.tickets.mkdir(parents=True, exist_ok=True)
-            ticket = self.tickets / f"{time.time_ns():020d}-{os.getpid()}-" \
-                                    f"{secrets.token_hex(3)}.ticket"
+            ticket = (
+                self.tickets / f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(3)}.ticket"
+            )
             mine = FileLock(str(ticket))
             mine.acquire()
             slots = [FileLock(str(self.folder / f"slot-{i}.lock")) for i in range(self.slots)]

@@ -44,19 +44,41 @@ _RTE_TEMPLATE = "{text_a} Question: {text_b}? The answer: [MASK]."
 PAPER_DATASETS: dict[str, PaperDataset] = {
     "r52": PaperDataset("{text} This is [MASK] news .", 0.55, 256, "en"),
     # Reuters-8 is a subset of R52's classes: same template and label words.
-    "r8": PaperDataset("{text} This is [MASK] news .", DEFAULT_THRESHOLD, 256, "en",
-                       verbalizer_file="r52"),
+    "r8": PaperDataset(
+        "{text} This is [MASK] news .", DEFAULT_THRESHOLD, 256, "en", verbalizer_file="r52"
+    ),
     "cmid": PaperDataset("{text}？这个问题的意图是[MASK]。", 0.65, 64, "zh"),
     "iflytek": PaperDataset("{text}。这句话描述的物品属于[MASK]。", 0.65, 512, "zh"),
     "ctc": PaperDataset("{text}。这个标准的类别是[MASK]。", 0.80, 64, "zh"),
-    "msra": PaperDataset("{text}。这句话中的{entity}是[MASK]。", 0.55, 128, "zh",
-                         columns=("text", "entity", "label")),
-    "ecom": PaperDataset("{text}。这个评论中的物品[MASK]好。", DEFAULT_THRESHOLD, 64, "zh",
-                         batch_size=2, few_shot=True),
-    "rte": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
-                        columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),
-    "boolq": PaperDataset(_RTE_TEMPLATE, DEFAULT_THRESHOLD, 256, "en",
-                          columns=("text_a", "text_b", "label"), batch_size=2, few_shot=True),
+    "msra": PaperDataset(
+        "{text}。这句话中的{entity}是[MASK]。", 0.55, 128, "zh", columns=("text", "entity", "label")
+    ),
+    "ecom": PaperDataset(
+        "{text}。这个评论中的物品[MASK]好。",
+        DEFAULT_THRESHOLD,
+        64,
+        "zh",
+        batch_size=2,
+        few_shot=True,
+    ),
+    "rte": PaperDataset(
+        _RTE_TEMPLATE,
+        DEFAULT_THRESHOLD,
+        256,
+        "en",
+        columns=("text_a", "text_b", "label"),
+        batch_size=2,
+        few_shot=True,
+    ),
+    "boolq": PaperDataset(
+        _RTE_TEMPLATE,
+        DEFAULT_THRESHOLD,
+        256,
+        "en",
+        columns=("text_a", "text_b", "label"),
+        batch_size=2,
+        few_shot=True,
+    ),
 }
 
 
@@ -70,5 +92,3 @@ def dataset_name(spec: str) -> str:
 def dataset_ids() -> list[str]:
     """The dataset ids the CLI lists: ``demo`` and the paper's datasets."""
     return ["demo", *PAPER_DATASETS]
-
-

@@ -38,12 +38,14 @@ def decode(raw: bytes, source: str, warnings: list[str]) -> str:
         try:
             return raw.decode("utf-16")
         except UnicodeDecodeError as exc:  # an odd length, a lone surrogate
-            raise GleeError(f"{source}: starts as UTF-16 but is not valid UTF-16 (byte "
-                            f"{exc.start}: {exc.reason}); save it again as CSV (UTF-8)"
-                            ) from None
+            raise GleeError(
+                f"{source}: starts as UTF-16 but is not valid UTF-16 (byte "
+                f"{exc.start}: {exc.reason}); save it again as CSV (UTF-8)"
+            ) from None
     if b"\x00" in raw[:4096]:
-        raise GleeError(f"{source}: this is not a text file (binary content); "
-                        "save it as CSV (UTF-8)")
+        raise GleeError(
+            f"{source}: this is not a text file (binary content); save it as CSV (UTF-8)"
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -82,9 +84,11 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
         raise GleeError(f"{source}: the file is empty; expected a header row and labelled rows")
     line = _unclosed_quote_line(text)
     if line is not None:
-        raise GleeError(f"{source}: the \" opened on line {line} is never closed, so the rest "
-                        "of the file reads as one field; close it (a \" inside a field is "
-                        "written \"\")")
+        raise GleeError(
+            f'{source}: the " opened on line {line} is never closed, so the rest '
+            'of the file reads as one field; close it (a " inside a field is '
+            'written "")'
+        )
     delimiter = header_delimiter(text)
     csv.field_size_limit(max(csv.field_size_limit(), MAX_CSV_BYTES))  # one long text is a row
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter or ONE_COLUMN)
@@ -101,24 +105,28 @@ def read_csv_frame(path: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
                         f"{source}: the header line has {len(header):,} columns "
                         f"({DELIMITERS[delimiter]}-separated), more than the {MAX_COLUMNS:,} "
                         "this reader takes; the first line must name the columns (e.g. "
-                        "text,label): keep the text and label columns, drop the others")
+                        "text,label): keep the text and label columns, drop the others"
+                    )
                 continue
             if len(fields) > len(header):
                 raise GleeError(
                     f"{source}: line {reader.line_num} has {len(fields)} fields, the header "
                     f"{len(header)} ({DELIMITERS[delimiter]}-separated); put a text that holds "
-                    f"a {DELIMITERS[delimiter]} in double quotes, or fix that line")
+                    f"a {DELIMITERS[delimiter]} in double quotes, or fix that line"
+                )
             if (len(rows) + 1) * len(header) > max_cells:
                 raise GleeError(
                     f"{source}: the header names {len(header):,} columns but the rows hold "
                     f"far fewer fields (line {reader.line_num} has {len(fields)}); read as a "
                     f"table it would be {len(header):,} columns wide for every row, too large "
                     "for a file of this size: make the first line the column names the rows "
-                    "have (e.g. text,label)")
+                    "have (e.g. text,label)"
+                )
             rows.append(fields + [""] * (len(header) - len(fields)))
     except csv.Error as exc:
-        raise GleeError(f"{source}: not a readable CSV (line {reader.line_num}: {exc}); check "
-                        "the quoting") from None
+        raise GleeError(
+            f"{source}: not a readable CSV (line {reader.line_num}: {exc}); check the quoting"
+        ) from None
     if not rows:
         raise GleeError(f"{source}: header only, no rows (columns: {header})")
     return pd.DataFrame(rows, columns=_unique(header), dtype=str), warnings
@@ -152,7 +160,7 @@ def _unclosed_quote_line(text: str) -> int | None:
                 close = text.find('"', close + 1)
                 if close == -1:
                     return opened
-                if text[close + 1:close + 2] != '"':
+                if text[close + 1 : close + 2] != '"':
                     break
                 close += 1
             index = close + 1
@@ -162,8 +170,18 @@ def _unclosed_quote_line(text: str) -> int | None:
     return None
 
 
-TEXT_COLUMN_NAMES = ("text", "sentence", "content", "review", "document", "utterance", "query",
-                     "question", "text_a", "sentence1")
+TEXT_COLUMN_NAMES = (
+    "text",
+    "sentence",
+    "content",
+    "review",
+    "document",
+    "utterance",
+    "query",
+    "question",
+    "text_a",
+    "sentence1",
+)
 LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
 
 
@@ -173,8 +191,9 @@ def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:
     return next((lowered[name] for name in candidates if name in lowered), None)
 
 
-def pick_column(columns: list[str], given: str | None, candidates: tuple[str, ...], what: str,
-                source: str) -> str:
+def pick_column(
+    columns: list[str], given: str | None, candidates: tuple[str, ...], what: str, source: str
+) -> str:
     """The column holding the ``what`` (``given`` by name, else the first of ``candidates``):
     an error naming the columns when there is none."""
     if given:
@@ -184,12 +203,15 @@ def pick_column(columns: list[str], given: str | None, candidates: tuple[str, ..
     found = find_column(columns, candidates)
     if found:
         return found
-    raise GleeError(f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
-                    f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}")
+    raise GleeError(
+        f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
+        f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}"
+    )
 
 
-def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
-                   text_b_column: str | None = None) -> tuple[pd.DataFrame, str, str | None]:
+def read_texts_csv(
+    path: str | os.PathLike, text_column: str | None = None, text_b_column: str | None = None
+) -> tuple[pd.DataFrame, str, str | None]:
     """A CSV of texts to classify: its rows as read (every column kept, in order), the text
     column and the optional second text column. Same reading and errors as training data."""
     source = str(Path(path).expanduser())
@@ -197,8 +219,9 @@ def read_texts_csv(path: str | os.PathLike, text_column: str | None = None,
     columns = [str(c) for c in frame.columns]
     text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
     if text_b_column and text_b_column not in columns:
-        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
-                        f"columns are {columns}")
+        raise GleeError(
+            f"{source}: no second text column named {text_b_column!r}; columns are {columns}"
+        )
     return frame, text_col, text_b_column
 
 
@@ -206,5 +229,8 @@ def as_written(text: str) -> str:
     """A cell of a CSV this studio wrote for spreadsheets (``runs.tables.spreadsheet_csv``
     gave a formula-looking cell a leading ``'``) as it was before: a file written by
     ``suggest`` and read back by ``train --add`` keeps its texts."""
-    return text[1:] if text.startswith("'") and text[1:2] and text[1:].startswith(
-        FORMULA_START) else text
+    return (
+        text[1:]
+        if text.startswith("'") and text[1:2] and text[1:].startswith(FORMULA_START)
+        else text
+    )

@@ -59,12 +59,35 @@ from .verbalizers import (
 )
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "DEMO_MIN_TEST", "DEMO_THRESHOLD", "HEAD_TAIL_RULES", "INVISIBLE", "LABEL_COLUMN_NAMES",
-    "LOOK_ALIKE", "LongTailDataset", "MIN_DEV_MEAN", "MIN_DEV_PER_CLASS", "RARE_KEPT",
-    "SOURCE_ROW", "SPLITS", "TEXT_COLUMN_NAMES", "UPLOAD_NAME", "csv_source", "find_column",
-    "hf_source", "load_csv_dataset", "load_dataset", "load_demo", "load_hf_dataset",
-    "load_paper_dataset", "load_upload_dataset", "look_alike_warnings", "read_labelled_csv",
-    "read_texts_csv", "resolve_data_dir", "split_head_tail", "upload_source"
+    "DEMO_MIN_TEST",
+    "DEMO_THRESHOLD",
+    "HEAD_TAIL_RULES",
+    "INVISIBLE",
+    "LABEL_COLUMN_NAMES",
+    "LOOK_ALIKE",
+    "LongTailDataset",
+    "MIN_DEV_MEAN",
+    "MIN_DEV_PER_CLASS",
+    "RARE_KEPT",
+    "SOURCE_ROW",
+    "SPLITS",
+    "TEXT_COLUMN_NAMES",
+    "UPLOAD_NAME",
+    "csv_source",
+    "find_column",
+    "hf_source",
+    "load_csv_dataset",
+    "load_dataset",
+    "load_demo",
+    "load_hf_dataset",
+    "load_paper_dataset",
+    "load_upload_dataset",
+    "look_alike_warnings",
+    "read_labelled_csv",
+    "read_texts_csv",
+    "resolve_data_dir",
+    "split_head_tail",
+    "upload_source",
 ]
 
 SPLITS = ("train", "dev", "test")
@@ -121,9 +144,11 @@ class LongTailDataset:
             return None
         fewest = counts.idxmin()
         if counts[fewest] < MIN_DEV_PER_CLASS:
-            return (f"{int((counts < MIN_DEV_PER_CLASS).sum())} of its {len(counts)} classes "
-                    f"have fewer than {MIN_DEV_PER_CLASS} dev texts ({fewest}: "
-                    f"{int(counts[fewest])})")
+            return (
+                f"{int((counts < MIN_DEV_PER_CLASS).sum())} of its {len(counts)} classes "
+                f"have fewer than {MIN_DEV_PER_CLASS} dev texts ({fewest}: "
+                f"{int(counts[fewest])})"
+            )
         if counts.mean() < MIN_DEV_MEAN:
             return f"{counts.mean():.1f} dev texts a class on average, under {MIN_DEV_MEAN}"
         return None
@@ -131,8 +156,7 @@ class LongTailDataset:
     def head_tail(self) -> tuple[list[str], list[str]]:
         """The head/tail split of the classes by :attr:`head_tail_rule` (``HEAD_TAIL_RULES``)."""
         if self.head_tail_rule == "released":
-            return split_head_tail(self.class_counts("test").to_dict(), self.threshold,
-                                   strict=True)
+            return split_head_tail(self.class_counts("test").to_dict(), self.threshold, strict=True)
         return split_head_tail(self.class_counts("train").to_dict(), self.threshold)
 
     def fingerprint(self) -> str:
@@ -176,8 +200,10 @@ class LongTailDataset:
         """Data health: ``within`` each split, how many rows repeat an earlier row's text (and
         second text); ``across``, how many distinct texts sit in more than one split (a test
         text also trained on inflates every score)."""
-        keys = {s: self.splits[s]["text"].astype(str) + "\x1f"
-                + self.splits[s]["text_b"].astype(str) for s in SPLITS}
+        keys = {
+            s: self.splits[s]["text"].astype(str) + "\x1f" + self.splits[s]["text_b"].astype(str)
+            for s in SPLITS
+        }
         within = {s: int(k.duplicated().sum()) for s, k in keys.items()}
         seen = pd.concat([k.drop_duplicates() for k in keys.values()])
         return {"within": within, "across": int(seen.duplicated().sum())}
@@ -190,14 +216,15 @@ def _imbalance_ratio(counts: Mapping[str, int]) -> float | None:
 
 HEAD_TAIL_RULES = {
     "train": "on the training counts, head while the cumulative share stays at or under the "
-             "threshold (the top class always head, the rarest always tail)",
+    "threshold (the top class always head, the rarest always tail)",
     "released": "on the test labels, head while the cumulative share stays strictly under the "
-                "threshold (the authors' released code, metrics.py split_f1)",
+    "threshold (the authors' released code, metrics.py split_f1)",
 }
 
 
-def split_head_tail(counts: Mapping[str, int], threshold: float, strict: bool = False
-                    ) -> tuple[list[str], list[str]]:
+def split_head_tail(
+    counts: Mapping[str, int], threshold: float, strict: bool = False
+) -> tuple[list[str], list[str]]:
     """Split classes into head and tail as the paper does.
 
     Classes are sorted by frequency; a class is *head* while the cumulative share of examples up
@@ -232,11 +259,13 @@ def _frame(texts, labels, texts_b=None, rows=None) -> pd.DataFrame:
     """``text, text_b, label`` rows; ``rows``: each one's row in its input file
     (:data:`SOURCE_ROW`, carried through the splits; not part of the data's fingerprint)."""
     texts = [str(t) for t in texts]
-    frame = pd.DataFrame({
-        "text": texts,
-        "text_b": [str(t) for t in texts_b] if texts_b is not None else [""] * len(texts),
-        "label": list(labels),
-    })
+    frame = pd.DataFrame(
+        {
+            "text": texts,
+            "text_b": [str(t) for t in texts_b] if texts_b is not None else [""] * len(texts),
+            "label": list(labels),
+        }
+    )
     if rows is not None:
         frame[SOURCE_ROW] = np.asarray(rows, dtype=np.int64)
     return frame
@@ -257,30 +286,54 @@ def _classes_head_to_tail(frame: pd.DataFrame) -> list[str]:
     return sorted(counts.index.astype(str), key=lambda c: (-counts[c], c))
 
 
-def _from_labelled_frames(dataset_id: str, splits: dict[str, pd.DataFrame], *, template: str,
-                          verbalizer: Mapping | None, threshold: float, max_length: int,
-                          warnings: list[str], dropped: dict[str, int] | None = None,
-                          language: str = "en", batch_size: int | None = None,
-                          classes: list[str] | None = None,
-                          train_only: dict[str, int] | None = None) -> LongTailDataset:
+def _from_labelled_frames(
+    dataset_id: str,
+    splits: dict[str, pd.DataFrame],
+    *,
+    template: str,
+    verbalizer: Mapping | None,
+    threshold: float,
+    max_length: int,
+    warnings: list[str],
+    dropped: dict[str, int] | None = None,
+    language: str = "en",
+    batch_size: int | None = None,
+    classes: list[str] | None = None,
+    train_only: dict[str, int] | None = None,
+) -> LongTailDataset:
     """Common end of every loader: fix the class order, index labels, attach prompt set-up."""
     classes = classes or _classes_head_to_tail(splits["train"])
     if len(classes) < 2:
-        raise GleeError(f"{dataset_id}: only one class ({classes[0] if classes else 'none'}) - "
-                        "a classifier needs at least two")
+        raise GleeError(
+            f"{dataset_id}: only one class ({classes[0] if classes else 'none'}) - "
+            "a classifier needs at least two"
+        )
     for name in ("dev", "test"):
         unseen = sorted(set(splits[name]["label"]) - set(classes))
         if unseen:
-            warnings.append(f"{name}: {len(unseen)} class(es) absent from train were dropped: "
-                            f"{unseen[:5]}")
+            warnings.append(
+                f"{name}: {len(unseen)} class(es) absent from train were dropped: {unseen[:5]}"
+            )
             splits[name] = splits[name][splits[name]["label"].isin(classes)]
-    verbalizer = (parse_verbalizer(verbalizer, classes, f"{dataset_id} verbalizer")
-                  if verbalizer else derive_verbalizer(classes))
+    verbalizer = (
+        parse_verbalizer(verbalizer, classes, f"{dataset_id} verbalizer")
+        if verbalizer
+        else derive_verbalizer(classes)
+    )
     return LongTailDataset(
-        id=dataset_id, classes=classes, splits=_index_labels(splits, classes),
-        template=check_template(template), verbalizer=verbalizer, threshold=threshold,
-        max_length=max_length, batch_size=batch_size, language=language, warnings=warnings,
-        dropped_classes=dropped or {}, train_only_classes=train_only or {})
+        id=dataset_id,
+        classes=classes,
+        splits=_index_labels(splits, classes),
+        template=check_template(template),
+        verbalizer=verbalizer,
+        threshold=threshold,
+        max_length=max_length,
+        batch_size=batch_size,
+        language=language,
+        warnings=warnings,
+        dropped_classes=dropped or {},
+        train_only_classes=train_only or {},
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,35 +356,50 @@ def load_demo(threshold: float | None = None, keep_rare: bool = False) -> LongTa
     try:
         import chatterbot_corpus  # noqa: PLC0415 (optional: only for the demo)
     except ImportError:
-        raise GleeError("the demo dataset needs the 'chatterbot-corpus' package: "
-                        "pip install --no-deps chatterbot-corpus") from None
+        raise GleeError(
+            "the demo dataset needs the 'chatterbot-corpus' package: "
+            "pip install --no-deps chatterbot-corpus"
+        ) from None
     folder = Path(chatterbot_corpus.__file__).parent / "data" / "english"
     labels_of: dict[str, set[str]] = {}
     for path in sorted(folder.glob("*.yml")):
         # libyaml's loader where present: 5x faster than the pure-Python one
-        doc = yaml.load(path.read_text(encoding="utf-8"),
-                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = yaml.load(
+            path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
         label = str((doc.get("categories") or [path.stem])[0]).strip().lower()
         for conversation in doc.get("conversations") or []:
-            parts = [str(u).strip() for u in conversation or []
-                     if isinstance(u, str | int | float) and str(u).strip()]
+            parts = [
+                str(u).strip()
+                for u in conversation or []
+                if isinstance(u, str | int | float) and str(u).strip()
+            ]
             if parts:
                 labels_of.setdefault(" ".join(parts), set()).add(label)
     # a conversation filed under two categories has no single label: left out
     kept = {text: next(iter(labels)) for text, labels in labels_of.items() if len(labels) == 1}
-    splits, rare = three_way_split(_frame(list(kept), list(kept.values())),
-                                   min_test=DEMO_MIN_TEST, keep_rare=keep_rare)
+    splits, rare = three_way_split(
+        _frame(list(kept), list(kept.values())), min_test=DEMO_MIN_TEST, keep_rare=keep_rare
+    )
     return _from_labelled_frames(
-        "demo", splits, template=DEFAULT_TEMPLATE, verbalizer=None,
-        threshold=threshold or DEMO_THRESHOLD, max_length=128,
-        warnings=dropped_warning(rare, kept=keep_rare), **_rare_fields(rare, keep_rare))
+        "demo",
+        splits,
+        template=DEFAULT_TEMPLATE,
+        verbalizer=None,
+        threshold=threshold or DEMO_THRESHOLD,
+        max_length=128,
+        warnings=dropped_warning(rare, kept=keep_rare),
+        **_rare_fields(rare, keep_rare),
+    )
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path:
     path = Path(data_dir).expanduser() if data_dir else environment.data_dir()
     if not path.is_dir():
-        raise GleeError(f"data directory not found: {path} - pass --data-dir DIR or set "
-                        "GLEE_DATA_DIR (one folder per dataset id, the paper's TSV layout)")
+        raise GleeError(
+            f"data directory not found: {path} - pass --data-dir DIR or set "
+            "GLEE_DATA_DIR (one folder per dataset id, the paper's TSV layout)"
+        )
     return path
 
 
@@ -358,8 +426,10 @@ def _read_tsv(path: Path, columns: tuple[str, ...], warnings: list[str]) -> pd.D
         good.append(values)
         kept.append(number)
     if ragged or empty:
-        warnings.append(f"{path.name}: skipped {ragged} malformed row(s) and {empty} row(s) "
-                        "with an empty text or label")
+        warnings.append(
+            f"{path.name}: skipped {ragged} malformed row(s) and {empty} row(s) "
+            "with an empty text or label"
+        )
     frame = pd.DataFrame(good, columns=list(columns))
     text_b = frame[columns[1]] if len(columns) == 3 else None
     return _frame(frame[columns[0]], frame["label"], text_b, rows=kept)
@@ -384,11 +454,13 @@ def _read_r8(path: Path, warnings: list[str]) -> pd.DataFrame:
 def _missing_split(dataset_id: str, path: Path) -> GleeError:
     return GleeError(
         f"{dataset_id}: {path} not found. The paper's datasets come from its repository "
-        f"({PAPER_REPO}); put {path.name} in {path.parent}/")
+        f"({PAPER_REPO}); put {path.name} in {path.parent}/"
+    )
 
 
-def load_paper_dataset(dataset_id: str, data_dir: str | os.PathLike | None = None,
-                       threshold: float | None = None) -> LongTailDataset:
+def load_paper_dataset(
+    dataset_id: str, data_dir: str | os.PathLike | None = None, threshold: float | None = None
+) -> LongTailDataset:
     """Read a paper dataset from ``<data_dir>/<id>/{train,dev,test}.tsv`` (r8: ``train/test.txt``).
 
     A missing dev split is made from 10% of train (stratified, fixed seed) as the paper does."""
@@ -424,8 +496,9 @@ def load_paper_dataset(dataset_id: str, data_dir: str | os.PathLike | None = Non
             mapped = frame["label"].str.lower().map(canonical)
             unknown = int(mapped.isna().sum())
             if unknown:
-                warnings.append(f"{name}: skipped {unknown} row(s) whose label is not in "
-                                "label2idx.json")
+                warnings.append(
+                    f"{name}: skipped {unknown} row(s) whose label is not in label2idx.json"
+                )
             splits[name] = frame.assign(label=mapped)[mapped.notna()]
     verbalizer_path = root / "verbalizers" / f"{spec.verbalizer_file or dataset_id}.verbalizer"
     verbalizer = None
@@ -434,17 +507,26 @@ def load_paper_dataset(dataset_id: str, data_dir: str | os.PathLike | None = Non
     else:
         warnings.append(f"{verbalizer_path} not found: label words derived from class names")
     return _from_labelled_frames(
-        dataset_id, splits, template=spec.template, verbalizer=verbalizer,
-        threshold=threshold or spec.threshold, max_length=spec.max_length, warnings=warnings,
-        language=spec.language, batch_size=spec.batch_size, classes=classes)
+        dataset_id,
+        splits,
+        template=spec.template,
+        verbalizer=verbalizer,
+        threshold=threshold or spec.threshold,
+        max_length=spec.max_length,
+        warnings=warnings,
+        language=spec.language,
+        batch_size=spec.batch_size,
+        classes=classes,
+    )
 
 
 # Characters that make two labels look the same: invisible ones, and the Cyrillic and Greek
 # letters drawn like Latin ones (a short list of the usual confusables; Unicode's own list,
 # confusables.txt, is longer)
 INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-LOOK_ALIKE = str.maketrans("аеорсхуѕіјԁһⅼАВЕКМНОРСТХΑΒΕΗΙΚΜΝΟΡΤΥΧοα",
-                           "aeopcxysijdhlABEKMHOPCTXABEHIKMNOPTYXoa")
+LOOK_ALIKE = str.maketrans(
+    "аеорсхуѕіјԁһⅼАВЕКМНОРСТХΑΒΕΗΙΚΜΝΟΡΤΥΧοα", "aeopcxysijdhlABEKMHOPCTXABEHIKMNOPTYXoa"
+)
 
 
 def look_alike_warnings(labels: pd.Series, source: str) -> list[str]:
@@ -452,17 +534,22 @@ def look_alike_warnings(labels: pd.Series, source: str) -> list[str]:
     only by invisible characters, or by look-alike letters of another script."""
     groups: dict[str, set[str]] = {}
     for label in labels.unique():
-        groups.setdefault(str(label).translate(INVISIBLE).translate(LOOK_ALIKE), set()
-                          ).add(label)
-    return [f"{source}: the labels {', '.join(repr(v) for v in sorted(same))} look the same but "
-            "are different classes (invisible characters or letters of another script); fix "
-            "them in the file if they are one class"
-            for same in groups.values() if len(same) > 1]
+        groups.setdefault(str(label).translate(INVISIBLE).translate(LOOK_ALIKE), set()).add(label)
+    return [
+        f"{source}: the labels {', '.join(repr(v) for v in sorted(same))} look the same but "
+        "are different classes (invisible characters or letters of another script); fix "
+        "them in the file if they are one class"
+        for same in groups.values()
+        if len(same) > 1
+    ]
 
 
-def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
-                      label_column: str | None = None, text_b_column: str | None = None
-                      ) -> tuple[pd.DataFrame, list[str]]:
+def read_labelled_csv(
+    path: str | os.PathLike,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    text_b_column: str | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
     """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one).
 
     Rows with an empty text or label are dropped and reported (see :func:`read_csv_frame`)."""
@@ -472,13 +559,17 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
     text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
     label_col = pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
     if text_b_column and text_b_column not in columns:
-        raise GleeError(f"{source}: no second text column named {text_b_column!r}; "
-                        f"columns are {columns}")
+        raise GleeError(
+            f"{source}: no second text column named {text_b_column!r}; columns are {columns}"
+        )
     labels = frame[label_col].str.strip().map(lambda v: unicodedata.normalize("NFC", v))
     warnings += look_alike_warnings(labels, source)
-    out = _frame(frame[text_col].str.strip(), labels,
-                 frame[text_b_column].str.strip() if text_b_column else None,
-                 rows=np.arange(len(frame)))
+    out = _frame(
+        frame[text_col].str.strip(),
+        labels,
+        frame[text_b_column].str.strip() if text_b_column else None,
+        rows=np.arange(len(frame)),
+    )
     if "split" in (c.lower() for c in columns):
         split_col = next(c for c in columns if c.lower() == "split")
         out["split"] = frame[split_col].str.strip().str.lower().replace({"validation": "dev"})
@@ -490,30 +581,44 @@ def read_labelled_csv(path: str | os.PathLike, text_column: str | None = None,
         raise GleeError(f"{source}: no row has both a text and a label")
     duplicates = int(out.duplicated(subset=["text", "text_b", "label"]).sum())
     if duplicates:
-        warnings.append(f"{source}: {duplicates} duplicate row(s) kept (copies of a text never "
-                        "straddle train and test)")
+        warnings.append(
+            f"{source}: {duplicates} duplicate row(s) kept (copies of a text never "
+            "straddle train and test)"
+        )
     if out["label"].str.fullmatch(r"-?\d+(\.\d+)?").all():
-        warnings.append(f"{source}: the labels are numbers, so prompt methods' label words are "
-                        "digits; give real words with --verbalizer FILE.json")
+        warnings.append(
+            f"{source}: the labels are numbers, so prompt methods' label words are "
+            "digits; give real words with --verbalizer FILE.json"
+        )
     n_classes = out["label"].nunique()
     if n_classes > 1000:
-        warnings.append(f"{source}: {n_classes} classes - classes with fewer than 3 distinct "
-                        "texts are left out, and per-class charts will be dense")
+        warnings.append(
+            f"{source}: {n_classes} classes - classes with fewer than 3 distinct "
+            "texts are left out, and per-class charts will be dense"
+        )
     return out, warnings
 
 
-def load_csv_dataset(path: str, text_column: str | None = None, label_column: str | None = None,
-                     text_b_column: str | None = None, threshold: float | None = None,
-                     template: str | None = None, max_length: int = 128,
-                     keep_rare: bool = False) -> LongTailDataset:
+def load_csv_dataset(
+    path: str,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    text_b_column: str | None = None,
+    threshold: float | None = None,
+    template: str | None = None,
+    max_length: int = 128,
+    keep_rare: bool = False,
+) -> LongTailDataset:
     """``csv:PATH``: a CSV with a text and a label column; a ``split`` column (train/dev/test) is
     used when present, otherwise a stratified 70/10/20 split is made (``keep_rare``: a class
     with too few texts for it is trained on, not left out)."""
     frame, warnings = read_labelled_csv(path, text_column, label_column, text_b_column)
     rare: dict[str, int] = {}
     if "split" in frame and set(frame["split"]) <= set(SPLITS) and "train" in set(frame["split"]):
-        splits = {s: frame[frame["split"] == s].drop(columns="split").reset_index(drop=True)
-                  for s in SPLITS}
+        splits = {
+            s: frame[frame["split"] == s].drop(columns="split").reset_index(drop=True)
+            for s in SPLITS
+        }
         if splits["dev"].empty:
             splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
         if splits["test"].empty:
@@ -521,8 +626,10 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
     else:
         frame = frame.drop(columns="split", errors="ignore")
         if frame["label"].nunique() < 2:
-            raise GleeError(f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
-                            "a classifier needs at least two")
+            raise GleeError(
+                f"{path}: only one class ({frame['label'].iloc[0]!r}) - "
+                "a classifier needs at least two"
+            )
         splits, rare = three_way_split(frame, keep_rare=keep_rare)
         scored = splits["test"]["label"].nunique()  # the classes that reach every split
         if scored < 2:
@@ -530,12 +637,19 @@ def load_csv_dataset(path: str, text_column: str | None = None, label_column: st
                 f"{path}: {len(rare):,} of the {frame['label'].nunique():,} classes have fewer "
                 "than 3 distinct texts, too few for a train, dev and test split, and "
                 f"{'one class is' if scored else 'none is'} left to test on; "
-                "merge rare classes, or give a split column (train/dev/test) yourself")
+                "merge rare classes, or give a split column (train/dev/test) yourself"
+            )
         warnings += dropped_warning(rare, kept=keep_rare)
     return _from_labelled_frames(
-        f"csv:{path}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
-        threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings,
-        **_rare_fields(rare, keep_rare))
+        f"csv:{path}",
+        splits,
+        template=template or DEFAULT_TEMPLATE,
+        verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD,
+        max_length=max_length,
+        warnings=warnings,
+        **_rare_fields(rare, keep_rare),
+    )
 
 
 def _rare_fields(rare: dict[str, int], kept: bool) -> dict:
@@ -546,8 +660,9 @@ def _rare_fields(rare: dict[str, int], kept: bool) -> dict:
 UPLOAD_NAME = re.compile(r"[A-Za-z0-9_-]+\.csv")  # what uploads.safe_upload_name makes
 
 
-def load_upload_dataset(name: str, uploads_dir: str | os.PathLike | None = None,
-                        **options) -> LongTailDataset:
+def load_upload_dataset(
+    name: str, uploads_dir: str | os.PathLike | None = None, **options
+) -> LongTailDataset:
     """``upload:NAME``: a CSV kept by the app (``uploads.save_upload``) in ``uploads_dir``
     (default ``$GLEE_UPLOADS_DIR``). Its id and every message name the upload, never the folder
     it is kept in (in public mode that folder's name is the visitor's key)."""
@@ -566,9 +681,15 @@ def load_upload_dataset(name: str, uploads_dir: str | os.PathLike | None = None,
     return dataset
 
 
-def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str | None = None,
-                    text_b_column: str | None = None, threshold: float | None = None,
-                    template: str | None = None, max_length: int = 128) -> LongTailDataset:
+def load_hf_dataset(
+    spec: str,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    text_b_column: str | None = None,
+    threshold: float | None = None,
+    template: str | None = None,
+    max_length: int = 128,
+) -> LongTailDataset:
     """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder)."""
     try:
         import datasets as hf_datasets  # noqa: PLC0415 (heavy: only for hf: specs)
@@ -576,14 +697,18 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
         raise GleeError("hf: datasets need the 'datasets' package: pip install datasets") from None
     name, _, config = spec.partition(":")
     if not Path(name).expanduser().is_dir() and not hub_reachable():
-        raise GleeError(f"cannot load Hugging Face dataset {spec!r}: it is not a local folder and "
-                        "the hub is unreachable from this machine; use csv:PATH or a local folder")
+        raise GleeError(
+            f"cannot load Hugging Face dataset {spec!r}: it is not a local folder and "
+            "the hub is unreachable from this machine; use csv:PATH or a local folder"
+        )
     try:
         loaded = hf_datasets.load_dataset(name, config or None)
     except Exception as exc:  # the hub raises many types; all mean "cannot load this"
-        raise GleeError(f"cannot load Hugging Face dataset {spec!r}: {type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0] if str(exc) else ''} (is the hub reachable? "
-                        "offline, use a local folder or csv:PATH)") from None
+        raise GleeError(
+            f"cannot load Hugging Face dataset {spec!r}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''} (is the hub reachable? "
+            "offline, use a local folder or csv:PATH)"
+        ) from None
     frames, names = {}, None
     for split_name, part in loaded.items():
         key = {"validation": "dev", "valid": "dev"}.get(split_name, split_name)
@@ -603,11 +728,15 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
         labels = frame[label_col]
         if names is not None:
             labels = labels.map(lambda i: names[int(i)] if int(i) >= 0 else "")
-        splits[key] = _frame(frame[text_col], labels.astype(str),
-                             frame[text_b_column] if text_b_column else None,
-                             rows=np.arange(len(frame)))
-        splits[key] = splits[key][(splits[key]["text"].str.strip() != "")
-                                  & (splits[key]["label"] != "")]
+        splits[key] = _frame(
+            frame[text_col],
+            labels.astype(str),
+            frame[text_b_column] if text_b_column else None,
+            rows=np.arange(len(frame)),
+        )
+        splits[key] = splits[key][
+            (splits[key]["text"].str.strip() != "") & (splits[key]["label"] != "")
+        ]
     warnings: list[str] = []
     if "test" not in splits:
         splits["train"], splits["test"] = stratified_holdout(splits["train"], 0.2)
@@ -616,8 +745,14 @@ def load_hf_dataset(spec: str, text_column: str | None = None, label_column: str
         splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
         warnings.append("no dev split: 10% of train (stratified, seed 42) is used as dev")
     return _from_labelled_frames(
-        f"hf:{spec}", splits, template=template or DEFAULT_TEMPLATE, verbalizer=None,
-        threshold=threshold or DEFAULT_THRESHOLD, max_length=max_length, warnings=warnings)
+        f"hf:{spec}",
+        splits,
+        template=template or DEFAULT_TEMPLATE,
+        verbalizer=None,
+        threshold=threshold or DEFAULT_THRESHOLD,
+        max_length=max_length,
+        warnings=warnings,
+    )
 
 
 # The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads,
@@ -627,21 +762,31 @@ def csv_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailData
 
 
 def upload_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
-    return load_upload_dataset(rest, uploads_dir, threshold=threshold, keep_rare=keep_rare,
-                               **columns)
+    return load_upload_dataset(
+        rest, uploads_dir, threshold=threshold, keep_rare=keep_rare, **columns
+    )
 
 
 def hf_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
     return load_hf_dataset(rest, threshold=threshold, **columns)  # the hub's own splits
 
 
-def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
-                 threshold: float | None = None, template: str | None = None,
-                 verbalizer: str | os.PathLike | None = None, text_column: str | None = None,
-                 label_column: str | None = None, text_b_column: str | None = None,
-                 head_tail: str = "train", uploads_dir: str | os.PathLike | None = None,
-                 keep_rare: bool = False, exclude: str | os.PathLike | None = None,
-                 add: str | os.PathLike | None = None) -> LongTailDataset:
+def load_dataset(
+    spec: str,
+    *,
+    data_dir: str | os.PathLike | None = None,
+    threshold: float | None = None,
+    template: str | None = None,
+    verbalizer: str | os.PathLike | None = None,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    text_b_column: str | None = None,
+    head_tail: str = "train",
+    uploads_dir: str | os.PathLike | None = None,
+    keep_rare: bool = False,
+    exclude: str | os.PathLike | None = None,
+    add: str | os.PathLike | None = None,
+) -> LongTailDataset:
     """Load any dataset by spec: ``demo``, a paper id, or an id of a source
     (:data:`glee_core.data.sources.SOURCES`: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``).
 
@@ -655,10 +800,12 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     filled, :func:`glee_core.data.pool.read_labelled_texts`) adds texts to the training split,
     and the id then ends in ``+added-N-<digest>``."""
     if head_tail not in HEAD_TAIL_RULES:
-        raise GleeError(f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, "
-                        f"got {head_tail!r}")
-    column_args = dict(text_column=text_column, label_column=label_column,
-                       text_b_column=text_b_column)
+        raise GleeError(
+            f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, got {head_tail!r}"
+        )
+    column_args = dict(
+        text_column=text_column, label_column=label_column, text_b_column=text_b_column
+    )
     if spec == "demo":
         dataset = load_demo(threshold, keep_rare)
     elif spec in PAPER_DATASETS:
@@ -667,8 +814,9 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
         source, rest = found
         dataset = globals()[source.loader](rest, threshold, column_args, uploads_dir, keep_rare)
     else:
-        raise GleeError(f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, "
-                        f"{source_usages()}")
+        raise GleeError(
+            f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, {source_usages()}"
+        )
     own_template, own_verbalizer = dataset.template, dataset.verbalizer
     if template:
         dataset.template = check_template(template)
@@ -677,11 +825,11 @@ def load_dataset(spec: str, *, data_dir: str | os.PathLike | None = None,
     dataset.head_tail_rule = head_tail
     if dataset.train_only_classes:
         dataset.id += RARE_KEPT
-    dataset.id += prompt_variant(dataset.template, dataset.verbalizer, own_template,
-                                 own_verbalizer)
+    dataset.id += prompt_variant(dataset.template, dataset.verbalizer, own_template, own_verbalizer)
     if exclude:
         dataset.splits["train"], without = exclude_rows(
-            dataset.splits["train"], read_excluded_rows(exclude), dataset.classes, dataset.id)
+            dataset.splits["train"], read_excluded_rows(exclude), dataset.classes, dataset.id
+        )
         dataset.id += without
     if add:
         added, notes = read_labelled_texts(add, dataset.classes)

@@ -46,18 +46,24 @@ class EncodedSplit:
 
     def subset(self, index) -> EncodedSplit:
         index = list(index)
-        return EncodedSplit([self.input_ids[i] for i in index],
-                            None if self.token_type_ids is None
-                            else [self.token_type_ids[i] for i in index],
-                            self.positions[index], self.labels[index])
+        return EncodedSplit(
+            [self.input_ids[i] for i in index],
+            None if self.token_type_ids is None else [self.token_type_ids[i] for i in index],
+            self.positions[index],
+            self.labels[index],
+        )
 
 
 def encode_plain(frame: pd.DataFrame, tokenizer, max_length: int) -> EncodedSplit:
     texts = frame["text"].tolist()
     pairs = frame["text_b"].tolist() if frame["text_b"].astype(bool).any() else None
     enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
-    return EncodedSplit(enc["input_ids"], enc.get("token_type_ids"),
-                        np.zeros(len(texts), dtype=np.int64), frame["label"].to_numpy())
+    return EncodedSplit(
+        enc["input_ids"],
+        enc.get("token_type_ids"),
+        np.zeros(len(texts), dtype=np.int64),
+        frame["label"].to_numpy(),
+    )
 
 
 def _template_pieces(template: str) -> list[tuple[str, str]]:
@@ -91,12 +97,15 @@ def _special_tokens(tokenizer) -> tuple[list[int], list[int]]:
     """The special tokens around a single sequence, read off the tokenizer itself: [CLS] .. [SEP]"""
     mask_id = tokenizer.mask_token_id
     probe = tokenizer(tokenizer.mask_token)["input_ids"]
-    return probe[:probe.index(mask_id)], probe[probe.index(mask_id) + 1:]
+    return probe[: probe.index(mask_id)], probe[probe.index(mask_id) + 1 :]
 
 
 def _literal_ids(tokenizer, pieces: list[tuple[str, str]]) -> dict[int, list[int]]:
-    return {i: tokenizer(value, add_special_tokens=False)["input_ids"]
-            for i, (kind, value) in enumerate(pieces) if kind == "literal"}
+    return {
+        i: tokenizer(value, add_special_tokens=False)["input_ids"]
+        for i, (kind, value) in enumerate(pieces)
+        if kind == "literal"
+    }
 
 
 def template_tokens(tokenizer, template: str) -> int:
@@ -113,21 +122,28 @@ def check_template_fits(tokenizer, template: str, max_length: int) -> None:
     the dataset (a shared dataset's, every visitor's)."""
     fixed, most = template_tokens(tokenizer, template), max_length - max(1, max_length // 4)
     if fixed > most:
-        raise GleeError(f"the template takes {fixed} tokens of the {max_length} an input may "
-                        f"have, leaving the text {max(max_length - fixed, 0)}; shorten it to at "
-                        f"most {most} tokens")
+        raise GleeError(
+            f"the template takes {fixed} tokens of the {max_length} an input may "
+            f"have, leaving the text {max(max_length - fixed, 0)}; shorten it to at "
+            f"most {most} tokens"
+        )
 
 
 def check_label_tokens(class_tokens: dict[str, list[int]]) -> None:
     """Refuse label words of more than :data:`MAX_LABEL_TOKENS` tokens for a class
     (``class_tokens``: each class's label-word token ids; each class's rows are averaged in
     every step: 150k tokens of words took a quick job from 20 s to 174 s)."""
-    long = [f"{name!r} ({len(ids)})" for name, ids in class_tokens.items()
-            if len(ids) > MAX_LABEL_TOKENS]
+    long = [
+        f"{name!r} ({len(ids)})"
+        for name, ids in class_tokens.items()
+        if len(ids) > MAX_LABEL_TOKENS
+    ]
     if long:
-        raise GleeError(f"the label words of {first_few(long, 5)} take more than "
-                        f"{MAX_LABEL_TOKENS} tokens in all (in brackets); give a class a few "
-                        "short words")
+        raise GleeError(
+            f"the label words of {first_few(long, 5)} take more than "
+            f"{MAX_LABEL_TOKENS} tokens in all (in brackets); give a class a few "
+            "short words"
+        )
 
 
 def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int) -> EncodedSplit:
@@ -138,8 +154,9 @@ def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int
     literal_ids, slot_ids = _literal_ids(tokenizer, pieces), {}
     for i, (kind, value) in enumerate(pieces):
         if kind == "slot":
-            after_space = (i > 0 and pieces[i - 1][0] == "literal"
-                           and pieces[i - 1][1][-1:].isspace())
+            after_space = (
+                i > 0 and pieces[i - 1][0] == "literal" and pieces[i - 1][1][-1:].isspace()
+            )
             values = frame[value].tolist()
             if after_space:
                 values = [" " + v for v in values]
@@ -158,60 +175,67 @@ def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int
                 positions[row] = n_lead + len(body)
                 body.append(mask_id)
             else:
-                body.extend(slot_ids[i][row][:keep[slots.index(i)]])
+                body.extend(slot_ids[i][row][: keep[slots.index(i)]])
         input_ids.append(lead + body + trail)
     return EncodedSplit(input_ids, None, positions, frame["label"].to_numpy())
 
 
-def encode(frame: pd.DataFrame, tokenizer, input_format: str, template: str,
-           max_length: int) -> EncodedSplit:
+def encode(
+    frame: pd.DataFrame, tokenizer, input_format: str, template: str, max_length: int
+) -> EncodedSplit:
     if input_format == "prompt":
         return encode_prompt(frame, tokenizer, template, max_length)
     return encode_plain(frame, tokenizer, max_length)
 
 
-def collate(split: EncodedSplit, index, pad_id: int, pad_to: int | None = None
-            ) -> dict[str, torch.Tensor]:
+def collate(
+    split: EncodedSplit, index, pad_id: int, pad_to: int | None = None
+) -> dict[str, torch.Tensor]:
     """Pad the examples at ``index`` to their longest length (or ``pad_to``)."""
     index = list(index)
     seqs = [split.input_ids[i] for i in index]
     width = pad_to or max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    types = None if split.token_type_ids is None else torch.zeros((len(seqs), width),
-                                                                  dtype=torch.long)
+    types = (
+        None if split.token_type_ids is None else torch.zeros((len(seqs), width), dtype=torch.long)
+    )
     for row, i in enumerate(index):
         n = len(seqs[row])
         ids[row, :n] = torch.tensor(seqs[row])
         mask[row, :n] = 1
         if types is not None:
             types[row, :n] = torch.tensor(split.token_type_ids[i])
-    batch = {"input_ids": ids, "attention_mask": mask,
-             "positions": torch.as_tensor(split.positions[index]),
-             "labels": torch.as_tensor(split.labels[index])}
+    batch = {
+        "input_ids": ids,
+        "attention_mask": mask,
+        "positions": torch.as_tensor(split.positions[index]),
+        "labels": torch.as_tensor(split.labels[index]),
+    }
     if types is not None:
         batch["token_type_ids"] = types
     return batch
 
 
-def length_grouped_batches(lengths: np.ndarray, batch_size: int, generator: np.random.Generator,
-                           group_batches: int = 50) -> list[np.ndarray]:
+def length_grouped_batches(
+    lengths: np.ndarray, batch_size: int, generator: np.random.Generator, group_batches: int = 50
+) -> list[np.ndarray]:
     """Shuffle, cut into mega-batches of ``group_batches`` batches, sort each by length, split into
     batches, and shuffle the batch order: every example once per epoch, little padding."""
     order = generator.permutation(len(lengths))
     mega = batch_size * group_batches
     batches = []
     for start in range(0, len(order), mega):
-        chunk = order[start:start + mega]
+        chunk = order[start : start + mega]
         chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
-        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
     return [batches[i] for i in generator.permutation(len(batches))]
 
 
 def eval_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     """Batches of similar length for evaluation (results are put back in order by the caller)."""
     order = np.argsort(-lengths, kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def unknown_token_share(tokenizer, texts: list[str]) -> float:
@@ -220,6 +244,5 @@ def unknown_token_share(tokenizer, texts: list[str]) -> float:
     unk = tokenizer.unk_token_id
     if unk is None or not texts:
         return 0.0
-    ids = [i for row in tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-           for i in row]
+    ids = [i for row in tokenizer(list(texts), add_special_tokens=False)["input_ids"] for i in row]
     return sum(i == unk for i in ids) / len(ids) if ids else 0.0

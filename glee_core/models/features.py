@@ -74,17 +74,29 @@ class FeatureSplit:
 
     def batch(self, index, pad_id: int = 0, pad_to: int | None = None) -> dict[str, torch.Tensor]:
         index = np.asarray(index)
-        return {"hidden": torch.from_numpy(self.hidden[index]),
-                "labels": torch.from_numpy(self.labels[index])}
+        return {
+            "hidden": torch.from_numpy(self.hidden[index]),
+            "labels": torch.from_numpy(self.labels[index]),
+        }
 
 
-def feature_key(dataset: LongTailDataset, model_fingerprint: str, input_format: str,
-                max_length: int, limit: int | None = None, strategy: str = "first") -> str:
+def feature_key(
+    dataset: LongTailDataset,
+    model_fingerprint: str,
+    input_format: str,
+    max_length: int,
+    limit: int | None = None,
+    strategy: str = "first",
+) -> str:
     """The name of a feature pass's cache file (without ``.npz``): what the pass encoded, with
     which model (``Backbone.fingerprint``, ``backbone.model_fingerprint``)."""
-    identity = {"dataset": dataset.fingerprint(), "model": model_fingerprint,
-                "format": input_format, "max_length": max_length,
-                "template": dataset.template if input_format == "prompt" else None}
+    identity = {
+        "dataset": dataset.fingerprint(),
+        "model": model_fingerprint,
+        "format": input_format,
+        "max_length": max_length,
+        "template": dataset.template if input_format == "prompt" else None,
+    }
     if limit:  # a limited pass holds only ``limit`` training examples
         identity["train_limit"] = limit
         if strategy != "first":
@@ -94,9 +106,14 @@ def feature_key(dataset: LongTailDataset, model_fingerprint: str, input_format: 
 
 
 @torch.inference_mode()
-def compute_states(backbone: Backbone, split, device: torch.device, batch_size: int | None = None,
-                   progress: Callable[[int], None] | None = None, precision: str = "auto"
-                   ) -> dict[str, np.ndarray]:
+def compute_states(
+    backbone: Backbone,
+    split,
+    device: torch.device,
+    batch_size: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    precision: str = "auto",
+) -> dict[str, np.ndarray]:
     """The frozen encoder's states of every example, in one pass: ``cls`` at its read position
     (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
     model = backbone.model.to(device).eval()
@@ -109,8 +126,11 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
         batch = batch_to(split.batch(index, pad_id, width), device)
         with autocast(device, resolve_precision(precision, device)):
             states = encoder_hidden_states(
-                model, batch["input_ids"], batch["attention_mask"],
-                batch.get("token_type_ids") if backbone.uses_token_type_ids else None)
+                model,
+                batch["input_ids"],
+                batch["attention_mask"],
+                batch.get("token_type_ids") if backbone.uses_token_type_ids else None,
+            )
             for pooling in POOLINGS:
                 pooled = pool(states, batch["attention_mask"], batch["positions"], pooling)
                 out[pooling][index] = pooled.float().cpu().numpy()
@@ -119,68 +139,91 @@ def compute_states(backbone: Backbone, split, device: torch.device, batch_size: 
     return out
 
 
-def compute_hidden(backbone: Backbone, split, device: torch.device, pooling: str = "cls",
-                   precision: str = "auto") -> np.ndarray:
+def compute_hidden(
+    backbone: Backbone, split, device: torch.device, pooling: str = "cls", precision: str = "auto"
+) -> np.ndarray:
     """The frozen encoder's pooled state of every example (see :func:`compute_states`)."""
     return compute_states(backbone, split, device, precision=precision)[pooling]
 
 
-def limited_splits(dataset: LongTailDataset, limit: int | None,
-                   strategy: str = "first") -> dict:
+def limited_splits(dataset: LongTailDataset, limit: int | None, strategy: str = "first") -> dict:
     """The dataset's split frames, the training one cut to ``limit`` rows (``--limit``: what is
     not trained on is not encoded either): a stratified sample, or its first rows."""
     splits = dict(dataset.splits)
     if limit:
         train = splits["train"]
-        splits["train"] = (stratified_sample(train, limit) if strategy == "stratified"
-                           else train.iloc[:limit])
+        splits["train"] = (
+            stratified_sample(train, limit) if strategy == "stratified" else train.iloc[:limit]
+        )
     return splits
 
 
-def feature_file(cache_dir: str | os.PathLike, dataset: LongTailDataset, model_fingerprint: str,
-                 input_format: str, max_length: int, limit: int | None = None,
-                 strategy: str = "first") -> Path:
+def feature_file(
+    cache_dir: str | os.PathLike,
+    dataset: LongTailDataset,
+    model_fingerprint: str,
+    input_format: str,
+    max_length: int,
+    limit: int | None = None,
+    strategy: str = "first",
+) -> Path:
     """Where a feature pass of these inputs is cached (:func:`feature_key` ``.npz`` in
     ``cache_dir``): :func:`cached_features` reads and writes it, the app's estimate asks whether
     it is there."""
-    return Path(cache_dir) / (feature_key(dataset, model_fingerprint, input_format, max_length,
-                                          limit, strategy) + ".npz")
+    return Path(cache_dir) / (
+        feature_key(dataset, model_fingerprint, input_format, max_length, limit, strategy) + ".npz"
+    )
 
 
-def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: str,
-                    max_length: int, cache_dir: str | os.PathLike, device: torch.device,
-                    progress: ProgressFn | None = None, pooling: str = "cls",
-                    limit: int | None = None, strategy: str = "first"
-                    ) -> dict[str, FeatureSplit]:
+def cached_features(
+    dataset: LongTailDataset,
+    backbone: Backbone,
+    input_format: str,
+    max_length: int,
+    cache_dir: str | os.PathLike,
+    device: torch.device,
+    progress: ProgressFn | None = None,
+    pooling: str = "cls",
+    limit: int | None = None,
+    strategy: str = "first",
+) -> dict[str, FeatureSplit]:
     """Pooled hidden states of every split, from the cache or computed (and cached) now; one
     pass caches both poolings. ``limit`` encodes only N training examples, picked by
     ``strategy`` (:func:`limited_splits`)."""
     progress = progress or (lambda event: None)
     cache_dir = Path(cache_dir)
-    path = feature_file(cache_dir, dataset, backbone.fingerprint, input_format, max_length, limit,
-                        strategy)
+    path = feature_file(
+        cache_dir, dataset, backbone.fingerprint, input_format, max_length, limit, strategy
+    )
     if path.is_file():
         try:
             with np.load(path, allow_pickle=False) as data:
-                rate = float(data["pass_tokens_per_second"]) if "pass_tokens_per_second" in data \
+                rate = (
+                    float(data["pass_tokens_per_second"])
+                    if "pass_tokens_per_second" in data
                     else None
-                return {name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"],
-                                           rate)
-                        for name in dataset.splits}
+                )
+                return {
+                    name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"], rate)
+                    for name in dataset.splits
+                }
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # a truncated cache file: compute it again
     started = time.perf_counter()
-    encoded = {name: encode(frame, backbone.tokenizer, input_format, dataset.template,
-                            max_length)
-               for name, frame in limited_splits(dataset, limit, strategy).items()}
+    encoded = {
+        name: encode(frame, backbone.tokenizer, input_format, dataset.template, max_length)
+        for name, frame in limited_splits(dataset, limit, strategy).items()
+    }
     total, done = sum(len(s) for s in encoded.values()), 0
     tokens = sum(int(split.lengths.sum()) for split in encoded.values())
     arrays = {}
     for name, split in encoded.items():
+
         def tick(n, name=name):
             nonlocal done
             done += n
             progress(FeaturePass(format=input_format, done=done, total=total))
+
         for key, states in compute_states(backbone, split, device, progress=tick).items():
             arrays[f"{name}_{key}"] = states
         arrays[f"{name}_labels"] = split.labels
@@ -192,5 +235,7 @@ def cached_features(dataset: LongTailDataset, backbone: Backbone, input_format: 
     os.close(handle)
     np.savez(tmp, **arrays)
     os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
-    return {name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"], rate)
-            for name in dataset.splits}
+    return {
+        name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"], rate)
+        for name in dataset.splits
+    }

@@ -22,10 +22,18 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 ]
 
 
-def option(default: Any, help: str, *, choices: tuple | None = None,
-           flag: str | tuple[str, ...] | None = None,
-           cli: bool = True, protocol: str | None = None, finetune_only: bool = False,
-           modes: tuple[str, ...] | None = None, **kwargs) -> Any:
+def option(
+    default: Any,
+    help: str,
+    *,
+    choices: tuple | None = None,
+    flag: str | tuple[str, ...] | None = None,
+    cli: bool = True,
+    protocol: str | None = None,
+    finetune_only: bool = False,
+    modes: tuple[str, ...] | None = None,
+    **kwargs,
+) -> Any:
     """A dataclass field carrying what the command line needs: help, choices, flag name.
 
     ``protocol`` is how the value reads in a run's protocol line (``"{} ep"``) when it departs
@@ -33,8 +41,15 @@ def option(default: Any, help: str, *, choices: tuple | None = None,
     fields mean nothing to quick mode, whose protocol lines leave them out; ``modes`` names the
     only modes a field applies to (given with another, it is an error; their protocol lines
     always show it)."""
-    meta = {"help": help, "choices": choices, "flag": flag, "cli": cli, "protocol": protocol,
-            "finetune_only": finetune_only, "modes": modes}
+    meta = {
+        "help": help,
+        "choices": choices,
+        "flag": flag,
+        "cli": cli,
+        "protocol": protocol,
+        "finetune_only": finetune_only,
+        "modes": modes,
+    }
     if callable(default):
         return field(default_factory=default, metadata=meta, **kwargs)
     return field(default=default, metadata=meta, **kwargs)
@@ -60,9 +75,14 @@ def _type_of(f) -> type:
     return str
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type, only: tuple[str, ...] | None = None,
-                  help_overrides: dict[str, str] | None = None, show_defaults: bool = True,
-                  optional: bool = False) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    only: tuple[str, ...] | None = None,
+    help_overrides: dict[str, str] | None = None,
+    show_defaults: bool = True,
+    optional: bool = False,
+) -> None:
     """One flag per field of ``cls`` (``--batch-size`` for ``batch_size``), with its help,
     choices and default. Unset flags stay unset (``SUPPRESS``), so the dataclass's own default
     applies: each default has one home, the field. ``optional`` makes required fields optional
@@ -75,8 +95,12 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, only: tuple[str, .
         text = (help_overrides or {}).get(f.name, f.metadata.get("help", ""))
         if show_defaults and f.default not in (None, MISSING):
             text += f" (default {f.default})"
-        kwargs: dict[str, Any] = {"dest": f.name, "help": text, "type": _type_of(f),
-                                  "default": argparse.SUPPRESS}
+        kwargs: dict[str, Any] = {
+            "dest": f.name,
+            "help": text,
+            "type": _type_of(f),
+            "default": argparse.SUPPRESS,
+        }
         if f.default is MISSING and f.default_factory is MISSING and not optional:
             kwargs["required"] = True
         if f.metadata.get("choices"):

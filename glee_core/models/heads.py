@@ -34,15 +34,20 @@ FOCAL_GAMMA = 1.0  # the paper's gamma
 # Losses and calibration
 
 
-def focal_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor | None = None,
-               gamma: float = FOCAL_GAMMA) -> torch.Tensor:
+def focal_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    counts: torch.Tensor | None = None,
+    gamma: float = FOCAL_GAMMA,
+) -> torch.Tensor:
     """Mean of ``-(1 - p_t) ** gamma * log p_t`` (Lin et al., 2017)."""
     log_p = F.log_softmax(logits.float(), dim=-1).gather(1, labels[:, None]).squeeze(1)
-    return (-(1.0 - log_p.exp()) ** gamma * log_p).mean()
+    return (-((1.0 - log_p.exp()) ** gamma) * log_p).mean()
 
 
-def cross_entropy(logits: torch.Tensor, labels: torch.Tensor,
-                  counts: torch.Tensor | None = None) -> torch.Tensor:
+def cross_entropy(
+    logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor | None = None
+) -> torch.Tensor:
     return F.cross_entropy(logits.float(), labels)
 
 
@@ -50,16 +55,18 @@ LA_TAU = 1.0  # logit-adjusted loss, Menon et al. 2021's default
 CB_BETA = 0.9999  # class-balanced loss, Cui et al. 2019's choice for long tails
 
 
-def logit_adjusted_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor,
-                        tau: float = LA_TAU) -> torch.Tensor:
+def logit_adjusted_loss(
+    logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor, tau: float = LA_TAU
+) -> torch.Tensor:
     """Menon et al., "Long-tail learning via logit adjustment" (ICLR 2021): cross-entropy of
     ``logits + tau * log(prior)``; at test time the plain logits are used."""
     prior = counts.float() / counts.sum()
     return F.cross_entropy(logits.float() + tau * torch.log(prior.clamp_min(1e-12)), labels)
 
 
-def class_balanced_loss(logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor,
-                        beta: float = CB_BETA) -> torch.Tensor:
+def class_balanced_loss(
+    logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor, beta: float = CB_BETA
+) -> torch.Tensor:
     """Cui et al., "Class-balanced loss based on effective number of samples" (CVPR 2019):
     cross-entropy weighted per class by ``(1 - beta) / (1 - beta ** n_c)``, normalised to sum to
     the number of classes."""
@@ -74,18 +81,24 @@ def class_balanced_weights(counts: torch.Tensor, beta: float = CB_BETA) -> torch
 
 
 # MethodSpec.loss -> loss function (logits, labels, training class counts)
-LOSSES = {"ce": cross_entropy, "focal": focal_loss, "la": logit_adjusted_loss,
-          "cb": class_balanced_loss}
+LOSSES = {
+    "ce": cross_entropy,
+    "focal": focal_loss,
+    "la": logit_adjusted_loss,
+    "cb": class_balanced_loss,
+}
 
 
-def classification_loss(spec: MethodSpec, logits: torch.Tensor, labels: torch.Tensor,
-                        counts: torch.Tensor | None = None) -> torch.Tensor:
+def classification_loss(
+    spec: MethodSpec, logits: torch.Tensor, labels: torch.Tensor, counts: torch.Tensor | None = None
+) -> torch.Tensor:
     """The method's loss; ``counts`` (training examples per class) for the long-tail losses."""
     return LOSSES[spec.loss](logits, labels, counts)
 
 
-def loss_share(spec: MethodSpec, part: torch.Tensor, whole: torch.Tensor,
-               counts: torch.Tensor | None = None) -> float:
+def loss_share(
+    spec: MethodSpec, part: torch.Tensor, whole: torch.Tensor, counts: torch.Tensor | None = None
+) -> float:
     """The weight of a piece's mean loss in its batch's mean loss (micro-batching): its share of
     the examples, or for the class-balanced loss (a weighted mean) its share of the weights."""
     if spec.loss == "cb":
@@ -94,8 +107,9 @@ def loss_share(spec: MethodSpec, part: torch.Tensor, whole: torch.Tensor,
     return len(part) / len(whole)
 
 
-def eta_normalise(logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA
-                  ) -> torch.Tensor:
+def eta_normalise(
+    logits: torch.Tensor, class_weight_norms: torch.Tensor, eta: float = ETA
+) -> torch.Tensor:
     """η-norm calibration: logits of class c divided by :func:`~.methods.eta_scale` (the norms
     in the logits' precision)."""
     return logits / eta_scale(class_weight_norms.to(logits.dtype), eta)
@@ -119,12 +133,17 @@ class Head(Protocol):
     closed_form: bool
     verbalizer: bool
 
-    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], detached: bool = False) -> None: ...
+    def __init__(
+        self,
+        spec: MethodSpec,
+        backbone: Backbone,
+        classes: list[str],
+        verbalizer: dict[str, list[str]],
+        detached: bool = False,
+    ) -> None: ...
 
     @staticmethod
-    def unused_backbone_parameters(spec: MethodSpec, backbone: Backbone
-                                   ) -> list[nn.Parameter]:
+    def unused_backbone_parameters(spec: MethodSpec, backbone: Backbone) -> list[nn.Parameter]:
         """The backbone's parameters the method never reads (frozen, left out of the
         optimiser)."""
         ...
@@ -151,8 +170,14 @@ class ClsHead(nn.Module):
     closed_form = False  # trained by gradient steps (a probe is fitted in closed form)
     verbalizer = False  # scores classes, not label words at [MASK]
 
-    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], detached: bool = False):
+    def __init__(
+        self,
+        spec: MethodSpec,
+        backbone: Backbone,
+        classes: list[str],
+        verbalizer: dict[str, list[str]],
+        detached: bool = False,
+    ):
         super().__init__()
         h = backbone.hidden_size
         self.dense = nn.Linear(h, h)
@@ -171,8 +196,9 @@ class ClsHead(nn.Module):
     def unused_backbone_parameters(spec: MethodSpec, backbone: Backbone) -> list[nn.Parameter]:
         """The MLM head's transform and decoder bias: a CLS head never reads them."""
         unused = [*backbone.mlm_dense.parameters(), *backbone.mlm_layer_norm.parameters()]
-        return unused + ([backbone.mlm_decoder.bias] if backbone.mlm_decoder.bias is not None
-                         else [])
+        return unused + (
+            [backbone.mlm_decoder.bias] if backbone.mlm_decoder.bias is not None else []
+        )
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.norm(self.dropout(self.activation(self.dense(hidden))))
@@ -204,8 +230,14 @@ class PromptHead(nn.Module):
     closed_form = False
     verbalizer = True  # its scores are the label words' at [MASK]: the vocabulary must hold them
 
-    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], detached: bool = False):
+    def __init__(
+        self,
+        spec: MethodSpec,
+        backbone: Backbone,
+        classes: list[str],
+        verbalizer: dict[str, list[str]],
+        detached: bool = False,
+    ):
         super().__init__()
         class_token_ids = label_word_token_ids(backbone.tokenizer, verbalizer, classes)
         # detached: the head's own copies, trainable whatever the backbone's parts are set to (a
@@ -218,7 +250,7 @@ class PromptHead(nn.Module):
         averaging = torch.zeros(len(class_token_ids), len(flat))
         col = 0
         for c, ids in enumerate(class_token_ids):
-            averaging[c, col:col + len(ids)] = 1.0 / len(ids)
+            averaging[c, col : col + len(ids)] = 1.0 / len(ids)
             col += len(ids)
         self.register_buffer("label_token_ids", torch.tensor(flat, dtype=torch.long))
         self.register_buffer("averaging", averaging)
@@ -230,8 +262,11 @@ class PromptHead(nn.Module):
             ids = self.label_token_ids
             rows = backbone.word_embeddings.weight.detach()[ids].clone()
             self.decoupled_rows = nn.Parameter(rows)
-            bias = decoder.bias.detach()[ids].clone() if decoder.bias is not None \
+            bias = (
+                decoder.bias.detach()[ids].clone()
+                if decoder.bias is not None
                 else torch.zeros(len(flat))
+            )
             self.decoupled_bias = nn.Parameter(bias)
         else:
             self.decoder = decoder
@@ -271,11 +306,13 @@ class PromptHead(nn.Module):
         with torch.no_grad():
             for name in ("dense", "layer_norm"):
                 part = getattr(self, name)
-                part.load_state_dict({k.split(".", 1)[1]: v for k, v in fitted.items()
-                                      if k.startswith(f"{name}.")})
+                part.load_state_dict(
+                    {k.split(".", 1)[1]: v for k, v in fitted.items() if k.startswith(f"{name}.")}
+                )
             if self.decoder.bias is not None:
                 self.decoder.bias[self.label_token_ids] = fitted["decoupled_bias"].to(
-                    self.decoder.bias.dtype)
+                    self.decoder.bias.dtype
+                )
 
     def class_weights(self) -> torch.Tensor:
         return self.averaging @ self.token_rows()
@@ -304,16 +341,23 @@ class ProbeHead(nn.Module):
     closed_form = True  # fitted once by fit_closed_form, no epochs, no fine-tuning
     verbalizer = False
 
-    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], detached: bool = False):
+    def __init__(
+        self,
+        spec: MethodSpec,
+        backbone: Backbone,
+        classes: list[str],
+        verbalizer: dict[str, list[str]],
+        detached: bool = False,
+    ):
         super().__init__()
         self.predictor = nn.Linear(backbone.hidden_size, len(classes))
         self.class_balanced = spec.class_balanced
 
     unused_backbone_parameters = staticmethod(ClsHead.unused_backbone_parameters)
 
-    def fit_closed_form(self, features: np.ndarray, labels: np.ndarray, num_classes: int,
-                        seed: int) -> None:
+    def fit_closed_form(
+        self, features: np.ndarray, labels: np.ndarray, num_classes: int, seed: int
+    ) -> None:
         fit_probe(self, features, labels, num_classes, self.class_balanced, seed)
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -332,8 +376,9 @@ _PROBE_FITS: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 PROBE_FITS_KEPT = 4
 
 
-def _probe_key(features: np.ndarray, labels: np.ndarray, num_classes: int,
-               class_balanced: bool) -> str:
+def _probe_key(
+    features: np.ndarray, labels: np.ndarray, num_classes: int, class_balanced: bool
+) -> str:
     digest = hashlib.blake2b(digest_size=16)
     for array in (features, labels):
         array = np.ascontiguousarray(array)
@@ -343,20 +388,28 @@ def _probe_key(features: np.ndarray, labels: np.ndarray, num_classes: int,
     return digest.hexdigest()
 
 
-def probe_classifier(features: np.ndarray, labels: np.ndarray, class_balanced: bool
-                     ) -> LogisticRegression:
+def probe_classifier(
+    features: np.ndarray, labels: np.ndarray, class_balanced: bool
+) -> LogisticRegression:
     """The probes' classifier fitted: scikit-learn's ``LogisticRegression`` (L2, lbfgs;
     ``class_weight="balanced"`` when asked), on one BLAS thread: lbfgs's products here are
     small, and a pool of threads spends more time waking than working on them (BENCHMARKS.md,
     "GPU check, second machine")."""
-    clf = LogisticRegression(solver="lbfgs", max_iter=2000,
-                             class_weight="balanced" if class_balanced else None)
+    clf = LogisticRegression(
+        solver="lbfgs", max_iter=2000, class_weight="balanced" if class_balanced else None
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         return clf.fit(features, labels)
 
 
-def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_classes: int,
-              class_balanced: bool, seed: int) -> None:
+def fit_probe(
+    head: ProbeHead,
+    features: np.ndarray,
+    labels: np.ndarray,
+    num_classes: int,
+    class_balanced: bool,
+    seed: int,
+) -> None:
     """Fit scikit-learn's ``LogisticRegression`` (L2, lbfgs; ``class_weight="balanced"`` when
     asked) and copy its coefficients into ``head``: the head's logits are the classifier's
     ``decision_function``. A class absent from training gets a zero row and a -1e4 bias.
@@ -369,8 +422,10 @@ def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_cla
         bias = np.full(num_classes, -1e4, dtype=np.float32)
         coef, intercept = clf.coef_, clf.intercept_
         if len(clf.classes_) == 2:  # scikit-learn keeps one row for two classes
-            coef, intercept = np.vstack([-coef, coef]) / 2, np.array([-intercept[0],
-                                                                      intercept[0]]) / 2
+            coef, intercept = (
+                np.vstack([-coef, coef]) / 2,
+                np.array([-intercept[0], intercept[0]]) / 2,
+            )
         weight[clf.classes_] = coef
         bias[clf.classes_] = intercept
         while len(_PROBE_FITS) >= PROBE_FITS_KEPT:
@@ -403,15 +458,24 @@ class GleeModel(nn.Module):
       weights, its MLM head included, do not change (a prompt head keeps the pretrained
       label-word rows unless it is w/ ed.)."""
 
-    def __init__(self, spec: MethodSpec, backbone: Backbone, classes: list[str],
-                 verbalizer: dict[str, list[str]], config: TrainConfig | None = None):
+    def __init__(
+        self,
+        spec: MethodSpec,
+        backbone: Backbone,
+        classes: list[str],
+        verbalizer: dict[str, list[str]],
+        config: TrainConfig | None = None,
+    ):
         super().__init__()
         config = config or TrainConfig()
         tuning = config.tuning
         self.spec = spec
         self.frozen = tuning.cached_features
-        self.pooling = (config.pooling if config.pooling in POOLINGS else
-                        config.read_pooling(spec.input_format, trained_pooling(backbone.name)))
+        self.pooling = (
+            config.pooling
+            if config.pooling in POOLINGS
+            else config.read_pooling(spec.input_format, trained_pooling(backbone.name))
+        )
         self.adapter: nn.Module | None = None
         head = head_of(spec)
         if not self.frozen:
@@ -421,16 +485,16 @@ class GleeModel(nn.Module):
 
                 self.mlm.requires_grad_(False)
                 with peft_deprecations():
-                    self.adapter = get_peft_model(self.mlm.base_model,
-                                                  tuning.peft_config(config))
+                    self.adapter = get_peft_model(self.mlm.base_model, tuning.peft_config(config))
             else:
                 # Parts of the MLM head a method never uses get no gradient: keep them out of
                 # training (data-parallel training refuses parameters without gradients).
                 for parameter in head.unused_backbone_parameters(spec, backbone):
                     parameter.requires_grad_(False)
         self.pass_token_type_ids = backbone.uses_token_type_ids
-        self.head = head(spec, backbone, classes, verbalizer,
-                         detached=self.frozen or tuning.parameter_efficient)
+        self.head = head(
+            spec, backbone, classes, verbalizer, detached=self.frozen or tuning.parameter_efficient
+        )
         if self.adapter is not None and self.head.verbalizer and not spec.decoupled_embedding:
             self.head.freeze_label_words()
 
@@ -463,11 +527,23 @@ class GleeModel(nn.Module):
         is (peft's sequence-classification model keeps them)."""
         batch = input_ids.shape[0]
         mask = torch.cat([attention_mask.new_ones(batch, self.prefixes), attention_mask], dim=1)
-        return encoder_output(self.adapter.base_model, input_ids, mask, token_type_ids,
-                              past_key_values=self.adapter.get_prompt(batch))
+        return encoder_output(
+            self.adapter.base_model,
+            input_ids,
+            mask,
+            token_type_ids,
+            past_key_values=self.adapter.get_prompt(batch),
+        )
 
-    def forward(self, input_ids=None, attention_mask=None, positions=None, token_type_ids=None,
-                hidden=None, calibrate: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        positions=None,
+        token_type_ids=None,
+        hidden=None,
+        calibrate: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(logits, features)`` from token inputs or, frozen, from cached ``hidden``
         states. ``calibrate`` applies eta-norm for methods that use it (the trainer sets it at
         evaluation only)."""
@@ -523,8 +599,10 @@ class GleeModel(nn.Module):
             parts[part][name] = value
         expected = set(get_peft_model_state_dict(self.adapter))
         if set(parts[ADAPTER]) != expected:
-            raise GleeError(f"{path}: the adapter's weights do not fit this model (expected "
-                            f"{len(expected)} tensors, found {len(parts[ADAPTER])})")
+            raise GleeError(
+                f"{path}: the adapter's weights do not fit this model (expected "
+                f"{len(expected)} tensors, found {len(parts[ADAPTER])})"
+            )
         self.head.load_state_dict(parts[HEAD])
         set_peft_model_state_dict(self.adapter, parts[ADAPTER])
 
@@ -543,8 +621,9 @@ def peft_deprecations():
         yield
 
 
-def encoder_output(encoder: nn.Module, input_ids, attention_mask, token_type_ids=None,
-                   **inputs) -> torch.Tensor:
+def encoder_output(
+    encoder: nn.Module, input_ids, attention_mask, token_type_ids=None, **inputs
+) -> torch.Tensor:
     """An encoder's last hidden states, (batch, length, hidden); ``inputs``: more keyword
     inputs for it (P-tuning v2's ``past_key_values``)."""
     if token_type_ids is not None:
@@ -552,14 +631,19 @@ def encoder_output(encoder: nn.Module, input_ids, attention_mask, token_type_ids
     return encoder(input_ids=input_ids, attention_mask=attention_mask, **inputs).last_hidden_state
 
 
-def encoder_hidden_states(mlm: nn.Module, input_ids, attention_mask, token_type_ids=None
-                          ) -> torch.Tensor:
+def encoder_hidden_states(
+    mlm: nn.Module, input_ids, attention_mask, token_type_ids=None
+) -> torch.Tensor:
     """The masked LM's encoder's last hidden states, (batch, length, hidden)."""
     return encoder_output(mlm.base_model, input_ids, attention_mask, token_type_ids)
 
 
-def pool(states: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor,
-         pooling: str = "cls") -> torch.Tensor:
+def pool(
+    states: torch.Tensor,
+    attention_mask: torch.Tensor,
+    positions: torch.Tensor,
+    pooling: str = "cls",
+) -> torch.Tensor:
     """One vector per sequence: the state at its read position (``cls``: ``[CLS]``, or
     ``[MASK]`` for a template), or the mean over its tokens (``mean``: what sentence-transformers
     such as all-MiniLM-L6-v2 were trained to produce)."""
@@ -569,32 +653,40 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Te
     return states[torch.arange(states.shape[0], device=states.device), positions]
 
 
-def label_word_token_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
-                         ) -> list[list[int]]:
+def label_word_token_ids(
+    tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
+) -> list[list[int]]:
     """Token ids of each class's label words; an out-of-vocabulary word is an error naming it."""
     ids, problems = label_word_ids(tokenizer, verbalizer, classes)
     if problems:
-        raise GleeError(f"label word(s) not in the model's vocabulary: "
-                        f"{first_few(problems, 10)} - give other words with --verbalizer "
-                        "FILE.json (in the app: the Data page's Label words)")
+        raise GleeError(
+            f"label word(s) not in the model's vocabulary: "
+            f"{first_few(problems, 10)} - give other words with --verbalizer "
+            "FILE.json (in the app: the Data page's Label words)"
+        )
     return ids
 
 
-def unreadable_label_words(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
-                           ) -> list[str]:
+def unreadable_label_words(
+    tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
+) -> list[str]:
     """The label words the tokenizer's vocabulary cannot read, as ``'class' -> 'word'``."""
     return label_word_ids(tokenizer, verbalizer, classes)[1]
 
 
-def label_word_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
-                   ) -> tuple[list[list[int]], list[str]]:
+def label_word_ids(
+    tokenizer, verbalizer: dict[str, list[str]], classes: list[str]
+) -> tuple[list[list[int]], list[str]]:
     """Each class's label-word token ids, and the words the vocabulary cannot read (as
     ``'class' -> 'word'``), from one batched tokenizer call."""
     unk = tokenizer.unk_token_id
     pairs = [(name, word) for name in classes for word in verbalizer[name]]
     # one batched call: 20,000 words one by one took 12 s in the web process
-    encoded = tokenizer([word for _, word in pairs], add_special_tokens=False)["input_ids"] \
-        if pairs else []
+    encoded = (
+        tokenizer([word for _, word in pairs], add_special_tokens=False)["input_ids"]
+        if pairs
+        else []
+    )
     by_class: dict[str, list[int]] = {name: [] for name in classes}
     problems = []
     for (name, word), word_ids in zip(pairs, encoded, strict=True):
@@ -604,9 +696,13 @@ def label_word_ids(tokenizer, verbalizer: dict[str, list[str]], classes: list[st
     return [by_class[name] for name in classes], problems
 
 
-def build_model(spec: MethodSpec, backbone: Backbone, classes: list[str],
-                verbalizer: dict[str, list[str]], config: TrainConfig | None = None
-                ) -> GleeModel:
+def build_model(
+    spec: MethodSpec,
+    backbone: Backbone,
+    classes: list[str],
+    verbalizer: dict[str, list[str]],
+    config: TrainConfig | None = None,
+) -> GleeModel:
     """Compose the method on ``backbone`` for ``config``'s mode and pooling (default: fine-tuning,
     ``[CLS]``). Fine-tuning or a parameter-efficient mode, the model holds the backbone's
     weights (pass a copy); quick mode, it is the head alone and the backbone stays untouched."""

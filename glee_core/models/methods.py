@@ -87,9 +87,12 @@ class MethodSpec:
         (the paper lists both: its table tunes the whole model)."""
         if not (self.decoupled_embedding and mode.cached_features):
             return None
-        plain = [m.id for m in METHODS.values() if m.id != self.id
-                 and replace(m, id=self.id, paper_row=self.paper_row,
-                             decoupled_embedding=True) == self]
+        plain = [
+            m.id
+            for m in METHODS.values()
+            if m.id != self.id
+            and replace(m, id=self.id, paper_row=self.paper_row, decoupled_embedding=True) == self
+        ]
         return plain[0] if plain else None
 
     @property
@@ -116,8 +119,10 @@ class MethodSpec:
         known = {f.name for f in fields(cls)}
         for part, allowed in PARTS.items():
             if values.get(part) not in allowed:
-                raise GleeError(f"method {values.get('id')!r}: {part} {values.get(part)!r} is "
-                                f"not one of {', '.join(map(str, allowed))}")
+                raise GleeError(
+                    f"method {values.get('id')!r}: {part} {values.get(part)!r} is "
+                    f"not one of {', '.join(map(str, allowed))}"
+                )
         try:
             return cls(**{k: v for k, v in values.items() if k in known})
         except TypeError as exc:  # a required part missing
@@ -126,9 +131,13 @@ class MethodSpec:
 
 # What each part of a spec may be (the heads module builds one class or function per value);
 # a stored spec no longer registered is checked against these before it is rebuilt.
-PARTS = {"input_format": ("plain", "prompt"), "predictor": ("cls", "mlm", "probe"),
-         "activation": (None, "tanh", "relu"), "norm": (None, "fresh", "pretrained"),
-         "loss": ("ce", "focal", "la", "cb")}
+PARTS = {
+    "input_format": ("plain", "prompt"),
+    "predictor": ("cls", "mlm", "probe"),
+    "activation": (None, "tanh", "relu"),
+    "norm": (None, "fresh", "pretrained"),
+    "loss": ("ce", "focal", "la", "cb"),
+}
 
 
 BEYOND = "[beyond the paper]"  # in the label of every method that is not one of its rows
@@ -145,49 +154,98 @@ def _prompt(id, row, **kw):
 def _probe(id, row, **kw):
     """A baseline, not a paper row: scikit-learn logistic regression on the frozen backbone's
     pooled states (what a practitioner tries first), fitted in quick mode."""
-    return MethodSpec(id, row, "plain", "probe", group="Baseline (not in the paper)",
-                      supports_finetune=False, paper=False, **kw)
+    return MethodSpec(
+        id,
+        row,
+        "plain",
+        "probe",
+        group="Baseline (not in the paper)",
+        supports_finetune=False,
+        paper=False,
+        **kw,
+    )
 
 
-METHODS: dict[str, MethodSpec] = {m.id: m for m in (
-    _cls("cls-tanh", "CLS-tuning ∘ T", "tanh"),
-    _cls("cls-tanh-eta-norm", "CLS-tuning ∘ T w/ η-norm", "tanh", eta_norm=True),
-    _cls("cls-tanh-focal", "CLS-tuning ∘ T w/ focal loss", "tanh", loss="focal"),
-    _cls("cls-relu", "CLS-tuning ∘ R", "relu"),
-    _cls("cls-relu-eta-norm", "CLS-tuning ∘ R w/ η-norm", "relu", eta_norm=True),
-    _cls("cls-relu-focal", "CLS-tuning ∘ R w/ focal loss", "relu", loss="focal"),
-    _cls("cls-relu-prompt", "CLS-tuning ∘ R w/ prompt", "relu", input_format="prompt"),
-    _cls("cls-relu-ln", "CLS-tuning ∘ R w/ LN", "relu", norm="fresh"),
-    # the authors' w/ pt. LN head has no dropout (models/cls_tuning_w_init_norm.py); w/ LN has
-    _cls("cls-relu-pt-ln", "CLS-tuning ∘ R w/ pt. LN", "relu", norm="pretrained", dropout=False),
-    _prompt("prompt", "Prompt-tuning"),
-    _prompt("prompt-focal", "Prompt-tuning w/ focal loss", loss="focal"),
-    _prompt("prompt-ed", "Prompt-tuning w/ ed.", decoupled_embedding=True),
-    # beyond the paper: the long-tail losses on its strongest CLS head and on prompt-tuning
-    _cls("cls-relu-pt-ln-la", f"CLS-tuning ∘ R w/ pt. LN + logit-adjusted loss {BEYOND}",
-         "relu", norm="pretrained", dropout=False, loss="la", paper=False, group=BEYOND),
-    _cls("cls-relu-pt-ln-cb", f"CLS-tuning ∘ R w/ pt. LN + class-balanced loss {BEYOND}",
-         "relu", norm="pretrained", dropout=False, loss="cb", paper=False, group=BEYOND),
-    # cRT (Kang et al. 2020): the classifier re-trained on frozen features, classes sampled
-    # equally often
-    _cls("cls-relu-pt-ln-crt", f"CLS-tuning ∘ R w/ pt. LN, classifier re-training {BEYOND}",
-         "relu", norm="pretrained", dropout=False, class_balanced=True, paper=False,
-         supports_finetune=False, group=BEYOND),
-    _prompt("prompt-la", f"Prompt-tuning + logit-adjusted loss {BEYOND}", loss="la",
-            paper=False, group=BEYOND),
-    _prompt("prompt-cb", f"Prompt-tuning + class-balanced loss {BEYOND}", loss="cb",
-            paper=False, group=BEYOND),
-    _probe("probe", "Linear probe [baseline]"),
-    _probe("probe-balanced", "Linear probe, class-balanced [baseline]", class_balanced=True),
-)}
+METHODS: dict[str, MethodSpec] = {
+    m.id: m
+    for m in (
+        _cls("cls-tanh", "CLS-tuning ∘ T", "tanh"),
+        _cls("cls-tanh-eta-norm", "CLS-tuning ∘ T w/ η-norm", "tanh", eta_norm=True),
+        _cls("cls-tanh-focal", "CLS-tuning ∘ T w/ focal loss", "tanh", loss="focal"),
+        _cls("cls-relu", "CLS-tuning ∘ R", "relu"),
+        _cls("cls-relu-eta-norm", "CLS-tuning ∘ R w/ η-norm", "relu", eta_norm=True),
+        _cls("cls-relu-focal", "CLS-tuning ∘ R w/ focal loss", "relu", loss="focal"),
+        _cls("cls-relu-prompt", "CLS-tuning ∘ R w/ prompt", "relu", input_format="prompt"),
+        _cls("cls-relu-ln", "CLS-tuning ∘ R w/ LN", "relu", norm="fresh"),
+        # the authors' w/ pt. LN head has no dropout (models/cls_tuning_w_init_norm.py); w/ LN has
+        _cls(
+            "cls-relu-pt-ln", "CLS-tuning ∘ R w/ pt. LN", "relu", norm="pretrained", dropout=False
+        ),
+        _prompt("prompt", "Prompt-tuning"),
+        _prompt("prompt-focal", "Prompt-tuning w/ focal loss", loss="focal"),
+        _prompt("prompt-ed", "Prompt-tuning w/ ed.", decoupled_embedding=True),
+        # beyond the paper: the long-tail losses on its strongest CLS head and on prompt-tuning
+        _cls(
+            "cls-relu-pt-ln-la",
+            f"CLS-tuning ∘ R w/ pt. LN + logit-adjusted loss {BEYOND}",
+            "relu",
+            norm="pretrained",
+            dropout=False,
+            loss="la",
+            paper=False,
+            group=BEYOND,
+        ),
+        _cls(
+            "cls-relu-pt-ln-cb",
+            f"CLS-tuning ∘ R w/ pt. LN + class-balanced loss {BEYOND}",
+            "relu",
+            norm="pretrained",
+            dropout=False,
+            loss="cb",
+            paper=False,
+            group=BEYOND,
+        ),
+        # cRT (Kang et al. 2020): the classifier re-trained on frozen features, classes sampled
+        # equally often
+        _cls(
+            "cls-relu-pt-ln-crt",
+            f"CLS-tuning ∘ R w/ pt. LN, classifier re-training {BEYOND}",
+            "relu",
+            norm="pretrained",
+            dropout=False,
+            class_balanced=True,
+            paper=False,
+            supports_finetune=False,
+            group=BEYOND,
+        ),
+        _prompt(
+            "prompt-la",
+            f"Prompt-tuning + logit-adjusted loss {BEYOND}",
+            loss="la",
+            paper=False,
+            group=BEYOND,
+        ),
+        _prompt(
+            "prompt-cb",
+            f"Prompt-tuning + class-balanced loss {BEYOND}",
+            loss="cb",
+            paper=False,
+            group=BEYOND,
+        ),
+        _probe("probe", "Linear probe [baseline]"),
+        _probe("probe-balanced", "Linear probe, class-balanced [baseline]", class_balanced=True),
+    )
+}
 
 
 def get_method(method_id: str) -> MethodSpec:
     try:
         return METHODS[method_id]
     except KeyError:
-        raise GleeError(f"unknown method {method_id!r}; choose from {', '.join(METHODS)} "
-                        "(python -m glee_core methods)") from None
+        raise GleeError(
+            f"unknown method {method_id!r}; choose from {', '.join(METHODS)} "
+            "(python -m glee_core methods)"
+        ) from None
 
 
 def parse_methods(value: str, mode: str = "frozen") -> list[MethodSpec]:

@@ -78,8 +78,9 @@ class Setting:
         if self.low is not None and value < self.low:
             raise GleeError(f"{flag} must be at least {self.low:g}, got {value}")
         if self.high is not None and (value >= self.high if self.below else value > self.high):
-            raise GleeError(f"{flag} must be {'below' if self.below else 'at most'} "
-                            f"{self.high:g}, got {value}")
+            raise GleeError(
+                f"{flag} must be {'below' if self.below else 'at most'} {self.high:g}, got {value}"
+            )
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,9 @@ class TuningMode:
         """Its settings as a run of ``config`` uses them: given, or their defaults (what
         ``TrainConfig.resolved`` fills in)."""
         given = {s.field: getattr(config, s.field) for s in self.settings}
-        return {s.field: s.default if given[s.field] is None else given[s.field]
-                for s in self.settings}
+        return {
+            s.field: s.default if given[s.field] is None else given[s.field] for s in self.settings
+        }
 
     def peft_config(self, config):
         """The ``peft`` configuration of the encoder (the model's ``base_model``, which returns
@@ -146,29 +148,50 @@ class LoraMode(TuningMode):
     merges: bool = True
     settings: tuple[Setting, ...] = (
         # the LoRA paper's GLUE set-up: r 8, alpha 16, dropout 0.1 on query and value
-        Setting("lora_r", "LoRA rank r", 8, 1, help="LoRA's rank",
-                protocol="LoRA r {}"),
-        Setting("lora_alpha", "LoRA alpha", 16, 1, help="LoRA's scaling alpha",
-                protocol="alpha {}"),
-        Setting("lora_dropout", "LoRA dropout", 0.1, 0, 1, below=True, step=0.05,
-                help="dropout on LoRA's input", protocol="LoRA dropout {:g}"),
-        Setting("lora_targets", "Adapted modules (blank: peft's default)", None,
-                placeholder="query,value", protocol="on {}",
-                help="the modules LoRA adapts, comma-separated names (default: peft's for the "
-                "model type: the attention's query and value for BERT)"),
+        Setting("lora_r", "LoRA rank r", 8, 1, help="LoRA's rank", protocol="LoRA r {}"),
+        Setting(
+            "lora_alpha", "LoRA alpha", 16, 1, help="LoRA's scaling alpha", protocol="alpha {}"
+        ),
+        Setting(
+            "lora_dropout",
+            "LoRA dropout",
+            0.1,
+            0,
+            1,
+            below=True,
+            step=0.05,
+            help="dropout on LoRA's input",
+            protocol="LoRA dropout {:g}",
+        ),
+        Setting(
+            "lora_targets",
+            "Adapted modules (blank: peft's default)",
+            None,
+            placeholder="query,value",
+            protocol="on {}",
+            help="the modules LoRA adapts, comma-separated names (default: peft's for the "
+            "model type: the attention's query and value for BERT)",
+        ),
     )
 
     @staticmethod
     def targets(config) -> list[str] | None:
-        return ([t.strip() for t in config.lora_targets.split(",") if t.strip()]
-                if config.lora_targets else None)
+        return (
+            [t.strip() for t in config.lora_targets.split(",") if t.strip()]
+            if config.lora_targets
+            else None
+        )
 
     def peft_config(self, config):
         from peft import LoraConfig, TaskType  # noqa: PLC0415 (heavy)
 
-        return LoraConfig(task_type=TaskType.FEATURE_EXTRACTION, r=config.lora_r,
-                          lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                          target_modules=self.targets(config))
+        return LoraConfig(
+            task_type=TaskType.FEATURE_EXTRACTION,
+            r=config.lora_r,
+            lora_alpha=config.lora_alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=self.targets(config),
+        )
 
     def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
         return layers * len(self.targets(config) or ("query", "value")) * config.lora_r * 2 * hidden
@@ -181,15 +204,22 @@ class PrefixMode(TuningMode):
 
     peft: str | None = "prefix"
     settings: tuple[Setting, ...] = (
-        Setting("prefix_length", "Prefix length (virtual tokens per layer)", 20, 1,
-                help="P-tuning v2's prefix: virtual tokens per layer", protocol="prefix {}"),
+        Setting(
+            "prefix_length",
+            "Prefix length (virtual tokens per layer)",
+            20,
+            1,
+            help="P-tuning v2's prefix: virtual tokens per layer",
+            protocol="prefix {}",
+        ),
     )
 
     def peft_config(self, config):
         from peft import PrefixTuningConfig, TaskType  # noqa: PLC0415 (heavy)
 
-        return PrefixTuningConfig(task_type=TaskType.FEATURE_EXTRACTION,
-                                  num_virtual_tokens=config.prefix_length)
+        return PrefixTuningConfig(
+            task_type=TaskType.FEATURE_EXTRACTION, num_virtual_tokens=config.prefix_length
+        )
 
     def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
         return config.prefix_length * layers * 2 * hidden
@@ -215,25 +245,60 @@ class Ia3Mode(TuningMode):
 
 
 # In the order the Train page offers them: the quick compare first
-MODES: dict[str, TuningMode] = {m.name: m for m in (
-    TuningMode("frozen", "frozen backbone (quick compare)", "Quick compare (frozen backbone)",
-               "quick mode: heads alone on the frozen encoder's cached features",
-               cached_features=True, lr=1e-3),
-    TuningMode("finetune", "fine-tuned", "Fine-tune", "train the whole model (the paper's "
-               "set-up)", lr=1e-5, lr_candidates=(2e-5, 5e-5, 1e-4, 2e-4)),
-    # LoRA's GLUE runs on RoBERTa-base: 4e-4 to 5e-4; the search spans 10-100x a fine-tune's rate
-    LoraMode("lora", "LoRA", "LoRA", "low-rank adapters in the encoder's attention (peft) and "
-             "the head; the backbone's weights stay as they are",
-             lr=5e-4, lr_candidates=(2e-4, 5e-4, 1e-3, 2e-3)),
-    # P-tuning v2 on BERT: 5e-3 to 1e-2 (its released scripts)
-    PrefixMode("ptuning2", "P-tuning v2", "P-tuning v2", "trained prefixes in every layer of "
-               "the encoder (peft's prefix tuning) and the head; the backbone's weights stay as "
-               "they are", lr=5e-3, lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2)),
-    # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
-    Ia3Mode("ia3", "IA³", "IA³", "learned rescaling of the encoder's keys, values and "
+MODES: dict[str, TuningMode] = {
+    m.name: m
+    for m in (
+        TuningMode(
+            "frozen",
+            "frozen backbone (quick compare)",
+            "Quick compare (frozen backbone)",
+            "quick mode: heads alone on the frozen encoder's cached features",
+            cached_features=True,
+            lr=1e-3,
+        ),
+        TuningMode(
+            "finetune",
+            "fine-tuned",
+            "Fine-tune",
+            "train the whole model (the paper's set-up)",
+            lr=1e-5,
+            lr_candidates=(2e-5, 5e-5, 1e-4, 2e-4),
+        ),
+        # LoRA's GLUE runs on RoBERTa-base: 4e-4 to 5e-4; the search spans 10-100x a fine-tune's
+        # rate
+        LoraMode(
+            "lora",
+            "LoRA",
+            "LoRA",
+            "low-rank adapters in the encoder's attention (peft) and "
+            "the head; the backbone's weights stay as they are",
+            lr=5e-4,
+            lr_candidates=(2e-4, 5e-4, 1e-3, 2e-3),
+        ),
+        # P-tuning v2 on BERT: 5e-3 to 1e-2 (its released scripts)
+        PrefixMode(
+            "ptuning2",
+            "P-tuning v2",
+            "P-tuning v2",
+            "trained prefixes in every layer of "
+            "the encoder (peft's prefix tuning) and the head; the backbone's weights stay as "
+            "they are",
+            lr=5e-3,
+            lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2),
+        ),
+        # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
+        Ia3Mode(
+            "ia3",
+            "IA³",
+            "IA³",
+            "learned rescaling of the encoder's keys, values and "
             "feed-forward inputs (peft's IA³) and the head; the backbone's weights stay as they "
-            "are", lr=3e-3, lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2)),
-)}
+            "are",
+            lr=3e-3,
+            lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2),
+        ),
+    )
+}
 MODE_LABELS = {name: mode.label for name, mode in MODES.items()}
 
 

@@ -40,36 +40,60 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 class DataOptions:
     """Which dataset, and how to read it."""
 
-    dataset: str = option(MISSING, "demo, a paper id (r52 r8 cmid ...), "
-                          + ", ".join(f"{s.usage} ({s.help})" for s in SOURCES.values()))
-    data_dir: str | None = option(None, "folder of the paper's datasets (default "
-                                  "$GLEE_DATA_DIR, else ./data)")
-    threshold: float | None = option(None, "head/tail threshold on the cumulative training "
-                                     "share (default: the paper's)")
-    template: str | None = option(None, "prompt template with {text} and [MASK] (one that "
-                                  "differs from the dataset's ends its id in +prompt-<digest>)")
-    verbalizer: str | None = option(None, "JSON file: label -> label word(s) (words that differ "
-                                    "from the dataset's end its id in +prompt-<digest>)")
-    head_tail: str = option("train", "head/tail rule: train (training counts, <= threshold: "
-                            "what a user's data needs, the test split never decides) or "
-                            "released (the authors' code: the test labels, < threshold)",
-                            choices=("train", "released"))
+    dataset: str = option(
+        MISSING,
+        "demo, a paper id (r52 r8 cmid ...), "
+        + ", ".join(f"{s.usage} ({s.help})" for s in SOURCES.values()),
+    )
+    data_dir: str | None = option(
+        None, "folder of the paper's datasets (default $GLEE_DATA_DIR, else ./data)"
+    )
+    threshold: float | None = option(
+        None, "head/tail threshold on the cumulative training share (default: the paper's)"
+    )
+    template: str | None = option(
+        None,
+        "prompt template with {text} and [MASK] (one that "
+        "differs from the dataset's ends its id in +prompt-<digest>)",
+    )
+    verbalizer: str | None = option(
+        None,
+        "JSON file: label -> label word(s) (words that differ "
+        "from the dataset's end its id in +prompt-<digest>)",
+    )
+    head_tail: str = option(
+        "train",
+        "head/tail rule: train (training counts, <= threshold: "
+        "what a user's data needs, the test split never decides) or "
+        "released (the authors' code: the test labels, < threshold)",
+        choices=("train", "released"),
+    )
     text_column: str | None = option(None, "CSV/HF: the text column")
     label_column: str | None = option(None, "CSV/HF: the label column")
     text_b_column: str | None = option(None, "CSV/HF: an optional second text column")
-    uploads_dir: str | None = option(None, "folder of upload:NAME datasets (default "
-                                     "$GLEE_UPLOADS_DIR, else ./uploads)")
-    keep_rare: bool = option(False, "demo/CSV/upload: keep the classes with too few texts for a "
-                             "dev and test split in training (learned and predicted, never "
-                             "scored; the dataset id ends in +rare): yes/no")
-    exclude: str | None = option(None, "a file of training rows to leave out: health's "
-                                 "label_issues.csv (its suspected rows) or one 0-based row of "
-                                 "the training split a line; the dataset id ends in "
-                                 "+without-N-<digest>, so its runs stay apart")
-    add: str | None = option(None, "a labelled file of pool texts to add to the training split "
-                             "(suggest's CSV with its label column filled; empty or '(none of "
-                             "these)' rows are skipped); the dataset id ends in "
-                             "+added-N-<digest>, so its runs stay apart")
+    uploads_dir: str | None = option(
+        None, "folder of upload:NAME datasets (default $GLEE_UPLOADS_DIR, else ./uploads)"
+    )
+    keep_rare: bool = option(
+        False,
+        "demo/CSV/upload: keep the classes with too few texts for a "
+        "dev and test split in training (learned and predicted, never "
+        "scored; the dataset id ends in +rare): yes/no",
+    )
+    exclude: str | None = option(
+        None,
+        "a file of training rows to leave out: health's "
+        "label_issues.csv (its suspected rows) or one 0-based row of "
+        "the training split a line; the dataset id ends in "
+        "+without-N-<digest>, so its runs stay apart",
+    )
+    add: str | None = option(
+        None,
+        "a labelled file of pool texts to add to the training split "
+        "(suggest's CSV with its label column filled; empty or '(none of "
+        "these)' rows are skipped); the dataset id ends in "
+        "+added-N-<digest>, so its runs stay apart",
+    )
 
     def __post_init__(self):
         self.keep_rare = _boolean(self.keep_rare, "--keep-rare")
@@ -78,8 +102,9 @@ class DataOptions:
         """The dataset (see :func:`glee_core.data.datasets.load_dataset`)."""
         from ..data.datasets import load_dataset  # noqa: PLC0415 (pandas: only to read a dataset)
 
-        return load_dataset(self.dataset, **{k: v for k, v in asdict(self).items()
-                                             if k != "dataset"})
+        return load_dataset(
+            self.dataset, **{k: v for k, v in asdict(self).items() if k != "dataset"}
+        )
 
 
 @dataclass(frozen=True)
@@ -94,48 +119,74 @@ class Executor:
     settings: tuple[Setting, ...] = ()
 
 
-EXECUTORS = {e.name: e for e in (  # train.executors.EXECUTOR_FACTORIES makes each
-    Executor("local", "one after another here"),
-    Executor("ray", "one Ray task per run; pip install -e '.[cluster]'", needs="ray", settings=(
-        Setting("ray_address", "Ray address", None, placeholder="local Ray"),
-        Setting("cpus_per_run", "CPUs per run", 1.0, 0.1, 256.0, step=0.5),
-        Setting("gpus_per_run", "GPUs per run", None, 0.0, 8.0, of=float,
-                placeholder="1 if the cluster has GPUs"),
-    )),
-)}
+EXECUTORS = {
+    e.name: e
+    for e in (  # train.executors.EXECUTOR_FACTORIES makes each
+        Executor("local", "one after another here"),
+        Executor(
+            "ray",
+            "one Ray task per run; pip install -e '.[cluster]'",
+            needs="ray",
+            settings=(
+                Setting("ray_address", "Ray address", None, placeholder="local Ray"),
+                Setting("cpus_per_run", "CPUs per run", 1.0, 0.1, 256.0, step=0.5),
+                Setting(
+                    "gpus_per_run",
+                    "GPUs per run",
+                    None,
+                    0.0,
+                    8.0,
+                    of=float,
+                    placeholder="1 if the cluster has GPUs",
+                ),
+            ),
+        ),
+    )
+}
 
 
 @dataclass
 class ExecutorOptions:
     """Where the planned runs train: one after another here, or as tasks on a Ray cluster."""
 
-    executor: str = option("local", " or ".join(f"{e.name} ({e.words})"
-                                                for e in EXECUTORS.values()),
-                           choices=tuple(EXECUTORS))
-    ray_address: str | None = option(None, "Ray cluster to join: auto (a running one, as `ray "
-                                     "start --head` leaves) or HOST:PORT (default: start a "
-                                     "local Ray)")
+    executor: str = option(
+        "local",
+        " or ".join(f"{e.name} ({e.words})" for e in EXECUTORS.values()),
+        choices=tuple(EXECUTORS),
+    )
+    ray_address: str | None = option(
+        None,
+        "Ray cluster to join: auto (a running one, as `ray "
+        "start --head` leaves) or HOST:PORT (default: start a "
+        "local Ray)",
+    )
     cpus_per_run: float = option(1.0, "Ray: CPUs each run reserves")
     runs_at_once: str = option(
-        "auto", "runs trained at once, each in a process of its own sharing the device: a "
+        "auto",
+        "runs trained at once, each in a process of its own sharing the device: a "
         "number, or auto (1 on a CPU; on a GPU as many as its free memory holds at 6 GB a run, "
         "up to 8); with Ray, each run then reserves 1/N of a GPU. Quick-mode heads always "
-        "train together in one process")
-    gpus_per_run: float | None = option(None, "Ray: GPUs each run reserves (default 1 when the "
-                                        "cluster has GPUs, 1/N with --runs-at-once N, else 0)")
+        "train together in one process",
+    )
+    gpus_per_run: float | None = option(
+        None,
+        "Ray: GPUs each run reserves (default 1 when the "
+        "cluster has GPUs, 1/N with --runs-at-once N, else 0)",
+    )
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:
-            raise GleeError(f"--executor must be {' or '.join(EXECUTORS)}, got "
-                            f"{self.executor!r}")
+            raise GleeError(f"--executor must be {' or '.join(EXECUTORS)}, got {self.executor!r}")
         for executor in EXECUTORS.values():  # a value given is checked, whichever runs
             for setting in executor.settings:
                 setting.check(getattr(self, setting.field))
         self.runs_at_once = str(self.runs_at_once).strip().lower()
-        if self.runs_at_once != "auto" and (not self.runs_at_once.isdigit()
-                                            or int(self.runs_at_once) < 1):
-            raise GleeError(f"--runs-at-once must be auto or a number of 1 or more, got "
-                            f"{self.runs_at_once!r}")
+        if self.runs_at_once != "auto" and (
+            not self.runs_at_once.isdigit() or int(self.runs_at_once) < 1
+        ):
+            raise GleeError(
+                f"--runs-at-once must be auto or a number of 1 or more, got {self.runs_at_once!r}"
+            )
 
 
 @dataclass
@@ -143,21 +194,31 @@ class AdaptOptions:
     """Task-adaptive pretraining (Gururangan et al., ACL 2020): the masked-LM objective continued
     on the task's own texts before tuning (``python -m glee_core adapt``)."""
 
-    out: str = option(MISSING, "the folder to write the adapted backbone to (a new or empty "
-                      "folder; --model OUT loads it)")
-    texts: str | None = option(None, "a file of unlabelled texts, one a line, added to the "
-                               "training split's texts (never dev or test)")
-    epochs: int = option(3, "passes over the texts (TAPT's paper: 100 on its small sets, on a "
-                         "GPU)")
+    out: str = option(
+        MISSING,
+        "the folder to write the adapted backbone to (a new or empty folder; --model OUT loads it)",
+    )
+    texts: str | None = option(
+        None,
+        "a file of unlabelled texts, one a line, added to the "
+        "training split's texts (never dev or test)",
+    )
+    epochs: int = option(3, "passes over the texts (TAPT's paper: 100 on its small sets, on a GPU)")
     batch_size: int = option(32, "texts per optimizer step")
     lr: float = option(1e-4, "AdamW's learning rate (TAPT's)")
     max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
     mlm_probability: float = option(0.15, "the share of tokens masked (BERT's)")
-    whole_word: bool = option(True, "mask whole words where the tokenizer marks them (a fast "
-                              "tokenizer's offsets; every piece of a masked word becomes "
-                              "[MASK]): yes/no")
-    held_out: float = option(0.1, "the share of the training texts held out to measure the "
-                             "masked-LM loss and [MASK] top-1 accuracy before and after")
+    whole_word: bool = option(
+        True,
+        "mask whole words where the tokenizer marks them (a fast "
+        "tokenizer's offsets; every piece of a masked word becomes "
+        "[MASK]): yes/no",
+    )
+    held_out: float = option(
+        0.1,
+        "the share of the training texts held out to measure the "
+        "masked-LM loss and [MASK] top-1 accuracy before and after",
+    )
     seed: int = option(1, "random seed (the held-out texts, masks and order)")
     precision: str = option("auto", PRECISION_HELP, choices=PRECISIONS)
     device: str = option("auto", "auto, cpu or cuda")
@@ -182,17 +243,25 @@ class SuggestOptions:
     """``python -m glee_core suggest``: the pool texts to label next (the dataset's recommended
     quick-mode head scores the pool; a query strategy picks from its probabilities)."""
 
-    pool: str = option(MISSING, "the unlabelled texts: a CSV with a text column, or a .txt "
-                       "file of one text a line")
-    out: str = option(MISSING, "the CSV to write: pool_row, text, predicted, confidence, "
-                      "strategy, rank and an empty label column to fill")
+    pool: str = option(
+        MISSING, "the unlabelled texts: a CSV with a text column, or a .txt file of one text a line"
+    )
+    out: str = option(
+        MISSING,
+        "the CSV to write: pool_row, text, predicted, confidence, "
+        "strategy, rank and an empty label column to fill",
+    )
     n: int = option(50, "how many texts to suggest")
-    strategy: str = option("auto", "auto (rare where the data has tail classes, else margin), "
-                           "random, margin, balanced or rare",
-                           choices=("auto", "random", "margin", "balanced", "rare"))
+    strategy: str = option(
+        "auto",
+        "auto (rare where the data has tail classes, else margin), "
+        "random, margin, balanced or rare",
+        choices=("auto", "random", "margin", "balanced", "rare"),
+    )
     seed: int = option(1, "random seed (random strategy, ties)")
-    pool_text_column: str | None = option(None, "the pool CSV's text column (default: found by "
-                                          "name, as for training data)")
+    pool_text_column: str | None = option(
+        None, "the pool CSV's text column (default: found by name, as for training data)"
+    )
     device: str = option("auto", "auto, cpu or cuda")
 
     def __post_init__(self):
@@ -205,13 +274,19 @@ class SelfTrainOptions:
     """``train --pool FILE --self-train auto|yes|no``: learning from the unlabelled texts
     (``glee_core.train.pseudo``)."""
 
-    pool: str | None = option(None, "unlabelled texts to learn from (a CSV with a text column, "
-                              "or a .txt file of one text a line), with --self-train")
-    self_train: str = option("auto", "with --pool: yes (CReST's class-rebalanced pseudo-labels "
-                             "join the training split; the dataset id ends in "
-                             "+pseudo-N-<digest>), auto (only where cross-validation on the "
-                             "labelled texts says they help) or no",
-                             choices=("auto", "yes", "no"))
+    pool: str | None = option(
+        None,
+        "unlabelled texts to learn from (a CSV with a text column, "
+        "or a .txt file of one text a line), with --self-train",
+    )
+    self_train: str = option(
+        "auto",
+        "with --pool: yes (CReST's class-rebalanced pseudo-labels "
+        "join the training split; the dataset id ends in "
+        "+pseudo-N-<digest>), auto (only where cross-validation on the "
+        "labelled texts says they help) or no",
+        choices=("auto", "yes", "no"),
+    )
 
 
 @dataclass
@@ -220,12 +295,18 @@ class HealthOptions:
 
     out: str = option(MISSING, "the folder to write health.json and label_issues.csv to")
     folds: int = option(5, "k of the k-fold out-of-fold probabilities on the training split")
-    method: str = option("probe-balanced", "what gives the out-of-fold probabilities: a "
-                         "closed-form probe (probe-balanced, probe: seconds) or any quick-mode "
-                         "head, trained once a fold (e.g. cls-relu-pt-ln, the head the lab "
-                         "recommends)")
-    pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
-                                 "backbone's own pooling, else mean)", choices=POOLINGS)
+    method: str = option(
+        "probe-balanced",
+        "what gives the out-of-fold probabilities: a "
+        "closed-form probe (probe-balanced, probe: seconds) or any quick-mode "
+        "head, trained once a fold (e.g. cls-relu-pt-ln, the head the lab "
+        "recommends)",
+    )
+    pooling: str | None = option(
+        None,
+        "the frozen state read: cls or mean (default: the backbone's own pooling, else mean)",
+        choices=POOLINGS,
+    )
     max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
     seed: int = option(1, "random seed of the folds")
     device: str = option("auto", "auto, cpu or cuda")
@@ -257,18 +338,29 @@ class BudgetOptions:
     they forecast."""
 
     out: str = option(MISSING, "the folder to write budget.json and budget.csv to")
-    method: str = option("cls-relu-pt-ln", "the head retrained on each fraction (a quick-mode "
-                         "method: python -m glee_core methods); the app passes the head it "
-                         "recommends")
-    seeds: str = option("1,2,3", "seeds, comma-separated: each draws its own nested subsets "
-                        "and trains its own head")
-    fractions: str = option(BUDGET_FRACTIONS, "the shares of every class's training texts "
-                            "trained on (at least one text a class), comma-separated, ending "
-                            "at 1")
-    target_f1: float = option(0.8, "the test F1 a class should reach: the texts it needs are "
-                              "forecast")
-    pooling: str | None = option(None, "the frozen state read: cls or mean (default: the "
-                                 "backbone's own pooling, else cls)", choices=POOLINGS)
+    method: str = option(
+        "cls-relu-pt-ln",
+        "the head retrained on each fraction (a quick-mode "
+        "method: python -m glee_core methods); the app passes the head it "
+        "recommends",
+    )
+    seeds: str = option(
+        "1,2,3", "seeds, comma-separated: each draws its own nested subsets and trains its own head"
+    )
+    fractions: str = option(
+        BUDGET_FRACTIONS,
+        "the shares of every class's training texts "
+        "trained on (at least one text a class), comma-separated, ending "
+        "at 1",
+    )
+    target_f1: float = option(
+        0.8, "the test F1 a class should reach: the texts it needs are forecast"
+    )
+    pooling: str | None = option(
+        None,
+        "the frozen state read: cls or mean (default: the backbone's own pooling, else cls)",
+        choices=POOLINGS,
+    )
     max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
     device: str = option("auto", "auto, cpu or cuda")
 
@@ -278,11 +370,14 @@ class BudgetOptions:
         try:
             shares = sorted({float(f) for f in str(self.fractions).split(",") if f.strip()})
         except ValueError:
-            raise GleeError(f"--fractions takes numbers like {BUDGET_FRACTIONS}, got "
-                            f"{self.fractions!r}") from None
+            raise GleeError(
+                f"--fractions takes numbers like {BUDGET_FRACTIONS}, got {self.fractions!r}"
+            ) from None
         if len(shares) < 2 or shares[0] <= 0 or shares[-1] != 1:
-            raise GleeError("--fractions needs two shares or more in (0, 1], the last 1 (the "
-                            f"whole training split), got {self.fractions!r}")
+            raise GleeError(
+                "--fractions needs two shares or more in (0, 1], the last 1 (the "
+                f"whole training split), got {self.fractions!r}"
+            )
         self.fraction_list = tuple(shares)
         if not 0 < self.target_f1 <= 1:
             raise GleeError(f"--target-f1 must be in (0, 1], got {self.target_f1}")
@@ -326,12 +421,16 @@ class TrainRequest(_Request):
 
     @classmethod
     def from_dict(cls, values: dict) -> TrainRequest:
-        return cls(data=DataOptions(**values["data"]), methods=list(values["methods"]),
-                   seeds=[int(s) for s in values["seeds"]], model=values.get("model", AUTO_MODEL),
-                   config=TrainConfig(**values.get("config", {})),
-                   force=bool(values.get("force", False)),
-                   executor=ExecutorOptions(**values.get("executor", {})),
-                   self_train=SelfTrainOptions(**values.get("self_train", {})))
+        return cls(
+            data=DataOptions(**values["data"]),
+            methods=list(values["methods"]),
+            seeds=[int(s) for s in values["seeds"]],
+            model=values.get("model", AUTO_MODEL),
+            config=TrainConfig(**values.get("config", {})),
+            force=bool(values.get("force", False)),
+            executor=ExecutorOptions(**values.get("executor", {})),
+            self_train=SelfTrainOptions(**values.get("self_train", {})),
+        )
 
 
 @dataclass
@@ -346,5 +445,8 @@ class AdaptRequest(_Request):
 
     @classmethod
     def from_dict(cls, values: dict) -> AdaptRequest:
-        return cls(data=DataOptions(**values["data"]), options=AdaptOptions(**values["options"]),
-                   model=values.get("model", AUTO_MODEL))
+        return cls(
+            data=DataOptions(**values["data"]),
+            options=AdaptOptions(**values["options"]),
+            model=values.get("model", AUTO_MODEL),
+        )

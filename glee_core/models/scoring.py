@@ -58,15 +58,21 @@ def get_tokenizer(name: str):
     return load_tokenizer(name)
 
 
-def unreadable_words(model_name: str, verbalizer: dict[str, list[str]], classes: list[str]
-                     ) -> list[str]:
+def unreadable_words(
+    model_name: str, verbalizer: dict[str, list[str]], classes: list[str]
+) -> list[str]:
     """The label words ``model_name``'s vocabulary cannot read, as ``'class' -> 'word'`` (the
     tokenizer alone is loaded): the heads that score label words cannot train on them."""
     return unreadable_label_words(get_tokenizer(model_name), verbalizer, classes)
 
 
-def check_prompt(model_name: str, template: str, verbalizer: dict[str, list[str]],
-                 classes: list[str], max_length: int) -> None:
+def check_prompt(
+    model_name: str,
+    template: str,
+    verbalizer: dict[str, list[str]],
+    classes: list[str],
+    max_length: int,
+) -> None:
     """Everything a template and label words must pass on ``model_name``'s tokenizer (the
     tokenizer alone is loaded) before they are kept or scored: words its vocabulary reads, a
     class's words in a few tokens, a template that leaves the text room within
@@ -74,9 +80,11 @@ def check_prompt(model_name: str, template: str, verbalizer: dict[str, list[str]
     tokenizer = get_tokenizer(model_name)
     ids, unreadable = label_word_ids(tokenizer, verbalizer, classes)
     if unreadable:
-        raise GleeError(f"`{model_name}` cannot read {first_few(unreadable, 10)}: give words its "
-                        "vocabulary holds (the heads that score label words cannot train on "
-                        "these)")
+        raise GleeError(
+            f"`{model_name}` cannot read {first_few(unreadable, 10)}: give words its "
+            "vocabulary holds (the heads that score label words cannot train on "
+            "these)"
+        )
     check_label_tokens(dict(zip(classes, ids, strict=True)))
     check_template_fits(tokenizer, template, max_length)
 
@@ -90,17 +98,27 @@ def batch_width(split: Split, index, multiple: int, cap: int) -> int | None:
 
 
 def model_inputs(batch: dict) -> dict:
-    return {k: batch[k] for k in ("input_ids", "attention_mask", "positions", "token_type_ids",
-                                  "hidden") if k in batch}
+    return {
+        k: batch[k]
+        for k in ("input_ids", "attention_mask", "positions", "token_type_ids", "hidden")
+        if k in batch
+    }
 
 
 Split = EncodedSplit | FeatureSplit
 
 
 @torch.inference_mode()
-def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
-            batch_size: int | None = None, precision: str = "auto", calibrate: bool = True,
-            pad_multiple: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def predict(
+    model: GleeModel,
+    split: Split,
+    pad_id: int,
+    device: torch.device,
+    batch_size: int | None = None,
+    precision: str = "auto",
+    calibrate: bool = True,
+    pad_multiple: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
     classifier-input features for every example, in split order. Batches are length-sorted
     (on a GPU padded to a few widths, see :func:`resolve_pad_multiple`); only one batch of
@@ -114,16 +132,19 @@ def predict(model: GleeModel, split: Split, pad_id: int, device: torch.device,
     cap = int(split.lengths.max()) if len(split) else 0
     order, outs, feats_out = [], [], []
     for index in eval_batches(split.lengths, batch_size):
-        batch = batch_to(split.batch(index, pad_id, batch_width(split, index, multiple, cap)),
-                         device)
+        batch = batch_to(
+            split.batch(index, pad_id, batch_width(split, index, multiple, cap)), device
+        )
         with autocast(device, precision):
             out, feats = model(**model_inputs(batch), calibrate=calibrate)
         order.append(index)
         outs.append(out.float())
         feats_out.append(feats.float())
     if not order:
-        return (np.zeros((0, model.head.class_weights().shape[0]), dtype=np.float32),
-                np.zeros((0, 0), dtype=np.float32))
+        return (
+            np.zeros((0, model.head.class_weights().shape[0]), dtype=np.float32),
+            np.zeros((0, 0), dtype=np.float32),
+        )
     index = np.concatenate(order)
     logits = np.zeros((len(split), outs[0].shape[-1]), dtype=np.float32)
     features = np.zeros((len(split), feats_out[0].shape[-1]), dtype=np.float32)

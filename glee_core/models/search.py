@@ -128,8 +128,10 @@ class SearchLog:
             path.replace(aside)
         except OSError:
             aside = path
-        self.notes.append(f"the search log {path.name} was damaged ({problem}): set aside as "
-                          f"{aside.name}; that search starts anew")
+        self.notes.append(
+            f"the search log {path.name} was damaged ({problem}): set aside as "
+            f"{aside.name}; that search starts anew"
+        )
         return None
 
     def take_notes(self) -> list[str]:
@@ -148,8 +150,9 @@ class SearchLog:
         values = {"grid": list(grid), "rounds": rounds, "chosen": chosen}
         write_json_atomic(self.folder / f"{self.run_id}.json", values)
         if chosen is not None and self.shared_name:
-            write_json_atomic(self.folder / f"shared-{self.shared_name}.json",
-                              {**values, "run_id": self.run_id})
+            write_json_atomic(
+                self.folder / f"shared-{self.shared_name}.json", {**values, "run_id": self.run_id}
+            )
 
     def done(self) -> None:
         """The run is stored (its record holds the rounds): its own file goes; a shared rate
@@ -181,10 +184,14 @@ def _log_problem(values, shared: bool = False) -> str | None:
     if not isinstance(grid, list) or not grid or not all(isinstance(g, str) for g in grid):
         return f"grid is {grid!r}, not a list of names"
     if not isinstance(rounds, list) or not all(
-            isinstance(r, dict) and isinstance(r.get("kept"), list) and r["kept"]
-            and all(k in grid for k in r["kept"])
-            and isinstance(r.get("dropped_steps", 0), int) and r.get("dropped_steps", 0) >= 0
-            for r in rounds):
+        isinstance(r, dict)
+        and isinstance(r.get("kept"), list)
+        and r["kept"]
+        and all(k in grid for k in r["kept"])
+        and isinstance(r.get("dropped_steps", 0), int)
+        and r.get("dropped_steps", 0) >= 0
+        for r in rounds
+    ):
         return "rounds are not rounds of the grid's candidates"
     if chosen is not None and (not isinstance(chosen, str) or chosen not in grid):
         return f"chosen is {chosen!r}, not one of the grid's candidates"
@@ -235,8 +242,7 @@ def planned_steps(setup: Setup, candidates: int, dropped_steps: int = 0) -> int:
     if candidates < 2:
         return run
     per_round, alive = search_schedule(candidates, setup.evaluations)
-    return run + per_round * steps_per_evaluation(setup) * (sum(alive) - len(alive)) \
-        - dropped_steps
+    return run + per_round * steps_per_evaluation(setup) * (sum(alive) - len(alive)) - dropped_steps
 
 
 def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
@@ -253,47 +259,75 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
     if len(grid) == 1:
         work.total = work.total or planned_steps(setup, 1)
         return Searched(setup.new_trial(grid[0], work))
-    shared = (log.chosen_elsewhere() if log is not None and setup.config.lr_search == "once"
-              else None)
+    shared = (
+        log.chosen_elsewhere() if log is not None and setup.config.lr_search == "once" else None
+    )
     if shared is not None:  # (its own search: resumed below)
         work.total = work.total or planned_steps(setup, 1)
         rate = float(shared["chosen"])
-        progress(Note(message=f"learning rate {rate:g}: chosen on dev once for this backbone and "
-                              f"data, by the search of {shared['run_id']}"))
-        return Searched(setup.new_trial(rate, work), shared.get("rounds", []),
-                        shared_from=shared["run_id"])
+        progress(
+            Note(
+                message=f"learning rate {rate:g}: chosen on dev once for this backbone and "
+                f"data, by the search of {shared['run_id']}"
+            )
+        )
+        return Searched(
+            setup.new_trial(rate, work), shared.get("rounds", []), shared_from=shared["run_id"]
+        )
     per_round, alive_per_round = search_schedule(len(grid), setup.evaluations)
     before = log.resumed([f"{lr:g}" for lr in grid]) if log is not None else None
     rounds = list(before["rounds"]) if before else []
     if before and before.get("chosen"):  # it had ended: the chosen rate alone, as it was
         work.total = work.total or planned_steps(setup, 1)
         rate = float(before["chosen"])
-        progress(Note(message=f"learning rate {rate:g}: chosen on dev by this run's search "
-                              "before it was stopped; its rounds are not trained again"))
-        return Searched(setup.new_trial(rate, work), rounds,
-                        spent_steps=sum(r.get("dropped_steps", 0) for r in rounds))
+        progress(
+            Note(
+                message=f"learning rate {rate:g}: chosen on dev by this run's search "
+                "before it was stopped; its rounds are not trained again"
+            )
+        )
+        return Searched(
+            setup.new_trial(rate, work),
+            rounds,
+            spent_steps=sum(r.get("dropped_steps", 0) for r in rounds),
+        )
     alive = [float(lr) for lr in rounds[-1]["kept"]] if rounds else list(grid)
     spent_steps = sum(r.get("dropped_steps", 0) for r in rounds)
     work.total = work.total or planned_steps(setup, len(grid), spent_steps)
     trials = [setup.new_trial(lr, work) for lr in grid if lr in alive]
     labels = [f"{t.lr:g}" for t in trials]
     if rounds:
-        progress(Note(message=f"the learning-rate search resumes after round {len(rounds)} of "
-                              f"{len(alive_per_round)}: {', '.join(labels)} are trained to that "
-                              "point again, the dropped rates are not"))
+        progress(
+            Note(
+                message=f"the learning-rate search resumes after round {len(rounds)} of "
+                f"{len(alive_per_round)}: {', '.join(labels)} are trained to that "
+                "point again, the dropped rates are not"
+            )
+        )
 
     def record(done: list[dict], left: list[str]) -> None:
         if log is not None:
             log.write([f"{lr:g}" for lr in grid], done, left[0] if len(left) == 1 else None)
 
-    winner, steps, seconds = halve(trials, labels, per_round, alive_per_round, rounds, record,
-                                   lambda t, i, n, r: Searching(lr=t.lr, candidate=i,
-                                                                candidates=n, round=r,
-                                                                rounds=len(alive_per_round)),
-                                   progress)
+    winner, steps, seconds = halve(
+        trials,
+        labels,
+        per_round,
+        alive_per_round,
+        rounds,
+        record,
+        lambda t, i, n, r: Searching(
+            lr=t.lr, candidate=i, candidates=n, round=r, rounds=len(alive_per_round)
+        ),
+        progress,
+    )
     progress(Searching(lr=winner.lr, chosen=True))
-    progress(Note(message=f"learning rate chosen on dev: {winner.lr:g} (of "
-                          f"{', '.join(f'{lr:g}' for lr in grid)})"))
+    progress(
+        Note(
+            message=f"learning rate chosen on dev: {winner.lr:g} (of "
+            f"{', '.join(f'{lr:g}' for lr in grid)})"
+        )
+    )
     return Searched(winner, rounds, spent_steps + steps, seconds)
 
 
@@ -306,12 +340,21 @@ def standing(trial: Trial, evaluations: int) -> tuple[float, float]:
     if len(seen) == len(selection.history):
         return selection.best_score, selection.loss
     metric = f"dev_{selection.config.select_metric}"
-    return max((r[metric] for r in seen), default=-1.0), seen[-1]["dev_loss"] if seen else \
-        float("inf")
+    return max((r[metric] for r in seen), default=-1.0), seen[-1]["dev_loss"] if seen else float(
+        "inf"
+    )
 
 
-def halve(trials: list[Trial], labels: list[str], per_round: int, schedule: list[int],
-          rounds: list[dict], record, event, progress: ProgressFn) -> tuple[Trial, int, float]:
+def halve(
+    trials: list[Trial],
+    labels: list[str],
+    per_round: int,
+    schedule: list[int],
+    rounds: list[dict],
+    record,
+    event,
+    progress: ProgressFn,
+) -> tuple[Trial, int, float]:
     """Successive halving over ``trials`` (named ``labels`` in the rounds' records) from round
     ``len(rounds) + 1`` of ``schedule`` on: a finished round's survivors are first trained again
     to its point (the same weights: each trial has its own random numbers), then each round
@@ -322,6 +365,7 @@ def halve(trials: list[Trial], labels: list[str], per_round: int, schedule: list
     handed to ``record(rounds, kept_labels)``; ``event(trial, i, n, round)`` is the progress
     event before a trial's round. Returns the last trial left, and the optimizer steps and
     dev-scoring seconds of the trials dropped here."""
+
     def advance_to(trial: Trial, evaluations: int) -> None:
         behind = evaluations - len(trial.selection.history)
         if behind > 0:
@@ -332,7 +376,7 @@ def halve(trials: list[Trial], labels: list[str], per_round: int, schedule: list
     names = dict(zip(map(id, trials), labels, strict=True))
     order = {id(t): i for i, t in enumerate(trials)}
     spent_steps, spent_eval = 0, 0.0
-    for number, keep_of in enumerate(schedule[len(rounds):], len(rounds) + 1):
+    for number, keep_of in enumerate(schedule[len(rounds) :], len(rounds) + 1):
         point = per_round * number
         for index, trial in enumerate(trials, 1):
             progress(event(trial, index, len(trials), number))
@@ -344,9 +388,15 @@ def halve(trials: list[Trial], labels: list[str], per_round: int, schedule: list
         steps = sum(t.state.global_step for t in dropped)
         spent_steps += steps
         spent_eval += sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
-        rounds.append({"round": number, "evaluations": per_round,
-                       "dev": {names[id(t)]: round(at[id(t)][0], 5) for t in trials},
-                       "kept": [names[id(t)] for t in ranked[:keep]], "dropped_steps": steps})
+        rounds.append(
+            {
+                "round": number,
+                "evaluations": per_round,
+                "dev": {names[id(t)]: round(at[id(t)][0], 5) for t in trials},
+                "kept": [names[id(t)] for t in ranked[:keep]],
+                "dropped_steps": steps,
+            }
+        )
         trials = ranked[:keep]
         record(rounds, [names[id(t)] for t in trials])
     return trials[0], spent_steps, spent_eval

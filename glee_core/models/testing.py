@@ -22,8 +22,13 @@ from ..core.errors import GleeError
 from .backbone import MLM_HEAD_LAYOUTS, _get
 
 
-def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(), seed: int = 0,
-                  hidden_size: int = 32) -> Path:
+def save_tiny_mlm(
+    folder: str | os.PathLike,
+    family: str = "bert",
+    vocab_words=(),
+    seed: int = 0,
+    hidden_size: int = 32,
+) -> Path:
     """Write a tiny random masked LM + tokenizer to ``folder`` (for tests and smoke runs).
 
     The vocabulary is the special tokens plus ``vocab_words``; ``family`` is ``bert`` or
@@ -33,12 +38,24 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
     torch.manual_seed(seed)
     if family == "bert":
         specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-        tokens = dict(pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                      sep_token="[SEP]", mask_token="[MASK]")
+        tokens = dict(
+            pad_token="[PAD]",
+            unk_token="[UNK]",
+            cls_token="[CLS]",
+            sep_token="[SEP]",
+            mask_token="[MASK]",
+        )
     elif family == "roberta":
         specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-        tokens = dict(bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
-                      mask_token="<mask>", cls_token="<s>", sep_token="</s>")
+        tokens = dict(
+            bos_token="<s>",
+            pad_token="<pad>",
+            eos_token="</s>",
+            unk_token="<unk>",
+            mask_token="<mask>",
+            cls_token="<s>",
+            sep_token="</s>",
+        )
     else:
         raise GleeError(f"tiny model family must be bert or roberta, got {family!r}")
     words = sorted({w.lower() for w in vocab_words} | set(".,?!:;'\"-()/0123456789"))
@@ -46,25 +63,40 @@ def save_tiny_mlm(folder: str | os.PathLike, family: str = "bert", vocab_words=(
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=tokens["unk_token"]))
     core.normalizer = normalizers.Lowercase()
     core.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    )
     cls, sep = tokens["cls_token"], tokens["sep_token"]
     core.post_processor = TemplateProcessing(
-        single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
-        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])])
+        single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])],
+    )
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, model_max_length=512, **tokens)
     if family == "roberta":
         tokenizer.model_input_names = ["input_ids", "attention_mask"]
-    common = dict(vocab_size=len(vocab), hidden_size=hidden_size, num_hidden_layers=2,
-                  num_attention_heads=2, intermediate_size=2 * hidden_size,
-                  max_position_embeddings=520, pad_token_id=vocab[tokens["pad_token"]])
+    common = dict(
+        vocab_size=len(vocab),
+        hidden_size=hidden_size,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden_size,
+        max_position_embeddings=520,
+        pad_token_id=vocab[tokens["pad_token"]],
+    )
     if family == "bert":
         model = BertForMaskedLM(BertConfig(**common))
     else:
-        model = RobertaForMaskedLM(RobertaConfig(**common, bos_token_id=vocab["<s>"],
-                                                 eos_token_id=vocab["</s>"], type_vocab_size=1))
+        model = RobertaForMaskedLM(
+            RobertaConfig(
+                **common, bos_token_id=vocab["<s>"], eos_token_id=vocab["</s>"], type_vocab_size=1
+            )
+        )
     with torch.no_grad():  # a "pretrained" head: non-trivial LayerNorm so tests can see it copied
-        layout = next(candidate for candidate in MLM_HEAD_LAYOUTS
-                      if _get(model, candidate.layer_norm) is not None)
+        layout = next(
+            candidate
+            for candidate in MLM_HEAD_LAYOUTS
+            if _get(model, candidate.layer_norm) is not None
+        )
         ln = _get(model, layout.layer_norm)
         ln.weight.uniform_(0.5, 1.5)
         ln.bias.uniform_(-0.1, 0.1)
@@ -87,13 +119,34 @@ def save_tiny_sentence_encoder(folder: str | os.PathLike, vocab_words=(), seed: 
             layer.attention.output.dense.bias.zero_()
     model.save_pretrained(folder)
     (folder / "1_Pooling").mkdir(exist_ok=True)
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": model.config.hidden_size, "pooling_mode_cls_token": False,
-         "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False}))
-    (folder / "modules.json").write_text(json.dumps(
-        [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-         {"idx": 1, "name": "1", "path": "1_Pooling",
-          "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": model.config.hidden_size,
+                "pooling_mode_cls_token": False,
+                "pooling_mode_mean_tokens": True,
+                "pooling_mode_max_tokens": False,
+            }
+        )
+    )
+    (folder / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "",
+                    "type": "sentence_transformers.models.Transformer",
+                },
+                {
+                    "idx": 1,
+                    "name": "1",
+                    "path": "1_Pooling",
+                    "type": "sentence_transformers.models.Pooling",
+                },
+            ]
+        )
+    )
     return folder
 
 

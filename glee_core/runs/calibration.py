@@ -51,11 +51,10 @@ def logit_adjustment(logits: np.ndarray, tau: float, prior: np.ndarray) -> np.nd
     return logits - tau * np.log(np.clip(prior, 1e-12, None))
 
 
-def tau_norm(features: np.ndarray, weight: np.ndarray, bias: np.ndarray, p: float
-             ) -> np.ndarray:
+def tau_norm(features: np.ndarray, weight: np.ndarray, bias: np.ndarray, p: float) -> np.ndarray:
     """Kang et al. 2020: the predictor's rows ``w_c / ||w_c|| ** p`` (p = 0: unchanged)."""
     norms = np.linalg.norm(weight, axis=1, keepdims=True).clip(1e-12)
-    return features @ (weight / norms ** p).T + bias
+    return features @ (weight / norms**p).T + bias
 
 
 def eta_norm(logits: np.ndarray, weight: np.ndarray, eta: float) -> np.ndarray:
@@ -88,12 +87,17 @@ class Calibrator:
     def __init__(self, run: Run):
         data = run.calibration_data
         if data is None:
-            raise GleeError(f"{run.run_id} was stored before runs kept what calibration needs "
-                            "(calibration.npz); retrain it with --force to calibrate it")
+            raise GleeError(
+                f"{run.run_id} was stored before runs kept what calibration needs "
+                "(calibration.npz); retrain it with --force to calibrate it"
+            )
         self.run, self.data = run, data
         record = run.record.dataset
-        self.classes, self.head, self.tail = (record.classes, record.head_classes,
-                                              record.tail_classes)
+        self.classes, self.head, self.tail = (
+            record.classes,
+            record.head_classes,
+            record.tail_classes,
+        )
         counts = np.array([record.class_counts.get(c, 0) for c in self.classes], dtype=float)
         self.prior = counts / max(counts.sum(), 1.0)
         self.counts = record.class_counts
@@ -121,8 +125,9 @@ class Calibrator:
         return self.metrics(split, "tau-norm", 0.0)
 
 
-def calibrate(run: Run, calibration: str = "la", select: str = "f1",
-              grid: np.ndarray = GRID) -> Calibration:
+def calibrate(
+    run: Run, calibration: str = "la", select: str = "f1", grid: np.ndarray = GRID
+) -> Calibration:
     """Choose the strength on dev by ``select`` (``f1`` or ``tail_f1``), report test."""
     if calibration not in CALIBRATIONS:
         raise GleeError(f"--method must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
@@ -135,15 +140,32 @@ def calibrate(run: Run, calibration: str = "la", select: str = "f1",
         curve[float(value)] = float(score) if score == score else -1.0  # nan: no such class
     best = max(curve, key=lambda v: (curve[v], -v))  # ties: the mildest strength
     before, after = calibrator.raw("test"), calibrator.metrics("test", calibration, best)
-    delta = {c: after["per_class"][c]["f1"] - before["per_class"][c]["f1"]
-             for c in calibrator.classes}
+    delta = {
+        c: after["per_class"][c]["f1"] - before["per_class"][c]["f1"] for c in calibrator.classes
+    }
     keys = (*METRIC_KEYS, "many_f1", "medium_f1", "few_f1")
-    return Calibration(run.run_id, run.method, calibration, select, best, curve,
-                       {k: before.get(k) for k in keys}, {k: after.get(k) for k in keys}, delta)
+    return Calibration(
+        run.run_id,
+        run.method,
+        calibration,
+        select,
+        best,
+        curve,
+        {k: before.get(k) for k in keys},
+        {k: after.get(k) for k in keys},
+        delta,
+    )
 
 
-SHOWN = (("acc", "Acc"), ("f1", "F1"), ("head_f1", "Head F1"), ("tail_f1", "Tail F1"),
-         ("many_f1", "Many"), ("medium_f1", "Medium"), ("few_f1", "Few"))
+SHOWN = (
+    ("acc", "Acc"),
+    ("f1", "F1"),
+    ("head_f1", "Head F1"),
+    ("tail_f1", "Tail F1"),
+    ("many_f1", "Many"),
+    ("medium_f1", "Medium"),
+    ("few_f1", "Few"),
+)
 
 
 def _pct(value) -> str:
@@ -152,10 +174,12 @@ def _pct(value) -> str:
 
 def calibration_text(result: Calibration) -> str:
     """Before/after on test, for one run (what ``calibrate --run`` prints)."""
-    lines = [f"{result.run_id}: {NAMES[result.calibration]} = {result.value:g}, chosen on dev "
-             f"{result.select} (test below; many/medium/few: > 100, 20-100, < 20 training "
-             "examples; – where no test class falls in a bucket)",
-             f"{'':8}" + "".join(f"{title:>9}" for _, title in SHOWN)]
+    lines = [
+        f"{result.run_id}: {NAMES[result.calibration]} = {result.value:g}, chosen on dev "
+        f"{result.select} (test below; many/medium/few: > 100, 20-100, < 20 training "
+        "examples; – where no test class falls in a bucket)",
+        f"{'':8}" + "".join(f"{title:>9}" for _, title in SHOWN),
+    ]
     for name, values in (("before", result.before), ("after", result.after)):
         lines.append(f"{name:8}" + "".join(f"{_pct(values.get(k)):>9}" for k, _ in SHOWN))
     return "\n".join(lines)
@@ -163,7 +187,14 @@ def calibration_text(result: Calibration) -> str:
 
 def calibration_table(results: list[Calibration]) -> list[list[str]]:
     """One row per run: method, seed-free run id, the strength, F1 and tail F1 before -> after."""
-    return [[r.method, r.run_id, f"{r.value:g}",
-             f"{_pct(r.before['f1'])} → {_pct(r.after['f1'])}",
-             f"{_pct(r.before['tail_f1'])} → {_pct(r.after['tail_f1'])}",
-             f"{_pct(r.before['few_f1'])} → {_pct(r.after['few_f1'])}"] for r in results]
+    return [
+        [
+            r.method,
+            r.run_id,
+            f"{r.value:g}",
+            f"{_pct(r.before['f1'])} → {_pct(r.after['f1'])}",
+            f"{_pct(r.before['tail_f1'])} → {_pct(r.after['tail_f1'])}",
+            f"{_pct(r.before['few_f1'])} → {_pct(r.after['few_f1'])}",
+        ]
+        for r in results
+    ]

@@ -48,8 +48,12 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 # without stored runs: typical of a CPU with native bf16 (AVX512-BF16), one with AMX tiles
 # (its training and feature pass measured; adapting as the first's), one without bf16 (fp32) and
 # a GPU (BENCHMARKS.md, "Where the estimates' typical rates come from").
-TYPICAL_RATES = {"cpu": (4e10, 1.2e11, 6.7e10), "cpu-amx": (6.4e10, 1.9e11, 6.7e10),
-                 "cpu-fp32": (1.8e10, 3e10, 3e10), "cuda": (2e13, 6e13, 3.3e13)}
+TYPICAL_RATES = {
+    "cpu": (4e10, 1.2e11, 6.7e10),
+    "cpu-amx": (6.4e10, 1.9e11, 6.7e10),
+    "cpu-fp32": (1.8e10, 3e10, 3e10),
+    "cuda": (2e13, 6e13, 3.3e13),
+}
 # Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
 # check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
 # MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
@@ -61,8 +65,7 @@ STARTUP_SECONDS = 10.0
 # the median head of a quick compare): demo 0.24 s (624 texts), cmid 0.37 s (1,143), Reuters
 # 0.88 s (1,782), r8-3400 0.95 s (3,059): 0.10 s + 32,600 examples/s fits them; on the fp32 EPYC
 # a demo head took ~0.5 s (8.5 s for 17), 16,000/s (BENCHMARKS.md, "Quick mode")
-HEAD_EXAMPLES_PER_S = {"cpu": 16_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0,
-                       "cuda": 16_000.0}
+HEAD_EXAMPLES_PER_S = {"cpu": 16_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0, "cuda": 16_000.0}
 HEAD_OVERHEAD_SECONDS = 0.1
 # Other work on the machine slows a run, nothing speeds it up: a measured rate is the upper
 # quartile of the finished runs' rates, which runs slowed by other work (a demo quick compare's
@@ -129,8 +132,11 @@ def measured_rate(rates: list[float]) -> float:
 
 def measured_basis(n: int, what: str, device: str) -> str:
     """How a measured rate was taken, for an estimate's basis."""
-    return (f"upper quartile of {n} finished {what} with this backbone on {device}" if n > 1
-            else f"from 1 finished {what} with this backbone on {device}")
+    return (
+        f"upper quartile of {n} finished {what} with this backbone on {device}"
+        if n > 1
+        else f"from 1 finished {what} with this backbone on {device}"
+    )
 
 
 def typical_kind(device: str, precision: str) -> str:
@@ -162,11 +168,19 @@ def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
     return float(np.minimum(chars / 4 + 10, max_length).mean())
 
 
-def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
-                     model_name: str, parameters: int, device: str,
-                     runs: list[Run] | None = None, feature_passes: int = 2,
-                     lp_ft_stages: int | None = None, rate_searched: bool = False,
-                     busy: float = 1.0) -> dict:
+def estimate_seconds(
+    dataset: LongTailDataset,
+    n_runs: int,
+    config: TrainConfig,
+    model_name: str,
+    parameters: int,
+    device: str,
+    runs: list[Run] | None = None,
+    feature_passes: int = 2,
+    lp_ft_stages: int | None = None,
+    rate_searched: bool = False,
+    busy: float = 1.0,
+) -> dict:
     """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     its planned steps times early stopping's share of them (``stop``, also returned: the job's
@@ -180,42 +194,91 @@ def estimate_seconds(dataset: LongTailDataset, n_runs: int, config: TrainConfig,
     the rate searched once for this backbone and data is stored already
     (``glee_core.train.experiment.searched_rate``): no search to pay. ``busy``: how much slower
     the other work on this CPU makes it (:func:`other_work`, measured by the caller)."""
-    estimate = _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, runs,
-                                 feature_passes, lp_ft_stages, rate_searched)
+    estimate = _estimate_seconds(
+        dataset,
+        n_runs,
+        config,
+        model_name,
+        parameters,
+        device,
+        runs,
+        feature_passes,
+        lp_ft_stages,
+        rate_searched,
+    )
     if busy > 1.05 and device == "cpu":
         estimate["seconds"] *= busy
         estimate["per_run"] *= busy
-        estimate["basis"] += (f"; x{busy:.1f} for the other work on this CPU now (its busy "
-                              "share of the cores, measured as the estimate was made)")
+        estimate["basis"] += (
+            f"; x{busy:.1f} for the other work on this CPU now (its busy "
+            "share of the cores, measured as the estimate was made)"
+        )
     return estimate
 
 
-def _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, runs,
-                      feature_passes, lp_ft_stages, rate_searched) -> dict:
+def _estimate_seconds(
+    dataset,
+    n_runs,
+    config,
+    model_name,
+    parameters,
+    device,
+    runs,
+    feature_passes,
+    lp_ft_stages,
+    rate_searched,
+) -> dict:
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
-    alike = {mode: [run.record for run in runs or []
-                    if run.record.model.name == model_name and run.record.mode == mode
-                    and run.record.timing.get("device", "").split(":")[0] == device]
-             for mode in {"frozen", "finetune", config.mode}}
+    alike = {
+        mode: [
+            run.record
+            for run in runs or []
+            if run.record.model.name == model_name
+            and run.record.mode == mode
+            and run.record.timing.get("device", "").split(":")[0] == device
+        ]
+        for mode in {"frozen", "finetune", config.mode}
+    }
     if config.frozen:
-        validated = [run.metrics.cv for run in runs or [] if run.record in alike["frozen"]
-                     and run.metrics.cv is not None]
-        return _frozen(dataset, n_runs, config, n_train, tokens, parameters, device,
-                       alike["frozen"], passes=feature_passes, validated=validated)
+        validated = [
+            run.metrics.cv
+            for run in runs or []
+            if run.record in alike["frozen"] and run.metrics.cv is not None
+        ]
+        return _frozen(
+            dataset,
+            n_runs,
+            config,
+            n_train,
+            tokens,
+            parameters,
+            device,
+            alike["frozen"],
+            passes=feature_passes,
+            validated=validated,
+        )
     # a parameter-efficient mode still runs the encoder forward and backward: without runs of
     # its own, fine-tuning's rate is its measure (an upper bound)
-    measured = next(((mode, records) for mode in (config.mode, "finetune")
-                     if (records := [r for r in alike[mode]
-                                     if r.timing.get("train_examples_per_second")])),
-                    (config.mode, []))
+    measured = next(
+        (
+            (mode, records)
+            for mode in (config.mode, "finetune")
+            if (records := [r for r in alike[mode] if r.timing.get("train_examples_per_second")])
+        ),
+        (config.mode, []),
+    )
     # a run's tokens per second, in this dataset's examples; runs of releases that did not
     # record it: its examples per second, scaled by max length
-    rates = [record.timing["train_tokens_per_second"] / tokens
-             if record.timing.get("train_tokens_per_second") else
-             record.timing["train_examples_per_second"]
-             * record.hyperparameters.max_length / config.max_length for record in measured[1]]
+    rates = [
+        record.timing["train_tokens_per_second"] / tokens
+        if record.timing.get("train_tokens_per_second")
+        else record.timing["train_examples_per_second"]
+        * record.hyperparameters.max_length
+        / config.max_length
+        for record in measured[1]
+    ]
     if rates:
         rate = measured_rate(rates)
         basis = measured_basis(len(rates), f"{MODE_LABELS[measured[0]]} run(s)", device)
@@ -227,21 +290,29 @@ def _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, r
     search = 0.0 if rate_searched else search_cost(config, n_train)
     # early stopping ends runs before their planned steps: the share measured on finished runs
     # (their steps over those they planned), else a typical one
-    shares = [r.timing["steps"] / r.timing["planned_steps"] for r in measured[1]
-              if r.timing.get("planned_steps") and r.timing.get("steps")]
+    shares = [
+        r.timing["steps"] / r.timing["planned_steps"]
+        for r in measured[1]
+        if r.timing.get("planned_steps") and r.timing.get("steps")
+    ]
     stop = float(np.median(shares)) if shares else UNMEASURED_STOP_SHARE
     base = (n_train * epochs / rate + n_eval / (rate * 4)) * stop
     per_run = base * (1 + search)
     if epochs > config.epochs:
         basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
-    basis += (f"; early stopping ends runs at {stop:.0%} of their planned steps (median of "
-              f"{len(shares)} finished run(s))" if shares else
-              f"; early stopping typically ends runs at {stop:.0%} of their planned steps")
+    basis += (
+        f"; early stopping ends runs at {stop:.0%} of their planned steps (median of "
+        f"{len(shares)} finished run(s))"
+        if shares
+        else f"; early stopping typically ends runs at {stop:.0%} of their planned steps"
+    )
     searches = (1 if config.lr_search == "once" or config.races else n_runs) if search else 0
     if search:
-        basis += (f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
-                  f"halving) adds up to {search:.0%} of a run"
-                  + (", once for the launch" if searches == 1 else " each"))
+        basis += (
+            f"; the learning-rate search on dev ({len(config.lr_grid)} rates, successive "
+            f"halving) adds up to {search:.0%} of a run"
+            + (", once for the launch" if searches == 1 else " each")
+        )
     if rate_searched and len(config.lr_grid) > 1:
         basis += "; the learning rate searched once before for this backbone and data, re-used"
     seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
@@ -249,12 +320,15 @@ def _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, r
         race = search_cost(config, n_train, candidates=n_runs)
         # the search's winner is the first head's trial in the race: its rounds count there
         seconds = STARTUP_SECONDS + base * (1 + race + search)
-        basis += (f"; the {n_runs} heads race (successive halving on dev): about "
-                  f"{1 + race:.1f} runs' training, not {n_runs}")
+        basis += (
+            f"; the {n_runs} heads race (successive halving on dev): about "
+            f"{1 + race:.1f} runs' training, not {n_runs}"
+        )
     stages = n_runs if lp_ft_stages is None else lp_ft_stages
     if config.lp_ft and stages:  # quick mode's heads first (one feature pass)
-        stage = _frozen(dataset, stages, config, n_train, tokens, parameters, device,
-                        alike["frozen"], passes=1)
+        stage = _frozen(
+            dataset, stages, config, n_train, tokens, parameters, device, alike["frozen"], passes=1
+        )
         seconds += stage["seconds"] - STARTUP_SECONDS
         basis += "; LP-FT's heads on the frozen features first"
     elif config.lp_ft:
@@ -262,22 +336,39 @@ def _estimate_seconds(dataset, n_runs, config, model_name, parameters, device, r
     return {"seconds": seconds, "per_run": per_run, "basis": basis, "stop": stop}
 
 
-def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train: int,
-            tokens: float, parameters: int, device: str, alike: list[RunRecord],
-            passes: int = 2, validated: list | None = None) -> dict:
+def _frozen(
+    dataset: LongTailDataset,
+    n_runs: int,
+    config: TrainConfig,
+    n_train: int,
+    tokens: float,
+    parameters: int,
+    device: str,
+    alike: list[RunRecord],
+    passes: int = 2,
+    validated: list | None = None,
+) -> dict:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: those of finished frozen
     runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
     per training example and epoch, early stopping included), else typical ones of the device."""
     epochs = config.epochs
-    pass_rates = [r.timing["feature_pass_tokens_per_second"] for r in alike
-                  if r.timing.get("feature_pass_tokens_per_second")]
+    pass_rates = [
+        r.timing["feature_pass_tokens_per_second"]
+        for r in alike
+        if r.timing.get("feature_pass_tokens_per_second")
+    ]
     # a head's whole run (training with its dev scoring and early stopping, test), per training
     # example and planned epoch: what the run measured, scaled to this launch
-    head_costs = [(r.timing["train_seconds"] + r.timing.get("test_seconds", 0.0))
-                  / (min(r.hyperparameters.limit or r.dataset.sizes["train"],
-                         r.dataset.sizes["train"]) * r.hyperparameters.epochs)
-                  for r in alike if r.timing.get("train_seconds") and r.dataset.sizes.get("train")]
+    head_costs = [
+        (r.timing["train_seconds"] + r.timing.get("test_seconds", 0.0))
+        / (
+            min(r.hyperparameters.limit or r.dataset.sizes["train"], r.dataset.sizes["train"])
+            * r.hyperparameters.epochs
+        )
+        for r in alike
+        if r.timing.get("train_seconds") and r.dataset.sizes.get("train")
+    ]
     measured = []
     if pass_rates:
         pass_rate = measured_rate(pass_rates)
@@ -288,19 +379,28 @@ def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train:
         per_run = n_train * epochs / measured_rate([1 / cost for cost in head_costs])
         measured.append(f"heads {per_run:.1f} s each")
     else:
-        per_run = HEAD_OVERHEAD_SECONDS + n_train * epochs / HEAD_EXAMPLES_PER_S[
-            typical_kind(device, config.precision)]
+        per_run = (
+            HEAD_OVERHEAD_SECONDS
+            + n_train * epochs / HEAD_EXAMPLES_PER_S[typical_kind(device, config.precision)]
+        )
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
-    cv = (_cross_validation(dataset, n_runs, config, n_train, per_run, validated or [])
-          if config.cross_validates(dataset) else None)
-    passes_text = ("the features are cached, heads only" if not passes else
-                   f"{passes} feature pass(es) (one per input format not cached), then heads")
+    cv = (
+        _cross_validation(dataset, n_runs, config, n_train, per_run, validated or [])
+        if config.cross_validates(dataset)
+        else None
+    )
+    passes_text = (
+        "the features are cached, heads only"
+        if not passes
+        else f"{passes} feature pass(es) (one per input format not cached), then heads"
+    )
     basis = f"frozen backbone: {passes_text}; " + (
         f"{' and '.join(measured)} "
         f"({measured_basis(max(len(pass_rates), len(head_costs)), 'frozen run(s)', device)})"
-        if measured else
-        f"rates typical of {device}, no frozen runs with this backbone yet")
+        if measured
+        else f"rates typical of {device}, no frozen runs with this backbone yet"
+    )
     if len(measured) < 2 and measured:
         basis += ", the rest typical of the device"
     if cv is not None:
@@ -309,8 +409,14 @@ def _frozen(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train:
     return {"seconds": total, "per_run": per_run, "basis": basis}
 
 
-def _cross_validation(dataset: LongTailDataset, n_runs: int, config: TrainConfig, n_train: int,
-                      per_run: float, validated: list) -> dict:
+def _cross_validation(
+    dataset: LongTailDataset,
+    n_runs: int,
+    config: TrainConfig,
+    n_train: int,
+    per_run: float,
+    validated: list,
+) -> dict:
     """The quick compare's cross-validation of ``n_runs`` heads (a small dev split): each head
     trained ``folds`` times on (folds - 1) / folds of train + dev. From the seconds finished
     runs' cross-validations took a head, per text of train + dev, where there are any; else
@@ -320,18 +426,34 @@ def _cross_validation(dataset: LongTailDataset, n_runs: int, config: TrainConfig
     costs = [cv.seconds / cv.texts for cv in validated if cv.texts and cv.folds == config.folds]
     if costs:
         per_head = pooled / measured_rate([1 / c for c in costs])
-        basis = (f"{config.folds}-fold cross-validation of each head, {per_head:.1f} s a head "
-                 f"({measured_basis(len(costs), 'cross-validation(s)', 'this machine')})")
+        basis = (
+            f"{config.folds}-fold cross-validation of each head, {per_head:.1f} s a head "
+            f"({measured_basis(len(costs), 'cross-validation(s)', 'this machine')})"
+        )
     else:
-        per_head = per_run * CV_OVER_TRAINING * config.folds * (config.folds - 1) / config.folds \
-            * pooled / max(n_train, 1)
-        basis = (f"{config.folds}-fold cross-validation of each head ({CV_OVER_TRAINING:g} x "
-                 "a head's training a fold, none measured yet)")
+        per_head = (
+            per_run
+            * CV_OVER_TRAINING
+            * config.folds
+            * (config.folds - 1)
+            / config.folds
+            * pooled
+            / max(n_train, 1)
+        )
+        basis = (
+            f"{config.folds}-fold cross-validation of each head ({CV_OVER_TRAINING:g} x "
+            "a head's training a fold, none measured yet)"
+        )
     return {"seconds": n_runs * per_head, "basis": basis}
 
 
-def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, device: str,
-                           measured: list[dict] | None = None) -> dict:
+def estimate_adapt_seconds(
+    dataset: LongTailDataset,
+    options,
+    parameters: int,
+    device: str,
+    measured: list[dict] | None = None,
+) -> dict:
     """``{"seconds", "basis"}`` for adapting a backbone (``options``: ``AdaptOptions``) to
     ``dataset``'s training texts: from finished adaptations of the same backbone on this device
     (``measured``: their records; tokens per second) when there are any, else from
@@ -339,24 +461,31 @@ def estimate_adapt_seconds(dataset: LongTailDataset, options, parameters: int, d
     (``estimate_parameters(name, mlm_positions=options.mlm_probability)``: the head's transform
     and vocabulary decoder run only where a token is masked)."""
     max_length = options.max_length or dataset.max_length
-    tokens = len(dataset.splits["train"]) * (1 - options.held_out) * mean_tokens(dataset,
-                                                                                  max_length)
+    tokens = (
+        len(dataset.splits["train"]) * (1 - options.held_out) * mean_tokens(dataset, max_length)
+    )
     # an adaptation's real tokens; those of releases before length-grouped batches (no
     # "tokens_per_epoch") padded each text to its batch's longest and are not comparable
-    rates = [r["tokens_per_epoch"] * r["options"]["epochs"] / r["seconds"]
-             for r in measured or [] if r.get("seconds") and r.get("tokens_per_epoch")]
+    rates = [
+        r["tokens_per_epoch"] * r["options"]["epochs"] / r["seconds"]
+        for r in measured or []
+        if r.get("seconds") and r.get("tokens_per_epoch")
+    ]
     if rates:
         rate = measured_rate(rates)
         basis = measured_basis(len(rates), "adaptation(s)", device)
     else:
         rate = typical_rates(device, "auto")[2] / parameters
-        basis = (f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
-                 f"parameters computed a token) on {device}")
+        basis = (
+            f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
+            f"parameters computed a token) on {device}"
+        )
     return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
 
 
-def estimate_report_seconds(dataset: LongTailDataset, kind: str, options, hidden: int,
-                            machine: dict) -> dict:
+def estimate_report_seconds(
+    dataset: LongTailDataset, kind: str, options, hidden: int, machine: dict
+) -> dict:
     """``{"seconds", "basis"}`` for a data report of ``dataset`` (``kind``: ``health`` or
     ``budget``, ``options``: its ``HealthOptions`` / ``BudgetOptions``; ``hidden``: the
     backbone's hidden size). ``machine``: ``parameters``, ``device``, ``runs`` (finished runs,
@@ -365,25 +494,43 @@ def estimate_report_seconds(dataset: LongTailDataset, kind: str, options, hidden
     (:data:`PROBE_SECONDS`) and cleanlab; the budget: its feature pass and a quick-mode head
     for each fraction and seed, each trained for the whole split's steps."""
     max_length = options.max_length or dataset.max_length
-    config = TrainConfig(mode="frozen", max_length=max_length, cv_folds=None,
-                         choose_by="dev").resolved(dataset.max_length, dataset.batch_size)
+    config = TrainConfig(
+        mode="frozen", max_length=max_length, cv_folds=None, choose_by="dev"
+    ).resolved(dataset.max_length, dataset.batch_size)
     n_train = len(dataset.splits["train"])
-    alike = [run.record for run in machine.get("runs") or []
-             if run.record.model.name == machine.get("model") and run.record.mode == "frozen"
-             and run.record.timing.get("device", "").split(":")[0] == machine["device"]]
-    heads = (len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0)
-    frozen = _frozen(dataset, heads, config, n_train, mean_tokens(dataset, max_length),
-                     machine["parameters"], machine["device"], alike, passes=machine["passes"])
+    alike = [
+        run.record
+        for run in machine.get("runs") or []
+        if run.record.model.name == machine.get("model")
+        and run.record.mode == "frozen"
+        and run.record.timing.get("device", "").split(":")[0] == machine["device"]
+    ]
+    heads = len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0
+    frozen = _frozen(
+        dataset,
+        heads,
+        config,
+        n_train,
+        mean_tokens(dataset, max_length),
+        machine["parameters"],
+        machine["device"],
+        alike,
+        passes=machine["passes"],
+    )
     # the page's process has the backbone loaded: no start-up to pay
     seconds, basis = frozen["seconds"] - STARTUP_SECONDS, frozen["basis"]
     if kind == "budget":
-        basis += (f"; {heads} heads ({len(options.fraction_list)} fractions x "
-                  f"{len(options.seed_list)} seeds), each trained for the whole split's steps")
+        basis += (
+            f"; {heads} heads ({len(options.fraction_list)} fractions x "
+            f"{len(options.seed_list)} seeds), each trained for the whole split's steps"
+        )
         return {"seconds": seconds, "basis": basis}
     fit = n_train * (options.folds - 1) / options.folds
     probe = options.folds * (PROBE_OVERHEAD + PROBE_SECONDS * fit * dataset.num_classes * hidden)
     cleanlab = CLEANLAB_OVERHEAD + CLEANLAB_SECONDS * n_train * dataset.num_classes
-    basis += (f"; {options.folds} probe fits over {dataset.num_classes} classes (about "
-              f"{probe:.0f} s) and cleanlab's reading (about {cleanlab:.0f} s), at the rates "
-              "measured for them on 2 cores")
+    basis += (
+        f"; {options.folds} probe fits over {dataset.num_classes} classes (about "
+        f"{probe:.0f} s) and cleanlab's reading (about {cleanlab:.0f} s), at the rates "
+        "measured for them on 2 cores"
+    )
     return {"seconds": seconds + probe + cleanlab, "basis": basis}

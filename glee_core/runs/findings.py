@@ -44,8 +44,12 @@ class Finding:
 
 def _paper_avg(table: int, method: str, metric: str) -> float:
     cells = paper_cells()
-    row = cells[(cells["table"] == table) & (cells["dataset"] == "avg")
-                & (cells["method"] == method) & (cells["metric"] == metric)]
+    row = cells[
+        (cells["table"] == table)
+        & (cells["dataset"] == "avg")
+        & (cells["method"] == method)
+        & (cells["metric"] == metric)
+    ]
     return float(row["mean"].iloc[0]) if len(row) else float("nan")
 
 
@@ -55,11 +59,13 @@ class _Ours:
     def __init__(self, runs: list[Run]):
         self.runs = runs
         summary = aggregate(runs)
-        self.means = summary.groupby("method")[[f"{k}_mean" for k in
-                                                ("acc", "f1", "head_f1", "tail_f1")]].mean()
+        self.means = summary.groupby("method")[
+            [f"{k}_mean" for k in ("acc", "f1", "head_f1", "tail_f1")]
+        ].mean()
         self.seeds = summary.groupby("method")["seeds"].min()
-        self.untrained_head = sorted({r.record.model.name for r in runs
-                                      if not r.record.model.mlm_head_pretrained})
+        self.untrained_head = sorted(
+            {r.record.model.name for r in runs if not r.record.model.mlm_head_pretrained}
+        )
 
     def missing(self, *methods: str) -> list[str]:
         return [m for m in methods if m not in self.means.index]
@@ -73,15 +79,25 @@ class _Ours:
         if missing:
             return f"needs runs of {', '.join(missing)}"
         if mlm and self.untrained_head:
-            return (f"the backbone {', '.join(self.untrained_head)} has no pretrained MLM head, "
-                    "which prompt-tuning and pt. LN rely on")
+            return (
+                f"the backbone {', '.join(self.untrained_head)} has no pretrained MLM head, "
+                "which prompt-tuning and pt. LN rely on"
+            )
         if int(self.seeds[list(methods)].min()) < 2:
             return "one seed: a difference cannot be told from seed noise"
         return None
 
 
-def _judge(ours: _Ours, claim: str, paper: str, methods: tuple[str, ...], mlm: bool,
-           evidence, decide, undecidable=None) -> Finding:
+def _judge(
+    ours: _Ours,
+    claim: str,
+    paper: str,
+    methods: tuple[str, ...],
+    mlm: bool,
+    evidence,
+    decide,
+    undecidable=None,
+) -> Finding:
     """``evidence()`` -> text and ``decide()`` -> bool run only when the methods were run;
     ``undecidable()`` -> a reason when the numbers leave nothing to judge."""
     if ours.missing(*methods):
@@ -110,40 +126,59 @@ def check_findings(runs: list[Run]) -> list[Finding]:
     """The paper's findings on ``runs`` (one setting; averaged over their datasets)."""
     ours = _Ours(runs)
     gap_paper = _paper_avg(2, "prompt", "f1") - _paper_avg(2, "cls-tanh", "f1")
-    findings = [_judge(
-        ours, "Prompt-tuning beats CLS-tuning (∘ T) on macro-F1, and mostly on the tail",
-        f"paper AVG: F1 {_paper_avg(2, 'prompt', 'f1'):.1f} vs "
-        f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f}; Tail F1 "
-        f"{_paper_avg(2, 'prompt', 'tail_f1'):.1f} vs {_paper_avg(2, 'cls-tanh', 'tail_f1'):.1f}, "
-        f"Head F1 {_paper_avg(2, 'prompt', 'head_f1'):.1f} vs "
-        f"{_paper_avg(2, 'cls-tanh', 'head_f1'):.1f}: holds",
-        ("prompt", "cls-tanh"), True,
-        lambda: (f"ours: F1 {ours.f1('prompt'):.1f} vs {ours.f1('cls-tanh'):.1f}; tail gain "
-                 f"{ours.f1('prompt', 'tail_f1') - ours.f1('cls-tanh', 'tail_f1'):+.1f}, head "
-                 f"gain {ours.f1('prompt', 'head_f1') - ours.f1('cls-tanh', 'head_f1'):+.1f}"),
-        lambda: (ours.f1("prompt") > ours.f1("cls-tanh")
-                 and ours.f1("prompt", "tail_f1") - ours.f1("cls-tanh", "tail_f1")
-                 > ours.f1("prompt", "head_f1") - ours.f1("cls-tanh", "head_f1")))]
+    findings = [
+        _judge(
+            ours,
+            "Prompt-tuning beats CLS-tuning (∘ T) on macro-F1, and mostly on the tail",
+            f"paper AVG: F1 {_paper_avg(2, 'prompt', 'f1'):.1f} vs "
+            f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f}; Tail F1 "
+            f"{_paper_avg(2, 'prompt', 'tail_f1'):.1f} vs "
+            f"{_paper_avg(2, 'cls-tanh', 'tail_f1'):.1f}, "
+            f"Head F1 {_paper_avg(2, 'prompt', 'head_f1'):.1f} vs "
+            f"{_paper_avg(2, 'cls-tanh', 'head_f1'):.1f}: holds",
+            ("prompt", "cls-tanh"),
+            True,
+            lambda: (
+                f"ours: F1 {ours.f1('prompt'):.1f} vs {ours.f1('cls-tanh'):.1f}; tail gain "
+                f"{ours.f1('prompt', 'tail_f1') - ours.f1('cls-tanh', 'tail_f1'):+.1f}, head "
+                f"gain {ours.f1('prompt', 'head_f1') - ours.f1('cls-tanh', 'head_f1'):+.1f}"
+            ),
+            lambda: (
+                ours.f1("prompt") > ours.f1("cls-tanh")
+                and ours.f1("prompt", "tail_f1") - ours.f1("cls-tanh", "tail_f1")
+                > ours.f1("prompt", "head_f1") - ours.f1("cls-tanh", "head_f1")
+            ),
+        )
+    ]
     for remedy, name in (("cls-tanh-focal", "focal loss"), ("cls-tanh-eta-norm", "η-norm")):
-        findings.append(_judge(
-            ours, f"CLS-tuning w/ {name} brings small or no gain (under {SMALL_GAIN:g} F1)",
-            f"paper AVG: F1 {_paper_avg(2, remedy, 'f1'):.1f} vs "
-            f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f} (gain "
-            f"{_paper_avg(2, remedy, 'f1') - _paper_avg(2, 'cls-tanh', 'f1'):+.1f}, against "
-            f"{gap_paper:+.1f} for prompt-tuning): holds",
-            (remedy, "cls-tanh"), False,
-            lambda r=remedy: f"ours: F1 gain {ours.f1(r) - ours.f1('cls-tanh'):+.1f}",
-            lambda r=remedy: ours.f1(r) - ours.f1("cls-tanh") < SMALL_GAIN))
-    findings.append(_judge(
-        ours, f"The prompt input alone does not help: CLS ∘ R w/ prompt ≈ CLS ∘ R (within "
-              f"{SMALL_GAIN:g} F1)",
-        f"paper AVG: F1 {_paper_avg(3, 'cls-relu-prompt', 'f1'):.1f} vs "
-        f"{_paper_avg(3, 'cls-relu', 'f1'):.1f}: holds",
-        ("cls-relu-prompt", "cls-relu"), False,
-        lambda: f"ours: F1 {ours.f1('cls-relu-prompt'):.1f} vs {ours.f1('cls-relu'):.1f}",
-        lambda: abs(ours.f1("cls-relu-prompt") - ours.f1("cls-relu")) < SMALL_GAIN))
-    for head, name, mlm in (("cls-relu-ln", "w/ LN", False), ("cls-relu-pt-ln", "w/ pt. LN",
-                                                             True)):
+        findings.append(
+            _judge(
+                ours,
+                f"CLS-tuning w/ {name} brings small or no gain (under {SMALL_GAIN:g} F1)",
+                f"paper AVG: F1 {_paper_avg(2, remedy, 'f1'):.1f} vs "
+                f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f} (gain "
+                f"{_paper_avg(2, remedy, 'f1') - _paper_avg(2, 'cls-tanh', 'f1'):+.1f}, against "
+                f"{gap_paper:+.1f} for prompt-tuning): holds",
+                (remedy, "cls-tanh"),
+                False,
+                lambda r=remedy: f"ours: F1 gain {ours.f1(r) - ours.f1('cls-tanh'):+.1f}",
+                lambda r=remedy: ours.f1(r) - ours.f1("cls-tanh") < SMALL_GAIN,
+            )
+        )
+    findings.append(
+        _judge(
+            ours,
+            f"The prompt input alone does not help: CLS ∘ R w/ prompt ≈ CLS ∘ R (within "
+            f"{SMALL_GAIN:g} F1)",
+            f"paper AVG: F1 {_paper_avg(3, 'cls-relu-prompt', 'f1'):.1f} vs "
+            f"{_paper_avg(3, 'cls-relu', 'f1'):.1f}: holds",
+            ("cls-relu-prompt", "cls-relu"),
+            False,
+            lambda: f"ours: F1 {ours.f1('cls-relu-prompt'):.1f} vs {ours.f1('cls-relu'):.1f}",
+            lambda: abs(ours.f1("cls-relu-prompt") - ours.f1("cls-relu")) < SMALL_GAIN,
+        )
+    )
+    for head, name, mlm in (("cls-relu-ln", "w/ LN", False), ("cls-relu-pt-ln", "w/ pt. LN", True)):
         paper_gap = _paper_avg(3, "prompt", "f1") - _paper_avg(3, "cls-relu", "f1")
         paper_closed = (_paper_avg(3, head, "f1") - _paper_avg(3, "cls-relu", "f1")) / paper_gap
 
@@ -151,37 +186,64 @@ def check_findings(runs: list[Run]) -> list[Finding]:
             gap = ours.f1("prompt") - ours.f1("cls-relu")
             return (ours.f1(h) - ours.f1("cls-relu")) / gap if gap > 0 else float("nan")
 
-        findings.append(_judge(
-            ours, f"CLS ∘ R {name} closes most (≥ {CLOSES_MOST:.0%}) of the F1 gap to "
-                  "prompt-tuning",
-            f"paper AVG: closes {paper_closed:.0%} of a {paper_gap:.1f}-point gap: "
-            + ("holds" if paper_closed >= CLOSES_MOST else "does not hold"),
-            (head, "cls-relu", "prompt"), mlm,
-            lambda h=head: (f"ours: CLS ∘ R {ours.f1('cls-relu'):.1f}, {h} {ours.f1(h):.1f}, "
-                            f"prompt {ours.f1('prompt'):.1f}"
-                            + (f": closes {closed(h):.0%}" if closed(h) == closed(h) else "")),
-            lambda h=head: closed(h) >= CLOSES_MOST,
-            lambda h=head: None if closed(h) == closed(h) else
-            "no gap to close: prompt-tuning is not ahead of CLS ∘ R here"))
+        findings.append(
+            _judge(
+                ours,
+                f"CLS ∘ R {name} closes most (≥ {CLOSES_MOST:.0%}) of the F1 gap to prompt-tuning",
+                f"paper AVG: closes {paper_closed:.0%} of a {paper_gap:.1f}-point gap: "
+                + ("holds" if paper_closed >= CLOSES_MOST else "does not hold"),
+                (head, "cls-relu", "prompt"),
+                mlm,
+                lambda h=head: (
+                    f"ours: CLS ∘ R {ours.f1('cls-relu'):.1f}, {h} {ours.f1(h):.1f}, "
+                    f"prompt {ours.f1('prompt'):.1f}"
+                    + (f": closes {closed(h):.0%}" if closed(h) == closed(h) else "")
+                ),
+                lambda h=head: closed(h) >= CLOSES_MOST,
+                lambda h=head: (
+                    None
+                    if closed(h) == closed(h)
+                    else "no gap to close: prompt-tuning is not ahead of CLS ∘ R here"
+                ),
+            )
+        )
 
     def slopes(method: str) -> float:
         return float(np.nanmean([norm_slope(r) for r in runs if r.method == method]))
 
-    claim = ("Prompt-tuning's per-class weight norms are flatter from head to tail than "
-             "CLS-tuning's (slope of ‖w_c‖/mean against log10 training count)")
+    claim = (
+        "Prompt-tuning's per-class weight norms are flatter from head to tail than "
+        "CLS-tuning's (slope of ‖w_c‖/mean against log10 training count)"
+    )
     paper = "paper Figure 3: flatter for prompt-tuning: holds (no number printed)"
     if not ours.missing("prompt", "cls-tanh") and np.isnan(slopes("prompt") + slopes("cls-tanh")):
-        findings.append(Finding(claim, paper, "cannot judge",
-                                "fewer than 3 classes with training examples: no slope"))
+        findings.append(
+            Finding(
+                claim,
+                paper,
+                "cannot judge",
+                "fewer than 3 classes with training examples: no slope",
+            )
+        )
     else:
-        findings.append(_judge(
-            ours, claim, paper, ("prompt", "cls-tanh"), True,
-            lambda: f"ours: slope {slopes('prompt'):+.3f} (prompt) vs "
-                    f"{slopes('cls-tanh'):+.3f} (CLS ∘ T)",
-            lambda: abs(slopes("prompt")) < abs(slopes("cls-tanh"))))
+        findings.append(
+            _judge(
+                ours,
+                claim,
+                paper,
+                ("prompt", "cls-tanh"),
+                True,
+                lambda: (
+                    f"ours: slope {slopes('prompt'):+.3f} (prompt) vs "
+                    f"{slopes('cls-tanh'):+.3f} (CLS ∘ T)"
+                ),
+                lambda: abs(slopes("prompt")) < abs(slopes("cls-tanh")),
+            )
+        )
     return findings
 
 
 def findings_frame(findings: list[Finding]) -> pd.DataFrame:
-    return pd.DataFrame([f.to_dict() for f in findings],
-                        columns=["claim", "paper", "verdict", "evidence"])
+    return pd.DataFrame(
+        [f.to_dict() for f in findings], columns=["claim", "paper", "verdict", "evidence"]
+    )

@@ -45,8 +45,18 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 # module to read a written report
 
 HEALTH_FILE, ISSUES_FILE = "health.json", "label_issues.csv"
-ISSUE_COLUMNS = ["row", "split", "text", "given_label", "suggested_label", "label_quality",
-                 "suspected", "duplicate_rows", "outlier", "train_row"]
+ISSUE_COLUMNS = [
+    "row",
+    "split",
+    "text",
+    "given_label",
+    "suggested_label",
+    "label_quality",
+    "suspected",
+    "duplicate_rows",
+    "outlier",
+    "train_row",
+]
 CONFUSED_PAIRS = 10  # the pairs health.json lists, most confused first
 
 
@@ -88,42 +98,72 @@ class HealthReport:
 
     def summary(self) -> dict:
         judged = [c for c in self.classes if c.judged]
-        return {"training_texts": int(len(self.issues)),
-                "suspected_label_errors": int(self.issues["suspected"].sum()),
-                "training_texts_with_duplicates": sum(c.duplicates for c in self.classes),
-                "training_texts_leaked_into_dev_or_test": sum(c.leaked for c in self.classes),
-                "outliers": int(self.issues["outlier"].sum()),
-                "too_few_to_judge": [c.name for c in self.classes if not c.judged],
-                "classes_judged": len(judged),
-                "out_of_fold_macro_f1": self.oof_macro_f1,
-                "out_of_fold_macro_f1_without_flagged": self.oof_macro_f1_without}
+        return {
+            "training_texts": int(len(self.issues)),
+            "suspected_label_errors": int(self.issues["suspected"].sum()),
+            "training_texts_with_duplicates": sum(c.duplicates for c in self.classes),
+            "training_texts_leaked_into_dev_or_test": sum(c.leaked for c in self.classes),
+            "outliers": int(self.issues["outlier"].sum()),
+            "too_few_to_judge": [c.name for c in self.classes if not c.judged],
+            "classes_judged": len(judged),
+            "out_of_fold_macro_f1": self.oof_macro_f1,
+            "out_of_fold_macro_f1_without_flagged": self.oof_macro_f1_without,
+        }
 
     def to_json(self) -> dict:
-        return {"dataset": self.dataset, "model": self.model, "pooling": self.pooling,
-                "method": self.method, "folds": self.folds, "summary": self.summary(),
-                "classes": [asdict(c) for c in self.classes],
-                "confused_pairs": self.confused_pairs,
-                "duplicate_groups": self.duplicate_groups}
+        return {
+            "dataset": self.dataset,
+            "model": self.model,
+            "pooling": self.pooling,
+            "method": self.method,
+            "folds": self.folds,
+            "summary": self.summary(),
+            "classes": [asdict(c) for c in self.classes],
+            "confused_pairs": self.confused_pairs,
+            "duplicate_groups": self.duplicate_groups,
+        }
 
     def write(self, folder: str | Path) -> tuple[Path, Path]:
         return write_report_files(folder, HEALTH_FILE, self.to_json(), ISSUES_FILE, self.issues)
 
     def table(self) -> tuple[list[str], list[list]]:
         """The per-class table, head -> tail: header and rows (for a terminal or the app)."""
-        header = ["class", "group", "texts", "suspected", "duplicates", "leaked", "outliers",
-                  "most confused with"]
-        rows = [[c.name, c.group, c.texts, c.suspected if c.judged else "too few to judge",
-                 c.duplicates, c.leaked, c.outliers,
-                 f"{c.confused_with} ({c.confused_share:.0%})" if c.confused_with else "-"]
-                for c in self.classes]
+        header = [
+            "class",
+            "group",
+            "texts",
+            "suspected",
+            "duplicates",
+            "leaked",
+            "outliers",
+            "most confused with",
+        ]
+        rows = [
+            [
+                c.name,
+                c.group,
+                c.texts,
+                c.suspected if c.judged else "too few to judge",
+                c.duplicates,
+                c.leaked,
+                c.outliers,
+                f"{c.confused_with} ({c.confused_share:.0%})" if c.confused_with else "-",
+            ]
+            for c in self.classes
+        ]
         return header, rows
 
 
-def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_classes: int,
-                              folds: int, class_balanced: bool, seed: int,
-                              progress: ProgressFn | None = None,
-                              left_out: np.ndarray | None = None
-                              ) -> tuple[np.ndarray, np.ndarray]:
+def out_of_fold_probabilities(
+    features: np.ndarray,
+    labels: np.ndarray,
+    num_classes: int,
+    folds: int,
+    class_balanced: bool,
+    seed: int,
+    progress: ProgressFn | None = None,
+    left_out: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, judged): each judged text's class probabilities from a probe fitted on
     the other folds (:func:`health_folds`); a text of a class with fewer than ``folds`` texts is
     not judged (its row is NaN) and is in every fold's training part. ``left_out`` (a mask):
@@ -134,8 +174,13 @@ def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_clas
     probs = np.full((len(labels), num_classes), np.nan)
     judged, parts = health_folds(labels, num_classes, folds, seed)
     for number, (train, held) in enumerate(parts, 1):
-        progress(Examining(step=number, steps=folds + 1,
-                           what=f"out-of-fold probabilities, fold {number}/{folds}"))
+        progress(
+            Examining(
+                step=number,
+                steps=folds + 1,
+                what=f"out-of-fold probabilities, fold {number}/{folds}",
+            )
+        )
         if left_out is not None:
             train = train[~left_out[train]]
         clf = probe_classifier(features[train], labels[train], class_balanced)
@@ -145,8 +190,9 @@ def out_of_fold_probabilities(features: np.ndarray, labels: np.ndarray, num_clas
     return probs, judged
 
 
-def health_folds(labels: np.ndarray, num_classes: int, folds: int, seed: int
-                 ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+def health_folds(
+    labels: np.ndarray, num_classes: int, folds: int, seed: int
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """(judged, [(fit rows, held-out rows)] a fold): the judged texts (of classes with
     ``folds`` texts or more) in stratified folds; the others in every fold's fit rows."""
     from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
@@ -155,16 +201,26 @@ def health_folds(labels: np.ndarray, num_classes: int, folds: int, seed: int
     judged = counts[labels] >= folds
     rows, always = np.flatnonzero(judged), np.flatnonzero(~judged)
     if len(np.unique(labels[rows])) < 2:
-        raise GleeError(f"no two classes have {folds} training texts or more: too few to judge "
-                        "any label (fewer --folds?)")
+        raise GleeError(
+            f"no two classes have {folds} training texts or more: too few to judge "
+            "any label (fewer --folds?)"
+        )
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    return judged, [(np.concatenate([rows[fit], always]), rows[held])
-                    for fit, held in splitter.split(rows, labels[rows])]
+    return judged, [
+        (np.concatenate([rows[fit], always]), rows[held])
+        for fit, held in splitter.split(rows, labels[rows])
+    ]
 
 
-def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptions,
-            model: str = "", pooling: str = "", progress: ProgressFn | None = None,
-            probabilities: tuple[np.ndarray, np.ndarray] | None = None) -> HealthReport:
+def examine(
+    dataset: LongTailDataset,
+    split_features: dict,
+    options: HealthOptions,
+    model: str = "",
+    pooling: str = "",
+    progress: ProgressFn | None = None,
+    probabilities: tuple[np.ndarray, np.ndarray] | None = None,
+) -> HealthReport:
     """The check on features at hand (``{split: FeatureSplit}``; the training labels are
     theirs, so a benchmark can plant errors without a new feature pass): cleanlab on the
     out-of-fold ``probabilities`` given (``(probs, judged)``: a trained head's,
@@ -175,22 +231,40 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
     train = split_features["train"]
     labels, k = train.labels, dataset.num_classes
     probs, judged = probabilities or out_of_fold_probabilities(
-        train.hidden, labels, k, options.folds, options.method == "probe-balanced",
-        options.seed, progress)
-    progress(Examining(step=options.folds + 1, steps=options.folds + 1,
-                       what="label issues, near-duplicates and outliers (cleanlab)"))
+        train.hidden,
+        labels,
+        k,
+        options.folds,
+        options.method == "probe-balanced",
+        options.seed,
+        progress,
+    )
+    progress(
+        Examining(
+            step=options.folds + 1,
+            steps=options.folds + 1,
+            what="label issues, near-duplicates and outliers (cleanlab)",
+        )
+    )
 
     # label issues: cleanlab on the judged texts, over the classes they hold
     present = np.unique(labels[judged])
     column = {c: i for i, c in enumerate(present)}
     compact = probs[judged][:, present]
     compact = compact / np.clip(compact.sum(1, keepdims=True), 1e-12, None)
-    lab = Datalab(data={"label": np.array([column[c] for c in labels[judged]])},
-                  label_name="label", verbosity=0)
+    lab = Datalab(
+        data={"label": np.array([column[c] for c in labels[judged]])},
+        label_name="label",
+        verbosity=0,
+    )
     # one process: cleanlab's default forks a pool, and a fork of a process whose torch and BLAS
     # threads hold locks can hang for good (seen in the test suite: a child waiting forever)
-    lab.find_issues(pred_probs=compact, issue_types={"label": {"clean_learning_kwargs": {
-        "find_label_issues_kwargs": {"n_jobs": 1}}}})
+    lab.find_issues(
+        pred_probs=compact,
+        issue_types={
+            "label": {"clean_learning_kwargs": {"find_label_issues_kwargs": {"n_jobs": 1}}}
+        },
+    )
     found = lab.get_issues("label")
     quality = np.full(len(labels), np.nan)
     suspected = np.zeros(len(labels), dtype=bool)
@@ -207,11 +281,17 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
     whole = Datalab(data={"label": all_labels}, label_name="label", verbosity=0)
     whole.find_issues(features=every, issue_types={"near_duplicate": {}, "outlier": {}})
     sets = whole.get_info("near_duplicate")["near_duplicate_sets"]
-    outlier = whole.get_issues("outlier")["is_outlier_issue"].to_numpy()[:len(labels)]
+    outlier = whole.get_issues("outlier")["is_outlier_issue"].to_numpy()[: len(labels)]
 
     class_names, (head, _) = dataset.classes, dataset.head_tail()
-    duplicate_rows, dup, leak, conflict, groups, seen = [], np.zeros(len(labels), bool), \
-        np.zeros(len(labels), bool), np.zeros(len(labels), bool), [], set()
+    duplicate_rows, dup, leak, conflict, groups, seen = (
+        [],
+        np.zeros(len(labels), bool),
+        np.zeros(len(labels), bool),
+        np.zeros(len(labels), bool),
+        [],
+        set(),
+    )
     for i in range(len(labels)):
         members = [int(j) for j in sets[i]]
         duplicate_rows.append(" ".join(f"{owner[j]}:{local[j]}" for j in members))
@@ -221,11 +301,21 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
         group = tuple(sorted({i, *members}))
         if (leak[i] or conflict[i]) and group not in seen:
             seen.add(group)
-            groups.append({"texts": [{"split": str(owner[j]), "row": int(local[j]),
-                                      "label": class_names[all_labels[j]],
-                                      "text": str(dataset.splits[owner[j]]["text"]
-                                                  .iloc[local[j]])[:200]} for j in group],
-                           "across_splits": bool(leak[i]), "labels_differ": bool(conflict[i])})
+            groups.append(
+                {
+                    "texts": [
+                        {
+                            "split": str(owner[j]),
+                            "row": int(local[j]),
+                            "label": class_names[all_labels[j]],
+                            "text": str(dataset.splits[owner[j]]["text"].iloc[local[j]])[:200],
+                        }
+                        for j in group
+                    ],
+                    "across_splits": bool(leak[i]),
+                    "labels_differ": bool(conflict[i]),
+                }
+            )
 
     # the most confused pairs, from the held-out predictions
     pairs = []
@@ -238,55 +328,90 @@ def examine(dataset: LongTailDataset, split_features: dict, options: HealthOptio
         if len(wrong):
             other = int(np.bincount(wrong, minlength=k).argmax())
             confused[c] = (other, int((wrong == other).sum()) / int(mine.sum()))
-            pairs += [{"true": class_names[c], "predicted": class_names[d],
-                       "texts": int(n), "share": round(int(n) / int(mine.sum()), 4),
-                       "head_absorbs_tail": class_names[c] not in head
-                       and class_names[d] in head}
-                      for d, n in enumerate(np.bincount(wrong, minlength=k)) if n]
+            pairs += [
+                {
+                    "true": class_names[c],
+                    "predicted": class_names[d],
+                    "texts": int(n),
+                    "share": round(int(n) / int(mine.sum()), 4),
+                    "head_absorbs_tail": class_names[c] not in head and class_names[d] in head,
+                }
+                for d, n in enumerate(np.bincount(wrong, minlength=k))
+                if n
+            ]
     pairs.sort(key=lambda p: (-p["share"], -p["texts"], p["true"]))
 
     frame = dataset.splits["train"]
     # row: the text's row in the file it came from (where there is one: csv, upload, hf, the
     # paper's files); train_row: its row in the training split as loaded (--exclude's)
     source = frame[SOURCE_ROW].to_numpy() if SOURCE_ROW in frame else np.arange(len(labels))
-    issues = pd.DataFrame({
-        "row": source, "split": "train", "text": frame["text"].to_numpy(),
-        "given_label": [class_names[c] for c in labels],
-        "suggested_label": [class_names[int(c)] for c in suggested],
-        "label_quality": np.round(quality, 5), "suspected": suspected,
-        "duplicate_rows": duplicate_rows, "outlier": outlier,
-        "train_row": np.arange(len(labels))})
-    issues = issues.sort_values(["label_quality", "train_row"], na_position="last",
-                                kind="stable")
-    classes = [ClassHealth(
-        name=class_names[c], group="head" if class_names[c] in head else "tail",
-        texts=int(counts[c]), judged=bool(counts[c] >= options.folds),
-        suspected=int(suspected[labels == c].sum()), duplicates=int(dup[labels == c].sum()),
-        leaked=int(leak[labels == c].sum()), conflicting=int(conflict[labels == c].sum()),
-        outliers=int(outlier[labels == c].sum()),
-        confused_with=class_names[confused[c][0]] if c in confused else None,
-        confused_share=round(confused[c][1], 4) if c in confused else 0.0)
-        for c in range(k)]  # the classes are stored head -> tail
+    issues = pd.DataFrame(
+        {
+            "row": source,
+            "split": "train",
+            "text": frame["text"].to_numpy(),
+            "given_label": [class_names[c] for c in labels],
+            "suggested_label": [class_names[int(c)] for c in suggested],
+            "label_quality": np.round(quality, 5),
+            "suspected": suspected,
+            "duplicate_rows": duplicate_rows,
+            "outlier": outlier,
+            "train_row": np.arange(len(labels)),
+        }
+    )
+    issues = issues.sort_values(["label_quality", "train_row"], na_position="last", kind="stable")
+    classes = [
+        ClassHealth(
+            name=class_names[c],
+            group="head" if class_names[c] in head else "tail",
+            texts=int(counts[c]),
+            judged=bool(counts[c] >= options.folds),
+            suspected=int(suspected[labels == c].sum()),
+            duplicates=int(dup[labels == c].sum()),
+            leaked=int(leak[labels == c].sum()),
+            conflicting=int(conflict[labels == c].sum()),
+            outliers=int(outlier[labels == c].sum()),
+            confused_with=class_names[confused[c][0]] if c in confused else None,
+            confused_share=round(confused[c][1], 4) if c in confused else 0.0,
+        )
+        for c in range(k)
+    ]  # the classes are stored head -> tail
+
     # the model's strength, and what training without the flags does to it (the probe's,
     # refitted without them on every fold; scored on the same held-out texts, labels as given)
     def oof_f1(found: np.ndarray) -> float | None:
         rows = np.flatnonzero(judged)
         if not len(rows):
             return None
-        return round(100 * macro_f1(labels[rows], np.nan_to_num(found[rows], nan=-1.0)
-                                    .argmax(1), k), 2)
+        return round(
+            100 * macro_f1(labels[rows], np.nan_to_num(found[rows], nan=-1.0).argmax(1), k), 2
+        )
 
     strength, without = oof_f1(probs), None
     if suspected.any() and options.method in ("probe", "probe-balanced"):
-        refit, _ = out_of_fold_probabilities(train.hidden, labels, k, options.folds,
-                                             options.method == "probe-balanced", options.seed,
-                                             left_out=suspected)
+        refit, _ = out_of_fold_probabilities(
+            train.hidden,
+            labels,
+            k,
+            options.folds,
+            options.method == "probe-balanced",
+            options.seed,
+            left_out=suspected,
+        )
         without = oof_f1(refit)
-    return HealthReport(dataset=dataset.id, model=model, pooling=pooling, method=options.method,
-                        folds=options.folds, classes=classes,
-                        confused_pairs=pairs[:CONFUSED_PAIRS], duplicate_groups=groups,
-                        issues=issues.reset_index(drop=True), oof_macro_f1=strength,
-                        oof_macro_f1_without=without)
+    return HealthReport(
+        dataset=dataset.id,
+        model=model,
+        pooling=pooling,
+        method=options.method,
+        folds=options.folds,
+        classes=classes,
+        confused_pairs=pairs[:CONFUSED_PAIRS],
+        duplicate_groups=groups,
+        issues=issues.reset_index(drop=True),
+        oof_macro_f1=strength,
+        oof_macro_f1_without=without,
+    )
 
 
 def read_health(folder: str | Path) -> dict:

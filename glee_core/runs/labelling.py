@@ -61,12 +61,18 @@ class LabellingSession:
         path = Path(path)
         try:
             values = json.loads(path.read_text(encoding="utf-8"))
-            session = cls(**{k: values[k] for k in (
-                "dataset", "pool", "pool_name", "strategy", "run_id", "rows")},
-                answers=dict(values.get("answers") or {}), created=values.get("created", ""),
-                pool_classes=list(values.get("pool_classes") or []))
-            if not all(isinstance(r, dict) and {"pool_row", "text"} <= set(r)
-                       for r in session.rows):
+            session = cls(
+                **{
+                    k: values[k]
+                    for k in ("dataset", "pool", "pool_name", "strategy", "run_id", "rows")
+                },
+                answers=dict(values.get("answers") or {}),
+                created=values.get("created", ""),
+                pool_classes=list(values.get("pool_classes") or []),
+            )
+            if not all(
+                isinstance(r, dict) and {"pool_row", "text"} <= set(r) for r in session.rows
+            ):
                 raise ValueError("rows")
             return session
         except FileNotFoundError:
@@ -98,19 +104,32 @@ class LabellingSession:
 
     def likely(self) -> dict[str, str]:
         """For the label budget's table: each class's texts the pool likely holds, in words."""
-        return {row["class"]: (f"~{row['likely']} ({row['predicted']} predicted, "
-                               f"{row['dev_precision']:.0%} precise on dev)"
-                               if row.get("likely") is not None else
-                               f"{row['predicted']} predicted (precision on dev unknown)")
-                for row in self.pool_classes if isinstance(row, dict) and "class" in row}
+        return {
+            row["class"]: (
+                f"~{row['likely']} ({row['predicted']} predicted, "
+                f"{row['dev_precision']:.0%} precise on dev)"
+                if row.get("likely") is not None
+                else f"{row['predicted']} predicted (precision on dev unknown)"
+            )
+            for row in self.pool_classes
+            if isinstance(row, dict) and "class" in row
+        }
 
     @staticmethod
     def latest(store: RunStore, dataset: str) -> LabellingSession | None:
         """The dataset's newest labelling session in ``store``, or None."""
-        paths = sorted(store.labelling_dir.glob(f"{slug(dataset)}-*.json"),
-                       key=lambda p: p.stat().st_mtime) if store.labelling_dir.is_dir() else []
-        found = [s for p in reversed(paths) if (s := LabellingSession.read(p)) is not None
-                 and s.dataset == dataset]
+        paths = (
+            sorted(
+                store.labelling_dir.glob(f"{slug(dataset)}-*.json"), key=lambda p: p.stat().st_mtime
+            )
+            if store.labelling_dir.is_dir()
+            else []
+        )
+        found = [
+            s
+            for p in reversed(paths)
+            if (s := LabellingSession.read(p)) is not None and s.dataset == dataset
+        ]
         return found[0] if found else None
 
     @property
@@ -147,28 +166,49 @@ def _class_f1(runs: list[Run]) -> tuple[str, dict[str, float]] | None:
         return None
     chosen = [r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method]
     classes = chosen[0].metrics.per_class
-    return rec.chosen.method, {c: 100 * float(np.mean([r.metrics.per_class[c].f1 for r in chosen
-                                                        if c in r.metrics.per_class]))
-                               for c in classes}
+    return rec.chosen.method, {
+        c: 100
+        * float(np.mean([r.metrics.per_class[c].f1 for r in chosen if c in r.metrics.per_class]))
+        for c in classes
+    }
 
 
-def before_after(base_runs: list[Run], added_runs: list[Run], counts: dict[str, int],
-                 added: dict[str, int], tail: list[str]) -> BeforeAfter | None:
+def before_after(
+    base_runs: list[Run],
+    added_runs: list[Run],
+    counts: dict[str, int],
+    added: dict[str, int],
+    tail: list[str],
+) -> BeforeAfter | None:
     """The before and after of adding labelled texts (``added``: a class's texts added;
     ``counts``: its training texts before; ``tail``: the tail classes before), from each
     dataset's recommended candidate; None until both have one."""
     before, after = _class_f1(base_runs), _class_f1(added_runs)
     if before is None or after is None:
         return None
-    rows = [{"class": c, "group": "tail" if c in tail else "head", "texts": counts.get(c, 0),
-             "added": added.get(c, 0), "F1 before": round(before[1].get(c, np.nan), 1),
-             "F1 after": round(after[1].get(c, np.nan), 1)} for c in counts]
+    rows = [
+        {
+            "class": c,
+            "group": "tail" if c in tail else "head",
+            "texts": counts.get(c, 0),
+            "added": added.get(c, 0),
+            "F1 before": round(before[1].get(c, np.nan), 1),
+            "F1 after": round(after[1].get(c, np.nan), 1),
+        }
+        for c in counts
+    ]
     frame = pd.DataFrame(rows)
     tails = frame[frame["group"] == "tail"]
 
     def mean(column: str, part: pd.DataFrame) -> float:
         return float(part[column].mean()) if len(part) else float("nan")
 
-    return BeforeAfter(base_runs[0].dataset, added_runs[0].dataset, before[0], after[0], rows,
-                       (mean("F1 before", tails), mean("F1 after", tails)),
-                       (mean("F1 before", frame), mean("F1 after", frame)))
+    return BeforeAfter(
+        base_runs[0].dataset,
+        added_runs[0].dataset,
+        before[0],
+        after[0],
+        rows,
+        (mean("F1 before", tails), mean("F1 after", tails)),
+        (mean("F1 before", frame), mean("F1 after", frame)),
+    )

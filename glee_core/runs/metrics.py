@@ -19,11 +19,13 @@ def confusion(gold: np.ndarray, pred: np.ndarray, num_classes: int) -> np.ndarra
     gold, pred = np.asarray(gold, dtype=np.int64), np.asarray(pred, dtype=np.int64)
     if gold.shape != pred.shape:
         raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
-    if gold.size and (min(gold.min(), pred.min()) < 0
-                      or max(gold.max(), pred.max()) >= num_classes):
+    if gold.size and (
+        min(gold.min(), pred.min()) < 0 or max(gold.max(), pred.max()) >= num_classes
+    ):
         raise ValueError(f"a label outside 0..{num_classes - 1}")
-    return np.bincount(gold * num_classes + pred, minlength=num_classes ** 2
-                       ).reshape(num_classes, num_classes)
+    return np.bincount(gold * num_classes + pred, minlength=num_classes**2).reshape(
+        num_classes, num_classes
+    )
 
 
 def _ratio(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
@@ -35,12 +37,17 @@ def per_class_scores(matrix: np.ndarray) -> tuple[np.ndarray, ...]:
     """Precision, recall, F1 and support of each class, from a confusion matrix."""
     hits = np.diag(matrix).astype(float)
     support, predicted = matrix.sum(1), matrix.sum(0)
-    return (_ratio(hits, predicted), _ratio(hits, support),
-            _ratio(2 * hits, support + predicted), support)
+    return (
+        _ratio(hits, predicted),
+        _ratio(hits, support),
+        _ratio(2 * hits, support + predicted),
+        support,
+    )
 
 
-def classification_metrics(gold: np.ndarray, pred: np.ndarray, classes: list[str],
-                           head: list[str], tail: list[str]) -> dict:
+def classification_metrics(
+    gold: np.ndarray, pred: np.ndarray, classes: list[str], head: list[str], tail: list[str]
+) -> dict:
     """``acc``, ``f1`` (macro), ``head_f1``, ``tail_f1``, per-class P/R/F1/support and the
     confusion matrix (rows gold, columns predicted, in ``classes`` order).
 
@@ -63,9 +70,13 @@ def classification_metrics(gold: np.ndarray, pred: np.ndarray, classes: list[str
         "head_f1": mean_f1(head),
         "tail_f1": mean_f1(tail),
         "per_class": {
-            c: {"precision": float(precision[i]), "recall": float(recall[i]),
-                "f1": float(f1[i]), "support": int(support[i]),
-                "group": group_of(c, head)}
+            c: {
+                "precision": float(precision[i]),
+                "recall": float(recall[i]),
+                "f1": float(f1[i]),
+                "support": int(support[i]),
+                "group": group_of(c, head),
+            }
             for i, c in enumerate(classes)
         },
         "confusion_matrix": matrix.tolist(),
@@ -84,8 +95,11 @@ SHOT_BUCKETS = (("many", 101, None), ("medium", 20, 100), ("few", 0, 19))
 
 def shot_bucket(train_count: int) -> str:
     """``many`` (> 100 training examples), ``medium`` (20-100) or ``few`` (< 20)."""
-    return next(name for name, low, high in SHOT_BUCKETS
-                if train_count >= low and (high is None or train_count <= high))
+    return next(
+        name
+        for name, low, high in SHOT_BUCKETS
+        if train_count >= low and (high is None or train_count <= high)
+    )
 
 
 def shot_f1(per_class: dict, class_counts: dict[str, int]) -> dict[str, float | None]:
@@ -93,8 +107,11 @@ def shot_f1(per_class: dict, class_counts: dict[str, int]) -> dict[str, float | 
     with no such class (small data often has no many-shot class)."""
     out: dict[str, float | None] = {}
     for name, _, _ in SHOT_BUCKETS:
-        values = [per_class[c]["f1"] for c, n in class_counts.items()
-                  if shot_bucket(n) == name and per_class.get(c, {}).get("support", 0) > 0]
+        values = [
+            per_class[c]["f1"]
+            for c, n in class_counts.items()
+            if shot_bucket(n) == name and per_class.get(c, {}).get("support", 0) > 0
+        ]
         out[name] = float(np.mean(values)) if values else None
     return out
 

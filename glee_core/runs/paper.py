@@ -57,8 +57,10 @@ SCRIPT_METHODS = {
     "cls_tuning_w_focal_loss": ("cls-tanh-focal", "cls-relu-focal"),
     "cls_tuning_w_prompt": ("cls-relu-prompt",),
     "cls_tuning_w_layer_norm": ("cls-relu-ln",),
-    "cls_tuning_w_init_norm": ("cls-relu-pt-ln",), "cls_tuning_w_init": ("cls-relu-pt-ln",),
-    "prompt_tuning": ("prompt",), "prompt_tuning_w_decoupling": ("prompt-ed",),
+    "cls_tuning_w_init_norm": ("cls-relu-pt-ln",),
+    "cls_tuning_w_init": ("cls-relu-pt-ln",),
+    "prompt_tuning": ("prompt",),
+    "prompt_tuning_w_decoupling": ("prompt-ed",),
     "prompt_tuning_w_focal_loss": ("prompt-focal",),
 }
 
@@ -69,13 +71,18 @@ def script_protocols() -> dict[tuple[str, str], dict]:
     (``reference/glee_scripts.csv``: every scripts/run_*.sh of their repository as data)."""
     out = {}
     for _, row in pd.read_csv(REFERENCE_DIR / "glee_scripts.csv").iterrows():
-        fields = {"max_length": int(row["max_length"]), "batch_size": int(row["batch"]),
-                  "lr": float(row["lr"]), "weight_decay": float(row["weight_decay"]),
-                  "epochs": int(row["epochs"]), "patience": int(row["patience_epochs"]),
-                  "warmup_ratio": float(row["warmup"]),
-                  "eval_every_steps": int(row["eval_every_steps"]),
-                  "select_metric": str(row["select"]),
-                  "max_grad_norm": float(row["max_grad_norm"])}
+        fields = {
+            "max_length": int(row["max_length"]),
+            "batch_size": int(row["batch"]),
+            "lr": float(row["lr"]),
+            "weight_decay": float(row["weight_decay"]),
+            "epochs": int(row["epochs"]),
+            "patience": int(row["patience_epochs"]),
+            "warmup_ratio": float(row["warmup"]),
+            "eval_every_steps": int(row["eval_every_steps"]),
+            "select_metric": str(row["select"]),
+            "max_grad_norm": float(row["max_grad_norm"]),
+        }
         for method in SCRIPT_METHODS[row["model_type"]]:
             out[(row["task"], method)] = fields
     return out
@@ -103,12 +110,19 @@ def reference_results(source: str | None = None) -> pd.DataFrame:
     sample std, as the paper prints it). The paper's cells first, then the released R52 logs
     (mean and sample std of their five runs) where the paper has no cell; ``source`` picks one."""
     cells = paper_cells()
-    paper = _wide(cells[cells["dataset"] != "avg"].drop_duplicates(
-        ["dataset", "method", "metric"]), "paper", len(PAPER_SEEDS))
-    logs = released_log_runs().melt(id_vars=["dataset", "method", "seed"],
-                                    value_vars=list(METRIC_KEYS), var_name="metric")
-    logs = logs.groupby(["dataset", "method", "metric"])["value"].agg(
-        mean="mean", std=lambda x: float(np.std(x, ddof=1))).reset_index()
+    paper = _wide(
+        cells[cells["dataset"] != "avg"].drop_duplicates(["dataset", "method", "metric"]),
+        "paper",
+        len(PAPER_SEEDS),
+    )
+    logs = released_log_runs().melt(
+        id_vars=["dataset", "method", "seed"], value_vars=list(METRIC_KEYS), var_name="metric"
+    )
+    logs = (
+        logs.groupby(["dataset", "method", "metric"])["value"]
+        .agg(mean="mean", std=lambda x: float(np.std(x, ddof=1)))
+        .reset_index()
+    )
     logs = _wide(logs, "released-logs", len(PAPER_SEEDS))
     frame = pd.concat([paper, logs], ignore_index=True)
     if source is not None:

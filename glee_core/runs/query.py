@@ -37,13 +37,18 @@ class QueryStrategy:
     help: str
 
 
-QUERY_STRATEGIES = {s.name: s for s in (
-    QueryStrategy("auto", "rare where the data has tail classes, else margin (the default)"),
-    QueryStrategy("random", "uniformly at random (the baseline)"),
-    QueryStrategy("margin", "the smallest gap between the two most probable classes"),
-    QueryStrategy("balanced", "margin within each predicted class, fewest-labelled class first"),
-    QueryStrategy("rare", "the probability of the rarest classes (inverse labelled counts)"),
-)}
+QUERY_STRATEGIES = {
+    s.name: s
+    for s in (
+        QueryStrategy("auto", "rare where the data has tail classes, else margin (the default)"),
+        QueryStrategy("random", "uniformly at random (the baseline)"),
+        QueryStrategy("margin", "the smallest gap between the two most probable classes"),
+        QueryStrategy(
+            "balanced", "margin within each predicted class, fewest-labelled class first"
+        ),
+        QueryStrategy("rare", "the probability of the rarest classes (inverse labelled counts)"),
+    )
+}
 AUTO_RULE = "rare where the data has tail classes, else margin"
 
 
@@ -51,8 +56,9 @@ def resolve_strategy(strategy: str, has_tail: bool) -> str:
     """The strategy ``auto`` stands for on this data (:data:`AUTO_RULE`); an unknown name is an
     error listing the known ones."""
     if strategy not in QUERY_STRATEGIES:
-        raise GleeError(f"--strategy must be one of {', '.join(QUERY_STRATEGIES)}, got "
-                        f"{strategy!r}")
+        raise GleeError(
+            f"--strategy must be one of {', '.join(QUERY_STRATEGIES)}, got {strategy!r}"
+        )
     if strategy == "auto":
         return "rare" if has_tail else "margin"
     return strategy
@@ -66,8 +72,9 @@ def margins(probs: np.ndarray) -> np.ndarray:
     return top[:, 1] - top[:, 0]
 
 
-def select(strategy: str, probs: np.ndarray, labelled: np.ndarray, n: int,
-           seed: int = 1) -> np.ndarray:
+def select(
+    strategy: str, probs: np.ndarray, labelled: np.ndarray, n: int, seed: int = 1
+) -> np.ndarray:
     """The rows of ``probs`` (pool texts x classes) to label next, best first: ``n`` of them
     (all, when the pool holds fewer) by ``strategy`` (a resolved one, not ``auto``);
     ``labelled``: each class's labelled texts (what ``balanced`` and ``rare`` weigh by)."""
@@ -84,8 +91,10 @@ def select(strategy: str, probs: np.ndarray, labelled: np.ndarray, n: int,
         return np.argsort(-(probs @ weight) + jitter, kind="stable")[:n]
     if strategy == "balanced":
         predicted, gap = probs.argmax(1), margins(probs) + jitter
-        queues = {c: list(np.flatnonzero(predicted == c)[np.argsort(gap[predicted == c])])
-                  for c in np.argsort(labelled, kind="stable")}
+        queues = {
+            c: list(np.flatnonzero(predicted == c)[np.argsort(gap[predicted == c])])
+            for c in np.argsort(labelled, kind="stable")
+        }
         chosen: list[int] = []
         while len(chosen) < n:
             for c in list(queues):

@@ -64,8 +64,16 @@ DEV, CV = "dev", "cv"
 def _twin_key(run: Run) -> tuple:
     """What a tuned run shares with the quick-mode run of the same head it is paired with."""
     h = run.record.hyperparameters
-    return (run.dataset, run.record.model.name, run.method, run.seed, h.pooling, h.max_length,
-            h.limit, h.limit_strategy)
+    return (
+        run.dataset,
+        run.record.model.name,
+        run.method,
+        run.seed,
+        h.pooling,
+        h.max_length,
+        h.limit,
+        h.limit_strategy,
+    )
 
 
 def cv_scale(runs: list[Run]) -> dict[str, float]:
@@ -81,8 +89,7 @@ def cv_scale(runs: list[Run]) -> dict[str, float]:
         if run.run_id in frozen:
             scores[run.run_id] = 100 * run.metrics.cv.f1
         elif run.record.mode != "frozen" and dev is not None:
-            twin = frozen.get(run.record.tuning.get("lp_ft_from", "")) \
-                or by_key.get(_twin_key(run))
+            twin = frozen.get(run.record.tuning.get("lp_ft_from", "")) or by_key.get(_twin_key(run))
             if twin is not None and twin.metrics.best_dev is not None:
                 scores[run.run_id] = 100 * (twin.metrics.cv.f1 + dev - twin.metrics.best_dev)
     return scores
@@ -161,10 +168,24 @@ def _picks(runs: list[Run]) -> tuple[list[Pick], str, int, int]:
             if row["dev_mean"] != row["dev_mean"]:
                 continue
             score, std = row["dev_mean"], row["dev_std"]
-        picks.append(Pick(row["setting"], first.record.setting_label, first.record.mode,
-                          row["method"], first.reads, int(row["seeds"]), row["dev_mean"],
-                          row["dev_std"], row["f1_mean"], row["f1_std"], row["tail_f1_mean"],
-                          row["tail_f1_std"], score, std))
+        picks.append(
+            Pick(
+                row["setting"],
+                first.record.setting_label,
+                first.record.mode,
+                row["method"],
+                first.reads,
+                int(row["seeds"]),
+                row["dev_mean"],
+                row["dev_std"],
+                row["f1_mean"],
+                row["f1_std"],
+                row["tail_f1_mean"],
+                row["tail_f1_std"],
+                score,
+                std,
+            )
+        )
     return picks, basis, unscored, folds
 
 
@@ -198,8 +219,14 @@ def _with_wins(picks: list[Pick], runs: list[Run]) -> list[Pick]:
             best = scored[int(np.argmax(column))]
             wins[(best.setting, best.method)] += 1
             cells += 1
-    return [replace(p, wins=wins.get((p.setting, p.method), 0),
-                    cells=cells if (p.setting, p.method) in wins else 0) for p in picks]
+    return [
+        replace(
+            p,
+            wins=wins.get((p.setting, p.method), 0),
+            cells=cells if (p.setting, p.method) in wins else 0,
+        )
+        for p in picks
+    ]
 
 
 def ranked(runs: list[Run]) -> pd.DataFrame:
@@ -214,12 +241,16 @@ def ranked(runs: list[Run]) -> pd.DataFrame:
     order = {m: i for i, m in enumerate(METHODS)}
     frame = pd.DataFrame([{c: getattr(p, c) for c in columns} for p in picks])
     frame["_order"] = frame["method"].map(order).fillna(len(order))
-    return frame.sort_values(["score", "_order"], ascending=[False, True]).drop(
-        columns="_order").reset_index(drop=True)
+    return (
+        frame.sort_values(["score", "_order"], ascending=[False, True])
+        .drop(columns="_order")
+        .reset_index(drop=True)
+    )
 
 
-def top_for_finetuning(runs: list[Run], k: int = FINETUNE_TOP, pooling: str | None = None
-                       ) -> tuple[list[str], list[list[str]]]:
+def top_for_finetuning(
+    runs: list[Run], k: int = FINETUNE_TOP, pooling: str | None = None
+) -> tuple[list[str], list[list[str]]]:
     """The ``k`` best heads of ``runs`` that can be fine-tuned, each once, and for each the
     better-ranked heads passed over because they cannot be (the probes and cRT, fitted on the
     frozen features); ``pooling``: only candidates reading it (or a template input, read at
@@ -227,8 +258,12 @@ def top_for_finetuning(runs: list[Run], k: int = FINETUNE_TOP, pooling: str | No
     out, passed, above = [], [], []
     for _, row in ranked(runs).iterrows():
         method = row["method"]
-        if len(out) == k or not (pooling is None or row["pooling"] in (pooling, "[MASK]")) \
-                or method in out or method not in METHODS:
+        if (
+            len(out) == k
+            or not (pooling is None or row["pooling"] in (pooling, "[MASK]"))
+            or method in out
+            or method not in METHODS
+        ):
             continue
         if METHODS[method].supports_finetune:
             out.append(method)
@@ -249,15 +284,17 @@ def recommend(runs: list[Run]) -> Recommendation | None:
     contenders = _with_wins(picks[:CONTENDERS], runs)
     picks[:CONTENDERS] = contenders
     chosen = picks[0]
-    close = tuple(p for p in picks[1:]
-                  if within_noise(chosen.score, chosen.score_std, p.score, p.score_std))
+    close = tuple(
+        p for p in picks[1:] if within_noise(chosen.score, chosen.score_std, p.score, p.score_std)
+    )
     steps = []
     frozen = [r for r in runs if r.record.mode == "frozen"]
     passed_over = []
     if chosen.mode == "frozen":
         top, passed = top_for_finetuning(
             [r for r in frozen if r.record.model.name == _model(runs, chosen)],
-            pooling=chosen.pooling if chosen.pooling != "[MASK]" else None)
+            pooling=chosen.pooling if chosen.pooling != "[MASK]" else None,
+        )
         if top:
             steps.append(("finetune-one", (top[0],)))
             passed_over.append(("finetune-one", tuple(passed[0])))
@@ -267,8 +304,17 @@ def recommend(runs: list[Run]) -> Recommendation | None:
     if chosen.seeds < ENOUGH_SEEDS:
         same = [r for r in runs if r.setting == chosen.setting]
         steps.append(("seeds", tuple(ranked(same)["method"].head(FINETUNE_TOP))))
-    return Recommendation(chosen, close, len(picks), tuple(steps), basis,
-                          tuple(contenders), unscored, folds, tuple(passed_over))
+    return Recommendation(
+        chosen,
+        close,
+        len(picks),
+        tuple(steps),
+        basis,
+        tuple(contenders),
+        unscored,
+        folds,
+        tuple(passed_over),
+    )
 
 
 FINETUNE_FIRST_MINUTES = 30.0  # a fine-tune that fits in this leads the next steps
@@ -303,8 +349,9 @@ def report_setting(runs: list[Run], asked: str | None = None) -> tuple[list[Run]
     settings: dict[str, Run] = {}
     for run in sorted(runs, key=lambda r: r.record.created, reverse=True):
         settings.setdefault(run.setting, run)
-    listed = "; ".join(f"--setting {r.record.setting_id} ({r.record.setting_label})"
-                       for r in settings.values())
+    listed = "; ".join(
+        f"--setting {r.record.setting_id} ({r.record.setting_label})" for r in settings.values()
+    )
     if asked is not None:
         found = [s for s, r in settings.items() if asked in (s, r.record.setting_id)]
         if not found:
@@ -315,11 +362,16 @@ def report_setting(runs: list[Run], asked: str | None = None) -> tuple[list[Run]
     rec = recommend(runs)
     setting = rec.chosen.setting if rec is not None else next(iter(settings))
     why = "the recommended candidate's" if rec is not None else "the newest run's"
-    others = "; ".join(f"--setting {r.record.setting_id} ({r.record.setting_label})"
-                       for s, r in settings.items() if s != setting)
-    return ([r for r in runs if r.setting == setting],
-            f"the store holds runs of {len(settings)} settings; this is {why} "
-            f"({settings[setting].record.setting_label}); for another, pass {others}")
+    others = "; ".join(
+        f"--setting {r.record.setting_id} ({r.record.setting_label})"
+        for s, r in settings.items()
+        if s != setting
+    )
+    return (
+        [r for r in runs if r.setting == setting],
+        f"the store holds runs of {len(settings)} settings; this is {why} "
+        f"({settings[setting].record.setting_label}); for another, pass {others}",
+    )
 
 
 def _model(runs: list[Run], pick: Pick) -> str:
@@ -336,39 +388,63 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
     them read as themselves where Markdown is rendered (the app passes its escaping)."""
     c = rec.chosen
     seeds = f"{c.seeds} seed{'s' if c.seeds != 1 else ''}"
-    pooled = (f", {c.pooling} pooling" if c.pooling in POOLINGS
-              and "pooling" not in c.setting_label else "")
+    pooled = (
+        f", {c.pooling} pooling"
+        if c.pooling in POOLINGS and "pooling" not in c.setting_label
+        else ""
+    )
     if rec.basis == CV:
-        by = (f"best of {rec.candidates} by {rec.folds}-fold cross-validation on train + dev "
-              f"({_score(c.score, c.score_std)}"
-              + (", with fine-tuning's lift on dev" if c.mode != "frozen" else "") + ")")
+        by = (
+            f"best of {rec.candidates} by {rec.folds}-fold cross-validation on train + dev "
+            f"({_score(c.score, c.score_std)}"
+            + (", with fine-tuning's lift on dev" if c.mode != "frozen" else "")
+            + ")"
+        )
     else:
         by = f"best of {rec.candidates} on dev ({_score(c.dev, c.dev_std)})"
-    lines = [f"**Use `{c.method}`** ({literal(c.setting_label)}{pooled}): {by}; on test, "
-             f"macro-F1 {_score(c.f1, c.f1_std)} and tail F1 {_score(c.tail_f1, c.tail_f1_std)} "
-             f"over {seeds}."]
+    lines = [
+        f"**Use `{c.method}`** ({literal(c.setting_label)}{pooled}): {by}; on test, "
+        f"macro-F1 {_score(c.f1, c.f1_std)} and tail F1 {_score(c.tail_f1, c.tail_f1_std)} "
+        f"over {seeds}."
+    ]
     if rec.basis == CV and c.cells:
-        lines.append(f"It scored best in {c.wins} of the {c.cells} folds where the top "
-                     f"{len([p for p in rec.contenders if p.cells])} met"
-                     + "".join(f"; `{p.method}`{_pooled(p)} in {p.wins}"
-                               for p in rec.contenders[1:] if p.wins) + ".")
+        lines.append(
+            f"It scored best in {c.wins} of the {c.cells} folds where the top "
+            f"{len([p for p in rec.contenders if p.cells])} met"
+            + "".join(
+                f"; `{p.method}`{_pooled(p)} in {p.wins}" for p in rec.contenders[1:] if p.wins
+            )
+            + "."
+        )
     if not rec.spread_known:
-        lines.append("With one seed the spread between seeds is unknown, so a gap of a point "
-                     "or two may be noise.")
+        lines.append(
+            "With one seed the spread between seeds is unknown, so a gap of a point "
+            "or two may be noise."
+        )
     elif rec.close:
-        names = first_few([f"`{p.method}`{_pooled(p)}" + (f" ({literal(p.setting_label)})"
-                                                          if p.mode != c.mode else "")
-                           for p in rec.close], 6)
-        spread = ("the seeds' spread of it on dev" if rec.basis == DEV
-                  else "its spread (over seeds, or one seed's folds)")
+        names = first_few(
+            [
+                f"`{p.method}`{_pooled(p)}"
+                + (f" ({literal(p.setting_label)})" if p.mode != c.mode else "")
+                for p in rec.close
+            ],
+            6,
+        )
+        spread = (
+            "the seeds' spread of it on dev"
+            if rec.basis == DEV
+            else "its spread (over seeds, or one seed's folds)"
+        )
         lines.append(f"Within {spread}: {names}; the data cannot tell these apart.")
     else:
         lines.append("No other candidate is within the spread of it.")
     if rec.unscored:
-        lines.append(f"{rec.unscored} candidate(s) were left out of the choice: they have no "
-                     "cross-validation to be compared by (quick-mode runs stored before it, or "
-                     "tuned runs without a quick-mode run of the same head, pooling and inputs "
-                     "that has one); the Results page shows them.")
+        lines.append(
+            f"{rec.unscored} candidate(s) were left out of the choice: they have no "
+            "cross-validation to be compared by (quick-mode runs stored before it, or "
+            "tuned runs without a quick-mode run of the same head, pooling and inputs "
+            "that has one); the Results page shows them."
+        )
     return " ".join(lines)
 
 
@@ -381,8 +457,9 @@ def variant_base(dataset_id: str) -> str:
     return dataset_id.split(WITHOUT, 1)[0]
 
 
-def variant_line(base_id: str, base: Recommendation | None, variant_id: str,
-                 variant: Recommendation | None) -> str | None:
+def variant_line(
+    base_id: str, base: Recommendation | None, variant_id: str, variant: Recommendation | None
+) -> str | None:
     """Whether training without the flagged rows helped, on **dev**: the two datasets share
     their dev (and test) texts, so their recommended candidates' dev scores compare, where
     cross-validated scores would not (the variant's folds hold none of the flagged rows). None
@@ -393,9 +470,15 @@ def variant_line(base_id: str, base: Recommendation | None, variant_id: str,
     gap = v.dev - b.dev
     best, other = (b, v) if b.dev >= v.dev else (v, b)
     noise = within_noise(best.dev, best.dev_std, other.dev, other.dev_std)
-    verdict = ("within the seeds' spread: the data cannot tell them apart" if noise else
-               "the data without them wins on dev" if gap > 0 else
-               "every row does better on dev: keep them")
-    return (f"Without the flagged training rows (`{variant_id}`), the recommended `{v.method}` "
-            f"scores {v.dev:.1f} on dev against {b.dev:.1f} for `{b.method}` on `{base_id}` "
-            f"({gap:+.1f}; the same dev texts): {verdict}.")
+    verdict = (
+        "within the seeds' spread: the data cannot tell them apart"
+        if noise
+        else "the data without them wins on dev"
+        if gap > 0
+        else "every row does better on dev: keep them"
+    )
+    return (
+        f"Without the flagged training rows (`{variant_id}`), the recommended `{v.method}` "
+        f"scores {v.dev:.1f} on dev against {b.dev:.1f} for `{b.method}` on `{base_id}` "
+        f"({gap:+.1f}; the same dev texts): {verdict}."
+    )

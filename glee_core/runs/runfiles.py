@@ -31,8 +31,16 @@ from .record import MetricsRecord, RecordError, RunRecord, integer, mapping, num
 
 PREDICTION_COLUMNS = ("text", "gold", "pred", "confidence")
 FEATURE_ARRAYS = ("features", "labels", "rows")
-CALIBRATION_ARRAYS = ("dev_logits", "dev_features", "dev_labels", "test_logits",
-                      "test_features", "test_labels", "weight", "bias")
+CALIBRATION_ARRAYS = (
+    "dev_logits",
+    "dev_features",
+    "dev_labels",
+    "test_logits",
+    "test_features",
+    "test_labels",
+    "weight",
+    "bias",
+)
 
 
 class BrokenRunFile(GleeError):
@@ -99,8 +107,10 @@ def load_history(path: Path, run: RunContext) -> list[dict]:
             norms = entry.get("weight_norms")
             if norms is not None:
                 if not isinstance(norms, list) or len(norms) != len(run.classes):
-                    raise RecordError(f"evaluation {i + 1}: weight_norms is not one number a "
-                                      f"class ({len(run.classes)})")
+                    raise RecordError(
+                        f"evaluation {i + 1}: weight_norms is not one number a "
+                        f"class ({len(run.classes)})"
+                    )
                 for v in norms:
                     number(v, f"evaluation {i + 1}: weight_norms")
     except RecordError as exc:
@@ -115,8 +125,10 @@ def load_weight_norms(path: Path, run: RunContext) -> dict[str, float]:
         mapping(values, "the file")
         missing = [c for c in run.classes if c not in values]
         if missing:
-            raise RecordError(f"lacks the class {missing[0]!r}"
-                              + (f" and {len(missing) - 1} more" if len(missing) > 1 else ""))
+            raise RecordError(
+                f"lacks the class {missing[0]!r}"
+                + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+            )
         return {c: number(values[c], f"the norm of {c!r}") for c in run.classes}
     except RecordError as exc:
         raise BrokenRunFile(path.name, str(exc)) from None
@@ -133,8 +145,9 @@ def load_predictions(path: Path, run: RunContext) -> pd.DataFrame:
     if missing:
         raise BrokenRunFile(path.name, f"lacks the column(s) {', '.join(missing)}")
     if len(frame) != run.metrics.test_size:
-        raise BrokenRunFile(path.name, f"has {len(frame)} rows; the run's test set has "
-                                       f"{run.metrics.test_size}")
+        raise BrokenRunFile(
+            path.name, f"has {len(frame)} rows; the run's test set has {run.metrics.test_size}"
+        )
     frame["gold"], frame["pred"] = frame["gold"].astype(str), frame["pred"].astype(str)
     unknown = (set(frame["gold"]) | set(frame["pred"])) - set(run.classes)
     if unknown:
@@ -144,8 +157,10 @@ def load_predictions(path: Path, run: RunContext) -> pd.DataFrame:
     return frame
 
 
-HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0,
-                  (2, 0): np.lib.format.read_array_header_2_0}
+HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
 
 
 def _npy_shape(file, name: str, where: str) -> tuple[tuple[int, ...], np.dtype]:
@@ -217,9 +232,12 @@ def check_features(path: Path, run: RunContext) -> None:
     shapes = npz_shapes(path, FEATURE_ARRAYS)
     rows = shapes["features"][0] if shapes["features"] else 0
     if len(shapes["features"]) != 2 or shapes["labels"] != (rows,) or shapes["rows"] != (rows,):
-        raise BrokenRunFile(path.name, "features, labels and rows do not line up "
-                                       f"({shapes['features']}, {shapes['labels']}, "
-                                       f"{shapes['rows']})")
+        raise BrokenRunFile(
+            path.name,
+            "features, labels and rows do not line up "
+            f"({shapes['features']}, {shapes['labels']}, "
+            f"{shapes['rows']})",
+        )
     small = _npz(path, ("labels", "rows"), only=True)  # the big array is left for load
     _labels_in_range(path, small["labels"], len(run.classes), "labels")
     _labels_in_range(path, small["rows"], run.metrics.test_size, "rows")
@@ -234,9 +252,12 @@ def load_features(path: Path, run: RunContext) -> dict[str, np.ndarray]:
 def check_calibration(path: Path, run: RunContext) -> None:
     shapes = npz_shapes(path, CALIBRATION_ARRAYS)
     n = len(run.classes)
-    if (shapes["weight"][:1] != (n,) or shapes["bias"] != (n,)
-            or shapes["test_logits"] != (run.metrics.test_size, n)
-            or shapes["dev_logits"][1:] != (n,)):
+    if (
+        shapes["weight"][:1] != (n,)
+        or shapes["bias"] != (n,)
+        or shapes["test_logits"] != (run.metrics.test_size, n)
+        or shapes["dev_logits"][1:] != (n,)
+    ):
         raise BrokenRunFile(path.name, "its arrays do not match the run's classes and test set")
     labels = _npz(path, ("dev_labels", "test_labels"), only=True)
     for name, values in labels.items():
@@ -258,8 +279,9 @@ def check_weights(path: Path, run: RunContext) -> None:
         size = int.from_bytes(head, "little") if len(head) == 8 else -1
         try:
             header = json.loads(handle.read(size)) if 0 < size < 100_000_000 else None
-            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"),
-                      default=0)
+            end = max(
+                (t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0
+            )
         except (ValueError, TypeError, AttributeError, KeyError, IndexError):
             header = None
     if header is None or path.stat().st_size != 8 + size + end:
@@ -297,20 +319,25 @@ class RunFile:
 
 def _check_by_loading(name: str) -> Callable[[Path, RunContext], None]:
     """A small file's check is its full load."""
+
     def check(path: Path, run: RunContext) -> None:
         RUN_FILES[name].load(path, run)
+
     return check
 
 
 # Every file a run stores but config.json and metrics.json (read first: the others are checked
 # against them); the store's listing runs each check, ``Run.load`` each loader.
-RUN_FILES: dict[str, RunFile] = {f.name: f for f in (
-    RunFile("history.json", _check_by_loading("history.json"), load_history),
-    RunFile("weight_norms.json", _check_by_loading("weight_norms.json"), load_weight_norms),
-    RunFile("predictions.csv", lambda path, run: None, load_predictions),  # read in full: load
-    RunFile("logits.npy", check_logits, load_logits),
-    RunFile("features.npz", check_features, load_features),
-    RunFile("calibration.npz", check_calibration, load_calibration, keep=False, optional=True),
-    RunFile("model.safetensors", check_weights, lambda path, run: path),
-)}
+RUN_FILES: dict[str, RunFile] = {
+    f.name: f
+    for f in (
+        RunFile("history.json", _check_by_loading("history.json"), load_history),
+        RunFile("weight_norms.json", _check_by_loading("weight_norms.json"), load_weight_norms),
+        RunFile("predictions.csv", lambda path, run: None, load_predictions),  # read in full: load
+        RunFile("logits.npy", check_logits, load_logits),
+        RunFile("features.npz", check_features, load_features),
+        RunFile("calibration.npz", check_calibration, load_calibration, keep=False, optional=True),
+        RunFile("model.safetensors", check_weights, lambda path, run: path),
+    )
+}
 RUN_FILE_NAMES = ("config.json", "metrics.json", *RUN_FILES)

@@ -43,9 +43,15 @@ def _probabilities(clf, features: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def crest(labelled: np.ndarray, labels: np.ndarray, pool: np.ndarray, k: int,
-          generations: int = GENERATIONS, alpha: float = ALPHA,
-          progress: Callable[[int, int], None] | None = None) -> PseudoLabels:
+def crest(
+    labelled: np.ndarray,
+    labels: np.ndarray,
+    pool: np.ndarray,
+    k: int,
+    generations: int = GENERATIONS,
+    alpha: float = ALPHA,
+    progress: Callable[[int, int], None] | None = None,
+) -> PseudoLabels:
     """The pseudo-labels ``generations`` of CReST keep from ``pool`` (features) given the
     ``labelled`` features and their ``labels`` (the module's docstring says how)."""
     counts = np.bincount(labels, minlength=k).astype(float)
@@ -56,8 +62,9 @@ def crest(labelled: np.ndarray, labels: np.ndarray, pool: np.ndarray, k: int,
     pseudo = np.zeros(0, dtype=np.int64)
     confidence = np.zeros(0)
     for generation in range(1, generations + 1):
-        clf = probe_classifier(np.concatenate([labelled, pool[rows]]),
-                               np.concatenate([labels, pseudo]), True)
+        clf = probe_classifier(
+            np.concatenate([labelled, pool[rows]]), np.concatenate([labels, pseudo]), True
+        )
         probs = _probabilities(clf, pool, k)
         predicted, sure = probs.argmax(1), probs.max(1)
         kept = []
@@ -69,13 +76,20 @@ def crest(labelled: np.ndarray, labels: np.ndarray, pool: np.ndarray, k: int,
         pseudo, confidence = predicted[rows], sure[rows]
         if progress:
             progress(generation, generations)
-    per_class = {int(c): int(n) for c, n in zip(*np.unique(pseudo, return_counts=True),
-                                                 strict=True)}
+    per_class = {
+        int(c): int(n) for c, n in zip(*np.unique(pseudo, return_counts=True), strict=True)
+    }
     return PseudoLabels(rows, pseudo, confidence, generations, per_class)
 
 
-def helps(labelled: np.ndarray, labels: np.ndarray, pool: np.ndarray, k: int,
-          folds: int = 3, seed: int = 1) -> tuple[bool, float, float]:
+def helps(
+    labelled: np.ndarray,
+    labels: np.ndarray,
+    pool: np.ndarray,
+    k: int,
+    folds: int = 3,
+    seed: int = 1,
+) -> tuple[bool, float, float]:
     """Do CReST's pseudo-labels help here? ``folds``-fold cross-validation on the labelled texts
     (stratified; classes with fewer texts than folds stay in every fit): the macro-F1 of the
     probe on each held-out fold without and with the pseudo-labels made from the other folds
@@ -95,10 +109,12 @@ def helps(labelled: np.ndarray, labels: np.ndarray, pool: np.ndarray, k: int,
         test = judged[held]
         base = probe_classifier(labelled[train], labels[train], True)
         found = crest(labelled[train], labels[train], pool, k)
-        more = probe_classifier(np.concatenate([labelled[train], pool[found.rows]]),
-                                np.concatenate([labels[train], found.labels]), True)
+        more = probe_classifier(
+            np.concatenate([labelled[train], pool[found.rows]]),
+            np.concatenate([labels[train], found.labels]),
+            True,
+        )
         without.append(f1_score(labels[test], base.predict(labelled[test]), average="macro"))
-        with_pseudo.append(f1_score(labels[test], more.predict(labelled[test]),
-                                    average="macro"))
+        with_pseudo.append(f1_score(labels[test], more.predict(labelled[test]), average="macro"))
     a, b = 100 * float(np.mean(without)), 100 * float(np.mean(with_pseudo))
     return b > a, a, b

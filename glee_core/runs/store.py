@@ -185,9 +185,14 @@ class Run:
     def summary(self) -> dict:
         """The one-line result the CLI prints: {run_id, dataset, method, seed, reads, acc, f1,
         ...}."""
-        return {"run_id": self.run_id, "dataset": self.dataset, "method": self.method,
-                "seed": self.seed, "reads": self.reads,
-                **{k: self.metrics.value(k) for k in METRIC_KEYS}}
+        return {
+            "run_id": self.run_id,
+            "dataset": self.dataset,
+            "method": self.method,
+            "seed": self.seed,
+            "reads": self.reads,
+            **{k: self.metrics.value(k) for k in METRIC_KEYS},
+        }
 
 
 def load_checked(path: Path, whole: bool = False) -> tuple[Run | None, str | None]:
@@ -220,8 +225,11 @@ class RunStore:
 
     def __init__(self, root: str | os.PathLike | None = None, max_concurrent: int | None = None):
         self.root = Path(root).expanduser() if root else environment.runs_dir()
-        self.max_concurrent = (0 if max_concurrent == 0 else
-                               max(1, int(max_concurrent or environment.max_concurrent_runs())))
+        self.max_concurrent = (
+            0
+            if max_concurrent == 0
+            else max(1, int(max_concurrent or environment.max_concurrent_runs()))
+        )
         self.problems: dict[str, str] = {}  # run dirs skipped by runs(), with why
 
     # The store's layout: one folder per run, and these beside them (hidden ones,
@@ -356,8 +364,11 @@ class RunStore:
         self.sweep_temp()
         found = []
         for path in sorted(self.root.iterdir()):
-            if (not path.is_dir() or path.name.startswith(".")
-                    or path in (self.reproduce_dir, self.backbones_dir)):
+            if (
+                not path.is_dir()
+                or path.name.startswith(".")
+                or path in (self.reproduce_dir, self.backbones_dir)
+            ):
                 continue
             run, problem = load_checked(path)
             if problem:
@@ -377,12 +388,15 @@ class RunStore:
             write_files(tmp)
             _, problem = load_checked(tmp)  # what every reader will check, checked before it lands
             if problem:
-                raise GleeError(f"run {run_id} was written inconsistent ({problem}); this is a "
-                                "bug of Glee Studio, please report it")
+                raise GleeError(
+                    f"run {run_id} was written inconsistent ({problem}); this is a "
+                    "bug of Glee Studio, please report it"
+                )
             check_quota(folder_bytes(tmp), "this run")
             if final.exists():  # a forced re-run replaces the old one
-                trash = Path(tempfile.mkdtemp(prefix=f".old-{run_id}-{os.getpid()}-",
-                                              dir=self.root))
+                trash = Path(
+                    tempfile.mkdtemp(prefix=f".old-{run_id}-{os.getpid()}-", dir=self.root)
+                )
                 final.rename(trash / "run")
                 shutil.rmtree(trash, ignore_errors=True)
             tmp.rename(final)
@@ -390,7 +404,6 @@ class RunStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return Run(final)
-
 
     def add_cross_validation(self, run_id: str, cv) -> Run:
         """Record a finished run's cross-validation (a ``CrossValidation``) in its
@@ -441,5 +454,3 @@ def _being_written(path: Path) -> bool:
         return time.time() - path.stat().st_mtime < UNOWNED_TEMP_SECONDS
     except OSError:
         return False
-
-

@@ -24,21 +24,23 @@ from .metrics import classification_metrics, shot_f1
 from .record import DatasetRecord, ModelRecord, RunRecord
 from .store import Run, RunStore, make_run_id
 
-SYNTHETIC_NOTE = ("synthetic run (glee_core.runs.synthetic): made-up predictions, not a trained "
-                  "model")
+SYNTHETIC_NOTE = (
+    "synthetic run (glee_core.runs.synthetic): made-up predictions, not a trained model"
+)
 
 
 def zipf_counts(n_classes: int, largest: int = 600, smallest: int = 3) -> dict[str, int]:
     """Training counts falling from ``largest`` to ``smallest`` along a power law, head first."""
     ranks = np.arange(1, n_classes + 1)
     exponent = np.log(largest / smallest) / np.log(max(n_classes, 2))
-    counts = np.maximum(smallest, np.round(largest / ranks ** exponent)).astype(int)
+    counts = np.maximum(smallest, np.round(largest / ranks**exponent)).astype(int)
     width = len(str(n_classes))
     return {f"class {i:0{width}d}": int(c) for i, c in enumerate(counts, 1)}
 
 
-def synthetic_dataset(n_classes: int, name: str | None = None,
-                      threshold: float = 0.5) -> DatasetRecord:
+def synthetic_dataset(
+    n_classes: int, name: str | None = None, threshold: float = 0.5
+) -> DatasetRecord:
     """A long-tailed dataset record (head: cumulative training share at or under ``threshold``)."""
     counts = zipf_counts(n_classes)
     total = sum(counts.values())
@@ -47,15 +49,28 @@ def synthetic_dataset(n_classes: int, name: str | None = None,
     tail = [c for c in counts if c not in head]
     test = {c: max(3, n // 5) for c, n in counts.items()}
     return DatasetRecord(
-        id=name or f"synthetic-{n_classes}", fingerprint=f"synthetic{n_classes}",
-        classes=list(counts), head_classes=head, tail_classes=tail, threshold=threshold,
-        template="[TEXT] It is about [MASK].", verbalizer={c: [c.split()[-1]] for c in counts},
-        class_counts=counts, sizes={"train": total, "dev": sum(test.values()),
-                                    "test": sum(test.values())})
+        id=name or f"synthetic-{n_classes}",
+        fingerprint=f"synthetic{n_classes}",
+        classes=list(counts),
+        head_classes=head,
+        tail_classes=tail,
+        threshold=threshold,
+        template="[TEXT] It is about [MASK].",
+        verbalizer={c: [c.split()[-1]] for c in counts},
+        class_counts=counts,
+        sizes={"train": total, "dev": sum(test.values()), "test": sum(test.values())},
+    )
 
 
-def write_synthetic_run(store: RunStore, dataset: DatasetRecord, method: str, seed: int,
-                        skill: float = 0.0, mode: str = "frozen", hidden: int = 16) -> Run:
+def write_synthetic_run(
+    store: RunStore,
+    dataset: DatasetRecord,
+    method: str,
+    seed: int,
+    skill: float = 0.0,
+    mode: str = "frozen",
+    hidden: int = 16,
+) -> Run:
     """One finished run of ``method`` on ``dataset``. ``skill`` shifts how well it does on the
     tail (the head is easy for every method, the tail harder the rarer the class)."""
     rng = np.random.default_rng(zlib.crc32(f"{dataset.id}|{method}|{seed}".encode()))
@@ -72,43 +87,87 @@ def write_synthetic_run(store: RunStore, dataset: DatasetRecord, method: str, se
     hit = rng.random(len(gold)) < right[gold]
     logits[np.arange(len(gold)), gold] += np.where(hit, 4.0, -1.0)
     pred = logits.argmax(1)
-    metrics = classification_metrics(gold, pred, classes, dataset.head_classes,
-                                     dataset.tail_classes)
+    metrics = classification_metrics(
+        gold, pred, classes, dataset.head_classes, dataset.tail_classes
+    )
     metrics.update({f"{k}_f1": v for k, v in shot_f1(metrics["per_class"], counts).items()})
-    metrics.update(best_epoch=1, best_step=1, best_dev_f1=metrics["f1"],
-                   best_dev_acc=metrics["acc"], select_metric="f1")
+    metrics.update(
+        best_epoch=1,
+        best_step=1,
+        best_dev_f1=metrics["f1"],
+        best_dev_acc=metrics["acc"],
+        select_metric="f1",
+    )
     norms = np.clip(1.0 + 0.3 * rarity * (1 - skill) + rng.normal(0, 0.03, n), 0.1, None)
     config = TrainConfig(mode=mode, seed=seed, epochs=3)
-    identity = {"synthetic": True, "method": method, "seed": seed, "dataset": dataset.id,
-                "threshold": dataset.threshold}
+    identity = {
+        "synthetic": True,
+        "method": method,
+        "seed": seed,
+        "dataset": dataset.id,
+        "threshold": dataset.threshold,
+    }
     run_id = make_run_id(dataset.id, method, seed, identity)
     record = RunRecord(
-        run_id=run_id, dataset=dataset,
-        model=ModelRecord(name="synthetic", source="glee_core.runs.synthetic", family="bert",
-                          hidden_size=hidden, mlm_head_pretrained=True),
-        method=get_method(method), seed=seed, hyperparameters=config.resolved(128, 32),
-        created="2026-01-01T00:00:00+0000", notes=[SYNTHETIC_NOTE], identity=identity)
+        run_id=run_id,
+        dataset=dataset,
+        model=ModelRecord(
+            name="synthetic",
+            source="glee_core.runs.synthetic",
+            family="bert",
+            hidden_size=hidden,
+            mlm_head_pretrained=True,
+        ),
+        method=get_method(method),
+        seed=seed,
+        hyperparameters=config.resolved(128, 32),
+        created="2026-01-01T00:00:00+0000",
+        notes=[SYNTHETIC_NOTE],
+        identity=identity,
+    )
     labels_rows = np.concatenate([np.flatnonzero(gold == c)[:64] for c in range(n)])
     features = rng.normal(0, 1, (len(gold), hidden)).astype(np.float32)
     probs = np.exp(logits - logits.max(1, keepdims=True))
     probs /= probs.sum(1, keepdims=True)
-    history = [{"epoch": e, "step": 10 * e, "train_loss": 1.0 / e, "dev_f1": metrics["f1"],
-                "dev_acc": metrics["acc"], "eval_seconds": 0.1, "seconds": 1.0,
-                "weight_norms": [round(float(v) * e / 3, 5) for v in norms]}
-               for e in (1, 2, 3)]
+    history = [
+        {
+            "epoch": e,
+            "step": 10 * e,
+            "train_loss": 1.0 / e,
+            "dev_f1": metrics["f1"],
+            "dev_acc": metrics["acc"],
+            "eval_seconds": 0.1,
+            "seconds": 1.0,
+            "weight_norms": [round(float(v) * e / 3, 5) for v in norms],
+        }
+        for e in (1, 2, 3)
+    ]
 
     def write(folder):
-        save_file({"head.weight": rng.normal(0, 1, (n, hidden)).astype(np.float32)},
-                  str(folder / "model.safetensors"))
+        save_file(
+            {"head.weight": rng.normal(0, 1, (n, hidden)).astype(np.float32)},
+            str(folder / "model.safetensors"),
+        )
         np.save(folder / "logits.npy", logits, allow_pickle=False)
-        np.savez(folder / "features.npz", features=features[labels_rows].astype(np.float16),
-                 labels=gold[labels_rows], rows=labels_rows)
-        pd.DataFrame({"text": [f"text {i}" for i in range(len(gold))], "text_b": "",
-                      "gold": [classes[i] for i in gold], "pred": [classes[i] for i in pred],
-                      "confidence": probs.max(1).round(6), "correct": pred == gold}
-                     ).to_csv(folder / "predictions.csv", index=False)
-        write_json(folder / "weight_norms.json",
-                   dict(zip(classes, norms.round(5).tolist(), strict=True)))
+        np.savez(
+            folder / "features.npz",
+            features=features[labels_rows].astype(np.float16),
+            labels=gold[labels_rows],
+            rows=labels_rows,
+        )
+        pd.DataFrame(
+            {
+                "text": [f"text {i}" for i in range(len(gold))],
+                "text_b": "",
+                "gold": [classes[i] for i in gold],
+                "pred": [classes[i] for i in pred],
+                "confidence": probs.max(1).round(6),
+                "correct": pred == gold,
+            }
+        ).to_csv(folder / "predictions.csv", index=False)
+        write_json(
+            folder / "weight_norms.json", dict(zip(classes, norms.round(5).tolist(), strict=True))
+        )
         write_json(folder / "history.json", history)
         write_json(folder / "config.json", record.to_dict())
         write_json(folder / "metrics.json", metrics)
@@ -116,11 +175,18 @@ def write_synthetic_run(store: RunStore, dataset: DatasetRecord, method: str, se
     return store.write(run_id, write)
 
 
-def write_synthetic_store(store: RunStore, n_classes: int, methods: list[str],
-                          seeds: list[int] = (1,), name: str | None = None) -> list[Run]:
+def write_synthetic_store(
+    store: RunStore,
+    n_classes: int,
+    methods: list[str],
+    seeds: list[int] = (1,),
+    name: str | None = None,
+) -> list[Run]:
     """Runs of every method x seed on one synthetic dataset; later methods in the list get a
     little more tail skill, so the charts have differences to show."""
     dataset = synthetic_dataset(n_classes, name)
-    return [write_synthetic_run(store, dataset, method, seed,
-                                skill=0.3 * i / max(len(methods) - 1, 1))
-            for i, method in enumerate(methods) for seed in seeds]
+    return [
+        write_synthetic_run(store, dataset, method, seed, skill=0.3 * i / max(len(methods) - 1, 1))
+        for i, method in enumerate(methods)
+        for seed in seeds
+    ]

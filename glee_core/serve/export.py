@@ -71,18 +71,26 @@ FORMAT_VERSION = 1
 CLASSIFIER_FILE = "glee_classifier.json"
 WEIGHTS_FILE = "model.safetensors"
 BACKBONE_FOLDER = "backbone"
-PAPER_CITATION = ("Zhang, Ren, Wang, Wu and Song, \"Making Pretrained Language Models Good "
-                  "Long-tailed Learners\", EMNLP 2022 (arXiv 2205.05461)")
+PAPER_CITATION = (
+    'Zhang, Ren, Wang, Wu and Song, "Making Pretrained Language Models Good '
+    'Long-tailed Learners", EMNLP 2022 (arXiv 2205.05461)'
+)
 
 
-def export_run(run: Run, out: str | Path, include_backbone: bool = False,
-               form: str = "glee", quantize: str | None = None) -> Path:
+def export_run(
+    run: Run,
+    out: str | Path,
+    include_backbone: bool = False,
+    form: str = "glee",
+    quantize: str | None = None,
+) -> Path:
     """Write ``run`` as a classifier folder at ``out`` (a new or empty folder) in ``form``
     (``glee``, or one of :mod:`glee_core.serve.formats`'s)."""
     out = Path(out).expanduser()
     if out.is_symlink():
-        raise GleeError(f"{out} is a symbolic link; give --out a folder path of its own (a new "
-                        "or empty folder)")
+        raise GleeError(
+            f"{out} is a symbolic link; give --out a folder path of its own (a new or empty folder)"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
     why = refusal(run, form)
@@ -91,16 +99,19 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False,
     if quantize and form != "onnx":
         raise GleeError("--quantize is for --format onnx")
     if include_backbone and form != "glee":
-        raise GleeError("--include-backbone is for --format glee (the other forms hold every "
-                        "weight they need)")
+        raise GleeError(
+            "--include-backbone is for --format glee (the other forms hold every weight they need)"
+        )
     if form != "glee":
         return _export_form(run, out, form, quantize)
     record = run.record
     kept = record.hyperparameters.tuning.keeps_backbone
     if include_backbone and not kept:
-        raise GleeError("--include-backbone is for runs that keep the pretrained backbone "
-                        "(quick mode, LoRA, P-tuning v2); a fine-tuned run's weights already "
-                        "hold its whole backbone")
+        raise GleeError(
+            "--include-backbone is for runs that keep the pretrained backbone "
+            "(quick mode, LoRA, P-tuning v2); a fine-tuned run's weights already "
+            "hold its whole backbone"
+        )
     backbone = get_backbone(record.model.name)  # config, tokenizer (and, kept, the weights)
     with staged(out) as tmp:
         (tmp / BACKBONE_FOLDER).mkdir()
@@ -110,12 +121,23 @@ def export_run(run: Run, out: str | Path, include_backbone: bool = False,
             backbone.model.save_pretrained(tmp / BACKBONE_FOLDER, safe_serialization=True)
         else:
             backbone.model.config.save_pretrained(tmp / BACKBONE_FOLDER)
-        write_json(tmp / CLASSIFIER_FILE, {
-            "format_version": FORMAT_VERSION, "glee_core": __version__,
-            "backbone": {"folder": BACKBONE_FOLDER, "weights": "model" if not kept else
-                         ("backbone" if include_backbone else "referenced"),
-                         "name": record.model.name, "fingerprint": record.model.fingerprint},
-            "record": record.to_dict(), "metrics": {k: run.metrics.value(k) for k in METRIC_KEYS}})
+        write_json(
+            tmp / CLASSIFIER_FILE,
+            {
+                "format_version": FORMAT_VERSION,
+                "glee_core": __version__,
+                "backbone": {
+                    "folder": BACKBONE_FOLDER,
+                    "weights": "model"
+                    if not kept
+                    else ("backbone" if include_backbone else "referenced"),
+                    "name": record.model.name,
+                    "fingerprint": record.model.fingerprint,
+                },
+                "record": record.to_dict(),
+                "metrics": {k: run.metrics.value(k) for k in METRIC_KEYS},
+            },
+        )
         (tmp / "README.md").write_text(model_card(run, include_backbone), encoding="utf-8")
     return out
 
@@ -156,13 +178,15 @@ def _leaves_the_machine(folder: Path) -> None:
             changed = False
             for key in ("_name_or_path", "name_or_path", "base_model_name_or_path"):
                 value = values.get(key) if isinstance(values, dict) else None
-                if isinstance(value, str) and (value.startswith(("/", "~", ".")) or
-                                               Path(value).exists() or "\\" in value):
+                if isinstance(value, str) and (
+                    value.startswith(("/", "~", ".")) or Path(value).exists() or "\\" in value
+                ):
                     values[key] = ""  # a folder of this machine: nothing another could open
                     changed = True
             if changed:
-                path.write_text(json.dumps(values, indent=2, ensure_ascii=False) + "\n",
-                                encoding="utf-8")
+                path.write_text(
+                    json.dumps(values, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+                )
 
 
 def _umask() -> int:
@@ -182,19 +206,28 @@ def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
         if form == "hf":
             lines = export_hf(run, tmp, None)
             stock = not (tmp / "modeling_glee.py").exists()
-            kind = ("a stock transformers class (BertForSequenceClassification): no remote code"
-                    if stock else "transformers with this folder's modeling_glee.py "
-                    "(trust_remote_code=True; it imports only torch and transformers)")
+            kind = (
+                "a stock transformers class (BertForSequenceClassification): no remote code"
+                if stock
+                else "transformers with this folder's modeling_glee.py "
+                "(trust_remote_code=True; it imports only torch and transformers)"
+            )
         elif form == "onnx":
             lines, change = export_onnx(run, tmp, quantize)
-            kind = ("ONNX Runtime: onnx_classifier.py in this folder (numpy, onnxruntime and "
-                    "tokenizers only)")
+            kind = (
+                "ONNX Runtime: onnx_classifier.py in this folder (numpy, onnxruntime and "
+                "tokenizers only)"
+            )
         else:
             lines = export_peft(run, tmp)
             kind = "a peft adapter (PeftModel.from_pretrained) and the head's weights"
-        card = model_card(run, form=form, kind=kind, loading=[
-            line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines],
-            quantized=change)
+        card = model_card(
+            run,
+            form=form,
+            kind=kind,
+            loading=[line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines],
+            quantized=change,
+        )
         (tmp / "README.md").write_text(card, encoding="utf-8")
     return out
 
@@ -226,12 +259,14 @@ def push_to_hub(folder: Path, repo: str, private: bool = False) -> str:
     api = HfApi()
     try:
         api.create_repo(repo, private=private, exist_ok=True)
-        info = api.upload_folder(folder_path=str(folder), repo_id=repo,
-                                 commit_message="Glee Studio export")
+        info = api.upload_folder(
+            folder_path=str(folder), repo_id=repo, commit_message="Glee Studio export"
+        )
     except Exception as exc:  # offline, no token, refused, a bad name: each is one line
-        raise GleeError(f"cannot push to the Hub as {repo!r}: {str(exc).splitlines()[0]} (the "
-                        "folder is written; push it later with huggingface-cli upload)") \
-            from None
+        raise GleeError(
+            f"cannot push to the Hub as {repo!r}: {str(exc).splitlines()[0]} (the "
+            "folder is written; push it later with huggingface-cli upload)"
+        ) from None
     return str(getattr(info, "commit_url", repo))
 
 
@@ -258,12 +293,15 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
     try:
         manifest = mapping(json.loads(manifest_path.read_text(encoding="utf-8")), "the manifest")
         if integer(manifest.get("format_version", 0), "format_version") > FORMAT_VERSION:
-            raise GleeError(f"{folder} was exported by a newer glee_core "
-                            f"({manifest.get('glee_core')}); upgrade to load it")
+            raise GleeError(
+                f"{folder} was exported by a newer glee_core "
+                f"({manifest.get('glee_core')}); upgrade to load it"
+            )
         record = RunRecord.from_dict(manifest.get("record"))
         source = mapping(manifest.get("backbone"), "backbone")
         if source.get("weights") not in ("model", "backbone", "referenced") or not all(
-                isinstance(source.get(k), str) for k in ("folder", "name", "fingerprint")):
+            isinstance(source.get(k), str) for k in ("folder", "name", "fingerprint")
+        ):
             raise RecordError(f"backbone is {source!r}, not where the backbone's weights are")
     except ValueError as exc:  # bad JSON, or a RecordError
         raise GleeError(f"{manifest_path} is damaged: {exc}; export the run again") from None
@@ -275,9 +313,11 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
     else:  # referenced: the same backbone must be found here
         backbone = load_backbone(source["name"])
         if source["fingerprint"] and backbone.fingerprint != source["fingerprint"]:
-            raise GleeError(f"the backbone {source['name']!r} found here (fingerprint "
-                            f"{backbone.fingerprint}) is not the one this classifier was trained "
-                            f"on ({source['fingerprint']}); export it with --include-backbone")
+            raise GleeError(
+                f"the backbone {source['name']!r} found here (fingerprint "
+                f"{backbone.fingerprint}) is not the one this classifier was trained "
+                f"on ({source['fingerprint']}); export it with --include-backbone"
+            )
     return Scorer.from_record(record, backbone, folder / WEIGHTS_FILE, device)
 
 
@@ -289,8 +329,12 @@ def _confusions(run: Run, most: int = 5) -> list[tuple[str, str, int, int]]:
     """The largest off-diagonal cells: (gold, predicted, count, gold's test support)."""
     matrix = np.asarray(run.metrics.confusion_matrix)
     classes = run.record.dataset.classes
-    off = [(classes[g], classes[p], int(matrix[g, p]), int(matrix[g].sum()))
-           for g in range(len(classes)) for p in range(len(classes)) if g != p and matrix[g, p]]
+    off = [
+        (classes[g], classes[p], int(matrix[g, p]), int(matrix[g].sum()))
+        for g in range(len(classes))
+        for p in range(len(classes))
+        if g != p and matrix[g, p]
+    ]
     return sorted(off, key=lambda c: (-c[2], c[0]))[:most]
 
 
@@ -307,15 +351,20 @@ def note_text(note: str) -> str:
     parts = str(note).split("`")
     if len(parts) % 2 == 0:  # an unpaired backtick: every part literal
         return text(note)
-    return "".join(text(part) if i % 2 == 0 else
-                   "`" + part.replace("\n", " ") + "`" for i, part in enumerate(parts))
+    return "".join(
+        text(part) if i % 2 == 0 else "`" + part.replace("\n", " ") + "`"
+        for i, part in enumerate(parts)
+    )
 
 
 # what each form's card declares: the library that loads it, and a pipeline only where
 # transformers' pipeline() opens the folder (the Hub shows a widget for it)
-CARD_META = {"glee": {"library_name": "glee-studio"},
-             "hf": {"library_name": "transformers", "pipeline_tag": "text-classification"},
-             "onnx": {"library_name": "onnx"}, "peft": {"library_name": "peft"}}
+CARD_META = {
+    "glee": {"library_name": "glee-studio"},
+    "hf": {"library_name": "transformers", "pipeline_tag": "text-classification"},
+    "onnx": {"library_name": "onnx"},
+    "peft": {"library_name": "peft"},
+}
 
 
 def _weights_line(form: str, record, include_backbone: bool, quantized: bool) -> str:
@@ -323,11 +372,14 @@ def _weights_line(form: str, record, include_backbone: bool, quantized: bool) ->
     if form == "hf":
         return "every weight, the backbone's and the head's, in this folder's `model.safetensors`"
     if form == "onnx":
-        return ("every weight in this folder's `model.onnx`"
-                + (" (and, quantized, `model.int8.onnx`)" if quantized else ""))
+        return "every weight in this folder's `model.onnx`" + (
+            " (and, quantized, `model.int8.onnx`)" if quantized else ""
+        )
     if form == "peft":
-        return (f"the pretrained `{record.model.name}` loaded by name (peft adds this folder's "
-                "adapter; the head's weights are in `glee_head.safetensors`)")
+        return (
+            f"the pretrained `{record.model.name}` loaded by name (peft adds this folder's "
+            "adapter; the head's weights are in `glee_head.safetensors`)"
+        )
     if include_backbone:
         return "weights included in `backbone/`"
     if record.hyperparameters.tuning.keeps_backbone:
@@ -335,8 +387,14 @@ def _weights_line(form: str, record, include_backbone: bool, quantized: bool) ->
     return "fine-tuned weights in `model.safetensors`"
 
 
-def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kind: str = "",
-               loading: list[str] | None = None, quantized: dict | None = None) -> str:
+def model_card(
+    run: Run,
+    include_backbone: bool = False,
+    form: str = "glee",
+    kind: str = "",
+    loading: list[str] | None = None,
+    quantized: dict | None = None,
+) -> str:
     """A Hugging Face model card: YAML metadata true to the form, then the method, backbone,
     data, how to load the folder, overall and per-class results with head/tail and
     many/medium/few, the main confusions, the setting."""
@@ -344,72 +402,129 @@ def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kin
     data, model, method = record.dataset, record.model, record.method
     language = PAPER_DATASETS[data.id].language if data.id in PAPER_DATASETS else "en"
     meta = ModelCardData(
-        **CARD_META[form], language=language,
-        tags=["text-classification", "long-tail", "glee", method.id,
-              "prompt-tuning" if head_of(method).verbalizer else "cls-tuning"],
-        datasets=[dataset_name(data.id)], metrics=["accuracy", "f1"], base_model=model.name
-        if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2")
+        **CARD_META[form],
+        language=language,
+        tags=[
+            "text-classification",
+            "long-tail",
+            "glee",
+            method.id,
+            "prompt-tuning" if head_of(method).verbalizer else "cls-tuning",
+        ],
+        datasets=[dataset_name(data.id)],
+        metrics=["accuracy", "f1"],
+        base_model=model.name if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2",
+    )
     counts = data.class_counts
     per_class = metrics.per_class
     # recomputed: runs stored before the bucket F1s lack them
     buckets = shot_f1({c: asdict(m) for c, m in per_class.items()}, counts)
     lines = [
-        "---", meta.to_yaml(), "---", "",
-        f"# {method.paper_row} on {text(dataset_name(data.id))}", "",
+        "---",
+        meta.to_yaml(),
+        "---",
+        "",
+        f"# {method.paper_row} on {text(dataset_name(data.id))}",
+        "",
         f"A {len(data.classes)}-class text classifier trained with Glee Studio: the method "
         f"**{method.label}** of {PAPER_CITATION} (Tables 2 and 3), on the backbone `{model.name}` "
-        f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.", ""]
+        f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.",
+        "",
+    ]
     if method.uses_mlm_head and not model.mlm_head_pretrained:
-        lines += [f"> **Caveat.** This method starts from the backbone's MLM head, and "
-                  f"`{model.name}` has no pretrained MLM head (its transform was initialised "
-                  "fresh), so it cannot show the paper's prompt-tuning advantage.", ""]
+        lines += [
+            f"> **Caveat.** This method starts from the backbone's MLM head, and "
+            f"`{model.name}` has no pretrained MLM head (its transform was initialised "
+            "fresh), so it cannot show the paper's prompt-tuning advantage.",
+            "",
+        ]
     if form == "glee":
         lines += [
-            "## Use", "", "```python", "from glee_core import load_classifier", "",
+            "## Use",
+            "",
+            "```python",
+            "from glee_core import load_classifier",
+            "",
             'classifier = load_classifier("path/to/this/folder")  # offline, no pickle, no '
-            "remote code", 'classifier.probabilities(["a text to classify"])  # one column per '
-            "class", "```", "", "Or a whole CSV: `python -m glee_core predict --classifier "
-            "path/to/this/folder --input texts.csv --out predictions.csv`.", ""]
+            "remote code",
+            'classifier.probabilities(["a text to classify"])  # one column per class',
+            "```",
+            "",
+            "Or a whole CSV: `python -m glee_core predict --classifier "
+            "path/to/this/folder --input texts.csv --out predictions.csv`.",
+            "",
+        ]
     else:
-        lines += ["## Use", "", f"This folder loads with {kind}:", "", "```python",
-                  *(loading or []), "```", ""]
+        lines += [
+            "## Use",
+            "",
+            f"This folder loads with {kind}:",
+            "",
+            "```python",
+            *(loading or []),
+            "```",
+            "",
+        ]
     if quantized:
         full, small = quantized["model.onnx"], quantized["model.int8.onnx"]
-        lines += [f"`model.int8.onnx` (onnxruntime's dynamic int8 quantization): test macro-F1 "
-                  f"{small['f1']:.1f} against {full['f1']:.1f} in fp32 "
-                  f"({small['f1'] - full['f1']:+.1f}), tail F1 {small['tail_f1']:.1f} against "
-                  f"{full['tail_f1']:.1f} ({small['tail_f1'] - full['tail_f1']:+.1f}).", ""]
+        lines += [
+            f"`model.int8.onnx` (onnxruntime's dynamic int8 quantization): test macro-F1 "
+            f"{small['f1']:.1f} against {full['f1']:.1f} in fp32 "
+            f"({small['f1'] - full['f1']:+.1f}), tail F1 {small['tail_f1']:.1f} against "
+            f"{full['tail_f1']:.1f} ({small['tail_f1'] - full['tail_f1']:+.1f}).",
+            "",
+        ]
     lines += [
-        "## Results on the test split", "",
-        "| " + " | ".join(METRIC_TITLES.values()) + " | "
-        + " | ".join(f"{name.title()}-shot F1" for name, _, _ in SHOT_BUCKETS) + " |",
+        "## Results on the test split",
+        "",
+        "| "
+        + " | ".join(METRIC_TITLES.values())
+        + " | "
+        + " | ".join(f"{name.title()}-shot F1" for name, _, _ in SHOT_BUCKETS)
+        + " |",
         "|" + "---:|" * (len(METRIC_KEYS) + len(SHOT_BUCKETS)),
-        "| " + " | ".join(_pct(metrics.value(k)) for k in METRIC_KEYS) + " | "
-        + " | ".join(_pct(buckets[name]) for name, _, _ in SHOT_BUCKETS) + " |", "",
+        "| "
+        + " | ".join(_pct(metrics.value(k)) for k in METRIC_KEYS)
+        + " | "
+        + " | ".join(_pct(buckets[name]) for name, _, _ in SHOT_BUCKETS)
+        + " |",
+        "",
         f"Head and tail: classes sorted by training count; a class is head while the cumulative "
         f"share of training examples stays at or under {data.threshold} "
         f"({len(data.head_classes)} head, {len(data.tail_classes)} tail classes). Many / medium / "
         "few-shot: more than 100, 20 to 100, fewer than 20 training examples "
         "(– where no test class falls in a bucket). Head F1, Tail F1 and the shot buckets "
-        "average the per-class F1 of their classes.", "",
-        "### Per class (head to tail)", "",
+        "average the per-class F1 of their classes.",
+        "",
+        "### Per class (head to tail)",
+        "",
         "| class | group | shots | train | test | precision | recall | F1 |",
-        "|---|---|---|---:|---:|---:|---:|---:|"]
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for name in data.order:
         row = per_class[name]
-        lines.append(f"| {text(name)} | {data.group(name)} | {shot_bucket(counts[name])} | "
-                     f"{counts[name]} | {row.support} | {_pct(row.precision)} | "
-                     f"{_pct(row.recall)} | {_pct(row.f1)} |")
+        lines.append(
+            f"| {text(name)} | {data.group(name)} | {shot_bucket(counts[name])} | "
+            f"{counts[name]} | {row.support} | {_pct(row.precision)} | "
+            f"{_pct(row.recall)} | {_pct(row.f1)} |"
+        )
     confusions = _confusions(run)
     if confusions:
-        lines += ["", "### Most frequent confusions", "",
-                  "| gold | predicted as | count | of the gold class's test examples |",
-                  "|---|---|---:|---:|"]
-        lines += [f"| {text(g)} ({data.group(g)}) | {text(p)} ({data.group(p)}) | {n} | "
-                  f"{n / total:.0%} |"
-                  for g, p, n, total in confusions]
+        lines += [
+            "",
+            "### Most frequent confusions",
+            "",
+            "| gold | predicted as | count | of the gold class's test examples |",
+            "|---|---|---:|---:|",
+        ]
+        lines += [
+            f"| {text(g)} ({data.group(g)}) | {text(p)} ({data.group(p)}) | {n} | {n / total:.0%} |"
+            for g, p, n, total in confusions
+        ]
     lines += [
-        "", "## Training", "",
+        "",
+        "## Training",
+        "",
         f"- Run id: `{record.run_id}` (created {record.created})",
         f"- Setting: {record.protocol}; seed {record.seed}; selection on dev "
         f"{record.hyperparameters.select_metric}",
@@ -420,8 +535,11 @@ def model_card(run: Run, include_backbone: bool = False, form: str = "glee", kin
         f"{'yes' if model.mlm_head_pretrained else 'no'}; "
         + _weights_line(form, record, include_backbone, bool(quantized)),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
-        "", "### Training class counts (head to tail)", "",
-        ", ".join(f"{text(name)} {counts[name]}" for name in data.order)]
+        "",
+        "### Training class counts (head to tail)",
+        "",
+        ", ".join(f"{text(name)} {counts[name]}" for name in data.order),
+    ]
     if record.notes:
         lines += ["", "### Notes", "", *[f"- {note_text(note)}" for note in record.notes]]
     return "\n".join(lines) + "\n"

@@ -80,12 +80,17 @@ def refusal(run: Run, form: str) -> str | None:
         return f"--format must be one of {', '.join(FORMATS)}, got {form!r}"
     tuning = record.hyperparameters.tuning
     if form == "peft" and not tuning.parameter_efficient:
-        return (f"--format peft is for LoRA and P-tuning v2 runs; this is a {tuning.label} run "
-                "(it leaves as glee, hf or onnx)")
-    if form in ("hf", "onnx") and any("{" + slot + "}" in record.dataset.template
-                                      for slot in ("text_b", "entity")):
-        return (f"--format {form} takes single texts; this run reads a pair (its template has a "
-                "second slot): it leaves as glee")
+        return (
+            f"--format peft is for LoRA and P-tuning v2 runs; this is a {tuning.label} run "
+            "(it leaves as glee, hf or onnx)"
+        )
+    if form in ("hf", "onnx") and any(
+        "{" + slot + "}" in record.dataset.template for slot in ("text_b", "entity")
+    ):
+        return (
+            f"--format {form} takes single texts; this run reads a pair (its template has a "
+            "second slot): it leaves as glee"
+        )
     return None
 
 
@@ -104,8 +109,9 @@ def portable(run: Run) -> Portable:
     elif model.prefixes:  # P-tuning v2: its prefix carried as every layer's past keys and values
         encoder = model.adapter.base_model
         layers = model.adapter.get_prompt(1).layers
-        prefix = torch.stack([torch.stack([layer.keys[0], layer.values[0]])
-                              for layer in layers]).detach()
+        prefix = torch.stack(
+            [torch.stack([layer.keys[0], layer.values[0]]) for layer in layers]
+        ).detach()
     else:
         encoder = model.mlm.base_model
     encoder = encoder.float().eval()
@@ -135,28 +141,50 @@ def portable(run: Run) -> Portable:
         template = prompt_template(tokenizer, record.dataset.template)
     classes = record.dataset.classes
     config = GleeConfig(
-        encoder=encoder.config.to_dict(), read=read, transform=transform,
-        activation=activation, layer_norm=norm is not None,
+        encoder=encoder.config.to_dict(),
+        read=read,
+        transform=transform,
+        activation=activation,
+        layer_norm=norm is not None,
         layer_norm_eps=norm.eps if norm is not None else 1e-12,
-        text_max_length=record.hyperparameters.max_length, template=template, lead_ids=lead,
-        trail_ids=trail, mask_id=tokenizer.mask_token_id,
+        text_max_length=record.hyperparameters.max_length,
+        template=template,
+        lead_ids=lead,
+        trail_ids=trail,
+        mask_id=tokenizer.mask_token_id,
         prefix_length=0 if prefix is None else prefix.shape[3],
-        num_labels=len(classes), id2label=dict(enumerate(classes)),
+        num_labels=len(classes),
+        id2label=dict(enumerate(classes)),
         label2id={c: i for i, c in enumerate(classes)},
-        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+    )
     state = {f"encoder.{k}": v.detach().float().clone() for k, v in encoder.state_dict().items()}
     state.update({"predictor.weight": weight, "predictor.bias": bias})
     if transform == "mlp":
         dense = head.dense
-        state.update({"dense.weight": dense.weight.detach().float().clone(),
-                      "dense.bias": dense.bias.detach().float().clone()})
+        state.update(
+            {
+                "dense.weight": dense.weight.detach().float().clone(),
+                "dense.bias": dense.bias.detach().float().clone(),
+            }
+        )
         if norm is not None:
-            state.update({"norm.weight": norm.weight.detach().float().clone(),
-                          "norm.bias": norm.bias.detach().float().clone()})
+            state.update(
+                {
+                    "norm.weight": norm.weight.detach().float().clone(),
+                    "norm.bias": norm.bias.detach().float().clone(),
+                }
+            )
     if prefix is not None:
         state["prefix"] = prefix.float().clone()
-    stock = (isinstance(head, ClsHead) and spec.activation == "tanh" and norm is None
-             and read == "cls" and prefix is None and encoder.config.model_type == "bert")
+    stock = (
+        isinstance(head, ClsHead)
+        and spec.activation == "tanh"
+        and norm is None
+        and read == "cls"
+        and prefix is None
+        and encoder.config.model_type == "bert"
+    )
     return Portable(config, state, stock, encoder, scorer, notes)
 
 
@@ -164,7 +192,7 @@ def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
     """The special tokens around one sequence ([CLS] .. [SEP]), read off the tokenizer."""
     probe = tokenizer(tokenizer.mask_token)["input_ids"]
     at = probe.index(tokenizer.mask_token_id)
-    return probe[:at], probe[at + 1:]
+    return probe[:at], probe[at + 1 :]
 
 
 def prompt_template(tokenizer, template: str) -> list:
@@ -180,13 +208,19 @@ def prompt_template(tokenizer, template: str) -> list:
         else:
             if value != "text":
                 raise GleeError("this template reads a second text: it leaves as glee only")
-            after_space = i > 0 and pieces[i - 1][0] == "literal" and \
-                pieces[i - 1][1][-1:].isspace()
+            after_space = (
+                i > 0 and pieces[i - 1][0] == "literal" and pieces[i - 1][1][-1:].isspace()
+            )
             probe = "sports news"
-            if after_space and tokenizer(" " + probe, add_special_tokens=False)["input_ids"] \
-                    != tokenizer(probe, add_special_tokens=False)["input_ids"]:
-                raise GleeError("this template puts the text after a space, which this "
-                                "tokenizer encodes differently: it leaves as glee only")
+            if (
+                after_space
+                and tokenizer(" " + probe, add_special_tokens=False)["input_ids"]
+                != tokenizer(probe, add_special_tokens=False)["input_ids"]
+            ):
+                raise GleeError(
+                    "this template puts the text after a space, which this "
+                    "tokenizer encodes differently: it leaves as glee only"
+                )
             out.append(["slot", []])
     return out
 
@@ -204,16 +238,28 @@ def stock_model(parts: Portable):
     none)."""
     from transformers import BertConfig, BertForSequenceClassification  # noqa: PLC0415
 
-    config = BertConfig(**{**parts.encoder.config.to_dict(), "num_labels":
-                           parts.config.num_labels, "id2label": parts.config.id2label,
-                           "label2id": parts.config.label2id})
+    config = BertConfig(
+        **{
+            **parts.encoder.config.to_dict(),
+            "num_labels": parts.config.num_labels,
+            "id2label": parts.config.id2label,
+            "label2id": parts.config.label2id,
+        }
+    )
     model = BertForSequenceClassification(config).eval()
-    state = {f"bert.{k.removeprefix('encoder.')}": v for k, v in parts.state.items()
-             if k.startswith("encoder.")}
-    state.update({"bert.pooler.dense.weight": parts.state["dense.weight"],
-                  "bert.pooler.dense.bias": parts.state["dense.bias"],
-                  "classifier.weight": parts.state["predictor.weight"],
-                  "classifier.bias": parts.state["predictor.bias"]})
+    state = {
+        f"bert.{k.removeprefix('encoder.')}": v
+        for k, v in parts.state.items()
+        if k.startswith("encoder.")
+    }
+    state.update(
+        {
+            "bert.pooler.dense.weight": parts.state["dense.weight"],
+            "bert.pooler.dense.bias": parts.state["dense.bias"],
+            "classifier.weight": parts.state["predictor.weight"],
+            "classifier.bias": parts.state["predictor.bias"],
+        }
+    )
     model.load_state_dict(state, strict=True)
     return model
 
@@ -227,19 +273,25 @@ def export_hf(run: Run, out: Path, card) -> list[str]:
         model = stock_model(parts)
         tokenizer.model_max_length = parts.config.text_max_length  # truncation=True cuts there
         model.save_pretrained(out, safe_serialization=True)
-        lines = ["from transformers import pipeline", "",
-                 f'classify = pipeline("text-classification", model="{out.name}", '
-                 "truncation=True)", 'classify("a text to classify", top_k=None)']
+        lines = [
+            "from transformers import pipeline",
+            "",
+            f'classify = pipeline("text-classification", model="{out.name}", truncation=True)',
+            'classify("a text to classify", top_k=None)',
+        ]
     else:
         model = glee_model(parts)
         GleeConfig.register_for_auto_class()
-        GleeForSequenceClassification.register_for_auto_class(
-            "AutoModelForSequenceClassification")
+        GleeForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
         model.save_pretrained(out, safe_serialization=True)
         shutil.copyfile(HERE / "modeling_glee.py", out / "modeling_glee.py")
-        lines = ["from transformers import pipeline", "",
-                 f'classify = pipeline("text-classification", model="{out.name}", '
-                 "trust_remote_code=True)", 'classify("a text to classify", top_k=None)']
+        lines = [
+            "from transformers import pipeline",
+            "",
+            f'classify = pipeline("text-classification", model="{out.name}", '
+            "trust_remote_code=True)",
+            'classify("a text to classify", top_k=None)',
+        ]
     tokenizer.save_pretrained(out)
     return lines
 
@@ -280,35 +332,60 @@ def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            Scores(model).eval(), (ids, mask, positions), str(out / "model.onnx"),
-            input_names=["input_ids", "attention_mask", "positions"], output_names=["logits"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "length"},
-                          "attention_mask": {0: "batch", 1: "length"},
-                          "positions": {0: "batch"}, "logits": {0: "batch"}},
-            dynamo=False, opset_version=17)
+            Scores(model).eval(),
+            (ids, mask, positions),
+            str(out / "model.onnx"),
+            input_names=["input_ids", "attention_mask", "positions"],
+            output_names=["logits"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "length"},
+                "attention_mask": {0: "batch", 1: "length"},
+                "positions": {0: "batch"},
+                "logits": {0: "batch"},
+            },
+            dynamo=False,
+            opset_version=17,
+        )
     parts.scorer.backbone.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
     c = parts.config
-    write_json(out / ONNX_SPEC, {
-        "classes": run.record.dataset.classes, "read": c.read, "max_length": c.text_max_length,
-        "template": c.template, "lead_ids": c.lead_ids, "trail_ids": c.trail_ids,
-        "mask_id": c.mask_id, "pad_id": c.pad_token_id, "model": "model.onnx"})
+    write_json(
+        out / ONNX_SPEC,
+        {
+            "classes": run.record.dataset.classes,
+            "read": c.read,
+            "max_length": c.text_max_length,
+            "template": c.template,
+            "lead_ids": c.lead_ids,
+            "trail_ids": c.trail_ids,
+            "mask_id": c.mask_id,
+            "pad_id": c.pad_token_id,
+            "model": "model.onnx",
+        },
+    )
     shutil.copyfile(HERE / "onnx_classifier.py", out / "onnx_classifier.py")
     change = {}
     if quantize == "int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415
 
-        quantize_dynamic(str(out / "model.onnx"), str(out / "model.int8.onnx"),
-                         weight_type=QuantType.QInt8, **INT8_OPTIONS)
+        quantize_dynamic(
+            str(out / "model.onnx"),
+            str(out / "model.int8.onnx"),
+            weight_type=QuantType.QInt8,
+            **INT8_OPTIONS,
+        )
         change = quantization_change(run, out)
-    lines = ["from onnx_classifier import OnnxClassifier  # in this folder", "",
-             f'classifier = OnnxClassifier("{out.name}"'
-             + (', model="model.int8.onnx")' if quantize else ")"),
-             'classifier.predict(["a text to classify"])',
-             'classifier.predict_proba(["a text to classify"]), classifier.classes_',
-             "# on a CPU with AMX or AVX512-BF16 units, bf16 scores ~3x faster than fp32 "
-             "(probabilities within ~0.02):",
-             "# pip install onnxruntime-openvino (in place of onnxruntime), then",
-             f'# OnnxClassifier("{out.name}", precision="bf16")']
+    lines = [
+        "from onnx_classifier import OnnxClassifier  # in this folder",
+        "",
+        f'classifier = OnnxClassifier("{out.name}"'
+        + (', model="model.int8.onnx")' if quantize else ")"),
+        'classifier.predict(["a text to classify"])',
+        'classifier.predict_proba(["a text to classify"]), classifier.classes_',
+        "# on a CPU with AMX or AVX512-BF16 units, bf16 scores ~3x faster than fp32 "
+        "(probabilities within ~0.02):",
+        "# pip install onnxruntime-openvino (in place of onnxruntime), then",
+        f'# OnnxClassifier("{out.name}", precision="bf16")',
+    ]
     return lines, change
 
 
@@ -328,17 +405,17 @@ def scores_on_test(run: Run, pred: np.ndarray) -> dict:
     stored test predictions, in their order."""
     data = run.record.dataset
     gold = np.array([data.classes.index(g) for g in run.predictions["gold"]])
-    metrics = classification_metrics(gold, pred, data.classes, data.head_classes,
-                                      data.tail_classes)
+    metrics = classification_metrics(gold, pred, data.classes, data.head_classes, data.tail_classes)
     return {"f1": 100 * metrics["f1"], "tail_f1": 100 * metrics["tail_f1"]}
 
 
 def quantization_change(run: Run, out: Path) -> dict:
     """Test macro-F1 and tail F1 of the fp32 and the int8 graph on the run's test texts."""
     texts = run.predictions["text"].tolist()
-    return {name: scores_on_test(run, classifier.predict_proba(texts).argmax(1))
-            for name, classifier in onnx_classifiers(
-                out, ["model.onnx", "model.int8.onnx"]).items()}
+    return {
+        name: scores_on_test(run, classifier.predict_proba(texts).argmax(1))
+        for name, classifier in onnx_classifiers(out, ["model.onnx", "model.int8.onnx"]).items()
+    }
 
 
 def export_peft(run: Run, out: Path) -> list[str]:
@@ -347,17 +424,32 @@ def export_peft(run: Run, out: Path) -> list[str]:
     parts = portable(run)
     adapter = parts.scorer.model.adapter
     adapter.save_pretrained(str(out))
-    head = {k: v.contiguous() for k, v in parts.state.items() if not k.startswith("encoder.")
-            and k != "prefix"}
+    head = {
+        k: v.contiguous()
+        for k, v in parts.state.items()
+        if not k.startswith("encoder.") and k != "prefix"
+    }
     save_file(head, str(out / "glee_head.safetensors"))
     c = parts.config
-    write_json(out / "glee_head.json", {
-        "read": c.read, "transform": c.transform, "activation": c.activation,
-        "layer_norm": c.layer_norm, "layer_norm_eps": c.layer_norm_eps,
-        "classes": run.record.dataset.classes, "max_length": c.text_max_length,
-        "template": c.template, "base_model": run.record.model.name})
-    return ["from peft import PeftModel", "from transformers import AutoModel", "",
-            f'base = AutoModel.from_pretrained("{run.record.model.name}")',
-            f'encoder = PeftModel.from_pretrained(base, "{out.name}")',
-            "# the head: glee_head.safetensors (dense, norm, predictor) as glee_head.json says"]
-
+    write_json(
+        out / "glee_head.json",
+        {
+            "read": c.read,
+            "transform": c.transform,
+            "activation": c.activation,
+            "layer_norm": c.layer_norm,
+            "layer_norm_eps": c.layer_norm_eps,
+            "classes": run.record.dataset.classes,
+            "max_length": c.text_max_length,
+            "template": c.template,
+            "base_model": run.record.model.name,
+        },
+    )
+    return [
+        "from peft import PeftModel",
+        "from transformers import AutoModel",
+        "",
+        f'base = AutoModel.from_pretrained("{run.record.model.name}")',
+        f'encoder = PeftModel.from_pretrained(base, "{out.name}")',
+        "# the head: glee_head.safetensors (dense, norm, predictor) as glee_head.json says",
+    ]

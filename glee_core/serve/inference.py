@@ -50,9 +50,11 @@ def load_run(ref: str | Path, runs_dir: str | Path | None = None) -> Run:
     if not path.is_dir() and path.name == str(ref):  # a bare run id: the store's folder of it
         path = store.path(path.name)
     if not path.is_dir():
-        raise GleeError(f"run not found: {ref} is neither a run directory nor a run id in the "
-                        f"store {store.root.absolute()} (pass the run's folder, or the store with "
-                        "--runs-dir or $GLEE_RUNS_DIR)")
+        raise GleeError(
+            f"run not found: {ref} is neither a run directory nor a run id in the "
+            f"store {store.root.absolute()} (pass the run's folder, or the store with "
+            "--runs-dir or $GLEE_RUNS_DIR)"
+        )
     run, problem = load_checked(path, whole=True)
     if problem:
         raise GleeError(f"{path} is not a finished run, or a broken one: {problem}")
@@ -76,47 +78,79 @@ class Scorer:
         """Rebuild a run's model from its record and load its saved weights (the head alone for
         a frozen-backbone run)."""
         if not run.weights_path.is_file():
-            raise GleeError(f"{run.path}: model.safetensors missing - the run cannot score text; "
-                            "retrain it with --force")
+            raise GleeError(
+                f"{run.path}: model.safetensors missing - the run cannot score text; "
+                "retrain it with --force"
+            )
         record = run.record
         # A quick-mode run shares the process's backbone; the others hold a copy of their own (a
         # fine-tuned run overwrites every weight, peft wraps the encoder it is given).
-        backbone = get_backbone(record.model.name) if record.hyperparameters.frozen else \
-            load_backbone(record.model.name)
+        backbone = (
+            get_backbone(record.model.name)
+            if record.hyperparameters.frozen
+            else load_backbone(record.model.name)
+        )
         return cls.from_record(record, backbone, run.weights_path, device, precision)
 
     @classmethod
-    def from_record(cls, record: RunRecord, backbone: Backbone, weights: Path,
-                    device: str = "cpu", precision: str = "auto") -> Scorer:
+    def from_record(
+        cls,
+        record: RunRecord,
+        backbone: Backbone,
+        weights: Path,
+        device: str = "cpu",
+        precision: str = "auto",
+    ) -> Scorer:
         """The run ``record`` describes, rebuilt on ``backbone`` with its trained weights from
         ``weights`` (a stored run's or an exported folder's), on ``device``, ready to score."""
         data = record.dataset
-        model = build_model(record.method, backbone, data.classes, data.verbalizer,
-                            record.hyperparameters)
+        model = build_model(
+            record.method, backbone, data.classes, data.verbalizer, record.hyperparameters
+        )
         try:
             model.load_trained(weights)
         except Exception as exc:  # a truncated or foreign file
             raise GleeError(f"{weights}: cannot load the weights ({exc})") from None
         model = model.to(resolve_device(device)).eval()
-        return cls(model, backbone, data.classes, data.verbalizer, data.head_classes,
-                   data.template, record.hyperparameters.max_length, device, precision)
+        return cls(
+            model,
+            backbone,
+            data.classes,
+            data.verbalizer,
+            data.head_classes,
+            data.template,
+            record.hyperparameters.max_length,
+            device,
+            precision,
+        )
 
     @classmethod
     def zero_shot(cls, backbone: Backbone, dataset: LongTailDataset) -> Scorer:
         """The untrained backbone's MLM head scoring the verbalizer's label words at
         ``[MASK]``; a template or label words too long for the backbone are a GleeError."""
-        check_prompt(backbone.name, dataset.template, dataset.verbalizer, dataset.classes,
-                     dataset.max_length)
+        check_prompt(
+            backbone.name, dataset.template, dataset.verbalizer, dataset.classes, dataset.max_length
+        )
         model = build_model(get_method("prompt"), backbone, dataset.classes, dataset.verbalizer)
-        return cls(model.eval(), backbone, dataset.classes, dataset.verbalizer,
-                   dataset.head_tail()[0], dataset.template, dataset.max_length)
+        return cls(
+            model.eval(),
+            backbone,
+            dataset.classes,
+            dataset.verbalizer,
+            dataset.head_tail()[0],
+            dataset.template,
+            dataset.max_length,
+        )
 
     @staticmethod
     def zero_shot_key(dataset: LongTailDataset) -> str:
         """What a zero-shot scorer of ``dataset`` is cached by: everything that changes its
         scores (the texts' fingerprint, the template, the label words)."""
-        prompt = json.dumps([dataset.template, dataset.verbalizer, dataset.classes,
-                             dataset.max_length], sort_keys=True, ensure_ascii=False)
+        prompt = json.dumps(
+            [dataset.template, dataset.verbalizer, dataset.classes, dataset.max_length],
+            sort_keys=True,
+            ensure_ascii=False,
+        )
         return f"{dataset.fingerprint()}-{hashlib.sha256(prompt.encode()).hexdigest()[:16]}"
 
     @property
@@ -126,20 +160,36 @@ class Scorer:
 
     def logits(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
         """Calibrated logits (as the run evaluated them), one row per text."""
-        frame = pd.DataFrame({"text": texts, "text_b": texts_b or [""] * len(texts),
-                              "label": np.zeros(len(texts), dtype=np.int64)})
-        split = encode(frame, self.backbone.tokenizer, self.model.spec.input_format,
-                       self.template, self.max_length)
+        frame = pd.DataFrame(
+            {
+                "text": texts,
+                "text_b": texts_b or [""] * len(texts),
+                "label": np.zeros(len(texts), dtype=np.int64),
+            }
+        )
+        split = encode(
+            frame,
+            self.backbone.tokenizer,
+            self.model.spec.input_format,
+            self.template,
+            self.max_length,
+        )
         device = resolve_device(self.device)
         if self.model.frozen:
-            split = FeatureSplit(compute_hidden(self.backbone, split, device, self.model.pooling,
-                                                self.precision), split.labels)
-        logits, _ = predict(self.model, split, self.backbone.tokenizer.pad_token_id or 0, device,
-                            precision=self.precision)
+            split = FeatureSplit(
+                compute_hidden(self.backbone, split, device, self.model.pooling, self.precision),
+                split.labels,
+            )
+        logits, _ = predict(
+            self.model,
+            split,
+            self.backbone.tokenizer.pad_token_id or 0,
+            device,
+            precision=self.precision,
+        )
         return logits
 
-    def probabilities(self, texts: list[str], texts_b: list[str] | None = None
-                      ) -> pd.DataFrame:
+    def probabilities(self, texts: list[str], texts_b: list[str] | None = None) -> pd.DataFrame:
         """Every class's probability for each text (rows: texts, columns: classes)."""
         probs = torch.softmax(torch.from_numpy(self.logits(texts, texts_b)), dim=1).numpy()
         return pd.DataFrame(probs, columns=self.classes)
@@ -163,10 +213,15 @@ class Scorer:
         """One text's scores, best first: class, probability, logit, label words, head/tail."""
         logits = self.logits([text], [text_b] if text_b else None)[0]
         probs = torch.softmax(torch.from_numpy(logits), dim=0).numpy()
-        table = pd.DataFrame({
-            "class": self.classes, "score": probs, "logit": logits,
-            "label words": [" | ".join(self.verbalizer.get(c, [])) for c in self.classes],
-            "group": [group_of(c, self.head_classes) for c in self.classes]})
+        table = pd.DataFrame(
+            {
+                "class": self.classes,
+                "score": probs,
+                "logit": logits,
+                "label words": [" | ".join(self.verbalizer.get(c, [])) for c in self.classes],
+                "group": [group_of(c, self.head_classes) for c in self.classes],
+            }
+        )
         return table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -190,30 +245,43 @@ class OnnxScorer:
 
         folder = Path(folder).expanduser()
         if not (folder / ONNX_SPEC).is_file():
-            raise GleeError(f"{folder} is not an ONNX classifier ({ONNX_SPEC} missing): export "
-                            "it with --format onnx, or use --engine torch")
+            raise GleeError(
+                f"{folder} is not an ONNX classifier ({ONNX_SPEC} missing): export "
+                "it with --format onnx, or use --engine torch"
+            )
         try:
             classifier = OnnxClassifier(folder)
         except Exception as exc:  # noqa: BLE001 (bad JSON, a missing key, onnxruntime's own)
-            raise GleeError(f"{folder} is a damaged ONNX classifier ({one_line(exc)}); export "
-                            "it again") from None
+            raise GleeError(
+                f"{folder} is a damaged ONNX classifier ({one_line(exc)}); export it again"
+            ) from None
         verbalizer = run.record.dataset.verbalizer if run is not None else {}
-        return cls(classifier, list(classifier.classes_), verbalizer,
-                   bool(run is not None and head_of(run.record.method).verbalizer))
+        return cls(
+            classifier,
+            list(classifier.classes_),
+            verbalizer,
+            bool(run is not None and head_of(run.record.method).verbalizer),
+        )
 
     def logits(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
         if texts_b and any(str(t).strip() for t in texts_b):
-            raise GleeError("the ONNX engine scores single texts, and this input has a second "
-                            "text column: use --engine torch")
+            raise GleeError(
+                "the ONNX engine scores single texts, and this input has a second "
+                "text column: use --engine torch"
+            )
         return self.classifier.logits(texts)
 
 
 PREDICT_CHUNK = 512  # texts encoded and scored per step of the progress bar
 
 
-def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = None,
-                  top_k: int = 3, progress: Callable[[int, int], None] | None = None
-                  ) -> pd.DataFrame:
+def predict_table(
+    scorer: Scorer,
+    texts: list[str],
+    texts_b: list[str] | None = None,
+    top_k: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
     """One row per text, in input order: ``pred``, its ``probability``, the ``label_word`` that
     scored it (prompt methods), and the ``top{i}`` labels with ``top{i}_score``. Texts are scored
     sorted by length (little padding), ``PREDICT_CHUNK`` at a time; ``progress(done, total)``
@@ -223,18 +291,26 @@ def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = 
     if top_k < 1:
         raise GleeError(f"--top-k must be at least 1, got {top_k}")
     top_k = min(top_k, len(scorer.classes))
-    blank = np.array([not str(t).strip() and not (texts_b and str(texts_b[i]).strip())
-                      for i, t in enumerate(texts)], dtype=bool)
+    blank = np.array(
+        [
+            not str(t).strip() and not (texts_b and str(texts_b[i]).strip())
+            for i, t in enumerate(texts)
+        ],
+        dtype=bool,
+    )
     if len(texts) and blank.all():
-        raise GleeError(f"every one of the {len(texts):,} texts is blank: nothing to classify "
-                        "(is the text column the right one?)")
+        raise GleeError(
+            f"every one of the {len(texts):,} texts is blank: nothing to classify "
+            "(is the text column the right one?)"
+        )
     order = np.argsort([len(t) for t in texts], kind="stable")
     order = order[~blank[order]]
     probs = np.zeros((len(texts), len(scorer.classes)), dtype=np.float32)
     for start in range(0, len(order), PREDICT_CHUNK):
-        rows = order[start:start + PREDICT_CHUNK]
-        logits = scorer.logits([texts[i] for i in rows],
-                               [texts_b[i] for i in rows] if texts_b else None)
+        rows = order[start : start + PREDICT_CHUNK]
+        logits = scorer.logits(
+            [texts[i] for i in rows], [texts_b[i] for i in rows] if texts_b else None
+        )
         probs[rows] = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
         if progress:
             progress(start + len(rows), len(order))
@@ -248,8 +324,9 @@ def predict_table(scorer: Scorer, texts: list[str], texts_b: list[str] | None = 
     def score(column: np.ndarray) -> np.ndarray:
         return np.where(blank, np.nan, column)
 
-    table = pd.DataFrame({"pred": label(classes[ranked[:, 0]]),
-                          "probability": score(probs[rows, ranked[:, 0]])})
+    table = pd.DataFrame(
+        {"pred": label(classes[ranked[:, 0]]), "probability": score(probs[rows, ranked[:, 0]])}
+    )
     if scorer.is_verbalizer:
         table["label_word"] = [" | ".join(scorer.verbalizer.get(c, [])) for c in table["pred"]]
     for k in range(top_k):
@@ -266,33 +343,48 @@ def blank_warning(table: pd.DataFrame, most: int = 10) -> str | None:
     if not blank:
         return None
     named = ", ".join(str(i + 1) for i in blank[:most]) + (" ..." if len(blank) > most else "")
-    return (f"{len(blank):,} blank text{'s' if len(blank) > 1 else ''} left unclassified (text "
-            f"row{'s' if len(blank) > 1 else ''} {named}, counting the first text as 1)")
+    return (
+        f"{len(blank):,} blank text{'s' if len(blank) > 1 else ''} left unclassified (text "
+        f"row{'s' if len(blank) > 1 else ''} {named}, counting the first text as 1)"
+    )
 
 
-def predict_csv(scorer: Scorer, path: str | Path, text_column: str | None = None,
-                text_b_column: str | None = None, top_k: int = 3,
-                progress: Callable[[int, int], None] | None = None,
-                max_rows: int | None = None) -> pd.DataFrame:
+def predict_csv(
+    scorer: Scorer,
+    path: str | Path,
+    text_column: str | None = None,
+    text_b_column: str | None = None,
+    top_k: int = 3,
+    progress: Callable[[int, int], None] | None = None,
+    max_rows: int | None = None,
+) -> pd.DataFrame:
     """The input CSV's rows (every column, in order) with :func:`predict_table`'s columns after
     them. A missing column, an empty file, an unreadable encoding or more than ``max_rows`` rows
     is a GleeError."""
     frame, text_col, text_b_col = read_texts_csv(path, text_column, text_b_column)
     if max_rows is not None and len(frame) > max_rows:
-        raise GleeError(f"this file has {len(frame):,} texts; here at most {max_rows:,} are "
-                        "classified at once: send a part of it, or use `python -m glee_core "
-                        "predict`, which classifies any size")
-    predictions = predict_table(scorer, frame[text_col].astype(str).tolist(),
-                                frame[text_b_col].astype(str).tolist() if text_b_col else None,
-                                top_k, progress)
+        raise GleeError(
+            f"this file has {len(frame):,} texts; here at most {max_rows:,} are "
+            "classified at once: send a part of it, or use `python -m glee_core "
+            "predict`, which classifies any size"
+        )
+    predictions = predict_table(
+        scorer,
+        frame[text_col].astype(str).tolist(),
+        frame[text_b_col].astype(str).tolist() if text_b_col else None,
+        top_k,
+        progress,
+    )
     clash = [c for c in predictions.columns if c in frame.columns]
-    table = pd.concat([frame, predictions.rename(columns={c: f"{c}_predicted" for c in clash})],
-                      axis=1)
+    table = pd.concat(
+        [frame, predictions.rename(columns={c: f"{c}_predicted" for c in clash})], axis=1
+    )
     table.attrs["blank_rows"] = predictions.attrs["blank_rows"]
     return table
 
 
-def score_texts(run: Run, texts: list[str], texts_b: list[str] | None = None,
-                device: str = "cpu") -> pd.DataFrame:
+def score_texts(
+    run: Run, texts: list[str], texts_b: list[str] | None = None, device: str = "cpu"
+) -> pd.DataFrame:
     """Every class's probability for each text with a stored run."""
     return Scorer.for_run(run, device).probabilities(texts, texts_b)

@@ -41,12 +41,22 @@ class GleeConfig(PretrainedConfig):
 
     model_type = "glee"
 
-    def __init__(self, encoder: dict | None = None, read: str = "cls", transform: str = "none",
-                 activation: str | None = None, layer_norm: bool = False,
-                 layer_norm_eps: float = 1e-12, text_max_length: int = 128,
-                 template: list | None = None, lead_ids: list | None = None,
-                 trail_ids: list | None = None, mask_id: int | None = None,
-                 prefix_length: int = 0, **kwargs):
+    def __init__(
+        self,
+        encoder: dict | None = None,
+        read: str = "cls",
+        transform: str = "none",
+        activation: str | None = None,
+        layer_norm: bool = False,
+        layer_norm_eps: float = 1e-12,
+        text_max_length: int = 128,
+        template: list | None = None,
+        lead_ids: list | None = None,
+        trail_ids: list | None = None,
+        mask_id: int | None = None,
+        prefix_length: int = 0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.encoder = encoder or {}
         self.read, self.transform, self.activation = read, transform, activation
@@ -72,31 +82,34 @@ class GleeForSequenceClassification(PreTrainedModel):
         h = encoder_config.hidden_size
         if config.transform == "mlp":
             self.dense = nn.Linear(h, h)
-            self.norm = nn.LayerNorm(h, eps=config.layer_norm_eps) if config.layer_norm \
-                else nn.Identity()
+            self.norm = (
+                nn.LayerNorm(h, eps=config.layer_norm_eps) if config.layer_norm else nn.Identity()
+            )
         self.predictor = nn.Linear(h, config.num_labels)
         if config.prefix_length:  # P-tuning v2: every layer's keys and values of the prefix
             layers = encoder_config.num_hidden_layers
             heads = encoder_config.num_attention_heads
-            self.prefix = nn.Parameter(torch.zeros(
-                layers, 2, heads, config.prefix_length, h // heads))
+            self.prefix = nn.Parameter(
+                torch.zeros(layers, 2, heads, config.prefix_length, h // heads)
+            )
         self.post_init()
 
     def _init_weights(self, module):  # every weight comes from the run's file
         pass
 
-    def rebuild(self, input_ids: torch.Tensor, attention_mask: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def rebuild(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The run's own input from a tokenizer's encoding of the raw text: the text's tokens
         truncated as the run truncated them and, for a prompt head, put into its template;
         returns (input_ids, attention_mask, read positions)."""
         config, rows, positions = self.config, [], []
         lead, trail = list(config.lead_ids), list(config.trail_ids)
         for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True):
-            ids = ids[:sum(mask)]
-            text = ids[len(lead):len(ids) - len(trail)]
+            ids = ids[: sum(mask)]
+            text = ids[len(lead) : len(ids) - len(trail)]
             if config.template is None:
-                rows.append(lead + text[:config.text_max_length - len(lead) - len(trail)] + trail)
+                rows.append(lead + text[: config.text_max_length - len(lead) - len(trail)] + trail)
                 positions.append(0)
                 continue
             fixed = sum(len(p[1]) for p in config.template) + 1 + len(lead) + len(trail)
@@ -116,23 +129,26 @@ class GleeForSequenceClassification(PreTrainedModel):
         ids = torch.full((len(rows), width), pad, dtype=torch.long, device=input_ids.device)
         mask = torch.zeros_like(ids)
         for i, row in enumerate(rows):
-            ids[i, :len(row)] = torch.tensor(row, device=ids.device)
-            mask[i, :len(row)] = 1
+            ids[i, : len(row)] = torch.tensor(row, device=ids.device)
+            mask[i, : len(row)] = 1
         return ids, mask, torch.tensor(positions, device=ids.device)
 
-    def scores(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-               positions: torch.Tensor) -> torch.Tensor:
+    def scores(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
         """The logits of inputs already in the run's form (:meth:`rebuild`'s output)."""
         inputs = {}
         if self.config.prefix_length:
             batch = input_ids.shape[0]
-            attention_mask = torch.cat([attention_mask.new_ones(
-                batch, self.config.prefix_length), attention_mask], dim=1)
+            attention_mask = torch.cat(
+                [attention_mask.new_ones(batch, self.config.prefix_length), attention_mask], dim=1
+            )
             inputs["past_key_values"] = self.prefix_cache(batch)
-        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                              **inputs).last_hidden_state
+        states = self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, **inputs
+        ).last_hidden_state
         if self.config.read == "mean":
-            mask = attention_mask[:, -states.shape[1]:].unsqueeze(-1).to(states.dtype)
+            mask = attention_mask[:, -states.shape[1] :].unsqueeze(-1).to(states.dtype)
             hidden = (states * mask).sum(1) / mask.sum(1).clamp_min(1.0)
         else:
             hidden = states[torch.arange(states.shape[0], device=states.device), positions]
@@ -147,8 +163,9 @@ class GleeForSequenceClassification(PreTrainedModel):
             cache.update(keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1), layer)
         return cache
 
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
-                **kwargs) -> SequenceClassifierOutput:
+    def forward(
+        self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None, **kwargs
+    ) -> SequenceClassifierOutput:
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         logits = self.scores(*self.rebuild(input_ids, attention_mask))

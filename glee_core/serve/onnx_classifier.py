@@ -41,9 +41,12 @@ def providers(precision: str, threads: int | None) -> list:
         raise RuntimeError(
             "precision='bf16' runs on OpenVINO's execution provider, which this onnxruntime "
             "lacks: pip uninstall onnxruntime && pip install onnxruntime-openvino (bf16 pays "
-            "on a CPU with AMX or AVX512-BF16 units; elsewhere it can be slower than fp32)")
-    options = {"device_type": "CPU",
-               "load_config": json.dumps({"CPU": {"INFERENCE_PRECISION_HINT": "bf16"}})}
+            "on a CPU with AMX or AVX512-BF16 units; elsewhere it can be slower than fp32)"
+        )
+    options = {
+        "device_type": "CPU",
+        "load_config": json.dumps({"CPU": {"INFERENCE_PRECISION_HINT": "bf16"}}),
+    }
     if threads:
         options["num_of_threads"] = str(threads)
     return [("OpenVINOExecutionProvider", options)]
@@ -52,8 +55,13 @@ def providers(precision: str, threads: int | None) -> list:
 class OnnxClassifier:
     """scikit-learn's interface: ``classes_``, ``predict_proba``, ``predict``."""
 
-    def __init__(self, folder: str | Path, model: str | None = None, threads: int | None = None,
-                 precision: str = "fp32"):
+    def __init__(
+        self,
+        folder: str | Path,
+        model: str | None = None,
+        threads: int | None = None,
+        precision: str = "fp32",
+    ):
         folder = Path(folder)
         self.spec = json.loads((folder / "glee_onnx.json").read_text(encoding="utf-8"))
         self.classes_ = np.array(self.spec["classes"], dtype=object)
@@ -64,8 +72,10 @@ class OnnxClassifier:
         if threads:
             options.intra_op_num_threads = threads
         self.session = onnxruntime.InferenceSession(
-            str(folder / (model or self.spec["model"])), options,
-            providers=providers(precision, threads))
+            str(folder / (model or self.spec["model"])),
+            options,
+            providers=providers(precision, threads),
+        )
         self.inputs = {i.name for i in self.session.get_inputs()}  # mean pooling reads no position
 
     def encode(self, text: str) -> tuple[list[int], int]:
@@ -74,7 +84,7 @@ class OnnxClassifier:
         lead, trail = spec["lead_ids"], spec["trail_ids"]
         ids = self.tokenizer.encode(str(text), add_special_tokens=False).ids
         if spec["template"] is None:
-            return lead + ids[:spec["max_length"] - len(lead) - len(trail)] + trail, 0
+            return lead + ids[: spec["max_length"] - len(lead) - len(trail)] + trail, 0
         fixed = sum(len(piece) for _, piece in spec["template"]) + 1 + len(lead) + len(trail)
         keep = max(spec["max_length"] - fixed, 1)
         body, position = [], 0
@@ -95,17 +105,18 @@ class OnnxClassifier:
         out = np.zeros((len(texts), len(self.classes_)), dtype=np.float32)
         order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")
         for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
+            rows = order[start : start + BATCH]
             width = max(len(encoded[i][0]) for i in rows)
             ids = np.full((len(rows), width), self.spec["pad_id"], dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)
             for row, i in enumerate(rows):
-                ids[row, :len(encoded[i][0])] = encoded[i][0]
-                mask[row, :len(encoded[i][0])] = 1
+                ids[row, : len(encoded[i][0])] = encoded[i][0]
+                mask[row, : len(encoded[i][0])] = 1
             positions = np.array([encoded[i][1] for i in rows], dtype=np.int64)
             feed = {"input_ids": ids, "attention_mask": mask, "positions": positions}
-            out[rows] = self.session.run(["logits"], {k: v for k, v in feed.items()
-                                                      if k in self.inputs})[0]
+            out[rows] = self.session.run(
+                ["logits"], {k: v for k, v in feed.items() if k in self.inputs}
+            )[0]
         return out
 
     def predict_proba(self, texts) -> np.ndarray:

@@ -58,8 +58,11 @@ class Upload:
     @property
     def options(self) -> DataOptions:
         """How to load this upload (its columns as the user chose them)."""
-        return DataOptions(dataset=self.spec, uploads_dir=str(self.path.parent),
-                           **{k: v for k, v in self.columns.items() if v})
+        return DataOptions(
+            dataset=self.spec,
+            uploads_dir=str(self.path.parent),
+            **{k: v for k, v in self.columns.items() if v},
+        )
 
     def load(self) -> LongTailDataset:
         return self.options.load()
@@ -69,23 +72,33 @@ def _inside(folder: Path, path: Path) -> bool:
     return path.resolve().parent == folder.resolve()
 
 
-def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
-                text_column: str | None = None, label_column: str | None = None,
-                text_b_column: str | None = None, max_classes: int | None = None
-                ) -> tuple[Upload, LongTailDataset]:
+def save_upload(
+    uploads_dir: str | os.PathLike,
+    filename: str,
+    data: bytes,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    text_b_column: str | None = None,
+    max_classes: int | None = None,
+) -> tuple[Upload, LongTailDataset]:
     """Validate and keep an uploaded CSV, parsed once; on any problem nothing is kept (an
     identical file kept before stays as it was). ``max_classes``: public mode's cap on the
     classes of one upload."""
     if len(data) > MAX_UPLOAD_BYTES:
-        raise GleeError(f"{filename}: {len(data) / 2**20:.1f} MiB is over the "
-                        f"{MAX_UPLOAD_BYTES // 2**20} MiB upload limit")
+        raise GleeError(
+            f"{filename}: {len(data) / 2**20:.1f} MiB is over the "
+            f"{MAX_UPLOAD_BYTES // 2**20} MiB upload limit"
+        )
     folder = Path(uploads_dir)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / safe_upload_name(filename, data)
     if not _inside(folder, target):  # cannot happen with safe_upload_name; belt and braces
         raise GleeError(f"refusing upload name {filename!r}")
-    columns = {"text_column": text_column or None, "label_column": label_column or None,
-               "text_b_column": text_b_column or None}
+    columns = {
+        "text_column": text_column or None,
+        "label_column": label_column or None,
+        "text_b_column": text_b_column or None,
+    }
     upload = Upload(target, Path(str(filename)).name, columns)
     existed = target.is_file()  # the same bytes (the name holds their digest): not rewritten
     if not existed:
@@ -101,18 +114,23 @@ def save_upload(uploads_dir: str | os.PathLike, filename: str, data: bytes,
         dataset = upload.load()  # the one parse; its messages name the upload
         classes = dataset.num_classes + len(dataset.dropped_classes)
         if max_classes is not None and classes > max_classes:
-            raise GleeError(f"{upload.original_name}: {classes:,} classes; an upload here may "
-                            f"have at most {max_classes:,}. Merge rare classes, or run Glee "
-                            "Studio on your own machine")
+            raise GleeError(
+                f"{upload.original_name}: {classes:,} classes; an upload here may "
+                f"have at most {max_classes:,}. Merge rare classes, or run Glee "
+                "Studio on your own machine"
+            )
     except BaseException as exc:
         if not existed:
             target.unlink(missing_ok=True)
         if isinstance(exc, GleeError):
             raise exc.naming(target, upload.original_name).naming(
-                target.name, upload.original_name) from None
+                target.name, upload.original_name
+            ) from None
         raise
-    write_atomic(target.with_suffix(".json"),
-                 json.dumps({"original_name": upload.original_name, "columns": columns}))
+    write_atomic(
+        target.with_suffix(".json"),
+        json.dumps({"original_name": upload.original_name, "columns": columns}),
+    )
     return upload, dataset
 
 

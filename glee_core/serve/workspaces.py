@@ -103,63 +103,84 @@ class Policy:
     def from_environment(cls) -> Policy:
         """The fields' defaults, with what the environment sets (``GLEE_SESSION_*``, in the
         units people write: MB, hours)."""
-        given = {field: type(getattr(cls, field))(value * unit)
-                 for key, value in environment.session_limits().items()
-                 for field, unit in [LIMIT_FIELDS[key]]}
-        return cls(public=environment.public(), read_only=environment.read_only(),
-                   models=tuple(environment.public_models()), **given)
+        given = {
+            field: type(getattr(cls, field))(value * unit)
+            for key, value in environment.session_limits().items()
+            for field, unit in [LIMIT_FIELDS[key]]
+        }
+        return cls(
+            public=environment.public(),
+            read_only=environment.read_only(),
+            models=tuple(environment.public_models()),
+            **given,
+        )
 
     def check_upload_size(self, size: int) -> None:
         """Any file a visitor sends (kept or only read): within the upload limit."""
         if size > self.upload_bytes:
-            raise LimitReached(f"This file is {size_text(size)}; uploads here are limited to "
-                               f"{size_text(self.upload_bytes)}. Upload a sample of it, or "
-                               "run Glee Studio on your own machine for larger data.")
+            raise LimitReached(
+                f"This file is {size_text(size)}; uploads here are limited to "
+                f"{size_text(self.upload_bytes)}. Upload a sample of it, or "
+                "run Glee Studio on your own machine for larger data."
+            )
 
     def check_job(self, runs: int, seconds: float, session_seconds: float = 0.0) -> None:
         """One launch: at most ``job_runs`` runs and ``job_seconds`` of estimated time, and with
         the session's unfinished jobs (``session_seconds`` of them) within ``session_seconds``."""
         if runs > self.job_runs:
-            raise LimitReached(f"This launch plans {runs} runs; a launch here may plan at most "
-                               f"{self.job_runs}. Choose fewer methods or seeds.")
+            raise LimitReached(
+                f"This launch plans {runs} runs; a launch here may plan at most "
+                f"{self.job_runs}. Choose fewer methods or seeds."
+            )
         if seconds > self.job_seconds:
-            raise LimitReached(f"This launch is estimated at {minutes_text(seconds)}; a launch "
-                               f"here may take at most {minutes_text(self.job_seconds)}. Choose "
-                               "fewer methods, seeds or epochs, or a training limit.")
+            raise LimitReached(
+                f"This launch is estimated at {minutes_text(seconds)}; a launch "
+                f"here may take at most {minutes_text(self.job_seconds)}. Choose "
+                "fewer methods, seeds or epochs, or a training limit."
+            )
         if session_seconds + seconds > self.session_seconds:
-            raise LimitReached(f"Your jobs still to run are estimated at "
-                               f"{minutes_text(session_seconds)}; with this launch that is over "
-                               f"this Space's {minutes_text(self.session_seconds)} per visitor. "
-                               "Wait for them to finish, or stop one.")
+            raise LimitReached(
+                f"Your jobs still to run are estimated at "
+                f"{minutes_text(session_seconds)}; with this launch that is over "
+                f"this Space's {minutes_text(self.session_seconds)} per visitor. "
+                "Wait for them to finish, or stop one."
+            )
 
     def check_report(self, what: str, seconds: float) -> None:
         """A data report computed in the web process (the Data page's health check and label
         budget): within ``report_seconds`` estimated, as a launch is within its minutes."""
         if seconds > self.report_seconds:
-            raise LimitReached(f"{what} is estimated at {minutes_text(seconds)}; work on this "
-                               f"page may take at most {minutes_text(self.report_seconds)} here. "
-                               "Run it on your own machine (python -m glee_core "
-                               f"{'health' if 'health' in what else 'budget'}).")
+            raise LimitReached(
+                f"{what} is estimated at {minutes_text(seconds)}; work on this "
+                f"page may take at most {minutes_text(self.report_seconds)} here. "
+                "Run it on your own machine (python -m glee_core "
+                f"{'health' if 'health' in what else 'budget'})."
+            )
 
     def check_model(self, model: str) -> None:
         """A backbone a visitor may train (public mode offers a few)."""
         if model not in self.models:
-            raise LimitReached(f"Backbone {model} is not offered here; choose one of "
-                               f"{', '.join(self.models)}.")
+            raise LimitReached(
+                f"Backbone {model} is not offered here; choose one of {', '.join(self.models)}."
+            )
 
     def check_machine(self, visitor: str, root: str | Path | None = None) -> None:
         """The machine's caps: its jobs training or waiting (every visitor's, in the workspaces
         under ``root``), and one visitor's share of them (their own limit, and at most half the
         machine's), however many workspaces they opened."""
         if unfinished_jobs(root) >= self.max_jobs:
-            raise LimitReached(f"This Space has {self.max_jobs} jobs training or waiting, its "
-                               "most: launch again in a few minutes.")
+            raise LimitReached(
+                f"This Space has {self.max_jobs} jobs training or waiting, its "
+                "most: launch again in a few minutes."
+            )
         theirs = unfinished_jobs(root, visitor=visitor)
         fair = min(self.jobs + self.queued, max(1, self.max_jobs // 2))
         if theirs >= fair:
-            raise LimitReached(f"You already have {theirs} job(s) training or waiting on this "
-                               f"Space (from this address, in any tab or session); {fair} at "
-                               "once is your share. Wait for one to finish, or stop one.")
+            raise LimitReached(
+                f"You already have {theirs} job(s) training or waiting on this "
+                f"Space (from this address, in any tab or session); {fair} at "
+                "once is your share. Wait for one to finish, or stop one."
+            )
 
     @property
     def visitor_share(self) -> int:
@@ -174,15 +195,23 @@ class Policy:
 
 
 # environment.session_limits() key -> (Policy field, unit)
-LIMIT_FIELDS = {"jobs": ("jobs", 1), "queued": ("queued", 1), "upload_mb": ("upload_bytes", 2**20),
-                "disk_mb": ("disk_bytes", 2**20), "ttl_hours": ("ttl_seconds", 3600),
-                "job_runs": ("job_runs", 1), "job_minutes": ("job_seconds", 60),
-                "session_minutes": ("session_seconds", 60), "max_jobs": ("max_jobs", 1),
-                "max_workspaces": ("max_workspaces", 1), "score_rows": ("score_rows", 1),
-                "report_minutes": ("report_seconds", 60),
-                "workspaces_per_minute": ("workspaces_per_minute", 1),
-                "visitor_workspaces": ("visitor_workspaces", 1),
-                "upload_classes": ("upload_classes", 1)}
+LIMIT_FIELDS = {
+    "jobs": ("jobs", 1),
+    "queued": ("queued", 1),
+    "upload_mb": ("upload_bytes", 2**20),
+    "disk_mb": ("disk_bytes", 2**20),
+    "ttl_hours": ("ttl_seconds", 3600),
+    "job_runs": ("job_runs", 1),
+    "job_minutes": ("job_seconds", 60),
+    "session_minutes": ("session_seconds", 60),
+    "max_jobs": ("max_jobs", 1),
+    "max_workspaces": ("max_workspaces", 1),
+    "score_rows": ("score_rows", 1),
+    "report_minutes": ("report_seconds", 60),
+    "workspaces_per_minute": ("workspaces_per_minute", 1),
+    "visitor_workspaces": ("visitor_workspaces", 1),
+    "upload_classes": ("upload_classes", 1),
+}
 
 
 def minutes_text(seconds: float) -> str:
@@ -204,9 +233,14 @@ class Workspace:
             raise GleeError("not a workspace key")
 
     @classmethod
-    def create(cls, root: str | Path | None = None, limit: int | None = None,
-               per_minute: int | None = None, visitor: str | None = None,
-               per_visitor: int | None = None) -> Workspace:
+    def create(
+        cls,
+        root: str | Path | None = None,
+        limit: int | None = None,
+        per_minute: int | None = None,
+        visitor: str | None = None,
+        per_visitor: int | None = None,
+    ) -> Workspace:
         """A new workspace with a fresh unguessable key. ``limit``: how many the machine may
         hold (when full, the expired ones are swept, then the empty ones idle for an hour are
         reclaimed, then it is refused with a message); ``per_minute``: how many may be made in a
@@ -229,7 +263,8 @@ class Workspace:
                     if len(keys_in(root)) >= limit:
                         raise LimitReached(
                             f"This Space holds {limit} visitors' workspaces, its most: try "
-                            "again later, or run Glee Studio on your own machine.")
+                            "again later, or run Glee Studio on your own machine."
+                        )
                 workspace = cls(root, secrets.token_urlsafe(24))  # 32 characters
                 workspace.path.mkdir()
                 workspace.touch()
@@ -237,8 +272,7 @@ class Workspace:
                     (workspace.path / VISITOR_FILE).write_text(visitor, encoding="utf-8")
                 _note_creation(root, visitor or "")
         except OSError as exc:
-            raise LimitReached(f"Your workspace could not be made: {disk_message(exc)}.") \
-                from None
+            raise LimitReached(f"Your workspace could not be made: {disk_message(exc)}.") from None
         return workspace
 
     @classmethod
@@ -339,23 +373,29 @@ class Workspace:
         only while the disk keeps ``FREE_RESERVE`` free besides it."""
         free = shutil.disk_usage(self.root).free
         if free - adding < FREE_RESERVE:
-            raise LimitReached(f"This Space's disk is nearly full ({size_text(free)} free): it "
-                               "takes no new uploads or jobs until space is freed (idle "
-                               "workspaces are deleted after their time); try again later.")
+            raise LimitReached(
+                f"This Space's disk is nearly full ({size_text(free)} free): it "
+                "takes no new uploads or jobs until space is freed (idle "
+                "workspaces are deleted after their time); try again later."
+            )
         used = self.disk_bytes()
         if used + adding > policy.disk_bytes:
-            raise LimitReached(f"Your workspace uses {size_text(used)} of its "
-                               f"{size_text(policy.disk_bytes)}: delete uploads or runs you no "
-                               "longer need (sidebar, Your workspace) before adding more.")
+            raise LimitReached(
+                f"Your workspace uses {size_text(used)} of its "
+                f"{size_text(policy.disk_bytes)}: delete uploads or runs you no "
+                "longer need (sidebar, Your workspace) before adding more."
+            )
 
     def check_launch(self, policy: Policy, unfinished: int) -> None:
         """Before a launch: ``unfinished`` is how many of this session's jobs still run or
         wait."""
         allowed = policy.jobs + policy.queued
         if unfinished >= allowed:
-            raise LimitReached(f"You already have {unfinished} job(s) training or waiting; a "
-                               f"session may have {policy.jobs} training and {policy.queued} "
-                               "waiting at once. Wait for one to finish, or stop one.")
+            raise LimitReached(
+                f"You already have {unfinished} job(s) training or waiting; a "
+                f"session may have {policy.jobs} training and {policy.queued} "
+                "waiting at once. Wait for one to finish, or stop one."
+            )
         self.check_disk(policy)
 
     # ---- deleting what is yours ---------------------------------------------------------
@@ -377,8 +417,11 @@ class Workspace:
 
 def keys_in(root: Path) -> list[str]:
     """The workspace keys under ``root`` (its folders named like a key)."""
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and KEY.fullmatch(p.name)) \
-        if root.is_dir() else []
+    return (
+        sorted(p.name for p in root.iterdir() if p.is_dir() and KEY.fullmatch(p.name))
+        if root.is_dir()
+        else []
+    )
 
 
 FREE_RESERVE = 1 * 2**30  # disk kept free on the machine: new work is refused below it
@@ -389,8 +432,10 @@ EMPTY_AFTER_SECONDS = 3600.0  # an empty workspace idle this long is reclaimed w
 def _check_rate(root: Path, per_minute: int) -> None:
     recent = [t for t, _ in _creations(root) if time.time() - t < 60]
     if len(recent) >= per_minute:
-        raise LimitReached(f"This Space has made {per_minute} workspaces in the last minute, its "
-                           "most: try again in a minute.")
+        raise LimitReached(
+            f"This Space has made {per_minute} workspaces in the last minute, its "
+            "most: try again in a minute."
+        )
 
 
 def _check_visitor(root: Path, visitor: str, per_visitor: int, per_minute: int | None) -> None:
@@ -399,18 +444,22 @@ def _check_visitor(root: Path, visitor: str, per_visitor: int, per_minute: int |
     if per_minute is not None:
         mine = [t for t, who in _creations(root) if who == visitor and time.time() - t < 60]
         if len(mine) >= max(1, per_minute // 5):
-            raise LimitReached("This address has made several workspaces in the last minute: "
-                               "try again in a minute (a browser that blocks cookies makes a "
-                               "new one on every visit).")
+            raise LimitReached(
+                "This address has made several workspaces in the last minute: "
+                "try again in a minute (a browser that blocks cookies makes a "
+                "new one on every visit)."
+            )
     held = [key for key in keys_in(root) if _visitor_of(root / key) == visitor]
     if len(held) >= per_visitor:
         reclaim_empty(root, idle_seconds=0.0, keys=held)
         held = [key for key in held if (root / key).is_dir()]
     if len(held) >= per_visitor:
-        raise LimitReached(f"This address already holds {len(held)} workspaces on this Space, "
-                           "its share: allow cookies for this site so your browser keeps one, "
-                           "or use the workspace you have; idle ones are deleted after their "
-                           "time.")
+        raise LimitReached(
+            f"This address already holds {len(held)} workspaces on this Space, "
+            "its share: allow cookies for this site so your browser keeps one, "
+            "or use the workspace you have; idle ones are deleted after their "
+            "time."
+        )
 
 
 def _visitor_of(folder: Path) -> str:
@@ -442,8 +491,9 @@ def _note_creation(root: Path, visitor: str) -> None:
     write_atomic(root / CREATED_LOG, "".join(f"{t:.3f} {who}\n" for t, who in recent))
 
 
-def reclaim_empty(root: Path, idle_seconds: float = EMPTY_AFTER_SECONDS,
-                  keys: list[str] | None = None) -> list[str]:
+def reclaim_empty(
+    root: Path, idle_seconds: float = EMPTY_AFTER_SECONDS, keys: list[str] | None = None
+) -> list[str]:
     """Delete the workspaces (of ``keys``, default all) that hold nothing (no upload, run, job
     or share: only their use marker and whose they are) and were idle for ``idle_seconds``;
     returns their keys."""
@@ -463,9 +513,12 @@ def unfinished_jobs(root: str | Path | None = None, visitor: str | None = None) 
     """Jobs training or waiting in every workspace (the machine's global cap counts them), or
     only those ``visitor`` launched, whatever workspace they launched them from."""
     root = Path(root or environment.workspaces_dir())
-    return sum(job.running for key in keys_in(root)
-               for job in list_jobs(Workspace(root, key).store)
-               if visitor is None or job.info.get("visitor") == visitor)
+    return sum(
+        job.running
+        for key in keys_in(root)
+        for job in list_jobs(Workspace(root, key).store)
+        if visitor is None or job.info.get("visitor") == visitor
+    )
 
 
 @contextmanager
@@ -477,8 +530,16 @@ def launch_lock(machine: RunStore):
         yield
 
 
-def launch_in_workspace(own: Workspace, policy: Policy, request, label: str, seconds: float,
-                        visitor: str, machine: RunStore, stop_share: float | None = None) -> Job:
+def launch_in_workspace(
+    own: Workspace,
+    policy: Policy,
+    request,
+    label: str,
+    seconds: float,
+    visitor: str,
+    machine: RunStore,
+    stop_share: float | None = None,
+) -> Job:
     """Public mode's launch of ``request`` (a ``TrainRequest`` estimated at ``seconds``) into the
     visitor's workspace ``own``, within every limit: the backbones offered, the session's jobs
     and disk, the machine's jobs and the visitor's share of them, the launch's runs and minutes.
@@ -489,21 +550,39 @@ def launch_in_workspace(own: Workspace, policy: Policy, request, label: str, sec
     own pace runs far past the minutes a launch may take (``GLEE_JOB_SECONDS``). Raises
     :class:`LimitReached` (which limit, and what to do) or ``OSError``."""
     policy.check_model(request.model)
-    env = {"GLEE_SLOTS_DIR": str(machine.locks_dir), "GLEE_SESSION_SLOT": str(own.session_lock),
-           "GLEE_QUOTA_DIR": str(own.path), "GLEE_QUOTA_MB": str(policy.disk_bytes / 2**20),
-           "GLEE_JOB_SECONDS": str(policy.job_seconds), "GLEE_JOB_STOP": str(stop_share or "")}
+    env = {
+        "GLEE_SLOTS_DIR": str(machine.locks_dir),
+        "GLEE_SESSION_SLOT": str(own.session_lock),
+        "GLEE_QUOTA_DIR": str(own.path),
+        "GLEE_QUOTA_MB": str(policy.disk_bytes / 2**20),
+        "GLEE_JOB_SECONDS": str(policy.job_seconds),
+        "GLEE_JOB_STOP": str(stop_share or ""),
+    }
     with launch_lock(machine):
         mine = [job for job in list_jobs(own.store) if job.running]
         own.check_launch(policy, len(mine))
         policy.check_machine(visitor, own.root)
-        policy.check_job(len(request.methods) * len(request.seeds), seconds,
-                         sum(job.info.get("estimate_seconds", 0.0) for job in mine))
-        return launch_training(own.store, request, label=label, env=env,
-                               estimate_seconds=seconds, visitor=visitor, stop_share=stop_share)
+        policy.check_job(
+            len(request.methods) * len(request.seeds),
+            seconds,
+            sum(job.info.get("estimate_seconds", 0.0) for job in mine),
+        )
+        return launch_training(
+            own.store,
+            request,
+            label=label,
+            env=env,
+            estimate_seconds=seconds,
+            visitor=visitor,
+            stop_share=stop_share,
+        )
 
 
-def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_seconds,
-           now: float | None = None) -> list[str]:
+def expire(
+    root: str | Path | None = None,
+    ttl_seconds: float = Policy.ttl_seconds,
+    now: float | None = None,
+) -> list[str]:
     """Delete workspaces idle for longer than ``ttl_seconds`` (those with a job still running
     wait for it), and their share tokens; returns the keys removed."""
     root = Path(root or environment.workspaces_dir())
@@ -517,8 +596,7 @@ def expire(root: str | Path | None = None, ttl_seconds: float = Policy.ttl_secon
             continue
         token = workspace.path / SHARE_FILE
         if token.is_file():
-            (root / SHARES_DIR / token.read_text(encoding="utf-8").strip()).unlink(
-                missing_ok=True)
+            (root / SHARES_DIR / token.read_text(encoding="utf-8").strip()).unlink(missing_ok=True)
         shutil.rmtree(workspace.path, ignore_errors=True)
         removed.append(workspace.key)
     return removed

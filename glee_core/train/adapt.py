@@ -77,8 +77,9 @@ def training_texts(dataset: LongTailDataset) -> list[str]:
     frame = dataset.splits["train"]
     texts = frame["text"].astype(str).tolist()
     if "text_b" in frame and frame["text_b"].astype(str).str.strip().any():
-        texts = [f"{a} {b}".strip() for a, b in zip(texts, frame["text_b"].astype(str),
-                                                     strict=True)]
+        texts = [
+            f"{a} {b}".strip() for a, b in zip(texts, frame["text_b"].astype(str), strict=True)
+        ]
     return [t for t in texts if t.strip()]
 
 
@@ -92,15 +93,24 @@ class _Masker:
         # whole-word masking puts [MASK] on every piece of a chosen word (no random tokens)
         extra = {"mask_replace_prob": 1.0, "random_replace_prob": 0.0} if self.whole_word else {}
         self.collator = DataCollatorForLanguageModeling(
-            tokenizer, mlm_probability=options.mlm_probability, whole_word_mask=self.whole_word,
-            seed=seed, **extra)
+            tokenizer,
+            mlm_probability=options.mlm_probability,
+            whole_word_mask=self.whole_word,
+            seed=seed,
+            **extra,
+        )
 
     def encode(self, texts: list[str]) -> list[dict]:
-        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length,
-                                 return_special_tokens_mask=True,
-                                 return_offsets_mapping=self.whole_word)
-        keys = ["input_ids", "special_tokens_mask"] + (["offset_mapping"] if self.whole_word
-                                                       else [])
+        encoded = self.tokenizer(
+            texts,
+            truncation=True,
+            max_length=self.max_length,
+            return_special_tokens_mask=True,
+            return_offsets_mapping=self.whole_word,
+        )
+        keys = ["input_ids", "special_tokens_mask"] + (
+            ["offset_mapping"] if self.whole_word else []
+        )
         return [{k: encoded[k][i] for k in keys} for i in range(len(texts))]
 
     def batch(self, examples: list[dict]) -> dict[str, torch.Tensor]:
@@ -110,29 +120,34 @@ class _Masker:
         padded = []
         for e in examples:
             n = width - len(e["input_ids"])
-            row = {"input_ids": list(e["input_ids"]) + [pad] * n,
-                   "attention_mask": [1] * len(e["input_ids"]) + [0] * n,
-                   "special_tokens_mask": list(e["special_tokens_mask"]) + [1] * n}
+            row = {
+                "input_ids": list(e["input_ids"]) + [pad] * n,
+                "attention_mask": [1] * len(e["input_ids"]) + [0] * n,
+                "special_tokens_mask": list(e["special_tokens_mask"]) + [1] * n,
+            }
             if self.whole_word:
                 row["offset_mapping"] = [list(o) for o in e["offset_mapping"]] + [[0, 0]] * n
             padded.append(row)
         return self.collator(padded)
 
 
-def masked_logits(backbone: Backbone, batch: dict[str, torch.Tensor]
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def masked_logits(
+    backbone: Backbone, batch: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The MLM head's vocabulary logits at the masked positions only, and their labels: the
     decoder (hidden x vocabulary) runs on ~15% of the tokens instead of all of them."""
-    states = backbone.model.base_model(input_ids=batch["input_ids"],
-                                       attention_mask=batch["attention_mask"]).last_hidden_state
+    states = backbone.model.base_model(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+    ).last_hidden_state
     chosen = batch["labels"] != -100
     hidden = backbone.mlm_layer_norm(backbone.mlm_activation(backbone.mlm_dense(states[chosen])))
     return backbone.mlm_decoder(hidden).float(), batch["labels"][chosen]
 
 
 @torch.no_grad()
-def measure(backbone: Backbone, batches: list[dict[str, torch.Tensor]], device: torch.device
-            ) -> dict:
+def measure(
+    backbone: Backbone, batches: list[dict[str, torch.Tensor]], device: torch.device
+) -> dict:
     """Masked-LM loss and ``[MASK]`` top-1 accuracy over fixed masked batches."""
     backbone.model.eval()
     loss_sum, correct, total = 0.0, 0, 0
@@ -141,12 +156,14 @@ def measure(backbone: Backbone, batches: list[dict[str, torch.Tensor]], device: 
         loss_sum += float(torch.nn.functional.cross_entropy(logits, labels, reduction="sum"))
         correct += int((logits.argmax(-1) == labels).sum())
         total += len(labels)
-    return {"mlm_loss": loss_sum / total if total else None,
-            "mask_top1": correct / total if total else None, "masked_tokens": total}
+    return {
+        "mlm_loss": loss_sum / total if total else None,
+        "mask_top1": correct / total if total else None,
+        "masked_tokens": total,
+    }
 
 
-def _inputs_key(model_name: str, fingerprint: str, texts: list[str], options: AdaptOptions
-                ) -> str:
+def _inputs_key(model_name: str, fingerprint: str, texts: list[str], options: AdaptOptions) -> str:
     """What a partial adaptation must match to be resumed: the backbone, the texts, the options."""
     digest = hashlib.sha256()
     # where and how fast it runs is not what it computes: a killed CPU run resumes on a GPU
@@ -157,8 +174,12 @@ def _inputs_key(model_name: str, fingerprint: str, texts: list[str], options: Ad
     return digest.hexdigest()[:16]
 
 
-def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
-          progress: ProgressFn | None = None) -> dict:
+def adapt(
+    dataset: LongTailDataset,
+    model_name: str,
+    options: AdaptOptions,
+    progress: ProgressFn | None = None,
+) -> dict:
     """Adapt ``model_name`` to ``dataset``'s texts and write it to ``options.out``; returns the
     record written beside it."""
     progress = progress or (lambda event: None)
@@ -184,11 +205,17 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
     max_length = options.max_length or dataset.max_length
     masker = _Masker(backbone.tokenizer, options, max_length, options.seed)
     if options.whole_word and not masker.whole_word:
-        progress(Note(message="warning: the tokenizer gives no word offsets (not a fast "
-                              "tokenizer): tokens are masked one by one"))
+        progress(
+            Note(
+                message="warning: the tokenizer gives no word offsets (not a fast "
+                "tokenizer): tokens are masked one by one"
+            )
+        )
     examples = masker.encode(train_texts)
-    held_batches = [masker.batch(masker.encode(held[i:i + options.batch_size]))
-                    for i in range(0, len(held), options.batch_size)]  # fixed masks, made once
+    held_batches = [
+        masker.batch(masker.encode(held[i : i + options.batch_size]))
+        for i in range(0, len(held), options.batch_size)
+    ]  # fixed masks, made once
 
     lengths = np.array([len(e["input_ids"]) for e in examples])
     steps_per_epoch = math.ceil(len(examples) / options.batch_size)
@@ -203,16 +230,18 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
         before = measure(backbone, held_batches, device) if held_batches else {}
         state = {"key": key, "epoch": 0, "before": before, "losses": [], "seconds": 0.0}
     else:
-        progress(Note(message=f"resuming after epoch {state['epoch']} of {options.epochs} "
-                              f"({partial})"))
+        progress(
+            Note(message=f"resuming after epoch {state['epoch']} of {options.epochs} ({partial})")
+        )
     for epoch in range(state["epoch"] + 1, options.epochs + 1):
         started = time.perf_counter()
         model.train()
         torch.manual_seed(options.seed + epoch)  # dropout: a resumed epoch is the same epoch
         # texts of like length together (as training batches them): a batch is padded to its
         # longest text, and random batches of demo's texts were 3/4 padding
-        batches = length_grouped_batches(lengths, options.batch_size,
-                                         np.random.default_rng(options.seed + epoch))
+        batches = length_grouped_batches(
+            lengths, options.batch_size, np.random.default_rng(options.seed + epoch)
+        )
         loss_sum = 0.0
         for step, rows in enumerate(batches):
             batch = {k: v.to(device) for k, v in masker.batch([examples[i] for i in rows]).items()}
@@ -223,28 +252,53 @@ def adapt(dataset: LongTailDataset, model_name: str, options: AdaptOptions,
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             loss_sum += float(loss.detach())
-            progress(TrainStep(epoch=epoch, epochs=options.epochs, step=step + 1,
-                               steps=steps_per_epoch, loss=loss_sum / (step + 1)))
+            progress(
+                TrainStep(
+                    epoch=epoch,
+                    epochs=options.epochs,
+                    step=step + 1,
+                    steps=steps_per_epoch,
+                    loss=loss_sum / (step + 1),
+                )
+            )
         state.update(epoch=epoch, seconds=state["seconds"] + time.perf_counter() - started)
         state["losses"].append(loss_sum / steps_per_epoch)
         _checkpoint(partial, state, model, optimizer, scheduler, masker)
 
     after = measure(backbone, held_batches, device) if held_batches else {}
     record = {
-        "format": FORMAT, "glee_core": __version__,
-        "adapted_from": {"name": model_name, "fingerprint": backbone.fingerprint,
-                         "mlm_head_pretrained": backbone.mlm_head_pretrained},
-        "dataset": {"id": dataset.id, "fingerprint": dataset.fingerprint(),
-                    "training_texts": len(texts), "held_out": len(held)},
-        "extra_texts": ({"file": Path(options.texts).name, "texts": len(extra),
-                         "sha256": hashlib.sha256("\n".join(extra).encode()).hexdigest()[:16]}
-                        if options.texts else None),
+        "format": FORMAT,
+        "glee_core": __version__,
+        "adapted_from": {
+            "name": model_name,
+            "fingerprint": backbone.fingerprint,
+            "mlm_head_pretrained": backbone.mlm_head_pretrained,
+        },
+        "dataset": {
+            "id": dataset.id,
+            "fingerprint": dataset.fingerprint(),
+            "training_texts": len(texts),
+            "held_out": len(held),
+        },
+        "extra_texts": (
+            {
+                "file": Path(options.texts).name,
+                "texts": len(extra),
+                "sha256": hashlib.sha256("\n".join(extra).encode()).hexdigest()[:16],
+            }
+            if options.texts
+            else None
+        ),
         "options": {k: v for k, v in asdict(options).items() if k not in ("out", "texts")},
-        "whole_word_masking": masker.whole_word, "steps": total, "precision": precision,
+        "whole_word_masking": masker.whole_word,
+        "steps": total,
+        "precision": precision,
         "tokens_per_epoch": int(lengths.sum()),  # what a rate of this run is measured in
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "train_loss_per_epoch": state["losses"], "seconds": round(state["seconds"], 3),
-        "held_out_before": state["before"], "held_out_after": after,
+        "train_loss_per_epoch": state["losses"],
+        "seconds": round(state["seconds"], 3),
+        "held_out_before": state["before"],
+        "held_out_after": after,
         "mlm_head_pretrained": True,  # trained here, on these texts
     }
     tmp = out.with_name(f".{out.name}.tmp")
@@ -268,11 +322,19 @@ def _checkpoint(partial: Path, state: dict, model, optimizer, scheduler, masker:
     tmp = partial.with_name(partial.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "collator_rng": (masker.collator.generator.get_state()
-                                 if masker.collator.generator is not None else None)},
-               tmp / "state.pt")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "collator_rng": (
+                masker.collator.generator.get_state()
+                if masker.collator.generator is not None
+                else None
+            ),
+        },
+        tmp / "state.pt",
+    )
     write_json(tmp / "state.json", state)
     shutil.rmtree(partial, ignore_errors=True)
     tmp.rename(partial)
@@ -287,12 +349,17 @@ def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: _Maske
         return None
     try:
         state = json.loads((partial / "state.json").read_text(encoding="utf-8"))
-        if not isinstance(state, dict) or not isinstance(state.get("epoch"), int) \
-                or not isinstance(state.get("losses"), list):
+        if (
+            not isinstance(state, dict)
+            or not isinstance(state.get("epoch"), int)
+            or not isinstance(state.get("losses"), list)
+        ):
             raise ValueError("state.json is not an adaptation's state")
         if state.get("key") != key:
-            raise GleeError(f"{partial} holds a partial adaptation of other texts, backbone or "
-                            "options: delete it, or run again with the same ones to resume")
+            raise GleeError(
+                f"{partial} holds a partial adaptation of other texts, backbone or "
+                "options: delete it, or run again with the same ones to resume"
+            )
         saved = torch.load(partial / "state.pt", map_location="cpu", weights_only=True)
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
@@ -306,6 +373,8 @@ def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: _Maske
         aside = partial.with_name(partial.name + ".damaged")
         shutil.rmtree(aside, ignore_errors=True)
         partial.replace(aside)
-        raise GleeError(f"{partial}: a partial adaptation that cannot be read ({one_line(exc)}); "
-                        f"set aside as {aside.name}: run again to start anew") from None
+        raise GleeError(
+            f"{partial}: a partial adaptation that cannot be read ({one_line(exc)}); "
+            f"set aside as {aside.name}: run again to start anew"
+        ) from None
     return state

@@ -43,6 +43,9 @@ def adapted_backbones(folder: str | Path) -> list[tuple[Path, dict]]:
     """The adapted backbones in ``folder`` (the app keeps them beside the run store), newest
     first, with their records."""
     folder = Path(folder)
-    found = [(path, record) for path in (folder.iterdir() if folder.is_dir() else [])
-             if path.is_dir() and (record := adapted_record(path)) is not None]
+    found = [
+        (path, record)
+        for path in (folder.iterdir() if folder.is_dir() else [])
+        if path.is_dir() and (record := adapted_record(path)) is not None
+    ]
     return sorted(found, key=lambda item: item[0].stat().st_mtime, reverse=True)

@@ -38,54 +38,105 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 PROBES = ("probe-balanced", "probe")  # the closed-form probes: fitted here, per fold, in seconds
 
 
-def data_health(dataset: LongTailDataset, backbone: Backbone, model: str,
-                options: HealthOptions, cache_dir: str | Path, device,
-                progress: ProgressFn | None = None) -> HealthReport:
+def data_health(
+    dataset: LongTailDataset,
+    backbone: Backbone,
+    model: str,
+    options: HealthOptions,
+    cache_dir: str | Path,
+    device,
+    progress: ProgressFn | None = None,
+) -> HealthReport:
     """Label issues, near-duplicates (within training and across splits), outliers and the
     most confused pairs of ``dataset``'s training split (the module's docstring says how)."""
     progress = progress or (lambda event: None)
-    if dataset.num_classes < 2 or "train" not in dataset.splits or \
-            dataset.splits["train"].empty:
-        raise GleeError(f"{dataset.id}: data health needs a training split with two classes "
-                        "or more")
+    if dataset.num_classes < 2 or "train" not in dataset.splits or dataset.splits["train"].empty:
+        raise GleeError(
+            f"{dataset.id}: data health needs a training split with two classes or more"
+        )
     pooling = options.pooling or trained_pooling(model) or "mean"
     max_length = options.max_length or dataset.max_length
-    split_features = cached_features(dataset, backbone, "plain", max_length, cache_dir, device,
-                                     progress, pooling=pooling)
+    split_features = cached_features(
+        dataset, backbone, "plain", max_length, cache_dir, device, progress, pooling=pooling
+    )
     probabilities = None
     if options.method not in PROBES:
-        probabilities = head_probabilities(dataset, backbone, options, pooling, max_length,
-                                           Path(cache_dir), progress, split_features)
+        probabilities = head_probabilities(
+            dataset,
+            backbone,
+            options,
+            pooling,
+            max_length,
+            Path(cache_dir),
+            progress,
+            split_features,
+        )
     return examine(dataset, split_features, options, model, pooling, progress, probabilities)
 
 
-def head_probabilities(dataset: LongTailDataset, backbone: Backbone, options: HealthOptions,
-                       pooling: str, max_length: int, cache_dir: Path, progress: ProgressFn,
-                       plain: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def head_probabilities(
+    dataset: LongTailDataset,
+    backbone: Backbone,
+    options: HealthOptions,
+    pooling: str,
+    max_length: int,
+    cache_dir: Path,
+    progress: ProgressFn,
+    plain: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, judged) of every training text from ``options.method`` trained on the
     other folds (a text of a class with fewer than ``folds`` texts is not judged: NaN);
     ``plain``: the plain inputs' features already loaded (a plain-input head reads them)."""
     spec = get_method(options.method)
     if head_of(spec).closed_form:
-        raise GleeError(f"--method {spec.id}: give probe or probe-balanced for a closed-form "
-                        "probe, or a head trained on the features")
-    config = TrainConfig(mode="frozen", pooling=pooling, max_length=max_length,
-                         device=options.device, seed=options.seed)
-    base = prepare(dataset, spec, backbone, config, lambda event: None, cache_dir,
-                   splits=plain if spec.input_format == "plain" else None)
+        raise GleeError(
+            f"--method {spec.id}: give probe or probe-balanced for a closed-form "
+            "probe, or a head trained on the features"
+        )
+    config = TrainConfig(
+        mode="frozen",
+        pooling=pooling,
+        max_length=max_length,
+        device=options.device,
+        seed=options.seed,
+    )
+    base = prepare(
+        dataset,
+        spec,
+        backbone,
+        config,
+        lambda event: None,
+        cache_dir,
+        splits=plain if spec.input_format == "plain" else None,
+    )
     train = base.splits["train"]
     labels, k = train.labels, dataset.num_classes
     judged, parts = health_folds(labels, k, options.folds, options.seed)
-    progress(Examining(step=1, steps=options.folds + 1,
-                       what=f"out-of-fold probabilities: {spec.id}, {options.folds} folds "
-                            "as one pack"))
-    setups = [replace(base, splits={**base.splits, "train": train.subset(fit_rows)},
-                      progress=lambda event: None) for fit_rows, _ in parts]
+    progress(
+        Examining(
+            step=1,
+            steps=options.folds + 1,
+            what=f"out-of-fold probabilities: {spec.id}, {options.folds} folds as one pack",
+        )
+    )
+    setups = [
+        replace(
+            base,
+            splits={**base.splits, "train": train.subset(fit_rows)},
+            progress=lambda event: None,
+        )
+        for fit_rows, _ in parts
+    ]
     fitted = fit_packs(setups)
     probs = np.full((len(labels), k), np.nan)
     for setup, result, (_, held) in zip(setups, fitted, parts, strict=True):
         logits = scored_logits(setup, result.model, train.subset(held))[0]
         probs[held] = torch.softmax(torch.from_numpy(logits).float(), dim=1).numpy()
-    progress(Examining(step=options.folds, steps=options.folds + 1,
-                       what=f"out-of-fold probabilities: {spec.id}, done"))
+    progress(
+        Examining(
+            step=options.folds,
+            steps=options.folds + 1,
+            what=f"out-of-fold probabilities: {spec.id}, done",
+        )
+    )
     return probs, judged

@@ -65,8 +65,10 @@ class SweepFailed(GleeError):
     def __init__(self, failures: dict[str, str], landed: int):
         self.failures = failures
         lines = "\n".join(f"  {run_id}: {error}" for run_id, error in failures.items())
-        super().__init__(f"{len(failures)} run(s) failed ({landed} landed in the store):\n"
-                         f"{lines}\nRe-run the same command to train only what is missing.")
+        super().__init__(
+            f"{len(failures)} run(s) failed ({landed} landed in the store):\n"
+            f"{lines}\nRe-run the same command to train only what is missing."
+        )
 
 
 class SweepReport:
@@ -74,8 +76,9 @@ class SweepReport:
     user as they end: one bar for the sweep, a line per run, a :class:`SweepProgress` event;
     :meth:`finish` raises :class:`SweepFailed` if any failed."""
 
-    def __init__(self, total: int, progress: ProgressFn, echo: Callable[[str], None],
-                 show_bar: bool):
+    def __init__(
+        self, total: int, progress: ProgressFn, echo: Callable[[str], None], show_bar: bool
+    ):
         self.total, self.progress, self.echo, self.show_bar = total, progress, echo, show_bar
         self.failures: dict[str, str] = {}
         self.done = 0
@@ -94,8 +97,15 @@ class SweepReport:
             self.bar.write(line, file=sys.stderr)
         else:
             self.echo(line)
-        self.progress(SweepProgress(run_id=run_id, done=self.done, failed=len(self.failures),
-                                    total=self.total, error=error))
+        self.progress(
+            SweepProgress(
+                run_id=run_id,
+                done=self.done,
+                failed=len(self.failures),
+                total=self.total,
+                error=error,
+            )
+        )
 
     def finish(self) -> None:
         """Close the bar; raise :class:`SweepFailed` if a run failed."""
@@ -109,24 +119,43 @@ class LocalExecutor:
     worker process of its own sharing the device (``--runs-at-once``). Quick-mode batches
     always train in this process, their heads in one loop."""
 
-    def __init__(self, runs_at_once: str = "1", echo: Callable[[str], None] | None = None,
-                 show_bar: bool = True):
+    def __init__(
+        self,
+        runs_at_once: str = "1",
+        echo: Callable[[str], None] | None = None,
+        show_bar: bool = True,
+    ):
         self.runs_at_once = runs_at_once
         self.echo = echo or (lambda line: print(line, file=sys.stderr))
         self.show_bar = show_bar
 
     def run(self, batches: Iterable[Batch], store: RunStore) -> list[Run]:
         batches = list(batches)
-        at_once = {id(b): 1 if b.config.frozen else resolve_runs_at_once(
-            self.runs_at_once, resolve_device(b.config.device)) for b in batches}
+        at_once = {
+            id(b): 1
+            if b.config.frozen
+            else resolve_runs_at_once(self.runs_at_once, resolve_device(b.config.device))
+            for b in batches
+        }
         shared = [b for b in batches if at_once[id(b)] > 1]
         trained = set()
         if shared:  # first, every batch's missing runs, N at a time across the batches
             trained = self._at_once(shared, store, max(at_once[id(b)] for b in shared))
-        return [run for b in batches
-                for run in run_experiments(b.dataset, b.methods, b.seeds, b.model, b.config,
-                                           store, b.force and at_once[id(b)] == 1, b.progress,
-                                           trained=trained)]
+        return [
+            run
+            for b in batches
+            for run in run_experiments(
+                b.dataset,
+                b.methods,
+                b.seeds,
+                b.model,
+                b.config,
+                store,
+                b.force and at_once[id(b)] == 1,
+                b.progress,
+                trained=trained,
+            )
+        ]
 
     def _at_once(self, batches: list[Batch], store: RunStore, at_once: int) -> set[str]:
         """The batches' missing runs in ``at_once`` worker processes (each a fresh Python that
@@ -142,19 +171,25 @@ class LocalExecutor:
                 progress(Note(message=note))
             todo = [p for p in plan if b.force or store.get(p.run_id) is None]
             if todo and todo[0].config.lp_ft:
-                run_experiments(b.dataset, [get_method(m) for m in
-                                            dict.fromkeys(p.spec.id for p in todo)],
-                                sorted({p.config.seed for p in todo}), b.model,
-                                todo[0].config.linear_probe_stage(), store, False, progress)
+                run_experiments(
+                    b.dataset,
+                    [get_method(m) for m in dict.fromkeys(p.spec.id for p in todo)],
+                    sorted({p.config.seed for p in todo}),
+                    b.model,
+                    todo[0].config.linear_probe_stage(),
+                    store,
+                    False,
+                    progress,
+                )
             missing += [(b, p) for p in todo]
         if not missing:
             return set()
         root = str(store.root.expanduser().resolve())
-        self.echo(f"training {len(missing)} runs, {at_once} at once, each in a process of its "
-                  "own")
+        self.echo(f"training {len(missing)} runs, {at_once} at once, each in a process of its own")
         progress_of = {p.run_id: b.progress or (lambda event: None) for b, p in missing}
-        report = SweepReport(len(missing), lambda event: progress_of[event.run_id](event),
-                             self.echo, self.show_bar)  # each run's end to its batch's progress
+        report = SweepReport(
+            len(missing), lambda event: progress_of[event.run_id](event), self.echo, self.show_bar
+        )  # each run's end to its batch's progress
         try:
             self._workers(missing, root, at_once, report)
         finally:
@@ -162,8 +197,9 @@ class LocalExecutor:
         report.finish()
         return {p.run_id for _, p in missing}  # finish() raised if one failed
 
-    def _workers(self, missing: list[tuple[Batch, PlannedRun]], root: str, at_once: int,
-                 report: SweepReport) -> None:
+    def _workers(
+        self, missing: list[tuple[Batch, PlannedRun]], root: str, at_once: int, report: SweepReport
+    ) -> None:
         """Train each missing run in a fresh Python of its own (``glee_core.train.worker``; CUDA
         cannot be forked, and spawn would re-run the caller's script), at most ``at_once``
         alive. A run's own error fails that run alone; a worker that dies without one (killed:
@@ -175,17 +211,23 @@ class LocalExecutor:
         env = worker_env()
         with tempfile.TemporaryDirectory(prefix="glee-workers-") as folder:
             batches = {id(b): b for b, _ in missing}  # each pickled once, read by its workers
-            batch_files = {key: WorkerBatch(b.dataset, b.model, b.config, root, b.force, at_once
-                                            ).write(Path(folder) / f"batch-{number}.pkl")
-                           for number, (key, b) in enumerate(batches.items())}
+            batch_files = {
+                key: WorkerBatch(b.dataset, b.model, b.config, root, b.force, at_once).write(
+                    Path(folder) / f"batch-{number}.pkl"
+                )
+                for number, (key, b) in enumerate(batches.items())
+            }
             try:
                 while queue or running:
                     while queue and len(running) < at_once:
                         job = queue.popleft()
                         batch, planned = job
-                        worker = subprocess.Popen(worker_command(batch_files[id(batch)], planned),
-                                                  stdin=subprocess.DEVNULL,
-                                                  stdout=subprocess.PIPE, env=env)
+                        worker = subprocess.Popen(
+                            worker_command(batch_files[id(batch)], planned),
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            env=env,
+                        )
                         tries[planned.run_id] += 1
                         running[worker.stdout.fileno()] = (worker, job)
                     for ready in wait(list(running)):  # a result line, or the end of a worker
@@ -197,13 +239,18 @@ class LocalExecutor:
                         elif outcome is not None:
                             report.ended(run_id, error=outcome[1])
                         elif tries[run_id] < WORKER_TRIES:
-                            self.echo(f"the worker training {run_id} "
-                                      f"{_death(worker.returncode)}; training it once more")
+                            self.echo(
+                                f"the worker training {run_id} "
+                                f"{_death(worker.returncode)}; training it once more"
+                            )
                             queue.appendleft(job)
                         else:
-                            report.ended(run_id, error=f"its worker {_death(worker.returncode)}, "
-                                         f"{WORKER_TRIES} times (out of memory? fewer "
-                                         "--runs-at-once)")
+                            report.ended(
+                                run_id,
+                                error=f"its worker {_death(worker.returncode)}, "
+                                f"{WORKER_TRIES} times (out of memory? fewer "
+                                "--runs-at-once)",
+                            )
             finally:  # Ctrl-C or an error here: no worker outlives the sweep
                 for worker, _ in running.values():
                     worker.terminate()
@@ -244,8 +291,13 @@ def _import_ray():
 class RayExecutor:
     """One Ray task per run not yet in the store; one bar for the sweep, a line per run."""
 
-    def __init__(self, options: ExecutorOptions, progress: ProgressFn | None = None,
-                 echo: Callable[[str], None] | None = None, show_bar: bool = True):
+    def __init__(
+        self,
+        options: ExecutorOptions,
+        progress: ProgressFn | None = None,
+        echo: Callable[[str], None] | None = None,
+        show_bar: bool = True,
+    ):
         self.options = options
         self.progress = progress or (lambda event: None)
         self.echo = echo or (lambda line: print(line, file=sys.stderr))
@@ -255,15 +307,21 @@ class RayExecutor:
         if ray.is_initialized():
             return
         address = self.options.ray_address
-        kwargs = {"address": address} if address else {
-            # a local Ray: as many CPUs as this machine has (or GLEE_RAY_CPUS), no dashboard
-            "num_cpus": int(os.environ.get("GLEE_RAY_CPUS", "0")) or None,
-            "include_dashboard": False}
+        kwargs = (
+            {"address": address}
+            if address
+            else {
+                # a local Ray: as many CPUs as this machine has (or GLEE_RAY_CPUS), no dashboard
+                "num_cpus": int(os.environ.get("GLEE_RAY_CPUS", "0")) or None,
+                "include_dashboard": False,
+            }
+        )
         try:
             ray.init(log_to_driver=False, configure_logging=False, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise GleeError(f"cannot start or join Ray{f' at {address}' if address else ''}: "
-                            f"{exc}") from None
+            raise GleeError(
+                f"cannot start or join Ray{f' at {address}' if address else ''}: {exc}"
+            ) from None
 
     def run(self, batches: Iterable[Batch], store: RunStore) -> list[Run]:
         ray = _import_ray()
@@ -286,19 +344,31 @@ class RayExecutor:
         if gpus is None:  # a GPU each, or 1/N of one with --runs-at-once N
             share = 1 if self.options.runs_at_once == "auto" else int(self.options.runs_at_once)
             gpus = 1.0 / share if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
-        task = ray.remote(train_one).options(num_cpus=self.options.cpus_per_run, num_gpus=gpus,
-                                             max_retries=WORKER_TRIES - 1)
+        task = ray.remote(train_one).options(
+            num_cpus=self.options.cpus_per_run, num_gpus=gpus, max_retries=WORKER_TRIES - 1
+        )
         refs = {}
         shared = {}  # each dataset goes to the object store once
         for batch, job in missing:
             key = id(batch.dataset)
             if key not in shared:
                 shared[key] = ray.put(batch.dataset)
-            refs[task.remote(shared[key], job.spec.id, job.config.seed, batch.model, batch.config,
-                             str(root), batch.force)] = job.run_id
-        self.echo(f"submitted {len(refs)} of {len(planned)} runs to Ray "
-                  f"({len(planned) - len(refs)} already in the store; {self.options.cpus_per_run:g}"
-                  f" CPU, {gpus:g} GPU each)")
+            refs[
+                task.remote(
+                    shared[key],
+                    job.spec.id,
+                    job.config.seed,
+                    batch.model,
+                    batch.config,
+                    str(root),
+                    batch.force,
+                )
+            ] = job.run_id
+        self.echo(
+            f"submitted {len(refs)} of {len(planned)} runs to Ray "
+            f"({len(planned) - len(refs)} already in the store; {self.options.cpus_per_run:g}"
+            f" CPU, {gpus:g} GPU each)"
+        )
         report = SweepReport(len(refs), self.progress, self.echo, self.show_bar)
         pending = list(refs)
         try:
@@ -308,8 +378,10 @@ class RayExecutor:
                 try:
                     info = ray.get(ready[0])
                     if store.get(run_id) is None:
-                        raise GleeError(f"it finished on node {info['node']}, but the run is not "
-                                        f"in {root} here: the store is not shared between nodes")
+                        raise GleeError(
+                            f"it finished on node {info['node']}, but the run is not "
+                            f"in {root} here: the store is not shared between nodes"
+                        )
                     report.ended(run_id, f"{info['node']}, {info['seconds']} s")
                 except Exception as exc:  # a task's error, or its node died
                     report.ended(run_id, error=_task_error(exc))
@@ -324,8 +396,11 @@ def _task_error(exc: Exception) -> str:
     cause = getattr(exc, "cause", None) or exc  # RayTaskError keeps the original exception
     text = str(cause).strip().splitlines()
     message = text[-1] if text else ""
-    if cause is exc and type(exc).__name__ in ("WorkerCrashedError", "NodeDiedError",
-                                               "OwnerDiedError"):
+    if cause is exc and type(exc).__name__ in (
+        "WorkerCrashedError",
+        "NodeDiedError",
+        "OwnerDiedError",
+    ):
         return f"{type(exc).__name__}: the worker or its node died"
     return f"{type(cause).__name__}: {message}"
 
@@ -348,16 +423,27 @@ def make_executor(options: ExecutorOptions, progress: ProgressFn | None = None):
     return EXECUTOR_FACTORIES[options.executor](options, progress)
 
 
-def execute(request: TrainRequest, store: RunStore | None = None,
-            progress: ProgressFn | None = None, dataset: LongTailDataset | None = None
-            ) -> list[Run]:
+def execute(
+    request: TrainRequest,
+    store: RunStore | None = None,
+    progress: ProgressFn | None = None,
+    dataset: LongTailDataset | None = None,
+) -> list[Run]:
     """Carry out a :class:`TrainRequest` (the CLI's ``train`` and the app's jobs) with the
     executor it names; ``dataset`` is the request's, when the caller has loaded it already."""
     dataset = dataset or request.data.load()
     store = store or RunStore()
-    specs = readable_heads(dataset, [get_method(m) for m in request.methods], request.seeds,
-                           request.model, request.config, store, request.force,
-                           progress or (lambda event: None))
-    batch = Batch(dataset, specs, request.seeds, request.model, request.config, request.force,
-                  progress)
+    specs = readable_heads(
+        dataset,
+        [get_method(m) for m in request.methods],
+        request.seeds,
+        request.model,
+        request.config,
+        store,
+        request.force,
+        progress or (lambda event: None),
+    )
+    batch = Batch(
+        dataset, specs, request.seeds, request.model, request.config, request.force, progress
+    )
     return make_executor(request.executor, progress).run([batch], store)

@@ -112,38 +112,55 @@ UNKNOWN_SHARE_WARNING = 0.05
 VOCABULARY_SAMPLE = 500
 
 
-def run_identity(dataset: LongTailDataset, spec: MethodSpec, model_name: str,
-                 config: TrainConfig) -> dict:
+def run_identity(
+    dataset: LongTailDataset, spec: MethodSpec, model_name: str, config: TrainConfig
+) -> dict:
     """What makes two runs the same run (and so the run id). ``config`` is resolved."""
     return {
-        "dataset": dataset.id, "dataset_fingerprint": dataset.fingerprint(),
-        "template": dataset.template, "verbalizer": dataset.verbalizer,
+        "dataset": dataset.id,
+        "dataset_fingerprint": dataset.fingerprint(),
+        "template": dataset.template,
+        "verbalizer": dataset.verbalizer,
         "threshold": dataset.threshold,
         **({"head_tail": dataset.head_tail_rule} if dataset.head_tail_rule != "train" else {}),
-        "model": model_name, "model_fingerprint": model_fingerprint(model_name),
-        **spec.identity(), **config.identity(),
+        "model": model_name,
+        "model_fingerprint": model_fingerprint(model_name),
+        **spec.identity(),
+        **config.identity(),
     }
 
 
 def package_versions() -> dict:
-    return {"glee_core": __version__, "torch": torch.__version__,
-            "transformers": transformers.__version__, "peft": importlib.metadata.version("peft"),
-            "accelerate": importlib.metadata.version("accelerate"),
-            "tokenizers": importlib.metadata.version("tokenizers"),
-            "scikit-learn": sklearn.__version__,
-            "numpy": np.__version__, "pandas": pd.__version__,
-            "python": platform.python_version()}
+    return {
+        "glee_core": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": importlib.metadata.version("peft"),
+        "accelerate": importlib.metadata.version("accelerate"),
+        "tokenizers": importlib.metadata.version("tokenizers"),
+        "scikit-learn": sklearn.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def dataset_record(dataset: LongTailDataset) -> DatasetRecord:
     head, tail = dataset.head_tail()
     return DatasetRecord(
-        id=dataset.id, fingerprint=dataset.fingerprint(), classes=dataset.classes,
-        head_classes=head, tail_classes=tail, threshold=dataset.threshold,
-        template=dataset.template, verbalizer=dataset.verbalizer,
+        id=dataset.id,
+        fingerprint=dataset.fingerprint(),
+        classes=dataset.classes,
+        head_classes=head,
+        tail_classes=tail,
+        threshold=dataset.threshold,
+        template=dataset.template,
+        verbalizer=dataset.verbalizer,
         class_counts={k: int(v) for k, v in dataset.class_counts().items()},
-        sizes={k: len(v) for k, v in dataset.splits.items()}, warnings=dataset.warnings,
-        head_tail_rule=dataset.head_tail_rule)
+        sizes={k: len(v) for k, v in dataset.splits.items()},
+        warnings=dataset.warnings,
+        head_tail_rule=dataset.head_tail_rule,
+    )
 
 
 @dataclass(frozen=True)
@@ -154,8 +171,13 @@ class PlannedRun:
     run_id: str
 
 
-def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: Iterable[int],
-              model_name: str, config: TrainConfig | None = None) -> list[PlannedRun]:
+def plan_runs(
+    dataset: LongTailDataset,
+    methods: Iterable[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig | None = None,
+) -> list[PlannedRun]:
     """Every method x pooling x seed with its resolved configuration and run id, in training
     order (plain-input methods: a run for each pooling the config reads, see
     :meth:`TrainConfig.poolings`)."""
@@ -167,20 +189,30 @@ def plan_runs(dataset: LongTailDataset, methods: Iterable[MethodSpec], seeds: It
         if base.frozen and not spec.trains_in(base.tuning):
             raise GleeError(f"{spec.id} cannot train on a frozen backbone; use --mode finetune")
         if not spec.trains_in(base.tuning):
-            raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use "
-                            f"--mode frozen (or leave it out of a {base.tuning.label} run)")
+            raise GleeError(
+                f"{spec.id} is fitted on a frozen backbone's features; use "
+                f"--mode frozen (or leave it out of a {base.tuning.label} run)"
+            )
         # a template input is read at [MASK] whatever the pooling: one run, one id
         for pooling in ("cls",) if spec.input_format == "prompt" else poolings:
             for seed in seeds:
                 cfg = replace(base, seed=seed, pooling=pooling)
                 identity = run_identity(dataset, spec, model_name, cfg)
-                planned.append(PlannedRun(spec, cfg, identity,
-                                          make_run_id(dataset.id, spec.id, seed, identity)))
+                planned.append(
+                    PlannedRun(
+                        spec, cfg, identity, make_run_id(dataset.id, spec.id, seed, identity)
+                    )
+                )
     return planned
 
 
-def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
-              store: RunStore, force: bool = False) -> list[str]:
+def preflight(
+    dataset: LongTailDataset,
+    plan: list[PlannedRun],
+    model_name: str,
+    store: RunStore,
+    force: bool = False,
+) -> list[str]:
     """Checks that need the backbone, made before anything trains (and only when something
     will): the verbalizer's label words must be in its vocabulary (an error naming them), and a
     vocabulary that maps much of the data to the unknown token earns a note (returned)."""
@@ -189,28 +221,41 @@ def preflight(dataset: LongTailDataset, plan: list[PlannedRun], model_name: str,
         return []
     backbone = get_backbone(model_name)
     tokenizer = backbone.tokenizer
-    targets = {t.strip() for p in pending if p.config.lora_targets
-               for t in p.config.lora_targets.split(",") if t.strip()}
+    targets = {
+        t.strip()
+        for p in pending
+        if p.config.lora_targets
+        for t in p.config.lora_targets.split(",")
+        if t.strip()
+    }
     if targets:  # before any training: peft's own error comes after minutes, as a traceback
-        names = {name.rsplit(".", 1)[-1] for name, module in
-                 backbone.model.base_model.named_modules() if isinstance(module, torch.nn.Linear)}
+        names = {
+            name.rsplit(".", 1)[-1]
+            for name, module in backbone.model.base_model.named_modules()
+            if isinstance(module, torch.nn.Linear)
+        }
         unknown = sorted(targets - names)
         if unknown:
-            raise GleeError(f"--lora-targets: {model_name!r} has no linear layer named "
-                            f"{', '.join(repr(u) for u in unknown)}; its are: "
-                            f"{', '.join(sorted(names))}")
+            raise GleeError(
+                f"--lora-targets: {model_name!r} has no linear layer named "
+                f"{', '.join(repr(u) for u in unknown)}; its are: "
+                f"{', '.join(sorted(names))}"
+            )
     positions = backbone_positions(backbone)
     for length in sorted({p.config.max_length for p in pending}):
         if positions and length > positions:
-            raise GleeError(f"--max-length {length} is longer than the {positions} positions "
-                            f"{model_name!r} reads; give at most {positions}")
+            raise GleeError(
+                f"--max-length {length} is longer than the {positions} positions "
+                f"{model_name!r} reads; give at most {positions}"
+            )
         if any(p.spec.input_format == "prompt" for p in pending):
             check_template_fits(tokenizer, dataset.template, length)
     if any(head_of(p.spec).verbalizer for p in pending):
         ids = label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
         check_label_tokens(dict(zip(dataset.classes, ids, strict=True)))
-    share = unknown_token_share(tokenizer, dataset.splits["train"]["text"]
-                                .head(VOCABULARY_SAMPLE).tolist())
+    share = unknown_token_share(
+        tokenizer, dataset.splits["train"]["text"].head(VOCABULARY_SAMPLE).tolist()
+    )
     if share <= UNKNOWN_SHARE_WARNING:
         return []
     return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
@@ -230,9 +275,15 @@ def label_word_methods() -> list[MethodSpec]:
     return [m for m in METHODS.values() if head_of(m).verbalizer]
 
 
-def unreadable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
-                     model_name: str, config: TrainConfig, store: RunStore, force: bool = False
-                     ) -> tuple[list[MethodSpec], str]:
+def unreadable_heads(
+    dataset: LongTailDataset,
+    specs: list[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig,
+    store: RunStore,
+    force: bool = False,
+) -> tuple[list[MethodSpec], str]:
     """The heads a launch of ``specs`` leaves out, and the note saying why. A launch of every
     head that trains in its mode (the quick compare of them all) on a backbone whose vocabulary
     lacks the data's label words leaves out the heads that score label words and trains the
@@ -240,22 +291,36 @@ def unreadable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: I
     is read (the tokenizer alone) only when such a head has a run to train, as there."""
     worded = [s for s in specs if head_of(s).verbalizer]
     every = {m.id for m in METHODS.values() if m.trains_in(get_mode(config.mode))}
-    if not worded or not every <= {s.id for s in specs} or not any(
+    if (
+        not worded
+        or not every <= {s.id for s in specs}
+        or not any(
             force or store.get(p.run_id) is None
-            for p in plan_runs(dataset, worded, seeds, model_name, config)):
+            for p in plan_runs(dataset, worded, seeds, model_name, config)
+        )
+    ):
         return [], ""
     try:
         label_word_token_ids(get_tokenizer(model_name), dataset.verbalizer, dataset.classes)
     except GleeError as error:
-        return worded, (f"{len(worded)} of the {len(specs)} heads are left out "
-                        f"({', '.join(s.id for s in worded)}): they score label words, and "
-                        f"{error}; the other heads train")
+        return worded, (
+            f"{len(worded)} of the {len(specs)} heads are left out "
+            f"({', '.join(s.id for s in worded)}): they score label words, and "
+            f"{error}; the other heads train"
+        )
     return [], ""
 
 
-def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Iterable[int],
-                   model_name: str, config: TrainConfig, store: RunStore, force: bool,
-                   progress: ProgressFn) -> list[MethodSpec]:
+def readable_heads(
+    dataset: LongTailDataset,
+    specs: list[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig,
+    store: RunStore,
+    force: bool,
+    progress: ProgressFn,
+) -> list[MethodSpec]:
     """The heads a launch trains: ``specs`` less those :func:`unreadable_heads` leaves out, with
     its note."""
     left_out, why = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
@@ -264,25 +329,43 @@ def readable_heads(dataset: LongTailDataset, specs: list[MethodSpec], seeds: Ite
     return [s for s in specs if s not in left_out]
 
 
-def run_record(job: PlannedRun, dataset: LongTailDataset, backbone: Backbone,
-               result: RunResult, notes: list[str]) -> RunRecord:
+def run_record(
+    job: PlannedRun,
+    dataset: LongTailDataset,
+    backbone: Backbone,
+    result: RunResult,
+    notes: list[str],
+) -> RunRecord:
     """The record a finished run stores: its data, backbone, method, resolved config, notes."""
     model = ModelRecord.from_dict(backbone.describe())
-    record = RunRecord(run_id=job.run_id, dataset=dataset_record(dataset), model=model,
-                       method=job.spec, seed=job.config.seed, hyperparameters=result.config,
-                       created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                       versions=package_versions(), identity=job.identity, timing=result.timing)
+    record = RunRecord(
+        run_id=job.run_id,
+        dataset=dataset_record(dataset),
+        model=model,
+        method=job.spec,
+        seed=job.config.seed,
+        hyperparameters=result.config,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        versions=package_versions(),
+        identity=job.identity,
+        timing=result.timing,
+    )
     if record.mlm_head_caveat:
         record.notes.append(untrained_head_note(backbone.name, [job.spec.id]))
     trained = trained_pooling(backbone.name)
     pooling = job.config.pooling
     # quick mode trains every pooling by default and chooses among them: no note there
-    if job.spec.input_format == "plain" and trained and trained != pooling \
-            and not job.config.frozen:
+    if (
+        job.spec.input_format == "plain"
+        and trained
+        and trained != pooling
+        and not job.config.frozen
+    ):
         record.notes.append(
             f"{job.spec.id}: plain input read at the {pooling} pooling, but {backbone.name!r} is a "
             f"sentence encoder trained with {trained} pooling: its {pooling} state was never "
-            f"trained to sum up a text (try --pooling {trained})")
+            f"trained to sum up a text (try --pooling {trained})"
+        )
     record.notes += notes + result.notes
     record.tuning = dict(result.tuning)
     return record
@@ -297,8 +380,10 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
         np.savez(folder / "features.npz", **result.features)
         np.savez(folder / "calibration.npz", **result.calibration)
         result.predictions.to_csv(folder / "predictions.csv", index=False)
-        write_json(folder / "weight_norms.json",
-                   dict(zip(record.dataset.classes, result.weight_norms, strict=True)))
+        write_json(
+            folder / "weight_norms.json",
+            dict(zip(record.dataset.classes, result.weight_norms, strict=True)),
+        )
         write_json(folder / "history.json", result.history)
         write_json(folder / "config.json", record.to_dict())
         write_json(folder / "metrics.json", result.metrics.to_dict())  # last: the run is complete
@@ -308,8 +393,9 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
 
 def lp_ft_stage(job: PlannedRun, dataset: LongTailDataset, model_name: str) -> PlannedRun:
     """The quick-mode run LP-FT fits its head in: the same method, seed, data and backbone."""
-    return plan_runs(dataset, [job.spec], [job.config.seed], model_name,
-                     job.config.linear_probe_stage())[0]
+    return plan_runs(
+        dataset, [job.spec], [job.config.seed], model_name, job.config.linear_probe_stage()
+    )[0]
 
 
 def load_head(run: Run) -> dict[str, torch.Tensor]:
@@ -325,8 +411,16 @@ class _Runner:
     features all together first: :meth:`run_pack`), under the run's lock and a training slot;
     the main process of several decides and writes."""
 
-    def __init__(self, dataset: LongTailDataset, model_name: str, store: RunStore, force: bool,
-                 progress: ProgressFn, notes: list[str], device: str):
+    def __init__(
+        self,
+        dataset: LongTailDataset,
+        model_name: str,
+        store: RunStore,
+        force: bool,
+        progress: ProgressFn,
+        notes: list[str],
+        device: str,
+    ):
         self.dataset, self.model_name, self.store = dataset, model_name, store
         self.force, self.progress, self.notes = force, progress, notes
         self.ddp = data_parallel(device)  # several processes: the main one decides and writes
@@ -342,20 +436,35 @@ class _Runner:
         if job.run_id in self.fresh:  # trained a moment ago (run_pack, or another process)
             return Run(self.store.path(job.run_id))
         waiting = WaitingForRun(run_id=job.run_id)
-        with self.store.run_lock(job.run_id, lambda: self.progress(waiting)) if self.main \
-                else contextlib.nullcontext():
+        with (
+            self.store.run_lock(job.run_id, lambda: self.progress(waiting))
+            if self.main
+            else contextlib.nullcontext()
+        ):
             train = (self.force and not stage) or self.store.get(job.run_id) is None
             if self.ddp is not None:
                 train = self.ddp.broadcast(train)
             if stage:
                 # a stored head is no stage to wait for: the fine-tune's own steps count at once
-                self.progress(Loading(what=f"LP-FT's head on the frozen features ("
-                                      f"{'fitting' if train else 'stored'}: {job.run_id})",
-                                      lp_ft=bool(train)))
+                self.progress(
+                    Loading(
+                        what=f"LP-FT's head on the frozen features ("
+                        f"{'fitting' if train else 'stored'}: {job.run_id})",
+                        lp_ft=bool(train),
+                    )
+                )
             else:
-                self.progress(RunStarted(run_id=job.run_id, method=job.spec.id,
-                                         seed=job.config.seed, index=index, total=total,
-                                         cached=not train, after=self.after))
+                self.progress(
+                    RunStarted(
+                        run_id=job.run_id,
+                        method=job.spec.id,
+                        seed=job.config.seed,
+                        index=index,
+                        total=total,
+                        cached=not train,
+                        after=self.after,
+                    )
+                )
             if train:
                 self._train(job)
             if self.ddp is not None:
@@ -370,26 +479,40 @@ class _Runner:
         with contextlib.ExitStack() as held:
             for _, job in sorted(jobs, key=lambda item: item[1].run_id):
                 waiting = WaitingForRun(run_id=job.run_id)
-                held.enter_context(self.store.run_lock(job.run_id,
-                                                       lambda e=waiting: self.progress(e)))
-            todo = [(i, job) for i, job in jobs
-                    if self.force or self.store.get(job.run_id) is None]
+                held.enter_context(
+                    self.store.run_lock(job.run_id, lambda e=waiting: self.progress(e))
+                )
+            todo = [(i, job) for i, job in jobs if self.force or self.store.get(job.run_id) is None]
             if len(todo) < 2:  # nothing to share a loop with: run() trains it as ever
                 return
             index, first = todo[0]
-            self.progress(RunStarted(run_id=first.run_id, method=first.spec.id,
-                                     seed=first.config.seed, index=index, total=total,
-                                     cached=False, together=len(todo), after=self.after))
+            self.progress(
+                RunStarted(
+                    run_id=first.run_id,
+                    method=first.spec.id,
+                    seed=first.config.seed,
+                    index=index,
+                    total=total,
+                    cached=False,
+                    together=len(todo),
+                    after=self.after,
+                )
+            )
             backbone = get_backbone(self.model_name)
             queued = Queued(run_id=first.run_id)
-            with self.store.training_slot(self.waiting(queued)), \
-                    cpu_share(self.device):
-                results = train_together(self.dataset, [job.spec for _, job in todo], backbone,
-                                         [job.config for _, job in todo], self.progress,
-                                         feature_cache=self.store.features_dir)
+            with self.store.training_slot(self.waiting(queued)), cpu_share(self.device):
+                results = train_together(
+                    self.dataset,
+                    [job.spec for _, job in todo],
+                    backbone,
+                    [job.config for _, job in todo],
+                    self.progress,
+                    feature_cache=self.store.features_dir,
+                )
             for (_, job), result in zip(todo, results, strict=True):
-                save_result(self.store, run_record(job, self.dataset, backbone, result,
-                                                   self.notes), result)
+                save_result(
+                    self.store, run_record(job, self.dataset, backbone, result, self.notes), result
+                )
             self.fresh.update(job.run_id for _, job in todo)
 
     def cross_validate(self, jobs: list[PlannedRun], folds: int) -> None:
@@ -401,24 +524,37 @@ class _Runner:
         for job in jobs:
             by_seed.setdefault(job.config.seed, []).append(job)
         for part, group in enumerate(by_seed.values(), 1):
+
             def tell(event, part=part):
-                self.progress(replace(event, part=part, parts=len(by_seed))
-                              if isinstance(event, CrossValidating) else event)
+                self.progress(
+                    replace(event, part=part, parts=len(by_seed))
+                    if isinstance(event, CrossValidating)
+                    else event
+                )
 
             with contextlib.ExitStack() as held:
                 for job in sorted(group, key=lambda job: job.run_id):
                     waiting = WaitingForRun(run_id=job.run_id)
-                    held.enter_context(self.store.run_lock(job.run_id,
-                                                           lambda e=waiting: self.progress(e)))
+                    held.enter_context(
+                        self.store.run_lock(job.run_id, lambda e=waiting: self.progress(e))
+                    )
                 setups, loaded = [], {}
                 for job in group:
                     key = feature_inputs(job.spec, job.config)
-                    setups.append(prepare(self.dataset, job.spec, backbone, job.config, tell,
-                                          self.store.features_dir, splits=loaded.get(key)))
+                    setups.append(
+                        prepare(
+                            self.dataset,
+                            job.spec,
+                            backbone,
+                            job.config,
+                            tell,
+                            self.store.features_dir,
+                            splits=loaded.get(key),
+                        )
+                    )
                     loaded.setdefault(key, setups[-1].splits)
                 queued = Queued(run_id=group[0].run_id)
-                with self.store.training_slot(self.waiting(queued)), \
-                        cpu_share(self.device):
+                with self.store.training_slot(self.waiting(queued)), cpu_share(self.device):
                     results = cross_validate(setups, folds, tell)
                 for job, cv in zip(group, results, strict=True):
                     self.store.add_cross_validation(job.run_id, cv)
@@ -434,18 +570,36 @@ class _Runner:
         if self.force:
             log.done()
         first = jobs[0]
-        self.progress(RunStarted(run_id=first.run_id, method=first.spec.id,
-                                 seed=first.config.seed, index=index, total=total,
-                                 cached=False, together=len(jobs), after=self.after, race=True))
+        self.progress(
+            RunStarted(
+                run_id=first.run_id,
+                method=first.spec.id,
+                seed=first.config.seed,
+                index=index,
+                total=total,
+                cached=False,
+                together=len(jobs),
+                after=self.after,
+                race=True,
+            )
+        )
         starts = [self.lp_ft_start(job) for job in jobs]
         backbone = get_backbone(self.model_name)
         started = time.perf_counter()
         queued = Queued(run_id=first.run_id)
-        with self.store.training_slot(self.waiting(queued)), \
-                cpu_share(self.device):
-            setups = [prepare(self.dataset, job.spec, backbone, job.config, self.progress,
-                              self.store.features_dir, init_head)
-                      for job, (init_head, _) in zip(jobs, starts, strict=True)]
+        with self.store.training_slot(self.waiting(queued)), cpu_share(self.device):
+            setups = [
+                prepare(
+                    self.dataset,
+                    job.spec,
+                    backbone,
+                    job.config,
+                    self.progress,
+                    self.store.features_dir,
+                    init_head,
+                )
+                for job, (init_head, _) in zip(jobs, starts, strict=True)
+            ]
             labels = [job.spec.id for job in jobs]
             before = log.resumed(labels)
             for note in log.take_notes():  # a damaged race log, set aside: the race starts anew
@@ -453,15 +607,19 @@ class _Runner:
             rounds = list(before["rounds"]) if before else []
             alive = rounds[-1]["kept"] if rounds else labels
             per_round, schedule = search_schedule(len(jobs), setups[0].evaluations)
-            rate_log = self.search_log(replace(first, config=replace(first.config,
-                                                                     lr_search="once")))
+            rate_log = self.search_log(
+                replace(first, config=replace(first.config, lr_search="once"))
+            )
             searching = rate_log is not None and rate_log.shared() is None
             # one bar for the rate's search and the race: both planned up front
-            work = Work(total=(search_steps(setups[0]) if searching else 0)
-                        + planned_steps(setups[0], len(jobs))
-                        - sum(r.get("dropped_steps", 0) for r in rounds))
+            work = Work(
+                total=(search_steps(setups[0]) if searching else 0)
+                + planned_steps(setups[0], len(jobs))
+                - sum(r.get("dropped_steps", 0) for r in rounds)
+            )
             rate, rate_from, rate_rounds, rate_steps, searched_trial = self.race_rate(
-                setups[0], first, rate_log, work)
+                setups[0], first, rate_log, work
+            )
             if searched_trial is not None and labels[0] in alive:
                 # the first head at that rate is the search's winner: its rounds there are its
                 # first rounds here (the same weights), not trained again
@@ -470,33 +628,58 @@ class _Runner:
             elif searched_trial is not None:  # a resumed race that had dropped the first head
                 rate_steps += searched_trial.state.global_step
                 searched_trial = None
-            racing = [(setup, searched_trial if label == labels[0] and searched_trial
-                       else setup.new_trial(rate, work))
-                      for setup, label in zip(setups, labels, strict=True) if label in alive]
+            racing = [
+                (
+                    setup,
+                    searched_trial
+                    if label == labels[0] and searched_trial
+                    else setup.new_trial(rate, work),
+                )
+                for setup, label in zip(setups, labels, strict=True)
+                if label in alive
+            ]
             if rounds:
-                self.progress(Note(message=f"the race resumes after round {len(rounds)} of "
-                                           f"{len(schedule)}: {', '.join(alive)}"))
+                self.progress(
+                    Note(
+                        message=f"the race resumes after round {len(rounds)} of "
+                        f"{len(schedule)}: {', '.join(alive)}"
+                    )
+                )
             head_of_trial = {id(trial): setup.spec.id for setup, trial in racing}
             winner, steps, seconds = halve(
-                [trial for _, trial in racing], [label for label in labels if label in alive],
-                per_round, schedule, rounds,
+                [trial for _, trial in racing],
+                [label for label in labels if label in alive],
+                per_round,
+                schedule,
+                rounds,
                 lambda done, left: log.write(labels, done, left[0] if len(left) == 1 else None),
-                lambda t, i, n, r: Searching(lr=rate, candidate=i, candidates=n, round=r,
-                                             rounds=len(schedule), head=head_of_trial[id(t)]),
-                self.progress)
+                lambda t, i, n, r: Searching(
+                    lr=rate,
+                    candidate=i,
+                    candidates=n,
+                    round=r,
+                    rounds=len(schedule),
+                    head=head_of_trial[id(t)],
+                ),
+                self.progress,
+            )
             setup = next(s for s, trial in racing if trial is winner)
-            searched = Searched(winner, rate_rounds, rate_steps + steps, seconds,
-                                shared_from=rate_from)
+            searched = Searched(
+                winner, rate_rounds, rate_steps + steps, seconds, shared_from=rate_from
+            )
             result = evaluate(setup, finish(searched, self.progress, started))
         job = next(j for j in jobs if j.spec.id == setup.spec.id)
         if result.tuning.get("lr_from") == job.run_id:  # it searched the rate itself
             del result.tuning["lr_from"]
         result.tuning.update(starts[jobs.index(job)][1])
         result.tuning["race"] = rounds
-        self.progress(Note(message=f"{job.spec.id} won the race of {', '.join(labels)} on dev; "
-                                   "it is the one run stored"))
-        save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes),
-                    result)
+        self.progress(
+            Note(
+                message=f"{job.spec.id} won the race of {', '.join(labels)} on dev; "
+                "it is the one run stored"
+            )
+        )
+        save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes), result)
         log.done()
         if rate_log is not None:
             rate_log.done()  # the rate stays shared; its search's own log goes
@@ -508,8 +691,9 @@ class _Runner:
         machine (the store's running jobs, with their time left) and how to train beside it."""
         return lambda: self.progress(replace(queued, behind=running_summary(self.store)))
 
-    def race_rate(self, setup, job: PlannedRun, log: SearchLog | None,
-                  work: Work) -> tuple[float, str | None, list[dict], int, object | None]:
+    def race_rate(
+        self, setup, job: PlannedRun, log: SearchLog | None, work: Work
+    ) -> tuple[float, str | None, list[dict], int, object | None]:
         """The rate a race runs at: the config's one rate, or the one searched once for the
         backbone and data (searched now on ``job``'s head, kept in ``log``, when no earlier
         search did): the rate, whose search chose it, that search's rounds, the optimizer steps
@@ -520,8 +704,13 @@ class _Runner:
             return grid[0], None, [], 0, None
         searched = choose_rate(setup, log, work)
         steps = 0 if searched.shared_from else searched.spent_steps
-        return (searched.winner.lr, searched.shared_from or job.run_id, searched.rounds, steps,
-                searched.winner)
+        return (
+            searched.winner.lr,
+            searched.shared_from or job.run_id,
+            searched.rounds,
+            steps,
+            searched.winner,
+        )
 
     def lp_ft_start(self, job: PlannedRun) -> tuple[dict | None, dict]:
         """LP-FT's head for ``job`` (its quick-mode run, trained or re-used) and what the run
@@ -536,15 +725,27 @@ class _Runner:
         backbone = get_backbone(self.model_name)
         queued = Queued(run_id=job.run_id)
         log = self.search_log(job)
-        with self.store.training_slot(self.waiting(queued)) if self.main \
-                else contextlib.nullcontext(), cpu_share(self.device):
-            result = train_and_evaluate(self.dataset, job.spec, backbone, job.config,
-                                        self.progress, feature_cache=self.store.features_dir,
-                                        init_head=init_head, search_log=log)
+        with (
+            self.store.training_slot(self.waiting(queued))
+            if self.main
+            else contextlib.nullcontext(),
+            cpu_share(self.device),
+        ):
+            result = train_and_evaluate(
+                self.dataset,
+                job.spec,
+                backbone,
+                job.config,
+                self.progress,
+                feature_cache=self.store.features_dir,
+                init_head=init_head,
+                search_log=log,
+            )
         result.tuning.update(tuning)
         if self.main:
-            save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes),
-                        result)
+            save_result(
+                self.store, run_record(job, self.dataset, backbone, result, self.notes), result
+            )
             if log is not None:
                 log.done()
 
@@ -557,11 +758,17 @@ class _Runner:
         return log
 
 
-def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
-                    seeds: Iterable[int], model_name: str = "auto",
-                    config: TrainConfig | None = None, store: RunStore | None = None,
-                    force: bool = False, progress: ProgressFn | None = None,
-                    trained: Collection[str] = ()) -> list[Run]:
+def run_experiments(
+    dataset: LongTailDataset,
+    methods: Iterable[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str = "auto",
+    config: TrainConfig | None = None,
+    store: RunStore | None = None,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    trained: Collection[str] = (),
+) -> list[Run]:
     """Train (or load from the store) every method x seed; returns the runs in that order.
     A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, which is stored as
     a run of its own.
@@ -587,14 +794,20 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     number = {i: n for n, i in enumerate(order, 1)}
     numbered = [(number[i], job) for i, job in enumerate(jobs)]
     config = config or TrainConfig()
-    validate = (cross_validation_due(jobs, store, config.folds, force)
-                if runner.ddp is None and config.cross_validates(dataset) else [])
-    runner.after = cross_validation_share(dataset, jobs, validate, store, config.folds, force,
-                                          model_name)
-    pack = sorted((item for item, fits in zip(numbered, together, strict=True) if fits),
-                  key=lambda item: item[0])
+    validate = (
+        cross_validation_due(jobs, store, config.folds, force)
+        if runner.ddp is None and config.cross_validates(dataset)
+        else []
+    )
+    runner.after = cross_validation_share(
+        dataset, jobs, validate, store, config.folds, force, model_name
+    )
+    pack = sorted(
+        (item for item, fits in zip(numbered, together, strict=True) if fits),
+        key=lambda item: item[0],
+    )
     for start in range(0, len(pack), PACK_HEADS):  # heads on cached features: in one loop
-        runner.run_pack(pack[start:start + PACK_HEADS], len(jobs))
+        runner.run_pack(pack[start : start + PACK_HEADS], len(jobs))
     raced = {job.run_id: race for race in races(jobs, config, store, force) for job in race}
     trained_in_order = {}
     for index, job in sorted(numbered, key=lambda item: item[0]):
@@ -610,8 +823,9 @@ def run_experiments(dataset: LongTailDataset, methods: Iterable[MethodSpec],
     return runs
 
 
-def races(jobs: list[PlannedRun], config: TrainConfig, store: RunStore,
-          force: bool = False) -> list[list[PlannedRun]]:
+def races(
+    jobs: list[PlannedRun], config: TrainConfig, store: RunStore, force: bool = False
+) -> list[list[PlannedRun]]:
     """The heads of a launch that race (``--heads best``), one race a seed: the tuned runs of
     two or more heads, none of them stored yet (a stored head has already been tuned: the
     launch loads it, and the others train as ever)."""
@@ -620,8 +834,13 @@ def races(jobs: list[PlannedRun], config: TrainConfig, store: RunStore,
     by_seed: dict[int, list[PlannedRun]] = {}
     for job in jobs:
         by_seed.setdefault(job.config.seed, []).append(job)
-    return [group for group in by_seed.values() if len(group) > 1 and not group[0].config.frozen
-            and all(force or store.get(j.run_id) is None for j in group)]
+    return [
+        group
+        for group in by_seed.values()
+        if len(group) > 1
+        and not group[0].config.frozen
+        and all(force or store.get(j.run_id) is None for j in group)
+    ]
 
 
 def job_search_log(store: RunStore, job: PlannedRun, once: bool = False) -> SearchLog | None:
@@ -630,8 +849,11 @@ def job_search_log(store: RunStore, job: PlannedRun, once: bool = False) -> Sear
     says, as a race searches it)."""
     if len(job.config.lr_grid) < 2:
         return None
-    shared = (shared_key(job.identity, set(job.spec.identity()))
-              if once or job.config.lr_search == "once" else None)
+    shared = (
+        shared_key(job.identity, set(job.spec.identity()))
+        if once or job.config.lr_search == "once"
+        else None
+    )
     return SearchLog(store.searches_dir, job.run_id, shared)
 
 
@@ -644,8 +866,9 @@ def searched_rate(store: RunStore, job: PlannedRun) -> float | None:
     return float(shared["chosen"]) if shared else None
 
 
-def cross_validation_due(jobs: list[PlannedRun], store: RunStore, folds: int,
-                         force: bool = False) -> list[PlannedRun]:
+def cross_validation_due(
+    jobs: list[PlannedRun], store: RunStore, folds: int, force: bool = False
+) -> list[PlannedRun]:
     """The quick-mode runs of ``jobs`` whose ``folds``-fold cross-validation is still to be made
     (trained now, or stored without it)."""
     due = []
@@ -657,20 +880,36 @@ def cross_validation_due(jobs: list[PlannedRun], store: RunStore, folds: int,
     return due
 
 
-def uncached_passes(store: RunStore, dataset: LongTailDataset, model_name: str,
-                    jobs: list[PlannedRun]) -> int:
+def uncached_passes(
+    store: RunStore, dataset: LongTailDataset, model_name: str, jobs: list[PlannedRun]
+) -> int:
     """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
     input format whose features ``store`` has not cached (the estimate and the bar read it)."""
     formats = {job.spec.input_format: job.config for job in jobs if job.config.frozen}
     fingerprint = model_fingerprint(model_name)
-    return sum(not feature_file(store.features_dir, dataset, fingerprint, fmt, cfg.max_length,
-                                cfg.limit, cfg.limit_strategy).is_file()
-               for fmt, cfg in formats.items())
+    return sum(
+        not feature_file(
+            store.features_dir,
+            dataset,
+            fingerprint,
+            fmt,
+            cfg.max_length,
+            cfg.limit,
+            cfg.limit_strategy,
+        ).is_file()
+        for fmt, cfg in formats.items()
+    )
 
 
-def cross_validation_share(dataset: LongTailDataset, jobs: list[PlannedRun],
-                           validate: list[PlannedRun], store: RunStore, folds: int,
-                           force: bool = False, model_name: str | None = None) -> float:
+def cross_validation_share(
+    dataset: LongTailDataset,
+    jobs: list[PlannedRun],
+    validate: list[PlannedRun],
+    store: RunStore,
+    folds: int,
+    force: bool = False,
+    model_name: str | None = None,
+) -> float:
     """About what share of the launch its cross-validation takes (the progress bar's): a head's
     training counts one, its cross-validation ``folds`` trainings on (folds - 1) / folds of
     train + dev, and the heads' feature passes still to run (none where ``model_name``'s are

@@ -130,9 +130,12 @@ class Job:
         err = self._file(".err")
         if not err.is_file():
             return None
-        lines = [ln for ln in err.read_text(encoding="utf-8", errors="replace").splitlines()
-                 if ln.startswith("error:")]
-        return lines[-1][len("error:"):].strip() if lines else None
+        lines = [
+            ln
+            for ln in err.read_text(encoding="utf-8", errors="replace").splitlines()
+            if ln.startswith("error:")
+        ]
+        return lines[-1][len("error:") :].strip() if lines else None
 
     @property
     def running(self) -> bool:
@@ -162,9 +165,16 @@ class Job:
         return True
 
 
-def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, label: str = "",
-           env: dict[str, str] | None = None, estimate_seconds: float | None = None,
-           visitor: str | None = None, stop_share: float | None = None) -> Job:
+def launch(
+    store: RunStore,
+    command: str,
+    request: TrainRequest | AdaptRequest,
+    label: str = "",
+    env: dict[str, str] | None = None,
+    estimate_seconds: float | None = None,
+    visitor: str | None = None,
+    stop_share: float | None = None,
+) -> Job:
     """Start ``python -m glee_core COMMAND --request FILE`` on ``store`` in the background
     (``env``: variables to add to its environment; ``estimate_seconds``: its estimated time,
     kept in the job's record for the session's limit and its bar's time left; ``visitor``: who
@@ -174,27 +184,56 @@ def launch(store: RunStore, command: str, request: TrainRequest | AdaptRequest, 
     folder.mkdir(parents=True, exist_ok=True)
     job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
     request_file = request.write(folder / f"{job_id}.request.json")
-    argv = [sys.executable, "-m", "glee_core", command, "--request", str(request_file),
-            "--progress-file", str(folder / f"{job_id}.progress.jsonl")]
+    argv = [
+        sys.executable,
+        "-m",
+        "glee_core",
+        command,
+        "--request",
+        str(request_file),
+        "--progress-file",
+        str(folder / f"{job_id}.progress.jsonl"),
+    ]
     if command == "train":
         argv += ["--runs-dir", str(store.root)]
     with open(folder / f"{job_id}.out", "wb") as out, open(folder / f"{job_id}.err", "wb") as err:
-        process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                   start_new_session=True,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
     _CHILDREN.append(process)
     job = Job(folder / f"{job_id}.json")
-    write_json_atomic(job.path, {"id": job_id, "argv": argv, "pid": process.pid,
-                                 "pid_start": process_start(process.pid), "label": label,
-                                 "command": command, "started": time.time(),
-                                 "estimate_seconds": estimate_seconds, "visitor": visitor,
-                                 "stop_share": stop_share})
+    write_json_atomic(
+        job.path,
+        {
+            "id": job_id,
+            "argv": argv,
+            "pid": process.pid,
+            "pid_start": process_start(process.pid),
+            "label": label,
+            "command": command,
+            "started": time.time(),
+            "estimate_seconds": estimate_seconds,
+            "visitor": visitor,
+            "stop_share": stop_share,
+        },
+    )
     return job
 
 
-def launch_training(store: RunStore, request: TrainRequest, label: str = "",
-                    env: dict[str, str] | None = None, estimate_seconds: float | None = None,
-                    visitor: str | None = None, stop_share: float | None = None) -> Job:
+def launch_training(
+    store: RunStore,
+    request: TrainRequest,
+    label: str = "",
+    env: dict[str, str] | None = None,
+    estimate_seconds: float | None = None,
+    visitor: str | None = None,
+    stop_share: float | None = None,
+) -> Job:
     """A training job (see :func:`launch`)."""
     return launch(store, "train", request, label, env, estimate_seconds, visitor, stop_share)
 
@@ -203,8 +242,11 @@ def _records(store: RunStore) -> list[Job]:
     folder = store.jobs_dir
     if not folder.is_dir():
         return []
-    return sorted((Job(p) for p in folder.glob("*.json") if not p.name.endswith(".request.json")),
-                  key=lambda j: j.id, reverse=True)
+    return sorted(
+        (Job(p) for p in folder.glob("*.json") if not p.name.endswith(".request.json")),
+        key=lambda j: j.id,
+        reverse=True,
+    )
 
 
 def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:
@@ -212,8 +254,11 @@ def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:
     left out (see :func:`broken_jobs`)."""
     for child in _CHILDREN:
         child.poll()
-    return [job for job in _records(store) if job.problem is None
-            and (command is None or job.command == command)]
+    return [
+        job
+        for job in _records(store)
+        if job.problem is None and (command is None or job.command == command)
+    ]
 
 
 def broken_jobs(store: RunStore) -> dict[str, str]:
@@ -229,8 +274,7 @@ def running_job(store: RunStore, request: TrainRequest) -> Job | None:
         if not job.running:
             continue
         try:
-            if TrainRequest.read(job.path.with_name(f"{job.id}.request.json")).to_dict() == \
-                    wanted:
+            if TrainRequest.read(job.path.with_name(f"{job.id}.request.json")).to_dict() == wanted:
                 return job
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a request of another release, or damaged: not this step
@@ -246,8 +290,13 @@ def running_summary(store: RunStore) -> str:
         if not job.running:
             continue
         elapsed = time.time() - job.info.get("started", time.time())
-        left = time_left(job.progress().share(job.info.get("stop_share")), elapsed,
-                         job.info.get("estimate_seconds"))
-        said.append(f"the job '{job.label}'" + (f" (about {left / 60:.0f} min left)"
-                                                if left is not None else ""))
+        left = time_left(
+            job.progress().share(job.info.get("stop_share")),
+            elapsed,
+            job.info.get("estimate_seconds"),
+        )
+        said.append(
+            f"the job '{job.label}'"
+            + (f" (about {left / 60:.0f} min left)" if left is not None else "")
+        )
     return ("training in this store: " + ", ".join(said)) if said else ""

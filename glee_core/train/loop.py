@@ -74,14 +74,15 @@ class TrainingState:
         scaled_backward(loss, self.scaler)
 
 
-def class_balanced_batches(labels: np.ndarray, batch_size: int, rng: np.random.Generator
-                           ) -> list[np.ndarray]:
+def class_balanced_batches(
+    labels: np.ndarray, batch_size: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """An epoch of as many examples as the split, drawn with replacement so that every class is
     equally likely (Kang et al. 2020's class-balanced sampling)."""
     counts = np.bincount(labels)
     weights = 1.0 / counts[labels]
     order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
@@ -90,15 +91,15 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
     if loss is not None:
         state.optimizer.zero_grad(set_to_none=True)
         state.backward(loss)
-    skipped = clipped_step(state.optimizer, state.params, state.config.max_grad_norm,
-                           state.scaler)
+    skipped = clipped_step(state.optimizer, state.params, state.config.max_grad_norm, state.scaler)
     if skipped is not None:
         state.skipped_steps += skipped
     state.scheduler.step()
 
 
-def _forward_loss(state: TrainingState, train: Split, index, precision: str
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward_loss(
+    state: TrainingState, train: Split, index, precision: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
     to a multiple of the pad width), and their labels on the device."""
     width = batch_width(train, index, state.pad_multiple, state.config.max_length)
@@ -122,7 +123,7 @@ def batch_loss(state: TrainingState, train: Split, index, precision: str) -> tor
     state.optimizer.zero_grad(set_to_none=True)
     total = torch.zeros((), device=state.device)
     for start in range(0, len(index), micro):
-        loss, labels = _forward_loss(state, train, index[start:start + micro], precision)
+        loss, labels = _forward_loss(state, train, index[start : start + micro], precision)
         loss = loss * loss_share(state.spec, labels, whole, state.class_counts)
         state.backward(loss)
         total += loss.detach()
@@ -183,20 +184,26 @@ def layer_of(name: str) -> int | None:
     return int(match.group(1)) + 1 if match else None
 
 
-def make_optimizer(model: GleeModel, config: TrainConfig, device: torch.device, total_steps: int,
-                   lr: float | None = None):
+def make_optimizer(
+    model: GleeModel,
+    config: TrainConfig,
+    device: torch.device,
+    total_steps: int,
+    lr: float | None = None,
+):
     """AdamW (fused: :func:`~glee_core.core.devices.adamw`) over :func:`parameter_groups` at
     ``lr`` (default: the config's one rate), with linear warm-up over ``warmup_ratio`` of the
     steps, then decay."""
     lr = config.learning_rate if lr is None else lr
     if lr is None:
-        raise GleeError("this configuration searches its learning rate on dev: pass the "
-                        "candidate to train at")
+        raise GleeError(
+            "this configuration searches its learning rate on dev: pass the candidate to train at"
+        )
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = adamw(parameter_groups(model, lr, config), device,
-                      weight_decay=config.weight_decay)
+    optimizer = adamw(parameter_groups(model, lr, config), device, weight_decay=config.weight_decay)
     scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(config.warmup_ratio * total_steps), total_steps)
+        optimizer, int(config.warmup_ratio * total_steps), total_steps
+    )
     return params, optimizer, scheduler
 
 
@@ -205,8 +212,14 @@ class DevSelection:
     (patience in epochs), or every ``eval_every_steps`` optimizer steps as the released scripts do
     (stop after patience x steps-per-epoch steps without a gain)."""
 
-    def __init__(self, model: GleeModel, dev: Split, state: TrainingState,
-                 steps_per_epoch: int, progress: ProgressFn):
+    def __init__(
+        self,
+        model: GleeModel,
+        dev: Split,
+        state: TrainingState,
+        steps_per_epoch: int,
+        progress: ProgressFn,
+    ):
         # ``model`` unwrapped (its state dict is what a run keeps), ``state`` where it trains
         self.model, self.dev, self.progress = model, dev, progress
         self.config, self.pad_id, self.device = state.config, state.pad_id, state.device
@@ -227,39 +240,63 @@ class DevSelection:
     def evaluate(self, train_loss: float | None = None) -> None:
         step = self.state.global_step
         started = time.perf_counter()
-        logits, _ = predict(self.model, self.dev, self.pad_id, self.device,
-                            self.config.eval_batch_size, self.config.precision,
-                            pad_multiple=self.config.pad_multiple)
+        logits, _ = predict(
+            self.model,
+            self.dev,
+            self.pad_id,
+            self.device,
+            self.config.eval_batch_size,
+            self.config.precision,
+            pad_multiple=self.config.pad_multiple,
+        )
         self.model.train()
         pred = logits.argmax(1)
         eval_seconds = time.perf_counter() - started
-        record = {"epoch": self.epoch, "step": step,
-                  "train_loss": train_loss if train_loss is not None
-                  else float(self.loss_sum) / max(self.loss_steps, 1),
-                  "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
-                  "dev_acc": float((pred == self.dev.labels).mean()),
-                  # breaks ties between trials of a learning-rate search (small dev sets tie)
-                  "dev_loss": round(float(torch.nn.functional.cross_entropy(
-                      torch.from_numpy(logits), torch.tensor(self.dev.labels).long())), 5),
-                  "eval_seconds": round(eval_seconds, 3),
-                  # per-class predictor norms as training goes (the norm-evolution heatmap)
-                  "weight_norms": [round(v, 5) for v in
-                                   self.model.class_weight_norms().detach().cpu().tolist()],
-                  "seconds": round(time.perf_counter() - self.since, 3)}
+        record = {
+            "epoch": self.epoch,
+            "step": step,
+            "train_loss": train_loss
+            if train_loss is not None
+            else float(self.loss_sum) / max(self.loss_steps, 1),
+            "dev_f1": macro_f1(self.dev.labels, pred, self.num_classes),
+            "dev_acc": float((pred == self.dev.labels).mean()),
+            # breaks ties between trials of a learning-rate search (small dev sets tie)
+            "dev_loss": round(
+                float(
+                    torch.nn.functional.cross_entropy(
+                        torch.from_numpy(logits), torch.tensor(self.dev.labels).long()
+                    )
+                ),
+                5,
+            ),
+            "eval_seconds": round(eval_seconds, 3),
+            # per-class predictor norms as training goes (the norm-evolution heatmap)
+            "weight_norms": [
+                round(v, 5) for v in self.model.class_weight_norms().detach().cpu().tolist()
+            ],
+            "seconds": round(time.perf_counter() - self.since, 3),
+        }
         self.history.append(record)
         self.since = time.perf_counter()
         self.loss_sum, self.loss_steps = 0.0, 0
         score = record[f"dev_{self.config.select_metric}"]
         if score > self.best_score:
             self.best_score, self.best_step, self.stale = score, step, 0
-            self.best_state = {k: v.detach().to("cpu", copy=True)
-                               for k, v in self.model.state_dict().items()}
+            self.best_state = {
+                k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()
+            }
         else:
             self.stale += 1
-        self.progress(Evaluated(epoch=self.epoch, epochs=self.epochs,
-                                dev_f1=record["dev_f1"], dev_acc=record["dev_acc"],
-                                best_dev=self.best_score,
-                                select_metric=self.config.select_metric))
+        self.progress(
+            Evaluated(
+                epoch=self.epoch,
+                epochs=self.epochs,
+                dev_f1=record["dev_f1"],
+                dev_acc=record["dev_acc"],
+                best_dev=self.best_score,
+                select_metric=self.config.select_metric,
+            )
+        )
 
     def after_step(self, loss: torch.Tensor) -> bool | None:
         """Step mode: score every ``eval_every_steps`` steps; None when it did not score, else
@@ -301,17 +338,17 @@ class RngStream:
                 self.cuda_state = torch.cuda.get_rng_state(self.device)
 
 
-
 def clip_each(groups: list[list[torch.Tensor]], max_norm: float) -> None:
     """``clip_grad_norm_`` for every group of gradients on its own (each head's total norm),
     in a few vectorised calls instead of one call per group."""
     grads = [g for group in groups for g in group]
     if not grads:
         return
-    owner = torch.tensor([i for i, group in enumerate(groups) for _ in group],
-                         device=grads[0].device)
+    owner = torch.tensor(
+        [i for i, group in enumerate(groups) for _ in group], device=grads[0].device
+    )
     norms = torch.stack(torch._foreach_norm(grads)).float()
-    totals = torch.zeros(len(groups), device=norms.device).index_add_(0, owner, norms ** 2)
+    totals = torch.zeros(len(groups), device=norms.device).index_add_(0, owner, norms**2)
     scales = (max_norm / (totals.sqrt() + 1e-6)).clamp(max=1.0)
     for i, group in enumerate(groups):
         if group:
@@ -325,9 +362,17 @@ class Trial:
     pause and rank trials between evaluations and continue the best. Alone, a trial is a pack of
     one (:class:`Pack`) with its own optimiser."""
 
-    def __init__(self, lr: float, model: GleeModel, state: TrainingState,
-                 selection: DevSelection, train: Split, progress: ProgressFn,
-                 work: Work | None = None, rng: RngStream | None = None):
+    def __init__(
+        self,
+        lr: float,
+        model: GleeModel,
+        state: TrainingState,
+        selection: DevSelection,
+        train: Split,
+        progress: ProgressFn,
+        work: Work | None = None,
+        rng: RngStream | None = None,
+    ):
         self.lr, self.model, self.state, self.selection = lr, model, state, selection
         self.train, self.progress = train, progress
         self.work = work or Work(total=0)  # the run's steps, every trial's (the progress)
@@ -364,8 +409,9 @@ class Pack:
     the losses, each trial's gradient norm clipped on its own, one fused step for all (a trial
     that stopped has no gradient and is left alone)."""
 
-    def __init__(self, trials: list[Trial], optimizer: torch.optim.Optimizer | None = None,
-                 scheduler=None):
+    def __init__(
+        self, trials: list[Trial], optimizer: torch.optim.Optimizer | None = None, scheduler=None
+    ):
         if optimizer is None and len(trials) != 1:
             raise GleeError("trials that step together share one optimizer")
         self.trials, self.optimizer, self.scheduler = trials, optimizer, scheduler
@@ -403,20 +449,24 @@ class Pack:
         if self.optimizer is None:
             (trial,) = stepping
             with trial.rng.active():
-                return [train_step(trial.state, trial.train, trial.batches[trial.step],
-                                   trial.precision)]
+                return [
+                    train_step(trial.state, trial.train, trial.batches[trial.step], trial.precision)
+                ]
         self.optimizer.zero_grad(set_to_none=True)
         total, losses = None, []
         for trial in stepping:
             with trial.rng.active():
-                loss = _forward_loss(trial.state, trial.train, trial.batches[trial.step],
-                                     trial.precision)[0]
+                loss = _forward_loss(
+                    trial.state, trial.train, trial.batches[trial.step], trial.precision
+                )[0]
             losses.append(loss.detach())
             trial.state.global_step += 1
             total = loss if total is None else total + loss
         total.backward()
-        clip_each([[p.grad for p in t.state.params if p.grad is not None] for t in stepping],
-                  stepping[0].state.config.max_grad_norm)
+        clip_each(
+            [[p.grad for p in t.state.params if p.grad is not None] for t in stepping],
+            stepping[0].state.config.max_grad_norm,
+        )
         self.optimizer.step()
         self.scheduler.step()
         return losses
@@ -427,15 +477,20 @@ class Pack:
         report = self.step % config.log_every == 0 or self.step == self.steps
         # alone, the run's steps (a search's every trial); a pack's bar counts epochs and steps
         work = first.work if self.optimizer is None else None
-        loss = (float(sum(t.loss_sum for t in alive)) / len(alive) / self.step if report
-                else None)
-        first.progress(TrainStep(epoch=first.epoch, epochs=first.epochs, step=self.step,
-                                 steps=self.steps, loss=loss,
-                                 done=work.done if work else None,
-                                 total=work.total if work else None))
+        loss = float(sum(t.loss_sum for t in alive)) / len(alive) / self.step if report else None
+        first.progress(
+            TrainStep(
+                epoch=first.epoch,
+                epochs=first.epochs,
+                step=self.step,
+                steps=self.steps,
+                loss=loss,
+                done=work.done if work else None,
+                total=work.total if work else None,
+            )
+        )
 
-    def _select(self, alive: list[Trial], stepping: list[Trial],
-                losses: list[torch.Tensor]) -> int:
+    def _select(self, alive: list[Trial], stepping: list[Trial], losses: list[torch.Tensor]) -> int:
         """Each trial's dev selection after the step; 1 when it scored on dev, else 0."""
         if alive[0].state.config.eval_every_steps:
             made = 0
@@ -447,6 +502,7 @@ class Pack:
         if self.step < self.steps:
             return 0
         for trial in alive:
-            trial.done = trial.selection.end_of_epoch(float(trial.loss_sum)
-                                                      / max(len(trial.batches), 1))
+            trial.done = trial.selection.end_of_epoch(
+                float(trial.loss_sum) / max(len(trial.batches), 1)
+            )
         return 1

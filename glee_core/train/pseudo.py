@@ -32,9 +32,15 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 PSEUDO = "+pseudo-"  # a dataset id's ending when pseudo-labelled pool texts joined its training
 
 
-def self_trained(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str,
-                 store: RunStore, how: str, device, progress: ProgressFn | None = None
-                 ) -> LongTailDataset:
+def self_trained(
+    dataset: LongTailDataset,
+    pool: pd.DataFrame,
+    model_name: str,
+    store: RunStore,
+    how: str,
+    device,
+    progress: ProgressFn | None = None,
+) -> LongTailDataset:
     """``dataset`` with CReST's pseudo-labels of ``pool`` in its training split (``how``:
     ``yes``, or ``auto``: only where cross-validation on the labelled texts says they help;
     the dataset as it was otherwise, with a note saying why)."""
@@ -43,50 +49,101 @@ def self_trained(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str,
         return dataset
     backbone = get_backbone(model_name)
     pooling = trained_pooling(model_name) or "mean"
-    features = cached_features(dataset, backbone, "plain", dataset.max_length,
-                               store.features_dir, device, progress, pooling=pooling)
-    states = pool_features(pool, backbone, "plain", dataset.template, dataset.max_length,
-                           store.features_dir, device, progress)[pooling]
+    features = cached_features(
+        dataset,
+        backbone,
+        "plain",
+        dataset.max_length,
+        store.features_dir,
+        device,
+        progress,
+        pooling=pooling,
+    )
+    states = pool_features(
+        pool,
+        backbone,
+        "plain",
+        dataset.template,
+        dataset.max_length,
+        store.features_dir,
+        device,
+        progress,
+    )[pooling]
     known = set(pd.concat([dataset.splits[s]["text"] for s in ("train", "dev", "test")]))
-    fresh = ~(pool["text"].isin(known).to_numpy() | near_duplicates(
-        states, np.concatenate([features[s].hidden for s in ("train", "dev", "test")])))
+    fresh = ~(
+        pool["text"].isin(known).to_numpy()
+        | near_duplicates(
+            states, np.concatenate([features[s].hidden for s in ("train", "dev", "test")])
+        )
+    )
     if not fresh.any():
-        raise GleeError("every pool text is already in the dataset (exactly or as a "
-                        "near-duplicate): nothing to learn from")
+        raise GleeError(
+            "every pool text is already in the dataset (exactly or as a "
+            "near-duplicate): nothing to learn from"
+        )
     texts, states = pool["text"].to_numpy()[fresh], states[fresh]
     train = features["train"]
     k = dataset.num_classes
     if how == "auto":
         useful, without, with_pseudo = helps(train.hidden, train.labels, states, k)
-        verdict = (f"cross-validation on the labelled texts: macro-F1 {without:.1f} without the "
-                   f"pseudo-labels, {with_pseudo:.1f} with them")
+        verdict = (
+            f"cross-validation on the labelled texts: macro-F1 {without:.1f} without the "
+            f"pseudo-labels, {with_pseudo:.1f} with them"
+        )
         if not useful:
-            progress(Note(message=f"self-training left out ({verdict}); the runs train on the "
-                                  "labelled texts alone"))
+            progress(
+                Note(
+                    message=f"self-training left out ({verdict}); the runs train on the "
+                    "labelled texts alone"
+                )
+            )
             return dataset
         progress(Note(message=f"self-training kept: {verdict}"))
-    found = crest(train.hidden, train.labels, states, k,
-                  progress=lambda g, n: progress(Note(message=f"self-training: generation {g} "
-                                                              f"of {n}")))
+    found = crest(
+        train.hidden,
+        train.labels,
+        states,
+        k,
+        progress=lambda g, n: progress(Note(message=f"self-training: generation {g} of {n}")),
+    )
     if not len(found.rows):
-        progress(Note(message="self-training kept no pseudo-label: the runs train on the "
-                              "labelled texts alone"))
+        progress(
+            Note(
+                message="self-training kept no pseudo-label: the runs train on the "
+                "labelled texts alone"
+            )
+        )
         return dataset
     added = pd.DataFrame({"text": texts[found.rows], "text_b": "", "label": found.labels})
     frame = dataset.splits["train"]
-    rows = added.assign(**{c: -1 if pd.api.types.is_numeric_dtype(frame[c]) else ""
-                           for c in frame.columns if c not in ("text", "text_b", "label")})
-    digest = hashlib.sha256(pd.util.hash_pandas_object(added[["text", "label"]], index=False)
-                            .to_numpy().tobytes()).hexdigest()[:8]
-    counts = ", ".join(f"{dataset.classes[c]} {n}" for c, n in
-                       sorted(found.per_class.items(), key=lambda kv: -kv[1]))
-    said = (f"self-training (CReST, {GENERATIONS} generations of the class-balanced probe on "
-            f"the frozen {pooling}-pooled features): {len(found.rows)} pseudo-labels from "
-            f"{len(texts)} pool texts, from generation {found.generations}: {counts}")
-    variant = replace(dataset, id=f"{dataset.id}{PSEUDO}{len(found.rows)}-{digest}",
-                      splits={**dataset.splits,
-                              "train": pd.concat([frame, rows], ignore_index=True)[
-                                  list(frame.columns)]},
-                      warnings=[*dataset.warnings, said], _fingerprint=None)
+    rows = added.assign(
+        **{
+            c: -1 if pd.api.types.is_numeric_dtype(frame[c]) else ""
+            for c in frame.columns
+            if c not in ("text", "text_b", "label")
+        }
+    )
+    digest = hashlib.sha256(
+        pd.util.hash_pandas_object(added[["text", "label"]], index=False).to_numpy().tobytes()
+    ).hexdigest()[:8]
+    counts = ", ".join(
+        f"{dataset.classes[c]} {n}"
+        for c, n in sorted(found.per_class.items(), key=lambda kv: -kv[1])
+    )
+    said = (
+        f"self-training (CReST, {GENERATIONS} generations of the class-balanced probe on "
+        f"the frozen {pooling}-pooled features): {len(found.rows)} pseudo-labels from "
+        f"{len(texts)} pool texts, from generation {found.generations}: {counts}"
+    )
+    variant = replace(
+        dataset,
+        id=f"{dataset.id}{PSEUDO}{len(found.rows)}-{digest}",
+        splits={
+            **dataset.splits,
+            "train": pd.concat([frame, rows], ignore_index=True)[list(frame.columns)],
+        },
+        warnings=[*dataset.warnings, said],
+        _fingerprint=None,
+    )
     progress(Note(message=said))
     return variant

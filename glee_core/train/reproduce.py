@@ -65,7 +65,6 @@ FEW_SHOT_EXAMPLES = 32
 LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))
 
 
-
 @dataclass(frozen=True)
 class PaperTable:
     number: int
@@ -85,33 +84,47 @@ class PaperTable:
     def datasets(self) -> tuple[str, ...]:
         """The table's dataset columns, in the paper's order (its AVG column aside)."""
         rows = paper_cells()
-        return tuple(d for d in dict.fromkeys(rows.loc[rows["table"] == self.number, "dataset"])
-                     if d != "avg")
+        return tuple(
+            d
+            for d in dict.fromkeys(rows.loc[rows["table"] == self.number, "dataset"])
+            if d != "avg"
+        )
 
     def subset(self, methods: list[str]) -> PaperTable:
         """The table with only some of its rows (in the table's order)."""
         unknown = [m for m in methods if m not in self.methods]
         if unknown or not methods:
-            raise GleeError(f"--methods: {', '.join(unknown) or 'none given'} - Table "
-                            f"{self.number} has {', '.join(self.methods)}")
+            raise GleeError(
+                f"--methods: {', '.join(unknown) or 'none given'} - Table "
+                f"{self.number} has {', '.join(self.methods)}"
+            )
         return replace(self, only=tuple(methods))
 
 
-PAPER_TABLES: dict[int, PaperTable] = {t.number: t for t in (
-    PaperTable(2, "Long-tailed classification: CLS-tuning and its remedies vs prompt-tuning"),
-    PaperTable(3, "Bridging CLS-tuning and prompt-tuning: activation, input, LayerNorm, "
-                  "embeddings"),
-    PaperTable(5, "Few-shot classification (32 training examples, batch size 2)",
-               blocks=(("acc", "f1"),), few_shot=True),
-)}
+PAPER_TABLES: dict[int, PaperTable] = {
+    t.number: t
+    for t in (
+        PaperTable(2, "Long-tailed classification: CLS-tuning and its remedies vs prompt-tuning"),
+        PaperTable(
+            3, "Bridging CLS-tuning and prompt-tuning: activation, input, LayerNorm, embeddings"
+        ),
+        PaperTable(
+            5,
+            "Few-shot classification (32 training examples, batch size 2)",
+            blocks=(("acc", "f1"),),
+            few_shot=True,
+        ),
+    )
+}
 
 
 def get_table(number: int | str) -> PaperTable:
     try:
         return PAPER_TABLES[int(number)]
     except (KeyError, ValueError):
-        raise GleeError(f"--table must be one of {', '.join(map(str, PAPER_TABLES))}, "
-                        f"got {number!r}") from None
+        raise GleeError(
+            f"--table must be one of {', '.join(map(str, PAPER_TABLES))}, got {number!r}"
+        ) from None
 
 
 def table_of(manifest: dict) -> PaperTable:
@@ -132,8 +145,9 @@ def model_for(dataset: LongTailDataset, model: str) -> str:
     return PAPER_MODELS.get(dataset.language, PAPER_MODELS["en"]) if model == "paper" else model
 
 
-def protocol_config(table: PaperTable, dataset: str, method: str,
-                    overrides: dict | None = None) -> TrainConfig:
+def protocol_config(
+    table: PaperTable, dataset: str, method: str, overrides: dict | None = None
+) -> TrainConfig:
     """The authors' hyper-parameters for one method on one dataset, from their run script (a
     dataset they did not run, e.g. r8, takes its nearest one's, r52): max length, batch size,
     lr (3e-5 for prompt-tuning and w/ ed. on RTE, else 1e-5), epochs, patience, warm-up, dev
@@ -174,10 +188,17 @@ def manifest_findings(manifest: dict) -> list[Finding]:
 # Running a table
 
 
-def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, seeds: list[int],
-              overrides: dict, store: RunStore, executor=None,
-              progress_for: Callable[[LongTailDataset], ProgressFn] | None = None,
-              command: str = "") -> tuple[pd.DataFrame, dict]:
+def reproduce(
+    table: PaperTable,
+    datasets: list[LongTailDataset],
+    model: str,
+    seeds: list[int],
+    overrides: dict,
+    store: RunStore,
+    executor=None,
+    progress_for: Callable[[LongTailDataset], ProgressFn] | None = None,
+    command: str = "",
+) -> tuple[pd.DataFrame, dict]:
     """Train (or load) every method x seed of ``table`` on every dataset, then compare and write
     ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest.
     ``executor`` (default: here, one run after another) may put the runs on a Ray cluster."""
@@ -189,37 +210,58 @@ def reproduce(table: PaperTable, datasets: list[LongTailDataset], model: str, se
     specs = [get_method(m) for m in table.methods]
     started = time.perf_counter()
     models = {d.id: model_for(d, model) for d in datasets}
-    configs = {(d.id, s.id): protocol_config(table, d.id, s.id, overrides)
-               for d in datasets for s in specs}  # each method its script's hyper-parameters
+    configs = {
+        (d.id, s.id): protocol_config(table, d.id, s.id, overrides) for d in datasets for s in specs
+    }  # each method its script's hyper-parameters
     for dataset in datasets:  # vocabulary problems surface before anything trains
-        plan = [p for s in specs for p in plan_runs(dataset, [s], seeds, models[dataset.id],
-                                                    configs[(dataset.id, s.id)])]
+        plan = [
+            p
+            for s in specs
+            for p in plan_runs(dataset, [s], seeds, models[dataset.id], configs[(dataset.id, s.id)])
+        ]
         preflight(dataset, plan, models[dataset.id], store)
     batches = []
     for dataset in datasets:
         progress = _first_use(progress_for, dataset) if progress_for else None
-        batches += [Batch(dataset, [spec], list(seeds), models[dataset.id],
-                          configs[(dataset.id, spec.id)], False, progress) for spec in specs]
+        batches += [
+            Batch(
+                dataset,
+                [spec],
+                list(seeds),
+                models[dataset.id],
+                configs[(dataset.id, spec.id)],
+                False,
+                progress,
+            )
+            for spec in specs
+        ]
     runs: list[Run] = executor.run(batches, store)
     frame = comparison(runs, table, [d.id for d in datasets])
     manifest = {
         # the findings are about long-tailed data: Tables 2 and 3
         "findings": [] if table.few_shot else [f.to_dict() for f in check_findings(runs)],
-        "table": table.number, "methods": list(table.methods),
-        "datasets": [d.id for d in datasets], "model": model,
-        "models": models, "backbone": overrides.get("mode", "finetune"), "seeds": list(seeds),
+        "table": table.number,
+        "methods": list(table.methods),
+        "datasets": [d.id for d in datasets],
+        "model": model,
+        "models": models,
+        "backbone": overrides.get("mode", "finetune"),
+        "seeds": list(seeds),
         "settings": {d: sorted({r.setting for r in runs if r.dataset == d}) for d in models},
         "protocol": "the authors' run scripts (reference/glee_scripts.csv), per method",
-        "run_ids": [r.run_id for r in runs], "command": command,
+        "run_ids": [r.run_id for r in runs],
+        "command": command,
         "notes": merged_notes([r.record for r in runs]),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "wall_seconds": round(time.perf_counter() - started, 1)}
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
     write_outputs(store, manifest, frame, table)
     return frame, manifest
 
 
-def _first_use(progress_for: Callable[[LongTailDataset], ProgressFn],
-               dataset: LongTailDataset) -> ProgressFn:
+def _first_use(
+    progress_for: Callable[[LongTailDataset], ProgressFn], dataset: LongTailDataset
+) -> ProgressFn:
     """A progress function made by ``progress_for(dataset)`` when its first event comes (the
     CLI prints a dataset's header line then, not when the sweep is planned)."""
     made: list[ProgressFn] = []
@@ -235,29 +277,38 @@ def _first_use(progress_for: Callable[[LongTailDataset], ProgressFn],
 def output_stem(manifest: dict) -> str:
     """``table2-auto-frozen-<hash>``: one file set per table, backbone and protocol."""
     key = {k: manifest[k] for k in ("datasets", "models", "seeds", "settings")}
-    return (f"table{manifest['table']}-{slug(manifest['model'])}-{manifest['backbone']}-"
-            f"{config_hash(key)}")
+    return (
+        f"table{manifest['table']}-{slug(manifest['model'])}-{manifest['backbone']}-"
+        f"{config_hash(key)}"
+    )
 
 
 def header_lines(manifest: dict) -> list[str]:
     models = sorted(set(manifest["models"].values()))
-    return [f"Datasets: {', '.join(manifest['datasets'])} · backbone: {', '.join(models)} "
-            f"({manifest['backbone']}) · seeds: {', '.join(map(str, manifest['seeds']))}",
-            "", *[f"- {d}: {' | '.join(s)}" for d, s in manifest["settings"].items()],
-            "", f"Command: `{manifest['command']}` ({manifest['wall_seconds']} s, "
-            f"{manifest['created']})"]
+    return [
+        f"Datasets: {', '.join(manifest['datasets'])} · backbone: {', '.join(models)} "
+        f"({manifest['backbone']}) · seeds: {', '.join(map(str, manifest['seeds']))}",
+        "",
+        *[f"- {d}: {' | '.join(s)}" for d, s in manifest["settings"].items()],
+        "",
+        f"Command: `{manifest['command']}` ({manifest['wall_seconds']} s, {manifest['created']})",
+    ]
 
 
-def write_outputs(store: RunStore, manifest: dict, frame: pd.DataFrame, table: PaperTable
-                  ) -> dict[str, Path]:
+def write_outputs(
+    store: RunStore, manifest: dict, frame: pd.DataFrame, table: PaperTable
+) -> dict[str, Path]:
     folder = store.reproduce_dir
     stem = output_stem(manifest)
     paths = {kind: folder / f"{stem}.{kind}" for kind in ("csv", "md", "json")}
     manifest["files"] = {kind: str(path) for kind, path in paths.items()}
-    texts = {"csv": frame.to_csv(index=False),
-             "md": comparison_markdown(frame, table, header_lines(manifest),
-                                       manifest_findings(manifest)),
-             "json": json.dumps(manifest, indent=1, ensure_ascii=False)}
+    texts = {
+        "csv": frame.to_csv(index=False),
+        "md": comparison_markdown(
+            frame, table, header_lines(manifest), manifest_findings(manifest)
+        ),
+        "json": json.dumps(manifest, indent=1, ensure_ascii=False),
+    }
     for kind, text in texts.items():  # the manifest last: the app lists the manifests
         write_atomic(paths[kind], text)
     return paths

@@ -41,13 +41,16 @@ def fold_indices(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.nda
 
 
 def _merged(split_a: FeatureSplit, split_b: FeatureSplit) -> FeatureSplit:
-    return FeatureSplit(np.concatenate([split_a.hidden, split_b.hidden]),
-                        np.concatenate([split_a.labels, split_b.labels]),
-                        split_a.pass_tokens_per_second)
+    return FeatureSplit(
+        np.concatenate([split_a.hidden, split_b.hidden]),
+        np.concatenate([split_a.labels, split_b.labels]),
+        split_a.pass_tokens_per_second,
+    )
 
 
-def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
-                   progress: ProgressFn | None = None) -> list[CrossValidation]:
+def cross_validate(
+    setups: list[Setup], folds: int = CV_FOLDS, progress: ProgressFn | None = None
+) -> list[CrossValidation]:
     """Each head of ``setups`` (quick-mode runs of one dataset and seed, prepared with their
     cached features) trained on ``folds - 1`` folds of train + dev and scored on the held-out one,
     as its run would be scored (η-norm applied where the method uses it); one
@@ -72,26 +75,39 @@ def cross_validate(setups: list[Setup], folds: int = CV_FOLDS,
             if key not in merged:
                 merged[key] = _merged(setup.splits["train"], setup.splits["dev"])
             whole = merged[key]
-            fold_setups.append(replace(setup, progress=quiet, notes=[], splits={
-                "train": whole.subset(train_rows), "dev": whole.subset(held_rows)}))
-        for i, (setup, fitted) in enumerate(zip(fold_setups, fit_packs(fold_setups),
-                                                strict=True)):
+            fold_setups.append(
+                replace(
+                    setup,
+                    progress=quiet,
+                    notes=[],
+                    splits={"train": whole.subset(train_rows), "dev": whole.subset(held_rows)},
+                )
+            )
+        for i, (setup, fitted) in enumerate(zip(fold_setups, fit_packs(fold_setups), strict=True)):
             logits = scored_logits(setup, fitted.model, setup.splits["dev"])[0]
             pred = logits.argmax(1)
             out_of_fold[i][held_rows] = pred
             keep = scored[held_rows]
             if keep.any():
-                fold_f1[i].append(round(macro_f1(labels[held_rows][keep], pred[keep],
-                                                 dataset.num_classes), 5))
+                fold_f1[i].append(
+                    round(macro_f1(labels[held_rows][keep], pred[keep], dataset.num_classes), 5)
+                )
     progress(CrossValidating(fold=folds, folds=folds, heads=len(setups), finished=True))
     head, tail = dataset.head_tail()
     seconds = time.perf_counter() - started
     results = []
     for i, _ in enumerate(setups):
-        metrics = classification_metrics(labels[scored], out_of_fold[i][scored],
-                                         dataset.classes, head, tail)
-        results.append(CrossValidation(folds=folds, f1=round(metrics["f1"], 5),
-                                       tail_f1=round(metrics["tail_f1"], 5),
-                                       fold_f1=fold_f1[i], texts=int(scored.sum()),
-                                       seconds=round(seconds / len(setups), 3)))
+        metrics = classification_metrics(
+            labels[scored], out_of_fold[i][scored], dataset.classes, head, tail
+        )
+        results.append(
+            CrossValidation(
+                folds=folds,
+                f1=round(metrics["f1"], 5),
+                tail_f1=round(metrics["tail_f1"], 5),
+                fold_f1=fold_f1[i],
+                texts=int(scored.sum()),
+                seconds=round(seconds / len(setups), 3),
+            )
+        )
     return results

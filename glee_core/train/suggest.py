@@ -76,21 +76,37 @@ class Suggestions:
     pool_classes: list[dict] = field(default_factory=list)  # :func:`likely_in_pool`
 
     def summary(self) -> dict:
-        return {"suggested": len(self.frame), "strategy": self.strategy, "run": self.run_id,
-                "pool_texts": self.pool_texts, "left_out_as_duplicates": self.duplicates,
-                "seconds": round(self.seconds, 2)}
+        return {
+            "suggested": len(self.frame),
+            "strategy": self.strategy,
+            "run": self.run_id,
+            "pool_texts": self.pool_texts,
+            "left_out_as_duplicates": self.duplicates,
+            "seconds": round(self.seconds, 2),
+        }
 
 
-def pool_features(pool: pd.DataFrame, backbone: Backbone, input_format: str, template: str,
-                  max_length: int, cache_dir: str | os.PathLike, device: torch.device,
-                  progress: ProgressFn | None = None) -> dict[str, np.ndarray]:
+def pool_features(
+    pool: pd.DataFrame,
+    backbone: Backbone,
+    input_format: str,
+    template: str,
+    max_length: int,
+    cache_dir: str | os.PathLike,
+    device: torch.device,
+    progress: ProgressFn | None = None,
+) -> dict[str, np.ndarray]:
     """The frozen backbone's pooled states of every pool text (``{"cls", "mean"}``), from the
     feature cache (``pool-<digest>.npz``: the pool's texts, the model, the input) or computed
     now, with a bar, and cached (within the workspace's quota)."""
     progress = progress or (lambda event: None)
-    identity = {"pool": pool_key(pool), "model": backbone.fingerprint, "format": input_format,
-                "max_length": max_length,
-                "template": template if input_format == "prompt" else None}
+    identity = {
+        "pool": pool_key(pool),
+        "model": backbone.fingerprint,
+        "format": input_format,
+        "max_length": max_length,
+        "template": template if input_format == "prompt" else None,
+    }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(cache_dir) / f"pool-{input_format}-{digest}.npz"
     if path.is_file():
@@ -99,8 +115,13 @@ def pool_features(pool: pd.DataFrame, backbone: Backbone, input_format: str, tem
                 return {"cls": data["cls"], "mean": data["mean"]}
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # a truncated cache file: computed again
-    frame = pd.DataFrame({"text": pool["text"].to_numpy(), "text_b": "",
-                          "label": np.zeros(len(pool), dtype=np.int64)})
+    frame = pd.DataFrame(
+        {
+            "text": pool["text"].to_numpy(),
+            "text_b": "",
+            "label": np.zeros(len(pool), dtype=np.int64),
+        }
+    )
     split = encode(frame, backbone.tokenizer, input_format, template, max_length)
     done = 0
 
@@ -123,61 +144,97 @@ def near_duplicates(pool: np.ndarray, labelled: np.ndarray) -> np.ndarray:
     """Which pool texts are near-duplicates of a labelled one: a cosine distance under
     :data:`NEAR_DUPLICATE` times the median distance between each labelled text and its nearest
     labelled neighbour (health's rule, which cleanlab's Datalab applies)."""
+
     def unit(x: np.ndarray) -> np.ndarray:
         return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
     pool, labelled = unit(pool.astype(np.float32)), unit(labelled.astype(np.float32))
     own = np.empty(len(labelled), dtype=np.float32)
     for start in range(0, len(labelled), 2048):  # blocks: a 20,000 x 5,000 product at most
-        sims = labelled[start:start + 2048] @ labelled.T
+        sims = labelled[start : start + 2048] @ labelled.T
         rows = np.arange(sims.shape[0])
         sims[rows, rows + start] = -np.inf  # not itself
-        own[start:start + 2048] = 1 - sims.max(1)
+        own[start : start + 2048] = 1 - sims.max(1)
     radius = NEAR_DUPLICATE * max(float(np.median(own)), 1e-6)
     nearest = np.empty(len(pool), dtype=np.float32)
     for start in range(0, len(pool), 2048):
-        nearest[start:start + 2048] = 1 - (pool[start:start + 2048] @ labelled.T).max(1)
+        nearest[start : start + 2048] = 1 - (pool[start : start + 2048] @ labelled.T).max(1)
     return nearest < radius
 
 
-def suggestion_run(dataset: LongTailDataset, model_name: str, store: RunStore,
-                   progress: ProgressFn) -> Run:
+def suggestion_run(
+    dataset: LongTailDataset, model_name: str, store: RunStore, progress: ProgressFn
+) -> Run:
     """The head that scores the pool: the dataset's recommended quick-mode candidate with this
     backbone (its first seed's run), else :data:`DEFAULT_PROBE` trained now."""
-    quick = [run for run in store.runs(dataset.id) if run.record.hyperparameters.frozen
-             and run.record.model.name == model_name]
+    quick = [
+        run
+        for run in store.runs(dataset.id)
+        if run.record.hyperparameters.frozen and run.record.model.name == model_name
+    ]
     rec = recommend(quick) if quick else None
     if rec is not None and rec.chosen.mode == "frozen":
-        chosen = [run for run in quick if run.setting == rec.chosen.setting
-                  and run.method == rec.chosen.method]
+        chosen = [
+            run
+            for run in quick
+            if run.setting == rec.chosen.setting and run.method == rec.chosen.method
+        ]
         if chosen:
             return min(chosen, key=lambda run: run.record.seed)
-    progress(Note(message=f"no quick compare of {dataset.id} to choose the classifier: "
-                          f"{DEFAULT_PROBE} is trained on the frozen features (seconds)"))
+    progress(
+        Note(
+            message=f"no quick compare of {dataset.id} to choose the classifier: "
+            f"{DEFAULT_PROBE} is trained on the frozen features (seconds)"
+        )
+    )
     pooling = trained_pooling(model_name) or "mean"
-    [run] = run_experiments(dataset, [get_method(DEFAULT_PROBE)], [1], model_name,
-                            TrainConfig(mode="frozen", pooling=pooling, choose_by="dev"), store,
-                            progress=progress)
+    [run] = run_experiments(
+        dataset,
+        [get_method(DEFAULT_PROBE)],
+        [1],
+        model_name,
+        TrainConfig(mode="frozen", pooling=pooling, choose_by="dev"),
+        store,
+        progress=progress,
+    )
     return run
 
 
-def pool_probabilities(run: Run, pool: pd.DataFrame, cache_dir: str | os.PathLike,
-                       device: torch.device, progress: ProgressFn
-                       ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def pool_probabilities(
+    run: Run,
+    pool: pd.DataFrame,
+    cache_dir: str | os.PathLike,
+    device: torch.device,
+    progress: ProgressFn,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The run's class probabilities on every pool text (its calibration applied, as it
     scores), and the pool's features of the run's input (both poolings)."""
     record = run.record
     if not record.hyperparameters.frozen:
-        raise GleeError(f"{run.run_id} is not a quick-mode run: its head cannot score cached "
-                        "features")
+        raise GleeError(
+            f"{run.run_id} is not a quick-mode run: its head cannot score cached features"
+        )
     backbone = get_backbone(record.model.name)
-    model = build_model(record.method, backbone, record.dataset.classes,
-                        record.dataset.verbalizer, record.hyperparameters)  # the head alone
+    model = build_model(
+        record.method,
+        backbone,
+        record.dataset.classes,
+        record.dataset.verbalizer,
+        record.hyperparameters,
+    )  # the head alone
     model.load_trained(run.weights_path)
     model = model.to(device).eval()
     spec, hyper = record.method, record.hyperparameters
-    states = pool_features(pool, backbone, spec.input_format, record.dataset.template,
-                           hyper.max_length, cache_dir, device, progress)
+    states = pool_features(
+        pool,
+        backbone,
+        spec.input_format,
+        record.dataset.template,
+        hyper.max_length,
+        cache_dir,
+        device,
+        progress,
+    )
     pooling = hyper.pooling if spec.input_format == "plain" else "cls"
     split = FeatureSplit(states[pooling], np.zeros(len(pool), dtype=np.int64))
     logits, _ = predict(model, split, 0, device)
@@ -197,13 +254,25 @@ def likely_in_pool(run: Run, probs: np.ndarray, classes: list[str]) -> list[dict
         for c in range(k):
             said = dev_pred == c
             precision[c] = float((dev_gold[said] == c).mean()) if said.any() else None
-    return [{"class": name, "predicted": int(predicted[c]), "dev_precision": precision[c],
-             "likely": None if precision[c] is None else round(predicted[c] * precision[c])}
-            for c, name in enumerate(classes)]
+    return [
+        {
+            "class": name,
+            "predicted": int(predicted[c]),
+            "dev_precision": precision[c],
+            "likely": None if precision[c] is None else round(predicted[c] * precision[c]),
+        }
+        for c, name in enumerate(classes)
+    ]
 
 
-def suggest(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str, store: RunStore,
-            options, progress: ProgressFn | None = None) -> Suggestions:
+def suggest(
+    dataset: LongTailDataset,
+    pool: pd.DataFrame,
+    model_name: str,
+    store: RunStore,
+    options,
+    progress: ProgressFn | None = None,
+) -> Suggestions:
     """The ``options.n`` pool texts to label next by ``options.strategy`` (``SuggestOptions``:
     ``n``, ``strategy``, ``seed``, ``device``), best first (the module's docstring says how)."""
     progress = progress or (lambda event: None)
@@ -215,36 +284,73 @@ def suggest(dataset: LongTailDataset, pool: pd.DataFrame, model_name: str, store
     notes = []
     share = unknown_token_share(backbone.tokenizer, pool["text"].head(500).tolist())
     if share > UNKNOWN_SHARE_WARNING:
-        notes.append(vocabulary_note(share, "the pool", min(500, len(pool)), model_name,
-                                     dataset.language))
+        notes.append(
+            vocabulary_note(share, "the pool", min(500, len(pool)), model_name, dataset.language)
+        )
     run = suggestion_run(dataset, model_name, store, progress)
     probs, states = pool_probabilities(run, pool, store.features_dir, device, progress)
     # near-duplicates of the labelled texts, on the plain input's mean-pooled states
-    labelled = cached_features(dataset, backbone, "plain", run.record.hyperparameters.max_length,
-                               store.features_dir, device, progress, pooling="mean")
-    plain = states["mean"] if run.record.method.input_format == "plain" else pool_features(
-        pool, backbone, "plain", dataset.template, run.record.hyperparameters.max_length,
-        store.features_dir, device, progress)["mean"]
+    labelled = cached_features(
+        dataset,
+        backbone,
+        "plain",
+        run.record.hyperparameters.max_length,
+        store.features_dir,
+        device,
+        progress,
+        pooling="mean",
+    )
+    plain = (
+        states["mean"]
+        if run.record.method.input_format == "plain"
+        else pool_features(
+            pool,
+            backbone,
+            "plain",
+            dataset.template,
+            run.record.hyperparameters.max_length,
+            store.features_dir,
+            device,
+            progress,
+        )["mean"]
+    )
     known = set(pd.concat([dataset.splits[s]["text"] for s in ("train", "dev", "test")]))
     duplicate = pool["text"].isin(known).to_numpy() | near_duplicates(
-        plain, np.concatenate([labelled[s].hidden for s in ("train", "dev", "test")]))
+        plain, np.concatenate([labelled[s].hidden for s in ("train", "dev", "test")])
+    )
     if duplicate.all():
-        raise GleeError(f"every one of the pool's {len(pool)} texts is already in the dataset "
-                        "(exactly or as a near-duplicate): nothing to suggest")
+        raise GleeError(
+            f"every one of the pool's {len(pool)} texts is already in the dataset "
+            "(exactly or as a near-duplicate): nothing to suggest"
+        )
     keep = np.flatnonzero(~duplicate)
     if options.n > len(keep):
-        notes.append(f"--n {options.n} is more than the {len(keep)} pool texts left (after "
-                     f"{int(duplicate.sum())} duplicates of labelled texts): all of them are "
-                     "suggested")
+        notes.append(
+            f"--n {options.n} is more than the {len(keep)} pool texts left (after "
+            f"{int(duplicate.sum())} duplicates of labelled texts): all of them are "
+            "suggested"
+        )
     strategy = resolve_strategy(options.strategy, bool(dataset.head_tail()[1]))
     counts = dataset.class_counts("train").reindex(dataset.classes).fillna(0).to_numpy()
     order = keep[select(strategy, probs[keep], counts, options.n, options.seed)]
-    frame = pd.DataFrame({
-        "pool_row": pool["pool_row"].to_numpy()[order], "text": pool["text"].to_numpy()[order],
-        "predicted": [dataset.classes[c] for c in probs[order].argmax(1)],
-        "confidence": np.round(probs[order].max(1), 4), "strategy": strategy,
-        "rank": np.arange(1, len(order) + 1), "label": ""})
-    return Suggestions(frame, strategy, run.run_id, len(pool), int(duplicate.sum()), notes,
-                       time.perf_counter() - started,
-                       likely_in_pool(run, probs[keep], dataset.classes))
-
+    frame = pd.DataFrame(
+        {
+            "pool_row": pool["pool_row"].to_numpy()[order],
+            "text": pool["text"].to_numpy()[order],
+            "predicted": [dataset.classes[c] for c in probs[order].argmax(1)],
+            "confidence": np.round(probs[order].max(1), 4),
+            "strategy": strategy,
+            "rank": np.arange(1, len(order) + 1),
+            "label": "",
+        }
+    )
+    return Suggestions(
+        frame,
+        strategy,
+        run.run_id,
+        len(pool),
+        int(duplicate.sum()),
+        notes,
+        time.perf_counter() - started,
+        likely_in_pool(run, probs[keep], dataset.classes),
+    )

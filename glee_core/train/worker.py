@@ -55,8 +55,15 @@ class WorkerBatch:
 def worker_command(batch_file: Path, planned: PlannedRun) -> list[str]:
     """The command line of the worker that trains ``planned`` from the pickled batch (the run id
     in it, so ``ps`` says what each worker trains); :func:`main` reads it."""
-    return [sys.executable, "-m", "glee_core.train.worker", str(batch_file), planned.run_id,
-            planned.spec.id, str(planned.config.seed)]
+    return [
+        sys.executable,
+        "-m",
+        "glee_core.train.worker",
+        str(batch_file),
+        planned.run_id,
+        planned.spec.id,
+        str(planned.config.seed),
+    ]
 
 
 def worker_env() -> dict[str, str]:
@@ -79,13 +86,23 @@ def check_store_writable(root: Path) -> None:
         probe.write_text("ok", encoding="utf-8")
         probe.unlink()
     except OSError as exc:
-        raise GleeError(f"node {socket.gethostname()} cannot write the run store {root} ({exc}); "
-                        "on a cluster the store must be on storage every node sees: pass "
-                        "--runs-dir (or GLEE_RUNS_DIR) with a shared path") from None
+        raise GleeError(
+            f"node {socket.gethostname()} cannot write the run store {root} ({exc}); "
+            "on a cluster the store must be on storage every node sees: pass "
+            "--runs-dir (or GLEE_RUNS_DIR) with a shared path"
+        ) from None
 
 
-def train_one(dataset: LongTailDataset, method: str, seed: int, model: str,
-              config: TrainConfig, store_root: str, force: bool, slots: int = 0) -> dict:
+def train_one(
+    dataset: LongTailDataset,
+    method: str,
+    seed: int,
+    model: str,
+    config: TrainConfig,
+    store_root: str,
+    force: bool,
+    slots: int = 0,
+) -> dict:
     """What a Ray task or a worker of ``--runs-at-once`` does: train (or find) one run in the
     shared store; returns where it ran. ``slots``: the machine's training slots to take one of
     (0: none; Ray's resources decide what trains where)."""
@@ -94,8 +111,11 @@ def train_one(dataset: LongTailDataset, method: str, seed: int, model: str,
     check_store_writable(root)
     store = RunStore(root, max_concurrent=slots)
     run = run_experiments(dataset, [get_method(method)], [seed], model, config, store, force)[0]
-    return {"run_id": run.run_id, "node": socket.gethostname(),
-            "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "run_id": run.run_id,
+        "node": socket.gethostname(),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,8 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(batch_file, "rb") as file:
             batch: WorkerBatch = pickle.load(file)
-        ran = train_one(batch.dataset, method, int(seed), batch.model, batch.config,
-                        batch.store_root, batch.force, batch.slots)
+        ran = train_one(
+            batch.dataset,
+            method,
+            int(seed),
+            batch.model,
+            batch.config,
+            batch.store_root,
+            batch.force,
+            batch.slots,
+        )
         if ran["run_id"] != run_id:  # the sweep planned one id, this process trained another
             raise RuntimeError(f"planned run {run_id}, trained {ran['run_id']}")
         outcome = ["done", ran]

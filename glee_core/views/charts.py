@@ -183,30 +183,58 @@ def _frequency(runs: list[Run], width: int) -> alt.Chart:
 
 def _figure4(runs: list[Run], width: int) -> alt.Chart:
     head, tail = default_feature_classes(runs[0])
-    return chart_feature_distributions([r for r in runs if r.method in FIGURE4_METHODS] or runs,
-                                       head, tail, width=width)
+    return chart_feature_distributions(
+        [r for r in runs if r.method in FIGURE4_METHODS] or runs, head, tail, width=width
+    )
 
 
 def _confusion(runs: list[Run], width: int) -> alt.Chart:
     return chart_confusion(runs[0], confusion_fits(width), width)
 
 
-RUN_CHARTS: dict[str, RunChart] = {c.name: c for c in (
-    RunChart("class-frequency", "Class frequency", _frequency, "Data", names_classes=True),
-    RunChart("head-tail", "Head vs tail", lambda runs, width: chart_head_tail(runs, width),
-             "Results"),
-    RunChart("per-class-f1", "Per-class F1",
-             lambda runs, width: chart_per_class_f1(runs, width=width), "Results",
-             names_classes=True),
-    RunChart("weight-norms", "Weight norms (Figure 3)",
-             lambda runs, width: chart_weight_norms(runs, width=width), "Diagnostics",
-             names_classes=True),
-    RunChart("norm-vs-count", "Weight norm against training count",
-             lambda runs, width: chart_norm_vs_count(runs, width), "Diagnostics"),
-    RunChart("norm-evolution", "Weight norms during training",
-             lambda runs, width: chart_norm_evolution(runs[0]), "Diagnostics", in_report=False,
-             names_classes=True),
-    RunChart("features", "Classifier-input features (Figure 4)", _figure4, "Diagnostics"),
-    RunChart("confusion", "Confusion matrix", _confusion, "Predictions", in_report=False,
-             names_classes=True),
-)}
+RUN_CHARTS: dict[str, RunChart] = {
+    c.name: c
+    for c in (
+        RunChart("class-frequency", "Class frequency", _frequency, "Data", names_classes=True),
+        RunChart(
+            "head-tail", "Head vs tail", lambda runs, width: chart_head_tail(runs, width), "Results"
+        ),
+        RunChart(
+            "per-class-f1",
+            "Per-class F1",
+            lambda runs, width: chart_per_class_f1(runs, width=width),
+            "Results",
+            names_classes=True,
+        ),
+        RunChart(
+            "weight-norms",
+            "Weight norms (Figure 3)",
+            lambda runs, width: chart_weight_norms(runs, width=width),
+            "Diagnostics",
+            names_classes=True,
+        ),
+        RunChart(
+            "norm-vs-count",
+            "Weight norm against training count",
+            lambda runs, width: chart_norm_vs_count(runs, width),
+            "Diagnostics",
+        ),
+        RunChart(
+            "norm-evolution",
+            "Weight norms during training",
+            lambda runs, width: chart_norm_evolution(runs[0]),
+            "Diagnostics",
+            in_report=False,
+            names_classes=True,
+        ),
+        RunChart("features", "Classifier-input features (Figure 4)", _figure4, "Diagnostics"),
+        RunChart(
+            "confusion",
+            "Confusion matrix",
+            _confusion,
+            "Predictions",
+            in_report=False,
+            names_classes=True,
+        ),
+    )
+}

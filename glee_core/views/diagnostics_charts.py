@@ -41,15 +41,23 @@ def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
         classes = _class_table(group[0])
         for _, c in classes.iterrows():
             norms = [r.weight_norms[c["class"]] for r in group]
-            rows.append({"method": method, "paper row": method_label(method), "class": c["class"],
-                         "rank": c["rank"], "count": c["count"], "group": c["group"],
-                         "norm": float(np.mean(norms))})
+            rows.append(
+                {
+                    "method": method,
+                    "paper row": method_label(method),
+                    "class": c["class"],
+                    "rank": c["rank"],
+                    "count": c["count"],
+                    "group": c["group"],
+                    "norm": float(np.mean(norms)),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-
-def chart_weight_norms(runs: list[Run], highlight: str | None = None,
-                       width: int = APP_WIDTH) -> alt.Chart:
+def chart_weight_norms(
+    runs: list[Run], highlight: str | None = None, width: int = APP_WIDTH
+) -> alt.Chart:
     """Figure 3: per-class weight-norm bars, classes head to tail, one panel per method, each
     panel on its own axis (a probe's norms of 6 would flatten a trained head's 0.6-1.3, and the
     head → tail slope is the point); panels wrap to fit ``width``. Every panel names every
@@ -63,35 +71,61 @@ def chart_weight_norms(runs: list[Run], highlight: str | None = None,
         frame["relative"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
         frame = _class_rows(pool_rare_classes(frame, mean=["norm", "relative"]))
         grid = _class_method_grid(
-            frame, "norm", width - MARGIN - _label_width(frame["row"], ROW_LABEL_LIMIT),
-            color=alt.Color("relative:Q", title="‖w_c‖ / method mean",
-                            scale=alt.Scale(scheme="redblue", reverse=True, domainMid=1),
-                            legend=alt.Legend(orient="bottom", direction="horizontal")),
-            tooltip=tooltip, highlight=highlight)
+            frame,
+            "norm",
+            width - MARGIN - _label_width(frame["row"], ROW_LABEL_LIMIT),
+            color=alt.Color(
+                "relative:Q",
+                title="‖w_c‖ / method mean",
+                scale=alt.Scale(scheme="redblue", reverse=True, domainMid=1),
+                legend=alt.Legend(orient="bottom", direction="horizontal"),
+            ),
+            tooltip=tooltip,
+            highlight=highlight,
+        )
         return grid.properties(
             title="Per-class weight norms (head → tail; colour: against the method's mean)"
-            + _pooled_note(frame))
+            + _pooled_note(frame)
+        )
     panel = max(160, 14 * len(order))
     two = (width - MARGIN) // 2 - PANEL_AXIS - FACET_GAP  # a panel's room, two to a row
     if panel > two >= 10 * len(order):  # a narrow page: two panels a row, 10 px a class,
         panel = max(two, 120)  # rather than one narrow column a page long
-    columns = max(1, min(frame["method"].nunique(),
-                         (width - MARGIN) // (panel + PANEL_AXIS + FACET_GAP)))
-    return alt.Chart(frame).mark_bar().encode(
-        x=alt.X("class:N", sort=order, title=None,
-                axis=alt.Axis(labelAngle=-60, labelOverlap=False, labelFontSize=9,
-                              labelLimit=90)),
-        y=alt.Y("norm:Q", title="‖w_c‖", axis=alt.Axis(tickCount=4, titleFontSize=10)),
-        color=alt.Color("group:N", scale=GROUP_COLORS, title=None,
-                        legend=alt.Legend(orient="top")),
-        opacity=_highlight(highlight),
-        tooltip=tooltip,
-    ).properties(width=panel, height=130).facet(
-        facet=alt.Facet("method:N", sort=registry_order(frame["method"]), title=None,
-                        header=alt.Header(labelFontSize=11, labelFontWeight="bold")),
-        columns=columns, spacing=FACET_GAP,
-    ).resolve_scale(y="independent").resolve_axis(x="independent").properties(
-        title="Per-class weight norms (head → tail; each panel on its own axis)")
+    columns = max(
+        1, min(frame["method"].nunique(), (width - MARGIN) // (panel + PANEL_AXIS + FACET_GAP))
+    )
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "class:N",
+                sort=order,
+                title=None,
+                axis=alt.Axis(labelAngle=-60, labelOverlap=False, labelFontSize=9, labelLimit=90),
+            ),
+            y=alt.Y("norm:Q", title="‖w_c‖", axis=alt.Axis(tickCount=4, titleFontSize=10)),
+            color=alt.Color(
+                "group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top")
+            ),
+            opacity=_highlight(highlight),
+            tooltip=tooltip,
+        )
+        .properties(width=panel, height=130)
+        .facet(
+            facet=alt.Facet(
+                "method:N",
+                sort=registry_order(frame["method"]),
+                title=None,
+                header=alt.Header(labelFontSize=11, labelFontWeight="bold"),
+            ),
+            columns=columns,
+            spacing=FACET_GAP,
+        )
+        .resolve_scale(y="independent")
+        .resolve_axis(x="independent")
+        .properties(title="Per-class weight norms (head → tail; each panel on its own axis)")
+    )
 
 
 FIGURE4_MIN_EXAMPLES = 5  # a tail class with fewer stored test examples draws single spikes
@@ -135,8 +169,9 @@ def _class_features(run: Run, name: str, dims: int) -> np.ndarray:
     return data["features"][data["labels"] == index][:, :dims].astype(np.float32)
 
 
-def feature_distribution_frame(runs: list[Run], head_class: str, tail_class: str,
-                               dims: int = FIGURE4_FEATURES, bins: int = 12) -> pd.DataFrame:
+def feature_distribution_frame(
+    runs: list[Run], head_class: str, tail_class: str, dims: int = FIGURE4_FEATURES, bins: int = 12
+) -> pd.DataFrame:
     """Figure 4's data: for each method (its lowest seed's run) and each of the first ``dims``
     classifier-input features, the density histogram of the head class's and the tail class's
     stored test examples over shared bin edges (densities, so a class of 2 examples reads on
@@ -144,8 +179,10 @@ def feature_distribution_frame(runs: list[Run], head_class: str, tail_class: str
     rows = []
     for method, group in _by_method(runs).items():
         run = group[0]
-        values = {"head": _class_features(run, head_class, dims),
-                  "tail": _class_features(run, tail_class, dims)}
+        values = {
+            "head": _class_features(run, head_class, dims),
+            "tail": _class_features(run, tail_class, dims),
+        }
         for d in range(min(dims, values["head"].shape[1] if values["head"].size else dims)):
             pooled = np.concatenate([values[g][:, d] for g in values if values[g].size])
             if pooled.size == 0:
@@ -158,17 +195,38 @@ def feature_distribution_frame(runs: list[Run], head_class: str, tail_class: str
                     continue
                 density, _ = np.histogram(array[:, d], bins=edges, density=True)
                 for i, value in enumerate(density):
-                    rows.append({"method": method, "paper row": method_label(method),
-                                 "feature": f"f{d + 1}", "group": group_name,
-                                 "class": head_class if group_name == "head" else tail_class,
-                                 "examples": len(array), "bin_start": float(edges[i]),
-                                 "bin_end": float(edges[i + 1]), "density": float(value)})
-    return pd.DataFrame(rows, columns=["method", "paper row", "feature", "group", "class",
-                                       "examples", "bin_start", "bin_end", "density"])
+                    rows.append(
+                        {
+                            "method": method,
+                            "paper row": method_label(method),
+                            "feature": f"f{d + 1}",
+                            "group": group_name,
+                            "class": head_class if group_name == "head" else tail_class,
+                            "examples": len(array),
+                            "bin_start": float(edges[i]),
+                            "bin_end": float(edges[i + 1]),
+                            "density": float(value),
+                        }
+                    )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "paper row",
+            "feature",
+            "group",
+            "class",
+            "examples",
+            "bin_start",
+            "bin_end",
+            "density",
+        ],
+    )
 
 
-def dead_feature_frame(runs: list[Run], head_class: str, tail_class: str,
-                       dims: int = FIGURE4_FEATURES) -> pd.DataFrame:
+def dead_feature_frame(
+    runs: list[Run], head_class: str, tail_class: str, dims: int = FIGURE4_FEATURES
+) -> pd.DataFrame:
     """The paper's argument for LayerNorm: the share of the first ``dims`` features that are
     exactly zero ("dead" after ReLU), per method and class, and how many features are zero for
     most of the class's examples."""
@@ -180,18 +238,40 @@ def dead_feature_frame(runs: list[Run], head_class: str, tail_class: str,
             if not array.size:
                 continue
             zero = array == 0
-            rows.append({"method": method, "paper row": method_label(method), "class": name,
-                         "group": group_name, "examples": len(array),
-                         "zero share": float(zero.mean()),
-                         "dead features": int((zero.mean(axis=0) > 0.5).sum()),
-                         "features": array.shape[1]})
-    return pd.DataFrame(rows, columns=["method", "paper row", "class", "group", "examples",
-                                       "zero share", "dead features", "features"])
+            rows.append(
+                {
+                    "method": method,
+                    "paper row": method_label(method),
+                    "class": name,
+                    "group": group_name,
+                    "examples": len(array),
+                    "zero share": float(zero.mean()),
+                    "dead features": int((zero.mean(axis=0) > 0.5).sum()),
+                    "features": array.shape[1],
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "method",
+            "paper row",
+            "class",
+            "group",
+            "examples",
+            "zero share",
+            "dead features",
+            "features",
+        ],
+    )
 
 
-def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: str,
-                                dims: int = FIGURE4_FEATURES, width: int = APP_WIDTH
-                                ) -> alt.Chart:
+def chart_feature_distributions(
+    runs: list[Run],
+    head_class: str,
+    tail_class: str,
+    dims: int = FIGURE4_FEATURES,
+    width: int = APP_WIDTH,
+) -> alt.Chart:
     """Figure 4: one small density plot per method (rows) and feature (columns), the head and
     the tail class overlaid; under it, how many of those features are dead (zero for most
     examples) per method and class - ReLU kills tail features, a LayerNorm after it does not.
@@ -209,50 +289,100 @@ def chart_feature_distributions(runs: list[Run], head_class: str, tail_class: st
     named = {"head": f"head: {head_class}", "tail": f"tail: {tail_class}"}
     frame = frame.assign(legend=frame["group"].map(named))
     dead = dead.assign(legend=dead["group"].map(named))
-    color = alt.Color("legend:N", title=None, legend=alt.Legend(orient="top"),
-                      scale=alt.Scale(domain=list(named.values()),
-                                      range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]))
+    color = alt.Color(
+        "legend:N",
+        title=None,
+        legend=alt.Legend(orient="top"),
+        scale=alt.Scale(
+            domain=list(named.values()), range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]
+        ),
+    )
     # each panel on its own scales: the feature's values below (two or three ticks), and where
     # there is room the density's at the left
     # "~r": plain decimals ("~g" drew a density of 10 as "1e+1"); 10 px, the smallest type the
     # app draws (9 px read as ~7 px once the app scaled the chart to its column)
-    small = {"labelFontSize": 10, "tickSize": 3, "labelPadding": 1, "grid": False,
-             "labelOverlap": "greedy"}
-    grid = alt.Chart(frame).mark_area(opacity=0.45, interpolate="step-after").encode(
-        x=alt.X("bin_start:Q", title=None, axis=alt.Axis(tickCount=3, format="~r", **small)),
-        y=alt.Y("density:Q", title=None, stack=None,
-                axis=alt.Axis(tickCount=2, format="~r", labels=density_labels, **small)),
-        color=color,
-        tooltip=["paper row", "feature", "class", "examples",
-                 alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("density:Q", format=".2f")],
-    ).properties(width=panel, height=56).facet(
-        row=alt.Row("method:N", sort=rows, title=None,
-                    header=alt.Header(labelAngle=0, labelAlign="left", labelLimit=160,
-                                      labelFontSize=10)),
-        column=alt.Column("feature:N", sort=features,
-                          title="classifier-input feature: density of its values, each panel "
-                                "on its own scales"),
-        spacing=4,
-    ).resolve_scale(x="independent", y="independent")
+    small = {
+        "labelFontSize": 10,
+        "tickSize": 3,
+        "labelPadding": 1,
+        "grid": False,
+        "labelOverlap": "greedy",
+    }
+    grid = (
+        alt.Chart(frame)
+        .mark_area(opacity=0.45, interpolate="step-after")
+        .encode(
+            x=alt.X("bin_start:Q", title=None, axis=alt.Axis(tickCount=3, format="~r", **small)),
+            y=alt.Y(
+                "density:Q",
+                title=None,
+                stack=None,
+                axis=alt.Axis(tickCount=2, format="~r", labels=density_labels, **small),
+            ),
+            color=color,
+            tooltip=[
+                "paper row",
+                "feature",
+                "class",
+                "examples",
+                alt.Tooltip("bin_start:Q", format=".3f"),
+                alt.Tooltip("density:Q", format=".2f"),
+            ],
+        )
+        .properties(width=panel, height=56)
+        .facet(
+            row=alt.Row(
+                "method:N",
+                sort=rows,
+                title=None,
+                header=alt.Header(
+                    labelAngle=0, labelAlign="left", labelLimit=160, labelFontSize=10
+                ),
+            ),
+            column=alt.Column(
+                "feature:N",
+                sort=features,
+                title="classifier-input feature: density of its values, each panel "
+                "on its own scales",
+            ),
+            spacing=4,
+        )
+        .resolve_scale(x="independent", y="independent")
+    )
     base = alt.Chart(dead).encode(
         y=alt.Y("method:N", sort=rows, title=None, axis=alt.Axis(labelLimit=160)),
         yOffset="group:N",
-        x=alt.X("dead features:Q", title=f"dead features (of the first {dims})",
-                scale=alt.Scale(domain=[0, dims])),
-        tooltip=["paper row", "class", "examples", "dead features",
-                 alt.Tooltip("zero share:Q", format=".0%")])
+        x=alt.X(
+            "dead features:Q",
+            title=f"dead features (of the first {dims})",
+            scale=alt.Scale(domain=[0, dims]),
+        ),
+        tooltip=[
+            "paper row",
+            "class",
+            "examples",
+            "dead features",
+            alt.Tooltip("zero share:Q", format=".0%"),
+        ],
+    )
     bars = alt.layer(
         base.mark_bar().encode(color=color),
-        base.mark_text(align="left", dx=3, fontSize=10).encode(
-            text=alt.Text("label:N")).transform_calculate(
+        base.mark_text(align="left", dx=3, fontSize=10)
+        .encode(text=alt.Text("label:N"))
+        .transform_calculate(
             label="datum.group + ': ' + datum['dead features'] + ' dead, ' + "
-                  "format(datum['zero share'], '.0%') + ' zeros'"),
+            "format(datum['zero share'], '.0%') + ' zeros'"
+        ),
     ).properties(width=260, height=alt.Step(14), title="Dead features (zero for most examples)")
     title = f"Classifier-input features: {head_class} (head) vs {tail_class} (tail)"
     if not dead["dead features"].any():  # all-zero bars say nothing: a sentence says it
-        return grid.properties(title=alt.TitleParams(
-            title, subtitle=f"No head shown has a dead feature among the first {dims} (zero for "
-                            "most examples of either class)."))
+        return grid.properties(
+            title=alt.TitleParams(
+                title,
+                subtitle=f"No head shown has a dead feature among the first {dims} (zero for "
+                "most examples of either class).",
+            )
+        )
     # the histograms first, right under the legend that names their colours
     return alt.vconcat(grid, bars).resolve_legend(color="shared").properties(title=title)
 
@@ -267,12 +397,17 @@ def norm_count_frame(runs: list[Run]) -> pd.DataFrame:
     frame = weight_norm_frame(runs)
     frame = frame[frame["count"] > 0].copy()
     frame["relative norm"] = frame["norm"] / frame.groupby("method")["norm"].transform("mean")
-    slopes = {m: float(np.polyfit(np.log10(g["count"]), g["relative norm"], 1)[0])
-              if len(g) >= 3 and g["count"].nunique() > 1 else float("nan")
-              for m, g in frame.groupby("method")}
+    slopes = {
+        m: float(np.polyfit(np.log10(g["count"]), g["relative norm"], 1)[0])
+        if len(g) >= 3 and g["count"].nunique() > 1
+        else float("nan")
+        for m, g in frame.groupby("method")
+    }
     frame["slope"] = frame["method"].map(slopes)
-    frame["panel"] = [f"{m}: slope {s:+.2f}" if s == s else f"{m}: no slope"
-                      for m, s in zip(frame["method"], frame["slope"], strict=True)]
+    frame["panel"] = [
+        f"{m}: slope {s:+.2f}" if s == s else f"{m}: no slope"
+        for m, s in zip(frame["method"], frame["slope"], strict=True)
+    ]
     return frame
 
 
@@ -283,32 +418,70 @@ def chart_norm_vs_count(runs: list[Run], width: int = APP_WIDTH) -> alt.Chart:
     classifier does not favour frequent classes. Panels on their own y axes (a probe's spread
     would flatten every other), wrapped to fit ``width``."""
     frame = norm_count_frame(runs)
-    panels = [frame.loc[frame["method"] == m, "panel"].iloc[0]
-              for m in registry_order(frame["method"])]
+    panels = [
+        frame.loc[frame["method"] == m, "panel"].iloc[0] for m in registry_order(frame["method"])
+    ]
     columns = max(1, min(len(panels), (width - MARGIN) // 250))
     panel = int((width - MARGIN) / columns - PANEL_AXIS - FACET_GAP)
     low, high = float(frame["count"].min()), float(frame["count"].max())
-    x = alt.X("count:Q", title="training examples (log)",
-              scale=alt.Scale(type="log", domain=[low, max(high, low * 1.5)], nice=False),
-              axis=alt.Axis(tickCount=4, format="~s"))
-    y = alt.Y("relative norm:Q", title="‖w_c‖ / mean", scale=alt.Scale(zero=False),
-              axis=alt.Axis(tickCount=4))
-    points = alt.Chart().mark_point(filled=True, size=28, opacity=0.8).encode(
-        x=x, y=y, color=alt.Color("group:N", scale=GROUP_COLORS, title=None,
-                                  legend=alt.Legend(orient="top")),
-        tooltip=["paper row", "class", "count", alt.Tooltip("norm:Q", format=".3f"),
-                 alt.Tooltip("relative norm:Q", format=".2f"),
-                 alt.Tooltip("slope:Q", format="+.3f")])
-    fits = alt.Chart().transform_regression("count", "relative norm",
-                                            method="log").mark_line(color="black").encode(
-        x=x, y=y)
-    return alt.layer(points, fits, data=frame).properties(width=panel, height=110).facet(
-        facet=alt.Facet("panel:N", sort=panels, title=None,
-                        header=alt.Header(labelFontSize=11, labelFontWeight="bold")),
-        columns=columns, spacing=FACET_GAP,
-    ).resolve_scale(y="independent").properties(
-        title=["Per-class weight norm against training count",
-               "(each panel: the fitted slope against log10 count)"])
+    x = alt.X(
+        "count:Q",
+        title="training examples (log)",
+        scale=alt.Scale(type="log", domain=[low, max(high, low * 1.5)], nice=False),
+        axis=alt.Axis(tickCount=4, format="~s"),
+    )
+    y = alt.Y(
+        "relative norm:Q",
+        title="‖w_c‖ / mean",
+        scale=alt.Scale(zero=False),
+        axis=alt.Axis(tickCount=4),
+    )
+    points = (
+        alt.Chart()
+        .mark_point(filled=True, size=28, opacity=0.8)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top")
+            ),
+            tooltip=[
+                "paper row",
+                "class",
+                "count",
+                alt.Tooltip("norm:Q", format=".3f"),
+                alt.Tooltip("relative norm:Q", format=".2f"),
+                alt.Tooltip("slope:Q", format="+.3f"),
+            ],
+        )
+    )
+    fits = (
+        alt.Chart()
+        .transform_regression("count", "relative norm", method="log")
+        .mark_line(color="black")
+        .encode(x=x, y=y)
+    )
+    return (
+        alt.layer(points, fits, data=frame)
+        .properties(width=panel, height=110)
+        .facet(
+            facet=alt.Facet(
+                "panel:N",
+                sort=panels,
+                title=None,
+                header=alt.Header(labelFontSize=11, labelFontWeight="bold"),
+            ),
+            columns=columns,
+            spacing=FACET_GAP,
+        )
+        .resolve_scale(y="independent")
+        .properties(
+            title=[
+                "Per-class weight norm against training count",
+                "(each panel: the fitted slope against log10 count)",
+            ]
+        )
+    )
 
 
 def norm_evolution_frame(run: Run) -> pd.DataFrame:
@@ -322,10 +495,16 @@ def norm_evolution_frame(run: Run) -> pd.DataFrame:
         if not norms:
             continue
         for _, c in classes.iterrows():
-            rows.append({"evaluation": f"ep {record['epoch']} · step {record.get('step', '')}",
-                         "step": record.get("step", record["epoch"]), "class": c["class"],
-                         "rank": c["rank"], "group": c["group"],
-                         "norm": norms[index[c["class"]]]})
+            rows.append(
+                {
+                    "evaluation": f"ep {record['epoch']} · step {record.get('step', '')}",
+                    "step": record.get("step", record["epoch"]),
+                    "class": c["class"],
+                    "rank": c["rank"],
+                    "group": c["group"],
+                    "norm": norms[index[c["class"]]],
+                }
+            )
     return pd.DataFrame(rows, columns=["evaluation", "step", "class", "rank", "group", "norm"])
 
 
@@ -335,14 +514,30 @@ def chart_norm_evolution(run: Run) -> alt.Chart:
     frame = norm_evolution_frame(run)
     order = list(dict.fromkeys(frame.sort_values("rank")["class"]))
     evaluations = list(dict.fromkeys(frame.sort_values("step")["evaluation"]))
-    return alt.Chart(frame).mark_rect().encode(
-        x=alt.X("evaluation:N", sort=evaluations, title="dev evaluation",
-                axis=alt.Axis(labelAngle=-45, labelOverlap="greedy")),
-        y=alt.Y("class:N", sort=order, title="class (head → tail)",
-                axis=alt.Axis(labelLimit=160, labelOverlap=False,
-                              labelFontSize=10 if len(order) <= 40 else 9)),
-        color=alt.Color("norm:Q", title="‖w_c‖", scale=alt.Scale(scheme="viridis")),
-        tooltip=["class", "group", "evaluation", alt.Tooltip("norm:Q", format=".3f")],
-    ).properties(title=f"Weight norms while training ({method_label(run.method)}, seed "
-                       f"{run.seed})", height=alt.Step(16 if len(order) <= 40 else 12),
-                 **FILL_WIDTH)
+    return (
+        alt.Chart(frame)
+        .mark_rect()
+        .encode(
+            x=alt.X(
+                "evaluation:N",
+                sort=evaluations,
+                title="dev evaluation",
+                axis=alt.Axis(labelAngle=-45, labelOverlap="greedy"),
+            ),
+            y=alt.Y(
+                "class:N",
+                sort=order,
+                title="class (head → tail)",
+                axis=alt.Axis(
+                    labelLimit=160, labelOverlap=False, labelFontSize=10 if len(order) <= 40 else 9
+                ),
+            ),
+            color=alt.Color("norm:Q", title="‖w_c‖", scale=alt.Scale(scheme="viridis")),
+            tooltip=["class", "group", "evaluation", alt.Tooltip("norm:Q", format=".3f")],
+        )
+        .properties(
+            title=f"Weight norms while training ({method_label(run.method)}, seed {run.seed})",
+            height=alt.Step(16 if len(order) <= 40 else 12),
+            **FILL_WIDTH,
+        )
+    )

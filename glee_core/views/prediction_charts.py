@@ -45,10 +45,14 @@ def confusion_frame(run: Run, keep: int | None = None) -> pd.DataFrame:
         labels = [_pooled_head_label(pooled)] + order[pooled:]
     totals = matrix.sum(1)
     gold, pred = np.nonzero(matrix)
-    return pd.DataFrame({"gold": [labels[i] for i in gold], "predicted": [labels[j] for j in pred],
-                         "count": matrix[gold, pred].astype(int),
-                         "share": matrix[gold, pred] / np.maximum(totals[gold], 1)}
-                        ).assign(order=lambda f: f["gold"].map(labels.index))
+    return pd.DataFrame(
+        {
+            "gold": [labels[i] for i in gold],
+            "predicted": [labels[j] for j in pred],
+            "count": matrix[gold, pred].astype(int),
+            "share": matrix[gold, pred] / np.maximum(totals[gold], 1),
+        }
+    ).assign(order=lambda f: f["gold"].map(labels.index))
 
 
 CONFUSION_LABELS = 180  # px of class names beside (and above) the matrix
@@ -70,31 +74,56 @@ def chart_confusion(run: Run, keep: int | None = None, width: int = APP_WIDTH) -
     frame = confusion_frame(run, keep)
     order = _class_table(run)["class"].tolist()
     if keep and keep < len(order):
-        order = [_pooled_head_label(len(order) - keep)] + order[len(order) - keep:]
+        order = [_pooled_head_label(len(order) - keep)] + order[len(order) - keep :]
     counts = len(order) <= CONFUSION_COUNTS
     labels = _label_width(order, CONFUSION_LABELS)
-    step = (int(np.clip((width - labels - 40) / len(order), *CONFUSION_CELL[:2])) if counts
-            else CONFUSION_CELL[2])
-    axis = dict(labelOverlap=False, labelFontSize=10 if counts else 9,
-                labelLimit=CONFUSION_LABELS)
+    step = (
+        int(np.clip((width - labels - 40) / len(order), *CONFUSION_CELL[:2]))
+        if counts
+        else CONFUSION_CELL[2]
+    )
+    axis = dict(labelOverlap=False, labelFontSize=10 if counts else 9, labelLimit=CONFUSION_LABELS)
     base = alt.Chart(frame).encode(
-        x=alt.X("predicted:N", scale=alt.Scale(domain=order), title="predicted",
-                axis=alt.Axis(labelAngle=-90, orient="top", **axis)),
-        y=alt.Y("gold:N", scale=alt.Scale(domain=order), title="gold (head → tail)",
-                axis=alt.Axis(**axis)))
+        x=alt.X(
+            "predicted:N",
+            scale=alt.Scale(domain=order),
+            title="predicted",
+            axis=alt.Axis(labelAngle=-90, orient="top", **axis),
+        ),
+        y=alt.Y(
+            "gold:N",
+            scale=alt.Scale(domain=order),
+            title="gold (head → tail)",
+            axis=alt.Axis(**axis),
+        ),
+    )
     cells = base.mark_rect(stroke="#eee", strokeWidth=0.5).encode(
-        color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                        title="share of gold row",
-                        legend=alt.Legend(orient="bottom", direction="horizontal",
-                                          format=".0%", values=[0, 0.25, 0.5, 0.75, 1])),
-        tooltip=["gold", "predicted", "count", alt.Tooltip("share:Q", format=".1%")])
+        color=alt.Color(
+            "share:Q",
+            scale=alt.Scale(scheme="blues", domain=[0, 1]),
+            title="share of gold row",
+            legend=alt.Legend(
+                orient="bottom",
+                direction="horizontal",
+                format=".0%",
+                values=[0, 0.25, 0.5, 0.75, 1],
+            ),
+        ),
+        tooltip=["gold", "predicted", "count", alt.Tooltip("share:Q", format=".1%")],
+    )
     layers = [cells]
     if counts:
-        layers.append(base.mark_text(fontSize=10 if step < 30 else 12).encode(
-            text="count:Q",
-            color=alt.condition(alt.datum.share > 0.5, alt.value("white"), alt.value("black"))))
-    return alt.layer(*layers).properties(title=f"Confusion matrix ({method_label(run.method)})",
-                                         width=alt.Step(step), height=alt.Step(step))
+        layers.append(
+            base.mark_text(fontSize=10 if step < 30 else 12).encode(
+                text="count:Q",
+                color=alt.condition(alt.datum.share > 0.5, alt.value("white"), alt.value("black")),
+            )
+        )
+    return alt.layer(*layers).properties(
+        title=f"Confusion matrix ({method_label(run.method)})",
+        width=alt.Step(step),
+        height=alt.Step(step),
+    )
 
 
 def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
@@ -106,14 +135,22 @@ def chart_class_scores(scores: pd.DataFrame, title: str) -> alt.Chart:
     top = float(frame["score"].max()) if len(frame) else 1.0
     base = alt.Chart(frame).encode(
         # the order as a list: Vega-Lite drops an encoding sort ("-x") in a layered chart
-        y=alt.Y("class:N", sort=list(frame["class"]), title=None,
-                axis=alt.Axis(labelLimit=220, labelOverlap=False)),
-        x=alt.X("score:Q", title="probability",
-                scale=alt.Scale(domain=[0, min(1.0, max(top * 1.2, 0.01))], nice=False),
-                axis=alt.Axis(format="%", tickCount=5)))
+        y=alt.Y(
+            "class:N",
+            sort=list(frame["class"]),
+            title=None,
+            axis=alt.Axis(labelLimit=220, labelOverlap=False),
+        ),
+        x=alt.X(
+            "score:Q",
+            title="probability",
+            scale=alt.Scale(domain=[0, min(1.0, max(top * 1.2, 0.01))], nice=False),
+            axis=alt.Axis(format="%", tickCount=5),
+        ),
+    )
     bars = base.mark_bar().encode(
         color=alt.Color("group:N", scale=GROUP_COLORS, title=None),
-        tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"])
+        tooltip=["class", "label words", alt.Tooltip("score:Q", format=".4f"), "group"],
+    )
     labels = base.mark_text(align="left", dx=3, fontSize=10).encode(text="text:N")
-    return alt.layer(bars, labels).properties(title=title, height=alt.Step(18),
-                                              **FILL_WIDTH)
+    return alt.layer(bars, labels).properties(title=title, height=alt.Step(18), **FILL_WIDTH)

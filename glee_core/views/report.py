@@ -40,8 +40,11 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "write_report",
 ]
 
-FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
-                "/usr/share/fonts/TTF")  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
+FONT_FOLDERS = (
+    "/usr/share/fonts/truetype/dejavu",
+    "/usr/share/fonts/dejavu",
+    "/usr/share/fonts/TTF",
+)  # DejaVu Sans: Greek, symbols (∘, η, ±) for the row names
 
 
 CHART_SCALE = 2.0  # PNG pixels per chart px (sharp print)
@@ -80,9 +83,13 @@ def _text(unicode_font: bool, text: str) -> str:
 ReportProgress = Callable[[float, str], None]  # (fraction done, what is being drawn)
 
 
-def build_report(runs: list[Run], dataset: str | None = None,
-                 progress: ReportProgress | None = None, every: list[Run] | None = None,
-                 budget: dict | None = None) -> bytes:
+def build_report(
+    runs: list[Run],
+    dataset: str | None = None,
+    progress: ReportProgress | None = None,
+    every: list[Run] | None = None,
+    budget: dict | None = None,
+) -> bytes:
     """The report of ``runs`` (all of one dataset and setting) as PDF bytes; ``progress`` hears
     of each part as it is drawn. A chart that cannot be drawn is left out with a line saying
     why. ``every``: the dataset's runs in any setting, for the section that puts each head's
@@ -92,21 +99,31 @@ def build_report(runs: list[Run], dataset: str | None = None,
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]
     if not runs:
-        raise GleeError("no finished runs to report" + (f" for dataset {dataset!r}"
-                                                        if dataset else ""))
+        raise GleeError(
+            "no finished runs to report" + (f" for dataset {dataset!r}" if dataset else "")
+        )
     datasets = sorted({r.dataset for r in runs})
     if len(datasets) > 1:
-        raise GleeError(f"runs of several datasets ({', '.join(datasets)}); choose one with "
-                        "--dataset")
+        raise GleeError(
+            f"runs of several datasets ({', '.join(datasets)}); choose one with --dataset"
+        )
     settings = sorted({r.setting for r in runs})
     if len(settings) > 1:
-        raise GleeError(f"runs of several settings ({'; '.join(settings)}); choose one with "
-                        "--setting (or narrow with --model and --mode)")
+        raise GleeError(
+            f"runs of several settings ({'; '.join(settings)}); choose one with "
+            "--setting (or narrow with --model and --mode)"
+        )
     first = runs[0]
     pdf = _pdf_class()(format="A4", unit="mm")
-    font = next((Path(f) for f in FONT_FOLDERS
-                 if (Path(f) / "DejaVuSans.ttf").is_file()
-                 and (Path(f) / "DejaVuSans-Bold.ttf").is_file()), None)
+    font = next(
+        (
+            Path(f)
+            for f in FONT_FOLDERS
+            if (Path(f) / "DejaVuSans.ttf").is_file()
+            and (Path(f) / "DejaVuSans-Bold.ttf").is_file()
+        ),
+        None,
+    )
     if font:
         pdf.add_font("DejaVu", fname=str(font / "DejaVuSans.ttf"))
         pdf.add_font("DejaVu", style="B", fname=str(font / "DejaVuSans-Bold.ttf"))
@@ -144,24 +161,43 @@ def build_report(runs: list[Run], dataset: str | None = None,
     summary = aggregate(runs)
     table = comparison_table(summary)
     pdf.set_font(pdf.body_font, size=12)
-    chosen_by = ("by cross-validation on train + dev"
-                 if (table["selection"] == "chosen by CV").any() else "on dev")
-    pdf.multi_cell(0, 6, "Results (test, %, mean ± sample std over seeds; * the head chosen "
-                   f"{chosen_by})", new_x="LMARGIN", new_y="NEXT")  # wraps, never runs off
+    chosen_by = (
+        "by cross-validation on train + dev"
+        if (table["selection"] == "chosen by CV").any()
+        else "on dev"
+    )
+    pdf.multi_cell(
+        0,
+        6,
+        f"Results (test, %, mean ± sample std over seeds; * the head chosen {chosen_by})",
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )  # wraps, never runs off
     pdf.set_font(pdf.body_font, size=8)
     headings = ["Method", "Seeds", *METRIC_TITLES.values(), "Many", "Medium", "Few"]
-    with pdf.table(col_widths=(44, 13, 20, 20, 20, 20, 16, 16, 16),
-                   text_align=("LEFT", *["RIGHT"] * 8), first_row_as_headings=True) as grid:
+    with pdf.table(
+        col_widths=(44, 13, 20, 20, 20, 20, 16, 16, 16),
+        text_align=("LEFT", *["RIGHT"] * 8),
+        first_row_as_headings=True,
+    ) as grid:
         grid.row(headings)
         for _, row in table.iterrows():
             cells = [t(row["paper row"]), str(row["seeds"])]
-            cells += [(row[m] + " *") if m in row["best"] else row[m]
-                      for m in METRIC_TITLES.values()]
+            cells += [
+                (row[m] + " *") if m in row["best"] else row[m] for m in METRIC_TITLES.values()
+            ]
             cells += [row[m].split(" ±")[0] for m in SHOT_TITLES.values()]  # means only
             grid.row(cells)
-    pdf.multi_cell(0, 4, t("Many / Medium / Few: mean F1 of the classes with > 100, 20-100, "
-                           "< 20 training examples (– where there is none)."),
-                   new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(
+        0,
+        4,
+        t(
+            "Many / Medium / Few: mean F1 of the classes with > 100, 20-100, "
+            "< 20 training examples (– where there is none)."
+        ),
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
     pdf.ln(4)
     _modes_section(pdf, runs, every or [], t)
 
@@ -172,8 +208,13 @@ def build_report(runs: list[Run], dataset: str | None = None,
             png = chart_png(draw(runs, charts.PDF_WIDTH))
         except (ValueError, GleeError) as exc:  # vl-convert's limits, a file the chart reads
             pdf.set_font(pdf.body_font, size=9)
-            pdf.multi_cell(0, 5, t(f"{title}: left out, it could not be drawn ({str(exc)[:200]})"),
-                           new_x="LMARGIN", new_y="NEXT")
+            pdf.multi_cell(
+                0,
+                5,
+                t(f"{title}: left out, it could not be drawn ({str(exc)[:200]})"),
+                new_x="LMARGIN",
+                new_y="NEXT",
+            )
             continue
         _place_chart(pdf, t(title), png)
     if budget is not None and budget.get("dataset") == datasets[0]:
@@ -209,8 +250,9 @@ def blank_rows(image: Image.Image) -> np.ndarray:
     if not len(blank):
         return blank
     bands = np.split(blank, np.flatnonzero(np.diff(blank) > 1) + 1)
-    return np.array([band[len(band) // 2] for band in bands if len(band) >= CUT_BAND],
-                    dtype=np.int64)
+    return np.array(
+        [band[len(band) // 2] for band in bands if len(band) >= CUT_BAND], dtype=np.int64
+    )
 
 
 def slice_rows(top: int, height: int, room: int, cuts: np.ndarray) -> int:
@@ -238,8 +280,9 @@ def _place_chart(pdf, title: str, png: bytes) -> None:
     title_height = 9
     page = pdf.page_break_trigger - pdf.t_margin  # a whole page's room
     fits_a_page = height + title_height <= page - 2
-    if (pdf.get_y() + height + title_height > pdf.page_break_trigger and fits_a_page) or \
-            pdf.get_y() + min(height, 60) + title_height > pdf.page_break_trigger:
+    if (
+        pdf.get_y() + height + title_height > pdf.page_break_trigger and fits_a_page
+    ) or pdf.get_y() + min(height, 60) + title_height > pdf.page_break_trigger:
         pdf.add_page()
     pdf.set_font(pdf.body_font, size=11)
     pdf.cell(0, 7, title, new_x="LMARGIN", new_y="NEXT")
@@ -261,26 +304,48 @@ def _place_chart(pdf, title: str, png: bytes) -> None:
 def _modes_section(pdf, runs: list[Run], every: list[Run], t) -> None:
     """How to tune: each of the report's heads under every mode ``every`` holds for it."""
     every = [r for r in every if r.dataset == runs[0].dataset]
-    methods = [m for m in registry_order({r.method for r in runs})
-               if len({r.record.mode for r in every if r.method == m}) > 1]
+    methods = [
+        m
+        for m in registry_order({r.method for r in runs})
+        if len({r.record.mode for r in every if r.method == m}) > 1
+    ]
     if not methods:
         return
     pdf.set_font(pdf.body_font, size=12)
-    pdf.cell(0, 8, t("How to tune: each head under every mode (test, %)"), new_x="LMARGIN",
-             new_y="NEXT")
+    pdf.cell(
+        0, 8, t("How to tune: each head under every mode (test, %)"), new_x="LMARGIN", new_y="NEXT"
+    )
     pdf.set_font(pdf.body_font, size=8)
-    with pdf.table(col_widths=(22, 26, 24, 42, 12, 22, 22, 14),
-                   text_align=("LEFT", "LEFT", "LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT",
-                               "RIGHT"),
-                   first_row_as_headings=True) as grid:
+    with pdf.table(
+        col_widths=(22, 26, 24, 42, 12, 22, 22, 14),
+        text_align=("LEFT", "LEFT", "LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT"),
+        first_row_as_headings=True,
+    ) as grid:
         grid.row(["Head", "Mode", "Backbone", "Protocol", "Seeds", "F1", "Tail F1", "Trained"])
         for method in methods:
             for _, row in modes_table(every, method).iterrows():
-                grid.row([t(method), t(row["mode"]), t(row["backbone"]), t(row["protocol"]),
-                          str(row["seeds"]), row["F1"], row["Tail F1"], row["trainable"]])
-    pdf.multi_cell(0, 4, t("Every setting the store holds for these heads on this dataset; "
-                           "Trained: the parameters a run trained."), new_x="LMARGIN",
-                   new_y="NEXT")
+                grid.row(
+                    [
+                        t(method),
+                        t(row["mode"]),
+                        t(row["backbone"]),
+                        t(row["protocol"]),
+                        str(row["seeds"]),
+                        row["F1"],
+                        row["Tail F1"],
+                        row["trainable"],
+                    ]
+                )
+    pdf.multi_cell(
+        0,
+        4,
+        t(
+            "Every setting the store holds for these heads on this dataset; "
+            "Trained: the parameters a run trained."
+        ),
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
     pdf.ln(4)
 
 
@@ -300,18 +365,33 @@ def _calibration_section(pdf, runs: list[Run], t) -> None:
     if pdf.get_y() + 40 > pdf.page_break_trigger:
         pdf.add_page()
     pdf.set_font(pdf.body_font, size=11)
-    pdf.cell(0, 7, t("Post-hoc calibration: logit adjustment (Menon et al. 2021), τ chosen on "
-                     "dev macro-F1, test"), new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(
+        0,
+        7,
+        t(
+            "Post-hoc calibration: logit adjustment (Menon et al. 2021), τ chosen on "
+            "dev macro-F1, test"
+        ),
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
     pdf.set_font(pdf.body_font, size=8)
     if results:
-        with pdf.table(col_widths=(50, 58, 14, 22, 22, 22),
-                       text_align=("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT")) as grid:
+        with pdf.table(
+            col_widths=(50, 58, 14, 22, 22, 22),
+            text_align=("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT"),
+        ) as grid:
             grid.row(["Method", "Run", "τ", "F1", "Tail F1", "Few-shot F1"])
             for row in calibration_table(results):
                 grid.row([t(method_label(row[0])), row[1], *row[2:]])
     if skipped:
-        pdf.multi_cell(0, 4, t("No calibration data (stored before runs kept it): "
-                               + ", ".join(skipped)), new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(
+            0,
+            4,
+            t("No calibration data (stored before runs kept it): " + ", ".join(skipped)),
+            new_x="LMARGIN",
+            new_y="NEXT",
+        )
     pdf.ln(3)
 
 
@@ -319,27 +399,46 @@ def _budget_section(pdf, budget: dict, t) -> None:
     """The label budget: what was measured, the tail classes one more text helps most, and the
     chart of every class's curve and forecast."""
     pdf.set_font(pdf.body_font, size=9)
-    pdf.multi_cell(0, 5, t(
-        f"Label budget: {budget['method']} on the {budget['pooling']}-pooled frozen features of "
-        f"{budget['model']}, retrained on "
-        f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training texts "
-        f"(seeds {', '.join(map(str, budget['seeds']))}), each class's test F1 measured; "
-        "forecasts at 2x and 4x a class's texts from a saturating curve per class "
-        f"(target F1 {budget['target_f1']:g})."), new_x="LMARGIN", new_y="NEXT")
+    pdf.multi_cell(
+        0,
+        5,
+        t(
+            f"Label budget: {budget['method']} on the {budget['pooling']}-pooled frozen features "
+            "of "
+            f"{budget['model']}, retrained on "
+            f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training texts "
+            f"(seeds {', '.join(map(str, budget['seeds']))}), each class's test F1 measured; "
+            "forecasts at 2x and 4x a class's texts from a saturating curve per class "
+            f"(target F1 {budget['target_f1']:g})."
+        ),
+        new_x="LMARGIN",
+        new_y="NEXT",
+    )
     if line := budget_line(budget):
-        pdf.multi_cell(0, 5, t(line.replace("**", "").replace("`", "")), new_x="LMARGIN",
-                       new_y="NEXT")
+        pdf.multi_cell(
+            0, 5, t(line.replace("**", "").replace("`", "")), new_x="LMARGIN", new_y="NEXT"
+        )
     try:
         png = chart_png(charts.chart_label_budget(budget, charts.PDF_WIDTH))
     except ValueError as exc:  # vl-convert's limits
-        pdf.multi_cell(0, 5, t(f"Label budget: left out, it could not be drawn "
-                               f"({str(exc)[:200]})"), new_x="LMARGIN", new_y="NEXT")
+        pdf.multi_cell(
+            0,
+            5,
+            t(f"Label budget: left out, it could not be drawn ({str(exc)[:200]})"),
+            new_x="LMARGIN",
+            new_y="NEXT",
+        )
         return
     _place_chart(pdf, t("Label budget"), png)
 
 
-def write_report(runs: list[Run], out: str | Path, dataset: str | None = None,
-                 every: list[Run] | None = None, budget: dict | None = None) -> Path:
+def write_report(
+    runs: list[Run],
+    out: str | Path,
+    dataset: str | None = None,
+    every: list[Run] | None = None,
+    budget: dict | None = None,
+) -> Path:
     """Write the report atomically to ``out`` (``every``, ``budget``: see
     :func:`build_report`)."""
     return write_atomic(Path(out), build_report(runs, dataset, every=every, budget=budget))

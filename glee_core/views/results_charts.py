@@ -49,15 +49,25 @@ def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
             support = group[0].metrics.per_class[c["class"]].support
             # a class with no test text (kept in training only) has no F1: blank, not 0
             f1 = [r.metrics.per_class[c["class"]].f1 for r in group] if support else [np.nan]
-            rows.append({"method": method, "paper row": method_label(method), "class": c["class"],
-                         "rank": c["rank"], "count": c["count"], "group": c["group"],
-                         "f1": float(np.mean(f1)), "test support": support,
-                         "seeds": len(group)})
+            rows.append(
+                {
+                    "method": method,
+                    "paper row": method_label(method),
+                    "class": c["class"],
+                    "rank": c["rank"],
+                    "count": c["count"],
+                    "group": c["group"],
+                    "f1": float(np.mean(f1)),
+                    "test support": support,
+                    "seeds": len(group),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def chart_per_class_f1(runs: list[Run], highlight: str | None = None,
-                       width: int = APP_WIDTH) -> alt.Chart:
+def chart_per_class_f1(
+    runs: list[Run], highlight: str | None = None, width: int = APP_WIDTH
+) -> alt.Chart:
     """Per-class test F1 (mean over seeds) as a grid: one row per class, head (top) to tail,
     one column per method (its id; the full name in the tooltip), the value printed in each cell
     while the columns are wide enough. The grid fits ``width`` from 1 to 19+ methods and keeps
@@ -67,26 +77,59 @@ def chart_per_class_f1(runs: list[Run], highlight: str | None = None,
     frame = pool_rare_classes(per_class_f1_frame(runs), mean=["f1"], total=["test support"])
     frame["shot"] = frame["count"].map(shot_bucket)
     strip = _class_rows(frame)
-    strips = alt.Chart(strip[strip["method"] == strip["method"].iloc[0]]).transform_fold(
-        ["group", "shot"], as_=["kind", "bucket"]).mark_rect().encode(
-        x=alt.X("kind:N", sort=["group", "shot"], title=None,
-                axis=alt.Axis(orient="top", labelAngle=-90, labelOverlap=False)),
-        y=_class_row_axis(strip),
-        color=alt.Color("bucket:N", title="class group", scale=SHOT_GROUP_COLORS,
-                        legend=alt.Legend(orient="bottom", direction="vertical")),
-        tooltip=["class", "count", "group", "shot"]).properties(width=STRIP_WIDTH,
-                                                                 height=alt.Step(CLASS_STEP))
+    strips = (
+        alt.Chart(strip[strip["method"] == strip["method"].iloc[0]])
+        .transform_fold(["group", "shot"], as_=["kind", "bucket"])
+        .mark_rect()
+        .encode(
+            x=alt.X(
+                "kind:N",
+                sort=["group", "shot"],
+                title=None,
+                axis=alt.Axis(orient="top", labelAngle=-90, labelOverlap=False),
+            ),
+            y=_class_row_axis(strip),
+            color=alt.Color(
+                "bucket:N",
+                title="class group",
+                scale=SHOT_GROUP_COLORS,
+                legend=alt.Legend(orient="bottom", direction="vertical"),
+            ),
+            tooltip=["class", "count", "group", "shot"],
+        )
+        .properties(width=STRIP_WIDTH, height=alt.Step(CLASS_STEP))
+    )
     grid = _class_method_grid(
-        strip, "f1", width - MARGIN - STRIP_WIDTH - 4 - _label_width(strip["row"],
-                                                                     ROW_LABEL_LIMIT),
-        color=alt.Color("f1:Q", title="test F1", scale=alt.Scale(domain=[0, 1], scheme="blues"),
-                        legend=alt.Legend(orient="bottom", direction="horizontal")),
-        tooltip=["paper row", "class", "count", "group", "shot",
-                 alt.Tooltip("f1:Q", format=".3f"), "test support", "seeds"],
+        strip,
+        "f1",
+        width - MARGIN - STRIP_WIDTH - 4 - _label_width(strip["row"], ROW_LABEL_LIMIT),
+        color=alt.Color(
+            "f1:Q",
+            title="test F1",
+            scale=alt.Scale(domain=[0, 1], scheme="blues"),
+            legend=alt.Legend(orient="bottom", direction="horizontal"),
+        ),
+        tooltip=[
+            "paper row",
+            "class",
+            "count",
+            "group",
+            "shot",
+            alt.Tooltip("f1:Q", format=".3f"),
+            "test support",
+            "seeds",
+        ],
         text_color=alt.condition(alt.datum.f1 > 0.6, alt.value("white"), alt.value("black")),
-        highlight=highlight, row_axis=False)
-    return alt.hconcat(strips, grid, spacing=4).resolve_scale(color="independent").properties(
-        title="Per-class test F1 (mean over seeds), classes head → tail" + _pooled_note(frame))
+        highlight=highlight,
+        row_axis=False,
+    )
+    return (
+        alt.hconcat(strips, grid, spacing=4)
+        .resolve_scale(color="independent")
+        .properties(
+            title="Per-class test F1 (mean over seeds), classes head → tail" + _pooled_note(frame)
+        )
+    )
 
 
 # The class x method grids (per-class F1, weight norms past 30 classes): a row per class, a
@@ -103,22 +146,35 @@ def head_tail_frame(runs: list[Run]) -> pd.DataFrame:
     frame = summary_frame(runs)
     counts = runs[0].record.dataset.class_counts
     head = set(runs[0].record.dataset.head_classes)
-    sizes = {"head_f1": sum(c in head for c in counts),
-             "tail_f1": sum(c not in head for c in counts),
-             **{f"{name}_f1": sum(shot_bucket(n) == name for n in counts.values())
-                for name, _, _ in SHOT_BUCKETS}}
+    sizes = {
+        "head_f1": sum(c in head for c in counts),
+        "tail_f1": sum(c not in head for c in counts),
+        **{
+            f"{name}_f1": sum(shot_bucket(n) == name for n in counts.values())
+            for name, _, _ in SHOT_BUCKETS
+        },
+    }
     rows = []
     for key, title in GROUP_TITLES.items():
         size = sizes[key]
-        panel = f"{title}\n{size} class{'es' if size != 1 else ''}" if size else \
-            f"{title}\nno class"
+        panel = (
+            f"{title}\n{size} class{'es' if size != 1 else ''}" if size else f"{title}\nno class"
+        )
         for _, row in frame.iterrows():
             mean, std = row.get(f"{key}_mean", np.nan), row.get(f"{key}_std", np.nan)
-            rows.append({"method": row["method"], "paper row": row["paper row"], "group": key,
-                         "panel": panel, "F1": mean, "std": std,
-                         "low": mean - std if std == std else np.nan,
-                         "high": mean + std if std == std else np.nan,
-                         "note": "" if mean == mean else "no test class"})
+            rows.append(
+                {
+                    "method": row["method"],
+                    "paper row": row["paper row"],
+                    "group": key,
+                    "panel": panel,
+                    "F1": mean,
+                    "std": std,
+                    "low": mean - std if std == std else np.nan,
+                    "high": mean + std if std == std else np.nan,
+                    "note": "" if mean == mean else "no test class",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -137,30 +193,53 @@ def chart_head_tail(runs: list[Run], width: int = APP_WIDTH) -> alt.Chart:
     while columns > 1 and (width - MARGIN - labels) / columns - FACET_GAP < 110:
         columns -= 1
     panel = int((width - MARGIN - labels) / columns - FACET_GAP)
-    y = alt.Y("method:N", sort=order, title=None, axis=alt.Axis(labelLimit=160,
-                                                                labelOverlap=False))
-    x = alt.X("F1:Q", title="macro-F1 (%)", scale=alt.Scale(domain=[0, 100]),
-              axis=alt.Axis(values=[0, 25, 50, 75, 100]))
+    y = alt.Y("method:N", sort=order, title=None, axis=alt.Axis(labelLimit=160, labelOverlap=False))
+    x = alt.X(
+        "F1:Q",
+        title="macro-F1 (%)",
+        scale=alt.Scale(domain=[0, 100]),
+        axis=alt.Axis(values=[0, 25, 50, 75, 100]),
+    )
     base = alt.Chart().encode(y=y)
     bars = base.mark_bar(height={"band": 0.7}).encode(
-        x=x, color=alt.Color("group:N", scale=BUCKET_COLORS, legend=None),
-        tooltip=["paper row", "panel", alt.Tooltip("F1:Q", format=".1f"),
-                 alt.Tooltip("std:Q", format=".1f")])
+        x=x,
+        color=alt.Color("group:N", scale=BUCKET_COLORS, legend=None),
+        tooltip=[
+            "paper row",
+            "panel",
+            alt.Tooltip("F1:Q", format=".1f"),
+            alt.Tooltip("std:Q", format=".1f"),
+        ],
+    )
     errors = base.mark_rule(color="black", clip=True).encode(x="low:Q", x2="high:Q")
     empty = base.mark_text(align="left", dx=4, color="#666", fontSize=11).encode(
-        x=alt.value(0), text="note:N")
+        x=alt.value(0), text="note:N"
+    )
     layers = [bars, errors, empty]
     if REFERENCE_BASELINE in set(frame["method"]) and frame["method"].nunique() > 1:
-        layers.append(alt.Chart().mark_rule(strokeDash=[5, 3], color="#54a24b", size=2)
-                      .encode(x="F1:Q")
-                      .transform_filter(alt.datum.method == REFERENCE_BASELINE))
-    return alt.layer(*layers, data=frame).properties(
-        width=panel, height=alt.Step(18)).facet(
-        facet=alt.Facet("panel:N", sort=panels, title=None,
-                        header=alt.Header(labelFontWeight="bold", labelFontSize=11,
-                                          labelExpr="split(datum.label, '\\n')")),
-        columns=columns, spacing=FACET_GAP).properties(
-        title="F1 by class group: head / tail and many / medium / few shot (%)")
+        layers.append(
+            alt.Chart()
+            .mark_rule(strokeDash=[5, 3], color="#54a24b", size=2)
+            .encode(x="F1:Q")
+            .transform_filter(alt.datum.method == REFERENCE_BASELINE)
+        )
+    return (
+        alt.layer(*layers, data=frame)
+        .properties(width=panel, height=alt.Step(18))
+        .facet(
+            facet=alt.Facet(
+                "panel:N",
+                sort=panels,
+                title=None,
+                header=alt.Header(
+                    labelFontWeight="bold", labelFontSize=11, labelExpr="split(datum.label, '\\n')"
+                ),
+            ),
+            columns=columns,
+            spacing=FACET_GAP,
+        )
+        .properties(title="F1 by class group: head / tail and many / medium / few shot (%)")
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,16 +252,29 @@ def paper_results_frame(table: int, metric: str, runs: list[Run] | None = None) 
     its nearest), our mean and sample std with ``source`` ``ours``."""
     cells = paper_cells()
     cells = cells[(cells["table"] == table) & (cells["metric"] == metric)]
-    frame = pd.DataFrame({"method": cells["method"], "dataset": cells["dataset"].str.upper(),
-                          "mean": cells["mean"], "std": cells["std"], "source": "paper"})
+    frame = pd.DataFrame(
+        {
+            "method": cells["method"],
+            "dataset": cells["dataset"].str.upper(),
+            "mean": cells["mean"],
+            "std": cells["std"],
+            "source": "paper",
+        }
+    )
     if runs:
         ours = aggregate([r for r in runs if r.method in set(cells["method"])])
         if len(ours):
-            ours = pd.DataFrame({
-                "method": ours["method"],
-                "dataset": ours["dataset"].map(lambda d: NEAREST_REFERENCE.get(d, d)).str.upper(),
-                "mean": ours[f"{metric}_mean"], "std": ours[f"{metric}_std"],
-                "source": "ours (" + ours["dataset"] + ")"})
+            ours = pd.DataFrame(
+                {
+                    "method": ours["method"],
+                    "dataset": ours["dataset"]
+                    .map(lambda d: NEAREST_REFERENCE.get(d, d))
+                    .str.upper(),
+                    "mean": ours[f"{metric}_mean"],
+                    "std": ours[f"{metric}_std"],
+                    "source": "ours (" + ours["dataset"] + ")",
+                }
+            )
             frame = pd.concat([frame, ours], ignore_index=True)
     frame["paper row"] = frame["method"].map(method_label)
     frame["low"], frame["high"] = frame["mean"] - frame["std"], frame["mean"] + frame["std"]
@@ -198,25 +290,41 @@ def chart_paper_results(table: int, metric: str, runs: list[Run] | None = None) 
     columns = list(dict.fromkeys(paper["dataset"]))
     x = alt.X("mean:Q", title=f"{METRIC_TITLES[metric]} (%)", scale=alt.Scale(zero=True))
     y = alt.Y("paper row:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
-    tooltip = ["paper row", "dataset", "source", alt.Tooltip("mean:Q", format=".1f"),
-               alt.Tooltip("std:Q", format=".1f")]
+    tooltip = [
+        "paper row",
+        "dataset",
+        "source",
+        alt.Tooltip("mean:Q", format=".1f"),
+        alt.Tooltip("std:Q", format=".1f"),
+    ]
     base = alt.Chart(frame)
     layers = [
-        base.transform_filter(alt.datum.source == "paper").mark_bar(color="#9ecae1").encode(
-            x=x, y=y, tooltip=tooltip),
-        base.transform_filter(alt.datum.source == "paper").mark_rule(color="#08519c").encode(
-            x="low:Q", x2="high:Q", y=y),
-        base.transform_filter(alt.datum.source != "paper").mark_rule(color="black").encode(
-            x="low:Q", x2="high:Q", y=y),
-        base.transform_filter(alt.datum.source != "paper").mark_point(
-            shape="diamond", filled=True, color="black", size=60).encode(
-            x=x, y=y, tooltip=tooltip),
+        base.transform_filter(alt.datum.source == "paper")
+        .mark_bar(color="#9ecae1")
+        .encode(x=x, y=y, tooltip=tooltip),
+        base.transform_filter(alt.datum.source == "paper")
+        .mark_rule(color="#08519c")
+        .encode(x="low:Q", x2="high:Q", y=y),
+        base.transform_filter(alt.datum.source != "paper")
+        .mark_rule(color="black")
+        .encode(x="low:Q", x2="high:Q", y=y),
+        base.transform_filter(alt.datum.source != "paper")
+        .mark_point(shape="diamond", filled=True, color="black", size=60)
+        .encode(x=x, y=y, tooltip=tooltip),
     ]
     # fixed sizes (not steps): the app fits a chart to its width, which would squeeze steps
-    return alt.layer(*layers).properties(width=170, height=22 * len(order)).facet(
-        facet=alt.Facet("dataset:N", sort=columns, title=None), columns=3,
-    ).properties(title=f"Table {table}: {METRIC_TITLES[metric]}, the paper's mean ± std "
-                       "(bars) and ours (black diamonds)")
+    return (
+        alt.layer(*layers)
+        .properties(width=170, height=22 * len(order))
+        .facet(
+            facet=alt.Facet("dataset:N", sort=columns, title=None),
+            columns=3,
+        )
+        .properties(
+            title=f"Table {table}: {METRIC_TITLES[metric]}, the paper's mean ± std "
+            "(bars) and ours (black diamonds)"
+        )
+    )
 
 
 def chart_paper_head_tail_gap(table: int) -> alt.Chart:
@@ -226,17 +334,36 @@ def chart_paper_head_tail_gap(table: int) -> alt.Chart:
     avg = cells[(cells["table"] == table) & (cells["dataset"] == "avg")]
     wide = avg.pivot_table(index="method", columns="metric", values="mean")
     wide = wide.reindex(list(dict.fromkeys(avg["method"])))
-    frame = pd.DataFrame({"paper row": [method_label(m) for m in wide.index],
-                          "gap": wide["head_f1"] - wide["tail_f1"],
-                          "head_f1": wide["head_f1"], "tail_f1": wide["tail_f1"]})
-    return alt.Chart(frame).mark_bar(color="#f58518").encode(
-        x=alt.X("gap:Q", title="Head F1 − Tail F1 (points, AVG)"),
-        y=alt.Y("paper row:N", sort=list(frame["paper row"]), title=None,
-                axis=alt.Axis(labelLimit=260)),
-        tooltip=["paper row", alt.Tooltip("head_f1:Q", format=".1f"),
-                 alt.Tooltip("tail_f1:Q", format=".1f"), alt.Tooltip("gap:Q", format=".1f")],
-    ).properties(width=560, height=alt.Step(22),
-                 title=f"Table {table}: how far the tail trails the head")
+    frame = pd.DataFrame(
+        {
+            "paper row": [method_label(m) for m in wide.index],
+            "gap": wide["head_f1"] - wide["tail_f1"],
+            "head_f1": wide["head_f1"],
+            "tail_f1": wide["tail_f1"],
+        }
+    )
+    return (
+        alt.Chart(frame)
+        .mark_bar(color="#f58518")
+        .encode(
+            x=alt.X("gap:Q", title="Head F1 − Tail F1 (points, AVG)"),
+            y=alt.Y(
+                "paper row:N",
+                sort=list(frame["paper row"]),
+                title=None,
+                axis=alt.Axis(labelLimit=260),
+            ),
+            tooltip=[
+                "paper row",
+                alt.Tooltip("head_f1:Q", format=".1f"),
+                alt.Tooltip("tail_f1:Q", format=".1f"),
+                alt.Tooltip("gap:Q", format=".1f"),
+            ],
+        )
+        .properties(
+            width=560, height=alt.Step(22), title=f"Table {table}: how far the tail trails the head"
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,43 +376,72 @@ def calibration_delta_frame(run: Run, before: dict, after: dict) -> pd.DataFrame
     return classes.assign(
         before=[before["per_class"][c]["f1"] for c in classes["class"]],
         after=[after["per_class"][c]["f1"] for c in classes["class"]],
-        delta=lambda f: 100 * (f["after"] - f["before"]))
+        delta=lambda f: 100 * (f["after"] - f["before"]),
+    )
 
 
-def chart_calibration_delta(run: Run, before: dict, after: dict, title: str,
-                            width: int = APP_WIDTH) -> alt.Chart:
+def chart_calibration_delta(
+    run: Run, before: dict, after: dict, title: str, width: int = APP_WIDTH
+) -> alt.Chart:
     """The change in each class's test F1 (points), a row per class, head (top) to tail:
     logit adjustment and τ-norm should lift the tail and may cost the head. Rows, not columns,
     so 2 or 1,500 classes keep their names (past :data:`CLASS_ROWS` the rarest are pooled)."""
-    frame = pool_rare_classes(calibration_delta_frame(run, before, after),
-                              mean=["before", "after", "delta"], by=None)
+    frame = pool_rare_classes(
+        calibration_delta_frame(run, before, after), mean=["before", "after", "delta"], by=None
+    )
     frame = _class_rows(frame)
     labels = _label_width(frame["row"], ROW_LABEL_LIMIT)
     y = _class_row_axis(frame)
-    bars = alt.Chart(frame).mark_bar().encode(
-        y=y, x=alt.X("delta:Q", title="Δ test F1 (points)"),
-        color=alt.Color("group:N", scale=GROUP_COLORS, title=None,
-                        legend=alt.Legend(orient="top")),
-        tooltip=["class", "count", "group", alt.Tooltip("before:Q", format=".3f"),
-                 alt.Tooltip("after:Q", format=".3f"), alt.Tooltip("delta:Q", format="+.1f")])
+    bars = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            y=y,
+            x=alt.X("delta:Q", title="Δ test F1 (points)"),
+            color=alt.Color(
+                "group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top")
+            ),
+            tooltip=[
+                "class",
+                "count",
+                "group",
+                alt.Tooltip("before:Q", format=".3f"),
+                alt.Tooltip("after:Q", format=".3f"),
+                alt.Tooltip("delta:Q", format="+.1f"),
+            ],
+        )
+    )
     zero = alt.Chart(pd.DataFrame({"x": [0]})).mark_rule(color="black").encode(x="x:Q")
     return alt.layer(bars, zero).properties(
-        title=title + _pooled_note(frame), width=min(560, width - labels - 40),
-        height=alt.Step(CLASS_STEP))
+        title=title + _pooled_note(frame),
+        width=min(560, width - labels - 40),
+        height=alt.Step(CLASS_STEP),
+    )
 
 
-def chart_calibration_curve(curve: dict[float, float], chosen: float, current: float,
-                            metric: str) -> alt.Chart:
+def chart_calibration_curve(
+    curve: dict[float, float], chosen: float, current: float, metric: str
+) -> alt.Chart:
     """The dev metric against the strength; the dev-chosen value and the slider's marked."""
     frame = pd.DataFrame({"strength": list(curve), "dev": [100 * v for v in curve.values()]})
-    line = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("strength:Q", title="strength"),
-        y=alt.Y("dev:Q", title=f"dev {METRIC_TITLES[metric]} (%)", scale=alt.Scale(zero=False)),
-        tooltip=[alt.Tooltip("strength:Q", format=".1f"), alt.Tooltip("dev:Q", format=".1f")])
-    marks = pd.DataFrame({"strength": [chosen, current],
-                          "what": ["chosen on dev", "shown below"]})
-    rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
-        x="strength:Q", color=alt.Color("what:N", title=None,
-                                        scale=alt.Scale(range=["#54a24b", "#e45756"])))
-    return alt.layer(line, rules).properties(height=180, title="Dev metric against the strength",
-                                             **FILL_WIDTH)
+    line = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("strength:Q", title="strength"),
+            y=alt.Y("dev:Q", title=f"dev {METRIC_TITLES[metric]} (%)", scale=alt.Scale(zero=False)),
+            tooltip=[alt.Tooltip("strength:Q", format=".1f"), alt.Tooltip("dev:Q", format=".1f")],
+        )
+    )
+    marks = pd.DataFrame({"strength": [chosen, current], "what": ["chosen on dev", "shown below"]})
+    rules = (
+        alt.Chart(marks)
+        .mark_rule(strokeDash=[4, 3])
+        .encode(
+            x="strength:Q",
+            color=alt.Color("what:N", title=None, scale=alt.Scale(range=["#54a24b", "#e45756"])),
+        )
+    )
+    return alt.layer(line, rules).properties(
+        height=180, title="Dev metric against the strength", **FILL_WIDTH
+    )

@@ -25,8 +25,10 @@ MARGIN = 64  # px a chart's padding, axis offsets and titles take beside what is
 # A chart as wide as its column: the width fitted, the height its own (``height`` is the plot's,
 # as in a fixed-width chart). Streamlit's default for such a chart fits the whole chart, axes and
 # legend included, into ``height``, which left a 180 px curve 55 px of plot.
-FILL_WIDTH = {"width": "container",
-              "autosize": alt.AutoSizeParams(type="fit-x", contains="padding")}
+FILL_WIDTH = {
+    "width": "container",
+    "autosize": alt.AutoSizeParams(type="fit-x", contains="padding"),
+}
 
 
 def _label_width(labels: Iterable, limit: int) -> int:
@@ -37,13 +39,24 @@ def _label_width(labels: Iterable, limit: int) -> int:
 REFERENCE_BASELINE = "probe-balanced"  # the line a Glee head has to beat on the tail
 # the class groups of the results: head / tail, and OLTR's many / medium / few-shot buckets;
 # one colour each, wherever a chart shows a group
-GROUP_PALETTE = {"head": "#4c78a8", "tail": "#f58518", "many": "#6f4e7c", "medium": "#9d7bb0",
-                 "few": "#c9b3d6"}
-GROUP_COLORS = alt.Scale(domain=["head", "tail"],
-                         range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]])
+GROUP_PALETTE = {
+    "head": "#4c78a8",
+    "tail": "#f58518",
+    "many": "#6f4e7c",
+    "medium": "#9d7bb0",
+    "few": "#c9b3d6",
+}
+GROUP_COLORS = alt.Scale(
+    domain=["head", "tail"], range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]
+)
 SHOT_GROUP_COLORS = alt.Scale(domain=list(GROUP_PALETTE), range=list(GROUP_PALETTE.values()))
-GROUP_TITLES = {"head_f1": "Head", "tail_f1": "Tail", "many_f1": "Many (> 100)",
-                "medium_f1": "Medium (20-100)", "few_f1": "Few (< 20)"}
+GROUP_TITLES = {
+    "head_f1": "Head",
+    "tail_f1": "Tail",
+    "many_f1": "Many (> 100)",
+    "medium_f1": "Medium (20-100)",
+    "few_f1": "Few (< 20)",
+}
 BUCKET_COLORS = alt.Scale(domain=list(GROUP_TITLES), range=list(GROUP_PALETTE.values()))
 
 
@@ -67,8 +80,13 @@ def _by_method(runs: list[Run]) -> dict[str, list[Run]]:
 CLASS_ROWS = 120
 
 
-def pool_rare_classes(frame: pd.DataFrame, mean: Iterable[str], total: Iterable[str] = (),
-                      by: str | None = "method", limit: int = CLASS_ROWS) -> pd.DataFrame:
+def pool_rare_classes(
+    frame: pd.DataFrame,
+    mean: Iterable[str],
+    total: Iterable[str] = (),
+    by: str | None = "method",
+    limit: int = CLASS_ROWS,
+) -> pd.DataFrame:
     """``frame`` (a row per class, and per ``by``) with at most ``limit`` classes: past it the
     classes ranked after ``limit // 2`` are pooled by neighbouring rank, ``mean`` columns
     averaged and ``total`` ones summed; a pooled row's ``class`` says which ranks it holds, its
@@ -79,8 +97,11 @@ def pool_rare_classes(frame: pd.DataFrame, mean: Iterable[str], total: Iterable[
         return frame.assign(pooled=1)
     keep = limit // 2
     size = -(-(n - keep) // (limit - keep))
-    frame = frame.assign(bin=np.where(frame["rank"] <= keep, frame["rank"],
-                                      keep + 1 + (frame["rank"] - keep - 1) // size))
+    frame = frame.assign(
+        bin=np.where(
+            frame["rank"] <= keep, frame["rank"], keep + 1 + (frame["rank"] - keep - 1) // size
+        )
+    )
     keys = ([by] if by else []) + ["bin"]
     rows = []
     for _, part in frame.groupby(keys, sort=False):
@@ -91,8 +112,13 @@ def pool_rare_classes(frame: pd.DataFrame, mean: Iterable[str], total: Iterable[
             row.update({c: part[c].sum() for c in total})
             if "count" not in mean:
                 row["count"] = int(part["count"].median())
-            row.update({"class": f"{len(part)} classes, ranks {first}–{last}", "rank": first,
-                        "group": part["group"].mode().iloc[0]})
+            row.update(
+                {
+                    "class": f"{len(part)} classes, ranks {first}–{last}",
+                    "rank": first,
+                    "group": part["group"].mode().iloc[0],
+                }
+            )
         row["pooled"] = len(part)
         rows.append(row)
     return pd.DataFrame(rows).drop(columns="bin")
@@ -103,17 +129,24 @@ def _pooled_note(frame: pd.DataFrame) -> str:
     pooled = frame[frame["pooled"] > 1].drop_duplicates("class")
     if pooled.empty:
         return ""
-    return (f" · the {int(pooled['pooled'].sum())} rarest classes pooled in runs of "
-            f"{int(pooled['pooled'].max())} (mean)")
+    return (
+        f" · the {int(pooled['pooled'].sum())} rarest classes pooled in runs of "
+        f"{int(pooled['pooled'].max())} (mean)"
+    )
 
 
 def _class_table(run: Run) -> pd.DataFrame:
     """Classes of a run's dataset, head to tail, with their training count and group."""
     dataset = run.record.dataset
     counts = dataset.class_counts  # stored head to tail
-    return pd.DataFrame({"class": list(counts), "count": list(counts.values()),
-                         "rank": range(1, len(counts) + 1),
-                         "group": [dataset.group(c) for c in counts]})
+    return pd.DataFrame(
+        {
+            "class": list(counts),
+            "count": list(counts.values()),
+            "rank": range(1, len(counts) + 1),
+            "group": [dataset.group(c) for c in counts],
+        }
+    )
 
 
 STRIP_WIDTH = 36  # the head / tail and shot-bucket strip left of the per-class F1 grid
@@ -125,8 +158,9 @@ TEXT_STEP = 26  # columns at least this wide print their value (9 px: "0.87" tak
 
 def _class_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``row``: a class's label with its training count."""
-    return frame.assign(row=[f"{c} ({n})" for c, n in zip(frame["class"], frame["count"],
-                                                           strict=True)])
+    return frame.assign(
+        row=[f"{c} ({n})" for c, n in zip(frame["class"], frame["count"], strict=True)]
+    )
 
 
 def _class_row_axis(frame: pd.DataFrame, labelled: bool = True) -> alt.Y:
@@ -134,37 +168,62 @@ def _class_row_axis(frame: pd.DataFrame, labelled: bool = True) -> alt.Y:
     rows = list(dict.fromkeys(frame.sort_values("rank")["row"]))
     if not labelled:
         return alt.Y("row:N", sort=rows, title=None, axis=None)
-    return alt.Y("row:N", sort=rows, title="class (training examples), head → tail",
-                 axis=alt.Axis(labelLimit=ROW_LABEL_LIMIT, labelFontSize=10,
-                               labelOverlap=False))
+    return alt.Y(
+        "row:N",
+        sort=rows,
+        title="class (training examples), head → tail",
+        axis=alt.Axis(labelLimit=ROW_LABEL_LIMIT, labelFontSize=10, labelOverlap=False),
+    )
 
 
 def _method_column_axis(frame: pd.DataFrame) -> alt.X:
     """Methods as columns, named by their ids (the full paper row is in each cell's tooltip),
     written upright so no label reaches past the last column."""
-    return alt.X("method:N", sort=registry_order(frame["method"]), title=None,
-                 axis=alt.Axis(orient="top", labelAngle=-90, labelLimit=200, labelFontSize=10,
-                               labelOverlap=False, labelPadding=4))
+    return alt.X(
+        "method:N",
+        sort=registry_order(frame["method"]),
+        title=None,
+        axis=alt.Axis(
+            orient="top",
+            labelAngle=-90,
+            labelLimit=200,
+            labelFontSize=10,
+            labelOverlap=False,
+            labelPadding=4,
+        ),
+    )
 
 
-def _class_method_grid(frame: pd.DataFrame, value: str, width: float, color, tooltip,
-                       text_color=alt.value("black"), highlight: str | None = None,
-                       row_axis: bool = True) -> alt.LayerChart:
+def _class_method_grid(
+    frame: pd.DataFrame,
+    value: str,
+    width: float,
+    color,
+    tooltip,
+    text_color=alt.value("black"),
+    highlight: str | None = None,
+    row_axis: bool = True,
+) -> alt.LayerChart:
     """A heat grid of ``value`` (rows: ``frame["row"]``, head to tail; columns: methods) whose
     columns share ``width`` px (between :data:`COLUMN_STEPS`), the value printed when a column
     is wide enough; ``highlight`` outlines one class's row."""
     step = int(np.clip(width / max(frame["method"].nunique(), 1), *COLUMN_STEPS))
     cells = alt.Chart(frame).encode(
-        x=_method_column_axis(frame),
-        y=_class_row_axis(frame, labelled=row_axis))
+        x=_method_column_axis(frame), y=_class_row_axis(frame, labelled=row_axis)
+    )
     layers = [cells.mark_rect().encode(color=color, tooltip=tooltip)]
     if step >= TEXT_STEP:
-        layers.append(cells.mark_text(fontSize=9).encode(
-            text=alt.Text(f"{value}:Q", format=".2f"), color=text_color, tooltip=tooltip
-        ).transform_filter(f"isValid(datum['{value}'])"))
+        layers.append(
+            cells.mark_text(fontSize=9)
+            .encode(text=alt.Text(f"{value}:Q", format=".2f"), color=text_color, tooltip=tooltip)
+            .transform_filter(f"isValid(datum['{value}'])")
+        )
     if highlight:
-        layers.append(cells.mark_rect(fill=None, stroke="black", strokeWidth=2)
-                      .transform_filter(alt.datum["class"] == highlight))
+        layers.append(
+            cells.mark_rect(fill=None, stroke="black", strokeWidth=2).transform_filter(
+                alt.datum["class"] == highlight
+            )
+        )
     return alt.layer(*layers).properties(width=alt.Step(step), height=alt.Step(CLASS_STEP))
 
 

@@ -18,9 +18,17 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # headless Chromium on a machine with no network (see the env tool's notes)
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def free_port() -> int:
@@ -34,11 +42,28 @@ def serve(env: dict[str, str], port: int | None = None, address: str = "127.0.0.
     """``streamlit run app.py`` with ``env`` added; yields the URL once it answers."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", address,
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            address,
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline and proc.poll() is None:
@@ -71,8 +96,12 @@ def wait_for_cookie(context, page, name: str, seconds: float = 30.0) -> str | No
 def open_page(page, name: str, heading: str | None = None) -> None:
     """Open a page from the sidebar until its ``heading`` (its name) shows: the click is tried
     again if a rerun dropped it."""
-    click_until(page, page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first,
-                page.get_by_role("heading", name=heading or name).first, f"go-{name}-failed")
+    click_until(
+        page,
+        page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first,
+        page.get_by_role("heading", name=heading or name).first,
+        f"go-{name}-failed",
+    )
 
 
 def go(page, name: str) -> None:
@@ -88,13 +117,13 @@ def upload_in_browser(page, filename: str, data: bytes) -> None:
     go(page, "Data")
     page.get_by_text("Upload a CSV").first.click()
     page.locator('input[type="file"]').first.set_input_files(
-        {"name": filename, "mimeType": "text/csv", "buffer": data})
+        {"name": filename, "mimeType": "text/csv", "buffer": data}
+    )
     button = page.get_by_role("button", name="Use this CSV")
     expect(button).to_be_visible(timeout=60_000)
     # kept: the sidebar names it the dataset (the "Kept as ..." message lasts one rerun)
     stem = filename.rsplit(".", 1)[0]
-    click_until(page, button, page.get_by_text(f"upload:{stem}-").first,
-                "public-upload-failed")
+    click_until(page, button, page.get_by_text(f"upload:{stem}-").first, "public-upload-failed")
 
 
 def click_until(page, target, shown, name: str, seconds: float = 30) -> None:

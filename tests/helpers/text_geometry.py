@@ -62,14 +62,20 @@ def text_clashes(drawing: dict, slack: float = 1.0) -> list[str]:
         ys = [y for _, y in item["corners"]]
         bounds.append((min(xs), min(ys), max(xs), max(ys)))
     for i, (item, (x0, y0, x1, y1)) in enumerate(zip(texts, bounds, strict=True)):
-        if x0 < -slack or y0 < -slack or x1 > drawing["width"] + slack \
-                or y1 > drawing["height"] + slack:
+        if (
+            x0 < -slack
+            or y0 < -slack
+            or x1 > drawing["width"] + slack
+            or y1 > drawing["height"] + slack
+        ):
             found.append(f"{item['text']!r} ({item['role']}) is cut by the edge")
-        for other, (u0, v0, u1, v1) in zip(texts[i + 1:], bounds[i + 1:], strict=True):
+        for other, (u0, v0, u1, v1) in zip(texts[i + 1 :], bounds[i + 1 :], strict=True):
             if u0 > x1 or x0 > u1 or v0 > y1 or y0 > v1:
                 continue  # their boxes are apart: no need for the exact test
             depth = overlap_depth(item["corners"], other["corners"])
             if depth > slack:
-                found.append(f"{item['text']!r} ({item['role']}) and {other['text']!r} "
-                             f"({other['role']}) overlap by {depth:.1f} px")
+                found.append(
+                    f"{item['text']!r} ({item['role']}) and {other['text']!r} "
+                    f"({other['role']}) overlap by {depth:.1f} px"
+                )
     return found
