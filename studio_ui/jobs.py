@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import time
 from contextlib import contextmanager
 
 import streamlit as st
@@ -107,12 +106,7 @@ def job_title(job) -> str:
     label = job.label
     if job.status != "running" or not ESTIMATE_IN_LABEL.search(label):
         return label
-    from glee_core.studio import time_left  # noqa: PLC0415
-
-    elapsed = time.time() - job.info.get("started", time.time())
-    left = time_left(
-        job.progress().share(job.info.get("stop_share")), elapsed, job.info.get("estimate_seconds")
-    )
+    _, elapsed, left = job.timing()
     if left is None:
         return label
     return ESTIMATE_IN_LABEL.sub("", label) + f" (now about {duration(elapsed + left)} in all)"
@@ -120,17 +114,13 @@ def job_title(job) -> str:
 
 def job_progress(job, label: str | None = None) -> None:
     """A running job's bar: where it stands, the time it has run and the time left (from its
-    launch estimate at first, then from its own pace: ``glee_core.core.events.time_left``)."""
-    from glee_core.studio import time_left  # noqa: PLC0415 (the engine's, beside the bar)
-
+    launch estimate at first, then from its own pace: ``Job.timing``)."""
     progress = job.progress()
-    elapsed = time.time() - job.info.get("started", time.time())
+    share, elapsed, left = job.timing(progress)  # early stopping expected
     text = (f"{md(label)}: " if label else "") + progress.describe()
     if progress.loss is not None and job.command == "adapt":
         text += f" · loss {progress.loss:.3f}"
     text += f" · {duration(elapsed)} elapsed"
-    share = progress.share(job.info.get("stop_share"))  # early stopping expected
-    left = time_left(share, elapsed, job.info.get("estimate_seconds"))
     if left is not None:
         text += f" · about {duration(left)} left"
     st.progress(share, text=text)

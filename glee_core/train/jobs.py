@@ -156,6 +156,15 @@ class Job:
         """Where the job is: the same state the command line's progress bar draws."""
         return fold(self.events())
 
+    def timing(self, progress: ProgressState | None = None) -> tuple[float, float, float | None]:
+        """(share done, seconds since it started, seconds left) of the job at ``progress``
+        (default: read now): its share counts a fine-tune's steps toward the early stop its
+        estimate expects, and the time left is its launch estimate at first, then its own pace
+        (:func:`~glee_core.core.events.time_left`); None while neither says."""
+        share = (progress or self.progress()).share(self.info.get("stop_share"))
+        elapsed = time.time() - self.info.get("started", time.time())
+        return share, elapsed, time_left(share, elapsed, self.info.get("estimate_seconds"))
+
     def stop(self) -> bool:
         """Stop the job (its unfinished run leaves nothing in the store). Signals only the
         process this job started: a pid since reused by another process is left alone."""
@@ -274,7 +283,7 @@ def running_job(store: RunStore, request: TrainRequest) -> Job | None:
         if not job.running:
             continue
         try:
-            if TrainRequest.read(job.path.with_name(f"{job.id}.request.json")).to_dict() == wanted:
+            if TrainRequest.read(job._file(".request.json")).to_dict() == wanted:
                 return job
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a request of another release, or damaged: not this step
@@ -289,12 +298,7 @@ def running_summary(store: RunStore) -> str:
     for job in list_jobs(store):
         if not job.running:
             continue
-        elapsed = time.time() - job.info.get("started", time.time())
-        left = time_left(
-            job.progress().share(job.info.get("stop_share")),
-            elapsed,
-            job.info.get("estimate_seconds"),
-        )
+        _, _, left = job.timing()
         said.append(
             f"the job '{job.label}'"
             + (f" (about {left / 60:.0f} min left)" if left is not None else "")
