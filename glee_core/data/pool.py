@@ -26,6 +26,7 @@ __all__ = [
     "NONE_OF_THESE",
     "POOL_LIMIT",
     "add_labelled",
+    "append_rows",
     "pool_key",
     "read_labelled_texts",
     "read_pool",
@@ -139,10 +140,17 @@ def add_labelled(train: pd.DataFrame, added: pd.DataFrame) -> tuple[pd.DataFrame
     fresh = added[~added["text"].isin(set(train["text"]))].drop_duplicates(["text"])
     if fresh.empty:
         raise GleeError("every labelled text is already in the training split: nothing to add")
-    hashed = pd.util.hash_pandas_object(fresh[["text", "label"]], index=False)
+    return append_rows(train, fresh, ADDED)
+
+
+def append_rows(train: pd.DataFrame, added: pd.DataFrame, marker: str) -> tuple[pd.DataFrame, str]:
+    """The training split with ``added`` (``text, text_b, label``) after its own rows, and the
+    ending of the dataset id that says so: ``marker`` (``+added-``, ``+pseudo-``), how many, and
+    a digest of their texts and labels, so a variant's runs stay apart from the data's own."""
+    hashed = pd.util.hash_pandas_object(added[["text", "label"]], index=False)
     digest = hashlib.sha256(hashed.to_numpy().tobytes()).hexdigest()[:8]
     # other columns (the text's row in the dataset's file): an added text has none, -1
-    rows = fresh[["text", "text_b", "label"]].assign(
+    rows = added[["text", "text_b", "label"]].assign(
         **{
             c: -1 if pd.api.types.is_numeric_dtype(train[c]) else ""
             for c in train.columns
@@ -151,5 +159,5 @@ def add_labelled(train: pd.DataFrame, added: pd.DataFrame) -> tuple[pd.DataFrame
     )
     return (
         pd.concat([train, rows], ignore_index=True)[list(train.columns)],
-        f"{ADDED}{len(fresh)}-{digest}",
+        f"{marker}{len(added)}-{digest}",
     )

@@ -8,21 +8,20 @@ record's warnings say how many pseudo-labels each class got."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn
 from ..data.datasets import LongTailDataset
+from ..data.pool import append_rows
 from ..models.backbone import trained_pooling
 from ..models.features import cached_features
 from ..models.scoring import get_backbone
 from ..runs.selftrain import GENERATIONS, crest, helps
 from ..runs.store import RunStore
-from .suggest import near_duplicates, pool_features
+from .suggest import in_the_data, pool_features
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "PSEUDO",
@@ -69,13 +68,7 @@ def self_trained(
         device,
         progress,
     )[pooling]
-    known = set(pd.concat([dataset.splits[s]["text"] for s in ("train", "dev", "test")]))
-    fresh = ~(
-        pool["text"].isin(known).to_numpy()
-        | near_duplicates(
-            states, np.concatenate([features[s].hidden for s in ("train", "dev", "test")])
-        )
-    )
+    fresh = ~in_the_data(dataset, pool, states, features)
     if not fresh.any():
         raise GleeError(
             "every pool text is already in the dataset (exactly or as a "
@@ -115,17 +108,7 @@ def self_trained(
         )
         return dataset
     added = pd.DataFrame({"text": texts[found.rows], "text_b": "", "label": found.labels})
-    frame = dataset.splits["train"]
-    rows = added.assign(
-        **{
-            c: -1 if pd.api.types.is_numeric_dtype(frame[c]) else ""
-            for c in frame.columns
-            if c not in ("text", "text_b", "label")
-        }
-    )
-    digest = hashlib.sha256(
-        pd.util.hash_pandas_object(added[["text", "label"]], index=False).to_numpy().tobytes()
-    ).hexdigest()[:8]
+    train_split, ending = append_rows(dataset.splits["train"], added, PSEUDO)
     counts = ", ".join(
         f"{dataset.classes[c]} {n}"
         for c, n in sorted(found.per_class.items(), key=lambda kv: -kv[1])
@@ -137,11 +120,8 @@ def self_trained(
     )
     variant = replace(
         dataset,
-        id=f"{dataset.id}{PSEUDO}{len(found.rows)}-{digest}",
-        splits={
-            **dataset.splits,
-            "train": pd.concat([frame, rows], ignore_index=True)[list(frame.columns)],
-        },
+        id=f"{dataset.id}{ending}",
+        splits={**dataset.splits, "train": train_split},
         warnings=[*dataset.warnings, said],
         _fingerprint=None,
     )

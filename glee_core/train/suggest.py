@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_PROBE",
     "NEAR_DUPLICATE",
     "Suggestions",
+    "in_the_data",
     "likely_in_pool",
     "near_duplicates",
     "pool_features",
@@ -160,6 +161,21 @@ def near_duplicates(pool: np.ndarray, labelled: np.ndarray) -> np.ndarray:
     for start in range(0, len(pool), 2048):
         nearest[start : start + 2048] = 1 - (pool[start : start + 2048] @ labelled.T).max(1)
     return nearest < radius
+
+
+def in_the_data(
+    dataset: LongTailDataset,
+    pool: pd.DataFrame,
+    states: np.ndarray,
+    features: dict[str, FeatureSplit],
+) -> np.ndarray:
+    """Which pool texts ``dataset`` already holds in train, dev or test: the same text, or a
+    near-duplicate of one (:func:`near_duplicates`) on ``states`` (the pool's) and ``features``
+    (the splits', of the same input and pooling)."""
+    known = set(pd.concat([dataset.splits[s]["text"] for s in ("train", "dev", "test")]))
+    return pool["text"].isin(known).to_numpy() | near_duplicates(
+        states, np.concatenate([features[s].hidden for s in ("train", "dev", "test")])
+    )
 
 
 def suggestion_run(
@@ -314,10 +330,7 @@ def suggest(
             progress,
         )["mean"]
     )
-    known = set(pd.concat([dataset.splits[s]["text"] for s in ("train", "dev", "test")]))
-    duplicate = pool["text"].isin(known).to_numpy() | near_duplicates(
-        plain, np.concatenate([labelled[s].hidden for s in ("train", "dev", "test")])
-    )
+    duplicate = in_the_data(dataset, pool, plain, labelled)
     if duplicate.all():
         raise GleeError(
             f"every one of the pool's {len(pool)} texts is already in the dataset "
