@@ -216,6 +216,18 @@ def estimate_seconds(
     return estimate
 
 
+def _alike(runs: list[Run] | None, model_name: str, mode: str, device: str) -> list[RunRecord]:
+    """The records of ``runs`` that measure a launch here: the same backbone and mode, on the
+    same kind of device."""
+    return [
+        run.record
+        for run in runs or []
+        if run.record.model.name == model_name
+        and run.record.mode == mode
+        and run.record.timing.get("device", "").split(":")[0] == device
+    ]
+
+
 def _estimate_seconds(
     dataset,
     n_runs,
@@ -232,14 +244,7 @@ def _estimate_seconds(
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
     alike = {
-        mode: [
-            run.record
-            for run in runs or []
-            if run.record.model.name == model_name
-            and run.record.mode == mode
-            and run.record.timing.get("device", "").split(":")[0] == device
-        ]
-        for mode in {"frozen", "finetune", config.mode}
+        mode: _alike(runs, model_name, mode, device) for mode in {"frozen", "finetune", config.mode}
     }
     if config.frozen:
         validated = [
@@ -498,13 +503,7 @@ def estimate_report_seconds(
         mode="frozen", max_length=max_length, cv_folds=None, choose_by="dev"
     ).resolved(dataset.max_length, dataset.batch_size)
     n_train = len(dataset.splits["train"])
-    alike = [
-        run.record
-        for run in machine.get("runs") or []
-        if run.record.model.name == machine.get("model")
-        and run.record.mode == "frozen"
-        and run.record.timing.get("device", "").split(":")[0] == machine["device"]
-    ]
+    alike = _alike(machine.get("runs"), machine.get("model"), "frozen", machine["device"])
     heads = len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0
     frozen = _frozen(
         dataset,
