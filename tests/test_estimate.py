@@ -406,16 +406,18 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     from glee_core.runs import estimate as module
 
     samples = iter([(100.0, 1000.0), (100.0 + 400.0, 1000.0 + 400.0)])  # every core busy
-    monkeypatch.setattr(module, "_cpu_times", lambda: next(samples))
-    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(module, "cpu_times", lambda: next(samples))
+    monkeypatch.setattr(module, "core_count", lambda: 2)
     busy = module.other_work(0.0)
     assert busy == pytest.approx(3.0)
     config = TrainConfig(epochs=4, batch_size=4)
     idle = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [])
     loaded = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [], busy=busy)
-    assert loaded["seconds"] == pytest.approx(3 * idle["seconds"])
-    assert "x3.0 for the other work on this CPU now" in loaded["basis"]
+    start = module.STARTUP_SECONDS  # the start is imports on one thread: not scaled
+    assert loaded["seconds"] == pytest.approx(start + 3 * (idle["seconds"] - start))
+    assert loaded["per_run"] == pytest.approx(3 * idle["per_run"])
+    assert "the training x3.0 for the other work on this CPU now" in loaded["basis"]
     gpu = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cuda", [], busy=busy)
     assert "other work" not in gpu["basis"]  # a GPU's pace is not the CPU's load
-    monkeypatch.setattr(module, "_cpu_times", lambda: None)
+    monkeypatch.setattr(module, "cpu_times", lambda: None)
     assert module.other_work(0.0) == 1.0  # no /proc/stat: no guess

@@ -40,6 +40,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "cuda_has_bf16",
     "grad_scaler",
     "keep_large_blocks_mapped",
+    "load_mark",
+    "other_cores_since",
     "padded_width",
     "rebalance_threads",
     "release_freed_memory",
@@ -258,12 +260,38 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # the user's choice wins
 REBALANCE_SECONDS = 2.0
 
 
+def load_mark() -> tuple[float, float, float] | None:
+    """Where this machine's CPU counters stand now, for :func:`other_cores_since`: (now, the
+    machine's busy CPU seconds since boot, this process's CPU seconds), or None where
+    ``/proc/stat`` is not there."""
+    times = environment.cpu_times()
+    if times is None:
+        return None
+    return time.monotonic(), times[0] / os.sysconf("SC_CLK_TCK"), time.process_time()
+
+
+def other_cores_since(mark: tuple[float, float, float] | None) -> float:
+    """Cores' worth of work other processes did since ``mark`` (:func:`load_mark`): 0.0
+    without a mark, ``/proc/stat`` or time passed."""
+    now = load_mark()
+    if mark is None or now is None or now[0] - mark[0] <= 0.05:
+        return 0.0
+    busy = (now[1] - mark[1]) - (now[2] - mark[2])
+    return max(0.0, busy / (now[0] - mark[0]))
+
+
 class CpuShare:
     """This process's share of the CPU while it trains or encodes on it: a locked file in the
     machine's folder of CPU jobs says it is working, and torch's thread pool is sized to
     ``threads ÷ jobs working now`` (at least 1), counted again every couple of seconds as jobs
     start and end. Three jobs on two cores each get one thread instead of fighting over six
-    (BENCHMARKS.md, "Threads per job")."""
+    (BENCHMARKS.md, "Threads per job").
+
+    Work that is not a glee job counts too: when the cores other processes kept busy over the
+    last couple of seconds leave fewer spare cores than that share, the pool shrinks to the
+    spare ones (at least 1). Threads that outnumber the free cores wait for each other at every
+    step: beside one busy process on 2 cores a step took 1.5x as long on 2 threads as on 1
+    (BENCHMARKS.md, "Threads beside other work")."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -271,6 +299,21 @@ class CpuShare:
         self.file = folder / f"{os.getpid()}-{secrets.token_hex(4)}.job"
         self.lock = FileLock(str(self.file))
         self.checked = 0.0
+        self.mark = load_mark()
+
+    def other_cores(self) -> float:
+        """Cores' worth of work other processes did since the last look."""
+        others, self.mark = other_cores_since(self.mark), load_mark()
+        return others
+
+    def threads(self) -> int:
+        """The pool this job takes now: its share of the threads, or the spare cores when
+        other work leaves fewer."""
+        share = max(1, self.base // self.jobs())
+        others = self.other_cores()
+        if others < 0.5:  # a quiet machine: the share as the user's threads give it
+            return share
+        return min(share, max(1, round(environment.core_count() - others)))
 
     def jobs(self) -> int:
         """Jobs working now, this one included; a file whose process is gone is swept."""
@@ -292,7 +335,9 @@ class CpuShare:
         now = time.monotonic()
         if force or now - self.checked >= REBALANCE_SECONDS:
             self.checked = now
-            torch.set_num_threads(max(1, self.base // self.jobs()))
+            threads = self.threads()
+            if threads != torch.get_num_threads():
+                torch.set_num_threads(threads)
 
     def __enter__(self) -> CpuShare:
         self.folder.mkdir(parents=True, exist_ok=True)

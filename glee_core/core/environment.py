@@ -181,3 +181,34 @@ def session_slot() -> Path | None:
     """A public job's session lock: held while it trains, so a session's jobs take turns."""
     value = os.environ.get("GLEE_SESSION_SLOT")
     return Path(value) if value else None
+
+
+def usable_cores() -> list[int] | None:
+    """The CPUs this process may run on (its affinity: a container's cpuset, ``taskset``), or
+    None where the system does not say."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def core_count() -> int:
+    """How many CPUs this process may run on."""
+    cores = usable_cores()
+    return len(cores) if cores else os.cpu_count() or 1
+
+
+def cpu_times() -> tuple[float, float] | None:
+    """How busy the CPUs this process may run on have been: (busy, total) jiffies since boot
+    (Linux's ``/proc/stat``, the lines of those CPUs: a process held to some cores of a larger
+    machine counts the work on its own), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            lines = [line.split() for line in stat if line.startswith("cpu")]
+        cores = {f"cpu{n}" for n in usable_cores() or ()}
+        rows = [line[1:] for line in lines if line[0] in cores] or [lines[0][1:]]
+        fields = [sum(float(row[k]) for row in rows) for k in range(len(rows[0]))]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)

@@ -8,11 +8,11 @@ device and its precision.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 
+from ..core.environment import core_count, cpu_times
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
@@ -93,16 +93,6 @@ CLEANLAB_SECONDS = 5.4e-7
 CLEANLAB_OVERHEAD = 1.0
 
 
-def _cpu_times() -> tuple[float, float] | None:
-    """(busy, total) jiffies of every CPU since boot (Linux's ``/proc/stat``), or None."""
-    try:
-        fields = [float(v) for v in open("/proc/stat", encoding="ascii").readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
 def other_work(seconds: float = 0.5) -> float:
     """How much slower a launch runs for the work already on this CPU, measured now: 1 + the
     busy share of the cores over ``seconds`` (other processes, the store's running jobs) in
@@ -112,12 +102,12 @@ def other_work(seconds: float = 0.5) -> float:
     have said 18 and 24). 1.0 on an idle machine, or where ``/proc/stat`` is not there. A
     measured rate is an idle machine's (its upper quartile): this is what a busy one adds (a
     fine-tune estimated at 15 min took 54 beside load 4-8 on 2 cores)."""
-    cores = os.cpu_count() or 1
-    before = _cpu_times()
+    cores = core_count()
+    before = cpu_times()
     if before is None:
         return 1.0
     time.sleep(seconds)
-    after = _cpu_times()
+    after = cpu_times()
     spent = after[1] - before[1]
     if spent <= 0:
         return 1.0
@@ -206,11 +196,12 @@ def estimate_seconds(
         lp_ft_stages,
         rate_searched,
     )
-    if busy > 1.05 and device == "cpu":
-        estimate["seconds"] *= busy
+    if busy > 1.05 and device == "cpu":  # the start (imports, one thread) is not the steps
+        start = min(STARTUP_SECONDS, estimate["seconds"])
+        estimate["seconds"] = start + (estimate["seconds"] - start) * busy
         estimate["per_run"] *= busy
         estimate["basis"] += (
-            f"; x{busy:.1f} for the other work on this CPU now (its busy "
+            f"; the training x{busy:.1f} for the other work on this CPU now (its busy "
             "share of the cores, measured as the estimate was made)"
         )
     return estimate
