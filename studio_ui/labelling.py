@@ -343,30 +343,64 @@ def unlabelled_texts_section(dataset) -> None:
 def self_training(dataset, pool: Path) -> None:
     """Learning from the pool with no label given: a quick compare of every head on the data
     with CReST's pseudo-labels of the pool, kept only where cross-validation on the labelled
-    texts says they help (``train --pool --self-train auto``); Home then shows what it did."""
+    texts says they help (``train --pool --self-train auto``); Home then shows what it did.
+    Once the data has a quick compare, its recommended head can be fine-tuned the same way."""
     from glee_core.studio import (  # noqa: PLC0415 (the engine's request types)
         METHODS,
-        SelfTrainOptions,
         TrainConfig,
-        TrainRequest,
     )
 
-    quick = TrainConfig(mode="frozen")
+    self_training_button(
+        dataset,
+        pool,
+        list(METHODS),
+        TrainConfig(mode="frozen"),
+        "quick compare",
+        "Learn from the rest: a quick compare with self-training",
+    )
+    head = finetunable_head(dataset)
+    if head is not None:
+        self_training_button(
+            dataset,
+            pool,
+            [head],
+            TrainConfig(mode="finetune"),
+            "fine-tune",
+            f"Fine-tune {head} with self-training",
+        )
+
+
+def finetunable_head(dataset) -> str | None:
+    """The head the data's quick compare recommends fine-tuning (Home's "Fine-tune ..."
+    step), or None before a quick compare."""
+    from glee_core.studio import recommend  # noqa: PLC0415 (numpy, pandas)
+
+    runs = quick_compare_runs(dataset.id, current_model())
+    rec = recommend(runs) if runs else None
+    heads = dict(rec.steps).get("finetune-one") if rec is not None else None
+    return heads[0] if heads else None
+
+
+def self_training_button(dataset, pool: Path, methods, config, what: str, label: str) -> None:
+    """One launch of ``methods`` with ``config`` on the data with the pool's pseudo-labels
+    (``--self-train auto``): its button with the estimate, or its bar while it runs."""
+    from glee_core.studio import SelfTrainOptions, TrainRequest  # noqa: PLC0415
+
     request = TrainRequest(
         data=current_choice(),
-        methods=list(METHODS),
+        methods=methods,
         seeds=[1],
         model=current_model(),
-        config=quick,
+        config=config,
         self_train=SelfTrainOptions(pool=str(pool), self_train="auto"),
     )
-    if running_step(request, key=f"self-train-running-{pool.name}"):
+    key = f"self-train-{config.mode}-{pool.name}"
+    if running_step(request, key=f"{key}-running"):
         return
-    estimate = time_estimate(dataset, list(METHODS), [1], quick)
+    estimate = time_estimate(dataset, methods, [1], config)
     if st.button(
-        f"Learn from the rest: a quick compare with self-training ({estimate['text']} "
-        "and the pool's pass)",
-        key=f"self-train-{pool.name}",
+        f"{label} ({estimate['text']} and the pool's pass)",
+        key=key,
         help="CReST's class-rebalanced pseudo-labels of the pool join the training "
         "texts - only where cross-validation on your labelled texts says they "
         "help (the job's log says which way). Measured: +7 tail F1 on r8-1500 at "
@@ -374,7 +408,7 @@ def self_training(dataset, pool: Path) -> None:
     ):
         job = launch(
             request,
-            label=f"Quick compare with self-training on {dataset.id} ({estimate['text']})",
+            label=f"{what.capitalize()} with self-training on {dataset.id} ({estimate['text']})",
             estimate=estimate,
         )
         if job is not None:

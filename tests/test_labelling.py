@@ -183,6 +183,16 @@ def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
         str(tmp_path / "runs"),
     ]
     assert main(common) == 0
+    # the data has a quick compare now: its recommended head can be fine-tuned the same way
+    at = app("app_pages/1_Data.py").run()
+    button(at, "Fine-tune cls-tanh with self-training").click().run()
+    job = list_jobs(store, "train")[0]  # newest first
+    try:
+        request = json.loads(job.path.with_name(f"{job.id}.request.json").read_text())
+        assert request["self_train"] == {"pool": str(kept), "self_train": "auto"}
+        assert request["config"]["mode"] == "finetune" and request["methods"] == ["cls-tanh"]
+    finally:
+        job.stop()
     assert main([*common, "--pool", str(kept), "--self-train", "yes"]) == 0
     home = app("app.py").run()
     assert not home.exception

@@ -263,3 +263,61 @@ def test_self_training_adds_class_rebalanced_pseudo_labels_and_says_so(
     assert "self-training " in capsys.readouterr().err  # kept or left out, and why
     assert main([*common, "--self-train", "yes", "--executor", "ray"]) == 2
     assert "--pool trains on this machine's executor only" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_suggest_killed_while_encoding_the_pool_leaves_nothing_and_runs_again(
+    tiny_bert, toy_csv, tmp_path
+):
+    """A ``suggest`` killed midway (its pool half encoded): no suggestions file, no feature
+    cache, nothing half-written; the relaunch starts clean and finishes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    frame = pool_rows({"sports": 3000, "money": 1000, "food": 200})  # seconds to encode
+    path = tmp_path / "pool.csv"
+    frame[["text"]].to_csv(path, index=False)
+    out, runs = tmp_path / "next.csv", tmp_path / "runs"
+    command = [
+        sys.executable,
+        "-m",
+        "glee_core",
+        "suggest",
+        "--dataset",
+        f"csv:{toy_csv}",
+        "--pool",
+        str(path),
+        "--n",
+        "20",
+        "--model",
+        str(tiny_bert),
+        "--runs-dir",
+        str(runs),
+        "--out",
+        str(out),
+    ]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+    seen, deadline = b"", time.monotonic() + 120
+    try:
+        while b"(the pool)" not in seen and time.monotonic() < deadline:
+            chunk = job.stderr.read1(4096) if hasattr(job.stderr, "read1") else b""
+            if not chunk and job.poll() is not None:
+                break
+            seen += chunk
+        assert b"(the pool)" in seen, seen.decode(errors="replace")[-2000:]
+        job.send_signal(signal.SIGKILL)
+    finally:
+        job.kill()
+        job.wait()
+    written = sorted(p.name for p in runs.rglob("*") if p.is_file())
+    assert not out.exists()
+    assert not [n for n in written if n.startswith(("pool-", "tmp"))], written  # no cache, no tmp
+    again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    table = pd.read_csv(out, keep_default_na=False)
+    assert len(table) == 20
+    assert len(list(runs.rglob("pool-*.npz"))) >= 1  # the pool's features cached this time
