@@ -4,11 +4,10 @@ import streamlit as st
 
 import studio_ui
 from glee_core.studio import (
-    FORMATS,
+    EXPORT_FORMATS,
     GleeError,
     chart_confusion,
     confusion_fits,
-    export_refusal,
     export_zip,
     spreadsheet_csv,
 )
@@ -96,15 +95,9 @@ if shared and not studio_ui.shared_workspace().shares_models:
         "carries what it was trained on)."
     )
     st.stop()
-FORMAT_LABELS = {
-    "glee": "Glee Studio folder (load_classifier)",
-    "hf": "transformers (AutoModelForSequenceClassification, pipeline())",
-    "onnx": "ONNX Runtime (numpy, onnxruntime, tokenizers only)",
-    "peft": "peft adapter and head (LoRA, P-tuning v2 runs)",
-}
-offered = {f: FORMAT_LABELS[f] for f in FORMATS if export_refusal(run, f) is None}
+offered = {f.name: f.label for f in EXPORT_FORMATS.values() if f.refusal(run.record) is None}
 form = studio_ui.choose("Format", offered, st.radio, key=f"export-form-{run.run_id}")
-quantize = form == "onnx" and st.checkbox(
+quantize = EXPORT_FORMATS[form].quantizes and st.checkbox(
     "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the card)",
     key=f"export-int8-{run.run_id}",
 )

@@ -47,6 +47,7 @@ from .models.options import (
     parse_seeds,
 )
 from .runs.record import merged_notes
+from .serve.export_formats import EXPORT_FORMATS, FORMATS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -196,11 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--format",
         default="glee",
-        choices=("glee", "hf", "onnx", "peft"),
-        help="glee (the studio's folder, load_classifier), hf (transformers' "
-        "AutoModelForSequenceClassification and pipeline()), onnx (ONNX Runtime "
-        "with onnx_classifier.py: numpy, onnxruntime, tokenizers) or peft (a "
-        "LoRA or P-tuning v2 adapter and the head)",
+        choices=FORMATS,
+        help=", ".join(f"{f.name} ({f.help})" for f in EXPORT_FORMATS.values()),
     )
     export.add_argument(
         "--quantize",

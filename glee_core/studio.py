@@ -52,6 +52,7 @@ _FACES = (
     "runs.store",
     "runs.tables",
     "serve.export",
+    "serve.export_formats",
     "serve.formats",
     "serve.inference",
     "serve.uploads",

@@ -46,12 +46,11 @@ from ..runs.record import (
     mapping,
 )
 from ..runs.store import Run, RunStore
-from .formats import export_hf, export_onnx, export_peft, refusal
+from .export_formats import EXPORT_FORMATS, ExportFormat, either, export_format
 from .inference import Scorer
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "BACKBONE_FOLDER",
-    "CARD_META",
     "CLASSIFIER_FILE",
     "FORMAT_VERSION",
     "PAPER_CITATION",
@@ -93,17 +92,19 @@ def export_run(
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
-    why = refusal(run, form)
+    target = export_format(form)
+    why = target.refusal(run.record)
     if why:
         raise GleeError(why)
-    if quantize and form != "onnx":
-        raise GleeError("--quantize is for --format onnx")
-    if include_backbone and form != "glee":
+    if quantize and not target.quantizes:
+        raise GleeError(f"--quantize is for --format {_formats_that('quantizes')}")
+    if include_backbone and not target.holds_backbone:
         raise GleeError(
-            "--include-backbone is for --format glee (the other forms hold every weight they need)"
+            f"--include-backbone is for --format {_formats_that('holds_backbone')} (the other "
+            "forms hold every weight they need)"
         )
-    if form != "glee":
-        return _export_form(run, out, form, quantize)
+    if target.writer is not None:
+        return _export_form(run, out, target, quantize)
     record = run.record
     kept = record.hyperparameters.tuning.keeps_backbone
     if include_backbone and not kept:
@@ -199,31 +200,18 @@ def _umask() -> int:
         return 0o022
 
 
-def _export_form(run: Run, out: Path, form: str, quantize: str | None) -> Path:
-    """``hf``, ``onnx`` or ``peft``: the form's files and a card saying how to load them."""
+def _formats_that(what: str) -> str:
+    """The forms whose record says ``what`` (an :class:`ExportFormat` flag), for a message."""
+    return either(f.name for f in EXPORT_FORMATS.values() if getattr(f, what))
+
+
+def _export_form(run: Run, out: Path, target: ExportFormat, quantize: str | None) -> Path:
+    """A form with a writer of its own: its files and a card saying how to load them."""
     with staged(out) as tmp:
-        change = {}
-        if form == "hf":
-            lines = export_hf(run, tmp, None)
-            stock = not (tmp / "modeling_glee.py").exists()
-            kind = (
-                "a stock transformers class (BertForSequenceClassification): no remote code"
-                if stock
-                else "transformers with this folder's modeling_glee.py "
-                "(trust_remote_code=True; it imports only torch and transformers)"
-            )
-        elif form == "onnx":
-            lines, change = export_onnx(run, tmp, quantize)
-            kind = (
-                "ONNX Runtime: onnx_classifier.py in this folder (numpy, onnxruntime and "
-                "tokenizers only)"
-            )
-        else:
-            lines = export_peft(run, tmp)
-            kind = "a peft adapter (PeftModel.from_pretrained) and the head's weights"
+        lines, kind, change = target.write(run, tmp, quantize)
         card = model_card(
             run,
-            form=form,
+            form=target.name,
             kind=kind,
             loading=[line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines],
             quantized=change,
@@ -357,36 +345,6 @@ def note_text(note: str) -> str:
     )
 
 
-# what each form's card declares: the library that loads it, and a pipeline only where
-# transformers' pipeline() opens the folder (the Hub shows a widget for it)
-CARD_META = {
-    "glee": {"library_name": "glee-studio"},
-    "hf": {"library_name": "transformers", "pipeline_tag": "text-classification"},
-    "onnx": {"library_name": "onnx"},
-    "peft": {"library_name": "peft"},
-}
-
-
-def _weights_line(form: str, record, include_backbone: bool, quantized: bool) -> str:
-    """Where the folder of ``form`` keeps the backbone's weights: what its files hold."""
-    if form == "hf":
-        return "every weight, the backbone's and the head's, in this folder's `model.safetensors`"
-    if form == "onnx":
-        return "every weight in this folder's `model.onnx`" + (
-            " (and, quantized, `model.int8.onnx`)" if quantized else ""
-        )
-    if form == "peft":
-        return (
-            f"the pretrained `{record.model.name}` loaded by name (peft adds this folder's "
-            "adapter; the head's weights are in `glee_head.safetensors`)"
-        )
-    if include_backbone:
-        return "weights included in `backbone/`"
-    if record.hyperparameters.tuning.keeps_backbone:
-        return "referenced by name (load it where the same backbone is available)"
-    return "fine-tuned weights in `model.safetensors`"
-
-
 def model_card(
     run: Run,
     include_backbone: bool = False,
@@ -402,7 +360,7 @@ def model_card(
     data, model, method = record.dataset, record.model, record.method
     language = PAPER_DATASETS[data.id].language if data.id in PAPER_DATASETS else "en"
     meta = ModelCardData(
-        **CARD_META[form],
+        **export_format(form).card_meta,
         language=language,
         tags=[
             "text-classification",
@@ -533,7 +491,7 @@ def model_card(
         f"- Template: {text(data.template)}",
         f"- Backbone: `{model.name}` (fingerprint `{model.fingerprint}`), MLM head pretrained: "
         f"{'yes' if model.mlm_head_pretrained else 'no'}; "
-        + _weights_line(form, record, include_backbone, bool(quantized)),
+        + export_format(form).weights(record, include_backbone, bool(quantized)),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
         "",
         "### Training class counts (head to tail)",

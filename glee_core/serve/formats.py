@@ -1,5 +1,7 @@
-"""The forms a classifier leaves the lab in, beside the studio's own folder (``export.py``).
+"""The forms a classifier leaves the lab in, written (their records, which the command line, the
+card and the Predictions page read: :mod:`glee_core.serve.export_formats`).
 
+* ``glee``: the studio's own folder (``export.py`` writes it: ``load_classifier`` opens it).
 * ``hf``: a folder plain transformers loads (``AutoModelForSequenceClassification``,
   ``pipeline("text-classification", model=DIR)``). Where a stock class computes the head exactly
   (CLS-tuning ∘ T on ``[CLS]``, a BERT encoder: BERT's pooler and classifier), that class, with no
@@ -8,10 +10,11 @@
 * ``onnx``: ``model.onnx`` (dynamic batch and length), ``tokenizer.json``, ``glee_onnx.json`` and
   ``onnx_classifier.py`` (numpy, onnxruntime and tokenizers only); ``--quantize int8`` adds
   onnxruntime's dynamic quantization, its test F1 change measured and written in the card.
-* ``peft``: a LoRA or P-tuning v2 run's adapter as peft saves it, the head's weights beside it.
+* ``peft``: a parameter-efficient run's adapter as peft saves it, the head's weights beside it.
 
 Every form is built from :func:`portable`: the run's model as an encoder, a read position, a
 transform and one linear predictor (η-norm folded into it) - the same numbers the run computes.
+A new form is a writer here and a record there.
 """
 
 from __future__ import annotations
@@ -33,11 +36,11 @@ from ..models.heads import ClsHead, ProbeHead, PromptHead
 from ..models.methods import eta_scale
 from ..runs.metrics import classification_metrics
 from ..runs.store import Run
+from .export_formats import EXPORT_FORMATS, FORMATS
 from .inference import ONNX_SPEC, Scorer
 from .modeling_glee import GleeConfig, GleeForSequenceClassification
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "FORMATS",
     "HERE",
     "INT8_OPTIONS",
     "Portable",
@@ -53,9 +56,11 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "scores_on_test",
     "special_tokens",
     "stock_model",
+    "write_hf",
+    "write_onnx",
+    "write_peft",
 ]
 
-FORMATS = ("glee", "hf", "onnx", "peft")
 HERE = Path(__file__).resolve().parent
 
 
@@ -75,23 +80,9 @@ class Portable:
 
 def refusal(run: Run, form: str) -> str | None:
     """Why ``run`` cannot leave in ``form`` (a sentence naming the forms that can), or None."""
-    record = run.record
-    if form not in FORMATS:
+    if form not in EXPORT_FORMATS:
         return f"--format must be one of {', '.join(FORMATS)}, got {form!r}"
-    tuning = record.hyperparameters.tuning
-    if form == "peft" and not tuning.parameter_efficient:
-        return (
-            f"--format peft is for LoRA and P-tuning v2 runs; this is a {tuning.label} run "
-            "(it leaves as glee, hf or onnx)"
-        )
-    if form in ("hf", "onnx") and any(
-        "{" + slot + "}" in record.dataset.template for slot in ("text_b", "entity")
-    ):
-        return (
-            f"--format {form} takes single texts; this run reads a pair (its template has a "
-            "second slot): it leaves as glee"
-        )
-    return None
+    return EXPORT_FORMATS[form].refusal(run.record)
 
 
 def portable(run: Run) -> Portable:
@@ -453,3 +444,34 @@ def export_peft(run: Run, out: Path) -> list[str]:
         f'encoder = PeftModel.from_pretrained(base, "{out.name}")',
         "# the head: glee_head.safetensors (dense, norm, predictor) as glee_head.json says",
     ]
+
+
+# --- the writers of the forms (glee_core.serve.export_formats names them) -----------------
+
+
+def write_hf(run: Run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
+    """``hf``'s writer (:class:`ExportFormat`): the folder, its loading lines, what loads it."""
+    lines = export_hf(run, out, None)
+    stock = not (out / "modeling_glee.py").exists()
+    kind = (
+        "a stock transformers class (BertForSequenceClassification): no remote code"
+        if stock
+        else "transformers with this folder's modeling_glee.py "
+        "(trust_remote_code=True; it imports only torch and transformers)"
+    )
+    return lines, kind, {}
+
+
+def write_onnx(run: Run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
+    """``onnx``'s writer: the folder (quantized too, with the test F1 change)."""
+    lines, change = export_onnx(run, out, quantize)
+    kind = (
+        "ONNX Runtime: onnx_classifier.py in this folder (numpy, onnxruntime and tokenizers only)"
+    )
+    return lines, kind, change
+
+
+def write_peft(run: Run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
+    """``peft``'s writer: the adapter and the head's weights."""
+    kind = "a peft adapter (PeftModel.from_pretrained) and the head's weights"
+    return export_peft(run, out), kind, {}
