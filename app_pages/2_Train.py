@@ -265,24 +265,30 @@ st.session_state["model"] = model.strip() or "auto"
 studio_ui.backbone_notice(st.session_state["model"], methods)
 
 
-def ray_options(at_once: str) -> ExecutorOptions:
-    """The executor: here, or one Ray task per run (not offered to a public deployment's
-    visitors); ``at_once``: the runs trained at once (:func:`runs_at_once`)."""
-    with st.expander("Run on a Ray cluster (one Ray task per run)"):
-        has_ray = importlib.util.find_spec(EXECUTORS["ray"].needs) is not None
-        if not has_ray:
-            st.caption('Ray is not installed here: `pip install -e ".[cluster]"`.')
-        on = st.toggle(
-            "Use Ray", value=False, disabled=not has_ray, help=help_of(ExecutorOptions, "executor")
-        )
-        ray = studio_ui.setting_inputs(EXECUTORS["ray"].settings, ExecutorOptions, disabled=not on)
-        st.caption(
-            "The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
-            "already in it are not submitted."
-        )
-    return ExecutorOptions(
-        executor="ray" if on else "local", runs_at_once=at_once, **(ray if on else {})
-    )
+def executor_options(at_once: str) -> ExecutorOptions:
+    """The executor: here, or one of the remote ones, each in a section of its own (not offered
+    to a public deployment's visitors); ``at_once``: the runs trained at once
+    (:func:`runs_at_once`)."""
+    for remote in (e for e in EXECUTORS.values() if e.remote):
+        with st.expander(remote.title):
+            there = remote.needs is None or importlib.util.find_spec(remote.needs) is not None
+            if not there:
+                st.caption(f"{remote.needs} is not installed here: `{remote.install}`.")
+            on = st.toggle(
+                f"Use {remote.name.capitalize()}",
+                value=False,
+                disabled=not there,
+                help=help_of(ExecutorOptions, "executor"),
+                key=f"executor-{remote.name}",
+            )
+            given = studio_ui.setting_inputs(remote.settings, ExecutorOptions, disabled=not on)
+            st.caption(
+                "The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
+                "already in it are not submitted."
+            )
+        if on:
+            return ExecutorOptions(executor=remote.name, runs_at_once=at_once, **given)
+    return ExecutorOptions(runs_at_once=at_once)
 
 
 def runs_at_once() -> str:
@@ -302,8 +308,7 @@ def runs_at_once() -> str:
 # quick-mode heads train together in one process anyway; a public deployment trains a visitor's
 # runs one at a time (its sessions take turns)
 at_once = "1" if rules.public or frozen else runs_at_once()
-executor = ExecutorOptions(runs_at_once=at_once) if rules.public else ray_options(at_once)
-on_ray = executor.executor == "ray"
+executor = ExecutorOptions(runs_at_once=at_once) if rules.public else executor_options(at_once)
 
 try:
     seeds = [int(s) for s in seeds_text.split(",") if s.strip()]
@@ -381,9 +386,9 @@ elif st.button("Launch", type="primary", disabled=config is None):
         f"{dataset.id}"
         f" ({tuning.label}"
         f"{'' if frozen else f', {recipe} recipe'})"
-        f"{' on Ray' if on_ray else ''}",
-        # one run after another: no estimate of a Ray cluster's time
-        estimate=None if on_ray else estimate,
+        f"{f' on {executor.executor}' if executor.remote else ''}",
+        # one run after another: no estimate of a cluster's time
+        estimate=None if executor.remote else estimate,
     )
     if job is not None:
         st.session_state["last_job"] = job.id

@@ -332,7 +332,7 @@ def _cmd_train(args) -> int:
     request = _train_request(args)
     # the app's job view says what the first seconds go to (imports, the data), not "starting"
     log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
-    if environment.session_slot() is not None and request.executor.executor == "local":
+    if environment.session_slot() is not None and not request.executor.remote:
         # a visitor's job on a public machine waits for its turn before loading anything
         from .core.slots import hold_first, machine_queue
 
@@ -347,13 +347,13 @@ def _cmd_train(args) -> int:
     from .runs.store import RunStore
     from .train.executors import execute
 
-    if request.executor.executor == "local":  # on a cluster, the node that trains checks
+    if not request.executor.remote:  # on a cluster, the node that trains checks
         resolve_device(request.config.device)
     dataset, bars, progress = _dataset_and_progress(args, request, log)
     if (limit := environment.job_limit()) is not None:  # a public job: its own pace may stop it
         progress = PaceGuard(limit[0], progress, limit[1])
     if request.self_train.pool:  # learning from the unlabelled texts first
-        if request.executor.executor != "local":
+        if request.executor.remote:
             raise GleeError(
                 "--pool trains on this machine's executor only (its pseudo-labels "
                 "are made here): leave out --executor, or add the texts with --add"
@@ -530,11 +530,11 @@ def _cmd_budget(args) -> int:
         f"F1 = a - b * n^-{report.exponent:g} (n: the class's texts), shrunk toward the "
         f"pooled one ({report.seconds:.0f} s)."
     )
-    helped = most_helped(report.to_json())
+    helped = most_helped(report)
     if helped:
         print(
             "one more labelled text helps these tail classes most: "
-            + ", ".join(f"{c['name']} (+{c['gain_per_text']:.3f} F1 a text)" for c in helped)
+            + ", ".join(f"{c.name} (+{c.gain_per_text:.3f} F1 a text)" for c in helped)
         )
     too_few = [c.name for c in report.classes if not c.judged]
     if too_few:
@@ -622,7 +622,7 @@ def _cmd_reproduce(args, argv: list[str]) -> int:
         if hasattr(args, f)
     }
     options = from_args(ExecutorOptions, args)
-    if options.executor == "local":  # on a cluster, the node that trains checks
+    if not options.remote:  # on a cluster, the node that trains checks
         resolve_device(overrides.get("device", "auto"))
     data_dir = getattr(args, "data_dir", None)
     datasets, problems = [], []

@@ -102,11 +102,11 @@ def test_ray_executor_without_ray_is_a_clear_error(monkeypatch):
     with pytest.raises(GleeError, match=r"needs Ray: pip install -e \"\.\[cluster\]\""):
         make_executor(ExecutorOptions(executor="ray"))
     assert isinstance(make_executor(ExecutorOptions()), LocalExecutor)
-    # one list of executor names: the flag's choices, its check and the factories agree
+    # one list of executors: the flag's choices, its check and how each is made
     from glee_core.models.options import EXECUTORS
-    from glee_core.train.executors import EXECUTOR_FACTORIES
 
-    assert set(EXECUTORS) == set(EXECUTOR_FACTORIES)
+    assert [e.remote for e in EXECUTORS.values()] == [False, True]
+    assert ExecutorOptions(executor="ray").remote and not ExecutorOptions().remote
     with pytest.raises(GleeError, match="--executor must be local or ray"):
         ExecutorOptions(executor="slurm")
     # an executor's settings are ExecutorOptions fields, checked as given

@@ -109,24 +109,42 @@ class DataOptions:
 
 @dataclass(frozen=True)
 class Executor:
-    """Where planned runs train: its words (the flag's help, the error), the package it needs
-    and its settings (``ExecutorOptions`` fields, checked by it; the Train page draws them as a
-    mode's)."""
+    """Where planned runs train: its words (the flag's help, the error), the package it needs,
+    its settings (``ExecutorOptions`` fields, checked by it; the Train page draws them as a
+    mode's), how it is made (``factory``, ``"module:function"`` taking the options and the
+    progress, imported only when it runs) and whether its runs train on other machines
+    (``remote``: the device is checked there, the pool's pseudo-labels cannot be made here, no
+    estimate of the cluster's time). A new executor is a record here and its class."""
 
     name: str
     words: str
+    factory: str
+    title: str = ""  # the Train page's section for a remote one
+    remote: bool = False
     needs: str | None = None  # a module that must be installed
+    install: str = ""  # how to install it
     settings: tuple[Setting, ...] = ()
+
+    def make(self, options, progress):
+        """The executor of ``options`` (its module imported now)."""
+        import importlib  # noqa: PLC0415
+
+        module, _, name = self.factory.partition(":")
+        return getattr(importlib.import_module(module), name)(options, progress)
 
 
 EXECUTORS = {
     e.name: e
-    for e in (  # train.executors.EXECUTOR_FACTORIES makes each
-        Executor("local", "one after another here"),
+    for e in (
+        Executor("local", "one after another here", "glee_core.train.executors:local_executor"),
         Executor(
             "ray",
             "one Ray task per run; pip install -e '.[cluster]'",
+            "glee_core.train.executors:ray_executor",
+            title="Run on a Ray cluster (one Ray task per run)",
+            remote=True,
             needs="ray",
+            install='pip install -e ".[cluster]"',
             settings=(
                 Setting("ray_address", "Ray address", None, placeholder="local Ray"),
                 Setting("cpus_per_run", "CPUs per run", 1.0, 0.1, 256.0, step=0.5),
@@ -173,6 +191,11 @@ class ExecutorOptions:
         "Ray: GPUs each run reserves (default 1 when the "
         "cluster has GPUs, 1/N with --runs-at-once N, else 0)",
     )
+
+    @property
+    def remote(self) -> bool:
+        """Do its runs train on other machines (:class:`Executor`)?"""
+        return EXECUTORS[self.executor].remote
 
     def __post_init__(self):
         if self.executor not in EXECUTORS:

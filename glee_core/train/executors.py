@@ -35,12 +35,11 @@ from ..core.events import Note, ProgressFn, SweepProgress
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.methods import MethodSpec, get_method
-from ..models.options import ExecutorOptions, TrainRequest
+from ..models.options import EXECUTORS, ExecutorOptions, TrainRequest
 from ..runs.store import Run, RunStore
 from .experiment import PlannedRun, plan_runs, preflight, readable_heads, run_experiments
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
-CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
 # starts a run gets when its worker dies without an error of its own (killed: out of memory, a
 # lost node); a run that raises is not started again
 WORKER_TRIES = 2
@@ -284,7 +283,7 @@ def _import_ray():
     try:
         import ray  # noqa: PLC0415 (an optional extra: only --executor ray needs it)
     except ImportError:
-        raise GleeError(f"--executor ray needs Ray: {CLUSTER_EXTRA}") from None
+        raise GleeError(f"--executor ray needs Ray: {EXECUTORS['ray'].install}") from None
     return ray
 
 
@@ -405,22 +404,20 @@ def _task_error(exc: Exception) -> str:
     return f"{type(cause).__name__}: {message}"
 
 
-def _ray_executor(options: ExecutorOptions, progress: ProgressFn | None) -> RayExecutor:
+def ray_executor(options: ExecutorOptions, progress: ProgressFn | None) -> RayExecutor:
+    """``--executor ray`` (:data:`glee_core.models.options.EXECUTORS` names it)."""
     _import_ray()  # a clear error before any work when the extra is missing
     return RayExecutor(options, progress)
 
 
-# every name of ``models.options.EXECUTORS`` and how its executor is made (tests/test_ray.py
-# checks the two name the same executors)
-EXECUTOR_FACTORIES = {
-    "local": lambda options, progress: LocalExecutor(options.runs_at_once),
-    "ray": _ray_executor,
-}
+def local_executor(options: ExecutorOptions, progress: ProgressFn | None) -> LocalExecutor:
+    """``--executor local``, the default."""
+    return LocalExecutor(options.runs_at_once)
 
 
 def make_executor(options: ExecutorOptions, progress: ProgressFn | None = None):
     """The executor the options name (Ray is imported only when asked for)."""
-    return EXECUTOR_FACTORIES[options.executor](options, progress)
+    return EXECUTORS[options.executor].make(options, progress)
 
 
 def execute(
