@@ -1,7 +1,7 @@
 """Data: choose or upload a dataset; its long tail, splits and a sample of each class."""
 
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pandas as pd
 import streamlit as st
@@ -22,7 +22,6 @@ from glee_core.studio import (
     AdaptOptions,
     AdaptRequest,
     BudgetOptions,
-    BudgetReport,
     DataOptions,
     GleeError,
     HealthOptions,
@@ -455,18 +454,17 @@ def check_health(model: str, estimate: dict) -> None:
 
 def show_health(folder) -> None:
     health = read_health(folder)
-    issues = pd.read_csv(folder / ISSUES_FILE, keep_default_na=False)
-    summary = health["summary"]
+    issues, summary = health.issues, health.summary()
     st.caption(
         f"{summary['suspected_label_errors']} suspected label error(s) among "
         f"{summary['training_texts']} training texts; "
         f"{summary['training_texts_with_duplicates']} with a near-duplicate in training, "
         f"{summary['training_texts_leaked_into_dev_or_test']} with one in dev or test "
         f"(a leak: it inflates the scores); {summary['outliers']} outlier(s). "
-        f"{health['folds']}-fold probabilities of `{health['method']}` on the "
-        f"{health['pooling']}-pooled features of `{studio_ui.md(health['model'])}`."
+        f"{health.folds}-fold probabilities of `{health.method}` on the "
+        f"{health.pooling}-pooled features of `{studio_ui.md(health.model)}`."
     )
-    strength = summary.get("out_of_fold_macro_f1")
+    strength = health.oof_macro_f1
     if strength is not None:  # how far to trust the flags: the model behind them
         weak = strength < WEAK_FLAGS_F1
         st.caption(
@@ -481,7 +479,7 @@ def show_health(folder) -> None:
             + "Read them as a ranking (the lowest label quality first, in the table "
             "below) and look before you remove any."
         )
-    table = pd.DataFrame(health["classes"])
+    table = pd.DataFrame([asdict(c) for c in health.classes])
     table["suspected"] = [
         str(s) if j else "too few to judge"
         for s, j in zip(table["suspected"], table["judged"], strict=True)
@@ -505,7 +503,7 @@ def show_health(folder) -> None:
         ].rename(columns={"name": "class"}),
         hide_index=True,
     )
-    absorbed = [p for p in health["confused_pairs"] if p["head_absorbs_tail"]][:3]
+    absorbed = health.absorbed()
     if absorbed:
         st.caption(
             "A head class absorbing a tail one: "
@@ -522,7 +520,7 @@ def show_health(folder) -> None:
     only = right.toggle("Suspected only", value=True, key="health-only")
     shown = issues if chosen == "(all classes)" else issues[issues["given_label"] == chosen]
     if only:
-        shown = shown[shown["suspected"].astype(str) == "True"]
+        shown = shown[shown["suspected"]]
     st.dataframe(
         shown[["row", "text", "given_label", "suggested_label", "label_quality", "duplicate_rows"]],
         hide_index=True,
@@ -533,9 +531,8 @@ def show_health(folder) -> None:
         f"{slug(dataset.id)}-{ISSUES_FILE}",
         "text/csv",
     )
-    rows = "train_row" if "train_row" in issues else "row"  # a report of before: row was it
-    flagged = sorted(int(r) for r in issues.loc[issues["suspected"].astype(str) == "True", rows])
-    without = summary.get("out_of_fold_macro_f1_without_flagged")
+    flagged = health.flagged_rows()
+    without = health.oof_macro_f1_without
     measured = (
         f" (measured: cross-validated macro-F1 {strength:.1f} → {without:.1f})"
         if strength is not None and without is not None
@@ -623,20 +620,19 @@ def measure_budget(model: str, options, estimate: dict) -> None:
 
 
 def show_budget(folder) -> None:
-    budget = read_budget(folder)
-    report = BudgetReport.from_json(budget)
+    report = read_budget(folder)
     st.caption(
-        f"`{budget['method']}` on the {budget['pooling']}-pooled features "
-        f"of `{studio_ui.md(budget['model'])}`, retrained on "
-        f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training "
-        f"texts, seeds {', '.join(map(str, budget['seeds']))}; each class's F1 on the "
-        f"whole test split ({budget['seconds']:.0f} s). Forecasts extrapolate the "
+        f"`{report.method}` on the {report.pooling}-pooled features "
+        f"of `{studio_ui.md(report.model)}`, retrained on "
+        f"{', '.join(f'{f:.0%}' for f in report.fractions)} of every class's training "
+        f"texts, seeds {', '.join(map(str, report.seeds))}; each class's F1 on the "
+        f"whole test split ({report.seconds:.0f} s). Forecasts extrapolate the "
         "measured curve: bench/budget_backtest.py measures how far they hold "
         '(BENCHMARKS.md, "Label budget").'
     )
-    if line := budget_line(budget, studio_ui.md):
+    if line := budget_line(report, studio_ui.md):
         st.info(line)
-    st.altair_chart(chart_label_budget(budget), width="content")
+    st.altair_chart(chart_label_budget(report), width="content")
     header, rows = report.table()
     table = pd.DataFrame(rows, columns=header)
     session = LabellingSession.latest(studio_ui.store(), dataset.id)

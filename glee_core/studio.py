@@ -62,6 +62,7 @@ _FACES = (
     "train.experiment",
     "train.jobs",
     "train.learning_curves",
+    "train.next_steps",
     "train.pseudo",
     "train.reproduce",
     "train.suggest",

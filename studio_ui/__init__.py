@@ -77,7 +77,6 @@ from .recommendation import (
     STEP_TEXTS,
     budget_notice,
     dataset_budget,
-    next_step_request,
     recommendation_panel,
     variant_comparison,
     variant_runs,

@@ -377,8 +377,8 @@ def finetunable_head(dataset) -> str | None:
 
     runs = quick_compare_runs(dataset.id, current_model())
     rec = recommend(runs) if runs else None
-    heads = dict(rec.steps).get("finetune-one") if rec is not None else None
-    return heads[0] if heads else None
+    step = rec.step("finetune-one") if rec is not None else None
+    return step.heads[0] if step is not None else None
 
 
 def self_training_button(dataset, pool: Path, methods, config, what: str, label: str) -> None:

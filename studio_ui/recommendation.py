@@ -35,45 +35,6 @@ STEP_TEXTS = {  # a recommendation's next step: its button, and why
 }
 
 
-def next_step_request(step: str, heads, rec, runs, choice, dataset):
-    """The ``TrainRequest`` of a recommendation's next step (fine-tuning its top heads, or more
-    seeds of its setting), or None when the app cannot launch it in the same setting (runs made
-    on the command line with other flags: the caption then names the command)."""
-    from glee_core.studio import (  # noqa: PLC0415
-        ENOUGH_SEEDS,
-        TrainConfig,
-        TrainRequest,
-        plan_runs,
-    )
-
-    first = next(r for r in runs if r.setting == rec.chosen.setting)
-    model = first.record.model.name
-    pooling = first.record.hyperparameters.pooling  # the chosen candidate's (cls for [MASK])
-    if step.startswith("finetune"):
-        read = pooling if rec.chosen.pooling != "[MASK]" else "auto"
-        return TrainRequest(
-            data=choice,
-            methods=list(heads),
-            seeds=[1],
-            model=model,
-            config=TrainConfig(pooling=read, heads="best" if len(heads) > 1 else None),
-        )
-    config = TrainConfig(mode=rec.chosen.mode, pooling=pooling)
-    try:  # the same setting only if its mode's default config gives its run ids
-        planned = plan_runs(dataset, [first.record.method], [first.seed], model, config)
-    except GleeError:
-        return None
-    if planned[0].run_id != first.run_id:
-        return None
-    return TrainRequest(
-        data=choice,
-        methods=list(heads),
-        seeds=list(range(1, ENOUGH_SEEDS + 1)),
-        model=model,
-        config=config,
-    )
-
-
 def variant_runs(dataset_id: str) -> dict[str, list]:
     """The runs of this dataset and of its variants (the data health's "train without the
     flagged rows", ``+without-N-...``), by dataset id, the full data's first; {} without a
@@ -106,9 +67,9 @@ def variant_comparison(dataset_id: str) -> str | None:
     return " ".join(line for line in lines if line) or None
 
 
-def dataset_budget(dataset_id: str) -> dict | None:
+def dataset_budget(dataset_id: str):
     """The newest label budget the Data page measured for this dataset (any backbone), from
-    the stores this session reads; None when there is none."""
+    the stores this session reads (a ``BudgetReport``); None when there is none."""
     found = [
         latest
         for runs_store in stores()
@@ -136,6 +97,7 @@ def recommendation_panel(runs, key: str) -> None:
         recommend,
         recommendation_text,
         unreadable_note,
+        with_requests,
     )
 
     rec = recommend(runs)
@@ -158,25 +120,27 @@ def recommendation_panel(runs, key: str) -> None:
         dataset = load_options(choice)
     except GleeError:
         dataset = None
-    requests = {
-        step: next_step_request(step, heads, rec, runs, choice, dataset)
-        if dataset is not None
-        else None
-        for step, heads in rec.steps
-    }
+    rec = with_requests(rec, runs, choice, dataset)
     estimates = {
-        step: time_estimate(dataset, request.methods, request.seeds, request.config, request.model)
-        for step, request in requests.items()
-        if request is not None
+        step.kind: time_estimate(
+            dataset,
+            step.request.methods,
+            step.request.seeds,
+            step.request.config,
+            step.request.model,
+        )
+        for step in rec.steps
+        if step.request is not None
     }
-    steps = order_steps(rec.steps, {step: e["seconds"] / 60 for step, e in estimates.items()})
+    steps = order_steps(rec.steps, {kind: e["seconds"] / 60 for kind, e in estimates.items()})
     if steps:
         st.markdown("**Next steps**, best value for the time first:")
-    for number, (step, heads) in enumerate(steps):
-        button, why = STEP_TEXTS[step]
+    for number, step in enumerate(steps):
+        heads = step.heads
+        button, why = STEP_TEXTS[step.kind]
         label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
         why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
-        if passed := dict(rec.passed_over).get(step):
+        if passed := step.passed_over:
             ranks = "ranks" if len(passed) == 1 else "rank"
             best = (
                 f"`{heads[0]}` is the best candidate that can"
@@ -188,18 +152,20 @@ def recommendation_panel(runs, key: str) -> None:
                 f"{'is' if len(passed) == 1 else 'are'} fitted on the frozen features and "
                 f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}"
             )
-        request = requests[step]
+        request = step.request
         if request is None or policy().read_only:
             st.caption(
                 f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
                 "with `python -m glee_core train`."
             )
             continue
-        estimate = estimates[step]
+        estimate = estimates[step.kind]
         label = f"{label} ({estimate['text'].removeprefix('about ')})"
-        if running_step(request, key=f"{key}-{step}-running"):
+        if running_step(request, key=f"{key}-{step.kind}-running"):
             continue
-        if st.button(label, type="primary" if number == 0 else "secondary", key=f"{key}-{step}"):
+        if st.button(
+            label, type="primary" if number == 0 else "secondary", key=f"{key}-{step.kind}"
+        ):
             job = launch(request, label=label, estimate=estimate)
             if job is not None:
                 st.session_state["last_job"] = job.id

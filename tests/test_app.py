@@ -724,7 +724,7 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
     store = RunStore(app_dirs["runs"])
     _, folder, read = store.latest_budget("demo")
     assert folder == store.data_report_dir("demo", str(tiny_bert))
-    assert read == json.loads((folder / "budget.json").read_text())
+    assert read.to_json() == json.loads((folder / "budget.json").read_text())
     store.runs()
     assert not store.problems  # kept beside the runs, never read as one
     budget = json.loads((folder / "budget.json").read_text())

@@ -18,6 +18,7 @@ from glee_core.runs.budget import (
     NOT_REACHED,
     TOO_FEW,
     BudgetReport,
+    ClassCurve,
     budget_line,
     forecast,
     most_helped,
@@ -163,49 +164,30 @@ def test_budget_writes_its_files_head_to_tail(toy_csv, tiny_bert, tmp_path, caps
 
 
 def test_home_names_the_tail_classes_one_more_text_helps_most():
-    budget = {
-        "target_f1": 0.8,
-        "method": "cls-relu-pt-ln",
-        "classes": [
-            {
-                "name": "head",
-                "group": "head",
-                "judged": True,
-                "gain_per_text": 0.01,
-                "f1": 0.5,
-                "n_train": 100,
-                "f1_at_2x": 0.6,
-            },
-            {
-                "name": "a*b",
-                "group": "tail",
-                "judged": True,
-                "gain_per_text": 0.05,
-                "f1": 0.4,
-                "n_train": 5,
-                "f1_at_2x": 0.55,
-            },
-            {
-                "name": "done",
-                "group": "tail",
-                "judged": True,
-                "gain_per_text": 0.09,
-                "f1": 0.9,
-                "n_train": 5,
-                "f1_at_2x": 0.95,
-            },
-            {
-                "name": "small",
-                "group": "tail",
-                "judged": True,
-                "gain_per_text": 0.02,
-                "f1": 0.6,
-                "n_train": 8,
-                "f1_at_2x": 0.64,
-            },
+    def curve(name, group, gain, f1, n, at_2x):
+        return ClassCurve(
+            name, group, n, 5, f1, [n], [f1], [0.0], gain_per_text=gain, f1_at_2x=at_2x
+        )
+
+    budget = BudgetReport(
+        "d",
+        "m",
+        "mean",
+        "cls-relu-pt-ln",
+        [1],
+        [1.0],
+        0.8,
+        0.5,
+        {},
+        [
+            curve("head", "head", 0.01, 0.5, 100, 0.6),
+            curve("a*b", "tail", 0.05, 0.4, 5, 0.55),
+            curve("done", "tail", 0.09, 0.9, 5, 0.95),
+            curve("small", "tail", 0.02, 0.6, 8, 0.64),
         ],
-    }
-    assert [c["name"] for c in most_helped(budget)] == ["a*b", "small"]  # tail, below target
+        pd.DataFrame(),
+    )
+    assert [c.name for c in most_helped(budget)] == ["a*b", "small"]  # tail, below target
     line = budget_line(budget, literal=lambda s: s.replace("*", "\\*"))
     assert "**a\\*b** (5 texts, F1 0.40: +0.050 a text, 0.55 at twice as many)" in line
 
@@ -265,7 +247,7 @@ def test_the_budget_chart_names_every_class_at_2_to_120(n_classes):
         pooled,
         curves,
         points,
-    ).to_json()
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for width in (charts.APP_WIDTH, charts.PDF_WIDTH):
         chart = charts.chart_label_budget(budget, width)

@@ -9,6 +9,7 @@ import pytest
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.recommend import (
+    NextStep,
     order_steps,
     ranked,
     recommend,
@@ -117,9 +118,9 @@ def test_the_choice_is_made_on_dev_never_on_test():
     assert "Use `cls-relu-pt-ln`" in text and "spread between seeds is unknown" in text
     # a quick compare's next steps: fine-tune its top heads (prompt-ed/probes excluded by the
     # registry), then seeds 1-3 of the same heads
-    assert [step for step, _ in rec.steps] == ["finetune-one", "finetune", "seeds"]
-    assert rec.steps[0][1] == ("cls-relu-pt-ln",)
-    assert rec.steps[1][1] == ("cls-relu-pt-ln", "cls-tanh", "prompt")
+    assert [step.kind for step in rec.steps] == ["finetune-one", "finetune", "seeds"]
+    assert rec.steps[0].heads == ("cls-relu-pt-ln",)
+    assert rec.steps[1].heads == ("cls-relu-pt-ln", "cls-tanh", "prompt")
     table = comparison_table(aggregate(runs))
     chosen = table[table["selection"] == "chosen on dev"]
     assert list(chosen["method"]) == ["cls-relu-pt-ln"] and "F1" in chosen.iloc[0]["best"]
@@ -181,12 +182,10 @@ def test_fine_tuning_steps_say_which_better_heads_they_pass_over_and_why():
     )
     rec = recommend(runs)
     assert rec.chosen.method == "probe-balanced"
-    assert dict(rec.steps)["finetune-one"] == ("cls-relu",)
-    assert dict(rec.steps)["finetune"] == ("cls-relu", "cls-tanh", "prompt")
-    assert dict(rec.passed_over) == {
-        "finetune-one": ("probe-balanced",),
-        "finetune": ("probe-balanced", "cls-relu-pt-ln-crt"),
-    }
+    assert rec.step("finetune-one").heads == ("cls-relu",)
+    assert rec.step("finetune").heads == ("cls-relu", "cls-tanh", "prompt")
+    assert rec.step("finetune-one").passed_over == ("probe-balanced",)
+    assert rec.step("finetune").passed_over == ("probe-balanced", "cls-relu-pt-ln-crt")
 
 
 def test_where_the_compare_cross_validated_the_choice_follows_it_not_dev():
@@ -211,7 +210,7 @@ def test_where_the_compare_cross_validated_the_choice_follows_it_not_dev():
     assert "best in 4 of the 5 folds where the top 3 met; `cls-tanh` (cls) in 1" in text
     assert list(ranked(runs)["method"]) == ["cls-relu-pt-ln-cb", "cls-tanh", "prompt"]
     # its fine-tuning keeps to its pooling; the seeds step to its setting
-    assert dict(rec.steps)["finetune-one"] == ("cls-relu-pt-ln-cb",)
+    assert rec.step("finetune-one").heads == ("cls-relu-pt-ln-cb",)
     table = comparison_table(aggregate(runs)).set_index("method")
     assert table.loc["cls-relu-pt-ln-cb", "selection"] == "chosen by CV"
 
@@ -228,7 +227,7 @@ def test_a_tuned_run_is_placed_on_the_cross_validation_scale_by_its_lift_on_dev(
     assert rec.chosen.method == "cls-relu-pt-ln" and rec.chosen.mode == "finetune"
     assert rec.chosen.score == pytest.approx(70.0)
     assert "with fine-tuning's lift on dev" in recommendation_text(rec)
-    assert rec.steps == (("seeds", ("cls-relu-pt-ln",)),)  # fine-tuned: more seeds next
+    assert rec.steps == (NextStep("seeds", ("cls-relu-pt-ln",)),)  # fine-tuned: more seeds next
     # on dev alone the lucky frozen head would have been chosen
     assert (
         recommend([replace(r, folds=None) for r in (stage, tuned, lucky)]).chosen.method
@@ -237,12 +236,16 @@ def test_a_tuned_run_is_placed_on_the_cross_validation_scale_by_its_lift_on_dev(
 
 
 def test_next_steps_lead_with_a_fine_tune_that_fits_half_an_hour_else_with_the_cheap_ones():
-    steps = [("finetune-one", ("a",)), ("finetune", ("a", "b", "c")), ("seeds", ("a",))]
+    steps = [
+        NextStep("finetune-one", ("a",)),
+        NextStep("finetune", ("a", "b", "c")),
+        NextStep("seeds", ("a",)),
+    ]
     assert [
-        s for s, _ in order_steps(steps, {"finetune-one": 12, "finetune": 30, "seeds": 0.5})
+        s.kind for s in order_steps(steps, {"finetune-one": 12, "finetune": 30, "seeds": 0.5})
     ] == ["finetune-one", "finetune", "seeds"]
     assert [
-        s for s, _ in order_steps(steps, {"finetune-one": 45, "finetune": 100, "seeds": 0.5})
+        s.kind for s in order_steps(steps, {"finetune-one": 45, "finetune": 100, "seeds": 0.5})
     ] == ["seeds", "finetune-one", "finetune"]
 
 

@@ -2,6 +2,7 @@ import io
 import json
 import re
 import shutil
+from dataclasses import replace
 
 import pytest
 from pypdf import PdfReader
@@ -10,6 +11,7 @@ from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
+from glee_core.runs.budget import read_budget
 from glee_core.runs.store import RunStore
 from glee_core.runs.tables import backbone_text, modes_table
 from glee_core.train.experiment import run_experiments
@@ -80,13 +82,13 @@ def test_the_report_draws_the_label_budget_the_data_page_measured(
         store.features_dir,
     )
     report.write(folder)
-    budget = json.loads((folder / "budget.json").read_text())
+    budget = read_budget(folder)
     text = "\n".join(
         p.extract_text()
         for p in PdfReader(io.BytesIO(build_report(store.runs(), budget=budget))).pages
     )
     assert "Label budget: cls-relu-pt-ln on the" in text
-    other = {**budget, "dataset": "another"}
+    other = replace(budget, dataset="another")
     text = "\n".join(
         p.extract_text()
         for p in PdfReader(io.BytesIO(build_report(store.runs(), budget=other))).pages

@@ -363,38 +363,40 @@ def texts_for(a: float, b: float, c: float, n: int, f1: float | None, target: fl
     return int(needed) if needed <= REACH * n else NOT_REACHED
 
 
-def read_budget(folder: str | Path) -> dict:
-    """A written report's ``budget.json``."""
-    return json.loads((Path(folder) / BUDGET_FILE).read_text(encoding="utf-8"))
+def read_budget(folder: str | Path) -> BudgetReport:
+    """A written report's ``budget.json``, read back as the report it was written from."""
+    return BudgetReport.from_json(
+        json.loads((Path(folder) / BUDGET_FILE).read_text(encoding="utf-8"))
+    )
 
 
-def budget_line(budget: dict, literal=str) -> str | None:
+def budget_line(budget: BudgetReport, literal=str) -> str | None:
     """Home's sentence: the tail classes where one more labelled text helps most (class names
     through ``literal``, e.g. the app's Markdown escaping), or None."""
     helped = most_helped(budget)
     if not helped:
         return None
     named = "; ".join(
-        f"**{literal(c['name'])}** ({c['n_train']} texts, F1 {c['f1']:.2f}: "
-        f"+{c['gain_per_text']:.3f} a text, {c['f1_at_2x']:.2f} at twice as many)"
+        f"**{literal(c.name)}** ({c.n_train} texts, F1 {c.f1:.2f}: "
+        f"+{c.gain_per_text:.3f} a text, {c.f1_at_2x:.2f} at twice as many)"
         for c in helped
     )
     return (
         f"Label budget: one more labelled text helps these tail classes most: {named}. "
         "Curves measured on the Data page (test F1 of "
-        f"`{budget['method']}` retrained on fractions of every class's texts)."
+        f"`{budget.method}` retrained on fractions of every class's texts)."
     )
 
 
-def most_helped(budget: dict, count: int = 3) -> list[dict]:
+def most_helped(budget: BudgetReport, count: int = 3) -> list[ClassCurve]:
     """The tail classes where one more labelled text helps most (the curve's slope at their
     count), below the target: Home's sentence."""
     tail = [
         c
-        for c in budget["classes"]
-        if c["group"] == "tail"
-        and c["judged"]
-        and c["gain_per_text"]
-        and (c["f1"] is None or c["f1"] < budget["target_f1"])
+        for c in budget.classes
+        if c.group == "tail"
+        and c.judged
+        and c.gain_per_text
+        and (c.f1 is None or c.f1 < budget.target_f1)
     ]
-    return sorted(tail, key=lambda c: -c["gain_per_text"])[:count]
+    return sorted(tail, key=lambda c: -c.gain_per_text)[:count]

@@ -15,7 +15,7 @@ never held out, and get no label quality.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +125,41 @@ class HealthReport:
 
     def write(self, folder: str | Path) -> tuple[Path, Path]:
         return write_report_files(folder, HEALTH_FILE, self.to_json(), ISSUES_FILE, self.issues)
+
+    @classmethod
+    def read(cls, folder: str | Path) -> HealthReport:
+        """A written report (``health.json`` and ``label_issues.csv``) read back as the report
+        it was written from. A report of before ``train_row`` was written: its ``row`` was
+        the training row, and is read as it."""
+        folder = Path(folder)
+        values = json.loads((folder / HEALTH_FILE).read_text(encoding="utf-8"))
+        issues = pd.read_csv(folder / ISSUES_FILE, keep_default_na=False)
+        if "train_row" not in issues:
+            issues["train_row"] = issues["row"]
+        for column in ("suspected", "outlier"):
+            if column in issues:
+                issues[column] = issues[column].astype(str) == "True"
+        known = {f.name for f in fields(ClassHealth)}
+        summary = values.get("summary", {})
+        return cls(
+            **{k: values[k] for k in ("dataset", "model", "pooling", "method", "folds")},
+            classes=[
+                ClassHealth(**{k: v for k, v in c.items() if k in known}) for c in values["classes"]
+            ],
+            confused_pairs=values.get("confused_pairs", []),
+            duplicate_groups=values.get("duplicate_groups", []),
+            issues=issues,
+            oof_macro_f1=summary.get("out_of_fold_macro_f1"),
+            oof_macro_f1_without=summary.get("out_of_fold_macro_f1_without_flagged"),
+        )
+
+    def flagged_rows(self) -> list[int]:
+        """The training rows whose label is suspected (what "train without them" leaves out)."""
+        return sorted(int(r) for r in self.issues.loc[self.issues["suspected"], "train_row"])
+
+    def absorbed(self, count: int = 3) -> list[dict]:
+        """The most confused pairs where a head class takes a tail one's texts."""
+        return [p for p in self.confused_pairs if p["head_absorbs_tail"]][:count]
 
     def table(self) -> tuple[list[str], list[list]]:
         """The per-class table, head -> tail: header and rows (for a terminal or the app)."""
@@ -414,6 +449,6 @@ def examine(
     )
 
 
-def read_health(folder: str | Path) -> dict:
-    """A written report's ``health.json``."""
-    return json.loads((Path(folder) / HEALTH_FILE).read_text(encoding="utf-8"))
+def read_health(folder: str | Path) -> HealthReport:
+    """A written report, read back (:meth:`HealthReport.read`)."""
+    return HealthReport.read(folder)

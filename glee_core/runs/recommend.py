@@ -41,6 +41,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "ENOUGH_SEEDS",
     "FINETUNE_FIRST_MINUTES",
     "FINETUNE_TOP",
+    "NextStep",
     "Pick",
     "Recommendation",
     "cv_scale",
@@ -119,24 +120,43 @@ class Pick:
 
 
 @dataclass(frozen=True)
+class NextStep:
+    """One next step of a recommendation: ``finetune-one`` (fine-tune the best head of a quick
+    compare that can be), ``finetune`` (its top heads, racing on dev) or ``seeds`` (the top
+    heads of its setting with :data:`ENOUGH_SEEDS` seeds); the heads it trains; the
+    better-ranked heads a fine-tuning step passes over (fitted on the frozen features, they
+    cannot be fine-tuned); and, once ``glee_core.train.next_steps`` made it, the
+    ``TrainRequest`` that carries it out (None: not launchable in the same setting here)."""
+
+    kind: str
+    heads: tuple[str, ...]
+    passed_over: tuple[str, ...] = ()
+    request: object = None  # a glee_core.models.options.TrainRequest
+
+    @property
+    def finetunes(self) -> bool:
+        return self.kind.startswith("finetune")
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """The candidate best by ``basis`` (``dev`` or ``cv``) among a dataset's runs, the others
     within noise of it (``close``; empty when no spread is known), how many candidates there
     were, those left out of a cross-validated choice (``unscored``: stored without it), and the
-    next steps, each with the heads it trains: ``finetune-one`` (the best head of a quick compare
-    that can be fine-tuned), ``finetune`` (its top heads) and ``seeds`` (the top heads of its
-    setting with :data:`ENOUGH_SEEDS` seeds); :func:`order_steps` orders them by cost."""
+    next steps (:class:`NextStep`; :func:`order_steps` orders them by cost)."""
 
     chosen: Pick
     close: tuple[Pick, ...]
     candidates: int
-    steps: tuple[tuple[str, tuple[str, ...]], ...]
+    steps: tuple[NextStep, ...]
     basis: str = DEV
     contenders: tuple[Pick, ...] = ()  # the best few by score, with their wins
     unscored: int = 0
     folds: int = 0
-    # for each fine-tuning step, the better-ranked heads it passes over: they cannot be fine-tuned
-    passed_over: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def step(self, kind: str) -> NextStep | None:
+        """Its next step of ``kind`` (``finetune-one``, ``finetune``, ``seeds``), if it has one."""
+        return next((s for s in self.steps if s.kind == kind), None)
 
     @property
     def spread_known(self) -> bool:
@@ -289,48 +309,37 @@ def recommend(runs: list[Run]) -> Recommendation | None:
     )
     steps = []
     frozen = [r for r in runs if r.record.mode == "frozen"]
-    passed_over = []
     if chosen.mode == "frozen":
         top, passed = top_for_finetuning(
             [r for r in frozen if r.record.model.name == _model(runs, chosen)],
             pooling=chosen.pooling if chosen.pooling != "[MASK]" else None,
         )
         if top:
-            steps.append(("finetune-one", (top[0],)))
-            passed_over.append(("finetune-one", tuple(passed[0])))
+            steps.append(NextStep("finetune-one", (top[0],), tuple(passed[0])))
         if len(top) > 1:
-            steps.append(("finetune", tuple(top)))
-            passed_over.append(("finetune", tuple(passed[-1])))
+            steps.append(NextStep("finetune", tuple(top), tuple(passed[-1])))
     if chosen.seeds < ENOUGH_SEEDS:
         same = [r for r in runs if r.setting == chosen.setting]
-        steps.append(("seeds", tuple(ranked(same)["method"].head(FINETUNE_TOP))))
+        steps.append(NextStep("seeds", tuple(ranked(same)["method"].head(FINETUNE_TOP))))
     return Recommendation(
-        chosen,
-        close,
-        len(picks),
-        tuple(steps),
-        basis,
-        tuple(contenders),
-        unscored,
-        folds,
-        tuple(passed_over),
+        chosen, close, len(picks), tuple(steps), basis, tuple(contenders), unscored, folds
     )
 
 
 FINETUNE_FIRST_MINUTES = 30.0  # a fine-tune that fits in this leads the next steps
 
 
-def order_steps(steps, minutes: dict[str, float]) -> list:
-    """A recommendation's next steps (``(step, heads)``) in the order to offer them, given each
-    step's estimated ``minutes`` here: fine-tuning the best head leads when it fits in
+def order_steps(steps, minutes: dict[str, float]) -> list[NextStep]:
+    """A recommendation's next steps (:class:`NextStep`) in the order to offer them, given each
+    kind's estimated ``minutes`` here: fine-tuning the best head leads when it fits in
     :data:`FINETUNE_FIRST_MINUTES` (it is where the accuracy is: +5 to +16 macro-F1 over quick
     mode on demo, r8-1500 and r52-lt, BENCHMARKS.md); past that, the cheaper steps come first,
     so the user sees what a few minutes buy before committing an hour. Ties keep the given
     order."""
     one = minutes.get("finetune-one", float("inf"))
     if one <= FINETUNE_FIRST_MINUTES:
-        return sorted(steps, key=lambda step: not step[0].startswith("finetune"))
-    return sorted(steps, key=lambda step: minutes.get(step[0], float("inf")))
+        return sorted(steps, key=lambda step: not step.finetunes)
+    return sorted(steps, key=lambda step: minutes.get(step.kind, float("inf")))
 
 
 def recommended_first(runs: list[Run]) -> list[Run]:

@@ -42,6 +42,7 @@ from ..core import environment
 from ..core.errors import GleeError
 from ..core.files import check_quota, folder_bytes, write_json_atomic
 from ..core.slots import SlotQueue, machine_queue
+from .budget import BUDGET_FILE, BudgetReport, read_budget
 from .record import METRIC_KEYS, MetricsRecord, RunRecord
 from .runfiles import (
     RUN_FILES,
@@ -288,17 +289,17 @@ class RunStore:
         ``model``."""
         return self.health_dir / f"{slug(dataset)}-{slug(model)}"
 
-    def latest_budget(self, dataset: str) -> tuple[float, Path, dict] | None:
+    def latest_budget(self, dataset: str) -> tuple[float, Path, BudgetReport] | None:
         """``dataset``'s newest label budget, with any backbone (the report and Home read it):
-        (when it was written, its folder, its budget.json read), or None. Only the dataset's own
-        folders (:meth:`data_report_dir`) are looked in."""
+        (when it was written, its folder, the report read back), or None. Only the dataset's
+        own folders (:meth:`data_report_dir`) are looked in."""
         found = []
-        for path in self.health_dir.glob(f"{slug(dataset)}-*/budget.json"):
+        for path in self.health_dir.glob(f"{slug(dataset)}-*/{BUDGET_FILE}"):
             try:
-                budget = json.loads(path.read_text(encoding="utf-8"))
-                if budget.get("dataset") == dataset:
+                budget = read_budget(path.parent)
+                if budget.dataset == dataset:
                     found.append((path.stat().st_mtime, path.parent, budget))
-            except (OSError, ValueError):
+            except (OSError, ValueError, TypeError, KeyError):
                 continue  # a report being written, or damaged: the others still count
         return max(found, key=lambda item: item[0]) if found else None
 

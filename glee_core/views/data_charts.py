@@ -9,6 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ..runs.budget import BudgetReport, ClassCurve
 from ..runs.record import group_of
 from .style import (
     APP_WIDTH,
@@ -127,25 +128,25 @@ def chart_class_frequency(
 BUDGET_PANELS = 30  # up to this many classes the label budget draws a curve a class
 
 
-def label_budget_frames(budget: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The label budget's (``runs.budget``'s budget.json) measured points (each class's mean
+def label_budget_frames(budget: BudgetReport) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The label budget's (``runs.budget.BudgetReport``) measured points (each class's mean
     test F1 at each size), fitted curves (to its texts, then forecast to 4x) and forecast bands
     (the 80% interval from its texts to 4x), classes head -> tail."""
-    exponent = budget["exponent"]
+    exponent = budget.exponent
     points, curves, bands = [], [], []
-    for rank, c in enumerate(budget["classes"]):
+    for rank, c in enumerate(budget.classes):
         label = _budget_label(c)
-        base = {"class": c["name"], "panel": label, "group": c["group"], "rank": rank}
+        base = {"class": c.name, "panel": label, "group": c.group, "rank": rank}
         points += [
             {**base, "texts": size, "F1": f1, "spread": spread}
-            for size, f1, spread in zip(c["sizes"], c["f1_at_sizes"], c["f1_spread"], strict=True)
+            for size, f1, spread in zip(c.sizes, c.f1_at_sizes, c.f1_spread, strict=True)
         ]
-        if not c["judged"]:
+        if not c.judged:
             continue
-        n = c["n_train"]
-        low = min(c["sizes"]) if c["sizes"] else n
+        n = c.n_train
+        low = min(c.sizes) if c.sizes else n
         for size in np.geomspace(max(low, 1), 4 * n, 24):
-            value = c["offset"] + c["a"] - c["b"] * size**-exponent
+            value = c.offset + c.a - c.b * size**-exponent
             curves.append(
                 {
                     **base,
@@ -155,33 +156,31 @@ def label_budget_frames(budget: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.Da
                 }
             )
         bands += [
-            {**base, "texts": float(n), "low": c["f1"], "high": c["f1"]},
+            {**base, "texts": float(n), "low": c.f1, "high": c.f1},
             {
                 **base,
                 "texts": float(2 * n),
-                "low": c["f1_at_2x_low"],
-                "high": c["f1_at_2x_high"],
-                "forecast": c["f1_at_2x"],
+                "low": c.f1_at_2x_low,
+                "high": c.f1_at_2x_high,
+                "forecast": c.f1_at_2x,
             },
             {
                 **base,
                 "texts": float(4 * n),
-                "low": c["f1_at_4x_low"],
-                "high": c["f1_at_4x_high"],
-                "forecast": c["f1_at_4x"],
+                "low": c.f1_at_4x_low,
+                "high": c.f1_at_4x_high,
+                "forecast": c.f1_at_4x,
             },
         ]
     return pd.DataFrame(points), pd.DataFrame(curves), pd.DataFrame(bands)
 
 
-def _budget_label(curve: dict) -> str:
+def _budget_label(curve: ClassCurve) -> str:
     """A class's panel title or row label: its name and texts, and whether it was judged."""
-    return f"{curve['name']} ({curve['n_train']})" + (
-        "" if curve["judged"] else " · too few to judge"
-    )
+    return f"{curve.name} ({curve.n_train})" + ("" if curve.judged else " · too few to judge")
 
 
-def chart_label_budget(budget: dict, width: int = APP_WIDTH) -> alt.Chart:
+def chart_label_budget(budget: BudgetReport, width: int = APP_WIDTH) -> alt.Chart:
     """Each class's test F1 against its training texts, head -> tail: the measured points (the
     mean over seeds), the fitted curve and, past the class's texts, the forecast to 4x with its
     80% band; a dashed line at the target. Up to :data:`BUDGET_PANELS` classes a small panel a
@@ -191,8 +190,8 @@ def chart_label_budget(budget: dict, width: int = APP_WIDTH) -> alt.Chart:
     order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
     color = alt.Color("group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top"))
     title = (
-        f"Label budget: test F1 against a class's training texts ({budget['method']}; "
-        f"target {budget['target_f1']:g})"
+        f"Label budget: test F1 against a class's training texts ({budget.method}; "
+        f"target {budget.target_f1:g})"
     )
     if len(order) > BUDGET_PANELS:
         return _budget_rows(budget, points, bands, color, width, title)
@@ -270,7 +269,7 @@ def chart_label_budget(budget: dict, width: int = APP_WIDTH) -> alt.Chart:
         )
         .transform_filter(alt.datum.spread != None)  # noqa: E711
     )
-    target = pd.DataFrame({"panel": order, "F1": budget["target_f1"], "target": True})
+    target = pd.DataFrame({"panel": order, "F1": budget.target_f1, "target": True})
     data = pd.concat([points, curves, bands, target], ignore_index=True)
     return (
         alt.layer(*layers, data=data)
@@ -291,7 +290,7 @@ def chart_label_budget(budget: dict, width: int = APP_WIDTH) -> alt.Chart:
 
 
 def _budget_rows(
-    budget: dict, points: pd.DataFrame, bands: pd.DataFrame, color, width: int, title: str
+    budget: BudgetReport, points: pd.DataFrame, bands: pd.DataFrame, color, width: int, title: str
 ) -> alt.Chart:
     """The label budget past :data:`BUDGET_PANELS` classes: a row a class."""
     order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
@@ -321,15 +320,15 @@ def _budget_rows(
         [
             {
                 "panel": _budget_label(c),
-                "class": c["name"],
-                "group": c["group"],
-                "F1": c["f1"],
-                "at 2x": c["f1_at_2x"],
-                "at 4x": c["f1_at_4x"],
-                "low": c["f1_at_2x_low"],
-                "high": c["f1_at_2x_high"],
+                "class": c.name,
+                "group": c.group,
+                "F1": c.f1,
+                "at 2x": c.f1_at_2x,
+                "at 4x": c.f1_at_4x,
+                "low": c.f1_at_2x_low,
+                "high": c.f1_at_2x_high,
             }
-            for c in budget["classes"]
+            for c in budget.classes
         ]
     )
     band = (
@@ -363,7 +362,7 @@ def _budget_rows(
         .encode(x=alt.X("at 4x:Q", scale=alt.Scale(domain=[0, 1])), y=y)
     )
     target = (
-        alt.Chart(pd.DataFrame({"target": [budget["target_f1"]]}))
+        alt.Chart(pd.DataFrame({"target": [budget.target_f1]}))
         .mark_rule(strokeDash=[2, 2], color="#888")
         .encode(x=alt.X("target:Q", scale=alt.Scale(domain=[0, 1])))
     )

@@ -20,7 +20,7 @@ from ..core.errors import GleeError
 from ..core.files import write_atomic
 from ..models.methods import method_label, registry_order
 from ..models.modes import MODE_LABELS
-from ..runs.budget import budget_line
+from ..runs.budget import BudgetReport, budget_line
 from ..runs.calibration import calibrate, calibration_table
 from ..runs.record import METRIC_TITLES, SHOT_TITLES, merged_notes
 from ..runs.store import Run
@@ -88,13 +88,13 @@ def build_report(
     dataset: str | None = None,
     progress: ReportProgress | None = None,
     every: list[Run] | None = None,
-    budget: dict | None = None,
+    budget: BudgetReport | None = None,
 ) -> bytes:
     """The report of ``runs`` (all of one dataset and setting) as PDF bytes; ``progress`` hears
     of each part as it is drawn. A chart that cannot be drawn is left out with a line saying
     why. ``every``: the dataset's runs in any setting, for the section that puts each head's
     modes side by side (left out when no head was tuned in two modes); ``budget``: the
-    dataset's label budget (``runs.budget``'s budget.json), drawn after the run charts."""
+    dataset's label budget (``runs.budget.BudgetReport``), drawn after the run charts."""
     progress = progress or (lambda fraction, what: None)
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]
@@ -217,7 +217,7 @@ def build_report(
             )
             continue
         _place_chart(pdf, t(title), png)
-    if budget is not None and budget.get("dataset") == datasets[0]:
+    if budget is not None and budget.dataset == datasets[0]:
         progress(0.88, "drawing the label budget")
         _budget_section(pdf, budget, t)
     progress(0.9, "calibrating each method's first run")
@@ -395,7 +395,7 @@ def _calibration_section(pdf, runs: list[Run], t) -> None:
     pdf.ln(3)
 
 
-def _budget_section(pdf, budget: dict, t) -> None:
+def _budget_section(pdf, budget: BudgetReport, t) -> None:
     """The label budget: what was measured, the tail classes one more text helps most, and the
     chart of every class's curve and forecast."""
     pdf.set_font(pdf.body_font, size=9)
@@ -403,13 +403,13 @@ def _budget_section(pdf, budget: dict, t) -> None:
         0,
         5,
         t(
-            f"Label budget: {budget['method']} on the {budget['pooling']}-pooled frozen features "
+            f"Label budget: {budget.method} on the {budget.pooling}-pooled frozen features "
             "of "
-            f"{budget['model']}, retrained on "
-            f"{', '.join(f'{f:.0%}' for f in budget['fractions'])} of every class's training texts "
-            f"(seeds {', '.join(map(str, budget['seeds']))}), each class's test F1 measured; "
+            f"{budget.model}, retrained on "
+            f"{', '.join(f'{f:.0%}' for f in budget.fractions)} of every class's training texts "
+            f"(seeds {', '.join(map(str, budget.seeds))}), each class's test F1 measured; "
             "forecasts at 2x and 4x a class's texts from a saturating curve per class "
-            f"(target F1 {budget['target_f1']:g})."
+            f"(target F1 {budget.target_f1:g})."
         ),
         new_x="LMARGIN",
         new_y="NEXT",
@@ -437,7 +437,7 @@ def write_report(
     out: str | Path,
     dataset: str | None = None,
     every: list[Run] | None = None,
-    budget: dict | None = None,
+    budget: BudgetReport | None = None,
 ) -> Path:
     """Write the report atomically to ``out`` (``every``, ``budget``: see
     :func:`build_report`)."""
