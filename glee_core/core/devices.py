@@ -291,7 +291,7 @@ class CpuShare:
     last couple of seconds leave fewer spare cores than that share, the pool shrinks to the
     spare ones (at least 1). Threads that outnumber the free cores wait for each other at every
     step: beside one busy process on 2 cores a step took 1.5x as long on 2 threads as on 1
-    (BENCHMARKS.md, "Threads beside other work")."""
+    (BENCHMARKS.md, "How long does a fine-tune take, alone and beside other work?")."""
 
     def __init__(self, folder: Path):
         self.folder = folder
