@@ -23,6 +23,7 @@ from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.workspaces import LimitReached, Policy, Workspace
 from tests.helpers.markdown import plain
+from tests.helpers.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -148,21 +149,29 @@ def test_a_visitor_who_drops_the_cookie_keeps_their_share_of_the_machine(public,
 
 def test_training_slots_are_handed_out_in_turn():
     """Job A (three runs) releases its slot after each run and queues again at the back: job B,
-    which arrived during A's first run, trains before A's second."""
+    which arrived during A's first run, trains before A's second. (A holds its first slot until
+    B's ticket is in the queue: conditions, not timings, order them.)"""
     folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"slots-{os.getpid()}-{time.time_ns()}"
     store, order = RunStore(folder, max_concurrent=1), []
+    a_in = threading.Event()
 
-    def job(name: str, runs: int, start: float):
-        time.sleep(start)
-        for run in range(1, runs + 1):
+    def tickets() -> int:
+        return len(list(folder.rglob("*.ticket")))
+
+    def job_a():
+        for run in range(1, 4):
             with store.training_slot():
-                order.append(f"{name}{run}")
-                time.sleep(0.6)
+                order.append(f"A{run}")
+                if run == 1:
+                    a_in.set()
+                    wait_until(lambda: tickets() >= 1, what="B queueing behind A's first run")
 
-    threads = [
-        threading.Thread(target=job, args=("A", 3, 0.0)),
-        threading.Thread(target=job, args=("B", 1, 0.2)),
-    ]
+    def job_b():
+        assert a_in.wait(30)
+        with store.training_slot():
+            order.append("B1")
+
+    threads = [threading.Thread(target=job_a), threading.Thread(target=job_b)]
     for t in threads:
         t.start()
     for t in threads:
@@ -189,12 +198,13 @@ def test_a_sessions_jobs_take_turns(tmp_path):
     def run(name: str):
         with queue.slot(on_wait=lambda: events.append(f"{name} waits")):
             events.append(f"{name} in")
-            time.sleep(0.5)
+            if name == "a":  # a holds the session until b is seen waiting for it
+                wait_until(lambda: "b waits" in events, what="b waiting for the session")
             events.append(f"{name} out")
 
     threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]
     threads[0].start()
-    time.sleep(0.1)
+    wait_until(lambda: "a in" in events, what="a starting")
     threads[1].start()
     for t in threads:
         t.join(timeout=30)

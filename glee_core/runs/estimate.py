@@ -55,21 +55,16 @@ TYPICAL_RATES = {
     "cuda": (2e13, 6e13, 3.3e13),
 }
 # Before any run: importing torch/transformers, loading the data and the backbone, the vocabulary
-# check (bench/quick_compare.py and a profile of `train` on 2 CPU cores: 4-6 s imports, 2-5 s
-# MiniLM and the check); every launch pays it once. With it, `train --dataset demo --method
-# cls-relu --epochs 1` is estimated at 24 s and took 28 s (warm disk cache; 44 s cold).
+# check; every launch pays it once (bench/quick_compare.py measures its phases).
 STARTUP_SECONDS = 10.0
 # A head on cached states, trained in a pack with the others, without stored frozen runs to
 # measure: examples a second of its planned epochs (early stopping included) by the kinds of
-# TYPICAL_RATES, and the seconds of its test pass and run folder. On the AMX Xeon (2026-11-26,
-# the median head of a quick compare): demo 0.24 s (624 texts), cmid 0.37 s (1,143), Reuters
-# 0.88 s (1,782), r8-3400 0.95 s (3,059): 0.10 s + 32,600 examples/s fits them; on the fp32 EPYC
-# a demo head took ~0.5 s (8.5 s for 17), 16,000/s (BENCHMARKS.md, "Quick mode")
+# TYPICAL_RATES, and the seconds of its test pass and run folder; fitted to quick compares of
+# four sets (BENCHMARKS.md, "How fast is a quick compare?")
 HEAD_EXAMPLES_PER_S = {"cpu": 16_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0, "cuda": 16_000.0}
 HEAD_OVERHEAD_SECONDS = 0.1
 # Other work on the machine slows a run, nothing speeds it up: a measured rate is the upper
-# quartile of the finished runs' rates, which runs slowed by other work (a demo quick compare's
-# heads took 20-35 s each beside a fine-tune on 2 cores, 0.3 s alone) do not move unless they
+# quartile of the finished runs' rates, which runs slowed by other work do not move unless they
 # are three in four, while one run cannot set it alone among several.
 RATE_QUANTILE = 0.75
 # A fold of a quick compare's cross-validation against the head's own training: its training on
@@ -78,8 +73,8 @@ RATE_QUANTILE = 0.75
 # over their middle)
 CV_OVER_TRAINING = 1.2
 # Early stopping's share of a fine-tune's planned steps before any finished run measured it here
-# (BENCHMARKS.md, "Fine-tuning the top heads": 0.61-0.73 on demo; a run that never stops early
-# is 1.0): the middle, so either case stays within about a quarter of the estimate
+# (0.61-0.73 measured on the demo; a run that never stops early is 1.0): the middle, so either
+# case stays within about a quarter of the estimate
 UNMEASURED_STOP_SHARE = 0.75
 
 
@@ -96,12 +91,10 @@ CLEANLAB_OVERHEAD = 1.0
 def other_work(seconds: float = 0.5) -> float:
     """How much slower a launch runs for the work already on this CPU, measured now: 1 + the
     busy share of the cores over ``seconds`` (other processes, the store's running jobs) in
-    cores' worth. A run's threads wait for the slowest of them at every step, so each core's
-    worth of other work costs about a whole run's time: a small fine-tune on 2 cores took 12 s
-    alone, 24 s beside one busy process, 29-37 s beside two (a fair share of the cores would
-    have said 18 and 24). 1.0 on an idle machine, or where ``/proc/stat`` is not there. A
-    measured rate is an idle machine's (its upper quartile): this is what a busy one adds (a
-    fine-tune estimated at 15 min took 54 beside load 4-8 on 2 cores)."""
+    cores' worth: each core's worth of other work costs about a whole run's time, as the run's
+    pool shrinks to the spare cores (BENCHMARKS.md, "How long does a fine-tune take, alone and
+    beside other work?"). 1.0 on an idle machine, or where ``/proc/stat`` is not there. A
+    measured rate is an idle machine's (its upper quartile): this is what a busy one adds."""
     cores = core_count()
     before = cpu_times()
     if before is None:
