@@ -3,6 +3,9 @@ trains, stores only what it trained, reloads and scores the same; the backbone n
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -62,7 +65,15 @@ def stored(tiny_bert, toy_dataset, tmp_path_factory):
         TrainConfig(**FAST, mode="ia3", lr=1e-2),
         store,
     )
-    return {"lora": lora, "ptuning2": prefix, "ia3": ia3}
+    [prompted] = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu-pt-ln")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(**FAST, mode="prompt-tuning", lr=3e-2, prompt_tokens=4),
+        store,
+    )
+    return {"lora": lora, "ptuning2": prefix, "ia3": ia3, "prompt-tuning": prompted}
 
 
 @pytest.mark.parametrize("mode", [m.name for m in PEFT_MODES])
@@ -117,7 +128,7 @@ def test_every_head_that_trains_through_the_encoder_trains_in_every_peft_mode(
     assert result.logits.shape == (len(toy_dataset.splits["test"]), toy_dataset.num_classes)
 
 
-@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3"])
+@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3", "prompt-tuning"])
 def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored, mode):
     run = stored[mode]
     with safe_open(str(run.weights_path), "pt") as weights:
@@ -134,11 +145,12 @@ def test_a_stored_peft_run_holds_only_what_it_trained_and_scores_the_same(stored
     shown = {
         "lora": f"LoRA r {setting_default('lora_r')}",
         "ptuning2": f"prefix {setting_default('prefix_length')}",
+        "prompt-tuning": "4 virtual tokens · from label-words",
     }
     assert shown.get(mode, "") in line
 
 
-@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3"])
+@pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3", "prompt-tuning"])
 def test_a_peft_run_exports_and_loads_from_the_folder(stored, mode, tmp_path):
     run = stored[mode]
     texts = run.predictions["text"].tolist()[:4]
@@ -291,3 +303,85 @@ def test_an_unknown_lora_target_is_one_error_line_before_any_training(capsys, ti
     err = capsys.readouterr().err
     assert code == 2 and "no linear layer named 'nosuch'" in err and "query" in err
     assert "Traceback" not in err and not list(tmp_path.glob("demo-*"))
+
+
+def test_prompt_tuning_starts_from_the_label_words_and_leaves_as_glee_or_peft(
+    stored, bert, toy_dataset, tmp_path, capsys
+):
+    """Prompt tuning's virtual tokens start as the label words' embeddings (or drawn from the
+    vocabulary), and a form that holds a plain encoder refuses it in one line."""
+    from glee_core.models.heads import build_model, label_word_ids
+
+    config = TrainConfig(**FAST, mode="prompt-tuning", prompt_tokens=5).resolved(64, 16)
+    model = build_model(
+        get_method("cls-tanh"), bert, toy_dataset.classes, toy_dataset.verbalizer, config
+    )
+    words, _ = label_word_ids(bert.tokenizer, toy_dataset.verbalizer, toy_dataset.classes)
+    ids = [i for w in words for i in w]
+    table = bert.model.get_input_embeddings().weight
+    start = model.adapter.prompt_encoder["default"].embedding.weight
+    assert torch.equal(start, table[[ids[k % len(ids)] for k in range(5)]])
+    drawn = build_model(
+        get_method("cls-tanh"),
+        bert,
+        toy_dataset.classes,
+        toy_dataset.verbalizer,
+        TrainConfig(**FAST, mode="prompt-tuning", prompt_init="random").resolved(64, 16),
+    )
+    rows = drawn.adapter.prompt_encoder["default"].embedding.weight
+    assert any(torch.equal(rows[0], row) for row in table[:5000])  # a vocabulary token's
+    with pytest.raises(GleeError, match="--prompt-init must be label-words or random"):
+        TrainConfig(mode="prompt-tuning", prompt_init="zeros")
+    run = stored["prompt-tuning"]
+    for form in ("hf", "onnx"):
+        assert (
+            main(
+                ["export", "--run", str(run.path), "--out", str(tmp_path / form), "--format", form]
+            )
+            == 2
+        )
+        assert "it leaves as glee or peft" in capsys.readouterr().err
+    folder = export_run(run, tmp_path / "peft", form="peft")
+    assert (folder / "adapter_config.json").is_file() and "PROMPT_TUNING" in (
+        folder / "adapter_config.json"
+    ).read_text()
+
+
+@pytest.mark.parametrize("method", ["cls-relu-pt-ln", "prompt"])
+def test_bitfit_trains_only_the_encoders_biases_and_the_head(bert, toy_dataset, method):
+    """BitFit: every weight of the encoder but its biases as it was; the head trains its own
+    copies of what it starts from; the trainable count is the biases' and the head's."""
+    pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
+    result = train_and_evaluate(
+        toy_dataset, get_method(method), bert, TrainConfig(**FAST, mode="bitfit", lr=5e-3)
+    )
+    model = result.model
+    changed = {
+        name
+        for name, tensor in model.mlm.base_model.state_dict().items()
+        if not torch.equal(tensor.cpu(), pristine[f"bert.{name}"])
+    }
+    assert changed and all(name.endswith(".bias") for name in changed), changed
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert all(n.startswith("head.") or n.endswith(".bias") for n in trainable), trainable
+    assert result.tuning["trainable_parameters"] == sum(
+        p.numel() for p in model.parameters() if p.requires_grad
+    )
+    assert all(torch.equal(v, pristine[k]) for k, v in bert.model.state_dict().items())
+
+
+def test_bitfit_on_a_backbone_without_biases_says_so_before_training(bert, toy_dataset):
+    from glee_core.models.heads import build_model
+
+    bare = replace(bert, model=copy.deepcopy(bert.model))
+    for module in bare.model.modules():
+        if isinstance(module, torch.nn.Linear | torch.nn.LayerNorm) and module.bias is not None:
+            module.bias = None
+    with pytest.raises(GleeError, match="--mode bitfit trains the encoder's biases"):
+        build_model(
+            get_method("cls-tanh"),
+            bare,
+            toy_dataset.classes,
+            toy_dataset.verbalizer,
+            TrainConfig(mode="bitfit").resolved(64, 16),
+        )

@@ -491,11 +491,14 @@ class GleeModel(nn.Module):
                 # training (data-parallel training refuses parameters without gradients).
                 for parameter in head.unused_backbone_parameters(spec, backbone):
                     parameter.requires_grad_(False)
+            tuning.prepare(self, backbone, classes, verbalizer, config)
         self.pass_token_type_ids = backbone.uses_token_type_ids
-        self.head = head(
-            spec, backbone, classes, verbalizer, detached=self.frozen or tuning.parameter_efficient
-        )
-        if self.adapter is not None and self.head.verbalizer and not spec.decoupled_embedding:
+        self.head = head(spec, backbone, classes, verbalizer, detached=tuning.own_head)
+        if (
+            (self.adapter is not None or tuning.partial)
+            and self.head.verbalizer
+            and not spec.decoupled_embedding
+        ):
             self.head.freeze_label_words()
 
     @property
@@ -509,15 +512,47 @@ class GleeModel(nn.Module):
         with peft_deprecations() if self.adapter is not None else contextlib.nullcontext():
             if self.prefixes is not None:
                 states = self.prefixed_encoder_output(input_ids, attention_mask, types)
+            elif self.prompt_tokens is not None:
+                states = self.prompted_encoder_output(input_ids, attention_mask, types)
             else:
                 states = encoder_output(self.encoder, input_ids, attention_mask, types)
         return pool(states, attention_mask, positions, self.pooling)
 
+    def _virtual_tokens(self, peft_type: str) -> int | None:
+        config = getattr(self.adapter, "active_peft_config", None)
+        return (
+            config.num_virtual_tokens if getattr(config, "peft_type", None) == peft_type else None
+        )
+
     @property
     def prefixes(self) -> int | None:
         """The number of virtual tokens of a prefix-tuned (P-tuning v2) encoder, else None."""
-        config = getattr(self.adapter, "active_peft_config", None)
-        return config.num_virtual_tokens if getattr(config, "is_prompt_learning", False) else None
+        return self._virtual_tokens("PREFIX_TUNING")
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The number of virtual input tokens of a prompt-tuned encoder, else None."""
+        return self._virtual_tokens("PROMPT_TUNING")
+
+    def prompted_encoder_output(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        """The encoder's hidden states of the text under its trained virtual input tokens
+        (prompt tuning): the tokens' embeddings put before the text's, the mask and the segment
+        ids widened over them, and their own states dropped from the output, so the read
+        positions (``[CLS]``, ``[MASK]``) stay where the text has them. (peft's
+        feature-extraction model does the same but drops a pair's segment ids.)"""
+        batch, n = input_ids.shape[0], self.prompt_tokens
+        encoder = self.adapter.base_model
+        embedded = encoder.get_input_embeddings()(input_ids)
+        prompts = self.adapter.get_prompt(batch).to(embedded.dtype)
+        inputs = {
+            "inputs_embeds": torch.cat([prompts, embedded], dim=1),
+            "attention_mask": torch.cat([attention_mask.new_ones(batch, n), attention_mask], 1),
+        }
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = torch.cat(
+                [token_type_ids.new_zeros(batch, n), token_type_ids], dim=1
+            )
+        return encoder(**inputs).last_hidden_state[:, n:]
 
     def prefixed_encoder_output(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
         """The encoder's hidden states under its trained prefixes: what peft's feature-extraction

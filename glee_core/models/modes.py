@@ -7,7 +7,10 @@
 * ``ptuning2``: P-tuning v2 (Liu et al., ACL 2022): trained key/value prefixes in every layer,
   peft's prefix tuning on the encoder;
 * ``ia3``: IA³ (Liu et al., NeurIPS 2022): learned rescaling vectors in every layer, through
-  ``peft`` (added as the proof that a new peft mode is one class here and its test).
+  ``peft`` (added as the proof that a new peft mode is one class here and its test);
+* ``prompt-tuning``: prompt tuning (Lester et al., EMNLP 2021): trained virtual tokens at the
+  input only, through ``peft``;
+* ``bitfit``: BitFit (Ben Zaken et al., ACL 2022): only the encoder's biases train.
 
 In the parameter-efficient modes the backbone's pretrained weights, its MLM head included, never
 change: the head trains its own copies of what it starts from (the pt. LN, a prompt head's
@@ -28,11 +31,14 @@ from functools import cache
 from ..core.errors import GleeError
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "BitFitMode",
     "Ia3Mode",
     "LoraMode",
     "MODES",
     "MODE_LABELS",
+    "PROMPT_INITS",
     "PrefixMode",
+    "PromptTuningMode",
     "Setting",
     "TuningMode",
     "get_mode",
@@ -99,6 +105,8 @@ class TuningMode:
     lr_candidates: tuple[float, ...] | None = None  # the practical recipe's search on dev
     settings: tuple[Setting, ...] = ()
     merges: bool = False  # its adapters fold into the encoder's weights (an export merges them)
+    partial: bool = False  # trains some of the encoder's own weights (BitFit: the biases)
+    soft_prompt: bool = False  # trained virtual tokens at the input (a plain encoder cannot)
 
     @property
     def trains_encoder(self) -> bool:
@@ -108,6 +116,12 @@ class TuningMode:
     @property
     def parameter_efficient(self) -> bool:
         return self.peft is not None
+
+    @property
+    def own_head(self) -> bool:
+        """Does the head train its own copies of the MLM head's parts it starts from (the
+        backbone's stay as they were, or train only as the mode says)?"""
+        return self.cached_features or self.parameter_efficient or self.partial
 
     @property
     def keeps_backbone(self) -> bool:
@@ -137,6 +151,10 @@ class TuningMode:
         """About how many parameters it trains in an encoder of ``layers`` x ``hidden``
         (feed-forward width ``inner``) besides the head (a run records the exact count)."""
         raise GleeError(f"mode {self.name!r} adds no parameters to the encoder")
+
+    def prepare(self, model, backbone, classes: list[str], verbalizer: dict, config) -> None:
+        """What the mode does to a model once its encoder is built (``GleeModel``): which of
+        the encoder's weights train, how what it added starts. Nothing by default."""
 
 
 @dataclass(frozen=True)
@@ -244,6 +262,104 @@ class Ia3Mode(TuningMode):
         return layers * (3 * hidden + inner)
 
 
+PROMPT_INITS = ("label-words", "random")
+
+
+@dataclass(frozen=True)
+class PromptTuningMode(TuningMode):
+    """Prompt tuning (Lester et al., EMNLP 2021): ``prompt_tokens`` trained virtual tokens
+    before the input's embeddings, the encoder frozen (peft's prompt tuning), ``h`` parameters
+    a token. They start as the label words' embeddings, cycled (``label-words``), or as the
+    embeddings of tokens drawn from the vocabulary (``random``: the paper's sampled vocabulary)."""
+
+    peft: str | None = "prompt_tuning"
+    soft_prompt: bool = True
+    settings: tuple[Setting, ...] = (
+        Setting(
+            "prompt_tokens",
+            "Virtual tokens at the input",
+            20,
+            1,
+            200,
+            help="prompt tuning's trained virtual tokens before the text",
+            protocol="{} virtual tokens",
+        ),
+        Setting(
+            "prompt_init",
+            "How the virtual tokens start",
+            "label-words",
+            placeholder="label-words or random",
+            help="prompt tuning's start: label-words (the label words' embeddings, cycled) or "
+            "random (embeddings of tokens drawn from the vocabulary)",
+            protocol="from {}",
+        ),
+    )
+
+    def check(self, config) -> None:
+        super().check(config)
+        if config.prompt_init is not None and config.prompt_init not in PROMPT_INITS:
+            raise GleeError(
+                f"--prompt-init must be {' or '.join(PROMPT_INITS)}, got {config.prompt_init!r}"
+            )
+
+    def peft_config(self, config):
+        from peft import PromptTuningConfig, PromptTuningInit, TaskType  # noqa: PLC0415
+
+        return PromptTuningConfig(
+            task_type=TaskType.FEATURE_EXTRACTION,
+            num_virtual_tokens=config.prompt_tokens,
+            prompt_tuning_init=PromptTuningInit.RANDOM,  # replaced in prepare()
+        )
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        return config.prompt_tokens * hidden
+
+    def prepare(self, model, backbone, classes, verbalizer, config) -> None:
+        import torch  # noqa: PLC0415 (heavy)
+
+        from .heads import label_word_ids  # noqa: PLC0415 (torch)
+
+        table = model.adapter.base_model.get_input_embeddings().weight
+        n = config.prompt_tokens
+        ids: list[int] = []
+        if config.prompt_init == "label-words":
+            words, _ = label_word_ids(backbone.tokenizer, verbalizer, classes)
+            ids = [i for word_ids in words for i in word_ids]
+        if not ids:  # random, or no label word the vocabulary holds
+            generator = torch.Generator().manual_seed(config.seed)
+            ids = torch.randint(0, min(5000, table.shape[0]), (n,), generator=generator).tolist()
+        rows = torch.tensor([ids[k % len(ids)] for k in range(n)], device=table.device)
+        embedding = model.adapter.prompt_encoder["default"].embedding
+        with torch.no_grad():
+            embedding.weight.copy_(table[rows].detach().to(embedding.weight.dtype))
+
+
+@dataclass(frozen=True)
+class BitFitMode(TuningMode):
+    """BitFit (Ben Zaken et al., ACL 2022): only the encoder's biases train, and the head, which
+    trains its own copies of the MLM head's parts it starts from; every other weight stays as
+    it was. A run stores the whole model, as a fine-tune does (it exports the same ways)."""
+
+    partial: bool = True
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        # a layer's biases: query, key, value, the attention's output and its LayerNorm, the
+        # feed-forward's two and its LayerNorm; the embeddings' LayerNorm
+        return layers * (7 * hidden + inner) + hidden
+
+    def prepare(self, model, backbone, classes, verbalizer, config) -> None:
+        encoder = model.mlm.base_model
+        biases = [p for name, p in encoder.named_parameters() if name.endswith(".bias")]
+        if not biases:
+            raise GleeError(
+                f"--mode bitfit trains the encoder's biases, and {backbone.name} has none: "
+                "choose another mode (lora, ia3)"
+            )
+        model.mlm.requires_grad_(False)
+        for parameter in biases:
+            parameter.requires_grad_(True)
+
+
 # In the order the Train page offers them: the quick compare first
 MODES: dict[str, TuningMode] = {
     m.name: m
@@ -285,6 +401,26 @@ MODES: dict[str, TuningMode] = {
             "they are",
             lr=5e-3,
             lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2),
+        ),
+        # prompt tuning's own paper trained at 0.3 (Adafactor); with AdamW a few virtual tokens
+        # at the input take rates above P-tuning v2's
+        PromptTuningMode(
+            "prompt-tuning",
+            "prompt tuning",
+            "Prompt tuning",
+            "trained virtual tokens before the text (peft's prompt tuning) and the head; the "
+            "backbone's weights stay as they are",
+            lr=3e-2,
+            lr_candidates=(1e-2, 3e-2, 1e-1, 3e-1),
+        ),
+        # BitFit's GLUE runs: 1e-4 to 1e-3, above a fine-tune's (only biases move)
+        BitFitMode(
+            "bitfit",
+            "BitFit",
+            "BitFit",
+            "only the encoder's biases and the head train",
+            lr=5e-4,
+            lr_candidates=(2e-4, 5e-4, 1e-3, 2e-3),
         ),
         # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
         Ia3Mode(

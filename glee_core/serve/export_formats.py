@@ -31,7 +31,8 @@ class ExportFormat:
     (None: the studio's own folder, which ``export.py`` writes).
     What it can express: ``pairs`` (a template with a second text slot), ``adapters_only`` (only
     runs whose encoder is the pretrained one plus a peft adapter), ``quantizes`` (``--quantize``),
-    ``holds_backbone`` (``--include-backbone``: a folder that may copy the backbone in)."""
+    ``holds_backbone`` (``--include-backbone``: a folder that may copy the backbone in),
+    ``soft_prompts`` (trained virtual tokens before the text: prompt tuning)."""
 
     name: str
     label: str  # how the Predictions page offers it
@@ -43,6 +44,7 @@ class ExportFormat:
     adapters_only: bool = False
     quantizes: bool = False
     holds_backbone: bool = False
+    soft_prompts: bool = False  # carries trained virtual input tokens (prompt tuning)
 
     def write(self, run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
         """Its writer, imported now (as a plugin's entry point is: torch comes with it)."""
@@ -57,6 +59,12 @@ class ExportFormat:
             return (
                 f"--format {self.name} is for {_efficient_modes()} runs; this is a "
                 f"{tuning.label} run (it leaves as {others})"
+            )
+        if tuning.soft_prompt and not self.soft_prompts:
+            return (
+                f"--format {self.name} holds a plain encoder, and a {tuning.label} run reads "
+                "its text after trained virtual tokens: it leaves as "
+                + either(f for f, x in EXPORT_FORMATS.items() if x.soft_prompts)
             )
         pair = any("{" + slot + "}" in record.dataset.template for slot in ("text_b", "entity"))
         if pair and not self.pairs:
@@ -111,6 +119,7 @@ EXPORT_FORMATS = {
             _glee_weights,
             pairs=True,
             holds_backbone=True,
+            soft_prompts=True,
         ),
         ExportFormat(
             "hf",
@@ -140,6 +149,7 @@ EXPORT_FORMATS = {
             "glee_core.serve.formats:write_peft",
             pairs=True,
             adapters_only=True,
+            soft_prompts=True,
         ),
     )
 }

@@ -201,7 +201,8 @@ class Setup:
         model = model.to(self.device)
         if self.config.compile and not self.config.frozen:  # in place: state-dict keys unchanged
             # under prefixes the model calls the encoder inside peft's wrapper, not the wrapper
-            (model.adapter.base_model if model.prefixes else model.encoder).compile()
+            virtual = model.prefixes or model.prompt_tokens
+            (model.adapter.base_model if virtual else model.encoder).compile()
         return model
 
     def new_state(
