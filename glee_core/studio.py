@@ -31,6 +31,7 @@ _FACES = (
     "data.sources",
     "data.splits",
     "data.verbalizers",
+    "models.adapters",
     "models.backbone",
     "models.config",
     "models.features",

@@ -310,14 +310,14 @@ def test_prompt_tuning_starts_from_the_label_words_and_leaves_as_glee_or_peft(
 ):
     """Prompt tuning's virtual tokens start as the label words' embeddings (or drawn from the
     vocabulary), and a form that holds a plain encoder refuses it in one line."""
-    from glee_core.models.heads import build_model, label_word_ids
+    from glee_core.models.heads import build_model
 
     config = TrainConfig(**FAST, mode="prompt-tuning", prompt_tokens=5).resolved(64, 16)
     model = build_model(
         get_method("cls-tanh"), bert, toy_dataset.classes, toy_dataset.verbalizer, config
     )
-    words, _ = label_word_ids(bert.tokenizer, toy_dataset.verbalizer, toy_dataset.classes)
-    ids = [i for w in words for i in w]
+    words = " ".join(w for c in toy_dataset.classes for w in toy_dataset.verbalizer[c])
+    ids = bert.tokenizer(words, add_special_tokens=False)["input_ids"]  # "tech support": two
     table = bert.model.get_input_embeddings().weight
     start = model.adapter.prompt_encoder["default"].embedding.weight
     assert torch.equal(start, table[[ids[k % len(ids)] for k in range(5)]])
@@ -385,3 +385,43 @@ def test_bitfit_on_a_backbone_without_biases_says_so_before_training(bert, toy_d
             toy_dataset.verbalizer,
             TrainConfig(mode="bitfit").resolved(64, 16),
         )
+
+
+def test_adapters_train_alone_store_reload_and_leave_as_the_studios_folder(
+    bert, tiny_bert, toy_dataset, tmp_path, capsys
+):
+    """Bottleneck adapters: only they and the head train, the backbone never changes, the
+    count is the estimate's; the stored run scores the same reloaded and from its export; the
+    forms that hold a plain encoder refuse it in one line."""
+    from glee_core.models.backbone import estimate_trainable
+
+    pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
+    config = TrainConfig(**FAST, mode="adapter", adapter_size=8, lr=1e-2)
+    result = train_and_evaluate(toy_dataset, get_method("cls-relu-pt-ln"), bert, config)
+    trainable = {n for n, p in result.model.named_parameters() if p.requires_grad}
+    inside = {n for n in trainable if not n.startswith("head.")}
+    assert inside and all(n.rsplit(".", 2)[-2] in ("down", "up") for n in inside), inside
+    assert all(torch.equal(v, pristine[k]) for k, v in bert.model.state_dict().items())
+    assert result.tuning["trainable_parameters"] == estimate_trainable(
+        str(tiny_bert), config.resolved(64, 16), toy_dataset.num_classes
+    )
+    [run] = run_experiments(
+        toy_dataset, [get_method("prompt")], [1], str(tiny_bert), config, RunStore(tmp_path / "r")
+    )
+    texts = run.predictions["text"].tolist()[:5]
+    expected = softmax(run.logits[:5])
+    scored = Scorer.for_run(run).probabilities(texts).values
+    np.testing.assert_allclose(scored, expected, rtol=1e-4, atol=1e-5)
+    folder = export_run(run, tmp_path / "glee")
+    np.testing.assert_allclose(
+        load_classifier(folder).predict_proba(texts), expected, rtol=1e-4, atol=1e-5
+    )
+    assert "adapters 8 · after both" in run.record.protocol
+    for form in ("hf", "onnx", "peft"):
+        out = str(tmp_path / form)
+        assert main(["export", "--run", str(run.path), "--out", out, "--format", form]) == 2
+        assert "(it leaves as glee)" in capsys.readouterr().err
+    with pytest.raises(GleeError, match="--adapter-where must be both, attention, ffn"):
+        TrainConfig(mode="adapter", adapter_where="everywhere")
+    with pytest.raises(GleeError, match="--adapter-size must be at least 1"):
+        TrainConfig(mode="adapter", adapter_size=0)

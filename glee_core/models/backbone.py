@@ -379,7 +379,7 @@ def estimate_trainable(name: str, config, num_classes: int) -> int:
     tuning = config.tuning
     if tuning.cached_features:
         return head
-    if tuning.parameter_efficient or tuning.partial:
+    if not tuning.whole_encoder:
         inner = getattr(model, "intermediate_size", 4 * h)
         return tuning.added_parameters(config, layers, h, inner) + head
     return estimate_parameters(name) + head

@@ -495,7 +495,7 @@ class GleeModel(nn.Module):
         self.pass_token_type_ids = backbone.uses_token_type_ids
         self.head = head(spec, backbone, classes, verbalizer, detached=tuning.own_head)
         if (
-            (self.adapter is not None or tuning.partial)
+            (self.adapter is not None or tuning.partial or tuning.inserts)
             and self.head.verbalizer
             and not spec.decoupled_embedding
         ):

@@ -10,7 +10,9 @@
   ``peft`` (added as the proof that a new peft mode is one class here and its test);
 * ``prompt-tuning``: prompt tuning (Lester et al., EMNLP 2021): trained virtual tokens at the
   input only, through ``peft``;
-* ``bitfit``: BitFit (Ben Zaken et al., ACL 2022): only the encoder's biases train.
+* ``bitfit``: BitFit (Ben Zaken et al., ACL 2022): only the encoder's biases train;
+* ``adapter``: bottleneck adapters (Houlsby et al., ICML 2019) after each layer's attention and
+  feed-forward, a module of our own (``adapters``).
 
 In the parameter-efficient modes the backbone's pretrained weights, its MLM head included, never
 change: the head trains its own copies of what it starts from (the pt. LN, a prompt head's
@@ -31,6 +33,8 @@ from functools import cache
 from ..core.errors import GleeError
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "ADAPTER_PLACES",
+    "AdapterMode",
     "BitFitMode",
     "Ia3Mode",
     "LoraMode",
@@ -107,6 +111,7 @@ class TuningMode:
     merges: bool = False  # its adapters fold into the encoder's weights (an export merges them)
     partial: bool = False  # trains some of the encoder's own weights (BitFit: the biases)
     soft_prompt: bool = False  # trained virtual tokens at the input (a plain encoder cannot)
+    inserts: bool = False  # modules of its own inside the encoder (bottleneck adapters)
 
     @property
     def trains_encoder(self) -> bool:
@@ -121,7 +126,20 @@ class TuningMode:
     def own_head(self) -> bool:
         """Does the head train its own copies of the MLM head's parts it starts from (the
         backbone's stay as they were, or train only as the mode says)?"""
-        return self.cached_features or self.parameter_efficient or self.partial
+        return self.cached_features or self.parameter_efficient or self.partial or self.inserts
+
+    @property
+    def whole_encoder(self) -> bool:
+        """Does every weight of the encoder train (a fine-tune)?"""
+        return not (self.cached_features or self.parameter_efficient or self.partial) and not (
+            self.inserts
+        )
+
+    @property
+    def plain_encoder(self) -> bool:
+        """Is what scores the text the backbone's own encoder, weights aside (no virtual
+        tokens before it, no modules inside it)?"""
+        return not (self.soft_prompt or self.inserts)
 
     @property
     def keeps_backbone(self) -> bool:
@@ -317,14 +335,14 @@ class PromptTuningMode(TuningMode):
     def prepare(self, model, backbone, classes, verbalizer, config) -> None:
         import torch  # noqa: PLC0415 (heavy)
 
-        from .heads import label_word_ids  # noqa: PLC0415 (torch)
-
         table = model.adapter.base_model.get_input_embeddings().weight
         n = config.prompt_tokens
         ids: list[int] = []
-        if config.prompt_init == "label-words":
-            words, _ = label_word_ids(backbone.tokenizer, verbalizer, classes)
-            ids = [i for word_ids in words for i in word_ids]
+        if config.prompt_init == "label-words":  # each class's words in turn, as tokenised
+            unknown = backbone.tokenizer.unk_token_id
+            words = [" " + w for c in classes for w in verbalizer.get(c, [c])]
+            pieces = backbone.tokenizer(words, add_special_tokens=False)["input_ids"]
+            ids = [i for word in pieces for i in word if i != unknown]
         if not ids:  # random, or no label word the vocabulary holds
             generator = torch.Generator().manual_seed(config.seed)
             ids = torch.randint(0, min(5000, table.shape[0]), (n,), generator=generator).tolist()
@@ -358,6 +376,71 @@ class BitFitMode(TuningMode):
         model.mlm.requires_grad_(False)
         for parameter in biases:
             parameter.requires_grad_(True)
+
+
+ADAPTER_PLACES = {
+    "both": ("attention.output.dense", "output.dense"),
+    "attention": ("attention.output.dense",),
+    "ffn": ("output.dense",),
+}
+
+
+@dataclass(frozen=True)
+class AdapterMode(TuningMode):
+    """Bottleneck adapters (Houlsby et al., ICML 2019): after the attention's output projection
+    and the feed-forward's (``adapter_where``), each layer's output passes through a small
+    down-project / GELU / up-project with a residual (``2 h s + h + s`` parameters an adapter of
+    bottleneck ``s``), started as the identity; only they and the head train. No library fits
+    this stack (``adapters`` pins transformers 4.57), so the module is ours
+    (``glee_core.models.adapters``). A run stores the whole model, as a fine-tune does; it
+    leaves as the studio's folder."""
+
+    inserts: bool = True
+    settings: tuple[Setting, ...] = (
+        Setting(
+            "adapter_size",
+            "Adapter bottleneck",
+            64,
+            1,
+            1024,
+            help="the adapters' bottleneck width",
+            protocol="adapters {}",
+        ),
+        Setting(
+            "adapter_where",
+            "Where the adapters go",
+            "both",
+            placeholder="both, attention or ffn",
+            help="after the attention's output (attention), the feed-forward's (ffn) or both",
+            protocol="after {}",
+        ),
+    )
+
+    def check(self, config) -> None:
+        super().check(config)
+        if config.adapter_where is not None and config.adapter_where not in ADAPTER_PLACES:
+            raise GleeError(
+                f"--adapter-where must be {', '.join(ADAPTER_PLACES)}, got {config.adapter_where!r}"
+            )
+
+    def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
+        size = config.adapter_size
+        return (
+            layers * len(ADAPTER_PLACES[config.adapter_where]) * (2 * hidden * size + hidden + size)
+        )
+
+    def prepare(self, model, backbone, classes, verbalizer, config) -> None:
+        from .adapters import insert_adapters  # noqa: PLC0415 (torch)
+
+        model.mlm.requires_grad_(False)
+        placed = insert_adapters(
+            model.mlm.base_model, ADAPTER_PLACES[config.adapter_where], config.adapter_size
+        )
+        if not placed:
+            raise GleeError(
+                f"--mode adapter found no {' or '.join(ADAPTER_PLACES[config.adapter_where])} "
+                f"layer in {backbone.name}: choose another mode (lora, ia3)"
+            )
 
 
 # In the order the Train page offers them: the quick compare first
@@ -421,6 +504,17 @@ MODES: dict[str, TuningMode] = {
             "only the encoder's biases and the head train",
             lr=5e-4,
             lr_candidates=(2e-4, 5e-4, 1e-3, 2e-3),
+        ),
+        # Houlsby et al. searched 3e-5 to 3e-3 for BERT's adapters; from the identity they move
+        # at rates between a fine-tune's and LoRA's
+        AdapterMode(
+            "adapter",
+            "adapters",
+            "Bottleneck adapters",
+            "small bottleneck modules after each layer's attention and feed-forward, and the "
+            "head; the backbone's weights stay as they are",
+            lr=1e-3,
+            lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2),
         ),
         # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
         Ia3Mode(

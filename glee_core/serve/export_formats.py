@@ -32,7 +32,8 @@ class ExportFormat:
     What it can express: ``pairs`` (a template with a second text slot), ``adapters_only`` (only
     runs whose encoder is the pretrained one plus a peft adapter), ``quantizes`` (``--quantize``),
     ``holds_backbone`` (``--include-backbone``: a folder that may copy the backbone in),
-    ``soft_prompts`` (trained virtual tokens before the text: prompt tuning)."""
+    ``extended`` (an encoder a mode extended: prompt tuning's virtual tokens, adapters' modules;
+    peft carries its own prompt tuning, not our adapters: ``adapters_only`` refuses them)."""
 
     name: str
     label: str  # how the Predictions page offers it
@@ -44,36 +45,39 @@ class ExportFormat:
     adapters_only: bool = False
     quantizes: bool = False
     holds_backbone: bool = False
-    soft_prompts: bool = False  # carries trained virtual input tokens (prompt tuning)
+    extended: bool = False  # carries an encoder a mode extended (virtual tokens, inserted modules)
 
     def write(self, run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
         """Its writer, imported now (as a plugin's entry point is: torch comes with it)."""
         module, _, name = self.writer.partition(":")
         return getattr(importlib.import_module(module), name)(run, out, quantize)
 
-    def refusal(self, record) -> str | None:
-        """Why a run of ``record`` cannot leave in this form (naming the forms that can)."""
+    def blocked(self, record) -> str | None:
+        """What in a run of ``record`` this form cannot express, or None."""
         tuning = record.hyperparameters.tuning
         if self.adapters_only and not tuning.parameter_efficient:
-            others = either(f for f, x in EXPORT_FORMATS.items() if not x.adapters_only)
-            return (
-                f"--format {self.name} is for {_efficient_modes()} runs; this is a "
-                f"{tuning.label} run (it leaves as {others})"
+            return f"is for {_efficient_modes()} runs; this is a {tuning.label} run"
+        if not tuning.plain_encoder and not self.extended:
+            inside = (
+                "reads its text after trained virtual tokens"
+                if tuning.soft_prompt
+                else "has modules of its own inside the encoder"
             )
-        if tuning.soft_prompt and not self.soft_prompts:
-            return (
-                f"--format {self.name} holds a plain encoder, and a {tuning.label} run reads "
-                "its text after trained virtual tokens: it leaves as "
-                + either(f for f, x in EXPORT_FORMATS.items() if x.soft_prompts)
-            )
-        pair = any("{" + slot + "}" in record.dataset.template for slot in ("text_b", "entity"))
-        if pair and not self.pairs:
-            return (
-                f"--format {self.name} takes single texts; this run reads a pair (its template "
-                "has a second slot): it leaves as "
-                + either(f for f, x in EXPORT_FORMATS.items() if x.pairs)
-            )
+            return f"holds a plain encoder, and a {tuning.label} run {inside}"
+        if not self.pairs and any(
+            "{" + slot + "}" in record.dataset.template for slot in ("text_b", "entity")
+        ):
+            return "takes single texts; this run reads a pair (its template has a second slot)"
         return None
+
+    def refusal(self, record) -> str | None:
+        """Why a run of ``record`` cannot leave in this form, naming the forms it can leave
+        in; None when it can."""
+        why = self.blocked(record)
+        if why is None:
+            return None
+        others = either(f.name for f in EXPORT_FORMATS.values() if f.blocked(record) is None)
+        return f"--format {self.name} {why} (it leaves as {others})"
 
 
 def either(names) -> str:
@@ -119,7 +123,7 @@ EXPORT_FORMATS = {
             _glee_weights,
             pairs=True,
             holds_backbone=True,
-            soft_prompts=True,
+            extended=True,
         ),
         ExportFormat(
             "hf",
@@ -149,7 +153,7 @@ EXPORT_FORMATS = {
             "glee_core.serve.formats:write_peft",
             pairs=True,
             adapters_only=True,
-            soft_prompts=True,
+            extended=True,
         ),
     )
 }
