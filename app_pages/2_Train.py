@@ -232,6 +232,40 @@ if not frozen:
         )
         if switches["layer_decay"] == 1.0:
             switches["layer_decay"] = None
+        t1, t2, t3 = st.columns(3)
+        switches["self_ensemble"] = (
+            t1.toggle(
+                "Self-ensemble (keep the moving average where it scores better)",
+                value=False,
+                key=f"ensemble-{recipe}",
+                help=help_of(TrainConfig, "self_ensemble"),
+            )
+            or None
+        )
+        switches["self_distill"] = (
+            t2.number_input(
+                "Self-distillation weight (0 = off)",
+                0.0,
+                10.0,
+                0.0,
+                step=0.5,
+                key=f"distill-{recipe}",
+                help=help_of(TrainConfig, "self_distill"),
+            )
+            or None
+        )
+        switches["supcon"] = (
+            t3.number_input(
+                "Supervised contrastive weight (0 = off)",
+                0.0,
+                10.0,
+                0.0,
+                step=0.1,
+                key=f"supcon-{recipe}",
+                help=help_of(TrainConfig, "supcon"),
+            )
+            or None
+        )
         if searched:
             switches["lr_search"] = (
                 "once"

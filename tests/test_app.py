@@ -433,6 +433,17 @@ def test_train_page_offers_the_peft_modes_with_their_settings_and_counts(app):
     assert not at.exception and not any(
         n.label.startswith(("Prefix", "LoRA")) for n in at.number_input
     )
+    assert mode.options[5:] == ["Prompt tuning", "BitFit", "Bottleneck adapters"]
+    for choice, setting in (
+        ("Prompt tuning", "Virtual tokens at the input"),
+        ("Bottleneck adapters", "Adapter bottleneck"),
+    ):
+        next(r for r in at.radio if r.label == "Mode").set_value(choice).run()
+        assert not at.exception and any(n.label.startswith(setting) for n in at.number_input)
+    next(r for r in at.radio if r.label == "Mode").set_value("BitFit").run()
+    assert not at.exception
+    info = next(m.value for m in [*at.info, *at.warning] if "Estimated time" in m.value)
+    assert "trains about" in info
     next(r for r in at.radio if r.label == "Mode").set_value("P-tuning v2").run()
     at.multiselect[0].set_value(["Linear probe [baseline] (probe)"]).run()
     assert any("fit(s) on the frozen features only" in e.value for e in at.error)

@@ -327,3 +327,52 @@ def test_the_cli_takes_the_recipe_and_its_switches(capsys, tiny_bert, tmp_path):
     assert record.hyperparameters.head_lr == 1e-2 and not record.hyperparameters.lp_ft
     assert record.tuning["lr"] in (1e-4, 1e-2) and "head lr 0.01" in record.protocol
     assert "practical recipe" in RunStore(tmp_path).get(run_id).setting
+
+
+def test_the_supervised_contrastive_term_pulls_a_class_together():
+    from glee_core.train.loop import rare_for_pairs, supervised_contrastive
+
+    labels = torch.tensor([0, 0, 1, 1])
+    together = torch.tensor([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    apart = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.1], [0.1, 1.0]])
+    assert supervised_contrastive(together, labels) < supervised_contrastive(apart, labels)
+    alone = supervised_contrastive(together, torch.tensor([0, 1, 2, 3]))
+    assert alone.item() == 0.0  # nobody has a partner: nothing to pull
+    assert rare_for_pairs(np.array([0] * 90 + [1] * 10), 16)  # 1.6 of class 1 a batch
+    assert not rare_for_pairs(np.array([0] * 50 + [1] * 50), 16)
+
+
+def test_self_ensemble_distillation_and_supcon_train_and_are_part_of_the_run(
+    bert, toy_dataset, tiny_bert, tmp_path, capsys
+):
+    """Xu et al.'s self-ensemble (the moving average scored on dev beside the weights, kept
+    where better) and self-distillation (the average as teacher), and a supervised contrastive
+    term: each trains, each is in the protocol line and the run's identity, quick mode refuses
+    them, and a batch too small for pairs is refused before training."""
+    from glee_core.cli import main
+
+    base = dict(epochs=2, batch_size=16, patience=10, recipe="paper", lr=1e-3)
+    plain = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, TrainConfig(**base))
+    for extra, shown in (
+        ({"self_ensemble": "yes"}, "self-ensemble"),
+        ({"self_distill": 1.0}, "self-distill 1"),
+        ({"supcon": 0.5}, "supcon 0.5"),
+    ):
+        config = TrainConfig(**base, **extra)
+        assert shown in config.protocol()
+        assert config.identity() != TrainConfig(**base).identity()
+        result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
+        assert all(np.isfinite(r["train_loss"]) for r in result.history)
+        if "self_ensemble" in extra:  # the average only watches: kept or not, nothing else moved
+            assert all("average_dev_f1" in r for r in result.history)
+            kept_average = result.tuning["kept"] == "moving average"
+            assert np.allclose(result.logits, plain.logits) != kept_average
+        else:
+            assert not np.allclose(result.logits, plain.logits)  # the term changed the training
+    with pytest.raises(GleeError, match="--self-ensemble yes applies to fine-tuning"):
+        TrainConfig(mode="frozen", self_ensemble="yes")
+    assert TrainConfig(self_ensemble="no").identity() == TrainConfig().identity()
+    argv = ["train", "--dataset", "demo", "--model", str(tiny_bert), "--method", "cls-tanh"]
+    argv += ["--supcon", "0.5", "--batch-size", "8", "--runs-dir", str(tmp_path)]
+    assert main(argv) == 2
+    assert "a batch of 8 holds about one text of each of the 20 classes" in capsys.readouterr().err

@@ -32,6 +32,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "RECIPE_LINES",
     "Recipe",
     "SEED_MAX",
+    "EMA_DECAY",
+    "SUPCON_TEMPERATURE",
     "TUNED_MODES",
     "TrainConfig",
     "recipe_rates",
@@ -118,6 +120,10 @@ def with_mode_settings(cls):
     return cls
 
 
+EMA_DECAY = 0.99  # self-ensemble's and self-distillation's average: about the last 100 steps
+SUPCON_TEMPERATURE = 0.3  # Gunel et al. 2021's middle for fine-tuning a masked LM
+
+
 @dataclass
 @with_mode_settings
 class TrainConfig:
@@ -188,6 +194,31 @@ class TrainConfig:
         "layer-wise learning-rate decay: encoder layer l of L trains at lr x "
         "decay^(L+1-l), the embeddings at lr x decay^(L+1) (default: off)",
         protocol="layer decay {:g}",
+        finetune_only=True,
+    )
+    self_ensemble: bool | None = option(
+        None,
+        "self-ensemble (Xu et al. 2020): an exponential moving average of the weights "
+        f"(decay {EMA_DECAY:g} a step) scored on dev beside them at every evaluation, and kept "
+        "where it scores better: yes/no (default no)",
+        protocol="self-ensemble",
+        finetune_only=True,
+    )
+    self_distill: float | None = option(
+        None,
+        "self-distillation (Xu et al. 2020): the moving average of the weights as a teacher, "
+        "this weight on the mean squared gap between its logits and the model's, beside the "
+        "classifier's loss (default: off; 1 is the paper's)",
+        protocol="self-distill {:g}",
+        finetune_only=True,
+    )
+    supcon: float | None = option(
+        None,
+        "a supervised contrastive term (Khosla et al. 2020; Gunel et al. 2021 for fine-tuning) "
+        f"on the features the classifier reads, this weight beside its loss (temperature "
+        f"{SUPCON_TEMPERATURE:g}); on long-tailed data the batches are then drawn class-balanced, "
+        "so a rare class finds a partner (default: off)",
+        protocol="supcon {:g}",
         finetune_only=True,
     )
     lp_ft: bool | None = option(
@@ -337,6 +368,9 @@ class TrainConfig:
         "lr_candidates": None,
         "head_lr": None,
         "layer_decay": None,
+        "self_ensemble": None,
+        "self_distill": None,
+        "supcon": None,
         "lp_ft": False,
         "min_steps": None,
         "limit_strategy": "first",
@@ -398,6 +432,12 @@ class TrainConfig:
             raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
         if isinstance(self.lp_ft, str):
             self.lp_ft = _boolean(self.lp_ft, "--lp-ft")
+        if isinstance(self.self_ensemble, str):
+            self.self_ensemble = _boolean(self.self_ensemble, "--self-ensemble") or None
+        for name in ("self_distill", "supcon"):
+            value = getattr(self, name)
+            if value is not None and not 0 < value <= 10:
+                raise GleeError(f"--{name.replace('_', '-')} must be in (0, 10], got {value}")
         if isinstance(self.compile, str):
             self.compile = _boolean(self.compile, "--compile")
         if self.lr_candidates is not None:
@@ -411,9 +451,10 @@ class TrainConfig:
         if self.frozen:
             asked = [
                 f"--{n.replace('_', '-')}"
-                for n in ("head_lr", "layer_decay", "lr_search")
+                for n in ("head_lr", "layer_decay", "lr_search", "self_distill", "supcon")
                 if getattr(self, n) is not None
             ] + (["--lp-ft yes"] if self.lp_ft else [])
+            asked += ["--self-ensemble yes"] if self.self_ensemble else []
             if asked:
                 raise GleeError(
                     f"{', '.join(asked)} appl{'ies' if len(asked) == 1 else 'y'} "

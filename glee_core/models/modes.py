@@ -485,6 +485,17 @@ MODES: dict[str, TuningMode] = {
             lr=5e-3,
             lr_candidates=(2e-3, 5e-3, 1e-2, 2e-2),
         ),
+        # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
+        Ia3Mode(
+            "ia3",
+            "IA³",
+            "IA³",
+            "learned rescaling of the encoder's keys, values and "
+            "feed-forward inputs (peft's IA³) and the head; the backbone's weights stay as they "
+            "are",
+            lr=3e-3,
+            lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2),
+        ),
         # prompt tuning's own paper trained at 0.3 (Adafactor); with AdamW a few virtual tokens
         # at the input take rates above P-tuning v2's
         PromptTuningMode(
@@ -515,17 +526,6 @@ MODES: dict[str, TuningMode] = {
             "head; the backbone's weights stay as they are",
             lr=1e-3,
             lr_candidates=(3e-4, 1e-3, 3e-3, 1e-2),
-        ),
-        # T-Few trained IA³ at 3e-3; its vectors start at 1 and move little: rates like a prefix's
-        Ia3Mode(
-            "ia3",
-            "IA³",
-            "IA³",
-            "learned rescaling of the encoder's keys, values and "
-            "feed-forward inputs (peft's IA³) and the head; the backbone's weights stay as they "
-            "are",
-            lr=3e-3,
-            lr_candidates=(1e-3, 3e-3, 1e-2, 3e-2),
         ),
     )
 }

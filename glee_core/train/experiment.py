@@ -219,6 +219,14 @@ def preflight(
     pending = [p for p in plan if force or store.get(p.run_id) is None]
     if not pending:
         return []
+    classes = dataset.num_classes
+    for batch in sorted({p.config.batch_size for p in pending if p.config.supcon}):
+        if batch <= classes:  # class-balanced batches of it hold one text of a class at most
+            raise GleeError(
+                f"--supcon draws each text toward others of its class in the batch, and a "
+                f"batch of {batch} holds about one text of each of the {classes} classes: give "
+                f"--batch-size {2 * classes} or more, or leave out --supcon"
+            )
     backbone = get_backbone(model_name)
     tokenizer = backbone.tokenizer
     targets = {

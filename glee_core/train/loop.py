@@ -33,7 +33,7 @@ from ..core.distributed import DataParallel
 from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
 from ..data.encoding import length_grouped_batches
-from ..models.config import TrainConfig
+from ..models.config import EMA_DECAY, SUPCON_TEMPERATURE, TrainConfig
 from ..models.heads import GleeModel, classification_loss, loss_share
 from ..models.methods import MethodSpec
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
@@ -62,6 +62,10 @@ class TrainingState:
     on_step: Callable[[torch.Tensor], bool] | None = None
     scaler: torch.amp.GradScaler | None = None  # fp16 only
     skipped_steps: torch.Tensor | None = None  # fp16 steps the scaler skipped (on the device)
+    # self-ensemble / self-distillation: the moving average of the weights (torch's
+    # AveragedModel over ``averaged``, the unwrapped model), updated after every step
+    average: torch.nn.Module | None = None
+    averaged: torch.nn.Module | None = None
 
     def __post_init__(self):
         precision = resolve_precision(self.config.precision, self.device)
@@ -69,6 +73,20 @@ class TrainingState:
         self.pad_multiple = resolve_pad_multiple(self.config.pad_multiple, self.device)
         if self.scaler is not None:
             self.skipped_steps = torch.zeros((), dtype=torch.long, device=self.device)
+
+    def keep_average(self, model: torch.nn.Module) -> None:
+        """Start the moving average of ``model``'s weights (self-ensemble, self-distillation)."""
+        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn  # noqa: PLC0415
+
+        self.averaged = model
+        self.average = AveragedModel(
+            model, multi_avg_fn=get_ema_multi_avg_fn(EMA_DECAY), use_buffers=True
+        ).eval()
+
+    def stepped(self) -> None:
+        """After an optimizer step: the moving average takes it in."""
+        if self.average is not None:
+            self.average.update_parameters(self.averaged)
 
     def backward(self, loss: torch.Tensor) -> None:
         scaled_backward(loss, self.scaler)
@@ -95,6 +113,28 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
     if skipped is not None:
         state.skipped_steps += skipped
     state.scheduler.step()
+    state.stepped()
+
+
+def supervised_contrastive(
+    features: torch.Tensor, labels: torch.Tensor, temperature: float = SUPCON_TEMPERATURE
+) -> torch.Tensor:
+    """Khosla et al. 2020's supervised contrastive loss over a batch: each text is drawn toward
+    the other texts of its class and away from the rest (cosine similarity over
+    ``temperature``); a text without another of its class in the batch adds nothing. Zero when
+    no text has a partner."""
+    z = torch.nn.functional.normalize(features.float(), dim=-1)
+    similarity = z @ z.T / temperature
+    self_mask = torch.eye(len(labels), dtype=torch.bool, device=z.device)
+    similarity = similarity.masked_fill(self_mask, float("-inf"))
+    log_prob = similarity - torch.logsumexp(similarity, dim=1, keepdim=True)
+    positives = (labels[:, None] == labels[None, :]) & ~self_mask
+    counts = positives.sum(1)
+    anchors = counts > 0
+    if not anchors.any():
+        return features.sum() * 0.0
+    mean_log_prob = log_prob.masked_fill(~positives, 0.0).sum(1)[anchors] / counts[anchors]
+    return -mean_log_prob.mean()
 
 
 def _forward_loss(
@@ -104,10 +144,20 @@ def _forward_loss(
     to a multiple of the pad width), and their labels on the device."""
     width = batch_width(train, index, state.pad_multiple, state.config.max_length)
     batch = batch_to(train.batch(index, state.pad_id, width), state.device)
+    config = state.config
     with autocast(state.device, precision):
-        logits, _ = state.model(**model_inputs(batch))
+        logits, features = state.model(**model_inputs(batch))
+        if config.self_distill and state.average is not None:  # the average as the teacher
+            with torch.no_grad():
+                teacher, _ = state.average.module(**model_inputs(batch))
     labels = batch["labels"]
-    return classification_loss(state.spec, logits, labels, state.class_counts), labels
+    loss = classification_loss(state.spec, logits, labels, state.class_counts)
+    if config.self_distill and state.average is not None:
+        gap = torch.nn.functional.mse_loss(logits.float(), teacher.float())
+        loss = loss + config.self_distill * gap
+    if config.supcon:
+        loss = loss + config.supcon * supervised_contrastive(features, labels)
+    return loss, labels
 
 
 def batch_loss(state: TrainingState, train: Split, index, precision: str) -> torch.Tensor:
@@ -130,10 +180,20 @@ def batch_loss(state: TrainingState, train: Split, index, precision: str) -> tor
     return total
 
 
+def rare_for_pairs(labels: np.ndarray, batch_size: int) -> bool:
+    """Is some class so rare that a batch drawn at random seldom holds two of its texts (fewer
+    than 2 expected)? Then a contrastive term draws its batches class-balanced."""
+    counts = np.bincount(labels)
+    counts = counts[counts > 0]
+    return bool(counts.min() / counts.sum() * batch_size < 2)
+
+
 def epoch_batches(state: TrainingState, train: Split) -> list[np.ndarray]:
     """One epoch's batches: length-grouped (or, cRT, class-balanced) in the state's random order;
     under data parallelism every process draws the same batches and keeps its slice of each."""
-    if state.spec.class_balanced:  # cRT: every class drawn equally often, with replacement
+    if state.spec.class_balanced or (  # cRT; or a contrastive term where a class is rare
+        state.config.supcon and rare_for_pairs(train.labels, state.config.batch_size)
+    ):  # every class drawn equally often, with replacement
         batches = class_balanced_batches(train.labels, state.config.batch_size, state.rng)
     else:
         batches = length_grouped_batches(train.lengths, state.config.batch_size, state.rng)
@@ -228,6 +288,7 @@ class DevSelection:
         self.patience_steps = state.config.patience * steps_per_epoch
         self.history: list[dict] = []
         self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
+        self.kept_average = False  # self-ensemble: the best weights are the moving average's
         self.epoch, self.epochs = 1, state.config.epochs
         self.loss_sum, self.loss_steps = 0.0, 0
         self.since = time.perf_counter()
@@ -276,15 +337,35 @@ class DevSelection:
             ],
             "seconds": round(time.perf_counter() - self.since, 3),
         }
+        kept = self.model
+        score = record[f"dev_{self.config.select_metric}"]
+        if self.config.self_ensemble and self.state.average is not None:
+            average = self.state.average.module
+            logits, _ = predict(
+                average,
+                self.dev,
+                self.pad_id,
+                self.device,
+                self.config.eval_batch_size,
+                self.config.precision,
+                pad_multiple=self.config.pad_multiple,
+            )
+            pred = logits.argmax(1)
+            record["average_dev_f1"] = macro_f1(self.dev.labels, pred, self.num_classes)
+            record["average_dev_acc"] = float((pred == self.dev.labels).mean())
+            mean_score = record[f"average_dev_{self.config.select_metric}"]
+            if mean_score > score:  # the average is the better model now: it is what counts
+                kept, score = average, mean_score
+            record["kept"] = "average" if kept is average else "weights"
         self.history.append(record)
         self.since = time.perf_counter()
         self.loss_sum, self.loss_steps = 0.0, 0
-        score = record[f"dev_{self.config.select_metric}"]
         if score > self.best_score:
             self.best_score, self.best_step, self.stale = score, step, 0
             self.best_state = {
-                k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()
+                k: v.detach().to("cpu", copy=True) for k, v in kept.state_dict().items()
             }
+            self.kept_average = kept is not self.model
         else:
             self.stale += 1
         self.progress(
@@ -469,6 +550,8 @@ class Pack:
         )
         self.optimizer.step()
         self.scheduler.step()
+        for trial in stepping:
+            trial.state.stepped()
         return losses
 
     def _report(self, alive: list[Trial]) -> None:

@@ -224,6 +224,8 @@ class Setup:
         state.class_counts = torch.from_numpy(
             np.bincount(self.splits["train"].labels, minlength=self.dataset.num_classes)
         ).to(self.device)
+        if self.config.self_ensemble or self.config.self_distill:
+            state.keep_average(model)
         selection = DevSelection(
             model, self.splits["dev"], state, self.steps_per_epoch, self.progress
         )
@@ -274,6 +276,7 @@ class Fitted:
     skipped_steps: int = 0  # fp16: optimizer steps the gradient scaler skipped (overflow)
     lr_from: str | None = None  # the run whose search chose the rate (searched once)
     planned_steps: int = 0  # the steps it planned (every round, no early stopping)
+    kept_average: bool = False  # self-ensemble: the kept weights are the moving average's
 
 
 def prepare(
@@ -366,6 +369,7 @@ def finish(searched: Searched, progress: ProgressFn, started: float) -> Fitted:
     return Fitted(
         model=winner.model,
         history=selection.history,
+        kept_average=selection.kept_average,
         epochs_run=winner.epoch,
         lr=winner.lr,
         search=searched.rounds,
@@ -404,6 +408,7 @@ def _fit_closed_form(setup: Setup, started: float) -> Fitted:
     return Fitted(
         model=model,
         history=selection.history,
+        kept_average=selection.kept_average,
         epochs_run=1,
         lr=None,
         search=[],
@@ -464,6 +469,7 @@ def fit_together(setups: list[Setup]) -> list[Fitted]:
             Fitted(
                 model=trial.model,
                 history=trial.selection.history,
+                kept_average=trial.selection.kept_average,
                 epochs_run=trial.epoch,
                 lr=lr,
                 search=[],
@@ -585,6 +591,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
     examples_per_second = fitted.steps * config.batch_size / seconds_training
     tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
+    if config.self_ensemble:
+        tuning["kept"] = "moving average" if fitted.kept_average else "weights"
     if fitted.search:
         tuning["lr_search"] = fitted.search
     if fitted.lr_from:
