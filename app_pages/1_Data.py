@@ -724,6 +724,16 @@ def adapt_section() -> None:
         )
         return
     model = studio_ui.current_model()
+    objective = st.radio(
+        "Objective",
+        ["mlm", "simcse"],
+        format_func={
+            "mlm": "masked LM (TAPT: trains the MLM head the prompt heads read)",
+            "simcse": "SimCSE (the encoder alone: for the heads that read a pooled vector)",
+        }.get,
+        horizontal=True,
+        help=help_of(AdaptOptions, "objective"),
+    )
     c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
     epochs = int(
         c1.number_input(
@@ -734,8 +744,8 @@ def adapt_section() -> None:
             help=help_of(AdaptOptions, "epochs"),
         )
     )
-    out = studio_ui.backbones_dir() / adapted_folder_name(dataset.id, model, epochs)
-    options = AdaptOptions(out=str(out), epochs=epochs)
+    out = studio_ui.backbones_dir() / adapted_folder_name(dataset.id, model, epochs, objective)
+    options = AdaptOptions(out=str(out), epochs=epochs, objective=objective)
     done = [
         record
         for _, record in adapted_backbones(studio_ui.backbones_dir())
@@ -751,7 +761,9 @@ def adapt_section() -> None:
     elif st.button("Adapt", type="primary"):
         request = AdaptRequest(data=studio_ui.current_choice(), options=options, model=model)
         job = studio_ui.launch_adapt(
-            request, f"adapt {model} to {dataset.id} ({epochs} ep)", estimate["seconds"]
+            request,
+            f"adapt {model} to {dataset.id} ({objective}, {epochs} ep)",
+            estimate["seconds"],
         )
         if job is not None:
             st.toast(f"Launched job {job.id}")

@@ -283,6 +283,19 @@ def adapted_line(record: dict) -> str:
         if before.get("mask_top1") is not None and after.get("mask_top1") is not None
         else ""
     )
+    if record.get("objective") == "simcse":
+        loss = (
+            f"; held-out SimCSE loss {before['simcse_loss']:.2f} → {after['simcse_loss']:.2f}"
+            if before.get("simcse_loss") is not None and after.get("simcse_loss") is not None
+            else ""
+        )
+        return (
+            f"Adapted backbone: {md(record['adapted_from']['name'])} after "
+            f"{record['options']['epochs']} epoch(s) of SimCSE on "
+            f"{md(dataset_name(record['dataset']['id']))}'s "
+            f"{record['dataset']['training_texts']} training texts (the encoder alone; its MLM "
+            f"head as it came){loss}."
+        )
     return (
         f"Adapted backbone: {md(record['adapted_from']['name'])} after "
         f"{record['options']['epochs']} epoch(s) of masked-LM training on "

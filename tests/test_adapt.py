@@ -278,3 +278,41 @@ def test_the_sweeps_seeds_are_a_count_a_list_or_a_range():
     for bad in ("x", "3-", "", "4-2"):
         with pytest.raises(argparse.ArgumentTypeError):
             seed_list(bad)
+
+
+def test_simcse_adapts_the_encoder_alone_on_the_texts_and_a_pool(toy_dataset, tmp_path):
+    """``adapt --objective simcse``: the training texts plus a pool CSV, each drawn toward
+    its own dropout view; the held-out contrastive loss falls, the MLM head is as it came, the
+    sentence encoder's pooling goes with the folder, and a fine-tune on it reads it."""
+    from glee_core.models.backbone import trained_pooling
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.methods import get_method
+    from glee_core.models.testing import save_tiny_sentence_encoder
+    from glee_core.runs.store import RunStore
+    from glee_core.train.experiment import run_experiments
+    from tests.conftest import TOY_WORDS
+
+    encoder = save_tiny_sentence_encoder(tmp_path / "st", TOY_WORDS, seed=2)
+    pool = tmp_path / "pool.csv"
+    pool.write_text("text\n" + "".join(f"sports news {i} today\n" for i in range(20)))
+    out = tmp_path / "simcse"
+    record = adapt(
+        toy_dataset,
+        str(encoder),
+        AdaptOptions(out=str(out), texts=str(pool), objective="simcse", **FAST),
+    )
+    assert record["objective"] == "simcse" and record["extra_texts"]["texts"] == 20
+    assert record["held_out_after"]["simcse_loss"] < record["held_out_before"]["simcse_loss"]
+    original, tuned = load_backbone(str(encoder)), load_backbone(str(out))
+    assert torch.equal(tuned.mlm_dense.weight, original.mlm_dense.weight)  # the MLM head as it was
+    assert tuned.mlm_head_pretrained == original.mlm_head_pretrained
+    assert trained_pooling(str(out)) == trained_pooling(str(encoder)) == "mean"
+    [run] = run_experiments(
+        toy_dataset,
+        [get_method("cls-tanh")],
+        [1],
+        str(out),
+        TrainConfig(mode="finetune", epochs=1, batch_size=16, lr=1e-3, lp_ft=False),
+        RunStore(tmp_path / "runs"),
+    )
+    assert run.record.hyperparameters.pooling == "mean"

@@ -230,6 +230,14 @@ class AdaptOptions:
     batch_size: int = option(32, "texts per optimizer step")
     lr: float = option(1e-4, "AdamW's learning rate (TAPT's)")
     max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
+    objective: str = option(
+        "mlm",
+        "mlm (the masked-LM objective: TAPT, the MLM head trained with the encoder) or simcse "
+        "(unsupervised SimCSE, Gao et al. 2021: each text encoded twice, dropout the only "
+        "difference, drawn toward itself and away from the batch's other texts; the encoder "
+        "alone trains, for the heads that read a pooled sentence vector)",
+        choices=("mlm", "simcse"),
+    )
     mlm_probability: float = option(0.15, "the share of tokens masked (BERT's)")
     whole_word: bool = option(
         True,

@@ -455,20 +455,27 @@ def estimate_adapt_seconds(
     )
     # an adaptation's real tokens; those of releases before length-grouped batches (no
     # "tokens_per_epoch") padded each text to its batch's longest and are not comparable
+    objective = getattr(options, "objective", "mlm")
     rates = [
         r["tokens_per_epoch"] * r["options"]["epochs"] / r["seconds"]
         for r in measured or []
-        if r.get("seconds") and r.get("tokens_per_epoch")
+        if r.get("seconds")
+        and r.get("tokens_per_epoch")
+        and r.get("objective", "mlm") == objective  # SimCSE runs each text twice
     ]
     if rates:
         rate = measured_rate(rates)
-        basis = measured_basis(len(rates), "adaptation(s)", device)
+        what = "adaptation(s)" if objective == "mlm" else f"{objective} adaptation(s)"
+        basis = measured_basis(len(rates), what, device)
     else:
         rate = typical_rates(device, "auto")[2] / parameters
         basis = (
             f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
             f"parameters computed a token) on {device}"
         )
+        if objective == "simcse":  # two passes of the encoder a text, no MLM head
+            rate /= 2
+            basis += "; SimCSE's two passes a text"
     return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
 
 

@@ -46,7 +46,7 @@ from ..core.events import Note, ProgressFn, TrainStep
 from ..core.files import write_json
 from ..data.datasets import LongTailDataset
 from ..data.encoding import length_grouped_batches
-from ..models.backbone import Backbone, load_backbone
+from ..models.backbone import Backbone, load_backbone, trained_pooling
 from ..models.options import AdaptOptions
 from .adapted import FORMAT, RECORD_FILE
 
@@ -55,9 +55,62 @@ WEIGHT_DECAY = 0.01
 MAX_GRAD_NORM = 1.0
 
 
+SIMCSE_TEMPERATURE = 0.05  # SimCSE's
+
+
+def simcse_loss(model, batch: dict[str, torch.Tensor], pooling: str) -> torch.Tensor:
+    """Unsupervised SimCSE (Gao et al., EMNLP 2021) on a batch: every text encoded twice in
+    training mode (dropout makes the two views differ), pooled as the heads read it, and each
+    view's partner found among the batch's other views (cross-entropy over cosine similarity /
+    :data:`SIMCSE_TEMPERATURE`)."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    views = []
+    for _ in range(2):
+        states = model.base_model(**inputs).last_hidden_state
+        if pooling == "mean":
+            mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+            views.append((states * mask).sum(1) / mask.sum(1).clamp_min(1.0))
+        else:
+            views.append(states[:, 0])
+    first, second = (torch.nn.functional.normalize(v.float(), dim=-1) for v in views)
+    similarity = first @ second.T / SIMCSE_TEMPERATURE
+    return torch.nn.functional.cross_entropy(
+        similarity, torch.arange(len(first), device=similarity.device)
+    )
+
+
+def plain_batch(tokenizer, examples: list[dict]) -> dict[str, torch.Tensor]:
+    """Tokenised texts padded to the batch's longest, nothing masked (SimCSE's input)."""
+    width = max(len(e["input_ids"]) for e in examples)
+    pad = tokenizer.pad_token_id or 0
+    ids = [list(e["input_ids"]) + [pad] * (width - len(e["input_ids"])) for e in examples]
+    mask = [[1] * len(e["input_ids"]) + [0] * (width - len(e["input_ids"])) for e in examples]
+    return {"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask)}
+
+
+@torch.no_grad()
+def measure_simcse(model, batches: list[dict], device, pooling: str, seed: int) -> dict:
+    """SimCSE's loss on the held-out texts (dropout on, a fixed seed: the same draws before
+    and after), the objective's own measure of how far it went."""
+    model.train()
+    torch.manual_seed(seed)
+    losses = [
+        float(simcse_loss(model, {k: v.to(device) for k, v in b.items()}, pooling))
+        for b in batches
+        if len(b["input_ids"]) > 1
+    ]
+    return {"simcse_loss": float(np.mean(losses)) if losses else None}
+
+
 def read_texts_file(path: str | Path) -> list[str]:
-    """Unlabelled texts, one a line (blank lines skipped); a clear error when unreadable."""
+    """Unlabelled texts, one a line (blank lines skipped), or a CSV with a text column (the
+    pool's reader: the same file as ``suggest --pool``); a clear error when unreadable."""
     path = Path(path).expanduser()
+    if path.suffix.lower() in (".csv", ".tsv"):
+        from ..data.pool import read_pool  # noqa: PLC0415 (pandas)
+
+        pool, _ = read_pool(str(path))
+        return [t for t in pool["text"].astype(str).tolist() if t.strip()]
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -201,7 +254,10 @@ def adapt(
     precision = resolve_precision(options.precision, device)
     scaler = grad_scaler(device, precision)
     model = backbone.model.to(device)
-    model.requires_grad_(True)  # the MLM head trains with the encoder
+    simcse = options.objective == "simcse"
+    model.requires_grad_(not simcse)  # masked LM: the MLM head trains with the encoder
+    model.base_model.requires_grad_(True)
+    pooling = trained_pooling(model_name) or "cls"  # what the heads read of this backbone
     max_length = options.max_length or dataset.max_length
     masker = _Masker(backbone.tokenizer, options, max_length, options.seed)
     if options.whole_word and not masker.whole_word:
@@ -216,6 +272,18 @@ def adapt(
         masker.batch(masker.encode(held[i : i + options.batch_size]))
         for i in range(0, len(held), options.batch_size)
     ]  # fixed masks, made once
+    held_plain = [
+        plain_batch(backbone.tokenizer, masker.encode(held[i : i + options.batch_size]))
+        for i in range(0, len(held), options.batch_size)
+    ]
+
+    def held_measure() -> dict:
+        if not held_batches:
+            return {}
+        found = measure(backbone, held_batches, device)
+        if simcse:
+            found.update(measure_simcse(model, held_plain, device, pooling, options.seed))
+        return found
 
     lengths = np.array([len(e["input_ids"]) for e in examples])
     steps_per_epoch = math.ceil(len(examples) / options.batch_size)
@@ -227,8 +295,7 @@ def adapt(
     key = _inputs_key(model_name, backbone.fingerprint, train_texts + ["\0held"] + held, options)
     state = _resume(partial, key, model, optimizer, scheduler, masker)
     if state is None:
-        before = measure(backbone, held_batches, device) if held_batches else {}
-        state = {"key": key, "epoch": 0, "before": before, "losses": [], "seconds": 0.0}
+        state = {"key": key, "epoch": 0, "before": held_measure(), "losses": [], "seconds": 0.0}
     else:
         progress(
             Note(message=f"resuming after epoch {state['epoch']} of {options.epochs} ({partial})")
@@ -244,9 +311,17 @@ def adapt(
         )
         loss_sum = 0.0
         for step, rows in enumerate(batches):
-            batch = {k: v.to(device) for k, v in masker.batch([examples[i] for i in rows]).items()}
+            chosen = [examples[i] for i in rows]
+            if simcse and len(chosen) < 2:  # a batch of one has no other text to tell apart
+                continue
+            made = plain_batch(backbone.tokenizer, chosen) if simcse else masker.batch(chosen)
+            batch = {k: v.to(device) for k, v in made.items()}
             with autocast(device, precision):
-                loss = torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
+                loss = (
+                    simcse_loss(model, batch, pooling)
+                    if simcse
+                    else torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
+                )
             scaled_backward(loss, scaler)
             clipped_step(optimizer, model.parameters(), MAX_GRAD_NORM, scaler)
             scheduler.step()
@@ -265,7 +340,7 @@ def adapt(
         state["losses"].append(loss_sum / steps_per_epoch)
         _checkpoint(partial, state, model, optimizer, scheduler, masker)
 
-    after = measure(backbone, held_batches, device) if held_batches else {}
+    after = held_measure()
     record = {
         "format": FORMAT,
         "glee_core": __version__,
@@ -299,7 +374,10 @@ def adapt(
         "seconds": round(state["seconds"], 3),
         "held_out_before": state["before"],
         "held_out_after": after,
-        "mlm_head_pretrained": True,  # trained here, on these texts
+        # trained here, on these texts (SimCSE leaves the MLM head as it came)
+        "mlm_head_pretrained": True if not simcse else backbone.mlm_head_pretrained,
+        "objective": options.objective,
+        **({"pooling": pooling} if simcse else {}),
     }
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -307,6 +385,15 @@ def adapt(
         model.to("cpu").save_pretrained(tmp, safe_serialization=True)
         backbone.tokenizer.save_pretrained(tmp)
         write_json(tmp / RECORD_FILE, record)
+        if trained_pooling(model_name):  # a sentence encoder's pooling goes with it
+            (tmp / "1_Pooling").mkdir()
+            write_json(
+                tmp / "1_Pooling" / "config.json",
+                {
+                    "pooling_mode_mean_tokens": pooling == "mean",
+                    "pooling_mode_cls_token": pooling == "cls",
+                },
+            )
         if out.exists():
             out.rmdir()  # an empty folder the user made
         tmp.rename(out)

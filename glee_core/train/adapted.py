@@ -23,10 +23,11 @@ RECORD_FILE = "glee_adapted.json"
 FORMAT = "glee-adapted-backbone"
 
 
-def adapted_folder_name(dataset_id: str, model: str, epochs: int) -> str:
+def adapted_folder_name(dataset_id: str, model: str, epochs: int, objective: str = "mlm") -> str:
     """The folder the app adapts ``model`` to ``dataset_id`` into (beside the run store): the
-    two slugged, and the epochs, so each adaptation keeps its own."""
-    return f"{slug(dataset_id)}-{slug(model)}-tapt-{epochs}ep"
+    two slugged, the objective and the epochs, so each adaptation keeps its own."""
+    kind = "tapt" if objective == "mlm" else objective
+    return f"{slug(dataset_id)}-{slug(model)}-{kind}-{epochs}ep"
 
 
 def adapted_record(folder: str | Path) -> dict | None:
