@@ -75,8 +75,8 @@ from glee_core.data.encoding import encode  # noqa: E402
 from glee_core.data.splits import stratified_sample  # noqa: E402
 from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
-from glee_core.models.heads import build_model  # noqa: E402
 from glee_core.models.methods import METHODS, get_method  # noqa: E402
+from glee_core.models.model import build_model  # noqa: E402
 from glee_core.models.modes import MODES  # noqa: E402
 from glee_core.models.options import AdaptOptions  # noqa: E402
 from glee_core.models.scoring import batch_to, get_backbone, model_inputs  # noqa: E402

@@ -14,7 +14,9 @@ import numpy as np
 import torch
 
 from glee_core.data.encoding import EncodedSplit
-from glee_core.models.heads import GleeModel, PromptHead, classification_loss, encoder_hidden_states
+from glee_core.models.heads import PromptHead
+from glee_core.models.losses import classification_loss
+from glee_core.models.model import GleeModel, encoder_hidden_states
 from glee_core.models.scoring import batch_to, model_inputs
 from glee_core.train.loop import TrainingState, optimizer_step
 

@@ -133,8 +133,8 @@ def measure_one(args) -> dict:
     from glee_core.data.encoding import encode, length_grouped_batches
     from glee_core.models.backbone import load_backbone
     from glee_core.models.config import TrainConfig
-    from glee_core.models.heads import build_model
     from glee_core.models.methods import get_method
+    from glee_core.models.model import build_model
     from glee_core.models.scoring import batch_width, predict
     from glee_core.train.loop import DevSelection, TrainingState, Trial, make_optimizer
 

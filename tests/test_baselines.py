@@ -12,8 +12,9 @@ from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.models.backbone import load_backbone, trained_pooling
 from glee_core.models.config import TrainConfig
-from glee_core.models.heads import build_model, fit_probe, pool
+from glee_core.models.heads import fit_probe
 from glee_core.models.methods import METHODS, get_method, parse_methods
+from glee_core.models.model import build_model, pool
 from glee_core.runs.store import RunStore
 from glee_core.serve.inference import score_texts
 from glee_core.train.experiment import run_experiments

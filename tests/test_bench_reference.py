@@ -9,8 +9,9 @@ from bench import reference
 from glee_core.data.encoding import collate, encode
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
-from glee_core.models.heads import build_model, classification_loss
+from glee_core.models.losses import classification_loss
 from glee_core.models.methods import get_method
+from glee_core.models.model import build_model
 from glee_core.models.scoring import predict
 from glee_core.train.loop import TrainingState, make_optimizer
 from glee_core.train.training import train_and_evaluate

@@ -22,8 +22,8 @@ from glee_core.core.errors import GleeError
 from glee_core.data.encoding import encode
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
-from glee_core.models.heads import build_model
 from glee_core.models.methods import get_method
+from glee_core.models.model import build_model
 from glee_core.models.modes import MODES
 from glee_core.models.scoring import predict
 from glee_core.train.loop import TrainingState, optimizer_step

@@ -9,8 +9,10 @@ from bench.reference import full_vocabulary_logits
 from glee_core.core.errors import GleeError
 from glee_core.data.encoding import collate, encode
 from glee_core.models.backbone import load_backbone
-from glee_core.models.heads import ETA, build_model, focal_loss, label_word_token_ids
-from glee_core.models.methods import METHODS, get_method, parse_methods
+from glee_core.models.heads import label_word_token_ids
+from glee_core.models.losses import focal_loss
+from glee_core.models.methods import ETA, METHODS, get_method, parse_methods
+from glee_core.models.model import build_model
 
 PAPER_ROWS = {
     "cls-tanh",
@@ -183,7 +185,7 @@ def test_cls_methods_read_cls_and_prompt_methods_read_mask(tiny_bert, toy_datase
 
 
 def test_the_long_tail_losses_are_their_formulas():
-    from glee_core.models.heads import CB_BETA, class_balanced_loss, logit_adjusted_loss
+    from glee_core.models.losses import CB_BETA, class_balanced_loss, logit_adjusted_loss
 
     logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]])
     labels = torch.tensor([0, 2])
@@ -215,7 +217,8 @@ def test_the_methods_beyond_the_paper_say_so():
 
 
 def test_the_parts_a_stored_spec_is_checked_against_are_the_ones_heads_builds():
-    from glee_core.models.heads import ACTIVATIONS, HEADS, LOSSES
+    from glee_core.models.heads import ACTIVATIONS, HEADS
+    from glee_core.models.losses import LOSSES
     from glee_core.models.methods import PARTS
 
     assert set(PARTS["predictor"]) == set(HEADS)

@@ -235,7 +235,7 @@ def test_a_modes_settings_are_declared_once_and_held_by_config_fields():
 @pytest.mark.parametrize("mode", ["lora", "ptuning2", "ia3", "frozen"])
 def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_dataset, mode):
     from glee_core.models.backbone import estimate_trainable
-    from glee_core.models.heads import build_model
+    from glee_core.models.model import build_model
 
     config = TrainConfig(mode=mode).resolved(64, 16)
     own = bert if config.frozen else load_backbone(str(tiny_bert))
@@ -251,7 +251,7 @@ def test_the_train_pages_trainable_count_matches_the_model(bert, tiny_bert, toy_
 def test_p_tuning_v2_keeps_a_pairs_segment_ids(tiny_bert, toy_dataset):
     """peft's feature-extraction model drops ``token_type_ids`` under prefix tuning; the model
     passes them (a pair's second text is segment 1), and without them it is peft's own forward."""
-    from glee_core.models.heads import build_model, peft_deprecations
+    from glee_core.models.model import build_model, peft_deprecations
 
     config = TrainConfig(mode="ptuning2").resolved(64, 16)
     model = build_model(
@@ -310,7 +310,7 @@ def test_prompt_tuning_starts_from_the_label_words_and_leaves_as_glee_or_peft(
 ):
     """Prompt tuning's virtual tokens start as the label words' embeddings (or drawn from the
     vocabulary), and a form that holds a plain encoder refuses it in one line."""
-    from glee_core.models.heads import build_model
+    from glee_core.models.model import build_model
 
     config = TrainConfig(**FAST, mode="prompt-tuning", prompt_tokens=5).resolved(64, 16)
     model = build_model(
@@ -371,7 +371,7 @@ def test_bitfit_trains_only_the_encoders_biases_and_the_head(bert, toy_dataset, 
 
 
 def test_bitfit_on_a_backbone_without_biases_says_so_before_training(bert, toy_dataset):
-    from glee_core.models.heads import build_model
+    from glee_core.models.model import build_model
 
     bare = replace(bert, model=copy.deepcopy(bert.model))
     for module in bare.model.modules():

@@ -112,7 +112,7 @@ def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy
     compare), for a plain mean loss and for the class-balanced weighted mean."""
     from dataclasses import replace
 
-    from glee_core.models.heads import build_model
+    from glee_core.models.model import build_model
     from glee_core.train.loop import TrainingState, batch_loss, make_optimizer
 
     bert = load_backbone(str(tiny_bert))

@@ -38,7 +38,7 @@ from ..data.encoding import encode, eval_batches
 from ..data.splits import stratified_sample
 from .backbone import Backbone
 from .config import POOLINGS
-from .heads import encoder_hidden_states, pool
+from .model import encoder_hidden_states, pool
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "FeatureSplit",

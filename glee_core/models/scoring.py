@@ -32,7 +32,8 @@ from ..data.encoding import (
 )
 from .backbone import Backbone, load_backbone, load_tokenizer
 from .features import FeatureSplit
-from .heads import GleeModel, label_word_ids, unreadable_label_words
+from .heads import label_word_ids, unreadable_label_words
+from .model import GleeModel
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "Split",

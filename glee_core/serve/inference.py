@@ -23,8 +23,9 @@ from ..data.datasets import LongTailDataset, read_texts_csv
 from ..data.encoding import encode
 from ..models.backbone import Backbone, load_backbone
 from ..models.features import FeatureSplit, compute_hidden
-from ..models.heads import GleeModel, build_model, head_of
+from ..models.heads import head_of
 from ..models.methods import get_method
+from ..models.model import GleeModel, build_model
 from ..models.scoring import check_prompt, get_backbone, predict
 from ..runs.record import RunRecord, group_of
 from ..runs.store import Run, RunStore, load_checked

@@ -34,8 +34,9 @@ from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
 from ..data.encoding import length_grouped_batches
 from ..models.config import EMA_DECAY, SUPCON_TEMPERATURE, TrainConfig
-from ..models.heads import GleeModel, classification_loss, loss_share
+from ..models.losses import classification_loss, loss_share
 from ..models.methods import MethodSpec
+from ..models.model import GleeModel
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
 from ..models.search import Work
 from ..runs.metrics import macro_f1

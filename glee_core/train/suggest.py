@@ -35,8 +35,8 @@ from ..data.pool import pool_key
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import TrainConfig
 from ..models.features import FeatureSplit, cached_features, compute_states
-from ..models.heads import build_model
 from ..models.methods import get_method
+from ..models.model import build_model
 from ..models.scoring import get_backbone, predict
 from ..runs.query import resolve_strategy, select
 from ..runs.recommend import recommend

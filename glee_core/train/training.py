@@ -46,13 +46,10 @@ from ..data.splits import SPLIT_SEED
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import POOLINGS, TrainConfig
 from ..models.features import cached_features, limited_splits
-from ..models.heads import (
-    GleeModel,
-    build_model,
-    eta_normalise,
-    head_of,
-)
+from ..models.heads import head_of
+from ..models.losses import eta_normalise
 from ..models.methods import MethodSpec
+from ..models.model import GleeModel, build_model
 from ..models.scoring import Split, predict
 from ..models.search import Searched, SearchLog, Work, choose_rate
 from ..runs.metrics import classification_metrics, shot_f1
