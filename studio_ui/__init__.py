@@ -11,6 +11,7 @@ calls ``studio_ui.launch(...)``. In import order (each module imports only those
   ``glee_core.serve.workspaces``'), a turn on the machine, a job's progress bar.
 - ``widgets``: the pickers the pages share.
 - ``recommendation``: the answer a compare ends on, and its next steps as one click each.
+- ``reports``: the Data page's health check and label budget, measured here and drawn.
 - ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
 - ``navigation``: the pages, the sidebar and its workspace panel.
 
@@ -81,6 +82,7 @@ from .recommendation import (
     variant_comparison,
     variant_runs,
 )
+from .reports import budget_section, health_section
 from .stores import (
     all_runs,
     backbones_dir,

@@ -165,6 +165,7 @@ APP_MODULES = [
     "jobs",
     "widgets",
     "recommendation",
+    "reports",
     "labelling",
     "navigation",
 ]
