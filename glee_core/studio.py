@@ -64,6 +64,7 @@ _FACES = (
     "train.jobs",
     "train.learning_curves",
     "train.next_steps",
+    "train.plan",
     "train.pseudo",
     "train.reproduce",
     "train.suggest",

@@ -190,7 +190,8 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     frozen launch whose features the store has cached runs no feature pass."""
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import plan_runs, run_experiments, uncached_passes
+    from glee_core.train.experiment import run_experiments, uncached_passes
+    from glee_core.train.plan import plan_runs
     from studio_ui import unstored_jobs
 
     store = RunStore(tmp_path / "runs")

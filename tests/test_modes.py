@@ -20,7 +20,8 @@ from glee_core.models.modes import MODES, Setting, setting_default
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run, load_classifier
 from glee_core.serve.inference import Scorer
-from glee_core.train.experiment import plan_runs, run_experiments
+from glee_core.train.experiment import run_experiments
+from glee_core.train.plan import plan_runs
 from glee_core.train.training import train_and_evaluate
 
 PEFT_MODES = [m for m in MODES.values() if m.parameter_efficient]

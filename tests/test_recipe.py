@@ -16,8 +16,9 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.record import RunRecord
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import plan_runs, run_experiments
+from glee_core.train.experiment import run_experiments
 from glee_core.train.loop import make_optimizer
+from glee_core.train.plan import plan_runs
 from glee_core.train.training import prepare, train_and_evaluate
 
 

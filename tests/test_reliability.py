@@ -20,7 +20,7 @@ from glee_core.models.heads import head_of
 from glee_core.models.methods import METHODS, get_method
 from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import plan_runs, unreadable_heads
+from glee_core.train.plan import plan_runs, unreadable_heads
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")

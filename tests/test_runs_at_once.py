@@ -23,7 +23,7 @@ from glee_core.models.methods import get_method
 from glee_core.models.options import ExecutorOptions
 from glee_core.runs.store import RunStore
 from glee_core.train.executors import Batch, LocalExecutor, SweepFailed, make_executor
-from glee_core.train.experiment import plan_runs
+from glee_core.train.plan import plan_runs
 
 
 def test_runs_at_once_is_auto_or_a_number_of_one_or_more():

@@ -11,7 +11,8 @@ from glee_core.runs.record import RunRecord
 from glee_core.runs.store import RunStore
 from glee_core.runs.tables import aggregate
 from glee_core.serve.inference import load_run, score_texts
-from glee_core.train.experiment import plan_runs, run_experiments
+from glee_core.train.experiment import run_experiments
+from glee_core.train.plan import plan_runs
 
 CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
 

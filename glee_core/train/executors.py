@@ -37,7 +37,8 @@ from ..models.config import TrainConfig
 from ..models.methods import MethodSpec, get_method
 from ..models.options import EXECUTORS, ExecutorOptions, TrainRequest
 from ..runs.store import Run, RunStore
-from .experiment import PlannedRun, plan_runs, preflight, readable_heads, run_experiments
+from .experiment import run_experiments
+from .plan import PlannedRun, plan_runs, preflight, readable_heads
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
 # starts a run gets when its worker dies without an error of its own (killed: out of memory, a

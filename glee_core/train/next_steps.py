@@ -11,7 +11,7 @@ from ..models.config import TrainConfig
 from ..models.options import DataOptions, TrainRequest
 from ..runs.recommend import ENOUGH_SEEDS, NextStep, Recommendation
 from ..runs.store import Run
-from .experiment import plan_runs
+from .plan import plan_runs
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "step_request",

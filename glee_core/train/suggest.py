@@ -42,7 +42,8 @@ from ..runs.query import resolve_strategy, select
 from ..runs.recommend import recommend
 from ..runs.record import vocabulary_note
 from ..runs.store import Run, RunStore
-from .experiment import UNKNOWN_SHARE_WARNING, run_experiments
+from .experiment import run_experiments
+from .plan import UNKNOWN_SHARE_WARNING
 
 __all__ = [
     "DEFAULT_PROBE",

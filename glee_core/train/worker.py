@@ -31,7 +31,8 @@ from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.methods import get_method
 from ..runs.store import RunStore
-from .experiment import PlannedRun, run_experiments
+from .experiment import run_experiments
+from .plan import PlannedRun
 
 
 @dataclass

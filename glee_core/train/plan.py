@@ -1,0 +1,368 @@
+"""Planning a launch before anything trains: the runs it asks for (each one's id derived from what
+it depends on), the checks that need the backbone (``preflight``), the heads a backbone cannot
+read; and the records a run is stored with (``run_record``, ``save_result``), LP-FT's stage and
+a stored head's weights."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sklearn
+import torch
+import transformers
+from safetensors.torch import load_file
+
+from .. import __version__
+from ..core.errors import GleeError
+from ..core.events import (
+    Note,
+    ProgressFn,
+)
+from ..core.files import write_json
+from ..data.datasets import LongTailDataset
+from ..data.encoding import check_label_tokens, check_template_fits, unknown_token_share
+from ..models.backbone import Backbone, model_fingerprint, trained_pooling
+from ..models.config import TrainConfig
+from ..models.heads import head_of, label_word_token_ids
+from ..models.methods import METHODS, MethodSpec
+from ..models.modes import get_mode
+from ..models.scoring import get_backbone, get_tokenizer
+from ..runs.record import (
+    DatasetRecord,
+    ModelRecord,
+    RunRecord,
+    untrained_head_note,
+    vocabulary_note,
+)
+from ..runs.store import Run, RunStore, make_run_id
+from .training import (
+    RunResult,
+)
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "PlannedRun",
+    "UNKNOWN_SHARE_WARNING",
+    "VOCABULARY_SAMPLE",
+    "backbone_positions",
+    "dataset_record",
+    "label_word_methods",
+    "load_head",
+    "lp_ft_stage",
+    "package_versions",
+    "plan_runs",
+    "preflight",
+    "readable_heads",
+    "run_identity",
+    "run_record",
+    "save_result",
+    "unreadable_heads",
+]
+
+UNKNOWN_SHARE_WARNING = 0.05
+VOCABULARY_SAMPLE = 500
+
+
+def run_identity(
+    dataset: LongTailDataset, spec: MethodSpec, model_name: str, config: TrainConfig
+) -> dict:
+    """What makes two runs the same run (and so the run id). ``config`` is resolved."""
+    return {
+        "dataset": dataset.id,
+        "dataset_fingerprint": dataset.fingerprint(),
+        "template": dataset.template,
+        "verbalizer": dataset.verbalizer,
+        "threshold": dataset.threshold,
+        **({"head_tail": dataset.head_tail_rule} if dataset.head_tail_rule != "train" else {}),
+        "model": model_name,
+        "model_fingerprint": model_fingerprint(model_name),
+        **spec.identity(),
+        **config.identity(),
+    }
+
+
+def package_versions() -> dict:
+    return {
+        "glee_core": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": importlib.metadata.version("peft"),
+        "accelerate": importlib.metadata.version("accelerate"),
+        "tokenizers": importlib.metadata.version("tokenizers"),
+        "scikit-learn": sklearn.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def dataset_record(dataset: LongTailDataset) -> DatasetRecord:
+    head, tail = dataset.head_tail()
+    return DatasetRecord(
+        id=dataset.id,
+        fingerprint=dataset.fingerprint(),
+        classes=dataset.classes,
+        head_classes=head,
+        tail_classes=tail,
+        threshold=dataset.threshold,
+        template=dataset.template,
+        verbalizer=dataset.verbalizer,
+        class_counts={k: int(v) for k, v in dataset.class_counts().items()},
+        sizes={k: len(v) for k, v in dataset.splits.items()},
+        warnings=dataset.warnings,
+        head_tail_rule=dataset.head_tail_rule,
+    )
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    spec: MethodSpec
+    config: TrainConfig  # resolved against the dataset, with the run's seed
+    identity: dict
+    run_id: str
+
+
+def plan_runs(
+    dataset: LongTailDataset,
+    methods: Iterable[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig | None = None,
+) -> list[PlannedRun]:
+    """Every method x pooling x seed with its resolved configuration and run id, in training
+    order (plain-input methods: a run for each pooling the config reads, see
+    :meth:`TrainConfig.poolings`)."""
+    config = config or TrainConfig()
+    poolings = config.poolings(trained_pooling(model_name))  # before the recipe is resolved
+    base = config.resolved(dataset.max_length, dataset.batch_size)
+    planned = []
+    for spec in methods:
+        if base.frozen and not spec.trains_in(base.tuning):
+            raise GleeError(f"{spec.id} cannot train on a frozen backbone; use --mode finetune")
+        if not spec.trains_in(base.tuning):
+            raise GleeError(
+                f"{spec.id} is fitted on a frozen backbone's features; use "
+                f"--mode frozen (or leave it out of a {base.tuning.label} run)"
+            )
+        # a template input is read at [MASK] whatever the pooling: one run, one id
+        for pooling in ("cls",) if spec.input_format == "prompt" else poolings:
+            for seed in seeds:
+                cfg = replace(base, seed=seed, pooling=pooling)
+                identity = run_identity(dataset, spec, model_name, cfg)
+                planned.append(
+                    PlannedRun(
+                        spec, cfg, identity, make_run_id(dataset.id, spec.id, seed, identity)
+                    )
+                )
+    return planned
+
+
+def preflight(
+    dataset: LongTailDataset,
+    plan: list[PlannedRun],
+    model_name: str,
+    store: RunStore,
+    force: bool = False,
+) -> list[str]:
+    """Checks that need the backbone, made before anything trains (and only when something
+    will): the verbalizer's label words must be in its vocabulary (an error naming them), and a
+    vocabulary that maps much of the data to the unknown token earns a note (returned)."""
+    pending = [p for p in plan if force or store.get(p.run_id) is None]
+    if not pending:
+        return []
+    classes = dataset.num_classes
+    for batch in sorted({p.config.batch_size for p in pending if p.config.supcon}):
+        if batch <= classes:  # class-balanced batches of it hold one text of a class at most
+            raise GleeError(
+                f"--supcon draws each text toward others of its class in the batch, and a "
+                f"batch of {batch} holds about one text of each of the {classes} classes: give "
+                f"--batch-size {2 * classes} or more, or leave out --supcon"
+            )
+    backbone = get_backbone(model_name)
+    tokenizer = backbone.tokenizer
+    targets = {
+        t.strip()
+        for p in pending
+        if p.config.lora_targets
+        for t in p.config.lora_targets.split(",")
+        if t.strip()
+    }
+    if targets:  # before any training: peft's own error comes after minutes, as a traceback
+        names = {
+            name.rsplit(".", 1)[-1]
+            for name, module in backbone.model.base_model.named_modules()
+            if isinstance(module, torch.nn.Linear)
+        }
+        unknown = sorted(targets - names)
+        if unknown:
+            raise GleeError(
+                f"--lora-targets: {model_name!r} has no linear layer named "
+                f"{', '.join(repr(u) for u in unknown)}; its are: "
+                f"{', '.join(sorted(names))}"
+            )
+    positions = backbone_positions(backbone)
+    for length in sorted({p.config.max_length for p in pending}):
+        if positions and length > positions:
+            raise GleeError(
+                f"--max-length {length} is longer than the {positions} positions "
+                f"{model_name!r} reads; give at most {positions}"
+            )
+        if any(p.spec.input_format == "prompt" for p in pending):
+            check_template_fits(tokenizer, dataset.template, length)
+    if any(head_of(p.spec).verbalizer for p in pending):
+        ids = label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
+        check_label_tokens(dict(zip(dataset.classes, ids, strict=True)))
+    share = unknown_token_share(
+        tokenizer, dataset.splits["train"]["text"].head(VOCABULARY_SAMPLE).tolist()
+    )
+    if share <= UNKNOWN_SHARE_WARNING:
+        return []
+    return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
+
+
+def backbone_positions(backbone: Backbone) -> int | None:
+    """The most tokens an input to ``backbone`` may have: its tokenizer's limit where it says
+    one (RoBERTa's 514 positions read 512 tokens), else its position embeddings."""
+    said = backbone.tokenizer.model_max_length
+    positions = getattr(backbone.model.config, "max_position_embeddings", None)
+    known = [n for n in (said if said and said < 1_000_000 else None, positions) if n]
+    return min(known) if known else None
+
+
+def label_word_methods() -> list[MethodSpec]:
+    """The methods whose head scores label words at [MASK]: what a vocabulary must read."""
+    return [m for m in METHODS.values() if head_of(m).verbalizer]
+
+
+def unreadable_heads(
+    dataset: LongTailDataset,
+    specs: list[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig,
+    store: RunStore,
+    force: bool = False,
+) -> tuple[list[MethodSpec], str]:
+    """The heads a launch of ``specs`` leaves out, and the note saying why. A launch of every
+    head that trains in its mode (the quick compare of them all) on a backbone whose vocabulary
+    lacks the data's label words leaves out the heads that score label words and trains the
+    others; a launch naming such heads fails on their words in :func:`preflight`. The vocabulary
+    is read (the tokenizer alone) only when such a head has a run to train, as there."""
+    worded = [s for s in specs if head_of(s).verbalizer]
+    every = {m.id for m in METHODS.values() if m.trains_in(get_mode(config.mode))}
+    if (
+        not worded
+        or not every <= {s.id for s in specs}
+        or not any(
+            force or store.get(p.run_id) is None
+            for p in plan_runs(dataset, worded, seeds, model_name, config)
+        )
+    ):
+        return [], ""
+    try:
+        label_word_token_ids(get_tokenizer(model_name), dataset.verbalizer, dataset.classes)
+    except GleeError as error:
+        return worded, (
+            f"{len(worded)} of the {len(specs)} heads are left out "
+            f"({', '.join(s.id for s in worded)}): they score label words, and "
+            f"{error}; the other heads train"
+        )
+    return [], ""
+
+
+def readable_heads(
+    dataset: LongTailDataset,
+    specs: list[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig,
+    store: RunStore,
+    force: bool,
+    progress: ProgressFn,
+) -> list[MethodSpec]:
+    """The heads a launch trains: ``specs`` less those :func:`unreadable_heads` leaves out, with
+    its note."""
+    left_out, why = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
+    if left_out:
+        progress(Note(message=why))
+    return [s for s in specs if s not in left_out]
+
+
+def run_record(
+    job: PlannedRun,
+    dataset: LongTailDataset,
+    backbone: Backbone,
+    result: RunResult,
+    notes: list[str],
+) -> RunRecord:
+    """The record a finished run stores: its data, backbone, method, resolved config, notes."""
+    model = ModelRecord.from_dict(backbone.describe())
+    record = RunRecord(
+        run_id=job.run_id,
+        dataset=dataset_record(dataset),
+        model=model,
+        method=job.spec,
+        seed=job.config.seed,
+        hyperparameters=result.config,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        versions=package_versions(),
+        identity=job.identity,
+        timing=result.timing,
+    )
+    if record.mlm_head_caveat:
+        record.notes.append(untrained_head_note(backbone.name, [job.spec.id]))
+    trained = trained_pooling(backbone.name)
+    pooling = job.config.pooling
+    # quick mode trains every pooling by default and chooses among them: no note there
+    if (
+        job.spec.input_format == "plain"
+        and trained
+        and trained != pooling
+        and not job.config.frozen
+    ):
+        record.notes.append(
+            f"{job.spec.id}: plain input read at the {pooling} pooling, but {backbone.name!r} is a "
+            f"sentence encoder trained with {trained} pooling: its {pooling} state was never "
+            f"trained to sum up a text (try --pooling {trained})"
+        )
+    record.notes += notes + result.notes
+    record.tuning = dict(result.tuning)
+    return record
+
+
+def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
+    """Write every artifact of a run, ``metrics.json`` last, and move the folder into place."""
+
+    def write(folder: Path) -> None:
+        result.model.save_trained(folder / "model.safetensors")
+        np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
+        np.savez(folder / "features.npz", **result.features)
+        np.savez(folder / "calibration.npz", **result.calibration)
+        result.predictions.to_csv(folder / "predictions.csv", index=False)
+        write_json(
+            folder / "weight_norms.json",
+            dict(zip(record.dataset.classes, result.weight_norms, strict=True)),
+        )
+        write_json(folder / "history.json", result.history)
+        write_json(folder / "config.json", record.to_dict())
+        write_json(folder / "metrics.json", result.metrics.to_dict())  # last: the run is complete
+
+    return store.write(record.run_id, write)
+
+
+def lp_ft_stage(job: PlannedRun, dataset: LongTailDataset, model_name: str) -> PlannedRun:
+    """The quick-mode run LP-FT fits its head in: the same method, seed, data and backbone."""
+    return plan_runs(
+        dataset, [job.spec], [job.config.seed], model_name, job.config.linear_probe_stage()
+    )[0]
+
+
+def load_head(run: Run) -> dict[str, torch.Tensor]:
+    """The head weights a quick-mode run stored (its ``model.safetensors`` is the head alone)."""
+    return load_file(str(run.path / "model.safetensors"))
