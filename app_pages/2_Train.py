@@ -242,30 +242,22 @@ if not frozen:
             )
             or None
         )
-        switches["self_distill"] = (
-            t2.number_input(
-                "Self-distillation weight (0 = off)",
-                0.0,
-                10.0,
-                0.0,
-                step=0.5,
-                key=f"distill-{recipe}",
-                help=help_of(TrainConfig, "self_distill"),
+        for column, field, label, step in (
+            (t2, "self_distill", "Self-distillation weight (0 = off)", 0.5),
+            (t3, "supcon", "Supervised contrastive weight (0 = off)", 0.1),
+        ):
+            switches[field] = (
+                column.number_input(
+                    label,
+                    0.0,
+                    10.0,
+                    0.0,
+                    step=step,
+                    key=f"{field}-{recipe}",
+                    help=help_of(TrainConfig, field),
+                )
+                or None
             )
-            or None
-        )
-        switches["supcon"] = (
-            t3.number_input(
-                "Supervised contrastive weight (0 = off)",
-                0.0,
-                10.0,
-                0.0,
-                step=0.1,
-                key=f"supcon-{recipe}",
-                help=help_of(TrainConfig, "supcon"),
-            )
-            or None
-        )
         if searched:
             switches["lr_search"] = (
                 "once"

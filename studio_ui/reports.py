@@ -6,7 +6,7 @@ needs), each measured here with its estimate and bar, then drawn from the report
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -150,30 +150,10 @@ def show_health(dataset, folder) -> None:
             + "Read them as a ranking (the lowest label quality first, in the table "
             "below) and look before you remove any."
         )
-    table = pd.DataFrame([asdict(c) for c in health.classes])
-    table["suspected"] = [
-        str(s) if j else "too few to judge"
-        for s, j in zip(table["suspected"], table["judged"], strict=True)
-    ]
-    table["most confused with"] = [
-        f"{c} ({share:.0%})" if isinstance(c, str) else ""  # JSON's null reads as NaN
-        for c, share in zip(table["confused_with"], table["confused_share"], strict=True)
-    ]
-    st.dataframe(
-        table[
-            [
-                "name",
-                "group",
-                "texts",
-                "suspected",
-                "duplicates",
-                "leaked",
-                "outliers",
-                "most confused with",
-            ]
-        ].rename(columns={"name": "class"}),
-        hide_index=True,
-    )
+    header, rows = health.table()
+    table = pd.DataFrame(rows, columns=header)
+    table["suspected"] = table["suspected"].astype(str)  # a count, or "too few to judge"
+    st.dataframe(table, hide_index=True)
     absorbed = health.absorbed()
     if absorbed:
         st.caption(
@@ -185,7 +165,7 @@ def show_health(dataset, folder) -> None:
             )
             + "."
         )
-    classes = ["(all classes)", *table["name"]]
+    classes = ["(all classes)", *table["class"]]
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     chosen = left.selectbox("Suspected rows of", classes, key="health-class")
     only = right.toggle("Suspected only", value=True, key="health-only")

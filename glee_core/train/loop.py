@@ -299,11 +299,10 @@ class DevSelection:
         """The latest evaluation's dev loss (the search's tie-breaker)."""
         return self.history[-1]["dev_loss"] if self.history else float("inf")
 
-    def evaluate(self, train_loss: float | None = None) -> None:
-        step = self.state.global_step
-        started = time.perf_counter()
+    def dev_logits(self, model) -> np.ndarray:
+        """``model``'s logits on the dev split, as the run scores it."""
         logits, _ = predict(
-            self.model,
+            model,
             self.dev,
             self.pad_id,
             self.device,
@@ -311,6 +310,12 @@ class DevSelection:
             self.config.precision,
             pad_multiple=self.config.pad_multiple,
         )
+        return logits
+
+    def evaluate(self, train_loss: float | None = None) -> None:
+        step = self.state.global_step
+        started = time.perf_counter()
+        logits = self.dev_logits(self.model)
         self.model.train()
         pred = logits.argmax(1)
         eval_seconds = time.perf_counter() - started
@@ -342,16 +347,7 @@ class DevSelection:
         score = record[f"dev_{self.config.select_metric}"]
         if self.config.self_ensemble and self.state.average is not None:
             average = self.state.average.module
-            logits, _ = predict(
-                average,
-                self.dev,
-                self.pad_id,
-                self.device,
-                self.config.eval_batch_size,
-                self.config.precision,
-                pad_multiple=self.config.pad_multiple,
-            )
-            pred = logits.argmax(1)
+            pred = self.dev_logits(average).argmax(1)
             record["average_dev_f1"] = macro_f1(self.dev.labels, pred, self.num_classes)
             record["average_dev_acc"] = float((pred == self.dev.labels).mean())
             mean_score = record[f"average_dev_{self.config.select_metric}"]
