@@ -273,10 +273,10 @@ def test_a_new_source_is_one_entry_in_the_registry(monkeypatch, toy_dataset, cap
         "an in-memory set",
         lambda rest: rest.upper(),
         public=True,
-        loader="memo_source",
+        loader="glee_core.data.datasets:memo_source",
     )
     monkeypatch.setitem(sources.SOURCES, "memo", memo)
-    monkeypatch.setattr(datasets, "memo_source", load, raising=False)  # its loader
+    monkeypatch.setattr(datasets, "memo_source", load, raising=False)  # its loader, by name
     assert load_dataset("memo:abc") is toy_dataset and asked == ["abc"]
     assert dataset_name("memo:abc") == "ABC" and dataset_name("csv:/srv/x/data.csv") == "data"
     assert "memo:KEY" in sources.source_usages()

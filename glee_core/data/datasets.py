@@ -812,7 +812,7 @@ def load_dataset(
         dataset = load_paper_dataset(spec, data_dir, threshold)
     elif (found := source_of(spec)) is not None:
         source, rest = found
-        dataset = globals()[source.loader](rest, threshold, column_args, uploads_dir, keep_rare)
+        dataset = source.load(rest, threshold, column_args, uploads_dir, keep_rare)
     else:
         raise GleeError(
             f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, {source_usages()}"

@@ -10,6 +10,7 @@ entry here and its loader there. No pandas, no torch, no import of the loaders.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,10 +25,10 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 @dataclass(frozen=True)
 class DataSource:
     """One kind of dataset id: ``usage`` as the help writes it, ``name`` of the rest for people,
-    ``public``: offered on a public Space, ``loader``: the function of
-    :mod:`glee_core.data.datasets` that loads it, ``f(rest, threshold, columns, uploads_dir,
-    keep_rare)``
-    (named, not imported: that module reads this one, and pulls in pandas)."""
+    ``public``: offered on a public Space, ``loader``: the function that loads it,
+    ``f(rest, threshold, columns, uploads_dir, keep_rare)``, as ``"module:function"`` (named, not
+    imported: :mod:`glee_core.data.datasets` reads this module, and pulls in pandas;
+    :meth:`load` imports it when a dataset of this source is loaded)."""
 
     prefix: str
     usage: str
@@ -35,6 +36,12 @@ class DataSource:
     name: Callable[[str], str]
     public: bool
     loader: str
+
+    def load(self, rest: str, threshold, columns: dict, uploads_dir, keep_rare: bool):
+        """The dataset ``<prefix>:<rest>`` (its loader imported now)."""
+        module, _, name = self.loader.partition(":")
+        loader = getattr(importlib.import_module(module), name)
+        return loader(rest, threshold, columns, uploads_dir, keep_rare)
 
 
 def _file_stem(rest: str) -> str:
@@ -50,7 +57,7 @@ SOURCES: dict[str, DataSource] = {
             "a CSV file on this machine",
             _file_stem,
             public=False,
-            loader="csv_source",
+            loader="glee_core.data.datasets:csv_source",
         ),
         DataSource(
             "upload",
@@ -58,7 +65,7 @@ SOURCES: dict[str, DataSource] = {
             "a CSV kept by the app (the Data page's upload)",
             lambda rest: rest,
             public=True,
-            loader="upload_source",
+            loader="glee_core.data.datasets:upload_source",
         ),
         DataSource(
             "hf",
@@ -66,7 +73,7 @@ SOURCES: dict[str, DataSource] = {
             "a Hugging Face dataset (the hub, or a local folder)",
             lambda rest: rest,
             public=False,
-            loader="hf_source",
+            loader="glee_core.data.datasets:hf_source",
         ),
     )
 }
