@@ -29,6 +29,7 @@ from glee_core.studio import (
     help_of,
     list_jobs,
     recipe_rates,
+    tuning_gain,
 )
 
 studio_ui.sidebar()
@@ -93,6 +94,12 @@ def show_jobs():
                     ),
                     hide_index=True,
                 )
+                # what it gained: each tuned run against the quick-mode head it started from
+                here = studio_ui.store()
+                for row in job.result or []:
+                    tuned = here.get(row.get("run_id", ""))
+                    if tuned is not None and (gain := tuning_gain(tuned, here)):
+                        st.caption(f"Gained: {studio_ui.md(gain)}.")
                 # what it changed: the recommendation it feeds, one click back to it
                 if st.button("See the recommendation it changed (Home)", key=f"home-{job.id}"):
                     st.switch_page("app_pages/0_Home.py")

@@ -822,3 +822,30 @@ def test_a_step_already_running_is_shown_running_not_offered_again(app, app_dirs
     finally:
         record.unlink()
         (store.jobs_dir / "job-running.request.json").unlink()
+
+
+def test_a_finished_fine_tune_shows_what_it_gained_over_its_quick_head(
+    app, tiny_bert, tmp_path, monkeypatch
+):
+    """Newcomer's first hour, round two, item 5: a finished job shows the gain itself on the
+    Train page: each tuned run against the quick-mode run of the same head it started from."""
+    import time
+
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("GLEE_RUNS_DIR", str(runs))
+    store = RunStore(runs)
+    config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96)  # practical: LP-FT
+    [tuned] = run_experiments(
+        load_dataset("demo"), [get_method("cls-relu-pt-ln")], [1], str(tiny_bert), config, store
+    )
+    quick = store.get(tuned.record.tuning["lp_ft_from"])
+    store.jobs_dir.mkdir(parents=True, exist_ok=True)
+    info = {"id": "job-1", "pid": 2**22 + 7, "label": "Fine-tune", "command": "train"}
+    (store.jobs_dir / "job-1.json").write_text(json.dumps({**info, "started": time.time()}))
+    row = {"run_id": tuned.run_id, "method": "cls-relu-pt-ln", "seed": 1, "f1": tuned.metrics.f1}
+    (store.jobs_dir / "job-1.out").write_text(json.dumps([row]) + "\n")
+    at = app("app_pages/2_Train.py").run()
+    assert not at.exception
+    gained = [plain(c.value) for c in at.caption if c.value.startswith("Gained:")]
+    assert len(gained) == 1 and f"test macro-F1 {100 * quick.metrics.f1:.1f} ->" in gained[0]
+    assert f"-> {100 * tuned.metrics.f1:.1f}" in gained[0]

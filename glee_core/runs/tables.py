@@ -42,6 +42,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "reference_note",
     "spreadsheet_csv",
     "to_markdown",
+    "tuning_gain",
     "twin_notes",
 ]
 
@@ -145,6 +146,24 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
             "selection",
             "best",
         ],
+    )
+
+
+def tuning_gain(tuned: Run, store) -> str | None:
+    """What a tuned run gained over the quick-mode run of the same head it started from (LP-FT's
+    stage, ``lp_ft_from``): one line, test macro-F1 and tail F1 before and after; None when it
+    started from none, or that run is not in ``store`` (a ``RunStore``)."""
+    start = tuned.record.tuning.get("lp_ft_from")
+    quick = store.get(start) if start else None
+    if quick is None:
+        return None
+    before, after = quick.metrics, tuned.metrics
+    f1 = (100 * before.f1, 100 * after.f1)
+    tail = (100 * before.tail_f1, 100 * after.tail_f1)
+    return (
+        f"{tuned.method} ({tuned.record.mode}, seed {tuned.seed}): test macro-F1 {f1[0]:.1f} -> "
+        f"{f1[1]:.1f} ({f1[1] - f1[0]:+.1f}), tail F1 {tail[0]:.1f} -> {tail[1]:.1f} "
+        f"({tail[1] - tail[0]:+.1f}) over its quick-mode run, the head it started from"
     )
 
 
