@@ -48,6 +48,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "feature_file",
     "feature_key",
     "limited_splits",
+    "read_cache",
+    "write_cache",
 ]
 
 
@@ -175,6 +177,30 @@ def feature_file(
     )
 
 
+def read_cache(path: Path, read: Callable):
+    """``read(data)`` of the cached arrays at ``path`` (an ``.npz``), or None when there is no
+    cache there; a damaged one (truncated, a missing array) is deleted: computed again."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return read(data)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        path.unlink(missing_ok=True)
+        return None
+
+
+def write_cache(path: Path, arrays: dict[str, np.ndarray], what: str) -> None:
+    """Cache ``arrays`` at ``path``, within the workspace's quota (``what`` names them in its
+    error), atomically: a killed pass leaves no half-written cache."""
+    check_quota(sum(a.nbytes for a in arrays.values()), what)  # before writing
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent)
+    os.close(handle)
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
 def cached_features(
     dataset: LongTailDataset,
     backbone: Backbone,
@@ -195,20 +221,16 @@ def cached_features(
     path = feature_file(
         cache_dir, dataset, backbone.fingerprint, input_format, max_length, limit, strategy
     )
-    if path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                rate = (
-                    float(data["pass_tokens_per_second"])
-                    if "pass_tokens_per_second" in data
-                    else None
-                )
-                return {
-                    name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"], rate)
-                    for name in dataset.splits
-                }
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            path.unlink(missing_ok=True)  # a truncated cache file: compute it again
+
+    def read(data) -> dict[str, FeatureSplit]:
+        rate = float(data["pass_tokens_per_second"]) if "pass_tokens_per_second" in data else None
+        return {
+            name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"], rate)
+            for name in dataset.splits
+        }
+
+    if (found := read_cache(path, read)) is not None:
+        return found
     started = time.perf_counter()
     encoded = {
         name: encode(frame, backbone.tokenizer, input_format, dataset.template, max_length)
@@ -229,12 +251,7 @@ def cached_features(
         arrays[f"{name}_labels"] = split.labels
     rate = tokens / max(time.perf_counter() - started, 1e-9)
     arrays["pass_tokens_per_second"] = np.array(rate)
-    check_quota(sum(a.nbytes for a in arrays.values()), "the cached features")  # before writing
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=cache_dir)
-    os.close(handle)
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
+    write_cache(path, arrays, "the cached features")
     return {
         name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"], rate)
         for name in dataset.splits

@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,13 +26,18 @@ import torch
 from ..core.devices import resolve_device
 from ..core.errors import GleeError
 from ..core.events import FeaturePass, Note, ProgressFn
-from ..core.files import check_quota
 from ..data.datasets import LongTailDataset
 from ..data.encoding import encode, unknown_token_share
 from ..data.pool import pool_key
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import TrainConfig
-from ..models.features import FeatureSplit, cached_features, compute_states
+from ..models.features import (
+    FeatureSplit,
+    cached_features,
+    compute_states,
+    read_cache,
+    write_cache,
+)
 from ..models.methods import get_method
 from ..models.model import build_model
 from ..models.scoring import get_backbone, predict
@@ -111,12 +114,9 @@ def pool_features(
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(cache_dir) / f"pool-{input_format}-{digest}.npz"
-    if path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return {"cls": data["cls"], "mean": data["mean"]}
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            path.unlink(missing_ok=True)  # a truncated cache file: computed again
+    found = read_cache(path, lambda data: {"cls": data["cls"], "mean": data["mean"]})
+    if found is not None:
+        return found
     frame = pd.DataFrame(
         {
             "text": pool["text"].to_numpy(),
@@ -133,12 +133,7 @@ def pool_features(
         progress(FeaturePass(format=f"{input_format} (the pool)", done=done, total=len(pool)))
 
     states = compute_states(backbone, split, device, progress=tick)
-    check_quota(sum(a.nbytes for a in states.values()), "the pool's features")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent)
-    os.close(handle)
-    np.savez(tmp, **states)
-    os.replace(tmp, path)  # atomic: a killed pass leaves no half-written cache
+    write_cache(path, states, "the pool's features")
     return states
 
 
