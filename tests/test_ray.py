@@ -156,8 +156,11 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
         "cls",
         "--choose-by",
         "dev",
+        # long enough (no early stop) that the kill lands while tasks train, on a fast machine
         "--epochs",
-        "30",
+        "100",
+        "--patience",
+        "100",
         "--batch-size",
         "4",
         "--device",
