@@ -10,9 +10,10 @@ entry here and its loader there. No pandas, no torch, no import of the loaders.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..core.plugins import named
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "DataSource",
@@ -39,9 +40,7 @@ class DataSource:
 
     def load(self, rest: str, threshold, columns: dict, uploads_dir, keep_rare: bool):
         """The dataset ``<prefix>:<rest>`` (its loader imported now)."""
-        module, _, name = self.loader.partition(":")
-        loader = getattr(importlib.import_module(module), name)
-        return loader(rest, threshold, columns, uploads_dir, keep_rare)
+        return named(self.loader)(rest, threshold, columns, uploads_dir, keep_rare)
 
 
 def _file_stem(rest: str) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
 from ..core.files import write_json_atomic
+from ..core.plugins import named
 from ..data.sources import SOURCES
 from .config import POOLINGS, PRECISION_HELP, PRECISIONS, TrainConfig
 from .fields import _boolean, option
@@ -127,10 +128,7 @@ class Executor:
 
     def make(self, options, progress):
         """The executor of ``options`` (its module imported now)."""
-        import importlib  # noqa: PLC0415
-
-        module, _, name = self.factory.partition(":")
-        return getattr(importlib.import_module(module), name)(options, progress)
+        return named(self.factory)(options, progress)
 
 
 EXECUTORS = {

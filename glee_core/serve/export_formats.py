@@ -6,12 +6,12 @@ Nothing here imports torch (``--help`` lists the forms at once)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import GleeError
+from ..core.plugins import named
 from ..models.modes import MODES
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
@@ -49,8 +49,7 @@ class ExportFormat:
 
     def write(self, run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
         """Its writer, imported now (as a plugin's entry point is: torch comes with it)."""
-        module, _, name = self.writer.partition(":")
-        return getattr(importlib.import_module(module), name)(run, out, quantize)
+        return named(self.writer)(run, out, quantize)
 
     def blocked(self, record) -> str | None:
         """What in a run of ``record`` this form cannot express, or None."""
