@@ -422,7 +422,7 @@ def test_adapters_train_alone_store_reload_and_leave_as_the_studios_folder(
         out = str(tmp_path / form)
         assert main(["export", "--run", str(run.path), "--out", out, "--format", form]) == 2
         assert "(it leaves as glee)" in capsys.readouterr().err
-    with pytest.raises(GleeError, match="--adapter-where must be both, attention, ffn"):
+    with pytest.raises(GleeError, match="--adapter-where must be both, attention or ffn"):
         TrainConfig(mode="adapter", adapter_where="everywhere")
     with pytest.raises(GleeError, match="--adapter-size must be at least 1"):
         TrainConfig(mode="adapter", adapter_size=0)

@@ -70,6 +70,7 @@ class Setting:
     step: float = 1  # the page's step for a number
     help: str = ""  # the flag's help and the page's tooltip (its default is added)
     protocol: str | None = None  # how the value reads in a run's protocol line
+    choices: tuple[str, ...] = ()  # a word among these (none: any)
 
     @property
     def help_text(self) -> str:
@@ -82,9 +83,12 @@ class Setting:
     def check(self, value) -> None:
         """A value given for it (None: its default) within its bounds, else a GleeError naming
         the flag."""
+        flag = f"--{self.field.replace('_', '-')}"
+        if value is not None and self.choices and value not in self.choices:
+            words = ", ".join(self.choices[:-1]) + " or " + self.choices[-1]
+            raise GleeError(f"{flag} must be {words}, got {value!r}")
         if value is None or self.kind is str:
             return
-        flag = f"--{self.field.replace('_', '-')}"
         if self.low is not None and value < self.low:
             raise GleeError(f"{flag} must be at least {self.low:g}, got {value}")
         if self.high is not None and (value >= self.high if self.below else value > self.high):
@@ -310,15 +314,9 @@ class PromptTuningMode(TuningMode):
             help="prompt tuning's start: label-words (the label words' embeddings, cycled) or "
             "random (embeddings of tokens drawn from the vocabulary)",
             protocol="from {}",
+            choices=PROMPT_INITS,
         ),
     )
-
-    def check(self, config) -> None:
-        super().check(config)
-        if config.prompt_init is not None and config.prompt_init not in PROMPT_INITS:
-            raise GleeError(
-                f"--prompt-init must be {' or '.join(PROMPT_INITS)}, got {config.prompt_init!r}"
-            )
 
     def peft_config(self, config):
         from peft import PromptTuningConfig, PromptTuningInit, TaskType  # noqa: PLC0415
@@ -413,15 +411,9 @@ class AdapterMode(TuningMode):
             placeholder="both, attention or ffn",
             help="after the attention's output (attention), the feed-forward's (ffn) or both",
             protocol="after {}",
+            choices=tuple(ADAPTER_PLACES),
         ),
     )
-
-    def check(self, config) -> None:
-        super().check(config)
-        if config.adapter_where is not None and config.adapter_where not in ADAPTER_PLACES:
-            raise GleeError(
-                f"--adapter-where must be {', '.join(ADAPTER_PLACES)}, got {config.adapter_where!r}"
-            )
 
     def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
         size = config.adapter_size
