@@ -56,7 +56,7 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert not at.exception and not at.error
     button(at, "Suggest texts to label").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("suggested by `rare`" in plain(c.value) for c in at.caption)
+    assert any("suggested by `rare-margin`" in plain(c.value) for c in at.caption)
     store = RunStore(tmp_path / "runs")
     [path] = store.labelling_dir.glob("demo-*.json")
     session = LabellingSession.read(path)

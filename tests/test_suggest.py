@@ -14,7 +14,10 @@ from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.data.pool import NONE_OF_THESE, read_labelled_texts, read_pool
+from glee_core.models.heads import probe_classifier
+from glee_core.models.options import QUERY_STRATEGIES, SuggestOptions
 from glee_core.runs.query import resolve_strategy, select
+from glee_core.runs.selftrain import pseudo_labels
 from tests.conftest import FILLER
 
 RARE = ("food", "tech_support")  # the toy set's two smallest classes (6 and 4 texts, x2)
@@ -57,9 +60,38 @@ def test_the_strategies_pick_what_they_say():
     assert list(select("balanced", probs, labelled, 3)) == [2, 4, 3]
     assert sorted(select("random", probs, labelled, 5)) == [0, 1, 2, 3, 4]
     assert len(select("margin", probs, labelled, 50)) == 5  # all, when the pool holds fewer
-    assert resolve_strategy("auto", True) == "rare" and resolve_strategy("auto", False) == "margin"
+    # rare-margin: of the likely tail texts, the least sure first (row 2's rare share is the
+    # larger, row 5 - a near tie between the two rarest - wins on the margin)
+    tied = np.vstack([probs, [0.02, 0.46, 0.52]])
+    assert select("rare", tied, labelled, 1)[0] == 2
+    assert select("rare-margin", tied, labelled, 1)[0] == 5
+    assert resolve_strategy("auto", True) == "rare-margin"
+    assert resolve_strategy("auto", False) == "margin"
+    assert SuggestOptions.__dataclass_fields__["strategy"].metadata["choices"] == tuple(
+        QUERY_STRATEGIES
+    )
     with pytest.raises(GleeError, match="--strategy must be one of auto, random"):
         resolve_strategy("best", True)
+
+
+def test_pseudo_labels_keep_each_class_to_its_labelled_share_of_the_pool():
+    """A class-balanced probe predicts the rare class for many pool texts; the pseudo-labels
+    keep at most its labelled share (here 10 of 110 labelled: 10 of 110 pool texts), the most
+    confident first, and the record counts each class."""
+    rng = np.random.default_rng(0)
+    centres = np.array([[3.0, 0.0], [0.0, 3.0]])
+    labels = np.array([0] * 100 + [1] * 10)
+    labelled = centres[labels] + rng.normal(0, 1.2, (110, 2))
+    pool_labels = np.array([0] * 100 + [1] * 10)
+    pool = centres[pool_labels] + rng.normal(0, 1.2, (110, 2))
+    predicted = probe_classifier(labelled, labels, True).predict(pool)
+    assert (predicted == 1).sum() > 10  # the balanced probe over-predicts the rare class
+    found = pseudo_labels(labelled, labels, pool, 2)
+    assert found.per_class[1] == 10 and found.per_class[0] <= 100
+    assert sum(found.per_class.values()) == len(found.rows) == len(found.labels)
+    kept = found.rows[found.labels == 1]  # its surest 10: right more often than all of them
+    assert (pool_labels[kept] == 1).mean() > (pool_labels[predicted == 1] == 1).mean()
+    assert found.generations == 1
 
 
 def test_suggest_finds_the_rare_class_in_the_pool_and_train_adds_it(
@@ -224,7 +256,7 @@ def test_suggests_spreadsheet_cells_read_back_as_they_were(tmp_path, toy_csv):
 def test_self_training_adds_class_rebalanced_pseudo_labels_and_says_so(
     tiny_bert, toy_csv, pool_file, tmp_path, capsys
 ):
-    """train --pool FILE --self-train yes: CReST's pseudo-labels join the training split of a
+    """train --pool FILE --self-train yes: the pseudo-labels join the training split of a
     +pseudo- variant (its runs apart), the record says how many each class got; auto decides
     by cross-validation on the labelled texts and says which way."""
     path, _ = pool_file
@@ -256,7 +288,8 @@ def test_self_training_adds_class_rebalanced_pseudo_labels_and_says_so(
 
     [stored] = [r for r in RunStore(tmp_path / "runs").runs() if "+pseudo-" in r.dataset]
     said = next(w for w in stored.record.dataset.warnings if w.startswith("self-training"))
-    assert "pseudo-labels from 112 pool texts, from generation 3" in said
+    assert "1 generation(s), each class at most its labelled share of the pool" in said
+    assert "pseudo-labels from 112 pool texts: " in said
     base = load_dataset(f"csv:{toy_csv}")
     assert stored.record.dataset.sizes["train"] > len(base.splits["train"])
     assert main([*common, "--self-train", "auto"]) == 0

@@ -21,6 +21,7 @@ from .methods import get_method
 from .modes import Setting
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "AUTO_RULE",
     "AdaptOptions",
     "AdaptRequest",
     "BUDGET_FRACTIONS",
@@ -30,6 +31,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Executor",
     "ExecutorOptions",
     "HealthOptions",
+    "QUERY_STRATEGIES",
+    "QueryStrategy",
     "SelfTrainOptions",
     "SuggestOptions",
     "TrainRequest",
@@ -267,6 +270,35 @@ class AdaptOptions:
             raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
 
 
+@dataclass(frozen=True)
+class QueryStrategy:
+    """A way to pick the pool texts to label next (``suggest --strategy``): its name and help;
+    what it does is its branch of ``runs/query.py``'s ``select``."""
+
+    name: str
+    help: str
+
+
+QUERY_STRATEGIES = {
+    s.name: s
+    for s in (
+        QueryStrategy(
+            "auto", "rare-margin where the data has tail classes, else margin (the default)"
+        ),
+        QueryStrategy("random", "uniformly at random (the baseline)"),
+        QueryStrategy("margin", "the smallest gap between the two most probable classes"),
+        QueryStrategy(
+            "balanced", "margin within each predicted class, fewest-labelled class first"
+        ),
+        QueryStrategy("rare", "the probability of the rarest classes (inverse labelled counts)"),
+        QueryStrategy(
+            "rare-margin", "rare, the texts the classifier is least sure of first (rare x margin)"
+        ),
+    )
+}
+AUTO_RULE = "rare-margin where the data has tail classes, else margin"
+
+
 @dataclass
 class SuggestOptions:
     """``python -m glee_core suggest``: the pool texts to label next (the dataset's recommended
@@ -283,9 +315,8 @@ class SuggestOptions:
     n: int = option(50, "how many texts to suggest")
     strategy: str = option(
         "auto",
-        "auto (rare where the data has tail classes, else margin), "
-        "random, margin, balanced or rare",
-        choices=("auto", "random", "margin", "balanced", "rare"),
+        f"auto ({AUTO_RULE}), " + ", ".join(list(QUERY_STRATEGIES)[1:]),
+        choices=tuple(QUERY_STRATEGIES),
     )
     seed: int = option(1, "random seed (random strategy, ties)")
     pool_text_column: str | None = option(

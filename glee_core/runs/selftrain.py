@@ -1,13 +1,20 @@
-"""Learning from the unlabelled rest: class-rebalanced self-training (CReST, Wei et al. 2021)
-on the frozen features.
+"""Learning from the unlabelled rest: self-training on the frozen features, its pseudo-labels
+matched to the classes' shares.
 
-Each generation fits the classifier on the labelled texts and the pseudo-labels kept so far,
-scores the pool, and keeps for each predicted class its most confident pool texts: a share
-``(N_rarest / N_c) ** alpha`` of the texts predicted as it (``N_c``: its labelled texts), so the
-rarest class keeps every text predicted as it and the largest the fewest - the rebalancing that
-stops the head classes from swallowing the pseudo-labels. The classifier is the class-balanced
-probe (closed form: a generation is seconds). :func:`helps` is ``--self-train auto``'s test:
-cross-validation on the labelled texts alone, with and without the pseudo-labels.
+The classifier (the class-balanced probe, closed form: seconds) is fitted on the labelled texts
+and scores the pool; each class keeps its most confident pool texts among those predicted as it,
+at most as many as the class's share of the labelled texts says the pool holds (``share_c x
+pool size``). A class-balanced probe predicts the rare classes more often than they occur: its
+surplus tail predictions are the pseudo-labels most often wrong, and the cap leaves them out,
+where CReST's rebalancing (Wei et al. 2021: a larger share for rarer classes, three
+generations) kept them. Measured (``bench/pool_backtest.py``, 6 seeds, 10% of every class
+labelled): tail F1 +5.5 / +2.1 / +4.6 on r8-1500 / r52-lt / the demo with head F1 +0.4 / -0.7 /
++4.2, where CReST gave +4.9 / -0.7 / +0.2 with head F1 -1.0 / -3.9 / -9.0; more generations of
+the capped rule did no better (r52-lt +0.1). :func:`helps` is ``--self-train auto``'s test:
+cross-validation on the labelled texts alone, with and without the pseudo-labels; it vetoes only
+a clear loss (:data:`HARM`): in the backtest the pseudo-labels raised test macro-F1 in 30 of 36
+cells and cost at most 0.8 points in the others, while the verdict of 3 folds of 2-10 texts a
+class agreed with the test's in 2 of 3 (its "worse" dropped gains of +7 and +10).
 """
 
 from __future__ import annotations
@@ -19,10 +26,10 @@ import numpy as np
 
 from ..models.heads import probe_classifier
 
-__all__ = ["ALPHA", "GENERATIONS", "PseudoLabels", "crest", "helps"]
+__all__ = ["GENERATIONS", "HARM", "PseudoLabels", "helps", "pseudo_labels"]
 
-GENERATIONS = 3
-ALPHA = 1 / 3  # CReST's rebalancing power (its paper's default on CIFAR-LT)
+GENERATIONS = 1  # the backtest's best: more generations gained nothing (module docstring)
+HARM = 2.0  # macro-F1 points the cross-validation must lose with the pseudo-labels to drop them
 
 
 @dataclass
@@ -43,21 +50,19 @@ def _probabilities(clf, features: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def crest(
+def pseudo_labels(
     labelled: np.ndarray,
     labels: np.ndarray,
     pool: np.ndarray,
     k: int,
     generations: int = GENERATIONS,
-    alpha: float = ALPHA,
     progress: Callable[[int, int], None] | None = None,
 ) -> PseudoLabels:
-    """The pseudo-labels ``generations`` of CReST keep from ``pool`` (features) given the
-    ``labelled`` features and their ``labels`` (the module's docstring says how)."""
+    """The pseudo-labels kept from ``pool`` (features) given the ``labelled`` features and their
+    ``labels``: per class its most confident predicted texts, at most its labelled share of the
+    pool (the module's docstring says why); each further generation refits on what was kept."""
     counts = np.bincount(labels, minlength=k).astype(float)
-    present = counts > 0
-    rate = np.zeros(k)
-    rate[present] = (counts[present].min() / counts[present]) ** alpha
+    cap = np.round(counts / counts.sum() * len(pool)).astype(int)
     rows = np.zeros(0, dtype=np.int64)
     pseudo = np.zeros(0, dtype=np.int64)
     confidence = np.zeros(0)
@@ -68,10 +73,9 @@ def crest(
         probs = _probabilities(clf, pool, k)
         predicted, sure = probs.argmax(1), probs.max(1)
         kept = []
-        for c in np.flatnonzero(present):
+        for c in np.flatnonzero(cap):
             members = np.flatnonzero(predicted == c)
-            take = int(round(rate[c] * len(members)))
-            kept.extend(members[np.argsort(-sure[members], kind="stable")[:take]])
+            kept.extend(members[np.argsort(-sure[members], kind="stable")[: cap[c]]])
         rows = np.sort(np.array(kept, dtype=np.int64))
         pseudo, confidence = predicted[rows], sure[rows]
         if progress:
@@ -90,10 +94,11 @@ def helps(
     folds: int = 3,
     seed: int = 1,
 ) -> tuple[bool, float, float]:
-    """Do CReST's pseudo-labels help here? ``folds``-fold cross-validation on the labelled texts
+    """Do the pseudo-labels help here? ``folds``-fold cross-validation on the labelled texts
     (stratified; classes with fewer texts than folds stay in every fit): the macro-F1 of the
     probe on each held-out fold without and with the pseudo-labels made from the other folds
-    and the pool. (helps, macro-F1 without, macro-F1 with), both in percent."""
+    and the pool. (helps: not worse by more than :data:`HARM`, macro-F1 without, macro-F1
+    with), both in percent."""
     from sklearn.metrics import f1_score  # noqa: PLC0415 (only this test needs it)
     from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
 
@@ -108,7 +113,7 @@ def helps(
         train = np.concatenate([judged[fit], always])
         test = judged[held]
         base = probe_classifier(labelled[train], labels[train], True)
-        found = crest(labelled[train], labels[train], pool, k)
+        found = pseudo_labels(labelled[train], labels[train], pool, k)
         more = probe_classifier(
             np.concatenate([labelled[train], pool[found.rows]]),
             np.concatenate([labels[train], found.labels]),
@@ -117,4 +122,4 @@ def helps(
         without.append(f1_score(labels[test], base.predict(labelled[test]), average="macro"))
         with_pseudo.append(f1_score(labels[test], more.predict(labelled[test]), average="macro"))
     a, b = 100 * float(np.mean(without)), 100 * float(np.mean(with_pseudo))
-    return b > a, a, b
+    return b >= a - HARM, a, b

@@ -1,10 +1,10 @@
-"""A dataset with pseudo-labels from the user's unlabelled texts (``train --pool FILE
---self-train auto|yes``): CReST's generations (:mod:`glee_core.runs.selftrain`) on the frozen
-backbone's features, the pool texts already in the data left out (exactly or as near-duplicates,
-as ``suggest`` does), and the kept texts added to the training split as a variant whose id ends
-in ``+pseudo-N-<digest>`` (its runs apart from the data's own, as ``+added-`` does). Whatever is
-trained on it (quick mode, fine-tuning) trains on the labelled and the pseudo-labelled texts; its
-record's warnings say how many pseudo-labels each class got."""
+"""A dataset with pseudo-labels from the user's unlabelled texts (``train --pool FILE --self-train
+auto|yes``): pseudo-labels matched to the classes' shares (:mod:`glee_core.runs.selftrain`) on
+the frozen backbone's features, the pool texts already in the data left out (exactly or as near-
+duplicates, as ``suggest`` does), and the kept texts added to the training split as a variant
+whose id ends in ``+pseudo-N-<digest>`` (its runs apart from the data's own, as ``+added-``
+does). Whatever is trained on it (quick mode, fine-tuning) trains on the labelled and the
+pseudo-labelled texts; its record's warnings say how many pseudo-labels each class got."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..data.pool import append_rows
 from ..models.backbone import trained_pooling
 from ..models.features import cached_features
 from ..models.scoring import get_backbone
-from ..runs.selftrain import GENERATIONS, crest, helps
+from ..runs.selftrain import HARM, helps, pseudo_labels
 from ..runs.store import RunStore
 from .suggest import in_the_data, pool_features
 
@@ -40,7 +40,7 @@ def self_trained(
     device,
     progress: ProgressFn | None = None,
 ) -> LongTailDataset:
-    """``dataset`` with CReST's pseudo-labels of ``pool`` in its training split (``how``:
+    """``dataset`` with the pseudo-labels of ``pool`` in its training split (``how``:
     ``yes``, or ``auto``: only where cross-validation on the labelled texts says they help;
     the dataset as it was otherwise, with a note saying why)."""
     progress = progress or (lambda event: None)
@@ -81,7 +81,8 @@ def self_trained(
         useful, without, with_pseudo = helps(train.hidden, train.labels, states, k)
         verdict = (
             f"cross-validation on the labelled texts: macro-F1 {without:.1f} without the "
-            f"pseudo-labels, {with_pseudo:.1f} with them"
+            f"pseudo-labels, {with_pseudo:.1f} with them; auto leaves them out only when "
+            f"they cost more than {HARM:g} points"
         )
         if not useful:
             progress(
@@ -92,7 +93,7 @@ def self_trained(
             )
             return dataset
         progress(Note(message=f"self-training kept: {verdict}"))
-    found = crest(
+    found = pseudo_labels(
         train.hidden,
         train.labels,
         states,
@@ -114,9 +115,9 @@ def self_trained(
         for c, n in sorted(found.per_class.items(), key=lambda kv: -kv[1])
     )
     said = (
-        f"self-training (CReST, {GENERATIONS} generations of the class-balanced probe on "
-        f"the frozen {pooling}-pooled features): {len(found.rows)} pseudo-labels from "
-        f"{len(texts)} pool texts, from generation {found.generations}: {counts}"
+        f"self-training (the class-balanced probe on the frozen {pooling}-pooled features, "
+        f"{found.generations} generation(s), each class at most its labelled share of the "
+        f"pool): {len(found.rows)} pseudo-labels from {len(texts)} pool texts: {counts}"
     )
     variant = replace(
         dataset,
