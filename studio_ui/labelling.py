@@ -29,24 +29,11 @@ from .access import policy, workspace
 from .choice import choose_dataset, current_choice, current_model, load_options
 from .estimates import time_estimate
 from .jobs import launch, machine_turn, running_step
-from .stores import all_runs, quick_compare_runs, store
+from .stores import all_runs, kept_pools, quick_compare_runs, store
 from .text import md
 
 POOL_MB = 50  # a pool file the uploader takes (the public mode's upload limit is smaller)
 SHOWN = 20  # unanswered suggestions shown at once (each is a row of buttons)
-
-
-def kept_pools() -> list[Path]:
-    """The pools kept in this session's store, newest first."""
-    folder = store().labelling_dir
-    return (
-        sorted(
-            (p for p in folder.glob("*.pool.*") if p.suffix in (".csv", ".tsv", ".txt")),
-            key=lambda p: -p.stat().st_mtime,
-        )
-        if folder.is_dir()
-        else []
-    )
 
 
 def keep_pool(uploaded) -> Path | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from glee_core.studio import (
@@ -12,7 +14,7 @@ from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
 from .estimates import time_estimate
 from .jobs import launch, running_step
-from .stores import all_runs, stores
+from .stores import all_runs, kept_pools, stores
 from .text import md
 
 STEP_TEXTS = {  # a recommendation's next step: its button, and why
@@ -37,14 +39,16 @@ STEP_TEXTS = {  # a recommendation's next step: its button, and why
 
 def variant_runs(dataset_id: str) -> dict[str, list]:
     """The runs of this dataset and of its variants (the data health's "train without the
-    flagged rows", ``+without-N-...``), by dataset id, the full data's first; {} without a
-    variant with runs."""
-    from glee_core.studio import WITHOUT, variant_base  # noqa: PLC0415
+    flagged rows", ``+without-N-...``; self-training's ``+pseudo-N-...``), by dataset id, the
+    full data's first; {} without a variant with runs."""
+    from glee_core.studio import PSEUDO, WITHOUT, variant_base  # noqa: PLC0415
 
     base_id = variant_base(dataset_id)
     by_id: dict[str, list] = {}
     for run in all_runs(report=False):
-        if run.dataset == base_id or run.dataset.startswith(base_id + WITHOUT):
+        if run.dataset == base_id or any(
+            run.dataset.startswith(base_id + ending) for ending in (WITHOUT, PSEUDO)
+        ):
             by_id.setdefault(run.dataset, []).append(run)
     if set(by_id) <= {base_id}:
         return {}
@@ -87,10 +91,35 @@ def budget_notice(dataset_id: str) -> None:
         st.info(line, icon=":material/playlist_add:")
 
 
+def self_trained_winner(runs, rec):
+    """Where self-training's pseudo-labels made a variant of this dataset whose recommended
+    candidate beats the data's own on dev beyond the seeds' spread (``dev_winner``): (its
+    runs, its recommendation, the pool to relaunch it with: the newest kept one); else None."""
+    from glee_core.studio import PSEUDO, SelfTrainOptions, dev_winner, recommend  # noqa: PLC0415
+
+    dataset_id = current_dataset_id()
+    if PSEUDO in dataset_id:
+        return None
+    variants = {
+        v: found
+        for v, found in variant_runs(dataset_id).items()
+        if v.startswith(dataset_id + PSEUDO)
+    }
+    recs = {v: recommend(found) for v, found in variants.items()}
+    winner = dev_winner(rec, recs)
+    if not winner:
+        return None
+    pools = kept_pools()
+    options = SelfTrainOptions(pool=str(pools[0]), self_train="yes") if pools else None
+    return variants[winner], recs[winner], options
+
+
 def recommendation_panel(runs, key: str) -> None:
     """The answer a compare ends on (``glee_core.runs.recommend``): the head to use among this
     dataset's ``runs``, chosen on dev, its test scores over seeds, the heads within noise, and
-    each next step as one click (fine-tuning the top heads, more seeds)."""
+    each next step as one click (fine-tuning the top heads, more seeds). Where self-training's
+    pseudo-labels made a variant whose candidate wins on dev, that candidate is the answer and
+    its steps train with the pool (:func:`self_trained_winner`)."""
     from glee_core.studio import (  # noqa: PLC0415
         ENOUGH_SEEDS,
         order_steps,
@@ -103,7 +132,16 @@ def recommendation_panel(runs, key: str) -> None:
     rec = recommend(runs)
     if rec is None:
         return
-    st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
+    pseudo = self_trained_winner(runs, rec) if key == "home" else None
+    if pseudo is not None:
+        runs, rec, pseudo_options = pseudo
+        st.success(
+            f"**With self-training** (the pool's pseudo-labels in the training texts, "
+            f"`{md(runs[0].dataset)}`): " + recommendation_text(rec, literal=md),
+            icon=":material/recommend:",
+        )
+    else:
+        st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
     if note := unreadable_note([run.record for run in runs]):  # the backbone cannot read it
         st.warning(md(note), icon=":material/translate:")
     if line := variant_comparison(current_dataset_id()):
@@ -121,6 +159,19 @@ def recommendation_panel(runs, key: str) -> None:
     except GleeError:
         dataset = None
     rec = with_requests(rec, runs, choice, dataset)
+    if pseudo is not None:  # its steps relaunch self-training with the pool (None: named only)
+        rec = replace(
+            rec,
+            steps=tuple(
+                replace(
+                    s,
+                    request=replace(s.request, self_train=pseudo_options)
+                    if s.request is not None and pseudo_options is not None
+                    else None,
+                )
+                for s in rec.steps
+            ),
+        )
     estimates = {
         step.kind: time_estimate(
             dataset,

@@ -133,3 +133,16 @@ def quick_compare_runs(dataset_id: str, model: str) -> list:
         for r in runs
         if replace(r.record.hyperparameters, pooling="cls", seed=1).protocol() == widest
     ]
+
+
+def kept_pools() -> list[Path]:
+    """The pools kept in this session's store, newest first."""
+    folder = store().labelling_dir
+    return (
+        sorted(
+            (p for p in folder.glob("*.pool.*") if p.suffix in (".csv", ".tsv", ".txt")),
+            key=lambda p: -p.stat().st_mtime,
+        )
+        if folder.is_dir()
+        else []
+    )

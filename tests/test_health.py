@@ -178,7 +178,13 @@ def test_a_dataset_without_the_flagged_rows_is_a_variant_of_its_own(toy_csv, tmp
 
 
 def test_the_variant_line_judges_on_dev_with_the_seeds_spread():
-    from glee_core.runs.recommend import Pick, Recommendation, variant_line
+    from glee_core.runs.recommend import (
+        Pick,
+        Recommendation,
+        dev_winner,
+        variant_base,
+        variant_line,
+    )
 
     def rec(dev, std):
         pick = Pick(
@@ -202,6 +208,14 @@ def test_the_variant_line_judges_on_dev_with_the_seeds_spread():
     assert "keep them" in variant_line("d", rec(85, 1), "v", rec(80, 1))
     assert "cannot tell them apart" in variant_line("d", rec(80, 2), "v", rec(81, 0.5))
     assert "(+1.0; the same dev texts)" in variant_line("d", rec(80, 2), "v", rec(81, 0.5))
+    pseudo = "d+pseudo-9-abc"
+    assert "the pseudo-labels win on dev" in variant_line("d", rec(80, 1), pseudo, rec(85, 1))
+    assert "leave the pseudo-labels out" in variant_line("d", rec(85, 1), pseudo, rec(80, 1))
+    # the winner on dev: a variant only beyond the seeds' spread, the best of several
+    assert dev_winner(rec(80, 1), {pseudo: rec(85, 1), "d+pseudo-2-x": rec(83, 1)}) == pseudo
+    assert dev_winner(rec(80, 2), {pseudo: rec(81, 0.5)}) == ""
+    assert dev_winner(None, {pseudo: rec(85, 1)}) == "" and dev_winner(rec(80, 1), {}) == ""
+    assert variant_base(pseudo) == "d" and variant_base("d+without-3-f") == "d"
 
 
 def test_a_trained_head_gives_the_out_of_fold_probabilities_too(planted_csv, tiny_bert, tmp_path):

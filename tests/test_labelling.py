@@ -145,7 +145,7 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
 
 
 def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
-    app, tmp_path, tiny_bert
+    app, tmp_path, tiny_bert, monkeypatch
 ):
     from glee_core.cli import main
     from glee_core.train.jobs import list_jobs
@@ -199,3 +199,24 @@ def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
     assert not home.exception
     assert any(s.value == "What self-training did" for s in home.subheader)
     assert any("pseudo-label(s) added" in plain(c.value) for c in home.caption)
+    # the recommendation ranks the self-trained candidate with the data's own, on dev
+    line = next(i.value for i in home.info if "With self-training's pseudo-labels" in i.value)
+    wins = "the pseudo-labels win on dev" in line
+    headline = [s.value for s in home.success if s.value.startswith("**With self-training**")]
+    assert bool(headline) == wins, (line, headline)
+    # where it wins (made so here: the tiny model's two dev scores tie), it is the answer
+    # and its next step trains with the pool's pseudo-labels again
+    import glee_core.studio
+
+    monkeypatch.setattr(glee_core.studio, "dev_winner", lambda base, variants: next(iter(variants)))
+    home = app("app.py").run()
+    assert any(s.value.startswith("**With self-training**") for s in home.success)
+    step = next(b for b in home.button if plain(b.label).startswith("Fine-tune cls-tanh"))
+    step.click().run()
+    [job] = [j for j in list_jobs(store, "train") if j.id not in (first, job.id)]
+    try:
+        request = json.loads(job.path.with_name(f"{job.id}.request.json").read_text())
+        assert request["self_train"] == {"pool": str(kept), "self_train": "yes"}
+        assert request["config"]["mode"] == "finetune"
+    finally:
+        job.stop()

@@ -25,6 +25,7 @@ __all__ = [
     "ADDED",
     "NONE_OF_THESE",
     "POOL_LIMIT",
+    "PSEUDO",
     "add_labelled",
     "append_rows",
     "pool_key",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 ADDED = "+added-"  # a dataset id's ending when labelled pool texts joined its training split
+PSEUDO = "+pseudo-"  # a dataset id's ending when pseudo-labelled pool texts joined its training
 NONE_OF_THESE = "(none of these)"  # a pool text that belongs to no class: answered, not added
 POOL_LIMIT = 200_000  # texts a pool may hold (the feature pass and the scores are linear in it)
 

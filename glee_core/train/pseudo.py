@@ -15,7 +15,7 @@ import pandas as pd
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn
 from ..data.datasets import LongTailDataset
-from ..data.pool import append_rows
+from ..data.pool import PSEUDO, append_rows
 from ..models.backbone import trained_pooling
 from ..models.features import cached_features
 from ..models.scoring import get_backbone
@@ -24,11 +24,8 @@ from ..runs.store import RunStore
 from .suggest import in_the_data, pool_features
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "PSEUDO",
     "self_trained",
 ]
-
-PSEUDO = "+pseudo-"  # a dataset id's ending when pseudo-labelled pool texts joined its training
 
 
 def self_trained(
