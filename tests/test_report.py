@@ -359,3 +359,39 @@ def test_a_chart_taller_than_a_page_is_cut_between_panels_and_titled_again(tmp_p
     pages = [p.extract_text() for p in PdfReader(path).pages]
     assert len(pages) > 1 and pages[0].startswith("Tall chart")
     assert all("Tall chart (continued)" in p for p in pages[1:])
+
+
+def test_a_chart_that_does_not_fit_the_room_left_begins_there_cut_above_a_panel_title(tmp_path):
+    """Two rows of panels, each under a two-line title as far from its panel as the rows are
+    apart (the head-vs-tail chart's shape): at a page's foot with room for one row, the chart
+    begins there (no page left mostly blank) and the cut goes above the second row's title,
+    which moves with its panel."""
+    import io
+
+    import numpy as np
+    from fpdf import FPDF
+    from PIL import Image
+
+    from glee_core.views.report import _place_chart, blank_rows
+
+    pixels = np.full((1250, 1100), 255, dtype=np.uint8)
+    for title, panel in (((47, 91), (118, 588)), ((627, 671), (698, 1168))):
+        pixels[title[0] : title[0] + 20, 400:700] = 0  # two lines of a title
+        pixels[title[1] - 18 : title[1], 400:700] = 0
+        pixels[panel[0] : panel[1], 100:1000] = 40
+    image = Image.fromarray(pixels)
+    cuts = blank_rows(image)
+    assert not any(91 < c < 118 or 671 < c < 698 for c in cuts), cuts  # title | panel
+    assert any(588 < c < 627 for c in cuts), cuts  # between the rows
+    pdf = FPDF(format="A4", unit="mm")
+    pdf.body_font = "helvetica"
+    pdf.add_page()
+    pdf.set_y(pdf.page_break_trigger - 120)  # room for the first row, not the whole chart
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    _place_chart(pdf, "Head vs tail", buffer.getvalue())
+    path = tmp_path / "foot.pdf"
+    pdf.output(str(path))
+    pages = [p.extract_text() for p in PdfReader(path).pages]
+    assert len(pages) == 2
+    assert "Head vs tail" in pages[0] and "Head vs tail (continued)" in pages[1]

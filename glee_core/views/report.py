@@ -236,23 +236,30 @@ def build_report(
 MM_PER_PX = 180 / charts.PDF_WIDTH
 
 
-# the white between two rows of panels is at least the facets' gap; a panel's title sits
-# closer to its panel than this, so a cut never parts the two
+# the white between two rows of panels is at least the facets' gap; a panel's title may sit
+# almost as far above its panel, so a cut also needs ink above it taller than a title's lines
 CUT_BAND = int(charts.FACET_GAP * CHART_SCALE * 0.75)
+TITLE_ROWS = int(50 * CHART_SCALE)  # a block of ink shorter than this is a title (4 lines)
+FIRST_PART = 0.4  # the least of a chart begun at a page's foot (the rest on the next page)
 
 
 def blank_rows(image: Image.Image) -> np.ndarray:
     """Where a chart may be cut between pages: the middle row of each band of at least
-    :data:`CUT_BAND` rows that hold nothing (white across), so a cut goes between rows of
-    panels, never through a panel, a label or a legend, nor between a panel and its title."""
+    :data:`CUT_BAND` rows that hold nothing (white across) and that follows more than a title's
+    ink (:data:`TITLE_ROWS`), so a cut goes between rows of panels, never through a panel, a
+    label or a legend, nor between a panel and the title above it."""
     grey = np.asarray(image.convert("L"))
     blank = np.flatnonzero((grey >= 250).all(axis=1))
     if not len(blank):
         return blank
-    bands = np.split(blank, np.flatnonzero(np.diff(blank) > 1) + 1)
-    return np.array(
-        [band[len(band) // 2] for band in bands if len(band) >= CUT_BAND], dtype=np.int64
-    )
+    bands = [b for b in np.split(blank, np.flatnonzero(np.diff(blank) > 1) + 1)]
+    wide = [band for band in bands if len(band) >= CUT_BAND]
+    cuts, ink_from = [], 0
+    for band in wide:
+        if band[0] - ink_from > TITLE_ROWS:
+            cuts.append(band[len(band) // 2])
+        ink_from = band[-1] + 1
+    return np.array(cuts, dtype=np.int64)
 
 
 def slice_rows(top: int, height: int, room: int, cuts: np.ndarray) -> int:
@@ -267,10 +274,12 @@ def slice_rows(top: int, height: int, room: int, cuts: np.ndarray) -> int:
 
 
 def _place_chart(pdf, title: str, png: bytes) -> None:
-    """A chart at its printed size under its title: on the current page when it fits there,
-    else on a new one; one taller than a page is cut into page-high slices, each cut in the
-    white between panels (never through one, unless a single panel is taller than a page), and
-    each continuation under the title again, so its type is never shrunk to fit."""
+    """A chart at its printed size under its title: on the current page when it fits there;
+    else, when a whole row of its panels (at least :data:`FIRST_PART` of it) fits the room left,
+    begun here and continued on the next page (a page half blank reads as the end of the
+    report); else on a new page. One taller than a page is cut into page-high slices; every cut
+    is in the white between rows of panels (never through one, unless a single panel is taller
+    than a page), each continuation under the title again, so its type is never shrunk."""
     image = Image.open(io.BytesIO(png))
     width_px, height_px = image.size
     mm = MM_PER_PX / CHART_SCALE
@@ -280,13 +289,17 @@ def _place_chart(pdf, title: str, png: bytes) -> None:
     title_height = 9
     page = pdf.page_break_trigger - pdf.t_margin  # a whole page's room
     fits_a_page = height + title_height <= page - 2
+    cuts = blank_rows(image)
+    room = int((pdf.page_break_trigger - pdf.get_y() - title_height - 2) / mm)
+    begun_here = (cuts >= FIRST_PART * height_px) & (cuts <= room)
     if (
-        pdf.get_y() + height + title_height > pdf.page_break_trigger and fits_a_page
+        pdf.get_y() + height + title_height > pdf.page_break_trigger
+        and fits_a_page
+        and not begun_here.any()
     ) or pdf.get_y() + min(height, 60) + title_height > pdf.page_break_trigger:
         pdf.add_page()
     pdf.set_font(pdf.body_font, size=11)
     pdf.cell(0, 7, title, new_x="LMARGIN", new_y="NEXT")
-    cuts = blank_rows(image)
     top = 0
     while top < height_px:
         room = pdf.page_break_trigger - pdf.get_y() - 2
