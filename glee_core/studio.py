@@ -27,6 +27,7 @@ _FACES = (
     "core.slots",
     "data.catalog",
     "data.datasets",
+    "data.loaders",
     "data.pool",
     "data.sources",
     "data.splits",

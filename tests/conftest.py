@@ -15,7 +15,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from glee_core.data.datasets import DEFAULT_TEMPLATE, load_dataset  # noqa: E402
+from glee_core.data.catalog import DEFAULT_TEMPLATE  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
 # the cores shared out among pytest-xdist's workers (two workers on CI's two cores: one thread

@@ -726,7 +726,7 @@ def test_an_upload_over_the_class_cap_keeps_nothing_and_is_parsed_once(tmp_path,
     reads = []
     real = csvfile.read_csv_frame
     monkeypatch.setattr(
-        "glee_core.data.datasets.read_csv_frame", lambda path: reads.append(path) or real(path)
+        "glee_core.data.loaders.read_csv_frame", lambda path: reads.append(path) or real(path)
     )
     rows = "text,label\n" + "".join(f"text {i},c{i % 3}\n" for i in range(30))
     folder = tmp_path / "uploads"

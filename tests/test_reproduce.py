@@ -12,7 +12,7 @@ from conftest import toy_rows
 
 from glee_core import GleeError
 from glee_core.cli import main
-from glee_core.data.datasets import PAPER_DATASETS
+from glee_core.data.catalog import PAPER_DATASETS
 from glee_core.models.methods import METHODS
 from glee_core.runs.paper import reference_results, reference_sources
 from glee_core.runs.store import Run, RunStore

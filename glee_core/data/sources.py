@@ -3,7 +3,7 @@
 Besides ``demo`` and the paper's ids (:mod:`glee_core.data.catalog`), a dataset id names its source
 by prefix: ``csv:PATH``, ``upload:NAME``, ``hf:NAME[:CONFIG]``. :data:`SOURCES` says, for each,
 how it is written (the CLI's help), how people and metadata name it (never a server path),
-whether a public Space offers it, and which loader of ``datasets`` loads it;
+whether a public Space offers it, and which loader of ``loaders`` loads it;
 ``datasets.load_dataset``, ``config``, ``catalog`` and the Data page read it. A new source is an
 entry here and its loader there. No pandas, no torch, no import of the loaders.
 """
@@ -28,7 +28,7 @@ class DataSource:
     """One kind of dataset id: ``usage`` as the help writes it, ``name`` of the rest for people,
     ``public``: offered on a public Space, ``loader``: the function that loads it,
     ``f(rest, threshold, columns, uploads_dir, keep_rare)``, as ``"module:function"`` (named, not
-    imported: :mod:`glee_core.data.datasets` reads this module, and pulls in pandas;
+    imported: :mod:`glee_core.data.loaders` imports ``datasets``, which reads this module;
     :meth:`load` imports it when a dataset of this source is loaded)."""
 
     prefix: str
@@ -56,7 +56,7 @@ SOURCES: dict[str, DataSource] = {
             "a CSV file on this machine",
             _file_stem,
             public=False,
-            loader="glee_core.data.datasets:csv_source",
+            loader="glee_core.data.loaders:csv_source",
         ),
         DataSource(
             "upload",
@@ -64,7 +64,7 @@ SOURCES: dict[str, DataSource] = {
             "a CSV kept by the app (the Data page's upload)",
             lambda rest: rest,
             public=True,
-            loader="glee_core.data.datasets:upload_source",
+            loader="glee_core.data.loaders:upload_source",
         ),
         DataSource(
             "hf",
@@ -72,7 +72,7 @@ SOURCES: dict[str, DataSource] = {
             "a Hugging Face dataset (the hub, or a local folder)",
             lambda rest: rest,
             public=False,
-            loader="glee_core.data.datasets:hf_source",
+            loader="glee_core.data.loaders:hf_source",
         ),
     )
 }

@@ -19,7 +19,8 @@ import torch
 
 from ..core.devices import resolve_device
 from ..core.errors import GleeError, one_line
-from ..data.datasets import LongTailDataset, read_texts_csv
+from ..data.csvfile import read_texts_csv
+from ..data.datasets import LongTailDataset
 from ..data.encoding import encode
 from ..models.backbone import Backbone, load_backbone
 from ..models.features import FeatureSplit, compute_hidden

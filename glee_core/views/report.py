@@ -30,8 +30,10 @@ from . import charts
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "CHART_SCALE",
     "CUT_BAND",
+    "FIRST_PART",
     "FONT_FOLDERS",
     "MM_PER_PX",
+    "TITLE_ROWS",
     "ReportProgress",
     "blank_rows",
     "build_report",
