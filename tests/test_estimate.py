@@ -190,8 +190,8 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     frozen launch whose features the store has cached runs no feature pass."""
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments, uncached_passes
-    from glee_core.train.plan import plan_runs
+    from glee_core.train.experiment import run_experiments
+    from glee_core.train.plan import plan_runs, uncached_passes
     from studio_ui import unstored_jobs
 
     store = RunStore(tmp_path / "runs")
@@ -211,7 +211,7 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     # the bar's share of a compare's cross-validation counts the passes still to run as part of
     # the heads' runs (as much more as ENCODING_SHARE says), and none where they are cached
     from glee_core.core.events import ENCODING_SHARE
-    from glee_core.train.experiment import cross_validation_share
+    from glee_core.train.plan import cross_validation_share
 
     def share(methods, model=str(tiny_bert)):
         plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert), config)

@@ -175,7 +175,7 @@ def estimate_seconds(
     features are not cached yet). ``lp_ft_stages``: the LP-FT heads still to fit (None: one a
     run; the quick compare's stored heads are re-used, so after it none). ``rate_searched``:
     the rate searched once for this backbone and data is stored already
-    (``glee_core.train.experiment.searched_rate``): no search to pay. ``busy``: how much slower
+    (``glee_core.train.plan.searched_rate``): no search to pay. ``busy``: how much slower
     the other work on this CPU makes it (:func:`other_work`, measured by the caller)."""
     estimate = _estimate_seconds(
         dataset,

@@ -16,7 +16,6 @@ from dataclasses import replace
 from ..core.devices import cpu_share, resolve_device
 from ..core.distributed import data_parallel
 from ..core.events import (
-    ENCODING_SHARE,
     CrossValidating,
     Loading,
     Note,
@@ -27,9 +26,7 @@ from ..core.events import (
     WaitingForRun,
 )
 from ..data.datasets import LongTailDataset
-from ..models.backbone import model_fingerprint
 from ..models.config import TrainConfig
-from ..models.features import feature_file
 from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
 from ..models.search import (
@@ -41,17 +38,20 @@ from ..models.search import (
     planned_steps,
     search_schedule,
     search_steps,
-    shared_key,
     steps_per_evaluation,
 )
 from ..runs.store import Run, RunStore
 from .jobs import running_summary
 from .plan import (
     PlannedRun,
+    cross_validation_due,
+    cross_validation_share,
+    job_search_log,
     load_head,
     lp_ft_stage,
     plan_runs,
     preflight,
+    races,
     run_record,
     save_result,
 )
@@ -68,13 +68,7 @@ from .training import (
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "PACK_HEADS",
-    "cross_validation_due",
-    "cross_validation_share",
-    "job_search_log",
-    "races",
     "run_experiments",
-    "searched_rate",
-    "uncached_passes",
 ]
 
 PACK_HEADS = 64  # heads on cached features trained in one loop at most (memory stays small)
@@ -495,108 +489,3 @@ def run_experiments(
         runner.cross_validate(validate, config.folds)
         runs = [Run(run.path) for run in runs]  # their metrics now hold it
     return runs
-
-
-def races(
-    jobs: list[PlannedRun], config: TrainConfig, store: RunStore, force: bool = False
-) -> list[list[PlannedRun]]:
-    """The heads of a launch that race (``--heads best``), one race a seed: the tuned runs of
-    two or more heads, none of them stored yet (a stored head has already been tuned: the
-    launch loads it, and the others train as ever)."""
-    if not config.races:
-        return []
-    by_seed: dict[int, list[PlannedRun]] = {}
-    for job in jobs:
-        by_seed.setdefault(job.config.seed, []).append(job)
-    return [
-        group
-        for group in by_seed.values()
-        if len(group) > 1
-        and not group[0].config.frozen
-        and all(force or store.get(j.run_id) is None for j in group)
-    ]
-
-
-def job_search_log(store: RunStore, job: PlannedRun, once: bool = False) -> SearchLog | None:
-    """Where ``job``'s learning-rate search is kept in ``store`` (none with one rate), shared
-    over its backbone and data when the rate is searched once (``once``: whatever the config
-    says, as a race searches it)."""
-    if len(job.config.lr_grid) < 2:
-        return None
-    shared = (
-        shared_key(job.identity, set(job.spec.identity()))
-        if once or job.config.lr_search == "once"
-        else None
-    )
-    return SearchLog(store.searches_dir, job.run_id, shared)
-
-
-def searched_rate(store: RunStore, job: PlannedRun) -> float | None:
-    """The learning rate searched once for ``job``'s backbone and data (any head and seed of
-    them) that ``store`` already holds, which a launch of ``job`` trains at without a search
-    (a race too); None when it would search (or has one rate, or searches each run)."""
-    log = job_search_log(store, job, once=job.config.races)
-    shared = log.chosen_elsewhere() if log is not None else None
-    return float(shared["chosen"]) if shared else None
-
-
-def cross_validation_due(
-    jobs: list[PlannedRun], store: RunStore, folds: int, force: bool = False
-) -> list[PlannedRun]:
-    """The quick-mode runs of ``jobs`` whose ``folds``-fold cross-validation is still to be made
-    (trained now, or stored without it)."""
-    due = []
-    for job in jobs:
-        run = None if force else store.get(job.run_id)
-        cv = None if run is None else run.metrics.cv
-        if cv is None or cv.folds != folds:
-            due.append(job)
-    return due
-
-
-def uncached_passes(
-    store: RunStore, dataset: LongTailDataset, model_name: str, jobs: list[PlannedRun]
-) -> int:
-    """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
-    input format whose features ``store`` has not cached (the estimate and the bar read it)."""
-    formats = {job.spec.input_format: job.config for job in jobs if job.config.frozen}
-    fingerprint = model_fingerprint(model_name)
-    return sum(
-        not feature_file(
-            store.features_dir,
-            dataset,
-            fingerprint,
-            fmt,
-            cfg.max_length,
-            cfg.limit,
-            cfg.limit_strategy,
-        ).is_file()
-        for fmt, cfg in formats.items()
-    )
-
-
-def cross_validation_share(
-    dataset: LongTailDataset,
-    jobs: list[PlannedRun],
-    validate: list[PlannedRun],
-    store: RunStore,
-    folds: int,
-    force: bool = False,
-    model_name: str | None = None,
-) -> float:
-    """About what share of the launch its cross-validation takes (the progress bar's): a head's
-    training counts one, its cross-validation ``folds`` trainings on (folds - 1) / folds of
-    train + dev, and the heads' feature passes still to run (none where ``model_name``'s are
-    cached in the store) as much more as the bar counts them within the heads' runs
-    (:data:`ENCODING_SHARE`): on a Reuters upload the passes were half of the heads' part, and
-    without them the bar counted 5 min left of a 3 min compare at its first fold."""
-    if not validate:
-        return 0.0
-    sizes = {name: len(split) for name, split in dataset.splits.items()}
-    per_head = (folds - 1) * (sizes["train"] + sizes["dev"]) / max(sizes["train"], 1)
-    pending = [job for job in jobs if force or store.get(job.run_id) is None]
-    formats = {job.spec.input_format for job in pending if job.config.frozen}
-    uncached = 0 if model_name is None else uncached_passes(store, dataset, model_name, pending)
-    passes = ENCODING_SHARE / (1 - ENCODING_SHARE) * uncached / max(len(formats), 1)
-    trained = len(pending) * (1 + passes)
-    return len(validate) * per_head / (trained + len(validate) * per_head)
