@@ -5,6 +5,7 @@ import streamlit as st
 import studio_ui
 from glee_core.studio import (
     METHODS,
+    MODES,
     TrainConfig,
     TrainRequest,
     method_label,
@@ -143,8 +144,9 @@ with st.expander("What Glee Studio compares, and why"):
         "LayerNorm) against prompt-tuning, which lets the pretrained MLM head score a label word "
         "per class at `[MASK]`.\n\n"
         "1. **Data**: pick a dataset or upload a CSV, see its long tail and head/tail split.\n"
-        "2. **Train**: launch methods x seeds (a quick compare on the frozen backbone, "
-        "fine-tuning, LoRA, P-tuning v2).\n"
+        "2. **Train**: launch methods x seeds in any mode ("
+        + ", ".join(mode.label for mode in MODES.values())
+        + ").\n"
         "3. **Results**: Acc, F1, Head F1, Tail F1 (mean ± std), per-class F1 against "
         "frequency.\n"
         "4. **Diagnostics**: the paper's weight-norm bars and feature histograms.\n"

@@ -137,9 +137,10 @@ mode = studio_ui.choose(
     horizontal=True,
     help="Quick compare encodes the data once with the frozen backbone and trains only the "
     "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
-    "the accuracy is. LoRA, P-tuning v2 and IA³ train small adapters, prefixes or scaling "
-    "vectors in the encoder and the head, and keep the backbone as it is (a run stores a "
-    "few MB).",
+    "the accuracy is. The others train a small part beside the head - LoRA, P-tuning v2, "
+    "IA³, prompt tuning and adapters add their own few weights and keep the backbone as it "
+    "is (a run stores a few MB); BitFit trains the backbone's biases. The caption under "
+    "this says what the chosen one trains.",
 )
 tuning = MODES[mode]
 st.caption(f"{tuning.choice}: {tuning.help}.")

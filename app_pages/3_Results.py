@@ -10,6 +10,7 @@ import studio_ui
 from glee_core.studio import (
     GRID,
     METRIC_TITLES,
+    MODES,
     NAMES,
     SELECTION_NOTE,
     SHOT_TITLES,
@@ -289,8 +290,9 @@ with ours:
     st.subheader("How to tune: one head, every mode")
     if not several:
         st.caption(
-            "Train a head in a second mode (quick compare, fine-tune, LoRA, P-tuning v2 "
-            "on the Train page) to see the modes side by side here."
+            "Train a head in a second mode on the Train page ("
+            + ", ".join(mode.label for mode in MODES.values())
+            + ") to see the modes side by side here."
         )
     else:
         head = studio_ui.choose("Head", studio_ui.method_labels(several), key="modes-head")

@@ -105,8 +105,9 @@ def setting_runs(key: str):
 
 def setting_inputs(settings, options, disabled: bool = False) -> dict:
     """A widget for each of a mode's or an executor's settings (``Setting``: its label, default,
-    bounds; its help is the ``options`` dataclass field's, the CLI flag's), four to a row;
-    returns ``{field: value}``, a blank one as None (its default)."""
+    bounds, its words where it takes one of a few; its help is the ``options`` dataclass
+    field's, the CLI flag's), four to a row; returns ``{field: value}``, a blank one as None
+    (its default)."""
     from glee_core.studio import help_of  # noqa: PLC0415
 
     values = {}
@@ -119,6 +120,12 @@ def setting_inputs(settings, options, disabled: bool = False) -> dict:
             "disabled": disabled,
             "placeholder": setting.placeholder or None,
         }
+        if setting.choices:  # one of a few words: a picker, not a box to spell them in
+            shared.pop("placeholder")
+            words = list(setting.choices)
+            index = words.index(setting.default) if setting.default in words else 0
+            values[setting.field] = column.selectbox(setting.label, words, index, **shared)
+            continue
         if setting.kind is str:
             values[setting.field] = (
                 column.text_input(setting.label, setting.default or "", **shared).strip() or None

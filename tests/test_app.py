@@ -434,12 +434,14 @@ def test_train_page_offers_the_peft_modes_with_their_settings_and_counts(app):
         n.label.startswith(("Prefix", "LoRA")) for n in at.number_input
     )
     assert mode.options[5:] == ["Prompt tuning", "BitFit", "Bottleneck adapters"]
-    for choice, setting in (
-        ("Prompt tuning", "Virtual tokens at the input"),
-        ("Bottleneck adapters", "Adapter bottleneck"),
+    for choice, setting, words in (
+        ("Prompt tuning", "Virtual tokens at the input", ["label-words", "random"]),
+        ("Bottleneck adapters", "Adapter bottleneck", ["both", "attention", "ffn"]),
     ):
         next(r for r in at.radio if r.label == "Mode").set_value(choice).run()
         assert not at.exception and any(n.label.startswith(setting) for n in at.number_input)
+        # a setting that takes one of a few words is a picker of them
+        assert any(b.options == words for b in at.selectbox), [b.options for b in at.selectbox]
     next(r for r in at.radio if r.label == "Mode").set_value("BitFit").run()
     assert not at.exception
     info = next(m.value for m in [*at.info, *at.warning] if "Estimated time" in m.value)
