@@ -153,3 +153,49 @@ def test_a_small_fine_tune_beside_a_cpu_hog_takes_about_its_estimate(tmp_path, m
     assert busy > 1.7  # the hog counted: a core's worth
     took = run.record.timing["train_seconds"] + run.record.timing["test_seconds"]
     assert 0.5 <= took / guess["per_run"] <= 1.5, (took, guess)
+
+
+def test_the_estimate_counts_a_glee_job_at_the_share_it_shrinks_to():
+    """Beside a glee fine-tune on both cores of two, a launch's estimate counts one core of it
+    (its pool shrinks to one thread when the launch starts: it took 1.95x, not 2.9x, in
+    bench/time_left_trace.py); other processes count as busy as they are."""
+    from glee_core.core.environment import cores_after_launch
+
+    assert cores_after_launch(busy=1.9, glee=1.9, jobs=1, cores=2) == 1
+    assert cores_after_launch(busy=1.9, glee=0.0, jobs=0, cores=2) == 1.9  # a hog keeps its core
+    assert cores_after_launch(busy=3.0, glee=1.0, jobs=1, cores=4) == 3.0  # 1 < its share 2
+    assert cores_after_launch(busy=8.0, glee=8.0, jobs=2, cores=8) == 2 * 2  # 8 // 3 each
+    assert cores_after_launch(busy=0.0, glee=0.0, jobs=0, cores=2) == 0.0
+
+
+def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, monkeypatch):
+    """A live glee job (its locked file in the CPU jobs folder) is found by its pid and its CPU
+    time read apart; a file whose process is gone is swept; the estimate's factor counts the
+    job at its share and the rest whole."""
+    from glee_core.core import environment
+    from glee_core.runs import estimate
+
+    folder = tmp_path / "jobs"
+    other = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout.readline().strip() == "holding"
+        (folder / "999999-gone.job").write_text("")
+        assert environment.live_cpu_jobs(folder) == [other.pid]
+        assert not (folder / "999999-gone.job").exists()
+        # 2 cores, both busy over the window (2 s of 2 cores' worth of ticks), 1.8 s of it
+        # the glee job's: it will keep 1 core, the other 0.2 core's worth stays
+        monkeypatch.setenv("GLEE_CPU_JOBS_DIR", str(folder))
+        monkeypatch.setattr(estimate, "core_count", lambda: 2)
+        ticks = iter([(0.0, 0.0), (200.0, 200.0)])
+        monkeypatch.setattr(estimate, "cpu_times", lambda: next(ticks))
+        used = iter([10.0, 10.0 + 1.8 * 0.5])  # over the 0.5 s window: 1.8 cores
+        monkeypatch.setattr(estimate, "process_cpu_seconds", lambda pid: next(used))
+        monkeypatch.setattr(estimate.time, "sleep", lambda s: None)
+        clock = iter([0.0, 0.5])
+        monkeypatch.setattr(estimate.time, "monotonic", lambda: next(clock))
+        assert estimate.other_work() == pytest.approx(1.0 + 0.2 + 1.0)
+    finally:
+        other.kill()
+        other.wait()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import torch
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from . import environment
 from .errors import GleeError
@@ -317,19 +317,7 @@ class CpuShare:
 
     def jobs(self) -> int:
         """Jobs working now, this one included; a file whose process is gone is swept."""
-        live = 1
-        for other in self.folder.glob("*.job"):
-            if other == self.file:
-                continue
-            probe = FileLock(str(other))
-            try:
-                probe.acquire(timeout=0)
-            except Timeout:
-                live += 1  # its process holds it
-                continue
-            probe.release()
-            other.unlink(missing_ok=True)
-        return live
+        return 1 + len(environment.live_cpu_jobs(self.folder, own=self.file))
 
     def rebalance(self, force: bool = False) -> None:
         now = time.monotonic()

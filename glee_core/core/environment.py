@@ -44,9 +44,12 @@ Behaviour:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 AUTO_MODEL = "auto"  # the offline default backbone (glee_core.models.backbone says what it is)
 AUTO_MODEL_NAME = "all-MiniLM-L6-v2"  # what it loads, as the app names it beside "auto"
@@ -198,6 +201,17 @@ def core_count() -> int:
     return len(cores) if cores else os.cpu_count() or 1
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds process ``pid`` has used (user + system, ``/proc/<pid>/stat``), or None
+    where it is gone or there is no ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def cpu_times() -> tuple[float, float] | None:
     """How busy the CPUs this process may run on have been: (busy, total) jiffies since boot
     (Linux's ``/proc/stat``, the lines of those CPUs: a process held to some cores of a larger
@@ -212,3 +226,34 @@ def cpu_times() -> tuple[float, float] | None:
         return None
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
     return sum(fields) - idle, sum(fields)
+
+
+def live_cpu_jobs(folder: Path, own: Path | None = None) -> list[int]:
+    """The process ids of the glee jobs working on this CPU now (a locked file each in
+    ``folder``, named ``<pid>-...job``; ``own``: this process's, not counted); a file whose
+    process is gone is swept."""
+    live = []
+    for other in folder.glob("*.job") if folder.is_dir() else ():
+        if other == own:
+            continue
+        probe = FileLock(str(other))
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:  # its process holds it
+            with contextlib.suppress(ValueError):
+                live.append(int(other.name.split("-", 1)[0]))
+            continue
+        probe.release()
+        other.unlink(missing_ok=True)
+    return live
+
+
+def cores_after_launch(busy: float, glee: float, jobs: int, cores: int) -> float:
+    """Cores' worth of work beside a new CPU job once it starts: ``busy`` cores' worth on the
+    machine now, ``glee`` of them by the ``jobs`` glee jobs working (each of which shrinks its
+    pool to its share, ``cores // (jobs + 1)`` threads at least 1, when the new one starts:
+    :class:`CpuShare`), the rest by other processes, which keep theirs."""
+    others = max(0.0, busy - glee)
+    if not jobs:
+        return busy
+    return others + min(glee, jobs * max(1, cores // (jobs + 1)))

@@ -12,7 +12,14 @@ import time
 
 import numpy as np
 
-from ..core.environment import core_count, cpu_times
+from ..core.environment import (
+    core_count,
+    cores_after_launch,
+    cpu_jobs_dir,
+    cpu_times,
+    live_cpu_jobs,
+    process_cpu_seconds,
+)
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
@@ -90,22 +97,33 @@ CLEANLAB_OVERHEAD = 1.0
 
 def other_work(seconds: float = 0.5) -> float:
     """How much slower a launch runs for the work already on this CPU, measured now: 1 + the
-    busy share of the cores over ``seconds`` (other processes, the store's running jobs) in
-    cores' worth: each core's worth of other work costs about a whole run's time, as the run's
-    pool shrinks to the spare cores (BENCHMARKS.md, "How long does a fine-tune take, alone and
-    beside other work?"). 1.0 on an idle machine, or where ``/proc/stat`` is not there. A
-    measured rate is an idle machine's (its upper quartile): this is what a busy one adds."""
+    cores' worth of other work it will run beside over ``seconds``: each costs about a whole
+    run's time, as the run's pool shrinks to the spare cores (BENCHMARKS.md, "How long does a
+    fine-tune take, alone and beside other work?"). Other processes count as busy as they are;
+    glee's own CPU jobs at most at the share they shrink to once the launch starts
+    (:func:`~glee_core.core.environment.cores_after_launch`: a fine-tune on both cores of two
+    takes one when another starts). 1.0 on an idle machine, or where ``/proc/stat`` is not
+    there. A measured rate is an idle machine's (its upper quartile): this is what a busy one
+    adds."""
     cores = core_count()
-    before = cpu_times()
+    jobs = live_cpu_jobs(cpu_jobs_dir())
+    before, used_before = cpu_times(), _jobs_cpu(jobs)
     if before is None:
         return 1.0
+    start = time.monotonic()
     time.sleep(seconds)
-    after = cpu_times()
+    after, used_after = cpu_times(), _jobs_cpu(jobs)
     spent = after[1] - before[1]
     if spent <= 0:
         return 1.0
-    busy = max(0.0, min(1.0, (after[0] - before[0]) / spent))
-    return 1.0 + busy * cores
+    busy = max(0.0, min(1.0, (after[0] - before[0]) / spent)) * cores
+    glee = max(0.0, used_after - used_before) / max(time.monotonic() - start, 1e-3)
+    return 1.0 + cores_after_launch(busy, min(glee, busy), len(jobs), cores)
+
+
+def _jobs_cpu(pids: list[int]) -> float:
+    """The CPU seconds the processes ``pids`` have used together (a gone one counts none)."""
+    return sum(process_cpu_seconds(pid) or 0.0 for pid in pids)
 
 
 def measured_rate(rates: list[float]) -> float:
