@@ -258,3 +258,28 @@ def test_the_untrained_head_sentence_is_true_of_the_recommendation_beside_it():
     assert "trail here" in untrained_head_line("auto", heads, ["cls-relu"])
     said = untrained_head_line("auto", heads, ["cls-relu-pt-ln", "cls-relu"])
     assert "trail" not in said and "`cls-relu-pt-ln` still ranks first" in said
+
+
+def test_a_tie_keeps_the_frozen_head_and_names_every_candidate_it_ties_with():
+    """Saturated evidence (a new user's easy tickets: every head 100 by cross-validation and on
+    dev, the fine-tune no better on dev, 13 points worse on test): the fine-tuned run showed no
+    lift, so the quick head it started from stays the answer, and the text names the ties
+    though one seed gives no spread."""
+    stage = FakeRun("cls-relu-pt-ln-la", 1, 1.0, 0.929, folds=[1.0] * 5)
+    tuned = FakeRun("cls-relu-pt-ln-la", 1, 1.0, 0.797, mode="finetune", lp_ft_from=stage.run_id)
+    other = FakeRun("cls-relu-ln", 1, 1.0, 0.817, folds=[1.0] * 5)
+    rec = recommend([tuned, other, stage])
+    assert rec.chosen.mode == "frozen" and rec.chosen.score == pytest.approx(100.0)
+    assert {(p.method, p.mode) for p in rec.close} == {
+        ("cls-relu-pt-ln-la", "frozen"),
+        ("cls-relu-pt-ln-la", "finetune"),
+    }
+    assert "the data cannot tell these apart" in recommendation_text(rec)
+    # chosen on dev with one seed (no spread known): the ties are still named
+    on_dev = recommend([replace(r, folds=None) for r in (tuned, other, stage)])
+    text = recommendation_text(on_dev)
+    assert on_dev.chosen.mode == "frozen" and "spread between seeds is unknown" in text
+    assert "2 other candidate(s) score the same" in text and "cannot tell them apart" in text
+    # a lift on dev, however small, is evidence: the tuned run is chosen then
+    lifted = replace(tuned, dev=1.0 + 1e-3)
+    assert recommend([lifted, other, stage]).chosen.mode == "finetune"

@@ -184,8 +184,8 @@ def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, m
         (folder / "999999-gone.job").write_text("")
         assert environment.live_cpu_jobs(folder) == [other.pid]
         assert not (folder / "999999-gone.job").exists()
-        # 2 cores, both busy over the window (2 s of 2 cores' worth of ticks), 1.8 s of it
-        # the glee job's: it will keep 1 core, the other 0.2 core's worth stays
+        # 2 cores, both busy over the window, 1.8 cores of it the glee job's (it will keep 1
+        # core), 0.1 the asking process's own (left out): 0.1 core of other work stays
         monkeypatch.setenv("GLEE_CPU_JOBS_DIR", str(folder))
         monkeypatch.setattr(estimate, "core_count", lambda: 2)
         ticks = iter([(0.0, 0.0), (200.0, 200.0)])
@@ -195,7 +195,9 @@ def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, m
         monkeypatch.setattr(estimate.time, "sleep", lambda s: None)
         clock = iter([0.0, 0.5])
         monkeypatch.setattr(estimate.time, "monotonic", lambda: next(clock))
-        assert estimate.other_work() == pytest.approx(1.0 + 0.2 + 1.0)
+        own = iter([3.0, 3.0 + 0.05])  # the asking process drew a page: 0.1 core, not counted
+        monkeypatch.setattr(estimate.time, "process_time", lambda: next(own))
+        assert estimate.other_work() == pytest.approx(1.0 + 0.1 + 1.0)
     finally:
         other.kill()
         other.wait()

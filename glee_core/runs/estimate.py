@@ -99,7 +99,8 @@ def other_work(seconds: float = 0.5) -> float:
     """How much slower a launch runs for the work already on this CPU, measured now: 1 + the
     cores' worth of other work it will run beside over ``seconds``: each costs about a whole
     run's time, as the run's pool shrinks to the spare cores (BENCHMARKS.md, "How long does a
-    fine-tune take, alone and beside other work?"). Other processes count as busy as they are;
+    fine-tune take, alone and beside other work?"). Other processes count as busy as they are
+    (the one asking, the app's web process drawing the page, not at all);
     glee's own CPU jobs at most at the share they shrink to once the launch starts
     (:func:`~glee_core.core.environment.cores_after_launch`: a fine-tune on both cores of two
     takes one when another starts). 1.0 on an idle machine, or where ``/proc/stat`` is not
@@ -107,17 +108,19 @@ def other_work(seconds: float = 0.5) -> float:
     adds."""
     cores = core_count()
     jobs = live_cpu_jobs(cpu_jobs_dir())
-    before, used_before = cpu_times(), _jobs_cpu(jobs)
+    before, used_before, own_before = cpu_times(), _jobs_cpu(jobs), time.process_time()
     if before is None:
         return 1.0
     start = time.monotonic()
     time.sleep(seconds)
-    after, used_after = cpu_times(), _jobs_cpu(jobs)
+    after, used_after, own_after = cpu_times(), _jobs_cpu(jobs), time.process_time()
     spent = after[1] - before[1]
     if spent <= 0:
         return 1.0
+    wall = max(time.monotonic() - start, 1e-3)
     busy = max(0.0, min(1.0, (after[0] - before[0]) / spent)) * cores
-    glee = max(0.0, used_after - used_before) / max(time.monotonic() - start, 1e-3)
+    busy = max(0.0, busy - (own_after - own_before) / wall)  # the asking process (the app's)
+    glee = max(0.0, used_after - used_before) / wall
     return 1.0 + cores_after_launch(busy, min(glee, busy), len(jobs), cores)
 
 

@@ -300,14 +300,19 @@ def recommend(runs: list[Run]) -> Recommendation | None:
     cross-validation where the quick compare made it, else on dev; None when nothing can be
     chosen by."""
     picks, basis, unscored, folds = _picks(runs)
-    picks = sorted(picks, key=lambda p: -p.score)  # stable: registry order on ties
+    # best first; on a tie the frozen candidate first (a tuned one tied with it showed no lift on
+    # dev: its tuning is not evidence), then the registry's order (the sort is stable)
+    picks = sorted(picks, key=lambda p: (-p.score, p.mode != "frozen"))
     if not picks:
         return None
     contenders = _with_wins(picks[:CONTENDERS], runs)
     picks[:CONTENDERS] = contenders
     chosen = picks[0]
     close = tuple(
-        p for p in picks[1:] if within_noise(chosen.score, chosen.score_std, p.score, p.score_std)
+        p
+        for p in picks[1:]
+        if p.score == chosen.score  # a tie is close whether or not a spread is known
+        or within_noise(chosen.score, chosen.score_std, p.score, p.score_std)
     )
     steps = []
     frozen = [r for r in runs if r.record.mode == "frozen"]
@@ -427,20 +432,25 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
             )
             + "."
         )
+    names = first_few(
+        [
+            f"`{p.method}`{_pooled(p)}"
+            + (f" ({literal(p.setting_label)})" if p.mode != c.mode else "")
+            for p in rec.close
+        ],
+        6,
+    )
     if not rec.spread_known:
         lines.append(
             "With one seed the spread between seeds is unknown, so a gap of a point "
             "or two may be noise."
         )
+        if rec.close:  # ties, known without a spread: the pick shown is the first of them
+            lines.append(
+                f"{len(rec.close)} other candidate(s) score the same: {names}; the data "
+                "cannot tell them apart."
+            )
     elif rec.close:
-        names = first_few(
-            [
-                f"`{p.method}`{_pooled(p)}"
-                + (f" ({literal(p.setting_label)})" if p.mode != c.mode else "")
-                for p in rec.close
-            ],
-            6,
-        )
         spread = (
             "the seeds' spread of it on dev"
             if rec.basis == DEV
