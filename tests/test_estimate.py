@@ -245,10 +245,11 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
     assert typical_rates("cpu", "auto") == TYPICAL_RATES["cpu"]
     native = seconds()
     assert seconds("fp32") > native
-    # AMX tiles train and encode in bf16 faster (measured)
+    # AMX tiles train and encode in bf16 faster (measured); a quick compare's small heads were
+    # measured slower on the AMX Xeon than on the EPYC (0.24 s against 0.11 s on the demo)
     monkeypatch.setattr(devices, "cpu_has_amx", lambda: True)
     assert typical_rates("cpu", "auto") == TYPICAL_RATES["cpu-amx"]
-    assert seconds() < native
+    assert mode == "frozen" or seconds() < native
     assert typical_rates("cpu", "fp32") == TYPICAL_RATES["cpu-fp32"]  # fp32 asked: no AMX
     monkeypatch.setattr(devices, "cpu_has_bf16", lambda: False)
     assert typical_rates("cpu", "auto") == TYPICAL_RATES["cpu-fp32"]
@@ -259,8 +260,8 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
 def test_a_quick_compare_without_runs_is_estimated_near_what_it_took(monkeypatch):
     """The typical head and cross-validation costs against what packed heads took on the AMX
     Xeon (its median head: demo 0.24 s at 624 texts, r8-3400 0.95 s at 3,059; the cold estimate
-    of a whole compare was 2.7-4.4x what it took before they were set from these): within a
-    third of each head, every kind of device has a head rate."""
+    of a whole compare was 2.7-4.4x what it took before they were set from these) and on an EPYC
+    with native bf16: within a third of each head, every kind of device has a head rate."""
     from glee_core.core import devices
     from glee_core.runs.estimate import (
         HEAD_EXAMPLES_PER_S,
@@ -269,12 +270,20 @@ def test_a_quick_compare_without_runs_is_estimated_near_what_it_took(monkeypatch
         typical_kind,
     )
 
-    assert set(HEAD_EXAMPLES_PER_S) == set(TYPICAL_RATES)
+    assert set(HEAD_EXAMPLES_PER_S) == set(TYPICAL_RATES) == set(HEAD_OVERHEAD_SECONDS)
     monkeypatch.setattr(devices, "cpu_has_bf16", lambda: True)
     monkeypatch.setattr(devices, "cpu_has_amx", lambda: True)
-    rate = HEAD_EXAMPLES_PER_S[typical_kind("cpu", "auto")]
+    kind = typical_kind("cpu", "auto")
+    rate, overhead = HEAD_EXAMPLES_PER_S[kind], HEAD_OVERHEAD_SECONDS[kind]
     for texts, took in ((624, 0.24), (1_143, 0.37), (1_782, 0.88), (3_059, 0.95)):
-        assert HEAD_OVERHEAD_SECONDS + texts * 10 / rate == pytest.approx(took, rel=0.35)
+        assert overhead + texts * 10 / rate == pytest.approx(took, rel=0.35)
+    # an EPYC with native bf16 and no AMX: the demo's heads 0.109 s each, a new user's 572-text
+    # upload's 0.089 s (their cold estimate was 3.5x the compare before these were set)
+    monkeypatch.setattr(devices, "cpu_has_amx", lambda: False)
+    kind = typical_kind("cpu", "auto")
+    rate, overhead = HEAD_EXAMPLES_PER_S[kind], HEAD_OVERHEAD_SECONDS[kind]
+    for texts, took in ((624, 0.109), (572, 0.089)):
+        assert overhead + texts * 10 / rate == pytest.approx(took, rel=0.35)
 
 
 def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_dataset, tiny_bert):
@@ -409,6 +418,8 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     samples = iter([(100.0, 1000.0), (100.0 + 400.0, 1000.0 + 400.0)])  # every core busy
     monkeypatch.setattr(module, "cpu_times", lambda: next(samples))
     monkeypatch.setattr(module, "core_count", lambda: 2)
+    monkeypatch.setattr(module, "live_cpu_jobs", lambda folder: [])  # no glee job among them
+    monkeypatch.setattr(module.time, "process_time", lambda: 1.0)  # nor the asking process
     busy = module.other_work(0.0)
     assert busy == pytest.approx(3.0)
     config = TrainConfig(epochs=4, batch_size=4)

@@ -67,9 +67,11 @@ STARTUP_SECONDS = 10.0
 # A head on cached states, trained in a pack with the others, without stored frozen runs to
 # measure: examples a second of its planned epochs (early stopping included) by the kinds of
 # TYPICAL_RATES, and the seconds of its test pass and run folder; fitted to quick compares of
-# four sets (BENCHMARKS.md, "How fast is a quick compare?")
-HEAD_EXAMPLES_PER_S = {"cpu": 16_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0, "cuda": 16_000.0}
-HEAD_OVERHEAD_SECONDS = 0.1
+# four sets on the AMX Xeon, and of two (the demo, a new user's 572-text upload) on the EPYC
+# with native bf16, whose packed heads cost 0.09-0.11 s each (BENCHMARKS.md, "How fast is a
+# quick compare?")
+HEAD_EXAMPLES_PER_S = {"cpu": 63_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0, "cuda": 16_000.0}
+HEAD_OVERHEAD_SECONDS = {"cpu": 0.01, "cpu-amx": 0.1, "cpu-fp32": 0.1, "cuda": 0.1}
 # Other work on the machine slows a run, nothing speeds it up: a measured rate is the upper
 # quartile of the finished runs' rates, which runs slowed by other work do not move unless they
 # are three in four, while one run cannot set it alone among several.
@@ -389,10 +391,8 @@ def _frozen(
         per_run = n_train * epochs / measured_rate([1 / cost for cost in head_costs])
         measured.append(f"heads {per_run:.1f} s each")
     else:
-        per_run = (
-            HEAD_OVERHEAD_SECONDS
-            + n_train * epochs / HEAD_EXAMPLES_PER_S[typical_kind(device, config.precision)]
-        )
+        kind = typical_kind(device, config.precision)
+        per_run = HEAD_OVERHEAD_SECONDS[kind] + n_train * epochs / HEAD_EXAMPLES_PER_S[kind]
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     cv = (
