@@ -7,9 +7,17 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "glee_core"
 # From the bottom up; a package imports only the packages before it (siblings of one rank:
-# neither imports the other). The package's root modules (cli, __main__, __init__, and studio, the
-# app's door) sit on top.
-LAYERS = [("core",), ("data",), ("models",), ("runs",), ("train",), ("views", "serve")]
+# neither imports the other). The command line's commands sit above them all; the package's root
+# modules (cli, __main__, __init__, and studio, the app's door) on top.
+LAYERS = [
+    ("core",),
+    ("data",),
+    ("models",),
+    ("runs",),
+    ("train",),
+    ("views", "serve"),
+    ("commands",),
+]
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 
 

@@ -633,11 +633,12 @@ def test_a_stratified_limit_keeps_every_class_its_share():
 
 def test_an_unexpected_exception_ends_in_an_error_line_a_job_reads_as_failed(monkeypatch, capsys):
     from glee_core import cli
+    from glee_core.commands import stored
 
     def broken(args):
         raise TypeError("something no check caught")
 
-    monkeypatch.setattr(cli, "_cmd_compare", broken)
+    monkeypatch.setattr(stored, "compare", broken)
     assert cli.main(["compare"]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err
@@ -677,6 +678,7 @@ def test_stale_temp_folders_are_swept_and_live_ones_kept(tmp_path):
 SLOW_SAVE = """
 import sys, time
 from glee_core import cli
+from glee_core.commands import stored
 from glee_core.runs.store import RunStore
 
 def slow(args):
@@ -687,7 +689,7 @@ def slow(args):
     RunStore(sys.argv[1]).write("demo-cls-tanh-s1-abc", write)
     return 0
 
-cli._cmd_compare = slow
+stored.compare = slow
 sys.exit(cli.main(["compare"]))
 """
 
