@@ -25,7 +25,8 @@ from glee_core.runs.estimate import estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.plan import plan_runs, searched_rate
-from glee_core.train.training import Setup, train_and_evaluate
+from glee_core.train.setup import Setup
+from glee_core.train.training import train_and_evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 SEARCH = TrainConfig(

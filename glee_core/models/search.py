@@ -45,7 +45,7 @@ class Trial(Protocol):
 
 
 class Setup(Protocol):
-    """What the search asks of a run's setup (``glee_core.train.training.Setup``)."""
+    """What the search asks of a run's setup (``glee_core.train.setup.Setup``)."""
 
     config: TrainConfig
     progress: ProgressFn

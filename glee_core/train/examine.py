@@ -27,7 +27,8 @@ from ..models.heads import head_of
 from ..models.methods import get_method
 from ..models.options import HealthOptions
 from ..runs.health import HealthReport, examine, health_folds
-from .training import fit_packs, prepare, scored_logits
+from .evaluation import scored_logits
+from .training import fit_packs, prepare
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "PROBES",

@@ -41,6 +41,7 @@ from ..models.search import (
     steps_per_evaluation,
 )
 from ..runs.store import Run, RunStore
+from .evaluation import evaluate
 from .jobs import running_summary
 from .plan import (
     PlannedRun,
@@ -56,11 +57,10 @@ from .plan import (
     save_result,
 )
 from .selection import cross_validate
+from .setup import packable
 from .training import (
-    evaluate,
     feature_inputs,
     finish,
-    packable,
     prepare,
     train_and_evaluate,
     train_together,

@@ -30,7 +30,9 @@ from ..models.config import TrainConfig
 from ..models.methods import get_method
 from ..models.options import BudgetOptions
 from ..runs.budget import BudgetReport, forecast
-from .training import Setup, fit_packs, prepare, scored_logits
+from .evaluation import scored_logits
+from .setup import Setup
+from .training import fit_packs, prepare
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "label_budget",

@@ -46,9 +46,7 @@ from ..runs.record import (
     vocabulary_note,
 )
 from ..runs.store import Run, RunStore, make_run_id
-from .training import (
-    RunResult,
-)
+from .setup import RunResult
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "UNKNOWN_SHARE_WARNING",

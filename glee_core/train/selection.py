@@ -28,7 +28,9 @@ from ..models.config import CV_FOLDS
 from ..models.features import FeatureSplit
 from ..runs.metrics import classification_metrics, macro_f1
 from ..runs.record import CrossValidation
-from .training import Setup, fit_packs, scored_logits
+from .evaluation import scored_logits
+from .setup import Setup
+from .training import fit_packs
 
 
 def fold_indices(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, ...]]:

@@ -1,7 +1,8 @@
 """Train one method on one dataset and evaluate it, in three steps: :func:`prepare` (config,
 device, encoded splits), :func:`fit` (the loop and dev selection, with a learning-rate search on
-dev when the config has candidates) and :func:`evaluate` (test, metrics, what the run stores).
-Heads on cached features (quick mode) train in one loop with the other heads of their launch
+dev when the config has candidates) and :func:`~glee_core.train.evaluation.evaluate` (test,
+metrics, what the run stores; the run's types are :mod:`glee_core.train.setup`'s). Heads on cached
+features (quick mode) train in one loop with the other heads of their launch
 (:func:`fit_together`; alone, a pack of one).
 
 The paper's protocol: AdamW (lr 1e-5, weight decay 0), batch 32, gradient norm clipped at 1,
@@ -15,14 +16,12 @@ loop never waits on the device except to report the loss every ``log_every`` ste
 
 from __future__ import annotations
 
-import copy
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 from transformers import get_linear_schedule_with_warmup
 
@@ -30,58 +29,32 @@ from ..core.devices import (
     adamw,
     keep_large_blocks_mapped,
     resolve_device,
-    resolve_precision,
 )
-from ..core.distributed import DataParallel, data_parallel
+from ..core.distributed import data_parallel
 from ..core.errors import GleeError
 from ..core.events import (
     FeaturePass,
     Note,
     ProgressFn,
-    Testing,
 )
 from ..data.datasets import LongTailDataset
 from ..data.encoding import EncodedSplit, encode
-from ..data.splits import SPLIT_SEED
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import POOLINGS, TrainConfig
 from ..models.features import cached_features, limited_splits
 from ..models.heads import head_of
-from ..models.losses import eta_normalise
 from ..models.methods import MethodSpec
-from ..models.model import GleeModel, build_model
-from ..models.scoring import Split, predict
+from ..models.scoring import Split
 from ..models.search import Searched, SearchLog, Work, choose_rate
-from ..runs.metrics import classification_metrics, shot_f1
-from ..runs.record import MetricsRecord
+from .evaluation import evaluate
 from .loop import (
     DevSelection,
     Pack,
     RngStream,
     TrainingState,
     Trial,
-    make_optimizer,
 )
-
-FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
-
-
-@dataclass
-class RunResult:
-    """Everything a finished run stores (see :mod:`glee_core.runs.store`)."""
-
-    metrics: MetricsRecord
-    history: list[dict]
-    predictions: pd.DataFrame
-    logits: np.ndarray
-    weight_norms: list[float]
-    features: dict[str, np.ndarray]
-    model: GleeModel
-    config: TrainConfig  # resolved: what the run really used
-    calibration: dict[str, np.ndarray] = field(default_factory=dict)  # see calibration.py
-    timing: dict = field(default_factory=dict)
-    tuning: dict = field(default_factory=dict)  # the rate trained at, the search's rounds
-    notes: list[str] = field(default_factory=list)
+from .setup import Fitted, RunResult, Setup
 
 
 def prepare_splits(
@@ -119,161 +92,6 @@ def prepare_splits(
     if len(splits["train"]) == 0:
         raise GleeError(f"{dataset.id}: the training split is empty")
     return splits
-
-
-def feature_pass_timing(train: Split) -> dict:
-    """A frozen run's record of how fast its feature pass encoded (what estimates read)."""
-    rate = getattr(train, "pass_tokens_per_second", None)
-    return {"feature_pass_tokens_per_second": round(rate, 1)} if rate else {}
-
-
-def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS) -> np.ndarray:
-    """Up to ``per_class`` test rows of every class, the same rows for every method and seed."""
-    rng = np.random.default_rng(SPLIT_SEED)
-    rows = [rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in np.unique(labels)]
-    return np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
-
-
-def packable(
-    spec: MethodSpec, config: TrainConfig, device: torch.device, ddp: DataParallel | None = None
-) -> bool:
-    """Whether a run trains in a pack of heads (:func:`fit_together`): a head on cached
-    features, at one rate, scored after every epoch, in one process, without a gradient
-    scaler."""
-    return (
-        config.frozen
-        and not head_of(spec).closed_form
-        and len(config.lr_grid) == 1
-        and not config.eval_every_steps
-        and ddp is None
-        and resolve_precision(config.precision, device) != "fp16"
-    )
-
-
-@dataclass
-class Setup:
-    """What every step of a run shares: the data, method, backbone, resolved config, device,
-    the encoded (or cached) splits and the notes made preparing them."""
-
-    dataset: LongTailDataset
-    spec: MethodSpec
-    backbone: Backbone
-    config: TrainConfig  # resolved
-    device: torch.device
-    ddp: DataParallel | None
-    splits: dict[str, Split]
-    pad_id: int
-    notes: list[str]
-    progress: ProgressFn
-    init_head: dict[str, torch.Tensor] | None = None  # LP-FT: the frozen-fit head's weights
-    search_log: SearchLog | None = None  # where the learning-rate search is kept as it goes
-
-    @property
-    def steps_per_epoch(self) -> int:
-        return self.config.steps_per_epoch(len(self.splits["train"]))
-
-    @property
-    def epochs(self) -> int:
-        return self.config.planned_epochs(len(self.splits["train"]))
-
-    @property
-    def evaluations(self) -> int:
-        return self.config.planned_evaluations(len(self.splits["train"]))
-
-    def new_model(self) -> GleeModel:
-        """The method on a fresh copy of the backbone (frozen: the head alone), seeded, and with
-        LP-FT's head when given: every trial starts from the same weights."""
-        torch.manual_seed(self.config.seed)
-        # Fine-tuning trains a deep copy, so the pristine backbone serves the next run unchanged.
-        own = (
-            self.backbone
-            if self.config.frozen
-            else replace(self.backbone, model=copy.deepcopy(self.backbone.model))
-        )
-        model = build_model(
-            self.spec, own, self.dataset.classes, self.dataset.verbalizer, self.config
-        )
-        if self.init_head is not None:
-            model.head.warm_start(self.init_head)
-        model = model.to(self.device)
-        if self.config.compile and not self.config.frozen:  # in place: state-dict keys unchanged
-            # under prefixes the model calls the encoder inside peft's wrapper, not the wrapper
-            virtual = model.prefixes or model.prompt_tokens
-            (model.adapter.base_model if virtual else model.encoder).compile()
-        return model
-
-    def new_state(
-        self, model: GleeModel, params: list, optimizer, scheduler
-    ) -> tuple[TrainingState, DevSelection]:
-        """Where ``model`` trains (its batch order seeded) and its dev selection."""
-        state = TrainingState(
-            self.ddp.wrap(model) if self.ddp else model,  # shares parameters
-            self.spec,
-            self.config,
-            optimizer,
-            scheduler,
-            params,
-            np.random.default_rng(self.config.seed),
-            self.device,
-            self.pad_id,
-            self.ddp,
-        )
-        state.class_counts = torch.from_numpy(
-            np.bincount(self.splits["train"].labels, minlength=self.dataset.num_classes)
-        ).to(self.device)
-        if self.config.self_ensemble or self.config.self_distill:
-            state.keep_average(model)
-        selection = DevSelection(
-            model, self.splits["dev"], state, self.steps_per_epoch, self.progress
-        )
-        selection.epochs = self.epochs
-        return state, selection
-
-    def new_trial(self, lr: float, work: Work | None = None) -> Trial:
-        """Training at ``lr`` from the run's start (every trial from the same weights), its
-        steps counted in the run's ``work``."""
-        model = self.new_model()
-        params, optimizer, scheduler = make_optimizer(
-            model, self.config, self.device, self.steps_per_epoch * self.epochs, lr
-        )
-        state, selection = self.new_state(model, params, optimizer, scheduler)
-        return Trial(lr, model, state, selection, self.splits["train"], self.progress, work)
-
-    @property
-    def packable(self) -> bool:
-        return packable(self.spec, self.config, self.device, self.ddp)
-
-    def pack_key(self) -> tuple:
-        """What the heads of one pack must share: one optimiser, schedule and loop."""
-        c = self.config
-        return (
-            self.steps_per_epoch,
-            self.epochs,
-            c.lr_grid[0],
-            c.weight_decay,
-            c.warmup_ratio,
-            c.max_grad_norm,
-            str(self.device),
-            resolve_precision(c.precision, self.device),
-        )
-
-
-@dataclass
-class Fitted:
-    """What :func:`fit` hands to :func:`evaluate`: the best-on-dev model and how it was found."""
-
-    model: GleeModel
-    history: list[dict]  # the kept trial's dev evaluations
-    epochs_run: int
-    lr: float | None  # the rate the kept weights trained at (None: closed form)
-    search: list[dict]  # the learning-rate search's rounds (empty without one)
-    steps: int  # optimizer steps of every trial
-    seconds: float  # wall time of training, search and dev scoring included
-    eval_seconds: float  # of that, dev scoring
-    skipped_steps: int = 0  # fp16: optimizer steps the gradient scaler skipped (overflow)
-    lr_from: str | None = None  # the run whose search chose the rate (searched once)
-    planned_steps: int = 0  # the steps it planned (every round, no early stopping)
-    kept_average: bool = False  # self-ensemble: the kept weights are the moving average's
 
 
 def prepare(
@@ -493,145 +311,6 @@ def fit_packs(setups: list[Setup]) -> list[Fitted]:
         for i, fitted in zip(members, fit_together([setups[i] for i in members]), strict=True):
             out[i] = fitted
     return out
-
-
-def scored_logits(
-    setup: Setup, model: GleeModel, split: Split
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(logits, raw_logits, features)`` of ``split`` as a run scores its test split: η-norm
-    applied for the methods that use it (one uncalibrated pass: post-hoc calibration reads the
-    raw logits)."""
-    config = setup.config
-    raw_logits, features = predict(
-        model,
-        split,
-        setup.pad_id,
-        setup.device,
-        config.eval_batch_size,
-        config.precision,
-        calibrate=False,
-        pad_multiple=config.pad_multiple,
-    )
-    logits = raw_logits
-    if setup.spec.eta_norm:
-        logits = eta_normalise(
-            torch.from_numpy(raw_logits), model.class_weight_norms().detach().cpu()
-        ).numpy()
-    return logits, raw_logits, features
-
-
-def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
-    """Score the kept weights on test (η-norm applied for the methods that use it), and gather
-    what the run stores: metrics, predictions, sampled features, calibration inputs, timing."""
-    setup.progress(Testing())
-    config, dataset, model, device = setup.config, setup.dataset, fitted.model, setup.device
-    test, dev = setup.splits["test"], setup.splits["dev"]
-    test_start = time.perf_counter()
-    logits, raw_logits, features = scored_logits(setup, model, test)
-    test_seconds = time.perf_counter() - test_start
-    pred = logits.argmax(1)
-    head, tail = dataset.head_tail()
-    metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
-    history = fitted.history
-    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best one
-    metrics.update(
-        {
-            f"{k}_f1": v
-            for k, v in shot_f1(metrics["per_class"], dataset.class_counts().to_dict()).items()
-        }
-    )
-    metrics.update(
-        best_epoch=best["epoch"],
-        best_step=best["step"],
-        best_dev_f1=best["dev_f1"],
-        best_dev_acc=best["dev_acc"],
-        select_metric=config.select_metric,
-    )
-    metrics = MetricsRecord.from_dict(metrics, dataset.classes)
-    probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
-    frame = dataset.splits["test"]
-    predictions = pd.DataFrame(
-        {
-            "text": frame["text"].to_numpy(),
-            "text_b": frame["text_b"].to_numpy(),
-            "gold": [dataset.classes[i] for i in test.labels],
-            "pred": [dataset.classes[i] for i in pred],
-            "confidence": probs.max(1).round(6),
-            "correct": pred == test.labels,
-        }
-    )
-    rows = sample_feature_rows(test.labels)
-    # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
-    # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
-    dev_raw, dev_features = predict(
-        model,
-        dev,
-        setup.pad_id,
-        device,
-        config.eval_batch_size,
-        config.precision,
-        calibrate=False,
-        pad_multiple=config.pad_multiple,
-    )
-    calibration = {
-        "dev_logits": dev_raw,
-        "dev_features": dev_features,
-        "dev_labels": dev.labels,
-        "test_logits": raw_logits,
-        "test_features": features,
-        "test_labels": test.labels,
-    }
-    weight, bias = model.head.linear_predictor()
-    calibration.update(
-        weight=weight.detach().float().cpu().numpy(), bias=bias.detach().float().cpu().numpy()
-    )
-    seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
-    examples_per_second = fitted.steps * config.batch_size / seconds_training
-    tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
-    if config.self_ensemble:
-        tuning["kept"] = "moving average" if fitted.kept_average else "weights"
-    if fitted.search:
-        tuning["lr_search"] = fitted.search
-    if fitted.lr_from:
-        tuning["lr_from"] = fitted.lr_from
-    tuning.update(model.tuning_record())
-    return RunResult(
-        metrics=metrics,
-        history=history,
-        predictions=predictions,
-        logits=logits,
-        weight_norms=model.class_weight_norms().detach().cpu().tolist(),
-        features={
-            "features": features[rows].astype(np.float16),
-            "labels": test.labels[rows],
-            "rows": rows,
-        },
-        model=model,
-        notes=setup.notes,
-        config=config,
-        calibration=calibration,
-        tuning=tuning,
-        timing={
-            "train_seconds": round(fitted.seconds, 3),
-            "test_seconds": round(test_seconds, 3),
-            "epochs_run": fitted.epochs_run,
-            "evaluations": len(history),
-            **(
-                {"steps": fitted.steps, "planned_steps": fitted.planned_steps}
-                if fitted.planned_steps
-                else {}
-            ),
-            "device": str(device),
-            "precision": resolve_precision(config.precision, device),
-            **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
-            "train_examples_per_second": round(examples_per_second, 2),
-            # what another dataset's estimate scales by (its texts may be 4x as long)
-            "train_tokens_per_second": round(
-                examples_per_second * float(setup.splits["train"].lengths.mean()), 1
-            ),
-            **feature_pass_timing(setup.splits["train"]),
-        },
-    )
 
 
 def feature_inputs(spec: MethodSpec, config: TrainConfig) -> tuple:

@@ -1,0 +1,180 @@
+"""A fitted run scored: its test logits (calibrated where its head is), the metrics, the
+predictions and the classifier inputs kept for Figure 4, as the :class:`RunResult` the store
+writes (:func:`evaluate`); :func:`scored_logits` is what the cross-validation and the data
+reports score with."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..core.devices import (
+    resolve_precision,
+)
+from ..core.events import (
+    Testing,
+)
+from ..data.splits import SPLIT_SEED
+from ..models.losses import eta_normalise
+from ..models.model import GleeModel
+from ..models.scoring import Split, predict
+from ..runs.metrics import classification_metrics, shot_f1
+from ..runs.record import MetricsRecord
+from .setup import Fitted, RunResult, Setup
+
+FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
+
+
+def feature_pass_timing(train: Split) -> dict:
+    """A frozen run's record of how fast its feature pass encoded (what estimates read)."""
+    rate = getattr(train, "pass_tokens_per_second", None)
+    return {"feature_pass_tokens_per_second": round(rate, 1)} if rate else {}
+
+
+def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS) -> np.ndarray:
+    """Up to ``per_class`` test rows of every class, the same rows for every method and seed."""
+    rng = np.random.default_rng(SPLIT_SEED)
+    rows = [rng.permutation(np.flatnonzero(labels == c))[:per_class] for c in np.unique(labels)]
+    return np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
+
+
+def scored_logits(
+    setup: Setup, model: GleeModel, split: Split
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(logits, raw_logits, features)`` of ``split`` as a run scores its test split: η-norm
+    applied for the methods that use it (one uncalibrated pass: post-hoc calibration reads the
+    raw logits)."""
+    config = setup.config
+    raw_logits, features = predict(
+        model,
+        split,
+        setup.pad_id,
+        setup.device,
+        config.eval_batch_size,
+        config.precision,
+        calibrate=False,
+        pad_multiple=config.pad_multiple,
+    )
+    logits = raw_logits
+    if setup.spec.eta_norm:
+        logits = eta_normalise(
+            torch.from_numpy(raw_logits), model.class_weight_norms().detach().cpu()
+        ).numpy()
+    return logits, raw_logits, features
+
+
+def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
+    """Score the kept weights on test (η-norm applied for the methods that use it), and gather
+    what the run stores: metrics, predictions, sampled features, calibration inputs, timing."""
+    setup.progress(Testing())
+    config, dataset, model, device = setup.config, setup.dataset, fitted.model, setup.device
+    test, dev = setup.splits["test"], setup.splits["dev"]
+    test_start = time.perf_counter()
+    logits, raw_logits, features = scored_logits(setup, model, test)
+    test_seconds = time.perf_counter() - test_start
+    pred = logits.argmax(1)
+    head, tail = dataset.head_tail()
+    metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
+    history = fitted.history
+    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best one
+    metrics.update(
+        {
+            f"{k}_f1": v
+            for k, v in shot_f1(metrics["per_class"], dataset.class_counts().to_dict()).items()
+        }
+    )
+    metrics.update(
+        best_epoch=best["epoch"],
+        best_step=best["step"],
+        best_dev_f1=best["dev_f1"],
+        best_dev_acc=best["dev_acc"],
+        select_metric=config.select_metric,
+    )
+    metrics = MetricsRecord.from_dict(metrics, dataset.classes)
+    probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
+    frame = dataset.splits["test"]
+    predictions = pd.DataFrame(
+        {
+            "text": frame["text"].to_numpy(),
+            "text_b": frame["text_b"].to_numpy(),
+            "gold": [dataset.classes[i] for i in test.labels],
+            "pred": [dataset.classes[i] for i in pred],
+            "confidence": probs.max(1).round(6),
+            "correct": pred == test.labels,
+        }
+    )
+    rows = sample_feature_rows(test.labels)
+    # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
+    # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
+    dev_raw, dev_features = predict(
+        model,
+        dev,
+        setup.pad_id,
+        device,
+        config.eval_batch_size,
+        config.precision,
+        calibrate=False,
+        pad_multiple=config.pad_multiple,
+    )
+    calibration = {
+        "dev_logits": dev_raw,
+        "dev_features": dev_features,
+        "dev_labels": dev.labels,
+        "test_logits": raw_logits,
+        "test_features": features,
+        "test_labels": test.labels,
+    }
+    weight, bias = model.head.linear_predictor()
+    calibration.update(
+        weight=weight.detach().float().cpu().numpy(), bias=bias.detach().float().cpu().numpy()
+    )
+    seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
+    examples_per_second = fitted.steps * config.batch_size / seconds_training
+    tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
+    if config.self_ensemble:
+        tuning["kept"] = "moving average" if fitted.kept_average else "weights"
+    if fitted.search:
+        tuning["lr_search"] = fitted.search
+    if fitted.lr_from:
+        tuning["lr_from"] = fitted.lr_from
+    tuning.update(model.tuning_record())
+    return RunResult(
+        metrics=metrics,
+        history=history,
+        predictions=predictions,
+        logits=logits,
+        weight_norms=model.class_weight_norms().detach().cpu().tolist(),
+        features={
+            "features": features[rows].astype(np.float16),
+            "labels": test.labels[rows],
+            "rows": rows,
+        },
+        model=model,
+        notes=setup.notes,
+        config=config,
+        calibration=calibration,
+        tuning=tuning,
+        timing={
+            "train_seconds": round(fitted.seconds, 3),
+            "test_seconds": round(test_seconds, 3),
+            "epochs_run": fitted.epochs_run,
+            "evaluations": len(history),
+            **(
+                {"steps": fitted.steps, "planned_steps": fitted.planned_steps}
+                if fitted.planned_steps
+                else {}
+            ),
+            "device": str(device),
+            "precision": resolve_precision(config.precision, device),
+            **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
+            "train_examples_per_second": round(examples_per_second, 2),
+            # what another dataset's estimate scales by (its texts may be 4x as long)
+            "train_tokens_per_second": round(
+                examples_per_second * float(setup.splits["train"].lengths.mean()), 1
+            ),
+            **feature_pass_timing(setup.splits["train"]),
+        },
+    )
