@@ -23,14 +23,20 @@ def device_kind() -> str:
     return resolve_device("auto").type
 
 
-@st.cache_data(ttl=20, show_spinner=False)
+@st.cache_resource(show_spinner=False)
+def busy_sampler():
+    """The server's one sampler of the other work on this CPU (``BusySampler``: every 5 s in
+    the background, the median of the last minute)."""
+    from glee_core.studio import BusySampler  # noqa: PLC0415
+
+    return BusySampler().start()
+
+
 def machine_busy() -> float:
     """How much slower a launch runs for what else works on this CPU now
-    (``glee_core.runs.estimate.other_work``; measured at most every 20 s: it takes half a
-    second)."""
-    from glee_core.studio import other_work  # noqa: PLC0415
-
-    return other_work()
+    (``glee_core.runs.estimate.other_work``, the median of the last minute's samples: a page
+    drawn by a browser on this machine is not work a launch runs beside)."""
+    return busy_sampler().value()
 
 
 def time_estimate(

@@ -201,3 +201,23 @@ def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, m
     finally:
         other.kill()
         other.wait()
+
+
+def test_the_apps_busy_factor_is_the_median_of_a_minutes_samples():
+    """One sample taken while a browser on the machine draws the page (x2.7 where the work a
+    launch runs beside gives x2.0) does not move the factor the app's estimates use; the
+    sampler samples on its own in the background."""
+    from glee_core.runs.estimate import BusySampler
+    from tests.helpers.waiting import wait_until
+
+    readings = iter([2.7, 2.0, 2.0, 2.0, 2.7])
+    sampler = BusySampler(measure=lambda: next(readings), keep=4)
+    assert sampler.value() == 2.7  # no sample yet: one taken now
+    for _ in range(3):
+        sampler.sample()
+    assert sampler.value() == 2.0  # 2.7, 2.0, 2.0, 2.0
+    sampler.sample()
+    assert sampler.value() == 2.0  # the oldest dropped: 2.0, 2.0, 2.0, 2.7
+    running = BusySampler(every=0.01, measure=lambda: 1.5).start()
+    wait_until(lambda: len(running.samples) >= 3, timeout=10, what="three samples")
+    assert running.value() == 1.5

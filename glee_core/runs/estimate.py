@@ -28,6 +28,7 @@ from .record import RunRecord
 from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "BusySampler",
     "CLEANLAB_OVERHEAD",
     "CLEANLAB_SECONDS",
     "CV_OVER_TRAINING",
@@ -127,6 +128,44 @@ def other_work(seconds: float = 0.5) -> float:
     busy = max(0.0, busy - (own_after - own_before) / wall)  # the asking process (the app's)
     glee = max(0.0, used_after - used_before) / wall
     return 1.0 + cores_after_launch(busy, min(glee, busy), len(jobs), cores)
+
+
+class BusySampler:
+    """:func:`other_work` sampled every ``every`` seconds in a daemon thread, the median of the
+    last ``keep`` samples as the value: one half-second sample taken while a browser on the same
+    machine draws the page counts the drawing as work a launch runs beside (0.7 core of it on
+    2 cores: x2.7 where the work there gave x2.0), and the median of a minute's samples does not.
+    ``measure`` is what it samples (:func:`other_work`)."""
+
+    def __init__(self, every: float = 5.0, keep: int = 12, measure=None):
+        import threading  # noqa: PLC0415 (only the app samples)
+        from collections import deque  # noqa: PLC0415
+
+        self.every, self.measure = every, measure or other_work
+        self.samples: deque[float] = deque(maxlen=keep)
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, name="glee-busy-sampler", daemon=True)
+
+    def start(self) -> BusySampler:
+        self.thread.start()
+        return self
+
+    def sample(self) -> float:
+        value = self.measure()
+        with self.lock:
+            self.samples.append(value)
+        return value
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            time.sleep(self.every)
+
+    def value(self) -> float:
+        """The median of the samples so far (one taken now when there is none yet)."""
+        with self.lock:
+            samples = list(self.samples)
+        return float(np.median(samples)) if samples else self.sample()
 
 
 def _jobs_cpu(pids: list[int]) -> float:
