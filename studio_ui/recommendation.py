@@ -91,7 +91,7 @@ def budget_notice(dataset_id: str) -> None:
         st.info(line, icon=":material/playlist_add:")
 
 
-def self_trained_winner(runs, rec):
+def self_trained_winner(rec):
     """Where self-training's pseudo-labels made a variant of this dataset whose recommended
     candidate beats the data's own on dev beyond the seeds' spread (``dev_winner``): (its
     runs, its recommendation, the pool to relaunch it with: the newest kept one); else None."""
@@ -132,12 +132,12 @@ def recommendation_panel(runs, key: str) -> None:
     rec = recommend(runs)
     if rec is None:
         return
-    pseudo = self_trained_winner(runs, rec) if key == "home" else None
+    pseudo = self_trained_winner(rec) if key == "home" else None
     if pseudo is not None:
         runs, rec, pseudo_options = pseudo
         st.success(
-            f"**With self-training** (the pool's pseudo-labels in the training texts, "
-            f"`{md(runs[0].dataset)}`): " + recommendation_text(rec, literal=md),
+            "**With self-training** (the pool's pseudo-labels in the training texts, "
+            f"`{runs[0].dataset}`): " + recommendation_text(rec, literal=md),
             icon=":material/recommend:",
         )
     else:
