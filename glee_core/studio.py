@@ -57,6 +57,7 @@ _FACES = (
     "serve.export_formats",
     "serve.formats",
     "serve.inference",
+    "serve.policy",
     "serve.uploads",
     "serve.workspaces",
     "train.adapted",

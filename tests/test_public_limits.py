@@ -21,7 +21,8 @@ from glee_core.core.files import folder_bytes
 from glee_core.core.slots import SlotQueue
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.serve.workspaces import LimitReached, Policy, Workspace
+from glee_core.serve.policy import LimitReached, Policy
+from glee_core.serve.workspaces import Workspace, check_machine
 from tests.helpers.markdown import plain
 from tests.helpers.waiting import wait_until
 
@@ -143,8 +144,8 @@ def test_a_visitor_who_drops_the_cookie_keeps_their_share_of_the_machine(public,
         json.dumps({"id": "job-1", "pid": os.getpid(), "label": "mine", "visitor": "same-visitor"})
     )
     with pytest.raises(LimitReached, match="You already have 1 job"):
-        Policy.from_environment().check_machine("same-visitor")
-    Policy.from_environment().check_machine("someone-else")  # not theirs: fine
+        check_machine(Policy.from_environment(), "same-visitor")
+    check_machine(Policy.from_environment(), "someone-else")  # not theirs: fine
 
 
 def test_training_slots_are_handed_out_in_turn():

@@ -19,7 +19,8 @@ from glee_core.core.errors import GleeError
 from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
-from glee_core.serve.workspaces import LimitReached, Policy, Workspace, expire
+from glee_core.serve.policy import LimitReached, Policy
+from glee_core.serve.workspaces import Workspace, expire
 from glee_core.train.jobs import process_start
 from tests.helpers.markdown import plain
 

@@ -144,7 +144,7 @@ SESSION_LIMITS = {
 
 def session_limits() -> dict[str, float]:
     """Public mode's per-session limits that the environment sets (the defaults live in
-    ``workspaces.Policy``)."""
+    ``serve.policy.Policy``)."""
     values = {key: os.environ.get(variable, "").strip() for key, variable in SESSION_LIMITS.items()}
     return {key: float(value) for key, value in values.items() if value}
 
