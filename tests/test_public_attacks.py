@@ -268,7 +268,7 @@ def test_a_share_hands_out_no_model_unless_its_sharer_allows_it(public, tiny_ber
 def test_one_address_can_fill_neither_the_machine_nor_its_minute(tmp_path):
     """A7b / A7c: cookie-less uploads of one client filled the machine's workspaces, and its
     creations used up the minute's global rate for everyone."""
-    from glee_core.serve.workspaces import LimitReached
+    from glee_core.serve.policy import LimitReached
 
     root = tmp_path / "ws"
     made = [
