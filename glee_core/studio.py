@@ -24,6 +24,7 @@ _FACES = (
     "core.events",
     "core.files",
     "core.markdown",
+    "core.pace",
     "core.slots",
     "data.catalog",
     "data.datasets",

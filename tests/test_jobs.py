@@ -6,6 +6,7 @@ import pytest
 
 from glee_core.core import events  # its Testing by module: not a test class to collect
 from glee_core.core.events import Evaluated, FeaturePass, RunStarted, TrainStep, fold
+from glee_core.core.pace import time_left
 from glee_core.train.jobs import Job
 
 
@@ -89,8 +90,8 @@ def test_a_fine_tunes_bar_expects_early_stopping_as_its_estimate_did():
     assert at(280).share(0.75) < 1.0  # trains on past the expected end: nears, not passes it
     assert events.expected_share(0.3, None) == events.expected_share(0.3, 1.0) == 0.3
     # what the bar says at 720 s of that race, 66% of its planned steps done: ~2.5 min, not 6
-    assert events.time_left(events.expected_share(0.659, 0.75), 720, 820) < 160
-    assert events.time_left(0.659, 720, 820) > 360
+    assert time_left(events.expected_share(0.659, 0.75), 720, 820) < 160
+    assert time_left(0.659, 720, 820) > 360
 
 
 def test_a_fine_tune_whose_lp_ft_head_is_stored_counts_its_steps_from_the_first(

@@ -513,7 +513,8 @@ def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(
     """E5: LoRA of rank 512 at batch 1 for 100 epochs was estimated at 23 min, launched under a
     30-min cap, and paced at 12 h while the bar trusted the estimate. Once its pace is known
     the job stops with one line, and the time left follows the pace, not the estimate."""
-    from glee_core.core.events import PaceGuard, RunStarted, TrainStep, time_left
+    from glee_core.core.events import RunStarted, TrainStep
+    from glee_core.core.pace import PaceGuard, time_left
 
     clock = [0.0]
     seen = []
@@ -533,7 +534,7 @@ def test_a_launch_whose_own_pace_runs_far_past_its_limit_is_stopped(
     assert time_left(0.01, 7.2 * 60, 23 * 60) > 10 * 3600
     assert time_left(0.01, 14, 23 * 60) == pytest.approx(23 * 60 - 14)  # on pace
     # end to end: a public job's process stops at its own pace with one error line
-    monkeypatch.setattr("glee_core.core.events.PACE_KNOWN_AFTER", 2.0)
+    monkeypatch.setattr("glee_core.core.pace.PACE_KNOWN_AFTER", 2.0)
     monkeypatch.setenv("GLEE_JOB_SECONDS", "0.5")
     code = main(
         [

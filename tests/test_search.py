@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from glee_core.core.events import RunStarted, Searching, TrainStep, fold, time_left
+from glee_core.core.events import RunStarted, Searching, TrainStep, fold
+from glee_core.core.pace import time_left
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method

@@ -13,10 +13,10 @@ from ..core.bars import TqdmProgress
 from ..core.errors import GleeError
 from ..core.events import (
     Loading,
-    PaceGuard,
     ProgressLog,
     Queued,
 )
+from ..core.pace import PaceGuard
 from ..models.config import TrainConfig
 from ..models.fields import from_args
 from ..models.methods import parse_methods

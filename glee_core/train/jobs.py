@@ -22,8 +22,9 @@ from functools import cached_property
 from pathlib import Path
 
 from ..core.errors import INTERRUPTED
-from ..core.events import Event, ProgressState, fold, read_events, time_left
+from ..core.events import Event, ProgressState, fold, read_events
 from ..core.files import write_json_atomic
+from ..core.pace import time_left
 from ..models.options import AdaptRequest, TrainRequest
 from ..runs.store import RunStore
 
@@ -160,7 +161,7 @@ class Job:
         """(share done, seconds since it started, seconds left) of the job at ``progress``
         (default: read now): its share counts a fine-tune's steps toward the early stop its
         estimate expects, and the time left is its launch estimate at first, then its own pace
-        (:func:`~glee_core.core.events.time_left`); None while neither says."""
+        (:func:`~glee_core.core.pace.time_left`); None while neither says."""
         share = (progress or self.progress()).share(self.info.get("stop_share"))
         elapsed = time.time() - self.info.get("started", time.time())
         return share, elapsed, time_left(share, elapsed, self.info.get("estimate_seconds"))
@@ -293,7 +294,7 @@ def running_job(store: RunStore, request: TrainRequest) -> Job | None:
 def running_summary(store: RunStore) -> str:
     """What holds ``store``'s training slots, for a run that waits: its running jobs (the
     app's launches, or other commands given a progress file), each with the time it has left
-    (:func:`~glee_core.core.events.time_left`); "" when none says."""
+    (:func:`~glee_core.core.pace.time_left`); "" when none says."""
     said = []
     for job in list_jobs(store):
         if not job.running:
