@@ -413,13 +413,19 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     """A fine-tune estimated at 15 min took 54 beside other work (newcomer, round two, item 1):
     the estimate now multiplies by ``other_work``, 1 + the cores' busy share in cores (each
     core's worth of other work costs about a run's time: its threads wait for the slowest)."""
+    import os
+
+    from glee_core.core import environment
     from glee_core.runs import estimate as module
 
-    samples = iter([(100.0, 1000.0), (100.0 + 400.0, 1000.0 + 400.0)])  # every core busy
-    monkeypatch.setattr(module, "cpu_times", lambda: next(samples))
+    tick = os.sysconf("SC_CLK_TCK")  # 2 cores busy for the 2 s between the two readings
+    samples = iter([(100.0, 1000.0), (100.0 + 4 * tick, 1000.0 + 4 * tick)])
+    monkeypatch.setattr(environment, "cpu_times", lambda: next(samples))
+    clock = iter([0.0, 2.0])
+    monkeypatch.setattr(environment.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(module, "core_count", lambda: 2)
     monkeypatch.setattr(module, "live_cpu_jobs", lambda folder: [])  # no glee job among them
-    monkeypatch.setattr(module.time, "process_time", lambda: 1.0)  # nor the asking process
+    monkeypatch.setattr(environment.time, "process_time", lambda: 1.0)  # nor the asking one
     busy = module.other_work(0.0)
     assert busy == pytest.approx(3.0)
     config = TrainConfig(epochs=4, batch_size=4)
@@ -431,5 +437,5 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     assert "the training x3.0 for the other work on this CPU now" in loaded["basis"]
     gpu = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cuda", [], busy=busy)
     assert "other work" not in gpu["basis"]  # a GPU's pace is not the CPU's load
-    monkeypatch.setattr(module, "cpu_times", lambda: None)
+    monkeypatch.setattr(environment, "cpu_times", lambda: None)
     assert module.other_work(0.0) == 1.0  # no /proc/stat: no guess

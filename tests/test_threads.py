@@ -188,8 +188,9 @@ def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, m
         # core), 0.1 the asking process's own (left out): 0.1 core of other work stays
         monkeypatch.setenv("GLEE_CPU_JOBS_DIR", str(folder))
         monkeypatch.setattr(estimate, "core_count", lambda: 2)
-        ticks = iter([(0.0, 0.0), (200.0, 200.0)])
-        monkeypatch.setattr(estimate, "cpu_times", lambda: next(ticks))
+        tick = os.sysconf("SC_CLK_TCK")  # 1 CPU second in 0.5 s: both cores
+        ticks = iter([(0.0, 0.0), (1.0 * tick, 1.0 * tick)])
+        monkeypatch.setattr(environment, "cpu_times", lambda: next(ticks))
         used = iter([10.0, 10.0 + 1.8 * 0.5])  # over the 0.5 s window: 1.8 cores
         monkeypatch.setattr(estimate, "process_cpu_seconds", lambda pid: next(used))
         monkeypatch.setattr(estimate.time, "sleep", lambda s: None)

@@ -40,8 +40,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "cuda_has_bf16",
     "grad_scaler",
     "keep_large_blocks_mapped",
-    "load_mark",
-    "other_cores_since",
     "padded_width",
     "rebalance_threads",
     "release_freed_memory",
@@ -260,26 +258,6 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # the user's choice wins
 REBALANCE_SECONDS = 2.0
 
 
-def load_mark() -> tuple[float, float, float] | None:
-    """Where this machine's CPU counters stand now, for :func:`other_cores_since`: (now, the
-    machine's busy CPU seconds since boot, this process's CPU seconds), or None where
-    ``/proc/stat`` is not there."""
-    times = environment.cpu_times()
-    if times is None:
-        return None
-    return time.monotonic(), times[0] / os.sysconf("SC_CLK_TCK"), time.process_time()
-
-
-def other_cores_since(mark: tuple[float, float, float] | None) -> float:
-    """Cores' worth of work other processes did since ``mark`` (:func:`load_mark`): 0.0
-    without a mark, ``/proc/stat`` or time passed."""
-    now = load_mark()
-    if mark is None or now is None or now[0] - mark[0] <= 0.05:
-        return 0.0
-    busy = (now[1] - mark[1]) - (now[2] - mark[2])
-    return max(0.0, busy / (now[0] - mark[0]))
-
-
 class CpuShare:
     """This process's share of the CPU while it trains or encodes on it: a locked file in the
     machine's folder of CPU jobs says it is working, and torch's thread pool is sized to
@@ -299,11 +277,11 @@ class CpuShare:
         self.file = folder / f"{os.getpid()}-{secrets.token_hex(4)}.job"
         self.lock = FileLock(str(self.file))
         self.checked = 0.0
-        self.mark = load_mark()
+        self.mark = environment.load_mark()
 
     def other_cores(self) -> float:
         """Cores' worth of work other processes did since the last look."""
-        others, self.mark = other_cores_since(self.mark), load_mark()
+        others, self.mark = environment.other_cores_since(self.mark), environment.load_mark()
         return others
 
     def threads(self) -> int:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -226,6 +227,28 @@ def cpu_times() -> tuple[float, float] | None:
         return None
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
     return sum(fields) - idle, sum(fields)
+
+
+def load_mark() -> tuple[float, float, float] | None:
+    """Where this machine's CPU counters stand now, for :func:`other_cores_since`: (now, the
+    machine's busy CPU seconds since boot, this process's CPU seconds), or None where
+    ``/proc/stat`` is not there."""
+    times = cpu_times()
+    if times is None:
+        return None
+    return time.monotonic(), times[0] / os.sysconf("SC_CLK_TCK"), time.process_time()
+
+
+def other_cores_since(
+    mark: tuple[float, float, float] | None, now: tuple[float, float, float] | None = None
+) -> float:
+    """Cores' worth of work other processes did between ``mark`` and ``now`` (default: now;
+    both :func:`load_mark`'s): 0.0 without a mark, ``/proc/stat`` or time passed."""
+    now = now or load_mark()
+    if mark is None or now is None or now[0] - mark[0] <= 0.05:
+        return 0.0
+    busy = (now[1] - mark[1]) - (now[2] - mark[2])
+    return max(0.0, busy / (now[0] - mark[0]))
 
 
 def live_cpu_jobs(folder: Path, own: Path | None = None) -> list[int]:

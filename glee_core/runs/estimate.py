@@ -16,8 +16,9 @@ from ..core.environment import (
     core_count,
     cores_after_launch,
     cpu_jobs_dir,
-    cpu_times,
     live_cpu_jobs,
+    load_mark,
+    other_cores_since,
     process_cpu_seconds,
 )
 from ..data.datasets import LongTailDataset
@@ -114,19 +115,15 @@ def other_work(seconds: float = 0.5) -> float:
     adds."""
     cores = core_count()
     jobs = live_cpu_jobs(cpu_jobs_dir())
-    before, used_before, own_before = cpu_times(), _jobs_cpu(jobs), time.process_time()
-    if before is None:
+    mark, used_before = load_mark(), _jobs_cpu(jobs)
+    if mark is None:
         return 1.0
-    start = time.monotonic()
     time.sleep(seconds)
-    after, used_after, own_after = cpu_times(), _jobs_cpu(jobs), time.process_time()
-    spent = after[1] - before[1]
-    if spent <= 0:
+    now, used_after = load_mark(), _jobs_cpu(jobs)
+    if now is None:
         return 1.0
-    wall = max(time.monotonic() - start, 1e-3)
-    busy = max(0.0, min(1.0, (after[0] - before[0]) / spent)) * cores
-    busy = max(0.0, busy - (own_after - own_before) / wall)  # the asking process (the app's)
-    glee = max(0.0, used_after - used_before) / wall
+    busy = min(float(cores), other_cores_since(mark, now))  # the asking process left out
+    glee = max(0.0, used_after - used_before) / max(now[0] - mark[0], 1e-3)
     return 1.0 + cores_after_launch(busy, min(glee, busy), len(jobs), cores)
 
 
