@@ -3,18 +3,19 @@ matched to the classes' shares.
 
 The classifier (the class-balanced probe, closed form: seconds) is fitted on the labelled texts
 and scores the pool; each class keeps its most confident pool texts among those predicted as it,
-at most as many as the class's share of the labelled texts says the pool holds (``share_c x
-pool size``). A class-balanced probe predicts the rare classes more often than they occur: its
+at most as many as the class's share of the labelled texts says the pool holds (``share_c x pool
+size``). A class-balanced probe predicts the rare classes more often than they occur: its
 surplus tail predictions are the pseudo-labels most often wrong, and the cap leaves them out,
-where CReST's rebalancing (Wei et al. 2021: a larger share for rarer classes, three
-generations) kept them. Measured (``bench/pool_backtest.py``, 6 seeds, 10% of every class
-labelled): tail F1 +5.5 / +2.1 / +4.6 on r8-1500 / r52-lt / the demo with head F1 +0.4 / -0.7 /
-+4.2, where CReST gave +4.9 / -0.7 / +0.2 with head F1 -1.0 / -3.9 / -9.0; more generations of
-the capped rule did no better (r52-lt +0.1). :func:`helps` is ``--self-train auto``'s test:
-cross-validation on the labelled texts alone, with and without the pseudo-labels; it vetoes only
-a clear loss (:data:`HARM`): in the backtest the pseudo-labels raised test macro-F1 in 30 of 36
-cells and cost at most 0.8 points in the others, while the verdict of 3 folds of 2-10 texts a
-class agreed with the test's in 2 of 3 (its "worse" dropped gains of +7 and +10).
+where CReST's rebalancing (Wei et al. 2021: a larger share for rarer classes, three generations)
+kept them. Measured (``bench/pool_backtest.py``, 6 seeds, 10% of every class labelled): tail F1
++5.5 / +2.1 / +4.6 on r8-1500 / r52-lt / the demo with head F1 +0.5 / -0.7 / +4.1; CReST, run on
+the same splits before it was replaced, gave +4.9 / -0.7 / +0.2 with head F1 -1.0 / -3.9 / -9.0,
+and three generations of the capped rule did no better (r52-lt +0.1). :func:`helps` is
+``--self-train auto``'s test: cross-validation on the labelled texts alone, with and without the
+pseudo-labels; it vetoes only a clear loss (:data:`HARM`): in the backtest the pseudo-labels
+raised test macro-F1 in 30 of 36 cells and cost at most 0.8 points in the others, while the
+verdict of 3 folds of 2-10 texts a class agreed with the test's in 2 of 3 (its "worse" dropped
+gains of +7 and +10).
 """
 
 from __future__ import annotations

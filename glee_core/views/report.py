@@ -254,10 +254,9 @@ def blank_rows(image: Image.Image) -> np.ndarray:
     blank = np.flatnonzero((grey >= 250).all(axis=1))
     if not len(blank):
         return blank
-    bands = [b for b in np.split(blank, np.flatnonzero(np.diff(blank) > 1) + 1)]
-    wide = [band for band in bands if len(band) >= CUT_BAND]
+    bands = np.split(blank, np.flatnonzero(np.diff(blank) > 1) + 1)
     cuts, ink_from = [], 0
-    for band in wide:
+    for band in (band for band in bands if len(band) >= CUT_BAND):
         if band[0] - ink_from > TITLE_ROWS:
             cuts.append(band[len(band) // 2])
         ink_from = band[-1] + 1
