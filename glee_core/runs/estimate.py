@@ -46,8 +46,10 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "estimate_seconds",
     "mean_tokens",
     "other_work",
+    "PARALLEL_SHARE",
     "measured_basis",
     "measured_rate",
+    "slowdown",
     "typical_kind",
     "typical_rates",
 ]
@@ -86,10 +88,10 @@ RATE_QUANTILE = 0.75
 # probes' refits (bench/selection.py measures it; the four compares above: 0.93-1.21, so a little
 # over their middle)
 CV_OVER_TRAINING = 1.2
-# Early stopping's share of a fine-tune's planned steps before any finished run measured it here
-# (0.61-0.73 measured on the demo; a run that never stops early is 1.0): the middle, so either
-# case stays within about a quarter of the estimate
-UNMEASURED_STOP_SHARE = 0.75
+# Early stopping's share of a fine-tune's planned steps (the search's rounds included) before any
+# finished run measured it here: the median of 61 practical-recipe runs of every mode on five
+# sets (quartiles 0.53 and 0.91; a run that never stops early is 1.0)
+UNMEASURED_STOP_SHARE = 0.7
 
 
 # The data health check's parts after its feature pass: each fold's probe (lbfgs over every
@@ -102,17 +104,37 @@ CLEANLAB_SECONDS = 5.4e-7
 CLEANLAB_OVERHEAD = 1.0
 
 
+# The share of a training step that runs in parallel over a CPU job's threads (Amdahl's law):
+# a MiniLM fine-tune on one thread against two was x1.09 slower on short tickets, x1.65 on
+# r8-1500, x1.94 a step on bench/busy_estimate.py's small run; 0.57 gives x1.4 in their middle
+PARALLEL_SHARE = 0.57
+
+
+def _speed(threads: int) -> float:
+    return 1.0 / ((1.0 - PARALLEL_SHARE) + PARALLEL_SHARE / threads)
+
+
+def slowdown(busy: float, cores: int) -> float:
+    """How much slower a launch runs beside ``busy`` cores' worth of other work on ``cores``:
+    its pool shrinks to the spare cores (``glee_core.core.devices.CpuShare``: at least one
+    thread), which run a step :data:`PARALLEL_SHARE` as fast as the whole machine would; where
+    the threads and the work outnumber the cores, each gets a slice of one."""
+    threads = cores if busy < 0.5 else max(1, round(cores - busy))
+    shared = max(1.0, (busy + threads) / cores)
+    return _speed(cores) / _speed(threads) * shared
+
+
 def other_work(seconds: float = 0.5) -> float:
-    """How much slower a launch runs for the work already on this CPU, measured now: 1 + the
-    cores' worth of other work it will run beside over ``seconds``: each costs about a whole
-    run's time, as the run's pool shrinks to the spare cores (BENCHMARKS.md, "How long does a
-    fine-tune take, alone and beside other work?"). Other processes count as busy as they are
-    (the one asking, the app's web process drawing the page, not at all);
-    glee's own CPU jobs at most at the share they shrink to once the launch starts
-    (:func:`~glee_core.core.environment.cores_after_launch`: a fine-tune on both cores of two
-    takes one when another starts). 1.0 on an idle machine, or where ``/proc/stat`` is not
-    there. A measured rate is an idle machine's (its upper quartile): this is what a busy one
-    adds."""
+    """How much slower a launch runs for the work already on this CPU, measured now: the
+    :func:`slowdown` of the cores' worth of other work it will run beside, over ``seconds``
+    (BENCHMARKS.md, "How long does a fine-tune take, alone and beside other work?"). Other
+    processes count as busy as they are, at a lower priority at the share they keep beside the
+    launch (``core.environment.other_cores_since``; the one asking, the app's web process
+    drawing the page, not at all); glee's own CPU jobs at most at the share they shrink to once
+    the launch starts (:func:`~glee_core.core.environment.cores_after_launch`: a fine-tune on
+    both cores of two takes one when another starts). 1.0 on an idle machine, or where
+    ``/proc/stat`` is not there. A measured rate is an idle machine's (its upper quartile):
+    this is what a busy one adds."""
     cores = core_count()
     jobs = live_cpu_jobs(cpu_jobs_dir())
     mark, used_before = load_mark(), _jobs_cpu(jobs)
@@ -124,7 +146,7 @@ def other_work(seconds: float = 0.5) -> float:
         return 1.0
     busy = min(float(cores), other_cores_since(mark, now))  # the asking process left out
     glee = max(0.0, used_after - used_before) / max(now[0] - mark[0], 1e-3)
-    return 1.0 + cores_after_launch(busy, min(glee, busy), len(jobs), cores)
+    return slowdown(cores_after_launch(busy, min(glee, busy), len(jobs), cores), cores)
 
 
 class BusySampler:
@@ -206,11 +228,15 @@ def typical_rates(device: str, precision: str) -> tuple[float, float, float]:
 
 
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
-    """Approximate tokens per training example (4 characters a token, each text capped at max
-    length; batches are grouped by length, so their padding is small)."""
+    """Approximate tokens per training example, as a run counts them when it records its
+    ``train_tokens_per_second`` (4 characters a token and [CLS] and [SEP], each text capped at
+    max length; batches are grouped by length, so their padding is small). Against the offline
+    MiniLM's tokenizer: 24.5 for 24.0 on a ticket CSV, 28.5 for 28.0 on the demo, 95 for 101 on
+    r52-lt (a run's prompt template adds a few more); 8 more for a template made short texts'
+    first fine-tunes cost a third more than they did."""
     frame = dataset.splits["train"]
     chars = frame["text"].str.len() + frame["text_b"].str.len()
-    return float(np.minimum(chars / 4 + 10, max_length).mean())
+    return float(np.minimum(chars / 4 + 2, max_length).mean())
 
 
 def estimate_seconds(
@@ -256,8 +282,8 @@ def estimate_seconds(
         estimate["seconds"] = start + (estimate["seconds"] - start) * busy
         estimate["per_run"] *= busy
         estimate["basis"] += (
-            f"; the training x{busy:.1f} for the other work on this CPU now (its busy "
-            "share of the cores, measured as the estimate was made)"
+            f"; the training x{busy:.1f} for the other work on this CPU now (the cores it "
+            "leaves the launch, measured as the estimate was made)"
         )
     return estimate
 
