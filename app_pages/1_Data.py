@@ -42,9 +42,10 @@ studio_ui.sidebar()
 st.title("Data")
 
 
-def guess_column(columns: list[str], names: tuple[str, ...]) -> int:
-    """Preselect the column csv:PATH would pick by name (else the first)."""
-    return columns.index(find_column(columns, names) or columns[0])
+def guess_column(columns: list[str], names: tuple[str, ...], guessed: str | None) -> int:
+    """Preselect the column csv:PATH would pick: by name, else by its contents, else the
+    first."""
+    return columns.index(find_column(columns, names) or guessed or columns[0])
 
 
 choices = studio_ui.dataset_choices()
@@ -119,20 +120,24 @@ def upload_csv() -> None:
         max_upload_size=max(1, -(-limit // 2**20)),
     )
     if uploaded is not None:
-        columns = []
+        columns, guessed = [], {}
         try:
             if public:  # the size first: a file over the limit is never parsed
                 rules.check_upload_size(uploaded.size)
             data = uploaded.getvalue()
-            columns = csv_columns(data, uploaded.name)
+            columns, guessed = csv_columns(data, uploaded.name)
         except GleeError as exc:
             st.error(studio_ui.md(exc))
         if columns:
             text_col = st.selectbox(
-                "Text column", columns, index=guess_column(columns, TEXT_COLUMN_NAMES)
+                "Text column",
+                columns,
+                index=guess_column(columns, TEXT_COLUMN_NAMES, guessed.get("text")),
             )
             label_col = st.selectbox(
-                "Label column", columns, index=guess_column(columns, LABEL_COLUMN_NAMES)
+                "Label column",
+                columns,
+                index=guess_column(columns, LABEL_COLUMN_NAMES, guessed.get("label")),
             )
             text_b_col = st.selectbox("Second text column (optional)", ["(none)", *columns])
             if text_col == label_col:

@@ -214,6 +214,15 @@ def test_data_page_shows_csv_problems_as_messages(app, app_dirs):
     at.file_uploader[0].upload("single.csv", b"text\na\nb\nc\n", "text/csv").run()
     assert any("both the column 'text'" in plain(e.value) for e in at.error)
     assert not any(b.label == "Use this CSV" for b in at.button)
+    # a header that names the text but not the label: the pickers guess it from the contents
+    at = app("app_pages/1_Data.py").run()
+    rows = "".join(
+        f"order {n} came late and cold,{'late' if n % 3 else 'refund'}\n" for n in range(9)
+    )
+    at.file_uploader[0].upload("reviews.csv", f"review,issue\n{rows}".encode(), "text/csv").run()
+    pickers = {s.label: s.value for s in at.selectbox}
+    assert pickers["Text column"] == "review" and pickers["Label column"] == "issue"
+    assert not at.error
 
 
 def test_data_page_keeps_its_dataset_when_a_new_one_cannot_load(app, monkeypatch):

@@ -132,6 +132,31 @@ def test_csv_with_split_column_and_named_columns(tmp_path):
         load_dataset(f"csv:{path}", text_column="body")
 
 
+def test_columns_no_name_tells_apart_are_taken_by_their_contents(tmp_path):
+    """A new user's reviews CSV (``review,issue``): the text was found by name and the label
+    was not; the label is now the column whose values repeat, said in a warning, on the
+    command line and in the app's pickers; with neither named, the longest values are the text."""
+    from glee_core.data.csvfile import guess_columns
+
+    frame = pd.DataFrame(
+        {
+            "id": [f"#{n}" for n in range(12)],
+            "issue": ["late", "late", "late", "refund", "late", "refund"] * 2,
+            "body": [f"the order {n} came an hour late and cold" for n in range(12)],
+        }
+    )
+    assert guess_columns(frame) == {"text": "body", "label": "issue"}
+    path = tmp_path / "reviews.csv"
+    frame.to_csv(path, index=False)
+    dataset = load_dataset(f"csv:{path}")
+    assert set(dataset.classes) == {"late", "refund"}
+    assert any("the label is taken from 'issue' by its contents" in w for w in dataset.warnings)
+    assert any("the text is taken from 'body'" in w for w in dataset.warnings)
+    frame[["body"]].to_csv(path, index=False)  # nothing repeats as a label would
+    with pytest.raises(GleeError, match="cannot tell which column holds the label"):
+        load_dataset(f"csv:{path}")
+
+
 def test_verbalizer_matches_labels_case_insensitively_and_names_missing():
     assert parse_verbalizer({"True": "yes", "False": "no"}, ["false", "true"], "v") == {
         "false": ["no"],

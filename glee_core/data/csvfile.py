@@ -191,11 +191,39 @@ def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:
     return next((lowered[name] for name in candidates if name in lowered), None)
 
 
+def guess_columns(frame: pd.DataFrame) -> dict[str, str]:
+    """The text and label columns of ``frame`` by their contents, for a CSV whose header names
+    neither: the text, the column with the longest values; the label, of the rest, the one
+    whose values repeat most (at least 2 distinct, at most half the rows). A ``split`` column is
+    neither. What cannot be told is left out."""
+    columns = [c for c in frame.columns if str(c).strip().lower() != "split"]
+    values = {c: frame[c].astype(str).str.strip() for c in columns}
+    guessed = {}
+    if columns:
+        guessed["text"] = max(columns, key=lambda c: values[c].str.len().mean())
+    rows = len(frame)
+    labels = [
+        (values[c].nunique(), c)
+        for c in columns
+        if c != guessed.get("text") and 2 <= values[c].nunique() <= max(2, rows // 2)
+    ]
+    if labels:
+        guessed["label"] = min(labels, key=lambda pair: pair[0])[1]
+    return guessed
+
+
 def pick_column(
-    columns: list[str], given: str | None, candidates: tuple[str, ...], what: str, source: str
+    columns: list[str],
+    given: str | None,
+    candidates: tuple[str, ...],
+    what: str,
+    source: str,
+    guessed: str | None = None,
+    warnings: list[str] | None = None,
 ) -> str:
-    """The column holding the ``what`` (``given`` by name, else the first of ``candidates``):
-    an error naming the columns when there is none."""
+    """The column holding the ``what`` (``given`` by name, else the first of ``candidates``,
+    else ``guessed`` from the contents, :func:`guess_columns`, said in ``warnings``): an error
+    naming the columns when there is none."""
     if given:
         if given not in columns:
             raise GleeError(f"{source}: no {what} column named {given!r}; columns are {columns}")
@@ -203,6 +231,13 @@ def pick_column(
     found = find_column(columns, candidates)
     if found:
         return found
+    if guessed:
+        if warnings is not None:
+            warnings.append(
+                f"{source}: no column is called {candidates[0]!r}: the {what} is taken from "
+                f"{guessed!r} by its contents (name another with --{what}-column NAME)"
+            )
+        return guessed
     raise GleeError(
         f"{source}: cannot tell which column holds the {what}; columns are {columns}. "
         f"Name it (--{what}-column NAME) or call it one of {list(candidates[:4])}"

@@ -25,6 +25,7 @@ from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_
 from .csvfile import (
     LABEL_COLUMN_NAMES,
     TEXT_COLUMN_NAMES,
+    guess_columns,
     pick_column,
     read_csv_frame,
 )
@@ -275,8 +276,18 @@ def read_labelled_csv(
     source = str(Path(path).expanduser())
     frame, warnings = read_csv_frame(path)
     columns = [str(c) for c in frame.columns]
-    text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", source)
-    label_col = pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", source)
+    guessed = guess_columns(frame)
+    text_col = pick_column(
+        columns, text_column, TEXT_COLUMN_NAMES, "text", source, guessed.get("text"), warnings
+    )
+    label_col = pick_column(
+        columns, label_column, LABEL_COLUMN_NAMES, "label", source, guessed.get("label"), warnings
+    )
+    if text_col == label_col:
+        raise GleeError(
+            f"{source}: the text and the label are both the column {text_col!r}; name each "
+            "(--text-column NAME --label-column NAME)"
+        )
     if text_b_column and text_b_column not in columns:
         raise GleeError(
             f"{source}: no second text column named {text_b_column!r}; columns are {columns}"

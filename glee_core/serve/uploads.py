@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.errors import GleeError
 from ..core.files import write_atomic
-from ..data.csvfile import read_csv_frame
+from ..data.csvfile import guess_columns, read_csv_frame
 from ..data.datasets import LongTailDataset
 from ..models.options import DataOptions
 
@@ -151,13 +151,16 @@ def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:
     return uploads
 
 
-def csv_columns(data: bytes, filename: str = "upload.csv") -> list[str]:
-    """The header of an uploaded CSV (for the column pickers), read as ``csv:`` would read it;
-    its messages name ``filename``, not the temporary copy."""
+def csv_columns(data: bytes, filename: str = "upload.csv") -> tuple[list[str], dict[str, str]]:
+    """The header of an uploaded CSV (for the column pickers), read as ``csv:`` would read it,
+    and the text and label columns its contents suggest where no name says
+    (``glee_core.data.csvfile.guess_columns``); its messages name ``filename``, not the
+    temporary copy."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "peek.csv"
         path.write_bytes(data)
         try:
-            return list(read_csv_frame(path)[0].columns)
+            frame = read_csv_frame(path)[0]
         except GleeError as exc:
             raise exc.naming(path, filename) from None
+        return [str(c) for c in frame.columns], guess_columns(frame)
