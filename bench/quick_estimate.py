@@ -32,7 +32,8 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import estimate_parameters  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import METHODS  # noqa: E402
-from glee_core.runs.estimate import estimate_seconds, other_work  # noqa: E402
+from glee_core.runs.busy import other_work  # noqa: E402
+from glee_core.runs.estimate import estimate_seconds  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 
 

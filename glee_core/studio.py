@@ -43,6 +43,7 @@ _FACES = (
     "models.options",
     "models.scoring",
     "runs.budget",
+    "runs.busy",
     "runs.calibration",
     "runs.estimate",
     "runs.findings",

@@ -34,7 +34,7 @@ def busy_sampler():
 
 def machine_busy() -> float:
     """How much slower a launch runs for what else works on this CPU now
-    (``glee_core.runs.estimate.other_work``, the median of the last minute's samples: a page
+    (``glee_core.runs.busy.BusySampler``, the median of the last minute's samples: a page
     drawn by a browser on this machine is not work a launch runs beside)."""
     return busy_sampler().value()
 

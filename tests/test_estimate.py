@@ -417,7 +417,7 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     import os
 
     from glee_core.core import environment
-    from glee_core.runs import estimate as module
+    from glee_core.runs import busy as module
 
     tick = os.sysconf("SC_CLK_TCK")  # 2 cores busy for the 2 s between the two readings
     samples = iter([(100.0, 1000.0, 0.0), (100.0 + 4 * tick, 1000.0 + 4 * tick, 0.0)])
@@ -433,7 +433,7 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     config = TrainConfig(epochs=4, batch_size=4)
     idle = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [])
     loaded = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [], busy=busy)
-    start = module.STARTUP_SECONDS  # the start is imports on one thread: not scaled
+    start = STARTUP_SECONDS  # the start is imports on one thread: not scaled
     assert loaded["seconds"] == pytest.approx(start + busy * (idle["seconds"] - start))
     assert loaded["per_run"] == pytest.approx(busy * idle["per_run"])
     assert f"the training x{busy:.1f} for the other work on this CPU now" in loaded["basis"]
@@ -447,7 +447,7 @@ def test_the_slowdown_beside_other_work_follows_the_cores_it_leaves():
     """Counting each core's worth of other work as a whole run's time said x2.0 beside one busy
     core on 2 cores, where a first fine-tune of short tickets took x1.1 and r8-1500's x1.65;
     and x2.0 on a 16-core machine where the launch keeps 15 of its 16 cores."""
-    from glee_core.runs.estimate import slowdown
+    from glee_core.runs.busy import slowdown
 
     assert slowdown(0.0, 2) == 1.0 and slowdown(0.3, 2) == pytest.approx(1.15)  # a slice
     assert 1.3 < slowdown(1.0, 2) < 1.5  # one thread of two: between the runs measured

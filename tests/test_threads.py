@@ -15,7 +15,8 @@ from glee_core.models.backbone import estimate_parameters
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.testing import save_tiny_mlm
-from glee_core.runs.estimate import estimate_seconds, other_work
+from glee_core.runs.busy import other_work
+from glee_core.runs.estimate import estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from tests.conftest import TOY_WORDS, toy_rows
@@ -173,7 +174,7 @@ def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, m
     time read apart; a file whose process is gone is swept; the estimate's factor counts the
     job at its share and the rest whole."""
     from glee_core.core import environment
-    from glee_core.runs import estimate
+    from glee_core.runs import busy
 
     folder = tmp_path / "jobs"
     other = subprocess.Popen(
@@ -187,39 +188,49 @@ def test_other_work_reads_the_live_glee_jobs_cpu_apart_from_the_rest(tmp_path, m
         # 2 cores, both busy over the window, 1.8 cores of it the glee job's (it will keep 1
         # core), 0.1 the asking process's own (left out): 0.1 core of other work stays
         monkeypatch.setenv("GLEE_CPU_JOBS_DIR", str(folder))
-        monkeypatch.setattr(estimate, "core_count", lambda: 2)
+        monkeypatch.setattr(busy, "core_count", lambda: 2)
         tick = os.sysconf("SC_CLK_TCK")  # 1 CPU second in 0.5 s: both cores
         ticks = iter([(0.0, 0.0, 0.0), (1.0 * tick, 1.0 * tick, 0.0)])
         monkeypatch.setattr(environment, "cpu_times", lambda: next(ticks))
         used = iter([10.0, 10.0 + 1.8 * 0.5])  # over the 0.5 s window: 1.8 cores
-        monkeypatch.setattr(estimate, "process_cpu_seconds", lambda pid: next(used))
-        monkeypatch.setattr(estimate.time, "sleep", lambda s: None)
+        monkeypatch.setattr(busy, "process_cpu_seconds", lambda pid: next(used))
+        monkeypatch.setattr(busy.time, "sleep", lambda s: None)
         clock = iter([0.0, 0.5])
-        monkeypatch.setattr(estimate.time, "monotonic", lambda: next(clock))
+        monkeypatch.setattr(busy.time, "monotonic", lambda: next(clock))
         own = iter([3.0, 3.0 + 0.05])  # the asking process drew a page: 0.1 core, not counted
-        monkeypatch.setattr(estimate.time, "process_time", lambda: next(own))
+        monkeypatch.setattr(busy.time, "process_time", lambda: next(own))
         # the launch runs beside 1.1 cores' worth: the 0.1 and the glee job's one core
-        assert estimate.other_work() == pytest.approx(estimate.slowdown(1.1, 2))
+        assert busy.other_work() == pytest.approx(busy.slowdown(1.1, 2))
     finally:
         other.kill()
         other.wait()
 
 
-def test_the_apps_busy_factor_is_the_median_of_a_minutes_samples():
+def test_the_apps_busy_factor_is_the_median_of_a_minutes_samples(tmp_path, monkeypatch):
     """One sample taken while a browser on the machine draws the page (x2.7 where the work a
-    launch runs beside gives x2.0) does not move the factor the app's estimates use; the
-    sampler samples on its own in the background."""
-    from glee_core.runs.estimate import BusySampler
+    launch runs beside gives x2.0) does not move the factor the app's estimates use; a glee job
+    that has ended no longer counts (a minute's median of it made a new user's next fine-tune
+    x1.5 where nothing else worked); the sampler samples on its own in the background."""
+    from glee_core.runs import busy
+    from glee_core.runs.busy import BusySampler, beside
     from tests.helpers.waiting import wait_until
 
-    readings = iter([2.7, 2.0, 2.0, 2.0, 2.7])
+    monkeypatch.setenv("GLEE_CPU_JOBS_DIR", str(tmp_path / "jobs"))  # no glee job now
+    monkeypatch.setattr(busy, "core_count", lambda: 2)
+    page, work = (1.7, 0.0, 0), (1.0, 0.0, 0)  # cores' worth of others, of glee jobs, jobs
+    readings = iter([page, work, work, work, page])
     sampler = BusySampler(measure=lambda: next(readings), keep=4)
-    assert sampler.value() == 2.7  # no sample yet: one taken now
+    assert sampler.value() == beside(1.7, 0.0, 0)  # no sample yet: one taken now
     for _ in range(3):
         sampler.sample()
-    assert sampler.value() == 2.0  # 2.7, 2.0, 2.0, 2.0
+    assert sampler.value() == beside(1.0, 0.0, 0)  # 1.7, 1.0, 1.0, 1.0
     sampler.sample()
-    assert sampler.value() == 2.0  # the oldest dropped: 2.0, 2.0, 2.0, 2.7
-    running = BusySampler(every=0.01, measure=lambda: 1.5).start()
+    assert sampler.value() == beside(1.0, 0.0, 0)  # the oldest dropped: 1.0, 1.0, 1.0, 1.7
+    ended = BusySampler(measure=lambda: (0.0, 1.8, 1))  # a quick compare working, then ended
+    for _ in range(4):
+        ended.sample()
+    assert ended.value() == 1.0  # its job file gone: nothing beside the next launch
+    running = BusySampler(every=0.01, measure=lambda: work).start()
     wait_until(lambda: len(running.samples) >= 3, timeout=10, what="three samples")
-    assert running.value() == 1.5
+    assert running.value() == beside(1.0, 0.0, 0)
+    assert BusySampler(measure=lambda: None).value() == 1.0  # no /proc/stat: no guess

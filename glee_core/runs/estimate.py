@@ -8,19 +8,8 @@ device and its precision.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from ..core.environment import (
-    core_count,
-    cores_after_launch,
-    cpu_jobs_dir,
-    live_cpu_jobs,
-    load_mark,
-    other_cores_since,
-    process_cpu_seconds,
-)
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
@@ -29,7 +18,6 @@ from .record import RunRecord
 from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "BusySampler",
     "CLEANLAB_OVERHEAD",
     "CLEANLAB_SECONDS",
     "CV_OVER_TRAINING",
@@ -45,11 +33,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "estimate_report_seconds",
     "estimate_seconds",
     "mean_tokens",
-    "other_work",
-    "PARALLEL_SHARE",
     "measured_basis",
     "measured_rate",
-    "slowdown",
     "typical_kind",
     "typical_rates",
 ]
@@ -102,94 +87,6 @@ PROBE_SECONDS = 1.3e-9
 PROBE_OVERHEAD = 0.05
 CLEANLAB_SECONDS = 5.4e-7
 CLEANLAB_OVERHEAD = 1.0
-
-
-# The share of a training step that runs in parallel over a CPU job's threads (Amdahl's law):
-# a MiniLM fine-tune on one thread against two was x1.09 slower on short tickets, x1.65 on
-# r8-1500, x1.94 a step on bench/busy_estimate.py's small run; 0.57 gives x1.4 in their middle
-PARALLEL_SHARE = 0.57
-
-
-def _speed(threads: int) -> float:
-    return 1.0 / ((1.0 - PARALLEL_SHARE) + PARALLEL_SHARE / threads)
-
-
-def slowdown(busy: float, cores: int) -> float:
-    """How much slower a launch runs beside ``busy`` cores' worth of other work on ``cores``:
-    its pool shrinks to the spare cores (``glee_core.core.devices.CpuShare``: at least one
-    thread), which run a step :data:`PARALLEL_SHARE` as fast as the whole machine would; where
-    the threads and the work outnumber the cores, each gets a slice of one."""
-    threads = cores if busy < 0.5 else max(1, round(cores - busy))
-    shared = max(1.0, (busy + threads) / cores)
-    return _speed(cores) / _speed(threads) * shared
-
-
-def other_work(seconds: float = 0.5) -> float:
-    """How much slower a launch runs for the work already on this CPU, measured now: the
-    :func:`slowdown` of the cores' worth of other work it will run beside, over ``seconds``
-    (BENCHMARKS.md, "How long does a fine-tune take, alone and beside other work?"). Other
-    processes count as busy as they are, at a lower priority at the share they keep beside the
-    launch (``core.environment.other_cores_since``; the one asking, the app's web process
-    drawing the page, not at all); glee's own CPU jobs at most at the share they shrink to once
-    the launch starts (:func:`~glee_core.core.environment.cores_after_launch`: a fine-tune on
-    both cores of two takes one when another starts). 1.0 on an idle machine, or where
-    ``/proc/stat`` is not there. A measured rate is an idle machine's (its upper quartile):
-    this is what a busy one adds."""
-    cores = core_count()
-    jobs = live_cpu_jobs(cpu_jobs_dir())
-    mark, used_before = load_mark(), _jobs_cpu(jobs)
-    if mark is None:
-        return 1.0
-    time.sleep(seconds)
-    now, used_after = load_mark(), _jobs_cpu(jobs)
-    if now is None:
-        return 1.0
-    busy = min(float(cores), other_cores_since(mark, now))  # the asking process left out
-    glee = max(0.0, used_after - used_before) / max(now[0] - mark[0], 1e-3)
-    return slowdown(cores_after_launch(busy, min(glee, busy), len(jobs), cores), cores)
-
-
-class BusySampler:
-    """:func:`other_work` sampled every ``every`` seconds in a daemon thread, the median of the
-    last ``keep`` samples as the value: one half-second sample taken while a browser on the same
-    machine draws the page counts the drawing as work a launch runs beside (0.7 core of it on
-    2 cores: x2.7 where the work there gave x2.0), and the median of a minute's samples does not.
-    ``measure`` is what it samples (:func:`other_work`)."""
-
-    def __init__(self, every: float = 5.0, keep: int = 12, measure=None):
-        import threading  # noqa: PLC0415 (only the app samples)
-        from collections import deque  # noqa: PLC0415
-
-        self.every, self.measure = every, measure or other_work
-        self.samples: deque[float] = deque(maxlen=keep)
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._run, name="glee-busy-sampler", daemon=True)
-
-    def start(self) -> BusySampler:
-        self.thread.start()
-        return self
-
-    def sample(self) -> float:
-        value = self.measure()
-        with self.lock:
-            self.samples.append(value)
-        return value
-
-    def _run(self) -> None:
-        while True:
-            self.sample()
-            time.sleep(self.every)
-
-    def value(self) -> float:
-        """The median of the samples so far (one taken now when there is none yet)."""
-        with self.lock:
-            samples = list(self.samples)
-        return float(np.median(samples)) if samples else self.sample()
-
-
-def _jobs_cpu(pids: list[int]) -> float:
-    """The CPU seconds the processes ``pids`` have used together (a gone one counts none)."""
-    return sum(process_cpu_seconds(pid) or 0.0 for pid in pids)
 
 
 def measured_rate(rates: list[float]) -> float:
@@ -264,7 +161,8 @@ def estimate_seconds(
     run; the quick compare's stored heads are re-used, so after it none). ``rate_searched``:
     the rate searched once for this backbone and data is stored already
     (``glee_core.train.plan.searched_rate``): no search to pay. ``busy``: how much slower
-    the other work on this CPU makes it (:func:`other_work`, measured by the caller)."""
+    the other work on this CPU makes it (:func:`glee_core.runs.busy.other_work`, measured by the
+    caller)."""
     estimate = _estimate_seconds(
         dataset,
         n_runs,
