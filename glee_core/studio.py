@@ -49,6 +49,7 @@ _FACES = (
     "runs.findings",
     "runs.health",
     "runs.labelling",
+    "runs.notes",
     "runs.paper",
     "runs.query",
     "runs.recommend",

@@ -252,7 +252,7 @@ def test_next_steps_lead_with_a_fine_tune_that_fits_half_an_hour_else_with_the_c
 def test_the_untrained_head_sentence_is_true_of_the_recommendation_beside_it():
     """Home said the prompt-style heads "start half-untrained and trail here" under a
     recommendation of one of them (newcomer, round two, item 4)."""
-    from glee_core.runs.record import untrained_head_line
+    from glee_core.runs.notes import untrained_head_line
 
     heads = ["prompt", "cls-relu-pt-ln"]
     assert "trail here" in untrained_head_line("auto", heads, ["cls-relu"])

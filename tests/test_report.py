@@ -244,7 +244,8 @@ def test_one_class_can_be_highlighted_across_charts(store):
 def test_notes_that_differ_only_by_method_are_said_once():
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
-    from glee_core.runs.record import DatasetRecord, ModelRecord, RunRecord, merged_notes
+    from glee_core.runs.notes import merged_notes
+    from glee_core.runs.record import DatasetRecord, ModelRecord, RunRecord
 
     def record(method, notes):
         return RunRecord(

@@ -414,7 +414,7 @@ def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, t
 def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_bert):
     from glee_core.data.datasets import load_dataset
     from glee_core.models.config import TrainConfig
-    from glee_core.runs.record import unreadable_note
+    from glee_core.runs.notes import unreadable_note
     from glee_core.train.experiment import run_experiments
 
     rows = toy_rows().assign(text=lambda f: "病症治疗 " + f["text"])  # not in the vocabulary

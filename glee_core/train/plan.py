@@ -38,13 +38,8 @@ from ..models.methods import METHODS, MethodSpec
 from ..models.modes import get_mode
 from ..models.scoring import get_backbone, get_tokenizer
 from ..models.search import SearchLog, shared_key
-from ..runs.record import (
-    DatasetRecord,
-    ModelRecord,
-    RunRecord,
-    untrained_head_note,
-    vocabulary_note,
-)
+from ..runs.notes import untrained_head_note, vocabulary_note
+from ..runs.record import DatasetRecord, ModelRecord, RunRecord
 from ..runs.store import Run, RunStore, make_run_id
 from .setup import RunResult
 

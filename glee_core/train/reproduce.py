@@ -31,13 +31,13 @@ from ..data.datasets import LongTailDataset
 from ..models.config import PAPER, TrainConfig
 from ..models.methods import get_method
 from ..runs.findings import Finding, check_findings
+from ..runs.notes import merged_notes
 from ..runs.paper import (
     NEAREST_REFERENCE,
     PAPER_SEEDS,
     paper_cells,
     script_protocols,
 )
-from ..runs.record import merged_notes
 from ..runs.store import Run, RunStore, config_hash, slug
 from ..runs.tables import comparison, comparison_markdown
 

@@ -41,9 +41,9 @@ from ..models.features import (
 from ..models.methods import get_method
 from ..models.model import build_model
 from ..models.scoring import get_backbone, predict
+from ..runs.notes import vocabulary_note
 from ..runs.query import resolve_strategy, select
 from ..runs.recommend import recommend
-from ..runs.record import vocabulary_note
 from ..runs.store import Run, RunStore
 from .experiment import run_experiments
 from .plan import UNKNOWN_SHARE_WARNING

@@ -22,7 +22,8 @@ from ..models.methods import method_label, registry_order
 from ..models.modes import MODE_LABELS
 from ..runs.budget import BudgetReport, budget_line
 from ..runs.calibration import calibrate, calibration_table
-from ..runs.record import METRIC_TITLES, SHOT_TITLES, merged_notes
+from ..runs.notes import merged_notes
+from ..runs.record import METRIC_TITLES, SHOT_TITLES
 from ..runs.store import Run
 from ..runs.tables import aggregate, comparison_table, modes_table
 from . import charts
