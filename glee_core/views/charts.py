@@ -5,8 +5,8 @@ Each ``chart_*`` draws one thing from stored runs (or a dataset's counts, or a l
 matching ``*_frame`` function builds the tidy table behind it, so the numbers can be checked and
 tabled. Classes are always ordered head to tail (by training count) and coloured head / tail. The
 charts live by the page that shows them (``data_charts``, ``results_charts``,
-``diagnostics_charts``, ``prediction_charts``), the look they share in ``style``; this module
-gathers their names (``__all__``) and registers the run charts.
+``diagnostics_charts``, ``norm_charts``, ``prediction_charts``), the look they share in
+``style``; this module gathers their names (``__all__``) and registers the run charts.
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ from .diagnostics_charts import (
     FIGURE4_PANEL,
     FIGURE4_Y_AXIS,
     chart_feature_distributions,
-    chart_norm_evolution,
-    chart_norm_vs_count,
-    chart_weight_norms,
     dead_feature_frame,
     default_feature_classes,
     feature_distribution_frame,
     feature_examples,
+)
+from .norm_charts import (
+    chart_norm_evolution,
+    chart_norm_vs_count,
+    chart_weight_norms,
     norm_count_frame,
     norm_evolution_frame,
     weight_norm_frame,
