@@ -56,6 +56,7 @@ _FACES = (
     "runs.record",
     "runs.store",
     "runs.tables",
+    "runs.variants",
     "serve.export",
     "serve.export_formats",
     "serve.formats",

@@ -178,13 +178,8 @@ def test_a_dataset_without_the_flagged_rows_is_a_variant_of_its_own(toy_csv, tmp
 
 
 def test_the_variant_line_judges_on_dev_with_the_seeds_spread():
-    from glee_core.runs.recommend import (
-        Pick,
-        Recommendation,
-        dev_winner,
-        variant_base,
-        variant_line,
-    )
+    from glee_core.runs.recommend import Pick, Recommendation
+    from glee_core.runs.variants import dev_winner, variant_base, variant_line
 
     def rec(dev, std):
         pick = Pick(

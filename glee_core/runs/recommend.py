@@ -27,8 +27,6 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError, first_few
-from ..data.pool import PSEUDO
-from ..data.splits import WITHOUT
 from ..models.config import POOLINGS
 from ..models.methods import METHODS
 from .metrics import within_noise
@@ -46,7 +44,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "Pick",
     "Recommendation",
     "cv_scale",
-    "dev_winner",
     "order_steps",
     "ranked",
     "recommend",
@@ -54,8 +51,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "recommended_first",
     "report_setting",
     "top_for_finetuning",
-    "variant_base",
-    "variant_line",
 ]
 
 FINETUNE_TOP = 3  # heads taken from a quick compare to fine-tuning
@@ -471,62 +466,3 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
 
 def _pooled(pick: Pick) -> str:
     return f" ({pick.pooling})" if pick.pooling in POOLINGS else ""
-
-
-def variant_base(dataset_id: str) -> str:
-    """The dataset a variant was made from: ``+without-N-<digest>`` (training rows left out) or
-    ``+pseudo-N-<digest>`` (self-training's pseudo-labels added); itself when neither."""
-    return dataset_id.split(WITHOUT, 1)[0].split(PSEUDO, 1)[0]
-
-
-def _beats(v: Pick, b: Pick) -> bool:
-    """Does ``v`` win on dev beyond the seeds' spread (the same dev texts)?"""
-    return v.dev > b.dev and not within_noise(v.dev, v.dev_std, b.dev, b.dev_std)
-
-
-def dev_winner(base: Recommendation | None, variants: dict[str, Recommendation | None]) -> str:
-    """Among the data's own recommendation (``base``) and its variants' (by dataset id), the id
-    whose recommended candidate wins on **dev** beyond the seeds' spread (their dev texts are the
-    same; cross-validated scores are not comparable: a variant's folds hold other training
-    texts); ``""`` for the data's own when no variant beats it."""
-    if base is None:
-        return ""
-    best, chosen = "", base.chosen
-    for variant_id, rec in variants.items():
-        if rec is not None and _beats(rec.chosen, chosen):
-            best, chosen = variant_id, rec.chosen
-    return best
-
-
-def variant_line(
-    base_id: str, base: Recommendation | None, variant_id: str, variant: Recommendation | None
-) -> str | None:
-    """Whether a variant helped, on **dev** (:func:`dev_winner` says why dev): training without
-    the flagged rows, or with self-training's pseudo-labels. None until both have a
-    recommendation."""
-    if base is None or variant is None:
-        return None
-    b, v = base.chosen, variant.chosen
-    gap = v.dev - b.dev
-    best, other = (b, v) if b.dev >= v.dev else (v, b)
-    noise = within_noise(best.dev, best.dev_std, other.dev, other.dev_std)
-    pseudo = PSEUDO in variant_id
-    verdict = (
-        "the same score: the data cannot tell them apart"
-        if round(gap, 1) == 0
-        else "within the seeds' spread: the data cannot tell them apart"
-        if noise
-        else ("the pseudo-labels win on dev" if pseudo else "the data without them wins on dev")
-        if gap > 0
-        else (
-            "the labelled texts alone do better on dev: leave the pseudo-labels out"
-            if pseudo
-            else "every row does better on dev: keep them"
-        )
-    )
-    what = "With self-training's pseudo-labels" if pseudo else "Without the flagged training rows"
-    return (
-        f"{what} (`{variant_id}`), the recommended `{v.method}` "
-        f"scores {v.dev:.1f} on dev against {b.dev:.1f} for `{b.method}` on `{base_id}` "
-        f"({gap:+.1f}; the same dev texts): {verdict}."
-    )
