@@ -29,9 +29,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from glee_core.cli import main as cli  # noqa: E402
 from glee_core.models.options import DataOptions  # noqa: E402
+from glee_core.runs.paper_tables import comparison  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run  # noqa: E402
-from glee_core.runs.tables import comparison  # noqa: E402
 from glee_core.train.reproduce import get_table  # noqa: E402
 
 PAGES = {

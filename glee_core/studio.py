@@ -51,6 +51,7 @@ _FACES = (
     "runs.labelling",
     "runs.notes",
     "runs.paper",
+    "runs.paper_tables",
     "runs.query",
     "runs.recommend",
     "runs.record",

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from glee_core.runs.findings import check_findings, norm_slope
-from glee_core.runs.tables import findings_text
+from glee_core.runs.paper_tables import findings_text
 from tests.helpers.runs import record_only_run
 
 COUNTS = {"a": 500, "b": 100, "c": 20, "d": 5}

@@ -15,13 +15,13 @@ from glee_core.cli import main
 from glee_core.data.catalog import PAPER_DATASETS
 from glee_core.models.methods import METHODS
 from glee_core.runs.paper import reference_results, reference_sources
-from glee_core.runs.store import Run, RunStore
-from glee_core.runs.tables import (
+from glee_core.runs.paper_tables import (
     comparison,
     comparison_block,
     comparison_markdown,
     comparison_text,
 )
+from glee_core.runs.store import Run, RunStore
 from glee_core.train.reproduce import (
     PAPER_SEEDS,
     PAPER_TABLES,

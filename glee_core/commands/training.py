@@ -319,8 +319,8 @@ def reproduce(args, argv: list[str]) -> int:
     from ..data.catalog import PAPER_DATASETS
     from ..data.datasets import load_dataset
     from ..models.backbone import resolve_model_source
+    from ..runs.paper_tables import comparison_markdown, comparison_text
     from ..runs.store import RunStore
-    from ..runs.tables import comparison_markdown, comparison_text
     from ..train.executors import make_executor
     from ..train.reproduce import (
         get_table,

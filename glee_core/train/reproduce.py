@@ -38,8 +38,8 @@ from ..runs.paper import (
     paper_cells,
     script_protocols,
 )
+from ..runs.paper_tables import comparison, comparison_markdown
 from ..runs.store import Run, RunStore, config_hash, slug
-from ..runs.tables import comparison, comparison_markdown
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "FEW_SHOT_EXAMPLES",
