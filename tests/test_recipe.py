@@ -17,7 +17,7 @@ from glee_core.models.methods import get_method
 from glee_core.runs.record import RunRecord
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
-from glee_core.train.loop import make_optimizer
+from glee_core.train.optim import make_optimizer
 from glee_core.train.plan import plan_runs
 from glee_core.train.training import prepare, train_and_evaluate
 
@@ -331,7 +331,7 @@ def test_the_cli_takes_the_recipe_and_its_switches(capsys, tiny_bert, tmp_path):
 
 
 def test_the_supervised_contrastive_term_pulls_a_class_together():
-    from glee_core.train.loop import rare_for_pairs, supervised_contrastive
+    from glee_core.train.contrastive import rare_for_pairs, supervised_contrastive
 
     labels = torch.tensor([0, 0, 1, 1])
     together = torch.tensor([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.1, 1.0]])

@@ -10,7 +10,6 @@ others follows the path it follows alone. The learning-rate search
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -18,10 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from transformers import get_linear_schedule_with_warmup
 
 from ..core.devices import (
-    adamw,
     autocast,
     clipped_step,
     grad_scaler,
@@ -33,13 +30,14 @@ from ..core.distributed import DataParallel
 from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
 from ..data.encoding import length_grouped_batches
-from ..models.config import EMA_DECAY, SUPCON_TEMPERATURE, TrainConfig
+from ..models.config import EMA_DECAY, TrainConfig
 from ..models.losses import classification_loss, loss_share
 from ..models.methods import MethodSpec
 from ..models.model import GleeModel
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
 from ..models.search import Work
 from ..runs.metrics import macro_f1
+from .contrastive import class_balanced_batches, rare_for_pairs, supervised_contrastive
 
 
 @dataclass
@@ -93,17 +91,6 @@ class TrainingState:
         scaled_backward(loss, self.scaler)
 
 
-def class_balanced_batches(
-    labels: np.ndarray, batch_size: int, rng: np.random.Generator
-) -> list[np.ndarray]:
-    """An epoch of as many examples as the split, drawn with replacement so that every class is
-    equally likely (Kang et al. 2020's class-balanced sampling)."""
-    counts = np.bincount(labels)
-    weights = 1.0 / counts[labels]
-    order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-
-
 def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
     """Backpropagate ``loss`` (None: the gradients are already accumulated), clip the gradient
     norm, step the optimiser and the schedule."""
@@ -115,27 +102,6 @@ def optimizer_step(state: TrainingState, loss: torch.Tensor | None) -> None:
         state.skipped_steps += skipped
     state.scheduler.step()
     state.stepped()
-
-
-def supervised_contrastive(
-    features: torch.Tensor, labels: torch.Tensor, temperature: float = SUPCON_TEMPERATURE
-) -> torch.Tensor:
-    """Khosla et al. 2020's supervised contrastive loss over a batch: each text is drawn toward
-    the other texts of its class and away from the rest (cosine similarity over
-    ``temperature``); a text without another of its class in the batch adds nothing. Zero when
-    no text has a partner."""
-    z = torch.nn.functional.normalize(features.float(), dim=-1)
-    similarity = z @ z.T / temperature
-    self_mask = torch.eye(len(labels), dtype=torch.bool, device=z.device)
-    similarity = similarity.masked_fill(self_mask, float("-inf"))
-    log_prob = similarity - torch.logsumexp(similarity, dim=1, keepdim=True)
-    positives = (labels[:, None] == labels[None, :]) & ~self_mask
-    counts = positives.sum(1)
-    anchors = counts > 0
-    if not anchors.any():
-        return features.sum() * 0.0
-    mean_log_prob = log_prob.masked_fill(~positives, 0.0).sum(1)[anchors] / counts[anchors]
-    return -mean_log_prob.mean()
 
 
 def _forward_loss(
@@ -181,14 +147,6 @@ def batch_loss(state: TrainingState, train: Split, index, precision: str) -> tor
     return total
 
 
-def rare_for_pairs(labels: np.ndarray, batch_size: int) -> bool:
-    """Is some class so rare that a batch drawn at random seldom holds two of its texts (fewer
-    than 2 expected)? Then a contrastive term draws its batches class-balanced."""
-    counts = np.bincount(labels)
-    counts = counts[counts > 0]
-    return bool(counts.min() / counts.sum() * batch_size < 2)
-
-
 def epoch_batches(state: TrainingState, train: Split) -> list[np.ndarray]:
     """One epoch's batches: length-grouped (or, cRT, class-balanced) in the state's random order;
     under data parallelism every process draws the same batches and keeps its slice of each."""
@@ -210,62 +168,6 @@ def train_step(state: TrainingState, train: Split, index, precision: str) -> tor
     optimizer_step(state, loss if loss.requires_grad else None)
     state.global_step += 1
     return loss.detach()
-
-
-def parameter_groups(model: GleeModel, lr: float, config: TrainConfig) -> list[dict]:
-    """AdamW's parameter groups: the encoder at ``lr`` (with ``layer_decay``, layer l of L at
-    ``lr * decay ** (L + 1 - l)``, the embeddings at ``lr * decay ** (L + 1)``) and everything
-    else that trains - the head, and for prompt methods the MLM head's transform - at
-    ``head_lr`` (default ``lr``). The tied decoder rows are the word embeddings: encoder."""
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    if model.frozen:  # quick mode: the model is the head alone
-        return [{"params": trainable, "lr": lr}]
-    names = {id(p): name for name, p in model.encoder.named_parameters()}
-    layers = {key: layer_of(name) for key, name in names.items()}
-    depth = max([n for n in layers.values() if n is not None], default=0)  # L
-    decay = config.layer_decay or 1.0
-    rates: dict[float, list] = {}
-    for p in trainable:
-        if id(p) not in names:
-            rate = config.head_lr or lr
-        else:  # embeddings: layer 0; layer i: i + 1; anything else (a pooler): the top
-            layer = layers[id(p)]
-            rate = lr * decay ** (depth + 1 - (depth + 1 if layer is None else layer))
-        rates.setdefault(rate, []).append(p)
-    return [{"params": params, "lr": rate} for rate, params in rates.items()]
-
-
-def layer_of(name: str) -> int | None:
-    """The depth of an encoder parameter from its name: 0 for the embeddings, ``i + 1`` for
-    transformer layer ``i`` (``encoder.layer.3.``, ``transformer.layer.3.``, ``layers.3.``),
-    None for anything else."""
-    if "embeddings" in name:
-        return 0
-    match = re.search(r"(?:^|\.)layers?\.(\d+)\.", name)
-    return int(match.group(1)) + 1 if match else None
-
-
-def make_optimizer(
-    model: GleeModel,
-    config: TrainConfig,
-    device: torch.device,
-    total_steps: int,
-    lr: float | None = None,
-):
-    """AdamW (fused: :func:`~glee_core.core.devices.adamw`) over :func:`parameter_groups` at
-    ``lr`` (default: the config's one rate), with linear warm-up over ``warmup_ratio`` of the
-    steps, then decay."""
-    lr = config.learning_rate if lr is None else lr
-    if lr is None:
-        raise GleeError(
-            "this configuration searches its learning rate on dev: pass the candidate to train at"
-        )
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = adamw(parameter_groups(model, lr, config), device, weight_decay=config.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(config.warmup_ratio * total_steps), total_steps
-    )
-    return params, optimizer, scheduler
 
 
 class DevSelection:

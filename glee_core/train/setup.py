@@ -32,8 +32,8 @@ from .loop import (
     DevSelection,
     TrainingState,
     Trial,
-    make_optimizer,
 )
+from .optim import make_optimizer
 
 
 @dataclass
