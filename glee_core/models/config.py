@@ -1,5 +1,5 @@
 """A run's hyper-parameters, declared once: :class:`TrainConfig` (defaults: the paper's; the
-practical recipe's where the user leaves a knob unset, :class:`Recipe`), each knob a field with
+practical recipe's where the user leaves a knob unset, ``recipes.Recipe``), each knob a field with
 its help (``fields.option``), from which the command line's flags, the protocol line and the
 run's identity all follow. The other commands' options and the app's requests are in
 ``options``. Imports neither torch nor pandas."""
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from ..core.errors import GleeError
-from .fields import _boolean, option
-from .modes import MODES, TuningMode, get_mode, mode_settings, setting_modes
+from .checks import check_config, rate_list
+from .fields import option
+from .modes import MODES, TuningMode, mode_settings
+from .recipes import PAPER, PRACTICAL, RECIPE_DEFAULTS, RECIPES, recipe_rates
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "ALL_POOLINGS",
@@ -21,29 +22,18 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "HEAD_RACES",
     "LIMIT_STRATEGIES",
     "LR_SEARCHES",
-    "PAPER",
     "POOLINGS",
-    "PRACTICAL",
     "PRECISIONS",
     "PRECISION_HELP",
-    "RECIPES",
-    "RECIPE_DEFAULTS",
-    "RECIPE_LABELS",
-    "RECIPE_LINES",
-    "Recipe",
-    "SEED_MAX",
     "EMA_DECAY",
     "SUPCON_TEMPERATURE",
     "TUNED_MODES",
     "TrainConfig",
-    "recipe_rates",
     "with_mode_settings",
 ]
 
 DEFAULT_EPOCHS = 10  # the paper's
-PAPER, PRACTICAL = "paper", "practical"
 LIMIT_STRATEGIES = ("stratified", "first")
-RECIPES = (PRACTICAL, PAPER)
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 PRECISION_HELP = (
     "auto: bf16 autocast on GPUs and CPUs that do bf16 natively, fp16 with a "
@@ -51,55 +41,6 @@ PRECISION_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """What a fine-tuning recipe fills in where the user left a switch unset (``TrainConfig``'s
-    ``None``). ``paper`` is the authors' scripts exactly; ``practical`` is what a user's small,
-    long-tailed data needs, each value chosen by the sweep in BENCHMARKS.md
-    (``bench/recipe_sweep.py``)."""
-
-    search_lr: bool  # choose the rate on dev among the mode's candidates (else its one rate)
-    lr_search: str | None  # each (every run searches) or once (for the backbone and data)
-    lp_ft: bool
-    head_lr: float | None  # None: the model's rate
-    min_steps: int | None
-    patience: int  # early stopping: dev evaluations without a gain
-
-
-# How the app names the recipes, and the one line it says about each (the Train page)
-RECIPE_LABELS = {PRACTICAL: "Practical (for your data)", PAPER: "Paper (to reproduce it)"}
-RECIPE_LINES = {
-    PRACTICAL: "Practical: the learning rate is chosen on dev among a few (successive halving: "
-    "the better half of the rates goes on after each short round), the head is first "
-    "fitted on the frozen features (LP-FT), and small data trains at least 300 "
-    "optimizer steps; early stopping on dev after 4 evaluations without a gain. The "
-    "test split is never read.",
-    PAPER: "Paper: the authors' scripts exactly: one learning rate (1e-5), a fresh head, "
-    "10 epochs with early stopping on dev. What `reproduce` uses; on a few hundred "
-    "texts it may learn little.",
-}
-RECIPE_DEFAULTS = {
-    PAPER: Recipe(
-        search_lr=False, lr_search=None, lp_ft=False, head_lr=None, min_steps=None, patience=2
-    ),
-    # small dev sets are noisy: more patience, so a dip does not end a run that is still rising;
-    # the rate searched once for the backbone and data (bench/recipe_sweep.py: a search per
-    # head bought no F1, BENCHMARKS.md "The fine-tuning recipe")
-    PRACTICAL: Recipe(
-        search_lr=True, lr_search="once", lp_ft=True, head_lr=None, min_steps=300, patience=4
-    ),
-}
-
-
-def recipe_rates(recipe: str, mode: str) -> tuple[float, tuple[float, ...] | None]:
-    """The one rate and the candidates searched on dev that ``recipe`` gives ``mode`` (the
-    candidates None: no search). Quick mode has its own protocol: one rate."""
-    tuning = get_mode(mode)
-    search = RECIPE_DEFAULTS[recipe].search_lr and not tuning.cached_features
-    return tuning.lr, tuning.lr_candidates if search else None
-
-
-SEED_MAX = 2**32 - 1  # what NumPy's generators accept
 POOLINGS = ("cls", "mean")  # what a plain-input head can read (heads.pool computes each)
 AUTO_POOLING, ALL_POOLINGS = "auto", "all"
 CHOOSE_BY = ("auto", "dev", "cv")
@@ -383,83 +324,7 @@ class TrainConfig:
     ALWAYS_SHOWN = ("recipe", "epochs", "batch_size", "lr", "max_length")
 
     def __post_init__(self):
-        get_mode(self.mode)
-        for f in fields(self):
-            choices = f.metadata.get("choices")
-            allowed = (*choices, None) if choices and f.default is None else choices
-            if choices and getattr(self, f.name) not in allowed:
-                raise GleeError(
-                    f"--{f.name.replace('_', '-')} must be one of "
-                    f"{', '.join(choices)}, got {getattr(self, f.name)!r}"
-                )
-        if self.cv_folds is not None and self.cv_folds < 2:
-            raise GleeError(f"--cv-folds must be at least 2, got {self.cv_folds}")
-        for name in (
-            "epochs",
-            "batch_size",
-            "max_length",
-            "limit",
-            "eval_every_steps",
-            "micro_batch_size",
-            "min_steps",
-            "patience",
-            "pad_multiple",
-        ):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-        if not isinstance(self.seed, int) or not 0 <= self.seed <= SEED_MAX:
-            raise GleeError(
-                f"a seed must be a whole number from 0 to {SEED_MAX}, got {self.seed!r}"
-            )
-        for name in ("lr", "head_lr"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= 1:
-                raise GleeError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
-        elsewhere = [
-            f"--{f.name.replace('_', '-')}"
-            for f in fields(self)
-            if getattr(self, f.name) is not None
-            and self.mode not in (f.metadata.get("modes") or setting_modes(f.name))
-        ]
-        if elsewhere:
-            raise GleeError(
-                f"{', '.join(elsewhere)} appl{'ies' if len(elsewhere) == 1 else 'y'} "
-                f"to another mode than --mode {self.mode}"
-            )
-        self.tuning.check(self)
-        if self.layer_decay is not None and not 0 < self.layer_decay <= 1:
-            raise GleeError(f"--layer-decay must be in (0, 1], got {self.layer_decay}")
-        if isinstance(self.lp_ft, str):
-            self.lp_ft = _boolean(self.lp_ft, "--lp-ft")
-        if isinstance(self.self_ensemble, str):
-            self.self_ensemble = _boolean(self.self_ensemble, "--self-ensemble") or None
-        for name in ("self_distill", "supcon"):
-            value = getattr(self, name)
-            if value is not None and not 0 < value <= 10:
-                raise GleeError(f"--{name.replace('_', '-')} must be in (0, 10], got {value}")
-        if isinstance(self.compile, str):
-            self.compile = _boolean(self.compile, "--compile")
-        if self.lr_candidates is not None:
-            self.lr_candidates = _rate_list(self.lr_candidates)
-            if self.lr is not None:
-                raise GleeError(
-                    "give --lr (one rate, no search) or --lr-candidates (a search on dev), not both"
-                )
-        if self.lr_search is not None and self.lr is not None:
-            raise GleeError("--lr-search applies to a search on dev; --lr gives one rate")
-        if self.frozen:
-            asked = [
-                f"--{n.replace('_', '-')}"
-                for n in ("head_lr", "layer_decay", "lr_search", "self_distill", "supcon")
-                if getattr(self, n) is not None
-            ] + (["--lp-ft yes"] if self.lp_ft else [])
-            asked += ["--self-ensemble yes"] if self.self_ensemble else []
-            if asked:
-                raise GleeError(
-                    f"{', '.join(asked)} appl{'ies' if len(asked) == 1 else 'y'} "
-                    "to fine-tuning: with --mode frozen the model is the head alone"
-                )
+        check_config(self)
 
     @property
     def tuning(self) -> TuningMode:
@@ -553,7 +418,7 @@ class TrainConfig:
         candidates = self.lr_candidates
         searched = recipe_rates(self.recipe, self.mode)[1]
         if candidates is None and self.lr is None and searched:
-            candidates = _rate_list(",".join(map(str, searched)))
+            candidates = rate_list(",".join(map(str, searched)))
         base = replace(base, **self.tuning.defaults(self))  # its mode's settings
         min_steps = self.min_steps
         if min_steps is None and self.epochs is None:  # given epochs are exact
@@ -647,18 +512,3 @@ class TrainConfig:
             ):
                 parts.append(form.format(value))
         return " · ".join(parts)
-
-
-def _rate_list(text: str) -> str:
-    """``"2e-5, 5e-5"`` -> ``"2e-05,5e-05"``: learning rates, checked, in one spelling (a run's
-    identity must not depend on how the user wrote them)."""
-    try:
-        rates = sorted({float(v) for v in str(text).split(",") if v.strip()})
-    except ValueError:
-        raise GleeError(f"--lr-candidates must be comma-separated numbers, got {text!r}") from None
-    if len(rates) < 2 or not all(0 < r < 1 for r in rates):
-        raise GleeError(
-            f"--lr-candidates needs two or more rates between 0 and 1, got {text!r} "
-            "(for one rate, use --lr)"
-        )
-    return ",".join(f"{r:g}" for r in rates)

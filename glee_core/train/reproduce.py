@@ -28,8 +28,9 @@ from ..core.errors import GleeError
 from ..core.events import ProgressFn
 from ..core.files import write_atomic
 from ..data.datasets import LongTailDataset
-from ..models.config import PAPER, TrainConfig
+from ..models.config import TrainConfig
 from ..models.methods import get_method
+from ..models.recipes import PAPER
 from ..runs.findings import Finding, check_findings
 from ..runs.notes import merged_notes
 from ..runs.paper import (
