@@ -44,6 +44,7 @@ _FACES = (
     "models.options",
     "models.recipes",
     "models.scoring",
+    "models.tuning",
     "runs.budget",
     "runs.busy",
     "runs.calibration",

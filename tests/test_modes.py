@@ -16,8 +16,9 @@ from glee_core.core.errors import GleeError
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import METHODS, get_method, parse_methods
-from glee_core.models.modes import MODES, Setting, setting_default
+from glee_core.models.modes import MODES, setting_default
 from glee_core.models.recipes import recipe_rates
+from glee_core.models.tuning import Setting
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run, load_classifier
 from glee_core.serve.inference import Scorer

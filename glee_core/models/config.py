@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from .checks import check_config, rate_list
 from .fields import option
-from .modes import MODES, TuningMode, mode_settings
+from .modes import MODES, mode_settings
 from .recipes import PAPER, PRACTICAL, RECIPE_DEFAULTS, RECIPES, recipe_rates
+from .tuning import TuningMode
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "ALL_POOLINGS",

@@ -24,7 +24,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields, replace
 
 from ..core.errors import GleeError
-from .modes import TuningMode, get_mode
+from .modes import get_mode
+from .tuning import TuningMode
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "BEYOND",

@@ -18,7 +18,7 @@ from ..data.sources import SOURCES
 from .config import POOLINGS, PRECISION_HELP, PRECISIONS, TrainConfig
 from .fields import _boolean, option
 from .methods import get_method
-from .modes import Setting
+from .tuning import Setting
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "AUTO_RULE",
