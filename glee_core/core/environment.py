@@ -241,10 +241,8 @@ def load_mark() -> tuple[float, float, float, float] | None:
     return time.monotonic(), times[0] / tick, time.process_time(), times[2] / tick
 
 
-# What a process at ``nice`` 10 (the ``nice`` command's default: batch work, a bench) keeps of
-# a core beside one at 0: Linux's scheduler weighs them 110 : 1024. Measured on 2 cores beside a
-# 2-thread fine-tune at nice 10: a first fine-tune at 0 trained at 6.3e10 tokens x parameters a
-# second, 6.9e10 with the other paused (x1.1, where counting it as busy as it was said x2.0).
+# What a process at ``nice`` 10 (the ``nice`` command's default) keeps of a core beside one at 0:
+# Linux's scheduler weighs them 110 : 1024 (BENCHMARKS.md, "How long does a fine-tune take?")
 NICED_SHARE = 110 / (1024 + 110)
 
 

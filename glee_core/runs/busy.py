@@ -32,9 +32,9 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "work_beside",
 ]
 
-# The share of a training step that runs in parallel over a CPU job's threads (Amdahl's law):
-# a MiniLM fine-tune on one thread against two was x1.06-1.09 slower on short tickets, x1.65 on
-# r8-1500, x1.94 a step on bench/busy_estimate.py's small run; 0.57 gives x1.4 in their middle
+# The share of a training step that runs in parallel over a CPU job's threads (Amdahl's law): the
+# middle of the runs measured (BENCHMARKS.md, "How long does a fine-tune take, alone and beside
+# other work?": one thread of two, x1.06 to x1.94)
 PARALLEL_SHARE = 0.57
 
 

@@ -74,8 +74,7 @@ RATE_QUANTILE = 0.75
 # over their middle)
 CV_OVER_TRAINING = 1.2
 # Early stopping's share of a fine-tune's planned steps (the search's rounds included) before any
-# finished run measured it here: the median of 61 practical-recipe runs of every mode on five
-# sets (quartiles 0.53 and 0.91; a run that never stops early is 1.0)
+# finished run measured it here: the median of practical-recipe runs (BENCHMARKS.md)
 UNMEASURED_STOP_SHARE = 0.7
 
 
@@ -127,10 +126,9 @@ def typical_rates(device: str, precision: str) -> tuple[float, float, float]:
 def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
     """Approximate tokens per training example, as a run counts them when it records its
     ``train_tokens_per_second`` (4 characters a token and [CLS] and [SEP], each text capped at
-    max length; batches are grouped by length, so their padding is small). Against the offline
-    MiniLM's tokenizer: 24.5 for 24.0 on a ticket CSV, 28.5 for 28.0 on the demo, 95 for 101 on
-    r52-lt (a run's prompt template adds a few more); 8 more for a template made short texts'
-    first fine-tunes cost a third more than they did."""
+    max length; batches are grouped by length, so their padding is small): within 6% of the
+    offline MiniLM's tokenizer on the demo, r52-lt and a ticket CSV (a prompt template adds a few
+    more)."""
     frame = dataset.splits["train"]
     chars = frame["text"].str.len() + frame["text_b"].str.len()
     return float(np.minimum(chars / 4 + 2, max_length).mean())
