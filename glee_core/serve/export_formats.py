@@ -33,7 +33,8 @@ class ExportFormat:
     runs whose encoder is the pretrained one plus a peft adapter), ``quantizes`` (``--quantize``),
     ``holds_backbone`` (``--include-backbone``: a folder that may copy the backbone in),
     ``extended`` (an encoder a mode extended: prompt tuning's virtual tokens, adapters' modules;
-    peft carries its own prompt tuning, not our adapters: ``adapters_only`` refuses them)."""
+    peft carries its own prompt tuning, not our adapters: ``adapters_only`` refuses them),
+    ``virtual_tokens`` (prompt tuning's virtual tokens alone, as embeddings before the text's)."""
 
     name: str
     label: str  # how the Predictions page offers it
@@ -46,6 +47,7 @@ class ExportFormat:
     quantizes: bool = False
     holds_backbone: bool = False
     extended: bool = False  # carries an encoder a mode extended (virtual tokens, inserted modules)
+    virtual_tokens: bool = False  # carries prompt tuning's virtual tokens (not inserted modules)
 
     def write(self, run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
         """Its writer, imported now (as a plugin's entry point is: torch comes with it)."""
@@ -56,7 +58,8 @@ class ExportFormat:
         tuning = record.hyperparameters.tuning
         if self.adapters_only and not tuning.parameter_efficient:
             return f"is for {_efficient_modes()} runs; this is a {tuning.label} run"
-        if not tuning.plain_encoder and not self.extended:
+        carried = self.extended or (self.virtual_tokens and not tuning.inserts)
+        if not tuning.plain_encoder and not carried:
             inside = (
                 "reads its text after trained virtual tokens"
                 if tuning.soft_prompt
@@ -133,6 +136,7 @@ EXPORT_FORMATS = {
                 "every weight, the backbone's and the head's, in this folder's `model.safetensors`"
             ),
             "glee_core.serve.formats:write_hf",
+            virtual_tokens=True,
         ),
         ExportFormat(
             "onnx",
@@ -142,6 +146,7 @@ EXPORT_FORMATS = {
             _onnx_weights,
             "glee_core.serve.formats:write_onnx",
             quantizes=True,
+            virtual_tokens=True,
         ),
         ExportFormat(
             "peft",

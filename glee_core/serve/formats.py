@@ -91,7 +91,7 @@ def portable(run: Run) -> Portable:
     model, record = scorer.model.float().eval(), run.record
     tokenizer = scorer.backbone.tokenizer
     tuning = record.hyperparameters.tuning
-    notes, prefix = [], None
+    notes, prefix, prompt = [], None, None
     if model.frozen:
         encoder = scorer.backbone.model.base_model
     elif tuning.merges:  # the adapters merged into the encoder's weights
@@ -103,6 +103,13 @@ def portable(run: Run) -> Portable:
         prefix = torch.stack(
             [torch.stack([layer.keys[0], layer.values[0]]) for layer in layers]
         ).detach()
+    elif model.prompt_tokens:  # prompt tuning: its virtual tokens' embeddings before the text
+        encoder = model.adapter.base_model
+        prompt = model.adapter.get_prompt(1)[0].detach()
+        notes.append(
+            f"prompt tuning's {model.prompt_tokens} trained virtual tokens are carried as "
+            "embeddings put before the text's"
+        )
     else:
         encoder = model.mlm.base_model
     encoder = encoder.float().eval()
@@ -144,6 +151,7 @@ def portable(run: Run) -> Portable:
         trail_ids=trail,
         mask_id=tokenizer.mask_token_id,
         prefix_length=0 if prefix is None else prefix.shape[3],
+        prompt_length=0 if prompt is None else prompt.shape[0],
         num_labels=len(classes),
         id2label=dict(enumerate(classes)),
         label2id={c: i for i, c in enumerate(classes)},
@@ -168,12 +176,15 @@ def portable(run: Run) -> Portable:
             )
     if prefix is not None:
         state["prefix"] = prefix.float().clone()
+    if prompt is not None:
+        state["soft_prompt"] = prompt.float().clone()
     stock = (
         isinstance(head, ClsHead)
         and spec.activation == "tanh"
         and norm is None
         and read == "cls"
         and prefix is None
+        and prompt is None
         and encoder.config.model_type == "bert"
     )
     return Portable(config, state, stock, encoder, scorer, notes)

@@ -6,7 +6,8 @@ transformers. Every head of the studio is the same few parts:
 
 * an encoder (any transformers ``AutoModel``: the run's fine-tuned one, its LoRA merged in, or the
   pretrained one of a quick-mode run), with P-tuning v2's trained prefixes as past keys and
-  values where the run has them;
+  values, or prompt tuning's trained virtual tokens before the text's embeddings, where the run
+  has them;
 * a read position: ``[CLS]`` (``cls``), the mean over the text's tokens (``mean``), or the
   ``[MASK]`` of the prompt template (``mask``);
 * a transform: none, or ``dense -> activation -> [LayerNorm]`` (a CLS head's MLP, or the MLM
@@ -55,6 +56,7 @@ class GleeConfig(PretrainedConfig):
         trail_ids: list | None = None,
         mask_id: int | None = None,
         prefix_length: int = 0,
+        prompt_length: int = 0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -64,6 +66,7 @@ class GleeConfig(PretrainedConfig):
         self.text_max_length, self.template = text_max_length, template
         self.lead_ids, self.trail_ids = lead_ids or [], trail_ids or []
         self.mask_id, self.prefix_length = mask_id, prefix_length
+        self.prompt_length = prompt_length
 
 
 class GleeForSequenceClassification(PreTrainedModel):
@@ -92,6 +95,8 @@ class GleeForSequenceClassification(PreTrainedModel):
             self.prefix = nn.Parameter(
                 torch.zeros(layers, 2, heads, config.prefix_length, h // heads)
             )
+        if config.prompt_length:  # prompt tuning: the virtual tokens' embeddings
+            self.soft_prompt = nn.Parameter(torch.zeros(config.prompt_length, h))
         self.post_init()
 
     def _init_weights(self, module):  # every weight comes from the run's file
@@ -144,9 +149,18 @@ class GleeForSequenceClassification(PreTrainedModel):
                 [attention_mask.new_ones(batch, self.config.prefix_length), attention_mask], dim=1
             )
             inputs["past_key_values"] = self.prefix_cache(batch)
-        states = self.encoder(
-            input_ids=input_ids, attention_mask=attention_mask, **inputs
-        ).last_hidden_state
+        if self.config.prompt_length:  # the virtual tokens before the text; their states dropped
+            n, batch = self.config.prompt_length, input_ids.shape[0]
+            embedded = self.encoder.get_input_embeddings()(input_ids)
+            prompts = self.soft_prompt.to(embedded.dtype).unsqueeze(0).expand(batch, -1, -1)
+            states = self.encoder(
+                inputs_embeds=torch.cat([prompts, embedded], dim=1),
+                attention_mask=torch.cat([attention_mask.new_ones(batch, n), attention_mask], 1),
+            ).last_hidden_state[:, n:]
+        else:
+            states = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, **inputs
+            ).last_hidden_state
         if self.config.read == "mean":
             mask = attention_mask[:, -states.shape[1] :].unsqueeze(-1).to(states.dtype)
             hidden = (states * mask).sum(1) / mask.sum(1).clamp_min(1.0)
