@@ -88,8 +88,8 @@ def load_elsewhere(
 @pytest.fixture(scope="module")
 def exported(tiny_bert, toy_dataset, tmp_path_factory):
     """Every method in quick mode (one on mean pooling too), and a CLS head and a prompt head
-    fine-tuned, with LoRA, with P-tuning v2, with IA³, with BitFit and with prompt tuning; each
-    exported as hf and as onnx."""
+    fine-tuned, with LoRA, with P-tuning v2, with IA³, with BitFit, with prompt tuning and with
+    bottleneck adapters; each exported as hf and as onnx."""
     root = tmp_path_factory.mktemp("formats")
     store = RunStore(root / "runs")
     quick = TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="cls", choose_by="dev")
@@ -109,7 +109,7 @@ def exported(tiny_bert, toy_dataset, tmp_path_factory):
         TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="mean", choose_by="dev"),
         store,
     )
-    for mode in ("finetune", "lora", "ptuning2", "ia3", "bitfit", "prompt-tuning"):
+    for mode in ("finetune", "lora", "ptuning2", "ia3", "bitfit", "prompt-tuning", "adapter"):
         runs += run_experiments(
             toy_dataset,
             [get_method("cls-relu-pt-ln"), get_method("prompt")],
@@ -145,7 +145,7 @@ def check(runs, folders, got, expected, form):
 @pytest.mark.slow
 def test_every_head_and_mode_loads_in_plain_transformers_with_the_runs_scores(exported):
     runs, texts, folders, expected, root = exported
-    assert len(runs) == sum(m.supports_frozen for m in METHODS.values()) + 1 + 12
+    assert len(runs) == sum(m.supports_frozen for m in METHODS.values()) + 1 + 14
     got = load_elsewhere(HF_LOAD, {"glee_core"}, folders["hf"], texts, root)
     check(runs, folders["hf"], got, expected, "hf")
     stock = [

@@ -308,6 +308,25 @@ def test_an_unknown_lora_target_is_one_error_line_before_any_training(capsys, ti
     assert "Traceback" not in err and not list(tmp_path.glob("demo-*"))
 
 
+def leaves_with_its_scores(run, texts: list[str], expected, tmp_path) -> None:
+    """``run`` exported as hf (through transformers' pipeline) and as onnx (ONNX Runtime) gives
+    ``expected``, the run's own probabilities of ``texts`` (tests/test_formats.py loads every
+    mode's where glee_core is not)."""
+    from transformers import pipeline
+
+    from glee_core.serve.formats import onnx_classifiers
+
+    hf = export_run(run, tmp_path / "hf", form="hf")
+    classify = pipeline("text-classification", model=str(hf), trust_remote_code=True)
+    order = [classify.model.config.id2label[i] for i in range(len(run.record.dataset.classes))]
+    rows = classify(texts, top_k=None)
+    probs = np.array([[{r["label"]: r["score"] for r in row}[c] for c in order] for row in rows])
+    np.testing.assert_allclose(probs, expected, atol=1e-4)
+    onnx = export_run(run, tmp_path / "onnx", form="onnx")
+    scored = onnx_classifiers(onnx, ["model.onnx"])["model.onnx"].predict_proba(texts)
+    np.testing.assert_allclose(scored, expected, atol=1e-4)
+
+
 def test_prompt_tuning_starts_from_the_label_words_and_leaves_in_every_form(
     stored, bert, toy_dataset, tmp_path, capsys
 ):
@@ -338,21 +357,7 @@ def test_prompt_tuning_starts_from_the_label_words_and_leaves_in_every_form(
     run = stored["prompt-tuning"]
     texts = toy_dataset.splits["test"]["text"].tolist()[:6]
     expected = Scorer.for_run(run, precision="fp32").predict_proba(texts)
-    # transformers and ONNX Runtime carry its virtual tokens as embeddings before the text's:
-    # the run's own scores (tests/test_formats.py loads them where glee_core is not)
-    from transformers import pipeline
-
-    from glee_core.serve.formats import onnx_classifiers
-
-    hf = export_run(run, tmp_path / "hf", form="hf")
-    classify = pipeline("text-classification", model=str(hf), trust_remote_code=True)
-    order = [classify.model.config.id2label[i] for i in range(len(run.record.dataset.classes))]
-    rows = classify(texts, top_k=None)
-    probs = np.array([[{r["label"]: r["score"] for r in row}[c] for c in order] for row in rows])
-    np.testing.assert_allclose(probs, expected, atol=1e-4)
-    onnx = export_run(run, tmp_path / "onnx", form="onnx")
-    scored = onnx_classifiers(onnx, ["model.onnx"])["model.onnx"].predict_proba(texts)
-    np.testing.assert_allclose(scored, expected, atol=1e-4)
+    leaves_with_its_scores(run, texts, expected, tmp_path)  # virtual tokens as embeddings
     assert not capsys.readouterr().err
     folder = export_run(run, tmp_path / "peft", form="peft")
     assert (folder / "adapter_config.json").is_file() and "PROMPT_TUNING" in (
@@ -400,12 +405,12 @@ def test_bitfit_on_a_backbone_without_biases_says_so_before_training(bert, toy_d
         )
 
 
-def test_adapters_train_alone_store_reload_and_leave_as_the_studios_folder(
+def test_adapters_train_alone_store_reload_and_leave_with_their_scores(
     bert, tiny_bert, toy_dataset, tmp_path, capsys
 ):
     """Bottleneck adapters: only they and the head train, the backbone never changes, the
-    count is the estimate's; the stored run scores the same reloaded and from its export; the
-    forms that hold a plain encoder refuse it in one line."""
+    count is the estimate's; the stored run scores the same reloaded and from its exports
+    (glee, hf, onnx); peft, which carries its own adapters only, refuses it in one line."""
     from glee_core.models.backbone import estimate_trainable
 
     pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
@@ -430,10 +435,11 @@ def test_adapters_train_alone_store_reload_and_leave_as_the_studios_folder(
         load_classifier(folder).predict_proba(texts), expected, rtol=1e-4, atol=1e-5
     )
     assert "adapters 8 · after both" in run.record.protocol
-    for form in ("hf", "onnx", "peft"):
-        out = str(tmp_path / form)
-        assert main(["export", "--run", str(run.path), "--out", out, "--format", form]) == 2
-        assert "(it leaves as glee)" in capsys.readouterr().err
+    in_fp32 = Scorer.for_run(run, precision="fp32").predict_proba(texts)  # as the forms score
+    leaves_with_its_scores(run, texts, in_fp32, tmp_path)  # modeling_glee puts them in
+    out = str(tmp_path / "peft")
+    assert main(["export", "--run", str(run.path), "--out", out, "--format", "peft"]) == 2
+    assert "(it leaves as glee, hf or onnx)" in capsys.readouterr().err
     with pytest.raises(GleeError, match="--adapter-where must be both, attention or ffn"):
         TrainConfig(mode="adapter", adapter_where="everywhere")
     with pytest.raises(GleeError, match="--adapter-size must be at least 1"):

@@ -34,7 +34,8 @@ class ExportFormat:
     ``holds_backbone`` (``--include-backbone``: a folder that may copy the backbone in),
     ``extended`` (an encoder a mode extended: prompt tuning's virtual tokens, adapters' modules;
     peft carries its own prompt tuning, not our adapters: ``adapters_only`` refuses them),
-    ``virtual_tokens`` (prompt tuning's virtual tokens alone, as embeddings before the text's)."""
+    ``encoder_parts`` (prompt tuning's virtual tokens, as embeddings before the text's, and the
+    bottleneck adapters' modules: what ``modeling_glee.py`` builds)."""
 
     name: str
     label: str  # how the Predictions page offers it
@@ -47,7 +48,7 @@ class ExportFormat:
     quantizes: bool = False
     holds_backbone: bool = False
     extended: bool = False  # carries an encoder a mode extended (virtual tokens, inserted modules)
-    virtual_tokens: bool = False  # carries prompt tuning's virtual tokens (not inserted modules)
+    encoder_parts: bool = False  # carries virtual tokens and inserted modules (modeling_glee)
 
     def write(self, run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
         """Its writer, imported now (as a plugin's entry point is: torch comes with it)."""
@@ -58,8 +59,7 @@ class ExportFormat:
         tuning = record.hyperparameters.tuning
         if self.adapters_only and not tuning.parameter_efficient:
             return f"is for {_efficient_modes()} runs; this is a {tuning.label} run"
-        carried = self.extended or (self.virtual_tokens and not tuning.inserts)
-        if not tuning.plain_encoder and not carried:
+        if not tuning.plain_encoder and not (self.extended or self.encoder_parts):
             inside = (
                 "reads its text after trained virtual tokens"
                 if tuning.soft_prompt
@@ -136,7 +136,7 @@ EXPORT_FORMATS = {
                 "every weight, the backbone's and the head's, in this folder's `model.safetensors`"
             ),
             "glee_core.serve.formats:write_hf",
-            virtual_tokens=True,
+            encoder_parts=True,
         ),
         ExportFormat(
             "onnx",
@@ -146,7 +146,7 @@ EXPORT_FORMATS = {
             _onnx_weights,
             "glee_core.serve.formats:write_onnx",
             quantizes=True,
-            virtual_tokens=True,
+            encoder_parts=True,
         ),
         ExportFormat(
             "peft",

@@ -5,8 +5,9 @@ card and the Predictions page read: :mod:`glee_core.serve.export_formats`).
 * ``hf``: a folder plain transformers loads (``AutoModelForSequenceClassification``,
   ``pipeline("text-classification", model=DIR)``). Where a stock class computes the head exactly
   (CLS-tuning ∘ T on ``[CLS]``, a BERT encoder: BERT's pooler and classifier), that class, with no
-  remote code; otherwise ``modeling_glee.py`` in the folder through ``auto_map``
-  (``trust_remote_code=True``), which applies the run's truncation and template itself.
+  remote code; otherwise ``modeling_glee.py`` (and ``adapters.py``, the bottleneck adapters'
+  module it imports) in the folder through ``auto_map`` (``trust_remote_code=True``), which
+  applies the run's truncation and template itself.
 * ``onnx``: ``model.onnx`` (dynamic batch and length), ``tokenizer.json``, ``glee_onnx.json`` and
   ``onnx_classifier.py`` (numpy, onnxruntime and tokenizers only); ``--quantize int8`` adds
   onnxruntime's dynamic quantization, its test F1 change measured and written in the card.
@@ -32,6 +33,7 @@ from torch import nn
 from ..core.errors import GleeError
 from ..core.files import write_json
 from ..data.encoding import _template_pieces
+from ..models.adapters import BottleneckAdapter
 from ..models.heads import ClsHead, ProbeHead, PromptHead
 from ..models.methods import eta_scale
 from ..runs.metrics import classification_metrics
@@ -113,6 +115,16 @@ def portable(run: Run) -> Portable:
     else:
         encoder = model.mlm.base_model
     encoder = encoder.float().eval()
+    inserted = [  # bottleneck adapters: where each sits (the layer it follows) and its width
+        (
+            "attention.output.dense" if name.endswith("attention.output.dense") else "output.dense",
+            module.down.out_features,
+        )
+        for name, module in encoder.named_modules()
+        if isinstance(module, BottleneckAdapter)
+    ]
+    if inserted:
+        notes.append(f"{len(inserted)} bottleneck adapters inside the encoder (`adapters.py`)")
     head, spec = model.head, record.method
     read = "mask" if spec.input_format == "prompt" else model.pooling
     if isinstance(head, ProbeHead):
@@ -152,6 +164,8 @@ def portable(run: Run) -> Portable:
         mask_id=tokenizer.mask_token_id,
         prefix_length=0 if prefix is None else prefix.shape[3],
         prompt_length=0 if prompt is None else prompt.shape[0],
+        adapter_places=sorted({place for place, _ in inserted}),
+        adapter_size=next((size for _, size in inserted), 0),
         num_labels=len(classes),
         id2label=dict(enumerate(classes)),
         label2id={c: i for i, c in enumerate(classes)},
@@ -185,6 +199,7 @@ def portable(run: Run) -> Portable:
         and read == "cls"
         and prefix is None
         and prompt is None
+        and not inserted
         and encoder.config.model_type == "bert"
     )
     return Portable(config, state, stock, encoder, scorer, notes)
@@ -287,6 +302,7 @@ def export_hf(run: Run, out: Path, card) -> list[str]:
         GleeForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
         model.save_pretrained(out, safe_serialization=True)
         shutil.copyfile(HERE / "modeling_glee.py", out / "modeling_glee.py")
+        shutil.copyfile(HERE.parent / "models" / "adapters.py", out / "adapters.py")
         lines = [
             "from transformers import pipeline",
             "",
@@ -467,8 +483,8 @@ def write_hf(run: Run, out: Path, quantize: str | None) -> tuple[list[str], str,
     kind = (
         "a stock transformers class (BertForSequenceClassification): no remote code"
         if stock
-        else "transformers with this folder's modeling_glee.py "
-        "(trust_remote_code=True; it imports only torch and transformers)"
+        else "transformers with this folder's modeling_glee.py and adapters.py "
+        "(trust_remote_code=True; they import only torch and transformers)"
     )
     return lines, kind, {}
 

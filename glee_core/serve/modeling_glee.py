@@ -6,8 +6,8 @@ transformers. Every head of the studio is the same few parts:
 
 * an encoder (any transformers ``AutoModel``: the run's fine-tuned one, its LoRA merged in, or the
   pretrained one of a quick-mode run), with P-tuning v2's trained prefixes as past keys and
-  values, or prompt tuning's trained virtual tokens before the text's embeddings, where the run
-  has them;
+  values, prompt tuning's trained virtual tokens before the text's embeddings, or bottleneck
+  adapters inside its layers (``adapters.py``, copied beside this file), where the run has them;
 * a read position: ``[CLS]`` (``cls``), the mean over the text's tokens (``mean``), or the
   ``[MASK]`` of the prompt template (``mask``);
 * a transform: none, or ``dense -> activation -> [LayerNorm]`` (a CLS head's MLP, or the MLM
@@ -33,6 +33,8 @@ from transformers import (
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import SequenceClassifierOutput
 
+from .adapters import insert_adapters
+
 
 class GleeConfig(PretrainedConfig):
     """What :class:`GleeForSequenceClassification` is made of (see the module's docstring).
@@ -57,6 +59,8 @@ class GleeConfig(PretrainedConfig):
         mask_id: int | None = None,
         prefix_length: int = 0,
         prompt_length: int = 0,
+        adapter_places: list | None = None,
+        adapter_size: int = 0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -67,6 +71,7 @@ class GleeConfig(PretrainedConfig):
         self.lead_ids, self.trail_ids = lead_ids or [], trail_ids or []
         self.mask_id, self.prefix_length = mask_id, prefix_length
         self.prompt_length = prompt_length
+        self.adapter_places, self.adapter_size = adapter_places or [], adapter_size
 
 
 class GleeForSequenceClassification(PreTrainedModel):
@@ -82,6 +87,8 @@ class GleeForSequenceClassification(PreTrainedModel):
             self.encoder = AutoModel.from_config(encoder_config, add_pooling_layer=False)
         except TypeError:  # a family without one
             self.encoder = AutoModel.from_config(encoder_config)
+        if config.adapter_places:  # bottleneck adapters after the layers the run chose
+            insert_adapters(self.encoder, tuple(config.adapter_places), config.adapter_size)
         h = encoder_config.hidden_size
         if config.transform == "mlp":
             self.dense = nn.Linear(h, h)
