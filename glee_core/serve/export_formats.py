@@ -33,9 +33,8 @@ class ExportFormat:
     runs whose encoder is the pretrained one plus a peft adapter), ``quantizes`` (``--quantize``),
     ``holds_backbone`` (``--include-backbone``: a folder that may copy the backbone in),
     ``extended`` (an encoder a mode extended: prompt tuning's virtual tokens, adapters' modules;
-    peft carries its own prompt tuning, not our adapters: ``adapters_only`` refuses them),
-    ``encoder_parts`` (prompt tuning's virtual tokens, as embeddings before the text's, and the
-    bottleneck adapters' modules: what ``modeling_glee.py`` builds)."""
+    ``modeling_glee.py`` builds both, peft carries its own prompt tuning but not our adapters:
+    ``adapters_only`` refuses them)."""
 
     name: str
     label: str  # how the Predictions page offers it
@@ -48,7 +47,6 @@ class ExportFormat:
     quantizes: bool = False
     holds_backbone: bool = False
     extended: bool = False  # carries an encoder a mode extended (virtual tokens, inserted modules)
-    encoder_parts: bool = False  # carries virtual tokens and inserted modules (modeling_glee)
 
     def write(self, run, out: Path, quantize: str | None) -> tuple[list[str], str, dict]:
         """Its writer, imported now (as a plugin's entry point is: torch comes with it)."""
@@ -59,7 +57,7 @@ class ExportFormat:
         tuning = record.hyperparameters.tuning
         if self.adapters_only and not tuning.parameter_efficient:
             return f"is for {_efficient_modes()} runs; this is a {tuning.label} run"
-        if not tuning.plain_encoder and not (self.extended or self.encoder_parts):
+        if not tuning.plain_encoder and not self.extended:
             inside = (
                 "reads its text after trained virtual tokens"
                 if tuning.soft_prompt
@@ -136,7 +134,7 @@ EXPORT_FORMATS = {
                 "every weight, the backbone's and the head's, in this folder's `model.safetensors`"
             ),
             "glee_core.serve.formats:write_hf",
-            encoder_parts=True,
+            extended=True,
         ),
         ExportFormat(
             "onnx",
@@ -146,7 +144,7 @@ EXPORT_FORMATS = {
             _onnx_weights,
             "glee_core.serve.formats:write_onnx",
             quantizes=True,
-            encoder_parts=True,
+            extended=True,
         ),
         ExportFormat(
             "peft",
