@@ -1,8 +1,9 @@
 """A Glee Studio classifier as a transformers model: ``GleeForSequenceClassification``.
 
 This file is copied into a folder written by ``python -m glee_core export --format hf`` and loaded
-from there through ``auto_map`` (``trust_remote_code=True``); it imports only torch and
-transformers. Every head of the studio is the same few parts:
+from there through ``auto_map`` (``trust_remote_code=True``); it imports only torch,
+transformers and ``adapters.py`` beside it (torch alone). Every head of the studio is the same
+few parts:
 
 * an encoder (any transformers ``AutoModel``: the run's fine-tuned one, its LoRA merged in, or the
   pretrained one of a quick-mode run), with P-tuning v2's trained prefixes as past keys and
