@@ -288,10 +288,8 @@ class CpuShare:
         """The pool this job takes now: its share of the threads, or the spare cores when
         other work leaves fewer."""
         share = max(1, self.base // self.jobs())
-        others = self.other_cores()
-        if others < 0.5:  # a quiet machine: the share as the user's threads give it
-            return share
-        return min(share, max(1, round(environment.core_count() - others)))
+        spare = environment.spare_cores(self.other_cores(), environment.core_count())
+        return share if spare is None else min(share, spare)
 
     def jobs(self) -> int:
         """Jobs working now, this one included; a file whose process is gone is swept."""

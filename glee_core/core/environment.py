@@ -283,6 +283,13 @@ def live_cpu_jobs(folder: Path, own: Path | None = None) -> list[int]:
     return live
 
 
+def spare_cores(others: float, cores: int) -> int | None:
+    """The threads a CPU job keeps beside ``others`` cores' worth of other work on ``cores``:
+    the spare cores, at least one; None on a quiet machine (under half a core of other work),
+    where the job's own share stands."""
+    return None if others < 0.5 else max(1, round(cores - others))
+
+
 def cores_after_launch(busy: float, glee: float, jobs: int, cores: int) -> float:
     """Cores' worth of work beside a new CPU job once it starts: ``busy`` cores' worth on the
     machine now, ``glee`` of them by the ``jobs`` glee jobs working (each of which shrinks its

@@ -21,6 +21,7 @@ from ..core.environment import (
     load_mark,
     other_cores_since,
     process_cpu_seconds,
+    spare_cores,
 )
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
@@ -44,10 +45,11 @@ def _speed(threads: int) -> float:
 
 def slowdown(busy: float, cores: int) -> float:
     """How much slower a launch runs beside ``busy`` cores' worth of other work on ``cores``:
-    its pool shrinks to the spare cores (``glee_core.core.devices.CpuShare``: at least one
-    thread), which run a step :data:`PARALLEL_SHARE` as fast as the whole machine would; where
-    the threads and the work outnumber the cores, each gets a slice of one."""
-    threads = cores if busy < 0.5 else max(1, round(cores - busy))
+    its pool shrinks to the spare cores (``core.environment.spare_cores``, as
+    ``glee_core.core.devices.CpuShare`` sizes it), which run a step :data:`PARALLEL_SHARE` as
+    fast as the whole machine would; where the threads and the work outnumber the cores, each
+    gets a slice of one."""
+    threads = spare_cores(busy, cores) or cores
     shared = max(1.0, (busy + threads) / cores)
     return _speed(cores) / _speed(threads) * shared
 
