@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +77,6 @@ class Portable:
     stock: bool
     encoder: nn.Module
     scorer: Scorer
-    notes: list[str] = field(default_factory=list)
 
 
 def refusal(run: Run, form: str) -> str | None:
@@ -93,12 +92,11 @@ def portable(run: Run) -> Portable:
     model, record = scorer.model.float().eval(), run.record
     tokenizer = scorer.backbone.tokenizer
     tuning = record.hyperparameters.tuning
-    notes, prefix, prompt = [], None, None
+    prefix, prompt = None, None
     if model.frozen:
         encoder = scorer.backbone.model.base_model
     elif tuning.merges:  # the adapters merged into the encoder's weights
         encoder = copy.deepcopy(model.adapter).merge_and_unload()
-        notes.append(f"{tuning.label}'s adapters are merged into the encoder's weights")
     elif model.prefixes:  # P-tuning v2: its prefix carried as every layer's past keys and values
         encoder = model.adapter.base_model
         layers = model.adapter.get_prompt(1).layers
@@ -108,10 +106,6 @@ def portable(run: Run) -> Portable:
     elif model.prompt_tokens:  # prompt tuning: its virtual tokens' embeddings before the text
         encoder = model.adapter.base_model
         prompt = model.adapter.get_prompt(1)[0].detach()
-        notes.append(
-            f"prompt tuning's {model.prompt_tokens} trained virtual tokens are carried as "
-            "embeddings put before the text's"
-        )
     else:
         encoder = model.mlm.base_model
     encoder = encoder.float().eval()
@@ -123,8 +117,6 @@ def portable(run: Run) -> Portable:
         for name, module in encoder.named_modules()
         if isinstance(module, BottleneckAdapter)
     ]
-    if inserted:
-        notes.append(f"{len(inserted)} bottleneck adapters inside the encoder (`adapters.py`)")
     head, spec = model.head, record.method
     read = "mask" if spec.input_format == "prompt" else model.pooling
     if isinstance(head, ProbeHead):
@@ -202,7 +194,7 @@ def portable(run: Run) -> Portable:
         and not inserted
         and encoder.config.model_type == "bert"
     )
-    return Portable(config, state, stock, encoder, scorer, notes)
+    return Portable(config, state, stock, encoder, scorer)
 
 
 def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
