@@ -19,6 +19,7 @@ from .style import (
     GROUP_COLORS,
     MARGIN,
     ROW_LABEL_LIMIT,
+    _group_color,
     _highlight,
     _label_width,
     _pooled_note,
@@ -188,7 +189,7 @@ def chart_label_budget(budget: BudgetReport, width: int = APP_WIDTH) -> alt.Char
     forecasts at 2x and 4x and the 2x band, with the smaller subsets' F1 faint behind."""
     points, curves, bands = label_budget_frames(budget)
     order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
-    color = alt.Color("group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top"))
+    color = _group_color()
     title = (
         f"Label budget: test F1 against a class's training texts ({budget.method}; "
         f"target {budget.target_f1:g})"

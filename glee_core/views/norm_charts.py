@@ -14,7 +14,6 @@ from .style import (
     APP_WIDTH,
     FACET_GAP,
     FILL_WIDTH,
-    GROUP_COLORS,
     MARGIN,
     PANEL_AXIS,
     ROW_LABEL_LIMIT,
@@ -22,6 +21,7 @@ from .style import (
     _class_method_grid,
     _class_rows,
     _class_table,
+    _group_color,
     _highlight,
     _label_width,
     _pooled_note,
@@ -101,9 +101,7 @@ def chart_weight_norms(
                 axis=alt.Axis(labelAngle=-60, labelOverlap=False, labelFontSize=9, labelLimit=90),
             ),
             y=alt.Y("norm:Q", title="‖w_c‖", axis=alt.Axis(tickCount=4, titleFontSize=10)),
-            color=alt.Color(
-                "group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top")
-            ),
+            color=_group_color(),
             opacity=_highlight(highlight),
             tooltip=tooltip,
         )
@@ -175,9 +173,7 @@ def chart_norm_vs_count(runs: list[Run], width: int = APP_WIDTH) -> alt.Chart:
         .encode(
             x=x,
             y=y,
-            color=alt.Color(
-                "group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top")
-            ),
+            color=_group_color(),
             tooltip=[
                 "paper row",
                 "class",

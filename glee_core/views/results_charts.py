@@ -19,7 +19,6 @@ from .style import (
     CLASS_STEP,
     FACET_GAP,
     FILL_WIDTH,
-    GROUP_COLORS,
     GROUP_TITLES,
     MARGIN,
     REFERENCE_BASELINE,
@@ -31,6 +30,7 @@ from .style import (
     _class_row_axis,
     _class_rows,
     _class_table,
+    _group_color,
     _label_width,
     _pooled_note,
     pool_rare_classes,
@@ -398,9 +398,7 @@ def chart_calibration_delta(
         .encode(
             y=y,
             x=alt.X("delta:Q", title="Δ test F1 (points)"),
-            color=alt.Color(
-                "group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top")
-            ),
+            color=_group_color(),
             tooltip=[
                 "class",
                 "count",

@@ -60,6 +60,12 @@ GROUP_TITLES = {
 BUCKET_COLORS = alt.Scale(domain=list(GROUP_TITLES), range=list(GROUP_PALETTE.values()))
 
 
+def _group_color() -> alt.Color:
+    """The head / tail colour of a chart's marks, its legend on top (a new encoding each call:
+    altair's objects are changed in place by the charts that take them)."""
+    return alt.Color("group:N", scale=GROUP_COLORS, title=None, legend=alt.Legend(orient="top"))
+
+
 def _highlight(highlight: str | None):
     """Opacity encoding that brings one class forward (the same class in every chart)."""
     if not highlight:
