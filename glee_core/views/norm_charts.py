@@ -17,13 +17,13 @@ from .style import (
     MARGIN,
     PANEL_AXIS,
     ROW_LABEL_LIMIT,
-    _by_method,
     _class_method_grid,
     _class_rows,
     _class_table,
     _group_color,
     _highlight,
     _label_width,
+    _per_class_rows,
     _pooled_note,
     pool_rare_classes,
 )
@@ -32,22 +32,10 @@ from .style import (
 def weight_norm_frame(runs: list[Run]) -> pd.DataFrame:
     """Per-class norm of the predictor rows (prompt: averaged label-word decoder rows), mean over
     seeds."""
-    rows = []
-    for method, group in _by_method(runs).items():
-        classes = _class_table(group[0])
-        for _, c in classes.iterrows():
-            norms = [r.weight_norms[c["class"]] for r in group]
-            rows.append(
-                {
-                    "method": method,
-                    "paper row": method_label(method),
-                    "class": c["class"],
-                    "rank": c["rank"],
-                    "count": c["count"],
-                    "group": c["group"],
-                    "norm": float(np.mean(norms)),
-                }
-            )
+    rows = [
+        {**fields, "norm": float(np.mean([r.weight_norms[fields["class"]] for r in group]))}
+        for group, fields in _per_class_rows(runs)
+    ]
     return pd.DataFrame(rows)
 
 

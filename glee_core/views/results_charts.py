@@ -25,13 +25,13 @@ from .style import (
     ROW_LABEL_LIMIT,
     SHOT_GROUP_COLORS,
     STRIP_WIDTH,
-    _by_method,
     _class_method_grid,
     _class_row_axis,
     _class_rows,
     _class_table,
     _group_color,
     _label_width,
+    _per_class_rows,
     _pooled_note,
     pool_rare_classes,
 )
@@ -43,25 +43,13 @@ from .style import (
 def per_class_f1_frame(runs: list[Run]) -> pd.DataFrame:
     """Per-class test F1 (mean over seeds) with each class's training count and group."""
     rows = []
-    for method, group in _by_method(runs).items():
-        classes = _class_table(group[0])
-        for _, c in classes.iterrows():
-            support = group[0].metrics.per_class[c["class"]].support
-            # a class with no test text (kept in training only) has no F1: blank, not 0
-            f1 = [r.metrics.per_class[c["class"]].f1 for r in group] if support else [np.nan]
-            rows.append(
-                {
-                    "method": method,
-                    "paper row": method_label(method),
-                    "class": c["class"],
-                    "rank": c["rank"],
-                    "count": c["count"],
-                    "group": c["group"],
-                    "f1": float(np.mean(f1)),
-                    "test support": support,
-                    "seeds": len(group),
-                }
-            )
+    for group, fields in _per_class_rows(runs):
+        support = group[0].metrics.per_class[fields["class"]].support
+        # a class with no test text (kept in training only) has no F1: blank, not 0
+        f1 = [r.metrics.per_class[fields["class"]].f1 for r in group] if support else [np.nan]
+        rows.append(
+            {**fields, "f1": float(np.mean(f1)), "test support": support, "seeds": len(group)}
+        )
     return pd.DataFrame(rows)
 
 

@@ -4,13 +4,13 @@ class grids, and the pooling of the rarest classes past :data:`CLASS_ROWS`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..models.methods import registry_order
+from ..models.methods import method_label, registry_order
 from ..runs.store import Run
 
 # The width a chart may take, in px: the app's page column at a 1,440 px window (wide layout,
@@ -153,6 +153,25 @@ def _class_table(run: Run) -> pd.DataFrame:
             "group": [dataset.group(c) for c in counts],
         }
     )
+
+
+def _per_class_rows(runs: list[Run]) -> Iterator[tuple[list[Run], dict]]:
+    """Each method's runs (its seeds) with each of its classes, head to tail: the runs and the
+    fields every per-class frame's row starts with (method, paper row, class, rank, count,
+    group)."""
+    for method, group in _by_method(runs).items():
+        for _, c in _class_table(group[0]).iterrows():
+            yield (
+                group,
+                {
+                    "method": method,
+                    "paper row": method_label(method),
+                    "class": c["class"],
+                    "rank": c["rank"],
+                    "count": c["count"],
+                    "group": c["group"],
+                },
+            )
 
 
 STRIP_WIDTH = 36  # the head / tail and shot-bucket strip left of the per-class F1 grid
