@@ -19,7 +19,7 @@ from glee_core.core.devices import (
     resolve_precision,
 )
 from glee_core.core.errors import GleeError
-from glee_core.data.encoding import encode
+from glee_core.data.encoding import encode, padding_pieces
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
@@ -206,3 +206,47 @@ def test_the_gpu_check_runs_its_dry_mode_on_a_cpu(tmp_path):
         "projection",
     ):
         assert f"## {section} (ok" in markdown
+
+
+def test_a_batch_of_mixed_lengths_trains_in_pieces_with_the_whole_batchs_loss(
+    tiny_bert, toy_dataset, monkeypatch
+):
+    """On a CPU a class-balanced batch (random lengths) is forwarded in pieces of like length,
+    each padded to its own: the loss, supcon's term over the whole batch included, and its
+    gradients are those of the batch padded once."""
+    from glee_core.train import loop  # noqa: PLC0415
+
+    backbone = load_backbone(str(tiny_bert))
+    spec = get_method("cls-relu")
+    frame = toy_dataset.splits["train"].head(16).copy()
+    frame["text"] = [text + " the" * (40 * (i % 4 == 0)) for i, text in enumerate(frame["text"])]
+    split = encode(frame, backbone.tokenizer, spec.input_format, toy_dataset.template, 64)
+    index = np.arange(len(frame))
+    assert len(padding_pieces(index, split.lengths)) > 1  # four long texts, twelve short
+    config = TrainConfig(recipe="paper", supcon=0.5, precision="fp32")
+
+    def loss_and_grads():
+        torch.manual_seed(0)
+        model = build_model(spec, backbone, toy_dataset.classes, toy_dataset.verbalizer).eval()
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.SGD(params, lr=0.0)
+        optimizer.zero_grad(set_to_none=True)  # the backbone's weights are shared between calls
+        state = TrainingState(model, spec, config, optimizer, None, params, None, CPU, 0)
+        loss, _ = loop._forward_loss(state, split, index, "fp32")
+        loss.backward()
+        return loss.item(), [p.grad.clone() for p in params]
+
+    pieces, piece_grads = loss_and_grads()
+    monkeypatch.setattr(loop, "padding_pieces", lambda index, lengths: [index])
+    whole, whole_grads = loss_and_grads()
+    assert pieces == pytest.approx(whole, rel=1e-5)
+    for piece, once in zip(piece_grads, whole_grads, strict=True):
+        torch.testing.assert_close(piece, once, rtol=1e-4, atol=1e-6)
+
+
+def test_a_batch_already_of_like_lengths_stays_whole():
+    index = np.arange(8)
+    assert [p.tolist() for p in padding_pieces(index, np.full(8, 20))] == [index.tolist()]
+    mixed = padding_pieces(index, np.array([90, 5, 5, 5, 88, 5, 5, 6]))
+    assert sorted(np.concatenate(mixed).tolist()) == index.tolist()
+    assert sum(len(p) * max(np.array([90, 5, 5, 5, 88, 5, 5, 6])[p]) for p in mixed) < 8 * 90 / 2

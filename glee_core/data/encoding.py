@@ -232,6 +232,22 @@ def length_grouped_batches(
     return [batches[i] for i in generator.permutation(len(batches))]
 
 
+def padding_pieces(index: np.ndarray, lengths: np.ndarray, most: int = 4) -> list[np.ndarray]:
+    """A batch (``index``, its texts' ``lengths``) cut into up to ``most`` pieces of like
+    length, each padded to its own longest text, where each cut pads at least a fifth fewer
+    tokens (a batch drawn at random, not by length, can pad three times its tokens: BENCHMARKS
+    "How should I tune?"); else the batch whole."""
+    index, lengths = np.asarray(index), np.asarray(lengths)
+    order = np.argsort(-lengths, kind="stable")
+    best, best_cost = [index], len(index) * int(lengths.max(initial=0))
+    for count in range(2, min(most, len(index)) + 1):
+        cuts = np.array_split(order, count)
+        cost = sum(len(cut) * int(lengths[cut].max()) for cut in cuts)
+        if cost < best_cost * 0.8:
+            best, best_cost = [index[cut] for cut in cuts], cost
+    return best
+
+
 def eval_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
     """Batches of similar length for evaluation (results are put back in order by the caller)."""
     order = np.argsort(-lengths, kind="stable")

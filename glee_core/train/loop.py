@@ -29,7 +29,7 @@ from ..core.devices import (
 from ..core.distributed import DataParallel
 from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
-from ..data.encoding import length_grouped_batches
+from ..data.encoding import EncodedSplit, length_grouped_batches, padding_pieces
 from ..models.config import EMA_DECAY, TrainConfig
 from ..models.losses import classification_loss, loss_share
 from ..models.methods import MethodSpec
@@ -108,19 +108,30 @@ def _forward_loss(
     state: TrainingState, train: Split, index, precision: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
-    to a multiple of the pad width), and their labels on the device."""
-    width = batch_width(train, index, state.pad_multiple, state.config.max_length)
-    batch = batch_to(train.batch(index, state.pad_id, width), state.device)
+    to a multiple of the pad width), and their labels on the device. On a CPU a batch of mixed
+    lengths (class-balanced draws) is forwarded in pieces of like length, each padded to its
+    own, and the loss taken over the whole batch (a GPU keeps one launch a batch)."""
+    pieces = [index]
+    if state.device.type == "cpu" and isinstance(train, EncodedSplit):
+        lengths = [len(train.input_ids[i]) for i in index]
+        pieces = padding_pieces(index, lengths)
     config = state.config
-    with autocast(state.device, precision):
-        logits, features = state.model(**model_inputs(batch))
-        if config.self_distill and state.average is not None:  # the average as the teacher
-            with torch.no_grad():
-                teacher, _ = state.average.module(**model_inputs(batch))
-    labels = batch["labels"]
+    logits, features, teacher, labels = [], [], [], []
+    for piece in pieces:
+        width = batch_width(train, piece, state.pad_multiple, config.max_length)
+        batch = batch_to(train.batch(piece, state.pad_id, width), state.device)
+        with autocast(state.device, precision):
+            piece_logits, piece_features = state.model(**model_inputs(batch))
+            if config.self_distill and state.average is not None:  # the average as the teacher
+                with torch.no_grad():
+                    teacher.append(state.average.module(**model_inputs(batch))[0])
+        logits.append(piece_logits)
+        features.append(piece_features)
+        labels.append(batch["labels"])
+    logits, features, labels = (torch.cat(parts) for parts in (logits, features, labels))
     loss = classification_loss(state.spec, logits, labels, state.class_counts)
-    if config.self_distill and state.average is not None:
-        gap = torch.nn.functional.mse_loss(logits.float(), teacher.float())
+    if teacher:
+        gap = torch.nn.functional.mse_loss(logits.float(), torch.cat(teacher).float())
         loss = loss + config.self_distill * gap
     if config.supcon:
         loss = loss + config.supcon * supervised_contrastive(features, labels)
