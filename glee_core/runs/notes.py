@@ -38,7 +38,7 @@ def untrained_head_note(model: str, methods: list[str]) -> str:
         "checkpoint with its MLM head) to reproduce it. Adapting the backbone to your texts "
         "(`python -m glee_core adapt`, or the Data page) trains the head but, measured on "
         "demo, r8-1500 and r52-lt, did not bring prompt-tuning back; tuning the encoder "
-        'under it (`--mode ptuning2`, `lora` or `finetune`) did (README, "How to tune").'
+        "under it (`--mode ptuning2`, `lora` or `finetune`) did (docs/tuning.md)."
     )
 
 
