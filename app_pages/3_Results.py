@@ -296,9 +296,14 @@ with ours:
         )
     else:
         head = studio_ui.choose("Head", studio_ui.method_labels(several), key="modes-head")
-        st.dataframe(modes_table(every, head), hide_index=True)
+        st.dataframe(
+            modes_table(every, head),
+            hide_index=True,
+            column_config={"mode": st.column_config.TextColumn("mode", width="medium")},
+        )
         st.caption(
             f"Every setting this dataset's store holds for this head, test %; {STD_NOTE}. "
-            "Trainable: the parameters a run trained (quick compare and the "
-            "parameter-efficient modes keep the backbone as it is)."
+            "Options: what sets a row apart from its mode's other rows (the whole protocol "
+            "is the last column). Trainable: the parameters a run trained (quick compare and "
+            "the parameter-efficient modes keep the backbone as it is)."
         )

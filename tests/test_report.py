@@ -4,6 +4,7 @@ import re
 import shutil
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 from pypdf import PdfReader
 
@@ -13,7 +14,7 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.budget import read_budget
 from glee_core.runs.store import RunStore
-from glee_core.runs.tables import backbone_text, modes_table
+from glee_core.runs.tables import _options_apart, backbone_text, modes_table
 from glee_core.train.experiment import run_experiments
 from glee_core.views.charts import (
     RUN_CHARTS,
@@ -204,12 +205,30 @@ def test_report_of_several_settings_takes_the_recommended_one_and_names_the_othe
 
 def test_modes_table_shows_scores_first_and_folders_by_their_name(store, tiny_bert):
     frame = modes_table(store.runs(), "prompt")
-    assert list(frame.columns)[:3] == ["mode", "backbone", "seeds"]
+    assert list(frame.columns)[:4] == ["mode", "options", "backbone", "seeds"]
     assert list(frame.columns)[-1] == "protocol"  # the long cell last: the scores show first
     assert set(frame["backbone"]) == {tiny_bert.name}
     assert backbone_text("bert-base-uncased") == "bert-base-uncased"
     assert backbone_text("GeneZC/some-model") == "GeneZC/some-model"  # a hub id stays whole
     assert backbone_text("./runs/backbones/demo-10ep") == "demo-10ep"
+
+
+def test_modes_table_names_what_sets_a_row_apart_from_its_modes_other_rows():
+    """Rows of one mode read alike up to their protocol's end: the options column says which
+    is the self-ensemble and which the plain fine-tune."""
+    protocols = pd.Series(
+        [
+            "practical recipe · 10 ep · self-ensemble",
+            "practical recipe · 10 ep",
+            "practical recipe · 10 ep · supcon 0.3 · layer decay 0.9",
+        ]
+    )
+    assert _options_apart(protocols).tolist() == [
+        "self-ensemble",
+        "–",
+        "supcon 0.3 · layer decay 0.9",
+    ]
+    assert _options_apart(pd.Series(["10 ep · mean pooling"])).tolist() == ["–"]
 
 
 def test_chart_data_is_ordered_head_to_tail(store):

@@ -174,8 +174,10 @@ def backbone_text(name: str) -> str:
 def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
     """One head under every way it was tuned: a row per setting (backbone, mode, protocol) of
     ``method``'s runs, 'mean ± std' cells over seeds, the trainable parameters the runs
-    recorded; modes in the registry's order (frozen, fine-tune, LoRA, P-tuning v2). The long
-    protocol comes last, so that the scores show first in a narrow view."""
+    recorded; modes in the registry's order (frozen, fine-tune, LoRA, P-tuning v2). Beside the
+    mode, the options that set a row apart from its mode's other rows (``self-ensemble``,
+    ``supcon 0.3``); the long protocol comes last, so that the scores show first in a narrow
+    view."""
     runs = [r for r in runs if r.method == method]
     summary = aggregate(runs)
     first = {}
@@ -191,6 +193,7 @@ def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
         rows.append(
             {
                 "mode": MODE_LABELS.get(record.mode, record.mode),
+                "_mode": record.mode,
                 "backbone": backbone_text(record.model.name),
                 "protocol": record.protocol,
                 "seeds": int(row["seeds"]),
@@ -203,11 +206,31 @@ def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
                 "_tail": row["tail_f1_mean"],
             }
         )
-    columns = ["mode", "backbone", "seeds", *METRIC_TITLES.values(), "trainable", "protocol"]
+    columns = [
+        "mode",
+        "options",
+        "backbone",
+        "seeds",
+        *METRIC_TITLES.values(),
+        "trainable",
+        "protocol",
+    ]
     if not rows:
         return pd.DataFrame(columns=columns)
     frame = pd.DataFrame(rows).sort_values(["_order", "_tail"], ascending=[True, False])
+    frame["options"] = frame.groupby("_mode")["protocol"].transform(_options_apart)
     return frame[columns].reset_index(drop=True)
+
+
+def _options_apart(protocols: pd.Series) -> pd.Series:
+    """Each protocol's parts that some other protocol of the same mode lacks ('–' where none):
+    what tells apart rows that read alike up to their long protocol's end."""
+    parts = [protocol.split(" · ") for protocol in protocols]
+    shared = set.intersection(*map(set, parts))
+    return pd.Series(
+        [" · ".join(p for p in own if p not in shared) or "–" for own in parts],
+        index=protocols.index,
+    )
 
 
 def markdown_table(header: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
