@@ -110,9 +110,10 @@ def _forward_loss(
     """The method's loss on the examples ``index`` (padded to their own longest text, on a GPU
     to a multiple of the pad width), and their labels on the device. On a CPU a batch of mixed
     lengths (class-balanced draws) is forwarded in pieces of like length, each padded to its
-    own, and the loss taken over the whole batch (a GPU keeps one launch a batch)."""
+    own, and the loss taken over the whole batch (a GPU keeps one launch a batch; data
+    parallelism one forward a backward)."""
     pieces = [index]
-    if state.device.type == "cpu" and isinstance(train, EncodedSplit):
+    if state.device.type == "cpu" and state.ddp is None and isinstance(train, EncodedSplit):
         lengths = [len(train.input_ids[i]) for i in index]
         pieces = padding_pieces(index, lengths)
     config = state.config
