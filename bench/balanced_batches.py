@@ -26,13 +26,12 @@ sys.path.insert(0, str(ROOT))
 
 from glee_core.core.devices import resolve_precision  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
-from glee_core.data.encoding import encode, padding_pieces  # noqa: E402
+from glee_core.data.encoding import class_balanced_batches, encode, padding_pieces  # noqa: E402
 from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import get_method  # noqa: E402
 from glee_core.models.model import build_model  # noqa: E402
 from glee_core.train import loop  # noqa: E402
-from glee_core.train.contrastive import class_balanced_batches  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.search import search_cost
 from glee_core.runs.estimate import STARTUP_SECONDS, UNMEASURED_STOP_SHARE, estimate_seconds
@@ -57,15 +58,17 @@ def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dat
     assert "search" not in fixed["basis"] and fixed["seconds"] < practical["seconds"]
 
 
-def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, cv=None):
-    """What the estimate reads of a finished run: its record's backbone, mode, timing, size."""
+def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, cv=None, **options):
+    """What the estimate reads of a finished run: its record's backbone, mode, timing, size,
+    and the recipe options that cost more a step (``supcon``, ``self_distill``)."""
+    hyper = {"supcon": None, "self_distill": None, **options}
     return SimpleNamespace(
         record=SimpleNamespace(
             model=SimpleNamespace(name=model),
             mode=mode,
             timing={"device": "cpu", **timing},
             dataset=SimpleNamespace(sizes={"train": 100}),
-            hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10),
+            hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10, **hyper),
         ),
         metrics=SimpleNamespace(cv=cv),
     )
@@ -181,6 +184,40 @@ def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
     long = per_run({"train_examples_per_second": 10.0, "train_tokens_per_second": 2.5 * tokens})
     assert long == pytest.approx(4 * short)
     assert per_run({"train_examples_per_second": 10.0}) == pytest.approx(short)
+
+
+def test_recipe_options_that_cost_more_a_step_are_in_the_estimate(toy_dataset):
+    """Self-distillation forwards each batch again through its teacher (a third of a step more),
+    self-ensemble scores dev twice, and ``--supcon`` on a set with a rare class draws
+    class-balanced batches, which pad more than length-grouped ones: each is in the estimate and
+    its basis. A stored supcon or self-distillation run does not set a plain fine-tune's rate."""
+
+    def estimate(runs=(), dataset=toy_dataset, **options):
+        config = TrainConfig(max_length=64, recipe="paper", **options)
+        return estimate_seconds(dataset, 1, config, "m", 22_700_000, "cpu", list(runs))
+
+    plain = estimate()
+    distilled = estimate(self_distill=1.0)
+    assert "teacher forwards each batch again (+1/3 a step)" in distilled["basis"]
+    assert distilled["per_run"] > 1.25 * plain["per_run"]
+    averaged = estimate(self_ensemble=True)
+    assert "self-ensemble scores dev twice" in averaged["basis"]
+    assert plain["per_run"] < averaged["per_run"] < distilled["per_run"]
+    # the demo's texts run from 3 to 128 tokens: batches drawn by class, not length, pad more
+    demo = load_dataset("demo")
+    contrastive = estimate(dataset=demo, supcon=0.3)
+    assert "supcon's class-balanced batches pad x1." in contrastive["basis"]
+    assert contrastive["per_run"] > 1.2 * estimate(dataset=demo)["per_run"]
+    assert "supcon" not in estimate(supcon=0.3, batch_size=256)["basis"]  # every class pairs
+
+    def tuned(rate, **options):
+        timing = {"train_examples_per_second": rate, "train_seconds": 9.0}
+        return stored_run("finetune", timing, **options)
+
+    measured = estimate([tuned(20.0)])
+    slower = [tuned(5.0, supcon=0.3), tuned(5.0, self_distill=1.0)]
+    assert estimate([tuned(20.0), *slower])["per_run"] == pytest.approx(measured["per_run"])
+    assert "no runs yet" in estimate(slower)["basis"]
 
 
 def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(

@@ -331,7 +331,8 @@ def test_the_cli_takes_the_recipe_and_its_switches(capsys, tiny_bert, tmp_path):
 
 
 def test_the_supervised_contrastive_term_pulls_a_class_together():
-    from glee_core.train.contrastive import rare_for_pairs, supervised_contrastive
+    from glee_core.data.encoding import rare_for_pairs
+    from glee_core.train.contrastive import supervised_contrastive
 
     labels = torch.tensor([0, 0, 1, 1])
     together = torch.tensor([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.1, 1.0]])

@@ -6,7 +6,9 @@ head reads the ``[MASK]`` position). Prompt inputs are truncated inside the text
 template and its ``[MASK]`` always survive ``max_length``.
 
 Batches are padded to their own longest sequence (dynamic padding) and, for training, drawn from
-groups of similar length, so little compute goes to padding.
+groups of similar length, so little compute goes to padding; batches drawn class-balanced (cRT, a
+contrastive term where a class is rare) mix lengths, and a CPU forwards them in pieces of like
+length (:func:`padding_pieces`; :func:`balanced_padding` is what they cost).
 """
 
 from __future__ import annotations
@@ -232,6 +234,25 @@ def length_grouped_batches(
     return [batches[i] for i in generator.permutation(len(batches))]
 
 
+def class_balanced_batches(
+    labels: np.ndarray, batch_size: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """An epoch of as many examples as the split, drawn with replacement so that every class is
+    equally likely (Kang et al. 2020's class-balanced sampling)."""
+    counts = np.bincount(labels)
+    weights = 1.0 / counts[labels]
+    order = rng.choice(len(labels), size=len(labels), replace=True, p=weights / weights.sum())
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def rare_for_pairs(labels: np.ndarray, batch_size: int) -> bool:
+    """Is some class so rare that a batch drawn at random seldom holds two of its texts (fewer
+    than 2 expected)? Then a contrastive term draws its batches class-balanced."""
+    counts = np.bincount(labels)
+    counts = counts[counts > 0]
+    return bool(counts.min() / counts.sum() * batch_size < 2)
+
+
 def padding_pieces(index: np.ndarray, lengths: np.ndarray, most: int = 4) -> list[np.ndarray]:
     """A batch (``index``, its texts' ``lengths``) cut into up to ``most`` pieces of like
     length, each padded to its own longest text, where each cut pads at least a fifth fewer
@@ -246,6 +267,25 @@ def padding_pieces(index: np.ndarray, lengths: np.ndarray, most: int = 4) -> lis
         if cost < best_cost * 0.8:
             best, best_cost = [index[cut] for cut in cuts], cost
     return best
+
+
+def balanced_padding(
+    lengths: np.ndarray, labels: np.ndarray, batch_size: int, pieces: bool
+) -> float:
+    """The tokens an epoch of class-balanced batches pads to over those of length-grouped ones
+    (``pieces``: either cut as a CPU forwards them): what a step of them costs beside a plain
+    one."""
+    rng = np.random.default_rng(0)
+
+    def padded(batches, cut) -> int:
+        return sum(
+            len(piece) * int(lengths[piece].max())
+            for batch in batches
+            for piece in (padding_pieces(batch, lengths[batch]) if cut else [batch])
+        )
+
+    grouped = padded(length_grouped_batches(lengths, batch_size, rng), pieces)
+    return padded(class_balanced_batches(labels, batch_size, rng), pieces) / max(grouped, 1)
 
 
 def eval_batches(lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:

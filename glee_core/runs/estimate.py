@@ -9,8 +9,10 @@ device and its precision.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ..data.datasets import LongTailDataset
+from ..data.encoding import balanced_padding, rare_for_pairs
 from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
 from ..models.search import search_cost
@@ -238,7 +240,7 @@ def _estimate_seconds(
         (
             (mode, records)
             for mode in (config.mode, "finetune")
-            if (records := [r for r in alike[mode] if r.timing.get("train_examples_per_second")])
+            if (records := [r for r in alike[mode] if _plain_rate(r)])
         ),
         (config.mode, []),
     )
@@ -259,7 +261,9 @@ def _estimate_seconds(
         rate = typical_rates(device, config.precision)[0] / parameters / tokens
         basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}, no runs yet"
     epochs = config.planned_epochs(n_train)
-    n_eval = len(dataset.splits["dev"]) * epochs + len(dataset.splits["test"])
+    step, scoring, costs = _option_costs(config, dataset, device)
+    basis += costs
+    n_eval = len(dataset.splits["dev"]) * epochs * scoring + len(dataset.splits["test"])
     search = 0.0 if rate_searched else search_cost(config, n_train)
     # early stopping ends runs before their planned steps: the share measured on finished runs
     # (their steps over those they planned), else a typical one
@@ -269,7 +273,7 @@ def _estimate_seconds(
         if r.timing.get("planned_steps") and r.timing.get("steps")
     ]
     stop = float(np.median(shares)) if shares else UNMEASURED_STOP_SHARE
-    base = (n_train * epochs / rate + n_eval / (rate * 4)) * stop
+    base = (n_train * epochs * step / rate + n_eval / (rate * 4)) * stop
     per_run = base * (1 + search)
     if epochs > config.epochs:
         basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
@@ -307,6 +311,39 @@ def _estimate_seconds(
     elif config.lp_ft:
         basis += "; LP-FT's heads stored (the quick compare's), re-used"
     return {"seconds": seconds, "per_run": per_run, "basis": basis, "stop": stop}
+
+
+def _plain_rate(record: RunRecord) -> bool:
+    """Did the run record its training rate, and one of plain steps (the recipe options that
+    cost more a step, :func:`_option_costs`, off)?"""
+    hyper = record.hyperparameters
+    return bool(record.timing.get("train_examples_per_second")) and not (
+        hyper.supcon or hyper.self_distill
+    )
+
+
+def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
+    """What the recipe options add: (a step's cost, dev scoring's, the basis's words).
+    Self-distillation's teacher forwards each batch again (about a third of a step: a backward
+    costs two forwards); self-ensemble scores dev twice (the weights and their average);
+    ``--supcon`` where a class is rare draws class-balanced batches, which pad more than
+    length-grouped ones (a CPU forwards them in pieces; BENCHMARKS "How should I tune?")."""
+    step, scoring, words = 1.0, 1.0, ""
+    if config.self_distill:
+        step += 1 / 3
+        words += "; self-distillation's teacher forwards each batch again (+1/3 a step)"
+    if config.self_ensemble:
+        scoring = 2.0
+        words += "; self-ensemble scores dev twice (the weights and their average)"
+    frame = dataset.splits["train"]
+    labels = pd.factorize(frame["label"])[0]
+    if config.supcon and rare_for_pairs(labels, config.batch_size):
+        chars = frame["text"].str.len() + frame["text_b"].str.len()
+        lengths = np.minimum(chars.to_numpy() // 4 + 2, config.max_length)
+        padding = balanced_padding(lengths, labels, config.batch_size, pieces=device == "cpu")
+        step *= padding
+        words += f"; supcon's class-balanced batches pad x{padding:.1f} the tokens a step"
+    return step, scoring, words
 
 
 def _frozen(

@@ -29,7 +29,13 @@ from ..core.devices import (
 from ..core.distributed import DataParallel
 from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
-from ..data.encoding import EncodedSplit, length_grouped_batches, padding_pieces
+from ..data.encoding import (
+    EncodedSplit,
+    class_balanced_batches,
+    length_grouped_batches,
+    padding_pieces,
+    rare_for_pairs,
+)
 from ..models.config import EMA_DECAY, TrainConfig
 from ..models.losses import classification_loss, loss_share
 from ..models.methods import MethodSpec
@@ -37,7 +43,7 @@ from ..models.model import GleeModel
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
 from ..models.search import Work
 from ..runs.metrics import macro_f1
-from .contrastive import class_balanced_batches, rare_for_pairs, supervised_contrastive
+from .contrastive import supervised_contrastive
 
 
 @dataclass
