@@ -4,9 +4,9 @@ length (``data/encoding.padding_pieces``, what the training loop does on a CPU).
     python bench/balanced_batches.py [--dataset demo] [--model auto] [--steps 12] [--rounds 3]
 
 Draws one epoch's class-balanced batches (what ``--supcon`` draws on long-tailed data, and
-cRT), then times ``--steps`` training steps (forward, supcon's term, backward, AdamW) on the same
-batches each way, alternating the two ``--rounds`` times in one process so that the machine's
-pace moves both alike. Prints the tokens each way pads to beside the texts' own, and s / step.
+cRT), then times ``--steps`` of the training loop's own steps (``train.loop.train_step``:
+forward, supcon's term, backward, clipping, AdamW) on the same batches each way, alternating
+the two ``--rounds`` times in one process so that the machine's pace moves both alike. Prints the tokens each way pads to beside the texts' own, and s / step.
 Run by hand; CI never runs it.
 """
 
@@ -71,8 +71,9 @@ def main(argv=None) -> int:
     model = build_model(spec, backbone, dataset.classes, dataset.verbalizer).train()
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-5)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
     state = loop.TrainingState(
-        model, spec, config, optimizer, None, params, None, torch.device("cpu"), 0
+        model, spec, config, optimizer, schedule, params, None, torch.device("cpu"), 0
     )
     precision = resolve_precision(config.precision, state.device)
     pieces = loop.padding_pieces
@@ -81,11 +82,8 @@ def main(argv=None) -> int:
     def timed(label: str) -> None:
         loop.padding_pieces = pieces if label == "in pieces" else (lambda index, _: [index])
         started = time.perf_counter()
-        for index in batches:
-            optimizer.zero_grad(set_to_none=True)
-            loss, _ = loop._forward_loss(state, split, index, precision)
-            loss.backward()
-            optimizer.step()
+        for index in batches:  # the product's step: forward, loss, backward, clip, AdamW
+            loop.train_step(state, split, index, precision)
         timings[label].append((time.perf_counter() - started) / len(batches))
 
     timed("in pieces")  # warm-up, not counted
