@@ -316,3 +316,16 @@ def test_simcse_adapts_the_encoder_alone_on_the_texts_and_a_pool(toy_dataset, tm
         RunStore(tmp_path / "runs"),
     )
     assert run.record.hyperparameters.pooling == "mean"
+
+
+def test_each_objective_starts_from_its_own_settings_and_a_flag_wins():
+    """SimCSE starts from its paper's settings for BERT (1 epoch, 3e-5, 32 tokens), the masked
+    LM from TAPT's (3 epochs, 1e-4, the dataset's length); a flag given wins either way."""
+    simcse = AdaptOptions(out="x", objective="simcse")
+    assert (simcse.epochs, simcse.lr, simcse.max_length) == (1, 3e-5, 32)
+    mlm = AdaptOptions(out="x")
+    assert (mlm.epochs, mlm.lr, mlm.max_length) == (3, 1e-4, None)
+    given = AdaptOptions(out="x", objective="simcse", epochs=2, lr=1e-4, max_length=64)
+    assert (given.epochs, given.lr, given.max_length) == (2, 1e-4, 64)
+    with pytest.raises(GleeError, match="--objective must be mlm or simcse"):
+        AdaptOptions(out="x", objective="contrastive")

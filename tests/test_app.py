@@ -528,6 +528,14 @@ def test_results_calibrate_tab_moves_with_the_slider(app):
     assert len([c for c in charts(at) if "Per-class change" in c.spec]) == 1
 
 
+def test_data_page_starts_each_adaptation_objective_from_its_own_epochs(app):
+    at = app("app_pages/1_Data.py").run()
+    assert next(n for n in at.number_input if n.label == "Epochs").value == 3  # masked LM
+    next(r for r in at.radio if r.label == "Objective").set_value("simcse").run()
+    assert not at.exception
+    assert next(n for n in at.number_input if n.label == "Epochs").value == 1  # SimCSE's
+
+
 @pytest.mark.slow
 def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs):
     at = app("app_pages/1_Data.py").run()
