@@ -169,7 +169,8 @@ def adapt_estimate(dataset, options, measured: list[dict]) -> dict:
     ``"text"``."""
     from glee_core.studio import estimate_adapt_seconds, estimate_parameters  # noqa: PLC0415
 
-    parameters = estimate_parameters(current_model(), mlm_positions=options.mlm_probability)
+    masked = options.mlm_probability if options.objective == "mlm" else 0.0  # SimCSE: no head
+    parameters = estimate_parameters(current_model(), mlm_positions=masked)
     estimate = estimate_adapt_seconds(dataset, options, parameters, device_kind(), measured)
     return {**estimate, "text": about(estimate["seconds"])}
 

@@ -362,6 +362,14 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
     assert measured["basis"] == "from 1 finished adaptation(s) with this backbone on cpu"
     older = {k: v for k, v in finished.items() if k != "tokens_per_epoch"}
     assert estimate_adapt_seconds(toy_dataset, options, masked, "cpu", [older]) == counted
+    # SimCSE runs no MLM head: two passes of the encoder alone, its words say so
+    simcse = AdaptOptions(out="unused", epochs=2, objective="simcse", max_length=None)
+    twice = estimate_adapt_seconds(toy_dataset, simcse, encoder, "cpu")
+    assert twice["basis"].endswith("on cpu; SimCSE's two passes a text")
+    assert "MLM head" not in twice["basis"]
+    assert twice["seconds"] - STARTUP_SECONDS == pytest.approx(
+        2 * (plain["seconds"] - STARTUP_SECONDS)
+    )
 
 
 def test_tokens_per_text_are_capped_text_by_text(toy_dataset):

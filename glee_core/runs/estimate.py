@@ -465,9 +465,10 @@ def estimate_adapt_seconds(
     """``{"seconds", "basis"}`` for adapting a backbone (``options``: ``AdaptOptions``) to
     ``dataset``'s training texts: from finished adaptations of the same backbone on this device
     (``measured``: their records; tokens per second) when there are any, else from
-    ``parameters``, counted with the MLM head at the masked share of the positions
-    (``estimate_parameters(name, mlm_positions=options.mlm_probability)``: the head's transform
-    and vocabulary decoder run only where a token is masked)."""
+    ``parameters``: for the masked LM counted with the MLM head at the masked share of the
+    positions (``estimate_parameters(name, mlm_positions=options.mlm_probability)``: the head's
+    transform and vocabulary decoder run only where a token is masked); SimCSE's, the encoder's
+    alone (``mlm_positions=0``)."""
     max_length = options.max_length or dataset.max_length
     tokens = (
         len(dataset.splits["train"]) * (1 - options.held_out) * mean_tokens(dataset, max_length)
@@ -486,15 +487,16 @@ def estimate_adapt_seconds(
         rate = measured_rate(rates)
         what = "adaptation(s)" if objective == "mlm" else f"{objective} adaptation(s)"
         basis = measured_basis(len(rates), what, device)
+    elif objective == "simcse":  # two passes of the encoder a text, no MLM head
+        rate = typical_rates(device, "auto")[2] / parameters / 2
+        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}; SimCSE's two "
+        basis += "passes a text"
     else:
         rate = typical_rates(device, "auto")[2] / parameters
         basis = (
             f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
             f"parameters computed a token) on {device}"
         )
-        if objective == "simcse":  # two passes of the encoder a text, no MLM head
-            rate /= 2
-            basis += "; SimCSE's two passes a text"
     return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
 
 
