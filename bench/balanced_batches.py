@@ -6,8 +6,8 @@ length (``data/encoding.padding_pieces``, what the training loop does on a CPU).
 Draws one epoch's class-balanced batches (what ``--supcon`` draws on long-tailed data, and
 cRT), then times ``--steps`` of the training loop's own steps (``train.loop.train_step``:
 forward, supcon's term, backward, clipping, AdamW) on the same batches each way, alternating
-the two ``--rounds`` times in one process so that the machine's pace moves both alike. Prints the tokens each way pads to beside the texts' own, and s / step.
-Run by hand; CI never runs it.
+the two ``--rounds`` times in one process so that the machine's pace moves both alike. Prints
+the tokens each way pads to beside the texts' own, and s / step. Run by hand; CI never runs it.
 """
 
 from __future__ import annotations
