@@ -11,6 +11,7 @@ from torch import nn
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "BottleneckAdapter",
+    "adapter_place",
     "insert_adapters",
 ]
 
@@ -34,6 +35,12 @@ class BottleneckAdapter(nn.Module):
         return y + self.up(nn.functional.gelu(self.down(y)))
 
 
+def adapter_place(name: str) -> str:
+    """Where a linear layer named ``name`` (one ending in ``output.dense``) sits: after the
+    attention (``attention.output.dense``) or the feed-forward (``output.dense``)."""
+    return "attention.output.dense" if name.endswith("attention.output.dense") else "output.dense"
+
+
 def insert_adapters(encoder: nn.Module, places: tuple[str, ...], size: int) -> list[str]:
     """Wrap every linear layer of ``encoder`` whose name ends in one of ``places`` (the
     attention's ``attention.output.dense``, the feed-forward's ``output.dense``) in a
@@ -41,11 +48,10 @@ def insert_adapters(encoder: nn.Module, places: tuple[str, ...], size: int) -> l
     the wrapped layers' names."""
     chosen = []
     for name, module in list(encoder.named_modules()):
-        if not isinstance(module, nn.Linear):
-            continue
-        attention = name.endswith("attention.output.dense")
-        if ("attention.output.dense" in places and attention) or (
-            "output.dense" in places and name.endswith("output.dense") and not attention
+        if (
+            isinstance(module, nn.Linear)
+            and name.endswith("output.dense")
+            and adapter_place(name) in places
         ):
             chosen.append(name)
     for name in chosen:

@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
-from glee_core.models.adapters import BottleneckAdapter, insert_adapters
+from glee_core.models.adapters import BottleneckAdapter, adapter_place, insert_adapters
 
 __all__ = [
     "BottleneckAdapter",
+    "adapter_place",
     "insert_adapters",
 ]

@@ -33,7 +33,7 @@ from torch import nn
 from ..core.errors import GleeError
 from ..core.files import write_json
 from ..data.encoding import _template_pieces
-from ..models.adapters import BottleneckAdapter
+from ..models.adapters import BottleneckAdapter, adapter_place
 from ..models.heads import ClsHead, ProbeHead, PromptHead
 from ..models.methods import eta_scale
 from ..runs.metrics import classification_metrics
@@ -110,10 +110,7 @@ def portable(run: Run) -> Portable:
         encoder = model.mlm.base_model
     encoder = encoder.float().eval()
     inserted = [  # bottleneck adapters: where each sits (the layer it follows) and its width
-        (
-            "attention.output.dense" if name.endswith("attention.output.dense") else "output.dense",
-            module.down.out_features,
-        )
+        (adapter_place(name), module.down.out_features)
         for name, module in encoder.named_modules()
         if isinstance(module, BottleneckAdapter)
     ]
