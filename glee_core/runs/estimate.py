@@ -125,15 +125,20 @@ def typical_rates(device: str, precision: str) -> tuple[float, float, float]:
     return TYPICAL_RATES[typical_kind(device, precision)]
 
 
-def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
-    """Approximate tokens per training example, as a run counts them when it records its
-    ``train_tokens_per_second`` (4 characters a token and [CLS] and [SEP], each text capped at
-    max length; batches are grouped by length, so their padding is small): within 6% of the
-    offline MiniLM's tokenizer on the demo, r52-lt and a ticket CSV (a prompt template adds a few
-    more)."""
+def text_tokens(dataset: LongTailDataset, max_length: int) -> np.ndarray:
+    """Each training example's approximate tokens: 4 characters a token and [CLS] and [SEP],
+    capped at max length."""
     frame = dataset.splits["train"]
     chars = frame["text"].str.len() + frame["text_b"].str.len()
-    return float(np.minimum(chars / 4 + 2, max_length).mean())
+    return np.minimum(chars.to_numpy() / 4 + 2, max_length)
+
+
+def mean_tokens(dataset: LongTailDataset, max_length: int) -> float:
+    """Approximate tokens per training example (:func:`text_tokens`), as a run counts them when
+    it records its ``train_tokens_per_second`` (batches are grouped by length, so their padding
+    is small): within 6% of the offline MiniLM's tokenizer on the demo, r52-lt and a ticket CSV
+    (a prompt template adds a few more)."""
+    return float(text_tokens(dataset, max_length).mean())
 
 
 def estimate_seconds(
@@ -335,11 +340,9 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
     if config.self_ensemble:
         scoring = 2.0
         words += "; self-ensemble scores dev twice (the weights and their average)"
-    frame = dataset.splits["train"]
-    labels = pd.factorize(frame["label"])[0]
+    labels = pd.factorize(dataset.splits["train"]["label"])[0]
     if config.supcon and rare_for_pairs(labels, config.batch_size):
-        chars = frame["text"].str.len() + frame["text_b"].str.len()
-        lengths = np.minimum(chars.to_numpy() // 4 + 2, config.max_length)
+        lengths = text_tokens(dataset, config.max_length).astype(int)
         padding = balanced_padding(lengths, labels, config.batch_size, pieces=device == "cpu")
         step *= padding
         words += f"; supcon's class-balanced batches pad x{padding:.1f} the tokens a step"
