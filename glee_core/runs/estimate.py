@@ -37,6 +37,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "mean_tokens",
     "measured_basis",
     "measured_rate",
+    "text_tokens",
     "typical_kind",
     "typical_rates",
 ]
