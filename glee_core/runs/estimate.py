@@ -341,8 +341,10 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
     if config.self_ensemble:
         scoring = 2.0
         words += "; self-ensemble scores dev twice (the weights and their average)"
+    if not config.supcon:
+        return step, scoring, words
     labels = pd.factorize(dataset.splits["train"]["label"])[0]
-    if config.supcon and rare_for_pairs(labels, config.batch_size):
+    if rare_for_pairs(labels, config.batch_size):
         lengths = text_tokens(dataset, config.max_length).astype(int)
         padding = balanced_padding(lengths, labels, config.batch_size, pieces=device == "cpu")
         step *= padding
