@@ -209,6 +209,12 @@ def test_the_adapt_command_says_what_to_fix_and_what_it_wrote(toy_csv, tiny_bert
     captured = capsys.readouterr()
     assert f"--model {tmp_path / 'ok'}" in captured.err and "[MASK] top-1" in captured.err
     assert json.loads(captured.out.strip().splitlines()[-1])["whole_word_masking"] is False
+    # SimCSE leaves the MLM head as it was: the command line says its own held-out loss
+    simcse = ["--out", str(tmp_path / "simcse"), "--objective", "simcse"]
+    base = ["adapt", "--dataset", f"csv:{toy_csv}", "--model", str(tiny_bert)]
+    assert main([*base, *simcse]) == 0
+    captured = capsys.readouterr()
+    assert "held-out SimCSE loss" in captured.err and "[MASK] top-1" not in captured.err
 
 
 @pytest.mark.slow

@@ -161,7 +161,12 @@ def adapt(args) -> int:
     finally:
         bars.close()
     before, after = record["held_out_before"], record["held_out_after"]
-    if before and after:
+    if before and after and options.objective == "simcse":  # its own measure: the head is as it was
+        print(
+            f"held-out SimCSE loss: {before['simcse_loss']:.4f} -> {after['simcse_loss']:.4f}",
+            file=sys.stderr,
+        )
+    elif before and after:
         print(
             f"held-out [MASK] top-1: {before['mask_top1']:.1%} -> {after['mask_top1']:.1%}; "
             f"masked-LM loss {before['mlm_loss']:.3f} -> {after['mlm_loss']:.3f}",
