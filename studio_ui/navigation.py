@@ -40,12 +40,22 @@ APP_PAGES = [
 
 LOG = logging.getLogger("glee_studio")
 
+# The charts are drawn at a fixed width (glee_core.views.style.APP_WIDTH, a laptop's window);
+# in a narrower column (a phone, a split screen, the sidebar open at 800 px) a chart scrolls
+# sideways inside its own box instead of being cut at the column's edge.
+CHART_SCROLL = (
+    "<style>[data-testid='stElementContainer']:has(.vega-embed)"
+    " { overflow-x: auto; overflow-y: hidden; }</style>"
+)
+
 
 def run_page(page) -> None:
-    """Run the chosen page. In public mode an error no page foresaw reaches the visitor as one
+    """Run the chosen page (every chart scrolls sideways where the column is narrower than it,
+    :data:`CHART_SCROLL`). In public mode an error no page foresaw reaches the visitor as one
     line with a reference, never a traceback (whose server paths and values are the owner's);
     the traceback goes to the server's log under that reference. Streamlit's own stop and rerun
     are not errors (BaseException) and pass through."""
+    st.html(CHART_SCROLL)
     if not policy().public:
         page.run()
         return

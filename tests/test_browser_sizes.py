@@ -2,8 +2,9 @@
 classes x 1, 6 and 19 methods (one server, one synthetic dataset a size, each chosen the way a
 user's choice is remembered; screenshots in test-artifacts/sizes-*.png, each chart alone at the
 two ends of the range). Each view renders its charts without an error, each no wider than the
-page's column and no flatter than a floor; a person judges the screenshots. Where each chart's
-words land is measured in ``test_chart_sizes.py`` (Streamlit draws on a canvas)."""
+page's column (and in a box that scrolls sideways in a narrower one) and no flatter than a
+floor; a person judges the screenshots. Where each chart's words land is measured in
+``test_chart_sizes.py`` (Streamlit draws on a canvas)."""
 
 import json
 from pathlib import Path
@@ -25,6 +26,8 @@ PAGES = {"Results": 2, "Diagnostics": 3, "Predictions": 1, "Paper": 2}
 WINDOW = {"width": 1440, "height": 900}
 
 
+# the overflow of the element box Streamlit puts a chart in (studio_ui.navigation.CHART_SCROLL)
+SCROLLS = "e => getComputedStyle(e.closest('[data-testid=stElementContainer]')).overflowX"
 SIZES = [s for s in LEGIBLE_SIZES if s[0] <= 60]
 EACH_CHART = {(2, 1), (60, 19)}  # the sizes whose charts are also shot one by one
 
@@ -110,6 +113,9 @@ def check_page(page, playwright, label: str, count: int, classes: int, methods: 
         where = (classes, methods, label, i, box)
         assert box and box["width"] > 100 and box["height"] > 100, where
         assert box["width"] <= column + 1, (*where, column)
+        # a narrower window (a phone, the sidebar open at 800 px): the chart's box scrolls
+        # sideways instead of cutting it at the column's edge
+        assert charts.nth(i).evaluate(SCROLLS) == "auto", where
         if (classes, methods) in EACH_CHART:
             # the page scrolls inside Streamlit's main block: shoot each chart itself, in a
             # window tall enough to paint all of it
