@@ -369,6 +369,17 @@ def test_self_ensemble_distillation_and_supcon_train_and_are_part_of_the_run(
             assert all("average_dev_f1" in r for r in result.history)
             kept_average = result.tuning["kept"] == "moving average"
             assert np.allclose(result.logits, plain.logits) != kept_average
+            # the run says what the average did; its best dev score is the kept model's
+            led = sum(r["kept"] == "average" for r in result.history)
+            kept = "the moving average" if kept_average else "the trained weights"
+            assert result.notes[-1] == (
+                f"cls-tanh seed 1, self-ensemble: the moving average of the weights scored above "
+                f"them on dev at {led} of {len(result.history)} evaluation(s); the model kept "
+                f"(the best on dev) is {kept}"
+            )
+            assert result.metrics.best_dev_f1 == max(
+                max(r["dev_f1"], r["average_dev_f1"]) for r in result.history
+            )
         else:
             assert not np.allclose(result.logits, plain.logits)  # the term changed the training
     with pytest.raises(GleeError, match="--self-ensemble yes applies to fine-tuning"):

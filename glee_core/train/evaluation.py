@@ -66,6 +66,25 @@ def scored_logits(
     return logits, raw_logits, features
 
 
+def kept_score(record: dict, metric: str) -> float:
+    """An evaluation's dev score of the model it would keep: the moving average's where
+    self-ensemble found it better there, else the weights'."""
+    average = "average_" if record.get("kept") == "average" else ""
+    return record[f"{average}dev_{metric}"]
+
+
+def self_ensemble_note(setup: Setup, history: list[dict], kept_average: bool) -> str:
+    """What self-ensemble did in a run: at how many evaluations the moving average scored above
+    the weights on dev, and which of the two the run kept (the best on dev over the run)."""
+    led = sum(r.get("kept") == "average" for r in history)
+    kept = "the moving average" if kept_average else "the trained weights"
+    return (
+        f"{setup.spec.id} seed {setup.config.seed}, self-ensemble: the moving average of the "
+        f"weights scored above them on dev at {led} of {len(history)} evaluation(s); the model "
+        f"kept (the best on dev) is {kept}"
+    )
+
+
 def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     """Score the kept weights on test (η-norm applied for the methods that use it), and gather
     what the run stores: metrics, predictions, sampled features, calibration inputs, timing."""
@@ -79,7 +98,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     head, tail = dataset.head_tail()
     metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
     history = fitted.history
-    best = max(history, key=lambda r: r[f"dev_{config.select_metric}"])  # the first best one
+    best = max(history, key=lambda r: kept_score(r, config.select_metric))  # the first best one
+    kept = "average_" if best.get("kept") == "average" else ""  # self-ensemble kept the average
     metrics.update(
         {
             f"{k}_f1": v
@@ -89,8 +109,8 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     metrics.update(
         best_epoch=best["epoch"],
         best_step=best["step"],
-        best_dev_f1=best["dev_f1"],
-        best_dev_acc=best["dev_acc"],
+        best_dev_f1=best[f"{kept}dev_f1"],
+        best_dev_acc=best[f"{kept}dev_acc"],
         select_metric=config.select_metric,
     )
     metrics = MetricsRecord.from_dict(metrics, dataset.classes)
@@ -134,8 +154,10 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
     examples_per_second = fitted.steps * config.batch_size / seconds_training
     tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
+    averaged = []
     if config.self_ensemble:
         tuning["kept"] = "moving average" if fitted.kept_average else "weights"
+        averaged.append(self_ensemble_note(setup, history, fitted.kept_average))
     if fitted.search:
         tuning["lr_search"] = fitted.search
     if fitted.lr_from:
@@ -153,7 +175,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
             "rows": rows,
         },
         model=model,
-        notes=setup.notes,
+        notes=setup.notes + averaged,
         config=config,
         calibration=calibration,
         tuning=tuning,
