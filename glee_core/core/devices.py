@@ -38,6 +38,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "cpu_has_bf16",
     "cpu_share",
     "cuda_has_bf16",
+    "device_name",
     "grad_scaler",
     "keep_large_blocks_mapped",
     "padded_width",
@@ -96,6 +97,26 @@ def cpu_has_amx() -> bool:
         return bool(torch.cpu._is_amx_tile_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+@functools.cache
+def device_name(device: torch.device) -> str:
+    """What the hardware is, for a run's record: the GPU's name, or the CPU's model and the
+    instruction set torch's kernels use (bf16 results differ between CPUs whose kernels differ,
+    so two runs of one seed agree bit for bit only on the same kind of machine)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    model = ""
+    with contextlib.suppress(OSError):
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        for line in info.splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    extra = ["AMX" if cpu_has_amx() else "", "bf16" if cpu_has_bf16() else ""]
+    return " · ".join(
+        v for v in (model or "CPU", torch.backends.cpu.get_cpu_capability(), *extra) if v
+    )
 
 
 def cuda_has_bf16(device: torch.device) -> bool:

@@ -12,6 +12,7 @@ import pandas as pd
 import torch
 
 from ..core.devices import (
+    device_name,
     resolve_precision,
 )
 from ..core.events import (
@@ -190,6 +191,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
                 else {}
             ),
             "device": str(device),
+            "device_name": device_name(device),
             "precision": resolve_precision(config.precision, device),
             **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
             "train_examples_per_second": round(examples_per_second, 2),
