@@ -43,9 +43,11 @@ LOG = logging.getLogger("glee_studio")
 # The charts are drawn at a fixed width (glee_core.views.style.APP_WIDTH, a laptop's window);
 # in a narrower column (a phone, a split screen, the sidebar open at 800 px) a chart scrolls
 # sideways inside its own box instead of being cut at the column's edge.
+# The box is the chart itself, never its frame: the chart's toolbar (its full-screen button) sits
+# above it in that frame, and a scrolling frame would clip the toolbar.
 CHART_SCROLL = (
-    "<style>[data-testid='stElementContainer']:has(.vega-embed)"
-    " { overflow-x: auto; overflow-y: hidden; }</style>"
+    "<style>[data-testid='stVegaLiteChart'] { max-width: 100%; overflow-x: auto;"
+    " overflow-y: hidden; }</style>"
 )
 
 

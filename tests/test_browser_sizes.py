@@ -26,8 +26,16 @@ PAGES = {"Results": 2, "Diagnostics": 3, "Predictions": 1, "Paper": 2}
 WINDOW = {"width": 1440, "height": 900}
 
 
-# the overflow of the element box Streamlit puts a chart in (studio_ui.navigation.CHART_SCROLL)
-SCROLLS = "e => getComputedStyle(e.closest('[data-testid=stElementContainer]')).overflowX"
+# the overflow of the box a chart is drawn in (studio_ui.navigation.CHART_SCROLL)
+SCROLLS = "e => getComputedStyle(e).overflowX"
+# no box from a chart's toolbar (its full-screen button, above the chart) up to the chart's
+# element container clips it: the scrolling box is the chart alone
+CLIPPED = """e => { const bar = e.parentElement.querySelector('[data-testid=stElementToolbar]');
+  for (let n = bar?.parentElement; n; n = n.parentElement) {
+    if (getComputedStyle(n).overflowX !== 'visible') return n.outerHTML.slice(0, 80);
+    if (n.dataset.testid === 'stElementContainer') return '';
+  }
+  return 'no toolbar'; }"""
 SIZES = [s for s in LEGIBLE_SIZES if s[0] <= 60]
 EACH_CHART = {(2, 1), (60, 19)}  # the sizes whose charts are also shot one by one
 
@@ -116,6 +124,7 @@ def check_page(page, playwright, label: str, count: int, classes: int, methods: 
         # a narrower window (a phone, the sidebar open at 800 px): the chart's box scrolls
         # sideways instead of cutting it at the column's edge
         assert charts.nth(i).evaluate(SCROLLS) == "auto", where
+        assert charts.nth(i).evaluate(CLIPPED) == "", where
         if (classes, methods) in EACH_CHART:
             # the page scrolls inside Streamlit's main block: shoot each chart itself, in a
             # window tall enough to paint all of it
