@@ -67,11 +67,10 @@ def scored_logits(
     return logits, raw_logits, features
 
 
-def kept_score(record: dict, metric: str) -> float:
-    """An evaluation's dev score of the model it would keep: the moving average's where
-    self-ensemble found it better there, else the weights'."""
-    average = "average_" if record.get("kept") == "average" else ""
-    return record[f"{average}dev_{metric}"]
+def kept_prefix(record: dict) -> str:
+    """The prefix of an evaluation's dev scores of the model it would keep: ``average_`` where
+    self-ensemble found the moving average better there, else none (the weights')."""
+    return "average_" if record.get("kept") == "average" else ""
 
 
 def self_ensemble_note(setup: Setup, history: list[dict], kept_average: bool) -> str:
@@ -99,8 +98,9 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     head, tail = dataset.head_tail()
     metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
     history = fitted.history
-    best = max(history, key=lambda r: kept_score(r, config.select_metric))  # the first best one
-    kept = "average_" if best.get("kept") == "average" else ""  # self-ensemble kept the average
+    metric = config.select_metric
+    best = max(history, key=lambda r: r[f"{kept_prefix(r)}dev_{metric}"])  # the first best one
+    kept = kept_prefix(best)
     metrics.update(
         {
             f"{k}_f1": v
