@@ -76,7 +76,7 @@ def kept_prefix(record: dict) -> str:
 def self_ensemble_note(setup: Setup, history: list[dict], kept_average: bool) -> str:
     """What self-ensemble did in a run: at how many evaluations the moving average scored above
     the weights on dev, and which of the two the run kept (the best on dev over the run)."""
-    led = sum(r.get("kept") == "average" for r in history)
+    led = sum(bool(kept_prefix(r)) for r in history)
     kept = "the moving average" if kept_average else "the trained weights"
     return (
         f"{setup.spec.id} seed {setup.config.seed}, self-ensemble: the moving average of the "
