@@ -1,10 +1,11 @@
-"""The metrics equal scikit-learn's, where they can differ: absent and never-predicted classes."""
+"""The metrics equal scikit-learn's, where they can differ: absent and never-predicted classes; and
+how sure dev is that one model scores above another (the paired bootstrap)."""
 
 import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
-from glee_core.runs.metrics import classification_metrics, macro_f1
+from glee_core.runs.metrics import bootstrap_lead, classification_metrics, macro_f1
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -39,3 +40,19 @@ def test_metrics_equal_scikit_learns(seed):
 def test_a_label_out_of_range_is_an_error():
     with pytest.raises(ValueError, match="outside"):
         classification_metrics(np.array([0, 3]), np.array([0, 1]), ["a", "b"], ["a"], ["b"])
+
+
+def test_how_sure_dev_is_that_one_model_beats_another():
+    """The paired bootstrap's share of dev resamples where a scores above b: 1 for a model
+    right wherever the other is wrong, a coin toss for the same predictions, and the two
+    orders add up to one."""
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 5, 200)
+    wrong = (gold + 1) % 5
+    assert bootstrap_lead(gold, gold, wrong, 5, "f1") == 1.0
+    assert bootstrap_lead(gold, wrong, gold, 5, "acc") == 0.0
+    assert bootstrap_lead(gold, gold, gold.copy(), 5, "f1") == 0.5
+    a = np.where(rng.random(200) < 0.8, gold, wrong)
+    b = np.where(rng.random(200) < 0.75, gold, wrong)
+    ab, ba = bootstrap_lead(gold, a, b, 5, "f1"), bootstrap_lead(gold, b, a, 5, "f1")
+    assert 0 < ab < 1 and ab + ba == pytest.approx(1.0)

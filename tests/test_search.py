@@ -16,12 +16,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from glee_core.core.events import RunStarted, Searching, TrainStep, fold
+from glee_core.core.events import Note, RunStarted, Searching, TrainStep, fold
 from glee_core.core.pace import time_left
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.models.search import SearchLog, halve
+from glee_core.models.search import SURE, SearchLog, halve, sureness
 from glee_core.runs.estimate import estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
@@ -94,6 +94,35 @@ def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
     np.testing.assert_allclose(again.logits, whole.logits, rtol=1e-5, atol=1e-6)
     # the log of another set of candidates is not this search's
     assert SearchLog(tmp_path, "run-a").resumed(["1e-05", "0.001"]) is None
+
+
+def test_each_cut_of_the_search_says_how_sure_dev_is_and_a_close_call_is_noted(bert, toy_dataset):
+    """Every round records the rate kept last against the best one dropped and on what share
+    of dev's bootstrap resamples it scored above it; the chosen rate's note says so, and a run
+    whose search made a cut dev cannot call keeps that in its notes (card, report, CLI)."""
+    events = []
+    result = train(toy_dataset, bert, events=events)
+    rounds = result.tuning["lr_search"]
+    for r in rounds:
+        cut = r["sure"]
+        assert cut["kept"] in r["kept"] and cut["over"] in r["dev"]
+        assert cut["over"] not in r["kept"] and 0 <= cut["share"] <= 1
+    chosen = [e.message for e in events if isinstance(e, Note) and "chosen on dev" in e.message]
+    assert "how sure the search was" in chosen[0]
+    assert f"round 2 kept {rounds[1]['kept'][0]} over {rounds[1]['sure']['over']}" in chosen[0]
+    close = any(r["sure"]["share"] < SURE for r in rounds)
+    assert any("how sure the search was" in note for note in result.notes) == close
+
+
+def test_the_words_for_how_sure_a_search_was():
+    def cut(number, kept, over, share):
+        return {"round": number, "sure": {"kept": kept, "over": over, "share": share}}
+
+    clear = sureness([cut(1, "2e-05", "0.0002", 0.97), cut(2, "2e-05", "5e-05", 0.95)])
+    assert clear[1] is False and "round 1 kept 2e-05 over 0.0002 on 97%" in clear[0]
+    close = sureness([cut(1, "5e-05", "0.0001", 0.58), cut(2, "2e-05", "5e-05", 0.97)])
+    assert close[1] is True and "dev cannot tell the two apart" in close[0]
+    assert sureness([{"round": 1, "kept": ["a"]}]) is None  # a log from before it was kept
 
 
 def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path, trials):
@@ -245,6 +274,11 @@ class ScriptedTrial:
             best_score=-1.0,
             loss=float("inf"),
             config=SimpleNamespace(select_metric="f1"),
+            standing=lambda n: (
+                max((r["dev_f1"] for r in self.selection.history[:n]), default=-1.0),
+                self.selection.history[n - 1]["dev_loss"],
+            ),
+            lead=lambda other, n: None,  # no dev predictions here: the cut's share unknown
         )
         self.state = SimpleNamespace(global_step=0)
         self._evaluate(trained)

@@ -26,6 +26,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "POOLINGS",
     "PRECISIONS",
     "PRECISION_HELP",
+    "RESAMPLES",
     "EMA_DECAY",
     "SUPCON_TEMPERATURE",
     "TUNED_MODES",
@@ -49,6 +50,7 @@ LR_SEARCHES = ("each", "once")
 HEAD_RACES = ("each", "best")
 TUNED_MODES = tuple(name for name, mode in MODES.items() if not mode.cached_features)
 CV_FOLDS = 5
+RESAMPLES = 1000  # dev's bootstrap resamples behind how sure a choice on dev is
 
 
 def with_mode_settings(cls):

@@ -29,15 +29,26 @@ from typing import Protocol
 
 from ..core.events import Note, ProgressFn, Searching
 from ..core.files import write_json_atomic
-from .config import TrainConfig
+from .config import RESAMPLES, TrainConfig
+
+
+class Selection(Protocol):
+    """What the search asks of a trial's dev selection (``glee_core.train.loop.DevSelection``)."""
+
+    history: list[dict]
+
+    def standing(self, evaluations: int) -> tuple[float, float]: ...
+
+    def lead(self, other: Selection, evaluations: int) -> float | None: ...
 
 
 class Trial(Protocol):
     """What the search asks of a trial (``glee_core.train.loop.Trial``): its rate, its dev
-    selection (``best_score``, ``loss``, ``history``), its optimizer steps, and training on."""
+    selection (where it stood, how sure a lead over another is, its history), its optimizer
+    steps, and training on."""
 
     lr: float
-    selection: object
+    selection: Selection
     state: object
     work: Work
 
@@ -57,6 +68,31 @@ class Setup(Protocol):
 
 
 SEARCH_SHARE = 0.1  # one round of the learning-rate search: this share of the planned evaluations
+SURE = 0.9  # a cut kept on fewer of dev's bootstrap resamples than this, dev cannot call
+
+
+def sureness(rounds: list[dict]) -> tuple[str, bool] | None:
+    """How sure a search's cuts were, in words (each round: the rate kept last over the best
+    one dropped, on what share of dev's bootstrap resamples), and whether any is below
+    :data:`SURE`; None where no round recorded it (a log from before it was kept)."""
+    cuts = [(r["round"], r["sure"]) for r in rounds if isinstance(r.get("sure"), dict)]
+    if not cuts:
+        return None
+    words = "; ".join(
+        f"round {number} kept {cut['kept']} over {cut['over']} on {cut['share']:.0%}"
+        for number, cut in cuts
+    )
+    close = any(cut["share"] < SURE for _, cut in cuts)
+    text = (
+        f"how sure the search was (the share of {RESAMPLES:,} bootstrap resamples of dev where "
+        f"the one kept scored above the one dropped): {words}"
+    )
+    if close:
+        text += (
+            f". Under {SURE:.0%}, dev cannot tell the two apart: where many classes have one or "
+            'two dev texts, docs/tuning.md ("When dev cannot choose the rate") says what to try'
+        )
+    return text, close
 
 
 def search_schedule(candidates: int, evaluations: int) -> tuple[int, list[int]]:
@@ -269,6 +305,7 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
             Note(
                 message=f"learning rate {rate:g}: chosen on dev once for this backbone and "
                 f"data, by the search of {shared['run_id']}"
+                + (f"; {sure[0]}" if (sure := sureness(shared.get("rounds", []))) else "")
             )
         )
         return Searched(
@@ -322,27 +359,14 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
         progress,
     )
     progress(Searching(lr=winner.lr, chosen=True))
+    sure = sureness(rounds)
     progress(
         Note(
             message=f"learning rate chosen on dev: {winner.lr:g} (of "
-            f"{', '.join(f'{lr:g}' for lr in grid)})"
+            f"{', '.join(f'{lr:g}' for lr in grid)})" + (f"; {sure[0]}" if sure else "")
         )
     )
     return Searched(winner, rounds, spent_steps + steps, seconds)
-
-
-def standing(trial: Trial, evaluations: int) -> tuple[float, float]:
-    """Where ``trial`` stood after its first ``evaluations`` dev evaluations: its best dev score
-    and that evaluation's dev loss, even if it has trained on since (the rate search's winner,
-    which a race takes on as its first head's trial)."""
-    selection = trial.selection
-    seen = selection.history[:evaluations]
-    if len(seen) == len(selection.history):
-        return selection.best_score, selection.loss
-    metric = f"dev_{selection.config.select_metric}"
-    return max((r[metric] for r in seen), default=-1.0), seen[-1]["dev_loss"] if seen else float(
-        "inf"
-    )
 
 
 def halve(
@@ -381,10 +405,13 @@ def halve(
         for index, trial in enumerate(trials, 1):
             progress(event(trial, index, len(trials), number))
             advance_to(trial, point)
-        at = {id(t): standing(t, point) for t in trials}
+        at = {id(t): t.selection.standing(point) for t in trials}
         ranked = sorted(trials, key=lambda t: (-at[id(t)][0], at[id(t)][1], order[id(t)]))
         keep = -(-keep_of // 2)
         dropped = ranked[keep:]
+        # how sure the cut is: the last trial kept against the best one dropped
+        last, first_out = ranked[keep - 1], dropped[0]
+        share = last.selection.lead(first_out.selection, point)
         steps = sum(t.state.global_step for t in dropped)
         spent_steps += steps
         spent_eval += sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
@@ -395,6 +422,17 @@ def halve(
                 "dev": {names[id(t)]: round(at[id(t)][0], 5) for t in trials},
                 "kept": [names[id(t)] for t in ranked[:keep]],
                 "dropped_steps": steps,
+                **(
+                    {
+                        "sure": {
+                            "kept": names[id(last)],
+                            "over": names[id(first_out)],
+                            "share": round(share, 3),
+                        }
+                    }
+                    if share is not None
+                    else {}
+                ),
             }
         )
         trials = ranked[:keep]

@@ -10,7 +10,9 @@ calibration section."""
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
+from ..models.config import RESAMPLES
 from .record import group_of
 
 
@@ -87,6 +89,37 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, num_classes: int) -> float:
     """Macro-F1 over the classes present in ``gold`` (model selection on dev)."""
     _, _, f1, support = per_class_scores(confusion(gold, pred, num_classes))
     return float(np.mean(f1[support > 0]))
+
+
+def dev_score(gold: np.ndarray, pred: np.ndarray, num_classes: int, metric: str) -> float:
+    """The dev score a run selects by: macro-F1 (``f1``) or accuracy (``acc``)."""
+    if metric == "f1":
+        return macro_f1(gold, pred, num_classes)
+    return float(np.mean(np.asarray(gold) == np.asarray(pred)))
+
+
+def bootstrap_lead(
+    gold: np.ndarray, pred_a: np.ndarray, pred_b: np.ndarray, num_classes: int, metric: str
+) -> float:
+    """How sure dev is that ``pred_a`` scores above ``pred_b``: the share of paired bootstrap
+    resamples of dev's texts (scipy's, :data:`RESAMPLES` of them, seeded) in which a's score
+    (:func:`dev_score`) is above b's, a tie counting half. 0.5 is a coin toss."""
+    if len(gold) < 2:
+        return 0.5
+
+    def lead(gold, a, b):
+        return dev_score(gold, a, num_classes, metric) - dev_score(gold, b, num_classes, metric)
+
+    found = stats.bootstrap(
+        (np.asarray(gold), np.asarray(pred_a), np.asarray(pred_b)),
+        lead,
+        paired=True,
+        vectorized=False,
+        n_resamples=RESAMPLES,
+        method="percentile",
+        random_state=0,
+    ).bootstrap_distribution
+    return float(np.mean(found > 0) + 0.5 * np.mean(found == 0))
 
 
 # Many / medium / few-shot classes by training count (Liu et al. 2019, OLTR's convention).

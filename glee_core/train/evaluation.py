@@ -22,6 +22,7 @@ from ..data.splits import SPLIT_SEED
 from ..models.losses import eta_normalise
 from ..models.model import GleeModel
 from ..models.scoring import Split, predict
+from ..models.search import sureness
 from ..runs.metrics import classification_metrics, shot_f1
 from ..runs.record import MetricsRecord
 from .setup import Fitted, RunResult, Setup
@@ -155,12 +156,15 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
     examples_per_second = fitted.steps * config.batch_size / seconds_training
     tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
-    averaged = []
+    said = []  # what this run adds to its notes
     if config.self_ensemble:
         tuning["kept"] = "moving average" if fitted.kept_average else "weights"
-        averaged.append(self_ensemble_note(setup, history, fitted.kept_average))
+        said.append(self_ensemble_note(setup, history, fitted.kept_average))
     if fitted.search:
         tuning["lr_search"] = fitted.search
+        sure = sureness(fitted.search)
+        if sure and sure[1]:  # a close call is said where the run is read (card, report)
+            said.append(f"learning rate {fitted.lr:g}: {sure[0]}")
     if fitted.lr_from:
         tuning["lr_from"] = fitted.lr_from
     tuning.update(model.tuning_record())
@@ -176,7 +180,7 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
             "rows": rows,
         },
         model=model,
-        notes=setup.notes + averaged,
+        notes=setup.notes + said,
         config=config,
         calibration=calibration,
         tuning=tuning,

@@ -42,7 +42,7 @@ from ..models.methods import MethodSpec
 from ..models.model import GleeModel
 from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
 from ..models.search import Work
-from ..runs.metrics import macro_f1
+from ..runs.metrics import bootstrap_lead, macro_f1
 from .contrastive import supervised_contrastive
 
 
@@ -210,6 +210,9 @@ class DevSelection:
         self.history: list[dict] = []
         self.best_score, self.best_state, self.best_step, self.stale = -1.0, None, 0, 0
         self.kept_average = False  # self-ensemble: the best weights are the moving average's
+        # (evaluation index, dev score, dev predictions) at each new best: where the selection
+        # stood at any point, and how sure a search's cut is (:meth:`lead`)
+        self.improvements: list[tuple[int, float, np.ndarray]] = []
         self.epoch, self.epochs = 1, state.config.epochs
         self.loss_sum, self.loss_steps = 0.0, 0
         self.since = time.perf_counter()
@@ -218,6 +221,30 @@ class DevSelection:
     def loss(self) -> float:
         """The latest evaluation's dev loss (the search's tie-breaker)."""
         return self.history[-1]["dev_loss"] if self.history else float("inf")
+
+    def _best_within(self, evaluations: int) -> tuple[int, float, np.ndarray] | None:
+        """The best of the first ``evaluations`` evaluations (the first best), or None."""
+        seen = [i for i in self.improvements if i[0] < evaluations]
+        return seen[-1] if seen else None
+
+    def standing(self, evaluations: int) -> tuple[float, float]:
+        """Where this selection stood after its first ``evaluations`` evaluations: its best dev
+        score and that point's dev loss, even if it has trained on since (the rate search's
+        winner, which a race takes on as its first head's trial)."""
+        best = self._best_within(evaluations)
+        seen = self.history[:evaluations]
+        return (best[1] if best else -1.0), (seen[-1]["dev_loss"] if seen else float("inf"))
+
+    def lead(self, other: DevSelection, evaluations: int) -> float | None:
+        """How sure dev is that this selection's best model of its first ``evaluations``
+        evaluations scores above ``other``'s (the share of bootstrap resamples of dev where it
+        does, :func:`~glee_core.runs.metrics.bootstrap_lead`); None before either scored."""
+        mine, theirs = self._best_within(evaluations), other._best_within(evaluations)
+        if mine is None or theirs is None:
+            return None
+        return bootstrap_lead(
+            self.dev.labels, mine[2], theirs[2], self.num_classes, self.config.select_metric
+        )
 
     def dev_logits(self, model) -> np.ndarray:
         """``model``'s logits on the dev split, as the run scores it."""
@@ -267,17 +294,18 @@ class DevSelection:
         score = record[f"dev_{self.config.select_metric}"]
         if self.config.self_ensemble and self.state.average is not None:
             average = self.state.average.module
-            pred = self.dev_logits(average).argmax(1)
-            record["average_dev_f1"] = macro_f1(self.dev.labels, pred, self.num_classes)
-            record["average_dev_acc"] = float((pred == self.dev.labels).mean())
+            mean_pred = self.dev_logits(average).argmax(1)
+            record["average_dev_f1"] = macro_f1(self.dev.labels, mean_pred, self.num_classes)
+            record["average_dev_acc"] = float((mean_pred == self.dev.labels).mean())
             mean_score = record[f"average_dev_{self.config.select_metric}"]
             if mean_score > score:  # the average is the better model now: it is what counts
-                kept, score = average, mean_score
+                kept, score, pred = average, mean_score, mean_pred
             record["kept"] = "average" if kept is average else "weights"
         self.history.append(record)
         self.since = time.perf_counter()
         self.loss_sum, self.loss_steps = 0.0, 0
         if score > self.best_score:
+            self.improvements.append((len(self.history) - 1, score, pred))
             self.best_score, self.best_step, self.stale = score, step, 0
             self.best_state = {
                 k: v.detach().to("cpu", copy=True) for k, v in kept.state_dict().items()
