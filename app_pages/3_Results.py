@@ -32,6 +32,7 @@ from glee_core.studio import (
     comparison_table,
     findings_frame,
     header_lines,
+    merged_notes,
     modes_table,
     per_class_f1_frame,
     reference_note,
@@ -248,6 +249,11 @@ with ours:
     )
     for note in twin_notes(runs):
         st.caption(f"{note}.")
+    run_notes = merged_notes([run.record for run in runs])
+    if run_notes:  # what a run said of itself (a rate dev could not choose, truncated texts)
+        with st.expander(f"Notes from these runs ({len(run_notes)})"):
+            for note in run_notes:
+                st.markdown(f"- {note}")
     st.download_button(
         "Download table (CSV)",
         comparison_csv(table),

@@ -251,6 +251,11 @@ def test_results_page_table_and_charts(app):
     assert table.loc[table["method"] == "cls-relu", "seeds"].item() == 2
     assert len(charts(at)) == 4  # per-class F1 and head vs tail; the calibrate tab's two
     assert any("reproduce --table 2" in i.value for i in at.info)  # how to get a paper table
+    # what the runs said of themselves, each once (a search's close call is one such note)
+    said = next(e for e in at.expander if e.label.startswith("Notes from these runs"))
+    notes = [m.value for m in said.markdown]
+    assert said.label == f"Notes from these runs ({len(notes)})" and len(set(notes)) == len(notes)
+    assert any("train texts reached max length" in note for note in notes)
 
 
 def test_results_page_shows_the_paper_comparison_reproduce_wrote(
