@@ -85,7 +85,7 @@ def sureness(rounds: list[dict]) -> tuple[str, bool] | None:
     close = any(cut["share"] < SURE for _, cut in cuts)
     text = (
         f"how sure the search was (the share of {RESAMPLES:,} bootstrap resamples of dev where "
-        f"the one kept scored above the one dropped): {words}"
+        f"the one kept scored above the one dropped, at that round's point): {words}"
     )
     if close:
         text += (
