@@ -117,7 +117,7 @@ def bootstrap_lead(
         vectorized=False,
         n_resamples=RESAMPLES,
         method="percentile",
-        random_state=0,
+        rng=np.random.default_rng(0),
     ).bootstrap_distribution
     return float(np.mean(found > 0) + 0.5 * np.mean(found == 0))
 
