@@ -350,6 +350,12 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
     [winner] = runs
     race = winner.record.tuning["race"]
     assert [len(r["dev"]) for r in race] == [3, 2] and race[-1]["kept"] == [winner.method]
+    # each cut says how sure dev was, in the race's note too; a close call stays with the run
+    assert race[-1]["sure"]["kept"] == winner.method and 0 <= race[-1]["sure"]["share"] <= 1
+    won = next(e.message for e in events if isinstance(e, Note) and "won the race" in e.message)
+    assert "how sure the race was" in won
+    close = any(r["sure"]["share"] < SURE for r in race)
+    assert any("how sure the race was" in n for n in winner.record.notes) == close
     assert winner.record.tuning["lr_search"]  # the rate's search, on the first head
     assert winner.record.tuning.get("lr_from") != winner.run_id
     assert [r.method for r in store.runs() if r.record.mode == "finetune"] == [winner.method]

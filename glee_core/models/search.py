@@ -71,10 +71,10 @@ SEARCH_SHARE = 0.1  # one round of the learning-rate search: this share of the p
 SURE = 0.9  # a cut kept on fewer of dev's bootstrap resamples than this, dev cannot call
 
 
-def sureness(rounds: list[dict]) -> tuple[str, bool] | None:
-    """How sure a search's cuts were, in words (each round: the rate kept last over the best
-    one dropped, on what share of dev's bootstrap resamples), and whether any is below
-    :data:`SURE`; None where no round recorded it (a log from before it was kept)."""
+def sureness(rounds: list[dict], what: str = "search") -> tuple[str, bool] | None:
+    """How sure a search's (or a race's: ``what``) cuts were, in words (each round: the one
+    kept last over the best one dropped, on what share of dev's bootstrap resamples), and
+    whether any is below :data:`SURE`; None where no round recorded it (a log from before)."""
     cuts = [(r["round"], r["sure"]) for r in rounds if isinstance(r.get("sure"), dict)]
     if not cuts:
         return None
@@ -84,13 +84,15 @@ def sureness(rounds: list[dict]) -> tuple[str, bool] | None:
     )
     close = any(cut["share"] < SURE for _, cut in cuts)
     text = (
-        f"how sure the search was (the share of {RESAMPLES:,} bootstrap resamples of dev where "
+        f"how sure the {what} was (the share of {RESAMPLES:,} bootstrap resamples of dev where "
         f"the one kept scored above the one dropped, at that round's point): {words}"
     )
     if close:
         text += (
             f". Under {SURE:.0%}, dev cannot tell the two apart: where many classes have one or "
             'two dev texts, docs/tuning.md ("When dev cannot choose the rate") says what to try'
+            if what == "search"
+            else f". Under {SURE:.0%}, dev cannot tell the two apart"
         )
     return text, close
 

@@ -39,6 +39,7 @@ from ..models.search import (
     search_schedule,
     search_steps,
     steps_per_evaluation,
+    sureness,
 )
 from ..runs.store import Run, RunStore
 from .evaluation import evaluate
@@ -341,10 +342,13 @@ class _Runner:
             del result.tuning["lr_from"]
         result.tuning.update(starts[jobs.index(job)][1])
         result.tuning["race"] = rounds
+        sure = sureness(rounds, "race")
+        if sure and sure[1]:  # a close call is kept with the run, as a search's is
+            result.notes.append(f"{job.spec.id} won the race of {', '.join(labels)}: {sure[0]}")
         self.progress(
             Note(
                 message=f"{job.spec.id} won the race of {', '.join(labels)} on dev; "
-                "it is the one run stored"
+                "it is the one run stored" + (f"; {sure[0]}" if sure else "")
             )
         )
         save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes), result)
