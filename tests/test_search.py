@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -429,3 +430,22 @@ def test_the_bar_shows_the_dev_score_of_the_trial_it_names():
         Evaluated(epoch=1, epochs=5, dev_f1=0.61, dev_acc=0.7, best_dev=0.61, select_metric="f1")
     )
     assert state.dev_f1 == 0.61
+
+
+def test_the_rate_choice_bench_sets_runs_at_two_rates_side_by_side(
+    tiny_bert, toy_dataset, tmp_path, capsys
+):
+    """bench/rate_choice.py: runs that differ only by their rate form one group, each rate a
+    row (test, dev F1, dev losses), and each dev criterion's pick is scored against test."""
+    from bench import rate_choice
+
+    store = RunStore(tmp_path / "runs")
+    for rate in (1e-4, 1e-2):
+        config = TrainConfig(lr=rate, epochs=1, batch_size=16, precision="fp32")
+        run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
+    assert rate_choice.main(["--runs-dir", str(store.root)]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(f"| {toy_dataset.id} | 1 |")]
+    assert [row.split(" | ")[3] for row in rows] == ["0.0001", "0.01"]
+    for name in rate_choice.CRITERIA:
+        assert re.search(rf"{name}: picked the rate best on test in [01] of 1 group\(s\)", out)
