@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from scipy.special import log_softmax
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,9 +42,7 @@ def options_of(rest: tuple) -> str:
 
 def dev_losses(logits: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """Dev cross-entropy, and its class-balanced mean (each class's mean loss, averaged)."""
-    shifted = logits.astype(np.float64) - logits.max(1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
-    loss = -log_probs[np.arange(len(labels)), labels]
+    loss = -log_softmax(logits.astype(np.float64), axis=1)[np.arange(len(labels)), labels]
     return float(loss.mean()), float(np.mean([loss[labels == c].mean() for c in np.unique(labels)]))
 
 
