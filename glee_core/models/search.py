@@ -88,11 +88,11 @@ def sureness(rounds: list[dict], what: str = "search") -> tuple[str, bool] | Non
         f"the one kept scored above the one dropped, at that round's point): {words}"
     )
     if close:
+        text += f". Under {SURE:.0%}, dev cannot tell the two apart"
+    if close and what == "search":
         text += (
-            f". Under {SURE:.0%}, dev cannot tell the two apart: where many classes have one or "
-            'two dev texts, docs/tuning.md ("When dev cannot choose the rate") says what to try'
-            if what == "search"
-            else f". Under {SURE:.0%}, dev cannot tell the two apart"
+            ': where many classes have one or two dev texts, docs/tuning.md ("When dev cannot '
+            'choose the rate") says what to try'
         )
     return text, close
 
