@@ -44,9 +44,9 @@ if read_only:
         "Results, Diagnostics and Paper pages."
     )
 elif dataset is not None:
-    estimate = studio_ui.time_estimate(dataset, list(METHODS), [1], quick)
-    done = estimate["runs"] == 0
     request = TrainRequest(data=choice, methods=list(METHODS), seeds=[1], model=model, config=quick)
+    estimate = studio_ui.estimate_of(request, dataset)
+    done = estimate.runs == 0
     if studio_ui.running_step(request, key="home-compare-running"):
         pass  # running: its bar, not a second launch
     elif st.button(
@@ -71,10 +71,10 @@ elif dataset is not None:
         f"All {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
         "beyond the paper), each on the `[CLS]` and the mean-pooled state where it reads "
         f"a plain input, on the frozen backbone; the best {chosen_by}, never on test. "
-        f"Estimated here: {estimate['text']} ({estimate['basis']})."
+        f"Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
     )
-    if estimate["left_out"]:
-        st.caption(f"{studio_ui.md(estimate['left_out'])}.")
+    if estimate.left_out:
+        st.caption(f"{studio_ui.md(estimate.left_out)}.")
         studio_ui.label_words_button("home-label-words")
 
 studio_ui.added_panel(dataset)  # pool texts labelled on the Data page: what they did

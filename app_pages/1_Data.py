@@ -29,7 +29,6 @@ from glee_core.studio import (
     first_few,
     help_of,
     label_word_methods,
-    list_jobs,
     read_verbalizer_json,
     save_upload,
     size_text,
@@ -416,28 +415,20 @@ def adapt_section() -> None:
     )
     out = studio_ui.backbones_dir() / adapted_folder_name(dataset.id, model, epochs, objective)
     options = AdaptOptions(out=str(out), epochs=epochs, objective=objective)
-    done = [
-        record
-        for _, record in adapted_backbones(studio_ui.backbones_dir())
-        if record["adapted_from"]["name"] == model
-    ]
-    estimate = studio_ui.adapt_estimate(dataset, options, done)
-    c2.caption(
-        f"Adapting **{studio_ui.md(model)}** for {epochs} epoch(s): "
-        f"{estimate['text']} here (basis: {estimate['basis']})."
-    )
+    request = AdaptRequest(data=studio_ui.current_choice(), options=options, model=model)
+    c2.caption(f"Adapting **{studio_ui.md(model)}** for {epochs} epoch(s).")
     if out.exists():
         st.caption(f"`{out.name}` exists already: choose it below, or another number of epochs.")
-    elif st.button("Adapt", type="primary"):
-        request = AdaptRequest(data=studio_ui.current_choice(), options=options, model=model)
-        job = studio_ui.launch_adapt(
+    else:
+        studio_ui.work_button(
             request,
-            f"adapt {model} to {dataset.id} ({objective}, {epochs} ep)",
-            estimate["seconds"],
+            "Adapt",
+            key="adapt",
+            dataset=dataset,
+            title=f"Adapt {model} to {dataset.id} ({objective}, {epochs} ep)",
         )
-        if job is not None:
-            st.toast(f"Launched job {job.id}")
-    adapt_jobs()
+        if error := studio_ui.last_failure("adapt", request):
+            st.error(f"Adapting failed: {studio_ui.md(error)}")
     found = adapted_backbones(studio_ui.backbones_dir())
     for path, record in found:
         left, right = st.columns([4, 1], vertical_alignment="center")
@@ -447,16 +438,6 @@ def adapt_section() -> None:
         elif right.button("Use it", key=f"use-{path.name}"):
             st.session_state["model"] = str(path)
             st.rerun()
-
-
-@st.fragment(run_every=2.0)
-def adapt_jobs() -> None:
-    for job in list_jobs(studio_ui.store(), "adapt")[:3]:
-        status = job.status
-        if status == "running":
-            studio_ui.job_progress(job, job.label)
-        elif status == "failed":
-            st.error(f"{studio_ui.md(job.label)}: {studio_ui.md(job.error)}")
 
 
 adapt_section()

@@ -25,11 +25,8 @@ from glee_core.studio import (
     GleeError,
     TrainConfig,
     TrainRequest,
-    broken_jobs,
     help_of,
-    list_jobs,
     recipe_rates,
-    tuning_gain,
 )
 
 studio_ui.sidebar()
@@ -46,79 +43,12 @@ st.caption(
 )
 
 
-@st.fragment(run_every=2)
-def show_jobs():
-    jobs = list_jobs(studio_ui.store(), "train")[:8]
-    broken = broken_jobs(studio_ui.store())
-    if broken:
-        st.warning(
-            "Left out, their records cannot be read: "
-            + "; ".join(
-                f"{studio_ui.md(name)}: {studio_ui.md(why)}" for name, why in broken.items()
-            )
-        )
-    if not jobs:
-        st.caption("No jobs yet.")
-        return
-    if "finished_jobs" not in st.session_state:  # jobs that ended before this visit
-        st.session_state["finished_jobs"] = {j.id for j in jobs if j.status != "running"}
-    finished = st.session_state["finished_jobs"]
-    for job in jobs:
-        status = job.status
-        with st.container(border=True):
-            st.markdown(f"**{studio_ui.md(studio_ui.job_title(job))}** · `{job.id}` · {status}")
-            if status == "running":
-                studio_ui.job_progress(job)
-                if st.button("Stop", key=f"stop-{job.id}"):
-                    job.stop()
-            elif status == "done":
-                result = pd.DataFrame(job.result)
-                metrics = [c for c in METRIC_KEYS if c in result]
-                result[metrics] = (100 * result[metrics]).round(1)  # percent, as Results shows
-                # what a long-tail user looks for first: the head, its scores; the id last
-                order = [
-                    c
-                    for c in ("method", "reads", "seed", *metrics, "dataset", "run_id")
-                    if c in result
-                ]
-                st.dataframe(
-                    result[order].rename(
-                        columns={
-                            "run_id": "Run",
-                            "dataset": "Dataset",
-                            "method": "Method",
-                            "seed": "Seed",
-                            "reads": "Reads",
-                            **{k: f"{METRIC_TITLES[k]} (%)" for k in metrics},
-                        }
-                    ),
-                    hide_index=True,
-                )
-                # what it gained: each tuned run against the quick-mode head it started from
-                here = studio_ui.store()
-                for row in job.result or []:
-                    tuned = here.get(row.get("run_id", ""))
-                    if tuned is not None and (gain := tuning_gain(tuned, here)):
-                        st.caption(f"Gained: {studio_ui.md(gain)}.")
-                # what it changed: the recommendation it feeds, one click back to it
-                if st.button("See the recommendation it changed (Home)", key=f"home-{job.id}"):
-                    st.switch_page("app_pages/0_Home.py")
-            elif status == "failed":
-                st.error(studio_ui.md(job.error))
-            else:
-                st.warning(
-                    "Stopped before it finished. Its finished runs are kept, and so "
-                    "are the finished rounds of a learning-rate search: launch the same "
-                    "again and it goes on from them (the run that was training starts "
-                    "again)."
-                )
-            if status != "running" and job.id not in finished:  # it ended while we watched
-                finished.add(job.id)
-                st.rerun(scope="app")  # the finished-runs table below picks its runs up
-
-
 st.subheader("Jobs")
-show_jobs()
+st.caption(
+    "Every job of this session, each kind: training, the data reports, suggestions, PDF "
+    "reports and exports; each with its bar and time left, its log, and what it made."
+)
+studio_ui.jobs_panel()
 
 st.subheader("A new launch")
 unread, why = studio_ui.label_word_heads_left_out(dataset)
@@ -375,26 +305,35 @@ elif methods and seeds:
         )
     except GleeError as exc:
         st.error(str(exc))
+request = estimate = None
 if config is not None:
-    estimate = studio_ui.time_estimate(dataset, methods, seeds, config)
-    minutes = estimate["seconds"] / 60
+    request = TrainRequest(
+        data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
+        methods=methods,
+        seeds=seeds,
+        model=st.session_state["model"],
+        config=config,
+        executor=executor,
+    )
+    estimate = studio_ui.estimate_of(request, dataset)
+    minutes = estimate.seconds / 60
     bound = "" if frozen else " (at most; early stopping shortens it)"  # frozen: as measured
     trained = studio_ui.trainable_parameters(dataset, config)
     message = (
         (
-            f"Estimated time: {estimate['text']} for {estimate['runs']} run(s) to train"
-            f"{bound}. Basis: {estimate['basis']}. Each run trains about "
+            f"Estimated time: {estimate.text} for {estimate.runs} run(s) to train"
+            f"{bound}. Basis: {estimate.basis} ({estimate.sure}). Each run trains about "
             f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its "
             "own)."
         )
-        if estimate["runs"]
+        if estimate.runs
         else (
-            f"All {estimate['stored']} run(s) of this launch are already stored: Launch opens them "
+            f"All {estimate.stored} run(s) of this launch are already stored: Launch opens them "
             "(nothing to train). Change the methods, seeds or settings for a new run."
         )
     )
-    if estimate["left_out"]:
-        message += f" {studio_ui.md(estimate['left_out'])}."
+    if estimate.left_out:
+        message += f" {studio_ui.md(estimate.left_out)}."
     if device == "cpu" and not frozen and minutes > 20:
         st.warning(
             message + " That is long for a CPU: try the quick compare, fewer epochs, a "
@@ -405,15 +344,7 @@ if config is not None:
 
 if rules.read_only:
     st.info("Training is switched off on this deployment (read-only): browse the shipped runs.")
-elif st.button("Launch", type="primary", disabled=config is None):
-    request = TrainRequest(
-        data=replace(studio_ui.current_choice(), threshold=dataset.threshold),
-        methods=methods,
-        seeds=seeds,
-        model=st.session_state["model"],
-        config=config,
-        executor=executor,
-    )
+elif st.button("Launch", type="primary", disabled=request is None):
     job = studio_ui.launch(
         request,
         label=f"{len(methods)} method(s) x {len(seeds)} seed(s) on "
@@ -421,12 +352,13 @@ elif st.button("Launch", type="primary", disabled=config is None):
         f" ({tuning.label}"
         f"{'' if frozen else f', {recipe} recipe'})"
         f"{f' on {executor.executor}' if executor.remote else ''}",
-        # one run after another: no estimate of a cluster's time
-        estimate=None if executor.remote else estimate,
+        estimate=estimate,  # a cluster's: one run after another here, an upper bound
+        dataset=dataset,
     )
     if job is not None:
         st.session_state["last_job"] = job.id
-        st.toast(f"Launched job {job.id}")
+        st.toast(f"{'Already running' if job.attached else 'Launched'}: job {job.id}")
+        st.rerun()  # the panel above shows it
 
 
 st.subheader("Finished runs for this dataset")

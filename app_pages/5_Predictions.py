@@ -5,10 +5,10 @@ import streamlit as st
 import studio_ui
 from glee_core.studio import (
     EXPORT_FORMATS,
+    ExportRequest,
     GleeError,
     chart_confusion,
     confusion_fits,
-    export_zip,
     spreadsheet_csv,
 )
 
@@ -101,22 +101,19 @@ quantize = EXPORT_FORMATS[form].quantizes and st.checkbox(
     "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the card)",
     key=f"export-int8-{run.run_id}",
 )
-built = st.session_state.get("export")
-if st.button("Build the folder", key=f"export-{run.run_id}"):
-    try:
-        with st.spinner("Exporting and checking ..."), studio_ui.machine_turn():
-            data, code = export_zip(run, form, "int8" if quantize else None)
-    except GleeError as exc:
-        st.error(studio_ui.md(exc))
-    else:
-        built = st.session_state["export"] = (run.run_id, form, data, code)
-if built and built[:2] == (run.run_id, form):
-    st.download_button(
-        f"Download {run.run_id}-{form}.zip",
-        built[2],
-        f"{run.run_id}-{form}.zip",
-        "application/zip",
-        type="primary",
-    )
-    st.caption("Load it so (the folder's README.md, its model card, says more):")
-    st.code(built[3], language="python")
+request = ExportRequest(
+    run=run.run_id,
+    form=form,
+    out=str(studio_ui.store().jobs_dir / f"{run.run_id}-{form}{'-int8' if quantize else ''}.zip"),
+    quantize="int8" if quantize else None,
+    stores=[str(s.root) for s in studio_ui.stores()],
+)
+studio_ui.work_button(request, "Build the folder", key=f"export-{run.run_id}")
+if error := studio_ui.last_failure("export", request):
+    st.error(f"The export failed: {studio_ui.md(error)}")
+elif (made := studio_ui.last_made("export", request)) is not None:
+    for path, name, mime in made.files:
+        studio_ui.download(path, name, mime, key=f"export-zip-{run.run_id}", primary=True)
+    if made.code:
+        st.caption("Load it so (the folder's README.md, its model card, says more):")
+        st.code(made.code, language="python")

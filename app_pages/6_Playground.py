@@ -1,23 +1,24 @@
 """Playground: type a text, see every class's score from a run or the zero-shot MLM head."""
 
 import hashlib
-import tempfile
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 import studio_ui
 from glee_core.studio import (
     GleeError,
     LimitReached,
+    PredictRequest,
     Scorer,
     blank_warning,
     chart_class_scores,
     get_backbone,
     load_run,
-    predict_csv,
     slug,
     spreadsheet_csv,
+    write_atomic,
 )
 
 studio_ui.sidebar()
@@ -94,8 +95,8 @@ cap = rules.score_rows if rules.public else None
 st.caption(
     "Every row of the file comes back with the predicted class, its probability, the top "
     "3 classes with scores (and the label word, for prompt methods). The same as "
-    "`python -m glee_core predict`. The file is read in memory, not kept"
-    + (f"; up to {cap:,} texts here, classified in turn with the training jobs." if cap else ".")
+    "`python -m glee_core predict`. A background job classifies it (this page stays usable); "
+    "the file is kept beside your jobs" + (f", up to {cap:,} texts here." if cap else ".")
 )
 uploaded = st.file_uploader(
     "CSV of texts",
@@ -111,36 +112,38 @@ if uploaded is not None and rules.public:
         uploaded = None
 if uploaded is not None:
     data = uploaded.getvalue()
-    # scored once per file and scorer in this session: typing in the text box does not redo it
-    key = (hashlib.sha256(data).hexdigest(), stem)
-    done = st.session_state.setdefault("scored-files", {})
-    if key not in done:
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "texts.csv"
-            path.write_bytes(data)
-            bar = st.progress(0.0, text="Classifying ...")
-            try:
-                with studio_ui.machine_turn(
-                    lambda: bar.progress(
-                        0.0, text="Waiting for the machine: training jobs go first ..."
-                    )
-                ):
-                    done[key] = predict_csv(
-                        scorer,
-                        path,
-                        max_rows=cap,
-                        progress=lambda n, total: bar.progress(
-                            n / total, text=f"Classifying: {n} of {total} texts"
-                        ),
-                    )
-            except GleeError as exc:
-                st.error(
-                    "This CSV cannot be classified: "
-                    f"{studio_ui.md(exc.naming(path, uploaded.name))}"
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    folder = studio_ui.store().jobs_dir
+    request = PredictRequest(
+        input=str(folder / f"texts-{digest}.csv"),
+        out=str(folder / f"{slug(stem)}-{digest}-predictions.csv"),
+        run=None if choice == "zero-shot" else choice,
+        stores=[str(s.root) for s in studio_ui.stores()],
+        data=studio_ui.current_choice() if choice == "zero-shot" else None,
+        model=studio_ui.current_model(),
+        max_rows=cap,
+    )
+    if not Path(request.input).is_file():  # kept where the job reads it, once
+        try:
+            if rules.public:
+                studio_ui.workspace(create=True).check_upload(rules, len(data))
+                request = studio_ui.rebased(
+                    request, folder.parent, studio_ui.workspace().store.root
                 )
-            bar.empty()
-    predicted = done.get(key)
-    if predicted is not None:
+            write_atomic(Path(request.input), data)
+        except (GleeError, OSError) as exc:
+            st.error(f"This CSV cannot be kept: {studio_ui.md(exc)}")
+            st.stop()
+    studio_ui.work_button(request, "Classify its texts", key=f"classify-{digest}-{stem}")
+    if error := studio_ui.last_failure("predict", request):
+        said = error.replace(request.input, uploaded.name)  # the file by the name it was sent as
+        st.error(f"This CSV cannot be classified: {studio_ui.md(said)}")
+    elif (made := studio_ui.last_made("predict", request)) is not None and made.files:
+        predicted = pd.read_csv(made.files[0][0], dtype=str, keep_default_na=False)  # as sent
+        predicted["probability"] = pd.to_numeric(predicted["probability"])
+        predicted.attrs["blank_rows"] = studio_ui.newest_job("predict", request).result.get(
+            "blank_rows", []
+        )
         if warning := blank_warning(predicted):
             st.warning(warning[0].upper() + warning[1:] + ".")
         st.dataframe(

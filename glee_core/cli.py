@@ -47,6 +47,15 @@ def _add_runs_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", help="run store (default $GLEE_RUNS_DIR, else ./runs)")
 
 
+def _add_job(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--request`` and ``--progress-file``: what the app's background job of ``what`` runs."""
+    parser.add_argument(
+        "--request",
+        help=f"a JSON {what} request (what the app writes); replaces the other flags",
+    )
+    parser.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line. Dataset and training flags come from the fields of
     :class:`DataOptions` and :class:`TrainConfig` (their one declaration)."""
@@ -106,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the setting to report, by the short id the note "
         "listing them prints (default: the recommended candidate's)",
     )
-    report.add_argument("--out", required=True, help="the PDF file to write")
+    report.add_argument("--out", help="the PDF file to write")
+    _add_job(report, "report")
 
     rep = sub.add_parser(
         "reproduce",
@@ -147,13 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="classify a CSV of texts with a stored run or an "
         "exported classifier; writes the rows with the predictions",
     )
-    source = predict.add_mutually_exclusive_group(required=True)
+    source = predict.add_mutually_exclusive_group()
     source.add_argument("--run", help=RUN_HELP)
     source.add_argument("--classifier", help="a folder written by export")
-    predict.add_argument("--input", required=True, help="CSV of texts (any delimiter/encoding)")
+    predict.add_argument("--input", help="CSV of texts (any delimiter/encoding)")
     predict.add_argument("--text-column", help="the text column (default: text, sentence, ...)")
     predict.add_argument("--text-b-column", help="a second text column, for pair datasets")
-    predict.add_argument("--out", required=True, help="the CSV to write")
+    predict.add_argument("--out", help="the CSV to write")
     predict.add_argument("--top-k", type=int, default=3, help="labels ranked per row (default 3)")
     predict.add_argument("--device", default="auto", help="auto, cpu or cuda")
     predict.add_argument(
@@ -166,13 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
         "onnx for an ONNX classifier folder, else torch",
     )
     _add_runs_dir(predict)
+    _add_job(predict, "prediction")
 
     export = sub.add_parser(
         "export", help="write a run as a self-contained classifier folder with a model card"
     )
-    export.add_argument("--run", required=True, help=RUN_HELP)
+    export.add_argument("--run", help=RUN_HELP)
     _add_runs_dir(export)
-    export.add_argument("--out", required=True, help="a new folder")
+    export.add_argument("--out", help="a new folder")
+    _add_job(export, "export")
     export.add_argument(
         "--include-backbone",
         action="store_true",
@@ -268,10 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     ):
         report = sub.add_parser(name, help=about)
-        add_arguments(report, DataOptions)
+        add_arguments(report, DataOptions, optional=True)
         report.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
-        add_arguments(report, options)
+        add_arguments(report, options, optional=True)
         _add_runs_dir(report)
+        _add_job(report, name)
 
     suggest = sub.add_parser(
         "suggest",
@@ -280,10 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
         "quick-mode head's scores, as a CSV with a label column to fill "
         "(then train --add it)",
     )
-    add_arguments(suggest, DataOptions)
+    add_arguments(suggest, DataOptions, optional=True)
     suggest.add_argument("--model", default="auto", help="auto (offline MiniLM), HF id or path")
-    add_arguments(suggest, SuggestOptions)
+    add_arguments(suggest, SuggestOptions, optional=True)
     _add_runs_dir(suggest)
+    _add_job(suggest, "suggestion")
 
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help=RUN_HELP)

@@ -6,12 +6,12 @@ calls ``studio_ui.launch(...)``. In import order (each module imports only those
   visitor as the server sees them.
 - ``stores``: which run stores this session reads and writes; their runs, read once per change.
 - ``choice``: the dataset and backbone chosen, remembered across pages and a reload.
-- ``estimates``: what a launch costs here (the engine's estimate over this session's runs).
-- ``jobs``: launching training and adaptation (public mode's limits are
-  ``glee_core.serve.workspaces``'), a turn on the machine, a job's progress bar.
+- ``estimates``: what a job costs here (its kind's estimate over this session's runs and jobs).
+- ``jobs``: launching every kind of job one way (public mode's limits are
+  ``glee_core.serve.workspaces``'), its button and bar, the jobs panel and the sidebar's line.
 - ``widgets``: the pickers the pages share.
 - ``recommendation``: the answer a compare ends on, and its next steps as one click each.
-- ``reports``: the Data page's health check and label budget, measured here and drawn.
+- ``reports``: the Data page's health check and label budget: their jobs, then the reports.
 - ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
 - ``navigation``: the pages, the sidebar and its workspace panel.
 
@@ -48,22 +48,25 @@ from .choice import (
     set_threshold,
 )
 from .estimates import (
-    adapt_estimate,
     device_kind,
+    estimate_of,
+    here,
     label_word_heads_left_out,
-    report_estimate,
-    time_estimate,
     trainable_parameters,
-    unstored_jobs,
-    unstored_stages,
 )
 from .jobs import (
+    download,
     job_progress,
     job_title,
+    jobs_panel,
+    last_failure,
+    last_made,
     launch,
-    launch_adapt,
-    machine_turn,
+    newest_job,
+    rebased,
     running_step,
+    sidebar_jobs,
+    work_button,
 )
 from .labelling import added_panel, unlabelled_texts_section
 from .navigation import (
@@ -97,7 +100,6 @@ from .stores import (
     uploads_dir,
 )
 from .text import (
-    about,
     duration,
     md,
     model_label,

@@ -1,11 +1,13 @@
 """The Data page's unlabelled texts: a pool kept beside the data, the texts to label next
-(``glee_core.train.suggest``), labelling them here (every answer saved as it is given:
-``glee_core.runs.labelling``), and adding them to the data as a ``+added-`` variant."""
+(a background job: ``glee_core.train.suggest``), labelling them here (every answer appended to
+the session's log as it is given: ``glee_core.runs.labelling``), and adding them to the data as
+a ``+added-`` variant."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +20,8 @@ from glee_core.studio import (
     SKIPPED,
     GleeError,
     LabellingSession,
-    LimitReached,
+    SuggestOptions,
+    SuggestRequest,
     disk_message,
     slug,
     spreadsheet_csv,
@@ -27,8 +30,7 @@ from glee_core.studio import (
 
 from .access import policy, workspace
 from .choice import choose_dataset, current_choice, current_model, load_options
-from .estimates import time_estimate
-from .jobs import launch, machine_turn, running_step
+from .jobs import last_failure, newest_job, work_button
 from .stores import all_runs, kept_pools, quick_compare_runs, store
 from .text import md
 
@@ -37,115 +39,56 @@ SHOWN = 20  # unanswered suggestions shown at once (each is a row of buttons)
 
 
 def keep_pool(uploaded) -> Path | None:
-    """The uploaded pool checked (read whole: every row kept or one message) and kept in the
-    store (the visitor's workspace in public mode, within its limits); None after saying why
-    not."""
-    from glee_core.studio import read_pool  # noqa: PLC0415 (pandas)
-
+    """The uploaded pool kept in the store (the visitor's workspace in public mode, within its
+    limits) as it came: it is read as a table by the job that scores it, never in this page (a
+    10 MB pool must not hold the web process). A file without a text (empty, a byte-order mark
+    alone) is refused here; None after saying why."""
     rules = policy()
     data = uploaded.getvalue()
+    if not data.removeprefix(b"\xef\xbb\xbf").strip():
+        st.error(
+            f"{md(uploaded.name)} holds no text: give a CSV with a text column, or a .txt "
+            "file of one text a line."
+        )
+        return None
     stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(uploaded.name).stem)[:40] or "pool"
     suffix = ".txt" if uploaded.name.lower().endswith(".txt") else ".csv"
-    path = Path(f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}.pool{suffix}")
+    name = f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}.pool{suffix}"
     try:
         if rules.public:
-            own = workspace(create=True)
-            own.check_upload(rules, len(data))
-        path = store().labelling_dir / path.name  # the workspace's store, once it is made
-        write_atomic(path, data)
-        try:
-            pool, notes = read_pool(path)
-        except GleeError:
-            path.unlink(missing_ok=True)
-            raise
-        if rules.public and len(pool) > rules.score_rows:
-            path.unlink(missing_ok=True)
-            raise LimitReached(
-                f"This pool holds {len(pool):,} texts; a pool here may hold "
-                f"{rules.score_rows:,}. Give a sample of it, or run Glee Studio "
-                "on your own machine (python -m glee_core suggest)."
-            )
-    except GleeError as exc:
-        st.error(md(exc.naming(path, uploaded.name)))
-        return None
-    except OSError as exc:
-        st.error(f"The pool could not be kept: {md(disk_message(exc))}")
-        return None
-    for note in notes:
-        st.caption(md(note.replace(str(path), uploaded.name)))
-    return path
-
-
-def suggest_now(dataset, pool_path: Path, n: int, strategy: str) -> LabellingSession | None:
-    """Run ``suggest`` here (in public mode in turn with the training jobs), a bar on the
-    feature passes; the session written, keeping the answers already given to texts suggested
-    again. None after saying why not."""
-    from glee_core.studio import SuggestOptions, read_pool, suggest  # noqa: PLC0415 (torch)
-
-    model = current_model()
-    bar = st.progress(0.0, text="Scoring the pool ...")
-
-    def progress(event) -> None:
-        if getattr(event, "total", 0) and hasattr(event, "format"):
-            bar.progress(
-                event.done / event.total,
-                text=f"Encoding {event.format}: {event.done} of {event.total}",
-            )
-
-    try:
-        if policy().public:  # its feature cache goes into the workspace: within its disk
-            workspace(create=True).check_disk(policy())
-        pool, _ = read_pool(pool_path)
-        with machine_turn(
-            lambda: bar.progress(0.0, text="Waiting for the machine: training jobs go first ...")
-        ):
-            found = suggest(
-                dataset,
-                pool,
-                model,
-                store(),
-                SuggestOptions(pool=str(pool_path), out="-", n=n, strategy=strategy),
-                progress,
-            )
+            workspace(create=True).check_upload(rules, len(data))
+        path = write_atomic(store().labelling_dir / name, data)  # the workspace's store
     except GleeError as exc:
         st.error(md(exc))
         return None
     except OSError as exc:
-        st.error(f"The suggestions could not be kept: {md(disk_message(exc))}")
+        st.error(f"The pool could not be kept: {md(disk_message(exc))}")
         return None
-    finally:
-        bar.empty()
-    path = LabellingSession.path_for(store(), dataset.id, str(pool_path))
-    before = LabellingSession.read(path)
-    rows = found.frame.drop(columns=["label", "strategy"]).to_dict("records")
-    answers = (
-        {}
-        if before is None
-        else {
-            key: label
-            for key, label in before.answers.items()
-            if key in {str(int(r["pool_row"])) for r in rows}
-        }
+    return path
+
+
+def suggest_request(dataset, pool_path: Path, n: int, strategy: str) -> SuggestRequest:
+    """The job that scores the pool and keeps its suggestions as the dataset's labelling
+    session (the answers already given to texts suggested again kept)."""
+    return SuggestRequest(
+        current_choice(),
+        SuggestOptions(pool=str(pool_path), out="-", n=n, strategy=strategy),
+        current_model(),
+        session=True,
     )
-    session = LabellingSession(
-        dataset.id,
-        str(pool_path),
-        pool_path.name,
-        found.strategy,
-        found.run_id,
-        rows,
-        answers,
-        pool_classes=found.pool_classes,
-    )
-    session.write(store())
-    for note in found.notes:
-        st.caption(md(note))
-    st.session_state["labelling-note"] = (
-        f"{len(rows)} suggested by `{found.strategy}` from the scores of `{found.run_id}`; "
-        f"{found.duplicates} of the pool's {found.pool_texts} texts left out as already in "
-        f"the data (exactly or nearly) ({found.seconds:.1f} s)."
-    )
-    return session
+
+
+def suggestion_note(request) -> str | None:
+    """What the newest suggestion of ``request`` said once it finished (its strategy, the head
+    that scored, the duplicates left out), or None."""
+    job = newest_job("suggest", request)
+    result = job.result if job is not None and job.status == "done" else None
+    return result.get("summary") if isinstance(result, dict) else None
+
+
+def tab_id() -> str:
+    """This browser tab's id: who gave an answer (another tab's answers are said so)."""
+    return st.session_state.setdefault("labelling-tab", secrets.token_hex(4))
 
 
 def answer_rows(session: LabellingSession, dataset) -> None:
@@ -165,7 +108,9 @@ def answer_rows(session: LabellingSession, dataset) -> None:
 
     def keep(pool_row: int, label: str) -> None:
         try:
-            session.answer(store(), pool_row, label, dataset.classes)
+            session.answer(store(), pool_row, label, dataset.classes, by=tab_id())
+        except GleeError as exc:  # a class the data no longer has, a row replaced meanwhile
+            st.session_state["labelling-error"] = str(exc)
         except OSError as exc:
             st.session_state["labelling-error"] = disk_message(exc)
 
@@ -182,14 +127,15 @@ def answer_rows(session: LabellingSession, dataset) -> None:
         with st.container(border=True):
             st.markdown(md(str(row["text"])[:1000]))
             yes, other, none, skip = st.columns([2, 3, 1.3, 1], vertical_alignment="center")
-            yes.button(
-                f"{predicted} ({row['confidence']:.0%})",
-                key=f"yes-{pool_row}",
-                help="Yes: this text is of the predicted class",
-                type="primary",
-                on_click=keep,
-                args=(pool_row, predicted),
-            )
+            if predicted in dataset.classes:  # a session of other data may predict another
+                yes.button(
+                    f"{predicted} ({float(row.get('confidence', 0.0)):.0%})",
+                    key=f"yes-{pool_row}",
+                    help="Yes: this text is of the predicted class",
+                    type="primary",
+                    on_click=keep,
+                    args=(pool_row, predicted),
+                )
             other.selectbox(
                 "Another class",
                 [c for c in dataset.classes if c != predicted],
@@ -274,8 +220,8 @@ def unlabelled_texts_section(dataset) -> None:
         max_upload_size=limit,
     )
     if uploaded is not None and st.session_state.get("pool-kept-id") != uploaded.file_id:
+        st.session_state["pool-kept-id"] = uploaded.file_id  # refused or kept: said once
         if (kept := keep_pool(uploaded)) is not None:
-            st.session_state["pool-kept-id"] = uploaded.file_id
             st.session_state["pool"] = str(kept)
     pools = kept_pools()
     if not pools:
@@ -295,24 +241,36 @@ def unlabelled_texts_section(dataset) -> None:
     strategy = middle.selectbox(
         "Strategy", list(QUERY_STRATEGIES), format_func=lambda s: f"{s}: {QUERY_STRATEGIES[s].help}"
     )
-    self_training(dataset, pool)
     session_path = LabellingSession.path_for(store(), dataset.id, str(pool))
     session = LabellingSession.read(session_path)
-    if right.button(
-        "Suggest texts to label" if session is None else "Suggest again",
-        type="primary" if session is None else "secondary",
-    ):
-        session = suggest_now(dataset, pool, int(n), strategy) or session
-    if note := st.session_state.get("labelling-note"):
-        st.caption(note)  # the studio's own words: a strategy, a run id (no user text)
+    request = suggest_request(dataset, pool, int(n), strategy)
+    with right:
+        work_button(
+            request,
+            "Suggest texts to label" if session is None else "Suggest again",
+            key="suggest",
+            primary=session is None,
+            dataset=dataset,
+        )
+    if error := last_failure("suggest", request):
+        st.error(f"The suggestions failed: {md(error)}")
+    elif note := suggestion_note(request):
+        st.caption(md(note))
+    self_training(dataset, pool)
     if session is None:
         return
     if error := st.session_state.pop("labelling-error", None):
         st.error(f"An answer could not be saved: {md(error)}")
+    others = {k for k, by in session.answered_by.items() if by and by != tab_id()}
+    if others:
+        st.info(
+            f"{len(others)} of these answers came from another tab or browser (the newest "
+            "answer for a text counts; every answer is kept)."
+        )
     answered = len(session.answers)
     st.caption(
         f"{answered} of {len(session.rows)} answered; {session.to_add} to add "
-        f"(strategy `{session.strategy}`, the head of `{session.run_id}`)."
+        f"(strategy `{session.strategy}`, the head of `{md(session.run_id)}`)."
     )
     answer_rows(session, dataset)
     left, right = st.columns([1, 1])
@@ -381,26 +339,17 @@ def self_training_button(dataset, pool: Path, methods, config, what: str, label:
         config=config,
         self_train=SelfTrainOptions(pool=str(pool), self_train="auto"),
     )
-    key = f"self-train-{config.mode}-{pool.name}"
-    if running_step(request, key=f"{key}-running"):
-        return
-    estimate = time_estimate(dataset, methods, [1], config)
-    if st.button(
-        f"{label} ({estimate['text']} and the pool's pass)",
-        key=key,
+    work_button(
+        request,
+        f"{label} (and the pool's pass)",
+        key=f"self-train-{config.mode}-{pool.name}",
+        primary=False,
+        dataset=dataset,
         help="Pseudo-labels of the pool (each class at most its labelled share) join the "
         "training texts - unless cross-validation on your labelled texts says they cost "
         "over 2 macro-F1 points (the job's log says which way). Measured at 10% labelled: "
         "tail F1 +4.6 / +5.5 / +2.1 on the demo / r8-1500 / r52-lt (BENCHMARKS.md).",
-    ):
-        job = launch(
-            request,
-            label=f"{what.capitalize()} with self-training on {dataset.id} ({estimate['text']})",
-            estimate=estimate,
-        )
-        if job is not None:
-            st.session_state["last_job"] = job.id
-            st.switch_page("app_pages/2_Train.py")
+    )
 
 
 def gain_table(

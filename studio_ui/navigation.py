@@ -18,6 +18,7 @@ from glee_core.studio import (
 
 from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, workspace
 from .choice import current_dataset_id, current_model, display_name
+from .jobs import sidebar_jobs
 from .stores import cached_runs
 from .text import md, model_label
 
@@ -107,6 +108,8 @@ def sidebar() -> None:
                     icon=":material/visibility:",
                 )
             workspace_panel(own, rules)
+        if not rules.read_only:
+            sidebar_jobs()  # the work running, on every page
 
 
 LABEL_WORDS_BUTTON = "Give label words the backbone reads (Data page)"

@@ -12,7 +12,7 @@ from glee_core.studio import (
 
 from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
-from .estimates import time_estimate
+from .estimates import estimate_of
 from .jobs import launch, running_step
 from .stores import all_runs, kept_pools, stores
 from .text import md
@@ -173,17 +173,11 @@ def recommendation_panel(runs, key: str) -> None:
             ),
         )
     estimates = {
-        step.kind: time_estimate(
-            dataset,
-            step.request.methods,
-            step.request.seeds,
-            step.request.config,
-            step.request.model,
-        )
+        step.kind: estimate_of(step.request, dataset)
         for step in rec.steps
-        if step.request is not None
+        if step.request is not None and dataset is not None
     }
-    steps = order_steps(rec.steps, {kind: e["seconds"] / 60 for kind, e in estimates.items()})
+    steps = order_steps(rec.steps, {kind: e.seconds / 60 for kind, e in estimates.items()})
     if steps:
         st.markdown("**Next steps**, best value for the time first:")
     for number, step in enumerate(steps):
@@ -204,14 +198,14 @@ def recommendation_panel(runs, key: str) -> None:
                 f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}"
             )
         request = step.request
-        if request is None or policy().read_only:
+        if request is None or policy().read_only or step.kind not in estimates:
             st.caption(
                 f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
                 "with `python -m glee_core train`."
             )
             continue
         estimate = estimates[step.kind]
-        label = f"{label} ({estimate['text'].removeprefix('about ')})"
+        label = f"{label} ({estimate.text.removeprefix('about ')})"
         if running_step(request, key=f"{key}-{step.kind}-running"):
             continue
         if st.button(
@@ -221,4 +215,6 @@ def recommendation_panel(runs, key: str) -> None:
             if job is not None:
                 st.session_state["last_job"] = job.id
                 st.switch_page("app_pages/2_Train.py")
-        st.caption(f"Why: {why}. Estimated here: {estimate['text']} ({estimate['basis']}).")
+        st.caption(
+            f"Why: {why}. Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
+        )

@@ -1,11 +1,11 @@
 """The Data page's two reports on the data itself: the health check (suspected label errors,
 duplicates and leaks, outliers, confused classes) and the label budget (the texts each class
-needs), each measured here with its estimate and bar, then drawn from the report it wrote
-(``glee_core.runs.health``, ``glee_core.runs.budget``)."""
+needs), each measured by a background job (its button says the estimate, then its bar shows
+where the page asked for it) and drawn from the report it wrote (``glee_core.runs.health``,
+``glee_core.runs.budget``)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import pandas as pd
@@ -18,17 +18,14 @@ from glee_core.studio import (
     ISSUES_FILE,
     POOLINGS,
     BudgetOptions,
-    GleeError,
+    BudgetRequest,
     HealthOptions,
+    HealthRequest,
     LabellingSession,
-    LimitReached,
     budget_line,
     chart_label_budget,
-    data_health,
     default_of,
-    disk_message,
     help_of,
-    label_budget,
     read_budget,
     read_health,
     recommend,
@@ -36,12 +33,11 @@ from glee_core.studio import (
     spreadsheet_csv,
 )
 
-from .access import policy, workspace
+from .access import policy
 from .choice import choose_dataset, current_choice, current_model
-from .estimates import report_estimate
-from .jobs import machine_turn
+from .jobs import last_failure, work_button
 from .stores import all_runs, store
-from .text import duration, md
+from .text import md
 
 WEAK_FLAGS_F1 = 75.0  # a model under this out-of-fold macro-F1 flags ambiguous texts as well
 
@@ -49,76 +45,6 @@ WEAK_FLAGS_F1 = 75.0  # a model under this out-of-fold macro-F1 flags ambiguous 
 def health_folder(dataset, model: str):
     """Where this dataset's reports by ``model`` are kept (beside the runs)."""
     return store().data_report_dir(dataset.id, model)
-
-
-def run_report(what: str, measure, estimate: dict) -> None:
-    """Measure a data report here (in public mode in turn with the training jobs, within its
-    limit): ``measure(progress)`` computes and writes it, a bar moving with the feature pass
-    (where the texts are not encoded yet) and the report's steps, with the time left by the
-    ``estimate``; an error says what to fix. In public mode the web process's work is
-    refused above ``report_seconds`` estimated and stopped at twice that."""
-    rules = policy()
-    try:
-        if rules.public:
-            rules.check_report(what, estimate["seconds"])
-            # the visitor's report, in their workspace (never the .none folder), within its disk
-            workspace(create=True).check_disk(rules)
-    except GleeError as exc:
-        st.error(md(exc))
-        return
-    bar = st.progress(0.0, text=f"{what} ...")
-    encoded, started = [], time.monotonic()
-
-    def show(share: float, text: str) -> None:
-        elapsed = time.monotonic() - started
-        if rules.public and elapsed > 2 * rules.report_seconds:
-            raise LimitReached(
-                f"{what} was stopped after {elapsed / 60:.0f} min, twice the "
-                "most work on this page may take here (the machine is busy, or "
-                "the estimate was short). Run it on your own machine."
-            )
-        left = max(estimate["seconds"] - elapsed, elapsed * (1 - share) / max(share, 0.05))
-        bar.progress(min(share, 1.0), text=f"{text} · {duration(left)} left")
-
-    def progress(event) -> None:
-        if getattr(event, "total", 0) and hasattr(event, "format"):  # the feature pass
-            encoded.append(True)
-            show(
-                0.6 * event.done / event.total, f"Encoding the texts: {event.done} of {event.total}"
-            )
-        elif hasattr(event, "steps"):
-            start = 0.6 if encoded else 0.0
-            show(start + (1 - start) * (event.step - 1) / event.steps, event.what)
-
-    try:
-        with machine_turn(
-            lambda: bar.progress(0.0, text="Waiting for the machine: training jobs go first ...")
-        ):
-            measure(progress)
-    except GleeError as exc:
-        st.error(md(exc))
-    except OSError as exc:
-        st.error(f"{what} could not be kept: {md(disk_message(exc))}")
-    bar.empty()
-
-
-def check_health(dataset, model: str, estimate: dict) -> None:
-    """Run ``health`` here (:func:`run_report`), into the store of the workspace it makes."""
-    from glee_core.studio import get_backbone, resolve_device  # noqa: PLC0415 (torch)
-
-    run_report(
-        "The health check",
-        lambda progress: data_health(
-            dataset,
-            get_backbone(model),
-            model,
-            HealthOptions(out=str(health_folder(dataset, model))),
-            store().features_dir,
-            resolve_device("auto"),
-            progress,
-        ).write(health_folder(dataset, model)),
-        estimate,
-    )
 
 
 def show_health(dataset, folder) -> None:
@@ -229,16 +155,16 @@ def health_section(dataset) -> None:
     if policy().read_only:
         st.caption("Checking writes files; it is switched off on this deployment (read-only).")
     else:
-        estimate = report_estimate(dataset, "health", HealthOptions(out=str(folder)))
-        if st.button(
-            ("Check again" if done else "Check the data's health") + f" ({estimate['text']})",
-            type="secondary" if done else "primary",
-            help=f"Estimated from {estimate['basis']}.",
-            key="health-check",
-        ):  # its estimate moves: the key keeps the click
-            check_health(dataset, model, estimate)
-            folder = health_folder(dataset, model)
-            done = (folder / HEALTH_FILE).is_file()
+        request = HealthRequest(current_choice(), HealthOptions(out=str(folder)), model)
+        work_button(
+            request,
+            "Check again" if done else "Check the data's health",
+            key="health-check",  # its estimate moves: the key keeps the click
+            primary=not done,
+            dataset=dataset,
+        )
+        if error := last_failure("health", request):
+            st.error(f"The health check failed: {md(error)}")
     if done:
         show_health(dataset, folder)
 
@@ -251,19 +177,6 @@ def budget_head(dataset) -> tuple[str, str | None]:
     if rec is None:
         return default_of(BudgetOptions, "method"), None
     return rec.chosen.method, rec.chosen.pooling if rec.chosen.pooling in POOLINGS else None
-
-
-def measure_budget(dataset, model: str, options, estimate: dict) -> None:
-    """Run ``budget`` here (:func:`run_report`), into the store of the workspace it makes."""
-    from glee_core.studio import get_backbone  # noqa: PLC0415 (torch)
-
-    run_report(
-        "The label budget",
-        lambda progress: label_budget(
-            dataset, get_backbone(model), model, options, store().features_dir, progress
-        ).write(health_folder(dataset, model)),
-        estimate,
-    )
 
 
 def show_budget(dataset, folder) -> None:
@@ -329,19 +242,18 @@ def budget_section(dataset) -> None:
             help=help_of(BudgetOptions, "target_f1"),
         )
         options = BudgetOptions(out=str(folder), method=method, pooling=pooling, target_f1=target)
-        estimate = report_estimate(dataset, "budget", options)
-        if right.button(
-            ("Measure again" if done else "Measure the label budget")
-            + f" (head: {method}, {estimate['text']})",
-            type="secondary" if done else "primary",
-            key="budget-measure",
-            help="The head is the quick compare's recommended one when there is "
-            "one (Home), else "
-            + default_of(BudgetOptions, "method")
-            + f". Estimated from {estimate['basis']}.",
-        ):
-            measure_budget(dataset, model, options, estimate)
-            folder = health_folder(dataset, model)
-            done = (folder / BUDGET_FILE).is_file()
+        request = BudgetRequest(current_choice(), options, model)
+        with right:
+            work_button(
+                request,
+                ("Measure again" if done else "Measure the label budget") + f" (head: {method})",
+                key="budget-measure",
+                primary=not done,
+                dataset=dataset,
+                help="The head is the quick compare's recommended one when there is "
+                "one (Home), else " + default_of(BudgetOptions, "method") + ".",
+            )
+        if error := last_failure("budget", request):
+            st.error(f"The label budget failed: {md(error)}")
     if done:
         show_budget(dataset, folder)

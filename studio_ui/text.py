@@ -39,8 +39,3 @@ def duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60:02d} s"
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-
-
-def about(seconds: float) -> str:
-    """``about 3 min`` / ``about 40 s``."""
-    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"

@@ -12,11 +12,12 @@ from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import METHODS as ALL_METHODS
 from glee_core.models.methods import get_method, method_label
-from glee_core.models.options import TrainRequest
+from glee_core.models.requests import TrainRequest
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.jobs import list_jobs
 from studio_ui import LABEL_WORDS_BUTTON
+from tests.helpers.jobs import finished, wait_for_jobs
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,7 +321,7 @@ def test_predictions_page_filters_errors_and_draws_the_confusion_matrix(app):
     )
 
 
-def test_playground_scores_every_class(app):
+def test_playground_scores_every_class(app, app_dirs):
     at = app("app_pages/6_Playground.py").run()
     assert not at.exception
     # the recommended run scores by default; zero-shot (the MLM head) is the last choice
@@ -334,30 +335,35 @@ def test_playground_scores_every_class(app):
     at.text_area[0].input("my printer is not printing").run()
     assert len(charts(at)) == 1
     rows = "id,text\n1,my printer is not printing\n2,what is your favourite food\n"
-    at.file_uploader[0].upload("texts.csv", rows.encode(), "text/csv").run()
+
+    def classify(name: str, data: bytes) -> None:  # a job: the click returns at once
+        at.file_uploader[0].upload(name, data, "text/csv").run()
+        next(b for b in at.button if b.label.startswith("Classify its texts (")).click().run()
+        assert not at.exception
+        wait_for_jobs(app_dirs["runs"])
+        at.run()
+
+    classify("texts.csv", rows.encode())
     assert not at.exception and not at.error
     predicted = at.dataframe[-1].value
     assert list(predicted["id"]) == ["1", "2"] and {"pred", "probability", "top3"} <= set(predicted)
     assert any(b.label == "Download the predictions (CSV)" for b in at.get("download_button"))
-    at.file_uploader[0].upload("bad.csv", b"id,other\n1,a\n", "text/csv").run()
+    classify("bad.csv", b"id,other\n1,a\n")
     assert any("cannot be classified" in e.value for e in at.error)
-    at.file_uploader[0].upload("garbage.csv", bytes(range(256)) * 4, "text/csv").run()
+    classify("garbage.csv", bytes(range(256)) * 4)
     message = next(plain(e.value) for e in at.error if "cannot be classified" in e.value)
-    assert "garbage.csv: this is not a text file" in message and "texts.csv" not in message
+    assert "garbage.csv: this is not a text file" in message and "texts-" not in message
 
 
-def test_report_page_builds_a_pdf(app):
+def test_report_page_builds_a_pdf(app, app_dirs):
     at = app("app_pages/7_Report.py").run()
     assert not at.exception
-    next(b for b in at.button if b.label == "Build the PDF").click().run()
-    assert not at.exception
-    deadline = time.time() + 120  # built off the page's thread: the page polls it
-    while "report_pdf" not in at.session_state and time.time() < deadline:
-        assert not at.exception
-        time.sleep(0.5)
-        at.run()
-    assert at.session_state["report_pdf"][:5] == b"%PDF-"
-    assert any(d.label == "Download the PDF report" for d in at.get("download_button"))
+    next(b for b in at.button if b.label.startswith("Build the PDF (")).click().run()
+    assert not at.exception  # a job: the page answered at once
+    job = finished(app_dirs["runs"], "report")
+    assert Path(job.made().files[0][0]).read_bytes()[:5] == b"%PDF-"
+    at.run()
+    assert any(d.label.startswith("Download glee-report-demo-") for d in at.get("download_button"))
 
 
 def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, app_dirs):
@@ -379,7 +385,7 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
     pooling = re.search(r", (cls|mean) pooling\)", advice)
     assert pooling
     button = next(b for b in at.button if b.label.startswith("Fine-tune"))
-    assert re.fullmatch(r"Fine-tune cls-relu \([0-9.]+ (s|min)\)", button.label)
+    assert re.fullmatch(r"Fine-tune cls-relu \([0-9.]+(-[0-9.]+)? (s|min)\)", button.label)
     # the store's compare ran 2 epochs, not the app's default: the app cannot add seeds in that
     # very setting, so it names the step instead of launching another setting
     assert any(
@@ -392,8 +398,8 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
     request = TrainRequest.read(job.path.with_name(f"{job.id}.request.json"))
     job.stop()
     # the button's estimate goes with the job: its bar shows time left from the first second
-    assert job.info["estimate_seconds"] > 0
-    assert 0 < job.info["stop_share"] <= 1  # early stopping's share, which the bar expects
+    assert job.record.estimate.seconds > 0
+    assert 0 < job.record.estimate.stop <= 1  # early stopping's share, which the bar expects
     assert request.methods == ["cls-relu"] and request.config.mode == "finetune"
     assert request.config.recipe == "practical"
     assert request.config.pooling == pooling.group(1)
@@ -493,7 +499,7 @@ def test_train_page_launches_a_background_job_that_finishes(app, app_dirs):
     next(b for b in at.button if b.label == "Launch").click().run()
     assert not at.exception
     job = list_jobs(RunStore(app_dirs["runs"]))[0]
-    assert job.info["estimate_seconds"] > 0  # the page's estimate: time left from the start
+    assert job.record.estimate.seconds > 0  # the page's estimate: time left from the start
     deadline = time.time() + 240
     while job.status == "running" and time.time() < deadline:
         time.sleep(1)
@@ -545,16 +551,13 @@ def test_data_page_starts_each_adaptation_objective_from_its_own_epochs(app):
 def test_data_page_adapts_the_backbone_and_offers_it_as_the_model(app, app_dirs):
     at = app("app_pages/1_Data.py").run()
     assert not at.exception
-    assert any("Adapting" in c.value and "about" in c.value for c in at.caption)
     next(n for n in at.number_input if n.label == "Epochs").set_value(1).run()
-    next(b for b in at.button if b.label == "Adapt").click().run()
+    adapt = next(b for b in at.button if b.label.startswith("Adapt ("))
+    assert re.fullmatch(r"Adapt \((about [\d.]+ (s|min)|[\d.]+-[\d.]+ (s|min))\)", adapt.label)
+    adapt.click().run()
     assert not at.exception
-    job = list_jobs(RunStore(app_dirs["runs"]), "adapt")[0]
+    job = finished(app_dirs["runs"], "adapt")
     assert job.id not in {j.id for j in list_jobs(RunStore(app_dirs["runs"]), "train")}
-    deadline = time.time() + 240
-    while job.status == "running" and time.time() < deadline:
-        time.sleep(1)
-    assert job.status == "done", (job.status, job.error)
     at.run()
     assert any(
         c.value.startswith("Adapted backbone:") and "[MASK] top-1" in c.value for c in at.caption
@@ -667,10 +670,9 @@ def test_every_page_that_shows_one_run_opens_on_the_recommended_one(app):
         assert setting.value == setting.options[0] and setting.value.endswith("· recommended")
 
 
-def test_predictions_offers_the_run_in_every_form_it_can_take(app):
+def test_predictions_offers_the_run_in_every_form_it_can_take(app, app_dirs):
     """Where a run is shown: the formats it can leave in, a zip to download and the lines that
     load it."""
-    import io
     import zipfile
 
     at = app("app_pages/5_Predictions.py").run()
@@ -678,12 +680,14 @@ def test_predictions_offers_the_run_in_every_form_it_can_take(app):
     assert any(o.startswith("transformers") for o in form.options)
     assert not any(o.startswith("peft") for o in form.options)  # not a LoRA/P-tuning v2 run
     form.set_value(next(o for o in form.options if o.startswith("ONNX"))).run()
-    next(b for b in at.button if b.label == "Build the folder").click().run()
-    assert not at.exception and not at.error
-    download = next(d for d in at.get("download_button") if d.proto.label.endswith(".zip"))
+    next(b for b in at.button if b.label.startswith("Build the folder (")).click().run()
+    assert not at.exception and not at.error  # a job: the page answered at once
+    job = finished(app_dirs["runs"], "export")
+    at.run()
+    download = next(d for d in at.get("download_button") if ".zip (" in d.proto.label)
     assert download.proto.label.startswith("Download ")
     assert any("OnnxClassifier(" in c.value for c in at.code)
-    names = zipfile.ZipFile(io.BytesIO(at.session_state["export"][2])).namelist()
+    names = zipfile.ZipFile(job.made().files[0][0]).namelist()
     assert any(n.endswith("/model.onnx") for n in names)
     assert any(n.endswith("/onnx_classifier.py") for n in names)
 
@@ -694,8 +698,13 @@ def test_the_data_page_checks_health_and_trains_without_the_flagged_rows(app, ap
     remembered across a reload, and "Back" returns to every row."""
     at = app("app_pages/1_Data.py").run()
     check = next(b for b in at.button if b.label.startswith("Check the data's health ("))
-    assert re.fullmatch(r"Check the data's health \((about .+|a few seconds)\)", check.label)
+    assert re.fullmatch(
+        r"Check the data's health \((about .+|[\d.]+-[\d.]+ (s|min))\)", check.label
+    )
     check.click().run()
+    assert not at.exception and not at.error  # a job: the click answered at once
+    finished(app_dirs["runs"], "health")
+    at.run()
     assert not at.exception and not at.error
     table = next(d.value for d in at.dataframe if "suspected" in d.value.columns)
     assert list(table["class"])[:2] == ["trivia", "ai"]  # head -> tail
@@ -744,10 +753,13 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
     ]
     # the head the quick compare recommends (the store's quick runs: other tests add some)
     assert re.search(
-        rf"\(head: {recommend(quick).chosen.method}, (about .+|a few seconds)\)$", button.label
+        rf"\(head: {recommend(quick).chosen.method}\) \((about .+|[\d.]+-[\d.]+ (s|min))\)$",
+        button.label,
     )  # and its estimate (the time on 2 cores)
     button.click().run()
     assert not at.exception and not at.error
+    finished(app_dirs["runs"], "budget")
+    at.run()
     table = next(d.value for d in at.dataframe if "at 2x (80% interval)" in d.value.columns)
     assert list(table["class"])[:2] == ["trivia", "ai"]  # head -> tail
     assert any(

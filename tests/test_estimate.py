@@ -24,18 +24,18 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
         )
 
     base = seconds()
-    assert "no runs yet" in base["basis"] and base["seconds"] > STARTUP_SECONDS
-    assert seconds(epochs=6)["seconds"] > base["seconds"]
-    assert seconds(n_runs=4)["seconds"] - STARTUP_SECONDS == pytest.approx(
-        2 * (base["seconds"] - STARTUP_SECONDS)
+    assert "no runs yet" in base.basis and base.seconds > STARTUP_SECONDS
+    assert seconds(epochs=6).seconds > base.seconds
+    assert seconds(n_runs=4).seconds - STARTUP_SECONDS == pytest.approx(
+        2 * (base.seconds - STARTUP_SECONDS)
     )  # the start is paid once per launch
-    assert seconds(limit=5)["seconds"] < base["seconds"]
+    assert seconds(limit=5).seconds < base.seconds
     frozen = seconds(mode="frozen", recipe="practical", choose_by="dev")
-    assert frozen["basis"].startswith("frozen backbone") and frozen["seconds"] < base["seconds"]
+    assert frozen.basis.startswith("frozen backbone") and frozen.seconds < base.seconds
     # the toy set's dev split is small: by default the compare cross-validates, at a cost
     validated = seconds(mode="frozen", recipe="practical")
-    assert "then 5-fold cross-validation of each head" in validated["basis"]
-    assert validated["seconds"] > frozen["seconds"]
+    assert "then 5-fold cross-validation of each head" in validated.basis
+    assert validated.seconds > frozen.seconds
 
 
 def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dataset):
@@ -48,14 +48,14 @@ def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dat
         )
 
     paper, practical = estimate(recipe="paper"), estimate()
-    assert "search" not in paper["basis"] and "LP-FT" not in paper["basis"]
+    assert "search" not in paper.basis and "LP-FT" not in paper.basis
     n_train = len(toy_dataset.splits["train"])
     steps = -(-n_train // toy_dataset.batch_size) if toy_dataset.batch_size else -(-n_train // 32)
-    assert f"{-(-300 // steps)} epochs to reach 300 optimizer steps" in practical["basis"]
-    assert "learning-rate search on dev (4 rates, successive halving)" in practical["basis"]
-    assert "LP-FT" in practical["basis"] and practical["seconds"] > paper["seconds"]
+    assert f"{-(-300 // steps)} epochs to reach 300 optimizer steps" in practical.basis
+    assert "learning-rate search on dev (4 rates, successive halving)" in practical.basis
+    assert "LP-FT" in practical.basis and practical.seconds > paper.seconds
     fixed = estimate(lr=1e-4)
-    assert "search" not in fixed["basis"] and fixed["seconds"] < practical["seconds"]
+    assert "search" not in fixed.basis and fixed.seconds < practical.seconds
 
 
 def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, cv=None, **options):
@@ -91,7 +91,7 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
         )
 
     typical = frozen([])
-    assert "no frozen runs with this backbone yet" in typical["basis"]
+    assert "no frozen runs with this backbone yet" in typical.basis
     # 1,000 example-epochs in 2 s: a head costs 2 ms an example and epoch
     measured = [
         stored_run(
@@ -101,9 +101,9 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
     ]
     slow = frozen(measured)
     n_train = len(toy_dataset.splits["train"])
-    assert slow["per_run"] == pytest.approx(0.002 * n_train * 10)
-    assert f"feature pass 2,000 tokens/s and heads {slow['per_run']:.1f} s each" in slow["basis"]
-    assert "from 1 finished frozen run(s) with this backbone on cpu" in slow["basis"]
+    assert slow.per_run == pytest.approx(0.002 * n_train * 10)
+    assert f"feature pass 2,000 tokens/s and heads {slow.per_run:.1f} s each" in slow.basis
+    assert "from 1 finished frozen run(s) with this backbone on cpu" in slow.basis
     fast = frozen(
         [
             stored_run(
@@ -116,9 +116,7 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
             )
         ]
     )
-    assert fast["seconds"] - STARTUP_SECONDS == pytest.approx(
-        (slow["seconds"] - STARTUP_SECONDS) / 2
-    )
+    assert fast.seconds - STARTUP_SECONDS == pytest.approx((slow.seconds - STARTUP_SECONDS) / 2)
     others = [
         stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0}),
         stored_run("frozen", {"feature_pass_tokens_per_second": 1.0}, model="other"),
@@ -155,16 +153,16 @@ def test_runs_slowed_by_other_work_do_not_inflate_the_estimate(toy_dataset):
 
     alone = frozen([head(2.0, 2000.0)] * 4)
     half_slowed = frozen([head(2.0, 2000.0)] * 4 + [head(60.0, 200.0)] * 4)
-    assert half_slowed["seconds"] == pytest.approx(alone["seconds"])
-    assert "upper quartile of 8 finished frozen run(s)" in half_slowed["basis"]
+    assert half_slowed.seconds == pytest.approx(alone.seconds)
+    assert "upper quartile of 8 finished frozen run(s)" in half_slowed.basis
     one_fast = frozen([head(2.0, 2000.0)] + [head(60.0, 200.0)] * 7)
-    assert one_fast["seconds"] > 5 * alone["seconds"]
+    assert one_fast.seconds > 5 * alone.seconds
 
     def tuned(rate):
         return stored_run("finetune", {"train_examples_per_second": rate, "train_seconds": 9.0})
 
     fine = frozen([tuned(20.0)] * 3 + [tuned(2.0)] * 3, mode="finetune")
-    assert fine["seconds"] == pytest.approx(frozen([tuned(20.0)] * 3, mode="finetune")["seconds"])
+    assert fine.seconds == pytest.approx(frozen([tuned(20.0)] * 3, mode="finetune").seconds)
 
 
 def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
@@ -177,7 +175,7 @@ def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
 
     def per_run(timing):
         run = stored_run("finetune", {"train_seconds": 9.0, **timing})
-        return estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [run])["per_run"]
+        return estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [run]).per_run
 
     tokens = mean_tokens(toy_dataset, 64)
     short = per_run({"train_examples_per_second": 10.0, "train_tokens_per_second": 10 * tokens})
@@ -198,17 +196,17 @@ def test_recipe_options_that_cost_more_a_step_are_in_the_estimate(toy_dataset):
 
     plain = estimate()
     distilled = estimate(self_distill=1.0)
-    assert "teacher forwards each batch again (+1/3 a step)" in distilled["basis"]
-    assert distilled["per_run"] > 1.25 * plain["per_run"]
+    assert "teacher forwards each batch again (+1/3 a step)" in distilled.basis
+    assert distilled.per_run > 1.25 * plain.per_run
     averaged = estimate(self_ensemble=True)
-    assert "self-ensemble scores dev twice" in averaged["basis"]
-    assert plain["per_run"] < averaged["per_run"] < distilled["per_run"]
+    assert "self-ensemble scores dev twice" in averaged.basis
+    assert plain.per_run < averaged.per_run < distilled.per_run
     # the demo's texts run from 3 to 128 tokens: batches drawn by class, not length, pad more
     demo = load_dataset("demo")
     contrastive = estimate(dataset=demo, supcon=0.3)
-    assert "supcon's class-balanced batches pad x1." in contrastive["basis"]
-    assert contrastive["per_run"] > 1.2 * estimate(dataset=demo)["per_run"]
-    assert "supcon" not in estimate(supcon=0.3, batch_size=256)["basis"]  # every class pairs
+    assert "supcon's class-balanced batches pad x1." in contrastive.basis
+    assert contrastive.per_run > 1.2 * estimate(dataset=demo).per_run
+    assert "supcon" not in estimate(supcon=0.3, batch_size=256).basis  # every class pairs
 
     def tuned(rate, **options):
         timing = {"train_examples_per_second": rate, "train_seconds": 9.0}
@@ -216,8 +214,8 @@ def test_recipe_options_that_cost_more_a_step_are_in_the_estimate(toy_dataset):
 
     measured = estimate([tuned(20.0)])
     slower = [tuned(5.0, supcon=0.3), tuned(5.0, self_distill=1.0)]
-    assert estimate([tuned(20.0), *slower])["per_run"] == pytest.approx(measured["per_run"])
-    assert "no runs yet" in estimate(slower)["basis"]
+    assert estimate([tuned(20.0), *slower]).per_run == pytest.approx(measured.per_run)
+    assert "no runs yet" in estimate(slower).basis
 
 
 def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
@@ -229,7 +227,6 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     from glee_core.runs.store import RunStore
     from glee_core.train.experiment import run_experiments
     from glee_core.train.plan import plan_runs, uncached_passes
-    from studio_ui import unstored_jobs
 
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1)
@@ -237,14 +234,17 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
 
     def passes(methods):
         plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert), config)
-        return uncached_passes(store, toy_dataset, str(tiny_bert), unstored_jobs(store, plan))
+        stored = {run.run_id for run in store.runs()}
+        return uncached_passes(
+            store, toy_dataset, str(tiny_bert), [job for job in plan if job.run_id not in stored]
+        )
 
     assert passes(["cls-relu"]) == 0  # stored: nothing to encode
     assert passes(["cls-tanh"]) == 0  # the plain input's features are cached
     assert passes(["cls-tanh", "prompt"]) == 1  # the template's are not
     cached = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [], feature_passes=0)
     cold = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [])
-    assert cached["seconds"] < cold["seconds"] and "features are cached" in cached["basis"]
+    assert cached.seconds < cold.seconds and "features are cached" in cached.basis
     # the bar's share of a compare's cross-validation counts the passes still to run as part of
     # the heads' runs (as much more as ENCODING_SHARE says), and none where they are cached
     from glee_core.core.events import ENCODING_SHARE
@@ -275,7 +275,7 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
 
     def seconds(precision="auto"):
         config = TrainConfig(mode=mode, max_length=64, recipe="paper", precision=precision)
-        return estimate_seconds(toy_dataset, 3, config, "m", 22_700_000, "cpu", [])["seconds"]
+        return estimate_seconds(toy_dataset, 3, config, "m", 22_700_000, "cpu", []).seconds
 
     monkeypatch.setattr(devices, "cpu_has_bf16", lambda: True)
     monkeypatch.setattr(devices, "cpu_has_amx", lambda: False)
@@ -332,7 +332,8 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
     from transformers import AutoConfig
 
     from glee_core.models.backbone import estimate_parameters
-    from glee_core.runs.estimate import estimate_adapt_seconds, mean_tokens
+    from glee_core.runs.estimate import mean_tokens
+    from glee_core.runs.job_estimates import estimate_adapt_seconds
     from glee_core.train.adapt import AdaptOptions
 
     config = AutoConfig.from_pretrained(tiny_bert)
@@ -343,8 +344,8 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
     options = AdaptOptions(out="unused", epochs=2)
     plain = estimate_adapt_seconds(toy_dataset, options, encoder, "cpu")
     counted = estimate_adapt_seconds(toy_dataset, options, masked, "cpu")
-    assert counted["seconds"] > plain["seconds"]
-    assert counted["basis"].startswith("backbone size with its MLM head at the masked tokens")
+    assert counted.seconds > plain.seconds
+    assert counted.basis.startswith("backbone size with its MLM head at the masked tokens")
 
     tokens = (
         len(toy_dataset.splits["train"])
@@ -358,18 +359,16 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
         "options": {"epochs": 4, "batch_size": 32, "max_length": None},
     }
     measured = estimate_adapt_seconds(toy_dataset, options, masked, "cpu", [finished])
-    assert measured["seconds"] == pytest.approx(STARTUP_SECONDS + tokens * 2 / 200.0)
-    assert measured["basis"] == "from 1 finished adaptation(s) with this backbone on cpu"
+    assert measured.seconds == pytest.approx(STARTUP_SECONDS + tokens * 2 / 200.0)
+    assert measured.basis == "from 1 finished adaptation(s) with this backbone on cpu"
     older = {k: v for k, v in finished.items() if k != "tokens_per_epoch"}
     assert estimate_adapt_seconds(toy_dataset, options, masked, "cpu", [older]) == counted
     # SimCSE runs no MLM head: two passes of the encoder alone, its words say so
     simcse = AdaptOptions(out="unused", epochs=2, objective="simcse", max_length=None)
     twice = estimate_adapt_seconds(toy_dataset, simcse, encoder, "cpu")
-    assert twice["basis"].endswith("on cpu; SimCSE's two passes a text")
-    assert "MLM head" not in twice["basis"]
-    assert twice["seconds"] - STARTUP_SECONDS == pytest.approx(
-        2 * (plain["seconds"] - STARTUP_SECONDS)
-    )
+    assert twice.basis.endswith("on cpu; SimCSE's two passes a text")
+    assert "MLM head" not in twice.basis
+    assert twice.seconds - STARTUP_SECONDS == pytest.approx(2 * (plain.seconds - STARTUP_SECONDS))
 
 
 def test_tokens_per_text_are_capped_text_by_text(toy_dataset):
@@ -400,15 +399,15 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
         )
 
     once, each = estimate(), estimate(lr_search="each")
-    assert "once for the launch" in once["basis"] and once["seconds"] < each["seconds"]
+    assert "once for the launch" in once.basis and once.seconds < each.seconds
     search = search_cost(
         TrainConfig(max_length=64).resolved(64, None), len(toy_dataset.splits["train"])
     )
-    base = once["per_run"] / (1 + search)
-    assert each["seconds"] - once["seconds"] == pytest.approx(2 * base * search)
+    base = once.per_run / (1 + search)
+    assert each.seconds - once.seconds == pytest.approx(2 * base * search)
     # no finished fine-tune to measure early stopping on: the share typical of BENCHMARKS.md
-    assert f"typically ends runs at {UNMEASURED_STOP_SHARE:.0%}" in once["basis"]
-    assert once["stop"] == UNMEASURED_STOP_SHARE  # what the job's bar expects, as the estimate
+    assert f"typically ends runs at {UNMEASURED_STOP_SHARE:.0%}" in once.basis
+    assert once.stop == UNMEASURED_STOP_SHARE  # what the job's bar expects, as the estimate
     tuned = [
         stored_run(
             "finetune",
@@ -421,13 +420,13 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
         )
     ] * 3
     half = estimate(tuned)
-    assert "early stopping ends runs at 50% of their planned steps (median of 3" in half["basis"]
-    assert half["stop"] == 0.5
+    assert "early stopping ends runs at 50% of their planned steps (median of 3" in half.basis
+    assert half.stop == 0.5
     full = estimate(
         [stored_run("finetune", {"train_examples_per_second": 10.0, "train_seconds": 9.0})] * 3
     )
-    assert half["seconds"] - STARTUP_SECONDS == pytest.approx(
-        (full["seconds"] - STARTUP_SECONDS) * 0.5 / UNMEASURED_STOP_SHARE
+    assert half.seconds - STARTUP_SECONDS == pytest.approx(
+        (full.seconds - STARTUP_SECONDS) * 0.5 / UNMEASURED_STOP_SHARE
     )
 
 
@@ -448,10 +447,10 @@ def test_a_fine_tune_after_the_quick_compare_pays_no_lp_ft_stage(toy_dataset):
         )
 
     fresh, after = estimate(), estimate(lp_ft_stages=0)
-    assert "LP-FT's heads on the frozen features first" in fresh["basis"]
-    assert "LP-FT's heads stored" in after["basis"] and after["seconds"] < fresh["seconds"]
+    assert "LP-FT's heads on the frozen features first" in fresh.basis
+    assert "LP-FT's heads stored" in after.basis and after.seconds < fresh.seconds
     one = estimate(lp_ft_stages=1)
-    assert after["seconds"] < one["seconds"] < fresh["seconds"]
+    assert after.seconds < one.seconds < fresh.seconds
 
 
 def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch):
@@ -479,11 +478,12 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     idle = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [])
     loaded = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [], busy=busy)
     start = STARTUP_SECONDS  # the start is imports on one thread: not scaled
-    assert loaded["seconds"] == pytest.approx(start + busy * (idle["seconds"] - start))
-    assert loaded["per_run"] == pytest.approx(busy * idle["per_run"])
-    assert f"the training x{busy:.1f} for the other work on this CPU now" in loaded["basis"]
+    assert loaded.seconds == pytest.approx(start + busy * (idle.seconds - start))
+    assert loaded.per_run == pytest.approx(busy * idle.per_run)
+    assert f"x{busy:.1f} for the other work on this CPU now" in loaded.basis
+    assert loaded.low < loaded.seconds < loaded.high  # the other work moves: a range
     gpu = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cuda", [], busy=busy)
-    assert "other work" not in gpu["basis"]  # a GPU's pace is not the CPU's load
+    assert "other work" not in gpu.basis  # a GPU's pace is not the CPU's load
     monkeypatch.setattr(environment, "cpu_times", lambda: None)
     assert module.other_work(0.0) == 1.0  # no /proc/stat: no guess
 

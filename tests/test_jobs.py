@@ -5,6 +5,7 @@ import json
 import pytest
 
 from glee_core.core import events  # its Testing by module: not a test class to collect
+from glee_core.core.errors import INTERRUPTED
 from glee_core.core.events import Evaluated, FeaturePass, RunStarted, TrainStep, fold
 from glee_core.core.pace import time_left
 from glee_core.train.jobs import Job
@@ -124,12 +125,16 @@ def test_status_of_finished_failed_and_killed_jobs(tmp_path):
     failed = write_job(tmp_path / "b", [], err="warning: x\nerror: unknown method 'y'\n")
     assert failed.status == "failed" and failed.error == "unknown method 'y'"
     killed = write_job(tmp_path / "c", [], out="", err="epoch 1/3 ...")
-    assert killed.status == "stopped" and killed.progress().fraction == 0.0
+    assert killed.status == "died" and killed.progress().fraction == 0.0  # it said nothing
+    killed.file(".stopped").write_text("1")  # ... its Stop button was pressed
+    assert killed.status == "stopped"
+    interrupted = write_job(tmp_path / "d", [], err=f"error: {INTERRUPTED}\n")
+    assert interrupted.status == "stopped"
 
 
 def test_a_reused_pid_is_neither_running_nor_signalled(tmp_path):
     """The job's pid now names another process (here: this test's own): the job reads as
-    stopped and stop() signals nothing."""
+    ended (it died, saying nothing) and stop() signals nothing."""
     import os
 
     from glee_core.train.jobs import process_start
@@ -140,7 +145,7 @@ def test_a_reused_pid_is_neither_running_nor_signalled(tmp_path):
     job.path.write_text(json.dumps(record))
     job = Job(job.path)
     assert process_start(os.getpid()) not in (None, "1")
-    assert job.status == "stopped" and job.stop() is False  # and we are still alive
+    assert job.status == "died" and job.stop() is False  # and we are still alive
 
 
 def test_bad_job_records_are_left_out_and_listed_and_the_expiry_sweep_goes_on(tmp_path):

@@ -11,13 +11,15 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.data.pool import NONE_OF_THESE
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.runs.labelling import LabellingSession, before_after
+from glee_core.runs.labelling import SKIPPED, LabellingSession, before_after
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
+from tests.helpers.jobs import finished
 from tests.helpers.markdown import plain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +58,9 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert not at.exception and not at.error
     button(at, "Suggest texts to label").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("suggested by `rare-margin`" in plain(c.value) for c in at.caption)
+    finished(tmp_path / "runs", "suggest")  # a job: the click returned at once
+    at.run()
+    assert any("suggestion(s) by rare-margin" in plain(c.value) for c in at.caption)
     store = RunStore(tmp_path / "runs")
     [path] = store.labelling_dir.glob("demo-*.json")
     session = LabellingSession.read(path)
@@ -73,6 +77,8 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert "(tail," in first
     button(at, "Measure the label budget").click().run()
     assert not at.error, [e.value for e in at.error]
+    finished(tmp_path / "runs", "budget")
+    at.run()
     budget = next(d.value for d in at.dataframe if "at 2x (80% interval)" in d.value.columns)
     assert budget["likely in the pool"].str.contains("predicted").all()
     rows = [int(r["pool_row"]) for r in session.rows]
@@ -220,3 +226,118 @@ def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
         assert request["config"]["mode"] == "finetune"
     finally:
         job.stop()
+
+
+def session_with(tmp_path, rows=3) -> tuple[RunStore, LabellingSession]:
+    """A labelling session of the demo and a pool, written as a suggestion writes it."""
+    store = RunStore(tmp_path / "runs")
+    session = LabellingSession(
+        "demo",
+        str(tmp_path / "pool.txt"),
+        "pool.txt",
+        "rare-margin",
+        "run-1",
+        [
+            {"pool_row": i, "text": f"text {i}", "predicted": "trivia", "confidence": 0.5}
+            for i in range(rows)
+        ],
+    )
+    session.write(store)
+    return store, session
+
+
+def test_two_tabs_answering_one_session_keep_every_answer(tmp_path):
+    """LB4: each tab rewrote the whole session from the copy it read, so only the second tab's
+    answer stayed. Answers are appended to a log: both stay, the last for a row wins, and each
+    says which tab gave it (the page says when another tab answered)."""
+    classes = load_dataset("demo").classes
+    store, _ = session_with(tmp_path)
+    path = LabellingSession.path_for(store, "demo", str(tmp_path / "pool.txt"))
+    one, two = LabellingSession.read(path), LabellingSession.read(path)  # two tabs' copies
+    one.answer(store, 0, "trivia", classes, by="tab-1")
+    two.answer(store, 1, "ai", classes, by="tab-2")
+    two.answer(store, 0, NONE_OF_THESE, classes, by="tab-2")  # the same row, later
+    read = LabellingSession.read(path)
+    assert read.answers == {"0": NONE_OF_THESE, "1": "ai"}
+    assert read.answered_by == {"0": "tab-2", "1": "tab-2"}
+    with LabellingSession.answers_path(path).open("a") as log:
+        log.write('{"row": "2", "label": "hum')  # a torn write (a killed server)
+    assert LabellingSession.read(path).answers == {"0": NONE_OF_THESE, "1": "ai"}
+    with pytest.raises(GleeError, match="not one of these suggestions"):
+        read.answer(store, 99, "ai", classes)
+    with pytest.raises(GleeError, match="is not a class of demo"):
+        read.answer(store, 2, "not a class", classes)
+
+
+def test_a_new_suggestion_keeps_the_answered_texts_and_asks_the_skipped_again(tmp_path):
+    from types import SimpleNamespace
+
+    classes = load_dataset("demo").classes
+    store, session = session_with(tmp_path)
+    session.answer(store, 0, "ai", classes)
+    session.answer(store, 1, SKIPPED, classes)
+    frame = pd.DataFrame(
+        [{"pool_row": 1, "text": "text 1", "predicted": "ai", "confidence": 0.4, "rank": 1}]
+    ).assign(label="", strategy="rare-margin")
+    found = SimpleNamespace(frame=frame, strategy="margin", run_id="run-2", pool_classes=[])
+    again = LabellingSession.suggested(store, "demo", tmp_path / "pool.txt", "pool.txt", found)
+    rows = {int(r["pool_row"]) for r in again.rows}
+    assert rows == {0, 1} and again.answers == {"0": "ai"}  # the skip is asked again
+    assert list(again.labelled()["label"]) == ["", "ai"]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [{"pool_row": "abc", "text": "x"}, {"pool_row": 1, "text": 5}, {"pool_row": True, "text": "x"}],
+)
+def test_a_damaged_session_is_set_aside_not_a_traceback(tmp_path, row):
+    """LB5c: a session whose row has pool_row "abc" raised in the page's callback."""
+    store, _ = session_with(tmp_path)
+    path = LabellingSession.path_for(store, "demo", str(tmp_path / "pool.txt"))
+    values = json.loads(path.read_text())
+    values["rows"][0] = row
+    path.write_text(json.dumps(values))
+    assert LabellingSession.read(path) is None
+    assert path.with_name(path.name + ".damaged").is_file() and not path.exists()
+
+
+def test_suggest_never_overwrites_the_labels_a_user_filled(tiny_bert, tmp_path, capsys):
+    """PC3: ``suggest --out next.csv`` again after the user filled next.csv's label column (the
+    documented loop) overwrote 5 labels with none. Refused, saying how to keep them."""
+    from glee_core.cli import main
+
+    out = tmp_path / "next.csv"
+    pd.DataFrame(
+        {"pool_row": [0, 1, 2], "text": ["a", "b", "c"], "label": ["ai", "", "humor"]}
+    ).to_csv(out, index=False)
+    before = out.read_bytes()
+    pool = tmp_path / "pool.txt"
+    pool.write_text("one text\nanother\n")
+    args = ["suggest", "--dataset", "demo", "--pool", str(pool), "--out", str(out)]
+    assert main([*args, "--model", str(tiny_bert), "--runs-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "already holds 2 label(s) you filled in" in err and "nothing was overwritten" in err
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("data", [b"", b"\xef\xbb\xbf", b"\n \n"])
+def test_an_empty_pool_is_one_line_on_the_command_line_and_refused_on_the_page(
+    app, tiny_bert, tmp_path, capsys, data
+):
+    """PC8 / LB13: a 0-byte or BOM-only .txt pool was an AttributeError with a traceback, and
+    the page kept the empty file and offered it again."""
+    from glee_core.cli import main
+
+    pool = tmp_path / "empty.txt"
+    pool.write_bytes(data)
+    code = main(
+        ["suggest", "--dataset", "demo", "--pool", str(pool), "--out", str(tmp_path / "o.csv")]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: ") and "the pool holds no text" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+    at = app("app_pages/1_Data.py").run()
+    upload = next(u for u in at.file_uploader if u.label.startswith("Unlabelled texts"))
+    upload.upload("empty.txt", data, "text/plain").run()
+    assert not at.exception and any("empty.txt holds no text" in plain(e.value) for e in at.error)
+    assert not list(RunStore(tmp_path / "runs").labelling_dir.glob("*.pool.*"))

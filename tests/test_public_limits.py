@@ -51,8 +51,7 @@ def test_one_launch_and_one_session_are_capped(public, tiny_bert, monkeypatch):
     monkeypatch.setenv("GLEE_SESSION_JOB_MINUTES", "0.001")
     at = page("app_pages/2_Train.py", tiny_bert).run()
     assert any("a launch here may take at most 0 min" in e for e in launch_errors(at))
-    own = Workspace.open(at.session_state["workspace_key"])
-    assert not list(own.store.jobs_dir.glob("*.json"))  # nothing was launched
+    assert "workspace_key" not in at.session_state  # refused before anything was made
     policy = Policy(session_seconds=600)
     with pytest.raises(LimitReached, match="still to run are estimated at 8 min"):
         policy.check_job(3, 300, session_seconds=480)
@@ -292,27 +291,37 @@ def test_a_queued_job_loads_nothing_until_its_turn(tiny_bert, toy_csv, tmp_path)
     assert stages[:2] == ["queued", "loading"] and "test" in stages
 
 
-def test_the_playgrounds_file_scoring_is_capped_cached_and_off_when_read_only(
+def test_the_playgrounds_file_scoring_is_capped_a_job_and_off_when_read_only(
     public, tiny_bert, monkeypatch
 ):
-    import glee_core.serve.inference as inference
+    """A file is classified by a job in the visitor's workspace (its rows capped), once per
+    file: typing in the text box launches nothing again."""
+    from glee_core.train.jobs import list_jobs
+    from tests.helpers.jobs import finished, wait_for_jobs
 
-    calls = []
-    real = inference.predict_csv
-    monkeypatch.setattr(
-        inference, "predict_csv", lambda *a, **k: calls.append(k.get("max_rows")) or real(*a, **k)
-    )
     monkeypatch.setenv("GLEE_SESSION_SCORE_ROWS", "5")
     write_synthetic_run(RunStore(public / "runs"), synthetic_dataset(4, "demo"), "cls-relu", 1)
     at = page("app_pages/6_Playground.py", tiny_bert).run()
     # the synthetic run (scored first, best on dev) cannot score texts: the backbone's MLM head
     at.selectbox[0].select_index(len(at.selectbox[0].options) - 1).run()
     rows = "text\n" + "".join(f"text {i}\n" for i in range(4))
-    at.file_uploader[0].upload("four.csv", rows.encode(), "text/csv").run()
+
+    def classify(name: str, data: str) -> Workspace:
+        at.file_uploader[0].upload(name, data.encode(), "text/csv").run()
+        next(b for b in at.button if b.label.startswith("Classify its texts (")).click().run()
+        assert not at.exception
+        own = Workspace.open(at.session_state["workspace_key"])
+        wait_for_jobs(own.store.root)
+        at.run()
+        return own
+
+    own = classify("four.csv", rows)
+    job = finished(own.store.root, "predict")
+    assert job.request().max_rows == 5 and job.record.visitor
     assert not at.exception and len(at.dataframe[-1].value) == 4
     at.text_area[0].input("another text").run()  # typing does not score the file again
-    assert calls == [5] and len(at.dataframe[-1].value) == 4
-    at.file_uploader[0].upload("many.csv", (rows + "a\nb\n").encode(), "text/csv").run()
+    assert len(list_jobs(own.store)) == 1 and len(at.dataframe[-1].value) == 4
+    classify("many.csv", rows + "a\nb\n")
     assert any("this file has 6 texts; here at most 5" in plain(e.value) for e in at.error)
     monkeypatch.setenv("GLEE_READ_ONLY", "1")
     off = page("app_pages/6_Playground.py", tiny_bert).run()

@@ -404,10 +404,10 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
             toy_dataset, 1, seed_two, str(tiny_bert), 10_000, "cpu", [], lp_ft_stages=0, **known
         )
 
-    assert estimate(rate_searched=True)["seconds"] < estimate()["seconds"]
+    assert estimate(rate_searched=True).seconds < estimate().seconds
     assert (
         "searched once before for this backbone and data, re-used"
-        in estimate(rate_searched=True)["basis"]
+        in estimate(rate_searched=True).basis
     )
     with pytest.raises(ValueError, match="another mode than --mode frozen"):
         TrainConfig(mode="frozen", heads="best")

@@ -10,7 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..core.errors import GleeError
-from .training import result_table
+from .training import job_turn, result_table
 
 
 def _stored_runs(store, dataset: str | None) -> list:
@@ -55,6 +55,10 @@ def report(args) -> int:
     from ..runs.store import RunStore
     from ..views.report import write_report
 
+    if getattr(args, "request", None):
+        return _report_request(args)
+    if not args.out:
+        raise GleeError("report needs --out FILE.pdf (or --request FILE)")
     store = RunStore(args.runs_dir)
     mode = getattr(args, "mode", None)
     every = _stored_runs(store, args.dataset)
@@ -71,6 +75,39 @@ def report(args) -> int:
     latest = store.latest_budget(runs[0].dataset) if runs else None
     out = write_report(runs, args.out, every=every, budget=latest[2] if latest else None)
     print(json.dumps({"report": str(out), "runs": len(runs), "bytes": out.stat().st_size}))
+    return 0
+
+
+def _report_request(args) -> int:
+    """``report --request FILE`` (the app's job): the PDF of the request's runs, read from its
+    stores, with the dataset's other runs there and its newest label budget."""
+    from ..core.events import Loading, Working
+    from ..core.files import write_atomic
+    from ..models.requests import ReportRequest
+    from ..runs.store import RunStore
+    from ..views.report import build_report
+
+    request = ReportRequest.read(args.request)
+    with job_turn(args) as (log, progress):
+        log(Loading(what="the runs"))
+        stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
+        every = [r for store in stores for r in store.runs() if r.dataset == request.dataset]
+        wanted = set(request.runs)
+        runs = [r for r in every if r.run_id in wanted]
+        if len(runs) < len(wanted):
+            missing = sorted(wanted - {r.run_id for r in runs})
+            raise GleeError(f"run(s) not found in the stores: {', '.join(missing)}")
+        budgets = [b for store in stores if (b := store.latest_budget(request.dataset))]
+        budget = max(budgets, key=lambda b: b[0])[2] if budgets else None
+        data = build_report(
+            runs,
+            None,
+            lambda share, what: progress(Working(what=what, share=share, task="the PDF report")),
+            every,
+            budget,
+        )
+        out = write_atomic(Path(request.out), data)
+    print(json.dumps({"report": str(out), "runs": len(runs), "bytes": len(data)}))
     return 0
 
 
@@ -110,6 +147,10 @@ def predict(args) -> int:
         predict_csv,
     )
 
+    if getattr(args, "request", None):
+        return _predict_request(args)
+    if not args.input or not args.out or not (args.run or args.classifier):
+        raise GleeError("predict needs --run or --classifier, --input and --out (or --request)")
     device = resolve_device(args.device).type
     run = load_run(args.run, args.runs_dir) if args.run else None
     onnx = args.engine == "onnx" or (
@@ -152,6 +193,49 @@ def predict(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     out = write_atomic(args.out, predictions_csv(table))
     print(json.dumps({"predictions": str(out), "rows": len(table), "classes": len(scorer.classes)}))
+    return 0
+
+
+def _predict_request(args) -> int:
+    """``predict --request FILE`` (the Playground's job): the input's texts classified by a
+    stored run of the request's stores, or zero-shot by its backbone on its data's label
+    words."""
+    from ..core.events import Loading, Working
+    from ..core.files import write_atomic
+    from ..models.requests import PredictRequest
+    from ..models.scoring import get_backbone
+    from ..runs.store import RunStore
+    from ..serve.inference import Scorer, predict_csv
+
+    request = PredictRequest.read(args.request)
+    with job_turn(args) as (log, progress):
+        log(Loading(what="the classifier"))
+        if request.run is not None:
+            stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
+            run = next((r for s in stores if (r := s.get(request.run)) is not None), None)
+            if run is None:
+                raise GleeError(f"run {request.run} is not in the stores")
+            scorer = Scorer.for_run(run)
+        else:
+            scorer = Scorer.zero_shot(get_backbone(request.model), request.data.load())
+        table = predict_csv(
+            scorer,
+            request.input,
+            progress=lambda done, total: progress(
+                Working(what=f"{done} of {total} texts", share=done / total, task="classifying")
+            ),
+            max_rows=request.max_rows,
+        )
+        out = write_atomic(Path(request.out), table.to_csv(index=False))
+    print(
+        json.dumps(
+            {
+                "predictions": str(out),
+                "rows": len(table),
+                "blank_rows": [int(i) for i in table.attrs.get("blank_rows") or []],
+            }
+        )
+    )
     return 0
 
 
@@ -205,6 +289,10 @@ def export(args) -> int:
     from ..serve.export import export_run
     from ..serve.inference import load_run
 
+    if getattr(args, "request", None):
+        return _export_request(args)
+    if not args.run or not args.out:
+        raise GleeError("export needs --run and --out (or --request FILE)")
     out = export_run(
         load_run(args.run, args.runs_dir),
         args.out,
@@ -228,4 +316,28 @@ def export(args) -> int:
 
         result["hub"] = push_to_hub(out, args.push_to_hub, args.private)
     print(json.dumps(result))
+    return 0
+
+
+def _export_request(args) -> int:
+    """``export --request FILE`` (the app's job): the run in the request's form, zipped to its
+    ``out``, and the lines that load it."""
+    from ..core.events import Loading, Working
+    from ..core.files import write_atomic
+    from ..models.requests import ExportRequest
+    from ..runs.store import RunStore
+    from ..serve.export import export_zip
+
+    request = ExportRequest.read(args.request)
+    with job_turn(args) as (log, progress):
+        log(Loading(what="the run"))
+        stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
+        run = next((r for s in stores if (r := s.get(request.run)) is not None), None)
+        if run is None:
+            raise GleeError(f"run {request.run} is not in the stores")
+        progress(Working(what=f"writing it as {request.form} and checking it", task="the export"))
+        data, code = export_zip(run, request.form, request.quantize)
+        out = write_atomic(Path(request.out), data)
+        progress(Working(what="zipped", share=1.0, task="the export"))
+    print(json.dumps({"zip": str(out), "code": code, "bytes": len(data)}))
     return 0

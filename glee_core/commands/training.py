@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..core import environment
@@ -22,15 +23,20 @@ from ..models.fields import from_args
 from ..models.methods import parse_methods
 from ..models.options import (
     AdaptOptions,
-    AdaptRequest,
     BudgetOptions,
     DataOptions,
     ExecutorOptions,
     HealthOptions,
     SelfTrainOptions,
     SuggestOptions,
-    TrainRequest,
     parse_seeds,
+)
+from ..models.requests import (
+    AdaptRequest,
+    BudgetRequest,
+    HealthRequest,
+    SuggestRequest,
+    TrainRequest,
 )
 from ..runs.notes import merged_notes
 
@@ -54,19 +60,75 @@ def _train_request(args) -> TrainRequest:
     )
 
 
+def _log(args):
+    """The job's progress file (the app's job view reads it), or nothing."""
+    progress_file = getattr(args, "progress_file", None)
+    return ProgressLog(progress_file) if progress_file else (lambda event: None)
+
+
+def _take_turn(args, log) -> bool:
+    """A visitor's job on a public machine waits for its turn on the machine before loading
+    anything (a queued job holds no memory); True when it took one (:func:`release_first`
+    gives it back at the end, or the first run that trains uses it)."""
+    if environment.session_slot() is None:
+        return False
+    from ..core.slots import hold_first, machine_queue
+
+    runs_dir = Path(getattr(args, "runs_dir", None) or environment.runs_dir())
+    hold_first(
+        machine_queue(runs_dir / ".locks", environment.max_concurrent_runs()),
+        lambda: log(Queued(run_id="")),
+    )
+    return True
+
+
+@contextmanager
+def job_turn(args):
+    """A job's log (the app's job view reads it) and its turn on a public machine, taken before
+    anything heavy loads and given back at its end; yields (the log, the log with the job's pace
+    watched)."""
+    log = _log(args)
+    _take_turn(args, log)
+    from ..core.slots import release_first
+
+    try:
+        yield log, _paced(log)
+    finally:
+        release_first()
+
+
+def _paced(progress):
+    """A public job's progress, its own pace watched: past its time it stops (PaceGuard)."""
+    if (limit := environment.job_limit()) is not None:
+        return PaceGuard(limit[0], progress, limit[1])
+    return progress
+
+
+def _result(args, values) -> None:
+    """A job's result, the last line of its stdout (``Job.result`` reads it)."""
+    if getattr(args, "request", None):
+        print(json.dumps(values))
+
+
+def _read_pool(path: str, column: str | None = None):
+    """The pool's texts and notes (printed); a public job's pool within its cap."""
+    from ..data.pool import read_pool
+
+    pool, notes = read_pool(path, column)
+    if (cap := environment.pool_limit()) is not None and len(pool) > cap:
+        raise GleeError(
+            f"the pool holds {len(pool):,} texts; a pool here may hold {cap:,}: give a "
+            "sample of it, or run Glee Studio on your own machine"
+        )
+    return pool, notes
+
+
 def train(args) -> int:
     request = _train_request(args)
     # the app's job view says what the first seconds go to (imports, the data), not "starting"
-    log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
-    if environment.session_slot() is not None and not request.executor.remote:
-        # a visitor's job on a public machine waits for its turn before loading anything
-        from ..core.slots import hold_first, machine_queue
-
-        runs_dir = Path(args.runs_dir or environment.runs_dir())
-        hold_first(
-            machine_queue(runs_dir / ".locks", environment.max_concurrent_runs()),
-            lambda: log(Queued(run_id="")),
-        )
+    log = _log(args)
+    if not request.executor.remote:
+        _take_turn(args, log)
     log(Loading(what="the libraries (torch, transformers)"))
     from ..core.devices import resolve_device
     from ..core.slots import release_first
@@ -76,18 +138,16 @@ def train(args) -> int:
     if not request.executor.remote:  # on a cluster, the node that trains checks
         resolve_device(request.config.device)
     dataset, bars, progress = _dataset_and_progress(args, request, log)
-    if (limit := environment.job_limit()) is not None:  # a public job: its own pace may stop it
-        progress = PaceGuard(limit[0], progress, limit[1])
+    progress = _paced(progress)
     if request.self_train.pool:  # learning from the unlabelled texts first
         if request.executor.remote:
             raise GleeError(
                 "--pool trains on this machine's executor only (its pseudo-labels "
                 "are made here): leave out --executor, or add the texts with --add"
             )
-        from ..data.pool import read_pool
         from ..train.pseudo import self_trained
 
-        pool, notes = read_pool(request.self_train.pool)
+        pool, notes = _read_pool(request.self_train.pool)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         dataset = self_trained(
@@ -139,21 +199,25 @@ def _dataset_and_progress(args, request: TrainRequest | AdaptRequest, log):
     return dataset, bars, ProgressLog(args.progress_file, bars) if args.progress_file else bars
 
 
+def _on_data_request(args, cls, options_cls, command: str, needs: tuple[str, ...]):
+    """The request of a command on one dataset (``adapt``, ``health``, ``budget``,
+    ``suggest``): a request file (``--request``: what the app's job runs), or the flags."""
+    if getattr(args, "request", None):
+        return cls.read(args.request)
+    missing = [f"--{n}" for n in ("dataset", *needs) if getattr(args, n, None) is None]
+    if missing:
+        raise GleeError(f"{command} needs {' and '.join(missing)} (or --request FILE)")
+    return cls(
+        data=from_args(DataOptions, args), options=from_args(options_cls, args), model=args.model
+    )
+
+
 def adapt(args) -> int:
-    log = ProgressLog(args.progress_file) if args.progress_file else (lambda event: None)
+    log = _log(args)
     log(Loading(what="the libraries (torch, transformers)"))
     from ..train.adapt import adapt
 
-    if args.request:
-        request = AdaptRequest.read(args.request)
-    elif not getattr(args, "dataset", None) or not getattr(args, "out", None):
-        raise GleeError("adapt needs --dataset and --out (or --request FILE)")
-    else:
-        request = AdaptRequest(
-            data=from_args(DataOptions, args),
-            options=from_args(AdaptOptions, args),
-            model=args.model,
-        )
+    request = _on_data_request(args, AdaptRequest, AdaptOptions, "adapt", ("out",))
     options = request.options
     dataset, bars, progress = _dataset_and_progress(args, request, log)
     try:
@@ -177,33 +241,39 @@ def adapt(args) -> int:
     return 0
 
 
-def _data_report(args, options, measure) -> tuple:
-    """A data report of the dataset the flags name (``health``, ``budget``): ``measure(dataset,
-    backbone, model, options, feature cache, progress)`` under progress bars, its files written
-    to ``options.out``; (the report, its two files)."""
+def _data_report(args, request, measure) -> tuple:
+    """A data report of ``request`` (``health``, ``budget``): ``measure(dataset, backbone,
+    model, options, feature cache, progress)`` under progress bars (and the job's file, its
+    turn on a public machine and its pace watched), its files written to its ``out``; (the
+    report, its two files)."""
     from ..models.backbone import load_backbone
     from ..runs.store import RunStore
 
+    options = request.options
     out = Path(options.out).expanduser()
     if out.exists() and not out.is_dir():  # said before the check runs, not after
         raise GleeError(
             f"--out {out} is a file; give a folder to write the report to (new, "
             "or one of an earlier report's)"
         )
-    dataset = from_args(DataOptions, args).load()
-    bars = TqdmProgress(dataset.warnings)
-    try:
-        report = measure(
-            dataset,
-            load_backbone(args.model),
-            args.model,
-            options,
-            RunStore(args.runs_dir).features_dir,
-            bars,
-        )
-    finally:
-        bars.close()
-    return report, report.write(options.out)
+    with job_turn(args) as (log, _):
+        log(Loading(what=f"the dataset {request.data.dataset}"))
+        dataset = request.data.load()
+        bars = TqdmProgress(dataset.warnings)
+        progress = _paced(ProgressLog(args.progress_file, bars) if args.progress_file else bars)
+        try:
+            progress(Loading(what=f"the backbone {request.model}"))
+            report = measure(
+                dataset,
+                load_backbone(request.model),
+                request.model,
+                options,
+                RunStore(args.runs_dir).features_dir,
+                progress,
+            )
+        finally:
+            bars.close()
+        return report, report.write(options.out)
 
 
 def health(args) -> int:
@@ -216,16 +286,18 @@ def health(args) -> int:
             dataset, backbone, model, options, cache, resolve_device(options.device), progress
         )
 
-    report, (health_file, issues_file) = _data_report(args, from_args(HealthOptions, args), measure)
+    request = _on_data_request(args, HealthRequest, HealthOptions, "health", ("out",))
+    report, (health_file, issues_file) = _data_report(args, request, measure)
     print("\n".join(markdown_table(*report.table(), left=2)))
     summary = report.summary()
-    print(
-        f"\n{summary['suspected_label_errors']} suspected label error(s) among "
+    said = (
+        f"{summary['suspected_label_errors']} suspected label error(s) among "
         f"{summary['training_texts']} training texts ({report.folds}-fold probabilities of "
         f"{report.method} on the {report.pooling}-pooled frozen features); "
         f"{summary['training_texts_leaked_into_dev_or_test']} training text(s) with a "
         "near-duplicate in dev or test."
     )
+    print(f"\n{said}")
     for pair in report.confused_pairs[:3]:
         absorbs = " (a head class absorbing a tail one)" if pair["head_absorbs_tail"] else ""
         print(
@@ -242,6 +314,7 @@ def health(args) -> int:
         "suspect first)",
         file=sys.stderr,
     )
+    _result(args, {"folder": str(health_file.parent), "summary": said})
     return 0
 
 
@@ -250,9 +323,8 @@ def budget(args) -> int:
     from ..runs.tables import markdown_table
     from ..train.learning_curves import label_budget
 
-    report, (budget_file, table_file) = _data_report(
-        args, from_args(BudgetOptions, args), label_budget
-    )
+    request = _on_data_request(args, BudgetRequest, BudgetOptions, "budget", ("out",))
+    report, (budget_file, table_file) = _data_report(args, request, label_budget)
     print("\n".join(markdown_table(*report.table(), left=2)))
     print(
         f"\n{report.method} on the {report.pooling}-pooled frozen features, retrained on "
@@ -273,28 +345,49 @@ def budget(args) -> int:
             "too few to judge (two training texts or fewer, or none in test): " + ", ".join(too_few)
         )
     print(f"wrote {budget_file} and {table_file}", file=sys.stderr)
+    _result(
+        args,
+        {
+            "folder": str(budget_file.parent),
+            "summary": f"{report.method} retrained on {len(report.fractions)} fractions x "
+            f"{len(report.seeds)} seed(s) in {report.seconds:.0f} s",
+        },
+    )
     return 0
 
 
 def suggest(args) -> int:
     from ..core.files import write_atomic
-    from ..data.pool import read_pool
+    from ..runs.labelling import LabellingSession
     from ..runs.store import RunStore
     from ..runs.tables import spreadsheet_csv
     from ..train.suggest import suggest
 
-    options = from_args(SuggestOptions, args)
+    request = _on_data_request(args, SuggestRequest, SuggestOptions, "suggest", ("pool", "out"))
+    options = request.options
     out = Path(options.out).expanduser()
-    if out.is_dir():
+    if options.out != "-" and out.is_dir():
         raise GleeError(f"--out {out} is a folder; give the CSV file to write")
-    dataset = from_args(DataOptions, args).load()
-    pool, notes = read_pool(options.pool, options.pool_text_column)
-    bars = TqdmProgress(dataset.warnings + notes)
-    try:
-        found = suggest(dataset, pool, args.model, RunStore(args.runs_dir), options, bars)
-    finally:
-        bars.close()
-    write_atomic(out, spreadsheet_csv(found.frame))
+    if options.out != "-":
+        _check_unfilled(out)
+    store = RunStore(args.runs_dir)
+    with job_turn(args) as (log, _):
+        log(Loading(what=f"the dataset {request.data.dataset}"))
+        dataset = request.data.load()
+        log(Loading(what="the pool"))
+        pool, notes = _read_pool(options.pool, options.pool_text_column)
+        bars = TqdmProgress(dataset.warnings + notes)
+        progress = _paced(ProgressLog(args.progress_file, bars) if args.progress_file else bars)
+        try:
+            found = suggest(dataset, pool, request.model, store, options, progress)
+        finally:
+            bars.close()
+    if options.out != "-":
+        write_atomic(out, spreadsheet_csv(found.frame))
+    session = None
+    if request.session:
+        pool_path = Path(options.pool)
+        session = LabellingSession.suggested(store, dataset.id, pool_path, pool_path.name, found)
     for note in found.notes:
         print(f"note: {note}", file=sys.stderr)
     tail = set(dataset.head_tail()[1])
@@ -309,14 +402,47 @@ def suggest(args) -> int:
             "dev): " + ", ".join(likely),
             file=sys.stderr,
         )
-    print(
-        f"wrote {len(found.frame)} suggestion(s) to {out} ({found.strategy}; the pool's "
-        f"{found.pool_texts} texts, {found.duplicates} left out as already labelled); fill its "
-        f"label column, then: python -m glee_core train --dataset {args.dataset} --add {out}",
-        file=sys.stderr,
+    said = (
+        f"{len(found.frame)} suggestion(s) by {found.strategy} from the scores of "
+        f"{found.run_id}; {found.duplicates} of the pool's {found.pool_texts} texts left out "
+        f"as already in the data (exactly or nearly) ({found.seconds:.1f} s)"
     )
-    print(json.dumps({**found.summary(), "out": str(out)}))
+    if options.out != "-":
+        print(
+            f"wrote {said} to {out}; fill its label column, then: python -m glee_core train "
+            f"--dataset {request.data.dataset} --add {out}",
+            file=sys.stderr,
+        )
+    print(
+        json.dumps(
+            {
+                **found.summary(),
+                "out": str(out),
+                "summary": said,
+                "session": str(session.path_for(store, dataset.id, options.pool))
+                if session
+                else None,
+                "notes": found.notes,
+            }
+        )
+    )
     return 0
+
+
+def _check_unfilled(out: Path) -> None:
+    """``suggest --out FILE`` again after its label column was filled (the documented loop)
+    would overwrite the labels: refused, saying how to keep them."""
+    if not out.is_file():
+        return
+    from ..data.pool import labels_given
+
+    filled = labels_given(out)
+    if filled:
+        raise GleeError(
+            f"--out {out} already holds {filled} label(s) you filled in: give them to "
+            f"train --add {out} first, or write the new suggestions to another file "
+            "(--out NEW.csv); nothing was overwritten"
+        )
 
 
 def reproduce(args, argv: list[str]) -> int:

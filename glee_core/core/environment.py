@@ -23,9 +23,8 @@ Behaviour:
   workspace's uploads and runs; ``GLEE_SESSION_TTL_HOURS`` (24): an idle workspace is deleted
 - ``GLEE_SESSION_JOB_RUNS`` (40) / ``GLEE_SESSION_JOB_MINUTES`` (30): runs and estimated minutes
   one launch may plan; ``GLEE_SESSION_MINUTES`` (60): estimated minutes of a session's unfinished
-  jobs together; ``GLEE_SESSION_SCORE_ROWS`` (2000): texts the Playground classifies from a file;
-  ``GLEE_SESSION_REPORT_MINUTES`` (5): the estimated minutes of a data report (health, budget)
-  the Data page computes in the web process (stopped at twice that)
+  jobs together; ``GLEE_SESSION_SCORE_ROWS`` (2000): texts a file may give (the Playground's to
+  classify, a pool of unlabelled texts)
 - ``GLEE_MAX_JOBS`` (8): jobs training or waiting on the machine, all sessions together;
   ``GLEE_MAX_WORKSPACES`` (500): workspaces on the machine; ``GLEE_VISITOR_WORKSPACES`` (10):
   workspaces one address may hold (at most a quarter of the machine's)
@@ -39,7 +38,8 @@ Behaviour:
   ``GLEE_QUOTA_MB`` (the workspace and its disk limit, checked before each run is written),
   ``GLEE_SESSION_SLOT`` (a lock file: one job of a session trains at a time),
   ``GLEE_JOB_SECONDS`` and ``GLEE_JOB_STOP`` (the minutes a launch may take and the early
-  stopping its estimate expects: the job stops when its own pace runs far past them)
+  stopping its estimate expects: the job stops when its own pace runs far past them),
+  ``GLEE_POOL_TEXTS`` (the texts a pool may hold)
 """
 
 from __future__ import annotations
@@ -134,7 +134,6 @@ SESSION_LIMITS = {
     "job_minutes": "GLEE_SESSION_JOB_MINUTES",
     "session_minutes": "GLEE_SESSION_MINUTES",
     "score_rows": "GLEE_SESSION_SCORE_ROWS",
-    "report_minutes": "GLEE_SESSION_REPORT_MINUTES",
     "max_jobs": "GLEE_MAX_JOBS",
     "max_workspaces": "GLEE_MAX_WORKSPACES",
     "workspaces_per_minute": "GLEE_WORKSPACES_PER_MINUTE",
@@ -179,6 +178,14 @@ def job_limit() -> tuple[float, float | None] | None:
     except ValueError:
         return None
     return (seconds, stop) if seconds > 0 else None
+
+
+def pool_limit() -> int | None:
+    """A public job's cap on the texts of a pool (``GLEE_POOL_TEXTS``), or None (none)."""
+    try:
+        return int(os.environ.get("GLEE_POOL_TEXTS") or 0) or None
+    except ValueError:
+        return None
 
 
 def session_slot() -> Path | None:

@@ -35,7 +35,9 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "SweepProgress",
     "Testing",
     "TrainStep",
+    "UNRUN_PHASES",
     "WaitingForRun",
+    "Working",
     "event_from_dict",
     "expected_share",
     "fold",
@@ -209,6 +211,17 @@ class Examining(Event):
     task: str = "data health"
 
 
+@dataclass
+class Working(Event):
+    """A job without runs or steps of its own (the PDF report, an export) is ``share`` done,
+    doing ``what``."""
+
+    stage: ClassVar[str] = "work"
+    what: str
+    share: float = 0.0
+    task: str = ""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.stage: cls
     for cls in (
@@ -225,6 +238,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         SweepProgress,
         CrossValidating,
         Examining,
+        Working,
     )
 }
 
@@ -244,6 +258,8 @@ def event_from_dict(values: dict) -> Event | None:
 # fraction: the middle of what the demo's quick compare measured on a CPU (BENCHMARKS.md,
 # "Quick mode"); less on a GPU.
 ENCODING_SHARE = 0.6
+# the phases whose share a job without runs (adapt, a data report, the PDF, an export) counts
+UNRUN_PHASES = ("training", "encoding", "examining", "working")
 
 
 @dataclass
@@ -264,7 +280,7 @@ class ProgressState:
     cv_parts: int = 0
     fold_finished: bool = False
     phase: str = "starting"  # starting, loading, encoding, queued, waiting, training, testing,
-    # sweep
+    # sweep; a job without runs: examining (a data report's steps), working (a share of it)
     detail: str = ""  # what loading/encoding is doing
     search: str = ""  # the learning-rate search's trial being trained, while it lasts
     epoch: int = 0
@@ -284,6 +300,8 @@ class ProgressState:
     failed: int = 0  # sweeps: runs that raised
     notes: list[str] = field(default_factory=list)
     staging: bool = False  # LP-FT's stage of the run: its head on the frozen features
+    task: str = ""  # a job without runs: what it is (data health, the PDF report, ...)
+    worked: float = 0.0  # ... and the share of it done after its feature pass, if any
 
     def apply(self, event: Event) -> ProgressState:
         if isinstance(event, RunStarted):
@@ -363,6 +381,13 @@ class ProgressState:
                 + (f", seed {event.part}/{event.parts}" if event.parts > 1 else "")
                 + f", fold {event.fold}/{event.folds}"
             )
+        elif isinstance(event, Examining):  # a data report's step: after its feature pass
+            self.phase, self.detail, self.task = "examining", event.what, event.task
+            self.step, self.steps = event.step, event.steps
+            self.worked = (event.step - 1) / max(event.steps, 1)
+        elif isinstance(event, Working):
+            self.phase, self.detail, self.task = "working", event.what, event.task
+            self.worked = min(max(event.share, 0.0), 1.0)
         elif isinstance(event, SweepProgress):
             self.phase, self.run, self.runs = "sweep", event.done + event.failed, event.total
             self.done, self.total, self.failed = event.done, event.total, event.failed
@@ -399,8 +424,12 @@ class ProgressState:
             )
         elif self.phase == "testing":
             within = 1.0
+        elif self.phase == "examining":  # a data report: its feature pass (if any), its steps
+            within = self.encoded + (1 - ENCODING_SHARE if self.encoded else 1.0) * self.worked
+        elif self.phase == "working":
+            within = self.worked
         if not self.run or not self.runs:  # a job of one pass without runs (adapt), or none yet
-            return min(1.0, within) if self.phase == "training" else 0.0
+            return min(1.0, within) if self.phase in UNRUN_PHASES else 0.0
         return min(1.0, (self.run - 1 + within * self.together) / self.runs) * (1 - self.after)
 
     def describe(self) -> str:
@@ -413,6 +442,12 @@ class ProgressState:
             )
         if self.phase == "validating":
             return self.detail
+        if self.phase == "examining":
+            return f"{self.task}: step {self.step}/{self.steps}, {self.detail}"
+        if self.phase == "working":
+            return f"{self.task}: {self.detail}" if self.task else self.detail
+        if not self.run and self.phase == "encoding":
+            return f"encoding the texts: {self.done} of {self.total} ({self.detail})"
         if not self.run and self.phase != "training":
             return f"{self.phase}: {self.detail}" if self.detail else "starting ..."
         text = (

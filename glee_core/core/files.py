@@ -18,6 +18,7 @@ from .errors import GleeError
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "DiskLimitReached",
+    "append_line",
     "check_quota",
     "dumps",
     "folder_bytes",
@@ -57,6 +58,20 @@ def write_atomic(path: Path, data: bytes | str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line to ``path`` in one write (``O_APPEND``: two processes appending at once
+    each land whole, one after the other), flushed to the disk before it returns: a log that
+    several writers share, which nobody rewrites."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(handle, (line.rstrip("\n") + "\n").encode("utf-8"))
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def write_json_atomic(path: Path, data) -> Path:

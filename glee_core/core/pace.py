@@ -8,13 +8,26 @@ from __future__ import annotations
 import time
 
 from .errors import GleeError
-from .events import Event, FeaturePass, ProgressFn, ProgressState, Queued, TrainStep, WaitingForRun
+from .events import (
+    Event,
+    Examining,
+    FeaturePass,
+    ProgressFn,
+    ProgressState,
+    Queued,
+    TrainStep,
+    WaitingForRun,
+    Working,
+)
+
+WORK_EVENTS = (TrainStep, FeaturePass, Examining, Working)  # what a job's pace is timed on
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "PACE_KNOWN_AFTER",
     "PACE_SLACK",
     "PaceGuard",
     "TRUST_PROGRESS",
+    "WORK_EVENTS",
     "time_left",
 ]
 
@@ -53,7 +66,7 @@ class PaceGuard:
     (``limit`` seconds: a public machine's minutes a launch, ``GLEE_JOB_SECONDS``): the launch
     estimate can miss (LoRA of rank 512 at batch 1 was estimated at 23 min and paced at 12 h),
     so after :data:`PACE_KNOWN_AFTER` seconds of work (training steps, or the frozen backbone's
-    feature pass) the time the launch's share done
+    feature pass, a data report's steps, a PDF's parts) the time the launch's share done
     (:meth:`ProgressState.share`, early stopping expected at ``stop``) took is the estimate
     that counts, and past :data:`PACE_SLACK` times the limit the job ends with one line saying
     why. The pace is timed from the first such event, and again after a wait for the machine (a
@@ -72,7 +85,7 @@ class PaceGuard:
         if isinstance(event, Queued | WaitingForRun):
             self.anchor = None
         now = self.clock()
-        if not isinstance(event, TrainStep | FeaturePass) or now - self.checked < 1.0:
+        if not isinstance(event, WORK_EVENTS) or now - self.checked < 1.0:
             return
         self.checked = now
         share = self.state.share(self.stop)

@@ -1,21 +1,18 @@
 """The options of every command but training's hyper-parameters (``config.TrainConfig``): which
 dataset and how to read it (:class:`DataOptions`), where runs execute (:class:`ExecutorOptions`),
 task-adaptive pretraining (:class:`AdaptOptions`), the data health check (:class:`HealthOptions`)
-and the label budget (:class:`BudgetOptions`); and the requests the app writes as JSON for a child
-process (:class:`TrainRequest`, :class:`AdaptRequest`), not a rebuilt argument list."""
+and the label budget (:class:`BudgetOptions`), the pool's suggestions and self-training
+(:class:`SuggestOptions`, :class:`SelfTrainOptions`). The requests a job runs are
+:mod:`glee_core.models.requests`'."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import MISSING, asdict, dataclass, field
-from pathlib import Path
+from dataclasses import MISSING, asdict, dataclass
 
-from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
-from ..core.files import write_json_atomic
 from ..core.plugins import named
 from ..data.sources import SOURCES
-from .config import POOLINGS, PRECISION_HELP, PRECISIONS, TrainConfig
+from .config import POOLINGS, PRECISION_HELP, PRECISIONS
 from .fields import _boolean, option
 from .methods import get_method
 from .tuning import Setting
@@ -25,7 +22,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "AUTO_RULE",
     "AdaptObjective",
     "AdaptOptions",
-    "AdaptRequest",
     "BUDGET_FRACTIONS",
     "BudgetOptions",
     "DataOptions",
@@ -37,7 +33,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "QueryStrategy",
     "SelfTrainOptions",
     "SuggestOptions",
-    "TrainRequest",
     "parse_seeds",
 ]
 
@@ -508,72 +503,3 @@ class BudgetOptions:
         self.fraction_list = tuple(shares)
         if not 0 < self.target_f1 <= 1:
             raise GleeError(f"--target-f1 must be in (0, 1], got {self.target_f1}")
-
-
-class _Request:
-    """A request the app writes as JSON for a child process (``--request FILE``)."""
-
-    WHAT = "request"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def write(self, path: str | Path) -> Path:
-        return write_json_atomic(Path(path), self.to_dict())
-
-    @classmethod
-    def read(cls, path: str | Path):
-        try:
-            values = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls.from_dict(values)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise GleeError(f"cannot read the {cls.WHAT} {path}: {exc}") from None
-
-
-@dataclass
-class TrainRequest(_Request):
-    """What ``train`` does: methods x seeds of one dataset with one backbone and config. The
-    CLI builds it from its flags; the app writes it as a JSON file for the child process."""
-
-    WHAT = "training request"
-
-    data: DataOptions
-    methods: list[str]
-    seeds: list[int]
-    model: str = AUTO_MODEL
-    config: TrainConfig = field(default_factory=TrainConfig)
-    force: bool = False
-    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
-    self_train: SelfTrainOptions = field(default_factory=SelfTrainOptions)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> TrainRequest:
-        return cls(
-            data=DataOptions(**values["data"]),
-            methods=list(values["methods"]),
-            seeds=[int(s) for s in values["seeds"]],
-            model=values.get("model", AUTO_MODEL),
-            config=TrainConfig(**values.get("config", {})),
-            force=bool(values.get("force", False)),
-            executor=ExecutorOptions(**values.get("executor", {})),
-            self_train=SelfTrainOptions(**values.get("self_train", {})),
-        )
-
-
-@dataclass
-class AdaptRequest(_Request):
-    """What ``adapt`` does: one backbone adapted to one dataset's texts."""
-
-    WHAT = "adaptation request"
-
-    data: DataOptions
-    options: AdaptOptions
-    model: str = AUTO_MODEL
-
-    @classmethod
-    def from_dict(cls, values: dict) -> AdaptRequest:
-        return cls(
-            data=DataOptions(**values["data"]),
-            options=AdaptOptions(**values["options"]),
-            model=values.get("model", AUTO_MODEL),
-        )

@@ -8,11 +8,12 @@ device and its precision.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields, replace
+
 import numpy as np
 import pandas as pd
 
 from ..data.datasets import LongTailDataset
-from ..data.encoding import balanced_padding, rare_for_pairs
 from ..models.config import TrainConfig
 from ..models.modes import MODE_LABELS
 from ..models.search import search_cost
@@ -20,26 +21,27 @@ from .record import RunRecord
 from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "CLEANLAB_OVERHEAD",
-    "CLEANLAB_SECONDS",
+    "BUSY_SPREAD",
     "CV_OVER_TRAINING",
+    "Estimate",
     "HEAD_EXAMPLES_PER_S",
     "HEAD_OVERHEAD_SECONDS",
-    "PROBE_OVERHEAD",
-    "PROBE_SECONDS",
     "RATE_QUANTILE",
     "STARTUP_SECONDS",
     "TYPICAL_RATES",
     "UNMEASURED_STOP_SHARE",
-    "estimate_adapt_seconds",
-    "estimate_report_seconds",
+    "UNSURE_SPREAD",
+    "about",
+    "alike_records",
     "estimate_seconds",
+    "frozen_estimate",
     "mean_tokens",
     "measured_basis",
     "measured_rate",
     "text_tokens",
     "typical_kind",
     "typical_rates",
+    "with_busy",
 ]
 
 # Real tokens per second x parameters (training: forward and backward; the frozen feature
@@ -81,14 +83,77 @@ CV_OVER_TRAINING = 1.2
 UNMEASURED_STOP_SHARE = 0.7
 
 
-# The data health check's parts after its feature pass: each fold's probe (lbfgs over every
-# class) costs PROBE_SECONDS a fit text x class x hidden unit, cleanlab's reading
-# CLEANLAB_SECONDS a training text x class beyond CLEANLAB_OVERHEAD; fitted on a 2,000-class
-# upload and demo (bench/report_estimate.py; BENCHMARKS.md, "Data reports")
-PROBE_SECONDS = 1.3e-9
-PROBE_OVERHEAD = 0.05
-CLEANLAB_SECONDS = 5.4e-7
-CLEANLAB_OVERHEAD = 1.0
+# How far an estimate may be off where it cannot know: rates typical of the device (no run of
+# this backbone measured here yet) or other work on the machine moving under it. The range it
+# says is seconds / spread to seconds x spread (bench/quick_estimate.py --kinds measures them).
+UNSURE_SPREAD = 2.0
+BUSY_SPREAD = 1.5  # measured rates, other work on the CPU: the share it leaves moves
+
+
+@dataclass
+class Estimate:
+    """What a job will cost here: ``seconds`` (the point the bar's time left starts from), what
+    it is built from (``basis``, in words) and how sure it is (``measured``: from rates this
+    machine measured; else typical of the device, and ``low`` / ``high`` say a range). Training
+    adds ``stop`` (early stopping's expected share of the planned steps, which the bar reads),
+    ``per_run``, ``runs`` (to train) and ``stored`` (opened, not trained), and ``left_out`` (the
+    note on heads a launch leaves out)."""
+
+    seconds: float
+    basis: str
+    measured: bool = False
+    low: float | None = None
+    high: float | None = None
+    stop: float | None = None
+    per_run: float = 0.0
+    runs: int = 1
+    stored: int = 0
+    left_out: str = ""
+    base: float | None = None  # before the finished jobs of its kind calibrated it
+
+    def __post_init__(self):
+        if not self.measured and self.low is None and self.high is None:
+            self.low, self.high = self.seconds / UNSURE_SPREAD, self.seconds * UNSURE_SPREAD
+
+    @property
+    def text(self) -> str:
+        """``about 3 min``, ``about 40 s``; where it cannot know, its range (``1-4 min``)."""
+        if self.low is None or self.high is None or self.high < 1.5 * self.low:
+            return about(self.seconds)
+        if self.high < 90:
+            return f"{max(self.low, 1):.0f}-{self.high:.0f} s"
+        return f"{max(self.low / 60, 1):.0f}-{self.high / 60:.0f} min"
+
+    @property
+    def sure(self) -> str:
+        """How sure it is, in words (after its :attr:`basis`)."""
+        if self.low is None or self.high is None or self.high < 1.5 * self.low:
+            return "measured on this machine"
+        return (
+            "a range: "
+            + ("measured here, with" if self.measured else "rates typical of the device, not")
+            + (" the other work on this machine moving" if self.measured else " measured here yet")
+        )
+
+    def widened(self, spread: float, why: str) -> Estimate:
+        """The same point, its range at least ``/ spread`` to ``x spread`` (``why``: what moves
+        it, added to the basis)."""
+        low = min(self.low if self.low is not None else self.seconds, self.seconds / spread)
+        high = max(self.high if self.high is not None else self.seconds, self.seconds * spread)
+        return replace(self, low=low, high=high, basis=self.basis + (f"; {why}" if why else ""))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Estimate:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def about(seconds: float) -> str:
+    """``about 3 min`` / ``about 40 s``."""
+    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
 
 
 def measured_rate(rates: list[float]) -> float:
@@ -154,8 +219,8 @@ def estimate_seconds(
     lp_ft_stages: int | None = None,
     rate_searched: bool = False,
     busy: float = 1.0,
-) -> dict:
-    """``{"seconds", "per_run", "basis"}`` for ``n_runs`` runs of ``config`` (resolved here:
+) -> Estimate:
+    """The :class:`Estimate` of ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     its planned steps times early stopping's share of them (``stop``, also returned: the job's
     bar reads it, ``glee_core.core.events.ProgressState.share``), with the learning-rate
@@ -181,18 +246,35 @@ def estimate_seconds(
         lp_ft_stages,
         rate_searched,
     )
-    if busy > 1.05 and device == "cpu":  # the start (imports, one thread) is not the steps
-        start = min(STARTUP_SECONDS, estimate["seconds"])
-        estimate["seconds"] = start + (estimate["seconds"] - start) * busy
-        estimate["per_run"] *= busy
-        estimate["basis"] += (
-            f"; the training x{busy:.1f} for the other work on this CPU now (the cores it "
-            "leaves the launch, measured as the estimate was made)"
-        )
-    return estimate
+    return with_busy(estimate, busy, device)
 
 
-def _alike(runs: list[Run] | None, model_name: str, mode: str, device: str) -> list[RunRecord]:
+def with_busy(estimate: Estimate, busy: float, device: str) -> Estimate:
+    """``estimate`` on a CPU that other work slows ``busy`` times (the start, imports on one
+    thread, excepted): longer, and a range, since that work moves while the job runs."""
+    if busy <= 1.05 or device != "cpu":
+        return estimate
+    start = min(STARTUP_SECONDS, estimate.seconds)
+
+    def slowed(seconds: float | None) -> float | None:
+        return None if seconds is None else min(seconds, start) + max(seconds - start, 0) * busy
+
+    return replace(
+        estimate,
+        seconds=slowed(estimate.seconds),
+        per_run=estimate.per_run * busy,
+        low=slowed(estimate.low),
+        high=slowed(estimate.high),
+    ).widened(
+        BUSY_SPREAD,
+        f"x{busy:.1f} for the other work on this CPU now (the cores it leaves the launch, "
+        "measured as the estimate was made; it moves while the job runs)",
+    )
+
+
+def alike_records(
+    runs: list[Run] | None, model_name: str, mode: str, device: str
+) -> list[RunRecord]:
     """The records of ``runs`` that measure a launch here: the same backbone and mode, on the
     same kind of device."""
     return [
@@ -215,12 +297,13 @@ def _estimate_seconds(
     feature_passes,
     lp_ft_stages,
     rate_searched,
-) -> dict:
+) -> Estimate:
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
     alike = {
-        mode: _alike(runs, model_name, mode, device) for mode in {"frozen", "finetune", config.mode}
+        mode: alike_records(runs, model_name, mode, device)
+        for mode in {"frozen", "finetune", config.mode}
     }
     if config.frozen:
         validated = [
@@ -228,12 +311,10 @@ def _estimate_seconds(
             for run in runs or []
             if run.record in alike["frozen"] and run.metrics.cv is not None
         ]
-        return _frozen(
+        return frozen_estimate(
             dataset,
             n_runs,
             config,
-            n_train,
-            tokens,
             parameters,
             device,
             alike["frozen"],
@@ -309,14 +390,14 @@ def _estimate_seconds(
         )
     stages = n_runs if lp_ft_stages is None else lp_ft_stages
     if config.lp_ft and stages:  # quick mode's heads first (one feature pass)
-        stage = _frozen(
-            dataset, stages, config, n_train, tokens, parameters, device, alike["frozen"], passes=1
+        stage = frozen_estimate(
+            dataset, stages, config, parameters, device, alike["frozen"], passes=1
         )
-        seconds += stage["seconds"] - STARTUP_SECONDS
+        seconds += stage.seconds - STARTUP_SECONDS
         basis += "; LP-FT's heads on the frozen features first"
     elif config.lp_ft:
         basis += "; LP-FT's heads stored (the quick compare's), re-used"
-    return {"seconds": seconds, "per_run": per_run, "basis": basis, "stop": stop}
+    return Estimate(seconds, basis, measured=bool(rates), stop=stop, per_run=per_run, runs=n_runs)
 
 
 def _plain_rate(record: RunRecord) -> bool:
@@ -343,6 +424,11 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
         words += "; self-ensemble scores dev twice (the weights and their average)"
     if not config.supcon:
         return step, scoring, words
+    from ..data.encoding import (  # noqa: PLC0415 (torch: estimates run in pages)
+        balanced_padding,
+        rare_for_pairs,
+    )
+
     labels = pd.factorize(dataset.splits["train"]["label"])[0]
     if rare_for_pairs(labels, config.batch_size):
         lengths = text_tokens(dataset, config.max_length).astype(int)
@@ -352,23 +438,23 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
     return step, scoring, words
 
 
-def _frozen(
+def frozen_estimate(
     dataset: LongTailDataset,
     n_runs: int,
     config: TrainConfig,
-    n_train: int,
-    tokens: float,
     parameters: int,
     device: str,
     alike: list[RunRecord],
     passes: int = 2,
     validated: list | None = None,
-) -> dict:
+) -> Estimate:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: those of finished frozen
     runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
     per training example and epoch, early stopping included), else typical ones of the device."""
     epochs = config.epochs
+    n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
+    tokens = mean_tokens(dataset, config.max_length)
     pass_rates = [
         r.timing["feature_pass_tokens_per_second"]
         for r in alike
@@ -418,9 +504,9 @@ def _frozen(
     if len(measured) < 2 and measured:
         basis += ", the rest typical of the device"
     if cv is not None:
-        total += cv["seconds"]
-        basis += f"; then {cv['basis']}"
-    return {"seconds": total, "per_run": per_run, "basis": basis}
+        total += cv.seconds
+        basis += f"; then {cv.basis}"
+    return Estimate(total, basis, measured=bool(measured), per_run=per_run, runs=n_runs)
 
 
 def _cross_validation(
@@ -430,7 +516,7 @@ def _cross_validation(
     n_train: int,
     per_run: float,
     validated: list,
-) -> dict:
+) -> Estimate:
     """The quick compare's cross-validation of ``n_runs`` heads (a small dev split): each head
     trained ``folds`` times on (folds - 1) / folds of train + dev. From the seconds finished
     runs' cross-validations took a head, per text of train + dev, where there are any; else
@@ -458,96 +544,4 @@ def _cross_validation(
             f"{config.folds}-fold cross-validation of each head ({CV_OVER_TRAINING:g} x "
             "a head's training a fold, none measured yet)"
         )
-    return {"seconds": n_runs * per_head, "basis": basis}
-
-
-def estimate_adapt_seconds(
-    dataset: LongTailDataset,
-    options,
-    parameters: int,
-    device: str,
-    measured: list[dict] | None = None,
-) -> dict:
-    """``{"seconds", "basis"}`` for adapting a backbone (``options``: ``AdaptOptions``) to
-    ``dataset``'s training texts: from finished adaptations of the same backbone on this device
-    (``measured``: their records; tokens per second) when there are any, else from
-    ``parameters``: for the masked LM counted with the MLM head at the masked share of the
-    positions (``estimate_parameters(name, mlm_positions=options.mlm_probability)``: the head's
-    transform and vocabulary decoder run only where a token is masked); SimCSE's, the encoder's
-    alone (``mlm_positions=0``)."""
-    max_length = options.max_length or dataset.max_length
-    tokens = (
-        len(dataset.splits["train"]) * (1 - options.held_out) * mean_tokens(dataset, max_length)
-    )
-    # an adaptation's real tokens; those of releases before length-grouped batches (no
-    # "tokens_per_epoch") padded each text to its batch's longest and are not comparable
-    objective = getattr(options, "objective", "mlm")
-    rates = [
-        r["tokens_per_epoch"] * r["options"]["epochs"] / r["seconds"]
-        for r in measured or []
-        if r.get("seconds")
-        and r.get("tokens_per_epoch")
-        and r.get("objective", "mlm") == objective  # SimCSE runs each text twice
-    ]
-    if rates:
-        rate = measured_rate(rates)
-        what = "adaptation(s)" if objective == "mlm" else f"{objective} adaptation(s)"
-        basis = measured_basis(len(rates), what, device)
-    elif objective == "simcse":  # two passes of the encoder a text, no MLM head
-        rate = typical_rates(device, "auto")[2] / parameters / 2
-        basis = f"backbone size ({parameters / 1e6:.0f}M parameters) on {device}; SimCSE's two "
-        basis += "passes a text"
-    else:
-        rate = typical_rates(device, "auto")[2] / parameters
-        basis = (
-            f"backbone size with its MLM head at the masked tokens ({parameters / 1e6:.0f}M "
-            f"parameters computed a token) on {device}"
-        )
-    return {"seconds": STARTUP_SECONDS + tokens * options.epochs / rate, "basis": basis}
-
-
-def estimate_report_seconds(
-    dataset: LongTailDataset, kind: str, options, hidden: int, machine: dict
-) -> dict:
-    """``{"seconds", "basis"}`` for a data report of ``dataset`` (``kind``: ``health`` or
-    ``budget``, ``options``: its ``HealthOptions`` / ``BudgetOptions``; ``hidden``: the
-    backbone's hidden size). ``machine``: ``parameters``, ``device``, ``runs`` (finished runs,
-    their frozen ones' rates measure the feature pass and a head) and ``passes`` (the feature
-    passes still to run: 0 when cached). The health check: its feature pass, a probe a fold
-    (:data:`PROBE_SECONDS`) and cleanlab; the budget: its feature pass and a quick-mode head
-    for each fraction and seed, each trained for the whole split's steps."""
-    max_length = options.max_length or dataset.max_length
-    config = TrainConfig(
-        mode="frozen", max_length=max_length, cv_folds=None, choose_by="dev"
-    ).resolved(dataset.max_length, dataset.batch_size)
-    n_train = len(dataset.splits["train"])
-    alike = _alike(machine.get("runs"), machine.get("model"), "frozen", machine["device"])
-    heads = len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0
-    frozen = _frozen(
-        dataset,
-        heads,
-        config,
-        n_train,
-        mean_tokens(dataset, max_length),
-        machine["parameters"],
-        machine["device"],
-        alike,
-        passes=machine["passes"],
-    )
-    # the page's process has the backbone loaded: no start-up to pay
-    seconds, basis = frozen["seconds"] - STARTUP_SECONDS, frozen["basis"]
-    if kind == "budget":
-        basis += (
-            f"; {heads} heads ({len(options.fraction_list)} fractions x "
-            f"{len(options.seed_list)} seeds), each trained for the whole split's steps"
-        )
-        return {"seconds": seconds, "basis": basis}
-    fit = n_train * (options.folds - 1) / options.folds
-    probe = options.folds * (PROBE_OVERHEAD + PROBE_SECONDS * fit * dataset.num_classes * hidden)
-    cleanlab = CLEANLAB_OVERHEAD + CLEANLAB_SECONDS * n_train * dataset.num_classes
-    basis += (
-        f"; {options.folds} probe fits over {dataset.num_classes} classes (about "
-        f"{probe:.0f} s) and cleanlab's reading (about {cleanlab:.0f} s), at the rates "
-        "measured for them on 2 cores"
-    )
-    return {"seconds": seconds + probe + cleanlab, "basis": basis}
+    return Estimate(n_runs * per_head, basis, measured=bool(costs))

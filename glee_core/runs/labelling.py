@@ -1,15 +1,19 @@
 """A labelling session: the texts ``suggest`` chose from a pool and the answers a person gave
-them in the app (this class, another class, none of these, skip), every answer written to disk
-as it is given (a reload or a killed server loses nothing), and the labelled file they make
-(``train --add``'s, and the app's download).
+them in the app (this class, another class, none of these, skip), and the labelled file they
+make (``train --add``'s, and the app's download).
 
-One session per dataset and pool in a store's :attr:`~glee_core.runs.store.RunStore.labelling_dir`
-(``<dataset>-<pool digest>.json``); a new suggestion on the same pool keeps the answers already
-given to texts it suggests again."""
+One session per dataset and pool in a store's :attr:`~glee_core.runs.store.RunStore.labelling_dir`:
+``<dataset>-<pool stem>.json`` (the suggestions, rewritten whole by a new suggestion) and
+``<dataset>-<pool stem>.answers.jsonl`` (every answer, one line each, appended as it is given and
+never rewritten). Two tabs, two browsers, a reload or a killed server keep every answer: the last
+answer for a row wins, and each says who gave it, so a page can say when another tab answered.
+A new suggestion on the same pool keeps the texts answered before (with their answers) besides
+its own; a skip is asked again after it."""
 
 from __future__ import annotations
 
 import json
+import numbers
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError
-from ..core.files import write_json_atomic
+from ..core.files import append_line, write_json_atomic
 from ..data.pool import ADDED, NONE_OF_THESE
 from .recommend import recommend
 from .store import Run, RunStore, slug
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "ANSWERS",
     "BeforeAfter",
     "LabellingSession",
     "SKIPPED",
@@ -32,13 +37,36 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 ]
 
 SKIPPED = "(skipped)"  # a suggestion passed over for now: asked again later, never added
+ANSWERS = ".answers.jsonl"  # a session's answers log, beside it
+
+
+def _row_key(value) -> str:
+    """A suggestion's pool row as the answers name it; ValueError for one that is not a row."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | str):
+        raise ValueError(f"pool_row {value!r}")
+    number = float(value)
+    if number != int(number) or number < 0:
+        raise ValueError(f"pool_row {value!r}")
+    return str(int(number))
+
+
+def _check_row(row) -> dict:
+    """A suggestion as a session file holds it, its fields checked (ValueError otherwise)."""
+    if not isinstance(row, dict) or not {"pool_row", "text"} <= set(row):
+        raise ValueError("a suggestion without its pool_row and text")
+    _row_key(row["pool_row"])
+    if not isinstance(row["text"], str) or not isinstance(row.get("predicted", ""), str):
+        raise ValueError("a suggestion whose text or predicted class is not text")
+    float(row.get("confidence", 0.0))
+    return row
 
 
 @dataclass
 class LabellingSession:
     """The suggestions (``rows``: pool_row, text, predicted, confidence, rank) of ``pool`` for
     ``dataset`` by ``strategy`` with the head of ``run_id``, and ``answers`` (pool_row as text
-    -> a class, :data:`NONE_OF_THESE` or :data:`SKIPPED`)."""
+    -> a class, :data:`NONE_OF_THESE` or :data:`SKIPPED`: the last one given, folded from the
+    answers log) with who gave each (``answered_by``: the id a tab passed)."""
 
     dataset: str
     pool: str  # the kept pool file
@@ -49,56 +77,146 @@ class LabellingSession:
     answers: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     pool_classes: list[dict] = field(default_factory=list)  # suggest's likely_in_pool
+    suggested_at: float = field(default_factory=time.time)  # skips before it are asked again
+    answered_by: dict[str, str] = field(default_factory=dict)
+    earlier: dict[str, str] = field(default_factory=dict)  # answers a file held before the log
 
     @staticmethod
     def path_for(store: RunStore, dataset: str, pool: str) -> Path:
         return store.labelling_dir / f"{slug(dataset)}-{Path(pool).stem}.json"
 
+    @staticmethod
+    def answers_path(path: str | Path) -> Path:
+        """The answers log of the session written at ``path``."""
+        path = Path(path)
+        return path.with_name(path.stem + ANSWERS)
+
     @classmethod
     def read(cls, path: str | Path) -> LabellingSession | None:
-        """The session written at ``path``, or None (none yet, or damaged: set aside as
-        ``.damaged`` so the next suggestion starts a clean one)."""
+        """The session written at ``path`` with its answers, or None (none yet, or damaged:
+        set aside as ``.damaged`` so the next suggestion starts a clean one; its answers log
+        stays). A line of the answers log that cannot be read (a torn write) is passed over."""
         path = Path(path)
         try:
             values = json.loads(path.read_text(encoding="utf-8"))
+            rows = [_check_row(r) for r in values["rows"]]
+            earlier = {_row_key(k): str(v) for k, v in dict(values.get("answers") or {}).items()}
             session = cls(
-                **{
-                    k: values[k]
-                    for k in ("dataset", "pool", "pool_name", "strategy", "run_id", "rows")
-                },
-                answers=dict(values.get("answers") or {}),
-                created=values.get("created", ""),
-                pool_classes=list(values.get("pool_classes") or []),
+                **{k: str(values[k]) for k in ("dataset", "pool", "pool_name", "strategy")},
+                run_id=str(values["run_id"]),
+                rows=rows,
+                created=str(values.get("created", "")),
+                pool_classes=[r for r in values.get("pool_classes") or [] if isinstance(r, dict)],
+                suggested_at=float(values.get("suggested_at", 0.0)),
+                earlier=earlier,
             )
-            if not all(
-                isinstance(r, dict) and {"pool_row", "text"} <= set(r) for r in session.rows
-            ):
-                raise ValueError("rows")
-            return session
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             path.replace(path.with_name(path.name + ".damaged"))
             return None
+        session._fold(cls.answers_path(path))
+        return session
+
+    def _fold(self, log: Path) -> None:
+        """The answers: those the file held before the log, then the log's, the last for a row
+        winning; a skip given before the newest suggestion is asked again."""
+        rows = {_row_key(r["pool_row"]) for r in self.rows}
+        answers = {k: v for k, v in self.earlier.items() if k in rows}
+        by = dict.fromkeys(answers, "")
+        try:
+            lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+                key, label = _row_key(entry["row"]), entry["label"]
+                at = float(entry.get("at", 0.0))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn or hand-edited line: the others stand
+            if key not in rows or not isinstance(label, str):
+                continue
+            if label == SKIPPED and at < self.suggested_at:
+                answers.pop(key, None)
+                continue
+            answers[key], by[key] = label, str(entry.get("by", ""))
+        self.answers, self.answered_by = answers, by
 
     def write(self, store: RunStore) -> Path:
+        """The suggestions, written whole (the answers stay in their log)."""
         path = self.path_for(store, self.dataset, self.pool)
-        write_json_atomic(path, asdict(self))
+        values = asdict(self)
+        for key in ("answers", "answered_by", "earlier"):
+            values.pop(key)
+        values["answers"] = self.earlier
+        write_json_atomic(path, values)
         return path
 
-    def answer(self, store: RunStore, pool_row: int, label: str, classes: list[str]) -> None:
+    @classmethod
+    def suggested(
+        cls, store: RunStore, dataset: str, pool: Path, pool_name: str, found
+    ) -> LabellingSession:
+        """The session of a new suggestion (``found``: ``glee_core.train.suggest``'s
+        ``Suggestions``) written over the dataset and pool's last one: its rows, and the texts
+        answered before that it did not suggest again (a class or none of these), so no answer
+        is lost."""
+        rows = [
+            {**row, "pool_row": int(row["pool_row"])}
+            for row in found.frame.drop(columns=["label", "strategy"]).to_dict("records")
+        ]
+        path = cls.path_for(store, dataset, str(pool))
+        before = cls.read(path)
+        earlier: dict[str, str] = {}
+        if before is not None:
+            new = {_row_key(r["pool_row"]) for r in rows}
+            rows += [
+                r
+                for r in before.rows
+                if _row_key(r["pool_row"]) not in new
+                and before.answers.get(_row_key(r["pool_row"]), SKIPPED) != SKIPPED
+            ]
+            earlier = before.earlier
+        session = cls(
+            dataset,
+            str(pool),
+            pool_name,
+            found.strategy,
+            found.run_id,
+            rows,
+            pool_classes=found.pool_classes,
+            earlier=earlier,
+        )
+        session.write(store)
+        return cls.read(path) or session
+
+    def answer(
+        self, store: RunStore, pool_row, label: str, classes: list[str], by: str = ""
+    ) -> None:
         """Keep ``label`` (a class, :data:`NONE_OF_THESE` or :data:`SKIPPED`) for the
-        suggestion of ``pool_row``, on disk at once."""
+        suggestion of ``pool_row``, appended to the answers log at once (``by``: who gave it,
+        a tab's id)."""
         if label not in classes and label not in (NONE_OF_THESE, SKIPPED):
             raise GleeError(f"{label!r} is not a class of {self.dataset}")
-        self.answers[str(int(pool_row))] = label
-        self.write(store)
+        try:
+            key = _row_key(pool_row)
+        except ValueError:
+            key = ""
+        if key not in {_row_key(r["pool_row"]) for r in self.rows}:
+            raise GleeError(
+                f"pool row {pool_row!r} is not one of these suggestions (a newer suggestion "
+                "replaced them): reload the page"
+            )
+        path = self.answers_path(self.path_for(store, self.dataset, self.pool))
+        entry = {"row": key, "label": label, "at": time.time(), "by": by}
+        append_line(path, json.dumps(entry, ensure_ascii=False))
+        self.answers[key], self.answered_by[key] = label, by
 
     def labelled(self) -> pd.DataFrame:
         """The suggestions with their answers, as ``suggest``'s CSV (``label`` filled where
         answered with a class or none of these; empty where skipped or not yet answered)."""
         frame = pd.DataFrame(self.rows)
-        frame["label"] = [self.answers.get(str(int(r)), "") for r in frame["pool_row"]]
+        frame["label"] = [self.answers.get(_row_key(r), "") for r in frame["pool_row"]]
         frame.loc[frame["label"] == SKIPPED, "label"] = ""
         return frame
 

@@ -41,8 +41,7 @@ class Policy:
     max_workspaces: int = 500  # workspaces on the machine (expired, then empty ones go first)
     workspaces_per_minute: int = 30  # made on the machine a minute (a script cannot fill it)
     visitor_workspaces: int = 10  # held by one address (at most a quarter of max_workspaces)
-    score_rows: int = 2000  # texts the Playground classifies from one file
-    report_seconds: float = 5 * 60.0  # a data report (health, budget) in the web process
+    score_rows: int = 2000  # texts a file may give: the Playground's to classify, a pool
     upload_classes: int = 2000  # classes one upload may have (per-class charts, splitting)
     models: tuple[str, ...] = ()  # backbones a visitor may pick (public mode)
 
@@ -93,17 +92,6 @@ class Policy:
                 "Wait for them to finish, or stop one."
             )
 
-    def check_report(self, what: str, seconds: float) -> None:
-        """A data report computed in the web process (the Data page's health check and label
-        budget): within ``report_seconds`` estimated, as a launch is within its minutes."""
-        if seconds > self.report_seconds:
-            raise LimitReached(
-                f"{what} is estimated at {minutes_text(seconds)}; work on this "
-                f"page may take at most {minutes_text(self.report_seconds)} here. "
-                "Run it on your own machine (python -m glee_core "
-                f"{'health' if 'health' in what else 'budget'})."
-            )
-
     def check_model(self, model: str) -> None:
         """A backbone a visitor may train (public mode offers a few)."""
         if model not in self.models:
@@ -136,7 +124,6 @@ LIMIT_FIELDS = {
     "max_jobs": ("max_jobs", 1),
     "max_workspaces": ("max_workspaces", 1),
     "score_rows": ("score_rows", 1),
-    "report_minutes": ("report_seconds", 60),
     "workspaces_per_minute": ("workspaces_per_minute", 1),
     "visitor_workspaces": ("visitor_workspaces", 1),
     "upload_classes": ("upload_classes", 1),

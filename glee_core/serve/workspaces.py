@@ -35,8 +35,10 @@ from filelock import FileLock
 from ..core import environment
 from ..core.errors import GleeError, disk_message
 from ..core.files import folder_bytes, size_text, write_atomic
+from ..runs.estimate import Estimate
 from ..runs.store import RunStore
-from ..train.jobs import Job, launch_training, list_jobs
+from ..train.job_kinds import kind_of
+from ..train.jobs import Job, launch, list_jobs, running_job
 from .policy import LimitReached, Policy
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
@@ -366,7 +368,7 @@ def unfinished_jobs(root: str | Path | None = None, visitor: str | None = None) 
         job.running
         for key in keys_in(root)
         for job in list_jobs(Workspace(root, key).store)
-        if visitor is None or job.info.get("visitor") == visitor
+        if visitor is None or job.record.visitor == visitor
     )
 
 
@@ -403,47 +405,50 @@ def launch_in_workspace(
     policy: Policy,
     request,
     label: str,
-    seconds: float,
-    visitor: str,
-    machine: RunStore,
-    stop_share: float | None = None,
+    estimate: Estimate,
+    launcher: tuple[str, RunStore],
 ) -> Job:
-    """Public mode's launch of ``request`` (a ``TrainRequest`` estimated at ``seconds``) into the
-    visitor's workspace ``own``, within every limit: the backbones offered, the session's jobs
-    and disk, the machine's jobs and the visitor's share of them, the launch's runs and minutes.
-    The checks and the launch run under one lock (:func:`launch_lock`), so three tabs clicking
-    at once cannot pass the same check before one's job is recorded. The job queues for the
-    machine's training slots (in ``machine``, the owner's store) with every workspace's, trains
-    one job of its session at a time, keeps the disk limit while it trains, and stops when its
-    own pace runs far past the minutes a launch may take (``GLEE_JOB_SECONDS``). Raises
-    :class:`LimitReached` (which limit, and what to do) or ``OSError``."""
-    policy.check_model(request.model)
+    """Public mode's launch of ``request`` (any kind of job a visitor may run, estimated at
+    ``estimate``) into the visitor's workspace ``own``, within every limit: the backbones
+    offered, the session's jobs and disk, the machine's jobs and the visitor's share of them,
+    the launch's runs and minutes. ``launcher``: (the visitor, hashed; the machine's owner
+    store, which holds the machine's queue). The checks and the launch run under one lock
+    (:func:`launch_lock`), so three tabs clicking at once cannot pass the same check before
+    one's job is recorded; the same request already running is attached to, not launched
+    again. The job queues for the machine's slots (in the owner's store) with every
+    workspace's, runs one job of its session at a time, keeps the disk limit while it works,
+    and stops when its own pace runs far past the minutes a launch may take
+    (``GLEE_JOB_SECONDS``). Raises :class:`LimitReached` (which limit, and what to do) or
+    ``OSError``."""
+    visitor, machine = launcher
+    kind = kind_of(request)
+    if not kind.public:
+        raise LimitReached(f"{kind.title} is switched off on this deployment.")
+    if getattr(request, "model", None) is not None:
+        policy.check_model(request.model)
     env = {
         "GLEE_SLOTS_DIR": str(machine.locks_dir),
         "GLEE_SESSION_SLOT": str(own.session_lock),
         "GLEE_QUOTA_DIR": str(own.path),
         "GLEE_QUOTA_MB": str(policy.disk_bytes / 2**20),
         "GLEE_JOB_SECONDS": str(policy.job_seconds),
-        "GLEE_JOB_STOP": str(stop_share or ""),
+        "GLEE_JOB_STOP": str(estimate.stop or ""),
+        "GLEE_POOL_TEXTS": str(policy.score_rows),
     }
     with launch_lock(machine):
+        running = running_job(own.store, request)
+        if running is not None:
+            running.attached = True
+            return running
         mine = [job for job in list_jobs(own.store) if job.running]
         own.check_launch(policy, len(mine))
         check_machine(policy, visitor, own.root)
         policy.check_job(
-            len(request.methods) * len(request.seeds),
-            seconds,
-            sum(job.info.get("estimate_seconds", 0.0) for job in mine),
+            kind.planned_runs(request),
+            estimate.seconds,
+            sum(job.record.estimate.seconds for job in mine if job.record.estimate),
         )
-        return launch_training(
-            own.store,
-            request,
-            label=label,
-            env=env,
-            estimate_seconds=seconds,
-            visitor=visitor,
-            stop_share=stop_share,
-        )
+        return launch(own.store, request, label, estimate, env, visitor)
 
 
 def expire(

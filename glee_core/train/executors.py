@@ -35,7 +35,8 @@ from ..core.events import Note, ProgressFn, SweepProgress
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.methods import MethodSpec, get_method
-from ..models.options import EXECUTORS, ExecutorOptions, TrainRequest
+from ..models.options import EXECUTORS, ExecutorOptions
+from ..models.requests import TrainRequest
 from ..runs.store import Run, RunStore
 from .experiment import run_experiments
 from .plan import PlannedRun, plan_runs, preflight, readable_heads

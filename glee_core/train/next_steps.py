@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from ..core.errors import GleeError
 from ..models.config import TrainConfig
-from ..models.options import DataOptions, TrainRequest
+from ..models.options import DataOptions
+from ..models.requests import TrainRequest
 from ..runs.recommend import ENOUGH_SEEDS, NextStep, Recommendation
 from ..runs.store import Run
 from .plan import plan_runs

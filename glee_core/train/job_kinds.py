@@ -1,0 +1,374 @@
+"""Every kind of work the app runs as a background job, in one registry (:data:`JOB_KINDS`):
+its request (:mod:`glee_core.models.requests`), the command that runs it (``python -m glee_core
+<name> --request FILE --progress-file F``), its estimate here and what a finished one made.
+
+A page writes a request and returns; the job runs in a process of its own
+(:mod:`glee_core.train.jobs`), reports typed progress events (:mod:`glee_core.core.events`) that
+one reducer folds, and its bar's time left follows one rule (:func:`glee_core.core.pace.
+time_left`). Each estimate is built from what the job will do and this machine's rates
+(:class:`Here`): training from its plan (what it must train, the cross-validation due, the
+feature passes not cached), the others from :mod:`glee_core.runs.job_estimates`. A new kind is
+a request class, an entry here, and its command taking ``--request``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import GleeError
+from ..data.datasets import LongTailDataset
+from ..data.pool import PoolSize, pool_size
+from ..models.methods import get_method
+from ..models.requests import (
+    AdaptRequest,
+    BudgetRequest,
+    ExportRequest,
+    HealthRequest,
+    PredictRequest,
+    ReportRequest,
+    SuggestRequest,
+    TrainRequest,
+)
+from ..runs.estimate import Estimate, estimate_seconds
+from ..runs.job_estimates import (
+    Machine,
+    ModelSize,
+    estimate_adapt_seconds,
+    estimate_export_seconds,
+    estimate_pdf_seconds,
+    estimate_predict_seconds,
+    estimate_report_seconds,
+    estimate_suggest_seconds,
+    settle,
+)
+from ..runs.store import RunStore
+from .adapted import adapted_backbones
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "Here",
+    "JOB_KINDS",
+    "JobKind",
+    "Made",
+    "estimate_training",
+    "kind_of",
+]
+
+
+@dataclass
+class Here:
+    """Where a job would run, as its estimate reads it: the store it writes into, the machine
+    (device, other work, finished runs and jobs), the request's dataset where the caller has it
+    loaded already, the store's finished run ids (a launch opens them, it does not train them)
+    and the folder of adapted backbones (adapting's measured rates)."""
+
+    store: RunStore
+    machine: Machine = field(default_factory=Machine)
+    dataset: LongTailDataset | None = None
+    stored: set[str] | None = None
+    backbones: Path | None = None
+
+    def data(self, request) -> LongTailDataset:
+        return self.dataset if self.dataset is not None else request.data.load()
+
+
+@dataclass
+class Made:
+    """What a finished job made, from its result line: a sentence, the files it wrote (path,
+    the name to download it as, its MIME type), training's runs (each run's summary), and the
+    lines that load an export."""
+
+    summary: str = ""
+    files: list[tuple[str, str, str]] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of work: ``name`` (the command that runs it), its ``request`` class, the jobs
+    panel's word for it (``title``), its ``estimate`` here, what a finished one ``made`` (from
+    its result line), whether a public deployment's visitors may run it, and whether its
+    command writes into a run store (``--runs-dir``)."""
+
+    name: str
+    request: type
+    title: str
+    estimate: Callable[[Any, Here], Estimate]
+    made: Callable[[Any], Made]
+    public: bool = True
+    store: bool = True
+
+    def planned_runs(self, request) -> int:
+        """The runs a request plans (public mode caps them a launch): training's methods x
+        seeds; one for the other kinds."""
+        return len(request.methods) * len(request.seeds) if self.name == "train" else 1
+
+
+def _cached(here: Here, dataset: LongTailDataset, model: str, max_length: int | None) -> bool:
+    """Are the plain input's frozen features of ``dataset`` by ``model`` cached in the store?"""
+    from ..models.backbone import model_fingerprint  # noqa: PLC0415 (torch: pages read kinds)
+    from ..models.features import feature_file  # noqa: PLC0415
+
+    try:
+        fingerprint = model_fingerprint(model)
+    except GleeError:  # a backbone that cannot be read: the job says so when it runs
+        return False
+    return feature_file(
+        here.store.features_dir, dataset, fingerprint, "plain", max_length or dataset.max_length
+    ).is_file()
+
+
+def estimate_training(request: TrainRequest, here: Here) -> Estimate:
+    """A training launch of ``request`` from its plan (:func:`glee_core.train.plan.plan_runs`):
+    the runs the store lacks (``runs``; those it holds are opened: ``stored``), the heads the
+    backbone cannot read left out (``left_out``), the feature passes not cached, the LP-FT heads
+    still to fit and the rate searched once already, at this machine's rates."""
+    from ..models.backbone import estimate_parameters  # noqa: PLC0415 (torch: pages read kinds)
+    from .plan import (  # noqa: PLC0415
+        lp_ft_stage,
+        plan_runs,
+        searched_rate,
+        uncached_passes,
+        unreadable_heads,
+    )
+
+    dataset, config, model = here.data(request), request.config, request.model
+    stored_ids = (
+        set()  # --force: every run trained again
+        if request.force
+        else here.stored
+        if here.stored is not None
+        else {r.run_id for r in here.store.runs()}
+    )
+    out, left_out = [], ""
+    try:
+        specs = [get_method(m) for m in request.methods]
+        try:  # a backbone that cannot load leaves none out (the launch says so)
+            out, left_out = unreadable_heads(
+                dataset, specs, request.seeds, model, config, here.store
+            )
+        except GleeError:
+            pass
+        plan = plan_runs(dataset, [s for s in specs if s not in out], request.seeds, model, config)
+    except GleeError:  # an unknown method or one the mode refuses (the launch says so)
+        plan = None
+    to_train = None if plan is None else [job for job in plan if job.run_id not in stored_ids]
+    planned = len(request.methods) * len(request.seeds) if plan is None else len(plan)
+    missing = planned if to_train is None else len(to_train)
+    if to_train is not None and not missing:
+        return Estimate(
+            2.0,
+            f"all {planned} run(s) are already stored",
+            measured=True,
+            runs=0,
+            stored=planned,
+            left_out=left_out,
+        )
+    machine = here.machine
+    passes = (
+        2
+        if to_train is None or not config.frozen
+        else uncached_passes(here.store, dataset, model, to_train)
+    )
+    stages = None  # LP-FT's heads still to fit: a quick compare stored them, or not
+    if to_train is not None and not config.frozen:
+        stages = sum(
+            lp_ft_stage(job, dataset, model).run_id not in stored_ids
+            for job in to_train
+            if job.config.lp_ft
+        )
+    estimate = estimate_seconds(
+        dataset,
+        missing,
+        config,
+        model,
+        estimate_parameters(model),
+        machine.device,
+        machine.runs,
+        feature_passes=passes,
+        lp_ft_stages=stages,
+        rate_searched=bool(to_train) and searched_rate(here.store, to_train[0]) is not None,
+        busy=machine.busy,
+    )
+    stored = planned - missing
+    return replace(
+        estimate,
+        runs=missing,
+        stored=stored,
+        left_out=left_out,
+        basis=estimate.basis
+        + (f"; {stored} of the runs already stored, not retrained" if stored else ""),
+    )
+
+
+def _adapt(request: AdaptRequest, here: Here) -> Estimate:
+    from ..models.backbone import estimate_parameters  # noqa: PLC0415 (torch: pages read kinds)
+
+    options = request.options
+    masked = options.mlm_probability if options.objective == "mlm" else 0.0  # SimCSE: no head
+    measured = [
+        record
+        for _, record in (adapted_backbones(here.backbones) if here.backbones else [])
+        if record.get("adapted_from", {}).get("name") == request.model
+    ]
+    estimate = estimate_adapt_seconds(
+        here.data(request),
+        options,
+        estimate_parameters(request.model, mlm_positions=masked),
+        here.machine.device,
+        measured,
+    )
+    return settle(estimate, here.machine, "adapt")
+
+
+def _data_report(kind: str) -> Callable[[Any, Here], Estimate]:
+    def estimate(request, here: Here) -> Estimate:
+        dataset = here.data(request)
+        cached = _cached(here, dataset, request.model, request.options.max_length)
+        size = ModelSize.of(request.model)
+        return estimate_report_seconds(
+            dataset, kind, request.options, size, here.machine, 0 if cached else 1
+        )
+
+    return estimate
+
+
+def _suggest(request: SuggestRequest, here: Here) -> Estimate:
+    dataset = here.data(request)
+    quick = any(  # a quick compare stored the head that scores the pool: no probe to fit
+        r.dataset == dataset.id
+        and r.record.model.name == request.model
+        and r.record.mode == "frozen"
+        for r in here.machine.runs
+    )
+    passes = 0 if quick or _cached(here, dataset, request.model, None) else 1
+    try:
+        pool = pool_size(request.options.pool)
+    except GleeError:  # the job says what is wrong with the file
+        pool = PoolSize(0, 0)
+    return estimate_suggest_seconds(
+        dataset, pool, ModelSize.of(request.model), here.machine, passes
+    )
+
+
+def _report(request: ReportRequest, here: Here) -> Estimate:
+    wanted = set(request.runs)
+    runs = [r for r in here.machine.runs if r.run_id in wanted]
+    classes = len(runs[0].record.dataset.class_counts) if runs else 0
+    return estimate_pdf_seconds(len(request.runs), classes, here.machine)
+
+
+def _export(request: ExportRequest, here: Here) -> Estimate:
+    run = next((r for r in here.machine.runs if r.run_id == request.run), None)
+    model = run.record.model.name if run is not None else "auto"
+    texts = run.record.dataset.sizes.get("test", 0) if run is not None else 0
+    return estimate_export_seconds(request.form, ModelSize.of(model), texts, here.machine)
+
+
+def _predict(request: PredictRequest, here: Here) -> Estimate:
+    run = next((r for r in here.machine.runs if r.run_id == request.run), None)
+    model = run.record.model.name if run is not None else request.model
+    length = (
+        run.record.hyperparameters.max_length if run is not None else here.data(request).max_length
+    )
+    try:
+        texts = pool_size(request.input)
+    except GleeError:  # the job says what is wrong with the file
+        texts = PoolSize(0, 0)
+    return estimate_predict_seconds(texts, ModelSize.of(model), length, here.machine)
+
+
+def _runs_made(values) -> Made:
+    runs = values if isinstance(values, list) else []
+    return Made(summary=f"{len(runs)} run(s) trained or opened", runs=runs)
+
+
+def _files_made(key: str, mime: str, what: str) -> Callable[[Any], Made]:
+    def made(values) -> Made:
+        if not isinstance(values, dict) or not isinstance(values.get(key), str):
+            return Made(summary=what)
+        path = Path(values[key])
+        return Made(
+            summary=what,
+            files=[(str(path), path.name, mime)],
+            code=str(values.get("code", "")),
+        )
+
+    return made
+
+
+def _said(what: str) -> Callable[[Any], Made]:
+    def made(values) -> Made:
+        detail = values.get("summary", "") if isinstance(values, dict) else ""
+        return Made(summary=f"{what}: {detail}" if detail else what)
+
+    return made
+
+
+JOB_KINDS = {
+    kind.name: kind
+    for kind in (
+        JobKind("train", TrainRequest, "Training", estimate_training, _runs_made),
+        JobKind(
+            "adapt",
+            AdaptRequest,
+            "Adapting the backbone",
+            _adapt,
+            _said("the backbone adapted"),
+            public=False,
+            store=False,
+        ),
+        JobKind(
+            "health",
+            HealthRequest,
+            "The health check",
+            _data_report("health"),
+            _said("the health report written (the Data page shows it)"),
+        ),
+        JobKind(
+            "budget",
+            BudgetRequest,
+            "The label budget",
+            _data_report("budget"),
+            _said("the label budget measured (the Data page shows it)"),
+        ),
+        JobKind(
+            "suggest",
+            SuggestRequest,
+            "Texts to label",
+            _suggest,
+            _said("the texts to label next chosen (the Data page lists them)"),
+        ),
+        JobKind(
+            "report",
+            ReportRequest,
+            "The PDF report",
+            _report,
+            _files_made("report", "application/pdf", "the PDF report"),
+        ),
+        JobKind(
+            "predict",
+            PredictRequest,
+            "Classifying a file",
+            _predict,
+            _files_made("predictions", "text/csv", "the texts classified"),
+        ),
+        JobKind(
+            "export",
+            ExportRequest,
+            "An export",
+            _export,
+            _files_made("zip", "application/zip", "the exported classifier"),
+        ),
+    )
+}
+
+
+def kind_of(request) -> JobKind:
+    """The kind whose request ``request`` is."""
+    for kind in JOB_KINDS.values():
+        if type(request) is kind.request:
+            return kind
+    raise GleeError(f"no job runs a {type(request).__name__}")

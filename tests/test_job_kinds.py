@@ -1,0 +1,125 @@
+"""Every kind of long work is a job launched one way: its typed request, its command, its
+estimate (a typed record saying how sure it is), one reducer for its progress, and what a
+broken request, a stop or a second launch of the same work do."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from glee_core.cli import build_parser, main
+from glee_core.core.errors import GleeError
+from glee_core.core.events import Examining, FeaturePass, Working, fold
+from glee_core.models.options import DataOptions, HealthOptions
+from glee_core.models.requests import HealthRequest
+from glee_core.runs.estimate import Estimate, about
+from glee_core.runs.job_estimates import Machine, settle
+from glee_core.runs.store import RunStore
+from glee_core.train.job_kinds import JOB_KINDS, kind_of
+from glee_core.train.jobs import Job, JobRecord, launch, past_jobs
+from tests.helpers.jobs import wait_for_jobs
+from tests.helpers.waiting import wait_until
+
+
+def test_every_kind_has_a_request_that_round_trips_and_a_command_that_takes_it(tmp_path):
+    parser = build_parser()
+    for kind in JOB_KINDS.values():
+        args = parser.parse_args([kind.name, "--request", "r.json", "--progress-file", "p"])
+        assert args.request == "r.json" and args.progress_file == "p"
+        assert kind.request.WHAT.endswith("request")
+    request = HealthRequest(DataOptions(dataset="demo"), HealthOptions(out=str(tmp_path)), "m")
+    assert kind_of(request) is JOB_KINDS["health"]
+    path = request.write(tmp_path / "r.json")
+    assert HealthRequest.read(path) == request
+    with pytest.raises(GleeError, match="no job runs a dict"):
+        kind_of({})
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"data": {"dataset": "demo"}, "options": {"out": 5}', "[1, 2]", '{"options": {}}', ""],
+)
+def test_a_request_edited_by_hand_is_one_line_naming_it(tmp_path, capsys, text):
+    path = tmp_path / "edited.request.json"
+    path.write_text(text)
+    with pytest.raises(GleeError, match=r"cannot read the health check request .*edited"):
+        HealthRequest.read(path)
+    assert main(["health", "--request", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: cannot read the health check request") and len(err) == 1
+
+
+def test_the_estimate_is_a_typed_record_that_says_how_sure_it_is():
+    measured = Estimate(200.0, "upper quartile of 3 finished runs", measured=True)
+    assert measured.text == "about 3 min" == about(200.0) and measured.sure.startswith("measured")
+    typical = Estimate(200.0, "backbone size on cpu")  # nothing measured here: a range
+    assert (typical.low, typical.high) == (100.0, 400.0)
+    assert typical.text == "2-7 min" and "not measured here yet" in typical.sure
+    assert Estimate(30.0, "x").text == "15-60 s"
+    assert Estimate.from_dict({**typical.to_dict(), "a newer field": 1}) == typical
+    # a kind's finished jobs calibrate the next estimate: the median of real / estimated
+    past = {"health": [(10.0, 20.0), (10.0, 30.0), (20.0, 40.0)]}
+    settled = settle(Estimate(50.0, "probe fits"), Machine("cpu", past=past), "health")
+    assert settled.seconds == pytest.approx(100.0) and settled.base == 50.0
+    assert settled.measured and settled.text == "about 2 min"
+    assert "x2.00, what 3 finished health job(s) here took" in settled.basis
+    busy = settle(Estimate(50.0, "probe fits"), Machine("cpu", busy=2.0, past=past), "health")
+    assert busy.low < busy.seconds < busy.high  # the other work moves: a range
+
+
+def test_a_job_without_runs_moves_its_bar_and_says_where_it_is():
+    """Data reports, the PDF and exports have no runs: their feature pass and steps (or shares)
+    are the one reducer's too, so one bar and one time-left rule serve every kind."""
+    health = [FeaturePass(format="plain", done=50, total=100)]
+    assert fold(health).share() == pytest.approx(0.3)  # the pass: 60% of a report
+    health += [
+        FeaturePass(format="plain", done=100, total=100),
+        Examining(step=3, steps=5, what="fold 2/5", task="data health"),
+    ]
+    assert fold(health).share() == pytest.approx(0.6 + 0.4 * 2 / 5)
+    assert fold(health).describe() == "data health: step 3/5, fold 2/5"
+    cached = [Examining(step=2, steps=5, what="fold 1/5")]  # no pass: the steps are all of it
+    assert fold(cached).share() == pytest.approx(1 / 5)
+    pdf = [Working(what="per-class F1", share=0.4, task="the PDF report")]
+    assert fold(pdf).share() == 0.4 and fold(pdf).describe() == "the PDF report: per-class F1"
+
+
+def test_a_launch_record_of_an_earlier_release_keeps_its_estimate(tmp_path):
+    path = tmp_path / "j.json"
+    path.write_text(json.dumps({"id": "j", "pid": 1, "estimate_seconds": 90, "stop_share": 0.7}))
+    record = Job(path).record
+    assert record.command == "train" and record.estimate.seconds == 90.0
+    assert record.estimate.stop == 0.7
+    values = JobRecord("j", 1, "x", "health", 5.0, estimate=Estimate(3.0, "b")).to_dict()
+    assert JobRecord.from_dict(json.loads(json.dumps(values))).estimate == Estimate(3.0, "b")
+    path.write_text(json.dumps({"id": "j", "pid": 1, "command": "fly"}))
+    assert "a kind of job this release does not run" in Job(path).problem
+
+
+@pytest.mark.slow
+def test_the_same_report_twice_runs_once_and_a_stopped_one_can_run_again(tiny_bert, tmp_path):
+    """Two tabs ask for the same health check at once: one job runs, the other attaches to it;
+    stopped, it says so and nothing half-written is left; launched again, it finishes, and its
+    real time calibrates the next estimate of its kind."""
+    store = RunStore(tmp_path / "runs")
+    out = tmp_path / "health"
+    request = HealthRequest(
+        DataOptions(dataset="demo"), HealthOptions(out=str(out)), str(tiny_bert)
+    )
+    first = launch(store, request, "health", Estimate(20.0, "guess"))
+    second = launch(store, request, "health again", Estimate(20.0, "guess"))
+    assert second.id == first.id and second.attached and not first.attached
+    wait_until(lambda: first.progress().phase != "starting", 60, "the job starting")
+    assert first.stop()
+    wait_for_jobs(store.root)
+    assert first.status == "stopped" and not (out / "health.json").exists()
+    estimate = settle(Estimate(20.0, "guess"), Machine(), "health")
+    again = launch(store, first.request(), first.label, estimate)
+    assert again.id != first.id and not again.attached
+    wait_for_jobs(store.root)
+    assert again.status == "done", again.log()
+    assert (out / "health.json").is_file()
+    assert again.made().summary.startswith("the health report written")
+    [(base, real)] = past_jobs(store)["health"]
+    assert base == 20.0 and real == pytest.approx(again.seconds)
