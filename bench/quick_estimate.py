@@ -98,11 +98,16 @@ def many_classes(folder: Path, classes: int = 2000, per_class: int = 5) -> str:
 
 
 def a_pool(dataset, folder: Path, texts: int = 300) -> Path:
-    """Unlabelled texts like the data's and none of them: its training texts' words shuffled
-    into new sentences (a pool as a user's would be, for timing)."""
+    """Unlabelled texts like the data's and none of them: ``texts`` of its training texts, each
+    with a third of its words dropped (new texts a classifier still reads as their class, so
+    self-training keeps their pseudo-labels as it would a user's pool)."""
     rng = np.random.default_rng(1)
-    words = " ".join(dataset.splits["train"]["text"].astype(str).head(2000)).split()
-    lines = [" ".join(rng.choice(words, int(rng.integers(6, 30)))) for _ in range(texts)]
+    train = dataset.splits["train"]["text"].astype(str)
+    lines = [
+        " ".join(w for i, w in enumerate(text.split()) if i % 3 != 1)
+        for text in train.sample(min(texts, len(train)), random_state=1)
+    ]
+    rng.shuffle(lines)
     path = folder / "pool.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -123,8 +123,18 @@ def visitor_id() -> str:
     )
 
 
+FORGED = "an address the client wrote itself"  # one visitor, however many it writes
+
+
 def hashed_address(forwarded: str | None, connection: str | None, proxies: int) -> str:
-    """:func:`visitor_id` of a request's ``X-Forwarded-For`` and connection address."""
+    """:func:`visitor_id` of a request's ``X-Forwarded-For`` and connection address. With no
+    trusted proxy, a connection address that is one of the header's entries was taken from it
+    by the server (uvicorn trusts the header from 127.0.0.1 unless ``FORWARDED_ALLOW_IPS`` says
+    otherwise): a client on the loopback wrote it, so every such request counts as one visitor
+    (E3b: one client filled the machine's job cap alone, a new address a request)."""
     entries = [e.strip() for e in (forwarded or "").split(",") if e.strip()]
-    address = entries[-proxies] if proxies and len(entries) >= proxies else connection
+    if proxies:
+        address = entries[-proxies] if len(entries) >= proxies else connection
+    else:
+        address = FORGED if connection and connection in entries else connection
     return hashlib.sha256(f"glee-visitor:{address or 'unknown'}".encode()).hexdigest()[:16]

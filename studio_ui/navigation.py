@@ -59,7 +59,11 @@ def run_page(page) -> None:
     the traceback goes to the server's log under that reference. Streamlit's own stop and rerun
     are not errors (BaseException) and pass through."""
     st.html(CHART_SCROLL)
-    if not policy().public:
+    public = policy().public
+    # an error no page foresaw (in a widget's callback too) shows a visitor no traceback, no
+    # server path: Streamlit's own details off in public mode (the server's log keeps them)
+    st.set_option("client.showErrorDetails", "none" if public else "full")
+    if not public:
         page.run()
         return
     try:

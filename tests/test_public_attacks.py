@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from glee_core.cli import main
@@ -225,9 +226,12 @@ def test_an_unforeseen_error_reaches_a_visitor_as_one_line(public, monkeypatch, 
     said = errors(at)
     assert len(said) == 1 and "RuntimeError, reference" in said[0]
     assert "/srv/secret" not in said[0]
+    # what no page can catch (a widget's callback): Streamlit's own details are off
+    assert st.get_option("client.showErrorDetails") == "none"
     monkeypatch.delenv("GLEE_PUBLIC")  # the owner's own machine: the traceback, as ever
     at = AppTest.from_file(str(script), default_timeout=60).run()
     assert at.exception
+    assert st.get_option("client.showErrorDetails") == "full"
 
 
 def test_a_share_hands_out_no_model_unless_its_sharer_allows_it(public, tiny_bert):
@@ -306,6 +310,10 @@ def test_the_visitor_is_the_address_the_trusted_proxy_appended(monkeypatch):
     )
     # no proxy: the header is the client's own words, the connection counts
     assert hashed_address("5.5.5.5", "10.0.0.9", 0) == hashed_address(None, "10.0.0.9", 0)
+    # E3b: ... unless the server took the connection's address from the header (uvicorn trusts
+    # it from 127.0.0.1): a loopback client writing a new address a request is one visitor
+    forged = {hashed_address(f"{n}.{n}.{n}.{n}", f"{n}.{n}.{n}.{n}", 0) for n in range(1, 20)}
+    assert len(forged) == 1 and forged != {hashed_address(None, "10.0.0.9", 0)}
     assert hashed_address("1.2.3.4, 9.9.9.9", "10.0.0.9", 2) == client
     monkeypatch.delenv("GLEE_TRUSTED_PROXIES", raising=False)
     monkeypatch.setenv("SPACE_ID", "someone/space")
@@ -463,11 +471,25 @@ def test_damaged_files_and_bad_outs_are_one_line_and_touch_nothing_of_the_users(
         ({"grid": ["-5"], "rounds": [], "chosen": "-5", "run_id": "r"}, "not a learning rate"),
         ({"grid": ["1e9"], "rounds": [], "chosen": "1e9", "run_id": "r"}, "not a learning rate"),
         ([1, 2], "not a JSON object"),
+        *(  # RS5d: a round's record of how sure its cut was, damaged
+            (
+                {"grid": ["0.001"], "rounds": [{"round": 1, "kept": ["0.001"], "sure": sure}]},
+                "not how sure its cut was",
+            )
+            for sure in (
+                "abc",
+                {"kept": "0.001", "over": "0.002"},
+                {"kept": "0.001", "over": "0.002", "share": "0.5"},
+                {"kept": "0.001", "over": "0.002", "share": 7},
+                {"kept": 1, "over": "0.002", "share": 0.5},
+            )
+        ),
     ],
 )
 def test_a_damaged_search_log_is_set_aside_not_trained_on(tmp_path, values, why):
-    """RS5a / RS5b: a search, race or shared-rate log with wrong types ended every relaunch in a
-    traceback; a logged rate of nan, -5 or 1e9 was trained on without a word."""
+    """RS5a / RS5b / RS5d: a search, race or shared-rate log with wrong types (a rate, a round,
+    how sure a round's cut was) ended every relaunch in a traceback; a logged rate of nan, -5 or
+    1e9 was trained on without a word."""
     from glee_core.models.search import SearchLog
 
     log = SearchLog(tmp_path, "run-1", shared="key")
@@ -478,6 +500,27 @@ def test_a_damaged_search_log_is_set_aside_not_trained_on(tmp_path, values, why)
     assert notes and all("set aside" in n for n in notes) and any(why in n for n in notes)
     assert (tmp_path / "shared-key.json.damaged").is_file()
     assert not (tmp_path / "shared-key.json").exists()
+
+
+def test_a_folder_named_like_a_cpu_job_stops_no_sampler_and_no_page(
+    public, tiny_bert, tmp_path, monkeypatch
+):
+    """BS2: a folder ``123-x.job`` in the CPU jobs' folder (shared by the machine's users) made
+    ``live_cpu_jobs`` raise IsADirectoryError: the sampler thread died and every Train page
+    showed the traceback with the server's path."""
+    from glee_core.core.environment import live_cpu_jobs
+    from glee_core.runs.busy import BusySampler
+
+    folder = tmp_path / "cpu-jobs"
+    (folder / "123-x.job").mkdir(parents=True)
+    (folder / "456-y.job").mkdir()
+    monkeypatch.setenv("GLEE_CPU_JOBS_DIR", str(folder))
+    assert live_cpu_jobs(folder) == []
+    sampler = BusySampler()
+    assert sampler.sample() is not None and sampler.value() >= 1.0
+    at = page("app_pages/2_Train.py", tiny_bert).run()
+    assert not at.exception and not any("IsADirectoryError" in e for e in errors(at))
+    assert any("Estimated time" in i.value for i in at.info)
 
 
 def test_a_damaged_adaptation_checkpoint_is_one_line_and_set_aside(

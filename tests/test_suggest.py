@@ -354,3 +354,28 @@ def test_a_suggest_killed_while_encoding_the_pool_leaves_nothing_and_runs_again(
     table = pd.read_csv(out, keep_default_na=False)
     assert len(table) == 20
     assert len(list(runs.rglob("pool-*.npz"))) >= 1  # the pool's features cached this time
+
+
+def test_labelled_texts_in_dev_or_test_are_left_out_and_counted(toy_csv, tmp_path):
+    """PC10: ``train --add`` with a labelled file holding 5 of the data's test texts and 5 of
+    its dev texts added all 10 to training while they stayed in test and dev: a silent leak
+    that inflated the "+added" gain."""
+    base = load_dataset(f"csv:{toy_csv}")
+    classes = base.classes
+    leaked = pd.concat(
+        [base.splits["test"].head(5), base.splits["dev"].head(5)], ignore_index=True
+    ).assign(label=lambda f: [classes[c] for c in f["label"]])
+    new = pd.DataFrame({"text": ["a new text one", "a new text two"], "label": classes[:2]})
+    labelled = tmp_path / "labelled.csv"
+    pd.concat([leaked[["text", "label"]], new]).to_csv(labelled, index=False)
+    added = load_dataset(f"csv:{toy_csv}", add=labelled)
+    assert added.id.startswith(f"{base.id}+added-2-")  # the two new texts, not the ten
+    assert len(added.splits["train"]) == len(base.splits["train"]) + 2
+    assert not set(added.splits["train"]["text"]) & set(base.splits["test"]["text"])
+    assert any(
+        "10 labelled text(s) left out: they are in the dev or test" in w for w in added.warnings
+    )
+    only = tmp_path / "only-leaked.csv"
+    leaked[["text", "label"]].to_csv(only, index=False)
+    with pytest.raises(GleeError, match="already in the data \\(training, dev or test\\)"):
+        load_dataset(f"csv:{toy_csv}", add=only)

@@ -276,7 +276,7 @@ def live_cpu_jobs(folder: Path, own: Path | None = None) -> list[int]:
     process is gone is swept."""
     live = []
     for other in folder.glob("*.job") if folder.is_dir() else ():
-        if other == own:
+        if other == own or not other.is_file():  # a folder so named (the folder is shared)
             continue
         probe = FileLock(str(other))
         try:
@@ -285,8 +285,11 @@ def live_cpu_jobs(folder: Path, own: Path | None = None) -> list[int]:
             with contextlib.suppress(ValueError):
                 live.append(int(other.name.split("-", 1)[0]))
             continue
+        except OSError:  # another user's file, or gone meanwhile: not a job of ours to count
+            continue
         probe.release()
-        other.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            other.unlink()
     return live
 
 

@@ -379,8 +379,8 @@ def load_dataset(
         dataset.id += without
     if add:
         added, notes = read_labelled_texts(add, dataset.classes)
-        dataset.splits["train"], ending = add_labelled(dataset.splits["train"], added)
-        dataset.warnings.extend(notes)
+        dataset.splits["train"], ending, left_out = add_labelled(dataset.splits, added)
+        dataset.warnings.extend(notes + left_out)
         dataset.id += ending
         dataset._fingerprint = None  # its rows changed
     return dataset

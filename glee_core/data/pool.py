@@ -183,13 +183,35 @@ def read_labelled_texts(
     return added, notes
 
 
-def add_labelled(train: pd.DataFrame, added: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The training split with ``added`` rows after its own (their texts already in it left
-    out), and the ending of the dataset id that says so (``+added-N-<digest of the rows>``)."""
-    fresh = added[~added["text"].isin(set(train["text"]))].drop_duplicates(["text"])
+def add_labelled(
+    splits: dict[str, pd.DataFrame], added: pd.DataFrame
+) -> tuple[pd.DataFrame, str, list[str]]:
+    """The training split with ``added`` rows after its own, the ending of the dataset id that
+    says so (``+added-N-<digest of the rows>``) and notes. A text already in training is left
+    out; one in dev or test too, and counted: trained on, it would leak into the scores the
+    added texts are judged by (the same rule ``suggest`` keeps for the pool)."""
+    train = splits["train"]
+    held = {
+        str(t).strip() for name in ("dev", "test") if name in splits for t in splits[name]["text"]
+    }
+    leaked = added["text"].astype(str).str.strip().isin(held)
+    fresh = added[~added["text"].isin(set(train["text"])) & ~leaked].drop_duplicates(["text"])
+    notes = (
+        [
+            f"{int(leaked.sum())} labelled text(s) left out: they are in the dev or test split "
+            "(trained on, they would leak into the scores)"
+        ]
+        if leaked.any()
+        else []
+    )
     if fresh.empty:
-        raise GleeError("every labelled text is already in the training split: nothing to add")
-    return append_rows(train, fresh, ADDED)
+        raise GleeError(
+            "every labelled text is already in the data (training"
+            + (", dev or test" if leaked.any() else "")
+            + "): nothing to add"
+        )
+    rows, ending = append_rows(train, fresh, ADDED)
+    return rows, ending, notes
 
 
 def append_rows(train: pd.DataFrame, added: pd.DataFrame, marker: str) -> tuple[pd.DataFrame, str]:

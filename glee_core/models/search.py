@@ -75,7 +75,7 @@ def sureness(rounds: list[dict], what: str = "search") -> tuple[str, bool] | Non
     """How sure a search's (or a race's: ``what``) cuts were, in words (each round: the one
     kept last over the best one dropped, on what share of dev's bootstrap resamples), and
     whether any is below :data:`SURE`; None where no round recorded it (a log from before)."""
-    cuts = [(r["round"], r["sure"]) for r in rounds if isinstance(r.get("sure"), dict)]
+    cuts = [(r.get("round"), r["sure"]) for r in rounds if _cut_problem(r) is None and "sure" in r]
     if not cuts:
         return None
     words = "; ".join(
@@ -231,6 +231,9 @@ def _log_problem(values, shared: bool = False) -> str | None:
         for r in rounds
     ):
         return "rounds are not rounds of the grid's candidates"
+    for r in rounds:
+        if (problem := _cut_problem(r)) is not None:
+            return problem
     if chosen is not None and (not isinstance(chosen, str) or chosen not in grid):
         return f"chosen is {chosen!r}, not one of the grid's candidates"
     if shared:
@@ -242,6 +245,26 @@ def _log_problem(values, shared: bool = False) -> str | None:
             return f"chosen is {chosen!r}, not a learning rate in (0, 1]"
         if not isinstance(values.get("run_id"), str):
             return "run_id is missing"
+    return None
+
+
+def _cut_problem(round_: dict) -> str | None:
+    """What is wrong with a round's record of how sure its cut was (``sure``: the one ``kept``,
+    the one dropped ``over``, the ``share`` of resamples in [0, 1]); None when it is sound or
+    has none (a log from before)."""
+    if "sure" not in round_:
+        return None
+    sure = round_["sure"]
+    if (
+        not isinstance(sure, dict)
+        or not isinstance(sure.get("kept"), str)
+        or not isinstance(sure.get("over"), str)
+        or isinstance(sure.get("share"), bool)
+        or not isinstance(sure.get("share"), int | float)
+        or not 0 <= sure["share"] <= 1
+        or not isinstance(round_.get("round"), int)
+    ):
+        return f"a round's sure is {sure!r}, not how sure its cut was"
     return None
 
 

@@ -112,14 +112,19 @@ class BusySampler:
         return self
 
     def sample(self) -> tuple[float, float, int] | None:
-        value = self.measure()
+        """One sample (kept), or None where none can be taken: what the machine's shared
+        folders hold (another user's file, a folder named like a job) never stops it."""
+        try:
+            value = self.measure()
+        except OSError:
+            return None
         if value is not None:
             with self.lock:
                 self.samples.append(value)
         return value
 
     def _run(self) -> None:
-        while True:
+        while True:  # one sampler a server: it lives as long as the server does
             self.sample()
             time.sleep(self.every)
 
@@ -134,7 +139,10 @@ class BusySampler:
                 return 1.0
             samples = [latest]
         others = float(np.median([sample[0] for sample in samples]))
-        jobs = len(live_cpu_jobs(cpu_jobs_dir()))
+        try:
+            jobs = len(live_cpu_jobs(cpu_jobs_dir()))
+        except OSError:
+            jobs = 0
         _, glee, sampled = samples[-1]
         if not jobs:
             glee = 0.0

@@ -45,6 +45,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "estimate_adapt_seconds",
     "estimate_export_seconds",
     "estimate_pdf_seconds",
+    "estimate_pool_seconds",
     "estimate_predict_seconds",
     "estimate_report_seconds",
     "estimate_suggest_seconds",
@@ -172,14 +173,14 @@ def estimate_report_seconds(
     return settle(Estimate(seconds, basis, measured=frozen.measured), machine, kind)
 
 
-def estimate_suggest_seconds(
+def estimate_pool_seconds(
     dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes: int
 ) -> Estimate:
-    """The pool's suggestions: the job's start, the data's own feature pass where no quick
+    """Scoring the pool without the job's start: the data's own feature pass where no quick
     compare stored a head and its features are not cached (``passes``: 0 or 1; a probe is
-    then fitted in seconds), the pool's feature pass (its texts at their characters / 4 tokens,
-    capped at the data's max length) and the near-duplicate search against the labelled
-    texts."""
+    then fitted in seconds), the pool's feature pass (its texts at their characters / 4
+    tokens, capped at the data's max length) and the near-duplicate search against the
+    labelled texts (suggestions and self-training both run them)."""
     config = _report_config(dataset, None)
     alike = alike_records(machine.runs, size.name, "frozen", machine.device)
     frozen = frozen_estimate(
@@ -189,15 +190,20 @@ def estimate_suggest_seconds(
     labelled = sum(len(frame) for frame in dataset.splits.values())
     neighbours = 1e-9 * pool.texts * labelled * size.hidden  # one matrix product, both ways
     basis = (
-        f"{frozen.basis}; the pool's {pool.texts:,} text(s) encoded at "
-        f"{rate:,.0f} tokens/s ({'measured' if measured else 'typical of ' + machine.device}) "
-        "and matched against the labelled texts"
+        f"{frozen.basis}; the pool's {pool.texts:,} text(s) encoded at {rate:,.0f} tokens/s "
+        f"({'measured' if measured else 'typical of ' + machine.device}) and matched against "
+        "the labelled texts"
     )
-    return settle(
-        Estimate(frozen.seconds + encode + neighbours, basis, measured=measured),
-        machine,
-        "suggest",
-    )
+    seconds = frozen.seconds - STARTUP_SECONDS + encode + neighbours
+    return Estimate(seconds, basis, measured=measured)
+
+
+def estimate_suggest_seconds(
+    dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes: int
+) -> Estimate:
+    """The pool's suggestions: the job's start and :func:`estimate_pool_seconds`."""
+    scoring = estimate_pool_seconds(dataset, pool, size, machine, passes)
+    return settle(replace(scoring, seconds=STARTUP_SECONDS + scoring.seconds), machine, "suggest")
 
 
 def _encoding(

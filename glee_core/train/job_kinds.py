@@ -38,6 +38,7 @@ from ..runs.job_estimates import (
     estimate_adapt_seconds,
     estimate_export_seconds,
     estimate_pdf_seconds,
+    estimate_pool_seconds,
     estimate_predict_seconds,
     estimate_report_seconds,
     estimate_suggest_seconds,
@@ -51,6 +52,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "JOB_KINDS",
     "JobKind",
     "Made",
+    "estimate_self_training",
     "estimate_training",
     "kind_of",
 ]
@@ -120,11 +122,15 @@ def _cached(here: Here, dataset: LongTailDataset, model: str, max_length: int | 
     ).is_file()
 
 
-def estimate_training(request: TrainRequest, here: Here) -> Estimate:
+def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) -> Estimate:
     """A training launch of ``request`` from its plan (:func:`glee_core.train.plan.plan_runs`):
     the runs the store lacks (``runs``; those it holds are opened: ``stored``), the heads the
     backbone cannot read left out (``left_out``), the feature passes not cached, the LP-FT heads
-    still to fit and the rate searched once already, at this machine's rates."""
+    still to fit and the rate searched once already, at this machine's rates. With the pool's
+    self-training, :func:`estimate_self_training`. ``fresh``: on a dataset id the store has
+    never seen (nothing stored, nothing cached)."""
+    if request.self_train.pool and request.self_train.self_train != "no" and not fresh:
+        return estimate_self_training(request, here)
     from ..models.backbone import estimate_parameters  # noqa: PLC0415 (torch: pages read kinds)
     from .plan import (  # noqa: PLC0415
         lp_ft_stage,
@@ -136,8 +142,8 @@ def estimate_training(request: TrainRequest, here: Here) -> Estimate:
 
     dataset, config, model = here.data(request), request.config, request.model
     stored_ids = (
-        set()  # --force: every run trained again
-        if request.force
+        set()  # --force, or a new dataset: every run trained
+        if request.force or fresh
         else here.stored
         if here.stored is not None
         else {r.run_id for r in here.store.runs()}
@@ -169,7 +175,7 @@ def estimate_training(request: TrainRequest, here: Here) -> Estimate:
     machine = here.machine
     passes = (
         2
-        if to_train is None or not config.frozen
+        if to_train is None or not config.frozen or fresh
         else uncached_passes(here.store, dataset, model, to_train)
     )
     stages = None  # LP-FT's heads still to fit: a quick compare stored them, or not
@@ -200,6 +206,35 @@ def estimate_training(request: TrainRequest, here: Here) -> Estimate:
         left_out=left_out,
         basis=estimate.basis
         + (f"; {stored} of the runs already stored, not retrained" if stored else ""),
+    )
+
+
+def estimate_self_training(request: TrainRequest, here: Here) -> Estimate:
+    """A launch with the pool's self-training: the pool's feature pass and its check, then the
+    launch on the ``+pseudo-`` variant (a dataset id the store has never seen: every run and
+    feature pass new). ``auto`` may leave the pseudo-labels out (cross-validation says they
+    cost): then the launch on the data as it is, which is the range's low end."""
+    plain = replace(request, self_train=replace(request.self_train, pool=None))
+    variant = estimate_training(plain, here, fresh=True)
+    without = estimate_training(plain, here)
+    try:
+        pool = pool_size(request.self_train.pool)
+    except GleeError:  # the job says what is wrong with the file
+        pool = PoolSize(0, 0)
+    dataset = here.data(request)
+    first = estimate_pool_seconds(
+        dataset, pool, ModelSize.of(request.model), here.machine, passes=0
+    )
+    seconds = variant.seconds + first.seconds
+    return replace(
+        variant,
+        seconds=seconds,
+        low=min(without.seconds + first.seconds, variant.low or seconds),
+        high=max(variant.high or seconds, seconds),
+        measured=False,
+        basis=f"{first.basis}; then on the data with its pseudo-labels (a new version: its "
+        f"runs and features new): {variant.basis}; if self-training leaves them out, "
+        f"{without.text} on the data as it is",
     )
 
 
