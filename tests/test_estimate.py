@@ -67,8 +67,10 @@ def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, 
             model=SimpleNamespace(name=model),
             mode=mode,
             timing={"device": "cpu", **timing},
-            dataset=SimpleNamespace(sizes={"train": 100}),
-            hyperparameters=SimpleNamespace(max_length=max_length, limit=None, epochs=10, **hyper),
+            dataset=SimpleNamespace(sizes={"train": 100}, class_counts={}),
+            hyperparameters=SimpleNamespace(
+                max_length=max_length, limit=None, epochs=10, batch_size=32, **hyper
+            ),
         ),
         metrics=SimpleNamespace(cv=cv),
     )
@@ -515,3 +517,41 @@ def test_niced_work_counts_at_the_share_it_keeps_beside_a_launch(monkeypatch):
     assert niced == pytest.approx(0.5 + 1.5 * environment.NICED_SHARE)
     monkeypatch.setattr(environment.os, "getpriority", lambda which, who: 10)
     assert environment.other_cores_since(*marks) == pytest.approx(2.0)
+
+
+def test_heads_over_many_classes_and_steps_of_small_batches_cost_more(toy_dataset):
+    """A 2,000-class upload's quick compare was estimated 10x short (a head's cost grows with
+    its classes); LoRA at batch 1 was estimated at 24 min for a job of hours (E5: a step's fixed
+    cost is paid every step, and batch 1 takes 32 times the steps)."""
+    from dataclasses import replace as swap
+
+    from glee_core.runs.estimate import (
+        HEAD_CLASS_SCALE,
+        HEAD_OVERHEAD_SECONDS,
+        STEP_SECONDS,
+        class_factor,
+        typical_kind,
+    )
+
+    assert class_factor(20) == 1.0 and class_factor(2000) == pytest.approx(
+        (1 + 2000 / HEAD_CLASS_SCALE) / (1 + 20 / HEAD_CLASS_SCALE)
+    )
+    quick = TrainConfig(mode="frozen", cv_folds=None, choose_by="dev")
+
+    def heads(classes: int) -> float:
+        wide = swap(toy_dataset, classes=[f"c{i}" for i in range(classes)])
+        per_run = estimate_seconds(wide, 19, quick, "m", 22_700_000, "cpu", [], 0).per_run
+        return per_run - HEAD_OVERHEAD_SECONDS[typical_kind("cpu", "auto")]  # a head's fixed part
+
+    assert heads(2000) / heads(20) == pytest.approx(class_factor(2000), rel=0.05)
+    config = TrainConfig(mode="lora", lr=1e-4, epochs=10)
+
+    def tune(batch: int) -> float:
+        return estimate_seconds(
+            toy_dataset, 1, swap(config, batch_size=batch), "m", 22_700_000, "cpu", []
+        ).seconds
+
+    n = len(toy_dataset.splits["train"])
+    steps_paid = (tune(1) - tune(32)) / STEP_SECONDS["cpu"]
+    assert steps_paid == pytest.approx(n * 10 * (1 - 1 / 32) * 0.7, rel=0.2)  # early stopping
+    assert tune(64) >= tune(32) * 0.99  # a larger batch than the rates': not below them

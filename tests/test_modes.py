@@ -308,6 +308,25 @@ def test_an_unknown_lora_target_is_one_error_line_before_any_training(capsys, ti
     assert "Traceback" not in err and not list(tmp_path.glob("demo-*"))
 
 
+def test_a_prefix_that_leaves_no_room_for_the_text_is_refused_before_training(
+    capsys, tiny_bert, tmp_path
+):
+    """E5's P-tuning v2 with a prefix of 512 at max length 512 crashed at its first step
+    (RuntimeError, a traceback): its virtual tokens take positions before the text's."""
+    from glee_core.cli import main
+
+    common = ["train", "--dataset", "demo", "--method", "cls-tanh", "--mode", "ptuning2"]
+    common += ["--epochs", "1", "--limit", "8", "--model", str(tiny_bert)]
+    common += ["--runs-dir", str(tmp_path)]
+    code = main([*common, "--prefix-length", "20", "--max-length", "510"])
+    err = capsys.readouterr().err
+    assert code == 2 and "need 530 positions" in err and "--max-length 500 or less" in err
+    assert "Traceback" not in err
+    code = main([*common, "--prefix-length", "519", "--max-length", "64"])
+    err = capsys.readouterr().err
+    assert code == 2 and "a --prefix-length well under 520" in err
+
+
 def leaves_with_its_scores(run, texts: list[str], expected, tmp_path) -> None:
     """``run`` exported as hf (through transformers' pipeline) and as onnx (ONNX Runtime) gives
     ``expected``, the run's own probabilities of ``texts`` (tests/test_formats.py loads every

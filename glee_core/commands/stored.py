@@ -10,7 +10,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..core.errors import GleeError
-from .training import job_turn, result_table
+from .training import cpu_turn, job_turn, result_table
 
 
 def _stored_runs(store, dataset: str | None) -> list:
@@ -218,14 +218,15 @@ def _predict_request(args) -> int:
             scorer = Scorer.for_run(run)
         else:
             scorer = Scorer.zero_shot(get_backbone(request.model), request.data.load())
-        table = predict_csv(
-            scorer,
-            request.input,
-            progress=lambda done, total: progress(
-                Working(what=f"{done} of {total} texts", share=done / total, task="classifying")
-            ),
-            max_rows=request.max_rows,
-        )
+        with cpu_turn():
+            table = predict_csv(
+                scorer,
+                request.input,
+                progress=lambda done, total: progress(
+                    Working(what=f"{done} of {total} texts", share=done / total, task="classifying")
+                ),
+                max_rows=request.max_rows,
+            )
         out = write_atomic(Path(request.out), table.to_csv(index=False))
     print(
         json.dumps(
@@ -336,7 +337,8 @@ def _export_request(args) -> int:
         if run is None:
             raise GleeError(f"run {request.run} is not in the stores")
         progress(Working(what=f"writing it as {request.form} and checking it", task="the export"))
-        data, code = export_zip(run, request.form, request.quantize)
+        with cpu_turn():
+            data, code = export_zip(run, request.form, request.quantize)
         out = write_atomic(Path(request.out), data)
         progress(Working(what="zipped", share=1.0, task="the export"))
     print(json.dumps({"zip": str(out), "code": code, "bytes": len(data)}))

@@ -136,6 +136,11 @@ class PrefixMode(TuningMode):
     def added_parameters(self, config, layers: int, hidden: int, inner: int) -> int:
         return config.prefix_length * layers * 2 * hidden
 
+    def positions_taken(self, config) -> int:
+        """Its virtual tokens come before the text's, in the position embeddings too: a
+        prefix of 512 and texts of 512 tokens need 1,024 positions (BERT has 512)."""
+        return config.prefix_length
+
 
 @dataclass(frozen=True)
 class Ia3Mode(TuningMode):

@@ -137,6 +137,10 @@ class TuningMode:
         (feed-forward width ``inner``) besides the head (a run records the exact count)."""
         raise GleeError(f"mode {self.name!r} adds no parameters to the encoder")
 
+    def positions_taken(self, config) -> int:
+        """The backbone's positions it takes before a text's tokens (none by default)."""
+        return 0
+
     def prepare(self, model, backbone, classes: list[str], verbalizer: dict, config) -> None:
         """What the mode does to a model once its encoder is built (``GleeModel``): which of
         the encoder's weights train, how what it added starts. Nothing by default."""

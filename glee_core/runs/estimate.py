@@ -22,17 +22,22 @@ from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "BUSY_SPREAD",
+    "CLS_HEAD_CLASS_SCALE",
     "CV_OVER_TRAINING",
     "Estimate",
     "HEAD_EXAMPLES_PER_S",
+    "HEAD_CLASS_SCALE",
     "HEAD_OVERHEAD_SECONDS",
     "RATE_QUANTILE",
     "STARTUP_SECONDS",
+    "STEP_SECONDS",
+    "TYPICAL_CLASSES",
     "TYPICAL_RATES",
     "UNMEASURED_STOP_SHARE",
     "UNSURE_SPREAD",
     "about",
     "alike_records",
+    "class_factor",
     "estimate_seconds",
     "frozen_estimate",
     "mean_tokens",
@@ -69,6 +74,14 @@ STARTUP_SECONDS = 10.0
 # quick compare?")
 HEAD_EXAMPLES_PER_S = {"cpu": 63_000.0, "cpu-amx": 32_000.0, "cpu-fp32": 16_000.0, "cuda": 16_000.0}
 HEAD_OVERHEAD_SECONDS = {"cpu": 0.01, "cpu-amx": 0.1, "cpu-fp32": 0.1, "cuda": 0.1}
+# ... at the demo's 20 classes: a head's cost a training example grows by 1 / HEAD_CLASS_SCALE a
+# class (its classifier, loss and scoring over every class). Measured on 2 cores, every head for
+# 2 epochs on 2,800 texts (features cached): 20 / 200 / 800 classes took 29 / 44 / 114 s of
+# heads; a 2,000-class upload's compare had been estimated 10x short without it
+TYPICAL_CLASSES = 20
+HEAD_CLASS_SCALE = 270.0
+# ... and one CLS head alone (the label budget's): 2.0 / 5.7 s at 20 / 800 classes, 2 epochs
+CLS_HEAD_CLASS_SCALE = 430.0
 # Other work on the machine slows a run, nothing speeds it up: a measured rate is the upper
 # quartile of the finished runs' rates, which runs slowed by other work do not move unless they
 # are three in four, while one run cannot set it alone among several.
@@ -78,6 +91,10 @@ RATE_QUANTILE = 0.75
 # probes' refits (bench/selection.py measures it; the four compares above: 0.93-1.21, so a little
 # over their middle)
 CV_OVER_TRAINING = 1.2
+# A training step's fixed cost, whatever its batch (the optimizer's update, the launch of every
+# op): 0.18 s a step at batch 1 on 2 cores (a fine-tune of 64 demo texts: 0.195 s a step, its
+# ~40 tokens a text 0.015 s of it at the typical rate; LoRA r512 0.154 s); a GPU's launches
+STEP_SECONDS = {"cpu": 0.18, "cpu-amx": 0.18, "cpu-fp32": 0.18, "cuda": 0.03}
 # Early stopping's share of a fine-tune's planned steps (the search's rounds included) before any
 # finished run measured it here: the median of practical-recipe runs (BENCHMARKS.md)
 UNMEASURED_STOP_SHARE = 0.7
@@ -307,7 +324,7 @@ def _estimate_seconds(
     }
     if config.frozen:
         validated = [
-            run.metrics.cv
+            (run.metrics.cv, len(run.record.dataset.class_counts))
             for run in runs or []
             if run.record in alike["frozen"] and run.metrics.cv is not None
         ]
@@ -360,7 +377,18 @@ def _estimate_seconds(
         if r.timing.get("planned_steps") and r.timing.get("steps")
     ]
     stop = float(np.median(shares)) if shares else UNMEASURED_STOP_SHARE
-    base = (n_train * epochs * step / rate + n_eval / (rate * 4)) * stop
+    # a step's fixed cost (the optimizer, the launch of every op) over the batch: the rates are
+    # of batches of the measured runs' size (32 for the typical ones); a smaller batch pays it
+    # more often (LoRA at batch 1 was estimated 24 min for a job of hours)
+    measured_batch = (
+        float(np.median([r.hyperparameters.batch_size for r in measured[1]]))
+        if measured[1]
+        else 32.0
+    )
+    overhead = STEP_SECONDS[typical_kind(device, config.precision)] * max(
+        0.0, 1 / config.batch_size - 1 / measured_batch
+    )  # a larger batch than measured: its saving is in the rates' noise, never below them
+    base = (n_train * epochs * (step / rate + overhead) + n_eval / (rate * 4)) * stop
     per_run = base * (1 + search)
     if epochs > config.epochs:
         basis += f"; {epochs} epochs to reach {config.min_steps} optimizer steps"
@@ -438,6 +466,15 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
     return step, scoring, words
 
 
+def class_factor(
+    classes: int, measured: int = TYPICAL_CLASSES, scale: float = HEAD_CLASS_SCALE
+) -> float:
+    """How much more a quick-mode head costs a training example over ``classes`` classes than
+    over ``measured`` (``scale``: :data:`HEAD_CLASS_SCALE` for every head of a compare,
+    :data:`CLS_HEAD_CLASS_SCALE` for a CLS head alone)."""
+    return (1 + classes / scale) / (1 + measured / scale)
+
+
 def frozen_estimate(
     dataset: LongTailDataset,
     n_runs: int,
@@ -447,6 +484,7 @@ def frozen_estimate(
     alike: list[RunRecord],
     passes: int = 2,
     validated: list | None = None,
+    scale: float = HEAD_CLASS_SCALE,
 ) -> Estimate:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: those of finished frozen
@@ -461,15 +499,19 @@ def frozen_estimate(
         if r.timing.get("feature_pass_tokens_per_second")
     ]
     # a head's whole run (training with its dev scoring and early stopping, test), per training
-    # example and planned epoch: what the run measured, scaled to this launch
+    # example and planned epoch: what the run measured, scaled to this launch (its classes too)
+    classes = dataset.num_classes
     head_costs = [
         (r.timing["train_seconds"] + r.timing.get("test_seconds", 0.0))
         / (
             min(r.hyperparameters.limit or r.dataset.sizes["train"], r.dataset.sizes["train"])
             * r.hyperparameters.epochs
         )
+        * class_factor(classes, len(r.dataset.class_counts) or classes, scale)
         for r in alike
-        if r.timing.get("train_seconds") and r.dataset.sizes.get("train")
+        if r.timing.get("train_seconds")
+        and r.timing.get("train_examples_per_second") != 0  # by steps: not a closed-form probe
+        and r.dataset.sizes.get("train")
     ]
     measured = []
     if pass_rates:
@@ -482,7 +524,9 @@ def frozen_estimate(
         measured.append(f"heads {per_run:.1f} s each")
     else:
         kind = typical_kind(device, config.precision)
-        per_run = HEAD_OVERHEAD_SECONDS[kind] + n_train * epochs / HEAD_EXAMPLES_PER_S[kind]
+        per_run = HEAD_OVERHEAD_SECONDS[kind] + n_train * epochs / HEAD_EXAMPLES_PER_S[
+            kind
+        ] * class_factor(classes, scale=scale)
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     cv = (
@@ -521,9 +565,13 @@ def _cross_validation(
     trained ``folds`` times on (folds - 1) / folds of train + dev. From the seconds finished
     runs' cross-validations took a head, per text of train + dev, where there are any; else
     from a head's training (``per_run``) times :data:`CV_OVER_TRAINING` a fold. ``validated``:
-    the ``CrossValidation`` records of finished frozen runs like these."""
+    the (``CrossValidation`` record, classes) of finished frozen runs like these."""
     pooled = n_train + len(dataset.splits["dev"])
-    costs = [cv.seconds / cv.texts for cv in validated if cv.texts and cv.folds == config.folds]
+    costs = [
+        cv.seconds / cv.texts * class_factor(dataset.num_classes, classes or dataset.num_classes)
+        for cv, classes in validated
+        if cv.texts and cv.folds == config.folds
+    ]
     if costs:
         per_head = pooled / measured_rate([1 / c for c in costs])
         basis = (

@@ -20,6 +20,7 @@ from ..data.pool import PoolSize
 from ..models.config import TrainConfig
 from .estimate import (
     BUSY_SPREAD,
+    CLS_HEAD_CLASS_SCALE,
     STARTUP_SECONDS,
     Estimate,
     alike_records,
@@ -68,12 +69,13 @@ CLEANLAB_OVERHEAD = 1.0
 PDF_SECONDS = {"start": 3.0, "chart": 0.9, "run": 0.05, "class": 0.02}
 PDF_CHARTS = 6  # the run charts a report draws (views.charts.RUN_CHARTS in the report)
 # An export by format: seconds beyond the start, a million parameters (writing the weights, the
-# ONNX graph's trace and check), and a test text scored for the card's parity check
+# ONNX graph's trace and check), and a test text scored for the card's parity check; ONNX's
+# measured on 2 cores (bench/quick_estimate.py: 12-14 s in all for MiniLM, demo and r52-17)
 EXPORT_SECONDS = {
     "glee": (0.01, 0.0),
     "transformers": (0.05, 0.002),
     "peft": (0.05, 0.002),
-    "onnx": (0.6, 0.004),
+    "onnx": (0.15, 0.004),
 }
 
 
@@ -150,7 +152,14 @@ def estimate_report_seconds(
     alike = alike_records(machine.runs, size.name, "frozen", machine.device)
     heads = len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0
     frozen = frozen_estimate(
-        dataset, heads, config, size.parameters, machine.device, alike, passes=passes
+        dataset,
+        heads,
+        config,
+        size.parameters,
+        machine.device,
+        alike,
+        passes=passes,
+        scale=CLS_HEAD_CLASS_SCALE,  # the budget retrains one CLS head
     )
     seconds, basis = frozen.seconds, frozen.basis
     if kind == "budget":
@@ -176,34 +185,43 @@ def estimate_report_seconds(
 def estimate_pool_seconds(
     dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes: int
 ) -> Estimate:
-    """Scoring the pool without the job's start: the data's own feature pass where no quick
-    compare stored a head and its features are not cached (``passes``: 0 or 1; a probe is
-    then fitted in seconds), the pool's feature pass (its texts at their characters / 4
-    tokens, capped at the data's max length) and the near-duplicate search against the
-    labelled texts (suggestions and self-training both run them)."""
+    """Scoring the pool without the job's start: where no quick compare stored a head (``passes``
+    given: 1 when the data's features are not cached either, else 0), the data's feature pass
+    and a class-balanced probe fitted on it (:data:`PROBE_SECONDS` a text x class x hidden
+    unit); then the pool's feature pass (its texts at their characters / 4 tokens, capped at
+    the data's max length) and the near-duplicate search against the labelled texts
+    (suggestions and self-training both run them). ``passes`` None: a stored head scores."""
     config = _report_config(dataset, None)
     alike = alike_records(machine.runs, size.name, "frozen", machine.device)
-    frozen = frozen_estimate(
-        dataset, 1 if passes else 0, config, size.parameters, machine.device, alike, passes=passes
-    )
+    seconds, basis = 0.0, ""
+    if passes is not None:  # no stored head: the probe, on the data's features
+        frozen = frozen_estimate(
+            dataset, 0, config, size.parameters, machine.device, alike, passes=passes
+        )
+        n_train = len(dataset.splits["train"])
+        probe = PROBE_OVERHEAD + PROBE_SECONDS * n_train * dataset.num_classes * size.hidden
+        seconds += frozen.seconds - STARTUP_SECONDS + probe
+        basis = (
+            f"{frozen.basis}; a probe over {dataset.num_classes} classes (about {probe:.0f} s); "
+        )
     encode, rate, measured = _encoding(pool, size, config.max_length, machine)
     labelled = sum(len(frame) for frame in dataset.splits.values())
     neighbours = 1e-9 * pool.texts * labelled * size.hidden  # one matrix product, both ways
-    basis = (
-        f"{frozen.basis}; the pool's {pool.texts:,} text(s) encoded at {rate:,.0f} tokens/s "
+    basis += (
+        f"the pool's {pool.texts:,} text(s) encoded at {rate:,.0f} tokens/s "
         f"({'measured' if measured else 'typical of ' + machine.device}) and matched against "
         "the labelled texts"
     )
-    seconds = frozen.seconds - STARTUP_SECONDS + encode + neighbours
-    return Estimate(seconds, basis, measured=measured)
+    return Estimate(seconds + encode + neighbours, basis, measured=measured)
 
 
 def estimate_suggest_seconds(
-    dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes: int
+    dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes
 ) -> Estimate:
     """The pool's suggestions: the job's start and :func:`estimate_pool_seconds`."""
     scoring = estimate_pool_seconds(dataset, pool, size, machine, passes)
-    return settle(replace(scoring, seconds=STARTUP_SECONDS + scoring.seconds), machine, "suggest")
+    estimate = Estimate(STARTUP_SECONDS + scoring.seconds, scoring.basis, scoring.measured)
+    return settle(estimate, machine, "suggest")
 
 
 def _encoding(

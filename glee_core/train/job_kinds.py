@@ -31,7 +31,7 @@ from ..models.requests import (
     SuggestRequest,
     TrainRequest,
 )
-from ..runs.estimate import Estimate, estimate_seconds
+from ..runs.estimate import STARTUP_SECONDS, Estimate, estimate_seconds
 from ..runs.job_estimates import (
     Machine,
     ModelSize,
@@ -222,18 +222,26 @@ def estimate_self_training(request: TrainRequest, here: Here) -> Estimate:
     except GleeError:  # the job says what is wrong with the file
         pool = PoolSize(0, 0)
     dataset = here.data(request)
-    first = estimate_pool_seconds(
-        dataset, pool, ModelSize.of(request.model), here.machine, passes=0
+    first = estimate_pool_seconds(  # self-training's probe, on the data's features
+        dataset,
+        pool,
+        ModelSize.of(request.model),
+        here.machine,
+        0 if _cached(here, dataset, request.model, None) else 1,
     )
-    seconds = variant.seconds + first.seconds
+    # the variant trains on the labelled texts and the pseudo-labelled ones (at most the pool)
+    n_train = len(dataset.splits["train"])
+    grown = 1 + min(pool.texts, n_train * 4) / max(n_train, 1)
+    seconds = STARTUP_SECONDS + (variant.seconds - STARTUP_SECONDS) * grown + first.seconds
     return replace(
         variant,
         seconds=seconds,
         low=min(without.seconds + first.seconds, variant.low or seconds),
         high=max(variant.high or seconds, seconds),
         measured=False,
-        basis=f"{first.basis}; then on the data with its pseudo-labels (a new version: its "
-        f"runs and features new): {variant.basis}; if self-training leaves them out, "
+        basis=f"{first.basis}; then on the data with its pseudo-labels (a new version, up to "
+        f"x{grown:.1f} its texts: its runs and features new): {variant.basis}; if "
+        "self-training leaves them out, "
         f"{without.text} on the data as it is",
     )
 
@@ -278,7 +286,7 @@ def _suggest(request: SuggestRequest, here: Here) -> Estimate:
         and r.record.mode == "frozen"
         for r in here.machine.runs
     )
-    passes = 0 if quick or _cached(here, dataset, request.model, None) else 1
+    passes = None if quick else 0 if _cached(here, dataset, request.model, None) else 1
     try:
         pool = pool_size(request.options.pool)
     except GleeError:  # the job says what is wrong with the file

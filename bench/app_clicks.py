@@ -1,0 +1,127 @@
+"""How long a click holds the page, in Chromium, for every long task the app starts (a new
+user's walk: upload, the health check, the label budget, the quick compare, suggestions, the PDF,
+an export), and how long a page takes to come back while the jobs run.
+
+    python bench/app_clicks.py [--csv FILE] [--pool FILE] [--beside none|hog] [--shots DIR]
+
+A fresh store and server (``streamlit run app.py``); each click is timed from the click to the
+page idle again (Streamlit's running indicator gone), the target being well under 1 s whatever
+the work; each navigation likewise. Screenshots of each step go to ``--shots`` (default
+``test-artifacts/clicks``). ``--csv`` defaults to a 17-class long-tailed CSV built from R52
+(``bench/quick_estimate.py``'s ``r52-17``); ``--pool`` to 300 of its texts, a third of their
+words dropped. Needs Debian's chromium and the test extra's playwright. Run by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.quick_estimate import a_pool, r52_17  # noqa: E402
+from glee_core.data.datasets import load_dataset  # noqa: E402
+from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve  # noqa: E402
+
+RUNNING = '[data-testid="stStatusWidget"]'  # Streamlit's "running" indicator
+
+
+def main(argv=None) -> int:
+    from playwright.sync_api import expect, sync_playwright  # noqa: PLC0415 (the test extra)
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv")
+    parser.add_argument("--pool")
+    parser.add_argument("--beside", choices=("none", "hog"), default="none")
+    parser.add_argument("--shots", default=str(ROOT / "test-artifacts" / "clicks"))
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    args = parser.parse_args(argv)
+    shots = Path(args.shots)
+    shots.mkdir(parents=True, exist_ok=True)
+    hog = (
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        if args.beside == "hog"
+        else None
+    )
+    timings: list[tuple[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        csv = Path(args.csv) if args.csv else Path(r52_17(Path(args.data_dir), folder)[4:])
+        pool = Path(args.pool) if args.pool else a_pool(load_dataset(f"csv:{csv}"), folder)
+        env = {f"GLEE_{k.upper()}_DIR": str(folder / k) for k in ("runs", "uploads", "data")}
+        try:
+            with serve(env) as url, sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+                page = browser.new_page(viewport={"width": 1440, "height": 1000})
+
+                def idle(seconds: float = 600) -> None:
+                    page.wait_for_timeout(150)  # the rerun the click asked for has begun
+                    expect(page.locator(RUNNING)).to_have_count(0, timeout=seconds * 1000)
+
+                def timed(what: str, act, seconds: float = 600) -> None:
+                    started = time.perf_counter()
+                    act()
+                    idle(seconds)
+                    took = time.perf_counter() - started
+                    timings.append((what, took))
+                    print(f"{what}: {took:.2f} s", flush=True)
+                    name = re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")
+                    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+
+                def nav(name: str) -> None:
+                    link = page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first
+                    timed(f"open {name}", link.click)
+
+                timed("first page", lambda: page.goto(url), 120)
+                nav("Data")
+                page.get_by_text("Upload a CSV").first.click()
+                page.locator('input[type="file"]').first.set_input_files(str(csv))
+                use = page.get_by_role("button", name="Use this CSV")
+                expect(use).to_be_visible(timeout=60_000)
+                timed("use this CSV", use.click)
+                for label in ("Check the data's health", "Measure the label budget"):
+                    button = page.get_by_role("button", name=re.compile(re.escape(label)))
+                    timed(f"click: {label}", button.first.click)
+                page.locator('input[type="file"]').last.set_input_files(str(pool))
+                page.wait_for_timeout(2000)
+                idle()
+                suggest = page.get_by_role("button", name=re.compile("Suggest texts to label"))
+                timed("click: Suggest texts to label", suggest.click)
+                nav("Home")
+                compare = page.get_by_role("button", name=re.compile("Quick compare on"))
+                timed("click: Quick compare (to the Train page)", compare.click)
+                for name in ("Results", "Data", "Home", "Train"):
+                    nav(name)  # while the jobs run
+                done = page.get_by_role("button", name="See the recommendation it changed (Home)")
+                expect(done.first).to_be_visible(timeout=1800_000)
+                timed("click: See the recommendation it changed (Home)", done.first.click)
+                nav("Report")
+                build = page.get_by_role("button", name=re.compile(r"Build the PDF \("))
+                timed("click: Build the PDF", build.click)
+                nav("Predictions")
+                export = page.get_by_role("button", name=re.compile(r"Build the folder \("))
+                timed("click: Build the folder", export.click)
+                nav("Train")
+                page.wait_for_timeout(3000)
+                page.screenshot(path=str(shots / "jobs-panel.png"), full_page=True)
+                browser.close()
+        finally:
+            if hog is not None:
+                hog.kill()
+    worst = max(timings, key=lambda t: t[1])
+    clicks = [t for t in timings if t[0].startswith("click")]
+    print(
+        f"\nclicks: {len(clicks)}, the slowest {max(t for _, t in clicks):.2f} s; "
+        f"everything: the slowest {worst[0]} {worst[1]:.2f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
