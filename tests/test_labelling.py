@@ -341,3 +341,26 @@ def test_an_empty_pool_is_one_line_on_the_command_line_and_refused_on_the_page(
     upload.upload("empty.txt", data, "text/plain").run()
     assert not at.exception and any("empty.txt holds no text" in plain(e.value) for e in at.error)
     assert not list(RunStore(tmp_path / "runs").labelling_dir.glob("*.pool.*"))
+
+
+def test_answering_a_row_that_predicts_a_class_the_data_lacks_is_one_line(app, tmp_path):
+    """LB5d: a session row predicting a class not in the data, answered with its "yes", raised
+    an uncaught GleeError in the button's callback (a traceback on the page). It has no "yes"
+    now; another class answers it."""
+    at = app("app_pages/1_Data.py").run()
+    pool = next(u for u in at.file_uploader if u.label.startswith("Unlabelled texts"))
+    pool.upload("tickets.csv", demo_pool(), "text/csv").run()
+    button(at, "Suggest texts to label").click().run()
+    finished(tmp_path / "runs", "suggest")
+    [path] = RunStore(tmp_path / "runs").labelling_dir.glob("demo-*.json")
+    values = json.loads(path.read_text())
+    for row in values["rows"]:
+        row["predicted"] = "a class demo never had"
+    path.write_text(json.dumps(values))
+    at.run()
+    assert not at.exception and not any(b.key and b.key.startswith("yes-") for b in at.button)
+    first = int(values["rows"][0]["pool_row"])
+    other = at.selectbox(key=f"other-{first}")  # its own class still answers it
+    other.set_value(other.options[0]).run()
+    assert not at.exception and not at.error
+    assert LabellingSession.read(path).answers == {str(first): other.options[0]}
