@@ -58,12 +58,16 @@ def test_the_estimate_is_a_typed_record_that_says_how_sure_it_is():
     assert typical.text == "2-7 min" and "not measured here yet" in typical.sure
     assert Estimate(30.0, "x").text == "15-60 s"
     assert Estimate.from_dict({**typical.to_dict(), "a newer field": 1}) == typical
-    # a kind's finished jobs calibrate the next estimate: the median of real / estimated
+    # a kind's finished jobs calibrate the next estimate: the median of real / estimated, n of
+    # them trusted n / (n + 1) of the way (one job is one draw of its start-up's noise)
     past = {"health": [(10.0, 20.0), (10.0, 30.0), (20.0, 40.0)]}
     settled = settle(Estimate(50.0, "probe fits"), Machine("cpu", past=past), "health")
-    assert settled.seconds == pytest.approx(100.0) and settled.base == 50.0
-    assert settled.measured and settled.text == "about 2 min"
-    assert "x2.00, what 3 finished health job(s) here took" in settled.basis
+    assert settled.seconds == pytest.approx(50.0 * 2**0.75) and settled.base == 50.0
+    assert settled.measured and settled.text == "about 84 s"
+    assert "x1.68: what 3 finished health job(s) here took" in settled.basis
+    assert "(x2.00), trusted 3/4 of the way" in settled.basis
+    one = settle(Estimate(10.0, "x"), Machine("cpu", past={"predict": [(10.0, 7.5)]}), "predict")
+    assert one.seconds == pytest.approx(10.0 * 0.75**0.5)
     busy = settle(Estimate(50.0, "probe fits"), Machine("cpu", busy=2.0, past=past), "health")
     assert busy.low < busy.seconds < busy.high  # the other work moves: a range
 

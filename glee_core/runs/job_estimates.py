@@ -112,14 +112,17 @@ class ModelSize:
 
 def settle(estimate: Estimate, machine: Machine, kind: str) -> Estimate:
     """``estimate`` with the other work on the CPU now counted (:func:`with_busy`) and, where
-    jobs of ``kind`` finished here, times the median of their real over estimated seconds; it
-    keeps the estimate before that as ``base``, which the next calibration reads."""
+    ``n`` jobs of ``kind`` finished here, times the median of their real over estimated seconds
+    taken ``n / (n + 1)`` of the way (in log terms): one job is one draw of a short job's
+    start-up noise (a predict of 8 s took 12 s the next time), so it moves the estimate part of
+    the way. It keeps the estimate before that as ``base``, which the next calibration reads."""
     estimate = replace(with_busy(estimate, machine.busy, machine.device))
     estimate.base = estimate.seconds
     ratios = [real / base for base, real in machine.past.get(kind, []) if base > 0 and real > 0]
     if not ratios:
         return estimate
-    ratio = float(np.median(ratios))
+    measured = float(np.median(ratios))
+    ratio = measured ** (len(ratios) / (len(ratios) + 1))
     spread = BUSY_SPREAD if machine.busy > 1.05 and machine.device == "cpu" else 1.0
     seconds = estimate.seconds * ratio
     return replace(
@@ -128,8 +131,9 @@ def settle(estimate: Estimate, machine: Machine, kind: str) -> Estimate:
         measured=True,
         low=seconds / spread if spread > 1 else None,
         high=seconds * spread if spread > 1 else None,
-        basis=estimate.basis + f"; x{ratio:.2f}, what {len(ratios)} finished {kind} job(s) "
-        "here took against their estimates",
+        basis=estimate.basis + f"; x{ratio:.2f}: what {len(ratios)} finished {kind} job(s) "
+        f"here took against their estimates (x{measured:.2f}), trusted "
+        f"{len(ratios)}/{len(ratios) + 1} of the way",
     )
 
 
