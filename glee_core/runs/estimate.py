@@ -22,7 +22,7 @@ from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "BUSY_SPREAD",
-    "CLS_HEAD_CLASS_SCALE",
+    "CLS_HEAD_CLASS_POWER",
     "CV_OVER_TRAINING",
     "Estimate",
     "HEAD_EXAMPLES_PER_S",
@@ -80,8 +80,10 @@ HEAD_OVERHEAD_SECONDS = {"cpu": 0.01, "cpu-amx": 0.1, "cpu-fp32": 0.1, "cuda": 0
 # heads; a 2,000-class upload's compare had been estimated 10x short without it
 TYPICAL_CLASSES = 20
 HEAD_CLASS_SCALE = 270.0
-# ... and one CLS head alone (the label budget's): 2.0 / 5.7 s at 20 / 800 classes, 2 epochs
-CLS_HEAD_CLASS_SCALE = 430.0
+# ... and one CLS head alone (the label budget's): 2.0 / 5.7 s at 20 / 800 classes, 2 epochs; the
+# budget's 15 heads over 2,000 classes x 7 texts took 160 s where growing linearly said 356: its
+# cost grows as (classes / 20) ** CLS_HEAD_CLASS_POWER (x2.8 at 800, x3.6 at 2,000)
+CLS_HEAD_CLASS_POWER = 0.28
 # Other work on the machine slows a run, nothing speeds it up: a measured rate is the upper
 # quartile of the finished runs' rates, which runs slowed by other work do not move unless they
 # are three in four, while one run cannot set it alone among several.
@@ -466,13 +468,15 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
     return step, scoring, words
 
 
-def class_factor(
-    classes: int, measured: int = TYPICAL_CLASSES, scale: float = HEAD_CLASS_SCALE
-) -> float:
+def class_factor(classes: int, measured: int = TYPICAL_CLASSES, heads: str = "all") -> float:
     """How much more a quick-mode head costs a training example over ``classes`` classes than
-    over ``measured`` (``scale``: :data:`HEAD_CLASS_SCALE` for every head of a compare,
-    :data:`CLS_HEAD_CLASS_SCALE` for a CLS head alone)."""
-    return (1 + classes / scale) / (1 + measured / scale)
+    over ``measured``: ``heads`` ``all``, every head of a compare (:data:`HEAD_CLASS_SCALE`);
+    ``cls``, a CLS head alone (:data:`CLS_HEAD_CLASS_POWER`)."""
+    if heads == "cls":
+        return (
+            max(classes, TYPICAL_CLASSES) / max(measured, TYPICAL_CLASSES)
+        ) ** CLS_HEAD_CLASS_POWER
+    return (1 + classes / HEAD_CLASS_SCALE) / (1 + measured / HEAD_CLASS_SCALE)
 
 
 def frozen_estimate(
@@ -484,7 +488,7 @@ def frozen_estimate(
     alike: list[RunRecord],
     passes: int = 2,
     validated: list | None = None,
-    scale: float = HEAD_CLASS_SCALE,
+    heads: str = "all",
 ) -> Estimate:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: those of finished frozen
@@ -507,7 +511,7 @@ def frozen_estimate(
             min(r.hyperparameters.limit or r.dataset.sizes["train"], r.dataset.sizes["train"])
             * r.hyperparameters.epochs
         )
-        * class_factor(classes, len(r.dataset.class_counts) or classes, scale)
+        * class_factor(classes, len(r.dataset.class_counts) or classes, heads)
         for r in alike
         if r.timing.get("train_seconds")
         and r.timing.get("train_examples_per_second") != 0  # by steps: not a closed-form probe
@@ -526,7 +530,7 @@ def frozen_estimate(
         kind = typical_kind(device, config.precision)
         per_run = HEAD_OVERHEAD_SECONDS[kind] + n_train * epochs / HEAD_EXAMPLES_PER_S[
             kind
-        ] * class_factor(classes, scale=scale)
+        ] * class_factor(classes, heads=heads)
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     cv = (

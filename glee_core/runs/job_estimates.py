@@ -20,7 +20,6 @@ from ..data.pool import PoolSize
 from ..models.config import TrainConfig
 from .estimate import (
     BUSY_SPREAD,
-    CLS_HEAD_CLASS_SCALE,
     STARTUP_SECONDS,
     Estimate,
     alike_records,
@@ -163,7 +162,7 @@ def estimate_report_seconds(
         machine.device,
         alike,
         passes=passes,
-        scale=CLS_HEAD_CLASS_SCALE,  # the budget retrains one CLS head
+        heads="cls",  # the budget retrains one CLS head
     )
     seconds, basis = frozen.seconds, frozen.basis
     if kind == "budget":
