@@ -1,19 +1,27 @@
 """How well the quick compare's choice holds on test: dev against cross-validation, per set.
 
-    python bench/selection.py [--datasets demo,r8-1500,r52-lt] [--seeds 3] [--work DIR]
+    python bench/selection.py [--datasets demo,r8-1500,r52-lt,r52-short,r52-few,r8-steep,cmid-3000]
+        [--seeds 3] [--work DIR]
 
-On each long-tailed set (bench/baselines.py builds r8-1500 and r52-lt from ../shared/data) it
-runs the quick compare as the app does - every head, each plain-input head on both poolings,
-cross-validated where dev is small - over several seeds, then replays the choices a user would
-have been given and prints each one's test macro-F1 and tail F1 (mean ± std over seeds) and how
-far each falls behind the best candidate in hindsight (by mean test macro-F1: what no choice
-can know):
+On each long-tailed set (``bench/baselines.dataset_spec`` builds all but the demo from
+../shared/data: r8-1500, r52-lt, and four the choice was not tuned on - r52-short, headlines of
+about 50 characters; r52-few, 28 classes of 5-10 training texts; r8-steep, an imbalance ratio of
+100; cmid-3000, Chinese medical questions read a character at a time) it runs the quick compare
+as the app does - every head, each plain-input head on both poolings, cross-validated where dev
+is small - over several seeds, then replays the choices a user would have been given and prints
+each one's test macro-F1 and tail F1 (mean ± std over seeds) and how far each falls behind the
+best candidate in hindsight (by mean test macro-F1: what no choice can know):
 
 * ``dev, [CLS] only``: the choice before pooling was a candidate (best mean dev score);
 * ``dev, both poolings``: the same over both poolings;
 * ``cross-validation``: what the recommendation chooses with every candidate at every seed;
 * ``one-click flow``: the quick compare at seed 1, then "seeds 1-3 for the top 3" of the chosen
-  candidate's setting: the recommendation over exactly those runs.
+  candidate's setting: the recommendation over exactly those runs;
+* rules against the winner's curse, each shown every seed and the one-click flow's runs: ``one
+  standard error, simpler`` (a closed-form probe within one standard error of the best before a
+  trained head), ``shrunk`` (each score shrunk toward its family's mean by its noise) and
+  ``ensemble of the contenders`` (the candidates within a standard error of the best, at most
+  5, their test probabilities averaged at each seed).
 
 Prints a Markdown table for BENCHMARKS.md and the wall time of each compare. Run by hand; CI
 never runs it.
@@ -34,11 +42,14 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baselines import r8_subset, r52_long_tail  # noqa: E402
+from scipy.special import softmax  # noqa: E402
+
+from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import METHODS  # noqa: E402
-from glee_core.runs.recommend import FINETUNE_TOP, ranked, recommend  # noqa: E402
+from glee_core.runs.metrics import classification_metrics  # noqa: E402
+from glee_core.runs.recommend import FINETUNE_TOP, cv_scale, ranked, recommend  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
 from glee_core.train.experiment import run_experiments  # noqa: E402
@@ -100,9 +111,155 @@ def one_click(runs):
     ]
 
 
+ENSEMBLE_MOST = 5  # contenders averaged, at most
+
+
+def cv_frame(runs) -> pd.DataFrame:
+    """Each candidate's cross-validated score (%) over the seeds it has in ``runs``: ``score``
+    (mean), ``se`` (its standard error: over seeds, or one seed's folds), ``seeds``, and whether
+    it is a closed-form probe (``simple``)."""
+    scale = cv_scale(runs)
+    rows = []
+    for (setting, method), group in pd.DataFrame(
+        [{"setting": r.setting, "method": r.method, "run": r} for r in runs if r.run_id in scale]
+    ).groupby(["setting", "method"], sort=False):
+        members = list(group["run"])
+        values = [scale[r.run_id] for r in members]
+        if len(values) > 1:
+            se = float(np.std(values, ddof=1) / np.sqrt(len(values)))
+        else:
+            folds = members[0].metrics.cv.fold_f1 if members[0].metrics.cv else []
+            se = 100 * float(np.std(folds, ddof=1) / np.sqrt(len(folds))) if len(folds) > 1 else 0
+        rows.append(
+            {
+                "setting": setting,
+                "method": method,
+                "score": float(np.mean(values)),
+                "se": se,
+                "seeds": len(values),
+                "simple": method.startswith("probe"),
+                "family": "probe"
+                if method.startswith("probe")
+                else METHODS[method].input_format
+                if method in METHODS
+                else "other",
+            }
+        )
+    return pd.DataFrame(rows).sort_values("score", ascending=False, kind="stable")
+
+
+def one_se_rule(frame: pd.DataFrame) -> tuple[str, str]:
+    """The simplest candidate (a closed-form probe before a trained head) within one standard
+    error of the best score; the best when none is simpler."""
+    best = frame.iloc[0]
+    near = frame[frame["score"] >= best["score"] - best["se"]]
+    simple = near[near["simple"]]
+    row = simple.iloc[0] if len(simple) else best
+    return row["setting"], row["method"]
+
+
+def shrunk_rule(frame: pd.DataFrame) -> tuple[str, str]:
+    """The best score after shrinking each toward its family's mean (probes, plain-input heads,
+    template heads) by how noisy it is against how far the family's scores spread (a James-Stein
+    weight: tau^2 / (tau^2 + se^2))."""
+    shrunk = []
+    for _, group in frame.groupby("family"):
+        mean = group["score"].mean()
+        tau2 = max(float(group["score"].var(ddof=1)) - float((group["se"] ** 2).mean()), 0.0)
+        tau2 = tau2 if len(group) > 1 else 0.0
+        weight = tau2 / (tau2 + group["se"] ** 2).replace(0, np.nan)
+        shrunk.append(group.assign(shrunk=mean + weight.fillna(1.0) * (group["score"] - mean)))
+    row = pd.concat(shrunk).sort_values("shrunk", ascending=False, kind="stable").iloc[0]
+    return row["setting"], row["method"]
+
+
+def contenders(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """The candidates within one standard error of the best (its own and theirs, the larger),
+    best first, at most :data:`ENSEMBLE_MOST`."""
+    best = frame.iloc[0]
+    near = frame[best["score"] - frame["score"] <= np.maximum(best["se"], frame["se"])]
+    return list(zip(near["setting"], near["method"], strict=True))[:ENSEMBLE_MOST]
+
+
+def ensemble_scores(members: list[tuple[str, str]], all_runs, dataset) -> tuple[float, float]:
+    """Test macro-F1 and tail F1 (%) of ``members``' probabilities averaged, mean over the seeds
+    every member has."""
+    head, tail = dataset.head_tail()
+    by_seed: dict[int, list] = {}
+    for run in all_runs:
+        if (run.setting, run.method) in members:
+            by_seed.setdefault(run.seed, []).append(run)
+    f1, tail_f1 = [], []
+    for runs in by_seed.values():
+        if len(runs) != len(members):
+            continue
+        classes = runs[0].classes
+        gold = runs[0].predictions["gold"].map({c: i for i, c in enumerate(classes)}).to_numpy()
+        probabilities = np.mean([softmax(r.logits, axis=1) for r in runs], axis=0)
+        scores = classification_metrics(gold, probabilities.argmax(1), classes, head, tail)
+        f1.append(100 * scores["f1"])
+        tail_f1.append(100 * scores["tail_f1"])
+    return float(np.mean(f1)), float(np.mean(tail_f1))
+
+
+def table_row(name, label, candidate, scores, best, key=None, f1=None, tail_f1=None):
+    """A row of the table: a candidate's test scores (``key``: a (setting, method) of
+    ``scores``, mean ± std over seeds; or ``f1`` and ``tail_f1`` as given) and its gaps to the
+    best in hindsight."""
+    if key is not None:
+        row = scores.loc[key]
+        f1, tail_f1 = row["f1"], row["tail_f1"]
+        shown = mean_std(f1, row["f1_std"]), mean_std(tail_f1, row["tail_f1_std"])
+    else:
+        shown = f"{f1:.2f}", f"{tail_f1:.2f}"
+    return [
+        name,
+        label,
+        candidate,
+        *shown,
+        f"{f1 - scores.loc[best, 'f1']:+.2f}",
+        f"{tail_f1 - scores.loc[best, 'tail_f1']:+.2f}",
+    ]
+
+
+def rule_rows(name, label, seen, all_runs, dataset, scores, best) -> list[list[str]]:
+    """The rows of the rules tried against the winner's curse, each choosing from ``seen``
+    (the runs it is shown) and scored on test over every seed of ``all_runs``."""
+    frame = cv_frame(seen)
+    rows = []
+    for rule, pick in (("one standard error, simpler", one_se_rule), ("shrunk", shrunk_rule)):
+        setting, method = pick(frame)
+        reads = "mean" if "mean pooling" in setting else "cls"
+        rows.append(
+            table_row(
+                name, f"{rule} ({label})", f"`{method}` ({reads})", scores, best, (setting, method)
+            )
+        )
+    members = contenders(frame)
+    f1, tail_f1 = ensemble_scores(members, all_runs, dataset)
+    candidate = " + ".join(
+        f"`{m}` ({'mean' if 'mean pooling' in setting else 'cls'})" for setting, m in members
+    )
+    rows.append(
+        table_row(
+            name,
+            f"ensemble of the contenders ({label})",
+            candidate,
+            scores,
+            best,
+            None,
+            f1,
+            tail_f1,
+        )
+    )
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default="demo,r8-1500,r52-lt")
+    parser.add_argument(
+        "--datasets", default="demo,r8-1500,r52-lt,r52-short,r52-few,r8-steep,cmid-3000"
+    )
     parser.add_argument(
         "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     )
@@ -115,15 +272,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        builders = {
-            "demo": lambda: "demo",
-            "r8-1500": lambda: r8_subset(data_dir, work),
-            "r52-lt": lambda: r52_long_tail(data_dir, work),
-        }
         store = RunStore(work / "runs")
         table = []
         for name in args.datasets.split(","):
-            dataset = load_dataset(builders[name]())
+            dataset = load_dataset(dataset_spec(name, data_dir, work))
             config = TrainConfig(mode="frozen", max_length=args.max_length)
             methods = [m for m in METHODS.values() if m.supports_frozen]
             started = time.perf_counter()
@@ -149,19 +301,19 @@ def main(argv=None) -> int:
             }
             for label, rec in choices.items():
                 c = rec.chosen
-                row = scores.loc[(c.setting, c.method)]
+                basis = rec.basis + (f", {c.wins}/{c.cells} folds" if c.cells else "")
                 table.append(
-                    [
+                    table_row(
                         name,
-                        label,
+                        f"{label} ({basis})",
                         f"`{c.method}` ({c.pooling})",
-                        mean_std(row["f1"], row["f1_std"]),
-                        mean_std(row["tail_f1"], row["tail_f1_std"]),
-                        f"{row['f1'] - scores.loc[best, 'f1']:+.2f}",
-                        f"{rec.basis}" + (f" {c.wins}/{c.cells} folds" if c.cells else ""),
-                    ]
+                        scores,
+                        best,
+                        (c.setting, c.method),
+                    )
                 )
-            row = scores.loc[best]
+            table += rule_rows(name, "every seed", runs, runs, dataset, scores, best)
+            table += rule_rows(name, "one-click flow", one_click(runs), runs, dataset, scores, best)
             spread = np.nanmean(scores["f1_std"])
             reads = (
                 "[MASK]"
@@ -171,25 +323,33 @@ def main(argv=None) -> int:
                 else "cls"
             )
             table.append(
-                [
+                table_row(
                     name,
-                    "best in hindsight (test)",
+                    f"best in hindsight (test; mean seed std {spread:.2f})",
                     f"`{best[1]}` ({reads})",
-                    mean_std(row["f1"], row["f1_std"]),
-                    mean_std(row["tail_f1"], row["tail_f1_std"]),
-                    "0",
-                    f"mean seed std {spread:.2f}",
-                ]
-            )
-        print(
-            "\n".join(
-                markdown_table(
-                    ["set", "chosen by", "candidate", "test F1", "tail F1", "vs best", "basis"],
-                    table,
-                    left=3,
+                    scores,
+                    best,
+                    best,
                 )
             )
-        )
+            print(  # the table so far: a long bench stopped midway keeps what it measured
+                "\n".join(
+                    markdown_table(
+                        [
+                            "set",
+                            "chosen by",
+                            "candidate",
+                            "test F1",
+                            "tail F1",
+                            "vs best",
+                            "tail vs best",
+                        ],
+                        table,
+                        left=3,
+                    )
+                ),
+                flush=True,
+            )
     return 0
 
 

@@ -13,7 +13,7 @@ from glee_core.core.errors import GleeError
 from glee_core.core.events import Examining, FeaturePass, Working, fold
 from glee_core.models.options import DataOptions, HealthOptions
 from glee_core.models.requests import HealthRequest
-from glee_core.runs.estimate import Estimate, about
+from glee_core.runs.estimate import STARTUP_SECONDS, Estimate, about
 from glee_core.runs.job_estimates import Machine, settle
 from glee_core.runs.store import RunStore
 from glee_core.train.job_kinds import JOB_KINDS, kind_of
@@ -70,6 +70,26 @@ def test_the_estimate_is_a_typed_record_that_says_how_sure_it_is():
     assert one.seconds == pytest.approx(10.0 * 0.75**0.5)
     busy = settle(Estimate(50.0, "probe fits"), Machine("cpu", busy=2.0, past=past), "health")
     assert busy.low < busy.seconds < busy.high  # the other work moves: a range
+
+
+def test_one_threads_work_is_not_slowed_while_a_core_is_spare(monkeypatch):
+    """The 2,000-class health check with its features cached took 34 s alone and 34 s beside a
+    CPU hog on 2 cores (its probe fits and cleanlab run on one thread), where the estimate
+    slowed all of it x1.4 (90 s: 0.37x). One thread's seconds are slowed only where no core is
+    spare."""
+    from glee_core.runs import job_estimates
+    from glee_core.runs.busy import slowdown
+
+    monkeypatch.setattr(job_estimates, "core_count", lambda: 2)
+    report = Estimate(60.0, "a feature pass and probe fits", measured=True)
+    hog = Machine("cpu", busy=slowdown(1.0, 2))
+    start = min(STARTUP_SECONDS, 60.0)
+    alone = settle(report, Machine("cpu"), "health").seconds
+    assert alone == 60.0
+    one = settle(report, hog, "health", serial=40.0).seconds
+    assert one == pytest.approx(start + (60.0 - start - 40.0) * hog.busy + 40.0)
+    two = Machine("cpu", busy=slowdown(2.0, 2))  # a hog on each core: no core spare
+    assert settle(report, two, "health", serial=40.0).seconds > one
 
 
 def test_a_job_without_runs_moves_its_bar_and_says_where_it_is():

@@ -40,18 +40,23 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, tiny_bert):
-    root = tmp_path_factory.mktemp("public")
-    env = {
+def public_env(root: Path, tiny_bert, **limits: str) -> dict[str, str]:
+    """A public server's environment with its folders under ``root`` (and ``limits``)."""
+    return {
         "GLEE_PUBLIC": "1",
         "GLEE_RUNS_DIR": str(root / "runs"),
         "GLEE_WORKSPACES_DIR": str(root / "workspaces"),
         "GLEE_DATA_DIR": str(root / "data"),
         "GLEE_DEFAULT_MODEL": str(tiny_bert),
         "GLEE_PUBLIC_MODELS": str(tiny_bert),
+        **limits,
     }
-    with serve(env) as url:
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, tiny_bert):
+    root = tmp_path_factory.mktemp("public")
+    with serve(public_env(root, tiny_bert)) as url:
         yield url, root / "workspaces"
 
 
@@ -115,8 +120,39 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
         timeout=90_000
     )
     assert {c["name"]: c["value"] for c in attacker.cookies()}.get(COOKIE) == key_a
+    # the owner turns sharing off: the same link opens nothing of theirs from then on
+    go(page, "Results")
+    page.get_by_text("Your workspace").first.click()
+    toggle = page.get_by_text("Share my runs read-only").first
+    click_until(page, toggle, page.get_by_text("The share link is revoked").first, "revoke", 20)
+    assert Workspace.open_shared(token, workspaces) is None
+    attacker_page.goto(f"{url}/?share={token}")
+    expect(attacker_page.get_by_role("heading", name="Glee Studio").first).to_be_visible(
+        timeout=90_000
+    )
+    attacker_page.wait_for_timeout(2000)
+    assert "shared workspace, read-only" not in attacker_page.content()
     attacker.close()
     victim.close()
+
+
+def test_a_visitor_sees_the_launch_cap_as_one_line_and_nothing_runs(tmp_path, tiny_bert, browser):
+    """The cap as a visitor meets it (D-rows of round four): a launch estimated over this
+    Space's minutes a launch is refused on the page, in one line that says what to change,
+    and no job starts."""
+
+    # 0.3 s a launch: every launch is over it
+    with serve(public_env(tmp_path, tiny_bert, GLEE_SESSION_JOB_MINUTES="0.005")) as url:
+        context, page, key = open_app(browser, url, ("salaries.csv", ROWS.encode()))
+        go(page, "Data")
+        check = page.get_by_role("button", name=re.compile(r"Check the data's health \("))
+        refused = page.get_by_text("a launch here may take at most").first
+        click_until(page, check, refused, "public-cap", 30)
+        page.screenshot(path=str(ARTIFACTS / "public-launch-cap.png"), full_page=True)
+        assert "Traceback" not in page.content()
+        jobs = Workspace.open(key, tmp_path / "workspaces").store.jobs_dir
+        assert not jobs.is_dir() or not any(jobs.iterdir())  # nothing launched
+        context.close()
 
 
 def nasty_dataset(dataset_id: str):

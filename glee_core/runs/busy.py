@@ -28,6 +28,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "BusySampler",
     "PARALLEL_SHARE",
     "beside",
+    "one_thread_slowdown",
     "other_work",
     "slowdown",
     "work_beside",
@@ -52,6 +53,15 @@ def slowdown(busy: float, cores: int) -> float:
     threads = spare_cores(busy, cores) or cores
     shared = max(1.0, (busy + threads) / cores)
     return _speed(cores) / _speed(threads) * shared
+
+
+def one_thread_slowdown(busy: float, cores: int) -> float:
+    """How much slower work on one thread runs (a health check's probe fits and cleanlab) where
+    a launch runs ``busy`` times slower: not at all while the other work leaves a core spare (the
+    2,000-class check's fits took 34 s alone and 34 s beside a CPU hog on 2 cores); past that,
+    as much as the launch's pool is slowed beyond it."""
+    spare = slowdown(cores - 1.0, cores) if cores > 1 else 1.0
+    return max(1.0, busy / spare)
 
 
 def work_beside(seconds: float = 0.5) -> tuple[float, float, int] | None:

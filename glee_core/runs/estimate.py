@@ -268,15 +268,21 @@ def estimate_seconds(
     return with_busy(estimate, busy, device)
 
 
-def with_busy(estimate: Estimate, busy: float, device: str) -> Estimate:
+def with_busy(
+    estimate: Estimate, busy: float, device: str, serial: float = 0.0, serial_busy: float = 1.0
+) -> Estimate:
     """``estimate`` on a CPU that other work slows ``busy`` times (the start, imports on one
-    thread, excepted): longer, and a range, since that work moves while the job runs."""
+    thread, excepted; ``serial`` seconds of one thread's work slowed ``serial_busy`` times):
+    longer, and a range, since that work moves while the job runs."""
     if busy <= 1.05 or device != "cpu":
         return estimate
     start = min(STARTUP_SECONDS, estimate.seconds)
 
     def slowed(seconds: float | None) -> float | None:
-        return None if seconds is None else min(seconds, start) + max(seconds - start, 0) * busy
+        if seconds is None:
+            return None
+        one = min(serial, max(seconds - start, 0))
+        return min(seconds, start) + max(seconds - start - one, 0) * busy + one * serial_busy
 
     return replace(
         estimate,

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..core.environment import core_count
 from ..data.datasets import LongTailDataset
 from ..data.pool import PoolSize
 from ..models.config import TrainConfig
+from .busy import one_thread_slowdown
 from .estimate import (
     BUSY_SPREAD,
     STARTUP_SECONDS,
@@ -109,13 +111,20 @@ class ModelSize:
         return cls(name, estimate_parameters(name), hidden_size(name))
 
 
-def settle(estimate: Estimate, machine: Machine, kind: str) -> Estimate:
+def settle(estimate: Estimate, machine: Machine, kind: str, serial: float = 0.0) -> Estimate:
     """``estimate`` with the other work on the CPU now counted (:func:`with_busy`) and, where
     ``n`` jobs of ``kind`` finished here, times the median of their real over estimated seconds
     taken ``n / (n + 1)`` of the way (in log terms): one job is one draw of a short job's
     start-up noise (a predict of 8 s took 12 s the next time), so it moves the estimate part of
-    the way. It keeps the estimate before that as ``base``, which the next calibration reads."""
-    estimate = replace(with_busy(estimate, machine.busy, machine.device))
+    the way. It keeps the estimate before that as ``base``, which the next calibration reads.
+    ``serial``: the seconds of it on one thread (:func:`one_thread_slowdown`)."""
+    estimate = with_busy(
+        estimate,
+        machine.busy,
+        machine.device,
+        serial,
+        one_thread_slowdown(machine.busy, core_count()),
+    )
     estimate.base = estimate.seconds
     ratios = [real / base for base, real in machine.past.get(kind, []) if base > 0 and real > 0]
     if not ratios:
@@ -164,7 +173,7 @@ def estimate_report_seconds(
         passes=passes,
         heads="cls",  # the budget retrains one CLS head
     )
-    seconds, basis = frozen.seconds, frozen.basis
+    seconds, basis, serial = frozen.seconds, frozen.basis, 0.0
     if kind == "budget":
         basis += (
             f"; {heads} heads ({len(options.fraction_list)} fractions x "
@@ -177,12 +186,13 @@ def estimate_report_seconds(
         )
         cleanlab = CLEANLAB_OVERHEAD + CLEANLAB_SECONDS * n_train * dataset.num_classes
         seconds += probe + cleanlab
+        serial = probe + cleanlab
         basis += (
             f"; {options.folds} probe fits over {dataset.num_classes} classes (about "
             f"{probe:.0f} s) and cleanlab's reading (about {cleanlab:.0f} s), at the rates "
             "measured for them on 2 cores"
         )
-    return settle(Estimate(seconds, basis, measured=frozen.measured), machine, kind)
+    return settle(Estimate(seconds, basis, measured=frozen.measured), machine, kind, serial)
 
 
 def estimate_pool_seconds(
