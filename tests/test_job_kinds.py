@@ -147,3 +147,37 @@ def test_the_same_report_twice_runs_once_and_a_stopped_one_can_run_again(tiny_be
     assert again.made().summary.startswith("the health report written")
     [(base, real)] = past_jobs(store)["health"]
     assert base == 20.0 and real == pytest.approx(again.seconds)
+
+
+def test_self_trainings_estimate_grows_its_heads_and_training_texts_not_dev_and_test(
+    tiny_bert, tmp_path
+):
+    """Self-training's estimate multiplied the whole new variant's compare by how much the pool
+    grows the training texts (151-283 s said for 90-198 s): the dev and test splits' feature
+    pass and the start do not grow. Its range's low end is the launch without the pseudo-labels."""
+    from dataclasses import replace
+
+    from glee_core.data.datasets import load_dataset
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.options import SelfTrainOptions
+    from glee_core.models.requests import TrainRequest
+    from glee_core.train.job_kinds import Here, estimate_self_training, estimate_training
+
+    train = load_dataset("demo").splits["train"]
+    pool = tmp_path / "pool.txt"
+    pool.write_text("\n".join(f"{t} again" for t in train["text"]) + "\n")  # doubles the texts
+    request = TrainRequest(
+        DataOptions("demo"),
+        ["cls-relu", "probe"],
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen"),
+        self_train=SelfTrainOptions(pool=str(pool), self_train="auto"),
+    )
+    here = Here(RunStore(tmp_path / "runs"), Machine("cpu"))
+    plain = replace(request, self_train=replace(request.self_train, pool=None))
+    variant = estimate_training(plain, here, fresh=True)
+    estimate = estimate_self_training(request, here)
+    assert variant.seconds < estimate.seconds < 2 * variant.seconds
+    assert estimate.low < variant.seconds < estimate.high
+    assert "if self-training leaves them out" in estimate.basis
