@@ -50,7 +50,7 @@ def test_one_launch_and_one_session_are_capped(public, tiny_bert, monkeypatch):
     assert any("plans 1500 runs; a launch here may plan at most 40" in e for e in errors)
     monkeypatch.setenv("GLEE_SESSION_JOB_MINUTES", "0.001")
     at = page("app_pages/2_Train.py", tiny_bert).run()
-    assert any("a launch here may take at most 0 min" in e for e in launch_errors(at))
+    assert any("a launch here may take at most 0.1 s" in e for e in launch_errors(at))
     assert "workspace_key" not in at.session_state  # refused before anything was made
     policy = Policy(session_seconds=600)
     with pytest.raises(LimitReached, match="still to run are estimated at 8 min"):

@@ -120,9 +120,7 @@ def test_a_link_cannot_plant_a_workspace_and_a_share_is_read_only(server, browse
         timeout=90_000
     )
     assert {c["name"]: c["value"] for c in attacker.cookies()}.get(COOKIE) == key_a
-    # the owner turns sharing off: the same link opens nothing of theirs from then on
-    go(page, "Results")
-    page.get_by_text("Your workspace").first.click()
+    # the owner turns sharing off (the panel still open): the same link opens nothing of theirs
     toggle = page.get_by_text("Share my runs read-only").first
     click_until(page, toggle, page.get_by_text("The share link is revoked").first, "revoke", 20)
     assert Workspace.open_shared(token, workspaces) is None
@@ -140,6 +138,7 @@ def test_a_visitor_sees_the_launch_cap_as_one_line_and_nothing_runs(tmp_path, ti
     """The cap as a visitor meets it (D-rows of round four): a launch estimated over this
     Space's minutes a launch is refused on the page, in one line that says what to change,
     and no job starts."""
+    from playwright.sync_api import expect
 
     # 0.3 s a launch: every launch is over it
     with serve(public_env(tmp_path, tiny_bert, GLEE_SESSION_JOB_MINUTES="0.005")) as url:
@@ -149,7 +148,8 @@ def test_a_visitor_sees_the_launch_cap_as_one_line_and_nothing_runs(tmp_path, ti
         refused = page.get_by_text("a launch here may take at most").first
         click_until(page, check, refused, "public-cap", 30)
         page.screenshot(path=str(ARTIFACTS / "public-launch-cap.png"), full_page=True)
-        assert "Traceback" not in page.content()
+        assert "Traceback" not in page.content() and "at most 0 min" not in page.content()
+        expect(page.get_by_text("at most 0.3 s").first).to_be_visible()
         jobs = Workspace.open(key, tmp_path / "workspaces").store.jobs_dir
         assert not jobs.is_dir() or not any(jobs.iterdir())  # nothing launched
         context.close()

@@ -81,8 +81,9 @@ class Policy:
         if seconds > self.job_seconds:
             raise LimitReached(
                 f"This launch is estimated at {minutes_text(seconds)}; a launch "
-                f"here may take at most {minutes_text(self.job_seconds)}. Choose "
-                "fewer methods, seeds or epochs, or a training limit."
+                f"here may take at most {minutes_text(self.job_seconds)}. Make it smaller "
+                "(training: fewer methods, seeds or epochs, or a training limit; a report or "
+                "suggestions: a smaller file), or run Glee Studio on your own machine."
             )
         if session_seconds + seconds > self.session_seconds:
             raise LimitReached(
@@ -131,6 +132,9 @@ LIMIT_FIELDS = {
 
 
 def minutes_text(seconds: float) -> str:
-    """``45 min``, ``2.5 h``: an estimated time as the limits' messages say it."""
+    """``40 s``, ``45 min``, ``2.5 h``: an estimated time as the limits' messages say it (a
+    limit of 0.3 s said "at most 0 min")."""
     minutes = seconds / 60
+    if seconds < 90:
+        return f"{seconds:.0f} s" if seconds >= 1 else f"{seconds:.1f} s"
     return f"{minutes:.0f} min" if minutes < 90 else f"{minutes / 60:.1f} h"
