@@ -260,6 +260,9 @@ def job_card(job, finished: set[str]) -> None:
     finished one's result (what it made, a download, training's runs), a failed one's error,
     one that died or was stopped, a relaunch; its log."""
     status = job.status
+    if status != "running" and job.id not in finished:  # it ended while we watched: the page
+        finished.add(job.id)  # picks up what it made, before its result's buttons are drawn
+        st.rerun(scope="app")  # (a click on one drawn here was lost to this rerun)
     st.markdown(
         f"**{md(job_title(job))}** · {job.kind.title} · `{job.id}` · {status}"
         + (f" · took {duration(job.seconds)}" if job.seconds else "")
@@ -296,9 +299,6 @@ def job_card(job, finished: set[str]) -> None:
     if log:
         with st.expander("Its log"):
             st.code(log, language=None)
-    if status != "running" and job.id not in finished:  # it ended while we watched
-        finished.add(job.id)
-        st.rerun(scope="app")  # the page picks up what it made
 
 
 @st.fragment(run_every=2.0)
