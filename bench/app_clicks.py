@@ -92,16 +92,23 @@ def main(argv=None) -> int:
                 page.wait_for_timeout(2000)
                 idle()
                 suggest = page.get_by_role("button", name=re.compile("Suggest texts to label"))
+                try:
+                    expect(suggest).to_be_visible(timeout=120_000)  # the pool read when busy
+                except AssertionError:
+                    page.screenshot(path=str(shots / "no-suggest-button.png"), full_page=True)
+                    raise
                 timed("click: Suggest texts to label", suggest.click)
                 nav("Home")
                 compare = page.get_by_role("button", name=re.compile("Quick compare on"))
                 timed("click: Quick compare (to the Train page)", compare.click)
                 for name in ("Results", "Data", "Home", "Train"):
                     nav(name)  # while the jobs run
-                done = page.get_by_role("button", name="See the recommendation it changed (Home)")
+                changed = re.compile("See the recommendation it changed")
+                done = page.get_by_role("link", name=changed)
                 expect(done.first).to_be_visible(timeout=1800_000)
                 timed("click: See the recommendation it changed (Home)", done.first.click)
                 main = page.locator('[data-testid="stMain"]').first
+                expect(main).not_to_contain_text("Every job of this session", timeout=30_000)
                 expect(main).to_contain_text("Use ", timeout=30_000)  # Home's recommendation
                 text = main.inner_text()
                 print(f"Home after the job shows {len(text)} characters: {text[:120]!r}")

@@ -245,8 +245,13 @@ def job_result(job) -> None:
             tuned = here.get(row.get("run_id", ""))
             if tuned is not None and (gain := tuning_gain(tuned, here)):
                 st.caption(f"Gained: {md(gain)}.")
-        if st.button("See the recommendation it changed (Home)", key=f"home-{job.id}"):
-            st.switch_page("app_pages/0_Home.py")
+        # a link, not a button calling st.switch_page: in this fragment, redrawn every 2 s, the
+        # button's click was lost in Chromium (the page stayed on Train)
+        st.page_link(
+            "app_pages/0_Home.py",
+            label="See the recommendation it changed (Home)",
+            icon=":material/recommend:",
+        )
         return
     st.caption(md(made.summary[0].upper() + made.summary[1:]) + ".")
     for number, (path, name, mime) in enumerate(made.files):
