@@ -53,6 +53,7 @@ from glee_core.runs.recommend import FINETUNE_TOP, cv_scale, ranked, recommend  
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
 from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.plan import unreadable_heads  # noqa: E402
 
 
 def candidate_scores(runs) -> pd.DataFrame:
@@ -278,6 +279,8 @@ def main(argv=None) -> int:
             dataset = load_dataset(dataset_spec(name, data_dir, work))
             config = TrainConfig(mode="frozen", max_length=args.max_length)
             methods = [m for m in METHODS.values() if m.supports_frozen]
+            out, _ = unreadable_heads(dataset, methods, [1], args.model, config, store)
+            methods = [m for m in methods if m not in out]  # label words the backbone lacks
             started = time.perf_counter()
             runs = run_experiments(
                 dataset, methods, range(1, args.seeds + 1), args.model, config, store
