@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from glee_core.studio import (
     GleeError,
@@ -245,19 +246,26 @@ def job_result(job) -> None:
             tuned = here.get(row.get("run_id", ""))
             if tuned is not None and (gain := tuning_gain(tuned, here)):
                 st.caption(f"Gained: {md(gain)}.")
-        # a link, not a button calling st.switch_page: in this fragment, redrawn every 2 s, the
-        # button's click was lost in Chromium (the page stayed on Train)
-        st.page_link(
-            "app_pages/0_Home.py",
-            label="See the recommendation it changed (Home)",
-            icon=":material/recommend:",
-        )
+        home_link(job.id)
         return
     st.caption(md(made.summary[0].upper() + made.summary[1:]) + ".")
     for number, (path, name, mime) in enumerate(made.files):
         download(path, name, mime, key=f"file-{job.id}-{number}")
     if made.code:
         st.code(made.code, language="python")
+
+
+def home_link(key: str) -> None:
+    """The way to Home from a finished training job: a link, not a button calling
+    ``st.switch_page`` (in the panel's fragment, redrawn every 2 s, the button's click was lost
+    in Chromium: the page stayed on Train). A page run on its own (``streamlit.testing``) has no
+    navigation for a link to name: there, the button."""
+    label = "See the recommendation it changed (Home)"
+    try:
+        st.page_link("app_pages/0_Home.py", label=label, icon=":material/recommend:")
+    except StreamlitAPIException:
+        if st.button(label, key=f"home-{key}"):
+            st.switch_page("app_pages/0_Home.py")
 
 
 def job_card(job, finished: set[str]) -> None:
