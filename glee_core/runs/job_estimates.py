@@ -181,9 +181,7 @@ def estimate_report_seconds(
         )
     else:
         fit = n_train * (options.folds - 1) / options.folds
-        probe = options.folds * (
-            PROBE_OVERHEAD + PROBE_SECONDS * fit * dataset.num_classes * size.hidden
-        )
+        probe = options.folds * probe_seconds(fit, dataset.num_classes, size)
         cleanlab = CLEANLAB_OVERHEAD + CLEANLAB_SECONDS * n_train * dataset.num_classes
         seconds += probe + cleanlab
         serial = probe + cleanlab
@@ -195,8 +193,18 @@ def estimate_report_seconds(
     return settle(Estimate(seconds, basis, measured=frozen.measured), machine, kind, serial)
 
 
+def probe_seconds(texts: float, classes: int, size: ModelSize) -> float:
+    """One fit of the closed-form class-balanced probe on ``texts`` texts' features over
+    ``classes`` classes (:data:`PROBE_SECONDS` a text x class x hidden unit)."""
+    return PROBE_OVERHEAD + PROBE_SECONDS * texts * classes * size.hidden
+
+
 def estimate_pool_seconds(
-    dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes: int
+    dataset: LongTailDataset,
+    pool: PoolSize,
+    size: ModelSize,
+    machine: Machine,
+    passes: int | None,
 ) -> Estimate:
     """Scoring the pool without the job's start: where no quick compare stored a head (``passes``
     given: 1 when the data's features are not cached either, else 0), the data's feature pass
@@ -212,7 +220,7 @@ def estimate_pool_seconds(
             dataset, 0, config, size.parameters, machine.device, alike, passes=passes
         )
         n_train = len(dataset.splits["train"])
-        probe = PROBE_OVERHEAD + PROBE_SECONDS * n_train * dataset.num_classes * size.hidden
+        probe = probe_seconds(n_train, dataset.num_classes, size)
         seconds += frozen.seconds - STARTUP_SECONDS + probe
         basis = (
             f"{frozen.basis}; a probe over {dataset.num_classes} classes (about {probe:.0f} s); "
@@ -229,7 +237,7 @@ def estimate_pool_seconds(
 
 
 def estimate_suggest_seconds(
-    dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes
+    dataset: LongTailDataset, pool: PoolSize, size: ModelSize, machine: Machine, passes: int | None
 ) -> Estimate:
     """The pool's suggestions: the job's start and :func:`estimate_pool_seconds`."""
     scoring = estimate_pool_seconds(dataset, pool, size, machine, passes)

@@ -216,9 +216,12 @@ def preflight(
                 f"--max-length {length} is longer than the {positions} positions "
                 f"{model_name!r} reads; give at most {positions}"
             )
-        taken = max(p.config.tuning.positions_taken(p.config) for p in pending)
-        embedded = getattr(backbone.model.config, "max_position_embeddings", None)
-        if taken and embedded and length + taken > embedded:  # a traceback mid-run, else
+        if any(p.spec.input_format == "prompt" for p in pending):
+            check_template_fits(tokenizer, dataset.template, length)
+    embedded = getattr(backbone.model.config, "max_position_embeddings", None)
+    for p in pending:  # each run's prefix before its own texts' tokens: a traceback mid-run, else
+        taken, length = p.config.tuning.positions_taken(p.config), p.config.max_length
+        if taken and embedded and length + taken > embedded:
             fix = (
                 f"give --max-length {embedded - taken} or less, or a shorter --prefix-length"
                 if taken < embedded - 8
@@ -228,8 +231,6 @@ def preflight(
                 f"--max-length {length} and a prefix of {taken} virtual tokens need "
                 f"{length + taken} positions; {model_name!r} has {embedded}: {fix}"
             )
-        if any(p.spec.input_format == "prompt" for p in pending):
-            check_template_fits(tokenizer, dataset.template, length)
     if any(head_of(p.spec).verbalizer for p in pending):
         ids = label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
         check_label_tokens(dict(zip(dataset.classes, ids, strict=True)))
