@@ -181,7 +181,7 @@ def estimate_report_seconds(
         )
     else:
         fit = n_train * (options.folds - 1) / options.folds
-        probe = options.folds * probe_seconds(fit, dataset.num_classes, size)
+        probe = options.folds * _probe_seconds(fit, dataset.num_classes, size)
         cleanlab = CLEANLAB_OVERHEAD + CLEANLAB_SECONDS * n_train * dataset.num_classes
         seconds += probe + cleanlab
         serial = probe + cleanlab
@@ -193,7 +193,7 @@ def estimate_report_seconds(
     return settle(Estimate(seconds, basis, measured=frozen.measured), machine, kind, serial)
 
 
-def probe_seconds(texts: float, classes: int, size: ModelSize) -> float:
+def _probe_seconds(texts: float, classes: int, size: ModelSize) -> float:
     """One fit of the closed-form class-balanced probe on ``texts`` texts' features over
     ``classes`` classes (:data:`PROBE_SECONDS` a text x class x hidden unit)."""
     return PROBE_OVERHEAD + PROBE_SECONDS * texts * classes * size.hidden
@@ -220,7 +220,7 @@ def estimate_pool_seconds(
             dataset, 0, config, size.parameters, machine.device, alike, passes=passes
         )
         n_train = len(dataset.splits["train"])
-        probe = probe_seconds(n_train, dataset.num_classes, size)
+        probe = _probe_seconds(n_train, dataset.num_classes, size)
         seconds += frozen.seconds - STARTUP_SECONDS + probe
         basis = (
             f"{frozen.basis}; a probe over {dataset.num_classes} classes (about {probe:.0f} s); "
