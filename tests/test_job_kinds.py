@@ -181,3 +181,52 @@ def test_self_trainings_estimate_grows_its_heads_and_training_texts_not_dev_and_
     assert variant.seconds < estimate.seconds < 2 * variant.seconds
     assert estimate.low < variant.seconds < estimate.high
     assert "if self-training leaves them out" in estimate.basis
+
+
+def test_a_launch_is_planned_once_and_its_estimate_reads_what_the_job_runs(
+    tiny_bert, toy_csv, tmp_path, monkeypatch
+):
+    """One planning: stored quick-compare heads made without cross-validation still have it due
+    when a launch asks for it. The estimate counted only the runs to train ("all 4 run(s) are
+    already stored") while the job cross-validated them; now both read one
+    :class:`LaunchPlan`, and the job plans it once."""
+    from glee_core.models.config import TrainConfig
+    from glee_core.models.options import DataOptions
+    from glee_core.models.requests import TrainRequest
+    from glee_core.train import executors, experiment
+    from glee_core.train.job_kinds import Here, estimate_training
+
+    store = RunStore(tmp_path / "runs")
+
+    def request(choose_by: str) -> TrainRequest:
+        return TrainRequest(
+            DataOptions(f"csv:{toy_csv}"),
+            ["cls-relu", "probe"],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode="frozen", choose_by=choose_by, cv_folds=3),
+        )
+
+    dataset = request("dev").data.load()
+    executors.execute(request("dev"), store, dataset=dataset)
+    assert all(run.metrics.cv is None for run in store.runs())
+    here = Here(store, Machine("cpu"), dataset, {run.run_id for run in store.runs()})
+
+    estimate = estimate_training(request("cv"), here)
+    assert (estimate.runs, estimate.stored) == (0, 4)  # cls-relu at two poolings
+    assert "cross-validation" in estimate.basis and estimate.seconds > 2.0
+
+    calls = []
+    real = executors.plan_launch
+
+    def counted(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(executors, "plan_launch", counted)
+    monkeypatch.setattr(experiment, "plan_launch", counted)
+    executors.execute(request("cv"), store, dataset=dataset)
+    assert len(calls) == 1  # planned once in the job's process
+    assert all(run.metrics.cv is not None and run.metrics.cv.folds == 3 for run in store.runs())
+    done = Here(store, Machine("cpu"), dataset, {run.run_id for run in store.runs()})
+    assert estimate_training(request("cv"), done).basis == "all 4 run(s) are already stored"

@@ -238,6 +238,7 @@ def estimate_seconds(
     lp_ft_stages: int | None = None,
     rate_searched: bool = False,
     busy: float = 1.0,
+    validate: int | None = None,
 ) -> Estimate:
     """The :class:`Estimate` of ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
@@ -252,7 +253,8 @@ def estimate_seconds(
     the rate searched once for this backbone and data is stored already
     (``glee_core.train.plan.searched_rate``): no search to pay. ``busy``: how much slower
     the other work on this CPU makes it (:func:`glee_core.runs.busy.other_work`, measured by the
-    caller)."""
+    caller). ``validate``: the quick-mode heads whose cross-validation is due (the plan's: stored
+    runs made without it too; None: the ``n_runs`` trained)."""
     estimate = _estimate_seconds(
         dataset,
         n_runs,
@@ -264,6 +266,7 @@ def estimate_seconds(
         feature_passes,
         lp_ft_stages,
         rate_searched,
+        n_runs if validate is None else validate,
     )
     return with_busy(estimate, busy, device)
 
@@ -322,6 +325,7 @@ def _estimate_seconds(
     feature_passes,
     lp_ft_stages,
     rate_searched,
+    validate,
 ) -> Estimate:
     config = config.resolved(dataset.max_length, dataset.batch_size)
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
@@ -345,6 +349,7 @@ def _estimate_seconds(
             alike["frozen"],
             passes=feature_passes,
             validated=validated,
+            validate=validate,
         )
     # a parameter-efficient mode still runs the encoder forward and backward: without runs of
     # its own, fine-tuning's rate is its measure (an upper bound)
@@ -495,11 +500,13 @@ def frozen_estimate(
     passes: int = 2,
     validated: list | None = None,
     heads: str = "all",
+    validate: int | None = None,
 ) -> Estimate:
     """The quick compare: one feature pass per input format (``passes``: plain and template)
     over every split, then heads on the cached states. Rates: those of finished frozen
     runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
-    per training example and epoch, early stopping included), else typical ones of the device."""
+    per training example and epoch, early stopping included), else typical ones of the device.
+    ``validate``: the heads whose cross-validation is due (None: the ``n_runs``)."""
     epochs = config.epochs
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
@@ -540,8 +547,15 @@ def frozen_estimate(
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     cv = (
-        _cross_validation(dataset, n_runs, config, n_train, per_run, validated or [])
-        if config.cross_validates(dataset)
+        _cross_validation(
+            dataset,
+            n_runs if validate is None else validate,
+            config,
+            n_train,
+            per_run,
+            validated or [],
+        )
+        if config.cross_validates(dataset) and (validate is None or validate)
         else None
     )
     passes_text = (

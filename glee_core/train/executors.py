@@ -39,7 +39,7 @@ from ..models.options import EXECUTORS, ExecutorOptions
 from ..models.requests import TrainRequest
 from ..runs.store import Run, RunStore
 from .experiment import run_experiments
-from .plan import PlannedRun, plan_runs, preflight, readable_heads
+from .plan import LaunchPlan, PlannedRun, plan_launch, preflight
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
 # starts a run gets when its worker dies without an error of its own (killed: out of memory, a
@@ -58,6 +58,15 @@ class Batch:
     config: TrainConfig
     force: bool = False
     progress: ProgressFn | None = field(default=None, repr=False)  # local runs' events
+    plan: LaunchPlan | None = field(default=None, repr=False)  # planned already (execute's)
+
+    def planned(self, store: RunStore) -> LaunchPlan:
+        """The launch this batch is, planned once (:func:`plan_launch`): ``plan`` when given."""
+        if self.plan is None:
+            self.plan = plan_launch(
+                self.dataset, self.methods, self.seeds, self.model, self.config, store, self.force
+            )
+        return self.plan
 
 
 class SweepFailed(GleeError):
@@ -155,6 +164,7 @@ class LocalExecutor:
                 b.force and at_once[id(b)] == 1,
                 b.progress,
                 trained=trained,
+                plan=b.planned(store),
             )
         ]
 
@@ -167,10 +177,10 @@ class LocalExecutor:
         missing: list[tuple[Batch, PlannedRun]] = []
         for b in batches:
             progress = b.progress or (lambda event: None)
-            plan = plan_runs(b.dataset, b.methods, b.seeds, b.model, b.config)
-            for note in preflight(b.dataset, plan, b.model, store, b.force):
+            plan = b.planned(store)
+            for note in preflight(b.dataset, plan.runs, b.model, store, b.force):
                 progress(Note(message=note))
-            todo = [p for p in plan if b.force or store.get(p.run_id) is None]
+            todo = plan.to_train
             if todo and todo[0].config.lp_ft:
                 run_experiments(
                     b.dataset,
@@ -331,12 +341,14 @@ class RayExecutor:
         check_store_writable(root)
         planned: list[tuple[Batch, PlannedRun]] = []
         for batch in batches:  # vocabulary problems surface before anything is submitted
-            plan = plan_runs(batch.dataset, batch.methods, batch.seeds, batch.model, batch.config)
-            for note in preflight(batch.dataset, plan, batch.model, store, batch.force):
+            plan = batch.planned(store)
+            if plan.left_out:
+                self.echo(f"note: {plan.note}")
+            for note in preflight(batch.dataset, plan.runs, batch.model, store, batch.force):
                 self.echo(f"note: {note}")
-            planned += [(batch, p) for p in plan]
+            planned += [(batch, p) for p in plan.runs]
         finished = [Run(store.path(p.run_id)) for _, p in planned]
-        missing = [(b, p) for b, p in planned if b.force or store.get(p.run_id) is None]
+        missing = [(b, p) for b in batches for p in b.planned(store).to_train]
         if not missing:
             self.echo(f"all {len(planned)} runs are in the store; nothing to submit")
             return finished
@@ -432,17 +444,14 @@ def execute(
     executor it names; ``dataset`` is the request's, when the caller has loaded it already."""
     dataset = dataset or request.data.load()
     store = store or RunStore()
-    specs = readable_heads(
+    batch = Batch(
         dataset,
         [get_method(m) for m in request.methods],
         request.seeds,
         request.model,
         request.config,
-        store,
         request.force,
-        progress or (lambda event: None),
+        progress,
     )
-    batch = Batch(
-        dataset, specs, request.seeds, request.model, request.config, request.force, progress
-    )
+    batch.planned(store)  # once: what the app's estimate read (job_kinds.estimate_training)
     return make_executor(request.executor, progress).run([batch], store)

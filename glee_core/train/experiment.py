@@ -45,15 +45,14 @@ from ..runs.store import Run, RunStore
 from .evaluation import evaluate
 from .jobs import running_summary
 from .plan import (
+    LaunchPlan,
     PlannedRun,
-    cross_validation_due,
     cross_validation_share,
     job_search_log,
     load_head,
     lp_ft_stage,
-    plan_runs,
+    plan_launch,
     preflight,
-    races,
     run_record,
     save_result,
 )
@@ -440,6 +439,7 @@ def run_experiments(
     force: bool = False,
     progress: ProgressFn | None = None,
     trained: Collection[str] = (),
+    plan: LaunchPlan | None = None,
 ) -> list[Run]:
     """Train (or load from the store) every method x seed; returns the runs in that order.
     A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, which is stored as
@@ -447,12 +447,21 @@ def run_experiments(
 
     ``progress`` receives a :class:`RunStarted` before each run and the trainer's events, but for
     the runs in ``trained``: this launch trained them a moment ago elsewhere (``--runs-at-once``'s
-    workers, which reported them), so they are loaded without a word."""
+    workers, which reported them), so they are loaded without a word.
+
+    ``plan``: the launch planned already (:func:`glee_core.train.plan.plan_launch`, as the app's
+    estimate read it); planned here otherwise. Its runs are what trains, its cross-validation
+    what is made, its races what races."""
     store = store or RunStore()
     progress = progress or (lambda event: None)
-    device = (config or TrainConfig()).device
+    config = config or TrainConfig()
+    device = config.device
     resolve_device(device)  # fail before any work on a bad device
-    jobs = plan_runs(dataset, methods, seeds, model_name, config)
+    if plan is None:
+        plan = plan_launch(dataset, list(methods), seeds, model_name, config, store, force)
+    if plan.left_out:
+        progress(Note(message=plan.note))
+    jobs = plan.runs
     if any(force or store.get(job.run_id) is None for job in jobs):
         progress(Loading(what=f"the backbone {model_name}"))
     vocabulary_notes = preflight(dataset, jobs, model_name, store, force)
@@ -465,12 +474,7 @@ def run_experiments(
     order = sorted(range(len(jobs)), key=lambda i: not together[i])
     number = {i: n for n, i in enumerate(order, 1)}
     numbered = [(number[i], job) for i, job in enumerate(jobs)]
-    config = config or TrainConfig()
-    validate = (
-        cross_validation_due(jobs, store, config.folds, force)
-        if runner.ddp is None and config.cross_validates(dataset)
-        else []
-    )
+    validate = plan.validate if runner.ddp is None else []
     runner.after = cross_validation_share(
         dataset, jobs, validate, store, config.folds, force, model_name
     )
@@ -480,7 +484,12 @@ def run_experiments(
     )
     for start in range(0, len(pack), PACK_HEADS):  # heads on cached features: in one loop
         runner.run_pack(pack[start : start + PACK_HEADS], len(jobs))
-    raced = {job.run_id: race for race in races(jobs, config, store, force) for job in race}
+    raced = {  # a race whose heads other processes trained meanwhile: they are loaded
+        job.run_id: race
+        for race in plan.raced
+        if not any(j.run_id in trained for j in race)
+        for job in race
+    }
     trained_in_order = {}
     for index, job in sorted(numbered, key=lambda item: item[0]):
         race = raced.get(job.run_id)

@@ -123,47 +123,43 @@ def _cached(here: Here, dataset: LongTailDataset, model: str, max_length: int | 
 
 
 def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) -> Estimate:
-    """A training launch of ``request`` from its plan (:func:`glee_core.train.plan.plan_runs`):
-    the runs the store lacks (``runs``; those it holds are opened: ``stored``), the heads the
-    backbone cannot read left out (``left_out``), the feature passes not cached, the LP-FT heads
-    still to fit and the rate searched once already, at this machine's rates. With the pool's
-    self-training, :func:`estimate_self_training`. ``fresh``: on a dataset id the store has
-    never seen (nothing stored, nothing cached)."""
+    """A training launch of ``request`` from its plan (:func:`glee_core.train.plan.plan_launch`,
+    what the job runs): the runs the store lacks (``runs``; those it holds are opened:
+    ``stored``), the heads the backbone cannot read left out (``left_out``), the feature passes
+    not cached, the cross-validation due, the LP-FT heads still to fit and the rate searched
+    once already, at this machine's rates. With the pool's self-training,
+    :func:`estimate_self_training`. ``fresh``: on a dataset id the store has never seen (nothing
+    stored, nothing cached)."""
     if request.self_train.pool and request.self_train.self_train != "no" and not fresh:
         return estimate_self_training(request, here)
     from ..models.backbone import estimate_parameters  # noqa: PLC0415 (torch: pages read kinds)
-    from .plan import (  # noqa: PLC0415
-        lp_ft_stage,
-        plan_runs,
-        searched_rate,
-        uncached_passes,
-        unreadable_heads,
-    )
+    from .plan import plan_launch  # noqa: PLC0415
 
     dataset, config, model = here.data(request), request.config, request.model
     stored_ids = (
         set()  # --force, or a new dataset: every run trained
         if request.force or fresh
         else here.stored
-        if here.stored is not None
-        else {r.run_id for r in here.store.runs()}
     )
-    out, left_out = [], ""
     try:
-        specs = [get_method(m) for m in request.methods]
-        try:  # a backbone that cannot load leaves none out (the launch says so)
-            out, left_out = unreadable_heads(
-                dataset, specs, request.seeds, model, config, here.store
-            )
-        except GleeError:
-            pass
-        plan = plan_runs(dataset, [s for s in specs if s not in out], request.seeds, model, config)
+        plan = plan_launch(
+            dataset,
+            [get_method(m) for m in request.methods],
+            request.seeds,
+            model,
+            config,
+            here.store,
+            request.force,
+            stored_ids,
+        )
     except GleeError:  # an unknown method or one the mode refuses (the launch says so)
         plan = None
-    to_train = None if plan is None else [job for job in plan if job.run_id not in stored_ids]
-    planned = len(request.methods) * len(request.seeds) if plan is None else len(plan)
-    missing = planned if to_train is None else len(to_train)
-    if to_train is not None and not missing:
+    if plan is None:
+        planned = missing = len(request.methods) * len(request.seeds)
+    else:
+        planned, missing = len(plan.runs), len(plan.to_train)
+    left_out = plan.note if plan is not None else ""
+    if plan is not None and not missing and not plan.validate:
         return Estimate(
             2.0,
             f"all {planned} run(s) are already stored",
@@ -172,19 +168,8 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
             stored=planned,
             left_out=left_out,
         )
+    formats = None if plan is None else {job.spec.input_format for job in plan.to_train}
     machine = here.machine
-    passes = (
-        2
-        if to_train is None or not config.frozen or fresh
-        else uncached_passes(here.store, dataset, model, to_train)
-    )
-    stages = None  # LP-FT's heads still to fit: a quick compare stored them, or not
-    if to_train is not None and not config.frozen:
-        stages = sum(
-            lp_ft_stage(job, dataset, model).run_id not in stored_ids
-            for job in to_train
-            if job.config.lp_ft
-        )
     estimate = estimate_seconds(
         dataset,
         missing,
@@ -193,10 +178,11 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
         estimate_parameters(model),
         machine.device,
         machine.runs,
-        feature_passes=passes,
-        lp_ft_stages=stages,
-        rate_searched=bool(to_train) and searched_rate(here.store, to_train[0]) is not None,
+        feature_passes=2 if plan is None else len(formats) if fresh else plan.feature_passes,
+        lp_ft_stages=None if plan is None else plan.lp_ft_stages,
+        rate_searched=plan is not None and not fresh and plan.rate_searched,
         busy=machine.busy,
+        validate=None if plan is None else len(plan.validate),
     )
     stored = planned - missing
     return replace(

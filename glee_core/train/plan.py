@@ -1,7 +1,8 @@
 """Planning a launch before anything trains: the runs it asks for (each one's id derived from what
 it depends on), the checks that need the backbone (``preflight``), the heads a backbone cannot
-read; what a launch still has to do (the races, the rate searched once, the cross-validation
-due, the feature passes not cached: the estimate and the bar read them); and the records a run
+read; a launch planned once (``plan_launch``: the runs to train, the races, the rate searched
+once, the cross-validation due, the feature passes not cached), which the app's estimate reads
+and the job runs; and the records a run
 is stored with (``run_record``, ``save_result``), LP-FT's stage and a stored head's weights."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,8 +25,6 @@ from .. import __version__
 from ..core.errors import GleeError
 from ..core.events import (
     ENCODING_SHARE,
-    Note,
-    ProgressFn,
 )
 from ..core.files import write_json
 from ..data.datasets import LongTailDataset
@@ -46,9 +45,9 @@ from .setup import RunResult
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "UNKNOWN_SHARE_WARNING",
     "VOCABULARY_SAMPLE",
+    "LaunchPlan",
     "PlannedRun",
     "backbone_positions",
-    "cross_validation_due",
     "cross_validation_share",
     "dataset_record",
     "job_search_log",
@@ -56,10 +55,9 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "load_head",
     "lp_ft_stage",
     "package_versions",
+    "plan_launch",
     "plan_runs",
     "preflight",
-    "races",
-    "readable_heads",
     "run_identity",
     "run_record",
     "save_result",
@@ -292,24 +290,6 @@ def unreadable_heads(
     return [], ""
 
 
-def readable_heads(
-    dataset: LongTailDataset,
-    specs: list[MethodSpec],
-    seeds: Iterable[int],
-    model_name: str,
-    config: TrainConfig,
-    store: RunStore,
-    force: bool,
-    progress: ProgressFn,
-) -> list[MethodSpec]:
-    """The heads a launch trains: ``specs`` less those :func:`unreadable_heads` leaves out, with
-    its note."""
-    left_out, why = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
-    if left_out:
-        progress(Note(message=why))
-    return [s for s in specs if s not in left_out]
-
-
 def run_record(
     job: PlannedRun,
     dataset: LongTailDataset,
@@ -372,6 +352,106 @@ def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
     return store.write(record.run_id, write)
 
 
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What a launch does, planned once (:func:`plan_launch`): the app's estimate reads it and
+    the job runs it. ``runs``: every run the launch stands for, in order (the readable heads);
+    ``to_train``: those the store lacks (every one under ``force``); ``left_out`` and ``note``:
+    the heads the backbone cannot read; ``validate``: the quick-mode runs whose
+    cross-validation is due; ``raced``: the heads that race, a race a seed; ``feature_passes``:
+    the frozen feature passes not cached; ``lp_ft_stages``: the LP-FT heads still to fit;
+    ``rate_searched``: the rate searched once is stored already (no search to pay)."""
+
+    runs: list[PlannedRun]
+    to_train: list[PlannedRun]
+    left_out: list[MethodSpec]
+    note: str
+    validate: list[PlannedRun]
+    raced: list[list[PlannedRun]]
+    feature_passes: int
+    lp_ft_stages: int
+    rate_searched: bool
+
+    @property
+    def stored(self) -> int:
+        """The runs of the launch the store holds already (opened, not trained)."""
+        return len(self.runs) - len(self.to_train)
+
+
+def plan_launch(
+    dataset: LongTailDataset,
+    specs: list[MethodSpec],
+    seeds: Iterable[int],
+    model_name: str,
+    config: TrainConfig,
+    store: RunStore,
+    force: bool = False,
+    stored: Collection[str] | None = None,
+) -> LaunchPlan:
+    """Plan a launch of ``specs`` x ``seeds`` once: every question about what it must do is
+    answered here, from the store as it is now. ``stored``: the ids of the runs the store holds,
+    where the caller has them (the app's estimate; else each run is looked up). A backbone whose
+    vocabulary cannot be read leaves no head out (the launch's :func:`preflight` says why)."""
+    seeds = list(seeds)
+
+    def held(run_id: str) -> Run | None:
+        if force or (stored is not None and run_id not in stored):
+            return None
+        return store.get(run_id)
+
+    try:
+        left_out, note = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
+    except GleeError:
+        left_out, note = [], ""
+    runs = plan_runs(dataset, [s for s in specs if s not in left_out], seeds, model_name, config)
+    to_train = [job for job in runs if held(job.run_id) is None]
+    base = config.resolved(dataset.max_length, dataset.batch_size)
+    validate = []
+    if base.cross_validates(dataset):
+        for job in runs:
+            run = held(job.run_id)
+            cv = None if run is None else run.metrics.cv
+            if cv is None or cv.folds != base.folds:
+                validate.append(job)
+    raced = (
+        []
+        if not base.races or base.frozen
+        else [
+            group
+            for group in _by_seed(runs).values()
+            if len(group) > 1 and all(held(j.run_id) is None for j in group)
+        ]
+    )
+    frozen = [job for job in to_train if job.config.frozen]
+    try:
+        passes = uncached_passes(store, dataset, model_name, frozen) if frozen else 0
+    except GleeError:  # a backbone that cannot be read: the launch says so
+        passes = len({job.spec.input_format for job in frozen})
+    stages = sum(
+        held(lp_ft_stage(job, dataset, model_name).run_id) is None
+        for job in to_train
+        if job.config.lp_ft and not job.config.frozen
+    )
+    return LaunchPlan(
+        runs=runs,
+        to_train=to_train,
+        left_out=left_out,
+        note=note,
+        validate=validate,
+        raced=raced,
+        feature_passes=passes,
+        lp_ft_stages=stages,
+        rate_searched=bool(to_train) and searched_rate(store, to_train[0]) is not None,
+    )
+
+
+def _by_seed(jobs: list[PlannedRun]) -> dict[int, list[PlannedRun]]:
+    by_seed: dict[int, list[PlannedRun]] = {}
+    for job in jobs:
+        by_seed.setdefault(job.config.seed, []).append(job)
+    return by_seed
+
+
 def lp_ft_stage(job: PlannedRun, dataset: LongTailDataset, model_name: str) -> PlannedRun:
     """The quick-mode run LP-FT fits its head in: the same method, seed, data and backbone."""
     return plan_runs(
@@ -382,26 +462,6 @@ def lp_ft_stage(job: PlannedRun, dataset: LongTailDataset, model_name: str) -> P
 def load_head(run: Run) -> dict[str, torch.Tensor]:
     """The head weights a quick-mode run stored (its ``model.safetensors`` is the head alone)."""
     return load_file(str(run.path / "model.safetensors"))
-
-
-def races(
-    jobs: list[PlannedRun], config: TrainConfig, store: RunStore, force: bool = False
-) -> list[list[PlannedRun]]:
-    """The heads of a launch that race (``--heads best``), one race a seed: the tuned runs of
-    two or more heads, none of them stored yet (a stored head has already been tuned: the
-    launch loads it, and the others train as ever)."""
-    if not config.races:
-        return []
-    by_seed: dict[int, list[PlannedRun]] = {}
-    for job in jobs:
-        by_seed.setdefault(job.config.seed, []).append(job)
-    return [
-        group
-        for group in by_seed.values()
-        if len(group) > 1
-        and not group[0].config.frozen
-        and all(force or store.get(j.run_id) is None for j in group)
-    ]
 
 
 def job_search_log(store: RunStore, job: PlannedRun, once: bool = False) -> SearchLog | None:
@@ -425,20 +485,6 @@ def searched_rate(store: RunStore, job: PlannedRun) -> float | None:
     log = job_search_log(store, job, once=job.config.races)
     shared = log.chosen_elsewhere() if log is not None else None
     return float(shared["chosen"]) if shared else None
-
-
-def cross_validation_due(
-    jobs: list[PlannedRun], store: RunStore, folds: int, force: bool = False
-) -> list[PlannedRun]:
-    """The quick-mode runs of ``jobs`` whose ``folds``-fold cross-validation is still to be made
-    (trained now, or stored without it)."""
-    due = []
-    for job in jobs:
-        run = None if force else store.get(job.run_id)
-        cv = None if run is None else run.metrics.cv
-        if cv is None or cv.folds != folds:
-            due.append(job)
-    return due
 
 
 def uncached_passes(
