@@ -13,6 +13,8 @@ calls ``studio_ui.launch(...)``. In import order (each module imports only those
 - ``recommendation``: the answer a compare ends on, and its next steps as one click each.
 - ``reports``: the Data page's health check and label budget: their jobs, then the reports.
 - ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
+- ``datasets``: the Data page's own sections: the dataset picker, an upload, the long tail,
+  the label words, a sample of each class, adapting the backbone.
 - ``navigation``: the pages, the sidebar and its workspace panel.
 
 Pages reach the engine only through ``glee_core.studio`` (``tests/test_layers.py``).
@@ -46,6 +48,15 @@ from .choice import (
     incomplete_paper_datasets,
     load_options,
     set_threshold,
+)
+from .datasets import (
+    adapt_section,
+    dataset_picker,
+    label_words_section,
+    long_tail_view,
+    rare_classes,
+    sample_rows,
+    upload_section,
 )
 from .estimates import (
     device_kind,

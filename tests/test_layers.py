@@ -175,6 +175,7 @@ APP_MODULES = [
     "recommendation",
     "reports",
     "labelling",
+    "datasets",
     "navigation",
 ]
 
