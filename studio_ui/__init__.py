@@ -16,6 +16,8 @@ calls ``studio_ui.launch(...)``. In import order (each module imports only those
 - ``datasets``: the Data page's own sections: the dataset picker, an upload, the long tail,
   the label words, a sample of each class, adapting the backbone.
 - ``navigation``: the pages, the sidebar and its workspace panel.
+- ``launches``: the Train page's launch form, its estimate in words, the Launch button and
+  the dataset's finished runs.
 
 Pages reach the engine only through ``glee_core.studio`` (``tests/test_layers.py``).
 """
@@ -80,6 +82,13 @@ from .jobs import (
     work_button,
 )
 from .labelling import added_panel, unlabelled_texts_section
+from .launches import (
+    Launch,
+    estimate_words,
+    finished_runs,
+    launch_button,
+    launch_form,
+)
 from .navigation import (
     APP_PAGES,
     LABEL_WORDS_BUTTON,

@@ -213,7 +213,7 @@ def test_a_launch_is_planned_once_and_its_estimate_reads_what_the_job_runs(
     here = Here(store, Machine("cpu"), dataset, {run.run_id for run in store.runs()})
 
     estimate = estimate_training(request("cv"), here)
-    assert (estimate.runs, estimate.stored) == (0, 4)  # cls-relu at two poolings
+    assert (estimate.runs, estimate.stored, estimate.validated) == (0, 4, 4)  # two poolings
     assert "cross-validation" in estimate.basis and estimate.seconds > 2.0
 
     calls = []

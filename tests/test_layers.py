@@ -177,6 +177,7 @@ APP_MODULES = [
     "labelling",
     "datasets",
     "navigation",
+    "launches",
 ]
 
 

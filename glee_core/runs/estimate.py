@@ -115,8 +115,9 @@ class Estimate:
     it is built from (``basis``, in words) and how sure it is (``measured``: from rates this
     machine measured; else typical of the device, and ``low`` / ``high`` say a range). Training
     adds ``stop`` (early stopping's expected share of the planned steps, which the bar reads),
-    ``per_run``, ``runs`` (to train) and ``stored`` (opened, not trained), and ``left_out`` (the
-    note on heads a launch leaves out)."""
+    ``per_run``, ``runs`` (to train) and ``stored`` (opened, not trained), ``validated`` (the
+    heads whose cross-validation is due, stored ones too) and ``left_out`` (the note on heads a
+    launch leaves out)."""
 
     seconds: float
     basis: str
@@ -128,6 +129,7 @@ class Estimate:
     runs: int = 1
     stored: int = 0
     left_out: str = ""
+    validated: int = 0
     base: float | None = None  # before the finished jobs of its kind calibrated it
 
     def __post_init__(self):

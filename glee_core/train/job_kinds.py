@@ -190,6 +190,7 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
         runs=missing,
         stored=stored,
         left_out=left_out,
+        validated=0 if plan is None else len(plan.validate),
         basis=estimate.basis
         + (f"; {stored} of the runs already stored, not retrained" if stored else ""),
     )

@@ -1,0 +1,422 @@
+"""The Train page's launch: the form (methods, mode, recipe, settings, backbone, executor) that
+makes a :class:`TrainRequest`, its estimate in words, the Launch button, and the table of the
+dataset's finished runs. The page only arranges them; the estimate is the job kind's
+(``estimates``), the launch a job's (``jobs``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import streamlit as st
+
+from glee_core.studio import (
+    ALL_POOLINGS,
+    AUTO_POOLING,
+    DEFAULT_EPOCHS,
+    EXECUTORS,
+    METHODS,
+    METRIC_KEYS,
+    METRIC_TITLES,
+    MODES,
+    PAPER,
+    POOLINGS,
+    RECIPE_DEFAULTS,
+    RECIPE_LABELS,
+    RECIPE_LINES,
+    Estimate,
+    ExecutorOptions,
+    GleeError,
+    TrainConfig,
+    TrainRequest,
+    help_of,
+    recipe_rates,
+)
+
+from .access import policy
+from .choice import backbone_notice, current_choice, current_model
+from .estimates import estimate_of, label_word_heads_left_out, trainable_parameters
+from .jobs import launch as launch_job
+from .navigation import label_words_button
+from .stores import dataset_runs
+from .text import md
+from .widgets import choose, choose_many, method_labels, setting_inputs
+
+
+@dataclass
+class Launch:
+    """What the form made: the request (None while the form is incomplete or refused), its
+    estimate, and the words the Launch button's job is titled with."""
+
+    request: TrainRequest | None
+    estimate: Estimate | None
+    label: str
+    frozen: bool
+
+
+def launch_form(dataset) -> Launch:
+    """The launch's form, drawn: every choice a :class:`TrainRequest` holds, with what each
+    trains; errors said where a choice is refused."""
+    unread, why = label_word_heads_left_out(dataset)
+    methods = choose_many(
+        "Methods",
+        method_labels(METHODS),
+        [m for m in ("cls-tanh", "cls-relu-pt-ln", "prompt") if m not in unread],
+    )
+    if unread:
+        st.caption(f"Not chosen by default: {md(why)}.")
+        label_words_button("train-label-words")
+    mode = choose(
+        "Mode",
+        {name: m.choice for name, m in MODES.items()},
+        st.radio,
+        horizontal=True,
+        help="Quick compare encodes the data once with the frozen backbone and trains only the "
+        "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
+        "the accuracy is. The others train a small part beside the head - LoRA, P-tuning v2, "
+        "IA³, prompt tuning and adapters add their own few weights and keep the backbone as it "
+        "is (a run stores a few MB); BitFit trains the backbone's biases. The caption under "
+        "this says what the chosen one trains.",
+    )
+    tuning = MODES[mode]
+    st.caption(f"{tuning.choice}: {tuning.help}.")
+    frozen = tuning.cached_features
+    recipe = PAPER
+    if not frozen:
+        recipe = choose(
+            "Recipe", RECIPE_LABELS, st.radio, horizontal=True, help=help_of(TrainConfig, "recipe")
+        )
+        st.caption(RECIPE_LINES[recipe])
+    preset = RECIPE_DEFAULTS[recipe]
+    mode_rate, mode_candidates = recipe_rates(recipe, mode)
+    peft_fields = setting_inputs(tuning.settings, TrainConfig)  # models/modes.py's
+    c1, c2, c3, c4, c5 = st.columns(5)
+    seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
+    epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
+    batch_size = c3.number_input(
+        "Batch size", 1, 512, dataset.batch_size or 32, help=help_of(TrainConfig, "batch_size")
+    )
+    max_length = c4.number_input(
+        "Max length", 8, 512, dataset.max_length, help=help_of(TrainConfig, "max_length")
+    )
+    limit = c5.number_input(
+        "Limit train examples (0 = all)", 0, 10**7, 0, help=help_of(TrainConfig, "limit")
+    )
+    r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
+    searched = mode_candidates is not None and r1.toggle(
+        "Learning rate chosen on dev",
+        value=True,
+        key=f"search-{mode}-{recipe}",
+        help=help_of(TrainConfig, "lr_candidates"),
+    )
+    if searched:
+        candidates = r2.text_input(
+            "Learning rates tried (comma-separated)",
+            ",".join(f"{v:g}" for v in mode_candidates),
+            help=help_of(TrainConfig, "lr_candidates"),
+            key=f"candidates-{mode}",
+        )
+        lr = None
+    else:
+        candidates = None
+        lr = r2.number_input(
+            "Learning rate",
+            1e-7,
+            1.0,
+            mode_rate,
+            format="%.0e",
+            step=mode_rate,
+            help=help_of(TrainConfig, "lr"),
+            key=f"lr-{mode}-{recipe}",
+        )
+    switches = {} if frozen else _recipe_switches(recipe, preset, searched)
+    pooling = st.radio(
+        "Pooling of plain-input heads",
+        [AUTO_POOLING, ALL_POOLINGS, *POOLINGS],
+        horizontal=True,
+        help=help_of(TrainConfig, "pooling"),
+    )
+    rules = policy()
+    if rules.public:  # visitors pick among the backbones the owner offers
+        offered = list(rules.models)
+        current = current_model()
+        model = st.selectbox(
+            "Backbone", offered, index=offered.index(current) if current in offered else 0
+        )
+    else:
+        model = st.text_input(
+            "Backbone (auto, a Hugging Face id, or a local folder)", current_model()
+        )
+    st.session_state["model"] = model.strip() or "auto"
+    backbone_notice(st.session_state["model"], methods)
+
+    # quick-mode heads train together in one process anyway; a public deployment trains a visitor's
+    # runs one at a time (its sessions take turns)
+    at_once = "1" if rules.public or frozen else runs_at_once()
+    executor = ExecutorOptions(runs_at_once=at_once) if rules.public else executor_options(at_once)
+
+    try:
+        seeds = [int(s) for s in seeds_text.split(",") if s.strip()]
+    except ValueError:
+        seeds = []
+        st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
+
+    config = None
+    refused = [m for m in methods if not METHODS[m].trains_in(tuning)]
+    if refused:
+        st.error(
+            f"{', '.join(refused)} fit(s) on the frozen features only (a closed-form probe, or "
+            f"a classifier re-trained on fixed features): leave it out of a {tuning.label} run, "
+            "or choose the quick compare."
+        )
+    elif methods and seeds:
+        try:
+            config = TrainConfig(
+                epochs=int(epochs),
+                batch_size=int(batch_size),
+                lr=lr,
+                lr_candidates=candidates,
+                pooling=pooling,
+                recipe=recipe,
+                max_length=int(max_length),
+                limit=int(limit) or None,
+                mode=mode,
+                **switches,
+                **peft_fields,
+            )
+        except GleeError as exc:
+            st.error(str(exc))
+    request = None
+    if config is not None:
+        request = TrainRequest(
+            data=replace(current_choice(), threshold=dataset.threshold),
+            methods=methods,
+            seeds=seeds,
+            model=st.session_state["model"],
+            config=config,
+            executor=executor,
+        )
+
+    estimate = estimate_of(request, dataset) if request is not None else None
+    label = (
+        f"{len(methods)} method(s) x {len(seeds)} seed(s) on {dataset.id} ({tuning.label}"
+        f"{'' if frozen else f', {recipe} recipe'})"
+        f"{f' on {executor.executor}' if executor.remote else ''}"
+    )
+    return Launch(request, estimate, label, frozen)
+
+
+def _recipe_switches(recipe: str, preset: TrainConfig, searched: bool) -> dict:
+    """The recipe's switches a fine-tune may override (LP-FT, a floor on steps, the head's
+    rate, layer decay, self-ensembling, self-distillation, supcon, the rate searched once)."""
+    switches: dict = {}
+    with st.expander("Recipe switches (each overrides the recipe)"):
+        s1, s2, s3, s4 = st.columns(4)
+        switches["lp_ft"] = s1.toggle(
+            "LP-FT (head fitted first)",
+            value=preset.lp_ft,
+            key=f"lpft-{recipe}",
+            help=help_of(TrainConfig, "lp_ft"),
+        )
+        switches["min_steps"] = (
+            int(
+                s2.number_input(
+                    "At least N optimizer steps (0 = off)",
+                    0,
+                    100_000,
+                    preset.min_steps or 0,
+                    key=f"floor-{recipe}",
+                    help=help_of(TrainConfig, "min_steps"),
+                )
+            )
+            or None
+        )
+        switches["head_lr"] = (
+            s3.number_input(
+                "Head learning rate (0 = the model's)",
+                0.0,
+                1.0,
+                preset.head_lr or 0.0,
+                format="%g",
+                step=1e-4,
+                key=f"head-{recipe}",
+                help=help_of(TrainConfig, "head_lr"),
+            )
+            or None
+        )
+        switches["layer_decay"] = s4.number_input(
+            "Layer-wise lr decay (1 = off)",
+            0.05,
+            1.0,
+            1.0,
+            step=0.05,
+            key=f"decay-{recipe}",
+            help=help_of(TrainConfig, "layer_decay"),
+        )
+        if switches["layer_decay"] == 1.0:
+            switches["layer_decay"] = None
+        t1, t2, t3 = st.columns(3)
+        switches["self_ensemble"] = (
+            t1.toggle(
+                "Self-ensemble (keep the moving average where it scores better)",
+                value=False,
+                key=f"ensemble-{recipe}",
+                help=help_of(TrainConfig, "self_ensemble"),
+            )
+            or None
+        )
+        for column, field, label, step in (
+            (t2, "self_distill", "Self-distillation weight (0 = off)", 0.5),
+            (t3, "supcon", "Supervised contrastive weight (0 = off)", 0.1),
+        ):
+            switches[field] = (
+                column.number_input(
+                    label,
+                    0.0,
+                    10.0,
+                    0.0,
+                    step=step,
+                    key=f"{field}-{recipe}",
+                    help=help_of(TrainConfig, field),
+                )
+                or None
+            )
+        if searched:
+            switches["lr_search"] = (
+                "once"
+                if st.toggle(
+                    "Search the rate once for this backbone and data (the other heads and seeds "
+                    "train at it)",
+                    value=preset.lr_search != "each",
+                    key=f"once-{recipe}",
+                    help=help_of(TrainConfig, "lr_search"),
+                )
+                else "each"
+            )
+    return switches
+
+
+def executor_options(at_once: str) -> ExecutorOptions:
+    """The executor: here, or one of the remote ones, each in a section of its own (not offered
+    to a public deployment's visitors); ``at_once``: the runs trained at once
+    (:func:`runs_at_once`)."""
+    for remote in (e for e in EXECUTORS.values() if e.remote):
+        with st.expander(remote.title):
+            there = remote.needs is None or importlib.util.find_spec(remote.needs) is not None
+            if not there:
+                st.caption(f"{remote.needs} is not installed here: `{remote.install}`.")
+            on = st.toggle(
+                f"Use {remote.name.capitalize()}",
+                value=False,
+                disabled=not there,
+                help=help_of(ExecutorOptions, "executor"),
+                key=f"executor-{remote.name}",
+            )
+            given = setting_inputs(remote.settings, ExecutorOptions, disabled=not on)
+            st.caption(
+                "The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
+                "already in it are not submitted."
+            )
+        if on:
+            return ExecutorOptions(executor=remote.name, runs_at_once=at_once, **given)
+    return ExecutorOptions(runs_at_once=at_once)
+
+
+def runs_at_once() -> str:
+    """How many fine-tuning runs share the device at once (auto: 1 on a CPU)."""
+    left, right = st.columns([1, 3])
+    value = left.selectbox(
+        "Runs at once", ("auto", "1", "2", "4", "8"), help=help_of(ExecutorOptions, "runs_at_once")
+    )
+    right.caption(
+        "Several runs share the device, each in a process of its own (auto: one on "
+        "a CPU, whose cores they would only split; on a GPU, as many as its memory "
+        "holds). The estimate below is for one run after another."
+    )
+    return value
+
+
+def estimate_words(launch: Launch, dataset, device: str) -> None:
+    """The launch's estimate in words: its time and basis, or that its runs are stored (and what
+    it still does with them), with a warning where a CPU would take long."""
+    estimate = launch.estimate
+    if launch.request is None or estimate is None:
+        return
+    bound = "" if launch.frozen else " (at most; early stopping shortens it)"  # frozen: measured
+    if estimate.runs:
+        trained = trainable_parameters(dataset, launch.request.config)
+        message = (
+            f"Estimated time: {estimate.text} for {estimate.runs} run(s) to train"
+            f"{bound}. Basis: {estimate.basis} ({estimate.sure}). Each run trains about "
+            f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its own)."
+        )
+    elif estimate.validated:
+        message = (
+            f"All {estimate.stored} run(s) of this launch are already stored; Launch "
+            f"cross-validates {estimate.validated} of them, as this data's small dev split "
+            f"asks: {estimate.text}. Basis: {estimate.basis} ({estimate.sure})."
+        )
+    else:
+        message = (
+            f"All {estimate.stored} run(s) of this launch are already stored: Launch opens them "
+            "(nothing to train). Change the methods, seeds or settings for a new run."
+        )
+    if estimate.left_out:
+        message += f" {md(estimate.left_out)}."
+    if device == "cpu" and not launch.frozen and estimate.seconds > 20 * 60:
+        st.warning(
+            message + " That is long for a CPU: try the quick compare, fewer epochs, a "
+            "training limit, or a GPU machine."
+        )
+    else:
+        st.info(message)
+
+
+def launch_button(launch: Launch, dataset) -> None:
+    """Launch: the request as a job (none on a read-only deployment); the jobs panel shows it."""
+    if policy().read_only:
+        st.info("Training is switched off on this deployment (read-only): browse the shipped runs.")
+    elif st.button("Launch", type="primary", disabled=launch.request is None):
+        job = launch_job(
+            launch.request,
+            label=launch.label,
+            estimate=launch.estimate,  # a cluster's: one run after another here, an upper bound
+            dataset=dataset,
+        )
+        if job is not None:
+            st.session_state["last_job"] = job.id
+            st.toast(f"{'Already running' if job.attached else 'Launched'}: job {job.id}")
+            st.rerun()  # the panel above shows it
+
+
+def finished_runs(dataset) -> None:
+    """The dataset's finished runs, a row each: method, seed, mode, metrics, backbone, time."""
+    runs = dataset_runs(dataset.id)
+    if not runs:
+        st.caption("None yet.")
+        return
+    finished = pd.DataFrame(
+        [
+            {
+                "Method": r.method,
+                "Seed": r.seed,
+                "Mode": r.record.mode,
+                "Reads": r.reads,
+                **{
+                    METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1)
+                    for k in METRIC_KEYS
+                },
+                "Backbone": r.record.model.name,
+                "Training (s)": r.record.timing.get("train_seconds"),
+                "Created": r.record.created,
+                "Run": r.run_id,
+            }
+            for r in runs
+        ]
+    )
+    st.dataframe(
+        finished,
+        hide_index=True,
+        column_config={"Training (s)": st.column_config.NumberColumn(format="%.1f")},
+    )
