@@ -10,14 +10,15 @@ calls ``studio_ui.launch(...)``. In import order (each module imports only those
 - ``jobs``: launching every kind of job one way (public mode's limits are
   ``glee_core.serve.workspaces``'), its button and bar, the jobs panel and the sidebar's line.
 - ``widgets``: the pickers the pages share.
-- ``recommendation``: the answer a compare ends on, and its next steps as one click each.
+- ``recommendation``: the answer a compare ends on, its candidates, and its next steps as one
+  click each.
 - ``reports``: the Data page's health check and label budget: their jobs, then the reports.
 - ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
 - ``datasets``: the Data page's own sections: the dataset picker, an upload, the long tail,
   the label words, a sample of each class, adapting the backbone.
 - ``navigation``: the pages, the sidebar and its workspace panel.
-- ``launches``: the Train page's launch form, its estimate in words, the Launch button and
-  the dataset's finished runs.
+- ``launches``: Home's quick compare; the Train page's launch form, its estimate in words,
+  the Launch button and the dataset's finished runs.
 
 Pages reach the engine only through ``glee_core.studio`` (``tests/test_layers.py``).
 """
@@ -88,6 +89,7 @@ from .launches import (
     finished_runs,
     launch_button,
     launch_form,
+    quick_compare_button,
 )
 from .navigation import (
     APP_PAGES,
@@ -100,6 +102,7 @@ from .navigation import (
 from .recommendation import (
     STEP_TEXTS,
     budget_notice,
+    candidates_table,
     dataset_budget,
     recommendation_panel,
     variant_comparison,

@@ -38,6 +38,7 @@ from .access import policy
 from .choice import backbone_notice, current_choice, current_model
 from .estimates import estimate_of, label_word_heads_left_out, trainable_parameters
 from .jobs import launch as launch_job
+from .jobs import running_step
 from .navigation import label_words_button
 from .stores import dataset_runs
 from .text import md
@@ -420,3 +421,49 @@ def finished_runs(dataset) -> None:
         hide_index=True,
         column_config={"Training (s)": st.column_config.NumberColumn(format="%.1f")},
     )
+
+
+def quick_compare_button(dataset, name: str) -> None:
+    """Home's one click: every head on the frozen backbone, as a job (its bar while it runs),
+    with how the best is chosen and its estimate here; none on a read-only deployment."""
+    if policy().read_only:
+        st.caption(
+            "Training is switched off on this deployment: browse the shipped runs on the "
+            "Results, Diagnostics and Paper pages."
+        )
+        return
+    quick = TrainConfig(mode="frozen")
+    request = TrainRequest(
+        data=current_choice(), methods=list(METHODS), seeds=[1], model=current_model(), config=quick
+    )
+    estimate = estimate_of(request, dataset)
+    done = estimate.runs == 0 and not estimate.validated
+    if running_step(request, key="home-compare-running"):
+        pass  # running: its bar, not a second launch
+    elif st.button(
+        f"Quick compare on {md(name)}",
+        type="secondary" if done else "primary",
+        help="Every head is already stored: this opens them." if done else None,
+    ):
+        job = launch_job(
+            request, label=f"Quick compare: {len(METHODS)} heads on {name}", estimate=estimate
+        )
+        if job is not None:
+            st.session_state["last_job"] = job.id
+            st.switch_page("app_pages/2_Train.py")
+    small = dataset.small_dev()
+    chosen_by = (
+        f"chosen by {quick.folds}-fold cross-validation on train + dev, since its dev "
+        f"split is small ({md(small)})"
+        if small
+        else "chosen on dev"
+    )
+    st.caption(
+        f"All {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
+        "beyond the paper), each on the `[CLS]` and the mean-pooled state where it reads "
+        f"a plain input, on the frozen backbone; the best {chosen_by}, never on test. "
+        f"Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
+    )
+    if estimate.left_out:
+        st.caption(f"{md(estimate.left_out)}.")
+        label_words_button("home-label-words")

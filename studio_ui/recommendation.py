@@ -7,7 +7,10 @@ from dataclasses import replace
 import streamlit as st
 
 from glee_core.studio import (
+    METHODS,
     GleeError,
+    method_label,
+    ranked,
 )
 
 from .access import policy
@@ -217,4 +220,51 @@ def recommendation_panel(runs, key: str) -> None:
                 st.switch_page("app_pages/2_Train.py")
         st.caption(
             f"Why: {why}. Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
+        )
+
+
+def candidates_table(compared) -> None:
+    """The quick compare's candidates (``compared``, its stored runs), best first as the choice
+    ranks them (cross-validation or dev, never test), in an expander."""
+    order = ranked(compared)
+    shown = order.assign(  # the id first: a cut label keeps what tells heads apart
+        method=lambda f: f["method"].map(
+            lambda m: f"{m} · {METHODS[m].paper_row}" if m in METHODS else method_label(m)
+        ),
+        **{c: lambda f, c=c: f[c].round(1) for c in ("score", "dev", "f1", "tail_f1")},
+    )
+    by_cv = any(r.metrics.cv for r in compared)
+    with st.expander(f"The quick compare's candidates, best first ({len(order)})"):
+        st.dataframe(
+            shown[["method", "pooling", "score", "dev", "f1", "tail_f1", "seeds"]].rename(
+                columns={
+                    "method": "Method",
+                    "pooling": "Reads",
+                    "seeds": "Seeds",
+                    "score": ("CV F1 (chooses, %)" if by_cv else "Dev F1 (chooses, %)"),
+                    "dev": "Dev F1 (%)",
+                    "f1": "Test macro-F1 (%)",
+                    "tail_f1": "Test tail F1 (%)",
+                }
+            ),
+            hide_index=True,
+            width="stretch",  # every column within 1440 px
+            column_config={
+                "Method": st.column_config.TextColumn(width="medium"),
+                **{
+                    c: st.column_config.NumberColumn(format="%.1f")
+                    for c in (
+                        "CV F1 (chooses, %)",
+                        "Dev F1 (chooses, %)",
+                        "Dev F1 (%)",
+                        "Test macro-F1 (%)",
+                        "Test tail F1 (%)",
+                    )
+                },
+            },
+        )
+        st.caption(
+            "Ranked by "
+            + ("cross-validation on train + dev" if by_cv else "dev")
+            + ", never by test. The Results page has every setting side by side."
         )
