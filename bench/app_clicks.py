@@ -60,15 +60,28 @@ def main(argv=None) -> int:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
 
-                def idle(seconds: float = 600) -> None:
+                def idle(seconds: float = 600) -> float:
+                    """When the page went idle: Streamlit's running indicator gone and staying
+                    gone for a second (on a loaded machine the rerun a click asks for can begin
+                    after a first look finds none, and the next click then lands on a page
+                    about to be redrawn)."""
                     page.wait_for_timeout(150)  # the rerun the click asked for has begun
-                    expect(page.locator(RUNNING)).to_have_count(0, timeout=seconds * 1000)
+                    deadline, gone = time.perf_counter() + seconds, None
+                    while time.perf_counter() < deadline:
+                        now = time.perf_counter()
+                        if page.locator(RUNNING).count():
+                            gone = None
+                        elif gone is None:
+                            gone = now
+                        elif now - gone >= 1.0:
+                            return gone
+                        page.wait_for_timeout(50)
+                    raise TimeoutError(f"the page was still running after {seconds:.0f} s")
 
                 def timed(what: str, act, seconds: float = 600) -> None:
                     started = time.perf_counter()
                     act()
-                    idle(seconds)
-                    took = time.perf_counter() - started
+                    took = idle(seconds) - started
                     timings.append((what, took))
                     print(f"{what}: {took:.2f} s", flush=True)
                     name = re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")
@@ -77,6 +90,8 @@ def main(argv=None) -> int:
                 def nav(name: str) -> None:
                     link = page.locator('[data-testid="stSidebarNavLink"]', has_text=name).first
                     timed(f"open {name}", link.click)
+                    title = "Glee Studio" if name == "Home" else name
+                    expect(page.locator("h1").first).to_contain_text(title, timeout=60_000)
 
                 timed("first page", lambda: page.goto(url), 120)
                 nav("Data")
@@ -88,8 +103,11 @@ def main(argv=None) -> int:
                 for label in ("Check the data's health", "Measure the label budget"):
                     button = page.get_by_role("button", name=re.compile(re.escape(label)))
                     timed(f"click: {label}", button.first.click)
-                page.locator('input[type="file"]').last.set_input_files(str(pool))
-                page.wait_for_timeout(2000)
+                # the pool's own uploader, by its label (a rerun may not have drawn it yet)
+                pool_input = page.get_by_role("region", name=re.compile("Unlabelled texts"))
+                expect(pool_input).to_be_visible(timeout=60_000)
+                pool_input.locator('input[type="file"]').set_input_files(str(pool))
+                expect(pool_input).to_contain_text(pool.name, timeout=60_000)
                 idle()
                 suggest = page.get_by_role("button", name=re.compile("Suggest texts to label"))
                 try:
@@ -98,6 +116,7 @@ def main(argv=None) -> int:
                     page.screenshot(path=str(shots / "no-suggest-button.png"), full_page=True)
                     raise
                 timed("click: Suggest texts to label", suggest.click)
+                expect(suggest).to_have_count(0, timeout=60_000)  # its bar took the button's place
                 nav("Home")
                 compare = page.get_by_role("button", name=re.compile("Quick compare on"))
                 timed("click: Quick compare (to the Train page)", compare.click)

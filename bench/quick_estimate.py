@@ -225,7 +225,7 @@ def main(argv=None) -> int:
                             store,
                             Machine(device, busy, store.runs(), past_jobs(store)),
                             dataset,
-                            {r.run_id for r in store.runs()},
+                            {r.run_id: r for r in store.runs()},
                         )
                         estimate = kind_of(request).estimate(request, here)
                         started = time.perf_counter()

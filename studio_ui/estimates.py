@@ -53,7 +53,7 @@ def here(dataset=None) -> Here:
         own,
         Machine(device_kind(), machine_busy(), all_runs(report=False), past_jobs(own)),
         dataset,
-        {run.run_id for run in cached_runs(own)[0]},
+        {run.run_id: run for run in cached_runs(own)[0]},
         backbones_dir(),
     )
 

@@ -220,8 +220,10 @@ def unlabelled_texts_section(dataset) -> None:
         max_upload_size=limit,
     )
     if uploaded is not None and st.session_state.get("pool-kept-id") != uploaded.file_id:
+        kept = keep_pool(uploaded)
+        # marked after: a rerun that cut this one short (a job finishing) keeps it again
         st.session_state["pool-kept-id"] = uploaded.file_id  # refused or kept: said once
-        if (kept := keep_pool(uploaded)) is not None:
+        if kept is not None:
             st.session_state["pool"] = str(kept)
     pools = kept_pools()
     if not pools:

@@ -210,7 +210,7 @@ def test_a_launch_is_planned_once_and_its_estimate_reads_what_the_job_runs(
     dataset = request("dev").data.load()
     executors.execute(request("dev"), store, dataset=dataset)
     assert all(run.metrics.cv is None for run in store.runs())
-    here = Here(store, Machine("cpu"), dataset, {run.run_id for run in store.runs()})
+    here = Here(store, Machine("cpu"), dataset, {run.run_id: run for run in store.runs()})
 
     estimate = estimate_training(request("cv"), here)
     assert (estimate.runs, estimate.stored, estimate.validated) == (0, 4, 4)  # two poolings
@@ -228,5 +228,5 @@ def test_a_launch_is_planned_once_and_its_estimate_reads_what_the_job_runs(
     executors.execute(request("cv"), store, dataset=dataset)
     assert len(calls) == 1  # planned once in the job's process
     assert all(run.metrics.cv is not None and run.metrics.cv.folds == 3 for run in store.runs())
-    done = Here(store, Machine("cpu"), dataset, {run.run_id for run in store.runs()})
+    done = Here(store, Machine("cpu"), dataset, {run.run_id: run for run in store.runs()})
     assert estimate_training(request("cv"), done).basis == "all 4 run(s) are already stored"

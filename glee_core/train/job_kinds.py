@@ -44,7 +44,7 @@ from ..runs.job_estimates import (
     estimate_suggest_seconds,
     settle,
 )
-from ..runs.store import RunStore
+from ..runs.store import Run, RunStore
 from .adapted import adapted_backbones
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
@@ -62,13 +62,14 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 class Here:
     """Where a job would run, as its estimate reads it: the store it writes into, the machine
     (device, other work, finished runs and jobs), the request's dataset where the caller has it
-    loaded already, the store's finished run ids (a launch opens them, it does not train them)
-    and the folder of adapted backbones (adapting's measured rates)."""
+    loaded already, the store's finished runs by id as the caller read them (a launch opens
+    them, it does not train them) and the folder of adapted backbones (adapting's measured
+    rates)."""
 
     store: RunStore
     machine: Machine = field(default_factory=Machine)
     dataset: LongTailDataset | None = None
-    stored: set[str] | None = None
+    stored: dict[str, Run] | None = None
     backbones: Path | None = None
 
     def data(self, request) -> LongTailDataset:
@@ -136,8 +137,8 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
     from .plan import plan_launch  # noqa: PLC0415
 
     dataset, config, model = here.data(request), request.config, request.model
-    stored_ids = (
-        set()  # --force, or a new dataset: every run trained
+    stored = (
+        {}  # --force, or a new dataset: every run trained
         if request.force or fresh
         else here.stored
     )
@@ -150,7 +151,7 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
             config,
             here.store,
             request.force,
-            stored_ids,
+            stored,
         )
     except GleeError:  # an unknown method or one the mode refuses (the launch says so)
         plan = None

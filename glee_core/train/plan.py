@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -386,18 +386,19 @@ def plan_launch(
     config: TrainConfig,
     store: RunStore,
     force: bool = False,
-    stored: Collection[str] | None = None,
+    stored: Mapping[str, Run] | None = None,
 ) -> LaunchPlan:
     """Plan a launch of ``specs`` x ``seeds`` once: every question about what it must do is
-    answered here, from the store as it is now. ``stored``: the ids of the runs the store holds,
-    where the caller has them (the app's estimate; else each run is looked up). A backbone whose
-    vocabulary cannot be read leaves no head out (the launch's :func:`preflight` says why)."""
+    answered here, from the store as it is now. ``stored``: the runs the store holds by id,
+    where the caller has read them already (the app's estimate: no run is opened again); else
+    each run is looked up. A backbone whose vocabulary cannot be read leaves no head out (the
+    launch's :func:`preflight` says why)."""
     seeds = list(seeds)
 
     def held(run_id: str) -> Run | None:
-        if force or (stored is not None and run_id not in stored):
+        if force:
             return None
-        return store.get(run_id)
+        return store.get(run_id) if stored is None else stored.get(run_id)
 
     try:
         left_out, note = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
