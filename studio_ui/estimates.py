@@ -77,6 +77,7 @@ def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[s
             model or current_model(),
             TrainConfig(mode="frozen"),
             store(),
+            stored={run.run_id: run for run in cached_runs(store())[0]},
         )
     except GleeError:  # a backbone that cannot load: a launch says so
         return [], ""

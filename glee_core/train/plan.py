@@ -262,19 +262,21 @@ def unreadable_heads(
     config: TrainConfig,
     store: RunStore,
     force: bool = False,
+    stored: Mapping[str, Run] | None = None,
 ) -> tuple[list[MethodSpec], str]:
     """The heads a launch of ``specs`` leaves out, and the note saying why. A launch of every
     head that trains in its mode (the quick compare of them all) on a backbone whose vocabulary
     lacks the data's label words leaves out the heads that score label words and trains the
     others; a launch naming such heads fails on their words in :func:`preflight`. The vocabulary
-    is read (the tokenizer alone) only when such a head has a run to train, as there."""
+    is read (the tokenizer alone) only when such a head has a run to train, as there.
+    ``stored``: the store's runs by id where the caller has read them (none opened again)."""
     worded = [s for s in specs if head_of(s).verbalizer]
     every = {m.id for m in METHODS.values() if m.trains_in(get_mode(config.mode))}
     if (
         not worded
         or not every <= {s.id for s in specs}
         or not any(
-            force or store.get(p.run_id) is None
+            force or (store.get(p.run_id) if stored is None else stored.get(p.run_id)) is None
             for p in plan_runs(dataset, worded, seeds, model_name, config)
         )
     ):
@@ -401,7 +403,9 @@ def plan_launch(
         return store.get(run_id) if stored is None else stored.get(run_id)
 
     try:
-        left_out, note = unreadable_heads(dataset, specs, seeds, model_name, config, store, force)
+        left_out, note = unreadable_heads(
+            dataset, specs, seeds, model_name, config, store, force, stored
+        )
     except GleeError:
         left_out, note = [], ""
     runs = plan_runs(dataset, [s for s in specs if s not in left_out], seeds, model_name, config)
