@@ -3,7 +3,7 @@
 import streamlit as st
 
 import studio_ui
-from glee_core.studio import MODES, recommend
+from glee_core.studio import MODES
 
 studio_ui.sidebar()
 
@@ -44,7 +44,7 @@ if runs:
         studio_ui.candidates_table(compared)
 
 leading = []  # the recommendation's first heads: the backbone's sentence must be true of them
-if runs and (shown_rec := recommend(runs)) is not None:
+if runs and (shown_rec := studio_ui.recommendation_of(runs)) is not None:
     leading = [shown_rec.chosen.method, *[p.method for p in shown_rec.contenders[1:2]]]
 studio_ui.backbone_notice(model, leading=leading)
 

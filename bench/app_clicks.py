@@ -3,6 +3,7 @@ user's walk: upload, the health check, the label budget, the quick compare, sugg
 an export), and how long a page takes to come back while the jobs run.
 
     python bench/app_clicks.py [--csv FILE] [--pool FILE] [--beside none|hog] [--shots DIR]
+                               [--keep DIR]
 
 A fresh store and server (``streamlit run app.py``); each click is timed from the click to the
 page idle again (Streamlit's running indicator gone), the target being well under 1 s whatever
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
     parser.add_argument("--beside", choices=("none", "hog"), default="none")
     parser.add_argument("--shots", default=str(ROOT / "test-artifacts" / "clicks"))
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--keep", help="a folder to keep the store, uploads and jobs in")
     args = parser.parse_args(argv)
     shots = Path(args.shots)
     shots.mkdir(parents=True, exist_ok=True)
@@ -51,7 +53,8 @@ def main(argv=None) -> int:
     )
     timings: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         csv = Path(args.csv) if args.csv else Path(r52_17(Path(args.data_dir), folder)[4:])
         pool = Path(args.pool) if args.pool else a_pool(load_dataset(f"csv:{csv}"), folder)
         env = {f"GLEE_{k.upper()}_DIR": str(folder / k) for k in ("runs", "uploads", "data")}

@@ -115,6 +115,7 @@ from .stores import (
     cached_runs,
     dataset_runs,
     quick_compare_runs,
+    recommendation_of,
     shared_run_ids,
     shared_store,
     store,

@@ -25,7 +25,7 @@ from glee_core.studio import (
 
 from .access import policy, visitor_id, workspace
 from .estimates import estimate_of
-from .stores import shared_store, store
+from .stores import cached_runs, shared_store, store
 from .text import duration, md
 
 PANEL_JOBS = 8  # the jobs the panel lists, newest first
@@ -241,10 +241,10 @@ def job_result(job) -> None:
             ),
             hide_index=True,
         )
-        here = store()
+        known = {run.run_id: run for run in cached_runs(store())[0]}  # read once, not opened
         for row in made.runs:  # what it gained: each tuned run against its quick-mode head
-            tuned = here.get(row.get("run_id", ""))
-            if tuned is not None and (gain := tuning_gain(tuned, here)):
+            tuned = known.get(row.get("run_id", ""))
+            if tuned is not None and (gain := tuning_gain(tuned, known)):
                 st.caption(f"Gained: {md(gain)}.")
         home_link(job.id)
         return

@@ -31,7 +31,7 @@ from glee_core.studio import (
 from .access import policy, workspace
 from .choice import choose_dataset, current_choice, current_model, load_options
 from .jobs import last_failure, newest_job, work_button
-from .stores import all_runs, kept_pools, quick_compare_runs, store
+from .stores import all_runs, kept_pools, quick_compare_runs, recommendation_of, store
 from .text import md
 
 POOL_MB = 50  # a pool file the uploader takes (the public mode's upload limit is smaller)
@@ -320,10 +320,8 @@ def self_training(dataset, pool: Path) -> None:
 def finetunable_head(dataset) -> str | None:
     """The head the data's quick compare recommends fine-tuning (Home's "Fine-tune ..."
     step), or None before a quick compare."""
-    from glee_core.studio import recommend  # noqa: PLC0415 (numpy, pandas)
-
     runs = quick_compare_runs(dataset.id, current_model())
-    rec = recommend(runs) if runs else None
+    rec = recommendation_of(runs) if runs else None
     step = rec.step("finetune-one") if rec is not None else None
     return step.heads[0] if step is not None else None
 

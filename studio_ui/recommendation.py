@@ -17,7 +17,7 @@ from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
 from .estimates import estimate_of
 from .jobs import launch, running_step
-from .stores import all_runs, kept_pools, stores
+from .stores import all_runs, kept_pools, recommendation_of, stores
 from .text import md
 
 STEP_TEXTS = {  # a recommendation's next step: its button, and why
@@ -61,15 +61,17 @@ def variant_runs(dataset_id: str) -> dict[str, list]:
 def variant_comparison(dataset_id: str) -> str | None:
     """Where the data health's "train without the flagged rows" made a variant of this dataset
     (or this is one): whether it wins on dev, a sentence for each variant with runs."""
-    from glee_core.studio import recommend, variant_base, variant_line  # noqa: PLC0415
+    from glee_core.studio import variant_base, variant_line  # noqa: PLC0415
 
     base_id = variant_base(dataset_id)
     by_id = variant_runs(dataset_id)
     if not by_id:
         return None
-    base = recommend(by_id.get(base_id, []))
+    base = recommendation_of(by_id.get(base_id, []))
     lines = [
-        variant_line(base_id, base, v, recommend(runs)) for v, runs in by_id.items() if v != base_id
+        variant_line(base_id, base, v, recommendation_of(runs))
+        for v, runs in by_id.items()
+        if v != base_id
     ]
     return " ".join(line for line in lines if line) or None
 
@@ -98,7 +100,7 @@ def self_trained_winner(rec):
     """Where self-training's pseudo-labels made a variant of this dataset whose recommended
     candidate beats the data's own on dev beyond the seeds' spread (``dev_winner``): (its
     runs, its recommendation, the pool to relaunch it with: the newest kept one); else None."""
-    from glee_core.studio import PSEUDO, SelfTrainOptions, dev_winner, recommend  # noqa: PLC0415
+    from glee_core.studio import PSEUDO, SelfTrainOptions, dev_winner  # noqa: PLC0415
 
     dataset_id = current_dataset_id()
     if PSEUDO in dataset_id:
@@ -108,7 +110,7 @@ def self_trained_winner(rec):
         for v, found in variant_runs(dataset_id).items()
         if v.startswith(dataset_id + PSEUDO)
     }
-    recs = {v: recommend(found) for v, found in variants.items()}
+    recs = {v: recommendation_of(found) for v, found in variants.items()}
     winner = dev_winner(rec, recs)
     if not winner:
         return None
@@ -126,13 +128,12 @@ def recommendation_panel(runs, key: str) -> None:
     from glee_core.studio import (  # noqa: PLC0415
         ENOUGH_SEEDS,
         order_steps,
-        recommend,
         recommendation_text,
         unreadable_note,
         with_requests,
     )
 
-    rec = recommend(runs)
+    rec = recommendation_of(runs)
     if rec is None:
         return
     pseudo = self_trained_winner(rec) if key == "home" else None

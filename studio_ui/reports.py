@@ -7,6 +7,7 @@ where the page asked for it) and drawn from the report it wrote (``glee_core.run
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -28,7 +29,6 @@ from glee_core.studio import (
     help_of,
     read_budget,
     read_health,
-    recommend,
     slug,
     spreadsheet_csv,
 )
@@ -36,7 +36,7 @@ from glee_core.studio import (
 from .access import policy
 from .choice import choose_dataset, current_choice, current_model
 from .jobs import last_failure, work_button
-from .stores import all_runs, store
+from .stores import all_runs, recommendation_of, store, store_state
 from .text import md
 
 WEAK_FLAGS_F1 = 75.0  # a model under this out-of-fold macro-F1 flags ambiguous texts as well
@@ -173,15 +173,23 @@ def budget_head(dataset) -> tuple[str, str | None]:
     """The head the label budget retrains, and its pooling: the quick compare's recommended
     candidate when there is one, else the command line's default."""
     quick = [r for r in all_runs(dataset.id, report=False) if r.record.hyperparameters.frozen]
-    rec = recommend(quick) if quick else None
+    rec = recommendation_of(quick) if quick else None
     if rec is None:
         return default_of(BudgetOptions, "method"), None
     return rec.chosen.method, rec.chosen.pooling if rec.chosen.pooling in POOLINGS else None
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _budget_view(folder: str, state: tuple[int, int]):
+    """The label budget kept in ``folder`` and its chart, read and drawn once per state of the
+    folder (a job writing it anew changes the state): a page draw does not redraw it."""
+    report = read_budget(Path(folder))
+    return report, chart_label_budget(report)
+
+
 def show_budget(dataset, folder) -> None:
     """The label budget kept in ``folder``: what was measured, the chart, the table."""
-    report = read_budget(folder)
+    report, chart = _budget_view(str(folder), store_state(str(folder)))
     st.caption(
         f"`{report.method}` on the {report.pooling}-pooled features "
         f"of `{md(report.model)}`, retrained on "
@@ -193,7 +201,7 @@ def show_budget(dataset, folder) -> None:
     )
     if line := budget_line(report, md):
         st.info(line)
-    st.altair_chart(chart_label_budget(report), width="content")
+    st.altair_chart(chart, width="content")
     header, rows = report.table()
     table = pd.DataFrame(rows, columns=header)
     session = LabellingSession.latest(store(), dataset.id)

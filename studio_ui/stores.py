@@ -83,6 +83,25 @@ def cached_runs(runs_store: RunStore):
     return _store_runs(root, store_state(root))
 
 
+def recommendation_of(runs: list):
+    """``recommend(runs)`` (the candidate to use, its contenders and next steps), worked out once
+    per set of runs and state of the stores: a page draw asks for it from several sections,
+    and on a busy machine each asking cost a third of a second."""
+    key = (
+        tuple(str(run.path) for run in runs),
+        tuple(store_state(str(runs_store.root)) for runs_store in stores()),
+    )
+    return _recommendation(key, runs)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _recommendation(key: tuple, _runs: list):
+    """The cache behind :func:`recommendation_of` (``_runs`` is not hashed: ``key`` names them)."""
+    from glee_core.studio import recommend  # noqa: PLC0415 (numpy, pandas)
+
+    return recommend(_runs)
+
+
 def all_runs(dataset_id: str | None = None, report: bool = True):
     """Finished runs (of a dataset) in every store this session may read, its own first; broken
     run folders are reported (``report``: in an expander here), not fatal."""

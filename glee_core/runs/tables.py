@@ -143,7 +143,7 @@ def comparison_table(summary: pd.DataFrame) -> pd.DataFrame:
 def tuning_gain(tuned: Run, store) -> str | None:
     """What a tuned run gained over the quick-mode run of the same head it started from (LP-FT's
     stage, ``lp_ft_from``): one line, test macro-F1 and tail F1 before and after; None when it
-    started from none, or that run is not in ``store`` (a ``RunStore``)."""
+    started from none, or that run is not in ``store`` (a ``RunStore``, or its runs by id)."""
     start = tuned.record.tuning.get("lp_ft_from")
     quick = store.get(start) if start else None
     if quick is None:
