@@ -116,6 +116,7 @@ from .stores import (
     dataset_runs,
     quick_compare_runs,
     recommendation_of,
+    runs_by_id,
     shared_run_ids,
     shared_store,
     store,

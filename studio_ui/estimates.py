@@ -16,7 +16,7 @@ from glee_core.studio import (
 )
 
 from .choice import current_model
-from .stores import all_runs, backbones_dir, cached_runs, store
+from .stores import all_runs, backbones_dir, runs_by_id, store
 
 
 @st.cache_resource(show_spinner=False)
@@ -53,7 +53,7 @@ def here(dataset=None) -> Here:
         own,
         Machine(device_kind(), machine_busy(), all_runs(report=False), past_jobs(own)),
         dataset,
-        {run.run_id: run for run in cached_runs(own)[0]},
+        runs_by_id(own),
         backbones_dir(),
     )
 
@@ -77,7 +77,7 @@ def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[s
             model or current_model(),
             TrainConfig(mode="frozen"),
             store(),
-            stored={run.run_id: run for run in cached_runs(store())[0]},
+            stored=runs_by_id(store()),
         )
     except GleeError:  # a backbone that cannot load: a launch says so
         return [], ""

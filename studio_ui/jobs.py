@@ -25,7 +25,7 @@ from glee_core.studio import (
 
 from .access import policy, visitor_id, workspace
 from .estimates import estimate_of
-from .stores import cached_runs, shared_store, store
+from .stores import runs_by_id, shared_store, store
 from .text import duration, md
 
 PANEL_JOBS = 8  # the jobs the panel lists, newest first
@@ -241,7 +241,7 @@ def job_result(job) -> None:
             ),
             hide_index=True,
         )
-        known = {run.run_id: run for run in cached_runs(store())[0]}  # read once, not opened
+        known = runs_by_id(store())
         for row in made.runs:  # what it gained: each tuned run against its quick-mode head
             tuned = known.get(row.get("run_id", ""))
             if tuned is not None and (gain := tuning_gain(tuned, known)):

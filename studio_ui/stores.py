@@ -83,6 +83,11 @@ def cached_runs(runs_store: RunStore):
     return _store_runs(root, store_state(root))
 
 
+def runs_by_id(runs_store: RunStore) -> dict:
+    """A store's runs by id, as :func:`cached_runs` read them (none opened again)."""
+    return {run.run_id: run for run in cached_runs(runs_store)[0]}
+
+
 def recommendation_of(runs: list):
     """``recommend(runs)`` (the candidate to use, its contenders and next steps), worked out once
     per set of runs and state of the stores: a page draw asks for it from several sections,

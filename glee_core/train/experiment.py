@@ -462,7 +462,7 @@ def run_experiments(
     if plan.left_out:
         progress(Note(message=plan.note))
     jobs = plan.runs
-    if any(force or store.get(job.run_id) is None for job in jobs):
+    if any(job.run_id not in trained for job in plan.to_train):  # the plan looked them up
         progress(Loading(what=f"the backbone {model_name}"))
     vocabulary_notes = preflight(dataset, jobs, model_name, store, force)
     for note in vocabulary_notes:

@@ -374,11 +374,6 @@ class LaunchPlan:
     lp_ft_stages: int
     rate_searched: bool
 
-    @property
-    def stored(self) -> int:
-        """The runs of the launch the store holds already (opened, not trained)."""
-        return len(self.runs) - len(self.to_train)
-
 
 def plan_launch(
     dataset: LongTailDataset,
@@ -409,12 +404,13 @@ def plan_launch(
     except GleeError:
         left_out, note = [], ""
     runs = plan_runs(dataset, [s for s in specs if s not in left_out], seeds, model_name, config)
-    to_train = [job for job in runs if held(job.run_id) is None]
+    found = {job.run_id: held(job.run_id) for job in runs}  # each run looked up once
+    to_train = [job for job in runs if found[job.run_id] is None]
     base = config.resolved(dataset.max_length, dataset.batch_size)
     validate = []
     if base.cross_validates(dataset):
         for job in runs:
-            run = held(job.run_id)
+            run = found[job.run_id]
             cv = None if run is None else run.metrics.cv
             if cv is None or cv.folds != base.folds:
                 validate.append(job)
@@ -424,7 +420,7 @@ def plan_launch(
         else [
             group
             for group in _by_seed(runs).values()
-            if len(group) > 1 and all(held(j.run_id) is None for j in group)
+            if len(group) > 1 and all(found[j.run_id] is None for j in group)
         ]
     )
     frozen = [job for job in to_train if job.config.frozen]
