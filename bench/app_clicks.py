@@ -3,14 +3,16 @@ user's walk: upload, the health check, the label budget, the quick compare, sugg
 an export), and how long a page takes to come back while the jobs run.
 
     python bench/app_clicks.py [--csv FILE] [--pool FILE] [--beside none|hog] [--shots DIR]
-                               [--keep DIR]
+                               [--keep DIR] [--job-nice N]
 
 A fresh store and server (``streamlit run app.py``); each click is timed from the click to the
 page idle again (Streamlit's running indicator gone), the target being well under 1 s whatever
 the work; each navigation likewise. Screenshots of each step go to ``--shots`` (default
 ``test-artifacts/clicks``). ``--csv`` defaults to a 17-class long-tailed CSV built from R52
 (``bench/quick_estimate.py``'s ``r52-17``); ``--pool`` to 300 of its texts, a third of their
-words dropped. Needs Debian's chromium and the test extra's playwright. Run by hand.
+words dropped. The hog is a program of its own (a session of its own, as a desktop's programs
+are); ``--job-nice`` sets the server's ``GLEE_JOB_NICE`` (how far its jobs yield to the pages;
+default the app's). Needs Debian's chromium and the test extra's playwright. Run by hand.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.quick_estimate import a_pool, r52_17  # noqa: E402
+from glee_core.core.environment import job_nice  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve  # noqa: E402
 
@@ -43,11 +46,12 @@ def main(argv=None) -> int:
     parser.add_argument("--shots", default=str(ROOT / "test-artifacts" / "clicks"))
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--keep", help="a folder to keep the store, uploads and jobs in")
+    parser.add_argument("--job-nice", type=int, help="GLEE_JOB_NICE for the server's jobs")
     args = parser.parse_args(argv)
     shots = Path(args.shots)
     shots.mkdir(parents=True, exist_ok=True)
     hog = (
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
         if args.beside == "hog"
         else None
     )
@@ -58,6 +62,8 @@ def main(argv=None) -> int:
         csv = Path(args.csv) if args.csv else Path(r52_17(Path(args.data_dir), folder)[4:])
         pool = Path(args.pool) if args.pool else a_pool(load_dataset(f"csv:{csv}"), folder)
         env = {f"GLEE_{k.upper()}_DIR": str(folder / k) for k in ("runs", "uploads", "data")}
+        if args.job_nice is not None:
+            env["GLEE_JOB_NICE"] = str(args.job_nice)
         try:
             with serve(env) as url, sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -150,7 +156,8 @@ def main(argv=None) -> int:
     worst = max(timings, key=lambda t: t[1])
     clicks = [t for t in timings if t[0].startswith("click")]
     print(
-        f"\nclicks: {len(clicks)}, the slowest {max(t for _, t in clicks):.2f} s; "
+        f"\nbeside: {args.beside}, GLEE_JOB_NICE {env.get('GLEE_JOB_NICE', job_nice())}; "
+        f"clicks: {len(clicks)}, the slowest {max(t for _, t in clicks):.2f} s; "
         f"everything: the slowest {worst[0]} {worst[1]:.2f} s"
     )
     return 0

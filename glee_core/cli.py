@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 import traceback
 
 from .commands import stored, training
+from .core.environment import job_nice, yield_to_pages
 from .core.errors import FULL, INTERRUPTED, GleeError, disk_message
 from .data.catalog import dataset_ids
 from .models.config import TrainConfig
@@ -325,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    if os.environ.get("GLEE_JOB_NICE"):  # a job the app started: its pages answer first
+        yield_to_pages(job_nice())
     try:
         args = build_parser().parse_args(argv)
         if args.command == "methods":

@@ -5,10 +5,15 @@ broken request, a stop or a second launch of the same work do."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from glee_core.cli import build_parser, main
+from glee_core.core.environment import JOB_NICE, niced_work_yields
 from glee_core.core.errors import GleeError
 from glee_core.core.events import Examining, FeaturePass, Working, fold
 from glee_core.models.options import DataOptions, HealthOptions
@@ -125,7 +130,8 @@ def test_a_launch_record_of_an_earlier_release_keeps_its_estimate(tmp_path):
 def test_the_same_report_twice_runs_once_and_a_stopped_one_can_run_again(tiny_bert, tmp_path):
     """Two tabs ask for the same health check at once: one job runs, the other attaches to it;
     stopped, it says so and nothing half-written is left; launched again, it finishes, and its
-    real time calibrates the next estimate of its kind."""
+    real time calibrates the next estimate of its kind. The job runs below the web process (its
+    session's group niced where the kernel groups by session), so a page answers first."""
     store = RunStore(tmp_path / "runs")
     out = tmp_path / "health"
     request = HealthRequest(
@@ -135,6 +141,7 @@ def test_the_same_report_twice_runs_once_and_a_stopped_one_can_run_again(tiny_be
     second = launch(store, request, "health again", Estimate(20.0, "guess"))
     assert second.id == first.id and second.attached and not first.attached
     wait_until(lambda: first.progress().phase != "starting", 60, "the job starting")
+    assert job_priority(first.record.pid) == JOB_NICE
     assert first.stop()
     wait_for_jobs(store.root)
     assert first.status == "stopped" and not (out / "health.json").exists()
@@ -147,6 +154,24 @@ def test_the_same_report_twice_runs_once_and_a_stopped_one_can_run_again(tiny_be
     assert again.made().summary.startswith("the health report written")
     [(base, real)] = past_jobs(store)["health"]
     assert base == 20.0 and real == pytest.approx(again.seconds)
+
+
+def job_priority(pid: int) -> int:
+    """How far process ``pid`` yields the CPU: its session's group's nice where the kernel
+    groups by session and let it be set, else its own."""
+    group = "0" if niced_work_yields() else Path(f"/proc/{pid}/autogroup").read_text().split()[-1]
+    return int(group) or os.getpriority(os.PRIO_PROCESS, pid)
+
+
+def test_a_command_run_from_a_shell_keeps_its_priority_whatever_the_jobs_setting():
+    """``GLEE_JOB_NICE`` lowers a job's priority only where the process leads its own session
+    (the app starts each job so); a command run from a shell keeps its shell's."""
+    code = "import os; from glee_core.cli import main; main(['methods']); print(os.nice(0))"
+    env = {**os.environ, "GLEE_JOB_NICE": "7"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split()[-1] == str(os.getpriority(os.PRIO_PROCESS, 0))
 
 
 def test_self_trainings_estimate_grows_its_heads_and_training_texts_not_dev_and_test(

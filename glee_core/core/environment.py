@@ -32,6 +32,8 @@ Behaviour:
   that append the client's address to ``X-Forwarded-For``; the address is that many entries from
   its end (0: the header is ignored, as a client writes it itself where no proxy appends)
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
+- ``GLEE_JOB_NICE`` (10): how far a job the app starts yields the CPU to the pages
+  (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts
 - ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
   (``glee_core.core.devices.configure_cuda`` says why it is off)
 - set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
@@ -264,6 +266,39 @@ def niced_work_yields() -> bool:
         return AUTOGROUP.read_text(encoding="ascii").strip() != "1"
     except OSError:  # not Linux, or no such knob: processes weigh by their nice alone
         return True
+
+
+JOB_NICE = 10  # a job the app starts, beside the pages (GLEE_JOB_NICE)
+AUTOGROUP_NICE = Path("/proc/self/autogroup")
+
+
+def job_nice() -> int:
+    """How far a job the app starts yields the CPU to the web process: ``GLEE_JOB_NICE``
+    (default :data:`JOB_NICE`; 0 to 19)."""
+    value = os.environ.get("GLEE_JOB_NICE", "").strip()
+    try:
+        return min(19, max(0, int(value))) if value else JOB_NICE
+    except ValueError:
+        return JOB_NICE
+
+
+def yield_to_pages(nice: int) -> None:
+    """Run this process (a job the app started, the leader of a session of its own) ``nice``
+    steps below the web process, so a click on a page is answered first: on 2 cores a job at
+    the same priority held a click 2-3.6 s beside a CPU hog (BENCHMARKS.md, "How does the app
+    hold up?"). Where the kernel groups processes by session (``sched_autogroup``) a process's
+    own nice weighs only inside its session, so the session's group is niced
+    (``/proc/self/autogroup``); elsewhere the process (its workers inherit either). A process
+    that does not lead its session (a command typed in a shell) is left as it is; a kernel that
+    refuses is not an error."""
+    if nice <= 0 or os.getsid(0) != os.getpid():
+        return
+    if not niced_work_yields():
+        with contextlib.suppress(OSError):
+            AUTOGROUP_NICE.write_text(str(nice), encoding="ascii")
+            return
+    with contextlib.suppress(OSError):
+        os.nice(nice)
 
 
 def other_cores_since(

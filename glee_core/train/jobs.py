@@ -25,6 +25,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from ..core.environment import job_nice
 from ..core.errors import INTERRUPTED, GleeError
 from ..core.events import Event, ProgressState, fold, read_events
 from ..core.files import write_json_atomic
@@ -320,7 +321,12 @@ def launch(
                 stderr=err,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                env={
+                    **os.environ,
+                    "PYTHONUNBUFFERED": "1",
+                    "GLEE_JOB_NICE": str(job_nice()),  # pages first (yield_to_pages)
+                    **(env or {}),
+                },
             )
         _CHILDREN.append(process)
         job = Job(folder / f"{job_id}.json")
