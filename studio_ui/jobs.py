@@ -130,7 +130,10 @@ def work_button(
     """The button that launches ``request`` with its estimate in its label ("Check the data's
     health (about 40 s)"), or, while the same request runs, its bar (a second click attaches,
     never launches again). ``title``: the job's name in the jobs panel (default ``label``).
-    Returns the job it launched, else None; the page reruns to show it."""
+    Returns the job it launched, else None. A launch draws the job's bar where the button was
+    (one draw a click: a second, whole, draw of the page doubled a click's time on a busy
+    machine); the page reruns only where the launch made the visitor's workspace (its pages
+    read another store from then on)."""
     running = running_job(store(), request)
     if running is not None:
         watch(running.id)
@@ -140,15 +143,20 @@ def work_button(
     except GleeError as exc:  # what the job would fail on: said now, no button
         st.error(md(exc))
         return None
-    if st.button(
+    slot = st.empty()
+    if slot.button(
         f"{label} ({estimate.text})",
         key=key,
         type="primary" if primary else "secondary",
         help=(help + " " if help else "") + f"Estimated from {estimate.basis} ({estimate.sure}).",
     ):
+        before = store().root
         job = launch(request, title or label, estimate, dataset)
-        if job is not None:
+        if job is not None and store().root != before:
             st.rerun()
+        if job is not None:
+            with slot.container():
+                watch(job.id)
         return job
     return None
 
