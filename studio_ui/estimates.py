@@ -3,6 +3,9 @@ session's stores, this machine's device and the other work on its CPU now."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import streamlit as st
 
 from glee_core.studio import (
@@ -16,7 +19,7 @@ from glee_core.studio import (
 )
 
 from .choice import current_model
-from .stores import all_runs, backbones_dir, runs_by_id, store
+from .stores import all_runs, backbones_dir, runs_by_id, store, store_state, stores
 
 
 @st.cache_resource(show_spinner=False)
@@ -59,8 +62,28 @@ def here(dataset=None) -> Here:
 
 
 def estimate_of(request, dataset=None):
-    """The ``Estimate`` of launching ``request`` (any kind of job) here."""
-    return kind_of(request).estimate(request, here(dataset))
+    """The ``Estimate`` of launching ``request`` (any kind of job) here, worked out once per state
+    of what it reads (the stores' runs, the finished jobs, the other work on the CPU to a tenth)
+    and at most every :data:`ESTIMATE_SECONDS`: a Data page draw asked for five, 0.2 s of its
+    0.7 s, and on a busy machine each draw is a click's wait."""
+    key = (
+        type(request).__name__,
+        json.dumps(request.to_dict(), sort_keys=True, default=str),
+        getattr(dataset, "id", None),
+        tuple(store_state(str(runs_store.root)) for runs_store in stores()),
+        store_state(str(store().jobs_dir)),
+        round(machine_busy(), 1),
+    )
+    return replace(_estimate(key, request, dataset))  # a copy: the cache's stays as made
+
+
+ESTIMATE_SECONDS = 30  # what the key does not see (a pool file rewritten, a feature cache)
+
+
+@st.cache_resource(max_entries=256, ttl=ESTIMATE_SECONDS, show_spinner=False)
+def _estimate(key: tuple, _request, _dataset):
+    """The cache behind :func:`estimate_of` (``_request``, ``_dataset``: named by ``key``)."""
+    return kind_of(_request).estimate(_request, here(_dataset))
 
 
 def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[str], str]:

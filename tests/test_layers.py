@@ -223,3 +223,21 @@ def test_every_page_the_face_switches_to_exists():
         for target in re.findall(r'switch_page\("([^"]+)"\)', path.read_text("utf-8"))
     }
     assert targets and all((root / target).is_file() for target in targets), targets
+
+
+def test_every_function_a_registry_names_resolves():
+    """The registries name what they call as ``"module:function"`` (imported when called, so
+    they stay light): every such name is a function that exists, not one a rename left behind."""
+    from glee_core.core.plugins import named  # noqa: PLC0415
+    from glee_core.data.datasets import DEMO_LOADER, PAPER_LOADER  # noqa: PLC0415
+    from glee_core.data.sources import SOURCES  # noqa: PLC0415
+    from glee_core.models.options import EXECUTORS  # noqa: PLC0415
+    from glee_core.serve.export_formats import EXPORT_FORMATS  # noqa: PLC0415
+
+    specs = [DEMO_LOADER, PAPER_LOADER]
+    specs += [source.loader for source in SOURCES.values()]
+    specs += [executor.factory for executor in EXECUTORS.values()]
+    specs += [form.writer for form in EXPORT_FORMATS.values() if form.writer]
+    assert len(specs) >= 7
+    for spec in specs:
+        assert callable(named(spec)), spec
