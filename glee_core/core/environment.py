@@ -33,7 +33,8 @@ Behaviour:
   its end (0: the header is ignored, as a client writes it itself where no proxy appends)
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
 - ``GLEE_JOB_NICE`` (10): how far a job the app starts yields the CPU to the pages
-  (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts
+  (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts, and the
+  command line takes it where it is set
 - ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
   (``glee_core.core.devices.configure_cuda`` says why it is off)
 - set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
@@ -269,7 +270,6 @@ def niced_work_yields() -> bool:
 
 
 JOB_NICE = 10  # a job the app starts, beside the pages (GLEE_JOB_NICE)
-AUTOGROUP_NICE = Path("/proc/self/autogroup")
 
 
 def job_nice() -> int:
@@ -283,22 +283,27 @@ def job_nice() -> int:
 
 
 def yield_to_pages(nice: int) -> None:
-    """Run this process (a job the app started, the leader of a session of its own) ``nice``
-    steps below the web process, so a click on a page is answered first: on 2 cores a job at
-    the same priority held a click 2-3.6 s beside a CPU hog (BENCHMARKS.md, "How does the app
-    hold up?"). Where the kernel groups processes by session (``sched_autogroup``) a process's
-    own nice weighs only inside its session, so the session's group is niced
-    (``/proc/self/autogroup``); elsewhere the process (its workers inherit either). A process
-    that does not lead its session (a command typed in a shell) is left as it is; a kernel that
-    refuses is not an error."""
-    if nice <= 0 or os.getsid(0) != os.getpid():
-        return
-    if not niced_work_yields():
+    """Run this process (a job the app started) ``nice`` steps below the web process, so a click
+    on a page is answered before the job's next step: on 2 cores a job at the same priority held
+    a click 2-3.4 s beside a CPU hog (BENCHMARKS.md, "How does the app hold up?"). Its workers
+    inherit it. The app starts each job in its own session (a process group of its own in the
+    web process's session): where the kernel groups processes by session (``sched_autogroup``)
+    a nice weighs only inside the session, so the job yields to its pages, not to the other
+    programs of the machine (a job whose session's group was niced ran 3.3-5.1x its estimate
+    beside a niced matrix product in another session). A kernel that refuses is not an error."""
+    if nice > 0:
         with contextlib.suppress(OSError):
-            AUTOGROUP_NICE.write_text(str(nice), encoding="ascii")
-            return
-    with contextlib.suppress(OSError):
-        os.nice(nice)
+            os.nice(nice)
+
+
+def niced_discount() -> float:
+    """The part of niced work's CPU time that does not count as busy for this process: niced
+    work yields a launch all but :data:`NICED_SHARE` of the cores it holds when this process is
+    not niced itself, except where the kernel groups processes by session
+    (:func:`niced_work_yields`): 0.0 there."""
+    if os.getpriority(os.PRIO_PROCESS, 0) <= 0 and niced_work_yields():
+        return 1 - NICED_SHARE
+    return 0.0
 
 
 def other_cores_since(
@@ -314,8 +319,7 @@ def other_cores_since(
     if mark is None or now is None or now[0] - mark[0] <= 0.05:
         return 0.0
     busy = (now[1] - mark[1]) - (now[2] - mark[2])
-    if os.getpriority(os.PRIO_PROCESS, 0) <= 0 and niced_work_yields():
-        busy -= (now[3] - mark[3]) * (1 - NICED_SHARE)
+    busy -= (now[3] - mark[3]) * niced_discount()
     return max(0.0, busy / (now[0] - mark[0]))
 
 

@@ -7,6 +7,8 @@ BENCHMARKS.md, "How long does a fine-tune take, alone and beside other work?", m
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections import deque
@@ -19,6 +21,7 @@ from ..core.environment import (
     cpu_jobs_dir,
     live_cpu_jobs,
     load_mark,
+    niced_discount,
     other_cores_since,
     process_cpu_seconds,
     spare_cores,
@@ -79,8 +82,14 @@ def work_beside(seconds: float = 0.5) -> tuple[float, float, int] | None:
     now, used_after = load_mark(), _jobs_cpu(jobs)
     if now is None:
         return None
-    busy = min(float(cores), other_cores_since(mark, now))  # the asking process left out
-    glee = min(busy, max(0.0, used_after - used_before) / max(now[0] - mark[0], 1e-3))
+    took = max(now[0] - mark[0], 1e-3)
+    used, niced = (
+        (after - before) / took for after, before in zip(used_after, used_before, strict=True)
+    )
+    # the asking process left out; the app's jobs are niced (yield_to_pages) but busy in full
+    # here: where niced work is discounted, their share is added back
+    busy = min(float(cores), other_cores_since(mark, now) + max(0.0, niced) * niced_discount())
+    glee = min(busy, max(0.0, used))
     return busy - glee, glee, len(jobs)
 
 
@@ -161,6 +170,13 @@ class BusySampler:
         return beside(others, glee, jobs)
 
 
-def _jobs_cpu(pids: list[int]) -> float:
-    """The CPU seconds the processes ``pids`` have used together (a gone one counts none)."""
-    return sum(process_cpu_seconds(pid) or 0.0 for pid in pids)
+def _jobs_cpu(pids: list[int]) -> tuple[float, float]:
+    """The CPU seconds the processes ``pids`` have used together, and those of them niced (a
+    job the app started: ``yield_to_pages``); a gone one counts none."""
+    total = niced = 0.0
+    for pid in pids:
+        seconds = process_cpu_seconds(pid) or 0.0
+        total += seconds
+        with contextlib.suppress(OSError):
+            niced += seconds if os.getpriority(os.PRIO_PROCESS, pid) > 0 else 0.0
+    return total, niced
