@@ -159,14 +159,16 @@ def requests(kind: str, spec: str, dataset, model: str, store: RunStore, folder:
 
 
 def beside(what: str) -> list[subprocess.Popen]:
-    """Other work through the measurement: ``hog``, a busy loop at nice 0; ``nice``, a niced
-    matrix product on every core."""
+    """Other work through the measurement, a program of its own (a session of its own, as a
+    desktop's programs are; the jobs run in this one's, as in the app's): ``hog``, a busy loop
+    at nice 0; ``nice``, a niced matrix product on every core."""
     if what == "hog":
         code = "while True: pass"
-        return [subprocess.Popen([sys.executable, "-c", code])]
+        return [subprocess.Popen([sys.executable, "-c", code], start_new_session=True)]
     if what == "nice":
         code = "import numpy as np\na = np.random.rand(1500, 1500)\nwhile True: a @ a"
-        return [subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", code])]
+        argv = ["nice", "-n", "19", sys.executable, "-c", code]
+        return [subprocess.Popen(argv, start_new_session=True)]
     return []
 
 

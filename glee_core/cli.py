@@ -329,7 +329,6 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     if os.environ.get("GLEE_JOB_NICE"):  # a job the app started: its pages answer first
         yield_to_pages(job_nice())
-        del os.environ["GLEE_JOB_NICE"]  # its workers inherit the priority, not a second step
     try:
         args = build_parser().parse_args(argv)
         if args.command == "methods":

@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -282,18 +283,74 @@ def job_nice() -> int:
         return JOB_NICE
 
 
+AUTOGROUP_NICE = Path("/proc/self/autogroup")
+YIELD_CHECK_SECONDS = 2.0  # how often a job looks whether the other programs leave a core free
+
+
+def _group_nice() -> int | None:
+    """This process's session's group's nice (``/proc/self/autogroup``), or None."""
+    try:
+        return int(AUTOGROUP_NICE.read_text(encoding="ascii").split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _set_group_nice(nice: int) -> bool:
+    try:
+        AUTOGROUP_NICE.write_text(str(nice), encoding="ascii")
+    except OSError:
+        return False
+    return True
+
+
 def yield_to_pages(nice: int) -> None:
-    """Run this process (a job the app started) ``nice`` steps below the web process, so a click
-    on a page is answered before the job's next step: on 2 cores a job at the same priority held
-    a click 2-3.4 s beside a CPU hog (BENCHMARKS.md, "How does the app hold up?"). Its workers
-    inherit it. The app starts each job in its own session (a process group of its own in the
-    web process's session): where the kernel groups processes by session (``sched_autogroup``)
-    a nice weighs only inside the session, so the job yields to its pages, not to the other
-    programs of the machine (a job whose session's group was niced ran 3.3-5.1x its estimate
-    beside a niced matrix product in another session). A kernel that refuses is not an error."""
-    if nice > 0:
-        with contextlib.suppress(OSError):
-            os.nice(nice)
+    """Run this process (a job the app started, a session of its own) ``nice`` steps below the
+    web process, so a click on a page is answered before the job's next step: on 2 cores a job
+    at the same priority held a click 2-3.4 s beside a CPU hog (BENCHMARKS.md, "How does the app
+    hold up?"). Where the kernel groups processes by session (``sched_autogroup``) a process's
+    own nice weighs only inside its session, so the session's group is niced, and only while
+    the other programs leave a core free (:func:`yield_while_a_core_is_free`, looked at every
+    :data:`YIELD_CHECK_SECONDS` in a daemon thread); elsewhere the process (its workers inherit
+    it). A command typed in a shell (not a session's leader) is left as it is, and so is a
+    process the kernel refuses."""
+    if nice <= 0:
+        return
+    if not niced_work_yields():
+        if os.getsid(0) == os.getpid() and _set_group_nice(nice):
+            threading.Thread(
+                target=_keep_yielding, args=(nice,), name="glee-yield", daemon=True
+            ).start()
+        return
+    with contextlib.suppress(OSError):
+        os.nice(max(0, nice - os.getpriority(os.PRIO_PROCESS, 0)))  # a worker: niced already
+
+
+def yield_while_a_core_is_free(nice: int, others: float, cores: int) -> int:
+    """The nice a job's session's group takes beside ``others`` cores' worth of the other
+    programs' work on ``cores``: ``nice`` while they leave at least half a core free (the job
+    keeps that core, and yields to its pages only), 0 while they hold every core (its threads
+    then share theirs, where niced it would get a tenth: beside a niced matrix product in
+    another session a quick compare ran 3.3x its estimate, a health check 5.1x)."""
+    return nice if cores - others >= 0.5 else 0
+
+
+def _keep_yielding(nice: int) -> None:
+    """:func:`yield_while_a_core_is_free`, every :data:`YIELD_CHECK_SECONDS`, beside the work of
+    the programs that are not glee's CPU jobs (those yield alike)."""
+
+    def glee_seconds(pids: list[int]) -> float:
+        return sum(process_cpu_seconds(pid) or 0.0 for pid in pids if pid != os.getpid())
+
+    while True:  # as long as the job runs
+        pids = live_cpu_jobs(cpu_jobs_dir())
+        mark, before = load_mark(), glee_seconds(pids)
+        time.sleep(YIELD_CHECK_SECONDS)
+        now, after = load_mark(), glee_seconds(pids)
+        if mark is None or now is None:
+            return
+        glee = max(0.0, after - before) / max(now[0] - mark[0], 1e-3)
+        others = max(0.0, other_cores_since(mark, now) - glee)
+        _set_group_nice(yield_while_a_core_is_free(nice, others, core_count()))
 
 
 def niced_discount() -> float:

@@ -271,15 +271,6 @@ class Job:
         return True
 
 
-# A job runs in a process group of its own (a stop signals the group; the terminal's Ctrl-C to
-# the server does not reach it) inside the web process's session, so where the kernel groups
-# processes by session its nice weighs against its pages only (core.environment.yield_to_pages);
-# Python 3.10 has no process_group: a session of its own there
-GROUP_OF_ITS_OWN = (
-    {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-)
-
-
 def _job_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
@@ -329,7 +320,7 @@ def launch(
                 stdout=out,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
-                **GROUP_OF_ITS_OWN,
+                start_new_session=True,
                 env={
                     **os.environ,
                     "PYTHONUNBUFFERED": "1",
