@@ -32,9 +32,8 @@ Behaviour:
   that append the client's address to ``X-Forwarded-For``; the address is that many entries from
   its end (0: the header is ignored, as a client writes it itself where no proxy appends)
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
-- ``GLEE_JOB_NICE`` (10): how far a job the app starts yields the CPU to the pages
-  (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts, and the
-  command line takes it where it is set
+- ``GLEE_JOB_NICE`` (10 in public mode, else 0): how far a job the app starts yields the CPU
+  to the pages (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts
 - ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
   (``glee_core.core.devices.configure_cuda`` says why it is off)
 - set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
@@ -50,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -274,83 +272,39 @@ JOB_NICE = 10  # a job the app starts, beside the pages (GLEE_JOB_NICE)
 
 
 def job_nice() -> int:
-    """How far a job the app starts yields the CPU to the web process: ``GLEE_JOB_NICE``
-    (default :data:`JOB_NICE`; 0 to 19)."""
+    """How far a job the app starts yields the CPU to the web process: ``GLEE_JOB_NICE`` (0 to
+    19; default :data:`JOB_NICE` in public mode, where the machine is the app's, else 0: niced,
+    a job yields to every other program of a shared machine, :func:`yield_to_pages`)."""
+    default = JOB_NICE if public() else 0
     value = os.environ.get("GLEE_JOB_NICE", "").strip()
     try:
-        return min(19, max(0, int(value))) if value else JOB_NICE
+        return min(19, max(0, int(value))) if value else default
     except ValueError:
-        return JOB_NICE
+        return default
 
 
 AUTOGROUP_NICE = Path("/proc/self/autogroup")
-YIELD_CHECK_SECONDS = 2.0  # how often a job looks whether the other programs leave a core free
-
-
-def _group_nice() -> int | None:
-    """This process's session's group's nice (``/proc/self/autogroup``), or None."""
-    try:
-        return int(AUTOGROUP_NICE.read_text(encoding="ascii").split()[-1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _set_group_nice(nice: int) -> bool:
-    try:
-        AUTOGROUP_NICE.write_text(str(nice), encoding="ascii")
-    except OSError:
-        return False
-    return True
 
 
 def yield_to_pages(nice: int) -> None:
-    """Run this process (a job the app started, a session of its own) ``nice`` steps below the
-    web process, so a click on a page is answered before the job's next step: on 2 cores a job
-    at the same priority held a click 2-3.4 s beside a CPU hog (BENCHMARKS.md, "How does the app
-    hold up?"). Where the kernel groups processes by session (``sched_autogroup``) a process's
-    own nice weighs only inside its session, so the session's group is niced, and only while
-    the other programs leave a core free (:func:`yield_while_a_core_is_free`, looked at every
-    :data:`YIELD_CHECK_SECONDS` in a daemon thread); elsewhere the process (its workers inherit
-    it). A command typed in a shell (not a session's leader) is left as it is, and so is a
-    process the kernel refuses."""
-    if nice <= 0:
+    """Run this process (a job the app started, the leader of a session of its own) ``nice``
+    steps below the web process, so a click on a page is answered before the job's next step:
+    on 2 cores beside a CPU hog a job at the same priority held a click up to 3.4 s, niced 1.8 s
+    (BENCHMARKS.md, "How does the app hold up?"). Where the kernel groups processes by session
+    (``sched_autogroup``) a process's own nice weighs only inside its session, so the session's
+    group is niced (``/proc/self/autogroup``); elsewhere the process (its workers inherit
+    either). That yields to every other program too: beside a niced matrix product in another
+    session a quick compare ran 3.3x its estimate, hence on by default only in public mode,
+    where the machine is the app's (:func:`job_nice`). A process that does not lead its session
+    (a command typed in a shell) is left as it is, and so is one the kernel refuses."""
+    if nice <= 0 or os.getsid(0) != os.getpid():
         return
     if not niced_work_yields():
-        if os.getsid(0) == os.getpid() and _set_group_nice(nice):
-            threading.Thread(
-                target=_keep_yielding, args=(nice,), name="glee-yield", daemon=True
-            ).start()
-        return
-    with contextlib.suppress(OSError):
-        os.nice(max(0, nice - os.getpriority(os.PRIO_PROCESS, 0)))  # a worker: niced already
-
-
-def yield_while_a_core_is_free(nice: int, others: float, cores: int) -> int:
-    """The nice a job's session's group takes beside ``others`` cores' worth of the other
-    programs' work on ``cores``: ``nice`` while they leave at least half a core free (the job
-    keeps that core, and yields to its pages only), 0 while they hold every core (its threads
-    then share theirs, where niced it would get a tenth: beside a niced matrix product in
-    another session a quick compare ran 3.3x its estimate, a health check 5.1x)."""
-    return nice if cores - others >= 0.5 else 0
-
-
-def _keep_yielding(nice: int) -> None:
-    """:func:`yield_while_a_core_is_free`, every :data:`YIELD_CHECK_SECONDS`, beside the work of
-    the programs that are not glee's CPU jobs (those yield alike)."""
-
-    def glee_seconds(pids: list[int]) -> float:
-        return sum(process_cpu_seconds(pid) or 0.0 for pid in pids if pid != os.getpid())
-
-    while True:  # as long as the job runs
-        pids = live_cpu_jobs(cpu_jobs_dir())
-        mark, before = load_mark(), glee_seconds(pids)
-        time.sleep(YIELD_CHECK_SECONDS)
-        now, after = load_mark(), glee_seconds(pids)
-        if mark is None or now is None:
+        with contextlib.suppress(OSError):
+            AUTOGROUP_NICE.write_text(str(nice), encoding="ascii")
             return
-        glee = max(0.0, after - before) / max(now[0] - mark[0], 1e-3)
-        others = max(0.0, other_cores_since(mark, now) - glee)
-        _set_group_nice(yield_while_a_core_is_free(nice, others, core_count()))
+    with contextlib.suppress(OSError):
+        os.nice(nice)
 
 
 def niced_discount() -> float:
