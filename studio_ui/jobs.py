@@ -131,9 +131,8 @@ def work_button(
     health (about 40 s)"), or, while the same request runs, its bar (a second click attaches,
     never launches again). ``title``: the job's name in the jobs panel (default ``label``).
     Returns the job it launched, else None. A launch draws the job's bar where the button was
-    (one draw a click: a second, whole, draw of the page doubled a click's time on a busy
-    machine); the page reruns only where the launch made the visitor's workspace (its pages
-    read another store from then on)."""
+    (one draw of the page a click, not a second whole one); the page reruns only where the
+    launch made the visitor's workspace (its pages read another store from then on)."""
     running = running_job(store(), request)
     if running is not None:
         watch(running.id)
