@@ -151,11 +151,12 @@ def work_button(
     ):
         before = store().root
         job = launch(request, title or label, estimate, dataset)
-        if job is not None and store().root != before:
+        if job is None:
+            return None
+        if store().root != before:
             st.rerun()
-        if job is not None:
-            with slot.container():
-                watch(job.id)
+        with slot.container():
+            watch(job.id)
         return job
     return None
 
