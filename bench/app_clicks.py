@@ -10,9 +10,12 @@ page idle again (Streamlit's running indicator gone), the target being well unde
 the work; each navigation likewise. Screenshots of each step go to ``--shots`` (default
 ``test-artifacts/clicks``). ``--csv`` defaults to a 17-class long-tailed CSV built from R52
 (``bench/quick_estimate.py``'s ``r52-17``); ``--pool`` to 300 of its texts, a third of their
-words dropped. The hog is a program of its own (a session of its own, as a desktop's programs
-are); ``--job-nice`` sets the server's ``GLEE_JOB_NICE`` (how far its jobs yield to the pages;
-default the app's). Needs Debian's chromium and the test extra's playwright. Run by hand.
+words dropped. The hog and the server are programs of their own (a session each, as a
+desktop's programs are: the harness polling the browser does not share the server's);
+``--job-nice`` sets the server's ``GLEE_JOB_NICE`` (how far its jobs yield to the pages; default
+the app's). Each step prints when Streamlit's indicator showed, the server's draws
+(``GLEE_DRAW_LOG``: the script, the page, the jobs' fragments) and the browser's long tasks.
+Needs Debian's chromium and the test extra's playwright. Run by hand.
 """
 
 from __future__ import annotations
@@ -34,6 +37,20 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, serve  # noqa: E402
 
 RUNNING = '[data-testid="stStatusWidget"]'  # Streamlit's "running" indicator
+# In the page from its start: the browser's main thread busy 50 ms or more at a time (Chromium
+# drawing the page), and each time Streamlit's running indicator came or went (its clock, ms)
+WATCH = """
+window.__long = [];
+new PerformanceObserver(list => {
+  for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]);
+}).observe({type: "longtask", buffered: true});
+window.__running = [];
+new MutationObserver(() => {
+  const on = document.querySelector('RUNNING') !== null;
+  const last = window.__running.length ? window.__running[window.__running.length - 1][1] : false;
+  if (on !== last) window.__running.push([performance.now(), on]);
+}).observe(document, {childList: true, subtree: true});
+""".replace("RUNNING", RUNNING)
 
 
 def main(argv=None) -> int:
@@ -56,43 +73,66 @@ def main(argv=None) -> int:
         else None
     )
     timings: list[tuple[str, float]] = []
+    shown: list[float] = []  # when the running indicator came on, during the last wait
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
         csv = Path(args.csv) if args.csv else Path(r52_17(Path(args.data_dir), folder)[4:])
         pool = Path(args.pool) if args.pool else a_pool(load_dataset(f"csv:{csv}"), folder)
         env = {f"GLEE_{k.upper()}_DIR": str(folder / k) for k in ("runs", "uploads", "data")}
+        draws = folder / "draws.tsv"  # the server's page draws (GLEE_DRAW_LOG)
+        env["GLEE_DRAW_LOG"] = str(draws)
         if args.job_nice is not None:
             env["GLEE_JOB_NICE"] = str(args.job_nice)
         try:
-            with serve(env) as url, sync_playwright() as p:
+            with serve(env, own_session=True) as url, sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
+                page.add_init_script(WATCH)
 
-                def idle(seconds: float = 600) -> float:
-                    """When the page went idle: Streamlit's running indicator gone and staying
-                    gone for a second (on a loaded machine the rerun a click asks for can begin
-                    after a first look finds none, and the next click then lands on a page
-                    about to be redrawn)."""
-                    page.wait_for_timeout(150)  # the rerun the click asked for has begun
-                    deadline, gone = time.perf_counter() + seconds, None
+                def idle(mark: float, seconds: float = 600) -> float:
+                    """Seconds from ``mark`` (the browser's clock, ms) to the page idle again:
+                    Streamlit's running indicator gone and staying gone for a second (on a
+                    loaded machine the rerun a click asks for can begin after a first look
+                    finds none, and the next click then lands on a page about to be redrawn);
+                    0.15 s where it never showed (Streamlit shows it once a run has lasted
+                    0.5 s as the browser sees it, from the request; it fades out in 0.2 s).
+                    Read from the page's own record of the indicator (``WATCH``), a few times a
+                    second: polling the page for it every 50 ms took CPU from the machine the
+                    clicks are timed on."""
+                    deadline = time.perf_counter() + seconds
+                    shown.clear()
                     while time.perf_counter() < deadline:
-                        now = time.perf_counter()
-                        if page.locator(RUNNING).count():
-                            gone = None
-                        elif gone is None:
-                            gone = now
-                        elif now - gone >= 1.0:
-                            return gone
-                        page.wait_for_timeout(50)
+                        page.wait_for_timeout(250)
+                        now, changes = page.evaluate(
+                            f"[performance.now(), window.__running.filter(c => c[0] >= {mark})]"
+                        )
+                        shown[:] = [(t - mark) / 1000 for t, on in changes if on]
+                        on = changes[-1][1] if changes else page.locator(RUNNING).count() > 0
+                        if on:
+                            continue
+                        gone = changes[-1][0] if changes else mark + 150
+                        if now - gone >= 1000:
+                            return max(gone - mark, 150) / 1000
                     raise TimeoutError(f"the page was still running after {seconds:.0f} s")
 
                 def timed(what: str, act, seconds: float = 600) -> None:
-                    started = time.perf_counter()
+                    origin, mark = page.evaluate("[performance.timeOrigin, performance.now()]")
+                    clock = time.time()
                     act()
-                    took = idle(seconds) - started
+                    # a new document (the first page) has a clock of its own: the mark on it
+                    mark += origin - page.evaluate("performance.timeOrigin")
+                    took = idle(mark, seconds)
                     timings.append((what, took))
-                    print(f"{what}: {took:.2f} s", flush=True)
+                    on = ", ".join(f"{t:.2f}" for t in shown) or "never seen"
+                    busy = page.evaluate(f"window.__long.filter(t => t[0] >= {mark})")
+                    tasks = sum(d for _, d in busy) / 1000
+                    print(
+                        f"{what}: {took:.2f} s; running shown from {on} s; "
+                        f"{server_draws(draws, clock, took + 1.0)}; "
+                        f"the browser's long tasks {tasks:.2f} s ({len(busy)})",
+                        flush=True,
+                    )
                     name = re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")
                     page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
 
@@ -102,7 +142,11 @@ def main(argv=None) -> int:
                     title = "Glee Studio" if name == "Home" else name
                     expect(page.locator("h1").first).to_contain_text(title, timeout=60_000)
 
-                timed("first page", lambda: page.goto(url), 120)
+                def first_page() -> None:  # the page's script runs once the app connects
+                    page.goto(url)
+                    expect(page.locator("h1").first).to_contain_text("Glee Studio", timeout=120_000)
+
+                timed("first page", first_page, 120)
                 nav("Data")
                 page.get_by_text("Upload a CSV").first.click()
                 page.locator('input[type="file"]').first.set_input_files(str(csv))
@@ -117,7 +161,7 @@ def main(argv=None) -> int:
                 expect(pool_input).to_be_visible(timeout=60_000)
                 pool_input.locator('input[type="file"]').set_input_files(str(pool))
                 expect(pool_input).to_contain_text(pool.name, timeout=60_000)
-                idle()
+                idle(page.evaluate("performance.now()"))
                 suggest = page.get_by_role("button", name=re.compile("Suggest texts to label"))
                 try:
                     expect(suggest).to_be_visible(timeout=120_000)  # the pool read when busy
@@ -161,6 +205,21 @@ def main(argv=None) -> int:
         f"everything: the slowest {worst[0]} {worst[1]:.2f} s"
     )
     return 0
+
+
+def server_draws(log: Path, since: float, seconds: float) -> str:
+    """The draws the server logged from a click to the second of quiet after it (the script,
+    ``app``; the page; the jobs' fragments): when each began and ended, seconds from the click
+    (its CPU seconds in brackets)."""
+    if not log.exists():
+        return "no draw logged"
+    shown = []
+    for line in log.read_text().splitlines():
+        ended, title, wall, cpu = line.split("\t")
+        if since <= float(ended) <= since + seconds:
+            end, cpu_s = float(ended) - since, float(cpu)
+            shown.append(f"{title} {end - float(wall):.2f}-{end:.2f} ({cpu_s:.2f} CPU)")
+    return "server draws: " + (", ".join(shown) or "none")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,7 @@ from .stores import (
     uploads_dir,
 )
 from .text import (
+    draw_logged,
     duration,
     md,
     model_label,

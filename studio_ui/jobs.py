@@ -26,7 +26,7 @@ from glee_core.studio import (
 from .access import policy, visitor_id, workspace
 from .estimates import estimate_of
 from .stores import runs_by_id, shared_store, store
-from .text import duration, md
+from .text import duration, logged, md
 
 PANEL_JOBS = 8  # the jobs the panel lists, newest first
 
@@ -112,6 +112,7 @@ def job_progress(job, label: str | None = None) -> None:
 
 
 @st.fragment(run_every=2.0)
+@logged
 def watch(job_id: str) -> None:
     """A running job's bar, redrawn every 2 s; the whole page again once it ends (what it made
     shows where it was asked for, no reload needed)."""
@@ -323,6 +324,7 @@ def job_card(job, finished: set[str]) -> None:
 
 
 @st.fragment(run_every=2.0)
+@logged
 def jobs_panel(limit: int = PANEL_JOBS) -> None:
     """Every job of this session's store, newest first (each kind, each with its bar, Stop,
     log and what it made), the broken records listed apart; redrawn every 2 s."""
@@ -347,6 +349,7 @@ def jobs_panel(limit: int = PANEL_JOBS) -> None:
 
 
 @st.fragment(run_every=3.0)
+@logged
 def sidebar_jobs() -> None:
     """The sidebar's line on the work running (every page): each running job's bar, and the way
     to the panel that lists them all."""

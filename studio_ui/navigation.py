@@ -20,7 +20,7 @@ from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, w
 from .choice import current_dataset_id, current_model, display_name
 from .jobs import sidebar_jobs
 from .stores import cached_runs
-from .text import md, model_label
+from .text import draw_logged, md, model_label
 
 # the app's pages, in the sidebar's order: (file in app_pages/, title, Material icon). Not in a
 # folder named pages/: Streamlit runs a page of such a folder on its own (no app.py, "app" listed
@@ -63,19 +63,20 @@ def run_page(page) -> None:
     # an error no page foresaw (in a widget's callback too) shows a visitor no traceback, no
     # server path: Streamlit's own details off in public mode (the server's log keeps them)
     st.set_option("client.showErrorDetails", "none" if public else "full")
-    if not public:
-        page.run()
-        return
-    try:
-        page.run()
-    except Exception as exc:  # noqa: BLE001 (the last guard between a visitor and a traceback)
-        reference = secrets.token_hex(4)
-        LOG.exception("page %s failed (reference %s)", getattr(page, "title", "?"), reference)
-        st.error(
-            f"This page hit an error it did not expect ({type(exc).__name__}, reference "
-            f"{reference}); nothing of yours was lost. Try again, or another page; the "
-            "Space's owner can find the reference in its log."
-        )
+    with draw_logged(getattr(page, "title", "?")):
+        if not public:
+            page.run()
+            return
+        try:
+            page.run()
+        except Exception as exc:  # noqa: BLE001 (the last guard between a visitor and a traceback)
+            reference = secrets.token_hex(4)
+            LOG.exception("page %s failed (reference %s)", getattr(page, "title", "?"), reference)
+            st.error(
+                f"This page hit an error it did not expect ({type(exc).__name__}, reference "
+                f"{reference}); nothing of yours was lost. Try again, or another page; the "
+                "Space's owner can find the reference in its log."
+            )
 
 
 def sidebar() -> None:

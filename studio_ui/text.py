@@ -1,6 +1,11 @@
-"""Text for Streamlit's Markdown: user strings made literal, durations and estimates in words."""
+"""Text for Streamlit's Markdown: user strings made literal, durations and estimates in words;
+the draw log a bench reads."""
 
 from __future__ import annotations
+
+import contextlib
+import functools
+import time
 
 from glee_core.studio import (
     environment,
@@ -39,3 +44,34 @@ def duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60} min {seconds % 60:02d} s"
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+@contextlib.contextmanager
+def draw_logged(what: str):
+    """Append a draw's end, ``what``, its wall and its CPU seconds to ``GLEE_DRAW_LOG`` where it
+    is set (``bench/app_clicks.py``: the server's share of a click); nothing otherwise."""
+    log = environment.draw_log()
+    if log is None:
+        yield
+        return
+    wall, cpu = time.perf_counter(), time.thread_time()
+    try:
+        yield
+    finally:
+        line = (
+            f"{time.time():.3f}\t{what}\t{time.perf_counter() - wall:.3f}\t"
+            f"{time.thread_time() - cpu:.3f}\n"
+        )
+        with contextlib.suppress(OSError), log.open("a") as out:
+            out.write(line)
+
+
+def logged(function):
+    """``function``'s draws in the draw log (a fragment's, which no page draw covers)."""
+
+    @functools.wraps(function)
+    def drawn(*args, **kwargs):
+        with draw_logged(function.__name__):
+            return function(*args, **kwargs)
+
+    return drawn

@@ -84,6 +84,21 @@ def test_home_shows_dataset_backbone_and_quick_start(app, monkeypatch):
     assert not at.warning
 
 
+def test_with_a_draw_log_each_draw_of_the_script_and_its_page_is_timed(app, monkeypatch, tmp_path):
+    """``GLEE_DRAW_LOG`` (a bench's aid, ``bench/app_clicks.py``): the script and the page it
+    opened append their end, name, wall and CPU seconds; unset, nothing is written."""
+    log = tmp_path / "draws.tsv"
+    app("app.py").run()
+    assert not log.exists()
+    monkeypatch.setenv("GLEE_DRAW_LOG", str(log))
+    at = app("app.py").run()
+    assert not at.exception
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    assert [name for _, name, _, _ in rows][-2:] == ["Home", "app"]  # the page within the script
+    for ended, _, wall, cpu in rows:
+        assert abs(float(ended) - time.time()) < 600 and float(wall) >= 0 and float(cpu) >= 0
+
+
 def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     at = app("app_pages/1_Data.py").run()
     assert not at.exception

@@ -34,6 +34,8 @@ Behaviour:
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
 - ``GLEE_JOB_NICE`` (10 in public mode, else 0): how far a job the app starts yields the CPU
   to the pages (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts
+- ``GLEE_DRAW_LOG`` (unset): a file the app appends each page draw's wall and CPU seconds to
+  (``bench/app_clicks.py`` reads it to tell the server's draw from the browser's)
 - ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
   (``glee_core.core.devices.configure_cuda`` says why it is off)
 - set by the app for a public job, read by its process: ``GLEE_QUOTA_DIR`` and
@@ -142,6 +144,11 @@ SESSION_LIMITS = {
     "visitor_workspaces": "GLEE_VISITOR_WORKSPACES",
     "upload_classes": "GLEE_SESSION_UPLOAD_CLASSES",
 }
+
+
+def draw_log() -> Path | None:
+    value = os.environ.get("GLEE_DRAW_LOG")
+    return Path(value) if value else None
 
 
 def session_limits() -> dict[str, float]:

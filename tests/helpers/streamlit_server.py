@@ -38,8 +38,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(env: dict[str, str], port: int | None = None, address: str = "127.0.0.1"):
-    """``streamlit run app.py`` with ``env`` added; yields the URL once it answers."""
+def serve(
+    env: dict[str, str], port: int | None = None, address: str = "127.0.0.1", own_session=False
+):
+    """``streamlit run app.py`` with ``env`` added; yields the URL once it answers.
+    ``own_session``: the server leads a session of its own, as one started from a terminal does
+    beside a desktop's browser (where the kernel groups processes by session, the harness that
+    drives the browser then does not share the server's group)."""
     port = port or free_port()
     proc = subprocess.Popen(
         [
@@ -63,6 +68,7 @@ def serve(env: dict[str, str], port: int | None = None, address: str = "127.0.0.
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
+        start_new_session=own_session,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
