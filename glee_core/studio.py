@@ -78,6 +78,7 @@ _FACES = (
     "train.learning_curves",
     "train.next_steps",
     "train.plan",
+    "train.priority",
     "train.pseudo",
     "train.reproduce",
     "train.suggest",

@@ -13,6 +13,7 @@ from glee_core.studio import (
     Workspace,
     environment,
     list_uploads,
+    pages_drawing,
     size_text,
 )
 
@@ -63,7 +64,7 @@ def run_page(page) -> None:
     # an error no page foresaw (in a widget's callback too) shows a visitor no traceback, no
     # server path: Streamlit's own details off in public mode (the server's log keeps them)
     st.set_option("client.showErrorDetails", "none" if public else "full")
-    with draw_logged(getattr(page, "title", "?")):
+    with draw_logged(getattr(page, "title", "?")), pages_drawing():
         if not public:
             page.run()
             return

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from glee_core.cli import build_parser, main
-from glee_core.core.environment import JOB_NICE, job_nice, niced_work_yields
+from glee_core.core.environment import (
+    JOB_NICE,
+    job_nice,
+    niced_from_the_start,
+    niced_work_yields,
+)
 from glee_core.core.errors import GleeError
 from glee_core.core.events import Examining, FeaturePass, Working, fold
 from glee_core.models.options import DataOptions, HealthOptions
@@ -21,6 +26,7 @@ from glee_core.models.requests import HealthRequest
 from glee_core.runs.estimate import STARTUP_SECONDS, Estimate, about
 from glee_core.runs.job_estimates import Machine, settle
 from glee_core.runs.store import RunStore
+from glee_core.train import jobs, priority
 from glee_core.train.job_kinds import JOB_KINDS, kind_of
 from glee_core.train.jobs import Job, JobRecord, launch, past_jobs
 from tests.helpers.jobs import wait_for_jobs
@@ -175,6 +181,64 @@ def test_a_command_run_from_a_shell_keeps_its_priority_whatever_the_jobs_setting
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert out.split()[-1] == str(os.getpriority(os.PRIO_PROCESS, 0))
+
+
+@pytest.mark.parametrize("by_group", [True, False], ids=["session group", "process"])
+def test_a_job_is_niced_from_its_first_instruction_not_after_its_imports(by_group, monkeypatch):
+    """The launch lowers a job's priority before its interpreter starts (its start and imports
+    took a second of CPU at the web process's priority, and a click waited on them): its
+    session's group where the kernel groups by session, else the process. The process keeps
+    its pid (the shell becomes it), so the job's record still finds it."""
+    if by_group and niced_work_yields():
+        pytest.skip("the kernel here does not group processes by session")
+    monkeypatch.setattr("glee_core.core.environment.niced_work_yields", lambda: not by_group)
+    code = "import os; print(os.getpid())"
+    process = subprocess.Popen(
+        niced_from_the_start([sys.executable, "-c", code + "; import time; time.sleep(5)"], 7),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        pid = int(process.stdout.readline())
+        assert pid == process.pid
+        assert job_priority(pid) == 7
+    finally:
+        process.kill()
+        process.wait()
+    assert niced_from_the_start(["x"], 0) == ["x"]
+
+
+def test_the_jobs_yield_while_a_page_draws_and_get_their_share_back_after(monkeypatch):
+    """Outside public mode a job runs at the web process's priority, except while a page draws
+    and :data:`priority.GRACE` seconds after (the browser draws it): then its session's group is
+    niced. In public mode (niced always) nothing changes."""
+    if niced_work_yields():
+        pytest.skip("the kernel here does not group processes by session")
+    monkeypatch.delenv("GLEE_JOB_NICE", raising=False)
+    monkeypatch.setenv("GLEE_PUBLIC", "0")
+    monkeypatch.setattr(priority, "GRACE", 0.5)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    monkeypatch.setattr(jobs, "_CHILDREN", [child])
+    try:
+        assert job_priority(child.pid) == 0
+        with priority.pages_drawing():
+            assert job_priority(child.pid) == priority.DRAW_NICE
+        assert job_priority(child.pid) == priority.DRAW_NICE  # the browser still draws it
+        wait_until(lambda: job_priority(child.pid) == 0, 10, "the job's share back")
+        monkeypatch.setenv("GLEE_JOB_NICE", "3")  # niced by the setting: a draw nices more
+        with priority.pages_drawing():
+            assert job_priority(child.pid) == priority.DRAW_NICE
+        wait_until(lambda: job_priority(child.pid) == 3, 10, "the job's own nice back")
+        monkeypatch.setenv("GLEE_PUBLIC", "1")  # niced all the time: left as it is
+        monkeypatch.delenv("GLEE_JOB_NICE")
+        with priority.pages_drawing():
+            assert job_priority(child.pid) == 3
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_jobs_yield_to_the_pages_by_default_only_where_the_machine_is_the_apps(monkeypatch):

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -312,6 +313,23 @@ def yield_to_pages(nice: int) -> None:
             return
     with contextlib.suppress(OSError):
         os.nice(nice)
+
+
+def niced_from_the_start(argv: list[str], nice: int) -> list[str]:
+    """``argv`` run ``nice`` steps down from its first instruction, as :func:`yield_to_pages`
+    would set it (the session's group where the kernel groups by session, else the process):
+    left to the job itself, its interpreter's start and imports (a second of CPU or more) ran
+    at the web process's priority, and a click in that second waited on them. For a process
+    started as the leader of a session of its own (``start_new_session``); ``argv`` unchanged
+    where ``nice`` is 0 or there is no POSIX shell."""
+    shell = shutil.which("sh")
+    if nice <= 0 or shell is None:
+        return argv
+    if not niced_work_yields():  # the group: sh writes it, then becomes the job (same pid)
+        script = 'echo "$0" > /proc/self/autogroup 2>/dev/null; exec "$@"'
+        return [shell, "-c", script, str(nice), *argv]
+    script = 'command -v nice >/dev/null && exec nice -n "$0" "$@"; exec "$@"'
+    return [shell, "-c", script, str(nice), *argv]
 
 
 def niced_discount() -> float:

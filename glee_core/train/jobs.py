@@ -25,7 +25,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..core.environment import job_nice
+from ..core.environment import job_nice, niced_from_the_start
 from ..core.errors import INTERRUPTED, GleeError
 from ..core.events import Event, ProgressState, fold, read_events
 from ..core.files import write_json_atomic
@@ -45,6 +45,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "process_start",
     "running_job",
     "running_summary",
+    "started_here",
 ]
 
 _CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies
@@ -311,12 +312,13 @@ def launch(
         ]
         if kind.store:
             argv += ["--runs-dir", str(store.root)]
+        nice = job_nice()
         with (
             open(folder / f"{job_id}.out", "wb") as out,
             open(folder / f"{job_id}.err", "wb") as err,
         ):
             process = subprocess.Popen(
-                argv,
+                niced_from_the_start(argv, nice),
                 stdout=out,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
@@ -324,7 +326,7 @@ def launch(
                 env={
                     **os.environ,
                     "PYTHONUNBUFFERED": "1",
-                    "GLEE_JOB_NICE": str(job_nice()),  # pages first (yield_to_pages)
+                    "GLEE_JOB_NICE": str(nice),  # pages first, from its start on
                     **(env or {}),
                 },
             )
@@ -358,6 +360,12 @@ def _records(store: RunStore) -> list[Job]:
         key=lambda j: j.id,
         reverse=True,
     )
+
+
+def started_here() -> list[subprocess.Popen]:
+    """The jobs this process started that still run (:mod:`glee_core.train.priority` nices
+    them while a page draws)."""
+    return [child for child in _CHILDREN if child.poll() is None]
 
 
 def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:

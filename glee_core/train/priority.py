@@ -1,0 +1,94 @@
+"""The pages first, on a machine the app shares: while a page of the app draws, and for
+:data:`GRACE` seconds after (the browser draws what it was sent), the jobs this web process
+started run :data:`DRAW_NICE` steps below it; then at their own priority again
+(``GLEE_JOB_NICE``, 0 outside public mode). A click is answered as if the jobs were niced, and
+between clicks they keep their share of the machine beside other programs: niced all the time,
+a job yields to every other program too (beside a niced matrix product in another session a
+quick compare ran 3.3x its estimate, BENCHMARKS.md).
+
+Where the kernel groups processes by session (``sched_autogroup``): a job leads a session of its
+own, and its group's nice (``/proc/<pid>/autogroup``) may go down and back up without
+privileges. Elsewhere a process's nice cannot come back up, and nothing changes here."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+
+from ..core.environment import JOB_NICE, job_nice, niced_work_yields
+from .jobs import started_here
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "DRAW_NICE",
+    "GRACE",
+    "pages_drawing",
+]
+
+DRAW_NICE = JOB_NICE  # the jobs' group nice while a page draws
+GRACE = 2.0  # seconds the jobs stay niced after a draw: the browser's drawing of it
+_TICK = 0.25  # how often the jobs are looked at once the pages are idle
+
+
+class _Pages:
+    """The web process's draws in progress and the jobs niced for them (one per process)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.drawing = 0
+        self.ended = 0.0
+        self.niced: dict[int, int] = {}  # pid -> the nice to give back
+        self.watcher: threading.Thread | None = None
+
+    def nice_jobs(self) -> None:
+        for child in started_here():
+            if child.pid not in self.niced and _set_group_nice(child.pid, DRAW_NICE):
+                self.niced[child.pid] = job_nice()
+
+    def give_back(self) -> None:
+        live = {child.pid for child in started_here()}  # a pid reaped may be another's now
+        for pid, nice in self.niced.items():
+            if pid in live:
+                _set_group_nice(pid, nice)
+        self.niced.clear()
+
+    def watch(self) -> None:
+        while True:
+            time.sleep(_TICK)
+            with self.lock:
+                if self.niced and not self.drawing and time.monotonic() - self.ended > GRACE:
+                    self.give_back()
+
+
+_PAGES = _Pages()
+
+
+def _set_group_nice(pid: int, nice: int) -> bool:
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice), encoding="ascii")
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def pages_drawing():
+    """Around a page's draw (``studio_ui.run_page``): the jobs niced from its start to
+    :data:`GRACE` seconds after its end (a job launched by the draw too). Nothing where they
+    are niced already (public mode) or where the kernel does not group by session."""
+    if job_nice() >= DRAW_NICE or niced_work_yields():
+        yield
+        return
+    with _PAGES.lock:
+        _PAGES.drawing += 1
+        _PAGES.nice_jobs()
+        if _PAGES.watcher is None:
+            _PAGES.watcher = threading.Thread(target=_PAGES.watch, name="pages-first", daemon=True)
+            _PAGES.watcher.start()
+    try:
+        yield
+    finally:
+        with _PAGES.lock:
+            _PAGES.drawing -= 1
+            _PAGES.ended = time.monotonic()
+            _PAGES.nice_jobs()  # one the draw launched
