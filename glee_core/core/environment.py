@@ -33,7 +33,8 @@ Behaviour:
   its end (0: the header is ignored, as a client writes it itself where no proxy appends)
 - ``GLEE_PUBLIC_MODELS`` (the default model): backbones visitors may pick, comma-separated
 - ``GLEE_JOB_NICE`` (10 in public mode, else 0): how far a job the app starts yields the CPU
-  to the pages (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts
+  to the pages (:func:`yield_to_pages`; 0: not at all); the app passes it to each job it starts.
+  Whatever it says, the jobs run niced while a page draws (``glee_core.train.priority``)
 - ``GLEE_DRAW_LOG`` (unset): a file the app appends each page draw's wall and CPU seconds to
   (``bench/app_clicks.py`` reads it to tell the server's draw from the browser's)
 - ``GLEE_CUDNN_SDPA`` (0): let cuDNN serve scaled-dot-product attention on a GPU
