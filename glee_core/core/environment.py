@@ -292,7 +292,14 @@ def job_nice() -> int:
         return default
 
 
-AUTOGROUP_NICE = Path("/proc/self/autogroup")
+def set_group_nice(pid: int, nice: int) -> bool:
+    """Set the nice of the CPU group of ``pid``'s session (``/proc/<pid>/autogroup``, where the
+    kernel groups processes by session); False where it cannot. Its owner may lower and raise
+    it again without privileges (down to 0), unlike a process's own nice."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice), encoding="ascii")
+        return True
+    return False
 
 
 def yield_to_pages(nice: int) -> None:
@@ -308,10 +315,8 @@ def yield_to_pages(nice: int) -> None:
     (a command typed in a shell) is left as it is, and so is one the kernel refuses."""
     if nice <= 0 or os.getsid(0) != os.getpid():
         return
-    if not niced_work_yields():
-        with contextlib.suppress(OSError):
-            AUTOGROUP_NICE.write_text(str(nice), encoding="ascii")
-            return
+    if not niced_work_yields() and set_group_nice(os.getpid(), nice):
+        return
     with contextlib.suppress(OSError):
         os.nice(nice)
 

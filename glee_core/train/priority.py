@@ -15,9 +15,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from pathlib import Path
 
-from ..core.environment import JOB_NICE, job_nice, niced_work_yields
+from ..core.environment import JOB_NICE, job_nice, niced_work_yields, set_group_nice
 from .jobs import started_here
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
@@ -43,14 +42,14 @@ class _Pages:
 
     def nice_jobs(self) -> None:
         for child in started_here():
-            if child.pid not in self.niced and _set_group_nice(child.pid, DRAW_NICE):
+            if child.pid not in self.niced and set_group_nice(child.pid, DRAW_NICE):
                 self.niced[child.pid] = job_nice()
 
     def give_back(self) -> None:
         live = {child.pid for child in started_here()}  # a pid reaped may be another's now
         for pid, nice in self.niced.items():
             if pid in live:
-                _set_group_nice(pid, nice)
+                set_group_nice(pid, nice)
         self.niced.clear()
 
     def watch(self) -> None:
@@ -62,13 +61,6 @@ class _Pages:
 
 
 _PAGES = _Pages()
-
-
-def _set_group_nice(pid: int, nice: int) -> bool:
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/autogroup").write_text(str(nice), encoding="ascii")
-        return True
-    return False
 
 
 @contextlib.contextmanager
