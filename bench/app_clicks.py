@@ -73,7 +73,6 @@ def main(argv=None) -> int:
         else None
     )
     timings: list[tuple[str, float]] = []
-    shown: list[float] = []  # when the running indicator came on, during the last wait
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -90,8 +89,9 @@ def main(argv=None) -> int:
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 page.add_init_script(WATCH)
 
-                def idle(mark: float, seconds: float = 600) -> float:
-                    """Seconds from ``mark`` (the browser's clock, ms) to the page idle again:
+                def idle(mark: float, seconds: float = 600) -> tuple[float, list[float]]:
+                    """Seconds from ``mark`` (the browser's clock, ms) to the page idle again,
+                    and when the indicator came on (seconds from ``mark``): the page idle is
                     Streamlit's running indicator gone and staying gone for a second (on a
                     loaded machine the rerun a click asks for can begin after a first look
                     finds none, and the next click then lands on a page about to be redrawn);
@@ -101,19 +101,18 @@ def main(argv=None) -> int:
                     second: polling the page for it every 50 ms took CPU from the machine the
                     clicks are timed on."""
                     deadline = time.perf_counter() + seconds
-                    shown.clear()
                     while time.perf_counter() < deadline:
                         page.wait_for_timeout(250)
                         now, changes = page.evaluate(
                             f"[performance.now(), window.__running.filter(c => c[0] >= {mark})]"
                         )
-                        shown[:] = [(t - mark) / 1000 for t, on in changes if on]
                         on = changes[-1][1] if changes else page.locator(RUNNING).count() > 0
                         if on:
                             continue
                         gone = changes[-1][0] if changes else mark + 150
                         if now - gone >= 1000:
-                            return max(gone - mark, 150) / 1000
+                            shown = [(t - mark) / 1000 for t, lit in changes if lit]
+                            return max(gone - mark, 150) / 1000, shown
                     raise TimeoutError(f"the page was still running after {seconds:.0f} s")
 
                 def timed(what: str, act, seconds: float = 600) -> None:
@@ -122,7 +121,7 @@ def main(argv=None) -> int:
                     act()
                     # a new document (the first page) has a clock of its own: the mark on it
                     mark += origin - page.evaluate("performance.timeOrigin")
-                    took = idle(mark, seconds)
+                    took, shown = idle(mark, seconds)
                     timings.append((what, took))
                     on = ", ".join(f"{t:.2f}" for t in shown) or "never seen"
                     busy = page.evaluate(f"window.__long.filter(t => t[0] >= {mark})")
