@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from glee_core.cli import build_parser, main
+from glee_core.core import environment
 from glee_core.core.environment import (
     JOB_NICE,
     job_nice,
@@ -26,7 +27,7 @@ from glee_core.models.requests import HealthRequest
 from glee_core.runs.estimate import STARTUP_SECONDS, Estimate, about
 from glee_core.runs.job_estimates import Machine, settle
 from glee_core.runs.store import RunStore
-from glee_core.train import jobs, priority
+from glee_core.train import priority
 from glee_core.train.job_kinds import JOB_KINDS, kind_of
 from glee_core.train.jobs import Job, JobRecord, launch, past_jobs
 from tests.helpers.jobs import wait_for_jobs
@@ -212,23 +213,31 @@ def test_a_job_is_niced_from_its_first_instruction_not_after_its_imports(by_grou
 def test_the_jobs_yield_while_a_page_draws_and_get_their_share_back_after(monkeypatch):
     """Outside public mode a job runs at the web process's priority, except while a page draws
     and :data:`priority.GRACE` seconds after (the browser draws it): then its session's group is
-    niced. In public mode (niced always) nothing changes."""
+    niced; one launched by the draw (a click's) starts niced. In public mode (niced always)
+    nothing changes."""
     if niced_work_yields():
         pytest.skip("the kernel here does not group processes by session")
     monkeypatch.delenv("GLEE_JOB_NICE", raising=False)
     monkeypatch.setenv("GLEE_PUBLIC", "0")
     monkeypatch.setattr(priority, "GRACE", 0.5)
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
-    )
-    monkeypatch.setattr(jobs, "_CHILDREN", [child])
+    monkeypatch.setattr(priority._PAGES, "children", [])
+    wait_until(lambda: priority.start_nice() == 0, 10, "the grace of an earlier draw over")
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    with priority.pages_drawing():
+        nice = priority.start_nice()  # a click's launch
+        assert nice == priority.DRAW_NICE
+        child = subprocess.Popen(niced_from_the_start(sleeper, nice), start_new_session=True)
+        priority.started(child, nice)
+        assert priority.started_here() == [child]
     try:
-        assert job_priority(child.pid) == 0
-        with priority.pages_drawing():
-            assert job_priority(child.pid) == priority.DRAW_NICE
         assert job_priority(child.pid) == priority.DRAW_NICE  # the browser still draws it
         wait_until(lambda: job_priority(child.pid) == 0, 10, "the job's share back")
+        assert priority.start_nice() == 0
+        with priority.pages_drawing():
+            assert job_priority(child.pid) == priority.DRAW_NICE
+        wait_until(lambda: job_priority(child.pid) == 0, 10, "the job's share back again")
         monkeypatch.setenv("GLEE_JOB_NICE", "3")  # niced by the setting: a draw nices more
+        environment.set_group_nice(child.pid, 3)
         with priority.pages_drawing():
             assert job_priority(child.pid) == priority.DRAW_NICE
         wait_until(lambda: job_priority(child.pid) == 3, 10, "the job's own nice back")
@@ -236,9 +245,11 @@ def test_the_jobs_yield_while_a_page_draws_and_get_their_share_back_after(monkey
         monkeypatch.delenv("GLEE_JOB_NICE")
         with priority.pages_drawing():
             assert job_priority(child.pid) == 3
+            assert priority.start_nice() == JOB_NICE
     finally:
         child.kill()
         child.wait()
+    assert priority.started_here() == []  # reaped
 
 
 def test_jobs_yield_to_the_pages_by_default_only_where_the_machine_is_the_apps(monkeypatch):

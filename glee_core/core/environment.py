@@ -302,6 +302,14 @@ def set_group_nice(pid: int, nice: int) -> bool:
     return False
 
 
+def group_nice(pid: int) -> int:
+    """The nice of the CPU group of ``pid``'s session (:func:`set_group_nice`), 0 where the
+    kernel does not group by session or ``pid`` is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+    return 0
+
+
 def yield_to_pages(nice: int) -> None:
     """Run this process (a job the app started, the leader of a session of its own) ``nice``
     steps below the web process, so a click on a page is answered before the job's next step:
@@ -315,7 +323,9 @@ def yield_to_pages(nice: int) -> None:
     (a command typed in a shell) is left as it is, and so is one the kernel refuses."""
     if nice <= 0 or os.getsid(0) != os.getpid():
         return
-    if not niced_work_yields() and set_group_nice(os.getpid(), nice):
+    if not niced_work_yields() and (
+        group_nice(os.getpid()) >= nice or set_group_nice(os.getpid(), nice)
+    ):  # never back up: the launch may have niced it further for a page's draw
         return
     with contextlib.suppress(OSError):
         os.nice(nice)

@@ -33,6 +33,7 @@ from ..core.pace import time_left
 from ..runs.estimate import Estimate
 from ..runs.store import RunStore
 from .job_kinds import JOB_KINDS, JobKind, Made, kind_of
+from .priority import start_nice, started, started_here
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "Job",
@@ -45,10 +46,8 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "process_start",
     "running_job",
     "running_summary",
-    "started_here",
 ]
 
-_CHILDREN: list[subprocess.Popen] = []  # polled so finished jobs are reaped, not left as zombies
 LOG_LINES = 40  # the last lines of a job's log the jobs panel shows
 
 
@@ -312,7 +311,7 @@ def launch(
         ]
         if kind.store:
             argv += ["--runs-dir", str(store.root)]
-        nice = job_nice()
+        nice = start_nice()  # niced further while a page draws (the pages first)
         with (
             open(folder / f"{job_id}.out", "wb") as out,
             open(folder / f"{job_id}.err", "wb") as err,
@@ -326,11 +325,11 @@ def launch(
                 env={
                     **os.environ,
                     "PYTHONUNBUFFERED": "1",
-                    "GLEE_JOB_NICE": str(nice),  # pages first, from its start on
+                    "GLEE_JOB_NICE": str(job_nice()),  # its own priority, for its children
                     **(env or {}),
                 },
             )
-        _CHILDREN.append(process)
+        started(process, nice)
         job = Job(folder / f"{job_id}.json")
         record = JobRecord(
             id=job_id,
@@ -362,17 +361,10 @@ def _records(store: RunStore) -> list[Job]:
     )
 
 
-def started_here() -> list[subprocess.Popen]:
-    """The jobs this process started that still run (:mod:`glee_core.train.priority` nices
-    them while a page draws)."""
-    return [child for child in _CHILDREN if child.poll() is None]
-
-
 def list_jobs(store: RunStore, command: str | None = None) -> list[Job]:
     """Jobs (of one ``command``: train, adapt, health ...), newest first; a job whose record
     is broken is left out (see :func:`broken_jobs`)."""
-    for child in _CHILDREN:
-        child.poll()
+    started_here()  # reaps the jobs that finished
     return [
         job
         for job in _records(store)

@@ -16,13 +16,17 @@ import contextlib
 import threading
 import time
 
+import subprocess
+
 from ..core.environment import JOB_NICE, job_nice, niced_work_yields, set_group_nice
-from .jobs import started_here
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "DRAW_NICE",
     "GRACE",
     "pages_drawing",
+    "start_nice",
+    "started",
+    "started_here",
 ]
 
 DRAW_NICE = JOB_NICE  # the jobs' group nice while a page draws
@@ -39,6 +43,11 @@ class _Pages:
         self.ended = 0.0
         self.niced: dict[int, int] = {}  # pid -> the nice to give back
         self.watcher: threading.Thread | None = None
+        self.children: list[subprocess.Popen] = []  # polled: a finished job is reaped
+
+    def first(self) -> bool:
+        """Whether the pages come first now: a draw in progress or within its grace."""
+        return bool(self.drawing) or time.monotonic() - self.ended <= GRACE
 
     def nice_jobs(self) -> None:
         for child in started_here():
@@ -63,24 +72,61 @@ class _Pages:
 _PAGES = _Pages()
 
 
+def _pages_first_here() -> bool:
+    """Whether this process nices its jobs for its pages: not where they are niced as far
+    already (public mode) or where the kernel does not group by session."""
+    return job_nice() < DRAW_NICE and not niced_work_yields()
+
+
+def start_nice() -> int:
+    """The nice a job launched now starts at (:func:`glee_core.train.jobs.launch`): its own
+    (:func:`~glee_core.core.environment.job_nice`), or :data:`DRAW_NICE` while a page draws or
+    within its grace (a click's launch: the job's interpreter start and imports, a second of CPU,
+    ran beside the next page's draw), given back with the others' after the grace."""
+    with _PAGES.lock:
+        return DRAW_NICE if _pages_first_here() and _PAGES.first() else job_nice()
+
+
+def started(process: subprocess.Popen, nice: int) -> None:
+    """Keep ``process``, a job this process just launched at ``nice`` (:func:`start_nice`):
+    niced for the pages, its own priority comes back with the others' after the grace."""
+    with _PAGES.lock:
+        _PAGES.children.append(process)
+        if nice > job_nice() and set_group_nice(process.pid, nice):  # its shell's too, first
+            _PAGES.niced[process.pid] = job_nice()
+            _PAGES.ended = max(_PAGES.ended, time.monotonic())  # the grace from the launch
+            _watch()
+
+
+def started_here() -> list[subprocess.Popen]:
+    """The jobs this process started that still run (each poll reaps one that finished, not
+    left as a zombie)."""
+    return [child for child in list(_PAGES.children) if child.poll() is None]
+
+
+def _watch() -> None:
+    """Start the thread that gives the jobs their priority back (under the lock)."""
+    if _PAGES.watcher is None:
+        _PAGES.watcher = threading.Thread(target=_PAGES.watch, name="pages-first", daemon=True)
+        _PAGES.watcher.start()
+
+
 @contextlib.contextmanager
 def pages_drawing():
     """Around a page's draw (``studio_ui.run_page``): the jobs niced from its start to
     :data:`GRACE` seconds after its end (a job launched by the draw too). Nothing where they
     are niced already (public mode) or where the kernel does not group by session."""
-    if job_nice() >= DRAW_NICE or niced_work_yields():
+    if not _pages_first_here():
         yield
         return
     with _PAGES.lock:
         _PAGES.drawing += 1
         _PAGES.nice_jobs()
-        if _PAGES.watcher is None:
-            _PAGES.watcher = threading.Thread(target=_PAGES.watch, name="pages-first", daemon=True)
-            _PAGES.watcher.start()
+        _watch()
     try:
         yield
     finally:
         with _PAGES.lock:
             _PAGES.drawing -= 1
             _PAGES.ended = time.monotonic()
-            _PAGES.nice_jobs()  # one the draw launched
+            _PAGES.nice_jobs()  # one the draw launched (started niced: start_nice)
