@@ -16,7 +16,7 @@ from glee_core.runs.recommend import recommend, recommendation_text
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.plan import plan_runs
-from glee_core.train.selection import fold_indices
+from glee_core.train.selection import choosing_rows, fold_indices
 from tests.conftest import TOY_WORDS, toy_rows
 
 QUICK = TrainConfig(mode="frozen", epochs=3, batch_size=16)
@@ -147,6 +147,25 @@ def test_dev_is_small_for_a_long_tail_and_the_folds_keep_every_class():
     assert all(set(labels[train]) >= {0, 1} for train, _ in parts)
     assert parts[0][1].tolist() == fold_indices(labels, 5, seed=1)[0][1].tolist()
     assert parts[0][1].tolist() != fold_indices(labels, 5, seed=2)[0][1].tolist()
+
+
+def test_a_fold_chooses_its_epoch_on_the_dev_texts_outside_it_never_on_the_held_out_ones():
+    """Each fold runs the run's protocol on what is left: the training texts outside the fold
+    train, the dev texts outside it choose the epoch; the held-out fold only scores. Choosing on
+    the held-out fold scored a trained head by its best of many looks at a few texts a class,
+    and ranked it above a closed-form probe that test ranked higher."""
+    labels = np.array([0] * 30 + [1] * 12 + [2] * 6 + [0] * 6 + [1] * 3 + [2] * 2)
+    n_train = 48  # then 11 dev texts
+    for fit_rows, held in fold_indices(labels, 5, seed=1):
+        train, dev = choosing_rows(fit_rows, n_train, labels, seed=1)
+        assert (train < n_train).all() and (dev >= n_train).all() and len(dev)
+        assert not set(held) & (set(train) | set(dev))
+        assert sorted([*train, *dev]) == sorted(fit_rows)
+    # a fold left with no dev text: a stratified part of what is left chooses
+    train, dev = choosing_rows(np.arange(n_train), n_train, labels, seed=1)
+    assert len(dev) and not set(train) & set(dev)
+    assert sorted([*train, *dev]) == list(range(n_train))
+    assert set(labels[dev]) == {0, 1, 2}  # stratified
 
 
 def test_a_dev_split_large_enough_chooses_by_dev(tmp_path):
