@@ -3,6 +3,8 @@ k-fold cross-validation on train + dev where the dev split is too small to choos
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from glee_core.models.backbone import trained_pooling
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.testing import save_tiny_sentence_encoder
+from glee_core.runs.record import CV_PROTOCOL
 from glee_core.runs.recommend import recommend, recommendation_text
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
@@ -134,6 +137,22 @@ def test_a_stored_run_without_cross_validation_gets_it_and_dev_or_cv_can_be_aske
         store,
     )
     assert three[0].metrics.cv.folds == 3 and len(three[0].metrics.cv.fold_f1) == 3
+    assert three[0].metrics.cv.protocol == CV_PROTOCOL
+    # stored before the folds chose their epoch outside the held-out fold: run again
+    metrics = three[0].path / "metrics.json"
+    values = json.loads(metrics.read_text())
+    del values["cv"]["protocol"]
+    metrics.write_text(json.dumps(values))
+    assert store.get(three[0].run_id).metrics.cv is None
+    renewed = run_experiments(
+        toy_dataset,
+        cls_tanh,
+        [1],
+        str(tiny_bert),
+        TrainConfig(mode="frozen", epochs=2, pooling="cls", cv_folds=3),
+        store,
+    )
+    assert renewed[0].metrics.cv.protocol == CV_PROTOCOL
     with pytest.raises(ValueError, match="another mode than --mode finetune"):
         TrainConfig(choose_by="cv")
 

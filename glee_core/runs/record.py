@@ -22,6 +22,7 @@ from ..models.modes import MODE_LABELS
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "ClassMetrics",
+    "CV_PROTOCOL",
     "CrossValidation",
     "DatasetRecord",
     "METRIC_KEYS",
@@ -308,11 +309,23 @@ class ClassMetrics:
     group: str = ""  # "head" or "tail"
 
 
+CV_PROTOCOL = 2  # CrossValidation.protocol of the folds run now
+
+
+def _current(cv: CrossValidation | None) -> CrossValidation | None:
+    """``cv`` where its folds chose as they do now, else None (a run stored with a
+    cross-validation of an older protocol is cross-validated again on the next launch)."""
+    return cv if cv is not None and cv.protocol == CV_PROTOCOL else None
+
+
 @dataclass(frozen=True)
 class CrossValidation:
     """A quick-mode head's k-fold cross-validation on train + dev (``glee_core.train.selection``):
     macro-F1 and tail F1 of the pooled out-of-fold predictions (``texts`` scored, each once, by a
-    head that never trained on it), each fold's macro-F1 and the seconds it took a head."""
+    head that never trained on it), each fold's macro-F1 and the seconds it took a head.
+    ``protocol``: how the folds chose a head's epoch (:data:`CV_PROTOCOL`: on the dev texts
+    outside the fold; 1, a record without it, on the held-out fold itself: read as no
+    cross-validation, so the next launch runs it again)."""
 
     folds: int
     f1: float
@@ -320,6 +333,7 @@ class CrossValidation:
     fold_f1: list[float]
     texts: int
     seconds: float = 0.0
+    protocol: int = CV_PROTOCOL
 
     @classmethod
     def from_dict(cls, values) -> CrossValidation:
@@ -334,6 +348,7 @@ class CrossValidation:
             fold_f1=[number(v, "cv.fold_f1") for v in fold_f1],
             texts=integer(values.get("texts"), "cv.texts"),
             seconds=number(values.get("seconds", 0.0), "cv.seconds"),
+            protocol=integer(values.get("protocol", 1), "cv.protocol"),
         )
 
 
@@ -429,5 +444,5 @@ class MetricsRecord:
             **best,
             **steps,
             select_metric=select,
-            cv=None if cv is None else CrossValidation.from_dict(cv),
+            cv=_current(None if cv is None else CrossValidation.from_dict(cv)),
         )
