@@ -397,7 +397,7 @@ def test_home_leads_from_the_quick_compare_to_fine_tuning_the_best_heads(app, ap
     # the store's fine-tuned runs (paper recipe on 96 texts) have no quick-mode twin with a
     # cross-validation to be put on its scale: said, not silently ranked on dev beside it
     assert "3 candidate(s) were left out of the choice" in advice
-    pooling = re.search(r", (cls|mean) pooling\)", advice)
+    pooling = re.search(r"\b(cls|mean) pooling\b", advice)  # in its setting, or said after
     assert pooling
     button = next(b for b in at.button if b.label.startswith("Fine-tune"))
     assert re.fullmatch(r"Fine-tune cls-relu \([0-9.]+(-[0-9.]+)? (s|min)\)", button.label)
