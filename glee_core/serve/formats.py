@@ -398,13 +398,16 @@ def export_onnx(run: Run, out: Path, quantize: str | None = None) -> tuple[list[
 
 def onnx_classifiers(out: Path, models: list[str]) -> dict:
     """An ``OnnxClassifier`` of the folder ``out`` (its own copy of ``onnx_classifier.py``,
-    loaded once) for each graph file in ``models``."""
+    loaded once) for each graph file in ``models``, its thread pool this job's share of the
+    cores (``cpu_turn``: onnxruntime's own default, every core, made a check beside a busy
+    process wait on the thread that shares its core)."""
     import importlib.util  # noqa: PLC0415
 
     spec = importlib.util.spec_from_file_location("onnx_classifier", out / "onnx_classifier.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {name: module.OnnxClassifier(out, model=name) for name in models}
+    threads = torch.get_num_threads()
+    return {name: module.OnnxClassifier(out, model=name, threads=threads) for name in models}
 
 
 def scores_on_test(run: Run, pred: np.ndarray) -> dict:

@@ -251,8 +251,8 @@ class OnnxScorer:
                 f"{folder} is not an ONNX classifier ({ONNX_SPEC} missing): export "
                 "it with --format onnx, or use --engine torch"
             )
-        try:
-            classifier = OnnxClassifier(folder)
+        try:  # onnxruntime's pool as large as this job's share of the cores (cpu_turn)
+            classifier = OnnxClassifier(folder, threads=torch.get_num_threads())
         except Exception as exc:  # noqa: BLE001 (bad JSON, a missing key, onnxruntime's own)
             raise GleeError(
                 f"{folder} is a damaged ONNX classifier ({one_line(exc)}); export it again"
