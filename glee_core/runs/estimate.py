@@ -89,9 +89,10 @@ CLS_HEAD_CLASS_POWER = 0.28
 # are three in four, while one run cannot set it alone among several.
 RATE_QUANTILE = 0.75
 # A fold of a quick compare's cross-validation against the head's own training: its training on
-# a larger share of the texts, its dev scoring on a larger held-out fold, and the closed-form
-# probes' refits (bench/selection.py measures it; the four compares above: 0.93-1.21, so a little
-# over their middle)
+# the training texts outside the fold, its epochs scored on the dev texts outside it, the
+# held-out fold scored once, and the closed-form probes' refits (the four compares above:
+# 0.93-1.21 when the held-out fold chose the epoch; r52-17's whole compare since, 0.70-0.82 of
+# its estimate beside a CPU hog, bench/quick_estimate.py; a store's first compare then measures it)
 CV_OVER_TRAINING = 1.2
 # A training step's fixed cost, whatever its batch (the optimizer's update, the launch of every
 # op): 0.18 s a step at batch 1 on 2 cores (a fine-tune of 64 demo texts: 0.195 s a step, its
