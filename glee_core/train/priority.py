@@ -13,10 +13,9 @@ privileges. Elsewhere a process's nice cannot come back up, and nothing changes 
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 import time
-
-import subprocess
 
 from ..core.environment import JOB_NICE, job_nice, niced_work_yields, set_group_nice
 
