@@ -108,51 +108,28 @@ def test_a_stored_run_without_cross_validation_gets_it_and_dev_or_cv_can_be_aske
     tiny_bert, toy_dataset, tmp_path
 ):
     store = RunStore(tmp_path / "runs")
-    cls_tanh = [get_method("cls-tanh")]
-    first = run_experiments(
-        toy_dataset,
-        cls_tanh,
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=2, pooling="cls", choose_by="dev"),
-        store,
-    )
-    assert first[0].metrics.cv is None  # asked to choose on dev: no folds
-    again = run_experiments(
-        toy_dataset,
-        cls_tanh,
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=2, pooling="cls"),
-        store,
-    )
-    assert again[0].run_id == first[0].run_id  # the same run, loaded, now cross-validated
-    assert again[0].metrics.cv is not None and again[0].metrics.f1 == first[0].metrics.f1
-    three = run_experiments(
-        toy_dataset,
-        cls_tanh,
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=2, pooling="cls", cv_folds=3),
-        store,
-    )
-    assert three[0].metrics.cv.folds == 3 and len(three[0].metrics.cv.fold_f1) == 3
-    assert three[0].metrics.cv.protocol == CV_PROTOCOL
+
+    def compare(**config):
+        settings = TrainConfig(mode="frozen", epochs=2, pooling="cls", **config)
+        return run_experiments(
+            toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert), settings, store
+        )[0]
+
+    first = compare(choose_by="dev")
+    assert first.metrics.cv is None  # asked to choose on dev: no folds
+    again = compare()
+    assert again.run_id == first.run_id  # the same run, loaded, now cross-validated
+    assert again.metrics.cv is not None and again.metrics.f1 == first.metrics.f1
+    three = compare(cv_folds=3)
+    assert three.metrics.cv.folds == 3 and len(three.metrics.cv.fold_f1) == 3
+    assert three.metrics.cv.protocol == CV_PROTOCOL
     # stored before the folds chose their epoch outside the held-out fold: run again
-    metrics = three[0].path / "metrics.json"
+    metrics = three.path / "metrics.json"
     values = json.loads(metrics.read_text())
     del values["cv"]["protocol"]
     metrics.write_text(json.dumps(values))
-    assert store.get(three[0].run_id).metrics.cv is None
-    renewed = run_experiments(
-        toy_dataset,
-        cls_tanh,
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=2, pooling="cls", cv_folds=3),
-        store,
-    )
-    assert renewed[0].metrics.cv.protocol == CV_PROTOCOL
+    assert store.get(three.run_id).metrics.cv is None
+    assert compare(cv_folds=3).metrics.cv.protocol == CV_PROTOCOL
     with pytest.raises(ValueError, match="another mode than --mode finetune"):
         TrainConfig(choose_by="cv")
 
