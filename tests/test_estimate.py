@@ -526,6 +526,49 @@ def test_niced_work_counts_at_the_share_it_keeps_beside_a_launch(monkeypatch, tm
     assert environment.other_cores_since(*marks) == pytest.approx(2.0)
 
 
+def test_where_the_kernel_shares_the_cpu_by_session_a_busy_session_keeps_its_share_only(
+    monkeypatch, tmp_path
+):
+    """Beside a 2-thread matrix product in a session of its own the demo's compare took what it
+    takes alone where the estimate counted two cores' worth of work (x2, the first self-training
+    0.41 of its estimate): a launch leads a session of its own, and the kernel's autogroup gives
+    each busy session its share whatever its threads."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from glee_core.core import environment
+    from glee_core.runs.busy import slowdown
+
+    knob = tmp_path / "sched_autogroup_enabled"
+    monkeypatch.setattr(environment, "AUTOGROUP", knob)
+    knob.write_text("1\n")
+    assert environment.session_share_cap(2.0, 1, 2) == 1.0  # one session: a core of two
+    assert environment.session_share_cap(1.0, 1, 2) == 1.0  # a one-thread hog: as it is
+    assert environment.session_share_cap(2.0, 2, 2) == pytest.approx(4 / 3)
+    assert environment.session_share_cap(2.0, 0, 2) == 2.0  # no busy session seen: as it is
+    assert slowdown(environment.session_share_cap(2.0, 1, 2), 2) < 1.5 < slowdown(2.0, 2)
+    knob.write_text("0\n")  # processes weigh by their threads and nice
+    assert environment.session_share_cap(2.0, 1, 2) == 2.0
+    # sessions counted from /proc: a busy loop in a session of its own, this one's left out
+    loop = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        before = environment.session_cpu_seconds()
+        assert os.getsid(0) in before
+        busy_loop = os.getsid(loop.pid)
+        wait = 0.6
+        time.sleep(wait)
+        after = environment.session_cpu_seconds()
+        assert after[busy_loop] > before.get(busy_loop, 0.0)
+        counted = environment.busy_sessions(before, after, wait, {os.getsid(0)})
+        assert counted >= 1
+        assert environment.busy_sessions(before, after, wait, {os.getsid(0), busy_loop}) < counted
+    finally:
+        loop.kill()
+        loop.wait()
+
+
 def test_heads_over_many_classes_and_steps_of_small_batches_cost_more(toy_dataset):
     """A 2,000-class upload's quick compare was estimated 10x short (a head's cost grows with
     its classes); LoRA at batch 1 was estimated at 24 min for a job of hours (E5: a step's fixed

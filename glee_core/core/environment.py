@@ -231,6 +231,48 @@ def process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def session_cpu_seconds() -> dict[int, float]:
+    """The CPU seconds the live processes of each session have used (``/proc/<pid>/stat``: its
+    session id, user + system), by session id; {} where there is no ``/proc``."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    sessions: dict[int, float] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", encoding="ascii") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                sid, seconds = int(fields[3]), (float(fields[11]) + float(fields[12])) / tick
+            except (OSError, ValueError, IndexError):  # gone meanwhile
+                continue
+            sessions[sid] = sessions.get(sid, 0.0) + seconds
+    return sessions
+
+
+def busy_sessions(
+    before: dict[int, float], after: dict[int, float], seconds: float, leave_out: set[int]
+) -> int:
+    """How many sessions (:func:`session_cpu_seconds` ``before`` and ``after`` ``seconds``),
+    those in ``leave_out`` aside, worked a quarter of a core or more meanwhile."""
+    return sum(
+        1
+        for sid, used in after.items()
+        if sid not in leave_out and (used - before.get(sid, 0.0)) / max(seconds, 1e-3) >= 0.25
+    )
+
+
+def session_share_cap(others: float, sessions: int, cores: int) -> float:
+    """``others`` cores' worth of other work as it weighs against a launch where the kernel
+    shares the CPU by session (``sched_autogroup``; a job leads a session of its own): the
+    ``sessions`` busy ones keep at most ``sessions / (sessions + 1)`` of the cores, whatever their
+    threads (beside a 2-thread matrix product in one session the demo's compare took what it
+    takes alone, estimated x2). As it is elsewhere, or where no busy session was seen."""
+    if sessions < 1 or niced_work_yields():
+        return others
+    return min(others, cores * sessions / (sessions + 1))
+
+
 def cpu_times() -> tuple[float, float, float] | None:
     """How busy the CPUs this process may run on have been: (busy, total, niced) jiffies since
     boot (Linux's ``/proc/stat``, the lines of those CPUs: a process held to some cores of a

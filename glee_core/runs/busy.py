@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from ..core.environment import (
+    busy_sessions,
     core_count,
     cores_after_launch,
     cpu_jobs_dir,
@@ -24,6 +25,8 @@ from ..core.environment import (
     niced_discount,
     other_cores_since,
     process_cpu_seconds,
+    session_cpu_seconds,
+    session_share_cap,
     spare_cores,
 )
 
@@ -71,15 +74,16 @@ def work_beside(seconds: float = 0.5) -> tuple[float, float, int] | None:
     """What works on this CPU over ``seconds``: (other processes' cores' worth, glee's own CPU
     jobs' cores' worth, how many of those), or None where ``/proc/stat`` is not there. Other
     processes count as busy as they are, at a lower priority at the share they keep beside a
-    launch (``core.environment.other_cores_since``); the one asking (the app's web process
-    drawing the page) not at all."""
+    launch (``core.environment.other_cores_since``), and where the kernel shares the CPU by
+    session no more than their sessions' share (``core.environment.session_share_cap``); the
+    one asking (the app's web process drawing the page) not at all."""
     cores = core_count()
     jobs = live_cpu_jobs(cpu_jobs_dir())
-    mark, used_before = load_mark(), _jobs_cpu(jobs)
+    mark, used_before, sessions_before = load_mark(), _jobs_cpu(jobs), session_cpu_seconds()
     if mark is None:
         return None
     time.sleep(seconds)
-    now, used_after = load_mark(), _jobs_cpu(jobs)
+    now, used_after, sessions_after = load_mark(), _jobs_cpu(jobs), session_cpu_seconds()
     if now is None:
         return None
     took = max(now[0] - mark[0], 1e-3)
@@ -90,7 +94,19 @@ def work_beside(seconds: float = 0.5) -> tuple[float, float, int] | None:
     # here: where niced work is discounted, their share is added back
     busy = min(float(cores), other_cores_since(mark, now) + max(0.0, niced) * niced_discount())
     glee = min(busy, max(0.0, used))
-    return busy - glee, glee, len(jobs)
+    ours = {os.getsid(0)} | {_session(pid) for pid in jobs}  # the asker's and the jobs'
+    others = session_share_cap(
+        busy - glee, busy_sessions(sessions_before, sessions_after, took, ours), cores
+    )
+    return others, glee, len(jobs)
+
+
+def _session(pid: int) -> int:
+    """The session of process ``pid`` (-1 where it is gone)."""
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return -1
 
 
 def beside(others: float, glee: float, jobs: int) -> float:
