@@ -546,7 +546,14 @@ def test_where_the_kernel_shares_the_cpu_by_session_a_busy_session_keeps_its_sha
     knob.write_text("1\n")
     assert environment.session_share_cap(2.0, 1, 2) == 1.0  # one session: a core of two
     assert environment.session_share_cap(1.0, 1, 2) == 1.0  # a one-thread hog: as it is
-    assert environment.session_share_cap(2.0, 2, 2) == pytest.approx(4 / 3)
+    # two busy sessions on two cores, or one on one core: the launch's one thread gets a
+    # third, or a half, of a core, as slowdown counts a core's worth each beside it
+    assert environment.session_share_cap(2.0, 2, 2) == 2.0
+    one_thread = slowdown(1.0, 2)  # a launch on one thread of two, with its core to itself
+    assert slowdown(environment.session_share_cap(2.0, 2, 2), 2) == pytest.approx(one_thread * 1.5)
+    assert environment.session_share_cap(1.0, 1, 1) == 1.0
+    assert slowdown(environment.session_share_cap(1.0, 1, 1), 1) == pytest.approx(2.0)
+    assert environment.session_share_cap(16.0, 1, 16) == 8.0  # a 16-thread session: half
     assert environment.session_share_cap(2.0, 0, 2) == 2.0  # no busy session seen: as it is
     assert slowdown(environment.session_share_cap(2.0, 1, 2), 2) < 1.5 < slowdown(2.0, 2)
     knob.write_text("0\n")  # processes weigh by their threads and nice

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -169,8 +168,8 @@ def test_the_same_report_twice_runs_once_and_a_stopped_one_can_run_again(
 def job_priority(pid: int) -> int:
     """How far process ``pid`` yields the CPU: its session's group's nice where the kernel
     groups by session and let it be set, else its own."""
-    group = "0" if niced_work_yields() else Path(f"/proc/{pid}/autogroup").read_text().split()[-1]
-    return int(group) or os.getpriority(os.PRIO_PROCESS, pid)
+    group = 0 if niced_work_yields() else environment.group_nice(pid)
+    return group or os.getpriority(os.PRIO_PROCESS, pid)
 
 
 def test_a_command_run_from_a_shell_keeps_its_priority_whatever_the_jobs_setting():

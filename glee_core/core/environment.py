@@ -220,31 +220,43 @@ def core_count() -> int:
     return len(cores) if cores else os.cpu_count() or 1
 
 
-def process_cpu_seconds(pid: int) -> float | None:
-    """The CPU seconds process ``pid`` has used (user + system, ``/proc/<pid>/stat``), or None
-    where it is gone or there is no ``/proc``."""
+def proc_stat(pid: int | str) -> list[str] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name (Linux: state, parent, group,
+    session ... user and system ticks at 11 and 12, start at 19), or None where the process is
+    gone or there is no ``/proc``."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return None
 
 
+def _cpu_seconds(fields: list[str]) -> float:
+    """User + system seconds of a :func:`proc_stat` (ValueError, IndexError on a foreign one)."""
+    return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """The CPU seconds process ``pid`` has used (user + system, ``/proc/<pid>/stat``), or None
+    where it is gone or there is no ``/proc``."""
+    fields = proc_stat(pid)
+    with contextlib.suppress(ValueError, IndexError):
+        return None if fields is None else _cpu_seconds(fields)
+    return None
+
+
 def session_cpu_seconds() -> dict[int, float]:
-    """The CPU seconds the live processes of each session have used (``/proc/<pid>/stat``: its
+    """The CPU seconds the live processes of each session have used (:func:`proc_stat`: its
     session id, user + system), by session id; {} where there is no ``/proc``."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     sessions: dict[int, float] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
+            fields = proc_stat(entry.name) if entry.name.isdigit() else None
+            if fields is None:  # not a process, or gone meanwhile
                 continue
             try:
-                with open(f"/proc/{entry.name}/stat", encoding="ascii") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                sid, seconds = int(fields[3]), (float(fields[11]) + float(fields[12])) / tick
-            except (OSError, ValueError, IndexError):  # gone meanwhile
+                sid, seconds = int(fields[3]), _cpu_seconds(fields)
+            except (ValueError, IndexError):
                 continue
             sessions[sid] = sessions.get(sid, 0.0) + seconds
     return sessions
@@ -265,12 +277,14 @@ def busy_sessions(
 def session_share_cap(others: float, sessions: int, cores: int) -> float:
     """``others`` cores' worth of other work as it weighs against a launch where the kernel
     shares the CPU by session (``sched_autogroup``; a job leads a session of its own): the
-    ``sessions`` busy ones keep at most ``sessions / (sessions + 1)`` of the cores, whatever their
-    threads (beside a 2-thread matrix product in one session the demo's compare took what it
-    takes alone, estimated x2). As it is elsewhere, or where no busy session was seen."""
+    ``sessions`` busy ones keep ``sessions / (sessions + 1)`` of the cores, whatever their
+    threads, and a core's worth each at least (beside them a launch keeps one thread, which
+    gets a session's share of a core: ``runs.busy.slowdown`` counts it so). Beside a 2-thread
+    matrix product in one session the demo's compare took what it takes alone, estimated x2.
+    As it is elsewhere, or where no busy session was seen."""
     if sessions < 1 or niced_work_yields():
         return others
-    return min(others, cores * sessions / (sessions + 1))
+    return min(others, max(cores * sessions / (sessions + 1), float(sessions)))
 
 
 def cpu_times() -> tuple[float, float, float] | None:

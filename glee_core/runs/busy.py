@@ -23,6 +23,7 @@ from ..core.environment import (
     live_cpu_jobs,
     load_mark,
     niced_discount,
+    niced_work_yields,
     other_cores_since,
     process_cpu_seconds,
     session_cpu_seconds,
@@ -79,11 +80,13 @@ def work_beside(seconds: float = 0.5) -> tuple[float, float, int] | None:
     one asking (the app's web process drawing the page) not at all."""
     cores = core_count()
     jobs = live_cpu_jobs(cpu_jobs_dir())
-    mark, used_before, sessions_before = load_mark(), _jobs_cpu(jobs), session_cpu_seconds()
+    # where the kernel shares the CPU by session, the busy sessions count: each scans /proc
+    sessions = dict if niced_work_yields() else session_cpu_seconds
+    mark, used_before, sessions_before = load_mark(), _jobs_cpu(jobs), sessions()
     if mark is None:
         return None
     time.sleep(seconds)
-    now, used_after, sessions_after = load_mark(), _jobs_cpu(jobs), session_cpu_seconds()
+    now, used_after, sessions_after = load_mark(), _jobs_cpu(jobs), sessions()
     if now is None:
         return None
     took = max(now[0] - mark[0], 1e-3)
@@ -94,11 +97,18 @@ def work_beside(seconds: float = 0.5) -> tuple[float, float, int] | None:
     # here: where niced work is discounted, their share is added back
     busy = min(float(cores), other_cores_since(mark, now) + max(0.0, niced) * niced_discount())
     glee = min(busy, max(0.0, used))
-    ours = {os.getsid(0)} | {_session(pid) for pid in jobs}  # the asker's and the jobs'
-    others = session_share_cap(
-        busy - glee, busy_sessions(sessions_before, sessions_after, took, ours), cores
+    # other work in the asker's own session shares the CPU with it by threads (a command run
+    # from a shell beside another there): counted whole, as where sessions do not count
+    asker = os.getsid(0)
+    mine = sessions_after.get(asker, 0.0) - sessions_before.get(asker, 0.0) - (now[2] - mark[2])
+    counted = (
+        0
+        if mine / took >= 0.25
+        else busy_sessions(
+            sessions_before, sessions_after, took, {asker} | {_session(pid) for pid in jobs}
+        )
     )
-    return others, glee, len(jobs)
+    return session_share_cap(busy - glee, counted, cores), glee, len(jobs)
 
 
 def _session(pid: int) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..core.environment import job_nice, niced_from_the_start
+from ..core.environment import job_nice, niced_from_the_start, proc_stat
 from ..core.errors import INTERRUPTED, GleeError
 from ..core.events import Event, ProgressState, fold, read_events
 from ..core.files import write_json_atomic
@@ -51,25 +51,17 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 LOG_LINES = 40  # the last lines of a job's log the jobs panel shows
 
 
-def _proc_stat(pid: int) -> list[str] | None:
-    """Fields of ``/proc/<pid>/stat`` after the command name (Linux), or None."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def process_start(pid: int) -> str | None:
     """When ``pid`` started (clock ticks since boot, Linux): with the pid, it names one process,
     even after the pid is reused. None where /proc is missing."""
-    stat = _proc_stat(pid)
+    stat = proc_stat(pid)
     return stat[19] if stat and len(stat) > 19 else None
 
 
 def _alive(pid: int, started: str | None = None) -> bool:
     """Is the process ``pid`` (started at ``started``, when known) still running? A zombie
     (exited, not yet reaped) and a reused pid count as gone."""
-    stat = _proc_stat(pid)
+    stat = proc_stat(pid)
     if stat is not None:
         return stat[0] != "Z" and (started is None or stat[19] == started)
     try:
