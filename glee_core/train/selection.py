@@ -90,23 +90,23 @@ def cross_validate(
     for number, (fit_rows, held_rows) in enumerate(parts, 1):
         progress(CrossValidating(fold=number, folds=folds, heads=len(setups)))
         train_rows, dev_rows = choosing_rows(fit_rows, n_train, labels, seed)
-        fold_setups = []
+        cut = {}  # this fold's splits and held-out part of each input, cut once for its heads
+        fold_setups, held_parts = [], []
         for setup in setups:
             key = id(setup.splits["train"])
             if key not in merged:
                 merged[key] = _merged(setup.splits["train"], setup.splits["dev"])
-            whole = merged[key]
-            fold_setups.append(
-                replace(
-                    setup,
-                    progress=quiet,
-                    notes=[],
-                    splits={"train": whole.subset(train_rows), "dev": whole.subset(dev_rows)},
-                )
-            )
+            if key not in cut:
+                whole = merged[key]
+                splits = {"train": whole.subset(train_rows), "dev": whole.subset(dev_rows)}
+                cut[key] = splits, whole.subset(held_rows)
+            splits, held = cut[key]
+            fold_setups.append(replace(setup, progress=quiet, notes=[], splits=splits))
+            held_parts.append(held)
         fitted_heads = fit_packs(fold_setups)
-        for i, (setup, fitted) in enumerate(zip(fold_setups, fitted_heads, strict=True)):
-            held = merged[id(setups[i].splits["train"])].subset(held_rows)
+        for i, (setup, fitted, held) in enumerate(
+            zip(fold_setups, fitted_heads, held_parts, strict=True)
+        ):
             logits = scored_logits(setup, fitted.model, held)[0]
             pred = logits.argmax(1)
             out_of_fold[i][held_rows] = pred
