@@ -73,7 +73,8 @@ def main(argv=None) -> int:
         else None
     )
     timings: list[tuple[str, float]] = []
-    with tempfile.TemporaryDirectory() as tmp:
+    # a job the server started may still be writing its folder as the walk ends
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         folder = Path(args.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
         csv = Path(args.csv) if args.csv else Path(r52_17(Path(args.data_dir), folder)[4:])
