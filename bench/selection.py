@@ -20,8 +20,9 @@ best candidate in hindsight (by mean test macro-F1: what no choice can know):
 * rules against the winner's curse, each shown every seed and the one-click flow's runs: ``one
   standard error, simpler`` (a closed-form probe within one standard error of the best before a
   trained head), ``shrunk`` (each score shrunk toward its family's mean by its noise) and
-  ``ensemble of the contenders`` (the candidates within a standard error of the best, at most
-  5, their test probabilities averaged at each seed).
+  ``ensemble of the contenders`` (the recommendation's own: ``glee_core.runs.ensemble``, the
+  candidates within a standard error of the best, at most 5, their test probabilities averaged
+  at each seed; the pick alone where none is within it).
 
 Prints a Markdown table for BENCHMARKS.md and the wall time of each compare. Run by hand; CI
 never runs it.
@@ -112,9 +113,6 @@ def one_click(runs):
     ]
 
 
-ENSEMBLE_MOST = 5  # contenders averaged, at most
-
-
 def cv_frame(runs) -> pd.DataFrame:
     """Each candidate's cross-validated score (%) over the seeds it has in ``runs``: ``score``
     (mean), ``se`` (its standard error: over seeds, or one seed's folds), ``seeds``, and whether
@@ -174,14 +172,6 @@ def shrunk_rule(frame: pd.DataFrame) -> tuple[str, str]:
     return row["setting"], row["method"]
 
 
-def contenders(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    """The candidates within one standard error of the best (its own and theirs, the larger),
-    best first, at most :data:`ENSEMBLE_MOST`."""
-    best = frame.iloc[0]
-    near = frame[best["score"] - frame["score"] <= np.maximum(best["se"], frame["se"])]
-    return list(zip(near["setting"], near["method"], strict=True))[:ENSEMBLE_MOST]
-
-
 def ensemble_scores(members: list[tuple[str, str]], all_runs, dataset) -> tuple[float, float]:
     """Test macro-F1 and tail F1 (%) of ``members``' probabilities averaged, mean over the seeds
     every member has."""
@@ -236,7 +226,10 @@ def rule_rows(name, label, seen, all_runs, dataset, scores, best) -> list[list[s
                 name, f"{rule} ({label})", f"`{method}` ({reads})", scores, best, (setting, method)
             )
         )
-    members = contenders(frame)
+    rec = recommend(seen)  # the library's rule: the one-click answer where it averages
+    members = [
+        (p.setting, p.method) for p in (rec.ensemble.members if rec.ensemble else [rec.chosen])
+    ]
     f1, tail_f1 = ensemble_scores(members, all_runs, dataset)
     candidate = " + ".join(
         f"`{m}` ({'mean' if 'mean pooling' in setting else 'cls'})" for setting, m in members

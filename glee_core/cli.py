@@ -43,6 +43,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 RUN_HELP = "a run directory, or a run id of the store (--runs-dir)"
+RUNS_HELP = (  # predict and export: an ensemble too
+    f"{RUN_HELP}; several joined by commas (A,B,C): their probabilities averaged (the "
+    "recommendation's ensemble)"
+)
 
 
 def _add_runs_dir(parser: argparse.ArgumentParser) -> None:
@@ -160,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         "exported classifier; writes the rows with the predictions",
     )
     source = predict.add_mutually_exclusive_group()
-    source.add_argument("--run", help=RUN_HELP)
+    source.add_argument("--run", help=RUNS_HELP)
     source.add_argument("--classifier", help="a folder written by export")
     predict.add_argument("--input", help="CSV of texts (any delimiter/encoding)")
     predict.add_argument("--text-column", help="the text column (default: text, sentence, ...)")
@@ -183,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export", help="write a run as a self-contained classifier folder with a model card"
     )
-    export.add_argument("--run", help=RUN_HELP)
+    export.add_argument("--run", help=RUNS_HELP)
     _add_runs_dir(export)
     export.add_argument("--out", help="a new folder")
     _add_job(export, "export")

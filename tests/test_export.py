@@ -588,3 +588,47 @@ def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp
     table = card[card.index("| class | group |") :].split("\n\n")[0].splitlines()
     assert len(table) == 2 + len(hostile)  # one row a class: nothing split or broken
     assert all(row.count(" | ") == 7 for row in table[2:])  # eight cells each
+
+
+def test_an_ensemble_of_runs_predicts_exports_and_loads_as_their_probabilities_averaged(
+    runs, toy_dataset, tmp_path, capsys
+):
+    """The recommendation's ensemble outside the lab (issue #81): ``predict --run A,B`` scores
+    with the runs' probabilities averaged; ``export --run A,B`` writes one folder that
+    ``load_classifier`` reads back as the same average; the forms that hold one classifier
+    refuse in one line, and a damaged ensemble manifest is one error naming it."""
+    a, b = runs["finetune"], runs["frozen"]
+    texts = toy_dataset.splits["test"]["text"].tolist()[:6]
+    expected = (score_texts(a, texts) + score_texts(b, texts)) / 2
+    path = tmp_path / "in.csv"
+    pd.DataFrame({"text": texts}).to_csv(path, index=False)
+    both = f"{a.path},{b.path}"
+    assert (
+        main(["predict", "--run", both, "--input", str(path), "--out", str(tmp_path / "p.csv")])
+        == 0
+    )
+    capsys.readouterr()
+    table = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert list(table["pred"]) == list(expected.idxmax(axis=1))
+    np.testing.assert_allclose(table["probability"], expected.max(axis=1), rtol=1e-4, atol=1e-5)
+    assert "label_word" not in table  # averaged probabilities, no one label word scored them
+
+    out = tmp_path / "ensemble"
+    assert main(["export", "--run", both, "--out", str(out)]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert {"glee_ensemble.json", "README.md", "member-1/model.safetensors"} <= set(files)
+    card = (out / "README.md").read_text()
+    assert "An ensemble of 2 classifiers" in card and a.run_id in card and b.run_id in card
+    loaded = load_classifier(out)
+    np.testing.assert_allclose(loaded.predict_proba(texts), expected.to_numpy(), atol=1e-5)
+    assert loaded.predict(texts) == list(expected.idxmax(axis=1))
+
+    assert main(["export", "--run", both, "--out", str(tmp_path / "o"), "--format", "onnx"]) == 2
+    assert "--format onnx holds one classifier; an ensemble of 2 runs leaves as the studio's" in (
+        capsys.readouterr().err
+    )
+    assert main(["export", "--run", f"{a.path},{a.path}", "--out", str(tmp_path / "t")]) == 2
+    assert "names a run twice" in capsys.readouterr().err
+    (out / "glee_ensemble.json").write_text('{"format_version": 1, "members": ["../x"]}')
+    with pytest.raises(GleeError, match="glee_ensemble.json is damaged"):
+        load_classifier(out)

@@ -4,6 +4,8 @@ spread, and the next steps; the results table highlights the same choice."""
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from glee_core.models.config import TrainConfig
@@ -57,6 +59,7 @@ class FakeRun:
     folds: list[float] | None = None
     pooling: str = "cls"
     lp_ft_from: str = ""
+    wrong: list[int] | None = None  # the test texts it gets wrong (default: by ``test``)
 
     @property
     def run_id(self):
@@ -78,7 +81,22 @@ class FakeRun:
             method=get_method(self.method),
             model=SimpleNamespace(name="m"),
             tuning={"lp_ft_from": self.lp_ft_from} if self.lp_ft_from else {},
+            dataset=SimpleNamespace(classes=["a", "b"], head_classes=["a"], tail_classes=["b"]),
         )
+
+    @property
+    def predictions(self):  # 100 test texts, a and b in turn
+        return pd.DataFrame({"gold": ["a", "b"] * 50})
+
+    @property
+    def logits(self):
+        """Right on the first ``test`` share of the texts (or on those ``wrong`` does not
+        name), wrong on the rest, each by a margin of 1."""
+        gold = np.array([0, 1] * 50)
+        wrong = self.wrong if self.wrong is not None else range(round(100 * self.test), 100)
+        pred = gold.copy()
+        pred[list(wrong)] = 1 - pred[list(wrong)]
+        return np.eye(2)[pred]
 
     @property
     def metrics(self):
@@ -274,7 +292,12 @@ def test_a_tie_keeps_the_frozen_head_and_names_every_candidate_it_ties_with():
         ("cls-relu-pt-ln-la", "frozen"),
         ("cls-relu-pt-ln-la", "finetune"),
     }
-    assert "the data cannot tell these apart" in recommendation_text(rec)
+    text = recommendation_text(rec)  # the three averaged, each named (the tuned one's mode)
+    assert (
+        "**Use the average of the top 3**: `cls-relu-ln` (cls), `cls-relu-pt-ln-la` (cls), " in text
+    )
+    assert "`cls-relu-pt-ln-la` (cls) (m · finetune) are within one standard error" in text
+    assert "the data cannot tell them apart" in text
     # chosen on dev with one seed (no spread known): the ties are still named
     on_dev = recommend([replace(r, folds=None) for r in (tuned, other, stage)])
     text = recommendation_text(on_dev)
@@ -283,3 +306,58 @@ def test_a_tie_keeps_the_frozen_head_and_names_every_candidate_it_ties_with():
     # a lift on dev, however small, is evidence: the tuned run is chosen then
     lifted = replace(tuned, dev=1.0 + 1e-3)
     assert recommend([lifted, other, stage]).chosen.mode == "finetune"
+
+
+def test_candidates_within_a_standard_error_of_the_best_are_averaged_and_that_is_the_answer():
+    """The winner's curse (issue #81): three heads within one standard error of the best by
+    cross-validation over two seeds, each wrong on a different fifth of the test texts; their
+    probabilities averaged are right wherever two of them are, so the answer is the average,
+    scored on test at every seed all three have, and the text says the data cannot tell them
+    apart. A head
+    outside the error is not a member; one seed shared is enough, none is no ensemble."""
+    folds = {
+        "cls-relu-pt-ln": [0.70, 0.68, 0.72, 0.69, 0.71],  # 70, seed 2 72: 71 ± 1.0 (its error)
+        "probe-balanced": [0.69, 0.70, 0.68, 0.71, 0.67],  # 70: within it
+        "cls-tanh": [0.70, 0.66, 0.69, 0.70, 0.70],  # 70
+        "prompt": [0.60, 0.61, 0.59, 0.60, 0.60],  # 61: out
+    }
+    wrong = {
+        "cls-relu-pt-ln": range(0, 20),
+        "probe-balanced": range(20, 40),
+        "cls-tanh": range(40, 60),
+        "prompt": range(0, 60),
+    }
+    runs = [
+        FakeRun(m, seed, 0.7, 0.8, folds=[x + (seed - 1) / 50 for x in f], wrong=list(wrong[m]))
+        for m, f in folds.items()
+        for seed in (1, 2)
+    ]
+    rec = recommend(runs)
+    e = rec.ensemble
+    assert rec.chosen.method == "cls-relu-pt-ln" and e is not None
+    # best first; a tie keeps the registry's order
+    assert [p.method for p in e.members] == ["cls-relu-pt-ln", "cls-tanh", "probe-balanced"]
+    assert e.seeds == 2 and e.f1 == pytest.approx(100.0) and e.tail_f1 == pytest.approx(100.0)
+    assert e.run_ids == [
+        "cls-relu-pt-ln-frozen-cls-s1",
+        "cls-tanh-frozen-cls-s1",
+        "probe-balanced-frozen-cls-s1",
+    ]
+    text = recommendation_text(rec)
+    assert text.startswith(
+        "**Use the average of the top 3**: `cls-relu-pt-ln` (cls), `cls-tanh` (cls), "
+        "`probe-balanced` (cls) are within one standard error of the best of 4 by 5-fold "
+        "cross-validation on train + dev (71.0 ± 1.4)"
+    )
+    assert (
+        "averages their probabilities: on test, macro-F1 100.0 ± 0.0 and tail F1 100.0 ± 0.0 "
+        "over 2 seeds; `cls-relu-pt-ln` alone: 80.0 ± 0.0 and 78.0 ± 0.0 over 2 seeds" in text
+    )
+    assert "Within its spread" not in text  # the members are the ones within it
+    # the members share no seed: nothing to average
+    apart = [r for r in runs if not (r.method == "cls-tanh" and r.seed == 1)]
+    apart = [r for r in apart if not (r.method != "cls-tanh" and r.seed == 2)]
+    assert recommend(apart).ensemble is None
+    # alone at the top: no ensemble; chosen on dev: none either
+    assert recommend([r for r in runs if r.method in ("cls-relu-pt-ln", "prompt")]).ensemble is None
+    assert recommend([replace(r, folds=None) for r in runs]).ensemble is None

@@ -136,22 +136,20 @@ def predictions_csv(table) -> str:
 
 def predict(args) -> int:
     from ..core.devices import resolve_device
-    from ..core.files import write_atomic
+    from ..serve.ensemble import EnsembleScorer, run_ids
     from ..serve.export import load_classifier, onnx_folder
-    from ..serve.inference import (
-        ONNX_SPEC,
-        OnnxScorer,
-        Scorer,
-        blank_warning,
-        load_run,
-        predict_csv,
-    )
+    from ..serve.inference import ONNX_SPEC, OnnxScorer, Scorer, load_run
 
     if getattr(args, "request", None):
         return _predict_request(args)
     if not args.input or not args.out or not (args.run or args.classifier):
         raise GleeError("predict needs --run or --classifier, --input and --out (or --request)")
     device = resolve_device(args.device).type
+    if args.run and len(ids := run_ids(args.run)) > 1:  # an ensemble: the runs averaged
+        if args.engine == "onnx":
+            raise GleeError("--engine onnx scores one run; an ensemble of runs needs torch")
+        runs = [load_run(one, args.runs_dir) for one in ids]
+        return _predicted(args, EnsembleScorer.for_runs(runs, device))
     run = load_run(args.run, args.runs_dir) if args.run else None
     onnx = args.engine == "onnx" or (
         args.engine == "auto" and run is None and (Path(args.classifier) / ONNX_SPEC).is_file()
@@ -166,6 +164,14 @@ def predict(args) -> int:
         scorer = OnnxScorer.from_folder(args.classifier, run)
     else:
         scorer = Scorer.for_run(run, device) if run else load_classifier(args.classifier, device)
+    return _predicted(args, scorer)
+
+
+def _predicted(args, scorer) -> int:
+    """``predict``'s input classified by ``scorer`` into its ``--out``, with a bar."""
+    from ..core.files import write_atomic
+    from ..serve.inference import blank_warning, predict_csv
+
     bars: list[tqdm] = []
 
     def progress(done: int, total: int) -> None:  # the bar opens once the input has been read
@@ -287,6 +293,7 @@ def calibrate(args) -> int:
 
 
 def export(args) -> int:
+    from ..serve.ensemble import export_ensemble, run_ids
     from ..serve.export import export_run
     from ..serve.inference import load_run
 
@@ -294,13 +301,23 @@ def export(args) -> int:
         return _export_request(args)
     if not args.run or not args.out:
         raise GleeError("export needs --run and --out (or --request FILE)")
-    out = export_run(
-        load_run(args.run, args.runs_dir),
-        args.out,
-        args.include_backbone,
-        args.format,
-        args.quantize,
-    )
+    if len(ids := run_ids(args.run)) > 1:  # an ensemble: the studio's folder alone carries it
+        if args.format != "glee" or args.quantize:
+            raise GleeError(
+                f"--format {args.format} holds one classifier; an ensemble of {len(ids)} runs "
+                "leaves as the studio's folder (--format glee), without --quantize"
+            )
+        out = export_ensemble(
+            [load_run(one, args.runs_dir) for one in ids], args.out, args.include_backbone
+        )
+    else:
+        out = export_run(
+            load_run(args.run, args.runs_dir),
+            args.out,
+            args.include_backbone,
+            args.format,
+            args.quantize,
+        )
     files = {
         p.relative_to(out).as_posix(): p.stat().st_size
         for p in sorted(out.rglob("*"))

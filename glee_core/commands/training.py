@@ -196,6 +196,12 @@ def result_table(runs) -> str:
     rec = recommend(runs)
     if rec is not None:
         text += "\n\n" + re.sub(r"\*\*|`", "", recommendation_text(rec)) + "\n"
+        if rec.ensemble is not None:
+            text += (
+                "Take the average with you: python -m glee_core export --run "
+                + ",".join(rec.ensemble.run_ids)
+                + " --out DIR (predict --run takes the same ids)\n"
+            )
     return text
 
 

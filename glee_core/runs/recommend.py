@@ -29,6 +29,7 @@ import pandas as pd
 from ..core.errors import GleeError, first_few
 from ..models.config import POOLINGS
 from ..models.methods import METHODS
+from .ensemble import Ensemble, ensemble_of
 from .metrics import within_noise
 from .store import Run
 from .tables import aggregate
@@ -140,7 +141,10 @@ class Recommendation:
     """The candidate best by ``basis`` (``dev`` or ``cv``) among a dataset's runs, the others
     within noise of it (``close``; empty when no spread is known), how many candidates there
     were, those left out of a cross-validated choice (``unscored``: stored without it), and the
-    next steps (:class:`NextStep`; :func:`order_steps` orders them by cost)."""
+    next steps (:class:`NextStep`; :func:`order_steps` orders them by cost); ``ensemble``:
+    where the choice was cross-validated and the best few are within one standard error of each
+    other, their probabilities averaged (:mod:`glee_core.runs.ensemble`), which is then the
+    answer."""
 
     chosen: Pick
     close: tuple[Pick, ...]
@@ -150,6 +154,7 @@ class Recommendation:
     contenders: tuple[Pick, ...] = ()  # the best few by score, with their wins
     unscored: int = 0
     folds: int = 0
+    ensemble: Ensemble | None = None
 
     def step(self, kind: str) -> NextStep | None:
         """Its next step of ``kind`` (``finetune-one``, ``finetune``, ``seeds``), if it has one."""
@@ -324,7 +329,15 @@ def recommend(runs: list[Run]) -> Recommendation | None:
         same = [r for r in runs if r.setting == chosen.setting]
         steps.append(NextStep("seeds", tuple(ranked(same)["method"].head(FINETUNE_TOP))))
     return Recommendation(
-        chosen, close, len(picks), tuple(steps), basis, tuple(contenders), unscored, folds
+        chosen,
+        close,
+        len(picks),
+        tuple(steps),
+        basis,
+        tuple(contenders),
+        unscored,
+        folds,
+        ensemble_of(picks, runs) if basis == CV else None,
     )
 
 
@@ -418,6 +431,21 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
         f"macro-F1 {_score(c.f1, c.f1_std)} and tail F1 {_score(c.tail_f1, c.tail_f1_std)} "
         f"over {seeds}."
     ]
+    if (e := rec.ensemble) is not None:
+        shared = f"{e.seeds} seed{'s' if e.seeds != 1 else ''}"
+        lines = [
+            f"**Use the average of the top {len(e.members)}**: "
+            + ", ".join(
+                f"`{p.method}`{_pooled(p)}"
+                + (f" ({literal(p.setting_label)})" if p.mode != c.mode else "")
+                for p in e.members
+            )
+            + f" are within one standard error of the {by}, so the data cannot "
+            "tell them apart and the answer averages their probabilities: on test, "
+            f"macro-F1 {_score(e.f1, e.f1_std)} and tail F1 {_score(e.tail_f1, e.tail_f1_std)} "
+            f"over {shared}; `{c.method}` alone: {_score(c.f1, c.f1_std)} and "
+            f"{_score(c.tail_f1, c.tail_f1_std)} over {seeds} ({literal(c.setting_label)})."
+        ]
     if rec.basis == CV and c.cells:
         lines.append(
             f"It scored best in {c.wins} of the {c.cells} folds where the top "
@@ -444,6 +472,15 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
             lines.append(
                 f"{len(rec.close)} other candidate(s) score the same: {names}; the data "
                 "cannot tell them apart."
+            )
+    elif rec.ensemble is not None:  # the members are named; the others within the spread
+        members = {(p.setting, p.method) for p in rec.ensemble.members}
+        others = [p for p in rec.close if (p.setting, p.method) not in members]
+        if others:
+            lines.append(
+                "Also within its spread (over seeds, or one seed's folds): "
+                + first_few([f"`{p.method}`{_pooled(p)}" for p in others], 6)
+                + "."
             )
     elif rec.close:
         spread = (

@@ -273,8 +273,13 @@ def onnx_folder(run: Run, rebuild: bool = False) -> Path:
 
 def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
     """A classifier folder written by :func:`export_run`, ready to score text. Needs no run
-    store; reads JSON and safetensors only."""
+    store; reads JSON and safetensors only. An ensemble's folder
+    (:func:`glee_core.serve.ensemble.export_ensemble`) loads as its members averaged."""
     folder = Path(folder).expanduser()
+    from .ensemble import ENSEMBLE_FILE, load_ensemble  # noqa: PLC0415 (it reads this module)
+
+    if (folder / ENSEMBLE_FILE).is_file():
+        return load_ensemble(folder, device)
     manifest_path = folder / CLASSIFIER_FILE
     if not manifest_path.is_file():
         raise GleeError(f"{folder} is not an exported Glee classifier ({CLASSIFIER_FILE} missing)")

@@ -1,0 +1,124 @@
+"""The answer when the data cannot tell the best few candidates apart: their probabilities
+averaged.
+
+With a few dozen candidates whose cross-validated scores sit within a point or two and folds of
+a few texts per tail class, the best score is an optimistic, noisy pick (the winner's curse).
+:func:`contenders` takes the candidates within one standard error of the best (its own or
+theirs, the larger), at most :data:`ENSEMBLE_MOST`; :func:`ensemble_of` averages their test
+probabilities at each seed they all have, from the runs' stored logits (nothing is trained or
+scored again). ``bench/selection.py`` measured the rule on seven long-tailed sets: within one
+point of the best single candidate in hindsight on all seven, above it on five (BENCHMARKS "How
+good is the choice?"). :class:`glee_core.serve.inference.EnsembleScorer` scores new text with
+it, and ``export --run A,B,...`` writes it as one folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import softmax
+
+from ..core.errors import GleeError
+from .metrics import classification_metrics
+from .store import Run
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "ENSEMBLE_MOST",
+    "Ensemble",
+    "average_probabilities",
+    "contenders",
+    "ensemble_of",
+]
+
+ENSEMBLE_MOST = 5  # contenders averaged, at most
+
+
+@dataclass(frozen=True)
+class Ensemble:
+    """The contenders' probabilities averaged: its ``members`` (``Pick``s, best first), its test
+    scores over the ``seeds`` every member has (%, mean and sample spread; NaN spread for one
+    seed) and, per member, the run of the first of those seeds (``runs``: what is exported and
+    scores new text)."""
+
+    members: tuple  # recommend.Pick, best first
+    seeds: int
+    f1: float
+    f1_std: float
+    tail_f1: float
+    tail_f1_std: float
+    runs: tuple[Run, ...]
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [run.run_id for run in self.runs]
+
+
+def _error(pick) -> float:
+    """A candidate's standard error on the cross-validation scale (%): its spread over seeds over
+    the square root of their number; one seed's is its folds' already (0 where none is known)."""
+    std = pick.score_std if pick.score_std == pick.score_std else 0.0
+    return std / np.sqrt(pick.seeds) if pick.seeds > 1 else std
+
+
+def contenders(picks) -> list:
+    """Of ``picks`` (``recommend.Pick``, best first), those within one standard error of the
+    best - its own or theirs, the larger - at most :data:`ENSEMBLE_MOST`, best first."""
+    if not picks:
+        return []
+    best = picks[0]
+    near = [p for p in picks if best.score - p.score <= max(_error(best), _error(p))]
+    return near[:ENSEMBLE_MOST]
+
+
+def average_probabilities(logits: list[np.ndarray]) -> np.ndarray:
+    """The members' class probabilities (softmax of each one's logits), averaged."""
+    return np.mean([softmax(np.asarray(x, dtype=np.float64), axis=1) for x in logits], axis=0)
+
+
+def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
+    """The ensemble of ``picks``' contenders (``recommend.Pick``, best first, all on the
+    cross-validation scale) over ``runs`` (one dataset): None with fewer than two contenders or
+    no seed every one of them has."""
+    members = contenders(picks)
+    if len(members) < 2:
+        return None
+    keys = [(p.setting, p.method) for p in members]
+    by_seed: dict[int, dict[tuple[str, str], Run]] = {}
+    for run in runs:
+        if (run.setting, run.method) in keys:
+            by_seed.setdefault(run.seed, {})[(run.setting, run.method)] = run
+    shared = sorted(seed for seed, found in by_seed.items() if len(found) == len(keys))
+    if not shared:
+        return None
+    data = by_seed[shared[0]][keys[0]].record.dataset
+    index = {c: i for i, c in enumerate(data.classes)}
+    f1, tail_f1, scored = [], [], []
+    for seed in shared:
+        found = [by_seed[seed][key] for key in keys]
+        try:
+            gold = found[0].predictions["gold"].map(index).to_numpy()
+            pred = average_probabilities([run.logits for run in found]).argmax(1)
+        except GleeError:  # a broken file of a member's run: that seed is left out
+            continue
+        scores = classification_metrics(
+            gold, pred, data.classes, data.head_classes, data.tail_classes
+        )
+        f1.append(100 * scores["f1"])
+        tail_f1.append(100 * scores["tail_f1"])
+        scored.append(seed)
+    if not scored:
+        return None
+
+    def spread(values: list[float]) -> float:
+        return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+
+    return Ensemble(
+        tuple(members),
+        len(scored),
+        float(np.mean(f1)),
+        spread(f1),
+        float(np.mean(tail_f1)),
+        spread(tail_f1),
+        tuple(by_seed[scored[0]][key] for key in keys),
+    )

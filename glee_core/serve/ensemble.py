@@ -1,0 +1,214 @@
+"""The recommendation's averaged answer (:mod:`glee_core.runs.ensemble`) outside the lab: an
+:class:`EnsembleScorer` scores new text with several stored runs, or exported classifiers, and
+averages their probabilities; :func:`export_ensemble` writes them as one folder, each member the
+studio's own classifier folder, that :func:`glee_core.serve.export.load_classifier` reads back.
+
+    python -m glee_core predict --run ID1,ID2,ID3 --input texts.csv --out predictions.csv
+    python -m glee_core export --run ID1,ID2,ID3 --out my-classifier
+
+Only the studio's folder carries it: an ONNX graph, a transformers model or a peft adapter holds
+one classifier (``export --format`` says so in one line).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..core.errors import GleeError
+from ..core.files import write_json
+from ..core.markdown import literal
+from ..runs.ensemble import average_probabilities
+from ..runs.record import integer, mapping
+from ..runs.store import Run
+from .inference import Scorer
+
+__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+    "ENSEMBLE_FILE",
+    "EnsembleScorer",
+    "export_ensemble",
+    "load_ensemble",
+    "run_ids",
+    "same_classes",
+]
+
+ENSEMBLE_FILE = "glee_ensemble.json"  # what marks an ensemble's folder
+FORMAT_VERSION = 1
+
+
+def run_ids(ref: str) -> list[str]:
+    """The runs a ``--run`` names: one, or several joined by commas (an ensemble)."""
+    ids = [part.strip() for part in str(ref).split(",")]
+    if any(not part for part in ids):
+        raise GleeError(f"--run {ref!r} names an empty run; join run ids with commas: A,B,C")
+    if len(set(ids)) != len(ids):
+        raise GleeError(f"--run {ref!r} names a run twice")
+    return ids
+
+
+def same_classes(classes: list[list[str]]) -> None:
+    """A GleeError unless every member has the same classes in the same order."""
+    for other in classes[1:]:
+        if list(other) != list(classes[0]):
+            raise GleeError(
+                "these classifiers do not share their classes (in order): "
+                f"{classes[0][:3]}... against {other[:3]}...; an ensemble averages runs of "
+                "one dataset"
+            )
+
+
+@dataclass
+class EnsembleScorer:
+    """Several classifiers of one dataset's classes with their probabilities averaged, behind
+    :class:`~glee_core.serve.inference.Scorer`'s interface (``logits`` is the log of the
+    averaged probabilities, so a softmax of it gives them back)."""
+
+    members: list[Scorer]
+
+    def __post_init__(self):
+        if len(self.members) < 2:
+            raise GleeError("an ensemble needs two classifiers or more")
+        same_classes([m.classes for m in self.members])
+
+    @classmethod
+    def for_runs(cls, runs: list[Run], device: str = "cpu", precision: str = "auto"):
+        """The stored ``runs``' models, each rebuilt from its record and weights."""
+        return cls([Scorer.for_run(run, device, precision) for run in runs])
+
+    @property
+    def classes(self) -> list[str]:
+        return self.members[0].classes
+
+    @property
+    def head_classes(self) -> list[str]:
+        return self.members[0].head_classes
+
+    @property
+    def verbalizer(self) -> dict[str, list[str]]:
+        return self.members[0].verbalizer
+
+    is_verbalizer = False  # its scores are the members' probabilities, not label words'
+
+    def logits(self, texts: list[str], texts_b: list[str] | None = None) -> np.ndarray:
+        """The log of the members' averaged probabilities, one row per text."""
+        probs = average_probabilities([m.logits(texts, texts_b) for m in self.members])
+        return np.log(np.clip(probs, 1e-30, None)).astype(np.float32)
+
+    probabilities = Scorer.probabilities
+    classes_ = Scorer.classes_
+    predict_proba = Scorer.predict_proba
+    predict = Scorer.predict
+
+
+def export_ensemble(
+    runs: list[Run], out: str | Path, include_backbone: bool = False, scores: dict | None = None
+) -> Path:
+    """Write ``runs`` (two or more of one dataset) as one folder at ``out`` (new or empty):
+    each member the studio's classifier folder (``member-1/``, ...), ``glee_ensemble.json``
+    naming them, and a model card; ``scores``: the ensemble's test scores to put in it (the
+    recommendation's, ``{"f1": .., "tail_f1": .., "seeds": ..}`` in %)."""
+    from .export import export_run, staged  # noqa: PLC0415 (export.py reads this module)
+
+    if len(runs) < 2:
+        raise GleeError("an ensemble needs two runs or more: join their ids with commas")
+    datasets = {run.dataset for run in runs}
+    if len(datasets) > 1:
+        raise GleeError(
+            f"an ensemble averages runs of one dataset; these are of {sorted(datasets)}"
+        )
+    same_classes([run.classes for run in runs])
+    out = Path(out).expanduser()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    folders = [f"member-{i}" for i in range(1, len(runs) + 1)]
+    with staged(out) as tmp:
+        for run, folder in zip(runs, folders, strict=True):
+            export_run(run, tmp / folder, include_backbone)
+        write_json(
+            tmp / ENSEMBLE_FILE,
+            {
+                "format_version": FORMAT_VERSION,
+                "glee_core": __version__,
+                "members": folders,
+                "runs": [run.run_id for run in runs],
+                "dataset": runs[0].dataset,
+                "test": scores or {},
+            },
+        )
+        (tmp / "README.md").write_text(_card(runs, folders, scores), encoding="utf-8")
+    return out
+
+
+def load_ensemble(folder: str | Path, device: str = "cpu") -> EnsembleScorer:
+    """An ensemble folder written by :func:`export_ensemble`, ready to score text (JSON and
+    safetensors only, as :func:`~glee_core.serve.export.load_classifier`)."""
+    from .export import load_classifier  # noqa: PLC0415 (export.py reads this module)
+
+    folder = Path(folder).expanduser()
+    path = folder / ENSEMBLE_FILE
+    try:
+        manifest = mapping(json.loads(path.read_text(encoding="utf-8")), "the ensemble")
+        if integer(manifest.get("format_version", 0), "format_version") > FORMAT_VERSION:
+            raise GleeError(f"{folder} was exported by a newer glee_core; upgrade to load it")
+        members = manifest.get("members")
+        if not isinstance(members, list) or not all(
+            isinstance(m, str) and m and "/" not in m and "\\" not in m and m not in (".", "..")
+            for m in members
+        ):
+            raise ValueError(f"members is {members!r}, not the members' folder names")
+    except (OSError, ValueError) as exc:  # unreadable, bad JSON, a RecordError
+        raise GleeError(f"{path} is damaged: {exc}; export the ensemble again") from None
+    return EnsembleScorer([load_classifier(folder / m, device) for m in members])
+
+
+def _card(runs: list[Run], folders: list[str], scores: dict | None) -> str:
+    """The folder's README: what it is, how to load it, its test scores and its members'."""
+    record = runs[0].record
+
+    def pct(value) -> str:
+        return "-" if value is None else f"{100 * value:.1f}"
+
+    rows = "\n".join(
+        f"| `{folder}` | `{run.method}` | {run.reads} | "
+        f"{literal(run.record.setting_label, html_too=True)} | "
+        + " | ".join(pct(run.metrics.value(k)) for k in ("f1", "tail_f1"))
+        + f" | `{run.run_id}` |"
+        for run, folder in zip(runs, folders, strict=True)
+    )
+    together = (
+        f"On the test split the average scored macro-F1 {scores['f1']:.1f} and tail F1 "
+        f"{scores['tail_f1']:.1f} (mean over {scores['seeds']} seed(s) of the members).\n\n"
+        if scores
+        else ""
+    )
+    return f"""---
+library_name: glee-studio
+tags:
+- text-classification
+- long-tail
+- ensemble
+---
+
+# An ensemble of {len(runs)} classifiers of `{record.dataset.id}`
+
+Glee Studio's quick compare found these {len(runs)} candidates within one standard error of the
+best by cross-validation: the data could not tell them apart, so the answer averages their class
+probabilities. Each folder `member-N/` is a classifier of its own (with its model card).
+
+{together}| member | head | reads | setting | test macro-F1 | test tail F1 | run |
+|---|---|---|---|---:|---:|---|
+{rows}
+
+```python
+from glee_core.serve.export import load_classifier
+
+classifier = load_classifier("path/to/this/folder")
+classifier.predict(["a text to classify"])
+```
+
+Exported by glee_core {__version__}.
+"""
