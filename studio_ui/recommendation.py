@@ -16,8 +16,8 @@ from glee_core.studio import (
 from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
 from .estimates import estimate_of
-from .jobs import launch, running_step
-from .stores import all_runs, kept_pools, recommendation_of, stores
+from .jobs import download, last_failure, last_made, launch, running_step, work_button
+from .stores import all_runs, kept_pools, recommendation_of, shared_run_ids, store, stores
 from .text import md
 
 STEP_TEXTS = {  # a recommendation's next step: its button, and why
@@ -146,6 +146,8 @@ def recommendation_panel(runs, key: str) -> None:
         )
     else:
         st.success(recommendation_text(rec, literal=md), icon=":material/recommend:")
+    if rec.ensemble is not None and pseudo is None:
+        ensemble_export(rec.ensemble, key)
     if note := unreadable_note([run.record for run in runs]):  # the backbone cannot read it
         st.warning(md(note), icon=":material/translate:")
     if line := variant_comparison(current_dataset_id()):
@@ -222,6 +224,34 @@ def recommendation_panel(runs, key: str) -> None:
         st.caption(
             f"Why: {why}. Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
         )
+
+
+def ensemble_export(ensemble, key: str) -> None:
+    """The averaged answer as one folder to take away (an export job: each member the studio's
+    classifier folder, ``load_classifier`` reads the whole), and where each member is explained."""
+    from glee_core.studio import ExportRequest  # noqa: PLC0415
+
+    seed = ensemble.runs[0].seed
+    st.caption(
+        f"Each member is a run of its own (seed {seed}): the Diagnostics and Predictions pages "
+        "explain each one. Only the studio's folder carries the average (ONNX, transformers "
+        "and peft hold one classifier)."
+    )
+    if set(ensemble.run_ids) & shared_run_ids():  # another visitor's runs: their models stay theirs
+        return
+    name = f"{ensemble.runs[0].dataset}-average-of-{len(ensemble.runs)}"
+    request = ExportRequest(
+        run=",".join(ensemble.run_ids),
+        form="glee",
+        out=str(store().jobs_dir / f"{name}.zip"),
+        stores=[str(s.root) for s in stores()],
+    )
+    work_button(request, "Build the averaged classifier's folder", key=f"{key}-ensemble")
+    if error := last_failure("export", request):
+        st.error(f"The export failed: {md(error)}")
+    elif (made := last_made("export", request)) is not None:
+        for path, file, mime in made.files:
+            download(path, file, mime, key=f"{key}-ensemble-zip", primary=True)
 
 
 def candidates_table(compared) -> None:

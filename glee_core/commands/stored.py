@@ -293,8 +293,8 @@ def calibrate(args) -> int:
 
 
 def export(args) -> int:
-    from ..serve.ensemble import export_ensemble, run_ids
-    from ..serve.export import export_run
+    from ..serve.ensemble import check_form, run_ids
+    from ..serve.export import export_ensemble, export_run
     from ..serve.inference import load_run
 
     if getattr(args, "request", None):
@@ -302,11 +302,7 @@ def export(args) -> int:
     if not args.run or not args.out:
         raise GleeError("export needs --run and --out (or --request FILE)")
     if len(ids := run_ids(args.run)) > 1:  # an ensemble: the studio's folder alone carries it
-        if args.format != "glee" or args.quantize:
-            raise GleeError(
-                f"--format {args.format} holds one classifier; an ensemble of {len(ids)} runs "
-                "leaves as the studio's folder (--format glee), without --quantize"
-            )
+        check_form(args.format, args.quantize, len(ids))
         out = export_ensemble(
             [load_run(one, args.runs_dir) for one in ids], args.out, args.include_backbone
         )
@@ -344,18 +340,24 @@ def _export_request(args) -> int:
     from ..core.files import write_atomic
     from ..models.requests import ExportRequest
     from ..runs.store import RunStore
+    from ..serve.ensemble import run_ids
     from ..serve.export import export_zip
 
     request = ExportRequest.read(args.request)
     with job_turn(args) as (log, progress):
         log(Loading(what="the run"))
         stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
-        run = next((r for s in stores if (r := s.get(request.run)) is not None), None)
-        if run is None:
-            raise GleeError(f"run {request.run} is not in the stores")
+        runs = []
+        for run_id in run_ids(request.run):  # several: an ensemble, its members' folders
+            run = next((r for s in stores if (r := s.get(run_id)) is not None), None)
+            if run is None:
+                raise GleeError(f"run {run_id} is not in the stores")
+            runs.append(run)
         progress(Working(what=f"writing it as {request.form} and checking it", task="the export"))
         with cpu_turn():
-            data, code = export_zip(run, request.form, request.quantize)
+            data, code = export_zip(
+                runs if len(runs) > 1 else runs[0], request.form, request.quantize
+            )
         out = write_atomic(Path(request.out), data)
         progress(Working(what="zipped", share=1.0, task="the export"))
     print(json.dumps({"zip": str(out), "code": code, "bytes": len(data)}))

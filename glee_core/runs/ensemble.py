@@ -29,6 +29,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "average_probabilities",
     "contenders",
     "ensemble_of",
+    "test_scores",
 ]
 
 ENSEMBLE_MOST = 5  # contenders averaged, at most
@@ -76,6 +77,17 @@ def average_probabilities(logits: list[np.ndarray]) -> np.ndarray:
     return np.mean([softmax(np.asarray(x, dtype=np.float64), axis=1) for x in logits], axis=0)
 
 
+def test_scores(runs: list[Run]) -> dict[str, float]:
+    """Macro-F1 and tail F1 (%) on the test split of ``runs``' probabilities averaged (runs of
+    one dataset and seed), from their stored logits."""
+    data = runs[0].record.dataset
+    index = {c: i for i, c in enumerate(data.classes)}
+    gold = runs[0].predictions["gold"].map(index).to_numpy()
+    pred = average_probabilities([run.logits for run in runs]).argmax(1)
+    scores = classification_metrics(gold, pred, data.classes, data.head_classes, data.tail_classes)
+    return {"f1": 100 * scores["f1"], "tail_f1": 100 * scores["tail_f1"]}
+
+
 def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
     """The ensemble of ``picks``' contenders (``recommend.Pick``, best first, all on the
     cross-validation scale) over ``runs`` (one dataset): None with fewer than two contenders or
@@ -91,21 +103,14 @@ def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
     shared = sorted(seed for seed, found in by_seed.items() if len(found) == len(keys))
     if not shared:
         return None
-    data = by_seed[shared[0]][keys[0]].record.dataset
-    index = {c: i for i, c in enumerate(data.classes)}
     f1, tail_f1, scored = [], [], []
     for seed in shared:
-        found = [by_seed[seed][key] for key in keys]
         try:
-            gold = found[0].predictions["gold"].map(index).to_numpy()
-            pred = average_probabilities([run.logits for run in found]).argmax(1)
+            scores = test_scores([by_seed[seed][key] for key in keys])
         except GleeError:  # a broken file of a member's run: that seed is left out
             continue
-        scores = classification_metrics(
-            gold, pred, data.classes, data.head_classes, data.tail_classes
-        )
-        f1.append(100 * scores["f1"])
-        tail_f1.append(100 * scores["tail_f1"])
+        f1.append(scores["f1"])
+        tail_f1.append(scores["tail_f1"])
         scored.append(seed)
     if not scored:
         return None

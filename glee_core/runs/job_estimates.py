@@ -296,15 +296,18 @@ def estimate_pdf_seconds(runs: int, classes: int, machine: Machine) -> Estimate:
     return settle(Estimate(seconds, basis), machine, "report")
 
 
-def estimate_export_seconds(form: str, size: ModelSize, texts: int, machine: Machine) -> Estimate:
+def estimate_export_seconds(
+    form: str, size: ModelSize, texts: int, machine: Machine, members: int = 1
+) -> Estimate:
     """An export in ``form`` of a run on the backbone of ``size``: the job's start, writing
     (and for ONNX tracing and checking) the model, and scoring ``texts`` test texts for the
-    card's parity check (:data:`EXPORT_SECONDS`)."""
+    card's parity check (:data:`EXPORT_SECONDS`); an ensemble's, each of its ``members``."""
     per_million, per_text = EXPORT_SECONDS.get(form, EXPORT_SECONDS["transformers"])
-    seconds = STARTUP_SECONDS + per_million * size.parameters / 1e6 + per_text * texts
+    seconds = STARTUP_SECONDS + members * (per_million * size.parameters / 1e6 + per_text * texts)
     basis = (
-        f"a {size.parameters / 1e6:.0f}M-parameter backbone written as {form}, "
-        f"{texts} test text(s) scored for the parity check"
+        f"a {size.parameters / 1e6:.0f}M-parameter backbone written as {form}"
+        + (f" for each of {members} members" if members > 1 else "")
+        + f", {texts} test text(s) scored for the parity check"
     )
     return settle(Estimate(seconds, basis), machine, "export")
 

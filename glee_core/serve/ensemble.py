@@ -1,7 +1,8 @@
 """The recommendation's averaged answer (:mod:`glee_core.runs.ensemble`) outside the lab: an
 :class:`EnsembleScorer` scores new text with several stored runs, or exported classifiers, and
-averages their probabilities; :func:`export_ensemble` writes them as one folder, each member the
-studio's own classifier folder, that :func:`glee_core.serve.export.load_classifier` reads back.
+averages their probabilities; :func:`glee_core.serve.export.export_ensemble` writes them as one
+folder (each member the studio's own classifier folder, named by ``glee_ensemble.json``, which
+this module writes and reads) that :func:`glee_core.serve.export.load_classifier` reads back.
 
     python -m glee_core predict --run ID1,ID2,ID3 --input texts.csv --out predictions.csv
     python -m glee_core export --run ID1,ID2,ID3 --out my-classifier
@@ -20,7 +21,6 @@ import numpy as np
 
 from .. import __version__
 from ..core.errors import GleeError
-from ..core.files import write_json
 from ..core.markdown import literal
 from ..runs.ensemble import average_probabilities
 from ..runs.record import integer, mapping
@@ -30,14 +30,26 @@ from .inference import Scorer
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "ENSEMBLE_FILE",
     "EnsembleScorer",
-    "export_ensemble",
-    "load_ensemble",
+    "check_form",
+    "ensemble_card",
+    "ensemble_manifest",
+    "member_folders",
     "run_ids",
     "same_classes",
 ]
 
 ENSEMBLE_FILE = "glee_ensemble.json"  # what marks an ensemble's folder
 FORMAT_VERSION = 1
+
+
+def check_form(form: str, quantize: str | None, members: int) -> None:
+    """A GleeError unless ``form`` can carry an ensemble of ``members`` runs: the studio's
+    folder alone does (a folder a member), unquantized."""
+    if form != "glee" or quantize:
+        raise GleeError(
+            f"--format {form} holds one classifier; an ensemble of {members} runs leaves as "
+            "the studio's folder (--format glee), without --quantize"
+        )
 
 
 def run_ids(ref: str) -> list[str]:
@@ -104,15 +116,9 @@ class EnsembleScorer:
     predict = Scorer.predict
 
 
-def export_ensemble(
-    runs: list[Run], out: str | Path, include_backbone: bool = False, scores: dict | None = None
-) -> Path:
-    """Write ``runs`` (two or more of one dataset) as one folder at ``out`` (new or empty):
-    each member the studio's classifier folder (``member-1/``, ...), ``glee_ensemble.json``
-    naming them, and a model card; ``scores``: the ensemble's test scores to put in it (the
-    recommendation's, ``{"f1": .., "tail_f1": .., "seeds": ..}`` in %)."""
-    from .export import export_run, staged  # noqa: PLC0415 (export.py reads this module)
-
+def ensemble_manifest(runs: list[Run], folders: list[str], scores: dict | None) -> dict:
+    """What ``glee_ensemble.json`` says: the members' folders, their run ids, the dataset and the
+    ensemble's test scores where known (the recommendation's, in %)."""
     if len(runs) < 2:
         raise GleeError("an ensemble needs two runs or more: join their ids with commas")
     datasets = {run.dataset for run in runs}
@@ -121,34 +127,19 @@ def export_ensemble(
             f"an ensemble averages runs of one dataset; these are of {sorted(datasets)}"
         )
     same_classes([run.classes for run in runs])
-    out = Path(out).expanduser()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
-    folders = [f"member-{i}" for i in range(1, len(runs) + 1)]
-    with staged(out) as tmp:
-        for run, folder in zip(runs, folders, strict=True):
-            export_run(run, tmp / folder, include_backbone)
-        write_json(
-            tmp / ENSEMBLE_FILE,
-            {
-                "format_version": FORMAT_VERSION,
-                "glee_core": __version__,
-                "members": folders,
-                "runs": [run.run_id for run in runs],
-                "dataset": runs[0].dataset,
-                "test": scores or {},
-            },
-        )
-        (tmp / "README.md").write_text(_card(runs, folders, scores), encoding="utf-8")
-    return out
+    return {
+        "format_version": FORMAT_VERSION,
+        "glee_core": __version__,
+        "members": folders,
+        "runs": [run.run_id for run in runs],
+        "dataset": runs[0].dataset,
+        "test": scores or {},
+    }
 
 
-def load_ensemble(folder: str | Path, device: str = "cpu") -> EnsembleScorer:
-    """An ensemble folder written by :func:`export_ensemble`, ready to score text (JSON and
-    safetensors only, as :func:`~glee_core.serve.export.load_classifier`)."""
-    from .export import load_classifier  # noqa: PLC0415 (export.py reads this module)
-
-    folder = Path(folder).expanduser()
+def member_folders(folder: Path) -> list[Path]:
+    """The members' folders an ensemble's ``glee_ensemble.json`` names (each inside it); a
+    GleeError naming the file when it is damaged."""
     path = folder / ENSEMBLE_FILE
     try:
         manifest = mapping(json.loads(path.read_text(encoding="utf-8")), "the ensemble")
@@ -162,10 +153,14 @@ def load_ensemble(folder: str | Path, device: str = "cpu") -> EnsembleScorer:
             raise ValueError(f"members is {members!r}, not the members' folder names")
     except (OSError, ValueError) as exc:  # unreadable, bad JSON, a RecordError
         raise GleeError(f"{path} is damaged: {exc}; export the ensemble again") from None
-    return EnsembleScorer([load_classifier(folder / m, device) for m in members])
+    return [folder / m for m in members]
 
 
-def _card(runs: list[Run], folders: list[str], scores: dict | None) -> str:
+def _seeds(n: int) -> str:
+    return "one seed" if n == 1 else f"mean over {n} seeds"
+
+
+def ensemble_card(runs: list[Run], folders: list[str], scores: dict | None) -> str:
     """The folder's README: what it is, how to load it, its test scores and its members'."""
     record = runs[0].record
 
@@ -181,7 +176,7 @@ def _card(runs: list[Run], folders: list[str], scores: dict | None) -> str:
     )
     together = (
         f"On the test split the average scored macro-F1 {scores['f1']:.1f} and tail F1 "
-        f"{scores['tail_f1']:.1f} (mean over {scores['seeds']} seed(s) of the members).\n\n"
+        f"{scores['tail_f1']:.1f} ({_seeds(scores['seeds'])} of the members' runs).\n\n"
         if scores
         else ""
     )

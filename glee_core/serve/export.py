@@ -36,6 +36,7 @@ from ..models.backbone import backbone_from_config, load_backbone
 from ..models.heads import head_of
 from ..models.modes import MODE_LABELS
 from ..models.scoring import get_backbone
+from ..runs.ensemble import test_scores
 from ..runs.metrics import SHOT_BUCKETS, shot_bucket, shot_f1
 from ..runs.record import (
     METRIC_KEYS,
@@ -46,6 +47,14 @@ from ..runs.record import (
     mapping,
 )
 from ..runs.store import Run, RunStore
+from .ensemble import (
+    ENSEMBLE_FILE,
+    EnsembleScorer,
+    check_form,
+    ensemble_card,
+    ensemble_manifest,
+    member_folders,
+)
 from .export_formats import EXPORT_FORMATS, ExportFormat, either, export_format
 from .inference import Scorer
 
@@ -55,6 +64,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "FORMAT_VERSION",
     "PAPER_CITATION",
     "WEIGHTS_FILE",
+    "export_ensemble",
     "export_run",
     "export_zip",
     "load_classifier",
@@ -143,6 +153,29 @@ def export_run(
     return out
 
 
+def export_ensemble(
+    runs: list[Run], out: str | Path, include_backbone: bool = False, scores: dict | None = None
+) -> Path:
+    """Write ``runs`` (two or more of one dataset: the recommendation's ensemble) as one folder
+    at ``out`` (new or empty): each member the studio's classifier folder (``member-1/``, ...),
+    ``glee_ensemble.json`` naming them, and a model card; ``scores``: the ensemble's test scores
+    for it (``{"f1", "tail_f1", "seeds"}``, %; default: these runs' own, from their stored
+    test logits). :func:`load_classifier` reads it back."""
+    out = Path(out).expanduser()
+    folders = [f"member-{i}" for i in range(1, len(runs) + 1)]
+    if scores is None and len({run.seed for run in runs}) == 1:
+        scores = {**test_scores(runs), "seeds": 1}
+    manifest = ensemble_manifest(runs, folders, scores)  # checks the runs go together
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    with staged(out) as tmp:
+        for run, folder in zip(runs, folders, strict=True):
+            export_run(run, tmp / folder, include_backbone)
+        write_json(tmp / ENSEMBLE_FILE, manifest)
+        (tmp / "README.md").write_text(ensemble_card(runs, folders, scores), encoding="utf-8")
+    return out
+
+
 @contextmanager
 def staged(out: Path):
     """A folder written whole beside ``out`` (a new ``.NAME.<random>.tmp`` of its own, so no
@@ -220,15 +253,21 @@ def _export_form(run: Run, out: Path, target: ExportFormat, quantize: str | None
     return out
 
 
-def export_zip(run: Run, form: str, quantize: str | None = None) -> tuple[bytes, str]:
+def export_zip(run: Run | list[Run], form: str, quantize: str | None = None) -> tuple[bytes, str]:
     """``run`` exported in ``form`` as a zip archive (the app's download) and the lines that
-    load it (the card's first code block)."""
+    load it (the card's first code block); a list of runs: their ensemble, as the studio's
+    folder (:func:`glee_core.serve.ensemble.export_ensemble`)."""
     import zipfile  # noqa: PLC0415
     from io import BytesIO  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="glee-export-") as tmp:
-        name = f"{run.run_id}-{form}"
-        out = export_run(run, Path(tmp) / name, form=form, quantize=quantize)
+        if isinstance(run, list):
+            check_form(form, quantize, len(run))
+            name = f"{run[0].dataset}-average-of-{len(run)}"
+            out = export_ensemble(run, Path(tmp) / name)
+        else:
+            name = f"{run.run_id}-{form}"
+            out = export_run(run, Path(tmp) / name, form=form, quantize=quantize)
         buffer = BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(out.rglob("*")):
@@ -271,15 +310,13 @@ def onnx_folder(run: Run, rebuild: bool = False) -> Path:
     return folder
 
 
-def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer:
+def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer | EnsembleScorer:
     """A classifier folder written by :func:`export_run`, ready to score text. Needs no run
     store; reads JSON and safetensors only. An ensemble's folder
     (:func:`glee_core.serve.ensemble.export_ensemble`) loads as its members averaged."""
     folder = Path(folder).expanduser()
-    from .ensemble import ENSEMBLE_FILE, load_ensemble  # noqa: PLC0415 (it reads this module)
-
     if (folder / ENSEMBLE_FILE).is_file():
-        return load_ensemble(folder, device)
+        return EnsembleScorer([load_classifier(m, device) for m in member_folders(folder)])
     manifest_path = folder / CLASSIFIER_FILE
     if not manifest_path.is_file():
         raise GleeError(f"{folder} is not an exported Glee classifier ({CLASSIFIER_FILE} missing)")

@@ -297,10 +297,11 @@ def _report(request: ReportRequest, here: Here) -> Estimate:
 
 
 def _export(request: ExportRequest, here: Here) -> Estimate:
-    run = next((r for r in here.machine.runs if r.run_id == request.run), None)
+    ids = request.run.split(",")  # several: an ensemble's members
+    run = next((r for r in here.machine.runs if r.run_id == ids[0]), None)
     model = run.record.model.name if run is not None else "auto"
     texts = run.record.dataset.sizes.get("test", 0) if run is not None else 0
-    return estimate_export_seconds(request.form, ModelSize.of(model), texts, here.machine)
+    return estimate_export_seconds(request.form, ModelSize.of(model), texts, here.machine, len(ids))
 
 
 def _predict(request: PredictRequest, here: Here) -> Estimate:
