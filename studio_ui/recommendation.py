@@ -239,7 +239,7 @@ def ensemble_export(ensemble, key: str) -> None:
     )
     if set(ensemble.run_ids) & shared_run_ids():  # another visitor's runs: their models stay theirs
         return
-    name = f"{ensemble.runs[0].dataset}-average-of-{len(ensemble.runs)}"
+    name = f"{ensemble.run_ids[0]}-average-of-{len(ensemble.runs)}"
     request = ExportRequest(
         run=",".join(ensemble.run_ids),
         form="glee",

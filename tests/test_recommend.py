@@ -351,7 +351,8 @@ def test_candidates_within_a_standard_error_of_the_best_are_averaged_and_that_is
     )
     assert (
         "averages their probabilities: on test, macro-F1 100.0 ± 0.0 and tail F1 100.0 ± 0.0 "
-        "over 2 seeds; `cls-relu-pt-ln` alone: 80.0 ± 0.0 and 78.0 ± 0.0 over 2 seeds" in text
+        "over 2 seeds; the best, `cls-relu-pt-ln` (cls), alone: 80.0 ± 0.0 and 78.0 ± 0.0 over "
+        "2 seeds. `cls-relu-pt-ln` (cls) scored best in" in text
     )
     assert "Within its spread" not in text  # the members are the ones within it
     # the members share no seed: nothing to average

@@ -443,12 +443,13 @@ def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str
             + f" are within one standard error of the {by}, so the data cannot "
             "tell them apart and the answer averages their probabilities: on test, "
             f"macro-F1 {_score(e.f1, e.f1_std)} and tail F1 {_score(e.tail_f1, e.tail_f1_std)} "
-            f"over {shared}; `{c.method}` alone: {_score(c.f1, c.f1_std)} and "
-            f"{_score(c.tail_f1, c.tail_f1_std)} over {seeds} ({literal(c.setting_label)})."
+            f"over {shared}; the best, `{c.method}`{_pooled(c)}, alone: "
+            f"{_score(c.f1, c.f1_std)} and {_score(c.tail_f1, c.tail_f1_std)} over {seeds}."
         ]
     if rec.basis == CV and c.cells:
         lines.append(
-            f"It scored best in {c.wins} of the {c.cells} folds where the top "
+            ("It" if rec.ensemble is None else f"`{c.method}`{_pooled(c)}")
+            + f" scored best in {c.wins} of the {c.cells} folds where the top "
             f"{len([p for p in rec.contenders if p.cells])} met"
             + "".join(
                 f"; `{p.method}`{_pooled(p)} in {p.wins}" for p in rec.contenders[1:] if p.wins

@@ -22,6 +22,7 @@ import numpy as np
 from .. import __version__
 from ..core.errors import GleeError
 from ..core.markdown import literal
+from ..data.catalog import dataset_name
 from ..runs.ensemble import average_probabilities
 from ..runs.record import integer, mapping
 from ..runs.store import Run
@@ -163,6 +164,7 @@ def _seeds(n: int) -> str:
 def ensemble_card(runs: list[Run], folders: list[str], scores: dict | None) -> str:
     """The folder's README: what it is, how to load it, its test scores and its members'."""
     record = runs[0].record
+    name = literal(dataset_name(record.dataset.id), html_too=True)  # never a CSV's path
 
     def pct(value) -> str:
         return "-" if value is None else f"{100 * value:.1f}"
@@ -188,7 +190,7 @@ tags:
 - ensemble
 ---
 
-# An ensemble of {len(runs)} classifiers of `{record.dataset.id}`
+# An ensemble of {len(runs)} classifiers of {name}
 
 Glee Studio's quick compare found these {len(runs)} candidates within one standard error of the
 best by cross-validation: the data could not tell them apart, so the answer averages their class

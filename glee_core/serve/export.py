@@ -263,7 +263,7 @@ def export_zip(run: Run | list[Run], form: str, quantize: str | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="glee-export-") as tmp:
         if isinstance(run, list):
             check_form(form, quantize, len(run))
-            name = f"{run[0].dataset}-average-of-{len(run)}"
+            name = f"{run[0].run_id}-average-of-{len(run)}"
             out = export_ensemble(run, Path(tmp) / name)
         else:
             name = f"{run.run_id}-{form}"
