@@ -8,6 +8,7 @@ import streamlit as st
 
 import studio_ui
 from glee_core.studio import (
+    EnsembleScorer,
     GleeError,
     LimitReached,
     PredictRequest,
@@ -43,6 +44,13 @@ if dataset is None:
 # the recommended run first (the one Home and Results name); zero-shot last
 runs = studio_ui.dataset_runs(dataset.id)
 options = dict(studio_ui.run_labels(runs))
+rec = studio_ui.recommendation_of(runs) if runs else None
+if rec is not None and (ensemble := rec.ensemble) is not None:  # the answer: it leads
+    options = {
+        ",".join(ensemble.run_ids): f"The average of the top {len(ensemble.runs)} · "
+        f"recommended · F1 {ensemble.f1:.1f} · seed {ensemble.runs[0].seed}",
+        **options,
+    }
 options["zero-shot"] = "No trained run: zero-shot verbalizer scores of the backbone's MLM head"
 choice = studio_ui.choose("Score with", options)
 example = dataset.splits["test"]["text"].iloc[0]
@@ -55,6 +63,11 @@ try:
         scorer = zero_shot_scorer(model_name, dataset, Scorer.zero_shot_key(dataset))
         title = f"Zero-shot: {model_name}'s MLM head at [MASK], label words averaged"
         stem = f"{slug(dataset.id)}-zero-shot"
+    elif "," in choice:  # the recommendation's ensemble: its members' probabilities averaged
+        members = [next(r for r in runs if r.run_id == i) for i in choice.split(",")]
+        scorer = EnsembleScorer([run_scorer(str(r.path)) for r in members])
+        title = f"The average of {len(members)} heads' class probabilities"
+        stem = f"{members[0].run_id}-average-of-{len(members)}"
     else:
         run = next(r for r in runs if r.run_id == choice)
         scorer = run_scorer(str(run.path))

@@ -63,6 +63,7 @@ _FACES = (
     "runs.store",
     "runs.tables",
     "runs.variants",
+    "serve.ensemble",
     "serve.export",
     "serve.export_formats",
     "serve.formats",

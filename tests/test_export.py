@@ -638,3 +638,36 @@ def test_an_ensemble_of_runs_predicts_exports_and_loads_as_their_probabilities_a
     (out / "glee_ensemble.json").write_text('{"format_version": 1, "members": ["../x"]}')
     with pytest.raises(GleeError, match="glee_ensemble.json is damaged"):
         load_classifier(out)
+
+
+def test_the_apps_jobs_export_and_classify_with_an_ensemble(runs, toy_dataset, tmp_path, capsys):
+    """Home's "Build the averaged classifier's folder" and the Playground's "Classify its
+    texts" with the average: their requests name the members' ids joined by commas, the jobs
+    find each in the stores and write the zip of one ensemble folder and the averaged
+    predictions; a member missing from the stores is one line naming it."""
+    import zipfile
+
+    from glee_core.models.requests import ExportRequest, PredictRequest
+
+    a, b = runs["finetune"], runs["frozen"]
+    stores = [str(a.path.parent)]
+    ids = f"{a.run_id},{b.run_id}"
+    request = ExportRequest(run=ids, form="glee", out=str(tmp_path / "e.zip"), stores=stores)
+    assert main(["export", "--request", str(request.write(tmp_path / "e.json"))]) == 0
+    names = zipfile.ZipFile(tmp_path / "e.zip").namelist()
+    assert f"{a.run_id}-average-of-2/glee_ensemble.json" in names
+    assert f"{a.run_id}-average-of-2/member-2/model.safetensors" in names
+
+    texts = toy_dataset.splits["test"]["text"].tolist()[:4]
+    pd.DataFrame({"text": texts}).to_csv(tmp_path / "in.csv", index=False)
+    request = PredictRequest(
+        input=str(tmp_path / "in.csv"), out=str(tmp_path / "p.csv"), run=ids, stores=stores
+    )
+    assert main(["predict", "--request", str(request.write(tmp_path / "p.json"))]) == 0
+    expected = (score_texts(a, texts) + score_texts(b, texts)) / 2
+    table = pd.read_csv(tmp_path / "p.csv")
+    assert list(table["pred"]) == list(expected.idxmax(axis=1))
+    capsys.readouterr()
+    request = replace(request, run=f"{a.run_id},gone-run")
+    assert main(["predict", "--request", str(request.write(tmp_path / "q.json"))]) == 2
+    assert "run gone-run is not in the stores" in capsys.readouterr().err

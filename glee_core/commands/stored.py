@@ -210,18 +210,15 @@ def _predict_request(args) -> int:
     from ..core.files import write_atomic
     from ..models.requests import PredictRequest
     from ..models.scoring import get_backbone
-    from ..runs.store import RunStore
+    from ..serve.ensemble import EnsembleScorer
     from ..serve.inference import Scorer, predict_csv
 
     request = PredictRequest.read(args.request)
     with job_turn(args) as (log, progress):
         log(Loading(what="the classifier"))
         if request.run is not None:
-            stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
-            run = next((r for s in stores if (r := s.get(request.run)) is not None), None)
-            if run is None:
-                raise GleeError(f"run {request.run} is not in the stores")
-            scorer = Scorer.for_run(run)
+            runs = _stored_runs(request, args)  # several: an ensemble, averaged
+            scorer = Scorer.for_run(runs[0]) if len(runs) == 1 else EnsembleScorer.for_runs(runs)
         else:
             scorer = Scorer.zero_shot(get_backbone(request.model), request.data.load())
         with cpu_turn():
@@ -244,6 +241,22 @@ def _predict_request(args) -> int:
         )
     )
     return 0
+
+
+def _stored_runs(request, args) -> list:
+    """The runs a job's request names (``run``: an id, or several joined by commas), found in
+    its stores (the first, the job's own)."""
+    from ..runs.store import RunStore
+    from ..serve.ensemble import run_ids
+
+    stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
+    runs = []
+    for run_id in run_ids(request.run):
+        run = next((r for s in stores if (r := s.get(run_id)) is not None), None)
+        if run is None:
+            raise GleeError(f"run {run_id} is not in the stores")
+        runs.append(run)
+    return runs
 
 
 def calibrate(args) -> int:
@@ -339,20 +352,12 @@ def _export_request(args) -> int:
     from ..core.events import Loading, Working
     from ..core.files import write_atomic
     from ..models.requests import ExportRequest
-    from ..runs.store import RunStore
-    from ..serve.ensemble import run_ids
     from ..serve.export import export_zip
 
     request = ExportRequest.read(args.request)
     with job_turn(args) as (log, progress):
         log(Loading(what="the run"))
-        stores = [RunStore(root) for root in request.stores or [args.runs_dir]]
-        runs = []
-        for run_id in run_ids(request.run):  # several: an ensemble, its members' folders
-            run = next((r for s in stores if (r := s.get(run_id)) is not None), None)
-            if run is None:
-                raise GleeError(f"run {run_id} is not in the stores")
-            runs.append(run)
+        runs = _stored_runs(request, args)  # several: an ensemble, its members' folders
         progress(Working(what=f"writing it as {request.form} and checking it", task="the export"))
         with cpu_turn():
             data, code = export_zip(

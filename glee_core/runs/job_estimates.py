@@ -266,16 +266,20 @@ def _encoding(
 
 
 def estimate_predict_seconds(
-    texts: PoolSize, size: ModelSize, max_length: int, machine: Machine
+    texts: PoolSize, size: ModelSize, max_length: int, machine: Machine, members: int = 1
 ) -> Estimate:
     """Classifying ``texts`` (a CSV's, as its file says) with a classifier on the backbone of
-    ``size``: the job's start (the classifier loaded) and its forward pass over the texts."""
+    ``size``: the job's start (the classifier loaded) and its forward pass over the texts; an
+    ensemble's, one pass for each of its ``members``."""
     seconds, rate, measured = _encoding(texts, size, max_length, machine)
     basis = (
         f"{texts.texts:,} text(s) at {rate:,.0f} tokens/s "
         f"({'measured' if measured else 'typical of ' + machine.device})"
+        + (f", once for each of {members} members" if members > 1 else "")
     )
-    return settle(Estimate(STARTUP_SECONDS + seconds, basis, measured=measured), machine, "predict")
+    return settle(
+        Estimate(STARTUP_SECONDS + members * seconds, basis, measured=measured), machine, "predict"
+    )
 
 
 def estimate_pdf_seconds(runs: int, classes: int, machine: Machine) -> Estimate:

@@ -112,6 +112,7 @@ class EnsembleScorer:
         return np.log(np.clip(probs, 1e-30, None)).astype(np.float32)
 
     probabilities = Scorer.probabilities
+    score_table = Scorer.score_table
     classes_ = Scorer.classes_
     predict_proba = Scorer.predict_proba
     predict = Scorer.predict

@@ -305,7 +305,8 @@ def _export(request: ExportRequest, here: Here) -> Estimate:
 
 
 def _predict(request: PredictRequest, here: Here) -> Estimate:
-    run = next((r for r in here.machine.runs if r.run_id == request.run), None)
+    ids = (request.run or "").split(",")  # several: an ensemble's members, each scores
+    run = next((r for r in here.machine.runs if r.run_id == ids[0]), None)
     model = run.record.model.name if run is not None else request.model
     length = (
         run.record.hyperparameters.max_length if run is not None else here.data(request).max_length
@@ -314,7 +315,7 @@ def _predict(request: PredictRequest, here: Here) -> Estimate:
         texts = pool_size(request.input)
     except GleeError:  # the job says what is wrong with the file
         texts = PoolSize(0, 0)
-    return estimate_predict_seconds(texts, ModelSize.of(model), length, here.machine)
+    return estimate_predict_seconds(texts, ModelSize.of(model), length, here.machine, len(ids))
 
 
 def _runs_made(values) -> Made:
