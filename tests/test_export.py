@@ -18,7 +18,7 @@ from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.runs.ensemble import test_scores
+from glee_core.runs.ensemble import ensemble_test_scores
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run, load_classifier
 from glee_core.serve.inference import score_texts
@@ -620,7 +620,7 @@ def test_an_ensemble_of_runs_predicts_exports_and_loads_as_their_probabilities_a
     assert {"glee_ensemble.json", "README.md", "member-1/model.safetensors"} <= set(files)
     card = (out / "README.md").read_text()
     assert "An ensemble of 2 classifiers" in card and a.run_id in card and b.run_id in card
-    measured = test_scores([a, b])  # the average's own test scores, from the stored logits
+    measured = ensemble_test_scores([a, b])  # the average's own test scores, from the stored logits
     assert (
         f"the average scored macro-F1 {measured['f1']:.1f} and tail F1 "
         f"{measured['tail_f1']:.1f} (one seed of the members' runs)"

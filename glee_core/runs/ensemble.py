@@ -29,7 +29,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "average_probabilities",
     "contenders",
     "ensemble_of",
-    "test_scores",
+    "ensemble_test_scores",
 ]
 
 ENSEMBLE_MOST = 5  # contenders averaged, at most
@@ -77,7 +77,7 @@ def average_probabilities(logits: list[np.ndarray]) -> np.ndarray:
     return np.mean([softmax(np.asarray(x, dtype=np.float64), axis=1) for x in logits], axis=0)
 
 
-def test_scores(runs: list[Run]) -> dict[str, float]:
+def ensemble_test_scores(runs: list[Run]) -> dict[str, float]:
     """Macro-F1 and tail F1 (%) on the test split of ``runs``' probabilities averaged (runs of
     one dataset and seed), from their stored logits."""
     data = runs[0].record.dataset
@@ -106,7 +106,7 @@ def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
     f1, tail_f1, scored = [], [], []
     for seed in shared:
         try:
-            scores = test_scores([by_seed[seed][key] for key in keys])
+            scores = ensemble_test_scores([by_seed[seed][key] for key in keys])
         except GleeError:  # a broken file of a member's run: that seed is left out
             continue
         f1.append(scores["f1"])

@@ -40,7 +40,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 ]
 
 ENSEMBLE_FILE = "glee_ensemble.json"  # what marks an ensemble's folder
-FORMAT_VERSION = 1
+_FORMAT_VERSION = 1
 
 
 def check_form(form: str, quantize: str | None, members: int) -> None:
@@ -130,7 +130,7 @@ def ensemble_manifest(runs: list[Run], folders: list[str], scores: dict | None) 
         )
     same_classes([run.classes for run in runs])
     return {
-        "format_version": FORMAT_VERSION,
+        "format_version": _FORMAT_VERSION,
         "glee_core": __version__,
         "members": folders,
         "runs": [run.run_id for run in runs],
@@ -145,7 +145,7 @@ def member_folders(folder: Path) -> list[Path]:
     path = folder / ENSEMBLE_FILE
     try:
         manifest = mapping(json.loads(path.read_text(encoding="utf-8")), "the ensemble")
-        if integer(manifest.get("format_version", 0), "format_version") > FORMAT_VERSION:
+        if integer(manifest.get("format_version", 0), "format_version") > _FORMAT_VERSION:
             raise GleeError(f"{folder} was exported by a newer glee_core; upgrade to load it")
         members = manifest.get("members")
         if not isinstance(members, list) or not all(

@@ -36,7 +36,7 @@ from ..models.backbone import backbone_from_config, load_backbone
 from ..models.heads import head_of
 from ..models.modes import MODE_LABELS
 from ..models.scoring import get_backbone
-from ..runs.ensemble import test_scores
+from ..runs.ensemble import ensemble_test_scores
 from ..runs.metrics import SHOT_BUCKETS, shot_bucket, shot_f1
 from ..runs.record import (
     METRIC_KEYS,
@@ -164,7 +164,7 @@ def export_ensemble(
     out = Path(out).expanduser()
     folders = [f"member-{i}" for i in range(1, len(runs) + 1)]
     if scores is None and len({run.seed for run in runs}) == 1:
-        scores = {**test_scores(runs), "seeds": 1}
+        scores = {**ensemble_test_scores(runs), "seeds": 1}
     manifest = ensemble_manifest(runs, folders, scores)  # checks the runs go together
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
