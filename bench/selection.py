@@ -1,13 +1,14 @@
 """How well the quick compare's choice holds on test: dev against cross-validation, per set.
 
-    python bench/selection.py [--datasets demo,r8-1500,r52-lt,r52-short,r52-few,r8-steep,cmid-3000]
-        [--seeds 3] [--work DIR]
+    python bench/selection.py [--datasets demo,r8-1500,r52-lt,r52-short,r52-few,r8-steep,cmid-3000,
+        ctc-1800] [--seeds 3] [--work DIR]
 
 On each long-tailed set (``bench/baselines.dataset_spec`` builds all but the demo from
 ../shared/data: r8-1500, r52-lt, and four the choice was not tuned on - r52-short, headlines of
 about 50 characters; r52-few, 28 classes of 5-10 training texts; r8-steep, an imbalance ratio of
-100; cmid-3000, Chinese medical questions read a character at a time) it runs the quick compare
-as the app does - every head, each plain-input head on both poolings, cross-validated where dev
+100; cmid-3000, Chinese medical questions read a character at a time; ctc-1800, Chinese
+clinical-trial criteria of 27 characters in 44 classes, shaped as a new user's upload, built after
+the choice was) it runs the quick compare as the app does - every head, each plain-input head on both poolings, cross-validated where dev
 is small - over several seeds, then replays the choices a user would have been given and prints
 each one's test macro-F1 and tail F1 (mean ± std over seeds) and how far each falls behind the
 best candidate in hindsight (by mean test macro-F1: what no choice can know):
@@ -252,7 +253,7 @@ def rule_rows(name, label, seen, all_runs, dataset, scores, best) -> list[list[s
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--datasets", default="demo,r8-1500,r52-lt,r52-short,r52-few,r8-steep,cmid-3000"
+        "--datasets", default="demo,r8-1500,r52-lt,r52-short,r52-few,r8-steep,cmid-3000,ctc-1800"
     )
     parser.add_argument(
         "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
