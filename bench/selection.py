@@ -7,11 +7,12 @@ On each long-tailed set (``bench/baselines.dataset_spec`` builds all but the dem
 ../shared/data: r8-1500, r52-lt, and four the choice was not tuned on - r52-short, headlines of
 about 50 characters; r52-few, 28 classes of 5-10 training texts; r8-steep, an imbalance ratio of
 100; cmid-3000, Chinese medical questions read a character at a time; ctc-1800, Chinese
-clinical-trial criteria of 27 characters in 44 classes, shaped as a new user's upload, built after
-the choice was) it runs the quick compare as the app does - every head, each plain-input head on both poolings, cross-validated where dev
-is small - over several seeds, then replays the choices a user would have been given and prints
-each one's test macro-F1 and tail F1 (mean ± std over seeds) and how far each falls behind the
-best candidate in hindsight (by mean test macro-F1: what no choice can know):
+clinical-trial criteria of 27 characters in 44 classes, shaped as a new user's upload, built
+after the choice was) it runs the quick compare as the app does - every head, each plain-input
+head on both poolings, cross-validated where dev is small - over several seeds, then replays the
+choices a user would have been given and prints each one's test macro-F1 and tail F1 (mean ± std
+over seeds) and how far each falls behind the best candidate in hindsight (by mean test
+macro-F1: what no choice can know):
 
 * ``dev, [CLS] only``: the choice before pooling was a candidate (best mean dev score);
 * ``dev, both poolings``: the same over both poolings;
