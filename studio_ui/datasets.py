@@ -57,7 +57,7 @@ from .choice import (
 )
 from .jobs import last_failure, work_button
 from .stores import all_runs, backbones_dir, uploads_dir
-from .text import md, visible
+from .text import code, md, visible
 from .widgets import class_highlight
 
 
@@ -309,7 +309,7 @@ def label_words_section(dataset) -> None:
         backbone_notice(model, [m.id for m in worded])
         if unreadable:
             st.warning(
-                f"`{md(model)}` cannot read {len(unreadable)} of these words "
+                f"{code(model)} cannot read {len(unreadable)} of these words "
                 f"({md(first_few(unreadable, 6))}): Home's compare leaves "
                 "these heads out until words it reads are given here."
             )

@@ -26,7 +26,7 @@ from glee_core.studio import (
 from .access import policy, visitor_id, workspace
 from .estimates import estimate_of
 from .stores import all_runs, recommendation_of, runs_by_id, shared_store, store
-from .text import duration, logged, md
+from .text import code, duration, logged, md
 
 PANEL_JOBS = 8  # the jobs the panel lists, newest first
 
@@ -205,7 +205,7 @@ def download(path: str, name: str, mime: str, key: str, primary: bool = False) -
     MB never sits in the web process for a page to draw)."""
     file = Path(path)
     if not file.is_file():
-        st.caption(f"`{md(name)}` is gone (deleted, or its workspace expired): run it again.")
+        st.caption(f"{code(name)} is gone (deleted, or its workspace expired): run it again.")
         return
     st.download_button(
         f"Download {name} ({file.stat().st_size / 2**20:.1f} MB)",

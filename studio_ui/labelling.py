@@ -32,7 +32,7 @@ from .access import policy, workspace
 from .choice import choose_dataset, current_choice, current_model, load_options
 from .jobs import last_failure, newest_job, work_button
 from .stores import all_runs, kept_pools, quick_compare_runs, recommendation_of, store
-from .text import md
+from .text import code, md
 
 POOL_MB = 50  # a pool file the uploader takes (the public mode's upload limit is smaller)
 SHOWN = 20  # unanswered suggestions shown at once (each is a row of buttons)
@@ -206,7 +206,7 @@ def unlabelled_texts_section(dataset) -> None:
     if choice.add:
         st.info(
             f"This dataset has pool texts you labelled added to its training split "
-            f"(`{md(Path(choice.add).name)}`). Home compares it with the data as it was."
+            f"({code(Path(choice.add).name)}). Home compares it with the data as it was."
         )
         if st.button("Back to the data without them"):
             choose_dataset(replace(choice, add=None))
@@ -272,7 +272,7 @@ def unlabelled_texts_section(dataset) -> None:
     answered = len(session.answers)
     st.caption(
         f"{answered} of {len(session.rows)} answered; {session.to_add} to add "
-        f"(strategy `{session.strategy}`, the head of `{md(session.run_id)}`)."
+        f"(strategy `{session.strategy}`, the head of {code(session.run_id)})."
     )
     answer_rows(session, dataset)
     left, right = st.columns([1, 1])
@@ -438,6 +438,6 @@ def pseudo_panel(dataset) -> None:
     gained = {c: int(trained.get(c, 0)) - counts.get(c, 0) for c in counts}
     gain_table(before, after, counts, gained, dataset.head_tail()[1], "pseudo-label(s)")
     st.caption(
-        f"The runs with the pseudo-labels are `{md(variants[-1])}`'s (Results, with that "
+        f"The runs with the pseudo-labels are {code(variants[-1])}'s (Results, with that "
         "dataset chosen on the Data page, has them all)."
     )

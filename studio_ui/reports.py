@@ -37,7 +37,7 @@ from .access import policy
 from .choice import choose_dataset, current_choice, current_model
 from .jobs import last_failure, work_button
 from .stores import all_runs, recommendation_of, store, store_state
-from .text import md
+from .text import code, md
 
 WEAK_FLAGS_F1 = 75.0  # a model under this out-of-fold macro-F1 flags ambiguous texts as well
 
@@ -59,7 +59,7 @@ def show_health(dataset, folder) -> None:
         f"{summary['training_texts_leaked_into_dev_or_test']} with one in dev or test "
         f"(a leak: it inflates the scores); {summary['outliers']} outlier(s). "
         f"{health.folds}-fold probabilities of `{health.method}` on the "
-        f"{health.pooling}-pooled features of `{md(health.model)}`."
+        f"{health.pooling}-pooled features of {code(health.model)}."
     )
     strength = health.oof_macro_f1
     if strength is not None:  # how far to trust the flags: the model behind them
@@ -192,7 +192,7 @@ def show_budget(dataset, folder) -> None:
     report, chart = _budget_view(str(folder), store_state(str(folder)))
     st.caption(
         f"`{report.method}` on the {report.pooling}-pooled features "
-        f"of `{md(report.model)}`, retrained on "
+        f"of {code(report.model)}, retrained on "
         f"{', '.join(f'{f:.0%}' for f in report.fractions)} of every class's training "
         f"texts, seeds {', '.join(map(str, report.seeds))}; each class's F1 on the "
         f"whole test split ({report.seconds:.0f} s). Forecasts extrapolate the "
@@ -209,7 +209,7 @@ def show_budget(dataset, folder) -> None:
         likely = session.likely()
         table["likely in the pool"] = [likely.get(c, "") for c in table["class"]]
         st.caption(
-            f"Likely in the pool: of `{md(session.pool_name)}`'s texts, those "
+            f"Likely in the pool: of {code(session.pool_name)}'s texts, those "
             "the head predicts as the class, times its precision for that class on dev "
             "(Unlabelled texts, below)."
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import time
 
 from glee_core.studio import (
@@ -18,6 +19,16 @@ def md(text) -> str:
     places Streamlit renders Markdown (``glee_core.core.markdown.literal``): a class named
     ``[Sign in](https://evil.example)`` reads as itself, not as a link."""
     return literal(text)
+
+
+def code(text) -> str:
+    """User text (a file, run, dataset or model name) as a Markdown code span that shows it as
+    it is: fenced by one backtick more than the longest run inside it (``md`` in a code span
+    showed its escapes: ``upload\\-fortunes\\_labelled``), on one line."""
+    text = " ".join(str(text).splitlines())
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}

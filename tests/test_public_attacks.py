@@ -616,3 +616,13 @@ def test_control_characters_in_texts_are_written_out_in_tables():
     from studio_ui.text import visible
 
     assert visible("bingo\x08 fortune\tx\n") == "bingo\\x08 fortune\tx\n"
+
+
+def test_a_name_in_a_code_span_reads_as_itself_whatever_it_holds():
+    """A file name in a code span showed Markdown's escapes (``upload\\-fortunes\\_labelled``,
+    issue #80); a name holding backticks or a line break cannot close the span early."""
+    from studio_ui.text import code
+
+    assert code("upload-fortunes_labelled-3ed7.csv") == "`upload-fortunes_labelled-3ed7.csv`"
+    assert code("a`b") == "``a`b``" and code("``x") == "``` ``x ```"
+    assert code("two\nlines") == "`two lines`"
