@@ -272,7 +272,7 @@ def unlabelled_texts_section(dataset) -> None:
     answered = len(session.answers)
     st.caption(
         f"{answered} of {len(session.rows)} answered; {session.to_add} to add "
-        f"(strategy `{session.strategy}`, the head of {code(session.run_id)})."
+        f"(strategy `{session.strategy}`, {head_name(session.run_id)})."
     )
     answer_rows(session, dataset)
     left, right = st.columns([1, 1])
@@ -285,6 +285,16 @@ def unlabelled_texts_section(dataset) -> None:
     )
     if session.to_add and right.button(f"Add the {session.to_add} labelled texts", type="primary"):
         add_to_data(session)
+
+
+def head_name(run_id: str) -> str:
+    """The head that scored a pool, as a person names it (its method and what it read), from
+    its run among this session's runs (read once a change); else the run's id."""
+    run = next((r for r in all_runs(report=False) if r.run_id == run_id), None)
+    if run is None:
+        return f"the head of run {code(run_id)}"
+    reads = "" if run.reads == "[MASK]" else f" ({run.reads})"
+    return f"the head `{run.method}`{reads}, seed {run.seed}"
 
 
 def self_training(dataset, pool: Path) -> None:
