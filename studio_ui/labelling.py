@@ -167,14 +167,25 @@ def add_to_data(session: LabellingSession) -> None:
     """Write the labelled texts beside the session and choose the dataset with them added (a
     ``+added-`` variant: Home's compare then offers itself on it)."""
     frame = session.labelled()
+    choice = current_choice()
+    added = choice.add
+    try:  # a later round: this version's labelled texts and the new ones, one file
+        if added:
+            before = pd.read_csv(added, dtype=str, keep_default_na=False)
+            frame = pd.concat([before, frame.astype(str)], ignore_index=True)
+    except (OSError, ValueError) as exc:
+        st.error(f"Not added: the texts added before cannot be read ({md(exc)})")
+        return
+    labels = frame["label"].astype(str).str.strip()
+    count = int((labels.ne("") & labels.ne(NONE_OF_THESE)).sum())
     path = store().labelling_dir / (
-        f"{slug(session.dataset)}-{Path(session.pool).stem}-labelled-{session.to_add}.csv"
+        f"{slug(choice.dataset)}-{Path(session.pool).stem}-labelled-{count}.csv"
     )
     try:
         if policy().public:
             workspace(create=True).check_disk(policy(), len(frame.to_csv(index=False)))
         write_atomic(path, frame.to_csv(index=False))
-        choice = replace(current_choice(), add=str(path))
+        choice = replace(choice, add=str(path))
         choice.load()  # its errors said before it is chosen
     except GleeError as exc:
         st.error(f"Not added: {md(exc)}")
@@ -203,15 +214,16 @@ def unlabelled_texts_section(dataset) -> None:
         st.caption("Keeping texts writes files; it is switched off on this deployment (read-only).")
         return
     choice = current_choice()
-    if choice.add:
+    if choice.add:  # a round done: the next suggests from the texts still unlabelled
         st.info(
             f"This dataset has pool texts you labelled added to its training split "
-            f"({code(Path(choice.add).name)}). Home compares it with the data as it was."
+            f"({code(Path(choice.add).name)}). Home compares it with the data as it was. "
+            "Suggest again below for another round (the texts added are left out; adding "
+            "keeps them), or learn from the rest with them."
         )
         if st.button("Back to the data without them"):
             choose_dataset(replace(choice, add=None))
             st.rerun()
-        return
     limit = max(1, -(-rules.upload_bytes // 2**20)) if rules.public else POOL_MB
     uploaded = st.file_uploader(
         f"Unlabelled texts (CSV or TXT, up to {limit} MB)",

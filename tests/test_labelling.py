@@ -116,6 +116,25 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert any(plain(m.value).startswith("Tail F1 ") and "→" in m.value for m in home.markdown)
     table = next(d.value for d in home.dataframe if "added" in d.value.columns)
     assert table["added"].sum() == 2 and list(table["group"])[0] == "tail"
+    # a second round on the version with them (issue #80: it showed no pool): the texts added
+    # are left out of the new suggestions, and adding keeps them beside the new ones
+    again = app("app_pages/1_Data.py").run()
+    assert not again.exception and not again.error
+    assert any("Suggest again below for another round" in plain(i.value) for i in again.info)
+    button(again, "Suggest texts to label").click().run()
+    finished(tmp_path / "runs", "suggest")
+    again.run()
+    [second] = [p for p in store.labelling_dir.glob("*.json") if p != path]
+    first = pd.read_csv(chosen.add, keep_default_na=False)
+    first_texts = set(first.loc[~first["label"].isin(["", NONE_OF_THESE]), "text"])
+    assert len(first_texts) == 2
+    rows = LabellingSession.read(second).rows
+    assert rows and not first_texts & {r["text"] for r in rows}
+    for key in [b.key for b in again.button if b.key and b.key.startswith("yes-")][:2]:
+        next(b for b in again.button if b.key == key).click().run()
+    button(again, "Add the 2 labelled texts").click().run()
+    assert not again.exception and not again.error
+    assert again.session_state["dataset"].load().id.startswith("demo+added-4-")
 
 
 def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_path):
