@@ -459,6 +459,9 @@ def pseudo_panel(dataset) -> None:
     trained = after[0].record.dataset.class_counts
     gained = {c: int(trained.get(c, 0)) - counts.get(c, 0) for c in counts}
     gain_table(before, after, counts, gained, dataset.head_tail()[1], "pseudo-label(s)")
+    for said in after[0].record.dataset.warnings:  # what the rule kept, and why
+        if said.startswith("self-training kept"):
+            st.caption(md(said[0].upper() + said[1:]) + ".")
     st.caption(
         f"The runs with the pseudo-labels are {code(variants[-1])}'s (Results, with that "
         "dataset chosen on the Data page, has them all)."

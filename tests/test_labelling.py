@@ -224,6 +224,10 @@ def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
     assert not home.exception
     assert any(s.value == "What self-training did" for s in home.subheader)
     assert any("pseudo-label(s) added" in plain(c.value) for c in home.caption)
+    assert any(  # what the rule kept, and why (a user read "most confident" and found 93%)
+        plain(c.value).startswith("Self-training kept ") and "the caps add up" in plain(c.value)
+        for c in home.caption
+    )
     # the recommendation ranks the self-trained candidate with the data's own, on dev
     line = next(i.value for i in home.info if "With self-training's pseudo-labels" in i.value)
     wins = "the pseudo-labels win on dev" in line

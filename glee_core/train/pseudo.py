@@ -112,9 +112,14 @@ def self_trained(
         for c, n in sorted(found.per_class.items(), key=lambda kv: -kv[1])
     )
     said = (
-        f"self-training (the class-balanced probe on the frozen {pooling}-pooled features, "
-        f"{found.generations} generation(s), each class at most its labelled share of the "
-        f"pool): {len(found.rows)} pseudo-labels from {len(texts)} pool texts: {counts}"
+        f"self-training kept {len(found.rows)} of {len(texts)} pool texts "
+        f"({len(found.rows) / len(texts):.0%}) as pseudo-labels: each class keeps the pool "
+        "texts predicted as it, its most confident first, up to its share of the labelled "
+        "texts times the pool's size; the caps add up to the pool, so where the predictions "
+        "follow the classes' shares most of it is kept, and a class predicted more often (the "
+        "class-balanced probe predicts the rare ones often) loses its least sure (the "
+        f"class-balanced probe on the frozen {pooling}-pooled features, {found.generations} "
+        f"generation(s)): {counts}"
     )
     variant = replace(
         dataset,
