@@ -8,7 +8,7 @@ theirs, the larger), at most :data:`ENSEMBLE_MOST`; :func:`ensemble_of` averages
 probabilities at each seed they all have, from the runs' stored logits (nothing is trained or
 scored again). ``bench/selection.py`` measured the rule on seven long-tailed sets: within one
 point of the best single candidate in hindsight on all seven, above it on five (BENCHMARKS "How
-good is the choice?"). :class:`glee_core.serve.inference.EnsembleScorer` scores new text with
+good is the choice?"). :class:`glee_core.serve.ensemble.EnsembleScorer` scores new text with
 it, and ``export --run A,B,...`` writes it as one folder.
 """
 
