@@ -115,7 +115,8 @@ def answer_rows(session: LabellingSession, dataset) -> None:
             st.session_state["labelling-error"] = disk_message(exc)
 
     shown_class = None
-    for row in pending[:SHOWN]:
+    for number, row in enumerate(pending[:SHOWN]):
+        first = number == 0  # the keyboard answers the first one (Enter, N, S, a class's key)
         pool_row, predicted = int(row["pool_row"]), row["predicted"]
         if predicted != shown_class:
             shown_class = predicted
@@ -129,12 +130,13 @@ def answer_rows(session: LabellingSession, dataset) -> None:
             yes, other, none, skip = st.columns([2, 3, 1.3, 1], vertical_alignment="center")
             if predicted in dataset.classes:  # a session of other data may predict another
                 yes.button(
-                    f"{predicted} ({float(row.get('confidence', 0.0)):.0%})",
+                    f"{md(predicted)} ({float(row.get('confidence', 0.0)):.0%})",
                     key=f"yes-{pool_row}",
-                    help="Yes: this text is of the predicted class",
+                    help="Yes: this text is of the predicted class" + (" (Enter)" if first else ""),
                     type="primary",
                     on_click=keep,
                     args=(pool_row, predicted),
+                    shortcut="Enter" if first else None,
                 )
             other.selectbox(
                 "Another class",
@@ -151,6 +153,7 @@ def answer_rows(session: LabellingSession, dataset) -> None:
                 on_click=keep,
                 args=(pool_row, NONE_OF_THESE),
                 help="It belongs to no class of this dataset: not added",
+                shortcut="N" if first else None,
             )
             skip.button(
                 "Skip",
@@ -158,9 +161,37 @@ def answer_rows(session: LabellingSession, dataset) -> None:
                 on_click=keep,
                 args=(pool_row, SKIPPED),
                 help="Not now: never added, asked again after a new suggestion",
+                shortcut="S" if first else None,
             )
+            if first:
+                class_keys(pool_row, order, keep)
     if len(pending) > SHOWN:
         st.caption(f"{len(pending) - SHOWN} more after these.")
+
+
+# a class's key: digits, then letters; C and R are Streamlit's, N and S answer "none" and "skip"
+CLASS_KEYS = [*"1234567890", *(k for k in "ABDEFGHIJKLMOPQTUVWXYZ")]
+
+
+def class_keys(pool_row: int, order: list[str], keep) -> None:
+    """The first suggestion's classes, one key each (tail first, as the groups are): a row of
+    small buttons, each showing its key; the classes past the keys are in the "Another class"
+    list."""
+    with st.container(horizontal=True, gap="small"):
+        for key, name in zip(CLASS_KEYS, order, strict=False):
+            st.button(
+                md(name),  # Streamlit shows the key beside it
+                key=f"key-{pool_row}-{key}",
+                on_click=keep,
+                args=(pool_row, name),
+                shortcut=key,
+                type="tertiary",
+            )
+    more = len(order) - len(CLASS_KEYS)
+    st.caption(
+        "Keys answer this text: Enter its predicted class, N none of these, S skip, or a "
+        "class's key" + (f" ({more} classes past the keys: the list)." if more > 0 else ".")
+    )
 
 
 def add_to_data(session: LabellingSession) -> None:
