@@ -217,7 +217,7 @@ def _predict_request(args) -> int:
     with job_turn(args) as (log, progress):
         log(Loading(what="the classifier"))
         if request.run is not None:
-            runs = _stored_runs(request, args)  # several: an ensemble, averaged
+            runs = _requested_runs(request, args)  # several: an ensemble, averaged
             scorer = Scorer.for_run(runs[0]) if len(runs) == 1 else EnsembleScorer.for_runs(runs)
         else:
             scorer = Scorer.zero_shot(get_backbone(request.model), request.data.load())
@@ -243,7 +243,7 @@ def _predict_request(args) -> int:
     return 0
 
 
-def _stored_runs(request, args) -> list:
+def _requested_runs(request, args) -> list:
     """The runs a job's request names (``run``: an id, or several joined by commas), found in
     its stores (the first, the job's own)."""
     from ..runs.store import RunStore
@@ -357,7 +357,7 @@ def _export_request(args) -> int:
     request = ExportRequest.read(args.request)
     with job_turn(args) as (log, progress):
         log(Loading(what="the run"))
-        runs = _stored_runs(request, args)  # several: an ensemble, its members' folders
+        runs = _requested_runs(request, args)  # several: an ensemble, its members' folders
         progress(Working(what=f"writing it as {request.form} and checking it", task="the export"))
         with cpu_turn():
             data, code = export_zip(
