@@ -6,9 +6,9 @@ a few texts per tail class, the best score is an optimistic, noisy pick (the win
 :func:`contenders` takes the candidates within one standard error of the best (its own or
 theirs, the larger), at most :data:`ENSEMBLE_MOST`; :func:`ensemble_of` averages their test
 probabilities at each seed they all have, from the runs' stored logits (nothing is trained or
-scored again). ``bench/selection.py`` measured the rule on seven long-tailed sets: within one
-point of the best single candidate in hindsight on all seven, above it on five (BENCHMARKS "How
-good is the choice?"). :class:`glee_core.serve.ensemble.EnsembleScorer` scores new text with
+scored again). ``bench/selection.py`` measured the answer it gives on eight long-tailed sets:
+within one point of the best single candidate in hindsight on all eight, above it on five
+(BENCHMARKS "How good is the choice?"). :class:`glee_core.serve.ensemble.EnsembleScorer` scores new text with
 it, and ``export --run A,B,...`` writes it as one folder.
 """
 
