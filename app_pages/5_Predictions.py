@@ -16,8 +16,17 @@ studio_ui.sidebar()
 st.title("Predictions")
 
 runs = studio_ui.runs_or_stop()
-run_id = studio_ui.choose("Run", studio_ui.run_labels(runs))
-run = next(r for r in runs if r.run_id == run_id)
+labels, averaged = studio_ui.answer_labels(runs)  # the recommendation's average first
+run_id = studio_ui.choose("Run", labels)
+run = averaged if averaged is not None and run_id == averaged.run_id else None
+run = run or next(r for r in runs if r.run_id == run_id)
+members = run.run_id.split(",")  # an average's: its runs
+stem = members[0] + (f"-average-of-{len(members)}" if len(members) > 1 else "")
+if len(members) > 1:
+    st.caption(
+        f"The recommendation's answer: the {len(members)} candidates the data cannot tell apart, "
+        f"their test probabilities averaged (seed {run.seed}); pick one of them to see its own."
+    )
 try:
     predictions = run.predictions
 except GleeError as exc:  # a file the listing does not read in full: say which, and stop here
@@ -50,7 +59,7 @@ st.caption(f"{len(shown)} example(s)")
 columns = ["text", "gold", "pred", "confidence", "correct"]
 if predictions["text_b"].astype(str).str.len().gt(0).any():
     columns.insert(1, "text_b")
-shared = run.run_id in studio_ui.shared_run_ids()
+shared = bool(set(members) & studio_ui.shared_run_ids())
 if shared:  # another visitor's run, through their share link: their texts stay theirs
     columns = [c for c in columns if c not in ("text", "text_b")]
     st.caption("A shared run: its predictions without the texts, which are the sharer's.")
@@ -67,7 +76,7 @@ if not shared:
     st.download_button(
         "Download this run's test predictions (CSV)",
         spreadsheet_csv(predictions),
-        f"{run.run_id}-test-predictions.csv",
+        f"{stem}-test-predictions.csv",
         "text/csv",
     )
 
@@ -95,25 +104,29 @@ if shared and not studio_ui.shared_workspace().shares_models:
         "carries what it was trained on)."
     )
     st.stop()
-offered = {f.name: f.label for f in EXPORT_FORMATS.values() if f.refusal(run.record) is None}
-form = studio_ui.choose("Format", offered, st.radio, key=f"export-form-{run.run_id}")
+offered = {  # an average leaves as the studio's folder alone (the others hold one classifier)
+    f.name: f.label
+    for f in EXPORT_FORMATS.values()
+    if f.refusal(run.record) is None and (len(members) == 1 or f.name == "glee")
+}
+form = studio_ui.choose("Format", offered, st.radio, key=f"export-form-{stem}")
 quantize = EXPORT_FORMATS[form].quantizes and st.checkbox(
     "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the card)",
-    key=f"export-int8-{run.run_id}",
+    key=f"export-int8-{stem}",
 )
 request = ExportRequest(
     run=run.run_id,
     form=form,
-    out=str(studio_ui.store().jobs_dir / f"{run.run_id}-{form}{'-int8' if quantize else ''}.zip"),
+    out=str(studio_ui.store().jobs_dir / f"{stem}-{form}{'-int8' if quantize else ''}.zip"),
     quantize="int8" if quantize else None,
     stores=[str(s.root) for s in studio_ui.stores()],
 )
-studio_ui.work_button(request, "Build the folder", key=f"export-{run.run_id}")
+studio_ui.work_button(request, "Build the folder", key=f"export-{stem}")
 if error := studio_ui.last_failure("export", request):
     st.error(f"The export failed: {studio_ui.md(error)}")
 elif (made := studio_ui.last_made("export", request)) is not None:
     for path, name, mime in made.files:
-        studio_ui.download(path, name, mime, key=f"export-zip-{run.run_id}", primary=True)
+        studio_ui.download(path, name, mime, key=f"export-zip-{stem}", primary=True)
     if made.code:
         st.caption("Load it so (the folder's README.md, its model card, says more):")
         st.code(made.code, language="python")

@@ -43,14 +43,7 @@ if dataset is None:
     st.stop()
 # the recommended run first (the one Home and Results name); zero-shot last
 runs = studio_ui.dataset_runs(dataset.id)
-options = dict(studio_ui.run_labels(runs))
-rec = studio_ui.recommendation_of(runs) if runs else None
-if rec is not None and (ensemble := rec.ensemble) is not None:  # the answer: it leads
-    options = {
-        ",".join(ensemble.run_ids): f"The average of the top {len(ensemble.runs)} · "
-        f"recommended · F1 {ensemble.f1:.1f} · seed {ensemble.runs[0].seed}",
-        **options,
-    }
+options = dict(studio_ui.answer_labels(runs)[0])  # the recommendation's average first
 options["zero-shot"] = "No trained run: zero-shot verbalizer scores of the backbone's MLM head"
 choice = studio_ui.choose("Score with", options)
 example = dataset.splits["test"]["text"].iloc[0]

@@ -132,6 +132,7 @@ from .text import (
     visible,
 )
 from .widgets import (
+    answer_labels,
     choose,
     choose_many,
     class_highlight,

@@ -11,7 +11,7 @@ from glee_core.studio import (
 )
 
 from .choice import current_dataset_id
-from .stores import dataset_runs
+from .stores import dataset_runs, recommendation_of
 from .text import md
 
 
@@ -58,6 +58,23 @@ def run_labels(runs, recommended: bool = True) -> dict[str, str]:
             f"F1 {100 * r.metrics.f1:.1f}{mark} · {r.run_id[-10:]}"
         )
     return labels
+
+
+def answer_labels(runs) -> tuple[dict[str, str], object]:
+    """:func:`run_labels` with the recommendation's average first where it averages (its key
+    the members' ids joined by commas, as ``predict`` and ``export --run`` take them; the single
+    runs then say "best alone"), and the average as a run (``AveragedRun``) or None."""
+    labels = run_labels(runs)
+    rec = recommendation_of(list(runs)) if runs else None
+    if rec is None or rec.ensemble is None:
+        return labels, None
+    averaged = rec.ensemble.averaged
+    labels = {k: v.replace(" · recommended", " · best alone") for k, v in labels.items()}
+    return {
+        averaged.run_id: f"The average of the top {len(averaged.members)} · recommended · "
+        f"F1 {100 * averaged.metrics.f1:.1f} · seed {averaged.seed}",
+        **labels,
+    }, averaged
 
 
 def class_highlight(classes: list[str]) -> str | None:

@@ -694,6 +694,14 @@ def test_predictions_offers_the_run_in_every_form_it_can_take(app, app_dirs):
     import zipfile
 
     at = app("app_pages/5_Predictions.py").run()
+    # the recommendation's average comes first (issue #81): the studio's folder alone holds it
+    assert at.selectbox[0].value.startswith("The average of the top 2 · recommended")
+    assert any(c.value.startswith("The recommendation's answer: the 2") for c in at.caption)
+    form = next(r for r in at.radio if r.label == "Format")
+    assert form.options == ["Glee Studio folder (load_classifier)"]
+    assert len(charts(at)) == 1  # its confusion matrix, from the members' stored logits
+    at.selectbox[0].select_index(1).run()  # the best candidate alone
+    assert "· best alone ·" in at.selectbox[0].value
     form = next(r for r in at.radio if r.label == "Format")
     assert any(o.startswith("transformers") for o in form.options)
     assert not any(o.startswith("peft") for o in form.options)  # not a LoRA/P-tuning v2 run

@@ -81,8 +81,15 @@ class FakeRun:
             method=get_method(self.method),
             model=SimpleNamespace(name="m"),
             tuning={"lp_ft_from": self.lp_ft_from} if self.lp_ft_from else {},
-            dataset=SimpleNamespace(classes=["a", "b"], head_classes=["a"], tail_classes=["b"]),
+            dataset=SimpleNamespace(
+                classes=["a", "b"],
+                head_classes=["a"],
+                tail_classes=["b"],
+                class_counts={"a": 60, "b": 10},
+            ),
         )
+
+    classes = ["a", "b"]
 
     @property
     def predictions(self):  # 100 test texts, a and b in turn
@@ -355,6 +362,11 @@ def test_candidates_within_a_standard_error_of_the_best_are_averaged_and_that_is
         "2 seeds. `cls-relu-pt-ln` (cls) scored best in" in text
     )
     assert "Within its spread" not in text  # the members are the ones within it
+    # read as a run (the Predictions page): its test predictions and scores, averaged
+    averaged = e.averaged
+    assert averaged.run_id == ",".join(e.run_ids) and averaged.seed == 1
+    assert averaged.metrics.f1 == pytest.approx(1.0) and averaged.predictions["correct"].all()
+    assert list(averaged.predictions["pred"]) == ["a", "b"] * 50
     # the members share no seed: nothing to average
     apart = [r for r in runs if not (r.method == "cls-tanh" and r.seed == 1)]
     apart = [r for r in apart if not (r.method != "cls-tanh" and r.seed == 2)]

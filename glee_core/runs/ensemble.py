@@ -8,23 +8,28 @@ theirs, the larger), at most :data:`ENSEMBLE_MOST`; :func:`ensemble_of` averages
 probabilities at each seed they all have, from the runs' stored logits (nothing is trained or
 scored again). ``bench/selection.py`` measured the answer it gives on eight long-tailed sets:
 within one point of the best single candidate in hindsight on all eight, above it on five
-(BENCHMARKS "How good is the choice?"). :class:`glee_core.serve.ensemble.EnsembleScorer` scores new text with
-it, and ``export --run A,B,...`` writes it as one folder.
+(BENCHMARKS "How good is the choice?"). :class:`AveragedRun` reads it as the run pages read a
+run; :class:`glee_core.serve.ensemble.EnsembleScorer` scores new text with it, and ``export
+--run A,B,...`` writes it as one folder.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+import pandas as pd
 from scipy.special import softmax
 
 from ..core.errors import GleeError
-from .metrics import classification_metrics
+from .metrics import classification_metrics, shot_f1
+from .record import MetricsRecord
 from .store import Run
 
 __all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
     "ENSEMBLE_MOST",
+    "AveragedRun",
     "Ensemble",
     "average_probabilities",
     "contenders",
@@ -53,6 +58,72 @@ class Ensemble:
     @property
     def run_ids(self) -> list[str]:
         return [run.run_id for run in self.runs]
+
+    @cached_property
+    def averaged(self) -> AveragedRun:
+        """Its members' runs (the first shared seed) as the run pages read one run."""
+        return AveragedRun(self.runs)
+
+
+@dataclass(frozen=True)
+class AveragedRun:
+    """Runs of one dataset and seed with their test probabilities averaged, read as the run
+    pages read a run (the Predictions page: its test predictions, per-class scores and confusion
+    matrix, measured from the members' stored logits): ``run_id`` is the members' ids joined by
+    commas, what ``predict`` and ``export --run`` take."""
+
+    members: tuple[Run, ...]
+
+    @property
+    def run_id(self) -> str:
+        return ",".join(run.run_id for run in self.members)
+
+    @property
+    def record(self):
+        return self.members[0].record
+
+    @property
+    def classes(self) -> list[str]:
+        return self.members[0].classes
+
+    @property
+    def seed(self) -> int:
+        return self.members[0].seed
+
+    @property
+    def method(self) -> str:
+        """What a chart's title names: the heads averaged."""
+        return "the average of " + " + ".join(run.method for run in self.members)
+
+    @cached_property
+    def _probabilities(self) -> np.ndarray:
+        return average_probabilities([run.logits for run in self.members])
+
+    @cached_property
+    def metrics(self) -> MetricsRecord:
+        data = self.record.dataset
+        gold = self.members[0].predictions["gold"].map({c: i for i, c in enumerate(data.classes)})
+        values = classification_metrics(
+            gold.to_numpy(),
+            self._probabilities.argmax(1),
+            data.classes,
+            data.head_classes,
+            data.tail_classes,
+        )
+        values.update(
+            {f"{k}_f1": v for k, v in shot_f1(values["per_class"], data.class_counts).items()}
+        )
+        return MetricsRecord.from_dict(values, data.classes)
+
+    @cached_property
+    def predictions(self) -> pd.DataFrame:
+        """The first member's test predictions with the average's class and confidence."""
+        frame = self.members[0].predictions.copy()
+        pred = self._probabilities.argmax(1)
+        frame["pred"] = [self.classes[i] for i in pred]
+        frame["confidence"] = self._probabilities.max(1).round(6)
+        frame["correct"] = frame["pred"] == frame["gold"]
+        return frame
 
 
 def _error(pick) -> float:
