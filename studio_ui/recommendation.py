@@ -233,9 +233,9 @@ def ensemble_export(ensemble, key: str) -> None:
 
     seed = ensemble.runs[0].seed
     st.caption(
-        f"Each member is a run of its own (seed {seed}): the Diagnostics and Predictions pages "
-        "explain each one. Only the studio's folder carries the average (ONNX, transformers "
-        "and peft hold one classifier)."
+        f"The Predictions page shows the average's test predictions; each member is a run of "
+        f"its own (seed {seed}), which the Diagnostics page explains. Only the studio's folder "
+        "carries the average (ONNX, transformers and peft hold one classifier)."
     )
     if set(ensemble.run_ids) & shared_run_ids():  # another visitor's runs: their models stay theirs
         return
