@@ -69,6 +69,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "export_zip",
     "load_classifier",
     "model_card",
+    "new_folder",
     "note_text",
     "onnx_folder",
     "push_to_hub",
@@ -95,13 +96,7 @@ def export_run(
 ) -> Path:
     """Write ``run`` as a classifier folder at ``out`` (a new or empty folder) in ``form``
     (``glee``, or one of :mod:`glee_core.serve.formats`'s)."""
-    out = Path(out).expanduser()
-    if out.is_symlink():
-        raise GleeError(
-            f"{out} is a symbolic link; give --out a folder path of its own (a new or empty folder)"
-        )
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    out = new_folder(out)
     target = export_format(form)
     why = target.refusal(run.record)
     if why:
@@ -161,18 +156,29 @@ def export_ensemble(
     ``glee_ensemble.json`` naming them, and a model card; ``scores``: the ensemble's test scores
     for it (``{"f1", "tail_f1", "seeds"}``, %; default: these runs' own, from their stored
     test logits). :func:`load_classifier` reads it back."""
-    out = Path(out).expanduser()
     folders = [f"member-{i}" for i in range(1, len(runs) + 1)]
     if scores is None and len({run.seed for run in runs}) == 1:
         scores = {**ensemble_test_scores(runs), "seeds": 1}
     manifest = ensemble_manifest(runs, folders, scores)  # checks the runs go together
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
+    out = new_folder(out)
     with staged(out) as tmp:
         for run, folder in zip(runs, folders, strict=True):
             export_run(run, tmp / folder, include_backbone)
         write_json(tmp / ENSEMBLE_FILE, manifest)
         (tmp / "README.md").write_text(ensemble_card(runs, folders, scores), encoding="utf-8")
+    return out
+
+
+def new_folder(out: str | Path) -> Path:
+    """``--out`` as an export writes it: a path of its own (not a symbolic link) to a new or
+    empty folder; a GleeError saying what to give otherwise."""
+    out = Path(out).expanduser()
+    if out.is_symlink():
+        raise GleeError(
+            f"{out} is a symbolic link; give --out a folder path of its own (a new or empty folder)"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise GleeError(f"{out} exists and is not an empty folder; choose a new --out")
     return out
 
 
@@ -256,7 +262,7 @@ def _export_form(run: Run, out: Path, target: ExportFormat, quantize: str | None
 def export_zip(run: Run | list[Run], form: str, quantize: str | None = None) -> tuple[bytes, str]:
     """``run`` exported in ``form`` as a zip archive (the app's download) and the lines that
     load it (the card's first code block); a list of runs: their ensemble, as the studio's
-    folder (:func:`glee_core.serve.ensemble.export_ensemble`)."""
+    folder (:func:`export_ensemble`)."""
     import zipfile  # noqa: PLC0415
     from io import BytesIO  # noqa: PLC0415
 
