@@ -4,7 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio_ui import APP_PAGES, draw_logged, run_page
+from studio_ui.navigation import APP_PAGES, run_page
+from studio_ui.text import draw_logged
 
 # the favicon ships with the app: a Material icon as page icon is fetched from a font CDN, which
 # an offline machine cannot reach

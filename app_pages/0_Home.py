@@ -2,10 +2,23 @@
 
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import MODES
+from glee_core.models.modes import MODES
+from studio_ui.access import policy
+from studio_ui.choice import (
+    backbone_notice,
+    current_choice,
+    current_dataset,
+    current_model,
+    display_name,
+)
+from studio_ui.labelling import added_panel
+from studio_ui.launches import quick_compare_button
+from studio_ui.navigation import sidebar
+from studio_ui.recommendation import budget_notice, candidates_table, recommendation_panel
+from studio_ui.stores import dataset_runs, quick_compare_runs, recommendation_of
+from studio_ui.text import md, model_label
 
-studio_ui.sidebar()
+sidebar()
 
 st.title("Glee Studio")
 st.markdown(
@@ -14,39 +27,39 @@ st.markdown(
     "steps make it better, each with its time here."
 )
 
-choice = studio_ui.current_choice()
-model = studio_ui.current_model()
-dataset = studio_ui.current_dataset()
+choice = current_choice()
+model = current_model()
+dataset = current_dataset()
 target = dataset.id if dataset is not None else choice.dataset
-name = studio_ui.display_name(target)  # an upload by its file's name
+name = display_name(target)  # an upload by its file's name
 if dataset is not None:
     head, tail = dataset.head_tail()
     st.caption(
-        f"Dataset **{studio_ui.md(name)}**: {dataset.num_classes} classes, "
+        f"Dataset **{md(name)}**: {dataset.num_classes} classes, "
         f"{len(dataset.splits['train'])} training texts, {len(head)} head / {len(tail)} "
-        f"tail classes · backbone **{studio_ui.md(studio_ui.model_label(model))}** · "
+        f"tail classes · backbone **{md(model_label(model))}** · "
         "change either on the Data and Train pages."
     )
 
-if dataset is not None or studio_ui.policy().read_only:
-    studio_ui.quick_compare_button(dataset, name)
+if dataset is not None or policy().read_only:
+    quick_compare_button(dataset, name)
 
-studio_ui.added_panel(dataset)  # pool texts labelled on the Data page: what they did
+added_panel(dataset)  # pool texts labelled on the Data page: what they did
 
 # After a compare: which head to use on this dataset, and the next step
-runs = studio_ui.dataset_runs(target)  # runs need no texts: shown even when they are gone
+runs = dataset_runs(target)  # runs need no texts: shown even when they are gone
 if not runs:  # a label budget measured before any compare still says what the tail needs
-    studio_ui.budget_notice(target)
+    budget_notice(target)
 if runs:
-    st.subheader(f"Recommendation for {studio_ui.md(name)}")
-    studio_ui.recommendation_panel(runs, key="home")
-    if compared := studio_ui.quick_compare_runs(target, model):
-        studio_ui.candidates_table(compared)
+    st.subheader(f"Recommendation for {md(name)}")
+    recommendation_panel(runs, key="home")
+    if compared := quick_compare_runs(target, model):
+        candidates_table(compared)
 
 leading = []  # the recommendation's first heads: the backbone's sentence must be true of them
-if runs and (shown_rec := studio_ui.recommendation_of(runs)) is not None:
+if runs and (shown_rec := recommendation_of(runs)) is not None:
     leading = [shown_rec.chosen.method, *[p.method for p in shown_rec.contenders[1:2]]]
-studio_ui.backbone_notice(model, leading=leading)
+backbone_notice(model, leading=leading)
 
 with st.expander("What Glee Studio compares, and why"):
     st.markdown(

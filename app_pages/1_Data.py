@@ -3,21 +3,33 @@ health, label budget and unlabelled texts (each a job); adapting the backbone to
 
 import streamlit as st
 
-import studio_ui
+from studio_ui.choice import current_dataset
+from studio_ui.datasets import (
+    adapt_section,
+    dataset_picker,
+    label_words_section,
+    long_tail_view,
+    rare_classes,
+    sample_rows,
+    upload_section,
+)
+from studio_ui.labelling import unlabelled_texts_section
+from studio_ui.navigation import sidebar
+from studio_ui.reports import budget_section, health_section
 
-studio_ui.sidebar()
+sidebar()
 st.title("Data")
 
-studio_ui.dataset_picker()
-studio_ui.upload_section()
-dataset = studio_ui.current_dataset()
+dataset_picker()
+upload_section()
+dataset = current_dataset()
 if dataset is None:
     st.stop()
-studio_ui.rare_classes(dataset)
-studio_ui.long_tail_view(dataset)
-studio_ui.label_words_section(dataset)
-studio_ui.sample_rows(dataset)
-studio_ui.health_section(dataset)
-studio_ui.budget_section(dataset)
-studio_ui.unlabelled_texts_section(dataset)
-studio_ui.adapt_section(dataset)
+rare_classes(dataset)
+long_tail_view(dataset)
+label_words_section(dataset)
+sample_rows(dataset)
+health_section(dataset)
+budget_section(dataset)
+unlabelled_texts_section(dataset)
+adapt_section(dataset)

@@ -2,17 +2,22 @@
 
 import streamlit as st
 
-import studio_ui
+from studio_ui.choice import current_dataset, display_name
+from studio_ui.estimates import device_kind
+from studio_ui.jobs import jobs_panel
+from studio_ui.launches import estimate_words, finished_runs, launch_button, launch_form
+from studio_ui.navigation import sidebar
+from studio_ui.text import md
 
-studio_ui.sidebar()
+sidebar()
 st.title("Train")
 
-dataset = studio_ui.current_dataset()
+dataset = current_dataset()
 if dataset is None:
     st.stop()
-device = studio_ui.device_kind()
+device = device_kind()
 st.caption(
-    f"Dataset **{studio_ui.md(studio_ui.display_name(dataset.id))}** · "
+    f"Dataset **{md(display_name(dataset.id))}** · "
     f"{len(dataset.splits['train'])} training examples · "
     f"device **{device}**"
 )
@@ -22,12 +27,12 @@ st.caption(
     "Every job of this session, each kind: training, the data reports, suggestions, PDF "
     "reports and exports; each with its bar and time left, its log, and what it made."
 )
-studio_ui.jobs_panel()
+jobs_panel()
 
 st.subheader("A new launch")
-launch = studio_ui.launch_form(dataset)
-studio_ui.estimate_words(launch, dataset, device)
-studio_ui.launch_button(launch, dataset)
+launch = launch_form(dataset)
+estimate_words(launch, dataset, device)
+launch_button(launch, dataset)
 
 st.subheader("Finished runs for this dataset")
-studio_ui.finished_runs(dataset)
+finished_runs(dataset)

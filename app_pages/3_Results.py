@@ -6,45 +6,47 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import (
-    GRID,
-    METRIC_TITLES,
-    MODES,
-    NAMES,
+from glee_core.core.errors import GleeError
+from glee_core.models.methods import registry_order
+from glee_core.models.modes import MODES
+from glee_core.runs.calibration import GRID, NAMES, SHOWN, Calibrator, calibrate
+from glee_core.runs.findings import check_findings, findings_frame
+from glee_core.runs.notes import merged_notes
+from glee_core.runs.paper_tables import (
+    comparison,
+    comparison_block,
+    comparison_markdown,
+    reference_note,
+)
+from glee_core.runs.record import METRIC_TITLES, SHOT_TITLES
+from glee_core.runs.store import slug
+from glee_core.runs.tables import (
     SELECTION_NOTE,
-    SHOT_TITLES,
-    SHOWN,
     STD_NOTE,
-    Calibrator,
-    GleeError,
     aggregate,
-    calibrate,
+    comparison_csv,
+    comparison_table,
+    modes_table,
+    spreadsheet_csv,
+    twin_notes,
+)
+from glee_core.train.reproduce import header_lines, saved_comparisons, table_of
+from glee_core.views.results_charts import (
     chart_calibration_curve,
     chart_calibration_delta,
     chart_head_tail,
     chart_per_class_f1,
-    check_findings,
-    comparison,
-    comparison_block,
-    comparison_csv,
-    comparison_markdown,
-    comparison_table,
-    findings_frame,
-    header_lines,
-    merged_notes,
-    modes_table,
     per_class_f1_frame,
-    reference_note,
-    registry_order,
-    saved_comparisons,
-    slug,
-    spreadsheet_csv,
-    table_of,
-    twin_notes,
 )
+from studio_ui.access import policy
+from studio_ui.choice import backbone_notice, current_dataset_id
+from studio_ui.navigation import sidebar
+from studio_ui.recommendation import recommendation_panel, variant_runs
+from studio_ui.stores import all_runs, dataset_runs, stores
+from studio_ui.text import md
+from studio_ui.widgets import choose, class_highlight, method_labels, run_labels, setting_runs
 
-studio_ui.sidebar()
+sidebar()
 st.title("Results")
 ours, paper, calibration_tab = st.tabs(
     ["This dataset", "Paper comparison (reproduce)", "Calibrate (post-hoc)"]
@@ -59,14 +61,14 @@ def bold_marked(value):
 
 
 with paper:  # drawn first: the other tab stops the page when the dataset has no runs
-    stores = studio_ui.stores()
-    manifests = [m for s in stores for m in saved_comparisons(s)]
+    readable = stores()
+    manifests = [m for s in readable for m in saved_comparisons(s)]
     if not manifests:
         st.info(
             "No reproduction in this run store yet. Run one table of the paper from the "
             "command line, e.g. `python -m glee_core reproduce --table 2 --datasets r8 "
             "--mode frozen --data-dir DATA --runs-dir "
-            f"{'DIR' if studio_ui.policy().public else stores[-1].root}`; it appears here."
+            f"{'DIR' if policy().public else readable[-1].root}`; it appears here."
         )
     else:
         labels = {
@@ -75,10 +77,10 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
             f"{len(m['seeds'])} seed(s) · {m['created'][:16]}"
             for m in manifests
         }
-        path = studio_ui.choose("Reproduction", labels)
+        path = choose("Reproduction", labels)
         manifest = next(m for m in manifests if m["path"] == path)
         table = table_of(manifest)
-        stored = {run.run_id: run for run in studio_ui.all_runs(report=False)}
+        stored = {run.run_id: run for run in all_runs(report=False)}
         runs = [stored.get(run_id) for run_id in manifest["run_ids"]]
         if any(r is None for r in runs):
             st.warning(
@@ -88,7 +90,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
         runs = [r for r in runs if r is not None]
         for model in sorted(set(manifest["models"].values())):
             records = [r.record for r in runs if r.record.model.name == model]
-            studio_ui.backbone_notice(
+            backbone_notice(
                 model,
                 list(table.methods),
                 all(r.model.mlm_head_pretrained for r in records) if records else None,
@@ -134,7 +136,7 @@ with paper:  # drawn first: the other tab stops the page when the dataset has no
         )
 
 with calibration_tab:  # drawn before the first tab, which stops the page without runs
-    runs_here = studio_ui.dataset_runs(studio_ui.current_dataset_id())
+    runs_here = dataset_runs(current_dataset_id())
     if not runs_here:
         st.info("No finished runs for this dataset yet.")
     else:
@@ -144,10 +146,10 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
             "η-norm at any η. The strength is chosen on the dev split; the numbers "
             "are test. The same as `python -m glee_core calibrate --run RUN`."
         )
-        run_id = studio_ui.choose("Run", studio_ui.run_labels(runs_here), key="calibrate-run")
+        run_id = choose("Run", run_labels(runs_here), key="calibrate-run")
         run = next(r for r in runs_here if r.run_id == run_id)
         c1, c2 = st.columns(2)
-        method = studio_ui.choose("Calibration", NAMES, c1.radio, key="calibrate-method")
+        method = choose("Calibration", NAMES, c1.radio, key="calibrate-method")
         select = c2.radio(
             "Choose the strength on dev by",
             ["f1", "tail_f1"],
@@ -157,7 +159,7 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
         try:
             result = calibrate(run, method, select)
         except GleeError as exc:
-            st.warning(studio_ui.md(exc))
+            st.warning(md(exc))
         else:
             strength = st.select_slider(
                 "Strength",
@@ -197,11 +199,11 @@ with calibration_tab:  # drawn before the first tab, which stops the page withou
             )
 
 with ours:
-    every = studio_ui.dataset_runs(studio_ui.current_dataset_id())
+    every = dataset_runs(current_dataset_id())
     if every:
         st.subheader("Recommendation")
-        studio_ui.recommendation_panel(every, key="results")
-    runs = studio_ui.setting_runs(key="results-methods")
+        recommendation_panel(every, key="results")
+    runs = setting_runs(key="results-methods")
     st.subheader("Test results (%, mean ± std over seeds)")
     table = comparison_table(aggregate(runs))
 
@@ -260,12 +262,12 @@ with ours:
         file_name=f"results-{slug(runs[0].dataset)}.csv",
         mime="text/csv",
     )
-    for other, other_runs in studio_ui.variant_runs(runs[0].dataset).items():
+    for other, other_runs in variant_runs(runs[0].dataset).items():
         if other == runs[0].dataset:
             continue
         same = [r for r in other_runs if r.setting == runs[0].setting]
         with st.expander(
-            f"The same setting on **{studio_ui.md(other)}** ({len(same)} run(s): "
+            f"The same setting on **{md(other)}** ({len(same)} run(s): "
             "the same dev and test texts, another training split)",
             expanded=bool(same),
         ):
@@ -283,7 +285,7 @@ with ours:
                 column_config={"paper row": "Paper row", "method": "Method"},
             )
 
-    highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
+    highlight = class_highlight(runs[0].record.dataset.order)
     st.altair_chart(chart_per_class_f1(runs, highlight), width="content")
     st.altair_chart(chart_head_tail(runs), width="content")
     with st.expander("Per-class numbers"):
@@ -301,7 +303,7 @@ with ours:
             + ") to see the modes side by side here."
         )
     else:
-        head = studio_ui.choose("Head", studio_ui.method_labels(several), key="modes-head")
+        head = choose("Head", method_labels(several), key="modes-head")
         st.dataframe(
             modes_table(every, head),
             hide_index=True,

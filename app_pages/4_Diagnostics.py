@@ -2,24 +2,35 @@
 
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import (
+from glee_core.models.methods import registry_order
+from glee_core.views.diagnostics_charts import (
     FIGURE4_FEATURES,
     FIGURE4_METHODS,
     FIGURE4_MIN_EXAMPLES,
     chart_feature_distributions,
+    default_feature_classes,
+    feature_examples,
+)
+from glee_core.views.norm_charts import (
     chart_norm_evolution,
     chart_norm_vs_count,
     chart_weight_norms,
-    default_feature_classes,
-    feature_examples,
-    registry_order,
+)
+from studio_ui.navigation import sidebar
+from studio_ui.text import md
+from studio_ui.widgets import (
+    choose,
+    choose_many,
+    class_highlight,
+    method_labels,
+    run_labels,
+    setting_runs,
 )
 
-studio_ui.sidebar()
+sidebar()
 st.title("Diagnostics")
 
-runs = studio_ui.setting_runs(key="diag-methods")
+runs = setting_runs(key="diag-methods")
 
 st.subheader("Per-class weight norms (Figure 3)")
 st.caption(
@@ -27,7 +38,7 @@ st.caption(
     "methods: the average of the label words' decoder rows). A CLS head trained on a long "
     "tail grows large norms for head classes; the paper finds prompt-tuning's flatter."
 )
-highlight = studio_ui.class_highlight(runs[0].record.dataset.order)
+highlight = class_highlight(runs[0].record.dataset.order)
 st.altair_chart(chart_weight_norms(runs, highlight=highlight), width="content")
 
 st.altair_chart(chart_norm_vs_count(runs), width="content")
@@ -39,7 +50,7 @@ st.caption(
 with st.expander("Weight norms while training (per dev evaluation)"):
     evolving = [r for r in runs if any(h.get("weight_norms") for h in r.history)]
     if evolving:
-        run_id = studio_ui.choose("Run", studio_ui.run_labels(evolving), key="norm-evolution")
+        run_id = choose("Run", run_labels(evolving), key="norm-evolution")
         st.altair_chart(
             chart_norm_evolution(next(r for r in evolving if r.run_id == run_id)), width="stretch"
         )
@@ -61,7 +72,7 @@ dims = c3.slider("First features", 1, 20, FIGURE4_FEATURES)
 examples = feature_examples(runs[0])
 if examples[tail_class] < FIGURE4_MIN_EXAMPLES:
     st.caption(
-        f"{studio_ui.md(tail_class)} has {examples[tail_class]} stored test example(s): its "
+        f"{md(tail_class)} has {examples[tail_class]} stored test example(s): its "
         "histograms are single spikes."
         + (
             ""
@@ -71,9 +82,9 @@ if examples[tail_class] < FIGURE4_MIN_EXAMPLES:
     )
 present = registry_order(r.method for r in runs)
 figure_rows = [m for m in present if m in FIGURE4_METHODS] or present
-shown = studio_ui.choose_many(
+shown = choose_many(
     "Heads to compare",
-    studio_ui.method_labels(present),
+    method_labels(present),
     figure_rows,
     key="figure4-methods",
     help="The paper's Figure 4 compares Tanh, ReLU, ReLU + LN, ReLU + pt. LN and prompt-tuning.",

@@ -2,22 +2,24 @@
 
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import (
-    EXPORT_FORMATS,
-    ExportRequest,
-    GleeError,
-    chart_confusion,
-    confusion_fits,
-    spreadsheet_csv,
-)
+from glee_core.core.errors import GleeError
+from glee_core.models.requests import ExportRequest
+from glee_core.runs.tables import spreadsheet_csv
+from glee_core.serve.export_formats import EXPORT_FORMATS
+from glee_core.views.prediction_charts import chart_confusion, confusion_fits
+from studio_ui.access import shared_workspace
+from studio_ui.jobs import download, last_failure, last_made, work_button
+from studio_ui.navigation import sidebar
+from studio_ui.stores import shared_run_ids, store, stores
+from studio_ui.text import md
+from studio_ui.widgets import answer_labels, choose, runs_or_stop
 
-studio_ui.sidebar()
+sidebar()
 st.title("Predictions")
 
-runs = studio_ui.runs_or_stop()
-labels, averaged = studio_ui.answer_labels(runs)  # the recommendation's average first
-run_id = studio_ui.choose("Run", labels)
+runs = runs_or_stop()
+labels, averaged = answer_labels(runs)  # the recommendation's average first
+run_id = choose("Run", labels)
 run = averaged if averaged is not None and run_id == averaged.run_id else None
 run = run or next(r for r in runs if r.run_id == run_id)
 members = run.run_id.split(",")  # an average's: its runs
@@ -31,7 +33,7 @@ try:
     predictions = run.predictions
 except GleeError as exc:  # a file the listing does not read in full: say which, and stop here
     st.error(
-        f"This run is broken: {studio_ui.md(exc)}. Pick another run, or launch its setting "
+        f"This run is broken: {md(exc)}. Pick another run, or launch its setting "
         "again on the Train page: a broken run is trained anew.",
         icon=":material/broken_image:",
     )
@@ -50,7 +52,7 @@ class_labels.update(
     }
 )
 with c1:
-    chosen = studio_ui.choose("Class", class_labels)
+    chosen = choose("Class", class_labels)
 errors_only = c2.toggle("Errors only")
 shown = predictions if chosen == "(all classes)" else predictions[predictions["gold"] == chosen]
 if errors_only:
@@ -59,7 +61,7 @@ st.caption(f"{len(shown)} example(s)")
 columns = ["text", "gold", "pred", "confidence", "correct"]
 if predictions["text_b"].astype(str).str.len().gt(0).any():
     columns.insert(1, "text_b")
-shared = bool(set(members) & studio_ui.shared_run_ids())
+shared = bool(set(members) & shared_run_ids())
 if shared:  # another visitor's run, through their share link: their texts stay theirs
     columns = [c for c in columns if c not in ("text", "text_b")]
     st.caption("A shared run: its predictions without the texts, which are the sharer's.")
@@ -98,7 +100,7 @@ if keep and keep < len(order):
 st.altair_chart(chart_confusion(run, keep), width="content")
 
 st.subheader("Take it with you")
-if shared and not studio_ui.shared_workspace().shares_models:
+if shared and not shared_workspace().shares_models:
     st.caption(
         "A shared run: its sharer has not let viewers download its model (a model "
         "carries what it was trained on)."
@@ -109,7 +111,7 @@ offered = {  # an average leaves as the studio's folder alone (the others hold o
     for f in EXPORT_FORMATS.values()
     if f.refusal(run.record) is None and (len(members) == 1 or f.name == "glee")
 }
-form = studio_ui.choose("Format", offered, st.radio, key=f"export-form-{stem}")
+form = choose("Format", offered, st.radio, key=f"export-form-{stem}")
 quantize = EXPORT_FORMATS[form].quantizes and st.checkbox(
     "Also an int8 model (onnxruntime's dynamic quantization; its test F1 change goes in the card)",
     key=f"export-int8-{stem}",
@@ -117,16 +119,16 @@ quantize = EXPORT_FORMATS[form].quantizes and st.checkbox(
 request = ExportRequest(
     run=run.run_id,
     form=form,
-    out=str(studio_ui.store().jobs_dir / f"{stem}-{form}{'-int8' if quantize else ''}.zip"),
+    out=str(store().jobs_dir / f"{stem}-{form}{'-int8' if quantize else ''}.zip"),
     quantize="int8" if quantize else None,
-    stores=[str(s.root) for s in studio_ui.stores()],
+    stores=[str(s.root) for s in stores()],
 )
-studio_ui.work_button(request, "Build the folder", key=f"export-{stem}")
-if error := studio_ui.last_failure("export", request):
-    st.error(f"The export failed: {studio_ui.md(error)}")
-elif (made := studio_ui.last_made("export", request)) is not None:
+work_button(request, "Build the folder", key=f"export-{stem}")
+if error := last_failure("export", request):
+    st.error(f"The export failed: {md(error)}")
+elif (made := last_made("export", request)) is not None:
     for path, name, mime in made.files:
-        studio_ui.download(path, name, mime, key=f"export-zip-{stem}", primary=True)
+        download(path, name, mime, key=f"export-zip-{stem}", primary=True)
     if made.code:
         st.caption("Load it so (the folder's README.md, its model card, says more):")
         st.code(made.code, language="python")

@@ -6,23 +6,25 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import (
-    EnsembleScorer,
-    GleeError,
-    LimitReached,
-    PredictRequest,
-    Scorer,
-    blank_warning,
-    chart_class_scores,
-    get_backbone,
-    load_run,
-    slug,
-    spreadsheet_csv,
-    write_atomic,
-)
+from glee_core.core.errors import GleeError
+from glee_core.core.files import write_atomic
+from glee_core.models.requests import PredictRequest
+from glee_core.models.scoring import get_backbone
+from glee_core.runs.store import slug
+from glee_core.runs.tables import spreadsheet_csv
+from glee_core.serve.ensemble import EnsembleScorer
+from glee_core.serve.inference import Scorer, blank_warning, load_run
+from glee_core.serve.policy import LimitReached
+from glee_core.views.prediction_charts import chart_class_scores
+from studio_ui.access import policy, workspace
+from studio_ui.choice import backbone_notice, current_choice, current_dataset, current_model
+from studio_ui.jobs import last_failure, last_made, newest_job, rebased, work_button
+from studio_ui.navigation import sidebar
+from studio_ui.stores import dataset_runs, store, stores
+from studio_ui.text import md
+from studio_ui.widgets import answer_labels, choose
 
-studio_ui.sidebar()
+sidebar()
 st.title("Playground")
 
 
@@ -38,21 +40,21 @@ def zero_shot_scorer(model_name: str, _dataset, dataset_key: str) -> Scorer:
     return Scorer.zero_shot(get_backbone(model_name), _dataset)
 
 
-dataset = studio_ui.current_dataset()
+dataset = current_dataset()
 if dataset is None:
     st.stop()
 # the recommended run first (the one Home and Results name); zero-shot last
-runs = studio_ui.dataset_runs(dataset.id)
-options = dict(studio_ui.answer_labels(runs)[0])  # the recommendation's average first
+runs = dataset_runs(dataset.id)
+options = dict(answer_labels(runs)[0])  # the recommendation's average first
 options["zero-shot"] = "No trained run: zero-shot verbalizer scores of the backbone's MLM head"
-choice = studio_ui.choose("Score with", options)
+choice = choose("Score with", options)
 example = dataset.splits["test"]["text"].iloc[0]
 text = st.text_area("Text", example, height=100)
 
 try:
     if choice == "zero-shot":
-        model_name = studio_ui.current_model()
-        studio_ui.backbone_notice(model_name, ["prompt"])
+        model_name = current_model()
+        backbone_notice(model_name, ["prompt"])
         scorer = zero_shot_scorer(model_name, dataset, Scorer.zero_shot_key(dataset))
         title = f"Zero-shot: {model_name}'s MLM head at [MASK], label words averaged"
         stem = f"{slug(dataset.id)}-zero-shot"
@@ -73,7 +75,7 @@ try:
         stem = run.run_id
     table = scorer.score_table(text) if text.strip() else None
 except GleeError as exc:
-    st.error(studio_ui.md(exc))
+    st.error(md(exc))
     st.stop()
 
 if table is not None:
@@ -93,7 +95,7 @@ if table is not None:
         )
 
 st.subheader("Classify a CSV of texts")
-rules = studio_ui.policy()
+rules = policy()
 if rules.read_only:
     st.caption("Classifying files is switched off on this deployment (read-only).")
     st.stop()
@@ -114,42 +116,38 @@ if uploaded is not None and rules.public:
     try:
         rules.check_upload_size(uploaded.size)  # before the file is read or parsed
     except LimitReached as exc:
-        st.error(f"{studio_ui.md(exc)} (`python -m glee_core predict` classifies any size.)")
+        st.error(f"{md(exc)} (`python -m glee_core predict` classifies any size.)")
         uploaded = None
 if uploaded is not None:
     data = uploaded.getvalue()
     digest = hashlib.sha256(data).hexdigest()[:12]
-    folder = studio_ui.store().jobs_dir
+    folder = store().jobs_dir
     request = PredictRequest(
         input=str(folder / f"texts-{digest}.csv"),
         out=str(folder / f"{slug(stem)}-{digest}-predictions.csv"),
         run=None if choice == "zero-shot" else choice,
-        stores=[str(s.root) for s in studio_ui.stores()],
-        data=studio_ui.current_choice() if choice == "zero-shot" else None,
-        model=studio_ui.current_model(),
+        stores=[str(s.root) for s in stores()],
+        data=current_choice() if choice == "zero-shot" else None,
+        model=current_model(),
         max_rows=cap,
     )
     if not Path(request.input).is_file():  # kept where the job reads it, once
         try:
             if rules.public:
-                studio_ui.workspace(create=True).check_upload(rules, len(data))
-                request = studio_ui.rebased(
-                    request, folder.parent, studio_ui.workspace().store.root
-                )
+                workspace(create=True).check_upload(rules, len(data))
+                request = rebased(request, folder.parent, workspace().store.root)
             write_atomic(Path(request.input), data)
         except (GleeError, OSError) as exc:
-            st.error(f"This CSV cannot be kept: {studio_ui.md(exc)}")
+            st.error(f"This CSV cannot be kept: {md(exc)}")
             st.stop()
-    studio_ui.work_button(request, "Classify its texts", key=f"classify-{digest}-{stem}")
-    if error := studio_ui.last_failure("predict", request):
+    work_button(request, "Classify its texts", key=f"classify-{digest}-{stem}")
+    if error := last_failure("predict", request):
         said = error.replace(request.input, uploaded.name)  # the file by the name it was sent as
-        st.error(f"This CSV cannot be classified: {studio_ui.md(said)}")
-    elif (made := studio_ui.last_made("predict", request)) is not None and made.files:
+        st.error(f"This CSV cannot be classified: {md(said)}")
+    elif (made := last_made("predict", request)) is not None and made.files:
         predicted = pd.read_csv(made.files[0][0], dtype=str, keep_default_na=False)  # as sent
         predicted["probability"] = pd.to_numeric(predicted["probability"])
-        predicted.attrs["blank_rows"] = studio_ui.newest_job("predict", request).result.get(
-            "blank_rows", []
-        )
+        predicted.attrs["blank_rows"] = newest_job("predict", request).result.get("blank_rows", [])
         if warning := blank_warning(predicted):
             st.warning(warning[0].upper() + warning[1:] + ".")
         st.dataframe(

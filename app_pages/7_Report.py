@@ -4,13 +4,19 @@ import hashlib
 
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import RUN_CHARTS, ReportRequest, slug
+from glee_core.models.requests import ReportRequest
+from glee_core.runs.store import slug
+from glee_core.views.charts import RUN_CHARTS
+from studio_ui.jobs import download, last_failure, last_made, work_button
+from studio_ui.navigation import sidebar
+from studio_ui.stores import store, stores
+from studio_ui.text import md
+from studio_ui.widgets import setting_runs
 
-studio_ui.sidebar()
+sidebar()
 st.title("Report")
 
-runs = studio_ui.setting_runs(key="report-methods")
+runs = setting_runs(key="report-methods")
 in_report = [c.title.lower() for c in RUN_CHARTS.values() if c.in_report]
 st.caption(
     f"A4 PDF: configuration, the results table, {', '.join(in_report)}, and post-hoc "
@@ -28,12 +34,12 @@ if runs:
     request = ReportRequest(
         dataset=runs[0].dataset,
         runs=ids,
-        out=str(studio_ui.store().jobs_dir / f"{name}-{digest}.pdf"),
-        stores=[str(s.root) for s in studio_ui.stores()],
+        out=str(store().jobs_dir / f"{name}-{digest}.pdf"),
+        stores=[str(s.root) for s in stores()],
     )
-    studio_ui.work_button(request, "Build the PDF", key="report-build")
-    if error := studio_ui.last_failure("report", request):
-        st.error(f"The report failed: {studio_ui.md(error)}")
-    elif (made := studio_ui.last_made("report", request)) is not None:
+    work_button(request, "Build the PDF", key="report-build")
+    if error := last_failure("report", request):
+        st.error(f"The report failed: {md(error)}")
+    elif (made := last_made("report", request)) is not None:
         for path, file_name, mime in made.files:
-            studio_ui.download(path, file_name, mime, key="report-pdf", primary=True)
+            download(path, file_name, mime, key="report-pdf", primary=True)

@@ -6,16 +6,16 @@ pretrained MLM head, so the paper's own numbers show what prompt-tuning does wit
 
 import streamlit as st
 
-import studio_ui
-from glee_core.studio import (
-    METRIC_TITLES,
-    PAPER_TABLES,
-    chart_paper_head_tail_gap,
-    chart_paper_results,
-    paper_cells,
-)
+from glee_core.runs.paper import paper_cells
+from glee_core.runs.record import METRIC_TITLES
+from glee_core.train.reproduce import PAPER_TABLES
+from glee_core.views.results_charts import chart_paper_head_tail_gap, chart_paper_results
+from studio_ui.choice import backbone_notice
+from studio_ui.navigation import sidebar
+from studio_ui.stores import all_runs
+from studio_ui.widgets import choose
 
-studio_ui.sidebar()
+sidebar()
 st.title("Paper")
 st.markdown(
     "The results of *Making Pretrained Language Models Good Long-tailed Learners* (Zhang et "
@@ -27,11 +27,11 @@ st.markdown(
 )
 
 tables = {number: f"Table {number}: {table.title}" for number, table in PAPER_TABLES.items()}
-number = studio_ui.choose("Table", tables, st.radio, horizontal=False)
+number = choose("Table", tables, st.radio, horizontal=False)
 cells = paper_cells()
 metrics = [m for m in METRIC_TITLES if m in set(cells.loc[cells["table"] == number, "metric"])]
 preferred = "tail_f1" if "tail_f1" in metrics else metrics[0]
-metric = studio_ui.choose(
+metric = choose(
     "Metric",
     {m: METRIC_TITLES[m] for m in metrics},
     st.radio,
@@ -41,13 +41,13 @@ metric = studio_ui.choose(
 
 runs = []
 if st.toggle("Overlay my runs (datasets the paper has, R8 beside R52)", value=True):
-    store_runs = studio_ui.all_runs(report=False)
+    store_runs = all_runs(report=False)
     covered = [r for r in store_runs if r.dataset in {*PAPER_TABLES[number].datasets, "r8"}]
     if covered:
         labels = dict(sorted({r.setting: r.record.setting_label for r in covered}.items()))
-        setting = studio_ui.choose("Setting of my runs", labels)
+        setting = choose("Setting of my runs", labels)
         runs = [r for r in covered if r.setting == setting]
-        studio_ui.backbone_notice(
+        backbone_notice(
             runs[0].record.model.name,
             sorted({r.method for r in runs}),
             runs[0].record.model.mlm_head_pretrained,

@@ -72,13 +72,11 @@ def main(argv=None) -> int:
     p.add_argument("--fixed-threads", action="store_true")
     args = p.parse_args(argv)
 
-    from glee_core.studio import (  # noqa: PLC0415
-        RunStore,
-        estimate_parameters,
-        estimate_seconds,
-        load_dataset,
-        other_work,
-    )
+    from glee_core.data.datasets import load_dataset  # noqa: PLC0415
+    from glee_core.models.backbone import estimate_parameters  # noqa: PLC0415
+    from glee_core.runs.busy import other_work  # noqa: PLC0415
+    from glee_core.runs.estimate import estimate_seconds  # noqa: PLC0415
+    from glee_core.runs.store import RunStore  # noqa: PLC0415
 
     env = {**os.environ}
     if args.fixed_threads:

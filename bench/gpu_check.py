@@ -66,6 +66,7 @@ from bench.train_throughput import (  # noqa: E402
 )
 from glee_core.core.devices import (  # noqa: E402
     autocast,
+    batch_to,  # noqa: E402
     cpu_has_bf16,
     resolve_device,
     resolve_precision,
@@ -79,7 +80,7 @@ from glee_core.models.methods import METHODS, get_method  # noqa: E402
 from glee_core.models.model import build_model  # noqa: E402
 from glee_core.models.modes import MODES  # noqa: E402
 from glee_core.models.options import AdaptOptions  # noqa: E402
-from glee_core.models.scoring import batch_to, get_backbone, model_inputs  # noqa: E402
+from glee_core.models.scoring import get_backbone, model_inputs  # noqa: E402
 from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 from glee_core.runs.store import RunStore, slug  # noqa: E402
 from glee_core.serve.inference import Scorer  # noqa: E402

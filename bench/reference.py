@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from glee_core.core.devices import batch_to
 from glee_core.data.encoding import EncodedSplit
 from glee_core.models.heads import PromptHead
 from glee_core.models.losses import classification_loss
 from glee_core.models.model import GleeModel, encoder_hidden_states
-from glee_core.models.scoring import batch_to, model_inputs
+from glee_core.models.scoring import model_inputs
 from glee_core.train.loop import TrainingState, optimizer_step
 
 

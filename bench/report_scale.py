@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from glee_core.models.methods import METHODS, registry_order  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.synthetic import write_synthetic_store  # noqa: E402
-from glee_core.views.charts import PDF_WIDTH, RUN_CHARTS  # noqa: E402
+from glee_core.views.charts import RUN_CHARTS  # noqa: E402
 from glee_core.views.report import build_report, chart_png  # noqa: E402
+from glee_core.views.style import PDF_WIDTH  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -42,16 +42,14 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=None, help="training texts (default: all)")
     args = p.parse_args(argv)
 
-    from glee_core.studio import (  # noqa: PLC0415
-        DataOptions,
-        RunStore,
-        TrainConfig,
-        TrainRequest,
-        estimate_parameters,
-        estimate_seconds,
-        launch_job,
-        other_work,
-    )
+    from glee_core.models.backbone import estimate_parameters  # noqa: PLC0415
+    from glee_core.models.config import TrainConfig  # noqa: PLC0415
+    from glee_core.models.options import DataOptions  # noqa: PLC0415
+    from glee_core.models.requests import TrainRequest  # noqa: PLC0415
+    from glee_core.runs.busy import other_work  # noqa: PLC0415
+    from glee_core.runs.estimate import estimate_seconds  # noqa: PLC0415
+    from glee_core.runs.store import RunStore  # noqa: PLC0415
+    from glee_core.train.jobs import launch as launch_job  # noqa: PLC0415
 
     data = DataOptions(dataset=args.dataset, data_dir=args.data_dir)
     dataset = data.load()

@@ -8,14 +8,10 @@ import time
 
 import streamlit as st
 
-from glee_core.studio import (
-    COOKIE,
-    Policy,
-    RunStore,
-    Workspace,
-    environment,
-    expire,
-)
+from glee_core.core import environment
+from glee_core.runs.store import RunStore
+from glee_core.serve.policy import Policy
+from glee_core.serve.workspaces import COOKIE, Workspace, expire
 
 SHARE_PARAM = "share"  # public mode: ?share=TOKEN opens another visitor's runs, read-only
 

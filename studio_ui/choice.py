@@ -9,24 +9,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from glee_core.studio import (
-    METHODS,
-    PAPER_DATASETS,
-    RARE_KEPT,
-    DataOptions,
-    GleeError,
-    adapted_record,
-    dataset_name,
-    environment,
-    list_uploads,
-    parse_verbalizer,
-    source_of,
-    untrained_head_line,
-    untrained_head_note,
-    verbalizer_json,
-    write_atomic,
-    write_json_atomic,
-)
+from glee_core.core import environment
+from glee_core.core.errors import GleeError
+from glee_core.core.files import write_atomic, write_json_atomic
+from glee_core.data.catalog import PAPER_DATASETS, dataset_name
+from glee_core.data.datasets import RARE_KEPT
+from glee_core.data.sources import source_of
+from glee_core.data.verbalizers import parse_verbalizer, verbalizer_json
+from glee_core.models.methods import METHODS
+from glee_core.models.options import DataOptions
+from glee_core.runs.notes import untrained_head_line, untrained_head_note
+from glee_core.serve.uploads import list_uploads
+from glee_core.train.adapted import adapted_record
 
 from .access import policy, workspace
 from .stores import all_runs, store, uploads_dir
@@ -171,11 +165,8 @@ def choose_prompt(template: str, label_words: dict[str, list[str]], model: str) 
     words are kept as a ``--verbalizer`` JSON in the store (the visitor's workspace in public
     mode). Raises GleeError, keeping nothing, on an empty word, a template without ``[MASK]``
     or ``{text}``, or words ``model``'s vocabulary cannot read."""
-    from glee_core.studio import (  # noqa: PLC0415 (torch)
-        check_prompt,
-        check_template,
-        prompt_variant,
-    )
+    from glee_core.data.verbalizers import check_template, prompt_variant  # noqa: PLC0415 (torch)
+    from glee_core.models.scoring import check_prompt  # noqa: PLC0415 (torch)
 
     choice = current_choice()
     own = load_options(replace(choice, template=None, verbalizer=None))

@@ -10,36 +10,22 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from glee_core.studio import (
-    ACCEPTED_ENCODINGS,
-    ADAPT_OBJECTIVES,
-    LABEL_COLUMN_NAMES,
-    MAX_UPLOAD_BYTES,
-    PAPER_DATASETS,
-    SOURCES,
-    TEXT_COLUMN_NAMES,
-    AdaptOptions,
-    AdaptRequest,
-    DataOptions,
-    GleeError,
-    adapted_backbones,
-    adapted_folder_name,
-    chart_class_frequency,
-    class_frequency_frame,
-    csv_columns,
-    disk_message,
-    environment,
-    find_column,
-    first_few,
-    help_of,
-    label_word_methods,
-    read_verbalizer_json,
-    save_upload,
-    size_text,
-    slug,
-    unreadable_words,
-    verbalizer_json,
-)
+from glee_core.core import environment
+from glee_core.core.errors import GleeError, disk_message, first_few
+from glee_core.core.files import size_text
+from glee_core.data.catalog import PAPER_DATASETS
+from glee_core.data.csvfile import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
+from glee_core.data.sources import SOURCES
+from glee_core.data.verbalizers import read_verbalizer_json, verbalizer_json
+from glee_core.models.fields import help_of
+from glee_core.models.options import ADAPT_OBJECTIVES, AdaptOptions, DataOptions
+from glee_core.models.requests import AdaptRequest
+from glee_core.models.scoring import unreadable_words
+from glee_core.runs.store import slug
+from glee_core.serve.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
+from glee_core.train.adapted import adapted_backbones, adapted_folder_name
+from glee_core.train.plan import label_word_methods
+from glee_core.views.data_charts import chart_class_frequency, class_frequency_frame
 
 from .access import policy, workspace
 from .choice import (

@@ -8,15 +8,12 @@ from dataclasses import replace
 
 import streamlit as st
 
-from glee_core.studio import (
-    METHODS,
-    GleeError,
-    Here,
-    Machine,
-    TrainConfig,
-    kind_of,
-    past_jobs,
-)
+from glee_core.core.errors import GleeError
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import METHODS
+from glee_core.runs.job_estimates import Machine
+from glee_core.train.job_kinds import Here, kind_of
+from glee_core.train.jobs import past_jobs
 
 from .choice import current_model
 from .stores import all_runs, backbones_dir, runs_by_id, store, store_state, stores
@@ -25,7 +22,7 @@ from .stores import all_runs, backbones_dir, runs_by_id, store, store_state, sto
 @st.cache_resource(show_spinner=False)
 def device_kind() -> str:
     """``cuda`` or ``cpu``: where a launch here trains (imports torch once per server)."""
-    from glee_core.studio import resolve_device  # noqa: PLC0415 (torch: not for every page)
+    from glee_core.core.devices import resolve_device  # noqa: PLC0415 (torch: not for every page)
 
     return resolve_device("auto").type
 
@@ -34,7 +31,7 @@ def device_kind() -> str:
 def busy_sampler():
     """The server's one sampler of the other work on this CPU (``BusySampler``: every 5 s in
     the background, the median of the last minute)."""
-    from glee_core.studio import BusySampler  # noqa: PLC0415
+    from glee_core.runs.busy import BusySampler  # noqa: PLC0415
 
     return BusySampler().start()
 
@@ -90,7 +87,7 @@ def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[s
     """The heads a quick compare of every head leaves out on ``dataset`` with ``model`` (default:
     the current backbone) because its vocabulary lacks the data's label words, and the note
     saying so (``glee_core.train.plan.unreadable_heads``); ``([], "")`` when none."""
-    from glee_core.studio import unreadable_heads  # noqa: PLC0415 (torch: the tokenizer)
+    from glee_core.train.plan import unreadable_heads  # noqa: PLC0415 (torch: the tokenizer)
 
     try:
         out, why = unreadable_heads(
@@ -110,7 +107,7 @@ def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[s
 def trainable_parameters(dataset, config) -> int:
     """About how many parameters a run of ``config`` trains on ``dataset`` with the current
     backbone (from its config alone: ``glee_core.models.backbone.estimate_trainable``)."""
-    from glee_core.studio import estimate_trainable  # noqa: PLC0415 (transformers)
+    from glee_core.models.backbone import estimate_trainable  # noqa: PLC0415 (transformers)
 
     resolved = config.resolved(dataset.max_length, dataset.batch_size)
     return estimate_trainable(current_model(), resolved, dataset.num_classes)

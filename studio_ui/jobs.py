@@ -11,17 +11,13 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from glee_core.studio import (
-    GleeError,
-    LimitReached,
-    disk_message,
-    kind_of,
-    launch_in_workspace,
-    launch_job,
-    list_jobs,
-    running_job,
-    tuning_gain,
-)
+from glee_core.core.errors import GleeError, disk_message
+from glee_core.runs.tables import tuning_gain
+from glee_core.serve.policy import LimitReached
+from glee_core.serve.workspaces import launch_in_workspace
+from glee_core.train.job_kinds import kind_of
+from glee_core.train.jobs import launch as launch_job
+from glee_core.train.jobs import list_jobs, running_job
 
 from .access import policy, visitor_id, workspace
 from .estimates import estimate_of
@@ -224,7 +220,7 @@ def job_result(job) -> None:
     download, the lines that load an export, or a sentence and the page that shows it."""
     import pandas as pd  # noqa: PLC0415 (a training job's table only)
 
-    from glee_core.studio import METRIC_KEYS, METRIC_TITLES  # noqa: PLC0415
+    from glee_core.runs.record import METRIC_KEYS, METRIC_TITLES  # noqa: PLC0415
 
     made = job.made()
     if made is None:
@@ -337,7 +333,7 @@ def job_card(job, finished: set[str]) -> None:
 def jobs_panel(limit: int = PANEL_JOBS) -> None:
     """Every job of this session's store, newest first (each kind, each with its bar, Stop,
     log and what it made), the broken records listed apart; redrawn every 2 s."""
-    from glee_core.studio import broken_jobs  # noqa: PLC0415
+    from glee_core.train.jobs import broken_jobs  # noqa: PLC0415
 
     here = store()
     broken = broken_jobs(here)

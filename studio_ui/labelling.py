@@ -14,19 +14,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from glee_core.studio import (
-    NONE_OF_THESE,
-    QUERY_STRATEGIES,
-    SKIPPED,
-    GleeError,
-    LabellingSession,
-    SuggestOptions,
-    SuggestRequest,
-    disk_message,
-    slug,
-    spreadsheet_csv,
-    write_atomic,
-)
+from glee_core.core.errors import GleeError, disk_message
+from glee_core.core.files import write_atomic
+from glee_core.data.pool import NONE_OF_THESE
+from glee_core.models.options import QUERY_STRATEGIES, SuggestOptions
+from glee_core.models.requests import SuggestRequest
+from glee_core.runs.labelling import SKIPPED, LabellingSession
+from glee_core.runs.store import slug
+from glee_core.runs.tables import spreadsheet_csv
 
 from .access import policy, workspace
 from .choice import choose_dataset, current_choice, current_model, load_options
@@ -345,10 +340,8 @@ def self_training(dataset, pool: Path) -> None:
     with the pool's pseudo-labels, kept unless cross-validation on the labelled texts says they
     cost over 2 points (``train --pool --self-train auto``); Home then shows what it did.
     Once the data has a quick compare, its recommended head can be fine-tuned the same way."""
-    from glee_core.studio import (  # noqa: PLC0415 (the engine's request types)
-        METHODS,
-        TrainConfig,
-    )
+    from glee_core.models.config import TrainConfig  # noqa: PLC0415 (the engine's request types)
+    from glee_core.models.methods import METHODS  # noqa: PLC0415 (the engine's request types)
 
     self_training_button(
         dataset,
@@ -382,7 +375,8 @@ def finetunable_head(dataset) -> str | None:
 def self_training_button(dataset, pool: Path, methods, config, what: str, label: str) -> None:
     """One launch of ``methods`` with ``config`` on the data with the pool's pseudo-labels
     (``--self-train auto``): its button with the estimate, or its bar while it runs."""
-    from glee_core.studio import SelfTrainOptions, TrainRequest  # noqa: PLC0415
+    from glee_core.models.options import SelfTrainOptions  # noqa: PLC0415
+    from glee_core.models.requests import TrainRequest  # noqa: PLC0415
 
     request = TrainRequest(
         data=current_choice(),
@@ -410,7 +404,7 @@ def gain_table(
 ) -> None:
     """Per class, the texts a variant added (``gained``) and the F1 before and after: each
     dataset's recommended quick-mode head on the same test texts, tail as the data was."""
-    from glee_core.studio import before_after  # noqa: PLC0415 (numpy, pandas)
+    from glee_core.runs.labelling import before_after  # noqa: PLC0415 (numpy, pandas)
 
     added = {c: n for c, n in gained.items() if n}
     st.caption(
@@ -473,7 +467,7 @@ def added_panel(dataset) -> None:
 def pseudo_panel(dataset) -> None:
     """Home: where a quick compare with self-training ran on this data (its runs are a
     ``+pseudo-`` variant's), what the pseudo-labels did against the data's own compare."""
-    from glee_core.studio import PSEUDO  # noqa: PLC0415 (the pool's engine: torch)
+    from glee_core.data.pool import PSEUDO  # noqa: PLC0415 (the pool's engine: torch)
 
     model = current_model()
     variants = sorted(

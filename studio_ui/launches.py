@@ -11,28 +11,28 @@ from dataclasses import dataclass, replace
 import pandas as pd
 import streamlit as st
 
-from glee_core.studio import (
+from glee_core.core.errors import GleeError
+from glee_core.models.config import (
     ALL_POOLINGS,
     AUTO_POOLING,
     DEFAULT_EPOCHS,
-    EXECUTORS,
-    METHODS,
-    METRIC_KEYS,
-    METRIC_TITLES,
-    MODES,
-    PAPER,
     POOLINGS,
+    TrainConfig,
+)
+from glee_core.models.fields import help_of
+from glee_core.models.methods import METHODS
+from glee_core.models.modes import MODES
+from glee_core.models.options import EXECUTORS, ExecutorOptions
+from glee_core.models.recipes import (
+    PAPER,
     RECIPE_DEFAULTS,
     RECIPE_LABELS,
     RECIPE_LINES,
-    Estimate,
-    ExecutorOptions,
-    GleeError,
-    TrainConfig,
-    TrainRequest,
-    help_of,
     recipe_rates,
 )
+from glee_core.models.requests import TrainRequest
+from glee_core.runs.estimate import Estimate
+from glee_core.runs.record import METRIC_KEYS, METRIC_TITLES
 
 from .access import policy
 from .choice import backbone_notice, current_choice, current_model

@@ -7,15 +7,12 @@ import secrets
 
 import streamlit as st
 
-from glee_core.studio import (
-    SHARE_FILE,
-    Policy,
-    Workspace,
-    environment,
-    list_uploads,
-    pages_drawing,
-    size_text,
-)
+from glee_core.core import environment
+from glee_core.core.files import size_text
+from glee_core.serve.policy import Policy
+from glee_core.serve.uploads import list_uploads
+from glee_core.serve.workspaces import SHARE_FILE, Workspace
+from glee_core.train.priority import pages_drawing
 
 from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, workspace
 from .choice import current_dataset_id, current_model, display_name

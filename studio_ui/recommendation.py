@@ -6,12 +6,9 @@ from dataclasses import replace
 
 import streamlit as st
 
-from glee_core.studio import (
-    METHODS,
-    GleeError,
-    method_label,
-    ranked,
-)
+from glee_core.core.errors import GleeError
+from glee_core.models.methods import METHODS, method_label
+from glee_core.runs.recommend import ranked
 
 from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
@@ -44,7 +41,9 @@ def variant_runs(dataset_id: str) -> dict[str, list]:
     """The runs of this dataset and of its variants (the data health's "train without the
     flagged rows", ``+without-N-...``; self-training's ``+pseudo-N-...``), by dataset id, the
     full data's first; {} without a variant with runs."""
-    from glee_core.studio import PSEUDO, WITHOUT, variant_base  # noqa: PLC0415
+    from glee_core.data.pool import PSEUDO  # noqa: PLC0415
+    from glee_core.data.splits import WITHOUT  # noqa: PLC0415
+    from glee_core.runs.variants import variant_base  # noqa: PLC0415
 
     base_id = variant_base(dataset_id)
     by_id: dict[str, list] = {}
@@ -61,7 +60,7 @@ def variant_runs(dataset_id: str) -> dict[str, list]:
 def variant_comparison(dataset_id: str) -> str | None:
     """Where the data health's "train without the flagged rows" made a variant of this dataset
     (or this is one): whether it wins on dev, a sentence for each variant with runs."""
-    from glee_core.studio import variant_base, variant_line  # noqa: PLC0415
+    from glee_core.runs.variants import variant_base, variant_line  # noqa: PLC0415
 
     base_id = variant_base(dataset_id)
     by_id = variant_runs(dataset_id)
@@ -90,7 +89,7 @@ def dataset_budget(dataset_id: str):
 def budget_notice(dataset_id: str) -> None:
     """The label budget's sentence (the tail classes one more text helps most), where the Data
     page measured one for this dataset."""
-    from glee_core.studio import budget_line  # noqa: PLC0415
+    from glee_core.runs.budget import budget_line  # noqa: PLC0415
 
     if (budget := dataset_budget(dataset_id)) and (line := budget_line(budget, md)):
         st.info(line, icon=":material/playlist_add:")
@@ -100,7 +99,9 @@ def self_trained_winner(rec):
     """Where self-training's pseudo-labels made a variant of this dataset whose recommended
     candidate beats the data's own on dev beyond the seeds' spread (``dev_winner``): (its
     runs, its recommendation, the pool to relaunch it with: the newest kept one); else None."""
-    from glee_core.studio import PSEUDO, SelfTrainOptions, dev_winner  # noqa: PLC0415
+    from glee_core.data.pool import PSEUDO  # noqa: PLC0415
+    from glee_core.models.options import SelfTrainOptions  # noqa: PLC0415
+    from glee_core.runs.variants import dev_winner  # noqa: PLC0415
 
     dataset_id = current_dataset_id()
     if PSEUDO in dataset_id:
@@ -125,13 +126,13 @@ def recommendation_panel(runs, key: str) -> None:
     each next step as one click (fine-tuning the top heads, more seeds). Where self-training's
     pseudo-labels made a variant whose candidate wins on dev, that candidate is the answer and
     its steps train with the pool (:func:`self_trained_winner`)."""
-    from glee_core.studio import (  # noqa: PLC0415
+    from glee_core.runs.notes import unreadable_note  # noqa: PLC0415
+    from glee_core.runs.recommend import (  # noqa: PLC0415
         ENOUGH_SEEDS,
         order_steps,
         recommendation_text,
-        unreadable_note,
-        with_requests,
     )
+    from glee_core.train.next_steps import with_requests  # noqa: PLC0415
 
     rec = recommendation_of(runs)
     if rec is None:
@@ -229,7 +230,7 @@ def recommendation_panel(runs, key: str) -> None:
 def ensemble_export(ensemble, key: str) -> None:
     """The averaged answer as one folder to take away (an export job: each member the studio's
     classifier folder, ``load_classifier`` reads the whole), and where each member is explained."""
-    from glee_core.studio import ExportRequest  # noqa: PLC0415
+    from glee_core.models.requests import ExportRequest  # noqa: PLC0415
 
     seed = ensemble.runs[0].seed
     st.caption(

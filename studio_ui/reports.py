@@ -12,26 +12,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from glee_core.studio import (
-    BUDGET_CSV,
-    BUDGET_FILE,
-    HEALTH_FILE,
-    ISSUES_FILE,
-    POOLINGS,
-    BudgetOptions,
-    BudgetRequest,
-    HealthOptions,
-    HealthRequest,
-    LabellingSession,
-    budget_line,
-    chart_label_budget,
-    default_of,
-    help_of,
-    read_budget,
-    read_health,
-    slug,
-    spreadsheet_csv,
-)
+from glee_core.models.config import POOLINGS
+from glee_core.models.fields import default_of, help_of
+from glee_core.models.options import BudgetOptions, HealthOptions
+from glee_core.models.requests import BudgetRequest, HealthRequest
+from glee_core.runs.budget import BUDGET_CSV, BUDGET_FILE, budget_line, read_budget
+from glee_core.runs.health import HEALTH_FILE, ISSUES_FILE, read_health
+from glee_core.runs.labelling import LabellingSession
+from glee_core.runs.store import slug
+from glee_core.runs.tables import spreadsheet_csv
+from glee_core.views.data_charts import chart_label_budget
 
 from .access import policy
 from .choice import choose_dataset, current_choice, current_model

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from glee_core.studio import (
-    RunStore,
-    environment,
-)
+from glee_core.core import environment
+from glee_core.runs.store import RunStore
 
 from .access import NOBODY, own_store_or_nothing, policy, shared_workspace, workspace
 from .text import md
@@ -102,7 +100,7 @@ def recommendation_of(runs: list):
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _recommendation(key: tuple, _runs: list):
     """The cache behind :func:`recommendation_of` (``_runs`` is not hashed: ``key`` names them)."""
-    from glee_core.studio import recommend  # noqa: PLC0415 (numpy, pandas)
+    from glee_core.runs.recommend import recommend  # noqa: PLC0415 (numpy, pandas)
 
     return recommend(_runs)
 

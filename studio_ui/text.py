@@ -8,10 +8,8 @@ import functools
 import re
 import time
 
-from glee_core.studio import (
-    environment,
-    literal,
-)
+from glee_core.core import environment
+from glee_core.core.markdown import literal
 
 
 def md(text) -> str:

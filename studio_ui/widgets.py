@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from glee_core.studio import (
-    method_label,
-    registry_order,
-)
+from glee_core.models.methods import method_label, registry_order
 
 from .choice import current_dataset_id
 from .stores import dataset_runs, recommendation_of
@@ -45,7 +42,7 @@ def run_labels(runs, recommended: bool = True) -> dict[str, str]:
     """A run's label in a picker (its head, pooling, seed, mode and test F1; the id's end last),
     the recommended candidate's runs first and said so (``recommended``: ordered by
     ``glee_core.runs.recommend.recommended_first``)."""
-    from glee_core.studio import recommended_first  # noqa: PLC0415 (pandas)
+    from glee_core.runs.recommend import recommended_first  # noqa: PLC0415 (pandas)
 
     ordered = recommended_first(list(runs)) if recommended else list(runs)
     first = (ordered[0].setting, ordered[0].method) if recommended and ordered else None
@@ -106,7 +103,7 @@ def runs_or_stop():
 def setting_runs(key: str):
     """Runs of one setting (backbone, mode and protocol: never mixed in a table) and the chosen
     methods."""
-    from glee_core.studio import recommended_first  # noqa: PLC0415 (pandas)
+    from glee_core.runs.recommend import recommended_first  # noqa: PLC0415 (pandas)
 
     runs = runs_or_stop()
     labels = dict(sorted({r.setting: r.record.setting_label for r in runs}.items()))
@@ -125,7 +122,7 @@ def setting_inputs(settings, options, disabled: bool = False) -> dict:
     bounds, its words where it takes one of a few; its help is the ``options`` dataclass
     field's, the CLI flag's), four to a row; returns ``{field: value}``, a blank one as None
     (its default)."""
-    from glee_core.studio import help_of  # noqa: PLC0415
+    from glee_core.models.fields import help_of  # noqa: PLC0415
 
     values = {}
     columns = st.columns(4) if settings else []

@@ -16,7 +16,7 @@ from glee_core.models.requests import TrainRequest
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from glee_core.train.jobs import list_jobs
-from studio_ui import LABEL_WORDS_BUTTON
+from studio_ui.navigation import LABEL_WORDS_BUTTON
 from tests.helpers.jobs import finished, wait_for_jobs
 from tests.helpers.markdown import plain
 

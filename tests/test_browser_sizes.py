@@ -15,7 +15,7 @@ from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views.charts import LEGIBLE_SIZES
-from studio_ui import APP_PAGES
+from studio_ui.navigation import APP_PAGES
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, open_page, serve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -213,8 +213,9 @@ def test_the_budget_chart_names_every_class_at_2_to_120(n_classes):
     """A panel a class up to 30 classes, a row a class beyond: every class named (its texts,
     and "too few to judge" where it is), at the app's and the PDF's widths; the PNGs go to
     test-artifacts/gallery for a person to look at."""
-    from glee_core.views import charts
+    from glee_core.views.data_charts import BUDGET_PANELS, chart_label_budget
     from glee_core.views.report import chart_png
+    from glee_core.views.style import APP_WIDTH, PDF_WIDTH
     from tests.test_chart_legibility import ARTIFACTS
 
     rng = np.random.default_rng(n_classes)
@@ -249,8 +250,8 @@ def test_the_budget_chart_names_every_class_at_2_to_120(n_classes):
         points,
     )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for width in (charts.APP_WIDTH, charts.PDF_WIDTH):
-        chart = charts.chart_label_budget(budget, width)
+    for width in (APP_WIDTH, PDF_WIDTH):
+        chart = chart_label_budget(budget, width)
         spec = json.dumps(chart.to_dict())
         for curve in curves:
             label = f"{curve.name} ({curve.n_train})" + (
@@ -260,5 +261,5 @@ def test_the_budget_chart_names_every_class_at_2_to_120(n_classes):
         png = chart_png(chart, scale=1.0)
         assert png[:4] == b"\x89PNG"
         (ARTIFACTS / f"label-budget-c{n_classes}-w{width}.png").write_bytes(png)
-        if n_classes > charts.BUDGET_PANELS:  # rows: every label drawn, none thinned out
+        if n_classes > BUDGET_PANELS:  # rows: every label drawn, none thinned out
             assert '"labelOverlap": false' in spec

@@ -11,7 +11,16 @@ from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views import charts
+from glee_core.views.prediction_charts import (
+    CONFUSION_COUNTS,
+    CONFUSION_LABELS,
+    chart_confusion,
+    confusion_fits,
+    confusion_frame,
+)
 from glee_core.views.report import chart_png
+from glee_core.views.results_charts import chart_calibration_curve, chart_head_tail, head_tail_frame
+from glee_core.views.style import APP_WIDTH
 from tools.chart_gallery import gallery_charts
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "gallery"
@@ -27,7 +36,7 @@ def runs(request, tmp_path_factory):
 
 
 def test_head_tail_has_a_panel_per_group_and_a_row_per_method(runs):
-    frame = charts.head_tail_frame(runs)
+    frame = head_tail_frame(runs)
     methods = {r.method for r in runs}
     assert set(frame["group"]) == {"head_f1", "tail_f1", "many_f1", "medium_f1", "few_f1"}
     assert len(frame) == 5 * len(methods)
@@ -42,11 +51,11 @@ def test_head_tail_has_a_panel_per_group_and_a_row_per_method(runs):
         if not p.endswith("no class") and p.split("\n")[0] in ("Head", "Tail")
     )
     assert total == len(counts)
-    spec = charts.chart_head_tail(runs).to_dict()
+    spec = chart_head_tail(runs).to_dict()
     assert spec["facet"]["field"] == "panel"  # one panel per group, wrapped to the width
     name = f"head-tail-c{len(counts)}-m{len(methods)}.png"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    png = chart_png(charts.chart_head_tail(runs), scale=1.0)
+    png = chart_png(chart_head_tail(runs), scale=1.0)
     (ARTIFACTS / name).write_bytes(png)
     assert png[:4] == b"\x89PNG"
 
@@ -99,7 +108,7 @@ def test_confusion_keeps_the_tail_and_pools_the_head(runs):
     run = runs[0]
     n = len(run.classes)
     keep = max(1, n // 2)
-    frame = charts.confusion_frame(run, keep)
+    frame = confusion_frame(run, keep)
     total = int(np.asarray(run.metrics.confusion_matrix).sum())
     assert frame["count"].sum() == total
     rarest = run.record.dataset.order[n - keep :]
@@ -122,13 +131,13 @@ def test_confusion_counts_are_readable_and_the_matrix_takes_the_width(runs):
     """Up to 30 classes every cell prints its count in type of 10 px or more, in cells of 22 px
     or more that share the column (17 classes once drew a 330 px matrix of 7 px numbers)."""
     n = len(runs[0].classes)
-    spec = charts.chart_confusion(runs[0], charts.confusion_fits()).to_dict()
+    spec = chart_confusion(runs[0], confusion_fits()).to_dict()
     texts = [node for node in _walk(spec) if node.get("type") == "text"]  # text marks
     step = spec["width"]["step"]
-    if n <= charts.CONFUSION_COUNTS:
+    if n <= CONFUSION_COUNTS:
         assert texts and all(t["fontSize"] >= 10 for t in texts)
-        assert step >= min(36, (charts.APP_WIDTH - charts.CONFUSION_LABELS - 40) // n)
-        assert step >= 22 and step * n <= charts.APP_WIDTH
+        assert step >= min(36, (APP_WIDTH - CONFUSION_LABELS - 40) // n)
+        assert step >= 22 and step * n <= APP_WIDTH
     else:
         assert not texts
 
@@ -140,5 +149,5 @@ def test_charts_as_wide_as_the_column_keep_their_plot_height(runs):
         spec = chart.to_dict()
         if spec.get("width") == "container":
             assert spec["autosize"]["type"] == "fit-x", name
-    curve = charts.chart_calibration_curve({0.0: 0.5, 1.0: 0.6}, 0.0, 1.0, "f1").to_dict()
+    curve = chart_calibration_curve({0.0: 0.5, 1.0: 0.6}, 0.0, 1.0, "f1").to_dict()
     assert curve["autosize"]["type"] == "fit-x" and curve["height"] >= 180

@@ -19,6 +19,13 @@ from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
 from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views import charts
+from glee_core.views.diagnostics_charts import FIGURE4_METHODS
+from glee_core.views.results_charts import (
+    chart_calibration_delta,
+    chart_paper_head_tail_gap,
+    chart_paper_results,
+)
+from glee_core.views.style import APP_WIDTH, CLASS_ROWS, PDF_WIDTH
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS
 from tests.helpers.text_geometry import TEXT_CORNERS, text_clashes
 
@@ -36,7 +43,7 @@ def runs(request, tmp_path_factory):
     return write_synthetic_store(store, n_classes, registry_order(METHODS)[:n_methods], [1, 2])
 
 
-WIDTHS = {"app": charts.APP_WIDTH, "pdf": charts.PDF_WIDTH}
+WIDTHS = {"app": APP_WIDTH, "pdf": PDF_WIDTH}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +56,7 @@ def drawings(runs) -> dict[tuple[str, str], str]:
             if where == "app" or chart.in_report:
                 found[where, chart.name] = svg_of(chart.draw(runs, width), width)
     for name, chart in page_charts(runs).items():
-        found["app", name] = svg_of(chart, charts.APP_WIDTH)
+        found["app", name] = svg_of(chart, APP_WIDTH)
     return found
 
 
@@ -78,7 +85,7 @@ def test_every_chart_fits_its_width_and_names_what_it_shows(runs, drawings, wher
     width = WIDTHS[where]
     n_classes = len(runs[0].classes)
     methods = registry_order({r.method for r in runs})
-    figure4 = [m for m in methods if m in charts.FIGURE4_METHODS] or methods
+    figure4 = [m for m in methods if m in FIGURE4_METHODS] or methods
     for chart in charts.RUN_CHARTS.values():
         if where == "pdf" and not chart.in_report:
             continue
@@ -93,7 +100,7 @@ def test_every_chart_fits_its_width_and_names_what_it_shows(runs, drawings, wher
             shown = figure4 if chart.name == "features" else methods
             missing = [m for m in shown if not any(t == m or t.startswith(f"{m}:") for t in texts)]
             assert not missing, (chart.name, where, missing)
-        if chart.names_classes and chart.name != "confusion" and n_classes <= charts.CLASS_ROWS:
+        if chart.names_classes and chart.name != "confusion" and n_classes <= CLASS_ROWS:
             labels = " ".join(texts)
             missing = [c for c in runs[0].classes if c not in labels]
             assert not missing, (chart.name, where, missing[:5])
@@ -198,7 +205,7 @@ def test_the_pdfs_charts_print_at_7_pt_or_more(n_classes, n_methods, tmp_path):
     smallest = 7 / 72 * 25.4 / MM_PER_PX  # px
     for chart in charts.RUN_CHARTS.values():
         if chart.in_report:
-            sizes = font_sizes(chart.draw(runs, charts.PDF_WIDTH).to_dict())
+            sizes = font_sizes(chart.draw(runs, PDF_WIDTH).to_dict())
             assert all(size >= smallest for size in sizes), (chart.name, sizes, smallest)
 
 
@@ -214,12 +221,12 @@ def page_charts(runs) -> dict:
         }
     }
     return {
-        "calibration-delta": charts.chart_calibration_delta(
+        "calibration-delta": chart_calibration_delta(
             run, before, after, "Per-class change in test F1"
         ),
-        "paper-gap-table2": charts.chart_paper_head_tail_gap(2),
-        "paper-gap-table3": charts.chart_paper_head_tail_gap(3),
-        "paper-table2": charts.chart_paper_results(2, "tail_f1"),
+        "paper-gap-table2": chart_paper_head_tail_gap(2),
+        "paper-gap-table3": chart_paper_head_tail_gap(3),
+        "paper-table2": chart_paper_results(2, "tail_f1"),
     }
 
 
@@ -227,5 +234,5 @@ def test_the_pages_other_charts_fit_the_column(runs, drawings):
     for name in page_charts(runs):
         found = SVG_SIZE.search(drawings["app", name])
         drawn_width, drawn_height = map(float, found.groups())
-        assert drawn_width <= charts.APP_WIDTH + 1, (name, drawn_width)
+        assert drawn_width <= APP_WIDTH + 1, (name, drawn_width)
         assert drawn_height >= MIN_HEIGHT, (name, drawn_height)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from glee_core.views.charts import (
+from glee_core.views.diagnostics_charts import (
     chart_feature_distributions,
     dead_feature_frame,
     feature_distribution_frame,
@@ -91,7 +91,11 @@ def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset,
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
     from glee_core.train.experiment import run_experiments
-    from glee_core.views.charts import chart_norm_evolution, norm_count_frame, norm_evolution_frame
+    from glee_core.views.norm_charts import (
+        chart_norm_evolution,
+        norm_count_frame,
+        norm_evolution_frame,
+    )
 
     runs = run_experiments(
         toy_dataset,

@@ -320,7 +320,7 @@ def test_rare_classes_are_named_in_one_message_and_can_be_kept_in_training(tmp_p
     from glee_core.models.options import DataOptions
     from glee_core.runs.store import RunStore
     from glee_core.train.experiment import run_experiments
-    from glee_core.views.charts import per_class_f1_frame
+    from glee_core.views.results_charts import per_class_f1_frame
 
     rows = ["text,label"]
     for k, count in enumerate([40, 20, 10, 2, 1, 2]):

@@ -334,9 +334,9 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
     from transformers import AutoConfig
 
     from glee_core.models.backbone import estimate_parameters
+    from glee_core.models.options import AdaptOptions
     from glee_core.runs.estimate import mean_tokens
     from glee_core.runs.job_estimates import estimate_adapt_seconds
-    from glee_core.train.adapt import AdaptOptions
 
     config = AutoConfig.from_pretrained(tiny_bert)
     h, vocab = config.hidden_size, config.vocab_size

@@ -242,9 +242,11 @@ def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(
     assert bool(headline) == wins, (line, headline)
     # where it wins (made so here: the tiny model's two dev scores tie), it is the answer
     # and its next step trains with the pool's pseudo-labels again
-    import glee_core.studio
+    import glee_core.runs.variants
 
-    monkeypatch.setattr(glee_core.studio, "dev_winner", lambda base, variants: next(iter(variants)))
+    monkeypatch.setattr(
+        glee_core.runs.variants, "dev_winner", lambda base, variants: next(iter(variants))
+    )
     home = app("app.py").run()
     assert any(s.value.startswith("**With self-training**") for s in home.success)
     step = next(b for b in home.button if plain(b.label).startswith("Fine-tune cls-tanh"))

@@ -214,7 +214,7 @@ def test_an_unforeseen_error_reaches_a_visitor_as_one_line(public, monkeypatch, 
 
     script = tmp_path / "broken_page.py"
     script.write_text(
-        "from studio_ui import run_page\n\n\n"
+        "from studio_ui.navigation import run_page\n\n\n"
         "class Page:\n"
         "    title = 'broken'\n\n"
         "    def run(self):\n"

@@ -352,7 +352,7 @@ def test_downloads_neutralise_formulas_and_messages_escape_markdown():
     import pandas as pd
 
     from glee_core.runs.tables import spreadsheet_csv
-    from studio_ui import md
+    from studio_ui.text import md
 
     frame = pd.DataFrame({"gold": ["=1+1", "+x", "-y", "@z", "\tq", "plain"], "score": [-1.5] * 6})
     rows = spreadsheet_csv(frame).splitlines()

@@ -10,14 +10,8 @@ import pytest
 
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.runs.recommend import (
-    NextStep,
-    order_steps,
-    ranked,
-    recommend,
-    recommendation_text,
-    within_noise,
-)
+from glee_core.runs.metrics import within_noise
+from glee_core.runs.recommend import NextStep, order_steps, ranked, recommend, recommendation_text
 from glee_core.runs.record import CrossValidation
 from glee_core.runs.store import Run
 from glee_core.runs.tables import aggregate, comparison_table
@@ -181,7 +175,7 @@ def test_within_noise_needs_a_spread():
 def test_a_settings_label_holding_markdown_reads_as_itself_in_the_app():
     """A backbone folder named with Markdown (``my**model``, a link) is the user's text: the app
     escapes it, and only the recommendation's own bold and code spans stay Markdown."""
-    from studio_ui import md
+    from studio_ui.text import md
 
     rec = recommend(runs_of({"cls-relu-pt-ln": [(0.8, 0.8)], "cls-tanh": [(0.7, 0.9)]}))
     name = "[x](https://e.example) my**model"

@@ -16,13 +16,9 @@ from glee_core.runs.budget import read_budget
 from glee_core.runs.store import RunStore
 from glee_core.runs.tables import _options_apart, backbone_text, modes_table
 from glee_core.train.experiment import run_experiments
-from glee_core.views.charts import (
-    RUN_CHARTS,
-    chart_class_frequency,
-    chart_weight_norms,
-    class_frequency_frame,
-    weight_norm_frame,
-)
+from glee_core.views.charts import RUN_CHARTS
+from glee_core.views.data_charts import chart_class_frequency, class_frequency_frame
+from glee_core.views.norm_charts import chart_weight_norms, weight_norm_frame
 from glee_core.views.report import build_report
 
 
@@ -302,7 +298,8 @@ def test_a_report_of_1500_classes_pools_the_rare_ones_and_says_how_far_it_got(tm
     """vl-convert overflowed its stack at ~1,500 classes, and 1,000 took 30 s in the page's
     thread: per-class charts now name the head's classes and pool the rarer ones by rank."""
     from glee_core.runs.synthetic import write_synthetic_store
-    from glee_core.views.charts import CLASS_ROWS, chart_per_class_f1
+    from glee_core.views.results_charts import chart_per_class_f1
+    from glee_core.views.style import CLASS_ROWS
 
     runs = write_synthetic_store(RunStore(tmp_path), 1500, ["cls-tanh", "prompt"])
     heard = []

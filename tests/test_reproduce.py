@@ -14,7 +14,7 @@ from glee_core import GleeError
 from glee_core.cli import main
 from glee_core.data.catalog import PAPER_DATASETS
 from glee_core.models.methods import METHODS
-from glee_core.runs.paper import reference_results, reference_sources
+from glee_core.runs.paper import PAPER_SEEDS, reference_results, reference_sources
 from glee_core.runs.paper_tables import (
     comparison,
     comparison_block,
@@ -23,7 +23,6 @@ from glee_core.runs.paper_tables import (
 )
 from glee_core.runs.store import Run, RunStore
 from glee_core.train.reproduce import (
-    PAPER_SEEDS,
     PAPER_TABLES,
     get_table,
     paper_seeds,

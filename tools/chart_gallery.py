@@ -22,9 +22,10 @@ from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.synthetic import write_synthetic_store  # noqa: E402
 from glee_core.views import charts  # noqa: E402
 from glee_core.views.report import chart_png  # noqa: E402
+from glee_core.views.style import APP_WIDTH
 
 
-def gallery_charts(runs, width: int = charts.APP_WIDTH):
+def gallery_charts(runs, width: int = APP_WIDTH):
     """(name, chart) for every chart of the registry, drawn from a set of runs."""
     return [(chart.name, chart.draw(runs, width)) for chart in charts.RUN_CHARTS.values()]
 

@@ -18,7 +18,7 @@ from filelock import FileLock
 from . import environment
 from .errors import GleeError
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "AUTOCAST_DTYPES",
     "CpuShare",
     "EVAL_BATCH_SIZES",

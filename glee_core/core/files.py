@@ -16,7 +16,7 @@ from pathlib import Path
 from . import environment
 from .errors import GleeError
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DiskLimitReached",
     "append_line",
     "check_quota",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "AUTOLINK",
     "INLINE_SPECIAL",
     "LINE_START",

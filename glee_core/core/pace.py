@@ -22,7 +22,7 @@ from .events import (
 
 WORK_EVENTS = (TrainStep, FeaturePass, Examining, Working)  # what a job's pace is timed on
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "PACE_KNOWN_AFTER",
     "PACE_SLACK",
     "PaceGuard",

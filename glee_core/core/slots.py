@@ -28,7 +28,7 @@ from filelock import FileLock, Timeout
 
 from . import environment
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "POLL_SECONDS",
     "SlotQueue",
     "hold_first",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .sources import source_of
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DEFAULT_TEMPLATE",
     "DEFAULT_THRESHOLD",
     "PAPER_DATASETS",

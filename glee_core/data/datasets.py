@@ -28,12 +28,6 @@ import pandas as pd
 from ..core.errors import GleeError
 from ..core.plugins import named
 from .catalog import DEFAULT_THRESHOLD, PAPER_DATASETS, dataset_ids
-from .csvfile import (
-    LABEL_COLUMN_NAMES,
-    TEXT_COLUMN_NAMES,
-    find_column,
-    read_texts_csv,
-)
 from .pool import add_labelled, read_labelled_texts
 from .sources import source_of, source_usages
 from .splits import (
@@ -48,10 +42,9 @@ from .verbalizers import (
     prompt_variant,
 )
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DEMO_LOADER",
     "HEAD_TAIL_RULES",
-    "LABEL_COLUMN_NAMES",
     "LongTailDataset",
     "MIN_DEV_MEAN",
     "MIN_DEV_PER_CLASS",
@@ -59,10 +52,7 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
     "RARE_KEPT",
     "SOURCE_ROW",
     "SPLITS",
-    "TEXT_COLUMN_NAMES",
-    "find_column",
     "load_dataset",
-    "read_texts_csv",
     "split_head_tail",
 ]
 

@@ -41,7 +41,7 @@ from .splits import (
     three_way_split,
 )
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DEMO_MIN_TEST",
     "DEMO_THRESHOLD",
     "INVISIBLE",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..core.plugins import named
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DataSource",
     "SOURCES",
     "source_of",

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..core.errors import GleeError, first_few
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DROPPED_NAMED",
     "SPLIT_SEED",
     "WITHOUT",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..core.errors import GleeError
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "MAX_TEMPLATE_CHARS",
     "MAX_VERBALIZER_BYTES",
     "MAX_WORDS_PER_CLASS",

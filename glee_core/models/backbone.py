@@ -24,7 +24,7 @@ from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
 from ..core.hub import hub_reachable, in_hub_cache
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "AUTO_MODEL_PACKAGE",
     "Backbone",
     "LOAD_SEED",

@@ -11,7 +11,7 @@ from ..core.errors import GleeError
 from .fields import _boolean
 from .modes import get_mode, setting_modes
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "SEED_MAX",
     "check_config",
     "rate_list",

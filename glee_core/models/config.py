@@ -14,7 +14,7 @@ from .modes import MODES, mode_settings
 from .recipes import PAPER, PRACTICAL, RECIPE_DEFAULTS, RECIPES, recipe_rates
 from .tuning import TuningMode
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ALL_POOLINGS",
     "AUTO_POOLING",
     "CHOOSE_BY",

@@ -40,7 +40,7 @@ from .backbone import Backbone
 from .config import POOLINGS
 from .model import encoder_hidden_states, pool
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "FeatureSplit",
     "cached_features",
     "compute_hidden",

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.errors import GleeError
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "add_arguments",
     "default_of",
     "from_args",

@@ -27,7 +27,7 @@ from ..core.errors import GleeError
 from .modes import get_mode
 from .tuning import TuningMode
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "BEYOND",
     "ETA",
     "METHODS",

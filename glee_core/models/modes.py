@@ -33,7 +33,7 @@ from functools import cache
 from ..core.errors import GleeError
 from .tuning import Setting, TuningMode
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ADAPTER_PLACES",
     "AdapterMode",
     "BitFitMode",

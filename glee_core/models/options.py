@@ -17,7 +17,7 @@ from .fields import _boolean, option
 from .methods import get_method
 from .tuning import Setting
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ADAPT_OBJECTIVES",
     "AUTO_RULE",
     "AdaptObjective",

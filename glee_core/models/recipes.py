@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .modes import get_mode
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "PAPER",
     "PRACTICAL",
     "RECIPES",

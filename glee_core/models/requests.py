@@ -24,7 +24,7 @@ from .options import (
     SuggestOptions,
 )
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "AdaptRequest",
     "BudgetRequest",
     "ExportRequest",

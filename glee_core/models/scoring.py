@@ -35,7 +35,7 @@ from .features import FeatureSplit
 from .heads import label_word_ids, unreadable_label_words
 from .model import GleeModel
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "Split",
     "batch_width",
     "get_backbone",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..core.errors import GleeError
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "Setting",
     "TuningMode",
 ]

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..core.files import write_report_files
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "BUDGET_COLUMNS",
     "BUDGET_CSV",
     "BUDGET_FILE",

@@ -31,7 +31,7 @@ from ..core.environment import (
     spare_cores,
 )
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "BusySampler",
     "PARALLEL_SHARE",
     "beside",

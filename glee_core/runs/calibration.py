@@ -28,7 +28,7 @@ from .metrics import classification_metrics, shot_f1
 from .record import METRIC_KEYS
 from .store import Run
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "CALIBRATIONS",
     "Calibration",
     "Calibrator",

@@ -27,7 +27,7 @@ from .metrics import classification_metrics, shot_f1
 from .record import MetricsRecord
 from .store import Run
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ENSEMBLE_MOST",
     "AveragedRun",
     "Ensemble",

@@ -20,7 +20,7 @@ from ..models.search import search_cost
 from .record import RunRecord
 from .store import Run
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "BUSY_SPREAD",
     "CLS_HEAD_CLASS_POWER",
     "CV_OVER_TRAINING",

@@ -18,7 +18,7 @@ from .paper import paper_cells
 from .store import Run
 from .tables import aggregate
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "CLOSES_MOST",
     "Finding",
     "SMALL_GAIN",

@@ -28,7 +28,7 @@ from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
 from ..models.options import HealthOptions
 from .metrics import macro_f1
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "CONFUSED_PAIRS",
     "ClassHealth",
     "HEALTH_FILE",

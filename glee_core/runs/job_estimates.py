@@ -34,7 +34,7 @@ from .estimate import (
 )
 from .store import Run
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "CLEANLAB_OVERHEAD",
     "CLEANLAB_SECONDS",
     "EXPORT_SECONDS",

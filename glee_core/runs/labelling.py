@@ -27,7 +27,7 @@ from ..data.pool import ADDED, NONE_OF_THESE
 from .recommend import recommend
 from .store import Run, RunStore, slug
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ANSWERS",
     "BeforeAfter",
     "LabellingSession",

@@ -11,7 +11,7 @@ from ..core.environment import AUTO_MODEL
 from ..core.errors import first_few
 from .record import RunRecord
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "UNREADABLE",
     "merged_notes",
     "unreadable_note",

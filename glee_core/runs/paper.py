@@ -11,19 +11,23 @@ Copies of ``../shared/paper/`` (checked there by ``check_tables.py``); a test co
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..core.errors import GleeError
 from .record import METRIC_KEYS
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
+    "LONG_TAILED_BLOCKS",
     "NEAREST_REFERENCE",
     "PAPER_SEEDS",
     "REFERENCE_DIR",
     "SCRIPT_METHODS",
+    "PaperTable",
     "paper_cells",
     "reference_results",
     "reference_sources",
@@ -42,6 +46,45 @@ NEAREST_REFERENCE = {"r8": "r52"}
 def paper_cells() -> pd.DataFrame:
     """Every cell of the paper's Tables 2, 3 and 5: table, dataset, method, metric, mean, std."""
     return pd.read_csv(REFERENCE_DIR / "glee_tables.csv")
+
+
+LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))
+
+
+@dataclass(frozen=True)
+class PaperTable:
+    number: int
+    title: str
+    blocks: tuple[tuple[str, ...], ...] = LONG_TAILED_BLOCKS
+    few_shot: bool = False
+    only: tuple[str, ...] | None = None  # a subset of the rows (``--methods``)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The table's rows, in the paper's order (from the shipped table)."""
+        rows = paper_cells()
+        rows = tuple(dict.fromkeys(rows.loc[rows["table"] == self.number, "method"]))
+        return rows if self.only is None else tuple(m for m in rows if m in self.only)
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """The table's dataset columns, in the paper's order (its AVG column aside)."""
+        rows = paper_cells()
+        return tuple(
+            d
+            for d in dict.fromkeys(rows.loc[rows["table"] == self.number, "dataset"])
+            if d != "avg"
+        )
+
+    def subset(self, methods: list[str]) -> PaperTable:
+        """The table with only some of its rows (in the table's order)."""
+        unknown = [m for m in methods if m not in self.methods]
+        if unknown or not methods:
+            raise GleeError(
+                f"--methods: {', '.join(unknown) or 'none given'} - Table "
+                f"{self.number} has {', '.join(self.methods)}"
+            )
+        return replace(self, only=tuple(methods))
 
 
 @lru_cache(maxsize=1)

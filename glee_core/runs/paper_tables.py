@@ -18,7 +18,7 @@ from .record import METRIC_TITLES
 from .store import Run
 from .tables import aggregate, markdown_table, mean_std
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "comparison",
     "comparison_block",
     "comparison_markdown",

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.errors import GleeError
 from ..models.options import QUERY_STRATEGIES
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "margins",
     "resolve_strategy",
     "select",

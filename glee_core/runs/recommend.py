@@ -34,7 +34,7 @@ from .metrics import within_noise
 from .store import Run
 from .tables import aggregate
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "CONTENDERS",
     "CV",
     "DEV",

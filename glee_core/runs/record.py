@@ -20,7 +20,7 @@ from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ClassMetrics",
     "CV_PROTOCOL",
     "CrossValidation",

@@ -52,7 +52,7 @@ from .runfiles import (
     load_record,
 )
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "Run",
     "RunStore",
     "SAFE_ID",

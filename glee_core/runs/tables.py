@@ -18,8 +18,7 @@ from .metrics import within_noise
 from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
 from .store import Run
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
-    "FORMULA_START",
+__all__ = [  # what this module offers
     "SELECTION_NOTE",
     "STD_NOTE",
     "aggregate",

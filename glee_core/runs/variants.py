@@ -9,7 +9,7 @@ from ..data.splits import WITHOUT
 from .metrics import within_noise
 from .recommend import Pick, Recommendation
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "dev_winner",
     "variant_base",
     "variant_line",

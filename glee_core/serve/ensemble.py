@@ -28,7 +28,7 @@ from ..runs.record import integer, mapping
 from ..runs.store import Run
 from .inference import Scorer
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ENSEMBLE_FILE",
     "EnsembleScorer",
     "check_form",

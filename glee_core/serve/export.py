@@ -58,7 +58,7 @@ from .ensemble import (
 from .export_formats import EXPORT_FORMATS, ExportFormat, either, export_format
 from .inference import Scorer
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "BACKBONE_FOLDER",
     "CLASSIFIER_FILE",
     "FORMAT_VERSION",

@@ -14,7 +14,7 @@ from ..core.errors import GleeError
 from ..core.plugins import named
 from ..models.modes import MODES
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "EXPORT_FORMATS",
     "ExportFormat",
     "FORMATS",

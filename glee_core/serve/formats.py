@@ -42,7 +42,7 @@ from .export_formats import EXPORT_FORMATS, FORMATS
 from .inference import ONNX_SPEC, Scorer
 from .modeling_glee import GleeConfig, GleeForSequenceClassification
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "HERE",
     "INT8_OPTIONS",
     "Portable",

@@ -31,7 +31,7 @@ from ..models.scoring import check_prompt, get_backbone, predict
 from ..runs.record import RunRecord, group_of
 from ..runs.store import Run, RunStore, load_checked
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ONNX_SPEC",
     "OnnxScorer",
     "PREDICT_CHUNK",

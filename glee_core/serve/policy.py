@@ -11,7 +11,7 @@ from ..core import environment
 from ..core.errors import GleeError
 from ..core.files import size_text
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "LIMIT_FIELDS",
     "LimitReached",
     "Policy",

@@ -21,7 +21,7 @@ from ..data.csvfile import guess_columns, read_csv_frame
 from ..data.datasets import LongTailDataset
 from ..models.options import DataOptions
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "ACCEPTED_ENCODINGS",
     "MAX_UPLOAD_BYTES",
     "Upload",

@@ -41,7 +41,7 @@ from ..train.job_kinds import kind_of
 from ..train.jobs import Job, launch, list_jobs, running_job
 from .policy import LimitReached, Policy
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "COOKIE",
     "CREATED_LOG",
     "EMPTY_AFTER_SECONDS",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..runs.store import slug
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "FORMAT",
     "RECORD_FILE",
     "adapted_backbones",

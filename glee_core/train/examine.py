@@ -30,7 +30,7 @@ from ..runs.health import HealthReport, examine, health_folds
 from .evaluation import scored_logits
 from .training import fit_packs, prepare
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "PROBES",
     "data_health",
     "head_probabilities",

@@ -66,7 +66,7 @@ from .training import (
     train_together,
 )
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "PACK_HEADS",
     "run_experiments",
 ]

@@ -47,7 +47,7 @@ from ..runs.job_estimates import (
 from ..runs.store import Run, RunStore
 from .adapted import adapted_backbones
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "Here",
     "JOB_KINDS",
     "JobKind",

@@ -35,7 +35,7 @@ from ..runs.store import RunStore
 from .job_kinds import JOB_KINDS, JobKind, Made, kind_of
 from .priority import start_nice, started, started_here
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "Job",
     "JobRecord",
     "LOG_LINES",

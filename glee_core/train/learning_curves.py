@@ -34,7 +34,7 @@ from .evaluation import scored_logits
 from .setup import Setup
 from .training import fit_packs, prepare
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "label_budget",
     "measure",
     "nested_subsets",

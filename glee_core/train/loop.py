@@ -20,6 +20,7 @@ import torch
 
 from ..core.devices import (
     autocast,
+    batch_to,
     clipped_step,
     grad_scaler,
     resolve_pad_multiple,
@@ -40,7 +41,7 @@ from ..models.config import EMA_DECAY, TrainConfig
 from ..models.losses import classification_loss, loss_share
 from ..models.methods import MethodSpec
 from ..models.model import GleeModel
-from ..models.scoring import Split, batch_to, batch_width, model_inputs, predict
+from ..models.scoring import Split, batch_width, model_inputs, predict
 from ..models.search import Work
 from ..runs.metrics import bootstrap_lead, macro_f1
 from .contrastive import supervised_contrastive

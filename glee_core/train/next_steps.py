@@ -14,7 +14,7 @@ from ..runs.recommend import ENOUGH_SEEDS, NextStep, Recommendation
 from ..runs.store import Run
 from .plan import plan_runs
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "step_request",
     "with_requests",
 ]

@@ -42,7 +42,7 @@ from ..runs.record import DatasetRecord, ModelRecord, RunRecord
 from ..runs.store import Run, RunStore, make_run_id
 from .setup import RunResult
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "UNKNOWN_SHARE_WARNING",
     "VOCABULARY_SAMPLE",
     "LaunchPlan",

@@ -19,7 +19,7 @@ import time
 
 from ..core.environment import JOB_NICE, job_nice, niced_work_yields, set_group_nice
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "DRAW_NICE",
     "GRACE",
     "pages_drawing",

@@ -23,7 +23,7 @@ from ..runs.selftrain import HARM, helps, pseudo_labels
 from ..runs.store import RunStore
 from .suggest import in_the_data, pool_features
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "self_trained",
 ]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -36,18 +36,16 @@ from ..runs.notes import merged_notes
 from ..runs.paper import (
     NEAREST_REFERENCE,
     PAPER_SEEDS,
-    paper_cells,
+    PaperTable,
     script_protocols,
 )
 from ..runs.paper_tables import comparison, comparison_markdown
 from ..runs.store import Run, RunStore, config_hash, slug
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "FEW_SHOT_EXAMPLES",
-    "LONG_TAILED_BLOCKS",
     "PAPER_MODELS",
     "PAPER_TABLES",
-    "PaperTable",
     "get_table",
     "header_lines",
     "manifest_findings",
@@ -63,43 +61,6 @@ __all__ = [  # what this module offers (the app's door, glee_core.studio, reads 
 
 PAPER_MODELS = {"en": "bert-base-uncased", "zh": "bert-base-chinese"}  # --model paper
 FEW_SHOT_EXAMPLES = 32
-LONG_TAILED_BLOCKS = (("acc", "f1"), ("head_f1", "tail_f1"))
-
-
-@dataclass(frozen=True)
-class PaperTable:
-    number: int
-    title: str
-    blocks: tuple[tuple[str, ...], ...] = LONG_TAILED_BLOCKS
-    few_shot: bool = False
-    only: tuple[str, ...] | None = None  # a subset of the rows (``--methods``)
-
-    @property
-    def methods(self) -> tuple[str, ...]:
-        """The table's rows, in the paper's order (from the shipped table)."""
-        rows = paper_cells()
-        rows = tuple(dict.fromkeys(rows.loc[rows["table"] == self.number, "method"]))
-        return rows if self.only is None else tuple(m for m in rows if m in self.only)
-
-    @property
-    def datasets(self) -> tuple[str, ...]:
-        """The table's dataset columns, in the paper's order (its AVG column aside)."""
-        rows = paper_cells()
-        return tuple(
-            d
-            for d in dict.fromkeys(rows.loc[rows["table"] == self.number, "dataset"])
-            if d != "avg"
-        )
-
-    def subset(self, methods: list[str]) -> PaperTable:
-        """The table with only some of its rows (in the table's order)."""
-        unknown = [m for m in methods if m not in self.methods]
-        if unknown or not methods:
-            raise GleeError(
-                f"--methods: {', '.join(unknown) or 'none given'} - Table "
-                f"{self.number} has {', '.join(self.methods)}"
-            )
-        return replace(self, only=tuple(methods))
 
 
 PAPER_TABLES: dict[int, PaperTable] = {

@@ -6,7 +6,7 @@ matching ``*_frame`` function builds the tidy table behind it, so the numbers ca
 tabled. Classes are always ordered head to tail (by training count) and coloured head / tail. The
 charts live by the page that shows them (``data_charts``, ``results_charts``,
 ``diagnostics_charts``, ``norm_charts``, ``prediction_charts``), the look they share in
-``style``; this module gathers their names (``__all__``) and registers the run charts.
+``style``; this module registers the run charts.
 """
 
 from __future__ import annotations
@@ -17,144 +17,17 @@ from dataclasses import dataclass
 import altair as alt
 
 from ..runs.store import Run
-from .data_charts import (
-    BUDGET_PANELS,
-    LOG_BASELINE,
-    chart_class_frequency,
-    chart_label_budget,
-    class_frequency_frame,
-    label_budget_frames,
-)
+from .data_charts import chart_class_frequency
 from .diagnostics_charts import (
-    FIGURE4_FEATURES,
     FIGURE4_METHODS,
-    FIGURE4_MIN_EXAMPLES,
-    FIGURE4_PANEL,
-    FIGURE4_Y_AXIS,
     chart_feature_distributions,
-    dead_feature_frame,
     default_feature_classes,
-    feature_distribution_frame,
-    feature_examples,
 )
-from .norm_charts import (
-    chart_norm_evolution,
-    chart_norm_vs_count,
-    chart_weight_norms,
-    norm_count_frame,
-    norm_evolution_frame,
-    weight_norm_frame,
-)
-from .prediction_charts import (
-    CONFUSION_CELL,
-    CONFUSION_COUNTS,
-    CONFUSION_LABELS,
-    chart_class_scores,
-    chart_confusion,
-    confusion_fits,
-    confusion_frame,
-)
-from .results_charts import (
-    calibration_delta_frame,
-    chart_calibration_curve,
-    chart_calibration_delta,
-    chart_head_tail,
-    chart_paper_head_tail_gap,
-    chart_paper_results,
-    chart_per_class_f1,
-    head_tail_frame,
-    paper_results_frame,
-    per_class_f1_frame,
-    summary_frame,
-)
-from .style import (
-    APP_WIDTH,
-    BUCKET_COLORS,
-    CLASS_ROWS,
-    CLASS_STEP,
-    COLUMN_STEPS,
-    FACET_GAP,
-    FILL_WIDTH,
-    GROUP_COLORS,
-    GROUP_PALETTE,
-    GROUP_TITLES,
-    LABEL_PX,
-    MARGIN,
-    PANEL_AXIS,
-    PDF_WIDTH,
-    REFERENCE_BASELINE,
-    ROW_LABEL_LIMIT,
-    SHOT_GROUP_COLORS,
-    STRIP_WIDTH,
-    TEXT_STEP,
-    pool_rare_classes,
-)
+from .norm_charts import chart_norm_evolution, chart_norm_vs_count, chart_weight_norms
+from .prediction_charts import chart_confusion, confusion_fits
+from .results_charts import chart_head_tail, chart_per_class_f1
 
-__all__ = [
-    "APP_WIDTH",
-    "BUCKET_COLORS",
-    "BUDGET_PANELS",
-    "CLASS_ROWS",
-    "CLASS_STEP",
-    "COLUMN_STEPS",
-    "CONFUSION_CELL",
-    "CONFUSION_COUNTS",
-    "CONFUSION_LABELS",
-    "FACET_GAP",
-    "FIGURE4_FEATURES",
-    "FIGURE4_METHODS",
-    "FIGURE4_MIN_EXAMPLES",
-    "FIGURE4_PANEL",
-    "FIGURE4_Y_AXIS",
-    "FILL_WIDTH",
-    "GROUP_COLORS",
-    "GROUP_PALETTE",
-    "GROUP_TITLES",
-    "LABEL_PX",
-    "LEGIBLE_SIZES",
-    "LOG_BASELINE",
-    "MARGIN",
-    "PANEL_AXIS",
-    "PDF_WIDTH",
-    "REFERENCE_BASELINE",
-    "ROW_LABEL_LIMIT",
-    "RUN_CHARTS",
-    "RunChart",
-    "SHOT_GROUP_COLORS",
-    "STRIP_WIDTH",
-    "TEXT_STEP",
-    "calibration_delta_frame",
-    "chart_calibration_curve",
-    "chart_calibration_delta",
-    "chart_class_frequency",
-    "chart_class_scores",
-    "chart_confusion",
-    "chart_feature_distributions",
-    "chart_head_tail",
-    "chart_label_budget",
-    "chart_norm_evolution",
-    "chart_norm_vs_count",
-    "chart_paper_head_tail_gap",
-    "chart_paper_results",
-    "chart_per_class_f1",
-    "chart_weight_norms",
-    "class_frequency_frame",
-    "confusion_fits",
-    "confusion_frame",
-    "dead_feature_frame",
-    "default_feature_classes",
-    "feature_distribution_frame",
-    "feature_examples",
-    "head_tail_frame",
-    "label_budget_frames",
-    "norm_count_frame",
-    "norm_evolution_frame",
-    "paper_results_frame",
-    "per_class_f1_frame",
-    "pool_rare_classes",
-    "summary_frame",
-    "weight_norm_frame",
-]
+__all__ = ["LEGIBLE_SIZES", "RUN_CHARTS", "RunChart"]
 
 
 LEGIBLE_SIZES = tuple((c, m) for c in (2, 20, 60) for m in (1, 6, 19)) + ((120, 16),)

@@ -27,8 +27,10 @@ from ..runs.record import METRIC_TITLES, SHOT_TITLES
 from ..runs.store import Run
 from ..runs.tables import aggregate, comparison_table, modes_table
 from . import charts
+from .data_charts import chart_label_budget
+from .style import FACET_GAP, PDF_WIDTH
 
-__all__ = [  # what this module offers (the app's door, glee_core.studio, reads it)
+__all__ = [  # what this module offers
     "CHART_SCALE",
     "CUT_BAND",
     "FIRST_PART",
@@ -56,8 +58,8 @@ CHART_SCALE = 2.0  # PNG pixels per chart px (sharp print)
 def chart_png(chart, scale: float = CHART_SCALE) -> bytes:
     """An Altair chart as PNG bytes (``width="container"`` charts get a fixed page width)."""
     spec = chart.to_dict()
-    if spec.get("width") == "container":  # (charts.FILL_WIDTH) the whole chart fits the page
-        spec["width"] = charts.PDF_WIDTH
+    if spec.get("width") == "container":  # (FILL_WIDTH) the whole chart fits the page
+        spec["width"] = PDF_WIDTH
     # one font with the row names' symbols (∘, η), so no glyph falls back to a serif face
     spec.setdefault("config", {}).setdefault("font", "DejaVu Sans")
     return vl_convert.vegalite_to_png(spec, scale=scale)
@@ -208,7 +210,7 @@ def build_report(
     for number, (title, draw) in enumerate(figures):
         progress(0.1 + 0.8 * number / len(figures), f"drawing {title.lower()}")
         try:
-            png = chart_png(draw(runs, charts.PDF_WIDTH))
+            png = chart_png(draw(runs, PDF_WIDTH))
         except (ValueError, GleeError) as exc:  # vl-convert's limits, a file the chart reads
             pdf.set_font(pdf.body_font, size=9)
             pdf.multi_cell(
@@ -236,12 +238,12 @@ def build_report(
 
 # printed size of a chart px: PDF_WIDTH px across the 180 mm text width, so the charts' 9-10 px
 # type prints at 7 pt or more (180 / 640 mm = 0.8 pt a px); a chart is never shrunk below it
-MM_PER_PX = 180 / charts.PDF_WIDTH
+MM_PER_PX = 180 / PDF_WIDTH
 
 
 # the white between two rows of panels is at least the facets' gap; a panel's title may sit
 # almost as far above its panel, so a cut also needs ink above it taller than a title's lines
-CUT_BAND = int(charts.FACET_GAP * CHART_SCALE * 0.75)
+CUT_BAND = int(FACET_GAP * CHART_SCALE * 0.75)
 TITLE_ROWS = int(50 * CHART_SCALE)  # a block of ink shorter than this is a title (4 lines)
 FIRST_PART = 0.4  # the least of a chart begun at a page's foot (the rest on the next page)
 
@@ -434,7 +436,7 @@ def _budget_section(pdf, budget: BudgetReport, t) -> None:
             0, 5, t(line.replace("**", "").replace("`", "")), new_x="LMARGIN", new_y="NEXT"
         )
     try:
-        png = chart_png(charts.chart_label_budget(budget, charts.PDF_WIDTH))
+        png = chart_png(chart_label_budget(budget, PDF_WIDTH))
     except ValueError as exc:  # vl-convert's limits
         pdf.multi_cell(
             0,
