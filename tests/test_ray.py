@@ -186,6 +186,7 @@ def test_a_killed_driver_leaves_no_run_that_looks_finished(toy_csv, tiny_bert, t
     while time.time() < deadline and not (locks.is_dir() and any(locks.glob("*-s*.lock"))):
         time.sleep(0.2)  # a task has taken its run's lock: training has begun
     assert driver.poll() is None, driver.communicate()
+    assert any(locks.glob("*-s*.lock")), "no run's lock within 120 s: training never began"
     os.killpg(driver.pid, signal.SIGKILL)  # the driver and the workers it started, at once
     driver.wait()
     listed = RunStore(store).runs()  # a run lands whole or not at all: no settling to wait for

@@ -464,6 +464,7 @@ def test_different_configurations_queue_for_the_training_slot(tiny_bert, toy_csv
         ):
             time.sleep(0.2)
         assert proc.poll() is None  # still waiting for the slot
+        assert any(e.stage == "queued" for e in read_events(events)), "never said it queued"
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and "waiting: another run is training" in err
     assert RunStore(runs, max_concurrent=3).max_concurrent == 3
