@@ -17,7 +17,8 @@ import streamlit as st
 from glee_core.core.errors import GleeError, disk_message
 from glee_core.core.files import write_atomic
 from glee_core.data.pool import NONE_OF_THESE
-from glee_core.models.options import QUERY_STRATEGIES, SuggestOptions
+from glee_core.models.options import SuggestOptions
+from glee_core.models.query import QUERY_STRATEGIES
 from glee_core.models.requests import SuggestRequest
 from glee_core.runs.labelling import SKIPPED, LabellingSession
 from glee_core.runs.store import slug

@@ -130,6 +130,7 @@ APP_REACHES = {
     "models.methods",
     "models.modes",
     "models.options",
+    "models.query",
     "models.recipes",
     "models.requests",
     "models.scoring",

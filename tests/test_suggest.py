@@ -16,8 +16,8 @@ from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.data.pool import NONE_OF_THESE, read_labelled_texts, read_pool
 from glee_core.models.heads import probe_classifier
-from glee_core.models.options import QUERY_STRATEGIES, SuggestOptions
-from glee_core.runs.query import resolve_strategy, select
+from glee_core.models.options import SuggestOptions
+from glee_core.models.query import QUERY_STRATEGIES, resolve_strategy, select
 from glee_core.runs.selftrain import pseudo_labels
 from tests.conftest import FILLER
 

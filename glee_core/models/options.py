@@ -15,11 +15,11 @@ from ..data.sources import SOURCES
 from .config import POOLINGS, PRECISION_HELP, PRECISIONS
 from .fields import _boolean, option
 from .methods import get_method
+from .query import AUTO_RULE, QUERY_STRATEGIES
 from .tuning import Setting
 
 __all__ = [  # what this module offers
     "ADAPT_OBJECTIVES",
-    "AUTO_RULE",
     "AdaptObjective",
     "AdaptOptions",
     "BUDGET_FRACTIONS",
@@ -29,8 +29,6 @@ __all__ = [  # what this module offers
     "Executor",
     "ExecutorOptions",
     "HealthOptions",
-    "QUERY_STRATEGIES",
-    "QueryStrategy",
     "SelfTrainOptions",
     "SuggestOptions",
     "parse_seeds",
@@ -330,35 +328,6 @@ class AdaptOptions:
             raise GleeError(f"--held-out must be in [0, 0.5), got {self.held_out}")
         if not 0 < self.lr < 1:
             raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
-
-
-@dataclass(frozen=True)
-class QueryStrategy:
-    """A way to pick the pool texts to label next (``suggest --strategy``): its name and help;
-    what it does is its branch of ``runs/query.py``'s ``select``."""
-
-    name: str
-    help: str
-
-
-QUERY_STRATEGIES = {
-    s.name: s
-    for s in (
-        QueryStrategy(
-            "auto", "rare-margin where the data has tail classes, else margin (the default)"
-        ),
-        QueryStrategy("random", "uniformly at random (the baseline)"),
-        QueryStrategy("margin", "the smallest gap between the two most probable classes"),
-        QueryStrategy(
-            "balanced", "margin within each predicted class, fewest-labelled class first"
-        ),
-        QueryStrategy("rare", "the probability of the rarest classes (inverse labelled counts)"),
-        QueryStrategy(
-            "rare-margin", "rare, the texts the classifier is least sure of first (rare x margin)"
-        ),
-    )
-}
-AUTO_RULE = "rare-margin where the data has tail classes, else margin"
 
 
 @dataclass

@@ -7,7 +7,7 @@ as near-duplicates (the health check's rule: a cosine distance under 0.13 of the
 distance between neighbouring labelled texts, cleanlab's default), are left out and counted.
 The classifier is the dataset's recommended quick-mode head (its quick compare's choice; a
 class-balanced probe trained now where there is none, in seconds); its class probabilities on
-the pool go to a query strategy (:mod:`glee_core.runs.query`).
+the pool go to a query strategy (:mod:`glee_core.models.query`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from ..models.features import (
 )
 from ..models.methods import get_method
 from ..models.model import build_model
+from ..models.query import resolve_strategy, select
 from ..models.scoring import get_backbone, predict
 from ..runs.notes import vocabulary_note
-from ..runs.query import resolve_strategy, select
 from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore
 from .experiment import run_experiments
