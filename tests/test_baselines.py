@@ -146,7 +146,7 @@ def test_probes_and_pooling_in_quick_mode(tiny_bert, toy_dataset, runs_dir):
     assert [r.record.hyperparameters.pooling for r in mean] == ["mean", "mean", "cls"]
     assert mean[0].run_id != cls[0].run_id and mean[1].run_id != cls[1].run_id
     assert mean[2].run_id == cls[2].run_id  # a template is read at [MASK] whatever the pooling
-    assert len(list((runs_dir / ".features").glob("plain-*.npz"))) == 1  # both poolings cached
+    assert len(list((runs_dir / ".features").glob("plain-*/"))) == 1  # both poolings cached
     probe = mean[0]
     assert probe.record.method.group.startswith("Baseline") and len(probe.history) == 1
     assert set(probe.weight_norms) == set(toy_dataset.classes)

@@ -1,6 +1,7 @@
 """Quick mode (frozen backbone, cached features)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -26,7 +27,7 @@ def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset,
         toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"), events.append
     )
     assert events and events[-1].done == events[-1].total
-    assert len(list(tmp_path.glob("prompt-*.npz"))) == 1
+    assert len(list(tmp_path.glob("prompt-*/*.npz"))) == 1  # one pass, one chunk
     events.clear()
     again = cached_features(
         toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"), events.append
@@ -51,10 +52,14 @@ def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset,
 
 def test_a_truncated_cache_file_is_recomputed(bert, toy_dataset, tmp_path):
     cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"))
-    path = next(tmp_path.glob("plain-*.npz"))
+    path = next(tmp_path.glob("plain-*/*.npz"))
     path.write_bytes(path.read_bytes()[:100])
-    again = cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"))
+    events = []
+    again = cached_features(
+        toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append
+    )
     assert len(again["train"]) == len(toy_dataset.splits["train"])
+    assert events and path.stat().st_size > 100  # encoded again, written whole
 
 
 def test_quick_mode_trains_all_heads_without_touching_the_backbone(
@@ -77,7 +82,7 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert all(r.record.mode == "frozen" for r in runs)
     assert runs[0].record.hyperparameters.lr == 1e-3  # quick mode's default
-    assert len(list((runs_dir / ".features").glob("*.npz"))) == 2  # plain + prompt formats
+    assert len(list((runs_dir / ".features").glob("*-*/"))) == 2  # plain + prompt formats
     assert all(r.record.timing["feature_pass_tokens_per_second"] > 0 for r in runs)
     finetuned = run_experiments(
         toy_dataset,
@@ -96,19 +101,63 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(
 
 
 def test_limit_limits_the_feature_pass_too(bert, toy_dataset, tmp_path):
-    """``--limit N``: only the first N training texts are encoded (dev and test in full), in a
-    cache entry of their own; the features equal the full pass's first N rows."""
+    """``--limit N``: only the first N training texts are encoded (dev and test in full); the
+    full pass after it encodes only the texts the limited one did not, and its features equal
+    a pass of its own."""
     events = []
     limited = cached_features(
         toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append, limit=10
     )
     sizes = {name: len(frame) for name, frame in toy_dataset.splits.items()}
-    assert events[-1].total == 10 + sizes["dev"] + sizes["test"]
+    texts = {name: frame["text"].nunique() for name, frame in toy_dataset.splits.items()}
+    assert events[-1].total <= 10 + sizes["dev"] + sizes["test"]
     assert len(limited["train"]) == 10 and len(limited["test"]) == sizes["test"]
-    full = cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"))
-    assert len(list(tmp_path.glob("plain-*.npz"))) == 2  # the full pass is not the limited one
+    events.clear()
+    full = cached_features(
+        toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append
+    )
+    assert 0 < events[-1].total <= texts["train"]  # the rest of the training texts alone
     np.testing.assert_allclose(limited["train"].hidden, full["train"].hidden[:10], atol=1e-4)
     np.testing.assert_array_equal(limited["train"].labels, full["train"].labels[:10])
+    alone = cached_features(toy_dataset, bert, "plain", 64, tmp_path / "alone", torch.device("cpu"))
+    for name in sizes:
+        np.testing.assert_allclose(full[name].hidden, alone[name].hidden, atol=1e-4)
+        np.testing.assert_array_equal(full[name].labels, alone[name].labels)
+
+
+def test_a_version_of_the_data_encodes_only_the_texts_it_adds(bert, toy_dataset, tmp_path):
+    """Issue #80 item 5: features are kept by each text's content, so a ``+added-`` version
+    encodes only its new texts (the cache grows by them alone), and a pool encoded for
+    suggestions is not encoded again once its texts are labelled and added."""
+    from dataclasses import replace
+
+    from glee_core.data.pool import append_rows
+    from glee_core.train.suggest import pool_features
+
+    cpu = torch.device("cpu")
+    cached_features(toy_dataset, bert, "plain", 64, tmp_path, cpu)
+    size = sum(p.stat().st_size for p in tmp_path.rglob("*.npz"))
+    new = pd.DataFrame(
+        {
+            "text": [f"a text never seen {i}" for i in range(5)],
+            "text_b": "",
+            "label": [0, 1] * 2 + [0],
+        }
+    )
+    pool_features(new.head(3), bert, "plain", toy_dataset.template, 64, tmp_path, cpu)
+    train, ending = append_rows(toy_dataset.splits["train"], new, "+added-")
+    version = replace(
+        toy_dataset, id=toy_dataset.id + ending, splits={**toy_dataset.splits, "train": train}
+    )
+    version._fingerprint = None
+    events = []
+    features = cached_features(version, bert, "plain", 64, tmp_path, cpu, events.append)
+    assert events[-1].total == 2  # the two the pool did not hold
+    grown = sum(p.stat().st_size for p in tmp_path.rglob("*.npz")) - size
+    assert grown < 2 * 5 * 2 * bert.hidden_size * 4 + 4096  # 5 texts x 2 poolings, and headers
+    alone = cached_features(version, bert, "plain", 64, tmp_path / "alone", cpu)
+    np.testing.assert_allclose(features["train"].hidden, alone["train"].hidden, atol=1e-4)
+    np.testing.assert_array_equal(features["train"].labels, alone["train"].labels)
 
 
 PACK = ("cls-tanh", "prompt", "cls-relu-pt-ln-crt", "cls-relu-focal")  # plain and template

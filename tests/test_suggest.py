@@ -348,14 +348,20 @@ def test_a_suggest_killed_while_encoding_the_pool_leaves_nothing_and_runs_again(
     finally:
         job.kill()
         job.wait()
+    from glee_core.models.features import FeatureSpace, text_keys
+
     written = sorted(p.name for p in runs.rglob("*") if p.is_file())
     assert not out.exists()
-    assert not [n for n in written if n.startswith(("pool-", "tmp"))], written  # no cache, no tmp
+    assert not [n for n in written if n.endswith(".tmp") or n.startswith("tmp")], written
+    keys = text_keys(frame.assign(text_b=""))
+    spaces = [FeatureSpace(folder) for folder in (runs / ".features").glob("*-*")]
+    assert all(space.missing(keys).all() for space in spaces)  # none of the pool's kept
     again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     table = pd.read_csv(out, keep_default_na=False)
     assert len(table) == 20
-    assert len(list(runs.rglob("pool-*.npz"))) >= 1  # the pool's features cached this time
+    spaces = [FeatureSpace(folder) for folder in (runs / ".features").glob("*-*")]
+    assert any(not space.missing(keys).any() for space in spaces)  # cached this time
 
 
 def test_labelled_texts_in_dev_or_test_are_left_out_and_counted(toy_csv, tmp_path):

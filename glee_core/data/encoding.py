@@ -56,9 +56,14 @@ class EncodedSplit:
         )
 
 
-def encode_plain(frame: pd.DataFrame, tokenizer, max_length: int) -> EncodedSplit:
+def encode_plain(
+    frame: pd.DataFrame, tokenizer, max_length: int, pairs: bool | None = None
+) -> EncodedSplit:
+    """``pairs``: read ``text_b`` as a second sequence (None: where any row has one)."""
     texts = frame["text"].tolist()
-    pairs = frame["text_b"].tolist() if frame["text_b"].astype(bool).any() else None
+    if pairs is None:
+        pairs = bool(frame["text_b"].astype(bool).any())
+    pairs = frame["text_b"].tolist() if pairs else None
     enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
     return EncodedSplit(
         enc["input_ids"],
@@ -183,11 +188,17 @@ def encode_prompt(frame: pd.DataFrame, tokenizer, template: str, max_length: int
 
 
 def encode(
-    frame: pd.DataFrame, tokenizer, input_format: str, template: str, max_length: int
+    frame: pd.DataFrame,
+    tokenizer,
+    input_format: str,
+    template: str,
+    max_length: int,
+    pairs: bool | None = None,
 ) -> EncodedSplit:
+    """``pairs`` (the plain input): see :func:`encode_plain`; the template reads each row alone."""
     if input_format == "prompt":
         return encode_prompt(frame, tokenizer, template, max_length)
-    return encode_plain(frame, tokenizer, max_length)
+    return encode_plain(frame, tokenizer, max_length, pairs)
 
 
 def collate(

@@ -32,7 +32,6 @@ __all__ = [
     "add_labelled",
     "append_rows",
     "labels_given",
-    "pool_key",
     "pool_size",
     "read_labelled_texts",
     "read_pool",
@@ -112,12 +111,6 @@ def pool_size(path: str | os.PathLike) -> PoolSize:
         raise GleeError(f"pool file cannot be read: {path} ({exc.strerror})") from None
     lines = data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
     return PoolSize(max(lines - (path.suffix.lower() != ".txt"), 0), len(data))
-
-
-def pool_key(pool: pd.DataFrame) -> str:
-    """A short hash of a pool's texts and rows: names its cached features."""
-    hashed = pd.util.hash_pandas_object(pool[["pool_row", "text"]], index=False)
-    return hashlib.sha256(hashed.to_numpy().tobytes()).hexdigest()[:16]
 
 
 def labels_given(path: str | os.PathLike) -> int:

@@ -3,9 +3,10 @@
 The paper's decoupling view is that the long tail bites in the classifier. With the backbone
 frozen, every method is a head trained on the same few hidden states: the ``[CLS]`` state of the
 plain input (CLS methods) or the ``[MASK]`` state of the template input (prompt methods and
-``cls-relu-prompt``). They are computed once per dataset + model + input format + max length and
-cached as ``.npz`` (loaded with ``allow_pickle=False``), so every head of the registry trains in
-seconds.
+``cls-relu-prompt``). They are cached by each text's content (:class:`FeatureSpace`: one
+folder per model + input format + max length + template, ``.npz`` chunks loaded with
+``allow_pickle=False``), so every head of the registry trains in seconds, and a version of the
+data (``+added-``, ``+pseudo-``, ``+without-``) or the pool encodes only the texts never seen.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 import zipfile
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..core.devices import (
@@ -31,6 +34,7 @@ from ..core.devices import (
     resolve_pad_multiple,
     resolve_precision,
 )
+from ..core.errors import GleeError
 from ..core.events import FeaturePass, ProgressFn
 from ..core.files import check_quota
 from ..data.datasets import LongTailDataset
@@ -41,15 +45,16 @@ from .config import POOLINGS
 from .model import encoder_hidden_states, pool
 
 __all__ = [  # what this module offers
+    "FeatureSpace",
     "FeatureSplit",
+    "LEGACY_CACHE",
     "cached_features",
     "compute_hidden",
     "compute_states",
-    "feature_file",
-    "feature_key",
+    "feature_space",
     "limited_splits",
-    "read_cache",
-    "write_cache",
+    "missing_share",
+    "text_keys",
 ]
 
 
@@ -80,31 +85,6 @@ class FeatureSplit:
             "hidden": torch.from_numpy(self.hidden[index]),
             "labels": torch.from_numpy(self.labels[index]),
         }
-
-
-def feature_key(
-    dataset: LongTailDataset,
-    model_fingerprint: str,
-    input_format: str,
-    max_length: int,
-    limit: int | None = None,
-    strategy: str = "first",
-) -> str:
-    """The name of a feature pass's cache file (without ``.npz``): what the pass encoded, with
-    which model (``Backbone.fingerprint``, ``backbone.model_fingerprint``)."""
-    identity = {
-        "dataset": dataset.fingerprint(),
-        "model": model_fingerprint,
-        "format": input_format,
-        "max_length": max_length,
-        "template": dataset.template if input_format == "prompt" else None,
-    }
-    if limit:  # a limited pass holds only ``limit`` training examples
-        identity["train_limit"] = limit
-        if strategy != "first":
-            identity["limit_strategy"] = strategy
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return f"{input_format}-{digest}"
 
 
 @torch.inference_mode()
@@ -160,7 +140,178 @@ def limited_splits(dataset: LongTailDataset, limit: int | None, strategy: str = 
     return splits
 
 
-def feature_file(
+# the cache files of a whole pass each, before texts were kept by content: read by nothing now
+LEGACY_CACHE = re.compile(r"(plain|prompt|pool-plain|pool-prompt)-[0-9a-f]{16}\.npz")
+
+
+def text_keys(frame, pairs: bool | None = None) -> np.ndarray:
+    """Each row's key in a :class:`FeatureSpace`: a digest of what the encoder reads of it (its
+    ``text``, its ``text_b`` and whether its split is read as pairs, which decides how an empty
+    ``text_b`` is encoded)."""
+    if pairs is None:
+        pairs = _pairs(frame)
+    second = frame["text_b"].astype(str) if "text_b" in frame else [""] * len(frame)
+    return np.array(
+        [
+            hashlib.blake2b(f"{int(pairs)}\x1f{a}\x1f{b}".encode(), digest_size=16).hexdigest()
+            for a, b in zip(frame["text"].astype(str), second, strict=True)
+        ],
+        dtype="S32",
+    )
+
+
+def _pairs(frame) -> bool:
+    return "text_b" in frame and bool(frame["text_b"].astype(bool).any())
+
+
+class FeatureSpace:
+    """The frozen backbone's states of every text it has encoded with one input: the model
+    (its fingerprint), the input format, the max length and (for the template) the template.
+    Kept by each text's content (:func:`text_keys`) in ``.npz`` chunks, one a pass, each
+    written whole (a killed pass leaves none); a damaged chunk is deleted (its texts encoded
+    again)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._rows: dict[bytes, tuple[int, int]] | None = None  # key -> (chunk, row)
+        self._chunks: list[Path] = []
+        self._read: dict[tuple[int, str], np.ndarray] = {}  # a chunk's states, once read
+        self._tokens = self._seconds = 0.0
+
+    def _index(self) -> dict[bytes, tuple[int, int]]:
+        """Where each key's states are (its keys read from every chunk, not its states)."""
+        if self._rows is not None:
+            return self._rows
+        self._rows, self._chunks, self._read = {}, [], {}
+        self._tokens = self._seconds = 0.0
+        for chunk in sorted(self.root.glob("*.npz")) if self.root.is_dir() else []:
+            try:
+                with np.load(chunk, allow_pickle=False) as data:
+                    keys = data["keys"].tolist()
+                    tokens, seconds = float(data["tokens"]), float(data["seconds"])
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                chunk.unlink(missing_ok=True)
+                continue
+            number = len(self._chunks)
+            self._chunks.append(chunk)
+            self._rows.update({key: (number, row) for row, key in enumerate(keys)})
+            self._tokens, self._seconds = self._tokens + tokens, self._seconds + seconds
+        return self._rows
+
+    def missing(self, keys: np.ndarray) -> np.ndarray:
+        """Which of ``keys`` this space has not encoded (a mask)."""
+        rows = self._index()
+        return np.array([key not in rows for key in keys.tolist()], dtype=bool)
+
+    @property
+    def rate(self) -> float | None:
+        """Tokens a second over every pass of this space (None before the first)."""
+        self._index()
+        return self._tokens / self._seconds if self._seconds else None
+
+    def states(self, keys: np.ndarray, pooling: str, width: int) -> np.ndarray:
+        """The states of ``keys`` (all encoded), one row each, in their order (``width``: a
+        state's size). Only the chunks that hold them are read (a store's other data stay on
+        disk); a chunk damaged since the index was read is deleted and the error says so."""
+        rows = self._index()
+        out = np.zeros((len(keys), width), dtype=np.float32)
+        where = [rows[key] for key in keys.tolist()]
+        for number in sorted({chunk for chunk, _ in where}):
+            if (number, pooling) not in self._read:
+                try:
+                    with np.load(self._chunks[number], allow_pickle=False) as data:
+                        self._read[number, pooling] = data[pooling]
+                except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+                    self._chunks[number].unlink(missing_ok=True)
+                    self._rows = None
+                    raise GleeError(
+                        f"a cached feature file was damaged while being read "
+                        f"({self._chunks[number].name}): it is deleted; run again to encode "
+                        "its texts anew"
+                    ) from error
+            mine = [i for i, (chunk, _) in enumerate(where) if chunk == number]
+            out[mine] = self._read[number, pooling][[where[i][1] for i in mine]]
+        return out
+
+    def add(self, keys, states: dict[str, np.ndarray], tokens: int, seconds: float, what: str):
+        """Keep a pass's states of ``keys`` (within the workspace's quota: ``what`` names them
+        in its error), written atomically."""
+        arrays = {"keys": keys, **states, "tokens": np.array(tokens), "seconds": np.array(seconds)}
+        check_quota(sum(a.nbytes for a in arrays.values()), what)  # before writing
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(suffix=".tmp", dir=self.root)
+        os.close(handle)
+        with open(tmp, "wb") as out:
+            np.savez(out, **arrays)
+        digest = hashlib.sha256(keys.tobytes()).hexdigest()[:16]
+        os.replace(tmp, self.root / f"{digest}.npz")
+        self._rows = None
+        for old in self.root.parent.glob("*.npz"):  # a pass a file, before content keys
+            if LEGACY_CACHE.fullmatch(old.name):
+                old.unlink(missing_ok=True)
+
+    def encode_missing(
+        self,
+        frames: list,
+        backbone: Backbone,
+        device: torch.device,
+        template: str,
+        max_length: int,
+        what: str,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """Encode the rows of ``frames`` this space lacks (each text once), and keep them.
+        ``progress(done, total)`` as the pass goes."""
+        fmt = self.root.name.split("-", 1)[0]
+        todo: dict[bool, list] = {}  # by how the rows' splits read text_b: one pass each
+        seen: set[bytes] = set()
+        for frame in frames:
+            pairs = _pairs(frame)
+            keys = text_keys(frame, pairs)
+            fresh = []  # rows of texts not encoded yet, each text once
+            for i, (key, gone) in enumerate(zip(keys.tolist(), self.missing(keys), strict=True)):
+                if gone and key not in seen:
+                    seen.add(key)
+                    fresh.append(i)
+            if fresh:
+                todo.setdefault(pairs, []).append((frame.iloc[fresh], keys[fresh]))
+        total, done = len(seen), 0
+
+        def tick(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress(done, total)
+
+        for pairs, parts in todo.items():
+            started = time.perf_counter()
+            frame = pd.concat([part for part, _ in parts], ignore_index=True)
+            keys = np.concatenate([k for _, k in parts])
+            split = encode(frame, backbone.tokenizer, fmt, template, max_length, pairs=pairs)
+            states = compute_states(backbone, split, device, progress=tick)
+            seconds = time.perf_counter() - started
+            self.add(keys, states, int(split.lengths.sum()), seconds, what)
+
+
+def feature_space(
+    cache_dir: str | os.PathLike,
+    model_fingerprint: str,
+    input_format: str,
+    max_length: int,
+    template: str | None,
+) -> FeatureSpace:
+    """The :class:`FeatureSpace` of these inputs in ``cache_dir`` (a store's ``.features``)."""
+    identity = {
+        "model": model_fingerprint,
+        "format": input_format,
+        "max_length": max_length,
+        "template": template if input_format == "prompt" else None,
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    return FeatureSpace(Path(cache_dir) / f"{input_format}-{digest}")
+
+
+def missing_share(
     cache_dir: str | os.PathLike,
     dataset: LongTailDataset,
     model_fingerprint: str,
@@ -168,37 +319,15 @@ def feature_file(
     max_length: int,
     limit: int | None = None,
     strategy: str = "first",
-) -> Path:
-    """Where a feature pass of these inputs is cached (:func:`feature_key` ``.npz`` in
-    ``cache_dir``): :func:`cached_features` reads and writes it, the app's estimate asks whether
-    it is there."""
-    return Path(cache_dir) / (
-        feature_key(dataset, model_fingerprint, input_format, max_length, limit, strategy) + ".npz"
-    )
-
-
-def read_cache(path: Path, read: Callable):
-    """``read(data)`` of the cached arrays at ``path`` (an ``.npz``), or None when there is no
-    cache there; a damaged one (truncated, a missing array) is deleted: computed again."""
-    if not path.is_file():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return read(data)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-        path.unlink(missing_ok=True)
-        return None
-
-
-def write_cache(path: Path, arrays: dict[str, np.ndarray], what: str) -> None:
-    """Cache ``arrays`` at ``path``, within the workspace's quota (``what`` names them in its
-    error), atomically: a killed pass leaves no half-written cache."""
-    check_quota(sum(a.nbytes for a in arrays.values()), what)  # before writing
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent)
-    os.close(handle)
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+) -> float:
+    """The share of a feature pass over ``dataset`` (its splits as :func:`limited_splits` cuts
+    them) still to run: its texts ``cache_dir`` has not encoded with these inputs (0: all
+    cached; the estimate and the bar read it)."""
+    space = feature_space(cache_dir, model_fingerprint, input_format, max_length, dataset.template)
+    frames = list(limited_splits(dataset, limit, strategy).values())
+    total = sum(len(frame) for frame in frames)
+    missing = sum(int(space.missing(text_keys(frame)).sum()) for frame in frames)
+    return missing / total if total else 0.0
 
 
 def cached_features(
@@ -213,46 +342,28 @@ def cached_features(
     limit: int | None = None,
     strategy: str = "first",
 ) -> dict[str, FeatureSplit]:
-    """Pooled hidden states of every split, from the cache or computed (and cached) now; one
-    pass caches both poolings. ``limit`` encodes only N training examples, picked by
-    ``strategy`` (:func:`limited_splits`)."""
+    """Pooled hidden states of every split: the texts the cache holds read from it, the others
+    encoded now (one pass for both poolings) and kept. ``limit`` encodes only N training
+    examples, picked by ``strategy`` (:func:`limited_splits`)."""
     progress = progress or (lambda event: None)
-    cache_dir = Path(cache_dir)
-    path = feature_file(
-        cache_dir, dataset, backbone.fingerprint, input_format, max_length, limit, strategy
+    space = feature_space(
+        cache_dir, backbone.fingerprint, input_format, max_length, dataset.template
     )
-
-    def read(data) -> dict[str, FeatureSplit]:
-        rate = float(data["pass_tokens_per_second"]) if "pass_tokens_per_second" in data else None
-        return {
-            name: FeatureSplit(data[f"{name}_{pooling}"], data[f"{name}_labels"], rate)
-            for name in dataset.splits
-        }
-
-    if (found := read_cache(path, read)) is not None:
-        return found
-    started = time.perf_counter()
-    encoded = {
-        name: encode(frame, backbone.tokenizer, input_format, dataset.template, max_length)
-        for name, frame in limited_splits(dataset, limit, strategy).items()
-    }
-    total, done = sum(len(s) for s in encoded.values()), 0
-    tokens = sum(int(split.lengths.sum()) for split in encoded.values())
-    arrays = {}
-    for name, split in encoded.items():
-
-        def tick(n, name=name):
-            nonlocal done
-            done += n
-            progress(FeaturePass(format=input_format, done=done, total=total))
-
-        for key, states in compute_states(backbone, split, device, progress=tick).items():
-            arrays[f"{name}_{key}"] = states
-        arrays[f"{name}_labels"] = split.labels
-    rate = tokens / max(time.perf_counter() - started, 1e-9)
-    arrays["pass_tokens_per_second"] = np.array(rate)
-    write_cache(path, arrays, "the cached features")
+    splits = limited_splits(dataset, limit, strategy)
+    space.encode_missing(
+        list(splits.values()),
+        backbone,
+        device,
+        dataset.template,
+        max_length,
+        "the cached features",
+        lambda done, total: progress(FeaturePass(format=input_format, done=done, total=total)),
+    )
     return {
-        name: FeatureSplit(arrays[f"{name}_{pooling}"], arrays[f"{name}_labels"], rate)
-        for name in dataset.splits
+        name: FeatureSplit(
+            space.states(text_keys(frame), pooling, backbone.hidden_size),
+            frame["label"].to_numpy(),
+            space.rate,
+        )
+        for name, frame in splits.items()
     }

@@ -237,7 +237,7 @@ def estimate_seconds(
     parameters: int,
     device: str,
     runs: list[Run] | None = None,
-    feature_passes: int = 2,
+    feature_passes: float = 2,
     lp_ft_stages: int | None = None,
     rate_searched: bool = False,
     busy: float = 1.0,
@@ -500,7 +500,7 @@ def frozen_estimate(
     parameters: int,
     device: str,
     alike: list[RunRecord],
-    passes: int = 2,
+    passes: float = 2,
     validated: list | None = None,
     heads: str = "all",
     validate: int | None = None,
@@ -564,7 +564,9 @@ def frozen_estimate(
     passes_text = (
         "the features are cached, heads only"
         if not passes
-        else f"{passes} feature pass(es) (one per input format not cached), then heads"
+        else f"{passes:g} feature pass(es) (one per input format not cached), then heads"
+        if float(passes).is_integer()
+        else f"the features of the texts not cached ({passes:.2f} of a pass), then heads"
     )
     basis = f"frozen backbone: {passes_text}; " + (
         f"{' and '.join(measured)} "

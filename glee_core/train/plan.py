@@ -31,7 +31,7 @@ from ..data.datasets import LongTailDataset
 from ..data.encoding import check_label_tokens, check_template_fits, unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
 from ..models.config import TrainConfig
-from ..models.features import feature_file
+from ..models.features import missing_share
 from ..models.heads import head_of, label_word_token_ids
 from ..models.methods import METHODS, MethodSpec
 from ..models.modes import get_mode
@@ -370,7 +370,7 @@ class LaunchPlan:
     note: str
     validate: list[PlannedRun]
     raced: list[list[PlannedRun]]
-    feature_passes: int
+    feature_passes: float
     lp_ft_stages: int
     rate_searched: bool
 
@@ -490,13 +490,14 @@ def searched_rate(store: RunStore, job: PlannedRun) -> float | None:
 
 def uncached_passes(
     store: RunStore, dataset: LongTailDataset, model_name: str, jobs: list[PlannedRun]
-) -> int:
-    """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: one per
-    input format whose features ``store`` has not cached (the estimate and the bar read it)."""
+) -> float:
+    """The feature passes a frozen launch of ``jobs`` (the runs it trains) still runs: per
+    input format, the share of its texts ``store`` has not encoded (1: a whole pass; the
+    estimate and the bar read it)."""
     formats = {job.spec.input_format: job.config for job in jobs if job.config.frozen}
     fingerprint = model_fingerprint(model_name)
     return sum(
-        not feature_file(
+        missing_share(
             store.features_dir,
             dataset,
             fingerprint,
@@ -504,7 +505,7 @@ def uncached_passes(
             cfg.max_length,
             cfg.limit,
             cfg.limit_strategy,
-        ).is_file()
+        )
         for fmt, cfg in formats.items()
     )
 

@@ -12,12 +12,9 @@ the pool go to a query strategy (:mod:`glee_core.models.query`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,17 +24,10 @@ from ..core.devices import resolve_device
 from ..core.errors import GleeError
 from ..core.events import FeaturePass, Note, ProgressFn
 from ..data.datasets import LongTailDataset
-from ..data.encoding import encode, unknown_token_share
-from ..data.pool import pool_key
+from ..data.encoding import unknown_token_share
 from ..models.backbone import Backbone, trained_pooling
-from ..models.config import TrainConfig
-from ..models.features import (
-    FeatureSplit,
-    cached_features,
-    compute_states,
-    read_cache,
-    write_cache,
-)
+from ..models.config import POOLINGS, TrainConfig
+from ..models.features import FeatureSplit, cached_features, feature_space, text_keys
 from ..models.methods import get_method
 from ..models.model import build_model
 from ..models.query import resolve_strategy, select
@@ -101,22 +91,11 @@ def pool_features(
     device: torch.device,
     progress: ProgressFn | None = None,
 ) -> dict[str, np.ndarray]:
-    """The frozen backbone's pooled states of every pool text (``{"cls", "mean"}``), from the
-    feature cache (``pool-<digest>.npz``: the pool's texts, the model, the input) or computed
-    now, with a bar, and cached (within the workspace's quota)."""
+    """The frozen backbone's pooled states of every pool text (``{"cls", "mean"}``): those the
+    feature cache holds (a pool text is kept by its content, as a dataset's are: once labelled
+    and added, the new version finds it encoded) read from it, the others encoded now, with a
+    bar, and kept (within the workspace's quota)."""
     progress = progress or (lambda event: None)
-    identity = {
-        "pool": pool_key(pool),
-        "model": backbone.fingerprint,
-        "format": input_format,
-        "max_length": max_length,
-        "template": template if input_format == "prompt" else None,
-    }
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    path = Path(cache_dir) / f"pool-{input_format}-{digest}.npz"
-    found = read_cache(path, lambda data: {"cls": data["cls"], "mean": data["mean"]})
-    if found is not None:
-        return found
     frame = pd.DataFrame(
         {
             "text": pool["text"].to_numpy(),
@@ -124,17 +103,20 @@ def pool_features(
             "label": np.zeros(len(pool), dtype=np.int64),
         }
     )
-    split = encode(frame, backbone.tokenizer, input_format, template, max_length)
-    done = 0
-
-    def tick(n: int) -> None:
-        nonlocal done
-        done += n
-        progress(FeaturePass(format=f"{input_format} (the pool)", done=done, total=len(pool)))
-
-    states = compute_states(backbone, split, device, progress=tick)
-    write_cache(path, states, "the pool's features")
-    return states
+    space = feature_space(cache_dir, backbone.fingerprint, input_format, max_length, template)
+    space.encode_missing(
+        [frame],
+        backbone,
+        device,
+        template,
+        max_length,
+        "the pool's features",
+        lambda done, total: progress(
+            FeaturePass(format=f"{input_format} (the pool)", done=done, total=total)
+        ),
+    )
+    keys = text_keys(frame)
+    return {p: space.states(keys, p, backbone.hidden_size) for p in POOLINGS}
 
 
 def near_duplicates(pool: np.ndarray, labelled: np.ndarray) -> np.ndarray:
