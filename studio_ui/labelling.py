@@ -463,6 +463,25 @@ def added_panel(dataset) -> None:
         )
         return
     gain_table(before, after, counts, gained, base.head_tail()[1], "labelled text(s)")
+    split_moved(base.head_tail(), dataset.head_tail())
+
+
+def split_moved(split: tuple[list, list], own: tuple[list, list]) -> None:
+    """Where the texts added moved a class across the head/tail line (``own``: the version's
+    head and tail, by its training counts; ``split``: the data's), say so: the before/after
+    above stays over the data's own split."""
+    (head, tail), (own_head, own_tail) = split, own
+    if set(own_tail) == set(tail):
+        return
+    moved = [f"{md(c)} (tail → head)" for c in tail if c in own_head]
+    moved += [f"{md(c)} (head → tail)" for c in head if c in own_tail]
+    st.caption(
+        f"With the texts added this version's own split is {len(own_head)} head / "
+        f"{len(own_tail)} tail classes (the data's: {len(head)} / {len(tail)}): "
+        + ", ".join(moved)
+        + ". The tail F1 above stays over the data's own tail classes, so before and after "
+        "are over the same classes; the Results page scores this version by its own split."
+    )
 
 
 def pseudo_panel(dataset) -> None:
@@ -485,6 +504,8 @@ def pseudo_panel(dataset) -> None:
     trained = after[0].record.dataset.class_counts
     gained = {c: int(trained.get(c, 0)) - counts.get(c, 0) for c in counts}
     gain_table(before, after, counts, gained, dataset.head_tail()[1], "pseudo-label(s)")
+    version = after[0].record.dataset
+    split_moved(dataset.head_tail(), (version.head_classes, version.tail_classes))
     for said in after[0].record.dataset.warnings:  # what the rule kept, and why
         if said.startswith("self-training kept"):
             st.caption(md(said[0].upper() + said[1:]) + ".")

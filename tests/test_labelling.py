@@ -396,3 +396,20 @@ def test_answering_a_row_that_predicts_a_class_the_data_lacks_is_one_line(app, t
     other.set_value(other.options[0]).run()
     assert not at.exception and not at.error
     assert LabellingSession.read(path).answers == {str(first): other.options[0]}
+
+
+def test_home_says_where_the_added_texts_moved_a_class_across_the_head_tail_line():
+    """Issue #80 item 4: 50 texts added moved the line (4 head / 13 tail became 5 / 12); the
+    before/after stays over the data's own split and Home says where the version's differs."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from studio_ui.labelling import split_moved
+
+        split_moved((["a", "b"], ["c", "d"]), (["a", "b", "c"], ["d"]))
+        split_moved((["a"], ["b"]), (["a"], ["b"]))  # the line did not move: nothing said
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception
+    (said,) = [c.value for c in at.caption]
+    assert "3 head / 1 tail" in said and "2 / 2" in said and "c (tail → head)" in said
