@@ -14,6 +14,11 @@ whole budget (``one shot``) and in rounds of 50 (fitted again between rounds). P
 sample std over seeds: test macro-F1, tail F1 (the classes of the whole training split's tail)
 and the tail texts among those picked, for each strategy and budget, for nothing added, and for
 every pool text labelled (the ceiling: what no strategy can pass with this classifier).
+
+``--peers``: small-text's strongest strategies beside ours on the same classifier, features,
+splits and budgets (``BreakingTies``, ``SEALS(BreakingTies)``, ``LeastConfidence``; the
+``bench`` extra installs small-text and hnswlib), and after each cell the paired lead of
+``auto`` over the best peer there (mean ± std over seeds of auto's tail F1 minus the peer's).
 """
 
 from __future__ import annotations
@@ -41,7 +46,50 @@ from glee_core.runs.selftrain import helps, pseudo_labels  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 STRATEGIES = ("random", "margin", "balanced", "rare", "rare-margin")
+PEERS = ("BreakingTies", "SEALS(BreakingTies)", "LeastConfidence")  # small-text's
 ROUND = 50
+
+
+class _Features:
+    """The training texts' features as small-text reads a dataset (rows by index)."""
+
+    def __init__(self, x: np.ndarray):
+        self.x = x
+
+    def __getitem__(self, index) -> _Features:
+        return _Features(self.x[index])
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+
+class _Scorer:
+    """The backtest's probe as small-text reads a classifier: probabilities and embeddings."""
+
+    def __init__(self, clf, k: int):
+        self.clf, self.num_classes = clf, k
+
+    def predict_proba(self, data: _Features) -> np.ndarray:
+        return probabilities(self.clf, data.x, self.num_classes)
+
+    def embed(self, data: _Features, **_) -> np.ndarray:
+        return data.x
+
+
+def peer(name: str):
+    """A fresh small-text query strategy (SEALS keeps its nearest-neighbour index a run)."""
+    from small_text.query_strategies import (  # noqa: PLC0415 (the bench extra)
+        SEALS,
+        BreakingTies,
+        LeastConfidence,
+    )
+
+    made = {
+        "BreakingTies": BreakingTies,
+        "LeastConfidence": LeastConfidence,
+        "SEALS(BreakingTies)": lambda: SEALS(BreakingTies()),
+    }
+    return made[name]()
 
 
 def labelled_start(labels: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
@@ -109,6 +157,7 @@ class Backtest:
         """(macro-F1, tail F1, tail texts picked) after ``budget`` pool texts are labelled."""
         labelled = start.copy()
         step = ROUND if rounds else budget
+        other = peer(strategy) if strategy in PEERS else None
         while len(labelled) - len(start) < budget:
             pool = np.setdiff1d(np.arange(len(self.train)), labelled)
             if not len(pool):
@@ -116,16 +165,27 @@ class Backtest:
             clf = self.fit(labelled)
             counts = np.bincount(self.train.labels[labelled], minlength=self.k)
             take = min(step, budget - (len(labelled) - len(start)))
-            picked = pool[
-                select(
-                    strategy,
-                    probabilities(clf, self.train.hidden[pool], self.k),
-                    counts,
-                    take,
-                    seed,
+            if other is not None:  # small-text's own query, on the same classifier
+                np.random.seed(seed)  # its ties and SEALS' index draw from numpy's global state
+                picked = other.query(
+                    _Scorer(clf, self.k),
+                    _Features(self.train.hidden),
+                    pool,
+                    labelled,
+                    self.train.labels[labelled],
+                    n=take,
                 )
-            ]
-            labelled = np.concatenate([labelled, picked])
+            else:
+                picked = pool[
+                    select(
+                        strategy,
+                        probabilities(clf, self.train.hidden[pool], self.k),
+                        counts,
+                        take,
+                        seed,
+                    )
+                ]
+            labelled = np.concatenate([labelled, np.asarray(picked, dtype=np.int64)])
         added = np.setdiff1d(labelled, start)
         tail_found = int(np.isin(self.train.labels[added], list(self.tail_ids)).sum())
         return (*self.score(self.fit(labelled)), tail_found)
@@ -148,7 +208,9 @@ def main(argv=None) -> int:
         "--data-dir", default=os.environ.get("GLEE_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     )
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-pool"))
+    parser.add_argument("--peers", action="store_true", help="small-text's strategies beside")
     args = parser.parse_args(argv)
+    strategies = STRATEGIES + (PEERS if args.peers else ())
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     backbone, device = load_backbone(args.model), resolve_device("cpu")
@@ -218,11 +280,13 @@ def main(argv=None) -> int:
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
             for budget in budgets:
                 for rounds in (False, True):
-                    for strategy in STRATEGIES:
+                    tails = {}  # strategy -> its tail F1 a seed
+                    for strategy in strategies:
                         results = [
                             bench.run(starts[seed], strategy, budget, rounds, seed)
                             for seed in seeds
                         ]
+                        tails[strategy] = np.array([r[1] for r in results])
                         label = strategy + (" = auto" if strategy == auto else "")
                         rows.append(
                             [
@@ -233,6 +297,21 @@ def main(argv=None) -> int:
                                 mean_std([r[0] for r in results]),
                                 mean_std([r[1] for r in results]),
                                 mean_std([r[2] for r in results]),
+                            ]
+                        )
+                        print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+                    if args.peers:
+                        best = max(PEERS, key=lambda p: tails[p].mean())
+                        lead = tails[auto] - tails[best]
+                        rows.append(
+                            [
+                                name,
+                                f"{share:.0%}",
+                                rows[-1][2],
+                                f"auto's lead over {best} (the best peer here), paired",
+                                "-",
+                                mean_std(list(lead)),
+                                "-",
                             ]
                         )
                         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
