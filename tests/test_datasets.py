@@ -3,7 +3,6 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import SHARED_DATA, TOY_CLASSES
 
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset, split_head_tail
@@ -14,6 +13,7 @@ from glee_core.data.verbalizers import (
     parse_verbalizer,
     verbalizer_json,
 )
+from tests.conftest import SHARED_DATA, TOY_CLASSES
 
 needs_shared = pytest.mark.skipif(
     not (SHARED_DATA / "r8").is_dir(), reason="../shared/data is not present"

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import toy_rows
 
 from glee_core import GleeError
 from glee_core.cli import main
@@ -29,6 +28,7 @@ from glee_core.train.reproduce import (
     protocol_config,
     saved_comparisons,
 )
+from tests.conftest import toy_rows
 from tests.helpers.runs import record_only_run
 
 HYPER = {
