@@ -13,6 +13,8 @@ imports only those above it):
 - ``widgets``: the pickers the pages share.
 - ``recommendation``: the answer a compare ends on, its candidates, and its next steps as one
   click each.
+- ``reproduction``: the Results page's paper comparison (what ``reproduce`` wrote).
+- ``results``: the Results page's own tabs: this dataset's table and charts, calibration.
 - ``reports``: the Data page's health check and label budget: their jobs, then the reports.
 - ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
 - ``datasets``: the Data page's own sections: the dataset picker, an upload, the long tail,

@@ -11,6 +11,8 @@ from .choice import current_dataset_id
 from .stores import dataset_runs, recommendation_of
 from .text import md
 
+HIGHLIGHT = "font-weight: bold; background-color: #e8f0fe"  # a table's best, bolded
+
 
 def choose(label: str, options: dict, widget=None, **kwargs):
     """A select box (or radio) showing ``options``' labels and returning the chosen key.

@@ -255,6 +255,8 @@ APP_MODULES = [
     "jobs",
     "widgets",
     "recommendation",
+    "reproduction",
+    "results",
     "reports",
     "labelling",
     "datasets",

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from ..core.errors import GleeError
 from ..models.methods import eta_scale
@@ -29,6 +30,7 @@ from .record import METRIC_KEYS
 from .store import Run
 
 __all__ = [  # what this module offers
+    "before_after",
     "CALIBRATIONS",
     "Calibration",
     "Calibrator",
@@ -166,6 +168,16 @@ SHOWN = (
     ("medium_f1", "Medium"),
     ("few_f1", "Few"),
 )
+
+
+def before_after(before: dict, after: dict, label: str) -> pd.DataFrame:
+    """Test %, the run's metrics ``before`` and ``after`` a calibration (``label`` names it): a
+    row each, the :data:`SHOWN` metrics as columns (NaN where no test class is in a bucket)."""
+    rows = [
+        {"test": "before", **{t: before.get(k) for k, t in SHOWN}},
+        {"test": f"after ({label})", **{t: after.get(k) for k, t in SHOWN}},
+    ]
+    return 100 * pd.DataFrame(rows).set_index("test").astype(float)
 
 
 def _pct(value) -> str:
