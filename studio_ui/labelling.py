@@ -417,12 +417,25 @@ def gain_table(
     if result is None:
         return
     low, high = result.tail_f1, result.f1
+    spreads = [
+        f" ± {spread:.1f} over {n} seeds" if spread is not None else " (one seed)"
+        for spread, n in zip(result.tail_spread, result.seeds, strict=True)
+    ]
+    if None in result.tail_spread:
+        sure = (
+            "one seed moves these by a point or two: train more seeds of both (the seeds "
+            "step) to see the spread"
+        )
+    elif abs(low[1] - low[0]) <= max(result.tail_spread):
+        sure = "the change is inside the seeds' spread: not a gain the data shows yet"
+    else:
+        sure = "the change is beyond the seeds' spread"
     st.markdown(
-        f"Tail F1 **{low[0]:.1f} → {low[1]:.1f}** ({low[1] - low[0]:+.1f}), "
-        f"macro-F1 {high[0]:.1f} → {high[1]:.1f} ({high[1] - high[0]:+.1f}): "
-        f"`{result.method_before}` before, `{result.method_after}` after, each the "
-        "quick compare's recommendation, on the same test texts; one seed moves these "
-        "by a point or two (the seeds step says how much)."
+        f"Tail F1 **{low[0]:.1f}{spreads[0]} → {low[1]:.1f}{spreads[1]}** "
+        f"({low[1] - low[0]:+.1f}), macro-F1 {high[0]:.1f} → {high[1]:.1f} "
+        f"({high[1] - high[0]:+.1f}): {code(result.method_before)} before, "
+        f"{code(result.method_after)} after, each the quick compare's recommendation, on the "
+        f"same test texts; {sure}."
     )
     frame = pd.DataFrame(result.rows).sort_values(["group", "added"], ascending=[False, False])
     st.dataframe(

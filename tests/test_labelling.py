@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -162,8 +163,8 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
     added = load_dataset("demo", add=labelled)
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
-    before = run_experiments(base, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
-    after = run_experiments(added, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
+    before = run_experiments(base, [get_method("cls-tanh")], [1, 2], str(tiny_bert), config, store)
+    after = run_experiments(added, [get_method("cls-tanh")], [1, 2], str(tiny_bert), config, store)
     counts = base.class_counts("train").to_dict()
     gained = {c: n - counts.get(c, 0) for c, n in added.class_counts("train").items()}
     result = before_after(before, after, counts, gained, base.head_tail()[1])
@@ -171,9 +172,15 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
     row = next(r for r in result.rows if r["class"] == tail_class)
     assert row["added"] == 4 and row["group"] == "tail"
     assert row["F1 before"] == pytest.approx(
-        100 * before[0].metrics.per_class[tail_class].f1, abs=0.06
+        100 * np.mean([r.metrics.per_class[tail_class].f1 for r in before]), abs=0.06
     )
     assert json.dumps(result.tail_f1)  # two numbers
+    # item 4: the tail F1's spread over the seeds, on the data's own tail, each side
+    tail = base.head_tail()[1]
+    seeds = [100 * np.mean([r.metrics.per_class[c].f1 for c in tail]) for r in before]
+    assert result.seeds == (2, 2)
+    assert result.tail_spread[0] == pytest.approx(np.std(seeds, ddof=1))
+    assert result.tail_f1[0] == pytest.approx(np.mean(seeds), abs=0.1)
 
 
 def test_self_training_launches_from_the_data_page_and_home_shows_what_it_did(

@@ -261,7 +261,7 @@ class BeforeAfter:
     """What labelled pool texts did: per class (``rows``: class, group, texts before, added,
     F1 before, F1 after; the group is the dataset's own, before the texts were added) and over
     the tail and every class, the recommended candidate of each dataset on the same test
-    texts."""
+    texts; the tail F1's spread over seeds where a side has more than one."""
 
     base: str
     added: str
@@ -270,6 +270,8 @@ class BeforeAfter:
     rows: list[dict]
     tail_f1: tuple[float, float]
     f1: tuple[float, float]
+    tail_spread: tuple[float | None, float | None] = (None, None)  # over seeds, before / after
+    seeds: tuple[int, int] = (1, 1)
 
 
 def added_base(dataset_id: str) -> str:
@@ -277,18 +279,30 @@ def added_base(dataset_id: str) -> str:
     return dataset_id.split(ADDED, 1)[0]
 
 
-def _class_f1(runs: list[Run]) -> tuple[str, dict[str, float]] | None:
-    """The recommended candidate of ``runs`` and its per-class test F1 (mean over seeds)."""
+def _class_f1(runs: list[Run], tail: list[str]) -> tuple[str, dict[str, float], list] | None:
+    """The recommended candidate of ``runs``: its name, its per-class test F1 (mean over
+    seeds) and, a seed each, its tail F1 over ``tail`` (the classes present)."""
     rec = recommend(runs)
     if rec is None:
         return None
     chosen = [r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method]
     classes = chosen[0].metrics.per_class
-    return rec.chosen.method, {
-        c: 100
-        * float(np.mean([r.metrics.per_class[c].f1 for r in chosen if c in r.metrics.per_class]))
-        for c in classes
-    }
+    per_seed = [
+        100 * float(np.mean([r.metrics.per_class[c].f1 for c in tail if c in r.metrics.per_class]))
+        for r in chosen
+        if any(c in r.metrics.per_class for c in tail)
+    ]
+    return (
+        rec.chosen.method,
+        {
+            c: 100
+            * float(
+                np.mean([r.metrics.per_class[c].f1 for r in chosen if c in r.metrics.per_class])
+            )
+            for c in classes
+        },
+        per_seed,
+    )
 
 
 def before_after(
@@ -301,7 +315,7 @@ def before_after(
     """The before and after of adding labelled texts (``added``: a class's texts added;
     ``counts``: its training texts before; ``tail``: the tail classes before), from each
     dataset's recommended candidate; None until both have one."""
-    before, after = _class_f1(base_runs), _class_f1(added_runs)
+    before, after = _class_f1(base_runs, tail), _class_f1(added_runs, tail)
     if before is None or after is None:
         return None
     rows = [
@@ -329,4 +343,11 @@ def before_after(
         rows,
         (mean("F1 before", tails), mean("F1 after", tails)),
         (mean("F1 before", frame), mean("F1 after", frame)),
+        (_spread(before[2]), _spread(after[2])),
+        (len(before[2]), len(after[2])),
     )
+
+
+def _spread(values: list[float]) -> float | None:
+    """The sample standard deviation over seeds (None with fewer than two)."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else None
