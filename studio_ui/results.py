@@ -6,7 +6,7 @@ import streamlit as st
 from glee_core.core.errors import GleeError
 from glee_core.models.methods import registry_order
 from glee_core.models.modes import MODES
-from glee_core.runs.calibration import GRID, NAMES, Calibrator, before_after, calibrate
+from glee_core.runs.calibration import GRID, NAMES, Calibrator, calibrate, calibration_frame
 from glee_core.runs.notes import merged_notes
 from glee_core.runs.record import METRIC_TITLES, SHOT_TITLES
 from glee_core.runs.store import slug
@@ -71,7 +71,7 @@ def calibration_tab() -> None:
             calibrator = Calibrator(run)
             before = calibrator.raw("test")
             after = calibrator.metrics("test", method, strength)
-            table = before_after(before, after, f"{NAMES[method]} = {strength:g}")
+            table = calibration_frame(before, after, f"{NAMES[method]} = {strength:g}")
             st.table(table.style.format(precision=1, na_rep="–"))  # shows the dashes
             st.caption(
                 f"Dev chose {result.value:g} by {METRIC_TITLES[select]}. Many / medium "

@@ -30,7 +30,7 @@ from .record import METRIC_KEYS
 from .store import Run
 
 __all__ = [  # what this module offers
-    "before_after",
+    "calibration_frame",
     "CALIBRATIONS",
     "Calibration",
     "Calibrator",
@@ -170,7 +170,7 @@ SHOWN = (
 )
 
 
-def before_after(before: dict, after: dict, label: str) -> pd.DataFrame:
+def calibration_frame(before: dict, after: dict, label: str) -> pd.DataFrame:
     """Test %, the run's metrics ``before`` and ``after`` a calibration (``label`` names it): a
     row each, the :data:`SHOWN` metrics as columns (NaN where no test class is in a bucket)."""
     rows = [
