@@ -7,8 +7,7 @@ from dataclasses import replace
 import streamlit as st
 
 from glee_core.core.errors import GleeError
-from glee_core.models.methods import METHODS, method_label
-from glee_core.runs.recommend import ranked
+from glee_core.views.results_charts import candidates_frame
 
 from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
@@ -258,40 +257,19 @@ def ensemble_export(ensemble, key: str) -> None:
 def candidates_table(compared) -> None:
     """The quick compare's candidates (``compared``, its stored runs), best first as the choice
     ranks them (cross-validation or dev, never test), in an expander."""
-    order = ranked(compared)
-    shown = order.assign(  # the id first: a cut label keeps what tells heads apart
-        method=lambda f: f["method"].map(
-            lambda m: f"{m} · {METHODS[m].paper_row}" if m in METHODS else method_label(m)
-        ),
-        **{c: lambda f, c=c: f[c].round(1) for c in ("score", "dev", "f1", "tail_f1")},
-    )
+    shown = candidates_frame(compared)
     by_cv = any(r.metrics.cv for r in compared)
-    with st.expander(f"The quick compare's candidates, best first ({len(order)})"):
+    with st.expander(f"The quick compare's candidates, best first ({len(shown)})"):
         st.dataframe(
-            shown[["method", "pooling", "score", "dev", "f1", "tail_f1", "seeds"]].rename(
-                columns={
-                    "method": "Method",
-                    "pooling": "Reads",
-                    "seeds": "Seeds",
-                    "score": ("CV F1 (chooses, %)" if by_cv else "Dev F1 (chooses, %)"),
-                    "dev": "Dev F1 (%)",
-                    "f1": "Test macro-F1 (%)",
-                    "tail_f1": "Test tail F1 (%)",
-                }
-            ),
+            shown,
             hide_index=True,
             width="stretch",  # every column within 1440 px
             column_config={
                 "Method": st.column_config.TextColumn(width="medium"),
                 **{
                     c: st.column_config.NumberColumn(format="%.1f")
-                    for c in (
-                        "CV F1 (chooses, %)",
-                        "Dev F1 (chooses, %)",
-                        "Dev F1 (%)",
-                        "Test macro-F1 (%)",
-                        "Test tail F1 (%)",
-                    )
+                    for c in shown.columns
+                    if c.endswith("%)")
                 },
             },
         )

@@ -7,9 +7,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..models.methods import method_label, registry_order
+from ..models.methods import METHODS, method_label, registry_order
 from ..runs.metrics import SHOT_BUCKETS, shot_bucket
 from ..runs.paper import NEAREST_REFERENCE, paper_cells
+from ..runs.recommend import ranked
 from ..runs.record import METRIC_TITLES
 from ..runs.store import Run
 from ..runs.tables import aggregate
@@ -430,4 +431,29 @@ def chart_calibration_curve(
     )
     return alt.layer(line, rules).properties(
         height=180, title="Dev metric against the strength", **FILL_WIDTH
+    )
+
+
+def candidates_frame(compared: list[Run]) -> pd.DataFrame:
+    """The quick compare's candidates (``compared``, its stored runs), best first as the choice
+    ranks them (cross-validation or dev, never test): the head (its id and paper row), what it
+    reads, the score that chose, dev, test macro-F1 and tail F1 (%), its seeds."""
+    by_cv = any(r.metrics.cv for r in compared)
+    order = ranked(compared)
+    shown = order.assign(  # the id first: a cut label keeps what tells heads apart
+        method=lambda f: f["method"].map(
+            lambda m: f"{m} · {METHODS[m].paper_row}" if m in METHODS else method_label(m)
+        ),
+        **{c: lambda f, c=c: f[c].round(1) for c in ("score", "dev", "f1", "tail_f1")},
+    )
+    return shown[["method", "pooling", "score", "dev", "f1", "tail_f1", "seeds"]].rename(
+        columns={
+            "method": "Method",
+            "pooling": "Reads",
+            "seeds": "Seeds",
+            "score": "CV F1 (chooses, %)" if by_cv else "Dev F1 (chooses, %)",
+            "dev": "Dev F1 (%)",
+            "f1": "Test macro-F1 (%)",
+            "tail_f1": "Test tail F1 (%)",
+        }
     )
