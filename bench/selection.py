@@ -45,13 +45,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scipy.special import softmax  # noqa: E402
 
 from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import METHODS  # noqa: E402
-from glee_core.runs.metrics import classification_metrics  # noqa: E402
+from glee_core.runs.ensemble import ensemble_test_scores  # noqa: E402
 from glee_core.runs.recommend import FINETUNE_TOP, cv_scale, ranked, recommend  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
@@ -174,25 +173,15 @@ def shrunk_rule(frame: pd.DataFrame) -> tuple[str, str]:
     return row["setting"], row["method"]
 
 
-def ensemble_scores(members: list[tuple[str, str]], all_runs, dataset) -> tuple[float, float]:
-    """Test macro-F1 and tail F1 (%) of ``members``' probabilities averaged, mean over the seeds
-    every member has."""
-    head, tail = dataset.head_tail()
+def ensemble_scores(members: list[tuple[str, str]], all_runs) -> tuple[float, float]:
+    """Test macro-F1 and tail F1 (%) of ``members``' probabilities averaged (the library's
+    :func:`ensemble_test_scores`), mean over the seeds every member has."""
     by_seed: dict[int, list] = {}
     for run in all_runs:
         if (run.setting, run.method) in members:
             by_seed.setdefault(run.seed, []).append(run)
-    f1, tail_f1 = [], []
-    for runs in by_seed.values():
-        if len(runs) != len(members):
-            continue
-        classes = runs[0].classes
-        gold = runs[0].predictions["gold"].map({c: i for i, c in enumerate(classes)}).to_numpy()
-        probabilities = np.mean([softmax(r.logits, axis=1) for r in runs], axis=0)
-        scores = classification_metrics(gold, probabilities.argmax(1), classes, head, tail)
-        f1.append(100 * scores["f1"])
-        tail_f1.append(100 * scores["tail_f1"])
-    return float(np.mean(f1)), float(np.mean(tail_f1))
+    scores = [ensemble_test_scores(runs) for runs in by_seed.values() if len(runs) == len(members)]
+    return float(np.mean([s["f1"] for s in scores])), float(np.mean([s["tail_f1"] for s in scores]))
 
 
 def table_row(name, label, candidate, scores, best, key=None, f1=None, tail_f1=None):
@@ -232,7 +221,7 @@ def rule_rows(name, label, seen, all_runs, dataset, scores, best) -> list[list[s
     members = [
         (p.setting, p.method) for p in (rec.ensemble.members if rec.ensemble else [rec.chosen])
     ]
-    f1, tail_f1 = ensemble_scores(members, all_runs, dataset)
+    f1, tail_f1 = ensemble_scores(members, all_runs)
     candidate = " + ".join(
         f"`{m}` ({'mean' if 'mean pooling' in setting else 'cls'})" for setting, m in members
     )

@@ -306,7 +306,7 @@ def calibrate(args) -> int:
 
 
 def export(args) -> int:
-    from ..serve.ensemble import check_form, run_ids
+    from ..serve.ensemble import run_ids
     from ..serve.export import export_ensemble, export_run
     from ..serve.inference import load_run
 
@@ -315,9 +315,12 @@ def export(args) -> int:
     if not args.run or not args.out:
         raise GleeError("export needs --run and --out (or --request FILE)")
     if len(ids := run_ids(args.run)) > 1:  # an ensemble: the studio's folder alone carries it
-        check_form(args.format, args.quantize, len(ids))
         out = export_ensemble(
-            [load_run(one, args.runs_dir) for one in ids], args.out, args.include_backbone
+            [load_run(one, args.runs_dir) for one in ids],
+            args.out,
+            args.include_backbone,
+            form=args.format,
+            quantize=args.quantize,
         )
     else:
         out = export_run(

@@ -150,13 +150,9 @@ def average_probabilities(logits: list[np.ndarray]) -> np.ndarray:
 
 def ensemble_test_scores(runs: list[Run]) -> dict[str, float]:
     """Macro-F1 and tail F1 (%) on the test split of ``runs``' probabilities averaged (runs of
-    one dataset and seed), from their stored logits."""
-    data = runs[0].record.dataset
-    index = {c: i for i, c in enumerate(data.classes)}
-    gold = runs[0].predictions["gold"].map(index).to_numpy()
-    pred = average_probabilities([run.logits for run in runs]).argmax(1)
-    scores = classification_metrics(gold, pred, data.classes, data.head_classes, data.tail_classes)
-    return {"f1": 100 * scores["f1"], "tail_f1": 100 * scores["tail_f1"]}
+    one dataset and seed), from their stored logits (:attr:`AveragedRun.metrics`)."""
+    metrics = AveragedRun(tuple(runs)).metrics
+    return {"f1": 100 * metrics.f1, "tail_f1": 100 * metrics.tail_f1}
 
 
 def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:

@@ -149,13 +149,21 @@ def export_run(
 
 
 def export_ensemble(
-    runs: list[Run], out: str | Path, include_backbone: bool = False, scores: dict | None = None
+    runs: list[Run],
+    out: str | Path,
+    include_backbone: bool = False,
+    scores: dict | None = None,
+    form: str = "glee",
+    quantize: str | None = None,
 ) -> Path:
     """Write ``runs`` (two or more of one dataset: the recommendation's ensemble) as one folder
     at ``out`` (new or empty): each member the studio's classifier folder (``member-1/``, ...),
     ``glee_ensemble.json`` naming them, and a model card; ``scores``: the ensemble's test scores
     for it (``{"f1", "tail_f1", "seeds"}``, %; default: these runs' own, from their stored
-    test logits). :func:`load_classifier` reads it back."""
+    test logits). ``form`` and ``quantize``: what was asked (the studio's folder alone, not
+    quantized, carries an ensemble: anything else is refused before a file is written).
+    :func:`load_classifier` reads it back."""
+    check_form(form, quantize, len(runs))
     folders = [f"member-{i}" for i in range(1, len(runs) + 1)]
     if scores is None and len({run.seed for run in runs}) == 1:
         scores = {**ensemble_test_scores(runs), "seeds": 1}
@@ -268,9 +276,8 @@ def export_zip(run: Run | list[Run], form: str, quantize: str | None = None) -> 
 
     with tempfile.TemporaryDirectory(prefix="glee-export-") as tmp:
         if isinstance(run, list):
-            check_form(form, quantize, len(run))
             name = f"{run[0].run_id}-average-of-{len(run)}"
-            out = export_ensemble(run, Path(tmp) / name)
+            out = export_ensemble(run, Path(tmp) / name, form=form, quantize=quantize)
         else:
             name = f"{run.run_id}-{form}"
             out = export_run(run, Path(tmp) / name, form=form, quantize=quantize)
