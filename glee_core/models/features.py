@@ -259,15 +259,18 @@ class FeatureSpace:
         max_length: int,
         what: str,
         progress: Callable[[int, int], None] | None = None,
-    ) -> None:
-        """Encode the rows of ``frames`` this space lacks (each text once), and keep them.
+    ) -> list[np.ndarray]:
+        """Encode the rows of ``frames`` this space lacks (each text once), and keep them; the
+        keys of each frame's rows (:func:`text_keys`), to read their states with.
         ``progress(done, total)`` as the pass goes."""
         fmt = self.root.name.split("-", 1)[0]
         todo: dict[bool, list] = {}  # by how the rows' splits read text_b: one pass each
         seen: set[bytes] = set()
+        every = []
         for frame in frames:
             pairs = _pairs(frame)
             keys = text_keys(frame, pairs)
+            every.append(keys)
             fresh = []  # rows of texts not encoded yet, each text once
             for i, (key, gone) in enumerate(zip(keys.tolist(), self.missing(keys), strict=True)):
                 if gone and key not in seen:
@@ -291,6 +294,7 @@ class FeatureSpace:
             states = compute_states(backbone, split, device, progress=tick)
             seconds = time.perf_counter() - started
             self.add(keys, states, int(split.lengths.sum()), seconds, what)
+        return every
 
 
 def feature_space(
@@ -350,7 +354,7 @@ def cached_features(
         cache_dir, backbone.fingerprint, input_format, max_length, dataset.template
     )
     splits = limited_splits(dataset, limit, strategy)
-    space.encode_missing(
+    keys = space.encode_missing(
         list(splits.values()),
         backbone,
         device,
@@ -361,9 +365,7 @@ def cached_features(
     )
     return {
         name: FeatureSplit(
-            space.states(text_keys(frame), pooling, backbone.hidden_size),
-            frame["label"].to_numpy(),
-            space.rate,
+            space.states(rows, pooling, backbone.hidden_size), frame["label"].to_numpy(), space.rate
         )
-        for name, frame in splits.items()
+        for (name, frame), rows in zip(splits.items(), keys, strict=True)
     }

@@ -27,7 +27,7 @@ from ..data.datasets import LongTailDataset
 from ..data.encoding import unknown_token_share
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import POOLINGS, TrainConfig
-from ..models.features import FeatureSplit, cached_features, feature_space, text_keys
+from ..models.features import FeatureSplit, cached_features, feature_space
 from ..models.methods import get_method
 from ..models.model import build_model
 from ..models.query import resolve_strategy, select
@@ -104,7 +104,7 @@ def pool_features(
         }
     )
     space = feature_space(cache_dir, backbone.fingerprint, input_format, max_length, template)
-    space.encode_missing(
+    (keys,) = space.encode_missing(
         [frame],
         backbone,
         device,
@@ -115,7 +115,6 @@ def pool_features(
             FeaturePass(format=f"{input_format} (the pool)", done=done, total=total)
         ),
     )
-    keys = text_keys(frame)
     return {p: space.states(keys, p, backbone.hidden_size) for p in POOLINGS}
 
 
