@@ -109,13 +109,13 @@ def job_progress(job, label: str | None = None) -> None:
 
 @st.fragment(run_every=2.0)
 @logged
-def watch(job_id: str) -> None:
+def watch(job_id: str, label: str | None = None) -> None:
     """A running job's bar, redrawn every 2 s; the whole page again once it ends (what it made
     shows where it was asked for, no reload needed)."""
     job = next((j for j in list_jobs(store()) if j.id == job_id), None)
     if job is None or job.status != "running":
         st.rerun(scope="app")
-    job_progress(job)
+    job_progress(job, label)
     if st.button("Stop", key=f"watch-stop-{job.id}"):
         job.stop()
         st.rerun(scope="app")
@@ -146,16 +146,26 @@ def work_button(
         type="primary" if primary else "secondary",
         help=(help + " " if help else "") + f"Estimated from {estimate.basis} ({estimate.sure}).",
     ):
-        before = store().root
-        job = launch(request, title or label, estimate, dataset)
-        if job is None:
-            return None
-        if store().root != before:
-            st.rerun()
-        with slot.container():
-            watch(job.id)
-        return job
+        return launch_here(slot, request, title or label, estimate, dataset)
     return None
+
+
+def launch_here(slot, request, label: str, estimate, dataset=None):
+    """Launch ``request`` from a button drawn in ``slot`` (an ``st.empty``) and draw the job's
+    live bar in the button's place: one run of the page a click, no switch to another page (a
+    second whole page drawn on a busy machine was the slowest click of the walks). The page
+    reruns only where the launch made the visitor's workspace (its pages read another store
+    from then on). Returns the job, or None (said why) when refused."""
+    before = store().root
+    job = launch(request, label, estimate, dataset)
+    if job is None:
+        return None
+    st.session_state["last_job"] = job.id
+    if store().root != before:
+        st.rerun()
+    with slot.container():
+        watch(job.id, f"Running: {job.label}")
+    return job
 
 
 def newest_job(kind: str, request):
@@ -189,7 +199,7 @@ def running_step(request, key: str) -> bool:
     job = running_job(store(), request)
     if job is None:
         return False
-    job_progress(job, f"Running: {job.label}")
+    watch(job.id, f"Running: {job.label}")
     if st.button("Follow it on the Train page", key=key):
         st.session_state["last_job"] = job.id
         st.switch_page("app_pages/2_Train.py")

@@ -38,7 +38,7 @@ from .access import policy
 from .choice import backbone_notice, current_choice, current_model
 from .estimates import estimate_of, label_word_heads_left_out, trainable_parameters
 from .jobs import launch as launch_job
-from .jobs import running_step
+from .jobs import launch_here, running_step
 from .navigation import label_words_button
 from .stores import dataset_runs
 from .text import md
@@ -438,19 +438,15 @@ def quick_compare_button(dataset, name: str) -> None:
     )
     estimate = estimate_of(request, dataset)
     done = estimate.runs == 0 and not estimate.validated
+    slot = st.empty()
     if running_step(request, key="home-compare-running"):
         pass  # running: its bar, not a second launch
-    elif st.button(
+    elif slot.button(
         f"Quick compare on {md(name)}",
         type="secondary" if done else "primary",
         help="Every head is already stored: this opens them." if done else None,
-    ):
-        job = launch_job(
-            request, label=f"Quick compare: {len(METHODS)} heads on {name}", estimate=estimate
-        )
-        if job is not None:
-            st.session_state["last_job"] = job.id
-            st.switch_page("app_pages/2_Train.py")
+    ):  # its bar in the button's place; Home shows the answer once it ends
+        launch_here(slot, request, f"Quick compare: {len(METHODS)} heads on {name}", estimate)
     small = dataset.small_dev()
     chosen_by = (
         f"chosen by {quick.folds}-fold cross-validation on train + dev, since its dev "

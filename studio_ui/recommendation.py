@@ -12,7 +12,7 @@ from glee_core.views.results_charts import candidates_frame
 from .access import policy
 from .choice import current_choice, current_dataset_id, load_options
 from .estimates import estimate_of
-from .jobs import download, last_failure, last_made, launch, running_step, work_button
+from .jobs import download, last_failure, last_made, launch_here, running_step, work_button
 from .stores import all_runs, kept_pools, recommendation_of, shared_run_ids, store, stores
 from .text import md
 
@@ -214,13 +214,11 @@ def recommendation_panel(runs, key: str) -> None:
         label = f"{label} ({estimate.text.removeprefix('about ')})"
         if running_step(request, key=f"{key}-{step.kind}-running"):
             continue
-        if st.button(
+        slot = st.empty()
+        if slot.button(
             label, type="primary" if number == 0 else "secondary", key=f"{key}-{step.kind}"
         ):
-            job = launch(request, label=label, estimate=estimate)
-            if job is not None:
-                st.session_state["last_job"] = job.id
-                st.switch_page("app_pages/2_Train.py")
+            launch_here(slot, request, label, estimate)
         st.caption(
             f"Why: {why}. Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
         )

@@ -75,8 +75,8 @@ def test_click_through_the_app(server):
         upload_in_browser(page, "tickets.csv", long_tailed_csv())
         go("Home")
         compare = page.get_by_role("button", name="Quick compare on tickets.csv")  # its name
-        # the click took when the Train page lists the job (a dropped click is retried after
-        # 30 s, not after the whole compare's wait); then the compare itself
+        # the click took when Home shows the job's bar (a dropped click is retried after 30 s,
+        # not after the whole compare's wait); then the compare itself
         click_until(
             page,
             compare,
@@ -88,20 +88,21 @@ def test_click_through_the_app(server):
             ).first,
             "flow-compare-failed",
         )
-        expect(page.get_by_text("· done").first).to_be_visible(timeout=180_000)
-        settle("2-train-done", page.get_by_text("· done").first)
-        go("Home")
+        # the job's bar took the button's place on Home, and Home shows the answer once the job
+        # ends, with no reload and no other page
         advice = page.get_by_text(
             re.compile(
                 r"Use .+ best of \d+ (on dev|by 5-fold "
                 r"cross-validation)"
             )
         )
+        expect(advice).to_be_visible(timeout=180_000)
         settle("0-home-recommendation", advice)
         expect(
             page.get_by_role("button", name=re.compile(r"Fine-tune the best of the top 3"))
         ).to_be_visible()
-        go("Train")
+        go("Train")  # the jobs panel lists the finished compare
+        settle("2-train-done", page.get_by_text("· done").first)
         settle("2-train", page.get_by_role("button", name="Launch"))
 
         go("Results")
