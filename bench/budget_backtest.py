@@ -5,11 +5,11 @@ full data's test F1, and compare with the head really trained on the full data.
                                     [--seeds 1,2,3] [--model auto] [--work DIR]
 
 For each dataset, one feature pass of the offline MiniLM (cached in ``--work``), then the
-budget's own measurement (:func:`glee_core.train.learning_curves.measure`) at 5, 10, 20, 35 and
+budget's own measurement (:func:`glee_core.budget.curves.measure`) at 5, 10, 20, 35 and
 50% of every class's training texts and at 100%: the subsets of a seed are nested, so the 5-50%
 points are a budget on a half of the data (10-100% of it) and the 100% point is the real quick
 run on the full data, with the same dev and test rows. The curves are fitted on the half's
-points only (:func:`glee_core.runs.budget.forecast`), each class's F1 is forecast at its full
+points only (:func:`glee_core.budget.report.forecast`), each class's F1 is forecast at its full
 count and compared with the full run's (the mean over seeds), per class and macro (over the
 classes judged). Printed per dataset, for the anchored forecast (the default: measured F1 plus
 the curve's gain), the curve's own value and "no change" (the half's F1, what a forecast must
@@ -33,14 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.baselines import dataset_spec  # noqa: E402
+from glee_core.budget.curves import measure  # noqa: E402
+from glee_core.budget.options import BudgetOptions  # noqa: E402
+from glee_core.budget.report import forecast  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import get_method  # noqa: E402
-from glee_core.models.options import BudgetOptions  # noqa: E402
-from glee_core.runs.budget import forecast  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
-from glee_core.train.learning_curves import measure  # noqa: E402
 from glee_core.train.training import prepare  # noqa: E402
 
 HALF = (0.05, 0.1, 0.2, 0.35, 0.5)

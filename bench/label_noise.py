@@ -6,7 +6,7 @@
 For each dataset, one feature pass of the offline MiniLM (cached in ``--work``); then, per seed
 and rate, that share of the training labels is flipped (``random``: to another class drawn
 uniformly; ``confused``: to the class the clean labels' out-of-fold probe confuses it with most,
-else at random) and :func:`glee_core.runs.health.examine` runs on the flipped labels with the
+else at random) and :func:`glee_core.health.report.examine` runs on the flipped labels with the
 default options (5 folds of the class-balanced probe). Printed per dataset, flip kind and rate,
 as mean ± sample std over seeds: the AUROC of ``1 - label_quality`` for flipped against clean
 texts (texts "too few to judge" left out), and the precision and recall of the texts it flags
@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT))
 from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.health.options import HealthOptions  # noqa: E402
+from glee_core.health.report import examine, out_of_fold_probabilities  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
 from glee_core.models.features import cached_features  # noqa: E402
-from glee_core.models.options import HealthOptions  # noqa: E402
-from glee_core.runs.health import examine, out_of_fold_probabilities  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 

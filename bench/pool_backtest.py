@@ -8,7 +8,7 @@ One feature pass of the offline MiniLM a dataset (mean pooling, cached in ``--wo
 labelled share and seed: of every class, that share of its training texts (at least 2) is
 labelled, the rest is the pool. The classifier is the class-balanced probe (``probe-balanced``,
 the closed-form head the quick compare recommends most often on these sets; a whole compare a
-step would take hours); it scores the pool, a strategy of :mod:`glee_core.models.query` picks the
+step would take hours); it scores the pool, a strategy of :mod:`glee_core.pool.strategies` picks the
 texts, their hidden labels join the labelled ones, and the probe is fitted again: once for the
 whole budget (``one shot``) and in rounds of 50 (fitted again between rounds). Printed, mean ±
 sample std over seeds: test macro-F1, tail F1 (the classes of the whole training split's tail)
@@ -40,9 +40,9 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
 from glee_core.models.features import cached_features  # noqa: E402
 from glee_core.models.heads import probe_classifier  # noqa: E402
-from glee_core.models.query import resolve_strategy, select  # noqa: E402
+from glee_core.pool.pseudo import helps, pseudo_labels  # noqa: E402
+from glee_core.pool.strategies import resolve_strategy, select  # noqa: E402
 from glee_core.runs.metrics import classification_metrics  # noqa: E402
-from glee_core.runs.selftrain import helps, pseudo_labels  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 STRATEGIES = ("random", "margin", "balanced", "rare", "rare-margin")

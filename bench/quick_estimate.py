@@ -37,17 +37,13 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from glee_core.budget.options import BudgetOptions  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
+from glee_core.health.options import HealthOptions  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import METHODS  # noqa: E402
-from glee_core.models.options import (  # noqa: E402
-    BudgetOptions,
-    DataOptions,
-    HealthOptions,
-    SelfTrainOptions,
-    SuggestOptions,
-)
+from glee_core.models.options import DataOptions  # noqa: E402
 from glee_core.models.requests import (  # noqa: E402
     BudgetRequest,
     ExportRequest,
@@ -57,6 +53,7 @@ from glee_core.models.requests import (  # noqa: E402
     SuggestRequest,
     TrainRequest,
 )
+from glee_core.pool.options import SelfTrainOptions, SuggestOptions  # noqa: E402
 from glee_core.runs.busy import other_work  # noqa: E402
 from glee_core.runs.job_estimates import Machine  # noqa: E402
 from glee_core.runs.recommend import recommend  # noqa: E402

@@ -12,13 +12,17 @@ this list (``tests/test_layers.py`` checks the import graph):
             TrainConfig), options (the other commands' options, the app's requests), backbone,
             features, scoring, search (the learning-rate search and its schedule)
     runs    record, metrics, runfiles, store, paper, tables, findings, calibration, estimate,
-            recommend, health, budget
+            recommend
     train   loop (the one training loop), training (prepare / fit / evaluate), experiment,
-            executors, jobs, learning_curves, examine, adapt, reproduce
+            executors, jobs, adapt, reproduce
     views   charts (every chart's name; a run chart's line in charts.RUN_CHARTS), the charts by
             page (data_charts, results_charts, ...), style, report
     serve   inference, export, uploads, workspaces (scoring a stored run never imports the
             trainer)
+
+A feature of several modules is one package across these layers, each module in one of them:
+``pool`` (the unlabelled texts: strategies, suggestions, labelling, self-training), ``health``
+(the data's health check) and ``budget`` (the label budget), each with its options.
 
 ``cli`` (``python -m glee_core``) sits on top. The package imports nothing heavy until a name is
 used, so the CLI starts at once.

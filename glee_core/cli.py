@@ -18,22 +18,17 @@ import sys
 import threading
 import traceback
 
+from .budget.options import BudgetOptions
 from .commands import stored, training
 from .core.environment import job_nice, yield_to_pages
 from .core.errors import FULL, INTERRUPTED, GleeError, disk_message
 from .data.catalog import dataset_ids
+from .health.options import HealthOptions
 from .models.config import TrainConfig
 from .models.fields import add_arguments, from_args
 from .models.methods import METHODS
-from .models.options import (
-    AdaptOptions,
-    BudgetOptions,
-    DataOptions,
-    ExecutorOptions,
-    HealthOptions,
-    SelfTrainOptions,
-    SuggestOptions,
-)
+from .models.options import AdaptOptions, DataOptions, ExecutorOptions
+from .pool.options import SelfTrainOptions, SuggestOptions
 from .serve.export_formats import EXPORT_FORMATS, FORMATS
 
 

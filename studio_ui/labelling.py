@@ -1,6 +1,6 @@
 """The Data page's unlabelled texts: a pool kept beside the data, the texts to label next
-(a background job: ``glee_core.train.suggest``), labelling them here (every answer appended to
-the session's log as it is given: ``glee_core.runs.labelling``), and adding them to the data as
+(a background job: ``glee_core.pool.suggest``), labelling them here (every answer appended to
+the session's log as it is given: ``glee_core.pool.labelling``), and adding them to the data as
 a ``+added-`` variant."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import streamlit as st
 
 from glee_core.core.errors import GleeError, disk_message
 from glee_core.core.files import write_atomic
-from glee_core.data.pool import NONE_OF_THESE
-from glee_core.models.options import SuggestOptions
-from glee_core.models.query import QUERY_STRATEGIES
 from glee_core.models.requests import SuggestRequest
-from glee_core.runs.labelling import SKIPPED, LabellingSession
+from glee_core.pool.files import NONE_OF_THESE
+from glee_core.pool.labelling import SKIPPED, LabellingSession
+from glee_core.pool.options import SuggestOptions
+from glee_core.pool.strategies import QUERY_STRATEGIES
 from glee_core.runs.store import slug
 from glee_core.runs.tables import spreadsheet_csv
 
@@ -376,8 +376,8 @@ def finetunable_head(dataset) -> str | None:
 def self_training_button(dataset, pool: Path, methods, config, what: str, label: str) -> None:
     """One launch of ``methods`` with ``config`` on the data with the pool's pseudo-labels
     (``--self-train auto``): its button with the estimate, or its bar while it runs."""
-    from glee_core.models.options import SelfTrainOptions  # noqa: PLC0415
     from glee_core.models.requests import TrainRequest  # noqa: PLC0415
+    from glee_core.pool.options import SelfTrainOptions  # noqa: PLC0415
 
     request = TrainRequest(
         data=current_choice(),
@@ -405,7 +405,7 @@ def gain_table(
 ) -> None:
     """Per class, the texts a variant added (``gained``) and the F1 before and after: each
     dataset's recommended quick-mode head on the same test texts, tail as the data was."""
-    from glee_core.runs.labelling import before_after  # noqa: PLC0415 (numpy, pandas)
+    from glee_core.pool.labelling import before_after  # noqa: PLC0415 (numpy, pandas)
 
     added = {c: n for c, n in gained.items() if n}
     st.caption(
@@ -500,7 +500,7 @@ def split_moved(split: tuple[list, list], own: tuple[list, list]) -> None:
 def pseudo_panel(dataset) -> None:
     """Home: where a quick compare with self-training ran on this data (its runs are a
     ``+pseudo-`` variant's), what the pseudo-labels did against the data's own compare."""
-    from glee_core.data.pool import PSEUDO  # noqa: PLC0415 (the pool's engine: torch)
+    from glee_core.pool.files import PSEUDO  # noqa: PLC0415 (the pool's engine: torch)
 
     model = current_model()
     variants = sorted(

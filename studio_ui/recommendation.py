@@ -40,8 +40,8 @@ def variant_runs(dataset_id: str) -> dict[str, list]:
     """The runs of this dataset and of its variants (the data health's "train without the
     flagged rows", ``+without-N-...``; self-training's ``+pseudo-N-...``), by dataset id, the
     full data's first; {} without a variant with runs."""
-    from glee_core.data.pool import PSEUDO  # noqa: PLC0415
     from glee_core.data.splits import WITHOUT  # noqa: PLC0415
+    from glee_core.pool.files import PSEUDO  # noqa: PLC0415
     from glee_core.runs.variants import variant_base  # noqa: PLC0415
 
     base_id = variant_base(dataset_id)
@@ -88,7 +88,7 @@ def dataset_budget(dataset_id: str):
 def budget_notice(dataset_id: str) -> None:
     """The label budget's sentence (the tail classes one more text helps most), where the Data
     page measured one for this dataset."""
-    from glee_core.runs.budget import budget_line  # noqa: PLC0415
+    from glee_core.budget.report import budget_line  # noqa: PLC0415
 
     if (budget := dataset_budget(dataset_id)) and (line := budget_line(budget, md)):
         st.info(line, icon=":material/playlist_add:")
@@ -98,8 +98,8 @@ def self_trained_winner(rec):
     """Where self-training's pseudo-labels made a variant of this dataset whose recommended
     candidate beats the data's own on dev beyond the seeds' spread (``dev_winner``): (its
     runs, its recommendation, the pool to relaunch it with: the newest kept one); else None."""
-    from glee_core.data.pool import PSEUDO  # noqa: PLC0415
-    from glee_core.models.options import SelfTrainOptions  # noqa: PLC0415
+    from glee_core.pool.files import PSEUDO  # noqa: PLC0415
+    from glee_core.pool.options import SelfTrainOptions  # noqa: PLC0415
     from glee_core.runs.variants import dev_winner  # noqa: PLC0415
 
     dataset_id = current_dataset_id()

@@ -1,8 +1,8 @@
 """The Data page's two reports on the data itself: the health check (suspected label errors,
 duplicates and leaks, outliers, confused classes) and the label budget (the texts each class
 needs), each measured by a background job (its button says the estimate, then its bar shows
-where the page asked for it) and drawn from the report it wrote (``glee_core.runs.health``,
-``glee_core.runs.budget``)."""
+where the page asked for it) and drawn from the report it wrote (``glee_core.health.report``,
+``glee_core.budget.report``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from glee_core.budget.options import BudgetOptions
+from glee_core.budget.report import BUDGET_CSV, BUDGET_FILE, budget_line, read_budget
+from glee_core.health.options import HealthOptions
+from glee_core.health.report import HEALTH_FILE, ISSUES_FILE, read_health
 from glee_core.models.config import POOLINGS
 from glee_core.models.fields import default_of, help_of
-from glee_core.models.options import BudgetOptions, HealthOptions
 from glee_core.models.requests import BudgetRequest, HealthRequest
-from glee_core.runs.budget import BUDGET_CSV, BUDGET_FILE, budget_line, read_budget
-from glee_core.runs.health import HEALTH_FILE, ISSUES_FILE, read_health
-from glee_core.runs.labelling import LabellingSession
+from glee_core.pool.labelling import LabellingSession
 from glee_core.runs.store import slug
 from glee_core.runs.tables import spreadsheet_csv
 from glee_core.views.data_charts import chart_label_budget

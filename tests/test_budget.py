@@ -9,11 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from glee_core.cli import main
-from glee_core.core.errors import GleeError
-from glee_core.data.datasets import load_dataset
-from glee_core.models.options import BudgetOptions
-from glee_core.runs.budget import (
+from glee_core.budget.curves import nested_subsets
+from glee_core.budget.options import BudgetOptions
+from glee_core.budget.report import (
     BUDGET_COLUMNS,
     NOT_REACHED,
     TOO_FEW,
@@ -24,7 +22,9 @@ from glee_core.runs.budget import (
     most_helped,
     texts_for,
 )
-from glee_core.train.learning_curves import nested_subsets
+from glee_core.cli import main
+from glee_core.core.errors import GleeError
+from glee_core.data.datasets import load_dataset
 
 FRACTIONS = (0.1, 0.2, 0.4, 0.7, 1.0)
 TRUE_C = 0.5

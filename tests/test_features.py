@@ -131,8 +131,8 @@ def test_a_version_of_the_data_encodes_only_the_texts_it_adds(bert, toy_dataset,
     suggestions is not encoded again once its texts are labelled and added."""
     from dataclasses import replace
 
-    from glee_core.data.pool import append_rows
-    from glee_core.train.suggest import pool_features
+    from glee_core.pool.files import append_rows
+    from glee_core.pool.suggest import pool_features
 
     cpu = torch.device("cpu")
     cached_features(toy_dataset, bert, "plain", 64, tmp_path, cpu)

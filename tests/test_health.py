@@ -12,10 +12,10 @@ import torch
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
+from glee_core.health.examine import data_health
+from glee_core.health.options import HealthOptions
+from glee_core.health.report import ISSUE_COLUMNS
 from glee_core.models.backbone import load_backbone
-from glee_core.models.options import HealthOptions
-from glee_core.runs.health import ISSUE_COLUMNS
-from glee_core.train.examine import data_health
 from tests.conftest import toy_rows
 
 PLANTED = "sports sports the news sports today sports"  # a sports text labelled money

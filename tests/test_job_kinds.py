@@ -21,7 +21,8 @@ from glee_core.core.environment import (
 )
 from glee_core.core.errors import GleeError
 from glee_core.core.events import Examining, FeaturePass, Working, fold
-from glee_core.models.options import DataOptions, HealthOptions
+from glee_core.health.options import HealthOptions
+from glee_core.models.options import DataOptions
 from glee_core.models.requests import HealthRequest
 from glee_core.runs.estimate import STARTUP_SECONDS, Estimate, about
 from glee_core.runs.job_estimates import Machine, settle
@@ -271,8 +272,8 @@ def test_self_trainings_estimate_grows_its_heads_and_training_texts_not_dev_and_
 
     from glee_core.data.datasets import load_dataset
     from glee_core.models.config import TrainConfig
-    from glee_core.models.options import SelfTrainOptions
     from glee_core.models.requests import TrainRequest
+    from glee_core.pool.options import SelfTrainOptions
     from glee_core.train.job_kinds import Here, estimate_self_training, estimate_training
 
     train = load_dataset("demo").splits["train"]

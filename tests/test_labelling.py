@@ -14,10 +14,10 @@ from streamlit.testing.v1 import AppTest
 
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
-from glee_core.data.pool import NONE_OF_THESE
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.runs.labelling import SKIPPED, LabellingSession, before_after
+from glee_core.pool.files import NONE_OF_THESE
+from glee_core.pool.labelling import SKIPPED, LabellingSession, before_after
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from tests.helpers.jobs import finished

@@ -19,6 +19,32 @@ LAYERS = [
     ("commands",),
 ]
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
+# A feature in one package (the pool, data health, the label budget) is a vertical slice of the
+# layers: each of its modules sits in the layer named here and imports only from that layer and
+# below (a feature module and a layer's module of one rank may import each other, never in a
+# circle: ``test_no_module_imports_itself_back``); a module a feature adds is placed here.
+FEATURES = {
+    "pool": {
+        "files": "data",
+        "strategies": "models",
+        "options": "models",
+        "pseudo": "runs",
+        "labelling": "runs",
+        "suggest": "train",
+        "selftrain": "train",
+    },
+    "health": {"options": "models", "report": "runs", "examine": "train"},
+    "budget": {"options": "models", "report": "runs", "curves": "train"},
+}
+
+
+def rank_of(module: str) -> int | None:
+    """The layer a module sits in: its package's, or for a feature's module the one
+    ``FEATURES`` places it in (a feature's ``__init__``: the bottom, it imports nothing)."""
+    top, _, rest = module.partition(".")
+    if top in FEATURES:
+        return RANK[FEATURES[top][rest]] if rest else 0
+    return RANK.get(top)
 
 
 def module_name(path: Path) -> str:
@@ -55,19 +81,30 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def package_of(module: str) -> str | None:
-    return module.split(".")[0] if module.split(".")[0] in RANK else None
+    top = module.split(".")[0]
+    return top if top in RANK or top in FEATURES else None
 
 
 def test_every_module_lives_in_a_layer_and_every_layer_is_documented():
     graph = import_graph()
     loose = {m for m in graph if package_of(m) is None} - {"cli", "__main__", "__init__"}
     assert loose == set(), "a module outside the layers: put it in one of " + str(list(RANK))
-    for package in RANK:
+    unplaced = {
+        m
+        for m in graph
+        if m.split(".")[0] in FEATURES
+        and "." in m
+        and m.split(".", 1)[1] not in FEATURES[m.split(".")[0]]
+    }
+    assert unplaced == set(), "a feature's module without a layer: place it in FEATURES"
+    for package in [*RANK, *FEATURES]:
         doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text()))
         assert doc and len(doc) > 100, package
 
 
 def test_imports_point_only_downward():
+    """A module imports from the layers below its own; within one rank only a feature's module
+    and a layer's (a feature is a slice across the layers), or a package's own modules."""
     upward = []
     for module, deps in import_graph().items():
         here = package_of(module)
@@ -75,9 +112,32 @@ def test_imports_point_only_downward():
             there = package_of(dep)
             if here is None or there is None or there == here:
                 continue
-            if RANK[there] >= RANK[here]:
+            if rank_of(dep) > rank_of(module) or (
+                rank_of(dep) == rank_of(module) and not {here, there} & set(FEATURES)
+            ):
                 upward.append(f"{module} -> {dep}")
     assert upward == []
+
+
+def test_a_feature_keeps_torch_out_of_its_reading_modules():
+    """A feature's modules below ``train`` (its options, strategies, reports) import no torch at
+    the top: the app's pages read them without loading it."""
+    heavy = []
+    for feature, modules in FEATURES.items():
+        for name, layer in modules.items():
+            if RANK[layer] >= RANK["train"]:
+                continue
+            tree = ast.parse((PACKAGE / feature / f"{name}.py").read_text(encoding="utf-8"))
+            for node in tree.body:
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                heavy += [f"{feature}.{name}: {n}" for n in names if n.split(".")[0] == "torch"]
+    assert heavy == []
 
 
 def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -112,6 +172,8 @@ def test_the_graph_is_read_right():  # the test's own parser, on statements it m
 # The engine modules the face (app.py, app_pages/, studio_ui/) may import from; a page that needs
 # another adds it here, on purpose. ``core``: its ``environment`` module, imported as a module.
 APP_REACHES = {
+    "budget.options",
+    "budget.report",
     "core",
     "core.devices",
     "core.errors",
@@ -120,28 +182,29 @@ APP_REACHES = {
     "data.catalog",
     "data.csvfile",
     "data.datasets",
-    "data.pool",
     "data.sources",
     "data.splits",
     "data.verbalizers",
+    "health.options",
+    "health.report",
     "models.backbone",
     "models.config",
     "models.fields",
     "models.methods",
     "models.modes",
     "models.options",
-    "models.query",
     "models.recipes",
     "models.requests",
     "models.scoring",
-    "runs.budget",
+    "pool.files",
+    "pool.labelling",
+    "pool.options",
+    "pool.strategies",
     "runs.busy",
     "runs.calibration",
     "runs.estimate",
     "runs.findings",
-    "runs.health",
     "runs.job_estimates",
-    "runs.labelling",
     "runs.notes",
     "runs.paper",
     "runs.paper_tables",

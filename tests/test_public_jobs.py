@@ -10,7 +10,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from glee_core.data.datasets import load_dataset
-from glee_core.runs.labelling import LabellingSession
+from glee_core.pool.labelling import LabellingSession
 from glee_core.serve.workspaces import Workspace
 from tests.helpers.jobs import finished
 from tests.helpers.markdown import plain
@@ -34,7 +34,7 @@ def test_a_10_mb_pool_is_read_by_its_job_never_by_the_page(public, tiny_bert, mo
     """LB9 / LB10: a 10 MB one-line .txt pool took 104 s in the web process and grew it from
     846 to 2,287 MB. The page keeps the file as it came; the suggestion job reads it (its one
     text cut at 20,000 characters, said in a note) under the visitor's limits."""
-    import glee_core.data.pool as pool_module
+    import glee_core.pool.files as pool_module
 
     def never(*args, **kwargs):
         raise AssertionError("the web process read the pool")

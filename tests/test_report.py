@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 from pypdf import PdfReader
 
+from glee_core.budget.report import read_budget
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.runs.budget import read_budget
 from glee_core.runs.store import RunStore
 from glee_core.runs.tables import _options_apart, backbone_text, modes_table
 from glee_core.train.experiment import run_experiments
@@ -66,9 +66,9 @@ def test_the_report_draws_the_label_budget_the_data_page_measured(
 ):
     """A budget measured for the runs' dataset (the Data page writes it beside the runs) is a
     section of the report, from the command line too; another dataset's is not."""
+    from glee_core.budget.curves import label_budget
+    from glee_core.budget.options import BudgetOptions
     from glee_core.models.backbone import load_backbone
-    from glee_core.models.options import BudgetOptions
-    from glee_core.train.learning_curves import label_budget
 
     folder = store.data_report_dir(toy_dataset.id, str(tiny_bert))
     report = label_budget(

@@ -14,11 +14,11 @@ import pytest
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
-from glee_core.data.pool import NONE_OF_THESE, read_labelled_texts, read_pool
 from glee_core.models.heads import probe_classifier
-from glee_core.models.options import SuggestOptions
-from glee_core.models.query import QUERY_STRATEGIES, resolve_strategy, select
-from glee_core.runs.selftrain import pseudo_labels
+from glee_core.pool.files import NONE_OF_THESE, read_labelled_texts, read_pool
+from glee_core.pool.options import SuggestOptions
+from glee_core.pool.pseudo import pseudo_labels
+from glee_core.pool.strategies import QUERY_STRATEGIES, resolve_strategy, select
 from tests.conftest import FILLER
 
 RARE = ("food", "tech_support")  # the toy set's two smallest classes (6 and 4 texts, x2)

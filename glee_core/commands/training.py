@@ -9,6 +9,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..budget.options import BudgetOptions
 from ..core import environment
 from ..core.bars import TqdmProgress
 from ..core.errors import GleeError
@@ -18,19 +19,11 @@ from ..core.events import (
     Queued,
 )
 from ..core.pace import PaceGuard
+from ..health.options import HealthOptions
 from ..models.config import TrainConfig
 from ..models.fields import from_args
 from ..models.methods import parse_methods
-from ..models.options import (
-    AdaptOptions,
-    BudgetOptions,
-    DataOptions,
-    ExecutorOptions,
-    HealthOptions,
-    SelfTrainOptions,
-    SuggestOptions,
-    parse_seeds,
-)
+from ..models.options import AdaptOptions, DataOptions, ExecutorOptions, parse_seeds
 from ..models.requests import (
     AdaptRequest,
     BudgetRequest,
@@ -38,6 +31,7 @@ from ..models.requests import (
     SuggestRequest,
     TrainRequest,
 )
+from ..pool.options import SelfTrainOptions, SuggestOptions
 from ..runs.notes import merged_notes
 
 
@@ -123,7 +117,7 @@ def _result(args, values) -> None:
 
 def _read_pool(path: str, column: str | None = None):
     """The pool's texts and notes (printed); a public job's pool within its cap."""
-    from ..data.pool import read_pool
+    from ..pool.files import read_pool
 
     pool, notes = read_pool(path, column)
     if (cap := environment.pool_limit()) is not None and len(pool) > cap:
@@ -156,7 +150,7 @@ def train(args) -> int:
                 "--pool trains on this machine's executor only (its pseudo-labels "
                 "are made here): leave out --executor, or add the texts with --add"
             )
-        from ..train.pseudo import self_trained
+        from ..pool.selftrain import self_trained
 
         pool, notes = _read_pool(request.self_train.pool)
         for note in notes:
@@ -297,8 +291,8 @@ def _data_report(args, request, measure) -> tuple:
 
 def health(args) -> int:
     from ..core.devices import resolve_device
+    from ..health.examine import data_health
     from ..runs.tables import markdown_table
-    from ..train.examine import data_health
 
     def measure(dataset, backbone, model, options, cache, progress):
         return data_health(
@@ -338,9 +332,9 @@ def health(args) -> int:
 
 
 def budget(args) -> int:
-    from ..runs.budget import most_helped
+    from ..budget.curves import label_budget
+    from ..budget.report import most_helped
     from ..runs.tables import markdown_table
-    from ..train.learning_curves import label_budget
 
     request = _on_data_request(args, BudgetRequest, BudgetOptions, "budget", ("out",))
     report, (budget_file, table_file) = _data_report(args, request, label_budget)
@@ -377,10 +371,10 @@ def budget(args) -> int:
 
 def suggest(args) -> int:
     from ..core.files import write_atomic
-    from ..runs.labelling import LabellingSession
+    from ..pool.labelling import LabellingSession
+    from ..pool.suggest import suggest
     from ..runs.store import RunStore
     from ..runs.tables import spreadsheet_csv
-    from ..train.suggest import suggest
 
     request = _on_data_request(args, SuggestRequest, SuggestOptions, "suggest", ("pool", "out"))
     options = request.options
@@ -454,7 +448,7 @@ def _check_unfilled(out: Path) -> None:
     would overwrite the labels: refused, saying how to keep them."""
     if not out.is_file():
         return
-    from ..data.pool import labels_given
+    from ..pool.files import labels_given
 
     filled = labels_given(out)
     if filled:

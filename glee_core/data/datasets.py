@@ -27,8 +27,8 @@ import pandas as pd
 
 from ..core.errors import GleeError
 from ..core.plugins import named
+from ..pool.files import add_labelled, read_labelled_texts
 from .catalog import DEFAULT_THRESHOLD, PAPER_DATASETS, dataset_ids
-from .pool import add_labelled, read_labelled_texts
 from .sources import source_of, source_usages
 from .splits import (
     exclude_rows,
@@ -333,7 +333,7 @@ def load_dataset(
     ends in :data:`RARE_KEPT`, so its runs are never averaged with those of the split without
     them; ``exclude`` (:func:`read_excluded_rows`) leaves training rows out, and the id then ends
     in ``+without-N-<digest>``; ``add`` (a labelled file: ``suggest``'s CSV with its labels
-    filled, :func:`glee_core.data.pool.read_labelled_texts`) adds texts to the training split,
+    filled, :func:`glee_core.pool.files.read_labelled_texts`) adds texts to the training split,
     and the id then ends in ``+added-N-<digest>``."""
     if head_tail not in HEAD_TAIL_RULES:
         raise GleeError(

@@ -1,9 +1,8 @@
-"""The options of every command but training's hyper-parameters (``config.TrainConfig``): which
-dataset and how to read it (:class:`DataOptions`), where runs execute (:class:`ExecutorOptions`),
-task-adaptive pretraining (:class:`AdaptOptions`), the data health check (:class:`HealthOptions`)
-and the label budget (:class:`BudgetOptions`), the pool's suggestions and self-training
-(:class:`SuggestOptions`, :class:`SelfTrainOptions`). The requests a job runs are
-:mod:`glee_core.models.requests`'."""
+"""The options shared by the commands beside training's hyper-parameters (``config.TrainConfig``):
+which dataset and how to read it (:class:`DataOptions`), where runs execute
+(:class:`ExecutorOptions`), task-adaptive pretraining (:class:`AdaptOptions`). A feature's own
+options live in its package (``pool.options``, ``health.options``, ``budget.options``). The
+requests a job runs are :mod:`glee_core.models.requests`'."""
 
 from __future__ import annotations
 
@@ -12,25 +11,18 @@ from dataclasses import MISSING, asdict, dataclass
 from ..core.errors import GleeError
 from ..core.plugins import named
 from ..data.sources import SOURCES
-from .config import POOLINGS, PRECISION_HELP, PRECISIONS
+from .config import PRECISION_HELP, PRECISIONS
 from .fields import _boolean, option
-from .methods import get_method
-from .query import AUTO_RULE, QUERY_STRATEGIES
 from .tuning import Setting
 
 __all__ = [  # what this module offers
     "ADAPT_OBJECTIVES",
     "AdaptObjective",
     "AdaptOptions",
-    "BUDGET_FRACTIONS",
-    "BudgetOptions",
     "DataOptions",
     "EXECUTORS",
     "Executor",
     "ExecutorOptions",
-    "HealthOptions",
-    "SelfTrainOptions",
-    "SuggestOptions",
     "parse_seeds",
 ]
 
@@ -330,84 +322,6 @@ class AdaptOptions:
             raise GleeError(f"--lr must be between 0 and 1, got {self.lr}")
 
 
-@dataclass
-class SuggestOptions:
-    """``python -m glee_core suggest``: the pool texts to label next (the dataset's recommended
-    quick-mode head scores the pool; a query strategy picks from its probabilities)."""
-
-    pool: str = option(
-        MISSING, "the unlabelled texts: a CSV with a text column, or a .txt file of one text a line"
-    )
-    out: str = option(
-        MISSING,
-        "the CSV to write: pool_row, text, predicted, confidence, "
-        "strategy, rank and an empty label column to fill",
-    )
-    n: int = option(50, "how many texts to suggest")
-    strategy: str = option(
-        "auto",
-        f"auto ({AUTO_RULE}), " + ", ".join(list(QUERY_STRATEGIES)[1:]),
-        choices=tuple(QUERY_STRATEGIES),
-    )
-    seed: int = option(1, "random seed (random strategy, ties)")
-    pool_text_column: str | None = option(
-        None, "the pool CSV's text column (default: found by name, as for training data)"
-    )
-    device: str = option("auto", "auto, cpu or cuda")
-
-    def __post_init__(self):
-        if self.n < 1:
-            raise GleeError(f"--n must be at least 1, got {self.n}")
-
-
-@dataclass
-class SelfTrainOptions:
-    """``train --pool FILE --self-train auto|yes|no``: learning from the unlabelled texts
-    (``glee_core.train.pseudo``)."""
-
-    pool: str | None = option(
-        None,
-        "unlabelled texts to learn from (a CSV with a text column, "
-        "or a .txt file of one text a line), with --self-train",
-    )
-    self_train: str = option(
-        "auto",
-        "with --pool: yes (pseudo-labels, each class at most its labelled "
-        "share of the pool, join the training split; the dataset id ends in "
-        "+pseudo-N-<digest>), auto (unless cross-validation on the labelled "
-        "texts says they cost over 2 macro-F1 points) or no",
-        choices=("auto", "yes", "no"),
-    )
-
-
-@dataclass
-class HealthOptions:
-    """``python -m glee_core health``: the probe, its folds, and where the results go."""
-
-    out: str = option(MISSING, "the folder to write health.json and label_issues.csv to")
-    folds: int = option(5, "k of the k-fold out-of-fold probabilities on the training split")
-    method: str = option(
-        "probe-balanced",
-        "what gives the out-of-fold probabilities: a "
-        "closed-form probe (probe-balanced, probe: seconds) or any quick-mode "
-        "head, trained once a fold (e.g. cls-relu-pt-ln, the head the lab "
-        "recommends)",
-    )
-    pooling: str | None = option(
-        None,
-        "the frozen state read: cls or mean (default: the backbone's own pooling, else mean)",
-        choices=POOLINGS,
-    )
-    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
-    seed: int = option(1, "random seed of the folds")
-    device: str = option("auto", "auto, cpu or cuda")
-
-    def __post_init__(self):
-        if self.folds < 2:
-            raise GleeError(f"--folds must be at least 2, got {self.folds}")
-        get_method(self.method)  # an unknown id: the error lists the known ones
-
-
 def parse_seeds(value: str) -> list[int]:
     """``"1,2,3"`` -> ``[1, 2, 3]`` (``--seeds`` of ``train`` and ``budget``)."""
     try:
@@ -417,58 +331,3 @@ def parse_seeds(value: str) -> list[int]:
     if not seeds:
         raise GleeError("--seeds is empty; e.g. --seeds 1,2,3")
     return seeds
-
-
-BUDGET_FRACTIONS = "0.1,0.2,0.4,0.7,1"
-
-
-@dataclass
-class BudgetOptions:
-    """``python -m glee_core budget``: per-class learning curves in quick mode (the head
-    retrained on stratified fractions of every class's training texts) and the label budget
-    they forecast."""
-
-    out: str = option(MISSING, "the folder to write budget.json and budget.csv to")
-    method: str = option(
-        "cls-relu-pt-ln",
-        "the head retrained on each fraction (a quick-mode "
-        "method: python -m glee_core methods); the app passes the head it "
-        "recommends",
-    )
-    seeds: str = option(
-        "1,2,3", "seeds, comma-separated: each draws its own nested subsets and trains its own head"
-    )
-    fractions: str = option(
-        BUDGET_FRACTIONS,
-        "the shares of every class's training texts "
-        "trained on (at least one text a class), comma-separated, ending "
-        "at 1",
-    )
-    target_f1: float = option(
-        0.8, "the test F1 a class should reach: the texts it needs are forecast"
-    )
-    pooling: str | None = option(
-        None,
-        "the frozen state read: cls or mean (default: the backbone's own pooling, else cls)",
-        choices=POOLINGS,
-    )
-    max_length: int | None = option(None, "max tokens per text (default: the dataset's)")
-    device: str = option("auto", "auto, cpu or cuda")
-
-    def __post_init__(self):
-        get_method(self.method)  # an unknown id: the error lists the known ones
-        self.seed_list = tuple(parse_seeds(self.seeds))
-        try:
-            shares = sorted({float(f) for f in str(self.fractions).split(",") if f.strip()})
-        except ValueError:
-            raise GleeError(
-                f"--fractions takes numbers like {BUDGET_FRACTIONS}, got {self.fractions!r}"
-            ) from None
-        if len(shares) < 2 or shares[0] <= 0 or shares[-1] != 1:
-            raise GleeError(
-                "--fractions needs two shares or more in (0, 1], the last 1 (the "
-                f"whole training split), got {self.fractions!r}"
-            )
-        self.fraction_list = tuple(shares)
-        if not 0 < self.target_f1 <= 1:
-            raise GleeError(f"--target-f1 must be in (0, 1], got {self.target_f1}")

@@ -10,19 +10,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..budget.options import BudgetOptions
 from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
 from ..core.files import write_json_atomic
+from ..health.options import HealthOptions
+from ..pool.options import SelfTrainOptions, SuggestOptions
 from .config import TrainConfig
-from .options import (
-    AdaptOptions,
-    BudgetOptions,
-    DataOptions,
-    ExecutorOptions,
-    HealthOptions,
-    SelfTrainOptions,
-    SuggestOptions,
-)
+from .options import AdaptOptions, DataOptions, ExecutorOptions
 
 __all__ = [  # what this module offers
     "AdaptRequest",

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..core.environment import core_count
 from ..data.datasets import LongTailDataset
-from ..data.pool import PoolSize
 from ..models.config import TrainConfig
+from ..pool.files import PoolSize
 from .busy import one_thread_slowdown
 from .estimate import (
     BUSY_SPREAD,

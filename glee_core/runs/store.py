@@ -38,11 +38,11 @@ import numpy as np
 import pandas as pd
 from filelock import FileLock, Timeout
 
+from ..budget.report import BUDGET_FILE, BudgetReport, read_budget
 from ..core import environment
 from ..core.errors import GleeError
 from ..core.files import check_quota, folder_bytes, write_json_atomic
 from ..core.slots import SlotQueue, machine_queue
-from .budget import BUDGET_FILE, BudgetReport, read_budget
 from .record import METRIC_KEYS, MetricsRecord, RunRecord
 from .runfiles import (
     RUN_FILES,
@@ -267,8 +267,8 @@ class RunStore:
 
     @property
     def health_dir(self) -> Path:
-        """The Data page's reports: data health (:mod:`glee_core.runs.health`) and the label
-        budget (:mod:`glee_core.runs.budget`), one folder per dataset and backbone
+        """The Data page's reports: data health (:mod:`glee_core.health.report`) and the label
+        budget (:mod:`glee_core.budget.report`), one folder per dataset and backbone
         (:meth:`data_report_dir`)."""
         return self.root / ".health"
 
@@ -281,7 +281,7 @@ class RunStore:
     @property
     def labelling_dir(self) -> Path:
         """The Data page's unlabelled texts: each pool kept (``<name>-<digest>.csv``) and each
-        labelling session (:mod:`glee_core.runs.labelling`), its answers saved as they come."""
+        labelling session (:mod:`glee_core.pool.labelling`), its answers saved as they come."""
         return self.root / ".labelling"
 
     def data_report_dir(self, dataset: str, model: str) -> Path:

@@ -4,8 +4,8 @@ data's own recommendation (:mod:`glee_core.runs.recommend`). Home reads it."""
 
 from __future__ import annotations
 
-from ..data.pool import PSEUDO
 from ..data.splits import WITHOUT
+from ..pool.files import PSEUDO
 from .metrics import within_noise
 from .recommend import Pick, Recommendation
 

@@ -107,7 +107,7 @@ def read_texts_file(path: str | Path) -> list[str]:
     pool's reader: the same file as ``suggest --pool``); a clear error when unreadable."""
     path = Path(path).expanduser()
     if path.suffix.lower() in (".csv", ".tsv"):
-        from ..data.pool import read_pool  # noqa: PLC0415 (pandas)
+        from ..pool.files import read_pool  # noqa: PLC0415 (pandas)
 
         pool, _ = read_pool(str(path))
         return [t for t in pool["text"].astype(str).tolist() if t.strip()]

@@ -19,7 +19,6 @@ from typing import Any
 
 from ..core.errors import GleeError
 from ..data.datasets import LongTailDataset
-from ..data.pool import PoolSize, pool_size
 from ..models.methods import get_method
 from ..models.requests import (
     AdaptRequest,
@@ -31,6 +30,7 @@ from ..models.requests import (
     SuggestRequest,
     TrainRequest,
 )
+from ..pool.files import PoolSize, pool_size
 from ..runs.estimate import STARTUP_SECONDS, Estimate, estimate_seconds
 from ..runs.job_estimates import (
     Machine,

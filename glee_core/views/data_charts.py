@@ -9,7 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..runs.budget import BudgetReport, ClassCurve
+from ..budget.report import BudgetReport, ClassCurve
 from ..runs.record import group_of
 from .style import (
     APP_WIDTH,
@@ -130,7 +130,7 @@ BUDGET_PANELS = 30  # up to this many classes the label budget draws a curve a c
 
 
 def label_budget_frames(budget: BudgetReport) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The label budget's (``runs.budget.BudgetReport``) measured points (each class's mean
+    """The label budget's (``budget.report.BudgetReport``) measured points (each class's mean
     test F1 at each size), fitted curves (to its texts, then forecast to 4x) and forecast bands
     (the 80% interval from its texts to 4x), classes head -> tail."""
     exponent = budget.exponent

@@ -16,11 +16,11 @@ import vl_convert
 from fpdf import FPDF
 from PIL import Image
 
+from ..budget.report import BudgetReport, budget_line
 from ..core.errors import GleeError
 from ..core.files import write_atomic
 from ..models.methods import method_label, registry_order
 from ..models.modes import MODE_LABELS
-from ..runs.budget import BudgetReport, budget_line
 from ..runs.calibration import calibrate, calibration_table
 from ..runs.notes import merged_notes
 from ..runs.record import METRIC_TITLES, SHOT_TITLES
@@ -99,7 +99,7 @@ def build_report(
     of each part as it is drawn. A chart that cannot be drawn is left out with a line saying
     why. ``every``: the dataset's runs in any setting, for the section that puts each head's
     modes side by side (left out when no head was tuned in two modes); ``budget``: the
-    dataset's label budget (``runs.budget.BudgetReport``), drawn after the run charts."""
+    dataset's label budget (``budget.report.BudgetReport``), drawn after the run charts."""
     progress = progress or (lambda fraction, what: None)
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]

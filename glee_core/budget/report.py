@@ -1,7 +1,7 @@
 """The label budget: how each class's test F1 grows with its training texts, and what more
 texts would buy.
 
-The measured points come from :mod:`glee_core.train.learning_curves` (a quick-mode head
+The measured points come from :mod:`glee_core.budget.curves` (a quick-mode head
 retrained on nested, stratified fractions of every class's training texts, several seeds,
 each class's F1 on the same test rows). Here they are fitted and read, with numpy alone (the
 app's pages read a written report without torch):

@@ -1,6 +1,6 @@
 """The data health check end to end (``python -m glee_core health``, the Data page): the cached
 frozen features, out-of-fold class probabilities for every training text, and cleanlab's reading
-of them (:func:`glee_core.runs.health.examine`).
+of them (:func:`glee_core.health.report.examine`).
 
 The probabilities come from a closed-form probe (``probe-balanced``, the default, or ``probe``:
 seconds) or from any quick-mode head (``--method cls-relu-pt-ln``, the head the lab recommends):
@@ -25,10 +25,10 @@ from ..models.config import TrainConfig
 from ..models.features import cached_features
 from ..models.heads import head_of
 from ..models.methods import get_method
-from ..models.options import HealthOptions
-from ..runs.health import HealthReport, examine, health_folds
-from .evaluation import scored_logits
-from .training import fit_packs, prepare
+from ..train.evaluation import scored_logits
+from ..train.training import fit_packs, prepare
+from .options import HealthOptions
+from .report import HealthReport, examine, health_folds
 
 __all__ = [  # what this module offers
     "PROBES",

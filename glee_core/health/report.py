@@ -25,8 +25,8 @@ from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..core.files import write_report_files
 from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
-from ..models.options import HealthOptions
-from .metrics import macro_f1
+from ..runs.metrics import macro_f1
+from .options import HealthOptions
 
 __all__ = [  # what this module offers
     "CONFUSED_PAIRS",
@@ -259,7 +259,7 @@ def examine(
     """The check on features at hand (``{split: FeatureSplit}``; the training labels are
     theirs, so a benchmark can plant errors without a new feature pass): cleanlab on the
     out-of-fold ``probabilities`` given (``(probs, judged)``: a trained head's,
-    ``glee_core.train.examine``), else on the probe's (:func:`out_of_fold_probabilities`)."""
+    ``glee_core.health.examine``), else on the probe's (:func:`out_of_fold_probabilities`)."""
     from cleanlab import Datalab  # noqa: PLC0415 (a second's import, only here)
 
     progress = progress or (lambda event: None)

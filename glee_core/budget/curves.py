@@ -1,5 +1,5 @@
 """Per-class learning curves in quick mode, measured: the label budget's points
-(:mod:`glee_core.runs.budget` fits and reads them).
+(:mod:`glee_core.budget.report` fits and reads them).
 
 For each seed, every class's training texts are shuffled once and the first ``fraction`` of them
 kept (at least one a class): the subsets of one seed are nested, so the curve's steps are the
@@ -28,11 +28,11 @@ from ..data.datasets import LongTailDataset
 from ..models.backbone import Backbone
 from ..models.config import TrainConfig
 from ..models.methods import get_method
-from ..models.options import BudgetOptions
-from ..runs.budget import BudgetReport, forecast
-from .evaluation import scored_logits
-from .setup import Setup
-from .training import fit_packs, prepare
+from ..train.evaluation import scored_logits
+from ..train.setup import Setup
+from ..train.training import fit_packs, prepare
+from .options import BudgetOptions
+from .report import BudgetReport, forecast
 
 __all__ = [  # what this module offers
     "label_budget",

@@ -23,9 +23,9 @@ import pandas as pd
 
 from ..core.errors import GleeError
 from ..core.files import append_line, write_json_atomic
-from ..data.pool import ADDED, NONE_OF_THESE
-from .recommend import recommend
-from .store import Run, RunStore, slug
+from ..runs.recommend import recommend
+from ..runs.store import Run, RunStore, slug
+from .files import ADDED, NONE_OF_THESE
 
 __all__ = [  # what this module offers
     "ANSWERS",
@@ -157,7 +157,7 @@ class LabellingSession:
     def suggested(
         cls, store: RunStore, dataset: str, pool: Path, pool_name: str, found
     ) -> LabellingSession:
-        """The session of a new suggestion (``found``: ``glee_core.train.suggest``'s
+        """The session of a new suggestion (``found``: ``glee_core.pool.suggest``'s
         ``Suggestions``) written over the dataset and pool's last one: its rows, and the texts
         answered before that it did not suggest again (a class or none of these), so no answer
         is lost."""

@@ -7,7 +7,7 @@ as near-duplicates (the health check's rule: a cosine distance under 0.13 of the
 distance between neighbouring labelled texts, cleanlab's default), are left out and counted.
 The classifier is the dataset's recommended quick-mode head (its quick compare's choice; a
 class-balanced probe trained now where there is none, in seconds); its class probabilities on
-the pool go to a query strategy (:mod:`glee_core.models.query`).
+the pool go to a query strategy (:mod:`glee_core.pool.strategies`).
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from ..models.config import POOLINGS, TrainConfig
 from ..models.features import FeatureSplit, cached_features, feature_space
 from ..models.methods import get_method
 from ..models.model import build_model
-from ..models.query import resolve_strategy, select
 from ..models.scoring import get_backbone, predict
 from ..runs.notes import vocabulary_note
 from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore
-from .experiment import run_experiments
-from .plan import UNKNOWN_SHARE_WARNING
+from ..train.experiment import run_experiments
+from ..train.plan import UNKNOWN_SHARE_WARNING
+from .strategies import resolve_strategy, select
 
 __all__ = [
     "DEFAULT_PROBE",

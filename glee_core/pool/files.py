@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.errors import GleeError, first_few
-from .csvfile import LABEL_COLUMN_NAMES, MAX_CSV_BYTES, as_written, decode, read_texts_csv
+from ..data.csvfile import LABEL_COLUMN_NAMES, MAX_CSV_BYTES, as_written, decode, read_texts_csv
 
 __all__ = [
     "ADDED",

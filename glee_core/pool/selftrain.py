@@ -1,5 +1,5 @@
 """A dataset with pseudo-labels from the user's unlabelled texts (``train --pool FILE --self-train
-auto|yes``): pseudo-labels matched to the classes' shares (:mod:`glee_core.runs.selftrain`) on
+auto|yes``): pseudo-labels matched to the classes' shares (:mod:`glee_core.pool.pseudo`) on
 the frozen backbone's features, the pool texts already in the data left out (exactly or as near-
 duplicates, as ``suggest`` does), and the kept texts added to the training split as a variant
 whose id ends in ``+pseudo-N-<digest>`` (its runs apart from the data's own, as ``+added-``
@@ -15,12 +15,12 @@ import pandas as pd
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn
 from ..data.datasets import LongTailDataset
-from ..data.pool import PSEUDO, append_rows
 from ..models.backbone import trained_pooling
 from ..models.features import cached_features
 from ..models.scoring import get_backbone
-from ..runs.selftrain import HARM, helps, pseudo_labels
 from ..runs.store import RunStore
+from .files import PSEUDO, append_rows
+from .pseudo import HARM, helps, pseudo_labels
 from .suggest import in_the_data, pool_features
 
 __all__ = [  # what this module offers
