@@ -109,17 +109,17 @@ def main(argv=None) -> int:
                     proc.kill()
                     proc.wait()
             (done,) = RunStore(f"{folder}/busy{hogs}").runs()
-            steps = done.record.timing.get("steps") or 0
-            per_step = done.record.timing.get("train_seconds", 0.0) / max(steps, 1)
-            rows.append((hogs, busy, guess["seconds"], took, per_step))
+            steps = done.record.timing.steps or 0
+            per_step = (done.record.timing.train_seconds or 0.0) / max(steps, 1)
+            rows.append((hogs, busy, guess.seconds, took, per_step))
             print(
                 json.dumps(
                     {
                         "hogs": hogs,
                         "busy": round(busy, 2),
-                        "estimate_s": round(guess["seconds"], 1),
+                        "estimate_s": round(guess.seconds, 1),
                         "took_s": round(took, 1),
-                        "took/estimate": round(took / guess["seconds"], 2),
+                        "took/estimate": round(took / guess.seconds, 2),
                         "s/step": round(per_step, 3),
                     }
                 ),

@@ -155,7 +155,7 @@ def main(argv=None) -> int:
             elapsed = time.perf_counter() - started
             state = fold(read_events(log))
             readings.append(
-                (elapsed, state.fraction, time_left(state.fraction, elapsed, estimate["seconds"]))
+                (elapsed, state.fraction, time_left(state.fraction, elapsed, estimate.seconds))
             )
         out, _ = child.communicate()
         errors.close()
@@ -168,18 +168,18 @@ def main(argv=None) -> int:
             if left is not None and any(abs(at - q * wall) < 5 for q in (0.1, 0.25, 0.5, 0.75))
         ]
         print(
-            f"  {variant}: estimated {estimate['seconds']:.0f} s at launch "
-            f"({(estimate['seconds'] - wall) / wall:+.0%}); time left off by (share of the "
+            f"  {variant}: estimated {estimate.seconds:.0f} s at launch "
+            f"({(estimate.seconds - wall) / wall:+.0%}); time left off by (share of the "
             f"whole) at 10/25/50/75% of the wall: {'; '.join(errors)}",
             file=sys.stderr,
         )
         ids = {r["run_id"] for r in json.loads(out.strip().splitlines()[-1])}
         runs = [r for r in RunStore(store).runs() if r.run_id in ids]
         # every trial's: a race's winner counts the dropped heads' and the rate search's too
-        steps = sum(r.record.timing.get("steps", 0) for r in runs)
+        steps = sum((r.record.timing.steps or 0) for r in runs)
         chosen = max(runs, key=lambda r: r.metrics.best_dev)
         per_head = ", ".join(
-            f"{r.method} {100 * r.metrics.f1:.2f} (lr {r.record.tuning['lr']:g})" for r in runs
+            f"{r.method} {100 * r.metrics.f1:.2f} (lr {r.record.tuning.lr:g})" for r in runs
         )
         rows.append(
             [

@@ -279,9 +279,9 @@ def check_methods(args, model: str) -> dict:
                         stored=run.path.is_dir(),
                         reloaded_agreement=round(agree, 4),
                         test_macro_f1=round(run.metrics.f1, 4),
-                        precision=run.record.timing.get("precision"),
-                        trainable=run.record.tuning.get("trainable_parameters"),
-                        train_examples_per_s=run.record.timing.get("train_examples_per_second"),
+                        precision=run.record.timing.precision,
+                        trainable=run.record.tuning.trainable_parameters,
+                        train_examples_per_s=run.record.timing.train_examples_per_second,
                     )
                     # bf16 rounding may flip a near-tie between two passes: allow 2%
                     row["ok"] = row["finite_loss"] and row["stored"] and agree >= 0.98
@@ -792,9 +792,9 @@ def check_modes(args, model: str) -> dict:
                 _reset_peak_memory(device)
                 run = run_experiments(dataset, [get_method(method)], [1], model, config, store)[0]
                 row.update(
-                    trainable=run.record.tuning.get("trainable_parameters"),
-                    train_examples_per_s=run.record.timing.get("train_examples_per_second"),
-                    precision=run.record.timing.get("precision"),
+                    trainable=run.record.tuning.trainable_parameters,
+                    train_examples_per_s=run.record.timing.train_examples_per_second,
+                    precision=run.record.timing.precision,
                     peak_gpu_gib=_peak_gpu_gib(device),
                 )
             except Exception as exc:  # recorded; the other modes go on

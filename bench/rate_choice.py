@@ -52,7 +52,7 @@ def rows_of(store: RunStore, mode: str, method: str | None) -> dict[tuple, list[
         record = run.record
         if record.mode != mode or (method and record.method.id != method):
             continue
-        rate = record.tuning.get("lr") or record.hyperparameters.lr
+        rate = record.tuning.lr or record.hyperparameters.lr
         data = run.calibration_data
         if rate is None or data is None:
             continue

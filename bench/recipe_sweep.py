@@ -241,7 +241,7 @@ def main(argv=None) -> int:
                     {
                         **result,
                         "dev": result["run"].metrics.best_dev_f1,
-                        "lr": record.tuning.get("lr", record.hyperparameters.lr),
+                        "lr": record.tuning.lr or record.hyperparameters.lr,
                     }
                 )
                 print(

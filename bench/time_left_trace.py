@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         )
         print(
             f"{os.cpu_count()} cores, {args.hogs} hog(s), other_work x{busy:.2f}: estimate "
-            f"{estimate['seconds']:.0f} s, expected stop at {estimate['stop']:.0%} of the steps",
+            f"{estimate.seconds:.0f} s, expected stop at {estimate.stop or 1:.0%} of the steps",
             flush=True,
         )
         with tempfile.TemporaryDirectory() as folder:
@@ -80,14 +80,7 @@ def main(argv=None) -> int:
             request = TrainRequest(
                 data=data, methods=[args.method], seeds=[1], model=args.model, config=config
             )
-            job = launch_job(
-                store,
-                "train",
-                request,
-                label="trace",
-                estimate_seconds=estimate["seconds"],
-                stop_share=estimate.get("stop"),
-            )
+            job = launch_job(store, request, label="trace", estimate=estimate)
             print("| elapsed | share done | time left | implied end |", flush=True)
             print("|---:|---:|---:|---:|", flush=True)
             while job.running:
@@ -97,8 +90,8 @@ def main(argv=None) -> int:
                 shown = "-" if left is None else f"{left:.0f} s"
                 end = "-" if left is None else f"{elapsed + left:.0f} s"
                 print(f"| {elapsed:.0f} s | {share:.1%} | {shown} | {end} |", flush=True)
-            took = time.time() - job.info["started"]
-            print(f"\n{job.status}: took {took:.0f} s (estimate {estimate['seconds']:.0f} s)")
+            took = time.time() - job.record.started
+            print(f"\n{job.status}: took {took:.0f} s (estimate {estimate.seconds:.0f} s)")
     finally:
         for hog in hogs:
             hog.kill()

@@ -116,7 +116,7 @@ def main(argv=None) -> int:
                     store,
                 )
                 found.append(
-                    {**result, "trainable": result["run"].record.tuning.get("trainable_parameters")}
+                    {**result, "trainable": result["run"].record.tuning.trainable_parameters}
                 )
                 print(
                     f"{bench_mode} {method} seed {seed}: f1 {result['f1']:.4f} tail "

@@ -409,7 +409,7 @@ def finished_runs(dataset) -> None:
                     for k in METRIC_KEYS
                 },
                 "Backbone": r.record.model.name,
-                "Training (s)": r.record.timing.get("train_seconds"),
+                "Training (s)": r.record.timing.train_seconds,
                 "Created": r.record.created,
                 "Run": r.run_id,
             }

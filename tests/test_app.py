@@ -908,7 +908,7 @@ def test_a_finished_fine_tune_shows_what_it_gained_over_its_quick_head(
     [tuned] = run_experiments(
         load_dataset("demo"), [get_method("cls-relu-pt-ln")], [1], str(tiny_bert), config, store
     )
-    quick = store.get(tuned.record.tuning["lp_ft_from"])
+    quick = store.get(tuned.record.tuning.lp_ft_from)
     store.jobs_dir.mkdir(parents=True, exist_ok=True)
     info = {"id": "job-1", "pid": 2**22 + 7, "label": "Fine-tune", "command": "train"}
     (store.jobs_dir / "job-1.json").write_text(json.dumps({**info, "started": time.time()}))

@@ -8,6 +8,7 @@ from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.search import search_cost
 from glee_core.runs.estimate import STARTUP_SECONDS, UNMEASURED_STOP_SHARE, estimate_seconds
+from glee_core.runs.run_parts import Timing
 
 
 def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
@@ -66,7 +67,7 @@ def stored_run(mode: str, timing: dict, model: str = "m", max_length: int = 64, 
         record=SimpleNamespace(
             model=SimpleNamespace(name=model),
             mode=mode,
-            timing={"device": "cpu", **timing},
+            timing=Timing.from_dict({"device": "cpu", **timing}, "timing"),
             dataset=SimpleNamespace(sizes={"train": 100}, class_counts={}),
             hyperparameters=SimpleNamespace(
                 max_length=max_length, limit=None, epochs=10, batch_size=32, **hyper

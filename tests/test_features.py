@@ -83,7 +83,7 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(
     assert all(r.record.mode == "frozen" for r in runs)
     assert runs[0].record.hyperparameters.lr == 1e-3  # quick mode's default
     assert len(list((runs_dir / ".features").glob("*-*/"))) == 2  # plain + prompt formats
-    assert all(r.record.timing["feature_pass_tokens_per_second"] > 0 for r in runs)
+    assert all(r.record.timing.feature_pass_tokens_per_second > 0 for r in runs)
     finetuned = run_experiments(
         toy_dataset,
         methods[:1],
@@ -181,7 +181,7 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
         train_and_evaluate(toy_dataset, spec, bert, config, feature_cache=tmp_path)
         for spec, config in zip(specs, configs, strict=True)
     ]
-    assert len({r.timing["epochs_run"] for r in together}) > 1  # some stopped early
+    assert len({r.timing.epochs_run for r in together}) > 1  # some stopped early
     for a, t in zip(alone, together, strict=True):
         np.testing.assert_array_equal(a.logits, t.logits)
         assert [h["dev_f1"] for h in a.history] == [h["dev_f1"] for h in t.history]

@@ -107,13 +107,13 @@ def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, me
         assert frozen_in_head == set()
     if method == "prompt-ed":  # w/ ed. trains its own rows
         assert model.head.decoupled_rows.requires_grad
-    assert result.tuning["trainable_parameters"] == sum(
+    assert result.tuning.trainable_parameters == sum(
         p.numel() for p in model.parameters() if p.requires_grad
     )
     full = sum(p.numel() for p in bert.model.parameters())
-    assert result.tuning["trainable_parameters"] < full / 2
+    assert result.tuning.trainable_parameters < full / 2
     if mode == "lora":
-        assert result.tuning["adapted_modules"] == ["query", "value"]  # peft's default for BERT
+        assert result.tuning.adapted_modules == ["query", "value"]  # peft's default for BERT
 
 
 @pytest.mark.parametrize("mode", [m.name for m in PEFT_MODES])
@@ -401,7 +401,7 @@ def test_bitfit_trains_only_the_encoders_biases_and_the_head(bert, toy_dataset, 
     assert changed and all(name.endswith(".bias") for name in changed), changed
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert all(n.startswith("head.") or n.endswith(".bias") for n in trainable), trainable
-    assert result.tuning["trainable_parameters"] == sum(
+    assert result.tuning.trainable_parameters == sum(
         p.numel() for p in model.parameters() if p.requires_grad
     )
     assert all(torch.equal(v, pristine[k]) for k, v in bert.model.state_dict().items())
@@ -439,7 +439,7 @@ def test_adapters_train_alone_store_reload_and_leave_with_their_scores(
     inside = {n for n in trainable if not n.startswith("head.")}
     assert inside and all(n.rsplit(".", 2)[-2] in ("down", "up") for n in inside), inside
     assert all(torch.equal(v, pristine[k]) for k, v in bert.model.state_dict().items())
-    assert result.tuning["trainable_parameters"] == estimate_trainable(
+    assert result.tuning.trainable_parameters == estimate_trainable(
         str(tiny_bert), config.resolved(64, 16), toy_dataset.num_classes
     )
     [run] = run_experiments(

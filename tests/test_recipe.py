@@ -54,7 +54,7 @@ def test_the_paper_recipe_trains_exactly_as_before(bert, toy_dataset):
         assert [r["dev_f1"] for r in result.history] == pytest.approx(dev)
         assert result.metrics.f1 == pytest.approx(f1)
         assert result.logits[0, :3].tolist() == pytest.approx(logits, rel=1e-3, abs=1e-4)
-        assert result.tuning["lr"] == 1e-2 and "lr_search" not in result.tuning  # no search
+        assert result.tuning.lr == 1e-2 and result.tuning.lr_search is None  # no search
 
 
 def test_the_paper_recipe_keeps_the_run_ids_and_reproduce_uses_it():
@@ -183,7 +183,7 @@ def lp_ft_store(bert, toy_dataset, runs_dir, method, lr=3e-3):
 def test_lp_ft_starts_from_the_head_fitted_on_frozen_features(bert, toy_dataset, runs_dir, method):
     run = lp_ft_store(bert, toy_dataset, runs_dir, method)
     store = RunStore(runs_dir)
-    stage = store.get(run.record.tuning["lp_ft_from"])
+    stage = store.get(run.record.tuning.lp_ft_from)
     assert stage.record.mode == "frozen" and stage.record.method.id == method
     assert "LP-FT" in run.record.protocol
     fitted = load_file(str(stage.path / "model.safetensors"))
@@ -207,7 +207,7 @@ def test_lp_ft_starts_from_the_head_fitted_on_frozen_features(bert, toy_dataset,
         torch.testing.assert_close(head[key], fitted[key], rtol=0, atol=0)
     # a second fine-tuning run of the same method, data and seed re-uses the stored stage
     other = lp_ft_store(bert, toy_dataset, runs_dir, method, lr=1e-3)
-    assert other.record.tuning["lp_ft_from"] == stage.run_id
+    assert other.record.tuning.lp_ft_from == stage.run_id
     assert sum(r.record.mode == "frozen" for r in store.runs()) == 1
 
 
@@ -227,8 +227,8 @@ def search_config(**kw):
 
 def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
     result = train_and_evaluate(toy_dataset, get_method("cls-relu-pt-ln"), bert, search_config())
-    (round_,) = result.tuning["lr_search"]  # two candidates: one round
-    kept = result.tuning["lr"]
+    (round_,) = result.tuning.lr_search  # two candidates: one round
+    kept = result.tuning.lr
     assert set(round_["dev"]) == {"1e-05", "0.01"} and round_["kept"] == [f"{kept:g}"]
     assert round_["dev"][f"{kept:g}"] == max(round_["dev"].values())
     # the kept trial went on from where its round ended: one history, every epoch
@@ -244,11 +244,9 @@ def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
         bert,
         search_config(lr_candidates="1e-5,1e-3,1e-2", epochs=3),
     )
-    first, second = result.tuning["lr_search"]
+    first, second = result.tuning.lr_search
     assert len(first["dev"]) == 3 and len(first["kept"]) == 2
-    assert set(second["dev"]) == set(first["kept"]) and second["kept"] == [
-        f"{result.tuning['lr']:g}"
-    ]
+    assert set(second["dev"]) == set(first["kept"]) and second["kept"] == [f"{result.tuning.lr:g}"]
 
 
 def test_the_search_never_reads_the_test_labels(bert, toy_dataset):
@@ -284,8 +282,8 @@ def test_the_floor_on_steps_adds_epochs_to_the_default_only(bert, toy_dataset):
         epochs=2,
     )
     result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, floor)
-    assert result.timing["epochs_run"] == 5  # ceil(floor / steps an epoch)
-    per_text = result.timing["train_tokens_per_second"] / result.timing["train_examples_per_second"]
+    assert result.timing.epochs_run == 5  # ceil(floor / steps an epoch)
+    per_text = result.timing.train_tokens_per_second / result.timing.train_examples_per_second
     assert 3 < per_text <= result.config.max_length  # the real tokens of a training text
     assert "≥ " in result.config.protocol()
     given = TrainConfig(epochs=2).resolved(32, 16)  # --epochs given: exactly that many
@@ -326,7 +324,7 @@ def test_the_cli_takes_the_recipe_and_its_switches(capsys, tiny_bert, tmp_path):
     run_id = json.loads(captured.out.splitlines()[-1])[0]["run_id"]
     record = RunStore(tmp_path).get(run_id).record
     assert record.hyperparameters.head_lr == 1e-2 and not record.hyperparameters.lp_ft
-    assert record.tuning["lr"] in (1e-4, 1e-2) and "head lr 0.01" in record.protocol
+    assert record.tuning.lr in (1e-4, 1e-2) and "head lr 0.01" in record.protocol
     assert "practical recipe" in RunStore(tmp_path).get(run_id).setting
 
 
@@ -366,10 +364,10 @@ def test_self_ensemble_distillation_and_supcon_train_and_are_part_of_the_run(
         result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
         assert all(np.isfinite(r["train_loss"]) for r in result.history)
         # the hardware is on the record (bf16 results differ between kinds of CPU)
-        assert torch.backends.cpu.get_cpu_capability() in result.timing["device_name"]
+        assert torch.backends.cpu.get_cpu_capability() in result.timing.device_name
         if "self_ensemble" in extra:  # the average only watches: kept or not, nothing else moved
             assert all("average_dev_f1" in r for r in result.history)
-            kept_average = result.tuning["kept"] == "moving average"
+            kept_average = result.tuning.kept == "moving average"
             assert np.allclose(result.logits, plain.logits) != kept_average
             # the run says what the average did; its best dev score is the kept model's
             led = sum(r["kept"] == "average" for r in result.history)

@@ -13,6 +13,7 @@ from glee_core.models.methods import get_method
 from glee_core.runs.metrics import within_noise
 from glee_core.runs.recommend import NextStep, order_steps, ranked, recommend, recommendation_text
 from glee_core.runs.record import CrossValidation
+from glee_core.runs.run_parts import Tuning
 from glee_core.runs.store import Run
 from glee_core.runs.tables import aggregate, comparison_table
 
@@ -74,7 +75,7 @@ class FakeRun:
             hyperparameters=config,
             method=get_method(self.method),
             model=SimpleNamespace(name="m"),
-            tuning={"lp_ft_from": self.lp_ft_from} if self.lp_ft_from else {},
+            tuning=Tuning(lp_ft_from=self.lp_ft_from),
             dataset=SimpleNamespace(
                 classes=["a", "b"],
                 head_classes=["a"],

@@ -67,7 +67,7 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     assert not {e.run_id for e in events if isinstance(e, RunStarted)} & {r.run_id for r in runs}
     for run in runs:
         assert run.metrics is not None and run.record.mode == "finetune"
-        stage = store.get(run.record.tuning["lp_ft_from"])  # LP-FT's head: a run of its own
+        stage = store.get(run.record.tuning.lp_ft_from)  # LP-FT's head: a run of its own
         assert stage is not None and stage.record.mode == "frozen"
     assert len(store.runs()) == 4
     lines.clear()

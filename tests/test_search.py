@@ -76,7 +76,7 @@ def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
     bert, toy_dataset, tmp_path, trials
 ):
     whole = train(toy_dataset, bert)
-    rounds = whole.tuning["lr_search"]
+    rounds = whole.tuning.lr_search
     assert len(rounds) == 2 and [len(r["dev"]) for r in rounds] == [4, 2]
     # a launch stopped after round 1 left this behind
     log = SearchLog(tmp_path, "run-a")
@@ -85,13 +85,13 @@ def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
     trials.clear()
     resumed = train(toy_dataset, bert, log)
     assert sorted(trials) == sorted(float(lr) for lr in rounds[0]["kept"])  # not the dropped
-    assert resumed.tuning["lr_search"] == rounds and resumed.tuning["lr"] == whole.tuning["lr"]
+    assert resumed.tuning.lr_search == rounds and resumed.tuning.lr == whole.tuning.lr
     np.testing.assert_allclose(resumed.logits, whole.logits, rtol=1e-5, atol=1e-6)
     # stopped after the search had ended: the chosen rate alone, the same model
-    log.write(grid, rounds, f"{whole.tuning['lr']:g}")
+    log.write(grid, rounds, f"{whole.tuning.lr:g}")
     trials.clear()
     again = train(toy_dataset, bert, log)
-    assert trials == [whole.tuning["lr"]]
+    assert trials == [whole.tuning.lr]
     np.testing.assert_allclose(again.logits, whole.logits, rtol=1e-5, atol=1e-6)
     # the log of another set of candidates is not this search's
     assert SearchLog(tmp_path, "run-a").resumed(["1e-05", "0.001"]) is None
@@ -103,7 +103,7 @@ def test_each_cut_of_the_search_says_how_sure_dev_is_and_a_close_call_is_noted(b
     whose search made a cut dev cannot call keeps that in its notes (card, report, CLI)."""
     events = []
     result = train(toy_dataset, bert, events=events)
-    rounds = result.tuning["lr_search"]
+    rounds = result.tuning.lr_search
     for r in rounds:
         cut = r["sure"]
         assert cut["kept"] in r["kept"] and cut["over"] in r["dev"]
@@ -133,8 +133,8 @@ def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path,
     log = SearchLog(tmp_path, "run-second", shared="k")
     once = TrainConfig(**{**SEARCH.__dict__, "lr_search": "once"})
     second = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, once, search_log=log)
-    assert trials == [first.tuning["lr"]] and second.tuning["lr"] == first.tuning["lr"]
-    assert second.tuning["lr_from"] == "run-first"
+    assert trials == [first.tuning.lr] and second.tuning.lr == first.tuning.lr
+    assert second.tuning.lr_from == "run-first"
     # another backbone or data is another key: it searches
     trials.clear()
     train_and_evaluate(
@@ -187,9 +187,9 @@ def test_fine_tuning_two_heads_searches_the_rate_once(tiny_bert, toy_dataset, tm
         store,
     )
     assert first.record.hyperparameters.lr_search == "once"
-    assert "lr_search" in first.record.tuning and "lr_from" not in first.record.tuning
-    assert second.record.tuning["lr_from"] == first.run_id
-    assert second.record.tuning["lr"] == first.record.tuning["lr"]
+    assert first.record.tuning.lr_search and first.record.tuning.lr_from is None
+    assert second.record.tuning.lr_from == first.run_id
+    assert second.record.tuning.lr == first.record.tuning.lr
     assert "rate searched once" in second.record.protocol
     assert not list((store.searches_dir).glob("*-s1-*.json"))  # stored runs: their logs go
 
@@ -251,7 +251,7 @@ def test_a_killed_fine_tune_resumes_its_search_where_it_stopped(tiny_bert, toy_c
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert f"resumes after round 1 of 2: {', '.join(kept)}" in finished.stderr
     [run] = RunStore(runs).runs()
-    assert [len(r["dev"]) for r in run.record.tuning["lr_search"]] == [4, 2]
+    assert [len(r["dev"]) for r in run.record.tuning.lr_search] == [4, 2]
     assert not list(logs.glob("*-s1-*.json"))  # the run's own log goes; the shared rate stays
     assert json.loads(next(logs.glob("shared-*.json")).read_text())["run_id"] == run.run_id
 
@@ -349,7 +349,7 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
         progress=events.append,
     )
     [winner] = runs
-    race = winner.record.tuning["race"]
+    race = winner.record.tuning.race
     assert [len(r["dev"]) for r in race] == [3, 2] and race[-1]["kept"] == [winner.method]
     # each cut says how sure dev was, in the race's note too; a close call stays with the run
     assert race[-1]["sure"]["kept"] == winner.method and 0 <= race[-1]["sure"]["share"] <= 1
@@ -357,8 +357,8 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
     assert "how sure the race was" in won
     close = any(r["sure"]["share"] < SURE for r in race)
     assert any("how sure the race was" in n for n in winner.record.notes) == close
-    assert winner.record.tuning["lr_search"]  # the rate's search, on the first head
-    assert winner.record.tuning.get("lr_from") != winner.run_id
+    assert winner.record.tuning.lr_search  # the rate's search, on the first head
+    assert winner.record.tuning.lr_from != winner.run_id
     assert [r.method for r in store.runs() if r.record.mode == "finetune"] == [winner.method]
     assert any(isinstance(e, Searching) and e.head == "cls-tanh" for e in events)
     # the first head's trial at the chosen rate is the rate search's winner: the race's first
@@ -384,7 +384,7 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
         [1],
         str(tiny_bert),
         TrainConfig(
-            lr=winner.record.tuning["lr"], epochs=4, batch_size=16, min_steps=1, precision="fp32"
+            lr=winner.record.tuning.lr, epochs=4, batch_size=16, min_steps=1, precision="fp32"
         ),
         RunStore(tmp_path / "alone"),
     )[0]
@@ -396,7 +396,7 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
         lr_candidates="1e-4,1e-2", epochs=4, batch_size=16, min_steps=1, precision="fp32"
     )
     [again] = plan_runs(toy_dataset, [get_method("cls-tanh")], [2], str(tiny_bert), seed_two)
-    assert searched_rate(store, again) == winner.record.tuning["lr"]
+    assert searched_rate(store, again) == winner.record.tuning.lr
     assert searched_rate(RunStore(tmp_path / "empty"), again) is None
 
     def estimate(**known):

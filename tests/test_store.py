@@ -246,3 +246,31 @@ def test_runs_of_different_head_tail_splits_are_never_averaged(tmp_path):
     assert {r.record.split for r in runs} == {"head/tail at 0.5", "head/tail at 0.7"}
     table = aggregate(runs)
     assert len(table) == 2 and set(table["seeds"]) == {1}
+
+
+def test_a_runs_timing_and_tuning_are_typed_and_write_back_what_was_read(
+    tiny_bert, toy_dataset, runs_dir
+):
+    """``RunRecord.timing`` and ``.tuning`` are records (``Timing``, ``Tuning``), not dicts: a
+    stored ``config.json`` reads and writes back the same JSON, a key of another release kept as
+    read, and a value of the wrong type is an error naming its field."""
+    from glee_core.runs.record import RecordError  # noqa: PLC0415
+
+    run = run_experiments(
+        toy_dataset,
+        [get_method("cls-relu")],
+        [1],
+        str(tiny_bert),
+        TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls"),
+        RunStore(runs_dir),
+    )[0]
+    stored = json.loads((run.path / "config.json").read_text())
+    record = RunRecord.from_dict(stored)
+    assert record.timing.train_seconds > 0 and record.timing.device_type == "cpu"
+    assert record.tuning.trainable_parameters > 0 and record.tuning.lp_ft_from is None
+    assert record.to_dict()["timing"] == stored["timing"]
+    assert record.to_dict()["tuning"] == stored["tuning"]
+    older = {**stored, "timing": {**stored["timing"], "warmup_seconds": 1.5}}
+    assert RunRecord.from_dict(older).to_dict()["timing"]["warmup_seconds"] == 1.5
+    with pytest.raises(RecordError, match="timing.steps"):
+        RunRecord.from_dict({**stored, "timing": {**stored["timing"], "steps": "many"}})

@@ -155,7 +155,7 @@ def test_a_small_fine_tune_beside_a_cpu_hog_takes_about_its_estimate(tmp_path, m
         torch.set_num_threads(before)
         os.sched_setaffinity(0, cores)
     assert busy > 1.7  # the hog counted: a core's worth
-    took = run.record.timing["train_seconds"] + run.record.timing["test_seconds"]
+    took = run.record.timing.train_seconds + run.record.timing.test_seconds
     assert 0.5 <= took / guess.per_run <= 1.5, (took, guess)
 
 

@@ -170,15 +170,13 @@ class GleeModel(nn.Module):
     def trainable_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def tuning_record(self) -> dict:
+    def tuning_record(self) -> tuple[int, list[str] | None]:
         """What a run records of what it trained: the trainable parameters and, LoRA, the
-        modules peft adapted (its default for the model type when none were named)."""
-        record = {"trainable_parameters": self.trainable_parameters()}
+        modules peft adapted (its default for the model type when none were named; else None)."""
+        targets = None
         if self.adapter is not None:
             targets = getattr(self.adapter.peft_config["default"], "target_modules", None)
-            if targets:
-                record["adapted_modules"] = sorted(targets)
-        return record
+        return self.trainable_parameters(), sorted(targets) if targets else None
 
     def save_trained(self, path: str | Path) -> None:
         """Write what the run trained: the whole model (fine-tuning), the head alone (quick

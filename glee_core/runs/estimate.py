@@ -313,7 +313,7 @@ def alike_records(
         for run in runs or []
         if run.record.model.name == model_name
         and run.record.mode == mode
-        and run.record.timing.get("device", "").split(":")[0] == device
+        and run.record.timing.device_type == device
     ]
 
 
@@ -367,9 +367,9 @@ def _estimate_seconds(
     # a run's tokens per second, in this dataset's examples; runs of releases that did not
     # record it: its examples per second, scaled by max length
     rates = [
-        record.timing["train_tokens_per_second"] / tokens
-        if record.timing.get("train_tokens_per_second")
-        else record.timing["train_examples_per_second"]
+        record.timing.train_tokens_per_second / tokens
+        if record.timing.train_tokens_per_second
+        else record.timing.train_examples_per_second
         * record.hyperparameters.max_length
         / config.max_length
         for record in measured[1]
@@ -387,11 +387,7 @@ def _estimate_seconds(
     search = 0.0 if rate_searched else search_cost(config, n_train)
     # early stopping ends runs before their planned steps: the share measured on finished runs
     # (their steps over those they planned), else a typical one
-    shares = [
-        r.timing["steps"] / r.timing["planned_steps"]
-        for r in measured[1]
-        if r.timing.get("planned_steps") and r.timing.get("steps")
-    ]
+    shares = [r.timing.stop_share for r in measured[1] if r.timing.stop_share is not None]
     stop = float(np.median(shares)) if shares else UNMEASURED_STOP_SHARE
     # a step's fixed cost (the optimizer, the launch of every op) over the batch: the rates are
     # of batches of the measured runs' size (32 for the typical ones); a smaller batch pays it
@@ -448,7 +444,7 @@ def _plain_rate(record: RunRecord) -> bool:
     """Did the run record its training rate, and one of plain steps (the recipe options that
     cost more a step, :func:`_option_costs`, off)?"""
     hyper = record.hyperparameters
-    return bool(record.timing.get("train_examples_per_second")) and not (
+    return bool(record.timing.train_examples_per_second) and not (
         hyper.supcon or hyper.self_distill
     )
 
@@ -514,23 +510,23 @@ def frozen_estimate(
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
     pass_rates = [
-        r.timing["feature_pass_tokens_per_second"]
+        r.timing.feature_pass_tokens_per_second
         for r in alike
-        if r.timing.get("feature_pass_tokens_per_second")
+        if r.timing.feature_pass_tokens_per_second
     ]
     # a head's whole run (training with its dev scoring and early stopping, test), per training
     # example and planned epoch: what the run measured, scaled to this launch (its classes too)
     classes = dataset.num_classes
     head_costs = [
-        (r.timing["train_seconds"] + r.timing.get("test_seconds", 0.0))
+        (r.timing.train_seconds + (r.timing.test_seconds or 0.0))
         / (
             min(r.hyperparameters.limit or r.dataset.sizes["train"], r.dataset.sizes["train"])
             * r.hyperparameters.epochs
         )
         * class_factor(classes, len(r.dataset.class_counts) or classes, heads)
         for r in alike
-        if r.timing.get("train_seconds")
-        and r.timing.get("train_examples_per_second") != 0  # by steps: not a closed-form probe
+        if r.timing.train_seconds
+        and r.timing.train_examples_per_second != 0  # by steps: not a closed-form probe
         and r.dataset.sizes.get("train")
     ]
     measured = []

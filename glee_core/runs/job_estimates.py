@@ -253,9 +253,9 @@ def _encoding(
     machine's frozen runs with the backbone where it has them, else typical of the device."""
     per_text = min(texts.chars / max(texts.texts, 1) / 4 + 2, max_length)
     rates = [
-        r.timing["feature_pass_tokens_per_second"]
+        r.timing.feature_pass_tokens_per_second
         for r in alike_records(machine.runs, size.name, "frozen", machine.device)
-        if r.timing.get("feature_pass_tokens_per_second")
+        if r.timing.feature_pass_tokens_per_second
     ]
     rate = (
         measured_rate(rates)

@@ -88,7 +88,7 @@ def cv_scale(runs: list[Run]) -> dict[str, float]:
         if run.run_id in frozen:
             scores[run.run_id] = 100 * run.metrics.cv.f1
         elif run.record.mode != "frozen" and dev is not None:
-            twin = frozen.get(run.record.tuning.get("lp_ft_from", "")) or by_key.get(_twin_key(run))
+            twin = frozen.get(run.record.tuning.lp_ft_from or "") or by_key.get(_twin_key(run))
             if twin is not None and twin.metrics.best_dev is not None:
                 scores[run.run_id] = 100 * (twin.metrics.cv.f1 + dev - twin.metrics.best_dev)
     return scores

@@ -19,6 +19,7 @@ from ..core.errors import GleeError
 from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
+from .run_parts import Timing, Tuning
 
 __all__ = [  # what this module offers
     "ClassMetrics",
@@ -203,10 +204,8 @@ class RunRecord:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     identity: dict = field(default_factory=dict)  # what the run id hashes
-    timing: dict = field(default_factory=dict)
-    # how the weights were tuned: the learning rate trained at, the search's rounds on dev
-    # (``lr_search``), the quick-mode run LP-FT started from (``lp_ft_from``)
-    tuning: dict = field(default_factory=dict)
+    timing: Timing = field(default_factory=Timing)  # how long it took, where, how fast
+    tuning: Tuning = field(default_factory=Tuning)  # the rate, its search or race, LP-FT's start
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -258,8 +257,8 @@ class RunRecord:
             "notes": self.notes,
             "versions": self.versions,
             "identity": self.identity,
-            "timing": self.timing,
-            "tuning": self.tuning,
+            "timing": self.timing.to_dict(),
+            "tuning": self.tuning.to_dict(),
         }
 
     @classmethod
@@ -285,8 +284,8 @@ class RunRecord:
             notes=list(values.get("notes", [])),
             versions=dict(values.get("versions", {})),
             identity=dict(values.get("identity", {})),
-            timing=dict(values.get("timing", {})),
-            tuning=dict(values.get("tuning", {})),
+            timing=Timing.from_dict(values.get("timing", {}), "timing"),
+            tuning=Tuning.from_dict(values.get("tuning", {}), "tuning"),
             schema_version=int(values.get("schema_version", 1)),
         )
 

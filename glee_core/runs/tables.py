@@ -143,7 +143,7 @@ def tuning_gain(tuned: Run, store) -> str | None:
     """What a tuned run gained over the quick-mode run of the same head it started from (LP-FT's
     stage, ``lp_ft_from``): one line, test macro-F1 and tail F1 before and after; None when it
     started from none, or that run is not in ``store`` (a ``RunStore``, or its runs by id)."""
-    start = tuned.record.tuning.get("lp_ft_from")
+    start = tuned.record.tuning.lp_ft_from
     quick = store.get(start) if start else None
     if quick is None:
         return None
@@ -185,9 +185,7 @@ def modes_table(runs: list[Run], method: str) -> pd.DataFrame:
     rows = []
     for _, row in summary.iterrows():
         record = first[row["setting"]]
-        counts = [
-            r.record.tuning.get("trainable_parameters") for r in runs if r.setting == row["setting"]
-        ]
+        counts = [r.record.tuning.trainable_parameters for r in runs if r.setting == row["setting"]]
         counts = [c for c in counts if c]
         rows.append(
             {

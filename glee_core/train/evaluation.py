@@ -25,15 +25,16 @@ from ..models.scoring import Split, predict
 from ..models.search import sureness
 from ..runs.metrics import classification_metrics, shot_f1
 from ..runs.record import MetricsRecord
+from ..runs.run_parts import Timing, Tuning
 from .setup import Fitted, RunResult, Setup
 
 FEATURES_PER_CLASS = 64  # test examples per class whose classifier input is stored (Figure 4)
 
 
-def feature_pass_timing(train: Split) -> dict:
+def feature_pass_rate(train: Split) -> float | None:
     """A frozen run's record of how fast its feature pass encoded (what estimates read)."""
     rate = getattr(train, "pass_tokens_per_second", None)
-    return {"feature_pass_tokens_per_second": round(rate, 1)} if rate else {}
+    return round(rate, 1) if rate else None
 
 
 def sample_feature_rows(labels: np.ndarray, per_class: int = FEATURES_PER_CLASS) -> np.ndarray:
@@ -155,19 +156,22 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     )
     seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
     examples_per_second = fitted.steps * config.batch_size / seconds_training
-    tuning = {"lr": fitted.lr} if fitted.lr is not None else {}
+    trained, adapted = model.tuning_record()
+    tuning = Tuning(
+        lr=fitted.lr,
+        lr_search=fitted.search or None,
+        lr_from=fitted.lr_from or None,
+        trainable_parameters=trained,
+        adapted_modules=adapted,
+    )
     said = []  # what this run adds to its notes
     if config.self_ensemble:
-        tuning["kept"] = "moving average" if fitted.kept_average else "weights"
+        tuning.kept = "moving average" if fitted.kept_average else "weights"
         said.append(self_ensemble_note(setup, history, fitted.kept_average))
     if fitted.search:
-        tuning["lr_search"] = fitted.search
         sure = sureness(fitted.search)
         if sure and sure[1]:  # a close call is said where the run is read (card, report)
             said.append(f"learning rate {fitted.lr:g}: {sure[0]}")
-    if fitted.lr_from:
-        tuning["lr_from"] = fitted.lr_from
-    tuning.update(model.tuning_record())
     return RunResult(
         metrics=metrics,
         history=history,
@@ -184,25 +188,21 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
         config=config,
         calibration=calibration,
         tuning=tuning,
-        timing={
-            "train_seconds": round(fitted.seconds, 3),
-            "test_seconds": round(test_seconds, 3),
-            "epochs_run": fitted.epochs_run,
-            "evaluations": len(history),
-            **(
-                {"steps": fitted.steps, "planned_steps": fitted.planned_steps}
-                if fitted.planned_steps
-                else {}
-            ),
-            "device": str(device),
-            "device_name": device_name(device),
-            "precision": resolve_precision(config.precision, device),
-            **({"skipped_steps": fitted.skipped_steps} if fitted.skipped_steps else {}),
-            "train_examples_per_second": round(examples_per_second, 2),
-            # what another dataset's estimate scales by (its texts may be 4x as long)
-            "train_tokens_per_second": round(
+        timing=Timing(
+            train_seconds=round(fitted.seconds, 3),
+            test_seconds=round(test_seconds, 3),
+            epochs_run=fitted.epochs_run,
+            evaluations=len(history),
+            steps=fitted.steps if fitted.planned_steps else None,
+            planned_steps=fitted.planned_steps or None,
+            device=str(device),
+            device_name=device_name(device),
+            precision=resolve_precision(config.precision, device),
+            skipped_steps=fitted.skipped_steps or None,
+            train_examples_per_second=round(examples_per_second, 2),
+            train_tokens_per_second=round(
                 examples_per_second * float(setup.splits["train"].lengths.mean()), 1
             ),
-            **feature_pass_timing(setup.splits["train"]),
-        },
+            feature_pass_tokens_per_second=feature_pass_rate(setup.splits["train"]),
+        ),
     )

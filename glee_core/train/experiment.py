@@ -337,10 +337,10 @@ class _Runner:
             )
             result = evaluate(setup, finish(searched, self.progress, started))
         job = next(j for j in jobs if j.spec.id == setup.spec.id)
-        if result.tuning.get("lr_from") == job.run_id:  # it searched the rate itself
-            del result.tuning["lr_from"]
-        result.tuning.update(starts[jobs.index(job)][1])
-        result.tuning["race"] = rounds
+        if result.tuning.lr_from == job.run_id:  # it searched the rate itself
+            result.tuning.lr_from = None
+        result.tuning.lp_ft_from = starts[jobs.index(job)][1]
+        result.tuning.race = rounds
         sure = sureness(rounds, "race")
         if sure and sure[1]:  # a close call is kept with the run, as a search's is
             result.notes.append(f"{job.spec.id} won the race of {', '.join(labels)}: {sure[0]}")
@@ -383,16 +383,16 @@ class _Runner:
             searched.winner,
         )
 
-    def lp_ft_start(self, job: PlannedRun) -> tuple[dict | None, dict]:
-        """LP-FT's head for ``job`` (its quick-mode run, trained or re-used) and what the run
-        records of it; ``(None, {})`` without LP-FT."""
+    def lp_ft_start(self, job: PlannedRun) -> tuple[dict | None, str | None]:
+        """LP-FT's head for ``job`` (its quick-mode run, trained or re-used) and that run's id
+        (the run records it); ``(None, None)`` without LP-FT."""
         if not job.config.lp_ft:
-            return None, {}
+            return None, None
         stage = self.run(lp_ft_stage(job, self.dataset, self.model_name), 0, 0, stage=True)
-        return load_head(stage), {"lp_ft_from": stage.run_id}
+        return load_head(stage), stage.run_id
 
     def _train(self, job: PlannedRun) -> None:
-        init_head, tuning = self.lp_ft_start(job)
+        init_head, lp_ft_from = self.lp_ft_start(job)
         backbone = get_backbone(self.model_name)
         queued = Queued(run_id=job.run_id)
         log = self.search_log(job)
@@ -412,7 +412,7 @@ class _Runner:
                 init_head=init_head,
                 search_log=log,
             )
-        result.tuning.update(tuning)
+        result.tuning.lp_ft_from = lp_ft_from
         if self.main:
             save_result(
                 self.store, run_record(job, self.dataset, backbone, result, self.notes), result

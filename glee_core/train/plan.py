@@ -330,7 +330,7 @@ def run_record(
             f"trained to sum up a text (try --pooling {trained})"
         )
     record.notes += notes + result.notes
-    record.tuning = dict(result.tuning)
+    record.tuning = replace(result.tuning)
     return record
 
 

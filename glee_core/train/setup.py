@@ -28,6 +28,7 @@ from ..models.model import GleeModel, build_model
 from ..models.scoring import Split
 from ..models.search import SearchLog, Work
 from ..runs.record import MetricsRecord
+from ..runs.run_parts import Timing, Tuning
 from .loop import (
     DevSelection,
     TrainingState,
@@ -49,8 +50,8 @@ class RunResult:
     model: GleeModel
     config: TrainConfig  # resolved: what the run really used
     calibration: dict[str, np.ndarray] = field(default_factory=dict)  # see calibration.py
-    timing: dict = field(default_factory=dict)
-    tuning: dict = field(default_factory=dict)  # the rate trained at, the search's rounds
+    timing: Timing = field(default_factory=Timing)
+    tuning: Tuning = field(default_factory=Tuning)  # the rate trained at, the search's rounds
     notes: list[str] = field(default_factory=list)
 
 

@@ -1,0 +1,112 @@
+"""Two parts of a run's record, typed: how long it took and how fast it went (:class:`Timing`,
+what the time estimates read) and how its weights were tuned (:class:`Tuning`: the rate, the
+search and the race that chose it, the run LP-FT started from, what it trained).
+
+Each writes the JSON it always did (a field left unset is left out, so a stored ``config.json``
+reads and writes back the same) and reads every file written so far: a key of another release
+is kept as read (``other``) and written back, a value of the wrong type is a
+:class:`~glee_core.runs.record.RecordError` naming it. No torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+__all__ = ["Timing", "Tuning"]
+
+
+class _Part:
+    """A record part: its fields as the JSON keys, unset (None) left out."""
+
+    other: dict
+
+    def to_dict(self) -> dict:
+        values = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "other" and getattr(self, f.name) is not None
+        }
+        return {**values, **self.other}
+
+    @classmethod
+    def from_dict(cls, values, where: str):
+        if not isinstance(values, dict):
+            raise _error(f"{where} is {type(values).__name__}, not a mapping")
+        kinds = {f.name: f.type for f in fields(cls) if f.name != "other"}
+        known, other = {}, {}
+        for key, value in values.items():
+            if key not in kinds:
+                other[key] = value
+            elif value is not None:
+                known[key] = _checked(value, kinds[key], f"{where}.{key}")
+        return cls(**known, other=other)
+
+
+def _checked(value, kind: str, where: str):
+    """``value`` as the field's type says (``"int | None"``, ``"float | None"`` ...)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind.startswith("int") and number and value == int(value):
+        return int(value)
+    if kind.startswith("float") and number:
+        return float(value)
+    if kind.startswith("str") and isinstance(value, str):
+        return value
+    if kind.startswith("list") and isinstance(value, list):
+        return value
+    raise _error(f"{where} is {value!r}, not {kind.split(' |')[0]}")
+
+
+def _error(message: str):
+    from .record import RecordError  # noqa: PLC0415 (record imports this module)
+
+    return RecordError(message)
+
+
+@dataclass
+class Timing(_Part):
+    """How long a run took, where, and how fast (``None``: not measured by this run)."""
+
+    train_seconds: float | None = None
+    test_seconds: float | None = None
+    epochs_run: int | None = None
+    evaluations: int | None = None
+    steps: int | None = None  # optimizer steps taken, of ``planned_steps``
+    planned_steps: int | None = None
+    device: str | None = None
+    device_name: str | None = None
+    precision: str | None = None
+    skipped_steps: int | None = None  # fp16's overflowed steps
+    train_examples_per_second: float | None = None  # 0: a closed-form probe (no steps)
+    # what another dataset's estimate scales by (its texts may be 4x as long)
+    train_tokens_per_second: float | None = None
+    feature_pass_tokens_per_second: float | None = None  # a frozen run's feature pass
+    other: dict = field(default_factory=dict)
+
+    @property
+    def device_type(self) -> str:
+        """``cpu``, ``cuda``, ``mps`` (``""`` where not recorded)."""
+        return (self.device or "").split(":")[0]
+
+    @property
+    def stop_share(self) -> float | None:
+        """The share of its planned steps the run took before early stopping ended it."""
+        return self.steps / self.planned_steps if self.steps and self.planned_steps else None
+
+
+@dataclass
+class Tuning(_Part):
+    """How a run's weights were tuned: the rate it trained at (``lr``), the search's rounds on
+    dev (``lr_search``) or the run whose search it re-used (``lr_from``), the race it won
+    (``race``: its rounds, each with how sure its cut was), the quick-mode run LP-FT started
+    from (``lp_ft_from``), the weights kept (``kept``: the moving average or the last),
+    what it trained (``trainable_parameters``, LoRA's ``adapted_modules``)."""
+
+    lr: float | None = None
+    lr_search: list | None = None
+    lr_from: str | None = None
+    race: list | None = None
+    lp_ft_from: str | None = None
+    kept: str | None = None
+    trainable_parameters: int | None = None
+    adapted_modules: list | None = None
+    other: dict = field(default_factory=dict)
