@@ -19,7 +19,7 @@ from glee_core.models.config import (
     POOLINGS,
     TrainConfig,
 )
-from glee_core.models.fields import help_of
+from glee_core.models.fields import help_of, setting_of
 from glee_core.models.methods import METHODS
 from glee_core.models.modes import MODES
 from glee_core.models.options import EXECUTORS, ExecutorOptions
@@ -43,6 +43,11 @@ from .navigation import label_words_button
 from .stores import dataset_runs
 from .text import md
 from .widgets import choose, choose_many, method_labels, setting_inputs
+
+# the training fields the Train page draws from their declarations (label, bounds, step, "off"):
+# the run's shape, and the recipe's switches a fine-tune may override
+SHAPE_FIELDS = ("epochs", "batch_size", "max_length", "limit")
+SWITCH_FIELDS = ("min_steps", "head_lr", "layer_decay", "self_distill", "supcon")
 
 
 @dataclass
@@ -92,17 +97,16 @@ def launch_form(dataset) -> Launch:
     preset = RECIPE_DEFAULTS[recipe]
     mode_rate, mode_candidates = recipe_rates(recipe, mode)
     peft_fields = setting_inputs(tuning.settings, TrainConfig)  # models/modes.py's
-    c1, c2, c3, c4, c5 = st.columns(5)
-    seeds_text = c1.text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
-    epochs = c2.number_input("Epochs", 1, 100, DEFAULT_EPOCHS, help=help_of(TrainConfig, "epochs"))
-    batch_size = c3.number_input(
-        "Batch size", 1, 512, dataset.batch_size or 32, help=help_of(TrainConfig, "batch_size")
-    )
-    max_length = c4.number_input(
-        "Max length", 8, 512, dataset.max_length, help=help_of(TrainConfig, "max_length")
-    )
-    limit = c5.number_input(
-        "Limit train examples (0 = all)", 0, 10**7, 0, help=help_of(TrainConfig, "limit")
+    seeds_text = st.columns(4)[0].text_input("Seeds", "1", help="comma-separated, e.g. 1,2,3,4,5")
+    starts = {  # where the dataset's own values differ from the fields' defaults
+        "epochs": DEFAULT_EPOCHS,
+        "batch_size": dataset.batch_size or 32,
+        "max_length": dataset.max_length,
+    }
+    shape = setting_inputs(
+        [setting_of(TrainConfig, name, starts.get(name)) for name in SHAPE_FIELDS],
+        TrainConfig,
+        key="shape",
     )
     r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
     searched = mode_candidates is not None and r1.toggle(
@@ -174,15 +178,12 @@ def launch_form(dataset) -> Launch:
     elif methods and seeds:
         try:
             config = TrainConfig(
-                epochs=int(epochs),
-                batch_size=int(batch_size),
                 lr=lr,
                 lr_candidates=candidates,
                 pooling=pooling,
                 recipe=recipe,
-                max_length=int(max_length),
-                limit=int(limit) or None,
                 mode=mode,
+                **shape,
                 **switches,
                 **peft_fields,
             )
@@ -213,53 +214,15 @@ def _recipe_switches(recipe: str, preset: TrainConfig, searched: bool) -> dict:
     rate, layer decay, self-ensembling, self-distillation, supcon, the rate searched once)."""
     switches: dict = {}
     with st.expander("Recipe switches (each overrides the recipe)"):
-        s1, s2, s3, s4 = st.columns(4)
+        s1, s2 = st.columns(2)
         switches["lp_ft"] = s1.toggle(
             "LP-FT (head fitted first)",
             value=preset.lp_ft,
             key=f"lpft-{recipe}",
             help=help_of(TrainConfig, "lp_ft"),
         )
-        switches["min_steps"] = (
-            int(
-                s2.number_input(
-                    "At least N optimizer steps (0 = off)",
-                    0,
-                    100_000,
-                    preset.min_steps or 0,
-                    key=f"floor-{recipe}",
-                    help=help_of(TrainConfig, "min_steps"),
-                )
-            )
-            or None
-        )
-        switches["head_lr"] = (
-            s3.number_input(
-                "Head learning rate (0 = the model's)",
-                0.0,
-                1.0,
-                preset.head_lr or 0.0,
-                format="%g",
-                step=1e-4,
-                key=f"head-{recipe}",
-                help=help_of(TrainConfig, "head_lr"),
-            )
-            or None
-        )
-        switches["layer_decay"] = s4.number_input(
-            "Layer-wise lr decay (1 = off)",
-            0.05,
-            1.0,
-            1.0,
-            step=0.05,
-            key=f"decay-{recipe}",
-            help=help_of(TrainConfig, "layer_decay"),
-        )
-        if switches["layer_decay"] == 1.0:
-            switches["layer_decay"] = None
-        t1, t2, t3 = st.columns(3)
         switches["self_ensemble"] = (
-            t1.toggle(
+            s2.toggle(
                 "Self-ensemble (keep the moving average where it scores better)",
                 value=False,
                 key=f"ensemble-{recipe}",
@@ -267,22 +230,13 @@ def _recipe_switches(recipe: str, preset: TrainConfig, searched: bool) -> dict:
             )
             or None
         )
-        for column, field, label, step in (
-            (t2, "self_distill", "Self-distillation weight (0 = off)", 0.5),
-            (t3, "supcon", "Supervised contrastive weight (0 = off)", 0.1),
-        ):
-            switches[field] = (
-                column.number_input(
-                    label,
-                    0.0,
-                    10.0,
-                    0.0,
-                    step=step,
-                    key=f"{field}-{recipe}",
-                    help=help_of(TrainConfig, field),
-                )
-                or None
-            )
+        starts = {"min_steps": preset.min_steps, "head_lr": preset.head_lr}
+        switches |= setting_inputs(
+            [setting_of(TrainConfig, name, starts.get(name)) for name in SWITCH_FIELDS],
+            TrainConfig,
+            key=f"switch-{recipe}",
+            per_row=5,
+        )
         if searched:
             switches["lr_search"] = (
                 "once"

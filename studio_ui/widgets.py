@@ -119,20 +119,24 @@ def setting_runs(key: str):
     return runs
 
 
-def setting_inputs(settings, options, disabled: bool = False) -> dict:
-    """A widget for each of a mode's or an executor's settings (``Setting``: its label, default,
-    bounds, its words where it takes one of a few; its help is the ``options`` dataclass
-    field's, the CLI flag's), four to a row; returns ``{field: value}``, a blank one as None
-    (its default)."""
+def setting_inputs(
+    settings, options, disabled: bool = False, key: str = "setting", per_row: int = 4
+) -> dict:
+    """A widget for each setting (``Setting``: a mode's, an executor's, or a training field's
+    from ``glee_core.models.fields.setting_of``: its label, default, bounds, step, its words
+    where it takes one of a few, the value that means "off"; its help is the ``options``
+    dataclass field's, the CLI flag's), ``per_row`` to a row; returns ``{field: value}``, a
+    blank or "off" one as None (its default). ``key``: the widgets' keys start with it (a key
+    of the recipe's resets them when the recipe changes)."""
     from glee_core.models.fields import help_of  # noqa: PLC0415
 
     values = {}
-    columns = st.columns(4) if settings else []
+    columns = st.columns(per_row) if settings else []
     for number, setting in enumerate(settings):
         column = columns[number % len(columns)]
         shared = {
             "help": help_of(options, setting.field),
-            "key": f"setting-{setting.field}",
+            "key": f"{key}-{setting.field}",
             "disabled": disabled,
             "placeholder": setting.placeholder or None,
         }
@@ -147,12 +151,28 @@ def setting_inputs(settings, options, disabled: bool = False) -> dict:
                 column.text_input(setting.label, setting.default or "", **shared).strip() or None
             )
             continue
-        low, high = (
-            None if bound is None else setting.kind(bound) for bound in (setting.low, setting.high)
+        low, high, off = (
+            None if bound is None else setting.kind(bound)
+            for bound in (setting.low, setting.high, setting.off)
         )
         step = setting.kind(setting.step)
         if high is not None and setting.below:
             high -= step
-        value = column.number_input(setting.label, low, high, setting.default, step=step, **shared)
+        if low is not None and setting.above:
+            low += step
+        if off is not None:  # the widget reaches the value that means "off"
+            low = off if low is None else min(low, off)
+            high = None if high is None else max(high, off)
+        value = column.number_input(
+            setting.label,
+            low,
+            high,
+            setting.default,
+            step=step,
+            format="%g" if setting.kind is float else None,
+            **shared,
+        )
+        if value is not None and off is not None and setting.kind(value) == off:
+            value = None
         values[setting.field] = None if value is None else setting.kind(value)
     return values

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import METHODS as ALL_METHODS
@@ -458,6 +459,38 @@ def test_train_page_offers_the_recipe_practical_by_default(app):
     assert not at.exception
     assert any(c.value.startswith("Paper: the authors' scripts") for c in at.caption)
     assert "search" not in estimate()
+
+
+def test_train_page_draws_each_training_field_from_its_declaration(app):
+    """Issue #79, forms from fields: the Train page's number widgets take their label, bounds
+    and "off" value from the ``TrainConfig`` field's ``option()`` (no widget re-spells a bound:
+    layer decay once read 0.05-1.0 where the check says (0, 1]); a value set there is the
+    config's, its "off" value none."""
+    from glee_core.models.fields import setting_of
+
+    at = app("app_pages/2_Train.py").run()
+    next(r for r in at.radio if r.label == "Mode").set_value("Fine-tune").run()
+    assert not at.exception
+    widgets = {n.label: n for n in at.number_input}
+    for name in ("epochs", "batch_size", "max_length", "limit", "layer_decay", "supcon"):
+        setting = setting_of(TrainConfig, name)
+        widget = widgets[setting.label]
+        low = setting.low + setting.step if setting.above else setting.low
+        if setting.off is not None:
+            low = min(low, setting.off)
+        assert widget.min == low, (name, widget.min, low)
+        assert widget.max == (
+            setting.high if setting.high is None else max(setting.high, setting.off or 0)
+        )
+    decay = widgets["Layer-wise lr decay (1 = off)"]
+    assert decay.value == 1.0 and decay.min == 0.05 and decay.max == 1.0
+    decay.set_value(0.8).run()
+    widgets["Epochs"].set_value(3).run()
+    assert not at.exception
+    info = next(m.value for m in [*at.info, *at.warning] if "Estimated time" in m.value)
+    assert "Estimated time" in info
+    with pytest.raises(GleeError, match="--layer-decay must be above 0"):
+        TrainConfig(layer_decay=0.0)
 
 
 def test_train_page_offers_the_peft_modes_with_their_settings_and_counts(app):

@@ -111,7 +111,10 @@ def test_recipes_fill_what_the_user_left_unset():
         (dict(mode="frozen", head_lr=1e-3), "--head-lr applies to fine-tuning"),
         (dict(mode="frozen", lp_ft=True), "--lp-ft yes applies to fine-tuning"),
         (dict(lp_ft="maybe"), "--lp-ft must be yes or no"),
-        (dict(layer_decay=1.5), "--layer-decay must be in"),
+        (dict(layer_decay=1.5), "--layer-decay must be at most 1, got 1.5"),
+        (dict(layer_decay=0.0), "--layer-decay must be above 0, got 0.0"),
+        (dict(supcon=0.0), "--supcon must be above 0"),
+        (dict(epochs=0), "--epochs must be at least 1, got 0"),
         (dict(recipe="fast"), "--recipe must be one of practical, paper"),
     ],
 )

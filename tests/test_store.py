@@ -254,7 +254,7 @@ def test_a_runs_timing_and_tuning_are_typed_and_write_back_what_was_read(
     """``RunRecord.timing`` and ``.tuning`` are records (``Timing``, ``Tuning``), not dicts: a
     stored ``config.json`` reads and writes back the same JSON, a key of another release kept as
     read, and a value of the wrong type is an error naming its field."""
-    from glee_core.runs.record import RecordError  # noqa: PLC0415
+    from glee_core.runs.json_values import RecordError  # noqa: PLC0415
 
     run = run_experiments(
         toy_dataset,

@@ -1,14 +1,15 @@
 """What a run's hyper-parameters may hold: :func:`check_config` (``TrainConfig`` runs it as it is
-made) refuses a value out of its bounds or given to a mode that does not take it in one line
-naming the bound or the modes, and reads the word forms the command line gives (``yes``/``no``,
-a rate list). Imports neither torch nor pandas."""
+made) refuses a value out of its bounds (declared on its field: ``option(low=, high=)``, the
+Train page's widget reads the same) or given to a mode that does not take it, in one line naming
+the bound or the modes, and reads the word forms the command line gives (``yes``/``no``, a rate
+list). Imports neither torch nor pandas."""
 
 from __future__ import annotations
 
 from dataclasses import fields
 
 from ..core.errors import GleeError
-from .fields import _boolean
+from .fields import _boolean, check_bounds
 from .modes import get_mode, setting_modes
 
 __all__ = [  # what this module offers
@@ -32,28 +33,9 @@ def check_config(config) -> None:
                 f"--{f.name.replace('_', '-')} must be one of "
                 f"{', '.join(choices)}, got {getattr(config, f.name)!r}"
             )
-    if config.cv_folds is not None and config.cv_folds < 2:
-        raise GleeError(f"--cv-folds must be at least 2, got {config.cv_folds}")
-    for name in (
-        "epochs",
-        "batch_size",
-        "max_length",
-        "limit",
-        "eval_every_steps",
-        "micro_batch_size",
-        "min_steps",
-        "patience",
-        "pad_multiple",
-    ):
-        value = getattr(config, name)
-        if value is not None and value < 1:
-            raise GleeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    check_bounds(config)  # each field's bounds, as its option() declares them
     if not isinstance(config.seed, int) or not 0 <= config.seed <= SEED_MAX:
         raise GleeError(f"a seed must be a whole number from 0 to {SEED_MAX}, got {config.seed!r}")
-    for name in ("lr", "head_lr"):
-        value = getattr(config, name)
-        if value is not None and not 0 <= value <= 1:
-            raise GleeError(f"--{name.replace('_', '-')} must be between 0 and 1, got {value}")
     elsewhere = [
         f"--{f.name.replace('_', '-')}"
         for f in fields(config)
@@ -66,16 +48,10 @@ def check_config(config) -> None:
             f"to another mode than --mode {config.mode}"
         )
     config.tuning.check(config)
-    if config.layer_decay is not None and not 0 < config.layer_decay <= 1:
-        raise GleeError(f"--layer-decay must be in (0, 1], got {config.layer_decay}")
     if isinstance(config.lp_ft, str):
         config.lp_ft = _boolean(config.lp_ft, "--lp-ft")
     if isinstance(config.self_ensemble, str):
         config.self_ensemble = _boolean(config.self_ensemble, "--self-ensemble") or None
-    for name in ("self_distill", "supcon"):
-        value = getattr(config, name)
-        if value is not None and not 0 < value <= 10:
-            raise GleeError(f"--{name.replace('_', '-')} must be in (0, 10], got {value}")
     if isinstance(config.compile, str):
         config.compile = _boolean(config.compile, "--compile")
     if config.lr_candidates is not None:

@@ -91,9 +91,15 @@ class TrainConfig:
         "that many: the practical recipe's floor on steps applies to the "
         "default only)",
         protocol="{} ep",
+        label="Epochs",
+        low=1,
     )
     batch_size: int | None = option(
-        32, "batch size (default 32; the few-shot sets use 2)", protocol="bs {}"
+        32,
+        "batch size (default 32; the few-shot sets use 2)",
+        protocol="bs {}",
+        label="Batch size",
+        low=1,
     )
     lr: float | None = option(
         None,
@@ -102,6 +108,8 @@ class TrainConfig:
         + ", ".join(f"{m.lr:g} {m.name}" for m in MODES.values())
         + ")",
         protocol="lr {:g}",
+        low=0,
+        high=1,
     )
     lr_candidates: str | None = option(
         None,
@@ -132,6 +140,11 @@ class TrainConfig:
         "group; the encoder keeps --lr) (default: the model's rate)",
         protocol="head lr {:g}",
         finetune_only=True,
+        label="Head learning rate (0 = the model's)",
+        low=0,
+        high=1,
+        step=1e-4,
+        off=0.0,
     )
     layer_decay: float | None = option(
         None,
@@ -139,6 +152,12 @@ class TrainConfig:
         "decay^(L+1-l), the embeddings at lr x decay^(L+1) (default: off)",
         protocol="layer decay {:g}",
         finetune_only=True,
+        label="Layer-wise lr decay (1 = off)",
+        low=0,
+        above=True,
+        high=1,
+        step=0.05,
+        off=1.0,
     )
     self_ensemble: bool | None = option(
         None,
@@ -155,6 +174,12 @@ class TrainConfig:
         "classifier's loss (default: off; 1 is the paper's)",
         protocol="self-distill {:g}",
         finetune_only=True,
+        label="Self-distillation weight (0 = off)",
+        low=0,
+        above=True,
+        high=10,
+        step=0.5,
+        off=0.0,
     )
     supcon: float | None = option(
         None,
@@ -164,6 +189,12 @@ class TrainConfig:
         "so a rare class finds a partner (default: off)",
         protocol="supcon {:g}",
         finetune_only=True,
+        label="Supervised contrastive weight (0 = off)",
+        low=0,
+        above=True,
+        high=10,
+        step=0.1,
+        off=0.0,
     )
     lp_ft: bool | None = option(
         None,
@@ -179,17 +210,25 @@ class TrainConfig:
         "a floor on optimizer steps: small data trains for more epochs (early stopping on "
         "dev still ends it) (default: practical recipe 300 unless --epochs is given, paper none)",
         protocol="≥ {} steps",
+        label="At least N optimizer steps (0 = off)",
+        low=1,
+        off=0,
     )
     max_length: int | None = option(
         None,
         "max tokens per example (default: the dataset's, the paper's per-dataset length)",
         protocol="len {}",
+        label="Max length",
+        low=1,
     )
     limit: int | None = option(
         None,
         "train on N of the training examples (small or smoke "
         "runs; how they are picked: --limit-strategy)",
         protocol="limit {} train",
+        label="Limit train examples (0 = all)",
+        low=1,
+        off=0,
     )
     limit_strategy: str | None = option(
         None,
@@ -205,6 +244,7 @@ class TrainConfig:
         "early stopping: dev evaluations (epochs) without a "
         "gain (default: paper recipe and quick mode 2, practical 4)",
         protocol="patience {}",
+        low=1,
     )
     weight_decay: float = option(0.0, "AdamW weight decay", protocol="wd {:g}")
     warmup_ratio: float = option(0.1, "share of steps with linear warm-up", protocol="warm-up {:g}")
@@ -215,6 +255,7 @@ class TrainConfig:
         "patience x steps-per-epoch steps without a gain (the released scripts' --log_interval: "
         "100, 1000 for msra, 1 few-shot); default: after every epoch",
         protocol="dev every {} steps",
+        low=1,
     )
     select_metric: str = option(
         "f1",
@@ -247,7 +288,10 @@ class TrainConfig:
         modes=("frozen",),
     )
     cv_folds: int | None = option(
-        None, f"folds of that cross-validation (default {CV_FOLDS})", modes=("frozen",)
+        None,
+        f"folds of that cross-validation (default {CV_FOLDS})",
+        modes=("frozen",),
+        low=2,
     )
     heads: str | None = option(
         None,
@@ -270,6 +314,7 @@ class TrainConfig:
         None,
         "pad each batch to a multiple of this many tokens (at most max length); default: "
         "64 on a GPU (few tensor shapes), each batch's own longest text on a CPU",
+        low=1,
     )
     compile: bool = option(
         False,
@@ -286,6 +331,7 @@ class TrainConfig:
         "examples and step once: the same update with less memory (activations grow with batch "
         "x length^2 at long lengths; on a CPU with glibc, large blocks are also handed back to "
         "the system as soon as they are freed); default: the whole batch at once",
+        low=1,
     )
     log_every: int = option(20, "read the loss back every N steps", cli=False)
 

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import MISSING, field, fields
+from functools import cache
 from typing import Any
 
 from ..core.errors import GleeError
+from .tuning import Setting
 
 __all__ = [  # what this module offers
     "add_arguments",
+    "check_bounds",
     "default_of",
     "from_args",
     "help_of",
     "option",
+    "setting_of",
 ]
 
 
@@ -32,15 +36,26 @@ def option(
     protocol: str | None = None,
     finetune_only: bool = False,
     modes: tuple[str, ...] | None = None,
+    label: str | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    above: bool = False,
+    below: bool = False,
+    step: float | None = None,
+    off: int | float | None = None,
     **kwargs,
 ) -> Any:
-    """A dataclass field carrying what the command line needs: help, choices, flag name.
+    """A dataclass field carrying what the command line and the app need: help, choices, flag
+    name, and its bounds and the Train page's label (what a mode's ``Setting`` carries).
 
     ``protocol`` is how the value reads in a run's protocol line (``"{} ep"``) when it departs
     from the default (or always, for the fields every protocol line shows); ``finetune_only``
     fields mean nothing to quick mode, whose protocol lines leave them out; ``modes`` names the
     only modes a field applies to (given with another, it is an error; their protocol lines
-    always show it)."""
+    always show it). ``low`` / ``high``: the bounds a given value is checked against
+    (``above`` / ``below``: that bound excluded), the app's widget's too; ``label``, ``step``
+    and ``off`` (the widget's value meaning "not set": 0 for a switch that is off): the Train
+    page's widget (:func:`setting_of` makes the ``Setting`` it draws)."""
     meta = {
         "help": help,
         "choices": choices,
@@ -49,6 +64,13 @@ def option(
         "protocol": protocol,
         "finetune_only": finetune_only,
         "modes": modes,
+        "label": label,
+        "low": low,
+        "high": high,
+        "above": above,
+        "below": below,
+        "step": step,
+        "off": off,
     }
     if callable(default):
         return field(default_factory=default, metadata=meta, **kwargs)
@@ -116,6 +138,49 @@ def help_of(cls: type, name: str) -> str:
 def default_of(cls: type, name: str) -> Any:
     """A field's default (the app's widgets start where the CLI's flags do)."""
     return next(f.default for f in fields(cls) if f.name == name)
+
+
+def setting_of(cls: type, name: str, default: Any = MISSING) -> Setting:
+    """The :class:`~glee_core.models.tuning.Setting` a field declares (its label, bounds, step,
+    "off" value, help): what the app draws its widget from and what checks a given value, one
+    declaration for both. ``default``: the widget's start where it is not the field's (the
+    dataset's batch size)."""
+    f = next(f for f in fields(cls) if f.name == name)
+    meta = f.metadata
+    kind = _type_of(f)
+    start = f.default if default is MISSING else default
+    return Setting(
+        field=name,
+        label=meta.get("label") or name.replace("_", " ").capitalize(),
+        default=meta.get("off") if start is None else start,
+        low=meta.get("low"),
+        high=meta.get("high"),
+        above=meta.get("above", False),
+        below=meta.get("below", False),
+        of=kind if kind in (int, float) else None,
+        step=meta.get("step") or 1,
+        help=meta.get("help", ""),
+        choices=tuple(meta.get("choices") or ()),
+        off=meta.get("off"),
+    )
+
+
+def check_bounds(instance) -> None:
+    """Every field of a dataclass declared with bounds (``option(low=..., high=...)``) within
+    them, else a GleeError naming the flag and the bound."""
+    for setting in _bounded(type(instance)):
+        setting.check(getattr(instance, setting.field))
+
+
+@cache
+def _bounded(cls: type) -> tuple[Setting, ...]:
+    """The settings of ``cls``'s fields that declare bounds (made once a class: a config is
+    checked each time one is made)."""
+    return tuple(
+        setting_of(cls, f.name)
+        for f in fields(cls)
+        if f.metadata.get("low") is not None or f.metadata.get("high") is not None
+    )
 
 
 def from_args(cls: type, args: argparse.Namespace, **overrides):

@@ -25,9 +25,11 @@ class Setting:
     field: str
     label: str
     default: int | float | str | None
-    low: float | None = None  # inclusive
+    low: float | None = None  # inclusive, unless ``above``
     high: float | None = None  # inclusive, unless ``below``
     below: bool = False  # ``high`` excluded: a dropout in [0, 1)
+    above: bool = False  # ``low`` excluded: a layer decay in (0, 1]
+    off: int | float | None = None  # the page's value that means "not set" (0 = off)
     placeholder: str = ""  # a blank setting's hint: what leaving it blank means
     of: type | None = None  # its type, where the default (None) does not say
     step: float = 1  # the page's step for a number
@@ -52,8 +54,10 @@ class Setting:
             raise GleeError(f"{flag} must be {words}, got {value!r}")
         if value is None or self.kind is str:
             return
-        if self.low is not None and value < self.low:
-            raise GleeError(f"{flag} must be at least {self.low:g}, got {value}")
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            raise GleeError(
+                f"{flag} must be {'above' if self.above else 'at least'} {self.low:g}, got {value}"
+            )
         if self.high is not None and (value >= self.high if self.below else value > self.high):
             raise GleeError(
                 f"{flag} must be {'below' if self.below else 'at most'} {self.high:g}, got {value}"

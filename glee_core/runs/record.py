@@ -15,10 +15,10 @@ import hashlib
 from dataclasses import asdict, dataclass, field, fields
 
 from ..core.environment import AUTO_MODEL
-from ..core.errors import GleeError
 from ..models.config import TrainConfig
 from ..models.methods import MethodSpec
 from ..models.modes import MODE_LABELS
+from .json_values import RecordError, described, integer, mapping, number, strings
 from .run_parts import Timing, Tuning
 
 __all__ = [  # what this module offers
@@ -30,15 +30,10 @@ __all__ = [  # what this module offers
     "METRIC_TITLES",
     "MetricsRecord",
     "ModelRecord",
-    "RecordError",
     "RunRecord",
     "SCHEMA_VERSION",
     "SHOT_TITLES",
     "group_of",
-    "integer",
-    "mapping",
-    "number",
-    "strings",
 ]
 
 SCHEMA_VERSION = 2
@@ -51,51 +46,6 @@ SHOT_TITLES = {"many_f1": "Many F1", "medium_f1": "Medium F1", "few_f1": "Few F1
 def group_of(name: str, head: set[str] | list[str]) -> str:
     """``head`` or ``tail``: the tag every view gives a class."""
     return "head" if name in head else "tail"
-
-
-class RecordError(GleeError):
-    """A stored file parses but does not hold what its record says (a field missing, of the
-    wrong type, or naming a class the run does not have)."""
-
-
-def mapping(value, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise RecordError(f"{where} is {_kind(value)}, not a mapping")
-    return value
-
-
-def number(value, where: str, optional: bool = False) -> float | None:
-    """A JSON number (NaN allowed: a macro average over no class); None only if ``optional``."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RecordError(f"{where} is {_kind(value)}, not a number")
-    return float(value)
-
-
-def integer(value, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise RecordError(f"{where} is {_kind(value)}, not a whole number")
-    return int(value)
-
-
-def strings(value, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RecordError(f"{where} is {_kind(value)}, not a list of names")
-    return value
-
-
-def _kind(value) -> str:
-    """What a JSON value is, in words: ``null``, ``the text 'oops'``, ``a list`` ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (dict, list)):
-        return "a mapping" if isinstance(value, dict) else f"a list of {len(value)}"
-    text = repr(value)
-    text = text[:40] + "…" if len(text) > 40 else text
-    return f"the {'text' if isinstance(value, str) else 'number'} {text}"
 
 
 def _known(cls, values: dict) -> dict:
@@ -186,7 +136,7 @@ class ModelRecord:
     def from_dict(cls, values: dict) -> ModelRecord:
         record = cls(**_known(cls, mapping(values, "model")))
         if not isinstance(record.name, str) or not record.name:
-            raise RecordError(f"model.name is {_kind(record.name)}, not a model name")
+            raise RecordError(f"model.name is {described(record.name)}, not a model name")
         return record
 
 
@@ -339,7 +289,7 @@ class CrossValidation:
         mapping(values, "cv")
         fold_f1 = values.get("fold_f1")
         if not isinstance(fold_f1, list):
-            raise RecordError(f"cv.fold_f1 is {_kind(fold_f1)}, not a list of scores")
+            raise RecordError(f"cv.fold_f1 is {described(fold_f1)}, not a list of scores")
         return cls(
             folds=integer(values.get("folds"), "cv.folds"),
             f1=number(values.get("f1"), "cv.f1"),
@@ -433,7 +383,7 @@ class MetricsRecord:
         }
         select = values.get("select_metric", "f1")
         if select not in ("f1", "acc"):
-            raise RecordError(f"select_metric is {_kind(select)}, not f1 or acc")
+            raise RecordError(f"select_metric is {described(select)}, not f1 or acc")
         cv = values.get("cv")
         return cls(
             **headline,

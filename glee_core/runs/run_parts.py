@@ -5,12 +5,14 @@ search and the race that chose it, the run LP-FT started from, what it trained).
 Each writes the JSON it always did (a field left unset is left out, so a stored ``config.json``
 reads and writes back the same) and reads every file written so far: a key of another release
 is kept as read (``other``) and written back, a value of the wrong type is a
-:class:`~glee_core.runs.record.RecordError` naming it. No torch.
+:class:`~glee_core.runs.json_values.RecordError` naming it. No torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+
+from .json_values import RecordError
 
 __all__ = ["Timing", "Tuning"]
 
@@ -56,9 +58,7 @@ def _checked(value, kind: str, where: str):
     raise _error(f"{where} is {value!r}, not {kind.split(' |')[0]}")
 
 
-def _error(message: str):
-    from .record import RecordError  # noqa: PLC0415 (record imports this module)
-
+def _error(message: str) -> RecordError:
     return RecordError(message)
 
 

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import GleeError
-from .record import MetricsRecord, RecordError, RunRecord, integer, mapping, number
+from .json_values import RecordError, integer, mapping, number
+from .record import MetricsRecord, RunRecord
 
 PREDICTION_COLUMNS = ("text", "gold", "pred", "confidence")
 FEATURE_ARRAYS = ("features", "labels", "rows")

@@ -24,7 +24,7 @@ from ..core.errors import GleeError
 from ..core.markdown import literal
 from ..data.catalog import dataset_name
 from ..runs.ensemble import average_probabilities
-from ..runs.record import integer, mapping
+from ..runs.json_values import integer, mapping
 from ..runs.store import Run
 from .inference import Scorer
 
