@@ -41,7 +41,7 @@ from filelock import FileLock, Timeout
 from ..budget.report import BUDGET_FILE, BudgetReport, read_budget
 from ..core import environment
 from ..core.errors import GleeError
-from ..core.files import check_quota, folder_bytes, write_json_atomic
+from ..core.files import check_quota, folder_bytes, write_json, write_json_atomic
 from ..core.slots import SlotQueue, machine_queue
 from .record import METRIC_KEYS, MetricsRecord, RunRecord
 from .runfiles import (
@@ -379,6 +379,27 @@ class RunStore:
                 found.append(run)
         found.sort(key=lambda r: (r.record.created, r.run_id))
         return found
+
+    def save(self, record: RunRecord, result) -> Run:
+        """Store a finished run: ``record`` (its ``config.json``) and ``result``'s artifacts
+        (a ``glee_core.train.setup.RunResult``: its model writes its own weights), every file in
+        a folder of its own, ``metrics.json`` last, moved into place in one rename
+        (:meth:`write`)."""
+
+        def files(folder: Path) -> None:
+            result.model.save_trained(folder / "model.safetensors")
+            np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
+            np.savez(folder / "features.npz", **result.features)
+            np.savez(folder / "calibration.npz", **result.calibration)
+            result.predictions.to_csv(folder / "predictions.csv", index=False)
+            norms = dict(zip(record.dataset.classes, result.weight_norms, strict=True))
+            write_json(folder / "weight_norms.json", norms)
+            write_json(folder / "history.json", result.history)
+            write_json(folder / "config.json", record.to_dict())
+            # last: the run is complete
+            write_json(folder / "metrics.json", result.metrics.to_dict())
+
+        return self.write(record.run_id, files)
 
     def write(self, run_id: str, write_files) -> Run:
         """Call ``write_files(tmp_dir)`` and move the directory into place in one rename."""

@@ -54,7 +54,6 @@ from .plan import (
     plan_launch,
     preflight,
     run_record,
-    save_result,
 )
 from .selection import cross_validate
 from .setup import packable
@@ -178,9 +177,7 @@ class _Runner:
                     feature_cache=self.store.features_dir,
                 )
             for (_, job), result in zip(todo, results, strict=True):
-                save_result(
-                    self.store, run_record(job, self.dataset, backbone, result, self.notes), result
-                )
+                self.store.save(run_record(job, self.dataset, backbone, result, self.notes), result)
             self.fresh.update(job.run_id for _, job in todo)
 
     def cross_validate(self, jobs: list[PlannedRun], folds: int) -> None:
@@ -350,7 +347,7 @@ class _Runner:
                 "it is the one run stored" + (f"; {sure[0]}" if sure else "")
             )
         )
-        save_result(self.store, run_record(job, self.dataset, backbone, result, self.notes), result)
+        self.store.save(run_record(job, self.dataset, backbone, result, self.notes), result)
         log.done()
         if rate_log is not None:
             rate_log.done()  # the rate stays shared; its search's own log goes
@@ -414,9 +411,7 @@ class _Runner:
             )
         result.tuning.lp_ft_from = lp_ft_from
         if self.main:
-            save_result(
-                self.store, run_record(job, self.dataset, backbone, result, self.notes), result
-            )
+            self.store.save(run_record(job, self.dataset, backbone, result, self.notes), result)
             if log is not None:
                 log.done()
 

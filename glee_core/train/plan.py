@@ -2,8 +2,8 @@
 it depends on), the checks that need the backbone (``preflight``), the heads a backbone cannot
 read; a launch planned once (``plan_launch``: the runs to train, the races, the rate searched
 once, the cross-validation due, the feature passes not cached), which the app's estimate reads
-and the job runs; and the records a run
-is stored with (``run_record``, ``save_result``), LP-FT's stage and a stored head's weights."""
+and the job runs; and the record a run is stored with (``run_record``; ``RunStore.save`` writes
+it), LP-FT's stage and a stored head's weights."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import platform
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -26,7 +25,6 @@ from ..core.errors import GleeError
 from ..core.events import (
     ENCODING_SHARE,
 )
-from ..core.files import write_json
 from ..data.datasets import LongTailDataset
 from ..data.encoding import check_label_tokens, check_template_fits, unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
@@ -60,7 +58,6 @@ __all__ = [  # what this module offers
     "preflight",
     "run_identity",
     "run_record",
-    "save_result",
     "searched_rate",
     "uncached_passes",
     "unreadable_heads",
@@ -332,26 +329,6 @@ def run_record(
     record.notes += notes + result.notes
     record.tuning = replace(result.tuning)
     return record
-
-
-def save_result(store: RunStore, record: RunRecord, result: RunResult) -> Run:
-    """Write every artifact of a run, ``metrics.json`` last, and move the folder into place."""
-
-    def write(folder: Path) -> None:
-        result.model.save_trained(folder / "model.safetensors")
-        np.save(folder / "logits.npy", result.logits.astype(np.float32), allow_pickle=False)
-        np.savez(folder / "features.npz", **result.features)
-        np.savez(folder / "calibration.npz", **result.calibration)
-        result.predictions.to_csv(folder / "predictions.csv", index=False)
-        write_json(
-            folder / "weight_norms.json",
-            dict(zip(record.dataset.classes, result.weight_norms, strict=True)),
-        )
-        write_json(folder / "history.json", result.history)
-        write_json(folder / "config.json", record.to_dict())
-        write_json(folder / "metrics.json", result.metrics.to_dict())  # last: the run is complete
-
-    return store.write(record.run_id, write)
 
 
 @dataclass(frozen=True)
