@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.baselines import dataset_spec  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
+from glee_core.core.files import write_json  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
 from glee_core.models.features import cached_features  # noqa: E402
@@ -209,7 +210,14 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-pool"))
     parser.add_argument("--peers", action="store_true", help="small-text's strategies beside")
+    parser.add_argument(
+        "--reference",
+        help="write each cell's tail-F1 gains over nothing added (auto's and random's, paired "
+        "by seed) to this JSON: glee_core/pool/backtest.json is what Home's before/after "
+        "reads for what random texts would have been expected to give",
+    )
     args = parser.parse_args(argv)
+    cells = []  # the reference's cells
     strategies = STRATEGIES + (PEERS if args.peers else ())
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -287,6 +295,20 @@ def main(argv=None) -> int:
                             for seed in seeds
                         ]
                         tails[strategy] = np.array([r[1] for r in results])
+                        if strategy in (auto, "random"):
+                            gain = tails[strategy] - np.array([t for _, t in nothing])
+                            cells.append(
+                                {
+                                    "dataset": name,
+                                    "labelled": share,
+                                    "added": budget,
+                                    "rounds": rounds,
+                                    "strategy": "auto" if strategy == auto else strategy,
+                                    "tail_f1_gain": round(float(gain.mean()), 2),
+                                    "spread": round(float(gain.std(ddof=1)), 2),
+                                    "seeds": len(seeds),
+                                }
+                            )
                         label = strategy + (" = auto" if strategy == auto else "")
                         rows.append(
                             [
@@ -316,6 +338,17 @@ def main(argv=None) -> int:
                         )
                         print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print("\n".join(markdown_table(header, rows)))
+    if args.reference:
+        command = "python bench/pool_backtest.py " + " ".join(argv or sys.argv[1:])
+        write_json(
+            Path(args.reference),
+            {
+                "command": command.strip(),
+                "measured": time.strftime("%Y-%m-%d"),
+                "classifier": "the class-balanced probe on the offline MiniLM's mean-pooled states",
+                "cells": cells,
+            },
+        )
     print(f"\n{len(seeds)} seeds; {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return 0
 

@@ -17,7 +17,13 @@ from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.pool.files import NONE_OF_THESE
-from glee_core.pool.labelling import SKIPPED, LabellingSession, before_after
+from glee_core.pool.labelling import (
+    BACKTEST,
+    SKIPPED,
+    LabellingSession,
+    before_after,
+    random_share,
+)
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments
 from tests.helpers.jobs import finished
@@ -420,3 +426,52 @@ def test_home_says_where_the_added_texts_moved_a_class_across_the_head_tail_line
     assert not at.exception
     (said,) = [c.value for c in at.caption]
     assert "3 head / 1 tail" in said and "2 / 2" in said and "c (tail → head)" in said
+
+
+def test_what_random_texts_would_have_given_comes_from_the_stored_backtest(tmp_path):
+    """Issue #80 item 4: Home's "random would have been expected to give" is the backtest's own
+    measurement (``bench/pool_backtest.py --reference``, shipped as ``pool/backtest.json``), not
+    a typed number: random's tail-F1 gain as a share of auto's, at the budget nearest the texts
+    added, in rounds of 50 at 10% labelled; none where auto gained nothing there."""
+
+    def cell(dataset, added, strategy, gain, rounds=True, labelled=0.1):
+        return {
+            "dataset": dataset,
+            "labelled": labelled,
+            "added": added,
+            "rounds": rounds,
+            "strategy": strategy,
+            "tail_f1_gain": gain,
+            "spread": 1.0,
+            "seeds": 6,
+        }
+
+    path = tmp_path / "backtest.json"
+    path.write_text(
+        json.dumps(
+            {
+                "command": "python bench/pool_backtest.py --reference X",
+                "cells": [
+                    cell("a", 50, "auto", 4.0),
+                    cell("a", 50, "random", 1.0),
+                    cell("b", 50, "auto", 6.0),
+                    cell("b", 50, "random", 4.0),
+                    cell("a", 200, "auto", 8.0),
+                    cell("a", 200, "random", 6.0),
+                    cell("a", 50, "random", 99.0, rounds=False),  # at once: not the app's loop
+                    cell("a", 50, "random", 99.0, labelled=0.25),
+                    cell("c", 400, "auto", -1.0),
+                    cell("c", 400, "random", 2.0),
+                ],
+            }
+        )
+    )
+    near = random_share(60, path)
+    assert near.added == 50 and near.sets == ("a", "b") and near.seeds == 6
+    assert near.share == pytest.approx(5.0 / 10.0) and near.expected(3.0) == pytest.approx(1.5)
+    assert random_share(180, path).share == pytest.approx(6.0 / 8.0)
+    assert random_share(1000, path) is None  # auto gained nothing at 400: no share to take
+    assert random_share(50, tmp_path / "missing.json") is None
+    shipped = random_share(50)  # the one the package ships, measured
+    assert shipped is not None and BACKTEST.is_file() and 0 < shipped.share < 1.5
+    assert "pool_backtest.py" in shipped.command

@@ -135,13 +135,13 @@ def train(args) -> int:
     if not request.executor.remote:
         _take_turn(args, log)
     log(Loading(what="the libraries (torch, transformers)"))
-    from ..core.devices import resolve_device
+    from ..core.devices import cpu_share, resolve_device
     from ..core.slots import release_first
     from ..runs.store import RunStore
     from ..train.executors import execute
 
-    if not request.executor.remote:  # on a cluster, the node that trains checks
-        resolve_device(request.config.device)
+    # resolved once here (a bad device fails before any work); on a cluster, the node that trains
+    device = None if request.executor.remote else resolve_device(request.config.device)
     dataset, bars, progress = _dataset_and_progress(args, request, log)
     progress = _paced(progress)
     if request.self_train.pool:  # learning from the unlabelled texts first
@@ -155,14 +155,14 @@ def train(args) -> int:
         pool, notes = _read_pool(request.self_train.pool)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-        with cpu_turn(request.config.device):
+        with cpu_share(device):
             dataset = self_trained(
                 dataset,
                 pool,
                 request.model,
                 RunStore(args.runs_dir),
                 request.self_train.self_train,
-                resolve_device(request.config.device),
+                device,
                 progress,
             )
     try:

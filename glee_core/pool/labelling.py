@@ -28,12 +28,15 @@ from ..runs.store import Run, RunStore, slug
 from .files import ADDED, NONE_OF_THESE
 
 __all__ = [  # what this module offers
+    "added_base",
     "ANSWERS",
+    "BACKTEST",
+    "before_after",
     "BeforeAfter",
     "LabellingSession",
+    "random_share",
+    "RandomShare",
     "SKIPPED",
-    "added_base",
-    "before_after",
 ]
 
 SKIPPED = "(skipped)"  # a suggestion passed over for now: asked again later, never added
@@ -351,3 +354,57 @@ def before_after(
 def _spread(values: list[float]) -> float | None:
     """The sample standard deviation over seeds (None with fewer than two)."""
     return float(np.std(values, ddof=1)) if len(values) > 1 else None
+
+
+BACKTEST = Path(__file__).with_name("backtest.json")  # bench/pool_backtest.py --reference
+
+
+@dataclass(frozen=True)
+class RandomShare:
+    """What the backtest measured of random texts against ``auto``'s: the tail-F1 gain random
+    texts gave as a share of the gain ``auto``'s gave (``share``), summed over its datasets
+    (``sets``) at the budget nearest the texts added (``added``, in rounds of 50, 10% of every
+    class labelled), each the mean over ``seeds``; ``command``: what measured it."""
+
+    share: float
+    added: int
+    sets: tuple[str, ...]
+    seeds: int
+    command: str
+
+    def expected(self, gain: float) -> float:
+        """What random texts would have been expected to give where ``auto``'s gave ``gain``."""
+        return gain * self.share
+
+
+def random_share(added: int, path: Path = BACKTEST) -> RandomShare | None:
+    """The backtest's :class:`RandomShare` nearest ``added`` texts; None where it has none or
+    where ``auto`` gained nothing there (no share to take)."""
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+        cells = [
+            c
+            for c in values["cells"]
+            if c["rounds"]
+            and abs(c["labelled"] - 0.1) < 1e-9
+            and c["strategy"] in ("auto", "random")
+        ]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not cells:
+        return None
+    budget = min({c["added"] for c in cells}, key=lambda b: (abs(b - added), b))
+    here = [c for c in cells if c["added"] == budget]
+    gains = {
+        side: sum(c["tail_f1_gain"] for c in here if c["strategy"] == side)
+        for side in ("auto", "random")
+    }
+    if gains["auto"] <= 0:
+        return None
+    return RandomShare(
+        share=gains["random"] / gains["auto"],
+        added=budget,
+        sets=tuple(sorted({c["dataset"] for c in here})),
+        seeds=min(c["seeds"] for c in here),
+        command=values.get("command", ""),
+    )

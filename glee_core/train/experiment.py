@@ -13,6 +13,8 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import replace
 
+import torch
+
 from ..core.devices import cpu_share, resolve_device
 from ..core.distributed import data_parallel
 from ..core.events import (
@@ -86,13 +88,13 @@ class _Runner:
         force: bool,
         progress: ProgressFn,
         notes: list[str],
-        device: str,
+        device: torch.device,
     ):
         self.dataset, self.model_name, self.store = dataset, model_name, store
         self.force, self.progress, self.notes = force, progress, notes
-        self.ddp = data_parallel(device)  # several processes: the main one decides and writes
+        self.ddp = data_parallel(str(device))  # several processes: the main one decides, writes
         self.main = self.ddp is None or self.ddp.is_main
-        self.device = self.ddp.device if self.ddp else resolve_device(device)
+        self.device = self.ddp.device if self.ddp else device
         self.fresh: set[str] = set()  # run ids this launch trained a moment ago (a pack ...)
         self.after = 0.0  # the share of the launch its cross-validation takes, after the runs
 
@@ -450,8 +452,7 @@ def run_experiments(
     store = store or RunStore()
     progress = progress or (lambda event: None)
     config = config or TrainConfig()
-    device = config.device
-    resolve_device(device)  # fail before any work on a bad device
+    device = resolve_device(config.device)  # once, and before any work: a bad device fails here
     if plan is None:
         plan = plan_launch(dataset, list(methods), seeds, model_name, config, store, force)
     if plan.left_out:
