@@ -69,7 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("datasets", help="dataset ids, one per line")
     inspect = sub.add_parser("inspect", help="JSON: sizes, class counts, head/tail classes")
     add_arguments(inspect, DataOptions)
+    for command in (
+        _train_command,
+        _compare_command,
+        _report_command,
+        _reproduce_command,
+        _predict_command,
+        _export_command,
+        _calibrate_command,
+        _adapt_command,
+        _data_reports_command,
+        _suggest_command,
+        _score_command,
+    ):
+        command(sub)
+    return parser
 
+
+def _train_command(sub) -> None:
+    """The ``train`` flags: the data, methods, seeds, training, executor and self-training."""
     train = sub.add_parser("train", help="train (or load) methods x seeds on a dataset")
     train.add_argument(
         "--request",
@@ -95,11 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
         "when stdout is a pipe or a file)",
     )
 
+
+def _compare_command(sub) -> None:
+    """The ``compare`` flags: the paper-style table of stored runs."""
     compare = sub.add_parser("compare", help="paper-style table of stored runs, mean ± std")
     _add_runs_dir(compare)
     compare.add_argument("--dataset", help="only this dataset id")
     compare.add_argument("--format", choices=("md", "csv", "json"), default="md")
 
+
+def _report_command(sub) -> None:
+    """The ``report`` flags: a dataset's PDF report."""
     report = sub.add_parser("report", help="PDF report of a dataset's runs")
     _add_runs_dir(report)
     report.add_argument("--dataset", help="dataset id (needed when the store holds several)")
@@ -119,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", help="the PDF file to write")
     _add_job(report, "report")
 
+
+def _reproduce_command(sub) -> None:
+    """The ``reproduce`` flags: a table of the paper with its protocol."""
     rep = sub.add_parser(
         "reproduce",
         help="run a table of the paper (2, 3 or 5) with its "
@@ -153,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(rep, ExecutorOptions)
     rep.add_argument("--format", choices=("text", "md"), default="text")
 
+
+def _predict_command(sub) -> None:
+    """The ``predict`` flags: classify a CSV with a stored run or an exported classifier."""
     predict = sub.add_parser(
         "predict",
         help="classify a CSV of texts with a stored run or an "
@@ -179,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs_dir(predict)
     _add_job(predict, "prediction")
 
+
+def _export_command(sub) -> None:
+    """The ``export`` flags: a run as a classifier folder, in a chosen form."""
     export = sub.add_parser(
         "export", help="write a run as a self-contained classifier folder with a model card"
     )
@@ -214,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--private", action="store_true", help="with --push-to-hub: a private repository"
     )
 
+
+def _calibrate_command(sub) -> None:
+    """The ``calibrate`` flags: post-hoc calibration of stored runs."""
     calibrate = sub.add_parser(
         "calibrate",
         help="post-hoc calibration of stored runs (logit "
@@ -244,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the dev metric that chooses the strength (default f1)",
     )
 
+
+def _adapt_command(sub) -> None:
+    """The ``adapt`` flags: task-adaptive pretraining."""
     adapt = sub.add_parser(
         "adapt",
         help="task-adaptive pretraining: continue the masked-LM "
@@ -264,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(adapt, AdaptOptions, optional=True)
     adapt.add_argument("--progress-file", help="append progress events as JSON lines (the app)")
 
+
+def _data_reports_command(sub) -> None:
+    """The ``data reports`` flags: the data's reports: health and the label budget, one way each."""
     for name, options, about in (
         (
             "health",
@@ -287,6 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
         _add_runs_dir(report)
         _add_job(report, name)
 
+
+def _suggest_command(sub) -> None:
+    """The ``suggest`` flags: what to label next from the pool."""
     suggest = sub.add_parser(
         "suggest",
         help="what to label next: the pool texts (your "
@@ -300,13 +345,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_runs_dir(suggest)
     _add_job(suggest, "suggestion")
 
+
+def _score_command(sub) -> None:
+    """The ``score`` flags: one text scored by a stored run."""
     score = sub.add_parser("score", help="score a text with a stored run: JSON {label: score}")
     score.add_argument("--run", required=True, help=RUN_HELP)
     _add_runs_dir(score)
     score.add_argument("--text", required=True)
     score.add_argument("--text-b", help="second text, for pair datasets")
     score.add_argument("--device", default="cpu")
-    return parser
 
 
 def _terminate(signum, frame):
