@@ -33,7 +33,7 @@ FEATURES = {
         "suggest": "train",
         "selftrain": "train",
     },
-    "health": {"options": "models", "report": "runs", "examine": "train"},
+    "health": {"options": "models", "issues": "runs", "report": "runs", "examine": "train"},
     "budget": {"options": "models", "report": "runs", "curves": "train"},
 }
 

@@ -24,8 +24,15 @@ import pandas as pd
 from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..core.files import write_report_files
-from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
+from ..data.datasets import LongTailDataset
 from ..runs.metrics import macro_f1
+from .issues import (
+    confused_pairs,
+    duplicate_groups,
+    duplicates_and_outliers,
+    issues_table,
+    label_issues,
+)
 from .options import HealthOptions
 
 __all__ = [  # what this module offers
@@ -39,6 +46,7 @@ __all__ = [  # what this module offers
     "health_folds",
     "out_of_fold_probabilities",
     "read_health",
+    "strength_with_and_without",
 ]
 
 # torch, transformers and scikit-learn load when a check runs: the app's Data page imports this
@@ -259,9 +267,9 @@ def examine(
     """The check on features at hand (``{split: FeatureSplit}``; the training labels are
     theirs, so a benchmark can plant errors without a new feature pass): cleanlab on the
     out-of-fold ``probabilities`` given (``(probs, judged)``: a trained head's,
-    ``glee_core.health.examine``), else on the probe's (:func:`out_of_fold_probabilities`)."""
-    from cleanlab import Datalab  # noqa: PLC0415 (a second's import, only here)
-
+    ``glee_core.health.examine``), else on the probe's (:func:`out_of_fold_probabilities`):
+    each kind of issue found by a function of its own (:func:`label_issues`,
+    :func:`duplicates_and_outliers` and :func:`duplicate_groups`, :func:`confused_pairs`)."""
     progress = progress or (lambda event: None)
     train = split_features["train"]
     labels, k = train.labels, dataset.num_classes
@@ -282,119 +290,16 @@ def examine(
         )
     )
 
-    # label issues: cleanlab on the judged texts, over the classes they hold
-    present = np.unique(labels[judged])
-    column = {c: i for i, c in enumerate(present)}
-    compact = probs[judged][:, present]
-    compact = compact / np.clip(compact.sum(1, keepdims=True), 1e-12, None)
-    lab = Datalab(
-        data={"label": np.array([column[c] for c in labels[judged]])},
-        label_name="label",
-        verbosity=0,
-    )
-    # one process: cleanlab's default forks a pool, and a fork of a process whose torch and BLAS
-    # threads hold locks can hang for good (seen in the test suite: a child waiting forever)
-    lab.find_issues(
-        pred_probs=compact,
-        issue_types={
-            "label": {"clean_learning_kwargs": {"find_label_issues_kwargs": {"n_jobs": 1}}}
-        },
-    )
-    found = lab.get_issues("label")
-    quality = np.full(len(labels), np.nan)
-    suspected = np.zeros(len(labels), dtype=bool)
-    quality[judged] = found["label_score"].to_numpy()
-    suspected[judged] = found["is_label_issue"].to_numpy()
-    suggested = np.where(judged, np.nan_to_num(probs, nan=-1.0).argmax(1), labels)
-
-    # near-duplicates and outliers: every split's texts together
-    names = [s for s in SPLITS if s in split_features]
-    every = np.concatenate([split_features[s].hidden for s in names])
-    owner = np.concatenate([[s] * len(split_features[s]) for s in names])
-    local = np.concatenate([np.arange(len(split_features[s])) for s in names])
-    all_labels = np.concatenate([split_features[s].labels for s in names])
-    whole = Datalab(data={"label": all_labels}, label_name="label", verbosity=0)
-    whole.find_issues(features=every, issue_types={"near_duplicate": {}, "outlier": {}})
-    sets = whole.get_info("near_duplicate")["near_duplicate_sets"]
-    outlier = whole.get_issues("outlier")["is_outlier_issue"].to_numpy()[: len(labels)]
-
+    flagged = label_issues(probs, judged, labels)
+    near = duplicates_and_outliers(split_features)
+    outlier = near.outlier[: len(labels)]
     class_names, (head, _) = dataset.classes, dataset.head_tail()
-    duplicate_rows, dup, leak, conflict, groups, seen = (
-        [],
-        np.zeros(len(labels), bool),
-        np.zeros(len(labels), bool),
-        np.zeros(len(labels), bool),
-        [],
-        set(),
-    )
-    for i in range(len(labels)):
-        members = [int(j) for j in sets[i]]
-        duplicate_rows.append(" ".join(f"{owner[j]}:{local[j]}" for j in members))
-        dup[i] = any(owner[j] == "train" for j in members)
-        leak[i] = any(owner[j] != "train" for j in members)
-        conflict[i] = any(all_labels[j] != labels[i] for j in members)
-        group = tuple(sorted({i, *members}))
-        if (leak[i] or conflict[i]) and group not in seen:
-            seen.add(group)
-            groups.append(
-                {
-                    "texts": [
-                        {
-                            "split": str(owner[j]),
-                            "row": int(local[j]),
-                            "label": class_names[all_labels[j]],
-                            "text": str(dataset.splits[owner[j]]["text"].iloc[local[j]])[:200],
-                        }
-                        for j in group
-                    ],
-                    "across_splits": bool(leak[i]),
-                    "labels_differ": bool(conflict[i]),
-                }
-            )
-
-    # the most confused pairs, from the held-out predictions
-    pairs = []
-    prediction = np.nan_to_num(probs, nan=-1.0).argmax(1)
+    duplicate_rows, dup, leak, conflict, groups = duplicate_groups(dataset, labels, near)
+    pairs, confused = confused_pairs(probs, judged, labels, class_names, head)
     counts = np.bincount(labels, minlength=k)
-    confused = {}
-    for c in range(k):
-        mine = judged & (labels == c)
-        wrong = prediction[mine][prediction[mine] != c]
-        if len(wrong):
-            other = int(np.bincount(wrong, minlength=k).argmax())
-            confused[c] = (other, int((wrong == other).sum()) / int(mine.sum()))
-            pairs += [
-                {
-                    "true": class_names[c],
-                    "predicted": class_names[d],
-                    "texts": int(n),
-                    "share": round(int(n) / int(mine.sum()), 4),
-                    "head_absorbs_tail": class_names[c] not in head and class_names[d] in head,
-                }
-                for d, n in enumerate(np.bincount(wrong, minlength=k))
-                if n
-            ]
-    pairs.sort(key=lambda p: (-p["share"], -p["texts"], p["true"]))
+    suspected = flagged.suspected
 
-    frame = dataset.splits["train"]
-    # row: the text's row in the file it came from (where there is one: csv, upload, hf, the
-    # paper's files); train_row: its row in the training split as loaded (--exclude's)
-    source = frame[SOURCE_ROW].to_numpy() if SOURCE_ROW in frame else np.arange(len(labels))
-    issues = pd.DataFrame(
-        {
-            "row": source,
-            "split": "train",
-            "text": frame["text"].to_numpy(),
-            "given_label": [class_names[c] for c in labels],
-            "suggested_label": [class_names[int(c)] for c in suggested],
-            "label_quality": np.round(quality, 5),
-            "suspected": suspected,
-            "duplicate_rows": duplicate_rows,
-            "outlier": outlier,
-            "train_row": np.arange(len(labels)),
-        }
-    )
-    issues = issues.sort_values(["label_quality", "train_row"], na_position="last", kind="stable")
+    issues = issues_table(dataset, labels, flagged, duplicate_rows, outlier)
     classes = [
         ClassHealth(
             name=class_names[c],
@@ -412,28 +317,7 @@ def examine(
         for c in range(k)
     ]  # the classes are stored head -> tail
 
-    # the model's strength, and what training without the flags does to it (the probe's,
-    # refitted without them on every fold; scored on the same held-out texts, labels as given)
-    def oof_f1(found: np.ndarray) -> float | None:
-        rows = np.flatnonzero(judged)
-        if not len(rows):
-            return None
-        return round(
-            100 * macro_f1(labels[rows], np.nan_to_num(found[rows], nan=-1.0).argmax(1), k), 2
-        )
-
-    strength, without = oof_f1(probs), None
-    if suspected.any() and options.method in ("probe", "probe-balanced"):
-        refit, _ = out_of_fold_probabilities(
-            train.hidden,
-            labels,
-            k,
-            options.folds,
-            options.method == "probe-balanced",
-            options.seed,
-            left_out=suspected,
-        )
-        without = oof_f1(refit)
+    strength, without = strength_with_and_without(train, probs, judged, suspected, options)
     return HealthReport(
         dataset=dataset.id,
         model=model,
@@ -447,6 +331,37 @@ def examine(
         oof_macro_f1=strength,
         oof_macro_f1_without=without,
     )
+
+
+def strength_with_and_without(
+    train, probs: np.ndarray, judged: np.ndarray, suspected: np.ndarray, options: HealthOptions
+) -> tuple[float | None, float | None]:
+    """The model's strength (the out-of-fold macro-F1 of the judged texts, labels as given), and
+    what training without the flagged texts does to it (the probe's, refitted without them on
+    every fold; scored on the same held-out texts); None where it cannot be said. ``train``:
+    the training split's ``FeatureSplit``."""
+    hidden, labels, k = train.hidden, train.labels, probs.shape[1]
+
+    def oof_f1(found: np.ndarray) -> float | None:
+        rows = np.flatnonzero(judged)
+        if not len(rows):
+            return None
+        return round(
+            100 * macro_f1(labels[rows], np.nan_to_num(found[rows], nan=-1.0).argmax(1), k), 2
+        )
+
+    if not (suspected.any() and options.method in ("probe", "probe-balanced")):
+        return oof_f1(probs), None
+    refit, _ = out_of_fold_probabilities(
+        hidden,
+        labels,
+        k,
+        options.folds,
+        options.method == "probe-balanced",
+        options.seed,
+        left_out=suspected,
+    )
+    return oof_f1(probs), oof_f1(refit)
 
 
 def read_health(folder: str | Path) -> HealthReport:
