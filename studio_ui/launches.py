@@ -108,33 +108,7 @@ def launch_form(dataset) -> Launch:
         TrainConfig,
         key="shape",
     )
-    r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
-    searched = mode_candidates is not None and r1.toggle(
-        "Learning rate chosen on dev",
-        value=True,
-        key=f"search-{mode}-{recipe}",
-        help=help_of(TrainConfig, "lr_candidates"),
-    )
-    if searched:
-        candidates = r2.text_input(
-            "Learning rates tried (comma-separated)",
-            ",".join(f"{v:g}" for v in mode_candidates),
-            help=help_of(TrainConfig, "lr_candidates"),
-            key=f"candidates-{mode}",
-        )
-        lr = None
-    else:
-        candidates = None
-        lr = r2.number_input(
-            "Learning rate",
-            1e-7,
-            1.0,
-            mode_rate,
-            format="%.0e",
-            step=mode_rate,
-            help=help_of(TrainConfig, "lr"),
-            key=f"lr-{mode}-{recipe}",
-        )
+    searched, lr, candidates = _rate_inputs(mode, recipe, mode_rate, mode_candidates)
     switches = {} if frozen else _recipe_switches(recipe, preset, searched)
     pooling = st.radio(
         "Pooling of plain-input heads",
@@ -142,19 +116,8 @@ def launch_form(dataset) -> Launch:
         horizontal=True,
         help=help_of(TrainConfig, "pooling"),
     )
+    model = _backbone_input(methods)
     rules = policy()
-    if rules.public:  # visitors pick among the backbones the owner offers
-        offered = list(rules.models)
-        current = current_model()
-        model = st.selectbox(
-            "Backbone", offered, index=offered.index(current) if current in offered else 0
-        )
-    else:
-        model = st.text_input(
-            "Backbone (auto, a Hugging Face id, or a local folder)", current_model()
-        )
-    st.session_state["model"] = model.strip() or "auto"
-    backbone_notice(st.session_state["model"], methods)
 
     # quick-mode heads train together in one process anyway; a public deployment trains a visitor's
     # runs one at a time (its sessions take turns)
@@ -195,7 +158,7 @@ def launch_form(dataset) -> Launch:
             data=replace(current_choice(), threshold=dataset.threshold),
             methods=methods,
             seeds=seeds,
-            model=st.session_state["model"],
+            model=model,
             config=config,
             executor=executor,
         )
@@ -207,6 +170,58 @@ def launch_form(dataset) -> Launch:
         f"{f' on {executor.executor}' if executor.remote else ''}"
     )
     return Launch(request, estimate, label, frozen)
+
+
+def _rate_inputs(mode: str, recipe: str, rate: float, candidates) -> tuple[bool, float | None, str]:
+    """The learning rate: chosen on dev among ``candidates`` (the mode's and recipe's, editable)
+    or one ``rate``; (searched, the rate or None, the candidates or None). The rate's bounds are
+    the field's (``TrainConfig.lr``): a value out of them is the form's error, said below."""
+    r1, r2 = st.columns([1.3, 2.7], vertical_alignment="bottom")
+    searched = candidates is not None and r1.toggle(
+        "Learning rate chosen on dev",
+        value=True,
+        key=f"search-{mode}-{recipe}",
+        help=help_of(TrainConfig, "lr_candidates"),
+    )
+    if searched:
+        tried = r2.text_input(
+            "Learning rates tried (comma-separated)",
+            ",".join(f"{v:g}" for v in candidates),
+            help=help_of(TrainConfig, "lr_candidates"),
+            key=f"candidates-{mode}",
+        )
+        return True, None, tried
+    bounds = setting_of(TrainConfig, "lr")
+    lr = r2.number_input(
+        "Learning rate",
+        None,
+        float(bounds.high),
+        rate,
+        format="%.0e",
+        step=rate,
+        help=help_of(TrainConfig, "lr"),
+        key=f"lr-{mode}-{recipe}",
+    )
+    return False, lr, None
+
+
+def _backbone_input(methods: list[str]) -> str:
+    """The backbone: among those the owner offers (public mode) or any (auto, an id, a folder);
+    kept for the session, with what it means for the chosen heads."""
+    rules = policy()
+    if rules.public:  # visitors pick among the backbones the owner offers
+        offered = list(rules.models)
+        current = current_model()
+        model = st.selectbox(
+            "Backbone", offered, index=offered.index(current) if current in offered else 0
+        )
+    else:
+        model = st.text_input(
+            "Backbone (auto, a Hugging Face id, or a local folder)", current_model()
+        )
+    st.session_state["model"] = model.strip() or "auto"
+    backbone_notice(st.session_state["model"], methods)
+    return st.session_state["model"]
 
 
 def _recipe_switches(recipe: str, preset: TrainConfig, searched: bool) -> dict:
