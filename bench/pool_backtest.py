@@ -19,11 +19,19 @@ every pool text labelled (the ceiling: what no strategy can pass with this class
 splits and budgets (``BreakingTies``, ``SEALS(BreakingTies)``, ``LeastConfidence``; the
 ``bench`` extra installs small-text and hnswlib), and after each cell the paired lead of
 ``auto`` over the best peer there (mean ± std over seeds of auto's tail F1 minus the peer's).
+
+``--one-click N``: instead, the learner the user keeps (issue #80 item 3). For the first N seeds,
+at 10% labelled, 200 texts picked in rounds of 50 by auto and by random (the probe choosing, as
+the app's suggestions do); on each, the whole quick compare and Home's choice among its
+candidates (cross-validated where dev is small), its tail F1 on the same test: auto's gain over
+random with that answer beside its gain with the probe. ``--reference FILE``: each cell's gains
+over nothing added as JSON (``glee_core/pool/backtest.json``, what Home's before/after reads).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -156,6 +164,16 @@ class Backtest:
         self, start: np.ndarray, strategy: str, budget: int, rounds: bool, seed: int
     ) -> tuple[float, float, int]:
         """(macro-F1, tail F1, tail texts picked) after ``budget`` pool texts are labelled."""
+        labelled = self.label(start, strategy, budget, rounds, seed)
+        added = np.setdiff1d(labelled, start)
+        tail_found = int(np.isin(self.train.labels[added], list(self.tail_ids)).sum())
+        return (*self.score(self.fit(labelled)), tail_found)
+
+    def label(
+        self, start: np.ndarray, strategy: str, budget: int, rounds: bool, seed: int
+    ) -> np.ndarray:
+        """The training rows labelled once ``strategy`` has picked ``budget`` pool texts (the
+        probe refitted between rounds of 50 where ``rounds``)."""
         labelled = start.copy()
         step = ROUND if rounds else budget
         other = peer(strategy) if strategy in PEERS else None
@@ -187,9 +205,96 @@ class Backtest:
                     )
                 ]
             labelled = np.concatenate([labelled, np.asarray(picked, dtype=np.int64)])
-        added = np.setdiff1d(labelled, start)
-        tail_found = int(np.isin(self.train.labels[added], list(self.tail_ids)).sum())
-        return (*self.score(self.fit(labelled)), tail_found)
+        return labelled
+
+
+def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> float:
+    """The tail F1 (over ``tail``, the whole training split's tail classes, as the probe's) of
+    the one-click answer on ``dataset``'s training ``rows``: every head of the quick compare on
+    them, chosen by cross-validation as Home chooses (``recommend``), scored on the same test."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from glee_core.models.config import TrainConfig  # noqa: PLC0415
+    from glee_core.models.methods import METHODS  # noqa: PLC0415
+    from glee_core.runs.recommend import recommend  # noqa: PLC0415
+    from glee_core.train.experiment import run_experiments  # noqa: PLC0415
+
+    digest = hashlib.sha256(np.sort(rows).tobytes()).hexdigest()[:10]
+    frame = dataset.splits["train"].iloc[np.sort(rows)].reset_index(drop=True)
+    variant = replace(
+        dataset,
+        id=f"{dataset.id}+backtest-{len(rows)}-{digest}",
+        splits={**dataset.splits, "train": frame},
+        _fingerprint=None,
+    )
+    runs = run_experiments(
+        variant, list(METHODS.values()), [1], model, TrainConfig(mode="frozen"), store
+    )
+    chosen = recommend(runs).chosen
+    run = next(r for r in runs if r.setting == chosen.setting and r.method == chosen.method)
+    scores = run.metrics.per_class
+    return 100 * float(np.mean([scores[c].f1 for c in tail if c in scores]))
+
+
+def one_click_table(args, backbone, device, pooling: str, work: Path) -> None:
+    """Auto's tail-F1 gain over random with the one-click answer as the learner, beside the
+    probe's, per dataset (paired over seeds): the gain the strategy finds, kept or lost in the
+    model the user keeps. Printed as a table."""
+    from glee_core.runs.store import RunStore  # noqa: PLC0415
+
+    seeds = [int(s) for s in args.seeds.split(",")][: args.one_click]
+    store = RunStore(work / "one-click-runs")
+    rows = []
+    for name in args.datasets.split(","):
+        dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
+        features = cached_features(
+            dataset,
+            backbone,
+            "plain",
+            dataset.max_length,
+            work / "features",
+            device,
+            pooling=pooling,
+        )
+        bench = Backtest(dataset, features)
+        gains = {"probe": [], "one-click": []}
+        for seed in seeds:
+            start = labelled_start(bench.train.labels, 0.1, np.random.default_rng(seed))
+            tails = {}
+            for strategy in ("random", resolve_strategy("auto", bool(bench.tail))):
+                picked = bench.label(start, strategy, 200, True, seed)
+                tails[strategy] = (
+                    bench.score(bench.fit(picked))[1],
+                    one_click(dataset, picked, store, args.model, bench.tail),
+                )
+                print(
+                    f"{name} seed {seed} {strategy}: probe / one-click tail F1 "
+                    f"{tails[strategy][0]:.1f} / {tails[strategy][1]:.1f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            (probe_r, click_r), (probe_a, click_a) = tails.values()
+            gains["probe"].append(probe_a - probe_r)
+            gains["one-click"].append(click_a - click_r)
+        probe, click = np.array(gains["probe"]), np.array(gains["one-click"])
+        rows.append(
+            [
+                name,
+                str(len(seeds)),
+                mean_std(list(probe)),
+                mean_std(list(click)),
+                "yes" if click.mean() >= probe.mean() - 1 else "no",
+            ]
+        )
+    header = [
+        "dataset",
+        "seeds",
+        "auto - random, probe",
+        "auto - random, one-click",
+        "one-click >= probe - 1",
+    ]
+    print("\n200 texts in rounds of 50, 10% labelled: auto's tail-F1 gain over random, paired")
+    print("\n".join(markdown_table(header, rows)))
 
 
 def mean_std(values: list[float]) -> str:
@@ -211,6 +316,15 @@ def main(argv=None) -> int:
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-pool"))
     parser.add_argument("--peers", action="store_true", help="small-text's strategies beside")
     parser.add_argument(
+        "--one-click",
+        type=int,
+        metavar="SEEDS",
+        help="the one-click answer as the learner instead (issue #80 item 3): for the first SEEDS "
+        "seeds, at 10%% labelled, 200 texts in rounds of 50 picked by auto and by random, the "
+        "quick compare's recommended candidate on them (Home's choice, cross-validated), and "
+        "auto's gain over random with it beside the probe's",
+    )
+    parser.add_argument(
         "--reference",
         help="write each cell's tail-F1 gains over nothing added (auto's and random's, paired "
         "by seed) to this JSON: glee_core/pool/backtest.json is what Home's before/after "
@@ -225,6 +339,9 @@ def main(argv=None) -> int:
     pooling = trained_pooling(args.model) or "mean"
     seeds = [int(s) for s in args.seeds.split(",")]
     budgets = [int(b) for b in args.budgets.split(",")]
+    if args.one_click:  # a measurement of its own
+        one_click_table(args, backbone, device, pooling, work)
+        return 0
     header = ["dataset", "labelled", "added", "strategy", "macro-F1", "tail F1", "tail texts found"]
     rows = []
     started = time.perf_counter()

@@ -120,7 +120,7 @@ def _upload_csv(rules, public: bool, limit: int) -> None:
         "otherwise a stratified 70/10/20 split is made. Uploads are kept on disk"
         + (f", private to this session, for {rules.ttl_text} without use." if public else ".")
     )
-    # a kept file clears the form (a new key), and says so after the rerun that chooses it
+    # a kept file clears the form (a new key), and says so in the run its button's callback began
     if kept := st.session_state.pop("upload-kept", None):
         st.success(kept)
     uploaded = st.file_uploader(
@@ -156,32 +156,45 @@ def _upload_csv(rules, public: bool, limit: int) -> None:
                     f"'{md(text_col)}': pick the "
                     "column that holds each (a CSV needs at least two columns)."
                 )
-            elif st.button("Use this CSV", type="primary"):
-                try:
-                    own = workspace(create=True)  # public mode: made on this write
-                    if own is not None:
-                        own.check_upload(rules, uploaded.size)
-                    upload, dataset = save_upload(
-                        uploads_dir(),
-                        uploaded.name,
-                        data,
-                        text_col,
-                        label_col,
-                        None if text_b_col == "(none)" else text_b_col,
-                        max_classes=rules.upload_classes if public else None,
-                    )
-                except GleeError as exc:
-                    st.error(f"This CSV cannot be used: {md(exc)}")
-                except OSError as exc:  # a full disk: nothing half-written is kept
-                    st.error(f"This CSV could not be kept: {md(disk_message(exc))}")
-                else:
-                    choose_dataset(upload.options)
-                    st.session_state["upload-kept"] = (
-                        f"Kept as {md(upload.spec)}: {dataset.num_classes} classes. "
-                        "It is the dataset now (Home's quick compare is one click)."
-                    )
-                    st.session_state["uploads-kept"] = st.session_state.get("uploads-kept", 0) + 1
-                    st.rerun()
+            else:
+                if refused := st.session_state.pop("upload-refused", None):
+                    st.error(refused)
+                second = None if text_b_col == "(none)" else text_b_col
+                st.button(
+                    "Use this CSV",
+                    type="primary",
+                    on_click=_keep_upload,
+                    args=(rules, public, uploaded.name, data, (text_col, label_col, second)),
+                )
+
+
+def _keep_upload(rules, public: bool, name: str, data: bytes, columns: tuple) -> None:
+    """ "Use this CSV": keep the upload (within the session's limits in public mode) and choose
+    it. A callback, run before the page's script: the one run that follows draws the whole
+    page with the upload chosen (the picker above names it), where a rerun after the click drew
+    the page twice (1.4 s beside a busy CPU). What refused it is said beside the button."""
+    try:
+        own = workspace(create=True)  # public mode: made on this write
+        if own is not None:
+            own.check_upload(rules, len(data))
+        upload, dataset = save_upload(
+            uploads_dir(),
+            name,
+            data,
+            *columns,
+            max_classes=rules.upload_classes if public else None,
+        )
+    except GleeError as exc:
+        st.session_state["upload-refused"] = f"This CSV cannot be used: {md(exc)}"
+    except OSError as exc:  # a full disk: nothing half-written is kept
+        st.session_state["upload-refused"] = f"This CSV could not be kept: {md(disk_message(exc))}"
+    else:
+        choose_dataset(upload.options)
+        st.session_state["upload-kept"] = (
+            f"Kept as {md(upload.spec)}: {dataset.num_classes} classes. "
+            "It is the dataset now (Home's quick compare is one click)."
+        )
+        st.session_state["uploads-kept"] = st.session_state.get("uploads-kept", 0) + 1
 
 
 def upload_section() -> None:

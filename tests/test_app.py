@@ -122,11 +122,23 @@ def test_data_page_shows_the_long_tail_and_takes_an_upload(app, app_dirs):
     kept = list((app_dirs["uploads"]).glob("*.csv"))
     assert len(kept) == 1 and kept[0].name.startswith("evil_name-")  # no path from the user
     assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
-    # said after the rerun that chose it, and the form is cleared for the next file
+    # said in the one run the click began (the button's callback chose it first: the picker
+    # above names the upload), and the form is cleared for the next file
     assert any(
         plain(s.value).startswith(f"Kept as upload:{kept[0].name}: 2 classes") for s in at.success
     )
     assert not any(b.label == "Use this CSV" for b in at.button)
+    assert f"(upload: {kept[0].name})" in at.selectbox[0].value
+    # a CSV that cannot be used is said beside its button; the file stays, the choice too
+    single = "text,intent\n" + "".join(f"question number {i},aaa\n" for i in range(30))
+    next(u for u in at.file_uploader if u.label == "CSV file").upload(
+        "single.csv", single.encode(), "text/csv"
+    ).run()
+    next(b for b in at.button if b.label == "Use this CSV").click().run()
+    assert not at.exception
+    assert any("This CSV cannot be used" in e.value for e in at.error), [e.value for e in at.error]
+    assert any(b.label == "Use this CSV" for b in at.button)
+    assert at.session_state["dataset"].dataset == f"upload:{kept[0].name}"
     home = app("app.py").run()  # Home names it as the user knows it, not by its stored id
     compare = next(b.label for b in home.button if b.label.startswith("Quick compare on"))
     assert "upload:" not in compare and "evil name.csv" in plain(compare), compare
