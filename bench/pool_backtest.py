@@ -236,6 +236,15 @@ def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> 
     return 100 * float(np.mean([scores[c].f1 for c in tail if c in scores]))
 
 
+def backtest_of(name: str, args, backbone, device, pooling: str, work: Path):
+    """A dataset of the backtest and its :class:`Backtest` (one feature pass, cached)."""
+    dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
+    features = cached_features(
+        dataset, backbone, "plain", dataset.max_length, work / "features", device, pooling=pooling
+    )
+    return dataset, Backtest(dataset, features)
+
+
 def one_click_table(args, backbone, device, pooling: str, work: Path) -> None:
     """Auto's tail-F1 gain over random with the one-click answer as the learner, beside the
     probe's, per dataset (paired over seeds): the gain the strategy finds, kept or lost in the
@@ -246,17 +255,7 @@ def one_click_table(args, backbone, device, pooling: str, work: Path) -> None:
     store = RunStore(work / "one-click-runs")
     rows = []
     for name in args.datasets.split(","):
-        dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
-        features = cached_features(
-            dataset,
-            backbone,
-            "plain",
-            dataset.max_length,
-            work / "features",
-            device,
-            pooling=pooling,
-        )
-        bench = Backtest(dataset, features)
+        dataset, bench = backtest_of(name, args, backbone, device, pooling, work)
         gains = {"probe": [], "one-click": []}
         for seed in seeds:
             start = labelled_start(bench.train.labels, 0.1, np.random.default_rng(seed))
@@ -346,17 +345,7 @@ def main(argv=None) -> int:
     rows = []
     started = time.perf_counter()
     for name in args.datasets.split(","):
-        dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
-        features = cached_features(
-            dataset,
-            backbone,
-            "plain",
-            dataset.max_length,
-            work / "features",
-            device,
-            pooling=pooling,
-        )
-        bench = Backtest(dataset, features)
+        dataset, bench = backtest_of(name, args, backbone, device, pooling, work)
         auto = resolve_strategy("auto", bool(bench.tail))
         for share in (float(s) for s in args.labelled.split(",")):
             starts = {

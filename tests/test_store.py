@@ -174,16 +174,18 @@ def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
     json.dumps(table.to_dict(orient="records"))
 
 
+def one_quick_run(tiny_bert, toy_dataset, runs_dir):
+    """One quick-mode run of ``cls-relu`` on the toy data, stored in ``runs_dir``."""
+    config = TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls")
+    store = RunStore(runs_dir)
+    return run_experiments(
+        toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store
+    )[0]
+
+
 def test_a_run_folder_of_the_first_layout_still_loads(tiny_bert, toy_dataset, runs_dir):
     """Version 1 wrote no schema_version and kept the mode as ``backbone_mode``."""
-    run = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls"),
-        RunStore(runs_dir),
-    )[0]
+    run = one_quick_run(tiny_bert, toy_dataset, runs_dir)
     config = json.loads((run.path / "config.json").read_text())
     assert config["schema_version"] == 2 and config["mode"] == "frozen"
     old = {k: v for k, v in config.items() if k not in ("schema_version", "mode")}
@@ -256,14 +258,7 @@ def test_a_runs_timing_and_tuning_are_typed_and_write_back_what_was_read(
     read, and a value of the wrong type is an error naming its field."""
     from glee_core.runs.json_values import RecordError  # noqa: PLC0415
 
-    run = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls"),
-        RunStore(runs_dir),
-    )[0]
+    run = one_quick_run(tiny_bert, toy_dataset, runs_dir)
     stored = json.loads((run.path / "config.json").read_text())
     record = RunRecord.from_dict(stored)
     assert record.timing.train_seconds > 0 and record.timing.device_type == "cpu"
