@@ -401,10 +401,18 @@ def self_training_button(dataset, pool: Path, methods, config, what: str, label:
 
 
 def gain_table(
-    base_runs, variant_runs, counts: dict, gained: dict, tail: list[str], what: str
+    base_runs,
+    variant_runs,
+    counts: dict,
+    gained: dict,
+    tail: list[str],
+    what: str,
+    suggested: bool = False,
 ) -> None:
     """Per class, the texts a variant added (``gained``) and the F1 before and after: each
-    dataset's recommended quick-mode head on the same test texts, tail as the data was."""
+    dataset's recommended quick-mode head on the same test texts, tail as the data was.
+    ``suggested``: the texts were suggested and labelled (not pseudo-labels): what random ones
+    would have been expected to give is said beside the gain."""
     from glee_core.pool.labelling import before_after, random_share  # noqa: PLC0415 (numpy)
 
     added = {c: n for c, n in gained.items() if n}
@@ -438,8 +446,8 @@ def gain_table(
         f"same test texts; {sure}."
     )
     gain = low[1] - low[0]
-    backtest = random_share(sum(added.values()))
-    if backtest is not None and gain > 0 and what.startswith("labelled"):
+    backtest = random_share(sum(added.values())) if suggested and gain > 0 else None
+    if backtest is not None:
         st.caption(
             f"Texts picked at random would have been expected to give about "
             f"+{backtest.expected(gain):.1f} of this +{gain:.1f}: in the backtest "
@@ -486,7 +494,8 @@ def added_panel(dataset) -> None:
             "the gain per class shows here once both have one."
         )
         return
-    gain_table(before, after, counts, gained, base.head_tail()[1], "labelled text(s)")
+    tail = base.head_tail()[1]
+    gain_table(before, after, counts, gained, tail, "labelled text(s)", suggested=True)
     split_moved(base.head_tail(), dataset.head_tail())
 
 

@@ -172,7 +172,9 @@ def launch_form(dataset) -> Launch:
     return Launch(request, estimate, label, frozen)
 
 
-def _rate_inputs(mode: str, recipe: str, rate: float, candidates) -> tuple[bool, float | None, str]:
+def _rate_inputs(
+    mode: str, recipe: str, rate: float, candidates
+) -> tuple[bool, float | None, str | None]:
     """The learning rate: chosen on dev among ``candidates`` (the mode's and recipe's, editable)
     or one ``rate``; (searched, the rate or None, the candidates or None). The rate's bounds are
     the field's (``TrainConfig.lr``): a value out of them is the form's error, said below."""
@@ -194,7 +196,7 @@ def _rate_inputs(mode: str, recipe: str, rate: float, candidates) -> tuple[bool,
     bounds = setting_of(TrainConfig, "lr")
     lr = r2.number_input(
         "Learning rate",
-        None,
+        float(bounds.low),
         float(bounds.high),
         rate,
         format="%.0e",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .json_values import RecordError
+from .json_values import RecordError, described, integer, number
 
 __all__ = ["Timing", "Tuning"]
 
@@ -33,7 +33,7 @@ class _Part:
     @classmethod
     def from_dict(cls, values, where: str):
         if not isinstance(values, dict):
-            raise _error(f"{where} is {type(values).__name__}, not a mapping")
+            raise RecordError(f"{where} is {described(values)}, not a mapping")
         kinds = {f.name: f.type for f in fields(cls) if f.name != "other"}
         known, other = {}, {}
         for key, value in values.items():
@@ -45,21 +45,17 @@ class _Part:
 
 
 def _checked(value, kind: str, where: str):
-    """``value`` as the field's type says (``"int | None"``, ``"float | None"`` ...)."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind.startswith("int") and number and value == int(value):
-        return int(value)
-    if kind.startswith("float") and number:
-        return float(value)
+    """``value`` as the field's type says (``"int | None"``, ``"float | None"`` ...), read as
+    every record's numbers are (:mod:`glee_core.runs.json_values`)."""
+    if kind.startswith("int"):
+        return integer(value, where)
+    if kind.startswith("float"):
+        return number(value, where)
     if kind.startswith("str") and isinstance(value, str):
         return value
     if kind.startswith("list") and isinstance(value, list):
         return value
-    raise _error(f"{where} is {value!r}, not {kind.split(' |')[0]}")
-
-
-def _error(message: str) -> RecordError:
-    return RecordError(message)
+    raise RecordError(f"{where} is {described(value)}, not {kind.split(' |')[0]}")
 
 
 @dataclass
