@@ -564,7 +564,7 @@ def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp
     read as itself on the Hub (which renders HTML), never break the per-class table; a glee
     folder is not a pipeline() folder, so the card declares no pipeline_tag."""
     from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
-    from glee_core.serve.export import model_card
+    from glee_core.serve.card import model_card
 
     base = synthetic_dataset(4, "demo")
     hostile = [

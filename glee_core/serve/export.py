@@ -21,32 +21,23 @@ import json
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
-
-import numpy as np
-from huggingface_hub import ModelCardData
 
 from .. import __version__
 from ..core.errors import GleeError
 from ..core.files import write_json
-from ..core.markdown import literal
-from ..data.catalog import PAPER_DATASETS, dataset_name
 from ..models.backbone import backbone_from_config, load_backbone
-from ..models.heads import head_of
-from ..models.modes import MODE_LABELS
 from ..models.scoring import get_backbone
 from ..runs.ensemble import ensemble_test_scores
-from ..runs.metrics import SHOT_BUCKETS, shot_bucket, shot_f1
 from ..runs.record import (
     METRIC_KEYS,
-    METRIC_TITLES,
     RecordError,
     RunRecord,
     integer,
     mapping,
 )
 from ..runs.store import Run, RunStore
+from .card import model_card
 from .ensemble import (
     ENSEMBLE_FILE,
     EnsembleScorer,
@@ -62,29 +53,21 @@ __all__ = [  # what this module offers
     "BACKBONE_FOLDER",
     "CLASSIFIER_FILE",
     "FORMAT_VERSION",
-    "PAPER_CITATION",
     "WEIGHTS_FILE",
     "export_ensemble",
     "export_run",
     "export_zip",
     "load_classifier",
-    "model_card",
     "new_folder",
-    "note_text",
     "onnx_folder",
     "push_to_hub",
     "staged",
-    "text",
 ]
 
 FORMAT_VERSION = 1
 CLASSIFIER_FILE = "glee_classifier.json"
 WEIGHTS_FILE = "model.safetensors"
 BACKBONE_FOLDER = "backbone"
-PAPER_CITATION = (
-    'Zhang, Ren, Wang, Wu and Song, "Making Pretrained Language Models Good '
-    'Long-tailed Learners", EMNLP 2022 (arXiv 2205.05461)'
-)
 
 
 def export_run(
@@ -362,197 +345,3 @@ def load_classifier(folder: str | Path, device: str = "cpu") -> Scorer | Ensembl
                 f"on ({source['fingerprint']}); export it with --include-backbone"
             )
     return Scorer.from_record(record, backbone, folder / WEIGHTS_FILE, device)
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None or value != value else f"{100 * value:.1f}"
-
-
-def _confusions(run: Run, most: int = 5) -> list[tuple[str, str, int, int]]:
-    """The largest off-diagonal cells: (gold, predicted, count, gold's test support)."""
-    matrix = np.asarray(run.metrics.confusion_matrix)
-    classes = run.record.dataset.classes
-    off = [
-        (classes[g], classes[p], int(matrix[g, p]), int(matrix[g].sum()))
-        for g in range(len(classes))
-        for p in range(len(classes))
-        if g != p and matrix[g, p]
-    ]
-    return sorted(off, key=lambda c: (-c[2], c[0]))[:most]
-
-
-def text(value) -> str:
-    """A user's string (a class, dataset or template, a note quoting one) as the card shows it:
-    Markdown and HTML both made literal (the Hub renders a card's HTML)."""
-    return literal(value, html_too=True)
-
-
-def note_text(note: str) -> str:
-    """A run's note as the card shows it: the studio's own sentence, whose `code` spans stay
-    code (escaping their backticks showed literal backslashes), the words between them made
-    literal as :func:`text` does (a note may quote a class or dataset name)."""
-    parts = str(note).split("`")
-    if len(parts) % 2 == 0:  # an unpaired backtick: every part literal
-        return text(note)
-    return "".join(
-        text(part) if i % 2 == 0 else "`" + part.replace("\n", " ") + "`"
-        for i, part in enumerate(parts)
-    )
-
-
-def model_card(
-    run: Run,
-    include_backbone: bool = False,
-    form: str = "glee",
-    kind: str = "",
-    loading: list[str] | None = None,
-    quantized: dict | None = None,
-) -> str:
-    """A Hugging Face model card: YAML metadata true to the form, then the method, backbone,
-    data, how to load the folder, overall and per-class results with head/tail and
-    many/medium/few, the main confusions, the setting."""
-    record, metrics = run.record, run.metrics
-    data, model, method = record.dataset, record.model, record.method
-    language = PAPER_DATASETS[data.id].language if data.id in PAPER_DATASETS else "en"
-    meta = ModelCardData(
-        **export_format(form).card_meta,
-        language=language,
-        tags=[
-            "text-classification",
-            "long-tail",
-            "glee",
-            method.id,
-            "prompt-tuning" if head_of(method).verbalizer else "cls-tuning",
-        ],
-        datasets=[dataset_name(data.id)],
-        metrics=["accuracy", "f1"],
-        base_model=model.name if model.name != "auto" else "sentence-transformers/all-MiniLM-L6-v2",
-    )
-    counts = data.class_counts
-    per_class = metrics.per_class
-    # recomputed: runs stored before the bucket F1s lack them
-    buckets = shot_f1({c: asdict(m) for c, m in per_class.items()}, counts)
-    lines = [
-        "---",
-        meta.to_yaml(),
-        "---",
-        "",
-        f"# {method.paper_row} on {text(dataset_name(data.id))}",
-        "",
-        f"A {len(data.classes)}-class text classifier trained with Glee Studio: the method "
-        f"**{method.label}** of {PAPER_CITATION} (Tables 2 and 3), on the backbone `{model.name}` "
-        f"({model.family}, {model.parameters:,} parameters), {MODE_LABELS[record.mode]}.",
-        "",
-    ]
-    if method.uses_mlm_head and not model.mlm_head_pretrained:
-        lines += [
-            f"> **Caveat.** This method starts from the backbone's MLM head, and "
-            f"`{model.name}` has no pretrained MLM head (its transform was initialised "
-            "fresh), so it cannot show the paper's prompt-tuning advantage.",
-            "",
-        ]
-    if form == "glee":
-        lines += [
-            "## Use",
-            "",
-            "```python",
-            "from glee_core import load_classifier",
-            "",
-            'classifier = load_classifier("path/to/this/folder")  # offline, no pickle, no '
-            "remote code",
-            'classifier.probabilities(["a text to classify"])  # one column per class',
-            "```",
-            "",
-            "Or a whole CSV: `python -m glee_core predict --classifier "
-            "path/to/this/folder --input texts.csv --out predictions.csv`.",
-            "",
-        ]
-    else:
-        lines += [
-            "## Use",
-            "",
-            f"This folder loads with {kind}:",
-            "",
-            "```python",
-            *(loading or []),
-            "```",
-            "",
-        ]
-    if quantized:
-        full, small = quantized["model.onnx"], quantized["model.int8.onnx"]
-        lines += [
-            f"`model.int8.onnx` (onnxruntime's dynamic int8 quantization): test macro-F1 "
-            f"{small['f1']:.1f} against {full['f1']:.1f} in fp32 "
-            f"({small['f1'] - full['f1']:+.1f}), tail F1 {small['tail_f1']:.1f} against "
-            f"{full['tail_f1']:.1f} ({small['tail_f1'] - full['tail_f1']:+.1f}).",
-            "",
-        ]
-    lines += [
-        "## Results on the test split",
-        "",
-        "| "
-        + " | ".join(METRIC_TITLES.values())
-        + " | "
-        + " | ".join(f"{name.title()}-shot F1" for name, _, _ in SHOT_BUCKETS)
-        + " |",
-        "|" + "---:|" * (len(METRIC_KEYS) + len(SHOT_BUCKETS)),
-        "| "
-        + " | ".join(_pct(metrics.value(k)) for k in METRIC_KEYS)
-        + " | "
-        + " | ".join(_pct(buckets[name]) for name, _, _ in SHOT_BUCKETS)
-        + " |",
-        "",
-        f"Head and tail: classes sorted by training count; a class is head while the cumulative "
-        f"share of training examples stays at or under {data.threshold} "
-        f"({len(data.head_classes)} head, {len(data.tail_classes)} tail classes). Many / medium / "
-        "few-shot: more than 100, 20 to 100, fewer than 20 training examples "
-        "(– where no test class falls in a bucket). Head F1, Tail F1 and the shot buckets "
-        "average the per-class F1 of their classes.",
-        "",
-        "### Per class (head to tail)",
-        "",
-        "| class | group | shots | train | test | precision | recall | F1 |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for name in data.order:
-        row = per_class[name]
-        lines.append(
-            f"| {text(name)} | {data.group(name)} | {shot_bucket(counts[name])} | "
-            f"{counts[name]} | {row.support} | {_pct(row.precision)} | "
-            f"{_pct(row.recall)} | {_pct(row.f1)} |"
-        )
-    confusions = _confusions(run)
-    if confusions:
-        lines += [
-            "",
-            "### Most frequent confusions",
-            "",
-            "| gold | predicted as | count | of the gold class's test examples |",
-            "|---|---|---:|---:|",
-        ]
-        lines += [
-            f"| {text(g)} ({data.group(g)}) | {text(p)} ({data.group(p)}) | {n} | {n / total:.0%} |"
-            for g, p, n, total in confusions
-        ]
-    lines += [
-        "",
-        "## Training",
-        "",
-        f"- Run id: `{record.run_id}` (created {record.created})",
-        f"- Setting: {record.protocol}; seed {record.seed}; selection on dev "
-        f"{record.hyperparameters.select_metric}",
-        f"- Data: {text(dataset_name(data.id))}, fingerprint `{data.fingerprint}`, sizes "
-        + ", ".join(f"{k} {v}" for k, v in data.sizes.items()),
-        f"- Template: {text(data.template)}",
-        f"- Backbone: `{model.name}` (fingerprint `{model.fingerprint}`), MLM head pretrained: "
-        f"{'yes' if model.mlm_head_pretrained else 'no'}; "
-        + export_format(form).weights(record, include_backbone, bool(quantized)),
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in record.versions.items()),
-        "",
-        "### Training class counts (head to tail)",
-        "",
-        ", ".join(f"{text(name)} {counts[name]}" for name in data.order),
-    ]
-    if record.notes:
-        lines += ["", "### Notes", "", *[f"- {note_text(note)}" for note in record.notes]]
-    return "\n".join(lines) + "\n"
