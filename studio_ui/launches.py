@@ -31,7 +31,7 @@ from glee_core.models.recipes import (
     recipe_rates,
 )
 from glee_core.models.requests import TrainRequest
-from glee_core.runs.estimate import Estimate
+from glee_core.runs.rates import Estimate
 from glee_core.runs.record import METRIC_KEYS, METRIC_TITLES
 
 from .access import policy

@@ -7,7 +7,8 @@ import pytest
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.search import search_cost
-from glee_core.runs.estimate import STARTUP_SECONDS, UNMEASURED_STOP_SHARE, estimate_seconds
+from glee_core.runs.estimate import estimate_seconds
+from glee_core.runs.rates import STARTUP_SECONDS, UNMEASURED_STOP_SHARE
 from glee_core.runs.run_parts import Timing
 
 
@@ -172,7 +173,7 @@ def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
     """A fine-tune measured on one dataset estimates another by tokens per second: the same
     examples per second on texts four times as long is a quarter of the rate. Runs recorded
     before tokens per second was kept are scaled by max length, as before."""
-    from glee_core.runs.estimate import mean_tokens
+    from glee_core.runs.rates import mean_tokens
 
     config = TrainConfig(mode="finetune", max_length=64)
 
@@ -274,7 +275,7 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
     CPU without native bf16 trains in fp32 (measured ~2x slower), one with AMX tiles runs bf16
     faster, and an explicit --precision fp32 is fp32 anywhere."""
     from glee_core.core import devices
-    from glee_core.runs.estimate import TYPICAL_RATES, typical_rates
+    from glee_core.runs.rates import TYPICAL_RATES, typical_rates
 
     def seconds(precision="auto"):
         config = TrainConfig(mode=mode, max_length=64, recipe="paper", precision=precision)
@@ -303,7 +304,7 @@ def test_a_quick_compare_without_runs_is_estimated_near_what_it_took(monkeypatch
     of a whole compare was 2.7-4.4x what it took before they were set from these) and on an EPYC
     with native bf16: within a third of each head, every kind of device has a head rate."""
     from glee_core.core import devices
-    from glee_core.runs.estimate import (
+    from glee_core.runs.rates import (
         HEAD_EXAMPLES_PER_S,
         HEAD_OVERHEAD_SECONDS,
         TYPICAL_RATES,
@@ -336,8 +337,8 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
 
     from glee_core.models.backbone import estimate_parameters
     from glee_core.models.options import AdaptOptions
-    from glee_core.runs.estimate import mean_tokens
     from glee_core.runs.job_estimates import estimate_adapt_seconds
+    from glee_core.runs.rates import mean_tokens
 
     config = AutoConfig.from_pretrained(tiny_bert)
     h, vocab = config.hidden_size, config.vocab_size
@@ -376,7 +377,7 @@ def test_adapting_is_estimated_with_the_mlm_head_at_the_masked_tokens(toy_datase
 
 def test_tokens_per_text_are_capped_text_by_text(toy_dataset):
     """A few long texts do not make every text count as max length: each is capped alone."""
-    from glee_core.runs.estimate import mean_tokens
+    from glee_core.runs.rates import mean_tokens
 
     train = toy_dataset.splits["train"]
     chars = train["text"].str.len() + train["text_b"].str.len()
@@ -583,7 +584,7 @@ def test_heads_over_many_classes_and_steps_of_small_batches_cost_more(toy_datase
     cost is paid every step, and batch 1 takes 32 times the steps)."""
     from dataclasses import replace as swap
 
-    from glee_core.runs.estimate import (
+    from glee_core.runs.rates import (
         HEAD_CLASS_SCALE,
         HEAD_OVERHEAD_SECONDS,
         STEP_SECONDS,

@@ -24,8 +24,8 @@ from glee_core.core.events import Examining, FeaturePass, Working, fold
 from glee_core.health.options import HealthOptions
 from glee_core.models.options import DataOptions
 from glee_core.models.requests import HealthRequest
-from glee_core.runs.estimate import STARTUP_SECONDS, Estimate, about
 from glee_core.runs.job_estimates import Machine, settle
+from glee_core.runs.rates import STARTUP_SECONDS, Estimate, about
 from glee_core.runs.store import RunStore
 from glee_core.train import priority
 from glee_core.train.job_kinds import JOB_KINDS, kind_of

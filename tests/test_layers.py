@@ -208,6 +208,7 @@ APP_REACHES = {
     "runs.notes",
     "runs.paper",
     "runs.paper_tables",
+    "runs.rates",
     "runs.recommend",
     "runs.record",
     "runs.store",

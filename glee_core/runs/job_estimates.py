@@ -20,12 +20,12 @@ from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..pool.files import PoolSize
 from .busy import one_thread_slowdown
-from .estimate import (
+from .estimate import frozen_estimate
+from .rates import (
     BUSY_SPREAD,
     STARTUP_SECONDS,
     Estimate,
     alike_records,
-    frozen_estimate,
     mean_tokens,
     measured_basis,
     measured_rate,

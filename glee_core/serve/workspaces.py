@@ -35,7 +35,7 @@ from filelock import FileLock
 from ..core import environment
 from ..core.errors import GleeError, disk_message
 from ..core.files import folder_bytes, size_text, write_atomic
-from ..runs.estimate import Estimate
+from ..runs.rates import Estimate
 from ..runs.store import RunStore
 from ..train.job_kinds import kind_of
 from ..train.jobs import Job, launch, list_jobs, running_job

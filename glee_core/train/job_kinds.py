@@ -31,7 +31,7 @@ from ..models.requests import (
     TrainRequest,
 )
 from ..pool.files import PoolSize, pool_size
-from ..runs.estimate import STARTUP_SECONDS, Estimate, estimate_seconds
+from ..runs.estimate import estimate_seconds
 from ..runs.job_estimates import (
     Machine,
     ModelSize,
@@ -44,6 +44,7 @@ from ..runs.job_estimates import (
     estimate_suggest_seconds,
     settle,
 )
+from ..runs.rates import STARTUP_SECONDS, Estimate
 from ..runs.store import Run, RunStore
 from .adapted import adapted_backbones
 

@@ -30,7 +30,7 @@ from ..core.errors import INTERRUPTED, GleeError
 from ..core.events import Event, ProgressState, fold, read_events
 from ..core.files import write_json_atomic
 from ..core.pace import time_left
-from ..runs.estimate import Estimate
+from ..runs.rates import Estimate
 from ..runs.store import RunStore
 from .job_kinds import JOB_KINDS, JobKind, Made, kind_of
 from .priority import start_nice, started, started_here
