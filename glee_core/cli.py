@@ -19,7 +19,7 @@ import threading
 import traceback
 
 from .budget.options import BudgetOptions
-from .commands import stored, training
+from .commands import data, stored, training
 from .core.environment import job_nice, yield_to_pages
 from .core.errors import FULL, INTERRUPTED, GleeError, disk_message
 from .data.catalog import dataset_ids
@@ -403,11 +403,11 @@ def _main(argv: list[str] | None) -> int:
         elif args.command == "report":
             return stored.report(args)
         elif args.command == "health":
-            return training.health(args)
+            return data.health(args)
         elif args.command == "budget":
-            return training.budget(args)
+            return data.budget(args)
         elif args.command == "suggest":
-            return training.suggest(args)
+            return data.suggest(args)
         return 0
     except GleeError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -10,7 +10,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..core.errors import GleeError
-from .training import cpu_turn, job_turn, result_table
+from .training import result_table
+from .turns import cpu_turn, job_turn
 
 
 def _stored_runs(store, dataset: str | None) -> list:
