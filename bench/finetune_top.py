@@ -39,8 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.baselines import dataset_spec  # noqa: E402
-from glee_core.core.events import fold, read_events  # noqa: E402
+from glee_core.core.events import read_events  # noqa: E402
 from glee_core.core.pace import time_left  # noqa: E402
+from glee_core.core.progress import fold  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import estimate_parameters  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402

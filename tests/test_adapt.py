@@ -10,7 +10,8 @@ import torch
 from glee_core.cli import main
 from glee_core.core.devices import resolve_precision
 from glee_core.core.errors import GleeError
-from glee_core.core.events import Note, TrainStep, fold
+from glee_core.core.events import Note, TrainStep
+from glee_core.core.progress import fold
 from glee_core.models.backbone import load_backbone
 from glee_core.models.options import AdaptOptions
 from glee_core.train.adapt import adapt, training_texts

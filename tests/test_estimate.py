@@ -251,7 +251,7 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     assert cached.seconds < cold.seconds and "features are cached" in cached.basis
     # the bar's share of a compare's cross-validation counts the passes still to run as part of
     # the heads' runs (as much more as ENCODING_SHARE says), and none where they are cached
-    from glee_core.core.events import ENCODING_SHARE
+    from glee_core.core.progress import ENCODING_SHARE
     from glee_core.train.plan import cross_validation_share
 
     def share(methods, model=str(tiny_bert)):

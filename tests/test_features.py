@@ -197,7 +197,8 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
 def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(
     tiny_bert, toy_dataset, runs_dir
 ):
-    from glee_core.core.events import FeaturePass, RunStarted, fold
+    from glee_core.core.events import FeaturePass, RunStarted
+    from glee_core.core.progress import fold
 
     events = []
     methods = [get_method(m) for m in PACK + ("probe",)]

@@ -20,7 +20,8 @@ from glee_core.core.environment import (
     niced_work_yields,
 )
 from glee_core.core.errors import GleeError
-from glee_core.core.events import Examining, FeaturePass, Working, fold
+from glee_core.core.events import Examining, FeaturePass, Working
+from glee_core.core.progress import fold
 from glee_core.health.options import HealthOptions
 from glee_core.models.options import DataOptions
 from glee_core.models.requests import HealthRequest

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from glee_core.core import events  # its Testing by module: not a test class to collect
+from glee_core.core import events, progress  # its Testing by module: not a test class to collect
 from glee_core.core.errors import INTERRUPTED
-from glee_core.core.events import Evaluated, FeaturePass, RunStarted, TrainStep, fold
+from glee_core.core.events import Evaluated, FeaturePass, RunStarted, TrainStep
 from glee_core.core.pace import time_left
+from glee_core.core.progress import fold
 from glee_core.train.jobs import Job
 
 
@@ -45,7 +46,7 @@ def test_a_fine_tune_is_not_counted_done_by_its_lp_ft_stages_feature_pass():
         RunStarted(run_id="r", index=1, total=1, method="cls-relu-pt-ln", seed=1, cached=False),
         FeaturePass(format="plain", done=50, total=100),
     ]
-    share = events.ENCODING_SHARE  # a quick run: its feature pass is most of its time
+    share = progress.ENCODING_SHARE  # a quick run: its feature pass is most of its time
     assert fold(quick).fraction == pytest.approx(share / 2)
     quick += [
         FeaturePass(format="plain", done=100, total=100),
@@ -87,11 +88,11 @@ def test_a_fine_tunes_bar_expects_early_stopping_as_its_estimate_did():
     assert at(150).share() == at(150).fraction == pytest.approx(150 / 400)
     shares = [at(done).share(0.75) for done in range(0, 401, 10)]
     assert shares == sorted(shares) and shares[-1] == 1.0 and max(shares[:-1]) < 1.0
-    assert at(240).share(0.75) == pytest.approx(events.EARLY_STOP_TRUST)  # the knee: 0.8 x 300
+    assert at(240).share(0.75) == pytest.approx(progress.EARLY_STOP_TRUST)  # the knee: 0.8 x 300
     assert at(280).share(0.75) < 1.0  # trains on past the expected end: nears, not passes it
-    assert events.expected_share(0.3, None) == events.expected_share(0.3, 1.0) == 0.3
+    assert progress.expected_share(0.3, None) == progress.expected_share(0.3, 1.0) == 0.3
     # what the bar says at 720 s of that race, 66% of its planned steps done: ~2.5 min, not 6
-    assert time_left(events.expected_share(0.659, 0.75), 720, 820) < 160
+    assert time_left(progress.expected_share(0.659, 0.75), 720, 820) < 160
     assert time_left(0.659, 720, 820) > 360
 
 

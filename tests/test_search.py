@@ -17,8 +17,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from glee_core.core.events import Note, RunStarted, Searching, TrainStep, fold
+from glee_core.core.events import Note, RunStarted, Searching, TrainStep
 from glee_core.core.pace import time_left
+from glee_core.core.progress import fold
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
@@ -416,7 +417,8 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
 def test_the_bar_shows_the_dev_score_of_the_trial_it_names():
     """During trial 2/4 of the rate search the bar showed trial 1's dev F1 (newcomer, round
     two, item 8): a new trial starts without one until it is evaluated."""
-    from glee_core.core.events import Evaluated, ProgressState, Searching
+    from glee_core.core.events import Evaluated, Searching
+    from glee_core.core.progress import ProgressState
 
     state = ProgressState()
     state.apply(Searching(lr=1e-5, candidate=1, candidates=4, round=1, rounds=2))

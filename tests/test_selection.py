@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from glee_core.core.events import CrossValidating, RunStarted, fold
+from glee_core.core.events import CrossValidating, RunStarted
+from glee_core.core.progress import fold
 from glee_core.data.datasets import load_dataset
 from glee_core.models.backbone import trained_pooling
 from glee_core.models.config import TrainConfig

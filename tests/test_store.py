@@ -204,7 +204,8 @@ def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(
     said 'loading the backbone' the whole time), then loads what the first stored."""
     import threading
 
-    from glee_core.core.events import WaitingForRun, fold
+    from glee_core.core.events import WaitingForRun
+    from glee_core.core.progress import fold
 
     store = RunStore(runs_dir)
     config = TrainConfig(epochs=1, batch_size=16, mode="frozen")

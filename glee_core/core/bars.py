@@ -16,7 +16,6 @@ from .events import (
     FeaturePass,
     Loading,
     Note,
-    ProgressState,
     Queued,
     RunStarted,
     Searching,
@@ -24,6 +23,7 @@ from .events import (
     TrainStep,
     WaitingForRun,
 )
+from .progress import ProgressState
 
 
 class TqdmProgress:

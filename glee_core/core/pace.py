@@ -13,12 +13,12 @@ from .events import (
     Examining,
     FeaturePass,
     ProgressFn,
-    ProgressState,
     Queued,
     TrainStep,
     WaitingForRun,
     Working,
 )
+from .progress import ProgressState
 
 WORK_EVENTS = (TrainStep, FeaturePass, Examining, Working)  # what a job's pace is timed on
 

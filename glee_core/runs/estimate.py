@@ -56,7 +56,7 @@ def estimate_seconds(
     """The :class:`Estimate` of ``n_runs`` runs of ``config`` (resolved here:
     the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
     its planned steps times early stopping's share of them (``stop``, also returned: the job's
-    bar reads it, ``glee_core.core.events.ProgressState.share``), with the learning-rate
+    bar reads it, ``glee_core.core.progress.ProgressState.share``), with the learning-rate
     search's extra rounds and LP-FT's quick-mode head; frozen: measured runs carry their early
     stopping. ``runs``: finished runs to calibrate on (the store's, as the app already holds
     them): those with the same backbone, mode and device give the measured rates.

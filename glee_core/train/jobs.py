@@ -27,9 +27,10 @@ from filelock import FileLock
 
 from ..core.environment import job_nice, niced_from_the_start, proc_stat
 from ..core.errors import INTERRUPTED, GleeError
-from ..core.events import Event, ProgressState, fold, read_events
+from ..core.events import Event, read_events
 from ..core.files import write_json_atomic
 from ..core.pace import time_left
+from ..core.progress import ProgressState, fold
 from ..runs.rates import Estimate
 from ..runs.store import RunStore
 from .job_kinds import JOB_KINDS, JobKind, Made, kind_of

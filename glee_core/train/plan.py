@@ -22,9 +22,7 @@ from safetensors.torch import load_file
 
 from .. import __version__
 from ..core.errors import GleeError
-from ..core.events import (
-    ENCODING_SHARE,
-)
+from ..core.progress import ENCODING_SHARE
 from ..data.datasets import LongTailDataset
 from ..data.encoding import check_label_tokens, check_template_fits, unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
