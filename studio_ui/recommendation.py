@@ -126,11 +126,8 @@ def recommendation_panel(runs, key: str) -> None:
     pseudo-labels made a variant whose candidate wins on dev, that candidate is the answer and
     its steps train with the pool (:func:`self_trained_winner`)."""
     from glee_core.runs.notes import unreadable_note  # noqa: PLC0415
-    from glee_core.runs.recommend import (  # noqa: PLC0415
-        ENOUGH_SEEDS,
-        order_steps,
-        recommendation_text,
-    )
+    from glee_core.runs.recommend import ENOUGH_SEEDS, order_steps  # noqa: PLC0415
+    from glee_core.runs.recommend_text import recommendation_text  # noqa: PLC0415
     from glee_core.train.next_steps import with_requests  # noqa: PLC0415
 
     rec = recommendation_of(runs)

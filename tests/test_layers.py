@@ -210,6 +210,7 @@ APP_REACHES = {
     "runs.paper_tables",
     "runs.rates",
     "runs.recommend",
+    "runs.recommend_text",
     "runs.record",
     "runs.store",
     "runs.tables",

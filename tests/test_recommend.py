@@ -11,7 +11,8 @@ import pytest
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.metrics import within_noise
-from glee_core.runs.recommend import NextStep, order_steps, ranked, recommend, recommendation_text
+from glee_core.runs.recommend import NextStep, order_steps, ranked, recommend
+from glee_core.runs.recommend_text import recommendation_text
 from glee_core.runs.record import CrossValidation
 from glee_core.runs.run_parts import Tuning
 from glee_core.runs.store import Run

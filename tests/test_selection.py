@@ -15,7 +15,8 @@ from glee_core.models.backbone import trained_pooling
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.testing import save_tiny_sentence_encoder
-from glee_core.runs.recommend import recommend, recommendation_text
+from glee_core.runs.recommend import recommend
+from glee_core.runs.recommend_text import recommendation_text
 from glee_core.runs.record import CV_PROTOCOL
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_experiments

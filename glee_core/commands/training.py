@@ -106,7 +106,8 @@ def train(args) -> int:
 def result_table(runs) -> str:
     """A launch's runs for a person: the compare table of each setting (percent, mean ± std over
     seeds, the chosen head marked), then the recommendation over them, in plain text."""
-    from ..runs.recommend import recommend, recommendation_text
+    from ..runs.recommend import recommend
+    from ..runs.recommend_text import recommendation_text
     from ..runs.tables import aggregate, comparison_table, to_markdown, twin_notes
 
     text = to_markdown(comparison_table(aggregate(runs)))

@@ -20,14 +20,12 @@ within noise of it, and what to run next.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from ..core.errors import GleeError, first_few
-from ..models.config import POOLINGS
+from ..core.errors import GleeError
 from ..models.methods import METHODS
 from .ensemble import Ensemble, ensemble_of
 from .metrics import within_noise
@@ -48,7 +46,6 @@ __all__ = [  # what this module offers
     "order_steps",
     "ranked",
     "recommend",
-    "recommendation_text",
     "recommended_first",
     "report_setting",
     "top_for_finetuning",
@@ -400,107 +397,3 @@ def report_setting(runs: list[Run], asked: str | None = None) -> tuple[list[Run]
 
 def _model(runs: list[Run], pick: Pick) -> str:
     return next(r.record.model.name for r in runs if r.setting == pick.setting)
-
-
-def _score(mean: float, std: float) -> str:
-    return f"{mean:.1f}" + ("" if std != std else f" ± {std:.1f}")
-
-
-def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str) -> str:
-    """The recommendation in a few Markdown sentences (method ids in code spans). The settings'
-    labels hold the user's names (a backbone's folder, a dataset's split): ``literal`` makes
-    them read as themselves where Markdown is rendered (the app passes its escaping)."""
-    c = rec.chosen
-    seeds = f"{c.seeds} seed{'s' if c.seeds != 1 else ''}"
-    pooled = (
-        f", {c.pooling} pooling"
-        if c.pooling in POOLINGS and "pooling" not in c.setting_label
-        else ""
-    )
-    if rec.basis == CV:
-        by = (
-            f"best of {rec.candidates} by {rec.folds}-fold cross-validation on train + dev "
-            f"({_score(c.score, c.score_std)}"
-            + (", with fine-tuning's lift on dev" if c.mode != "frozen" else "")
-            + ")"
-        )
-    else:
-        by = f"best of {rec.candidates} on dev ({_score(c.dev, c.dev_std)})"
-    lines = [
-        f"**Use `{c.method}`** ({literal(c.setting_label)}{pooled}): {by}; on test, "
-        f"macro-F1 {_score(c.f1, c.f1_std)} and tail F1 {_score(c.tail_f1, c.tail_f1_std)} "
-        f"over {seeds}."
-    ]
-    if (e := rec.ensemble) is not None:
-        shared = f"{e.seeds} seed{'s' if e.seeds != 1 else ''}"
-        lines = [
-            f"**Use the average of the top {len(e.members)}**: "
-            + ", ".join(
-                f"`{p.method}`{_pooled(p)}"
-                + (f" ({literal(p.setting_label)})" if p.mode != c.mode else "")
-                for p in e.members
-            )
-            + f" are within one standard error of the {by}, so the data cannot "
-            "tell them apart and the answer averages their probabilities: on test, "
-            f"macro-F1 {_score(e.f1, e.f1_std)} and tail F1 {_score(e.tail_f1, e.tail_f1_std)} "
-            f"over {shared}; the best, `{c.method}`{_pooled(c)}, alone: "
-            f"{_score(c.f1, c.f1_std)} and {_score(c.tail_f1, c.tail_f1_std)} over {seeds}."
-        ]
-    if rec.basis == CV and c.cells:
-        lines.append(
-            ("It" if rec.ensemble is None else f"`{c.method}`{_pooled(c)}")
-            + f" scored best in {c.wins} of the {c.cells} folds where the top "
-            f"{len([p for p in rec.contenders if p.cells])} met"
-            + "".join(
-                f"; `{p.method}`{_pooled(p)} in {p.wins}" for p in rec.contenders[1:] if p.wins
-            )
-            + "."
-        )
-    names = first_few(
-        [
-            f"`{p.method}`{_pooled(p)}"
-            + (f" ({literal(p.setting_label)})" if p.mode != c.mode else "")
-            for p in rec.close
-        ],
-        6,
-    )
-    if not rec.spread_known:
-        lines.append(
-            "With one seed the spread between seeds is unknown, so a gap of a point "
-            "or two may be noise."
-        )
-        if rec.close:  # ties, known without a spread: the pick shown is the first of them
-            lines.append(
-                f"{len(rec.close)} other candidate(s) score the same: {names}; the data "
-                "cannot tell them apart."
-            )
-    elif rec.ensemble is not None:  # the members are named; the others within the spread
-        members = {(p.setting, p.method) for p in rec.ensemble.members}
-        others = [p for p in rec.close if (p.setting, p.method) not in members]
-        if others:
-            lines.append(
-                "Also within its spread (over seeds, or one seed's folds): "
-                + first_few([f"`{p.method}`{_pooled(p)}" for p in others], 6)
-                + "."
-            )
-    elif rec.close:
-        spread = (
-            "the seeds' spread of it on dev"
-            if rec.basis == DEV
-            else "its spread (over seeds, or one seed's folds)"
-        )
-        lines.append(f"Within {spread}: {names}; the data cannot tell these apart.")
-    else:
-        lines.append("No other candidate is within the spread of it.")
-    if rec.unscored:
-        lines.append(
-            f"{rec.unscored} candidate(s) were left out of the choice: they have no "
-            "cross-validation to be compared by (quick-mode runs stored before it, or "
-            "tuned runs without a quick-mode run of the same head, pooling and inputs "
-            "that has one); the Results page shows them."
-        )
-    return " ".join(lines)
-
-
-def _pooled(pick: Pick) -> str:
-    return f" ({pick.pooling})" if pick.pooling in POOLINGS else ""
