@@ -1,6 +1,6 @@
 """The loaders of :func:`glee_core.data.datasets.load_dataset`: the demo (built offline from the
 ``chatterbot-corpus`` package), the paper's datasets (its TSV layout, ``r8``'s ``label<TAB>text``),
-a CSV on this machine or kept by the app, and a Hugging Face dataset; each ends as a
+and a CSV on this machine or kept by the app (a Hugging Face dataset: ``hf_loader``); each ends as a
 :class:`~glee_core.data.datasets.LongTailDataset`. ``load_dataset`` and
 :data:`~glee_core.data.sources.SOURCES` name them as ``"module:function"`` (this module imports
 ``datasets``, so it is never imported back)."""
@@ -20,7 +20,6 @@ import yaml
 
 from ..core import environment
 from ..core.errors import GleeError
-from ..core.hub import hub_reachable
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_REPO
 from .csvfile import (
     LABEL_COLUMN_NAMES,
@@ -48,10 +47,8 @@ __all__ = [  # what this module offers
     "LOOK_ALIKE",
     "UPLOAD_NAME",
     "csv_source",
-    "hf_source",
     "load_csv_dataset",
     "load_demo",
-    "load_hf_dataset",
     "load_paper_dataset",
     "load_upload_dataset",
     "look_alike_warnings",
@@ -411,80 +408,6 @@ def load_upload_dataset(
     return dataset
 
 
-def load_hf_dataset(
-    spec: str,
-    text_column: str | None = None,
-    label_column: str | None = None,
-    text_b_column: str | None = None,
-    threshold: float | None = None,
-    template: str | None = None,
-    max_length: int = 128,
-) -> LongTailDataset:
-    """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder)."""
-    try:
-        import datasets as hf_datasets  # noqa: PLC0415 (heavy: only for hf: specs)
-    except ImportError:
-        raise GleeError("hf: datasets need the 'datasets' package: pip install datasets") from None
-    name, _, config = spec.partition(":")
-    if not Path(name).expanduser().is_dir() and not hub_reachable():
-        raise GleeError(
-            f"cannot load Hugging Face dataset {spec!r}: it is not a local folder and "
-            "the hub is unreachable from this machine; use csv:PATH or a local folder"
-        )
-    try:
-        loaded = hf_datasets.load_dataset(name, config or None)
-    except Exception as exc:  # the hub raises many types; all mean "cannot load this"
-        raise GleeError(
-            f"cannot load Hugging Face dataset {spec!r}: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''} (is the hub reachable? "
-            "offline, use a local folder or csv:PATH)"
-        ) from None
-    frames, names = {}, None
-    for split_name, part in loaded.items():
-        key = {"validation": "dev", "valid": "dev"}.get(split_name, split_name)
-        if key not in SPLITS:
-            continue
-        feature = part.features.get(label_column or "label")
-        if names is None and getattr(feature, "names", None):
-            names = list(feature.names)
-        frames[key] = part.to_pandas()
-    if "train" not in frames:
-        raise GleeError(f"{spec}: has no 'train' split (splits: {list(loaded)})")
-    columns = [str(c) for c in frames["train"].columns]
-    text_col = pick_column(columns, text_column, TEXT_COLUMN_NAMES, "text", spec)
-    label_col = pick_column(columns, label_column, LABEL_COLUMN_NAMES, "label", spec)
-    splits = {}
-    for key, frame in frames.items():
-        labels = frame[label_col]
-        if names is not None:
-            labels = labels.map(lambda i: names[int(i)] if int(i) >= 0 else "")
-        splits[key] = _frame(
-            frame[text_col],
-            labels.astype(str),
-            frame[text_b_column] if text_b_column else None,
-            rows=np.arange(len(frame)),
-        )
-        splits[key] = splits[key][
-            (splits[key]["text"].str.strip() != "") & (splits[key]["label"] != "")
-        ]
-    warnings: list[str] = []
-    if "test" not in splits:
-        splits["train"], splits["test"] = stratified_holdout(splits["train"], 0.2)
-        warnings.append("no test split: 20% of train (stratified, seed 42) is used as test")
-    if "dev" not in splits:
-        splits["train"], splits["dev"] = stratified_holdout(splits["train"], 0.1)
-        warnings.append("no dev split: 10% of train (stratified, seed 42) is used as dev")
-    return _from_labelled_frames(
-        f"hf:{spec}",
-        splits,
-        template=template or DEFAULT_TEMPLATE,
-        verbalizer=None,
-        threshold=threshold or DEFAULT_THRESHOLD,
-        max_length=max_length,
-        warnings=warnings,
-    )
-
-
 # The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads,
 # keep_rare)
 def csv_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
@@ -495,7 +418,3 @@ def upload_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailD
     return load_upload_dataset(
         rest, uploads_dir, threshold=threshold, keep_rare=keep_rare, **columns
     )
-
-
-def hf_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
-    return load_hf_dataset(rest, threshold=threshold, **columns)  # the hub's own splits

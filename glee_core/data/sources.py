@@ -72,7 +72,7 @@ SOURCES: dict[str, DataSource] = {
             "a Hugging Face dataset (the hub, or a local folder)",
             lambda rest: rest,
             public=False,
-            loader="glee_core.data.loaders:hf_source",
+            loader="glee_core.data.hf_loader:hf_source",
         ),
     )
 }
