@@ -24,7 +24,7 @@ from glee_core.models.scoring import unreadable_words
 from glee_core.runs.store import slug
 from glee_core.serve.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
 from glee_core.train.adapted import adapted_backbones, adapted_folder_name
-from glee_core.train.plan import label_word_methods
+from glee_core.train.preflight import label_word_methods
 from glee_core.views.data_charts import chart_class_frequency, class_frequency_frame
 
 from .access import policy, workspace

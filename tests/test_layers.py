@@ -226,6 +226,7 @@ APP_REACHES = {
     "train.jobs",
     "train.next_steps",
     "train.plan",
+    "train.preflight",
     "train.priority",
     "train.reproduce",
     "views.charts",

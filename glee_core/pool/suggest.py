@@ -35,7 +35,7 @@ from ..runs.notes import vocabulary_note
 from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore
 from ..train.experiment import run_experiments
-from ..train.plan import UNKNOWN_SHARE_WARNING
+from ..train.preflight import UNKNOWN_SHARE_WARNING
 from .strategies import resolve_strategy, select
 
 __all__ = [

@@ -39,7 +39,8 @@ from ..models.options import EXECUTORS, ExecutorOptions
 from ..models.requests import TrainRequest
 from ..runs.store import Run, RunStore
 from .experiment import run_experiments
-from .plan import LaunchPlan, PlannedRun, plan_launch, preflight
+from .plan import LaunchPlan, PlannedRun, plan_launch
+from .preflight import preflight
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
 # starts a run gets when its worker dies without an error of its own (killed: out of memory, a

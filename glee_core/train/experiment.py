@@ -54,9 +54,9 @@ from .plan import (
     load_head,
     lp_ft_stage,
     plan_launch,
-    preflight,
     run_record,
 )
+from .preflight import preflight
 from .selection import cross_validate
 from .setup import packable
 from .training import (

@@ -1,9 +1,9 @@
 """Planning a launch before anything trains: the runs it asks for (each one's id derived from what
-it depends on), the checks that need the backbone (``preflight``), the heads a backbone cannot
-read; a launch planned once (``plan_launch``: the runs to train, the races, the rate searched
-once, the cross-validation due, the feature passes not cached), which the app's estimate reads
-and the job runs; and the record a run is stored with (``run_record``; ``RunStore.save`` writes
-it), LP-FT's stage and a stored head's weights."""
+it depends on), the heads a backbone cannot read (the checks that need the backbone:
+``train.preflight``); a launch planned once (``plan_launch``: the runs to train, the races, the
+rate searched once, the cross-validation due, the feature passes not cached), which the app's
+estimate reads and the job runs; and the record a run is stored with (``run_record``;
+``RunStore.save`` writes it), LP-FT's stage and a stored head's weights."""
 
 from __future__ import annotations
 
@@ -24,45 +24,36 @@ from .. import __version__
 from ..core.errors import GleeError
 from ..core.progress import ENCODING_SHARE
 from ..data.datasets import LongTailDataset
-from ..data.encoding import check_label_tokens, check_template_fits, unknown_token_share
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
 from ..models.config import TrainConfig
 from ..models.features import missing_share
 from ..models.heads import head_of, label_word_token_ids
 from ..models.methods import METHODS, MethodSpec
 from ..models.modes import get_mode
-from ..models.scoring import get_backbone, get_tokenizer
+from ..models.scoring import get_tokenizer
 from ..models.search import SearchLog, shared_key
-from ..runs.notes import untrained_head_note, vocabulary_note
+from ..runs.notes import untrained_head_note
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord
 from ..runs.store import Run, RunStore, make_run_id
 from .setup import RunResult
 
 __all__ = [  # what this module offers
-    "UNKNOWN_SHARE_WARNING",
-    "VOCABULARY_SAMPLE",
     "LaunchPlan",
     "PlannedRun",
-    "backbone_positions",
     "cross_validation_share",
     "dataset_record",
     "job_search_log",
-    "label_word_methods",
     "load_head",
     "lp_ft_stage",
     "package_versions",
     "plan_launch",
     "plan_runs",
-    "preflight",
     "run_identity",
     "run_record",
     "searched_rate",
     "uncached_passes",
     "unreadable_heads",
 ]
-
-UNKNOWN_SHARE_WARNING = 0.05
-VOCABULARY_SAMPLE = 500
 
 
 def run_identity(
@@ -157,96 +148,6 @@ def plan_runs(
                     )
                 )
     return planned
-
-
-def preflight(
-    dataset: LongTailDataset,
-    plan: list[PlannedRun],
-    model_name: str,
-    store: RunStore,
-    force: bool = False,
-) -> list[str]:
-    """Checks that need the backbone, made before anything trains (and only when something
-    will): the verbalizer's label words must be in its vocabulary (an error naming them), and a
-    vocabulary that maps much of the data to the unknown token earns a note (returned)."""
-    pending = [p for p in plan if force or store.get(p.run_id) is None]
-    if not pending:
-        return []
-    classes = dataset.num_classes
-    for batch in sorted({p.config.batch_size for p in pending if p.config.supcon}):
-        if batch <= classes:  # class-balanced batches of it hold one text of a class at most
-            raise GleeError(
-                f"--supcon draws each text toward others of its class in the batch, and a "
-                f"batch of {batch} holds about one text of each of the {classes} classes: give "
-                f"--batch-size {2 * classes} or more, or leave out --supcon"
-            )
-    backbone = get_backbone(model_name)
-    tokenizer = backbone.tokenizer
-    targets = {
-        t.strip()
-        for p in pending
-        if p.config.lora_targets
-        for t in p.config.lora_targets.split(",")
-        if t.strip()
-    }
-    if targets:  # before any training: peft's own error comes after minutes, as a traceback
-        names = {
-            name.rsplit(".", 1)[-1]
-            for name, module in backbone.model.base_model.named_modules()
-            if isinstance(module, torch.nn.Linear)
-        }
-        unknown = sorted(targets - names)
-        if unknown:
-            raise GleeError(
-                f"--lora-targets: {model_name!r} has no linear layer named "
-                f"{', '.join(repr(u) for u in unknown)}; its are: "
-                f"{', '.join(sorted(names))}"
-            )
-    positions = backbone_positions(backbone)
-    for length in sorted({p.config.max_length for p in pending}):
-        if positions and length > positions:
-            raise GleeError(
-                f"--max-length {length} is longer than the {positions} positions "
-                f"{model_name!r} reads; give at most {positions}"
-            )
-        if any(p.spec.input_format == "prompt" for p in pending):
-            check_template_fits(tokenizer, dataset.template, length)
-    embedded = getattr(backbone.model.config, "max_position_embeddings", None)
-    for p in pending:  # each run's prefix before its own texts' tokens: a traceback mid-run, else
-        taken, length = p.config.tuning.positions_taken(p.config), p.config.max_length
-        if taken and embedded and length + taken > embedded:
-            fix = (
-                f"give --max-length {embedded - taken} or less, or a shorter --prefix-length"
-                if taken < embedded - 8
-                else f"give a --prefix-length well under {embedded}"
-            )
-            raise GleeError(
-                f"--max-length {length} and a prefix of {taken} virtual tokens need "
-                f"{length + taken} positions; {model_name!r} has {embedded}: {fix}"
-            )
-    if any(head_of(p.spec).verbalizer for p in pending):
-        ids = label_word_token_ids(tokenizer, dataset.verbalizer, dataset.classes)
-        check_label_tokens(dict(zip(dataset.classes, ids, strict=True)))
-    share = unknown_token_share(
-        tokenizer, dataset.splits["train"]["text"].head(VOCABULARY_SAMPLE).tolist()
-    )
-    if share <= UNKNOWN_SHARE_WARNING:
-        return []
-    return [vocabulary_note(share, dataset.id, VOCABULARY_SAMPLE, model_name, dataset.language)]
-
-
-def backbone_positions(backbone: Backbone) -> int | None:
-    """The most tokens an input to ``backbone`` may have: its tokenizer's limit where it says
-    one (RoBERTa's 514 positions read 512 tokens), else its position embeddings."""
-    said = backbone.tokenizer.model_max_length
-    positions = getattr(backbone.model.config, "max_position_embeddings", None)
-    known = [n for n in (said if said and said < 1_000_000 else None, positions) if n]
-    return min(known) if known else None
-
-
-def label_word_methods() -> list[MethodSpec]:
-    """The methods whose head scores label words at [MASK]: what a vocabulary must read."""
-    return [m for m in METHODS.values() if head_of(m).verbalizer]
 
 
 def unreadable_heads(

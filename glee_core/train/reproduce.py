@@ -166,7 +166,8 @@ def reproduce(
     ``executor`` (default: here, one run after another) may put the runs on a Ray cluster."""
     # torch: only to train (the app's Results page reads reproductions without it)
     from .executors import Batch, LocalExecutor  # noqa: PLC0415
-    from .plan import plan_runs, preflight  # noqa: PLC0415
+    from .plan import plan_runs  # noqa: PLC0415
+    from .preflight import preflight  # noqa: PLC0415
 
     executor = executor or LocalExecutor()
     specs = [get_method(m) for m in table.methods]
