@@ -4,7 +4,7 @@ length (``data/encoding.padding_pieces``, what the training loop does on a CPU).
     python bench/balanced_batches.py [--dataset demo] [--model auto] [--steps 12] [--rounds 3]
 
 Draws one epoch's class-balanced batches (what ``--supcon`` draws on long-tailed data, and
-cRT), then times ``--steps`` of the training loop's own steps (``train.loop.train_step``:
+cRT), then times ``--steps`` of the training loop's own steps (``train.step.train_step``:
 forward, supcon's term, backward, clipping, AdamW) on the same batches each way, alternating
 the two ``--rounds`` times in one process so that the machine's pace moves both alike. Prints
 the tokens each way pads to beside the texts' own, and s / step. Run by hand; CI never runs it.
@@ -31,7 +31,7 @@ from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import get_method  # noqa: E402
 from glee_core.models.model import build_model  # noqa: E402
-from glee_core.train import loop  # noqa: E402
+from glee_core.train import step  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -72,18 +72,18 @@ def main(argv=None) -> int:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-5)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-    state = loop.TrainingState(
+    state = step.TrainingState(
         model, spec, config, optimizer, schedule, params, None, torch.device("cpu"), 0
     )
     precision = resolve_precision(config.precision, state.device)
-    pieces = loop.padding_pieces
+    pieces = step.padding_pieces
     timings: dict[str, list[float]] = {"padded once": [], "in pieces": []}
 
     def timed(label: str) -> None:
-        loop.padding_pieces = pieces if label == "in pieces" else (lambda index, _: [index])
+        step.padding_pieces = pieces if label == "in pieces" else (lambda index, _: [index])
         started = time.perf_counter()
         for index in batches:  # the product's step: forward, loss, backward, clip, AdamW
-            loop.train_step(state, split, index, precision)
+            step.train_step(state, split, index, precision)
         timings[label].append((time.perf_counter() - started) / len(batches))
 
     timed("in pieces")  # warm-up, not counted
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for label in timings:
             timed(label)
-    loop.padding_pieces = pieces
+    step.padding_pieces = pieces
     for label, rates in timings.items():
         print(
             f"{label}: {statistics.median(rates):.3f} s / step (median of {args.rounds} rounds "

@@ -19,7 +19,7 @@ from glee_core.models.heads import PromptHead
 from glee_core.models.losses import classification_loss
 from glee_core.models.model import GleeModel, encoder_hidden_states
 from glee_core.models.scoring import model_inputs
-from glee_core.train.loop import TrainingState, optimizer_step
+from glee_core.train.step import TrainingState, optimizer_step
 
 
 def full_vocabulary_logits(model: GleeModel, batch: dict) -> tuple[torch.Tensor, None]:

@@ -136,8 +136,9 @@ def measure_one(args) -> dict:
     from glee_core.models.methods import get_method
     from glee_core.models.model import build_model
     from glee_core.models.scoring import batch_width, predict
-    from glee_core.train.loop import DevSelection, TrainingState, Trial
+    from glee_core.train.loop import DevSelection, Trial
     from glee_core.train.optim import make_optimizer
+    from glee_core.train.step import TrainingState
 
     method, strategy = args.one
     device = resolve_device(args.device)

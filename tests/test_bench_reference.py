@@ -13,8 +13,8 @@ from glee_core.models.losses import classification_loss
 from glee_core.models.methods import get_method
 from glee_core.models.model import build_model
 from glee_core.models.scoring import predict
-from glee_core.train.loop import TrainingState
 from glee_core.train.optim import make_optimizer
+from glee_core.train.step import TrainingState
 from glee_core.train.training import train_and_evaluate
 
 

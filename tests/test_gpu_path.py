@@ -26,7 +26,7 @@ from glee_core.models.methods import get_method
 from glee_core.models.model import build_model
 from glee_core.models.modes import MODES
 from glee_core.models.scoring import predict
-from glee_core.train.loop import TrainingState, optimizer_step
+from glee_core.train.step import TrainingState, optimizer_step
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.device("cuda")  # a device object needs no GPU; nothing is allocated on it here
@@ -214,7 +214,7 @@ def test_a_batch_of_mixed_lengths_trains_in_pieces_with_the_whole_batchs_loss(
     """On a CPU a class-balanced batch (random lengths) is forwarded in pieces of like length,
     each padded to its own: the loss, supcon's term over the whole batch included, and its
     gradients are those of the batch padded once."""
-    from glee_core.train import loop  # noqa: PLC0415
+    from glee_core.train import step  # noqa: PLC0415
 
     backbone = load_backbone(str(tiny_bert))
     spec = get_method("cls-relu")
@@ -232,12 +232,12 @@ def test_a_batch_of_mixed_lengths_trains_in_pieces_with_the_whole_batchs_loss(
         optimizer = torch.optim.SGD(params, lr=0.0)
         optimizer.zero_grad(set_to_none=True)  # the backbone's weights are shared between calls
         state = TrainingState(model, spec, config, optimizer, None, params, None, CPU, 0)
-        loss, _ = loop._forward_loss(state, split, index, "fp32")
+        loss, _ = step.forward_loss(state, split, index, "fp32")
         loss.backward()
         return loss.item(), [p.grad.clone() for p in params]
 
     pieces, piece_grads = loss_and_grads()
-    monkeypatch.setattr(loop, "padding_pieces", lambda index, lengths: [index])
+    monkeypatch.setattr(step, "padding_pieces", lambda index, lengths: [index])
     whole, whole_grads = loss_and_grads()
     assert pieces == pytest.approx(whole, rel=1e-5)
     for piece, once in zip(piece_grads, whole_grads, strict=True):

@@ -113,8 +113,8 @@ def test_micro_batches_accumulate_the_gradient_of_the_whole_batch(tiny_bert, toy
     from dataclasses import replace
 
     from glee_core.models.model import build_model
-    from glee_core.train.loop import TrainingState, batch_loss
     from glee_core.train.optim import make_optimizer
+    from glee_core.train.step import TrainingState, batch_loss
 
     bert = load_backbone(str(tiny_bert))
     spec = get_method(method)

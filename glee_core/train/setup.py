@@ -29,12 +29,9 @@ from ..models.scoring import Split
 from ..models.search import SearchLog, Work
 from ..runs.record import MetricsRecord
 from ..runs.run_parts import Timing, Tuning
-from .loop import (
-    DevSelection,
-    TrainingState,
-    Trial,
-)
+from .loop import DevSelection, Trial
 from .optim import make_optimizer
+from .step import TrainingState
 
 
 @dataclass

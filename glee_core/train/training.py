@@ -47,14 +47,9 @@ from ..models.methods import MethodSpec
 from ..models.scoring import Split
 from ..models.search import Searched, SearchLog, Work, choose_rate
 from .evaluation import evaluate
-from .loop import (
-    DevSelection,
-    Pack,
-    RngStream,
-    TrainingState,
-    Trial,
-)
+from .loop import DevSelection, Pack, RngStream, Trial
 from .setup import Fitted, RunResult, Setup
+from .step import TrainingState
 
 
 def prepare_splits(
