@@ -13,8 +13,8 @@ from studio_ui.datasets import (
     sample_rows,
     upload_section,
 )
-from studio_ui.labelling import unlabelled_texts_section
 from studio_ui.navigation import sidebar
+from studio_ui.pool import unlabelled_texts_section
 from studio_ui.reports import budget_section, health_section
 
 sidebar()

@@ -16,7 +16,10 @@ imports only those above it):
 - ``reproduction``: the Results page's paper comparison (what ``reproduce`` wrote).
 - ``results``: the Results page's own tabs: this dataset's table and charts, calibration.
 - ``reports``: the Data page's health check and label budget: their jobs, then the reports.
-- ``labelling``: the Data page's unlabelled texts: what to label next, labelling, adding.
+- ``labelling``: labelling the suggested texts (a click or a key each), adding them to the data.
+- ``learning``: learning from the pool (self-training as a job), and Home's comparison of a
+  version with its parent.
+- ``pool``: the Data page's unlabelled texts: a pool kept, what to label next, then the two above.
 - ``datasets``: the Data page's own sections: the dataset picker, an upload, the long tail,
   the label words, a sample of each class, adapting the backbone.
 - ``navigation``: the pages, the sidebar and its workspace panel.

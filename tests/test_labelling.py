@@ -417,7 +417,7 @@ def test_home_says_where_the_added_texts_moved_a_class_across_the_head_tail_line
     from streamlit.testing.v1 import AppTest
 
     def page():
-        from studio_ui.labelling import split_moved
+        from studio_ui.learning import split_moved
 
         split_moved((["a", "b"], ["c", "d"]), (["a", "b", "c"], ["d"]))
         split_moved((["a"], ["b"]), (["a"], ["b"]))  # the line did not move: nothing said

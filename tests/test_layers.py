@@ -325,6 +325,8 @@ APP_MODULES = [
     "results",
     "reports",
     "labelling",
+    "learning",
+    "pool",
     "datasets",
     "navigation",
     "launches",
