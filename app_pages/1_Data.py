@@ -3,16 +3,16 @@ health, label budget and unlabelled texts (each a job); adapting the backbone to
 
 import streamlit as st
 
+from studio_ui.adapting import adapt_section
 from studio_ui.choice import current_dataset
 from studio_ui.datasets import (
-    adapt_section,
     dataset_picker,
-    label_words_section,
     long_tail_view,
     rare_classes,
     sample_rows,
     upload_section,
 )
+from studio_ui.label_words import label_words_section
 from studio_ui.navigation import sidebar
 from studio_ui.pool import unlabelled_texts_section
 from studio_ui.reports import budget_section, health_section

@@ -21,7 +21,9 @@ imports only those above it):
   version with its parent.
 - ``pool``: the Data page's unlabelled texts: a pool kept, what to label next, then the two above.
 - ``datasets``: the Data page's own sections: the dataset picker, an upload, the long tail,
-  the label words, a sample of each class, adapting the backbone.
+  a sample of each class.
+- ``label_words``: the Data page's label words and template, checked and given anew.
+- ``adapting``: the Data page's adapting of the backbone to the data (a job).
 - ``navigation``: the pages, the sidebar and its workspace panel.
 - ``launches``: Home's quick compare; the Train page's launch form, its estimate in words,
   the Launch button and the dataset's finished runs.

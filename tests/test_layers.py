@@ -328,6 +328,8 @@ APP_MODULES = [
     "learning",
     "pool",
     "datasets",
+    "label_words",
+    "adapting",
     "navigation",
     "launches",
 ]
