@@ -11,7 +11,7 @@ from studio_ui.choice import (
     current_model,
     display_name,
 )
-from studio_ui.launches import quick_compare_button
+from studio_ui.launch_buttons import quick_compare_button
 from studio_ui.learning import added_panel
 from studio_ui.navigation import sidebar
 from studio_ui.recommendation import budget_notice, candidates_table, recommendation_panel

@@ -25,8 +25,10 @@ imports only those above it):
 - ``label_words``: the Data page's label words and template, checked and given anew.
 - ``adapting``: the Data page's adapting of the backbone to the data (a job).
 - ``navigation``: the pages, the sidebar and its workspace panel.
-- ``launches``: Home's quick compare; the Train page's launch form, its estimate in words,
-  the Launch button and the dataset's finished runs.
+- ``executors``: the launch form's executor and runs at once.
+- ``launches``: the Train page's launch form.
+- ``launch_buttons``: the launch's estimate in words and its button, Home's quick compare, the
+  dataset's finished runs.
 
 Pages and these modules import each engine name from the module that defines it, among the
 engine modules the face may use (``tests/test_layers.py``: ``APP_REACHES``).

@@ -1,14 +1,11 @@
-"""The Train page's launch: the form (methods, mode, recipe, settings, backbone, executor) that
-makes a :class:`TrainRequest`, its estimate in words, the Launch button, and the table of the
-dataset's finished runs. The page only arranges them; the estimate is the job kind's
-(``estimates``), the launch a job's (``jobs``)."""
+"""The Train page's launch form (methods, mode, recipe, settings, backbone, executor): it makes a
+:class:`TrainRequest` and its estimate (the job kind's: ``estimates``); what follows it, the
+estimate in words and the Launch button, is ``launch_buttons``'."""
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, replace
 
-import pandas as pd
 import streamlit as st
 
 from glee_core.core.errors import GleeError
@@ -22,7 +19,7 @@ from glee_core.models.config import (
 from glee_core.models.fields import help_of, setting_of
 from glee_core.models.methods import METHODS
 from glee_core.models.modes import MODES
-from glee_core.models.options import EXECUTORS, ExecutorOptions
+from glee_core.models.options import ExecutorOptions
 from glee_core.models.recipes import (
     PAPER,
     RECIPE_DEFAULTS,
@@ -32,15 +29,12 @@ from glee_core.models.recipes import (
 )
 from glee_core.models.requests import TrainRequest
 from glee_core.runs.rates import Estimate
-from glee_core.runs.record import METRIC_KEYS, METRIC_TITLES
 
 from .access import policy
 from .choice import backbone_notice, current_choice, current_model
-from .estimates import estimate_of, label_word_heads_left_out, trainable_parameters
-from .jobs import launch as launch_job
-from .jobs import launch_here, running_step
+from .estimates import estimate_of, label_word_heads_left_out
+from .executors import executor_options, runs_at_once
 from .navigation import label_words_button
-from .stores import dataset_runs
 from .text import md
 from .widgets import choose, choose_many, method_labels, setting_inputs
 
@@ -73,18 +67,7 @@ def launch_form(dataset) -> Launch:
     if unread:
         st.caption(f"Not chosen by default: {md(why)}.")
         label_words_button("train-label-words")
-    mode = choose(
-        "Mode",
-        {name: m.choice for name, m in MODES.items()},
-        st.radio,
-        horizontal=True,
-        help="Quick compare encodes the data once with the frozen backbone and trains only the "
-        "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
-        "the accuracy is. The others train a small part beside the head - LoRA, P-tuning v2, "
-        "IA³, prompt tuning and adapters add their own few weights and keep the backbone as it "
-        "is (a run stores a few MB); BitFit trains the backbone's biases. The caption under "
-        "this says what the chosen one trains.",
-    )
+    mode = _mode_input()
     tuning = MODES[mode]
     st.caption(f"{tuning.choice}: {tuning.help}.")
     frozen = tuning.cached_features
@@ -124,34 +107,21 @@ def launch_form(dataset) -> Launch:
     at_once = "1" if rules.public or frozen else runs_at_once()
     executor = ExecutorOptions(runs_at_once=at_once) if rules.public else executor_options(at_once)
 
-    try:
-        seeds = [int(s) for s in seeds_text.split(",") if s.strip()]
-    except ValueError:
-        seeds = []
-        st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
-
+    seeds = _seeds(seeds_text)
     config = None
-    refused = [m for m in methods if not METHODS[m].trains_in(tuning)]
-    if refused:
-        st.error(
-            f"{', '.join(refused)} fit(s) on the frozen features only (a closed-form probe, or "
-            f"a classifier re-trained on fixed features): leave it out of a {tuning.label} run, "
-            "or choose the quick compare."
+    if methods and seeds:
+        config = _train_config(
+            methods,
+            tuning,
+            lr=lr,
+            lr_candidates=candidates,
+            pooling=pooling,
+            recipe=recipe,
+            mode=mode,
+            **shape,
+            **switches,
+            **peft_fields,
         )
-    elif methods and seeds:
-        try:
-            config = TrainConfig(
-                lr=lr,
-                lr_candidates=candidates,
-                pooling=pooling,
-                recipe=recipe,
-                mode=mode,
-                **shape,
-                **switches,
-                **peft_fields,
-            )
-        except GleeError as exc:
-            st.error(str(exc))
     request = None
     if config is not None:
         request = TrainRequest(
@@ -170,6 +140,47 @@ def launch_form(dataset) -> Launch:
         f"{f' on {executor.executor}' if executor.remote else ''}"
     )
     return Launch(request, estimate, label, frozen)
+
+
+def _mode_input() -> str:
+    return choose(
+        "Mode",
+        {name: m.choice for name, m in MODES.items()},
+        st.radio,
+        horizontal=True,
+        help="Quick compare encodes the data once with the frozen backbone and trains only the "
+        "heads: seconds on a CPU. Fine-tuning trains the whole model: minutes on a CPU, where "
+        "the accuracy is. The others train a small part beside the head - LoRA, P-tuning v2, "
+        "IA³, prompt tuning and adapters add their own few weights and keep the backbone as it "
+        "is (a run stores a few MB); BitFit trains the backbone's biases. The caption under "
+        "this says what the chosen one trains.",
+    )
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        st.error("Seeds must be whole numbers separated by commas, e.g. 1,2,3.")
+        return []
+
+
+def _train_config(methods: list[str], tuning, **fields) -> TrainConfig | None:
+    """The form's config, or None after saying why it is refused (a method that cannot train
+    in the chosen mode, a setting out of bounds)."""
+    refused = [m for m in methods if not METHODS[m].trains_in(tuning)]
+    if refused:
+        st.error(
+            f"{', '.join(refused)} fit(s) on the frozen features only (a closed-form probe, or "
+            f"a classifier re-trained on fixed features): leave it out of a {tuning.label} run, "
+            "or choose the quick compare."
+        )
+        return None
+    try:
+        return TrainConfig(**fields)
+    except GleeError as exc:
+        st.error(str(exc))
+        return None
 
 
 def _rate_inputs(
@@ -267,170 +278,3 @@ def _recipe_switches(recipe: str, preset: TrainConfig, searched: bool) -> dict:
                 else "each"
             )
     return switches
-
-
-def executor_options(at_once: str) -> ExecutorOptions:
-    """The executor: here, or one of the remote ones, each in a section of its own (not offered
-    to a public deployment's visitors); ``at_once``: the runs trained at once
-    (:func:`runs_at_once`)."""
-    for remote in (e for e in EXECUTORS.values() if e.remote):
-        with st.expander(remote.title):
-            there = remote.needs is None or importlib.util.find_spec(remote.needs) is not None
-            if not there:
-                st.caption(f"{remote.needs} is not installed here: `{remote.install}`.")
-            on = st.toggle(
-                f"Use {remote.name.capitalize()}",
-                value=False,
-                disabled=not there,
-                help=help_of(ExecutorOptions, "executor"),
-                key=f"executor-{remote.name}",
-            )
-            given = setting_inputs(remote.settings, ExecutorOptions, disabled=not on)
-            st.caption(
-                "The run store must be on storage every node sees (`GLEE_RUNS_DIR`); runs "
-                "already in it are not submitted."
-            )
-        if on:
-            return ExecutorOptions(executor=remote.name, runs_at_once=at_once, **given)
-    return ExecutorOptions(runs_at_once=at_once)
-
-
-def runs_at_once() -> str:
-    """How many fine-tuning runs share the device at once (auto: 1 on a CPU)."""
-    left, right = st.columns([1, 3])
-    value = left.selectbox(
-        "Runs at once", ("auto", "1", "2", "4", "8"), help=help_of(ExecutorOptions, "runs_at_once")
-    )
-    right.caption(
-        "Several runs share the device, each in a process of its own (auto: one on "
-        "a CPU, whose cores they would only split; on a GPU, as many as its memory "
-        "holds). The estimate below is for one run after another."
-    )
-    return value
-
-
-def estimate_words(launch: Launch, dataset, device: str) -> None:
-    """The launch's estimate in words: its time and basis, or that its runs are stored (and what
-    it still does with them), with a warning where a CPU would take long."""
-    estimate = launch.estimate
-    if launch.request is None or estimate is None:
-        return
-    bound = "" if launch.frozen else " (at most; early stopping shortens it)"  # frozen: measured
-    if estimate.runs:
-        trained = trainable_parameters(dataset, launch.request.config)
-        message = (
-            f"Estimated time: {estimate.text} for {estimate.runs} run(s) to train"
-            f"{bound}. Basis: {estimate.basis} ({estimate.sure}). Each run trains about "
-            f"{trained / 1e6:.2f}M parameters (a CLS head's count; each run records its own)."
-        )
-    elif estimate.validated:
-        message = (
-            f"All {estimate.stored} run(s) of this launch are already stored; Launch "
-            f"cross-validates {estimate.validated} of them, as this data's small dev split "
-            f"asks: {estimate.text}. Basis: {estimate.basis} ({estimate.sure})."
-        )
-    else:
-        message = (
-            f"All {estimate.stored} run(s) of this launch are already stored: Launch opens them "
-            "(nothing to train). Change the methods, seeds or settings for a new run."
-        )
-    if estimate.left_out:
-        message += f" {md(estimate.left_out)}."
-    if device == "cpu" and not launch.frozen and estimate.seconds > 20 * 60:
-        st.warning(
-            message + " That is long for a CPU: try the quick compare, fewer epochs, a "
-            "training limit, or a GPU machine."
-        )
-    else:
-        st.info(message)
-
-
-def launch_button(launch: Launch, dataset) -> None:
-    """Launch: the request as a job (none on a read-only deployment); the jobs panel shows it."""
-    if policy().read_only:
-        st.info("Training is switched off on this deployment (read-only): browse the shipped runs.")
-    elif st.button("Launch", type="primary", disabled=launch.request is None):
-        job = launch_job(
-            launch.request,
-            label=launch.label,
-            estimate=launch.estimate,  # a cluster's: one run after another here, an upper bound
-            dataset=dataset,
-        )
-        if job is not None:
-            st.session_state["last_job"] = job.id
-            st.toast(f"{'Already running' if job.attached else 'Launched'}: job {job.id}")
-            st.rerun()  # the panel above shows it
-
-
-def finished_runs(dataset) -> None:
-    """The dataset's finished runs, a row each: method, seed, mode, metrics, backbone, time."""
-    runs = dataset_runs(dataset.id)
-    if not runs:
-        st.caption("None yet.")
-        return
-    finished = pd.DataFrame(
-        [
-            {
-                "Method": r.method,
-                "Seed": r.seed,
-                "Mode": r.record.mode,
-                "Reads": r.reads,
-                **{
-                    METRIC_TITLES[k] + " (%)": round(100 * r.metrics.value(k), 1)
-                    for k in METRIC_KEYS
-                },
-                "Backbone": r.record.model.name,
-                "Training (s)": r.record.timing.train_seconds,
-                "Created": r.record.created,
-                "Run": r.run_id,
-            }
-            for r in runs
-        ]
-    )
-    st.dataframe(
-        finished,
-        hide_index=True,
-        column_config={"Training (s)": st.column_config.NumberColumn(format="%.1f")},
-    )
-
-
-def quick_compare_button(dataset, name: str) -> None:
-    """Home's one click: every head on the frozen backbone, as a job (its bar while it runs),
-    with how the best is chosen and its estimate here; none on a read-only deployment."""
-    if policy().read_only:
-        st.caption(
-            "Training is switched off on this deployment: browse the shipped runs on the "
-            "Results, Diagnostics and Paper pages."
-        )
-        return
-    quick = TrainConfig(mode="frozen")
-    request = TrainRequest(
-        data=current_choice(), methods=list(METHODS), seeds=[1], model=current_model(), config=quick
-    )
-    estimate = estimate_of(request, dataset)
-    done = estimate.runs == 0 and not estimate.validated
-    slot = st.empty()
-    if running_step(request, key="home-compare-running"):
-        pass  # running: its bar, not a second launch
-    elif slot.button(
-        f"Quick compare on {md(name)}",
-        type="secondary" if done else "primary",
-        help="Every head is already stored: this opens them." if done else None,
-    ):  # its bar in the button's place; Home shows the answer once it ends
-        launch_here(slot, request, f"Quick compare: {len(METHODS)} heads on {name}", estimate)
-    small = dataset.small_dev()
-    chosen_by = (
-        f"chosen by {quick.folds}-fold cross-validation on train + dev, since its dev "
-        f"split is small ({md(small)})"
-        if small
-        else "chosen on dev"
-    )
-    st.caption(
-        f"All {len(METHODS)} heads (the paper's twelve, the baselines and the heads "
-        "beyond the paper), each on the `[CLS]` and the mean-pooled state where it reads "
-        f"a plain input, on the frozen backbone; the best {chosen_by}, never on test. "
-        f"Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
-    )
-    if estimate.left_out:
-        st.caption(f"{md(estimate.left_out)}.")
-        label_words_button("home-label-words")

@@ -331,7 +331,9 @@ APP_MODULES = [
     "label_words",
     "adapting",
     "navigation",
+    "executors",
     "launches",
+    "launch_buttons",
 ]
 
 
