@@ -4,7 +4,7 @@ import streamlit as st
 
 from studio_ui.choice import current_dataset, display_name
 from studio_ui.estimates import device_kind
-from studio_ui.jobs import jobs_panel
+from studio_ui.jobs_panel import jobs_panel
 from studio_ui.launch_buttons import estimate_words, finished_runs, launch_button
 from studio_ui.launches import launch_form
 from studio_ui.navigation import sidebar

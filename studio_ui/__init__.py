@@ -9,7 +9,8 @@ imports only those above it):
 - ``choice``: the dataset and backbone chosen, remembered across pages and a reload.
 - ``estimates``: what a job costs here (its kind's estimate over this session's runs and jobs).
 - ``jobs``: launching every kind of job one way (public mode's limits are
-  ``glee_core.serve.workspaces``'), its button and bar, the jobs panel and the sidebar's line.
+  ``glee_core.serve.workspaces``'), its button and bar.
+- ``jobs_panel``: the jobs panel and the sidebar's line on the work running.
 - ``widgets``: the pickers the pages share.
 - ``recommendation``: the answer a compare ends on, its candidates, and its next steps as one
   click each.

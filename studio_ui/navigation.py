@@ -16,7 +16,7 @@ from glee_core.train.priority import pages_drawing
 
 from .access import SHARE_PARAM, policy, remember_workspace, shared_workspace, workspace
 from .choice import current_dataset_id, current_model, display_name
-from .jobs import sidebar_jobs
+from .jobs_panel import sidebar_jobs
 from .stores import cached_runs
 from .text import draw_logged, md, model_label
 

@@ -319,6 +319,7 @@ APP_MODULES = [
     "choice",
     "estimates",
     "jobs",
+    "jobs_panel",
     "widgets",
     "recommendation",
     "reproduction",
