@@ -243,165 +243,204 @@ def adapt(
     extra = read_texts_file(options.texts) if options.texts else []
     if len(texts) < 2:
         raise GleeError(f"{dataset.id}: {len(texts)} training text(s): too few to adapt on")
-    rng = np.random.default_rng(options.seed)
-    order = rng.permutation(len(texts))
+    order = np.random.default_rng(options.seed).permutation(len(texts))
     n_held = int(round(options.held_out * len(texts)))
     held = [texts[i] for i in order[:n_held]]
     train_texts = [texts[i] for i in order[n_held:]] + extra
-
-    backbone = load_backbone(model_name)
-    device = resolve_device(options.device)
-    precision = resolve_precision(options.precision, device)
-    scaler = grad_scaler(device, precision)
-    model = backbone.model.to(device)
-    simcse = options.objective == "simcse"
-    model.requires_grad_(not simcse)  # masked LM: the MLM head trains with the encoder
-    model.base_model.requires_grad_(True)
-    pooling = trained_pooling(model_name) or "cls"  # what the heads read of this backbone
-    max_length = options.max_length or dataset.max_length
-    masker = _Masker(backbone.tokenizer, options, max_length, options.seed)
-    if options.whole_word and not masker.whole_word:
-        progress(
-            Note(
-                message="warning: the tokenizer gives no word offsets (not a fast "
-                "tokenizer): tokens are masked one by one"
-            )
-        )
-    examples = masker.encode(train_texts)
-    held_batches = [
-        masker.batch(masker.encode(held[i : i + options.batch_size]))
-        for i in range(0, len(held), options.batch_size)
-    ]  # fixed masks, made once
-    held_plain = [
-        plain_batch(backbone.tokenizer, masker.encode(held[i : i + options.batch_size]))
-        for i in range(0, len(held), options.batch_size)
-    ]
-
-    def held_measure() -> dict:
-        if not held_batches:
-            return {}
-        found = measure(backbone, held_batches, device)
-        if simcse:
-            found.update(measure_simcse(model, held_plain, device, pooling, options.seed))
-        return found
-
-    lengths = np.array([len(e["input_ids"]) for e in examples])
-    steps_per_epoch = math.ceil(len(examples) / options.batch_size)
-    total = steps_per_epoch * options.epochs
-    optimizer = adamw(model.parameters(), device, lr=options.lr, weight_decay=WEIGHT_DECAY)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(WARMUP * total), total)
-
+    run = _Adaptation(model_name, options, options.max_length or dataset.max_length, progress)
+    run.encode(train_texts, held)
     partial = out.with_name(f".{out.name}.partial")
-    key = _inputs_key(model_name, backbone.fingerprint, train_texts + ["\0held"] + held, options)
-    state = _resume(partial, key, model, optimizer, scheduler, masker)
+    key = _inputs_key(
+        model_name, run.backbone.fingerprint, train_texts + ["\0held"] + held, options
+    )
+    state = _resume(partial, key, run.model, run.optimizer, run.scheduler, run.masker)
     if state is None:
-        state = {"key": key, "epoch": 0, "before": held_measure(), "losses": [], "seconds": 0.0}
+        state = {"key": key, "epoch": 0, "before": run.held_measure(), "losses": [], "seconds": 0.0}
     else:
         progress(
             Note(message=f"resuming after epoch {state['epoch']} of {options.epochs} ({partial})")
         )
     for epoch in range(state["epoch"] + 1, options.epochs + 1):
         started = time.perf_counter()
+        loss = run.train_epoch(epoch)
+        state.update(epoch=epoch, seconds=state["seconds"] + time.perf_counter() - started)
+        state["losses"].append(loss)
+        _checkpoint(partial, state, run.model, run.optimizer, run.scheduler, run.masker)
+    record = run.record(dataset, (len(texts), len(held)), extra, state)
+    run.write(out, record)
+    shutil.rmtree(partial, ignore_errors=True)
+    return record
+
+
+class _Adaptation:
+    """One adaptation's model (masked LM, or the encoder alone for SimCSE), masker, optimiser
+    and schedule on its device: its texts encoded once, an epoch trained, the held-out texts
+    measured (the same masks each time), its record and its folder."""
+
+    def __init__(self, model_name: str, options: AdaptOptions, max_length: int, progress):
+        self.model_name, self.options, self.progress = model_name, options, progress
+        self.backbone = load_backbone(model_name)
+        self.device = resolve_device(options.device)
+        self.precision = resolve_precision(options.precision, self.device)
+        self.scaler = grad_scaler(self.device, self.precision)
+        self.model = self.backbone.model.to(self.device)
+        self.simcse = options.objective == "simcse"
+        self.model.requires_grad_(not self.simcse)  # masked LM: the MLM head trains too
+        self.model.base_model.requires_grad_(True)
+        self.pooling = trained_pooling(model_name) or "cls"  # what the heads read of it
+        self.masker = _Masker(self.backbone.tokenizer, options, max_length, options.seed)
+        if options.whole_word and not self.masker.whole_word:
+            progress(
+                Note(
+                    message="warning: the tokenizer gives no word offsets (not a fast "
+                    "tokenizer): tokens are masked one by one"
+                )
+            )
+
+    def encode(self, train_texts: list[str], held: list[str]) -> None:
+        """The training texts encoded, the held-out ones batched with fixed masks (made once),
+        and the optimiser and schedule over the epochs' steps."""
+        options, masker, tokenizer = self.options, self.masker, self.backbone.tokenizer
+        self.examples = masker.encode(train_texts)
+        size = options.batch_size
+        pieces = [masker.encode(held[i : i + size]) for i in range(0, len(held), size)]
+        self.held_batches = [masker.batch(piece) for piece in pieces]
+        self.held_plain = [plain_batch(tokenizer, piece) for piece in pieces]
+        self.lengths = np.array([len(e["input_ids"]) for e in self.examples])
+        self.steps_per_epoch = math.ceil(len(self.examples) / size)
+        self.total = self.steps_per_epoch * options.epochs
+        self.optimizer = adamw(
+            self.model.parameters(), self.device, lr=options.lr, weight_decay=WEIGHT_DECAY
+        )
+        self.scheduler = get_linear_schedule_with_warmup(
+            self.optimizer, int(WARMUP * self.total), self.total
+        )
+
+    def held_measure(self) -> dict:
+        if not self.held_batches:
+            return {}
+        found = measure(self.backbone, self.held_batches, self.device)
+        if self.simcse:
+            found.update(
+                measure_simcse(
+                    self.model, self.held_plain, self.device, self.pooling, self.options.seed
+                )
+            )
+        return found
+
+    def train_epoch(self, epoch: int) -> float:
+        """One epoch; its mean loss a step."""
+        options, model = self.options, self.model
         model.train()
         torch.manual_seed(options.seed + epoch)  # dropout: a resumed epoch is the same epoch
         # texts of like length together (as training batches them): a batch is padded to its
         # longest text, and random batches of demo's texts were 3/4 padding
         batches = length_grouped_batches(
-            lengths, options.batch_size, np.random.default_rng(options.seed + epoch)
+            self.lengths, options.batch_size, np.random.default_rng(options.seed + epoch)
         )
         loss_sum = 0.0
         for step, rows in enumerate(batches):
-            chosen = [examples[i] for i in rows]
-            if simcse and len(chosen) < 2:  # a batch of one has no other text to tell apart
+            chosen = [self.examples[i] for i in rows]
+            if self.simcse and len(chosen) < 2:  # a batch of one has no other text to tell apart
                 continue
-            made = plain_batch(backbone.tokenizer, chosen) if simcse else masker.batch(chosen)
-            batch = {k: v.to(device) for k, v in made.items()}
-            with autocast(device, precision):
+            made = (
+                plain_batch(self.backbone.tokenizer, chosen)
+                if self.simcse
+                else self.masker.batch(chosen)
+            )
+            batch = {k: v.to(self.device) for k, v in made.items()}
+            with autocast(self.device, self.precision):
                 loss = (
-                    simcse_loss(model, batch, pooling)
-                    if simcse
-                    else torch.nn.functional.cross_entropy(*masked_logits(backbone, batch))
+                    simcse_loss(model, batch, self.pooling)
+                    if self.simcse
+                    else torch.nn.functional.cross_entropy(*masked_logits(self.backbone, batch))
                 )
-            scaled_backward(loss, scaler)
-            clipped_step(optimizer, model.parameters(), MAX_GRAD_NORM, scaler)
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            scaled_backward(loss, self.scaler)
+            clipped_step(self.optimizer, model.parameters(), MAX_GRAD_NORM, self.scaler)
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
             loss_sum += float(loss.detach())
-            progress(
+            self.progress(
                 TrainStep(
                     epoch=epoch,
                     epochs=options.epochs,
                     step=step + 1,
-                    steps=steps_per_epoch,
+                    steps=self.steps_per_epoch,
                     loss=loss_sum / (step + 1),
                 )
             )
-        state.update(epoch=epoch, seconds=state["seconds"] + time.perf_counter() - started)
-        state["losses"].append(loss_sum / steps_per_epoch)
-        _checkpoint(partial, state, model, optimizer, scheduler, masker)
+        return loss_sum / self.steps_per_epoch
 
-    after = held_measure()
-    record = {
-        "format": FORMAT,
-        "glee_core": __version__,
-        "adapted_from": {
-            "name": model_name,
-            "fingerprint": backbone.fingerprint,
-            "mlm_head_pretrained": backbone.mlm_head_pretrained,
-        },
-        "dataset": {
-            "id": dataset.id,
-            "fingerprint": dataset.fingerprint(),
-            "training_texts": len(texts),
-            "held_out": len(held),
-        },
-        "extra_texts": (
-            {
-                "file": Path(options.texts).name,
-                "texts": len(extra),
-                "sha256": hashlib.sha256("\n".join(extra).encode()).hexdigest()[:16],
-            }
-            if options.texts
-            else None
-        ),
-        "options": {k: v for k, v in asdict(options).items() if k not in ("out", "texts")},
-        "whole_word_masking": masker.whole_word,
-        "steps": total,
-        "precision": precision,
-        "tokens_per_epoch": int(lengths.sum()),  # what a rate of this run is measured in
-        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-        "train_loss_per_epoch": state["losses"],
-        "seconds": round(state["seconds"], 3),
-        "held_out_before": state["before"],
-        "held_out_after": after,
-        # trained here, on these texts (SimCSE leaves the MLM head as it came)
-        "mlm_head_pretrained": True if not simcse else backbone.mlm_head_pretrained,
-        "objective": options.objective,
-        **({"pooling": pooling} if simcse else {}),
-    }
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        model.to("cpu").save_pretrained(tmp, safe_serialization=True)
-        backbone.tokenizer.save_pretrained(tmp)
-        write_json(tmp / RECORD_FILE, record)
-        if trained_pooling(model_name):  # a sentence encoder's pooling goes with it
-            (tmp / "1_Pooling").mkdir()
-            write_json(
-                tmp / "1_Pooling" / "config.json",
+    def record(
+        self, dataset: LongTailDataset, sizes: tuple[int, int], extra: list[str], state: dict
+    ) -> dict:
+        """What the folder's ``glee_adapted.json`` says: what was adapted from and on (``sizes``:
+        the training texts and those held out), with what, and the measures before and after."""
+        options, backbone = self.options, self.backbone
+        return {
+            "format": FORMAT,
+            "glee_core": __version__,
+            "adapted_from": {
+                "name": self.model_name,
+                "fingerprint": backbone.fingerprint,
+                "mlm_head_pretrained": backbone.mlm_head_pretrained,
+            },
+            "dataset": {
+                "id": dataset.id,
+                "fingerprint": dataset.fingerprint(),
+                "training_texts": sizes[0],
+                "held_out": sizes[1],
+            },
+            "extra_texts": (
                 {
-                    "pooling_mode_mean_tokens": pooling == "mean",
-                    "pooling_mode_cls_token": pooling == "cls",
-                },
-            )
-        if out.exists():
-            out.rmdir()  # an empty folder the user made
-        tmp.rename(out)
-    except BaseException:
+                    "file": Path(options.texts).name,
+                    "texts": len(extra),
+                    "sha256": hashlib.sha256("\n".join(extra).encode()).hexdigest()[:16],
+                }
+                if options.texts
+                else None
+            ),
+            "options": {k: v for k, v in asdict(options).items() if k not in ("out", "texts")},
+            "whole_word_masking": self.masker.whole_word,
+            "steps": self.total,
+            "precision": self.precision,
+            "tokens_per_epoch": int(self.lengths.sum()),  # what a rate of this run is measured in
+            "trainable_parameters": sum(
+                p.numel() for p in self.model.parameters() if p.requires_grad
+            ),
+            "train_loss_per_epoch": state["losses"],
+            "seconds": round(state["seconds"], 3),
+            "held_out_before": state["before"],
+            "held_out_after": self.held_measure(),
+            # trained here, on these texts (SimCSE leaves the MLM head as it came)
+            "mlm_head_pretrained": True if not self.simcse else backbone.mlm_head_pretrained,
+            "objective": options.objective,
+            **({"pooling": self.pooling} if self.simcse else {}),
+        }
+
+    def write(self, out: Path, record: dict) -> None:
+        """The adapted backbone's folder, whole or not at all."""
+        tmp = out.with_name(f".{out.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    shutil.rmtree(partial, ignore_errors=True)
-    return record
+        try:
+            self.model.to("cpu").save_pretrained(tmp, safe_serialization=True)
+            self.backbone.tokenizer.save_pretrained(tmp)
+            write_json(tmp / RECORD_FILE, record)
+            if trained_pooling(self.model_name):  # a sentence encoder's pooling goes with it
+                (tmp / "1_Pooling").mkdir()
+                write_json(
+                    tmp / "1_Pooling" / "config.json",
+                    {
+                        "pooling_mode_mean_tokens": self.pooling == "mean",
+                        "pooling_mode_cls_token": self.pooling == "cls",
+                    },
+                )
+            if out.exists():
+                out.rmdir()  # an empty folder the user made
+            tmp.rename(out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def _checkpoint(partial: Path, state: dict, model, optimizer, scheduler, masker: _Masker) -> None:
