@@ -101,6 +101,30 @@ def build_report(
     modes side by side (left out when no head was tuned in two modes); ``budget``: the
     dataset's label budget (``budget.report.BudgetReport``), drawn after the run charts."""
     progress = progress or (lambda fraction, what: None)
+    runs = _one_setting(runs, dataset)
+    pdf, t = _new_pdf()
+    _title_section(pdf, runs, t)
+    progress(0.05, "the results table")
+    _results_section(pdf, runs, t)
+    _modes_section(pdf, runs, every or [], t)
+    _charts_section(pdf, runs, t, progress)
+    if budget is not None and budget.dataset == runs[0].dataset:
+        progress(0.88, "drawing the label budget")
+        _budget_section(pdf, budget, t)
+    progress(0.9, "calibrating each method's first run")
+    _calibration_section(pdf, runs, t)
+    notes = merged_notes([r.record for r in runs])
+    if notes:
+        pdf.set_font(pdf.body_font, size=8)
+        for note in notes:
+            pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
+    progress(1.0, "done")
+    return bytes(pdf.output())
+
+
+def _one_setting(runs: list[Run], dataset: str | None) -> list[Run]:
+    """``runs`` of ``dataset`` (None: of the one they are of); an error where there are none,
+    or they are of several datasets or settings."""
     if dataset is not None:
         runs = [r for r in runs if r.dataset == dataset]
     if not runs:
@@ -118,7 +142,12 @@ def build_report(
             f"runs of several settings ({'; '.join(settings)}); choose one with "
             "--setting (or narrow with --model and --mode)"
         )
-    first = runs[0]
+    return runs
+
+
+def _new_pdf():
+    """An A4 document in DejaVu where the machine has it (else Helvetica), and the function
+    that makes a string printable in its font."""
     pdf = _pdf_class()(format="A4", unit="mm")
     font = next(
         (
@@ -136,14 +165,18 @@ def build_report(
     else:
         pdf.body_font = "Helvetica"
     unicode_font = font is not None
-    t = lambda s: _text(unicode_font, s)  # noqa: E731
     pdf.set_auto_page_break(True, margin=16)
     pdf.alias_nb_pages()
+    return pdf, lambda s: _text(unicode_font, s)
+
+
+def _title_section(pdf, runs: list[Run], t) -> None:
+    """The first page's title and what the runs are of: the dataset, backbone and setting."""
     pdf.add_page()
     pdf.set_font(pdf.body_font, size=16)
-    pdf.cell(0, 10, t(f"Glee Studio: {datasets[0]}"), new_x="LMARGIN", new_y="NEXT")
+    pdf.cell(0, 10, t(f"Glee Studio: {runs[0].dataset}"), new_x="LMARGIN", new_y="NEXT")
     pdf.set_font(pdf.body_font, size=9)
-    record = first.record
+    record = runs[0].record
     data, model = record.dataset, record.model
     lines = [
         f"Generated {time.strftime('%Y-%m-%d %H:%M')} from {len(runs)} run(s).",
@@ -162,7 +195,9 @@ def build_report(
         pdf.multi_cell(0, 5, t(line), new_x="LMARGIN", new_y="NEXT")
     pdf.ln(3)
 
-    progress(0.05, "the results table")
+
+def _results_section(pdf, runs: list[Run], t) -> None:
+    """The results table: each method's test scores over seeds, the chosen head marked."""
     summary = aggregate(runs)
     table = comparison_table(summary)
     pdf.set_font(pdf.body_font, size=12)
@@ -204,8 +239,10 @@ def build_report(
         new_y="NEXT",
     )
     pdf.ln(4)
-    _modes_section(pdf, runs, every or [], t)
 
+
+def _charts_section(pdf, runs: list[Run], t, progress: ReportProgress) -> None:
+    """Each run chart the report shows; one that cannot be drawn is left out, saying why."""
     figures = [(c.title, c.draw) for c in charts.RUN_CHARTS.values() if c.in_report]
     for number, (title, draw) in enumerate(figures):
         progress(0.1 + 0.8 * number / len(figures), f"drawing {title.lower()}")
@@ -222,18 +259,6 @@ def build_report(
             )
             continue
         _place_chart(pdf, t(title), png)
-    if budget is not None and budget.dataset == datasets[0]:
-        progress(0.88, "drawing the label budget")
-        _budget_section(pdf, budget, t)
-    progress(0.9, "calibrating each method's first run")
-    _calibration_section(pdf, runs, t)
-    notes = merged_notes([r.record for r in runs])
-    if notes:
-        pdf.set_font(pdf.body_font, size=8)
-        for note in notes:
-            pdf.multi_cell(0, 4, t(f"Note: {note}"), new_x="LMARGIN", new_y="NEXT")
-    progress(1.0, "done")
-    return bytes(pdf.output())
 
 
 # printed size of a chart px: PDF_WIDTH px across the 180 mm text width, so the charts' 9-10 px
