@@ -123,17 +123,7 @@ class _Runner:
                     )
                 )
             else:
-                self.progress(
-                    RunStarted(
-                        run_id=job.run_id,
-                        method=job.spec.id,
-                        seed=job.config.seed,
-                        index=index,
-                        total=total,
-                        cached=not train,
-                        after=self.after,
-                    )
-                )
+                self.started(job, index, total, cached=not train)
             if train:
                 self._train(job)
             if self.ddp is not None:
@@ -155,18 +145,7 @@ class _Runner:
             if len(todo) < 2:  # nothing to share a loop with: run() trains it as ever
                 return
             index, first = todo[0]
-            self.progress(
-                RunStarted(
-                    run_id=first.run_id,
-                    method=first.spec.id,
-                    seed=first.config.seed,
-                    index=index,
-                    total=total,
-                    cached=False,
-                    together=len(todo),
-                    after=self.after,
-                )
-            )
+            self.started(first, index, total, together=len(todo))
             backbone = get_backbone(self.model_name)
             queued = Queued(run_id=first.run_id)
             with self.store.training_slot(self.waiting(queued)), cpu_share(self.device):
@@ -237,34 +216,14 @@ class _Runner:
         if self.force:
             log.done()
         first = jobs[0]
-        self.progress(
-            RunStarted(
-                run_id=first.run_id,
-                method=first.spec.id,
-                seed=first.config.seed,
-                index=index,
-                total=total,
-                cached=False,
-                together=len(jobs),
-                after=self.after,
-                race=True,
-            )
-        )
+        self.started(first, index, total, together=len(jobs), race=True)
         starts = [self.lp_ft_start(job) for job in jobs]
         backbone = get_backbone(self.model_name)
         started = time.perf_counter()
         queued = Queued(run_id=first.run_id)
         with self.store.training_slot(self.waiting(queued)), cpu_share(self.device):
             setups = [
-                prepare(
-                    self.dataset,
-                    job.spec,
-                    backbone,
-                    job.config,
-                    self.progress,
-                    self.store.features_dir,
-                    init_head,
-                )
+                self.prepared(job, backbone, init_head)
                 for job, (init_head, _) in zip(jobs, starts, strict=True)
             ]
             labels = [job.spec.id for job in jobs]
@@ -298,12 +257,10 @@ class _Runner:
             racing = [
                 (
                     setup,
-                    searched_trial
-                    if label == labels[0] and searched_trial
-                    else setup.new_trial(rate, work),
+                    searched_trial if i == 0 and searched_trial else setup.new_trial(rate, work),
                 )
-                for setup, label in zip(setups, labels, strict=True)
-                if label in alive
+                for i, setup in enumerate(setups)
+                if labels[i] in alive
             ]
             if rounds:
                 self.progress(
@@ -335,26 +292,62 @@ class _Runner:
                 winner, rate_rounds, rate_steps + steps, seconds, shared_from=rate_from
             )
             result = evaluate(setup, finish(searched, self.progress, started))
-        job = next(j for j in jobs if j.spec.id == setup.spec.id)
-        if result.tuning.lr_from == job.run_id:  # it searched the rate itself
-            result.tuning.lr_from = None
-        result.tuning.lp_ft_from = starts[jobs.index(job)][1]
-        result.tuning.race = rounds
-        sure = sureness(rounds, "race")
-        if sure and sure[1]:  # a close call is kept with the run, as a search's is
-            result.notes.append(f"{job.spec.id} won the race of {', '.join(labels)}: {sure[0]}")
-        self.progress(
-            Note(
-                message=f"{job.spec.id} won the race of {', '.join(labels)} on dev; "
-                "it is the one run stored" + (f"; {sure[0]}" if sure else "")
-            )
-        )
+        job = self._winner(jobs, setup.spec.id, result, starts, rounds)
         self.store.save(run_record(job, self.dataset, backbone, result, self.notes), result)
         log.done()
         if rate_log is not None:
             rate_log.done()  # the rate stays shared; its search's own log goes
         self.fresh.add(job.run_id)
         return Run(self.store.path(job.run_id))
+
+    def _winner(
+        self, jobs: list[PlannedRun], head: str, result, starts: list, rounds: list
+    ) -> PlannedRun:
+        """The race's winning run (``head``'s), its result told where its rate and LP-FT stage
+        came from and the race's rounds, and how sure dev was of it (a close call is kept with
+        the run, as a search's is)."""
+        job = next(j for j in jobs if j.spec.id == head)
+        if result.tuning.lr_from == job.run_id:  # it searched the rate itself
+            result.tuning.lr_from = None
+        result.tuning.lp_ft_from = starts[jobs.index(job)][1]
+        result.tuning.race = rounds
+        labels = ", ".join(j.spec.id for j in jobs)
+        sure = sureness(rounds, "race")
+        if sure and sure[1]:
+            result.notes.append(f"{head} won the race of {labels}: {sure[0]}")
+        self.progress(
+            Note(
+                message=f"{head} won the race of {labels} on dev; it is the one run stored"
+                + (f"; {sure[0]}" if sure else "")
+            )
+        )
+        return job
+
+    def started(self, job: PlannedRun, index: int, total: int, **how) -> None:
+        """Run ``index`` of ``total`` starts (``how``: ``cached``, ``together``, ``race``)."""
+        self.progress(
+            RunStarted(
+                run_id=job.run_id,
+                method=job.spec.id,
+                seed=job.config.seed,
+                index=index,
+                total=total,
+                after=self.after,
+                **{"cached": False, **how},
+            )
+        )
+
+    def prepared(self, job: PlannedRun, backbone, init_head=None):
+        """``job``'s setup on ``backbone`` (``init_head``: its LP-FT stage's head)."""
+        return prepare(
+            self.dataset,
+            job.spec,
+            backbone,
+            job.config,
+            self.progress,
+            self.store.features_dir,
+            init_head,
+        )
 
     def waiting(self, queued: Queued):
         """What a wait for the store's training slot says, once it starts: what holds the
