@@ -91,15 +91,51 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
     """Score the kept weights on test (η-norm applied for the methods that use it), and gather
     what the run stores: metrics, predictions, sampled features, calibration inputs, timing."""
     setup.progress(Testing())
-    config, dataset, model, device = setup.config, setup.dataset, fitted.model, setup.device
-    test, dev = setup.splits["test"], setup.splits["dev"]
+    dataset, model, test = setup.dataset, fitted.model, setup.splits["test"]
     test_start = time.perf_counter()
     logits, raw_logits, features = scored_logits(setup, model, test)
     test_seconds = time.perf_counter() - test_start
     pred = logits.argmax(1)
+    probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
+    frame = dataset.splits["test"]
+    predictions = pd.DataFrame(
+        {
+            "text": frame["text"].to_numpy(),
+            "text_b": frame["text_b"].to_numpy(),
+            "gold": [dataset.classes[i] for i in test.labels],
+            "pred": [dataset.classes[i] for i in pred],
+            "confidence": probs.max(1).round(6),
+            "correct": pred == test.labels,
+        }
+    )
+    rows = sample_feature_rows(test.labels)
+    tuning, said = _tuning(setup, fitted)
+    return RunResult(
+        metrics=_test_metrics(setup, pred, fitted.history),
+        history=fitted.history,
+        predictions=predictions,
+        logits=logits,
+        weight_norms=model.class_weight_norms().detach().cpu().tolist(),
+        features={
+            "features": features[rows].astype(np.float16),
+            "labels": test.labels[rows],
+            "rows": rows,
+        },
+        model=model,
+        notes=setup.notes + said,
+        config=setup.config,
+        calibration=_calibration_inputs(setup, model, raw_logits, features),
+        tuning=tuning,
+        timing=_timing(setup, fitted, test_seconds),
+    )
+
+
+def _test_metrics(setup: Setup, pred: np.ndarray, history: list[dict]) -> MetricsRecord:
+    """The test scores (overall, per class, head/tail and shot buckets) and the dev evaluation
+    the kept weights come from."""
+    config, dataset, labels = setup.config, setup.dataset, setup.splits["test"].labels
     head, tail = dataset.head_tail()
-    metrics = classification_metrics(test.labels, pred, dataset.classes, head, tail)
-    history = fitted.history
+    metrics = classification_metrics(labels, pred, dataset.classes, head, tail)
     metric = config.select_metric
     best = max(history, key=lambda r: r[f"{kept_prefix(r)}dev_{metric}"])  # the first best one
     kept = kept_prefix(best)
@@ -116,47 +152,40 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
         best_dev_acc=best[f"{kept}dev_acc"],
         select_metric=config.select_metric,
     )
-    metrics = MetricsRecord.from_dict(metrics, dataset.classes)
-    probs = torch.softmax(torch.from_numpy(logits), dim=1).numpy()
-    frame = dataset.splits["test"]
-    predictions = pd.DataFrame(
-        {
-            "text": frame["text"].to_numpy(),
-            "text_b": frame["text_b"].to_numpy(),
-            "gold": [dataset.classes[i] for i in test.labels],
-            "pred": [dataset.classes[i] for i in pred],
-            "confidence": probs.max(1).round(6),
-            "correct": pred == test.labels,
-        }
-    )
-    rows = sample_feature_rows(test.labels)
-    # what post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
-    # dev and test example, and the predictor's W and b (logits = features @ W.T + b)
+    return MetricsRecord.from_dict(metrics, dataset.classes)
+
+
+def _calibration_inputs(setup: Setup, model, raw_logits, features) -> dict:
+    """What post-hoc calibration needs: the uncalibrated logits and classifier inputs of every
+    dev and test example, and the predictor's W and b (logits = features @ W.T + b)."""
+    config, dev, test = setup.config, setup.splits["dev"], setup.splits["test"]
     dev_raw, dev_features = predict(
         model,
         dev,
         setup.pad_id,
-        device,
+        setup.device,
         config.eval_batch_size,
         config.precision,
         calibrate=False,
         pad_multiple=config.pad_multiple,
     )
-    calibration = {
+    weight, bias = model.head.linear_predictor()
+    return {
         "dev_logits": dev_raw,
         "dev_features": dev_features,
         "dev_labels": dev.labels,
         "test_logits": raw_logits,
         "test_features": features,
         "test_labels": test.labels,
+        "weight": weight.detach().float().cpu().numpy(),
+        "bias": bias.detach().float().cpu().numpy(),
     }
-    weight, bias = model.head.linear_predictor()
-    calibration.update(
-        weight=weight.detach().float().cpu().numpy(), bias=bias.detach().float().cpu().numpy()
-    )
-    seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
-    examples_per_second = fitted.steps * config.batch_size / seconds_training
-    trained, adapted = model.tuning_record()
+
+
+def _tuning(setup: Setup, fitted: Fitted) -> tuple[Tuning, list[str]]:
+    """How the run was tuned (its rate and whose search chose it, what it trained, the weights
+    kept), and what that adds to its notes."""
+    trained, adapted = fitted.model.tuning_record()
     tuning = Tuning(
         lr=fitted.lr,
         lr_search=fitted.search or None,
@@ -164,45 +193,34 @@ def evaluate(setup: Setup, fitted: Fitted) -> RunResult:
         trainable_parameters=trained,
         adapted_modules=adapted,
     )
-    said = []  # what this run adds to its notes
-    if config.self_ensemble:
+    said = []
+    if setup.config.self_ensemble:
         tuning.kept = "moving average" if fitted.kept_average else "weights"
-        said.append(self_ensemble_note(setup, history, fitted.kept_average))
+        said.append(self_ensemble_note(setup, fitted.history, fitted.kept_average))
     if fitted.search:
         sure = sureness(fitted.search)
         if sure and sure[1]:  # a close call is said where the run is read (card, report)
             said.append(f"learning rate {fitted.lr:g}: {sure[0]}")
-    return RunResult(
-        metrics=metrics,
-        history=history,
-        predictions=predictions,
-        logits=logits,
-        weight_norms=model.class_weight_norms().detach().cpu().tolist(),
-        features={
-            "features": features[rows].astype(np.float16),
-            "labels": test.labels[rows],
-            "rows": rows,
-        },
-        model=model,
-        notes=setup.notes + said,
-        config=config,
-        calibration=calibration,
-        tuning=tuning,
-        timing=Timing(
-            train_seconds=round(fitted.seconds, 3),
-            test_seconds=round(test_seconds, 3),
-            epochs_run=fitted.epochs_run,
-            evaluations=len(history),
-            steps=fitted.steps if fitted.planned_steps else None,
-            planned_steps=fitted.planned_steps or None,
-            device=str(device),
-            device_name=device_name(device),
-            precision=resolve_precision(config.precision, device),
-            skipped_steps=fitted.skipped_steps or None,
-            train_examples_per_second=round(examples_per_second, 2),
-            train_tokens_per_second=round(
-                examples_per_second * float(setup.splits["train"].lengths.mean()), 1
-            ),
-            feature_pass_tokens_per_second=feature_pass_rate(setup.splits["train"]),
-        ),
+    return tuning, said
+
+
+def _timing(setup: Setup, fitted: Fitted, test_seconds: float) -> Timing:
+    """What the run took and at what rates (the next estimates read them)."""
+    config, device, train = setup.config, setup.device, setup.splits["train"]
+    seconds_training = max(fitted.seconds - fitted.eval_seconds, 1e-9)
+    examples_per_second = fitted.steps * config.batch_size / seconds_training
+    return Timing(
+        train_seconds=round(fitted.seconds, 3),
+        test_seconds=round(test_seconds, 3),
+        epochs_run=fitted.epochs_run,
+        evaluations=len(fitted.history),
+        steps=fitted.steps if fitted.planned_steps else None,
+        planned_steps=fitted.planned_steps or None,
+        device=str(device),
+        device_name=device_name(device),
+        precision=resolve_precision(config.precision, device),
+        skipped_steps=fitted.skipped_steps or None,
+        train_examples_per_second=round(examples_per_second, 2),
+        train_tokens_per_second=round(examples_per_second * float(train.lengths.mean()), 1),
+        feature_pass_tokens_per_second=feature_pass_rate(train),
     )
