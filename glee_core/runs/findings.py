@@ -125,31 +125,43 @@ def norm_slope(run: Run) -> float:
 def check_findings(runs: list[Run]) -> list[Finding]:
     """The paper's findings on ``runs`` (one setting; averaged over their datasets)."""
     ours = _Ours(runs)
-    gap_paper = _paper_avg(2, "prompt", "f1") - _paper_avg(2, "cls-tanh", "f1")
-    findings = [
-        _judge(
-            ours,
-            "Prompt-tuning beats CLS-tuning (∘ T) on macro-F1, and mostly on the tail",
-            f"paper AVG: F1 {_paper_avg(2, 'prompt', 'f1'):.1f} vs "
-            f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f}; Tail F1 "
-            f"{_paper_avg(2, 'prompt', 'tail_f1'):.1f} vs "
-            f"{_paper_avg(2, 'cls-tanh', 'tail_f1'):.1f}, "
-            f"Head F1 {_paper_avg(2, 'prompt', 'head_f1'):.1f} vs "
-            f"{_paper_avg(2, 'cls-tanh', 'head_f1'):.1f}: holds",
-            ("prompt", "cls-tanh"),
-            True,
-            lambda: (
-                f"ours: F1 {ours.f1('prompt'):.1f} vs {ours.f1('cls-tanh'):.1f}; tail gain "
-                f"{ours.f1('prompt', 'tail_f1') - ours.f1('cls-tanh', 'tail_f1'):+.1f}, head "
-                f"gain {ours.f1('prompt', 'head_f1') - ours.f1('cls-tanh', 'head_f1'):+.1f}"
-            ),
-            lambda: (
-                ours.f1("prompt") > ours.f1("cls-tanh")
-                and ours.f1("prompt", "tail_f1") - ours.f1("cls-tanh", "tail_f1")
-                > ours.f1("prompt", "head_f1") - ours.f1("cls-tanh", "head_f1")
-            ),
-        )
+    return [
+        _prompt_beats_cls(ours),
+        *_remedies(ours),
+        _prompt_input(ours),
+        *_ln_closes(ours),
+        _flatter_norms(ours, runs),
     ]
+
+
+def _prompt_beats_cls(ours: _Ours) -> Finding:
+    return _judge(
+        ours,
+        "Prompt-tuning beats CLS-tuning (∘ T) on macro-F1, and mostly on the tail",
+        f"paper AVG: F1 {_paper_avg(2, 'prompt', 'f1'):.1f} vs "
+        f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f}; Tail F1 "
+        f"{_paper_avg(2, 'prompt', 'tail_f1'):.1f} vs "
+        f"{_paper_avg(2, 'cls-tanh', 'tail_f1'):.1f}, "
+        f"Head F1 {_paper_avg(2, 'prompt', 'head_f1'):.1f} vs "
+        f"{_paper_avg(2, 'cls-tanh', 'head_f1'):.1f}: holds",
+        ("prompt", "cls-tanh"),
+        True,
+        lambda: (
+            f"ours: F1 {ours.f1('prompt'):.1f} vs {ours.f1('cls-tanh'):.1f}; tail gain "
+            f"{ours.f1('prompt', 'tail_f1') - ours.f1('cls-tanh', 'tail_f1'):+.1f}, head "
+            f"gain {ours.f1('prompt', 'head_f1') - ours.f1('cls-tanh', 'head_f1'):+.1f}"
+        ),
+        lambda: (
+            ours.f1("prompt") > ours.f1("cls-tanh")
+            and ours.f1("prompt", "tail_f1") - ours.f1("cls-tanh", "tail_f1")
+            > ours.f1("prompt", "head_f1") - ours.f1("cls-tanh", "head_f1")
+        ),
+    )
+
+
+def _remedies(ours: _Ours) -> list[Finding]:
+    gap_paper = _paper_avg(2, "prompt", "f1") - _paper_avg(2, "cls-tanh", "f1")
+    findings = []
     for remedy, name in (("cls-tanh-focal", "focal loss"), ("cls-tanh-eta-norm", "η-norm")):
         findings.append(
             _judge(
@@ -165,19 +177,25 @@ def check_findings(runs: list[Run]) -> list[Finding]:
                 lambda r=remedy: ours.f1(r) - ours.f1("cls-tanh") < SMALL_GAIN,
             )
         )
-    findings.append(
-        _judge(
-            ours,
-            f"The prompt input alone does not help: CLS ∘ R w/ prompt ≈ CLS ∘ R (within "
-            f"{SMALL_GAIN:g} F1)",
-            f"paper AVG: F1 {_paper_avg(3, 'cls-relu-prompt', 'f1'):.1f} vs "
-            f"{_paper_avg(3, 'cls-relu', 'f1'):.1f}: holds",
-            ("cls-relu-prompt", "cls-relu"),
-            False,
-            lambda: f"ours: F1 {ours.f1('cls-relu-prompt'):.1f} vs {ours.f1('cls-relu'):.1f}",
-            lambda: abs(ours.f1("cls-relu-prompt") - ours.f1("cls-relu")) < SMALL_GAIN,
-        )
+    return findings
+
+
+def _prompt_input(ours: _Ours) -> Finding:
+    return _judge(
+        ours,
+        f"The prompt input alone does not help: CLS ∘ R w/ prompt ≈ CLS ∘ R (within "
+        f"{SMALL_GAIN:g} F1)",
+        f"paper AVG: F1 {_paper_avg(3, 'cls-relu-prompt', 'f1'):.1f} vs "
+        f"{_paper_avg(3, 'cls-relu', 'f1'):.1f}: holds",
+        ("cls-relu-prompt", "cls-relu"),
+        False,
+        lambda: f"ours: F1 {ours.f1('cls-relu-prompt'):.1f} vs {ours.f1('cls-relu'):.1f}",
+        lambda: abs(ours.f1("cls-relu-prompt") - ours.f1("cls-relu")) < SMALL_GAIN,
     )
+
+
+def _ln_closes(ours: _Ours) -> list[Finding]:
+    findings = []
     for head, name, mlm in (("cls-relu-ln", "w/ LN", False), ("cls-relu-pt-ln", "w/ pt. LN", True)):
         paper_gap = _paper_avg(3, "prompt", "f1") - _paper_avg(3, "cls-relu", "f1")
         paper_closed = (_paper_avg(3, head, "f1") - _paper_avg(3, "cls-relu", "f1")) / paper_gap
@@ -208,6 +226,10 @@ def check_findings(runs: list[Run]) -> list[Finding]:
             )
         )
 
+    return findings
+
+
+def _flatter_norms(ours: _Ours, runs: list[Run]) -> Finding:
     def slopes(method: str) -> float:
         return float(np.nanmean([norm_slope(r) for r in runs if r.method == method]))
 
@@ -217,30 +239,20 @@ def check_findings(runs: list[Run]) -> list[Finding]:
     )
     paper = "paper Figure 3: flatter for prompt-tuning: holds (no number printed)"
     if not ours.missing("prompt", "cls-tanh") and np.isnan(slopes("prompt") + slopes("cls-tanh")):
-        findings.append(
-            Finding(
-                claim,
-                paper,
-                "cannot judge",
-                "fewer than 3 classes with training examples: no slope",
-            )
+        return Finding(
+            claim, paper, "cannot judge", "fewer than 3 classes with training examples: no slope"
         )
-    else:
-        findings.append(
-            _judge(
-                ours,
-                claim,
-                paper,
-                ("prompt", "cls-tanh"),
-                True,
-                lambda: (
-                    f"ours: slope {slopes('prompt'):+.3f} (prompt) vs "
-                    f"{slopes('cls-tanh'):+.3f} (CLS ∘ T)"
-                ),
-                lambda: abs(slopes("prompt")) < abs(slopes("cls-tanh")),
-            )
-        )
-    return findings
+    return _judge(
+        ours,
+        claim,
+        paper,
+        ("prompt", "cls-tanh"),
+        True,
+        lambda: (
+            f"ours: slope {slopes('prompt'):+.3f} (prompt) vs {slopes('cls-tanh'):+.3f} (CLS ∘ T)"
+        ),
+        lambda: abs(slopes("prompt")) < abs(slopes("cls-tanh")),
+    )
 
 
 def findings_frame(findings: list[Finding]) -> pd.DataFrame:
