@@ -56,17 +56,17 @@ def test_adapt_batches_texts_of_like_length(toy_dataset, tiny_bert, tmp_path, mo
     an epoch trains on (what a measured rate is in)."""
     import numpy as np
 
-    from glee_core.train import adapt as adapt_module
+    from glee_core.train import adapt_objectives
 
     widths = []
-    batch = adapt_module._Masker.batch
+    batch = adapt_objectives.Masker.batch
 
     def recording(self, examples):
         lengths = [len(e["input_ids"]) for e in examples]
         widths.append((max(lengths), lengths))
         return batch(self, examples)
 
-    monkeypatch.setattr(adapt_module._Masker, "batch", recording)
+    monkeypatch.setattr(adapt_objectives.Masker, "batch", recording)
     options = AdaptOptions(out=str(tmp_path / "one"), **{**FAST, "epochs": 1, "held_out": 0.0})
     record = adapt(toy_dataset, str(tiny_bert), options)
     trained = [lengths for _, lengths in widths]
