@@ -159,38 +159,10 @@ def dead_feature_frame(
     )
 
 
-def chart_feature_distributions(
-    runs: list[Run],
-    head_class: str,
-    tail_class: str,
-    dims: int = FIGURE4_FEATURES,
-    width: int = APP_WIDTH,
-) -> alt.Chart:
-    """Figure 4: one small density plot per method (rows) and feature (columns), the head and
-    the tail class overlaid; under it, how many of those features are dead (zero for most
-    examples) per method and class - ReLU kills tail features, a LayerNorm after it does not.
-    Where no head shown has a dead feature, a subtitle says so instead of all-zero bars."""
-    frame = feature_distribution_frame(runs, head_class, tail_class, dims)
-    dead = dead_feature_frame(runs, head_class, tail_class, dims)
-    rows = registry_order(frame["method"]) if len(frame) else []
-    features = [f"f{d + 1}" for d in range(dims)]
-    labels = _label_width(rows, 160)
-    room = (width - MARGIN - labels) / max(dims, 1) - 4  # a panel's share of the width
-    density_labels = room >= FIGURE4_PANEL + FIGURE4_Y_AXIS  # else the shape alone, no numbers
-    panel = int(np.clip(room - FIGURE4_Y_AXIS * density_labels, FIGURE4_PANEL, 96))
-    # the legend names the two classes: as data (a column and the scale's domain), never inside
-    # a Vega expression, where a class name would be code
-    named = {"head": f"head: {head_class}", "tail": f"tail: {tail_class}"}
-    frame = frame.assign(legend=frame["group"].map(named))
-    dead = dead.assign(legend=dead["group"].map(named))
-    color = alt.Color(
-        "legend:N",
-        title=None,
-        legend=alt.Legend(orient="top"),
-        scale=alt.Scale(
-            domain=list(named.values()), range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]
-        ),
-    )
+def _density_grid(frame, rows: list[str], features: list[str], color, panel: tuple[int, bool]):
+    """Figure 4's small densities, a method a row and a feature a column (``panel``: a panel's
+    width, and whether its density axis has labels)."""
+    panel, density_labels = panel
     # each panel on its own scales: the feature's values below (two or three ticks), and where
     # there is room the density's at the left
     # "~r": plain decimals ("~g" drew a density of 10 as "1e+1"); 10 px, the smallest type the
@@ -243,6 +215,12 @@ def chart_feature_distributions(
         )
         .resolve_scale(x="independent", y="independent")
     )
+    return grid
+
+
+def _dead_bars(dead, rows: list[str], color, dims: int):
+    """How many of the first ``dims`` features are dead (zero for most examples), per method
+    and class."""
     base = alt.Chart(dead).encode(
         y=alt.Y("method:N", sort=rows, title=None, axis=alt.Axis(labelLimit=160)),
         yOffset="group:N",
@@ -268,6 +246,43 @@ def chart_feature_distributions(
             "format(datum['zero share'], '.0%') + ' zeros'"
         ),
     ).properties(width=260, height=alt.Step(14), title="Dead features (zero for most examples)")
+    return bars
+
+
+def chart_feature_distributions(
+    runs: list[Run],
+    head_class: str,
+    tail_class: str,
+    dims: int = FIGURE4_FEATURES,
+    width: int = APP_WIDTH,
+) -> alt.Chart:
+    """Figure 4: one small density plot per method (rows) and feature (columns), the head and
+    the tail class overlaid; under it, how many of those features are dead (zero for most
+    examples) per method and class - ReLU kills tail features, a LayerNorm after it does not.
+    Where no head shown has a dead feature, a subtitle says so instead of all-zero bars."""
+    frame = feature_distribution_frame(runs, head_class, tail_class, dims)
+    dead = dead_feature_frame(runs, head_class, tail_class, dims)
+    rows = registry_order(frame["method"]) if len(frame) else []
+    features = [f"f{d + 1}" for d in range(dims)]
+    labels = _label_width(rows, 160)
+    room = (width - MARGIN - labels) / max(dims, 1) - 4  # a panel's share of the width
+    density_labels = room >= FIGURE4_PANEL + FIGURE4_Y_AXIS  # else the shape alone, no numbers
+    panel = int(np.clip(room - FIGURE4_Y_AXIS * density_labels, FIGURE4_PANEL, 96))
+    # the legend names the two classes: as data (a column and the scale's domain), never inside
+    # a Vega expression, where a class name would be code
+    named = {"head": f"head: {head_class}", "tail": f"tail: {tail_class}"}
+    frame = frame.assign(legend=frame["group"].map(named))
+    dead = dead.assign(legend=dead["group"].map(named))
+    color = alt.Color(
+        "legend:N",
+        title=None,
+        legend=alt.Legend(orient="top"),
+        scale=alt.Scale(
+            domain=list(named.values()), range=[GROUP_PALETTE["head"], GROUP_PALETTE["tail"]]
+        ),
+    )
+    grid = _density_grid(frame, rows, features, color, (panel, density_labels))
+    bars = _dead_bars(dead, rows, color, dims)
     title = f"Classifier-input features: {head_class} (head) vs {tail_class} (tail)"
     if not dead["dead features"].any():  # all-zero bars say nothing: a sentence says it
         return grid.properties(
