@@ -211,6 +211,30 @@ def chart_label_budget(budget: BudgetReport, width: int = APP_WIDTH) -> alt.Char
         title="test F1",
         axis=alt.Axis(tickCount=3, labelFontSize=9, titleFontSize=9),
     )
+    layers = _budget_layers(bands, curves, x, y, color)
+    target = pd.DataFrame({"panel": order, "F1": budget.target_f1, "target": True})
+    data = pd.concat([points, curves, bands, target], ignore_index=True)
+    return (
+        alt.layer(*layers, data=data)
+        .properties(width=panel_width, height=90)
+        .facet(
+            facet=alt.Facet(
+                "panel:N",
+                sort=order,
+                title=None,
+                header=alt.Header(labelFontSize=10, labelLimit=panel_width + 30),
+            ),
+            columns=columns,
+            spacing=FACET_GAP,
+        )
+        .resolve_scale(x="independent")
+        .properties(title=title)
+    )
+
+
+def _budget_layers(bands: pd.DataFrame, curves: pd.DataFrame, x, y, color) -> list:
+    """A label-budget panel's layers: the forecast's band, the fitted and forecast curves, the
+    target's dashed line and the measured points."""
     layers = []
     if not bands.empty:
         layers.append(
@@ -270,23 +294,25 @@ def chart_label_budget(budget: BudgetReport, width: int = APP_WIDTH) -> alt.Char
         )
         .transform_filter(alt.datum.spread != None)  # noqa: E711
     )
-    target = pd.DataFrame({"panel": order, "F1": budget.target_f1, "target": True})
-    data = pd.concat([points, curves, bands, target], ignore_index=True)
-    return (
-        alt.layer(*layers, data=data)
-        .properties(width=panel_width, height=90)
-        .facet(
-            facet=alt.Facet(
-                "panel:N",
-                sort=order,
-                title=None,
-                header=alt.Header(labelFontSize=10, labelLimit=panel_width + 30),
-            ),
-            columns=columns,
-            spacing=FACET_GAP,
-        )
-        .resolve_scale(x="independent")
-        .properties(title=title)
+    return layers
+
+
+def _budget_row_frame(budget: BudgetReport) -> pd.DataFrame:
+    """A row a class: F1 now, the forecasts at 2x and 4x, the 80% band at 2x."""
+    return pd.DataFrame(
+        [
+            {
+                "panel": _budget_label(c),
+                "class": c.name,
+                "group": c.group,
+                "F1": c.f1,
+                "at 2x": c.f1_at_2x,
+                "at 4x": c.f1_at_4x,
+                "low": c.f1_at_2x_low,
+                "high": c.f1_at_2x_high,
+            }
+            for c in budget.classes
+        ]
     )
 
 
@@ -317,21 +343,7 @@ def _budget_rows(
             x=x, y=y, color=color, tooltip=["class", "texts:Q", alt.Tooltip("F1:Q", format=".2f")]
         )
     )
-    full = pd.DataFrame(
-        [
-            {
-                "panel": _budget_label(c),
-                "class": c.name,
-                "group": c.group,
-                "F1": c.f1,
-                "at 2x": c.f1_at_2x,
-                "at 4x": c.f1_at_4x,
-                "low": c.f1_at_2x_low,
-                "high": c.f1_at_2x_high,
-            }
-            for c in budget.classes
-        ]
-    )
+    full = _budget_row_frame(budget)
     band = (
         alt.Chart(full)
         .mark_rule(strokeWidth=6, opacity=0.3)
