@@ -101,6 +101,19 @@ def dataset_tab() -> None:
         st.subheader("Recommendation")
         recommendation_panel(every, key="results")
     runs = setting_runs(key="results-methods")
+    _test_table(runs)
+    _variants(runs)
+    highlight = class_highlight(runs[0].record.dataset.order)
+    st.altair_chart(chart_per_class_f1(runs, highlight), width="content")
+    st.altair_chart(chart_head_tail(runs), width="content")
+    with st.expander("Per-class numbers"):
+        st.dataframe(per_class_f1_frame(runs), hide_index=True)
+
+    _modes(every)
+
+
+def _test_table(runs) -> None:
+    """The setting's test table (the chosen head marked, tail first), its notes and its CSV."""
     st.subheader("Test results (%, mean ± std over seeds)")
     table = comparison_table(aggregate(runs))
 
@@ -159,6 +172,10 @@ def dataset_tab() -> None:
         file_name=f"results-{slug(runs[0].dataset)}.csv",
         mime="text/csv",
     )
+
+
+def _variants(runs) -> None:
+    """The same setting on the dataset's variants (the same dev and test texts)."""
     for other, other_runs in variant_runs(runs[0].dataset).items():
         if other == runs[0].dataset:
             continue
@@ -182,12 +199,9 @@ def dataset_tab() -> None:
                 column_config={"paper row": "Paper row", "method": "Method"},
             )
 
-    highlight = class_highlight(runs[0].record.dataset.order)
-    st.altair_chart(chart_per_class_f1(runs, highlight), width="content")
-    st.altair_chart(chart_head_tail(runs), width="content")
-    with st.expander("Per-class numbers"):
-        st.dataframe(per_class_f1_frame(runs), hide_index=True)
 
+def _modes(every) -> None:
+    """One head in every mode this dataset's store holds it in."""
     tuned = {}
     for run in every:
         tuned.setdefault(run.method, set()).add(run.record.mode)
