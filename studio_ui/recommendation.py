@@ -184,41 +184,44 @@ def recommendation_panel(runs, key: str) -> None:
     if steps:
         st.markdown("**Next steps**, best value for the time first:")
     for number, step in enumerate(steps):
-        heads = step.heads
-        button, why = STEP_TEXTS[step.kind]
-        label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
-        why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
-        if passed := step.passed_over:
-            ranks = "ranks" if len(passed) == 1 else "rank"
-            best = (
-                f"`{heads[0]}` is the best candidate that can"
-                if len(heads) == 1
-                else f"these are the best {len(heads)} that can"
-            )
-            why = (
-                ", ".join(f"`{m}`" for m in passed) + f" {ranks} higher but "
-                f"{'is' if len(passed) == 1 else 'are'} fitted on the frozen features and "
-                f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}"
-            )
-        request = step.request
-        if request is None or policy().read_only or step.kind not in estimates:
-            st.caption(
-                f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
-                "with `python -m glee_core train`."
-            )
-            continue
-        estimate = estimates[step.kind]
-        label = f"{label} ({estimate.text.removeprefix('about ')})"
-        if running_step(request, key=f"{key}-{step.kind}-running"):
-            continue
-        slot = st.empty()
-        if slot.button(
-            label, type="primary" if number == 0 else "secondary", key=f"{key}-{step.kind}"
-        ):
-            launch_here(slot, request, label, estimate)
-        st.caption(
-            f"Why: {why}. Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure})."
+        _next_step(step, estimates.get(step.kind), key, primary=number == 0)
+
+
+def _next_step(step, estimate, key: str, primary: bool) -> None:
+    """One next step: its button with its estimate (its bar while it runs), and why; where it
+    cannot launch here (no request, a read-only deployment, no estimate), named only."""
+    from glee_core.runs.recommend import ENOUGH_SEEDS  # noqa: PLC0415
+
+    heads = step.heads
+    button, why = STEP_TEXTS[step.kind]
+    label = button.format(n=len(heads), heads=", ".join(heads), seeds=ENOUGH_SEEDS)
+    why = why.format(seeds=ENOUGH_SEEDS, n=len(heads))
+    if passed := step.passed_over:
+        ranks = "ranks" if len(passed) == 1 else "rank"
+        best = (
+            f"`{heads[0]}` is the best candidate that can"
+            if len(heads) == 1
+            else f"these are the best {len(heads)} that can"
         )
+        why = (
+            ", ".join(f"`{m}`" for m in passed) + f" {ranks} higher but "
+            f"{'is' if len(passed) == 1 else 'are'} fitted on the frozen features and "
+            f"cannot be fine-tuned; {best}. {why[0].upper()}{why[1:]}"
+        )
+    request = step.request
+    if request is None or policy().read_only or estimate is None:
+        st.caption(
+            f"Next: {label[0].lower() + label[1:]} ({why}); on the Train page or "
+            "with `python -m glee_core train`."
+        )
+        return
+    label = f"{label} ({estimate.text.removeprefix('about ')})"
+    if running_step(request, key=f"{key}-{step.kind}-running"):
+        return
+    slot = st.empty()
+    if slot.button(label, type="primary" if primary else "secondary", key=f"{key}-{step.kind}"):
+        launch_here(slot, request, label, estimate)
+    st.caption(f"Why: {why}. Estimated here: {estimate.text} ({estimate.basis}; {estimate.sure}).")
 
 
 def ensemble_export(ensemble, key: str) -> None:
