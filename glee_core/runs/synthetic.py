@@ -62,18 +62,9 @@ def synthetic_dataset(
     )
 
 
-def write_synthetic_run(
-    store: RunStore,
-    dataset: DatasetRecord,
-    method: str,
-    seed: int,
-    skill: float = 0.0,
-    mode: str = "frozen",
-    hidden: int = 16,
-) -> Run:
-    """One finished run of ``method`` on ``dataset``. ``skill`` shifts how well it does on the
-    tail (the head is easy for every method, the tail harder the rarer the class)."""
-    rng = np.random.default_rng(zlib.crc32(f"{dataset.id}|{method}|{seed}".encode()))
+def _scores(dataset: DatasetRecord, skill: float, rng: np.random.Generator):
+    """A run's test answers and scores: (gold, logits, predictions, metrics, each class's rarity
+    in [0, 1]). A right answer's chance falls with rarity, lifted by the method's tail skill."""
     classes, counts = dataset.classes, dataset.class_counts
     n = len(classes)
     test_counts = [max(3, counts[c] // 5) for c in classes]
@@ -98,7 +89,11 @@ def write_synthetic_run(
         best_dev_acc=metrics["acc"],
         select_metric="f1",
     )
-    norms = np.clip(1.0 + 0.3 * rarity * (1 - skill) + rng.normal(0, 0.03, n), 0.1, None)
+    return gold, logits, pred, metrics, rarity
+
+
+def _record(dataset: DatasetRecord, method: str, seed: int, mode: str, hidden: int) -> RunRecord:
+    """The record of a synthetic run (its id from what it is made of, as a real run's)."""
     config = TrainConfig(mode=mode, seed=seed, epochs=3)
     identity = {
         "synthetic": True,
@@ -107,9 +102,8 @@ def write_synthetic_run(
         "dataset": dataset.id,
         "threshold": dataset.threshold,
     }
-    run_id = make_run_id(dataset.id, method, seed, identity)
-    record = RunRecord(
-        run_id=run_id,
+    return RunRecord(
+        run_id=make_run_id(dataset.id, method, seed, identity),
         dataset=dataset,
         model=ModelRecord(
             name="synthetic",
@@ -125,6 +119,25 @@ def write_synthetic_run(
         notes=[SYNTHETIC_NOTE],
         identity=identity,
     )
+
+
+def write_synthetic_run(
+    store: RunStore,
+    dataset: DatasetRecord,
+    method: str,
+    seed: int,
+    skill: float = 0.0,
+    mode: str = "frozen",
+    hidden: int = 16,
+) -> Run:
+    """One finished run of ``method`` on ``dataset``. ``skill`` shifts how well it does on the
+    tail (the head is easy for every method, the tail harder the rarer the class)."""
+    rng = np.random.default_rng(zlib.crc32(f"{dataset.id}|{method}|{seed}".encode()))
+    classes, n = dataset.classes, len(dataset.classes)
+    gold, logits, pred, metrics, rarity = _scores(dataset, skill, rng)
+    norms = np.clip(1.0 + 0.3 * rarity * (1 - skill) + rng.normal(0, 0.03, n), 0.1, None)
+    record = _record(dataset, method, seed, mode, hidden)
+    run_id = record.run_id
     labels_rows = np.concatenate([np.flatnonzero(gold == c)[:64] for c in range(n)])
     features = rng.normal(0, 1, (len(gold), hidden)).astype(np.float32)
     probs = np.exp(logits - logits.max(1, keepdims=True))
