@@ -86,12 +86,10 @@ def refusal(run: Run, form: str) -> str | None:
     return EXPORT_FORMATS[form].refusal(run.record)
 
 
-def portable(run: Run) -> Portable:
-    """The run's model as :class:`Portable` parts, on the CPU in fp32."""
-    scorer = Scorer.for_run(run, "cpu", precision="fp32")
-    model, record = scorer.model.float().eval(), run.record
-    tokenizer = scorer.backbone.tokenizer
-    tuning = record.hyperparameters.tuning
+def _encoder_of(scorer: Scorer, model, tuning):
+    """The run's encoder as plain transformer weights (an adapter merged into it where it can
+    be), and the P-tuning v2 prefix (every layer's past keys and values) or prompt tuning's
+    virtual tokens it reads before the text (None without)."""
     prefix, prompt = None, None
     if model.frozen:
         encoder = scorer.backbone.model.base_model
@@ -108,14 +106,12 @@ def portable(run: Run) -> Portable:
         prompt = model.adapter.get_prompt(1)[0].detach()
     else:
         encoder = model.mlm.base_model
-    encoder = encoder.float().eval()
-    inserted = [  # bottleneck adapters: where each sits (the layer it follows) and its width
-        (adapter_place(name), module.down.out_features)
-        for name, module in encoder.named_modules()
-        if isinstance(module, BottleneckAdapter)
-    ]
-    head, spec = model.head, record.method
-    read = "mask" if spec.input_format == "prompt" else model.pooling
+    return encoder, prefix, prompt
+
+
+def _head_parts(head, spec, encoder):
+    """A head as a plain classifier: (its transform: none or an MLP, the activation, the
+    LayerNorm or None, the predictor's weight and bias)."""
     if isinstance(head, ProbeHead):
         transform, activation, norm = "none", None, None
         weight, bias = head.predictor.weight, head.predictor.bias
@@ -130,6 +126,25 @@ def portable(run: Run) -> Portable:
         weight, bias = head.linear_predictor()
     else:  # a head family the forms do not know yet
         raise GleeError(f"{spec.id}: its head cannot be exported outside the glee format")
+    return transform, activation, norm, weight, bias
+
+
+def portable(run: Run) -> Portable:
+    """The run's model as :class:`Portable` parts, on the CPU in fp32."""
+    scorer = Scorer.for_run(run, "cpu", precision="fp32")
+    model, record = scorer.model.float().eval(), run.record
+    tokenizer = scorer.backbone.tokenizer
+    tuning = record.hyperparameters.tuning
+    encoder, prefix, prompt = _encoder_of(scorer, model, tuning)
+    encoder = encoder.float().eval()
+    inserted = [  # bottleneck adapters: where each sits (the layer it follows) and its width
+        (adapter_place(name), module.down.out_features)
+        for name, module in encoder.named_modules()
+        if isinstance(module, BottleneckAdapter)
+    ]
+    head, spec = model.head, record.method
+    read = "mask" if spec.input_format == "prompt" else model.pooling
+    transform, activation, norm, weight, bias = _head_parts(head, spec, encoder)
     weight, bias = weight.detach().float().clone(), bias.detach().float().clone()
     if spec.eta_norm:  # logits_c / ||w_c||^eta: the same as a predictor scaled row by row
         scale = eta_scale(model.class_weight_norms().detach().float())
