@@ -28,6 +28,56 @@ __all__ = [  # what this module offers
 ]
 
 
+def _pseudo_labels_help(train, states, k: int, progress: ProgressFn) -> bool:
+    """``auto``: does cross-validation on the labelled texts say the pseudo-labels help (or
+    cost at most :data:`HARM` points)? Said either way."""
+    useful, without, with_pseudo = helps(train.hidden, train.labels, states, k)
+    verdict = (
+        f"cross-validation on the labelled texts: macro-F1 {without:.1f} without the "
+        f"pseudo-labels, {with_pseudo:.1f} with them; auto leaves them out only when "
+        f"they cost more than {HARM:g} points"
+    )
+    if not useful:
+        progress(
+            Note(
+                message=f"self-training left out ({verdict}); the runs train on the "
+                "labelled texts alone"
+            )
+        )
+        return False
+    progress(Note(message=f"self-training kept: {verdict}"))
+    return True
+
+
+def _with_pseudo_labels(dataset: LongTailDataset, texts, found, pooling: str):
+    """The dataset with the kept pseudo-labels in its training split (a ``+pseudo-`` variant),
+    and the sentence that says what the rule kept and why."""
+    added = pd.DataFrame({"text": texts[found.rows], "text_b": "", "label": found.labels})
+    train_split, ending = append_rows(dataset.splits["train"], added, PSEUDO)
+    counts = ", ".join(
+        f"{dataset.classes[c]} {n}"
+        for c, n in sorted(found.per_class.items(), key=lambda kv: -kv[1])
+    )
+    said = (
+        f"self-training kept {len(found.rows)} of {len(texts)} pool texts "
+        f"({len(found.rows) / len(texts):.0%}) as pseudo-labels: each class keeps the pool "
+        "texts predicted as it, its most confident first, up to its share of the labelled "
+        "texts times the pool's size; the caps add up to the pool, so where the predictions "
+        "follow the classes' shares most of it is kept, and a class predicted more often (the "
+        "class-balanced probe predicts the rare ones often) loses its least sure (the "
+        f"class-balanced probe on the frozen {pooling}-pooled features, {found.generations} "
+        f"generation(s)): {counts}"
+    )
+    variant = replace(
+        dataset,
+        id=f"{dataset.id}{ending}",
+        splits={**dataset.splits, "train": train_split},
+        warnings=[*dataset.warnings, said],
+        _fingerprint=None,
+    )
+    return variant, said
+
+
 def self_trained(
     dataset: LongTailDataset,
     pool: pd.DataFrame,
@@ -74,22 +124,8 @@ def self_trained(
     texts, states = pool["text"].to_numpy()[fresh], states[fresh]
     train = features["train"]
     k = dataset.num_classes
-    if how == "auto":
-        useful, without, with_pseudo = helps(train.hidden, train.labels, states, k)
-        verdict = (
-            f"cross-validation on the labelled texts: macro-F1 {without:.1f} without the "
-            f"pseudo-labels, {with_pseudo:.1f} with them; auto leaves them out only when "
-            f"they cost more than {HARM:g} points"
-        )
-        if not useful:
-            progress(
-                Note(
-                    message=f"self-training left out ({verdict}); the runs train on the "
-                    "labelled texts alone"
-                )
-            )
-            return dataset
-        progress(Note(message=f"self-training kept: {verdict}"))
+    if how == "auto" and not _pseudo_labels_help(train, states, k, progress):
+        return dataset
     found = pseudo_labels(
         train.hidden,
         train.labels,
@@ -105,28 +141,6 @@ def self_trained(
             )
         )
         return dataset
-    added = pd.DataFrame({"text": texts[found.rows], "text_b": "", "label": found.labels})
-    train_split, ending = append_rows(dataset.splits["train"], added, PSEUDO)
-    counts = ", ".join(
-        f"{dataset.classes[c]} {n}"
-        for c, n in sorted(found.per_class.items(), key=lambda kv: -kv[1])
-    )
-    said = (
-        f"self-training kept {len(found.rows)} of {len(texts)} pool texts "
-        f"({len(found.rows) / len(texts):.0%}) as pseudo-labels: each class keeps the pool "
-        "texts predicted as it, its most confident first, up to its share of the labelled "
-        "texts times the pool's size; the caps add up to the pool, so where the predictions "
-        "follow the classes' shares most of it is kept, and a class predicted more often (the "
-        "class-balanced probe predicts the rare ones often) loses its least sure (the "
-        f"class-balanced probe on the frozen {pooling}-pooled features, {found.generations} "
-        f"generation(s)): {counts}"
-    )
-    variant = replace(
-        dataset,
-        id=f"{dataset.id}{ending}",
-        splits={**dataset.splits, "train": train_split},
-        warnings=[*dataset.warnings, said],
-        _fingerprint=None,
-    )
+    variant, said = _with_pseudo_labels(dataset, texts, found, pooling)
     progress(Note(message=said))
     return variant
