@@ -31,6 +31,43 @@ if TYPE_CHECKING:
     from .paper import PaperTable
 
 
+def _one_setting_each(runs: list[Run]) -> dict[tuple[str, str], set[str]]:
+    """Each (dataset, method)'s setting; an error where one has runs of several (they must not
+    be averaged)."""
+    settings: dict[tuple[str, str], set[str]] = {}
+    for run in runs:
+        settings.setdefault((run.dataset, run.method), set()).add(run.setting)
+    mixed = {k: s for k, s in settings.items() if len(s) > 1}
+    if mixed:
+        raise GleeError(
+            "runs of several settings for "
+            + "; ".join(f"{d} {m}: {' | '.join(sorted(s))}" for (d, m), s in mixed.items())
+            + " - compare one at a time"
+        )
+    return settings
+
+
+def _with_average(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its AVG rows: over the datasets, only where every dataset has a value
+    (else it would mislead)."""
+    avg = (
+        frame.groupby(["method", "paper row", "metric"], sort=False)
+        .agg(
+            mean=("mean", lambda x: x.mean() if x.notna().all() else np.nan),
+            ref=("ref", lambda x: x.mean() if x.notna().all() else np.nan),
+            logs=("logs", lambda x: x.mean() if x.notna().all() else np.nan),
+            seeds=("seeds", "min"),
+            ref_seeds=("ref_seeds", "min"),
+            ref_source=("ref_source", lambda x: "/".join(sorted(set(x) - {""}))),
+        )
+        .reset_index()
+        .assign(
+            dataset="AVG", std=np.nan, ref_std=np.nan, logs_std=np.nan, ref_dataset="", setting=""
+        )
+    )
+    return pd.concat([frame, avg[frame.columns]], ignore_index=True)
+
+
 def comparison(
     runs: list[Run], table: PaperTable, datasets: Iterable[str] | None = None
 ) -> pd.DataFrame:
@@ -46,16 +83,7 @@ def comparison(
     averaged. (Methods may differ: the authors' scripts give some their own learning rate.)"""
     datasets = list(datasets or table.datasets)
     runs = [r for r in runs if r.method in table.methods and r.dataset in datasets]
-    settings: dict[tuple[str, str], set[str]] = {}
-    for run in runs:
-        settings.setdefault((run.dataset, run.method), set()).add(run.setting)
-    mixed = {k: s for k, s in settings.items() if len(s) > 1}
-    if mixed:
-        raise GleeError(
-            "runs of several settings for "
-            + "; ".join(f"{d} {m}: {' | '.join(sorted(s))}" for (d, m), s in mixed.items())
-            + " - compare one at a time"
-        )
+    settings = _one_setting_each(runs)
     summary = aggregate(runs).set_index(["dataset", "method"])
     refs = reference_results().set_index(["dataset", "method"])
     logs = reference_results("released-logs").set_index(["dataset", "method"])
@@ -88,23 +116,7 @@ def comparison(
                     }
                 )
     frame = pd.DataFrame(rows)
-    # AVG over the datasets: only where every dataset has a value (else it would mislead)
-    avg = (
-        frame.groupby(["method", "paper row", "metric"], sort=False)
-        .agg(
-            mean=("mean", lambda x: x.mean() if x.notna().all() else np.nan),
-            ref=("ref", lambda x: x.mean() if x.notna().all() else np.nan),
-            logs=("logs", lambda x: x.mean() if x.notna().all() else np.nan),
-            seeds=("seeds", "min"),
-            ref_seeds=("ref_seeds", "min"),
-            ref_source=("ref_source", lambda x: "/".join(sorted(set(x) - {""}))),
-        )
-        .reset_index()
-        .assign(
-            dataset="AVG", std=np.nan, ref_std=np.nan, logs_std=np.nan, ref_dataset="", setting=""
-        )
-    )
-    frame = pd.concat([frame, avg[frame.columns]], ignore_index=True)
+    frame = _with_average(frame)
     frame["diff"] = frame["mean"] - frame["ref"]
     best = frame.groupby(["dataset", "metric"])["mean"].transform("max")
     frame["best"] = frame["mean"].notna() & np.isclose(frame["mean"], best)
