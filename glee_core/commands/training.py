@@ -153,10 +153,35 @@ def adapt(args) -> int:
     return 0
 
 
-def reproduce(args, argv: list[str]) -> int:
-    from ..core.devices import resolve_device
+def _paper_datasets(ids: list[str], data_dir: str | None) -> list:
+    """The paper's datasets ``ids``, each checked before anything trains (one error naming
+    every one that cannot load), with the released code's head/tail rule, so Head/Tail F1 are
+    the paper's quantities."""
     from ..data.catalog import PAPER_DATASETS
     from ..data.datasets import load_dataset
+
+    datasets, problems = [], []
+    for dataset_id in ids:  # every dataset is checked before anything trains
+        try:
+            if dataset_id not in PAPER_DATASETS:
+                raise GleeError(f"not one of the paper's datasets ({', '.join(PAPER_DATASETS)})")
+            datasets.append(load_dataset(dataset_id, data_dir=data_dir, head_tail="released"))
+        except GleeError as exc:  # name the dataset once (many messages already start with it)
+            message = str(exc)
+            problems.append(
+                message if message.startswith(f"{dataset_id}:") else f"{dataset_id}: {message}"
+            )
+    if problems:
+        raise GleeError(
+            "cannot load "
+            + "; ".join(problems)
+            + " - pass --datasets with the ones you have (--data-dir DIR)"
+        )
+    return datasets
+
+
+def reproduce(args, argv: list[str]) -> int:
+    from ..core.devices import resolve_device
     from ..models.backbone import resolve_model_source
     from ..runs.paper_tables import comparison_markdown, comparison_text
     from ..runs.store import RunStore
@@ -189,25 +214,7 @@ def reproduce(args, argv: list[str]) -> int:
     options = from_args(ExecutorOptions, args)
     if not options.remote:  # on a cluster, the node that trains checks
         resolve_device(overrides.get("device", "auto"))
-    data_dir = getattr(args, "data_dir", None)
-    datasets, problems = [], []
-    for dataset_id in ids:  # every dataset is checked before anything trains
-        try:
-            if dataset_id not in PAPER_DATASETS:
-                raise GleeError(f"not one of the paper's datasets ({', '.join(PAPER_DATASETS)})")
-            # the released code's head/tail rule, so Head/Tail F1 are the paper's quantities
-            datasets.append(load_dataset(dataset_id, data_dir=data_dir, head_tail="released"))
-        except GleeError as exc:  # name the dataset once (many messages already start with it)
-            message = str(exc)
-            problems.append(
-                message if message.startswith(f"{dataset_id}:") else f"{dataset_id}: {message}"
-            )
-    if problems:
-        raise GleeError(
-            "cannot load "
-            + "; ".join(problems)
-            + " - pass --datasets with the ones you have (--data-dir DIR)"
-        )
+    datasets = _paper_datasets(ids, getattr(args, "data_dir", None))
     for model in {model_for(d, args.model) for d in datasets}:
         resolve_model_source(model)
 
