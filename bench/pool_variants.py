@@ -1,0 +1,194 @@
+"""What to label next, round two (issue #80 item 2): variants of ``auto`` (``rare-margin``) that
+might turn the tail texts it finds into more tail F1, on the backtest's probe, features, splits
+and seeds (``bench/pool_backtest.py``), each beside auto, paired by seed.
+
+    python bench/pool_variants.py [--datasets demo,r8-1500,r52-lt] [--labelled 0.1] [--budget 200]
+                                  [--seeds 1,2,3,4,5,6] [--variants NAME,...]
+
+The variants (``rare``: each text's probability mass on the classes weighed by the inverse of their
+labelled texts, as ``rare-margin``'s first factor):
+
+* ``least-confidence``: 1 - the top probability (small-text's ``LeastConfidence``).
+* ``round-robin``: auto's score within each predicted class, the fewest-labelled class first, in
+  turns (no class's texts crowd out another's).
+* ``clusters``: diversity in the batch: the 3n best by auto's score, k-means into n clusters of
+  their features, the best of each (Cluster-Margin's idea, Citovsky et al. 2021).
+* ``prob-clusters``: the same clusters in the space of the class probabilities.
+* ``density``: auto's score times the mean cosine similarity to the 10 nearest pool texts
+  (information density, Settles and Craven 2008).
+* ``rare-margin^2``: rare x (1 - margin)^2, uncertainty weighed more.
+* ``rare-gradient``: rare x the expected length of the softmax weights' gradient
+  (E_y ||p - e_y|| x ||x||, expected gradient length, Settles et al. 2008).
+
+Printed: tail F1 (mean ± std over seeds) at once and in rounds of 50, and each variant's paired
+lead over auto. A few seconds a dataset: the features are the backtest's, cached in ``--work``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.pool_backtest import (  # noqa: E402
+    ROUND,
+    backtest_of,
+    labelled_start,
+    mean_std,
+    probabilities,
+)
+from glee_core.core.devices import resolve_device  # noqa: E402
+from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
+from glee_core.pool.strategies import margins, select  # noqa: E402
+from glee_core.runs.tables import markdown_table  # noqa: E402
+
+
+def rare(probs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return probs @ (1.0 / np.maximum(counts.astype(float), 1.0))
+
+
+def auto_score(probs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return rare(probs, counts) * (1 - margins(probs) / 2)
+
+
+def best(score: np.ndarray, n: int) -> np.ndarray:
+    return np.argsort(-score, kind="stable")[:n]
+
+
+def clustered(score: np.ndarray, space: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """The best of each of n k-means clusters of the 3n best texts by ``score``."""
+    from sklearn.cluster import KMeans  # noqa: PLC0415
+
+    top = best(score, 3 * n)
+    if len(top) <= n:
+        return top
+    groups = KMeans(n_clusters=n, n_init=1, random_state=seed).fit(space[top]).labels_
+    chosen = [top[groups == g][np.argmax(score[top[groups == g]])] for g in np.unique(groups)]
+    return np.array(chosen, dtype=np.int64)
+
+
+def round_robin(score: np.ndarray, probs: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
+    predicted = probs.argmax(1)
+    queues = {
+        c: list(np.flatnonzero(predicted == c)[np.argsort(-score[predicted == c], kind="stable")])
+        for c in np.argsort(counts, kind="stable")
+    }
+    chosen: list[int] = []
+    while len(chosen) < n and queues:
+        for c in list(queues):
+            if queues[c] and len(chosen) < n:
+                chosen.append(int(queues[c].pop(0)))
+            if not queues[c]:
+                del queues[c]
+    return np.array(chosen, dtype=np.int64)
+
+
+def density(features: np.ndarray) -> np.ndarray:
+    unit = features / np.linalg.norm(features, axis=1, keepdims=True)
+    similar = np.sort(unit @ unit.T, axis=1)[:, -11:-1]
+    return np.clip(similar.mean(1), 1e-6, None)
+
+
+def gradient_length(probs: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """E_y ||p - e_y|| x ||x||: the expected length of a softmax layer's weight gradient."""
+    per_label = np.sqrt(np.clip((probs**2).sum(1)[:, None] - 2 * probs + 1, 0, None))
+    return (probs * per_label).sum(1) * np.linalg.norm(features, axis=1)
+
+
+VARIANTS = {  # name -> (probs, labelled counts, features, n, seed) -> the pool rows picked
+    "auto": lambda p, c, x, n, s: select("rare-margin", p, c, n, s),
+    "least-confidence": lambda p, c, x, n, s: best(1 - p.max(1), n),
+    "round-robin": lambda p, c, x, n, s: round_robin(auto_score(p, c), p, c, n),
+    "clusters": lambda p, c, x, n, s: clustered(auto_score(p, c), x, n, s),
+    "prob-clusters": lambda p, c, x, n, s: clustered(auto_score(p, c), p, n, s),
+    "density": lambda p, c, x, n, s: best(auto_score(p, c) * density(x), n),
+    "rare-margin^2": lambda p, c, x, n, s: best(rare(p, c) * (1 - margins(p)) ** 2, n),
+    "rare-gradient": lambda p, c, x, n, s: best(rare(p, c) * gradient_length(p, x), n),
+}
+
+
+def picked(bench, start: np.ndarray, variant: str, budget: int, rounds: bool, seed: int):
+    """The training rows labelled once ``variant`` has picked ``budget`` pool texts."""
+    labelled, step = start.copy(), ROUND if rounds else budget
+    while len(labelled) - len(start) < budget:
+        pool = np.setdiff1d(np.arange(len(bench.train)), labelled)
+        if not len(pool):
+            break
+        clf = bench.fit(labelled)
+        counts = np.bincount(bench.train.labels[labelled], minlength=bench.k)
+        take = min(step, budget - (len(labelled) - len(start)))
+        probs = probabilities(clf, bench.train.hidden[pool], bench.k)
+        rows = VARIANTS[variant](probs, counts, bench.train.hidden[pool], take, seed)
+        labelled = np.concatenate([labelled, pool[rows]])
+    return labelled
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="demo,r8-1500,r52-lt")
+    parser.add_argument("--labelled", type=float, default=0.1)
+    parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--seeds", default="1,2,3,4,5,6")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--model", default="auto")
+    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-pool"))
+    args = parser.parse_args(argv)
+    variants = ["auto"] + [v for v in args.variants.split(",") if v != "auto"]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        parser.error(
+            f"unknown variant(s) {', '.join(sorted(unknown))}; known: {', '.join(VARIANTS)}"
+        )
+    seeds = [int(s) for s in args.seeds.split(",")]
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    backbone, device = load_backbone(args.model), resolve_device("cpu")
+    pooling = trained_pooling(args.model) or "mean"
+    rows, started = [], time.perf_counter()
+    for name in args.datasets.split(","):
+        _, bench = backtest_of(name, args, backbone, device, pooling, work)
+        ceiling = bench.score(bench.fit(np.arange(len(bench.train))))[1]
+        for rounds in (False, True):
+            way = f"in rounds of {ROUND}" if rounds else "at once"
+            tails = {}
+            for variant in variants:
+                tails[variant] = np.array(
+                    [
+                        bench.score(
+                            bench.fit(
+                                picked(
+                                    bench,
+                                    labelled_start(
+                                        bench.train.labels, args.labelled, np.random.default_rng(s)
+                                    ),
+                                    variant,
+                                    args.budget,
+                                    rounds,
+                                    s,
+                                )
+                            )
+                        )[1]
+                        for s in seeds
+                    ]
+                )
+                lead = "-" if variant == "auto" else mean_std(list(tails[variant] - tails["auto"]))
+                rows.append(
+                    [name, way, variant, mean_std(list(tails[variant])), lead, f"{ceiling:.1f}"]
+                )
+                print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
+    header = ["dataset", "labelled", "variant", "tail F1", "lead over auto, paired", "ceiling"]
+    print(f"\n{args.budget} texts, {args.labelled:.0%} labelled, {len(seeds)} seeds")
+    print("\n".join(markdown_table(header, rows)))
+    print(f"\n{time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
