@@ -137,7 +137,7 @@ def class_keys(pool_row: int, order: list[str], keep) -> None:
 def add_to_data(session: LabellingSession) -> None:
     """Write the labelled texts beside the session and choose the dataset with them added (a
     ``+added-`` variant: Home's compare then offers itself on it)."""
-    frame = session.labelled()
+    frame = session.labelled().assign(strategy=session.strategy)  # what picked them
     choice = current_choice()
     added = choice.add
     try:  # a later round: this version's labelled texts and the new ones, one file

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from glee_core.core.errors import GleeError
+from glee_core.pool.files import picked_by
 
 from .choice import current_choice, current_model, load_options
 from .jobs import work_button
@@ -90,13 +91,16 @@ def gain_table(
     gained: dict,
     tail: list[str],
     what: str,
-    suggested: bool = False,
+    suggested: set[str] | None = None,
 ) -> None:
     """Per class, the texts a variant added (``gained``) and the F1 before and after: each
     dataset's recommended quick-mode head on the same test texts, tail as the data was.
-    ``suggested``: the texts were suggested and labelled (not pseudo-labels): what random ones
-    would have been expected to give is said beside the gain."""
+    ``suggested``: the strategies that picked the texts, where they were suggested and labelled
+    (None: pseudo-labels). Where auto's (rare-margin) alone picked them, what random ones would
+    have been expected to give (the backtest's ratio, measured for auto) is said beside the
+    gain; else why it is not."""
     from glee_core.pool.labelling import before_after, random_share  # noqa: PLC0415 (numpy)
+    from glee_core.pool.strategies import RareMargin  # noqa: PLC0415
 
     added = {c: n for c, n in gained.items() if n}
     st.caption(
@@ -129,7 +133,18 @@ def gain_table(
         f"same test texts; {sure}."
     )
     gain = low[1] - low[0]
-    backtest = random_share(sum(added.values())) if suggested and gain > 0 else None
+    auto = suggested == {RareMargin.name}  # the backtest's ratio is auto's
+    backtest = random_share(sum(added.values())) if auto and gain > 0 else None
+    if suggested is not None and not auto and gain > 0:
+        st.caption(
+            "What random texts would have given is said for texts auto picked (rare-margin, "
+            "the backtest's); these were picked by "
+            + (
+                ", ".join(f"`{s}`" for s in sorted(suggested))
+                or "a strategy the file does not name"
+            )
+            + "."
+        )
     if backtest is not None:
         st.caption(
             f"Texts picked at random would have been expected to give about "
@@ -178,7 +193,8 @@ def added_panel(dataset) -> None:
         )
         return
     tail = base.head_tail()[1]
-    gain_table(before, after, counts, gained, tail, "labelled text(s)", suggested=True)
+    picked = picked_by(choice.add)
+    gain_table(before, after, counts, gained, tail, "labelled text(s)", suggested=picked)
     split_moved(base.head_tail(), dataset.head_tail())
 
 

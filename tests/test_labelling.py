@@ -16,7 +16,7 @@ from glee_core.core.errors import GleeError
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.pool.files import NONE_OF_THESE
+from glee_core.pool.files import NONE_OF_THESE, picked_by
 from glee_core.pool.labelling import (
     BACKTEST,
     SKIPPED,
@@ -115,6 +115,7 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert not reloaded.exception and not reloaded.error
     chosen = reloaded.session_state["dataset"]
     assert chosen.add and chosen.load().id.startswith("demo+added-3-")
+    assert picked_by(chosen.add) == {"rare-margin"}  # the file says what picked its texts
     home = app("app.py").run()  # remembered across a reload; Home offers its compare
     assert home.session_state["dataset"].add == chosen.add
     assert any(plain(b.label).startswith("Quick compare on demo+added-3-") for b in home.button)
@@ -475,3 +476,42 @@ def test_what_random_texts_would_have_given_comes_from_the_stored_backtest(tmp_p
     shipped = random_share(50)  # the one the package ships, measured
     assert shipped is not None and BACKTEST.is_file() and 0 < shipped.share < 1.5
     assert "pool_backtest.py" in shipped.command
+
+
+def test_the_random_line_is_said_only_for_texts_auto_picked(tmp_path, monkeypatch):
+    """Issue #80: Home's "texts picked at random would have been expected to give" applies the
+    backtest's ratio, measured for auto (rare-margin); texts another strategy picked (or a file
+    that does not say) get a line saying so instead, and the file written on "Add" names its
+    strategy."""
+    from streamlit.testing.v1 import AppTest
+
+    from glee_core.pool import labelling
+
+    row = {"class": "c", "group": "tail", "before": 3, "added": 50, "F1 before": 60.0}
+    said = labelling.BeforeAfter(
+        "d", "d+added", "a", "b", [{**row, "F1 after": 66.0}], (60.0, 66.0), (70.0, 72.0)
+    )
+    monkeypatch.setattr(labelling, "before_after", lambda *args: said)
+
+    def page(picked):
+        from studio_ui.learning import gain_table
+
+        gain_table([], [], {"c": 3}, {"c": 50}, ["c"], "labelled text(s)", suggested=picked)
+
+    texts = {}
+    for picked in ({"rare-margin"}, {"margin"}, set(), None):
+        at = AppTest.from_function(page, args=(picked,)).run()
+        assert not at.exception
+        texts[str(picked)] = " ".join(plain(c.value) for c in at.caption)
+    assert "Texts picked at random would have been expected" in texts["{'rare-margin'}"]
+    assert "picked by `margin`" in texts["{'margin'}"]
+    assert "Texts picked at random" not in texts["{'margin'}"]
+    assert "a strategy the file does not name" in texts["set()"]
+    assert "random" not in texts["None"]  # pseudo-labels: no comparison with random texts
+    labelled = tmp_path / "labelled.csv"
+    pd.DataFrame(
+        {"text": ["a", "b", "c"], "label": ["x", "", "y"], "strategy": ["margin", "rare", "margin"]}
+    ).to_csv(labelled, index=False)
+    assert picked_by(labelled) == {"margin"}  # the rows with a label
+    pd.DataFrame({"text": ["a"], "label": ["x"]}).to_csv(labelled, index=False)
+    assert picked_by(labelled) == set() and picked_by(tmp_path / "missing.csv") == set()

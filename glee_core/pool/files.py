@@ -32,6 +32,7 @@ __all__ = [
     "add_labelled",
     "append_rows",
     "labels_given",
+    "picked_by",
     "pool_size",
     "read_labelled_texts",
     "read_pool",
@@ -124,6 +125,22 @@ def labels_given(path: str | os.PathLike) -> int:
     if column is None:
         return 0
     return int((read[column].astype(str).str.strip() != "").sum())
+
+
+def picked_by(path: str | os.PathLike) -> set[str]:
+    """The query strategies a labelled file's texts were picked by (its ``strategy`` column,
+    as ``suggest`` and the app write it; the rows with a label only): empty where the file
+    does not say (a file of another source, or of an older release)."""
+    try:
+        read, _, _ = read_texts_csv(Path(path).expanduser())
+    except (GleeError, OSError):
+        return set()
+    columns = {str(c).strip().lower(): c for c in read.columns}
+    label = next((columns[c] for c in columns if c in LABEL_COLUMN_NAMES), None)
+    if "strategy" not in columns or label is None:
+        return set()
+    given = read[read[label].astype(str).str.strip() != ""]
+    return {s for s in given[columns["strategy"]].astype(str).str.strip() if s}
 
 
 def read_labelled_texts(
