@@ -172,8 +172,9 @@ class Backtest:
     def label(
         self, start: np.ndarray, strategy: str, budget: int, rounds: bool, seed: int
     ) -> np.ndarray:
-        """The training rows labelled once ``strategy`` has picked ``budget`` pool texts (the
-        probe refitted between rounds of 50 where ``rounds``)."""
+        """The training rows labelled once ``strategy`` (a strategy's or a peer's name, or a
+        function of the probabilities, labelled counts, features, n and seed) has picked
+        ``budget`` pool texts (the probe refitted between rounds of 50 where ``rounds``)."""
         labelled = start.copy()
         step = ROUND if rounds else budget
         other = peer(strategy) if strategy in PEERS else None
@@ -194,6 +195,9 @@ class Backtest:
                     self.train.labels[labelled],
                     n=take,
                 )
+            elif callable(strategy):  # bench/pool_variants.py's: it reads the features too
+                probs = probabilities(clf, self.train.hidden[pool], self.k)
+                picked = pool[strategy(probs, counts, self.train.hidden[pool], take, seed)]
             else:
                 picked = pool[
                     select(

@@ -41,7 +41,6 @@ from bench.pool_backtest import (  # noqa: E402
     backtest_of,
     labelled_start,
     mean_std,
-    probabilities,
 )
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
@@ -113,22 +112,6 @@ VARIANTS = {  # name -> (probs, labelled counts, features, n, seed) -> the pool 
 }
 
 
-def picked(bench, start: np.ndarray, variant: str, budget: int, rounds: bool, seed: int):
-    """The training rows labelled once ``variant`` has picked ``budget`` pool texts."""
-    labelled, step = start.copy(), ROUND if rounds else budget
-    while len(labelled) - len(start) < budget:
-        pool = np.setdiff1d(np.arange(len(bench.train)), labelled)
-        if not len(pool):
-            break
-        clf = bench.fit(labelled)
-        counts = np.bincount(bench.train.labels[labelled], minlength=bench.k)
-        take = min(step, budget - (len(labelled) - len(start)))
-        probs = probabilities(clf, bench.train.hidden[pool], bench.k)
-        rows = VARIANTS[variant](probs, counts, bench.train.hidden[pool], take, seed)
-        labelled = np.concatenate([labelled, pool[rows]])
-    return labelled
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="demo,r8-1500,r52-lt")
@@ -163,12 +146,11 @@ def main(argv=None) -> int:
                     [
                         bench.score(
                             bench.fit(
-                                picked(
-                                    bench,
+                                bench.label(
                                     labelled_start(
                                         bench.train.labels, args.labelled, np.random.default_rng(s)
                                     ),
-                                    variant,
+                                    VARIANTS[variant],
                                     args.budget,
                                     rounds,
                                     s,

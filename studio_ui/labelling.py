@@ -141,9 +141,10 @@ def add_to_data(session: LabellingSession) -> None:
     choice = current_choice()
     added = choice.add
     try:  # a later round: this version's labelled texts and the new ones, one file
-        if added:
+        if added:  # a text answered again keeps its newest answer, once
             before = pd.read_csv(added, dtype=str, keep_default_na=False)
             frame = pd.concat([before, frame.astype(str)], ignore_index=True)
+            frame = frame.drop_duplicates("text", keep="last", ignore_index=True)
     except (OSError, ValueError) as exc:
         st.error(f"Not added: the texts added before cannot be read ({md(exc)})")
         return

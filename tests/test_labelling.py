@@ -515,3 +515,23 @@ def test_the_random_line_is_said_only_for_texts_auto_picked(tmp_path, monkeypatc
     assert picked_by(labelled) == {"margin"}  # the rows with a label
     pd.DataFrame({"text": ["a"], "label": ["x"]}).to_csv(labelled, index=False)
     assert picked_by(labelled) == set() and picked_by(tmp_path / "missing.csv") == set()
+
+
+def test_each_version_of_an_uploaded_csv_has_its_own_session_and_reports(tmp_path):
+    """A new user's three rounds on an upload: every ``+added-`` version of ``upload:x.csv``
+    was named ``upload-x`` (the file's stem), so the second round's session was the first's
+    and "Add" put the first round's texts in again. A version's name keeps its part; run ids
+    keep their form (stored runs are found), told apart by their identity."""
+    from glee_core.runs.store import make_run_id, slug
+
+    base, version = "upload:fortunes-3ed7bdd8.csv", "upload:fortunes-3ed7bdd8.csv+added-50-1f2e"
+    assert slug(base) == "upload-fortunes-3ed7bdd8"
+    assert slug(version) == "upload-fortunes-3ed7bdd8-added-50-1f2e"
+    assert slug("csv:/a/b.csv+pseudo-12-ff") == "csv-b-pseudo-12-ff" and slug("demo") == "demo"
+    store = RunStore(tmp_path / "runs")
+    pool = str(tmp_path / "pool.csv")
+    assert LabellingSession.path_for(store, base, pool) != LabellingSession.path_for(
+        store, version, pool
+    )
+    assert store.data_report_dir(base, "m") != store.data_report_dir(version, "m")
+    assert make_run_id(version, "m", 1, {"a": 1}).startswith("upload-fortunes-3ed7bdd8-m-s1-")

@@ -58,6 +58,7 @@ __all__ = [  # what this module offers
     "SAFE_ID",
     "TEMP_PREFIXES",
     "UNOWNED_TEMP_SECONDS",
+    "VERSION",
     "config_hash",
     "load_checked",
     "make_run_id",
@@ -72,16 +73,34 @@ def config_hash(identity: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
+VERSION = re.compile(r"\+[a-z]+-")  # where a version's part of a dataset id starts (+added-...)
+
+
 def slug(text: str) -> str:
-    """A file-name-safe form of a dataset id (``csv:/a/b.csv`` -> ``csv-b``)."""
-    if ":" in text:
-        kind, _, rest = text.partition(":")
-        text = f"{kind}-{Path(rest.rstrip('/')).stem or rest}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:60] or "dataset"
+    """A file-name-safe form of a dataset id (``csv:/a/b.csv`` -> ``csv-b``), a version's part
+    kept (``csv:/a/b.csv+added-50-1f2e`` -> ``csv-b-added-50-1f2e``: the file's stem alone had
+    given every version of a CSV the name of its data, and their labelling sessions and reports
+    one file)."""
+    kind, colon, rest = text.partition(":")
+    found = VERSION.search(rest) if colon else None
+    if found is None:
+        return _name(text)
+    version = re.sub(r"[^A-Za-z0-9._-]+", "-", rest[found.start() :]).strip("-.")[:40]
+    return f"{_name(f'{kind}:{rest[: found.start()]}')}-{version}"
+
+
+def _name(dataset_id: str) -> str:
+    """A dataset id's file-name-safe name as every release has written it (a run id's first
+    part: a version's runs are told apart by their identity's hash, so stored runs keep their
+    ids): ``csv:/a/b.csv`` -> ``csv-b``."""
+    if ":" in dataset_id:
+        kind, _, rest = dataset_id.partition(":")
+        dataset_id = f"{kind}-{Path(rest.rstrip('/')).stem or rest}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", dataset_id).strip("-.")[:60] or "dataset"
 
 
 def make_run_id(dataset_id: str, method: str, seed: int, identity: dict) -> str:
-    return f"{slug(dataset_id)}-{method}-s{seed}-{config_hash(identity)}"
+    return f"{_name(dataset_id)}-{method}-s{seed}-{config_hash(identity)}"
 
 
 @dataclass
