@@ -44,7 +44,7 @@ from bench.pool_backtest import (  # noqa: E402
 )
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
-from glee_core.pool.strategies import margins, select  # noqa: E402
+from glee_core.pool.strategies import in_turns, margins, select  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 
@@ -74,18 +74,13 @@ def clustered(score: np.ndarray, space: np.ndarray, n: int, seed: int) -> np.nda
 
 def round_robin(score: np.ndarray, probs: np.ndarray, counts: np.ndarray, n: int) -> np.ndarray:
     predicted = probs.argmax(1)
-    queues = {
-        c: list(np.flatnonzero(predicted == c)[np.argsort(-score[predicted == c], kind="stable")])
-        for c in np.argsort(counts, kind="stable")
-    }
-    chosen: list[int] = []
-    while len(chosen) < n and queues:
-        for c in list(queues):
-            if queues[c] and len(chosen) < n:
-                chosen.append(int(queues[c].pop(0)))
-            if not queues[c]:
-                del queues[c]
-    return np.array(chosen, dtype=np.int64)
+    return in_turns(
+        {
+            c: np.flatnonzero(predicted == c)[np.argsort(-score[predicted == c], kind="stable")]
+            for c in np.argsort(counts, kind="stable")
+        },
+        n,
+    )
 
 
 def density(features: np.ndarray) -> np.ndarray:

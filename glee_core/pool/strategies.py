@@ -37,6 +37,7 @@ __all__ = [  # what this module offers
     "Random",
     "Rare",
     "RareMargin",
+    "in_turns",
     "margins",
     "resolve_strategy",
     "select",
@@ -104,6 +105,20 @@ class RareMargin(Rare):
         return super().score(probs, labelled) * (1.0 - margins(probs) / 2)
 
 
+def in_turns(queues: dict[int, list[int]], n: int) -> np.ndarray:
+    """``n`` rows taken from the ``queues`` (a class's rows, best first) in turns, in the
+    queues' order: no class's rows crowd out another's."""
+    queues = {c: list(rows) for c, rows in queues.items() if len(rows)}
+    chosen: list[int] = []
+    while len(chosen) < n and queues:
+        for c in list(queues):
+            if len(chosen) < n:
+                chosen.append(int(queues[c].pop(0)))
+            if not queues[c]:
+                del queues[c]
+    return np.array(chosen, dtype=np.int64)
+
+
 class Balanced(QueryStrategy):
     name, help = "balanced", "margin within each predicted class, fewest-labelled class first"
 
@@ -113,14 +128,7 @@ class Balanced(QueryStrategy):
             c: list(np.flatnonzero(predicted == c)[np.argsort(gap[predicted == c])])
             for c in np.argsort(labelled, kind="stable")
         }
-        chosen: list[int] = []
-        while len(chosen) < n:
-            for c in list(queues):
-                if queues[c] and len(chosen) < n:
-                    chosen.append(int(queues[c].pop(0)))
-                if not queues[c]:
-                    del queues[c]
-        return np.array(chosen, dtype=np.int64)
+        return in_turns(queues, n)
 
 
 class Auto(QueryStrategy):
