@@ -7,9 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from glee_core.models.config import (
-    TrainConfig,
-)
+from glee_core.models.config import TrainConfig
 from glee_core.models.methods import METHODS
 from glee_core.models.requests import TrainRequest
 from glee_core.runs.record import METRIC_KEYS, METRIC_TITLES

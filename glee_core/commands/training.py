@@ -10,17 +10,12 @@ from pathlib import Path
 
 from ..core.bars import TqdmProgress
 from ..core.errors import GleeError
-from ..core.events import (
-    Loading,
-)
+from ..core.events import Loading
 from ..models.config import TrainConfig
 from ..models.fields import from_args
 from ..models.methods import parse_methods
 from ..models.options import AdaptOptions, DataOptions, ExecutorOptions, parse_seeds
-from ..models.requests import (
-    AdaptRequest,
-    TrainRequest,
-)
+from ..models.requests import AdaptRequest, TrainRequest
 from ..pool.options import SelfTrainOptions
 from ..runs.notes import merged_notes
 from .turns import (

@@ -30,10 +30,7 @@ from ..core.plugins import named
 from ..pool.files import add_labelled, read_labelled_texts
 from .catalog import DEFAULT_THRESHOLD, PAPER_DATASETS, dataset_ids
 from .sources import source_of, source_usages
-from .splits import (
-    exclude_rows,
-    read_excluded_rows,
-)
+from .splits import exclude_rows, read_excluded_rows
 from .verbalizers import (
     check_template,
     derive_verbalizer,

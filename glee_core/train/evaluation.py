@@ -11,13 +11,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.devices import (
-    device_name,
-    resolve_precision,
-)
-from ..core.events import (
-    Testing,
-)
+from ..core.devices import device_name, resolve_precision
+from ..core.events import Testing
 from ..data.splits import SPLIT_SEED
 from ..models.losses import eta_normalise
 from ..models.model import GleeModel

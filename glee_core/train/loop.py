@@ -16,9 +16,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from ..core.devices import (
-    resolve_precision,
-)
+from ..core.devices import resolve_precision
 from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
 from ..models.model import GleeModel

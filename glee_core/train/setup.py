@@ -12,13 +12,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.devices import (
-    resolve_precision,
-)
+from ..core.devices import resolve_precision
 from ..core.distributed import DataParallel
-from ..core.events import (
-    ProgressFn,
-)
+from ..core.events import ProgressFn
 from ..data.datasets import LongTailDataset
 from ..models.backbone import Backbone
 from ..models.config import TrainConfig
