@@ -114,33 +114,35 @@ def pool_size(path: str | os.PathLike) -> PoolSize:
     return PoolSize(max(lines - (path.suffix.lower() != ".txt"), 0), len(data))
 
 
-def labels_given(path: str | os.PathLike) -> int:
-    """How many rows of a suggestions file (``suggest``'s CSV) have their label filled in: 0
-    for a file that is not one (no label column, unreadable)."""
+def _filled_rows(path: str | os.PathLike) -> pd.DataFrame | None:
+    """The rows of a suggestions file (``suggest``'s CSV) whose label is filled in; None for a
+    file that is not one (no label column, unreadable)."""
     try:
         read, _, _ = read_texts_csv(Path(path).expanduser())
     except (GleeError, OSError):
-        return 0
-    column = next((c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES), None)
-    if column is None:
-        return 0
-    return int((read[column].astype(str).str.strip() != "").sum())
+        return None
+    label = next((c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES), None)
+    if label is None:
+        return None
+    return read[read[label].astype(str).str.strip() != ""]
+
+
+def labels_given(path: str | os.PathLike) -> int:
+    """How many rows of a suggestions file have their label filled in: 0 for a file that is
+    not one (no label column, unreadable)."""
+    filled = _filled_rows(path)
+    return 0 if filled is None else len(filled)
 
 
 def picked_by(path: str | os.PathLike) -> set[str]:
     """The query strategies a labelled file's texts were picked by (its ``strategy`` column,
     as ``suggest`` and the app write it; the rows with a label only): empty where the file
     does not say (a file of another source, or of an older release)."""
-    try:
-        read, _, _ = read_texts_csv(Path(path).expanduser())
-    except (GleeError, OSError):
+    filled = _filled_rows(path)
+    if filled is None:
         return set()
-    columns = {str(c).strip().lower(): c for c in read.columns}
-    label = next((columns[c] for c in columns if c in LABEL_COLUMN_NAMES), None)
-    if "strategy" not in columns or label is None:
-        return set()
-    given = read[read[label].astype(str).str.strip() != ""]
-    return {s for s in given[columns["strategy"]].astype(str).str.strip() if s}
+    column = next((c for c in filled.columns if str(c).strip().lower() == "strategy"), None)
+    return set() if column is None else {s for s in filled[column].astype(str).str.strip() if s}
 
 
 def read_labelled_texts(
