@@ -129,7 +129,7 @@ def adapt(
     held = [texts[i] for i in order[:n_held]]
     train_texts = [texts[i] for i in order[n_held:]] + extra
     run = _Adaptation(model_name, options, options.max_length or dataset.max_length, progress)
-    run.encode(train_texts, held)
+    run.prepare(train_texts, held)
     partial = out.with_name(f".{out.name}.partial")
     key = _inputs_key(
         model_name, run.backbone.fingerprint, train_texts + ["\0held"] + held, options
@@ -178,7 +178,7 @@ class _Adaptation:
                 )
             )
 
-    def encode(self, train_texts: list[str], held: list[str]) -> None:
+    def prepare(self, train_texts: list[str], held: list[str]) -> None:
         """The training texts encoded, the held-out ones batched with fixed masks (made once),
         and the optimiser and schedule over the epochs' steps."""
         options, masker, tokenizer = self.options, self.masker, self.backbone.tokenizer
