@@ -38,7 +38,8 @@ from glee_core.runs.tables import (  # noqa: E402
     markdown_table,
     mean_std,
 )
-from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch  # noqa: E402
 
 
 def r8_subset(data_dir: Path, folder: Path, size: int = 1500, least: int = 15) -> str:
@@ -232,7 +233,7 @@ def main(argv=None) -> int:
                 ]
                 started = time.perf_counter()
                 config = TrainConfig(mode="frozen", max_length=args.max_length, pooling=pooling)
-                runs = run_experiments(dataset, methods, seeds, args.model, config, store)
+                runs = run_launch(Launch(dataset, methods, seeds, args.model, config, store))
                 seconds = time.perf_counter() - started
                 summary = aggregate(runs)
                 # each head with post-hoc logit adjustment, tau chosen on dev tail F1

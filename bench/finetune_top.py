@@ -50,7 +50,8 @@ from glee_core.runs.estimate import estimate_seconds  # noqa: E402
 from glee_core.runs.recommend import recommend, top_for_finetuning  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
-from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch  # noqa: E402
 
 VARIANTS = {
     "each": ["--lr-search", "each"],
@@ -79,13 +80,15 @@ def main(argv=None) -> int:
     dataset = load_dataset(spec)
     quick = RunStore(work / "quick")
     frozen = [m for m in METHODS.values() if m.supports_frozen]
-    compared = run_experiments(
-        dataset,
-        frozen,
-        [args.seed],
-        args.model,
-        TrainConfig(mode="frozen", max_length=args.max_length),
-        quick,
+    compared = run_launch(
+        Launch(
+            dataset,
+            frozen,
+            [args.seed],
+            args.model,
+            TrainConfig(mode="frozen", max_length=args.max_length),
+            quick,
+        )
     )
     rec = recommend(compared)
     pooling = rec.chosen.pooling if rec.chosen.pooling in ("cls", "mean") else "auto"

@@ -85,7 +85,8 @@ from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: 
 from glee_core.runs.store import RunStore, slug  # noqa: E402
 from glee_core.serve.inference import Scorer  # noqa: E402
 from glee_core.train.adapt import adapt  # noqa: E402
-from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch  # noqa: E402
 
 SECTIONS = (
     "methods",
@@ -263,7 +264,7 @@ def check_methods(args, model: str) -> dict:
                 started = time.perf_counter()
                 row = {"method": spec.id, "mode": config.mode}
                 try:
-                    run = run_experiments(dataset, [spec], [1], model, config, store)[0]
+                    run = run_launch(Launch(dataset, [spec], [1], model, config, store))[0]
                     losses = [r["train_loss"] for r in run.history]
                     scorer = Scorer.for_run(run, device=args.device)
                     test = dataset.splits["test"]
@@ -742,11 +743,11 @@ def check_quick(args, model: str) -> dict:
                 config = TrainConfig(mode="frozen", max_length=args.max_length, device=args.device)
                 store = RunStore(f"{folder}/runs")  # its own feature cache: a cold start
                 started = time.perf_counter()
-                run_experiments(dataset, list(METHODS.values()), seeds, model, config, store)
+                run_launch(Launch(dataset, list(METHODS.values()), seeds, model, config, store))
                 cold = time.perf_counter() - started
                 started = time.perf_counter()
-                run_experiments(
-                    dataset, list(METHODS.values()), seeds, model, config, store, force=True
+                run_launch(
+                    Launch(dataset, list(METHODS.values()), seeds, model, config, store, force=True)
                 )
                 warm = time.perf_counter() - started
             rows.append(
@@ -790,7 +791,9 @@ def check_modes(args, model: str) -> dict:
             )
             try:
                 _reset_peak_memory(device)
-                run = run_experiments(dataset, [get_method(method)], [1], model, config, store)[0]
+                run = run_launch(Launch(dataset, [get_method(method)], [1], model, config, store))[
+                    0
+                ]
                 row.update(
                     trainable=run.record.tuning.trainable_parameters,
                     train_examples_per_s=run.record.timing.train_examples_per_second,

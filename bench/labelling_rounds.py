@@ -136,11 +136,12 @@ def random_rounds(csv: Path, pool: Path, truth: dict, store: RunStore, rounds: i
     from glee_core.models.config import TrainConfig  # noqa: PLC0415
     from glee_core.models.methods import METHODS  # noqa: PLC0415
     from glee_core.pool.labelling import before_after  # noqa: PLC0415
-    from glee_core.train.experiment import run_experiments  # noqa: PLC0415
+    from glee_core.train.experiment import run_launch  # noqa: PLC0415
+    from glee_core.train.launch import Launch  # noqa: PLC0415
 
     def compare(dataset):
-        return run_experiments(
-            dataset, list(METHODS.values()), [1], "auto", TrainConfig(mode="frozen"), store
+        return run_launch(
+            Launch(dataset, list(METHODS.values()), [1], "auto", TrainConfig(mode="frozen"), store)
         )
 
     base = load_dataset(f"csv:{csv}")

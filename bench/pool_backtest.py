@@ -221,7 +221,8 @@ def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> 
     from glee_core.models.config import TrainConfig  # noqa: PLC0415
     from glee_core.models.methods import METHODS  # noqa: PLC0415
     from glee_core.runs.recommend import recommend  # noqa: PLC0415
-    from glee_core.train.experiment import run_experiments  # noqa: PLC0415
+    from glee_core.train.experiment import run_launch  # noqa: PLC0415
+    from glee_core.train.launch import Launch  # noqa: PLC0415
 
     digest = hashlib.sha256(np.sort(rows).tobytes()).hexdigest()[:10]
     frame = dataset.splits["train"].iloc[np.sort(rows)].reset_index(drop=True)
@@ -231,8 +232,8 @@ def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> 
         splits={**dataset.splits, "train": frame},
         _fingerprint=None,
     )
-    runs = run_experiments(
-        variant, list(METHODS.values()), [1], model, TrainConfig(mode="frozen"), store
+    runs = run_launch(
+        Launch(variant, list(METHODS.values()), [1], model, TrainConfig(mode="frozen"), store)
     )
     chosen = recommend(runs).chosen
     run = next(r for r in runs if r.setting == chosen.setting and r.method == chosen.method)

@@ -37,7 +37,8 @@ from glee_core.runs.metrics import classification_metrics  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 from glee_core.serve.export import export_run  # noqa: E402
-from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch  # noqa: E402
 
 ENGINES = {  # name -> a script that loads the folder and defines score(texts) -> probabilities
     "predict (torch)": """
@@ -123,13 +124,17 @@ def main(argv=None) -> int:
         (work / "texts.json").write_text(json.dumps(texts))
         rows = []
         for max_length in map(int, args.max_lengths.split(",")):
-            [run] = run_experiments(
-                dataset,
-                [get_method("cls-relu-pt-ln")],
-                [1],
-                "auto",
-                TrainConfig(mode="frozen", pooling="mean", choose_by="dev", max_length=max_length),
-                RunStore(work / "runs"),
+            [run] = run_launch(
+                Launch(
+                    dataset,
+                    [get_method("cls-relu-pt-ln")],
+                    [1],
+                    "auto",
+                    TrainConfig(
+                        mode="frozen", pooling="mean", choose_by="dev", max_length=max_length
+                    ),
+                    RunStore(work / "runs"),
+                )
             )
             folders = {"predict (torch)": run.path}
             for form in ("hf", "onnx"):

@@ -25,7 +25,8 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import parse_methods  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
-from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch  # noqa: E402
 
 IMPORTED = time.perf_counter()
 
@@ -64,14 +65,16 @@ def main(argv=None) -> int:
     dataset = load_dataset(args.dataset)
     methods = parse_methods(args.methods, "frozen")
     with tempfile.TemporaryDirectory() as tmp:
-        run_experiments(
-            dataset,
-            methods,
-            range(1, args.seeds + 1),
-            args.model,
-            TrainConfig(mode="frozen"),
-            RunStore(Path(tmp) / "runs"),
-            progress=progress,
+        run_launch(
+            Launch(
+                dataset,
+                methods,
+                range(1, args.seeds + 1),
+                args.model,
+                TrainConfig(mode="frozen"),
+                RunStore(Path(tmp) / "runs"),
+                progress=progress,
+            )
         )
         close("end")
     total = time.perf_counter() - STARTED

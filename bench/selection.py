@@ -54,8 +54,8 @@ from glee_core.runs.ensemble import ensemble_test_scores  # noqa: E402
 from glee_core.runs.recommend import FINETUNE_TOP, cv_scale, ranked, recommend  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table, mean_std  # noqa: E402
-from glee_core.train.experiment import run_experiments  # noqa: E402
-from glee_core.train.plan import unreadable_heads  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch, unreadable_heads  # noqa: E402
 
 
 def candidate_scores(runs) -> pd.DataFrame:
@@ -263,11 +263,11 @@ def main(argv=None) -> int:
             dataset = load_dataset(dataset_spec(name, data_dir, work))
             config = TrainConfig(mode="frozen", max_length=args.max_length)
             methods = [m for m in METHODS.values() if m.supports_frozen]
-            out, _ = unreadable_heads(dataset, methods, [1], args.model, config, store)
+            out, _ = unreadable_heads(Launch(dataset, methods, [1], args.model, config, store))
             methods = [m for m in methods if m not in out]  # label words the backbone lacks
             started = time.perf_counter()
-            runs = run_experiments(
-                dataset, methods, range(1, args.seeds + 1), args.model, config, store
+            runs = run_launch(
+                Launch(dataset, methods, range(1, args.seeds + 1), args.model, config, store)
             )
             seconds = time.perf_counter() - started
             scores = candidate_scores(runs)

@@ -51,7 +51,8 @@ from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import parse_methods  # noqa: E402
 from glee_core.runs.metrics import classification_metrics  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
-from glee_core.train.experiment import run_experiments  # noqa: E402
+from glee_core.train.experiment import run_launch  # noqa: E402
+from glee_core.train.launch import Launch  # noqa: E402
 
 ROWS = ("quick", "finetune", "setfit-all", "setfit-sampled")
 
@@ -68,7 +69,7 @@ def best_on_dev(
     """Train ``methods`` (one seed); the method with the best dev macro-F1, its test scores
     and the wall time of training them all."""
     started = time.perf_counter()
-    runs = run_experiments(dataset, methods, [seed], model, config, store)
+    runs = run_launch(Launch(dataset, methods, [seed], model, config, store))
     seconds = time.perf_counter() - started
     best = max(runs, key=lambda run: run.metrics.best_dev_f1)
     return best.record.method.id, best.metrics, seconds

@@ -383,7 +383,8 @@ def measure_quick(args) -> dict:
     from glee_core.models.methods import METHODS
     from glee_core.models.scoring import get_backbone
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
 
     dataset = load_dataset(args.dataset, data_dir=args.data_dir)
     model = resolve_model(args.model)
@@ -392,11 +393,11 @@ def measure_quick(args) -> dict:
     with tempfile.TemporaryDirectory() as runs:
         store = RunStore(runs)
         start = time.perf_counter()
-        run_experiments(dataset, list(METHODS.values()), [1], model, config, store)
+        run_launch(Launch(dataset, list(METHODS.values()), [1], model, config, store))
         cold = time.perf_counter() - start
         start = time.perf_counter()
-        runs_ = run_experiments(
-            dataset, list(METHODS.values()), [1], model, config, store, force=True
+        runs_ = run_launch(
+            Launch(dataset, list(METHODS.values()), [1], model, config, store, force=True)
         )
         warm = time.perf_counter() - start
         f1 = {r.method: round(r.metrics.f1, 4) for r in runs_}

@@ -52,7 +52,7 @@ _EXPORTS = {
     "RunStore": "runs.store",
     "aggregate": "runs.tables",
     "RunRecord": "runs.record",
-    "run_experiments": "train.experiment",
+    "Launch": "train.launch",
     "Scorer": "serve.inference",
     "load_run": "serve.inference",
     "load_classifier": "serve.export",

@@ -86,19 +86,19 @@ def _estimate(key: tuple, _request, _dataset):
 def label_word_heads_left_out(dataset, model: str | None = None) -> tuple[list[str], str]:
     """The heads a quick compare of every head leaves out on ``dataset`` with ``model`` (default:
     the current backbone) because its vocabulary lacks the data's label words, and the note
-    saying so (``glee_core.train.plan.unreadable_heads``); ``([], "")`` when none."""
-    from glee_core.train.plan import unreadable_heads  # noqa: PLC0415 (torch: the tokenizer)
+    saying so (``glee_core.train.launch.unreadable_heads``); ``([], "")`` when none."""
+    from glee_core.train.launch import Launch, unreadable_heads  # noqa: PLC0415 (torch)
 
+    launch = Launch(
+        dataset,
+        list(METHODS.values()),
+        [1],
+        model or current_model(),
+        TrainConfig(mode="frozen"),
+        store(),
+    )
     try:
-        out, why = unreadable_heads(
-            dataset,
-            list(METHODS.values()),
-            [1],
-            model or current_model(),
-            TrainConfig(mode="frozen"),
-            store(),
-            stored=runs_by_id(store()),
-        )
+        out, why = unreadable_heads(launch, stored=runs_by_id(store()))
     except GleeError:  # a backbone that cannot load: a launch says so
         return [], ""
     return [spec.id for spec in out], why

@@ -296,7 +296,8 @@ def test_simcse_adapts_the_encoder_alone_on_the_texts_and_a_pool(toy_dataset, tm
     from glee_core.models.methods import get_method
     from glee_core.models.testing import save_tiny_sentence_encoder
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
     from tests.conftest import TOY_WORDS
 
     encoder = save_tiny_sentence_encoder(tmp_path / "st", TOY_WORDS, seed=2)
@@ -314,13 +315,15 @@ def test_simcse_adapts_the_encoder_alone_on_the_texts_and_a_pool(toy_dataset, tm
     assert torch.equal(tuned.mlm_dense.weight, original.mlm_dense.weight)  # the MLM head as it was
     assert tuned.mlm_head_pretrained == original.mlm_head_pretrained
     assert trained_pooling(str(out)) == trained_pooling(str(encoder)) == "mean"
-    [run] = run_experiments(
-        toy_dataset,
-        [get_method("cls-tanh")],
-        [1],
-        str(out),
-        TrainConfig(mode="finetune", epochs=1, batch_size=16, lr=1e-3, lp_ft=False),
-        RunStore(tmp_path / "runs"),
+    [run] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-tanh")],
+            [1],
+            str(out),
+            TrainConfig(mode="finetune", epochs=1, batch_size=16, lr=1e-3, lp_ft=False),
+            RunStore(tmp_path / "runs"),
+        )
     )
     assert run.record.hyperparameters.pooling == "mean"
 

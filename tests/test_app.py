@@ -15,8 +15,9 @@ from glee_core.models.methods import METHODS as ALL_METHODS
 from glee_core.models.methods import get_method, method_label
 from glee_core.models.requests import TrainRequest
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
 from glee_core.train.jobs import list_jobs
+from glee_core.train.launch import Launch
 from studio_ui.navigation import LABEL_WORDS_BUTTON
 from tests.helpers.jobs import finished, wait_for_jobs
 from tests.helpers.markdown import plain
@@ -33,15 +34,17 @@ def app_dirs(tmp_path_factory, tiny_bert):
     demo = load_dataset("demo")
     store = RunStore(dirs["runs"])
     config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96, recipe="paper")
-    run_experiments(demo, [get_method(m) for m in METHODS], [1], str(tiny_bert), config, store)
-    run_experiments(demo, [get_method("cls-relu")], [2], str(tiny_bert), config, store)
-    run_experiments(
-        demo,
-        [get_method("cls-relu")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=2, batch_size=16, mode="frozen"),
-        store,
+    run_launch(Launch(demo, [get_method(m) for m in METHODS], [1], str(tiny_bert), config, store))
+    run_launch(Launch(demo, [get_method("cls-relu")], [2], str(tiny_bert), config, store))
+    run_launch(
+        Launch(
+            demo,
+            [get_method("cls-relu")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=2, batch_size=16, mode="frozen"),
+            store,
+        )
     )
     return dirs
 
@@ -950,8 +953,10 @@ def test_a_finished_fine_tune_shows_what_it_gained_over_its_quick_head(
     monkeypatch.setenv("GLEE_RUNS_DIR", str(runs))
     store = RunStore(runs)
     config = TrainConfig(epochs=1, batch_size=16, lr=1e-3, limit=96)  # practical: LP-FT
-    [tuned] = run_experiments(
-        load_dataset("demo"), [get_method("cls-relu-pt-ln")], [1], str(tiny_bert), config, store
+    [tuned] = run_launch(
+        Launch(
+            load_dataset("demo"), [get_method("cls-relu-pt-ln")], [1], str(tiny_bert), config, store
+        )
     )
     quick = store.get(tuned.record.tuning.lp_ft_from)
     store.jobs_dir.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,8 @@ from glee_core.models.methods import METHODS, get_method, parse_methods
 from glee_core.models.model import build_model, pool
 from glee_core.runs.store import RunStore
 from glee_core.serve.inference import score_texts
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 
 
 @pytest.mark.parametrize("balanced", [False, True])
@@ -127,21 +128,25 @@ def test_mean_pooling_averages_the_tokens_of_each_text_only():
 def test_probes_and_pooling_in_quick_mode(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
     methods = [get_method(m) for m in ("probe-balanced", "cls-relu", "prompt")]
-    mean = run_experiments(
-        toy_dataset,
-        methods,
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="mean"),
-        store,
+    mean = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="mean"),
+            store,
+        )
     )
-    cls = run_experiments(
-        toy_dataset,
-        methods,
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
-        store,
+    cls = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
+            store,
+        )
     )
     assert [r.record.hyperparameters.pooling for r in mean] == ["mean", "mean", "cls"]
     assert mean[0].run_id != cls[0].run_id and mean[1].run_id != cls[1].run_id
@@ -163,13 +168,15 @@ def test_baselines_are_quick_mode_only_and_not_paper_rows(
     assert "probe" not in {m.id for m in parse_methods("all", "finetune")}
     assert "probe" in {m.id for m in parse_methods("all", "frozen")}
     with pytest.raises(GleeError, match="--mode frozen"):
-        run_experiments(
-            toy_dataset,
-            [get_method("probe")],
-            [1],
-            str(tiny_bert),
-            TrainConfig(epochs=1, recipe="paper"),
-            RunStore(runs_dir),
+        run_launch(
+            Launch(
+                toy_dataset,
+                [get_method("probe")],
+                [1],
+                str(tiny_bert),
+                TrainConfig(epochs=1, recipe="paper"),
+                RunStore(runs_dir),
+            )
         )
     code = main(
         [

@@ -17,7 +17,8 @@ from glee_core.runs.calibration import (
     tau_norm,
 )
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 
 
 def test_each_method_is_its_formula():
@@ -36,21 +37,25 @@ def test_each_method_is_its_formula():
 def runs(tiny_bert, toy_dataset, tmp_path_factory):
     store = RunStore(tmp_path_factory.mktemp("calibration-runs"))
     methods = [get_method(m) for m in ("cls-relu", "prompt", "cls-tanh-eta-norm")]
-    tuned = run_experiments(
-        toy_dataset,
-        methods,
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=2, batch_size=16, lr=1e-3, recipe="paper"),
-        store,
+    tuned = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=2, batch_size=16, lr=1e-3, recipe="paper"),
+            store,
+        )
     )
-    frozen = run_experiments(
-        toy_dataset,
-        [get_method("probe-balanced")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=1),
-        store,
+    frozen = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("probe-balanced")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode="frozen", epochs=1),
+            store,
+        )
     )
     return {r.method: r for r in tuned + frozen}
 

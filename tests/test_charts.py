@@ -90,20 +90,23 @@ def test_norm_slope_per_method_and_the_evolution_heatmap(tiny_bert, toy_dataset,
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
     from glee_core.views.norm_charts import (
         chart_norm_evolution,
         norm_count_frame,
         norm_evolution_frame,
     )
 
-    runs = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu"), get_method("probe-balanced")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=3),
-        RunStore(tmp_path / "runs"),
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu"), get_method("probe-balanced")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode="frozen", epochs=3),
+            RunStore(tmp_path / "runs"),
+        )
     )
     frame = norm_count_frame(runs)
     assert set(frame["method"]) == {"cls-relu", "probe-balanced"}

@@ -319,7 +319,8 @@ def test_rare_classes_are_named_in_one_message_and_can_be_kept_in_training(tmp_p
     from glee_core.models.methods import get_method
     from glee_core.models.options import DataOptions
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
     from glee_core.views.results_charts import per_class_f1_frame
 
     rows = ["text,label"]
@@ -342,13 +343,15 @@ def test_rare_classes_are_named_in_one_message_and_can_be_kept_in_training(tmp_p
     rare = {index[c] for c in kept.train_only_classes}
     assert rare <= set(kept.splits["train"]["label"])
     assert not rare & (set(kept.splits["dev"]["label"]) | set(kept.splits["test"]["label"]))
-    run = run_experiments(
-        kept,
-        [get_method("cls-relu")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=1),
-        RunStore(tmp_path / "runs"),
+    run = run_launch(
+        Launch(
+            kept,
+            [get_method("cls-relu")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode="frozen", epochs=1),
+            RunStore(tmp_path / "runs"),
+        )
     )[0]
     assert run.dataset == kept.id  # never averaged with the runs of the split without them
     scored = [c for c, m in run.metrics.per_class.items() if m.support]

@@ -229,12 +229,13 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     frozen launch whose features the store has cached runs no feature pass."""
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
     from glee_core.train.plan import plan_runs, uncached_passes
 
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1)
-    run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
+    run_launch(Launch(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store))
 
     def passes(methods):
         plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert), config)
@@ -252,18 +253,18 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     # the bar's share of a compare's cross-validation counts the passes still to run as part of
     # the heads' runs (as much more as ENCODING_SHARE says), and none where they are cached
     from glee_core.core.progress import ENCODING_SHARE
-    from glee_core.train.plan import cross_validation_share
+    from glee_core.train.launch import cross_validation_share
 
-    def share(methods, model=str(tiny_bert)):
-        plan = plan_runs(toy_dataset, [get_method(m) for m in methods], [1], str(tiny_bert), config)
-        return cross_validation_share(toy_dataset, plan, plan, store, 5, model_name=model)
+    def share(methods):
+        specs = [get_method(m) for m in methods]
+        launch = Launch(toy_dataset, specs, [1], str(tiny_bert), config, store)  # 5 folds
+        plan = plan_runs(toy_dataset, specs, [1], str(tiny_bert), config)
+        return cross_validation_share(launch, plan, plan)
 
     sizes = {k: len(v) for k, v in toy_dataset.splits.items()}
     per_head = 4 * (sizes["train"] + sizes["dev"]) / sizes["train"]
-    assert (
-        share(["cls-tanh"])
-        == share(["cls-tanh"], model=None)
-        == pytest.approx(per_head / (1 + per_head))
+    assert share(["cls-tanh"]) == pytest.approx(
+        per_head / (1 + per_head)
     )  # cached: the heads' training alone
     lead = 1 + ENCODING_SHARE / (1 - ENCODING_SHARE) / 2  # one of the two formats to encode
     assert share(["cls-tanh", "prompt"]) == pytest.approx(2 * per_head / (2 * lead + 2 * per_head))

@@ -22,7 +22,8 @@ from glee_core.runs.ensemble import ensemble_test_scores
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run, load_classifier
 from glee_core.serve.inference import score_texts
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
@@ -31,21 +32,25 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 def runs(tiny_bert, toy_dataset, tmp_path_factory):
     """A fine-tuned prompt run and a quick-mode (frozen) pt. LN run."""
     store = RunStore(tmp_path_factory.mktemp("export-runs"))
-    [prompt] = run_experiments(
-        toy_dataset,
-        [get_method("prompt")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, lr=1e-3, recipe="paper"),
-        store,
+    [prompt] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, batch_size=16, lr=1e-3, recipe="paper"),
+            store,
+        )
     )
-    [frozen] = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu-pt-ln")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
-        store,
+    [frozen] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls"),
+            store,
+        )
     )
     return {"finetune": prompt, "frozen": frozen}
 

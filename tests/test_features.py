@@ -13,7 +13,8 @@ from glee_core.models.features import cached_features
 from glee_core.models.methods import get_method
 from glee_core.runs.store import RunStore
 from glee_core.serve.inference import score_texts
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +71,15 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(
     backbone = get_backbone(str(tiny_bert))
     before = {k: v.clone() for k, v in backbone.model.state_dict().items()}
     methods = [get_method(m) for m in ("cls-relu-pt-ln", "prompt", "prompt-ed", "cls-relu-prompt")]
-    runs = run_experiments(
-        toy_dataset,
-        methods,
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=3, batch_size=16, mode="frozen"),
-        RunStore(runs_dir),
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=3, batch_size=16, mode="frozen"),
+            RunStore(runs_dir),
+        )
     )
     after = backbone.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
@@ -84,13 +87,15 @@ def test_quick_mode_trains_all_heads_without_touching_the_backbone(
     assert runs[0].record.hyperparameters.lr == 1e-3  # quick mode's default
     assert len(list((runs_dir / ".features").glob("*-*/"))) == 2  # plain + prompt formats
     assert all(r.record.timing.feature_pass_tokens_per_second > 0 for r in runs)
-    finetuned = run_experiments(
-        toy_dataset,
-        methods[:1],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, recipe="paper"),
-        RunStore(runs_dir),
+    finetuned = run_launch(
+        Launch(
+            toy_dataset,
+            methods[:1],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+            RunStore(runs_dir),
+        )
     )[0]
     assert finetuned.run_id != runs[0].run_id  # the mode is part of the configuration
     # a frozen run stores only the head, and scores text like it scored its test set
@@ -203,14 +208,16 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(
     events = []
     methods = [get_method(m) for m in PACK + ("probe",)]
     config = TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls", choose_by="dev")
-    runs = run_experiments(
-        toy_dataset,
-        methods,
-        [1, 2],
-        str(tiny_bert),
-        config,
-        RunStore(runs_dir),
-        progress=events.append,
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1, 2],
+            str(tiny_bert),
+            config,
+            RunStore(runs_dir),
+            progress=events.append,
+        )
     )
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [e.together for e in started] == [8, 1, 1]  # the pack, then the closed-form probes
@@ -229,27 +236,31 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(
     assert [r.record.method.id for r in runs] == [m.id for m in methods for _ in (1, 2)]
     assert all(r.metrics is not None for r in runs)
     events.clear()
-    again = run_experiments(
-        toy_dataset,
-        methods,
-        [1, 2],
-        str(tiny_bert),
-        config,
-        RunStore(runs_dir),
-        progress=events.append,
+    again = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1, 2],
+            str(tiny_bert),
+            config,
+            RunStore(runs_dir),
+            progress=events.append,
+        )
     )
     assert [r.run_id for r in again] == [r.run_id for r in runs]
     assert all(e.cached for e in events if isinstance(e, RunStarted))  # nothing trains again
     events.clear()
-    run_experiments(
-        toy_dataset,
-        methods[:2],
-        [1],
-        str(tiny_bert),
-        config,
-        RunStore(runs_dir),
-        force=True,
-        progress=events.append,
+    run_launch(
+        Launch(
+            toy_dataset,
+            methods[:2],
+            [1],
+            str(tiny_bert),
+            config,
+            RunStore(runs_dir),
+            force=True,
+            progress=events.append,
+        )
     )
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [(e.together, e.cached) for e in started] == [(2, False)]  # retrained once, together
@@ -263,12 +274,14 @@ def test_the_feature_cache_is_counted_against_a_jobs_disk_limit_before_it_is_wri
     monkeypatch.setenv("GLEE_QUOTA_DIR", str(tmp_path))
     monkeypatch.setenv("GLEE_QUOTA_MB", "0.0001")  # 104 bytes
     with pytest.raises(DiskLimitReached, match=r"the cached features needs .* of its 104 bytes"):
-        run_experiments(
-            toy_dataset,
-            [get_method("cls-tanh")],
-            [1],
-            str(tiny_bert),
-            TrainConfig(mode="frozen", epochs=1, pooling="cls", choose_by="dev"),
-            RunStore(tmp_path / "runs"),
+        run_launch(
+            Launch(
+                toy_dataset,
+                [get_method("cls-tanh")],
+                [1],
+                str(tiny_bert),
+                TrainConfig(mode="frozen", epochs=1, pooling="cls", choose_by="dev"),
+                RunStore(tmp_path / "runs"),
+            )
         )
     assert not list(tmp_path.rglob("*.npz"))

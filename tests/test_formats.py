@@ -23,7 +23,8 @@ from glee_core.models.methods import METHODS, get_method
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run
 from glee_core.serve.inference import Scorer
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 
 ROOT = Path(__file__).resolve().parents[1]
 # a process that cannot import these (the hub's cache and the network are off too)
@@ -93,30 +94,36 @@ def exported(tiny_bert, toy_dataset, tmp_path_factory):
     root = tmp_path_factory.mktemp("formats")
     store = RunStore(root / "runs")
     quick = TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="cls", choose_by="dev")
-    runs = run_experiments(
-        toy_dataset,
-        [m for m in METHODS.values() if m.supports_frozen],
-        [1],
-        str(tiny_bert),
-        quick,
-        store,
-    )
-    runs += run_experiments(
-        toy_dataset,
-        [get_method("cls-relu-pt-ln")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="mean", choose_by="dev"),
-        store,
-    )
-    for mode in ("finetune", "lora", "ptuning2", "ia3", "bitfit", "prompt-tuning", "adapter"):
-        runs += run_experiments(
+    runs = run_launch(
+        Launch(
             toy_dataset,
-            [get_method("cls-relu-pt-ln"), get_method("prompt")],
+            [m for m in METHODS.values() if m.supports_frozen],
             [1],
             str(tiny_bert),
-            TrainConfig(mode=mode, epochs=1, batch_size=16, lr=1e-3, recipe="paper"),
+            quick,
             store,
+        )
+    )
+    runs += run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(mode="frozen", epochs=2, batch_size=16, pooling="mean", choose_by="dev"),
+            store,
+        )
+    )
+    for mode in ("finetune", "lora", "ptuning2", "ia3", "bitfit", "prompt-tuning", "adapter"):
+        runs += run_launch(
+            Launch(
+                toy_dataset,
+                [get_method("cls-relu-pt-ln"), get_method("prompt")],
+                [1],
+                str(tiny_bert),
+                TrainConfig(mode=mode, epochs=1, batch_size=16, lr=1e-3, recipe="paper"),
+                store,
+            )
         )
     texts = (
         toy_dataset.splits["test"]["text"].tolist() + toy_dataset.splits["train"]["text"].tolist()

@@ -307,7 +307,7 @@ def test_a_launch_is_planned_once_and_its_estimate_reads_what_the_job_runs(
     from glee_core.models.config import TrainConfig
     from glee_core.models.options import DataOptions
     from glee_core.models.requests import TrainRequest
-    from glee_core.train import executors, experiment
+    from glee_core.train import executors, launch
     from glee_core.train.job_kinds import Here, estimate_training
 
     store = RunStore(tmp_path / "runs")
@@ -331,14 +331,13 @@ def test_a_launch_is_planned_once_and_its_estimate_reads_what_the_job_runs(
     assert "cross-validation" in estimate.basis and estimate.seconds > 2.0
 
     calls = []
-    real = executors.plan_launch
+    real = launch.plan_launch
 
     def counted(*args, **kwargs):
-        calls.append(args[1])
+        calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(executors, "plan_launch", counted)
-    monkeypatch.setattr(experiment, "plan_launch", counted)
+    monkeypatch.setattr(launch, "plan_launch", counted)
     executors.execute(request("cv"), store, dataset=dataset)
     assert len(calls) == 1  # planned once in the job's process
     assert all(run.metrics.cv is not None and run.metrics.cv.folds == 3 for run in store.runs())

@@ -104,17 +104,20 @@ def test_a_fine_tune_whose_lp_ft_head_is_stored_counts_its_steps_from_the_first(
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
     from glee_core.runs.store import RunStore
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
 
     store = RunStore(tmp_path / "runs")
     spec, seen = get_method("cls-relu-pt-ln"), []
     config = TrainConfig(
         recipe="practical", lp_ft=True, lr=1e-4, epochs=1, min_steps=1, batch_size=16, max_length=16
     )
-    run_experiments(
-        toy_dataset, [spec], [1], str(tiny_bert), config.linear_probe_stage(), store
+    run_launch(
+        Launch(toy_dataset, [spec], [1], str(tiny_bert), config.linear_probe_stage(), store)
     )  # the quick compare's run: the LP-FT head, stored
-    run_experiments(toy_dataset, [spec], [1], str(tiny_bert), config, store, progress=seen.append)
+    run_launch(
+        Launch(toy_dataset, [spec], [1], str(tiny_bert), config, store, progress=seen.append)
+    )
     loading = [e for e in seen if isinstance(e, events.Loading) and "LP-FT" in e.what]
     assert loading and "stored" in loading[0].what and not loading[0].lp_ft
     steps = [i for i, e in enumerate(seen) if isinstance(e, TrainStep)]

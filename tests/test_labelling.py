@@ -25,7 +25,8 @@ from glee_core.pool.labelling import (
     random_share,
 )
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from tests.helpers.jobs import finished
 from tests.helpers.markdown import plain
 
@@ -125,7 +126,7 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     )
     config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
     for data in (load_dataset("demo"), chosen.load()):  # both compared: the gain shows
-        run_experiments(data, [get_method("cls-tanh")], [1], str(tiny_bert), config, store)
+        run_launch(Launch(data, [get_method("cls-tanh")], [1], str(tiny_bert), config, store))
     home = app("app.py").run()
     assert not home.exception
     assert any(plain(m.value).startswith("Tail F1 ") and "→" in m.value for m in home.markdown)
@@ -170,8 +171,12 @@ def test_before_and_after_reads_the_same_test_texts_per_class(tiny_bert, tmp_pat
     added = load_dataset("demo", add=labelled)
     store = RunStore(tmp_path / "runs")
     config = TrainConfig(mode="frozen", epochs=1, choose_by="dev", pooling="cls")
-    before = run_experiments(base, [get_method("cls-tanh")], [1, 2], str(tiny_bert), config, store)
-    after = run_experiments(added, [get_method("cls-tanh")], [1, 2], str(tiny_bert), config, store)
+    before = run_launch(
+        Launch(base, [get_method("cls-tanh")], [1, 2], str(tiny_bert), config, store)
+    )
+    after = run_launch(
+        Launch(added, [get_method("cls-tanh")], [1, 2], str(tiny_bert), config, store)
+    )
     counts = base.class_counts("train").to_dict()
     gained = {c: n - counts.get(c, 0) for c, n in added.class_counts("train").items()}
     result = before_after(before, after, counts, gained, base.head_tail()[1])

@@ -22,7 +22,8 @@ from glee_core.models.tuning import Setting
 from glee_core.runs.store import RunStore
 from glee_core.serve.export import export_run, load_classifier
 from glee_core.serve.inference import Scorer
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs
 from glee_core.train.training import train_and_evaluate
 
@@ -44,37 +45,45 @@ def bert(tiny_bert):
 def stored(tiny_bert, toy_dataset, tmp_path_factory):
     """A LoRA prompt run and a P-tuning v2 pt. LN run, through the store as users get them."""
     store = RunStore(tmp_path_factory.mktemp("mode-runs"))
-    [lora] = run_experiments(
-        toy_dataset,
-        [get_method("prompt")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(**FAST, mode="lora", lr=3e-3),
-        store,
+    [lora] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(**FAST, mode="lora", lr=3e-3),
+            store,
+        )
     )
-    [prefix] = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu-pt-ln")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(**FAST, mode="ptuning2", lr=1e-2),
-        store,
+    [prefix] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(**FAST, mode="ptuning2", lr=1e-2),
+            store,
+        )
     )
-    [ia3] = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu-pt-ln")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(**FAST, mode="ia3", lr=1e-2),
-        store,
+    [ia3] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(**FAST, mode="ia3", lr=1e-2),
+            store,
+        )
     )
-    [prompted] = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu-pt-ln")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(**FAST, mode="prompt-tuning", lr=3e-2, prompt_tokens=4),
-        store,
+    [prompted] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(**FAST, mode="prompt-tuning", lr=3e-2, prompt_tokens=4),
+            store,
+        )
     )
     return {"lora": lora, "ptuning2": prefix, "ia3": ia3, "prompt-tuning": prompted}
 
@@ -442,8 +451,15 @@ def test_adapters_train_alone_store_reload_and_leave_with_their_scores(
     assert result.tuning.trainable_parameters == estimate_trainable(
         str(tiny_bert), config.resolved(64, 16), toy_dataset.num_classes
     )
-    [run] = run_experiments(
-        toy_dataset, [get_method("prompt")], [1], str(tiny_bert), config, RunStore(tmp_path / "r")
+    [run] = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            config,
+            RunStore(tmp_path / "r"),
+        )
     )
     texts = run.predictions["text"].tolist()[:5]
     expected = softmax(run.logits[:5])

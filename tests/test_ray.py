@@ -20,7 +20,8 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.options import ExecutorOptions
 from glee_core.runs.store import RunStore, load_checked
-from glee_core.train.executors import Batch, LocalExecutor, RayExecutor, SweepFailed, make_executor
+from glee_core.train.executors import LocalExecutor, RayExecutor, SweepFailed, make_executor
+from glee_core.train.launch import Launch
 
 ray = pytest.importorskip("ray", reason="the cluster extra: pip install -e '.[cluster]'")
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,8 +37,8 @@ def local_ray():
     ray.shutdown()
 
 
-def batch(dataset, model, methods=("cls-relu", "prompt"), seeds=(1, 2), config=CONFIG):
-    return Batch(dataset, [get_method(m) for m in methods], list(seeds), str(model), config)
+def batch(dataset, model, store, methods=("cls-relu", "prompt"), seeds=(1, 2), config=CONFIG):
+    return Launch(dataset, [get_method(m) for m in methods], list(seeds), str(model), config, store)
 
 
 def test_four_runs_land_with_the_metrics_of_a_local_run(
@@ -52,13 +53,13 @@ def test_four_runs_land_with_the_metrics_of_a_local_run(
         show_bar=False,
     )
     store = RunStore(tmp_path / "cluster")
-    runs = executor.run([batch(toy_dataset, tiny_bert)], store)
+    runs = executor.run([batch(toy_dataset, tiny_bert, store)])
     assert len(runs) == 4 and all(store.get(r.run_id) is not None for r in runs)
     assert any(line.startswith("submitted 4 of 4 runs") for line in lines)
     assert sum(line.startswith("done ") for line in lines) == 4
     assert events[-1].done == 4 and events[-1].failed == 0 and events[-1].total == 4
 
-    local = LocalExecutor().run([batch(toy_dataset, tiny_bert)], RunStore(tmp_path / "local"))
+    local = LocalExecutor().run([batch(toy_dataset, tiny_bert, RunStore(tmp_path / "local"))])
     for ours, theirs in zip(runs, local, strict=True):
         assert ours.run_id == theirs.run_id  # the same configuration, the same id
         for key in ("acc", "f1", "head_f1", "tail_f1"):
@@ -67,7 +68,7 @@ def test_four_runs_land_with_the_metrics_of_a_local_run(
             )
 
     lines.clear()
-    again = executor.run([batch(toy_dataset, tiny_bert)], store)  # everything is there
+    again = executor.run([batch(toy_dataset, tiny_bert, store)])  # everything is there
     assert [r.run_id for r in again] == [r.run_id for r in runs]
     assert lines == ["all 4 runs are in the store; nothing to submit"]
 
@@ -78,17 +79,18 @@ def test_a_failing_run_is_reported_and_the_others_land(local_ray, toy_dataset, t
     executor = RayExecutor(
         ExecutorOptions(executor="ray", gpus_per_run=0), echo=lines.append, show_bar=False
     )
-    good = batch(toy_dataset, tiny_bert, methods=("cls-relu",), seeds=(1, 2))
+    good = batch(toy_dataset, tiny_bert, store, methods=("cls-relu",), seeds=(1, 2))
     # asks the node for a GPU it does not have: the task raises there
     bad = batch(
         toy_dataset,
         tiny_bert,
+        store,
         methods=("cls-relu",),
         seeds=(3,),
         config=replace(CONFIG, device="cuda"),
     )
     with pytest.raises(SweepFailed) as failed:
-        executor.run([good, bad], store)
+        executor.run([good, bad])
     assert len(failed.value.failures) == 1
     [(run_id, error)] = failed.value.failures.items()
     assert "-s3-" in run_id and "no CUDA GPU" in error
@@ -128,7 +130,7 @@ def test_a_store_a_node_cannot_write_is_refused(toy_dataset, tiny_bert, tmp_path
     blocker.write_text("a file where the store's parent folder should be")  # even root fails
     with pytest.raises(GleeError, match="cannot write the run store .*storage every node sees"):
         RayExecutor(ExecutorOptions(executor="ray"), show_bar=False).run(
-            [batch(toy_dataset, tiny_bert)], RunStore(blocker / "runs")
+            [batch(toy_dataset, tiny_bert, RunStore(blocker / "runs"))]
         )
 
 

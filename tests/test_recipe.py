@@ -16,7 +16,8 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.record import RunRecord
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from glee_core.train.optim import make_optimizer
 from glee_core.train.plan import plan_runs
 from glee_core.train.training import prepare, train_and_evaluate
@@ -125,13 +126,15 @@ def test_bad_recipe_switches_say_what_to_fix(kwargs, message):
 
 def test_old_records_read_back_as_the_paper_recipe(bert, toy_dataset, runs_dir):
     """A run stored before the recipes has no recipe fields: it reads back as the paper's."""
-    run = run_experiments(
-        toy_dataset,
-        [get_method("cls-tanh")],
-        [1],
-        bert.name,
-        TrainConfig(epochs=1, batch_size=16, recipe="paper"),
-        RunStore(runs_dir),
+    run = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-tanh")],
+            [1],
+            bert.name,
+            TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+            RunStore(runs_dir),
+        )
     )[0]
     stored = run.record.to_dict()
     assert "recipe" not in stored["hyperparameters"]  # paper runs' identity is as before
@@ -177,8 +180,8 @@ def test_parameter_groups_carry_the_rates_asked_for(bert, toy_dataset, method):
 
 def lp_ft_store(bert, toy_dataset, runs_dir, method, lr=3e-3):
     config = TrainConfig(lr=lr, lp_ft=True, epochs=1, batch_size=16, recipe="paper")
-    return run_experiments(
-        toy_dataset, [get_method(method)], [1], bert.name, config, RunStore(runs_dir)
+    return run_launch(
+        Launch(toy_dataset, [get_method(method)], [1], bert.name, config, RunStore(runs_dir))
     )[0]
 
 

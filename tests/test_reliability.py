@@ -20,7 +20,9 @@ from glee_core.models.heads import head_of
 from glee_core.models.methods import METHODS, get_method
 from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
-from glee_core.train.plan import plan_runs, unreadable_heads
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch, unreadable_heads
+from glee_core.train.plan import plan_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
@@ -358,7 +360,7 @@ def test_a_compare_of_every_head_leaves_out_those_whose_label_words_the_model_la
     dataset = DataOptions(dataset=f"csv:{toy_csv}", verbalizer=str(verbalizer)).load()
     config = TrainConfig(mode="frozen", pooling="cls")
     out, why = unreadable_heads(
-        dataset, list(METHODS.values()), [1], str(tiny_bert), config, RunStore(runs)
+        Launch(dataset, list(METHODS.values()), [1], str(tiny_bert), config, RunStore(runs))
     )
     assert out == worded and "'science' -> 'zzqx'" in why and "are left out" in why
     rest = [m for m in METHODS.values() if m not in out]
@@ -367,7 +369,8 @@ def test_a_compare_of_every_head_leaves_out_those_whose_label_words_the_model_la
         for job in plan_runs(dataset, rest, [1], str(tiny_bert), config)
     )
     named = [get_method("prompt"), get_method("cls-relu")]  # named heads: preflight's error
-    assert unreadable_heads(dataset, named, [1], str(tiny_bert), config, RunStore(runs)) == ([], "")
+    launch = Launch(dataset, named, [1], str(tiny_bert), config, RunStore(runs))
+    assert unreadable_heads(launch) == ([], "")
 
 
 def _train_cmd(model, data, runs, *extra):
@@ -505,16 +508,17 @@ def test_compare_and_the_app_survive_a_corrupt_run(
 
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
-    from glee_core.train.experiment import run_experiments
 
     runs_dir = tmp_path / "runs"
-    good, bad = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu"), get_method("prompt")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, recipe="paper"),
-        RunStore(runs_dir),
+    good, bad = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu"), get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+            RunStore(runs_dir),
+        )
     )
     weights = bad.path / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:1000])
@@ -536,15 +540,16 @@ def test_no_pickle_is_ever_loaded(tiny_bert, toy_dataset, tmp_path):
 
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
-    from glee_core.train.experiment import run_experiments
 
-    run = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, recipe="paper"),
-        RunStore(tmp_path),
+    run = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, batch_size=16, recipe="paper"),
+            RunStore(tmp_path),
+        )
     )[0]
     np.savez(
         run.path / "features.npz",

@@ -15,7 +15,8 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.runs.store import RunStore
 from glee_core.runs.tables import _options_apart, backbone_text, modes_table
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from glee_core.views.charts import RUN_CHARTS
 from glee_core.views.data_charts import chart_class_frequency, class_frequency_frame
 from glee_core.views.norm_charts import chart_weight_norms, weight_norm_frame
@@ -25,13 +26,15 @@ from glee_core.views.report import build_report
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, tiny_bert, toy_dataset):
     store = RunStore(tmp_path_factory.mktemp("report") / "runs")
-    run_experiments(
-        toy_dataset,
-        [get_method(m) for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")],
-        [1, 2],
-        str(tiny_bert),
-        TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper"),
-        store,
+    run_launch(
+        Launch(
+            toy_dataset,
+            [get_method(m) for m in ("cls-tanh", "cls-relu-pt-ln", "prompt")],
+            [1, 2],
+            str(tiny_bert),
+            TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper"),
+            store,
+        )
     )
     return store
 
@@ -114,13 +117,15 @@ def test_report_of_several_settings_takes_the_recommended_one_and_names_the_othe
     --setting takes back; a wrong id or dataset is one error naming what the store holds."""
     with pytest.raises(GleeError, match="no finished runs"):
         build_report([])
-    frozen = run_experiments(
-        toy_dataset,
-        [get_method("cls-tanh")],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, mode="frozen"),
-        RunStore(store.root),
+    frozen = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-tanh")],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, mode="frozen"),
+            RunStore(store.root),
+        )
     )
     with pytest.raises(GleeError, match="several settings"):
         build_report(store.runs())

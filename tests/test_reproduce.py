@@ -390,7 +390,8 @@ def test_reproduce_says_which_datasets_are_missing_before_training(tmp_path, cap
 def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, tiny_bert):
     from glee_core.data.datasets import load_dataset
     from glee_core.models.config import TrainConfig
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
 
     rows = toy_rows().assign(label=lambda f: f["label"].str.replace("food", "zymurgy"))
     path = tmp_path / "oov.csv"
@@ -399,13 +400,15 @@ def test_an_out_of_vocabulary_label_word_stops_before_any_run_trains(tmp_path, t
     store = RunStore(tmp_path / "runs")
     methods = [METHODS["cls-tanh"], METHODS["prompt"]]  # the CLS run would come first
     with pytest.raises(GleeError, match="zymurgy"):
-        run_experiments(
-            dataset,
-            methods,
-            [1],
-            str(tiny_bert),
-            TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
-            store,
+        run_launch(
+            Launch(
+                dataset,
+                methods,
+                [1],
+                str(tiny_bert),
+                TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
+                store,
+            )
         )
     assert store.runs() == []
 
@@ -414,20 +417,23 @@ def test_a_vocabulary_that_misses_the_datas_language_is_noted(tmp_path, tiny_ber
     from glee_core.data.datasets import load_dataset
     from glee_core.models.config import TrainConfig
     from glee_core.runs.notes import unreadable_note
-    from glee_core.train.experiment import run_experiments
+    from glee_core.train.experiment import run_launch
+    from glee_core.train.launch import Launch
 
     rows = toy_rows().assign(text=lambda f: "病症治疗 " + f["text"])  # not in the vocabulary
     path = tmp_path / "zh.csv"
     rows.to_csv(path, index=False)
     events = []
-    [run] = run_experiments(
-        load_dataset(f"csv:{path}"),
-        [METHODS["cls-relu"]],
-        [1],
-        str(tiny_bert),
-        TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
-        RunStore(tmp_path / "runs"),
-        progress=events.append,
+    [run] = run_launch(
+        Launch(
+            load_dataset(f"csv:{path}"),
+            [METHODS["cls-relu"]],
+            [1],
+            str(tiny_bert),
+            TrainConfig(epochs=1, batch_size=16, limit=20, recipe="paper"),
+            RunStore(tmp_path / "runs"),
+            progress=events.append,
+        )
     )
     [note] = [e.message for e in events if e.stage == "note" and "unknown token" in e.message]
     assert note in run.record.notes

@@ -22,7 +22,8 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.options import ExecutorOptions
 from glee_core.runs.store import RunStore
-from glee_core.train.executors import Batch, LocalExecutor, SweepFailed, make_executor
+from glee_core.train.executors import LocalExecutor, SweepFailed, make_executor
+from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs
 
 
@@ -55,7 +56,7 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     lines, events = [], []
     executor = LocalExecutor("2", echo=lines.append, show_bar=False)
     runs = executor.run(
-        [Batch(toy_dataset, specs, [1], str(tiny_bert), config, progress=events.append)], store
+        [Launch(toy_dataset, specs, [1], str(tiny_bert), config, store, progress=events.append)]
     )
     planned = plan_runs(toy_dataset, specs, [1], str(tiny_bert), config)
     assert [r.run_id for r in runs] == [p.run_id for p in planned]
@@ -73,7 +74,7 @@ def test_two_workers_train_what_one_after_another_would(toy_dataset, tiny_bert, 
     lines.clear()
     events.clear()
     again = executor.run(
-        [Batch(toy_dataset, specs, [1], str(tiny_bert), config, progress=events.append)], store
+        [Launch(toy_dataset, specs, [1], str(tiny_bert), config, store, progress=events.append)]
     )
     assert [r.run_id for r in again] == [r.run_id for r in runs] and not lines
     assert [(e.run_id, e.cached) for e in events if isinstance(e, RunStarted)] == [
@@ -94,7 +95,7 @@ def test_workers_do_not_run_the_callers_script_again(toy_dataset, tiny_bert, tmp
     specs = [get_method(m) for m in ("cls-relu", "cls-tanh")]
     lines = []
     runs = LocalExecutor("2", echo=lines.append, show_bar=False).run(
-        [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], RunStore(tmp_path / "runs")
+        [Launch(toy_dataset, specs, [1], str(tiny_bert), config, RunStore(tmp_path / "runs"))]
     )
     assert sum(line.startswith("done ") for line in lines) == 2
     assert all(run.metrics is not None for run in runs)
@@ -143,7 +144,7 @@ def test_a_killed_worker_is_started_once_more_and_a_second_death_fails_its_run_a
     try:
         with pytest.raises(SweepFailed) as failed:
             LocalExecutor("2", echo=lines.append, show_bar=False).run(
-                [Batch(toy_dataset, specs, [1], str(tiny_bert), config)], store
+                [Launch(toy_dataset, specs, [1], str(tiny_bert), config, store)]
             )
     finally:
         stop.set()

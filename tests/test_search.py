@@ -26,7 +26,8 @@ from glee_core.models.methods import get_method
 from glee_core.models.search import SURE, SearchLog, halve, sureness
 from glee_core.runs.estimate import estimate_seconds
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs, searched_rate
 from glee_core.train.setup import Setup
 from glee_core.train.training import train_and_evaluate
@@ -179,13 +180,15 @@ def test_fine_tuning_two_heads_searches_the_rate_once(tiny_bert, toy_dataset, tm
         lr_candidates="1e-4,1e-2", epochs=2, batch_size=16, min_steps=1, lp_ft="no"
     )
     store = RunStore(tmp_path / "runs")
-    first, second = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu"), get_method("cls-tanh")],
-        [1],
-        str(tiny_bert),
-        config,
-        store,
+    first, second = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu"), get_method("cls-tanh")],
+            [1],
+            str(tiny_bert),
+            config,
+            store,
+        )
     )
     assert first.record.hyperparameters.lr_search == "once"
     assert first.record.tuning.lr_search and first.record.tuning.lr_from is None
@@ -340,14 +343,16 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
     store = RunStore(tmp_path / "runs")
     events = []
     heads = ["cls-relu", "cls-tanh", "cls-relu-ln"]
-    runs = run_experiments(
-        toy_dataset,
-        [get_method(m) for m in heads],
-        [1],
-        str(tiny_bert),
-        config,
-        store,
-        progress=events.append,
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method(m) for m in heads],
+            [1],
+            str(tiny_bert),
+            config,
+            store,
+            progress=events.append,
+        )
     )
     [winner] = runs
     race = winner.record.tuning.race
@@ -379,15 +384,17 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
     fractions = [fold(events[:i]).fraction for i in range(1, len(events) + 1)]
     assert fractions == sorted(fractions)
     # the winner trained alone at the rate the race ran at: the very same model
-    alone = run_experiments(
-        toy_dataset,
-        [get_method(winner.method)],
-        [1],
-        str(tiny_bert),
-        TrainConfig(
-            lr=winner.record.tuning.lr, epochs=4, batch_size=16, min_steps=1, precision="fp32"
-        ),
-        RunStore(tmp_path / "alone"),
+    alone = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method(winner.method)],
+            [1],
+            str(tiny_bert),
+            TrainConfig(
+                lr=winner.record.tuning.lr, epochs=4, batch_size=16, min_steps=1, precision="fp32"
+            ),
+            RunStore(tmp_path / "alone"),
+        )
     )[0]
     np.testing.assert_allclose(alone.logits, winner.logits, rtol=1e-5, atol=1e-6)
     assert not list(store.searches_dir.glob("race-*.json"))  # stored: the race's log goes
@@ -444,7 +451,9 @@ def test_the_rate_choice_bench_sets_runs_at_two_rates_side_by_side(
     store = RunStore(tmp_path / "runs")
     for rate in (1e-4, 1e-2):
         config = TrainConfig(lr=rate, epochs=1, batch_size=16, precision="fp32")
-        run_experiments(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
+        run_launch(
+            Launch(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
+        )
     assert rate_choice.main(["--runs-dir", str(store.root)]) == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith(f"| {toy_dataset.id} | 1 |")]

@@ -19,7 +19,8 @@ from glee_core.runs.recommend import recommend
 from glee_core.runs.recommend_text import recommendation_text
 from glee_core.runs.record import CV_PROTOCOL
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs
 from glee_core.train.selection import choosing_rows, fold_indices
 from tests.conftest import TOY_WORDS, toy_rows
@@ -42,14 +43,16 @@ def test_a_quick_compare_reads_both_poolings_and_chooses_by_cross_validation(
     assert toy_dataset.small_dev() is not None
     events = []
     methods = [get_method(m) for m in ("cls-tanh", "probe-balanced", "prompt")]
-    runs = run_experiments(
-        toy_dataset,
-        methods,
-        [1],
-        str(sentence_encoder),
-        QUICK,
-        RunStore(tmp_path / "runs"),
-        progress=events.append,
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            methods,
+            [1],
+            str(sentence_encoder),
+            QUICK,
+            RunStore(tmp_path / "runs"),
+            progress=events.append,
+        )
     )
     read = {(r.method, r.record.hyperparameters.pooling) for r in runs}
     assert read == {
@@ -113,8 +116,8 @@ def test_a_stored_run_without_cross_validation_gets_it_and_dev_or_cv_can_be_aske
 
     def compare(**config):
         settings = TrainConfig(mode="frozen", epochs=2, pooling="cls", **config)
-        return run_experiments(
-            toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert), settings, store
+        return run_launch(
+            Launch(toy_dataset, [get_method("cls-tanh")], [1], str(tiny_bert), settings, store)
         )[0]
 
     first = compare(choose_by="dev")

@@ -11,7 +11,8 @@ from glee_core.runs.record import RunRecord
 from glee_core.runs.store import RunStore
 from glee_core.runs.tables import aggregate
 from glee_core.serve.inference import load_run, score_texts
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs
 
 CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
@@ -20,14 +21,16 @@ CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
 def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
     events = []
-    first = run_experiments(
-        toy_dataset,
-        [get_method("prompt")],
-        [1],
-        str(tiny_bert),
-        CONFIG,
-        store,
-        progress=events.append,
+    first = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            CONFIG,
+            store,
+            progress=events.append,
+        )
     )
     assert [e.cached for e in events if e.stage == "run"] == [False]
     run = first[0]
@@ -45,27 +48,29 @@ def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_datase
     stamp = (run.path / "metrics.json").stat().st_mtime_ns
 
     events.clear()
-    again = run_experiments(
-        toy_dataset,
-        [get_method("prompt")],
-        [1],
-        str(tiny_bert),
-        CONFIG,
-        store,
-        progress=events.append,
+    again = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            CONFIG,
+            store,
+            progress=events.append,
+        )
     )
     assert again[0].run_id == run.run_id
     assert [e.cached for e in events if e.stage == "run"] == [True]
     assert not [e for e in events if e.stage == "train"]  # nothing trained
     assert (run.path / "metrics.json").stat().st_mtime_ns == stamp
 
-    other_seed = run_experiments(
-        toy_dataset, [get_method("prompt")], [2], str(tiny_bert), CONFIG, store
+    other_seed = run_launch(
+        Launch(toy_dataset, [get_method("prompt")], [2], str(tiny_bert), CONFIG, store)
     )[0]
     assert other_seed.run_id != run.run_id
 
-    forced = run_experiments(
-        toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG, store, force=True
+    forced = run_launch(
+        Launch(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG, store, force=True)
     )[0]
     assert forced.run_id == run.run_id
     assert (forced.path / "metrics.json").stat().st_mtime_ns != stamp
@@ -73,8 +78,15 @@ def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_datase
 
 
 def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
-    run = run_experiments(
-        toy_dataset, [get_method("cls-relu-pt-ln")], [1], str(tiny_bert), CONFIG, RunStore(runs_dir)
+    run = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu-pt-ln")],
+            [1],
+            str(tiny_bert),
+            CONFIG,
+            RunStore(runs_dir),
+        )
     )[0]
     record = run.record
     assert record.dataset.fingerprint == toy_dataset.fingerprint()
@@ -96,8 +108,8 @@ def test_run_records_what_the_app_needs(tiny_bert, toy_dataset, runs_dir):
 
 
 def test_saved_weights_score_new_text_like_the_run_did(tiny_bert, toy_dataset, runs_dir):
-    run = run_experiments(
-        toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG, RunStore(runs_dir)
+    run = run_launch(
+        Launch(toy_dataset, [get_method("prompt")], [1], str(tiny_bert), CONFIG, RunStore(runs_dir))
     )[0]
     texts = run.predictions["text"].head(4).tolist()
     scores = score_texts(run, texts)
@@ -108,8 +120,15 @@ def test_saved_weights_score_new_text_like_the_run_did(tiny_bert, toy_dataset, r
 
 
 def test_aggregate_mean_and_std_over_seeds(tiny_bert, toy_dataset, runs_dir):
-    runs = run_experiments(
-        toy_dataset, [get_method("cls-relu")], [1, 2], str(tiny_bert), CONFIG, RunStore(runs_dir)
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu")],
+            [1, 2],
+            str(tiny_bert),
+            CONFIG,
+            RunStore(runs_dir),
+        )
     )
     table = aggregate(runs)
     assert len(table) == 1 and table.loc[0, "seeds"] == 2
@@ -120,8 +139,8 @@ def test_aggregate_mean_and_std_over_seeds(tiny_bert, toy_dataset, runs_dir):
 
 def test_broken_runs_are_skipped_and_reported(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
-    run = run_experiments(
-        toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), CONFIG, store
+    run = run_launch(
+        Launch(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), CONFIG, store)
     )[0]
     (runs_dir / "half-written").mkdir()
     (runs_dir / "half-written" / "config.json").write_text("{}")
@@ -154,13 +173,15 @@ def test_run_ids_cannot_escape_the_store(runs_dir, bad):
 def test_compare_table_json_is_stable(tiny_bert, toy_dataset, runs_dir):
     from glee_core.runs.tables import comparison_table, to_markdown
 
-    runs = run_experiments(
-        toy_dataset,
-        [get_method("cls-relu"), get_method("prompt")],
-        [1],
-        str(tiny_bert),
-        CONFIG,
-        RunStore(runs_dir),
+    runs = run_launch(
+        Launch(
+            toy_dataset,
+            [get_method("cls-relu"), get_method("prompt")],
+            [1],
+            str(tiny_bert),
+            CONFIG,
+            RunStore(runs_dir),
+        )
     )
     table = comparison_table(aggregate(runs))
     assert list(table["method"]) == ["cls-relu", "prompt"]  # registry order
@@ -178,8 +199,8 @@ def one_quick_run(tiny_bert, toy_dataset, runs_dir):
     """One quick-mode run of ``cls-relu`` on the toy data, stored in ``runs_dir``."""
     config = TrainConfig(epochs=1, batch_size=16, mode="frozen", pooling="cls")
     store = RunStore(runs_dir)
-    return run_experiments(
-        toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store
+    return run_launch(
+        Launch(toy_dataset, [get_method("cls-relu")], [1], str(tiny_bert), config, store)
     )[0]
 
 
@@ -214,14 +235,16 @@ def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(
     with store.lock(job.run_id):  # the first launch, training
         thread = threading.Thread(
             target=lambda: done.append(
-                run_experiments(
-                    toy_dataset,
-                    [get_method("cls-relu")],
-                    [1],
-                    str(tiny_bert),
-                    config,
-                    store,
-                    progress=events.append,
+                run_launch(
+                    Launch(
+                        toy_dataset,
+                        [get_method("cls-relu")],
+                        [1],
+                        str(tiny_bert),
+                        config,
+                        store,
+                        progress=events.append,
+                    )
                 )
             )
         )

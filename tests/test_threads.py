@@ -18,7 +18,8 @@ from glee_core.models.testing import save_tiny_mlm
 from glee_core.runs.busy import other_work
 from glee_core.runs.estimate import estimate_seconds
 from glee_core.runs.store import RunStore
-from glee_core.train.experiment import run_experiments
+from glee_core.train.experiment import run_launch
+from glee_core.train.launch import Launch
 from tests.conftest import TOY_WORDS, toy_rows
 
 HOLD = """
@@ -135,7 +136,9 @@ def test_a_small_fine_tune_beside_a_cpu_hog_takes_about_its_estimate(tmp_path, m
     method = [get_method("cls-tanh")]
 
     def trained(seed: int, folder: str) -> list:
-        return run_experiments(dataset, method, [seed], model, config, RunStore(tmp_path / folder))
+        return run_launch(
+            Launch(dataset, method, [seed], model, config, RunStore(tmp_path / folder))
+        )
 
     try:
         trained(0, "warm")  # the first run pays for loading and compiling what it touches

@@ -34,7 +34,8 @@ from ..models.scoring import get_backbone, predict
 from ..runs.notes import vocabulary_note
 from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore
-from ..train.experiment import run_experiments
+from ..train.experiment import run_launch
+from ..train.launch import Launch
 from ..train.preflight import UNKNOWN_SHARE_WARNING
 from .strategies import resolve_strategy, select
 
@@ -181,14 +182,16 @@ def suggestion_run(
         )
     )
     pooling = trained_pooling(model_name) or "mean"
-    [run] = run_experiments(
-        dataset,
-        [get_method(DEFAULT_PROBE)],
-        [1],
-        model_name,
-        TrainConfig(mode="frozen", pooling=pooling, choose_by="dev"),
-        store,
-        progress=progress,
+    [run] = run_launch(
+        Launch(
+            dataset,
+            [get_method(DEFAULT_PROBE)],
+            [1],
+            model_name,
+            TrainConfig(mode="frozen", pooling=pooling, choose_by="dev"),
+            store,
+            progress=progress,
+        )
     )
     return run
 

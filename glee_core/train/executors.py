@@ -1,12 +1,12 @@
 """Where planned runs train: here, one after another, or as one Ray task each on a cluster.
 
-Both executors take the same :class:`Batch` list (methods x seeds of one dataset, backbone and
-configuration, what :func:`~glee_core.train.experiment.run_experiments` takes) and return the
-finished runs in plan order; the store, its per-run lock, the tables and the app stay as they are.
+Both executors take the same list of :class:`~glee_core.train.launch.Launch` (methods x seeds of
+one dataset, backbone, configuration and store, each planned once) and return the finished runs in
+plan order; the store, its per-run lock, the tables and the app stay as they are.
 
 Ray (``pip install -e ".[cluster]"``): each run not yet in the store becomes one task with
 explicit resources (``cpus_per_run``, ``gpus_per_run``). The task trains through the same
-``run_experiments`` under the same per-run file lock, so two overlapping sweeps (or a sweep and the
+``Launch.run`` under the same per-run file lock, so two overlapping sweeps (or a sweep and the
 app) still train a configuration once, and it writes the run with the store's atomic rename, so a
 killed driver or node leaves nothing that looks finished. The run store must be on storage every
 node sees (NFS, a mounted bucket): a node that cannot write it fails its task with a message
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from multiprocessing.connection import wait
 from pathlib import Path
 
@@ -33,41 +33,19 @@ from ..core.devices import resolve_device, resolve_runs_at_once
 from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn, SweepProgress
 from ..data.datasets import LongTailDataset
-from ..models.config import TrainConfig
-from ..models.methods import MethodSpec, get_method
+from ..models.methods import get_method
 from ..models.options import EXECUTORS, ExecutorOptions
 from ..models.requests import TrainRequest
 from ..runs.store import Run, RunStore
-from .experiment import run_experiments
-from .plan import LaunchPlan, PlannedRun, plan_launch
+from .experiment import run_launch
+from .launch import Launch
+from .plan import PlannedRun
 from .preflight import preflight
 from .worker import WorkerBatch, check_store_writable, train_one, worker_command, worker_env
 
 # starts a run gets when its worker dies without an error of its own (killed: out of memory, a
 # lost node); a run that raises is not started again
 WORKER_TRIES = 2
-
-
-@dataclass
-class Batch:
-    """Methods x seeds of one dataset, backbone and configuration."""
-
-    dataset: LongTailDataset
-    methods: list[MethodSpec]
-    seeds: list[int]
-    model: str
-    config: TrainConfig
-    force: bool = False
-    progress: ProgressFn | None = field(default=None, repr=False)  # local runs' events
-    plan: LaunchPlan | None = field(default=None, repr=False)  # planned already (execute's)
-
-    def planned(self, store: RunStore) -> LaunchPlan:
-        """The launch this batch is, planned once (:func:`plan_launch`): ``plan`` when given."""
-        if self.plan is None:
-            self.plan = plan_launch(
-                self.dataset, self.methods, self.seeds, self.model, self.config, store, self.force
-            )
-        return self.plan
 
 
 class SweepFailed(GleeError):
@@ -140,8 +118,8 @@ class LocalExecutor:
         self.echo = echo or (lambda line: print(line, file=sys.stderr))
         self.show_bar = show_bar
 
-    def run(self, batches: Iterable[Batch], store: RunStore) -> list[Run]:
-        batches = list(batches)
+    def run(self, launches: Iterable[Launch]) -> list[Run]:
+        batches = list(launches)
         at_once = {
             id(b): 1
             if b.config.frozen
@@ -151,66 +129,58 @@ class LocalExecutor:
         shared = [b for b in batches if at_once[id(b)] > 1]
         trained = set()
         if shared:  # first, every batch's missing runs, N at a time across the batches
-            trained = self._at_once(shared, store, max(at_once[id(b)] for b in shared))
+            trained = self._at_once(shared, max(at_once[id(b)] for b in shared))
         return [
             run
             for b in batches
-            for run in run_experiments(
-                b.dataset,
-                b.methods,
-                b.seeds,
-                b.model,
-                b.config,
-                store,
-                b.force and at_once[id(b)] == 1,
-                b.progress,
-                trained=trained,
-                plan=b.planned(store),
+            # runs trained in workers are loaded, not forced again
+            for run in run_launch(
+                replace(b, force=b.force and at_once[id(b)] == 1, plan=b.planned()), trained
             )
         ]
 
-    def _at_once(self, batches: list[Batch], store: RunStore, at_once: int) -> set[str]:
+    def _at_once(self, batches: list[Launch], at_once: int) -> set[str]:
         """The batches' missing runs in ``at_once`` worker processes (each a fresh Python that
         loads its own backbone and takes one of ``at_once`` training slots of the machine's
         queue).
         LP-FT's heads are fitted here first, a batch's in one loop, so the workers find them
         stored; :meth:`run` then loads every run from the store. Returns the ids trained."""
-        missing: list[tuple[Batch, PlannedRun]] = []
+        missing: list[tuple[Launch, PlannedRun]] = []
         for b in batches:
             progress = b.progress or (lambda event: None)
-            plan = b.planned(store)
-            for note in preflight(b.dataset, plan.runs, b.model, store, b.force):
+            plan = b.planned()
+            for note in preflight(b.dataset, plan.runs, b.model, b.store, b.force):
                 progress(Note(message=note))
             todo = plan.to_train
             if todo and todo[0].config.lp_ft:
-                run_experiments(
-                    b.dataset,
-                    [get_method(m) for m in dict.fromkeys(p.spec.id for p in todo)],
-                    sorted({p.config.seed for p in todo}),
-                    b.model,
-                    todo[0].config.linear_probe_stage(),
-                    store,
-                    False,
-                    progress,
+                run_launch(
+                    Launch(
+                        b.dataset,
+                        [get_method(m) for m in dict.fromkeys(p.spec.id for p in todo)],
+                        sorted({p.config.seed for p in todo}),
+                        b.model,
+                        todo[0].config.linear_probe_stage(),
+                        b.store,
+                        progress=progress,
+                    )
                 )
             missing += [(b, p) for p in todo]
         if not missing:
             return set()
-        root = str(store.root.expanduser().resolve())
         self.echo(f"training {len(missing)} runs, {at_once} at once, each in a process of its own")
         progress_of = {p.run_id: b.progress or (lambda event: None) for b, p in missing}
         report = SweepReport(
             len(missing), lambda event: progress_of[event.run_id](event), self.echo, self.show_bar
         )  # each run's end to its batch's progress
         try:
-            self._workers(missing, root, at_once, report)
+            self._workers(missing, at_once, report)
         finally:
             report.bar.close()
         report.finish()
         return {p.run_id for _, p in missing}  # finish() raised if one failed
 
     def _workers(
-        self, missing: list[tuple[Batch, PlannedRun]], root: str, at_once: int, report: SweepReport
+        self, missing: list[tuple[Launch, PlannedRun]], at_once: int, report: SweepReport
     ) -> None:
         """Train each missing run in a fresh Python of its own (``glee_core.train.worker``; CUDA
         cannot be forked, and spawn would re-run the caller's script), at most ``at_once``
@@ -219,14 +189,14 @@ class LocalExecutor:
         The others go on either way."""
         queue = deque(missing)
         tries: Counter[str] = Counter()
-        running: dict[int, tuple[subprocess.Popen, tuple[Batch, PlannedRun]]] = {}
+        running: dict[int, tuple[subprocess.Popen, tuple[Launch, PlannedRun]]] = {}
         env = worker_env()
         with tempfile.TemporaryDirectory(prefix="glee-workers-") as folder:
             batches = {id(b): b for b, _ in missing}  # each pickled once, read by its workers
             batch_files = {
-                key: WorkerBatch(b.dataset, b.model, b.config, root, b.force, at_once).write(
-                    Path(folder) / f"batch-{number}.pkl"
-                )
+                key: WorkerBatch(
+                    b.dataset, b.model, b.config, str(_root(b)), b.force, at_once
+                ).write(Path(folder) / f"batch-{number}.pkl")
                 for number, (key, b) in enumerate(batches.items())
             }
             try:
@@ -335,21 +305,21 @@ class RayExecutor:
                 f"cannot start or join Ray{f' at {address}' if address else ''}: {exc}"
             ) from None
 
-    def run(self, batches: Iterable[Batch], store: RunStore) -> list[Run]:
+    def run(self, launches: Iterable[Launch]) -> list[Run]:
         ray = _import_ray()
-        batches = list(batches)
-        root = store.root.expanduser().resolve()
-        check_store_writable(root)
-        planned: list[tuple[Batch, PlannedRun]] = []
+        batches = list(launches)
+        for batch in batches:
+            check_store_writable(_root(batch))
+        planned: list[tuple[Launch, PlannedRun]] = []
         for batch in batches:  # vocabulary problems surface before anything is submitted
-            plan = batch.planned(store)
+            plan = batch.planned()
             if plan.left_out:
                 self.echo(f"note: {plan.note}")
-            for note in preflight(batch.dataset, plan.runs, batch.model, store, batch.force):
+            for note in preflight(batch.dataset, plan.runs, batch.model, batch.store, batch.force):
                 self.echo(f"note: {note}")
             planned += [(batch, p) for p in plan.runs]
-        finished = [Run(store.path(p.run_id)) for _, p in planned]
-        missing = [(b, p) for b in batches for p in b.planned(store).to_train]
+        finished = [Run(b.store.path(p.run_id)) for b, p in planned]
+        missing = [(b, p) for b in batches for p in b.planned().to_train]
         if not missing:
             self.echo(f"all {len(planned)} runs are in the store; nothing to submit")
             return finished
@@ -362,22 +332,21 @@ class RayExecutor:
             num_cpus=self.options.cpus_per_run, num_gpus=gpus, max_retries=WORKER_TRIES - 1
         )
         refs = {}
-        shared = {}  # each dataset goes to the object store once
+        shared = {}  # each dataset and each batch go to the object store once
         for batch, job in missing:
-            key = id(batch.dataset)
-            if key not in shared:
-                shared[key] = ray.put(batch.dataset)
-            refs[
-                task.remote(
-                    shared[key],
-                    job.spec.id,
-                    job.config.seed,
-                    batch.model,
-                    batch.config,
-                    str(root),
-                    batch.force,
-                )
-            ] = job.run_id
+            for key, value in (
+                (id(batch.dataset), batch.dataset),
+                (
+                    id(batch),
+                    WorkerBatch(None, batch.model, batch.config, str(_root(batch)), batch.force, 0),
+                ),
+            ):
+                if key not in shared:
+                    shared[key] = ray.put(value)
+            remote = task.remote(
+                shared[id(batch)], job.spec.id, job.config.seed, shared[id(batch.dataset)]
+            )
+            refs[remote] = (batch, job.run_id)
         self.echo(
             f"submitted {len(refs)} of {len(planned)} runs to Ray "
             f"({len(planned) - len(refs)} already in the store; {self.options.cpus_per_run:g}"
@@ -388,13 +357,13 @@ class RayExecutor:
         try:
             while pending:
                 ready, pending = ray.wait(pending, num_returns=1)
-                run_id = refs[ready[0]]
+                batch, run_id = refs[ready[0]]
                 try:
                     info = ray.get(ready[0])
-                    if store.get(run_id) is None:
+                    if batch.store.get(run_id) is None:
                         raise GleeError(
                             f"it finished on node {info['node']}, but the run is not "
-                            f"in {root} here: the store is not shared between nodes"
+                            f"in {_root(batch)} here: the store is not shared between nodes"
                         )
                     report.ended(run_id, f"{info['node']}, {info['seconds']} s")
                 except Exception as exc:  # a task's error, or its node died
@@ -403,6 +372,11 @@ class RayExecutor:
             report.bar.close()
         report.finish()
         return finished
+
+
+def _root(launch: Launch) -> Path:
+    """Where ``launch``'s store is, as every process and node names it."""
+    return launch.store.root.expanduser().resolve()
 
 
 def _task_error(exc: Exception) -> str:
@@ -443,16 +417,15 @@ def execute(
 ) -> list[Run]:
     """Carry out a :class:`TrainRequest` (the CLI's ``train`` and the app's jobs) with the
     executor it names; ``dataset`` is the request's, when the caller has loaded it already."""
-    dataset = dataset or request.data.load()
-    store = store or RunStore()
-    batch = Batch(
-        dataset,
+    launch = Launch(
+        dataset or request.data.load(),
         [get_method(m) for m in request.methods],
         request.seeds,
         request.model,
         request.config,
+        store or RunStore(),
         request.force,
         progress,
     )
-    batch.planned(store)  # once: what the app's estimate read (job_kinds.estimate_training)
-    return make_executor(request.executor, progress).run([batch], store)
+    launch.planned()  # once: what the app's estimate read (job_kinds.estimate_training)
+    return make_executor(request.executor, progress).run([launch])

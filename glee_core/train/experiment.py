@@ -1,16 +1,14 @@
-"""Run experiments through the store: train what is missing, load what is finished.
-
-``run_experiments`` is what the CLI's ``train``, the app's jobs, ``reproduce`` and the benchmarks
-call: for each method and seed it derives the run id from the configuration, takes the run's
-lock, and either loads the finished run or trains it and stores its :class:`RunRecord`.
-"""
+"""How a launch's planned runs reach the store (:func:`run_launch`, and the :class:`Runner` it
+drives): each run under its lock, trained and stored as
+a :class:`RunRecord` or loaded when finished; the heads on cached features in one loop; a race's
+heads by successive halving; the cross-validation due, fold by fold."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import replace
 
 import torch
@@ -27,9 +25,6 @@ from ..core.events import (
     Searching,
     WaitingForRun,
 )
-from ..data.datasets import LongTailDataset
-from ..models.config import TrainConfig
-from ..models.methods import MethodSpec
 from ..models.scoring import get_backbone
 from ..models.search import (
     Searched,
@@ -43,19 +38,11 @@ from ..models.search import (
     steps_per_evaluation,
     sureness,
 )
-from ..runs.store import Run, RunStore
+from ..runs.store import Run
 from .evaluation import evaluate
 from .jobs import running_summary
-from .plan import (
-    LaunchPlan,
-    PlannedRun,
-    cross_validation_share,
-    job_search_log,
-    load_head,
-    lp_ft_stage,
-    plan_launch,
-    run_record,
-)
+from .launch import Launch, cross_validation_share
+from .plan import PlannedRun, job_search_log, load_head, lp_ft_stage, run_record
 from .preflight import preflight
 from .selection import cross_validate
 from .setup import packable
@@ -67,31 +54,20 @@ from .training import (
     train_together,
 )
 
-__all__ = [  # what this module offers
-    "PACK_HEADS",
-    "run_experiments",
-]
+__all__ = ["PACK_HEADS", "Runner", "run_launch"]  # what this module offers
 
 PACK_HEADS = 64  # heads on cached features trained in one loop at most (memory stays small)
 
 
-class _Runner:
+class Runner:
     """Trains (or loads) planned runs into the store, one at a time (the heads on cached
     features all together first: :meth:`run_pack`), under the run's lock and a training slot;
     the main process of several decides and writes."""
 
-    def __init__(
-        self,
-        dataset: LongTailDataset,
-        model_name: str,
-        store: RunStore,
-        force: bool,
-        progress: ProgressFn,
-        notes: list[str],
-        device: torch.device,
-    ):
-        self.dataset, self.model_name, self.store = dataset, model_name, store
-        self.force, self.progress, self.notes = force, progress, notes
+    def __init__(self, launch: Launch, notes: list[str], device: torch.device):
+        self.dataset, self.model_name, self.store = launch.dataset, launch.model, launch.store
+        self.force, self.notes = launch.force, notes
+        self.progress: ProgressFn = launch.progress or (lambda event: None)
         self.ddp = data_parallel(str(device))  # several processes: the main one decides, writes
         self.main = self.ddp is None or self.ddp.is_main
         self.device = self.ddp.device if self.ddp else device
@@ -419,44 +395,25 @@ class _Runner:
         return log
 
 
-def run_experiments(
-    dataset: LongTailDataset,
-    methods: Iterable[MethodSpec],
-    seeds: Iterable[int],
-    model_name: str = "auto",
-    config: TrainConfig | None = None,
-    store: RunStore | None = None,
-    force: bool = False,
-    progress: ProgressFn | None = None,
-    trained: Collection[str] = (),
-    plan: LaunchPlan | None = None,
-) -> list[Run]:
-    """Train (or load from the store) every method x seed; returns the runs in that order.
-    A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, which is stored as
-    a run of its own.
-
-    ``progress`` receives a :class:`RunStarted` before each run and the trainer's events, but for
-    the runs in ``trained``: this launch trained them a moment ago elsewhere (``--runs-at-once``'s
-    workers, which reported them), so they are loaded without a word.
-
-    ``plan``: the launch planned already (:func:`glee_core.train.plan.plan_launch`, as the app's
-    estimate read it); planned here otherwise. Its runs are what trains, its cross-validation
-    what is made, its races what races."""
-    store = store or RunStore()
-    progress = progress or (lambda event: None)
-    config = config or TrainConfig()
-    device = resolve_device(config.device)  # once, and before any work: a bad device fails here
-    if plan is None:
-        plan = plan_launch(dataset, list(methods), seeds, model_name, config, store, force)
+def run_launch(launch: Launch, trained: Collection[str] = ()) -> list[Run]:
+    """Train (or load from the store) every method x seed of ``launch``; returns the runs in that
+    order.
+    A fine-tuning run with LP-FT first trains (or loads) its quick-mode stage, stored as a
+    run of its own. ``trained``: runs this launch trained a moment ago elsewhere
+    (``--runs-at-once``'s workers, which reported them), loaded without a word. The plan's
+    runs are what trains, its cross-validation what is made, its races what races."""
+    progress = launch.progress or (lambda event: None)
+    device = resolve_device(launch.config.device)  # once, before any work: a bad one fails
+    plan = launch.planned()
     if plan.left_out:
         progress(Note(message=plan.note))
     jobs = plan.runs
     if any(job.run_id not in trained for job in plan.to_train):  # the plan looked them up
-        progress(Loading(what=f"the backbone {model_name}"))
-    vocabulary_notes = preflight(dataset, jobs, model_name, store, force)
-    for note in vocabulary_notes:
+        progress(Loading(what=f"the backbone {launch.model}"))
+    notes = preflight(launch.dataset, jobs, launch.model, launch.store, launch.force)
+    for note in notes:
         progress(Note(message=note))
-    runner = _Runner(dataset, model_name, store, force, progress, vocabulary_notes, device)
+    runner = Runner(launch, notes, device)
     runner.fresh.update(trained)
     # numbered for the progress in the order they train: the heads of the packs first
     together = [packable(job.spec, job.config, runner.device, runner.ddp) for job in jobs]
@@ -464,9 +421,7 @@ def run_experiments(
     number = {i: n for n, i in enumerate(order, 1)}
     numbered = [(number[i], job) for i, job in enumerate(jobs)]
     validate = plan.validate if runner.ddp is None else []
-    runner.after = cross_validation_share(
-        dataset, jobs, validate, store, config.folds, force, model_name
-    )
+    runner.after = cross_validation_share(launch, jobs, validate)
     pack = sorted(
         (item for item, fits in zip(numbered, together, strict=True) if fits),
         key=lambda item: item[0],
@@ -488,6 +443,6 @@ def run_experiments(
             trained_in_order[job.run_id] = runner.race(race, index, len(jobs))
     runs = [trained_in_order[job.run_id] for job in jobs if job.run_id in trained_in_order]
     if validate:
-        runner.cross_validate(validate, config.folds)
+        runner.cross_validate(validate, launch.config.folds)
         runs = [Run(run.path) for run in runs]  # their metrics now hold it
     return runs

@@ -125,7 +125,7 @@ def _cached(here: Here, dataset: LongTailDataset, model: str, max_length: int | 
 
 
 def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) -> Estimate:
-    """A training launch of ``request`` from its plan (:func:`glee_core.train.plan.plan_launch`,
+    """A training launch of ``request`` from its plan (:func:`glee_core.train.launch.plan_launch`,
     what the job runs): the runs the store lacks (``runs``; those it holds are opened:
     ``stored``), the heads the backbone cannot read left out (``left_out``), the feature passes
     not cached, the cross-validation due, the LP-FT heads still to fit and the rate searched
@@ -135,7 +135,7 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
     if request.self_train.pool and request.self_train.self_train != "no" and not fresh:
         return estimate_self_training(request, here)
     from ..models.backbone import estimate_parameters  # noqa: PLC0415 (torch: pages read kinds)
-    from .plan import plan_launch  # noqa: PLC0415
+    from .launch import Launch  # noqa: PLC0415
 
     dataset, config, model = here.data(request), request.config, request.model
     stored = (
@@ -144,7 +144,7 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
         else here.stored
     )
     try:
-        plan = plan_launch(
+        plan = Launch(
             dataset,
             [get_method(m) for m in request.methods],
             request.seeds,
@@ -152,8 +152,7 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
             config,
             here.store,
             request.force,
-            stored,
-        )
+        ).planned(stored)
     except GleeError:  # an unknown method or one the mode refuses (the launch says so)
         plan = None
     if plan is None:

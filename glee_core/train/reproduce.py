@@ -165,7 +165,8 @@ def reproduce(
     ``<runs>/reproduce/table<N>-<...>.{csv,md,json}``. Returns the comparison and the manifest.
     ``executor`` (default: here, one run after another) may put the runs on a Ray cluster."""
     # torch: only to train (the app's Results page reads reproductions without it)
-    from .executors import Batch, LocalExecutor  # noqa: PLC0415
+    from .executors import LocalExecutor  # noqa: PLC0415
+    from .launch import Launch  # noqa: PLC0415
     from .plan import plan_runs  # noqa: PLC0415
     from .preflight import preflight  # noqa: PLC0415
 
@@ -187,18 +188,18 @@ def reproduce(
     for dataset in datasets:
         progress = _first_use(progress_for, dataset) if progress_for else None
         batches += [
-            Batch(
+            Launch(
                 dataset,
                 [spec],
-                list(seeds),
+                seeds,
                 models[dataset.id],
                 configs[(dataset.id, spec.id)],
-                False,
-                progress,
+                store,
+                progress=progress,
             )
             for spec in specs
         ]
-    runs: list[Run] = executor.run(batches, store)
+    runs: list[Run] = executor.run(batches)
     frame = comparison(runs, table, [d.id for d in datasets])
     manifest = {
         # the findings are about long-tailed data: Tables 2 and 3

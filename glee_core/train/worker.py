@@ -31,16 +31,19 @@ from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..models.methods import get_method
 from ..runs.store import RunStore
-from .experiment import run_experiments
+from .experiment import run_launch
+from .launch import Launch
 from .plan import PlannedRun
 
 
 @dataclass
 class WorkerBatch:
-    """What each worker of one batch reads (pickled once per sweep): the batch's dataset,
-    backbone and configuration, the store, and the machine's training slots to take one of."""
+    """What each worker of one batch reads (pickled once per sweep): the batch's dataset (None
+    where it travels apart: Ray's object store holds it once for every batch of it), backbone
+    and configuration, the store, and the machine's training slots to take one of (0: none; Ray's
+    resources decide what trains where)."""
 
-    dataset: LongTailDataset
+    dataset: LongTailDataset | None
     model: str
     config: TrainConfig
     store_root: str
@@ -95,23 +98,20 @@ def check_store_writable(root: Path) -> None:
 
 
 def train_one(
-    dataset: LongTailDataset,
-    method: str,
-    seed: int,
-    model: str,
-    config: TrainConfig,
-    store_root: str,
-    force: bool,
-    slots: int = 0,
+    batch: WorkerBatch, method: str, seed: int, dataset: LongTailDataset | None = None
 ) -> dict:
-    """What a Ray task or a worker of ``--runs-at-once`` does: train (or find) one run in the
-    shared store; returns where it ran. ``slots``: the machine's training slots to take one of
-    (0: none; Ray's resources decide what trains where)."""
+    """What a Ray task or a worker of ``--runs-at-once`` does: train (or find) one run of
+    ``batch`` (``dataset``: its data, where the batch travels without it) in the shared store;
+    returns where it ran."""
     started = time.perf_counter()
-    root = Path(store_root)
+    root = Path(batch.store_root)
     check_store_writable(root)
-    store = RunStore(root, max_concurrent=slots)
-    run = run_experiments(dataset, [get_method(method)], [seed], model, config, store, force)[0]
+    store = RunStore(root, max_concurrent=batch.slots)
+    data = dataset or batch.dataset
+    launch = Launch(
+        data, [get_method(method)], [seed], batch.model, batch.config, store, batch.force
+    )
+    run = run_launch(launch)[0]
     return {
         "run_id": run.run_id,
         "node": socket.gethostname(),
@@ -128,16 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with open(batch_file, "rb") as file:
             batch: WorkerBatch = pickle.load(file)
-        ran = train_one(
-            batch.dataset,
-            method,
-            int(seed),
-            batch.model,
-            batch.config,
-            batch.store_root,
-            batch.force,
-            batch.slots,
-        )
+        ran = train_one(batch, method, int(seed))
         if ran["run_id"] != run_id:  # the sweep planned one id, this process trained another
             raise RuntimeError(f"planned run {run_id}, trained {ran['run_id']}")
         outcome = ["done", ran]
