@@ -34,7 +34,7 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.health.options import HealthOptions  # noqa: E402
 from glee_core.health.report import examine, out_of_fold_probabilities  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
-from glee_core.models.features import cached_features  # noqa: E402
+from glee_core.models.features import Encoder, FeatureInputs, cached_features  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 
@@ -88,12 +88,8 @@ def main(argv=None) -> int:
         dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
         features = cached_features(
             dataset,
-            backbone,
-            "plain",
-            dataset.max_length,
-            work / "features",
-            device,
-            pooling=pooling,
+            Encoder(backbone, device, work / "features"),
+            FeatureInputs("plain", dataset.max_length, pooling=pooling),
         )
         train, k = features["train"], dataset.num_classes
         confused = most_confused(train.hidden, train.labels, k, options.folds)

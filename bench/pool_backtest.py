@@ -47,7 +47,7 @@ from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.core.files import write_json  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
-from glee_core.models.features import cached_features  # noqa: E402
+from glee_core.models.features import Encoder, FeatureInputs, cached_features  # noqa: E402
 from glee_core.models.heads import probe_classifier  # noqa: E402
 from glee_core.pool.pseudo import helps, pseudo_labels  # noqa: E402
 from glee_core.pool.strategies import resolve_strategy, select  # noqa: E402
@@ -245,7 +245,9 @@ def backtest_of(name: str, args, backbone, device, pooling: str, work: Path):
     """A dataset of the backtest and its :class:`Backtest` (one feature pass, cached)."""
     dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
     features = cached_features(
-        dataset, backbone, "plain", dataset.max_length, work / "features", device, pooling=pooling
+        dataset,
+        Encoder(backbone, device, work / "features"),
+        FeatureInputs("plain", dataset.max_length, pooling=pooling),
     )
     return dataset, Backtest(dataset, features)
 

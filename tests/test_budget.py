@@ -20,7 +20,6 @@ from glee_core.budget.report import (
     budget_line,
     forecast,
     most_helped,
-    texts_for,
 )
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
@@ -102,9 +101,13 @@ def test_a_known_curve_is_recovered_and_forecast():
 
 
 def test_a_target_above_the_plateau_is_not_reached():
-    assert texts_for(0.7, 0.5, 0.5, 20, 0.6, target=0.8) == NOT_REACHED
-    assert texts_for(0.95, 0.5, 0.5, 20, 0.8, target=0.9) == 100
-    assert texts_for(0.95, 2.0, 0.5, 20, 0.5, target=0.94) == NOT_REACHED  # past 10x its texts
+    def texts_for(a, b, f1, target):  # 20 texts, the exponent 0.5
+        curve = ClassCurve("c", "tail", 20, 5, f1, [], [], [], a=a, b=b)
+        return curve.texts_for(target, 0.5)
+
+    assert texts_for(0.7, 0.5, 0.6, target=0.8) == NOT_REACHED
+    assert texts_for(0.95, 0.5, 0.8, target=0.9) == 100
+    assert texts_for(0.95, 2.0, 0.5, target=0.94) == NOT_REACHED  # past 10x its texts
 
 
 def test_subsets_are_nested_stratified_and_keep_every_class():

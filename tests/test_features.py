@@ -9,7 +9,7 @@ from glee_core.core.devices import autocast, resolve_precision
 from glee_core.data.encoding import collate, encode
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
-from glee_core.models.features import cached_features
+from glee_core.models.features import Encoder, FeatureInputs, cached_features
 from glee_core.models.methods import get_method
 from glee_core.runs.store import RunStore
 from glee_core.serve.inference import score_texts
@@ -25,13 +25,19 @@ def bert(tiny_bert):
 def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset, tmp_path):
     events = []
     first = cached_features(
-        toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"), events.append
+        toy_dataset,
+        Encoder(bert, torch.device("cpu"), tmp_path),
+        FeatureInputs("prompt", 64),
+        events.append,
     )
     assert events and events[-1].done == events[-1].total
     assert len(list(tmp_path.glob("prompt-*/*.npz"))) == 1  # one pass, one chunk
     events.clear()
     again = cached_features(
-        toy_dataset, bert, "prompt", 64, tmp_path, torch.device("cpu"), events.append
+        toy_dataset,
+        Encoder(bert, torch.device("cpu"), tmp_path),
+        FeatureInputs("prompt", 64),
+        events.append,
     )
     assert not events  # served from the cache
     np.testing.assert_array_equal(first["test"].hidden, again["test"].hidden)
@@ -52,12 +58,17 @@ def test_features_are_cached_once_and_equal_the_encoder_state(bert, toy_dataset,
 
 
 def test_a_truncated_cache_file_is_recomputed(bert, toy_dataset, tmp_path):
-    cached_features(toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"))
+    cached_features(
+        toy_dataset, Encoder(bert, torch.device("cpu"), tmp_path), FeatureInputs("plain", 64)
+    )
     path = next(tmp_path.glob("plain-*/*.npz"))
     path.write_bytes(path.read_bytes()[:100])
     events = []
     again = cached_features(
-        toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append
+        toy_dataset,
+        Encoder(bert, torch.device("cpu"), tmp_path),
+        FeatureInputs("plain", 64),
+        events.append,
     )
     assert len(again["train"]) == len(toy_dataset.splits["train"])
     assert events and path.stat().st_size > 100  # encoded again, written whole
@@ -111,7 +122,10 @@ def test_limit_limits_the_feature_pass_too(bert, toy_dataset, tmp_path):
     a pass of its own."""
     events = []
     limited = cached_features(
-        toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append, limit=10
+        toy_dataset,
+        Encoder(bert, torch.device("cpu"), tmp_path),
+        FeatureInputs("plain", 64, limit=10),
+        events.append,
     )
     sizes = {name: len(frame) for name, frame in toy_dataset.splits.items()}
     texts = {name: frame["text"].nunique() for name, frame in toy_dataset.splits.items()}
@@ -119,12 +133,19 @@ def test_limit_limits_the_feature_pass_too(bert, toy_dataset, tmp_path):
     assert len(limited["train"]) == 10 and len(limited["test"]) == sizes["test"]
     events.clear()
     full = cached_features(
-        toy_dataset, bert, "plain", 64, tmp_path, torch.device("cpu"), events.append
+        toy_dataset,
+        Encoder(bert, torch.device("cpu"), tmp_path),
+        FeatureInputs("plain", 64),
+        events.append,
     )
     assert 0 < events[-1].total <= texts["train"]  # the rest of the training texts alone
     np.testing.assert_allclose(limited["train"].hidden, full["train"].hidden[:10], atol=1e-4)
     np.testing.assert_array_equal(limited["train"].labels, full["train"].labels[:10])
-    alone = cached_features(toy_dataset, bert, "plain", 64, tmp_path / "alone", torch.device("cpu"))
+    alone = cached_features(
+        toy_dataset,
+        Encoder(bert, torch.device("cpu"), tmp_path / "alone"),
+        FeatureInputs("plain", 64),
+    )
     for name in sizes:
         np.testing.assert_allclose(full[name].hidden, alone[name].hidden, atol=1e-4)
         np.testing.assert_array_equal(full[name].labels, alone[name].labels)
@@ -140,7 +161,7 @@ def test_a_version_of_the_data_encodes_only_the_texts_it_adds(bert, toy_dataset,
     from glee_core.pool.suggest import pool_features
 
     cpu = torch.device("cpu")
-    cached_features(toy_dataset, bert, "plain", 64, tmp_path, cpu)
+    cached_features(toy_dataset, Encoder(bert, cpu, tmp_path), FeatureInputs("plain", 64))
     size = sum(p.stat().st_size for p in tmp_path.rglob("*.npz"))
     new = pd.DataFrame(
         {
@@ -149,18 +170,26 @@ def test_a_version_of_the_data_encodes_only_the_texts_it_adds(bert, toy_dataset,
             "label": [0, 1] * 2 + [0],
         }
     )
-    pool_features(new.head(3), bert, "plain", toy_dataset.template, 64, tmp_path, cpu)
+    pool_features(
+        new.head(3),
+        Encoder(bert, cpu, tmp_path).space("plain", 64, toy_dataset.template),
+        Encoder(bert, cpu, tmp_path),
+    )
     train, ending = append_rows(toy_dataset.splits["train"], new, "+added-")
     version = replace(
         toy_dataset, id=toy_dataset.id + ending, splits={**toy_dataset.splits, "train": train}
     )
     version._fingerprint = None
     events = []
-    features = cached_features(version, bert, "plain", 64, tmp_path, cpu, events.append)
+    features = cached_features(
+        version, Encoder(bert, cpu, tmp_path), FeatureInputs("plain", 64), events.append
+    )
     assert events[-1].total == 2  # the two the pool did not hold
     grown = sum(p.stat().st_size for p in tmp_path.rglob("*.npz")) - size
     assert grown < 2 * 5 * 2 * bert.hidden_size * 4 + 4096  # 5 texts x 2 poolings, and headers
-    alone = cached_features(version, bert, "plain", 64, tmp_path / "alone", cpu)
+    alone = cached_features(
+        version, Encoder(bert, cpu, tmp_path / "alone"), FeatureInputs("plain", 64)
+    )
     np.testing.assert_allclose(features["train"].hidden, alone["train"].hidden, atol=1e-4)
     np.testing.assert_array_equal(features["train"].labels, alone["train"].labels)
 

@@ -16,6 +16,7 @@ from glee_core.health.examine import data_health
 from glee_core.health.options import HealthOptions
 from glee_core.health.report import ISSUE_COLUMNS
 from glee_core.models.backbone import load_backbone
+from glee_core.models.features import Encoder
 from tests.conftest import toy_rows
 
 PLANTED = "sports sports the news sports today sports"  # a sports text labelled money
@@ -98,11 +99,9 @@ def test_health_finds_the_planted_label_error_and_the_leak(
 def test_a_class_too_small_for_the_folds_is_too_few_to_judge(toy_dataset, tiny_bert, tmp_path):
     report = data_health(
         toy_dataset,
-        load_backbone(str(tiny_bert)),
+        Encoder(load_backbone(str(tiny_bert)), torch.device("cpu"), tmp_path / "features"),
         str(tiny_bert),
         HealthOptions(out=str(tmp_path), folds=10, device="cpu"),
-        tmp_path / "features",
-        torch.device("cpu"),
     )
     small = {c.name for c in report.classes if c.texts < 10}
     assert small and {c.name for c in report.classes if not c.judged} == small
@@ -221,11 +220,9 @@ def test_a_trained_head_gives_the_out_of_fold_probabilities_too(planted_csv, tin
     steps = []
     report = data_health(
         dataset,
-        load_backbone(str(tiny_bert)),
+        Encoder(load_backbone(str(tiny_bert)), torch.device("cpu"), tmp_path / "features"),
         str(tiny_bert),
         HealthOptions(out=str(tmp_path), folds=3, method="cls-relu", device="cpu"),
-        tmp_path / "features",
-        torch.device("cpu"),
         steps.append,
     )
     assert report.method == "cls-relu"
@@ -237,11 +234,9 @@ def test_a_trained_head_gives_the_out_of_fold_probabilities_too(planted_csv, tin
     assert any("cls-relu, 3 folds as one pack" in getattr(e, "what", "") for e in steps)
     probe = data_health(
         dataset,
-        load_backbone(str(tiny_bert)),
+        Encoder(load_backbone(str(tiny_bert)), torch.device("cpu"), tmp_path / "features"),
         str(tiny_bert),
         HealthOptions(out=str(tmp_path), folds=3, device="cpu"),
-        tmp_path / "features",
-        torch.device("cpu"),
     )
     assert not np.allclose(
         pd.to_numeric(probe.issues.sort_values("train_row")["label_quality"]),

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+import torch
 from pypdf import PdfReader
 
 from glee_core.budget.report import read_budget
@@ -72,15 +73,12 @@ def test_the_report_draws_the_label_budget_the_data_page_measured(
     from glee_core.budget.curves import label_budget
     from glee_core.budget.options import BudgetOptions
     from glee_core.models.backbone import load_backbone
+    from glee_core.models.features import Encoder
 
     folder = store.data_report_dir(toy_dataset.id, str(tiny_bert))
-    report = label_budget(
-        toy_dataset,
-        load_backbone(str(tiny_bert)),
-        str(tiny_bert),
-        BudgetOptions(out=str(folder), seeds="1", fractions="0.5,1"),
-        store.features_dir,
-    )
+    encoder = Encoder(load_backbone(str(tiny_bert)), torch.device("cpu"), store.features_dir)
+    options = BudgetOptions(out=str(folder), seeds="1", fractions="0.5,1")
+    report = label_budget(toy_dataset, encoder, str(tiny_bert), options)
     report.write(folder)
     budget = read_budget(folder)
     text = "\n".join(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,8 +24,8 @@ import pandas as pd
 from ..core.errors import GleeError
 from ..core.events import Examining, FeaturePass, ProgressFn
 from ..data.datasets import LongTailDataset
-from ..models.backbone import Backbone
 from ..models.config import TrainConfig
+from ..models.features import Encoder
 from ..models.methods import get_method
 from ..train.evaluation import scored_logits
 from ..train.setup import Setup
@@ -70,17 +69,16 @@ def per_class_f1(labels: np.ndarray, predicted: np.ndarray, num_classes: int) ->
 
 def label_budget(
     dataset: LongTailDataset,
-    backbone: Backbone,
+    encoder: Encoder,
     model: str,
     options: BudgetOptions,
-    feature_cache: str | Path,
     progress: ProgressFn | None = None,
 ) -> BudgetReport:
-    """Measure every class's learning curve and forecast its label budget (the module's
-    docstring says how)."""
+    """Measure every class's learning curve on the features of ``model`` (``encoder``'s
+    backbone) and forecast its label budget (the module's docstring says how)."""
     progress = progress or (lambda event: None)
     started = time.perf_counter()
-    setup, points = measure(dataset, backbone, options, feature_cache, progress)
+    setup, points = measure(dataset, encoder, options, progress)
     labels, test = setup.splits["train"].labels, setup.splits["test"].labels
     k = dataset.num_classes
     head, _ = dataset.head_tail()
@@ -113,11 +111,7 @@ def label_budget(
 
 
 def measure(
-    dataset: LongTailDataset,
-    backbone: Backbone,
-    options: BudgetOptions,
-    feature_cache: str | Path,
-    progress: ProgressFn,
+    dataset: LongTailDataset, encoder: Encoder, options: BudgetOptions, progress: ProgressFn
 ) -> tuple[Setup, pd.DataFrame]:
     """The full data's setup and every measured point (class, fraction, seed, n_train, f1:
     the class's training texts in that subset and its test F1)."""
@@ -147,7 +141,7 @@ def measure(
         device=options.device,
         seed=seeds[0],
     )
-    base = prepare(dataset, spec, backbone, config, features, Path(feature_cache))
+    base = prepare(dataset, spec, encoder.backbone, config, features, encoder.cache_dir)
     labels = base.splits["train"].labels
     test = base.splits["test"].labels
     k = dataset.num_classes

@@ -56,7 +56,6 @@ __all__ = [  # what this module offers
     "pooled_curve",
     "read_budget",
     "target_text",
-    "texts_for",
 ]
 
 BUDGET_FILE, BUDGET_CSV = "budget.json", "budget.csv"
@@ -131,6 +130,17 @@ class ClassCurve:
         if not self.judged:
             return None
         return float(np.clip(self.offset + self.a - self.b * size**-exponent, 0.0, 1.0))
+
+    def texts_for(self, target: float, exponent: float) -> int | str:
+        """The training texts the class needs for its curve to reach ``target`` (its own count
+        when its measured or fitted F1 already does), or :data:`NOT_REACHED`."""
+        a, b, c, n = self.a + self.offset, self.b, exponent, self.n_train
+        if (self.f1 is not None and self.f1 >= target) or a - b * n**-c >= target:
+            return int(n)
+        if a <= target or b <= 0:
+            return NOT_REACHED
+        needed = math.ceil((b / (a - target)) ** (1.0 / c) - 1e-9)  # 100.00000001 is 100
+        return int(needed) if needed <= REACH * n else NOT_REACHED
 
 
 @dataclass
@@ -328,7 +338,7 @@ def forecast(
         curve.f1_at_2x_low, curve.f1_at_2x_high = round(low2, 4), round(high2, 4)
         curve.f1_at_4x_low, curve.f1_at_4x_high = round(low4, 4), round(high4, 4)
         curve.gain_per_text = round(b * c * n ** (-c - 1), 5)
-        curve.texts_for_target = texts_for(a + offset, b, c, n, curve.f1, target_f1)
+        curve.texts_for_target = curve.texts_for(target_f1, c)
         curve.a, curve.b, curve.offset = round(a, 5), round(b, 5), round(offset, 5)
         curves.append(curve)
     return curves, c, {"a": round(a0, 5), "b": round(b0, 5)}
@@ -350,17 +360,6 @@ def _class_fit(n: np.ndarray, f1: np.ndarray, a0: float, b0: float, c: float):
     residual = f1 - (a - b * n**-c)
     dof = max(len(f1) - 2, 1)
     return a, b, float(np.sqrt((residual**2).sum() / dof)), np.linalg.inv(normal), len(f1)
-
-
-def texts_for(a: float, b: float, c: float, n: int, f1: float | None, target: float) -> int | str:
-    """The training texts a class needs for its curve to reach ``target`` (its own count when
-    its measured or fitted F1 already does), or :data:`NOT_REACHED`."""
-    if (f1 is not None and f1 >= target) or a - b * n**-c >= target:
-        return int(n)
-    if a <= target or b <= 0:
-        return NOT_REACHED
-    needed = math.ceil((b / (a - target)) ** (1.0 / c) - 1e-9)  # 100.00000001 is 100
-    return int(needed) if needed <= REACH * n else NOT_REACHED
 
 
 def read_budget(folder: str | Path) -> BudgetReport:

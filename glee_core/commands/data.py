@@ -19,11 +19,14 @@ from .turns import cpu_turn, job_result, job_turn, on_data_request, paced, read_
 
 
 def _data_report(args, request, measure) -> tuple:
-    """A data report of ``request`` (``health``, ``budget``): ``measure(dataset, backbone,
-    model, options, feature cache, progress)`` under progress bars (and the job's file, its
+    """A data report of ``request`` (``health``, ``budget``): ``measure(dataset, encoder, model,
+    options, progress)`` (the encoder: the backbone on the options' device, the store's feature
+    cache) under progress bars (and the job's file, its
     turn on a public machine and its pace watched), its files written to its ``out``; (the
     report, its two files)."""
+    from ..core.devices import resolve_device
     from ..models.backbone import load_backbone
+    from ..models.features import Encoder
     from ..runs.store import RunStore
 
     options = request.options
@@ -41,31 +44,23 @@ def _data_report(args, request, measure) -> tuple:
         try:
             progress(Loading(what=f"the backbone {request.model}"))
             with cpu_turn(options.device):
-                report = measure(
-                    dataset,
+                encoder = Encoder(
                     load_backbone(request.model),
-                    request.model,
-                    options,
+                    resolve_device(options.device),
                     RunStore(args.runs_dir).features_dir,
-                    progress,
                 )
+                report = measure(dataset, encoder, request.model, options, progress)
         finally:
             bars.close()
         return report, report.write(options.out)
 
 
 def health(args) -> int:
-    from ..core.devices import resolve_device
     from ..health.examine import data_health
     from ..runs.tables import markdown_table
 
-    def measure(dataset, backbone, model, options, cache, progress):
-        return data_health(
-            dataset, backbone, model, options, cache, resolve_device(options.device), progress
-        )
-
     request = on_data_request(args, HealthRequest, HealthOptions, "health", ("out",))
-    report, (health_file, issues_file) = _data_report(args, request, measure)
+    report, (health_file, issues_file) = _data_report(args, request, data_health)
     print("\n".join(markdown_table(*report.table(), left=2)))
     summary = report.summary()
     said = (

@@ -12,7 +12,6 @@ as a quick run is and scoring only the texts it never trained on.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,9 +19,9 @@ import torch
 from ..core.errors import GleeError
 from ..core.events import Examining, ProgressFn
 from ..data.datasets import LongTailDataset
-from ..models.backbone import Backbone, trained_pooling
+from ..models.backbone import trained_pooling
 from ..models.config import TrainConfig
-from ..models.features import cached_features
+from ..models.features import Encoder, FeatureInputs, cached_features
 from ..models.heads import head_of
 from ..models.methods import get_method
 from ..train.evaluation import scored_logits
@@ -41,15 +40,14 @@ PROBES = ("probe-balanced", "probe")  # the closed-form probes: fitted here, per
 
 def data_health(
     dataset: LongTailDataset,
-    backbone: Backbone,
+    encoder: Encoder,
     model: str,
     options: HealthOptions,
-    cache_dir: str | Path,
-    device,
     progress: ProgressFn | None = None,
 ) -> HealthReport:
     """Label issues, near-duplicates (within training and across splits), outliers and the
-    most confused pairs of ``dataset``'s training split (the module's docstring says how)."""
+    most confused pairs of ``dataset``'s training split (the module's docstring says how), on
+    the features of ``model`` (``encoder``'s backbone)."""
     progress = progress or (lambda event: None)
     if dataset.num_classes < 2 or "train" not in dataset.splits or dataset.splits["train"].empty:
         raise GleeError(
@@ -57,36 +55,27 @@ def data_health(
         )
     pooling = options.pooling or trained_pooling(model) or "mean"
     max_length = options.max_length or dataset.max_length
-    split_features = cached_features(
-        dataset, backbone, "plain", max_length, cache_dir, device, progress, pooling=pooling
-    )
+    inputs = FeatureInputs("plain", max_length, pooling)
+    split_features = cached_features(dataset, encoder, inputs, progress)
     probabilities = None
     if options.method not in PROBES:
         probabilities = head_probabilities(
-            dataset,
-            backbone,
-            options,
-            pooling,
-            max_length,
-            Path(cache_dir),
-            progress,
-            split_features,
+            dataset, encoder, options, inputs, progress, split_features
         )
     return examine(dataset, split_features, options, model, pooling, progress, probabilities)
 
 
 def head_probabilities(
     dataset: LongTailDataset,
-    backbone: Backbone,
+    encoder: Encoder,
     options: HealthOptions,
-    pooling: str,
-    max_length: int,
-    cache_dir: Path,
+    inputs: FeatureInputs,
     progress: ProgressFn,
     plain: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, judged) of every training text from ``options.method`` trained on the
-    other folds (a text of a class with fewer than ``folds`` texts is not judged: NaN);
+    other folds (a text of a class with fewer than ``folds`` texts is not judged: NaN), on the
+    features ``inputs`` read (their pooling and length; the head's own input format);
     ``plain``: the plain inputs' features already loaded (a plain-input head reads them)."""
     spec = get_method(options.method)
     if head_of(spec).closed_form:
@@ -96,18 +85,18 @@ def head_probabilities(
         )
     config = TrainConfig(
         mode="frozen",
-        pooling=pooling,
-        max_length=max_length,
+        pooling=inputs.pooling,
+        max_length=inputs.max_length,
         device=options.device,
         seed=options.seed,
     )
     base = prepare(
         dataset,
         spec,
-        backbone,
+        encoder.backbone,
         config,
         lambda event: None,
-        cache_dir,
+        encoder.cache_dir,
         splits=plain if spec.input_format == "plain" else None,
     )
     train = base.splits["train"]

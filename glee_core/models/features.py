@@ -45,6 +45,8 @@ from .config import POOLINGS
 from .model import encoder_hidden_states, pool
 
 __all__ = [  # what this module offers
+    "Encoder",
+    "FeatureInputs",
     "FeatureSpace",
     "FeatureSplit",
     "LEGACY_CACHE",
@@ -171,8 +173,9 @@ class FeatureSpace:
     written whole (a killed pass leaves none); a damaged chunk is deleted (its texts encoded
     again)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, max_length: int | None = None, template: str | None = None):
         self.root = root
+        self.max_length, self.template = max_length, template  # what encodes its texts
         self._rows: dict[bytes, tuple[int, int]] | None = None  # key -> (chunk, row)
         self._chunks: list[Path] = []
         self._read: dict[tuple[int, str], np.ndarray] = {}  # a chunk's states, once read
@@ -197,6 +200,11 @@ class FeatureSpace:
             self._rows.update({key: (number, row) for row, key in enumerate(keys)})
             self._tokens, self._seconds = self._tokens + tokens, self._seconds + seconds
         return self._rows
+
+    @property
+    def input_format(self) -> str:
+        """The input its states read (``plain``, ``prompt``): its folder's name begins with it."""
+        return self.root.name.split("-", 1)[0]
 
     def missing(self, keys: np.ndarray) -> np.ndarray:
         """Which of ``keys`` this space has not encoded (a mask)."""
@@ -253,17 +261,14 @@ class FeatureSpace:
     def encode_missing(
         self,
         frames: list,
-        backbone: Backbone,
-        device: torch.device,
-        template: str,
-        max_length: int,
+        encoder: Encoder,
         what: str,
         progress: Callable[[int, int], None] | None = None,
     ) -> list[np.ndarray]:
-        """Encode the rows of ``frames`` this space lacks (each text once), and keep them; the
-        keys of each frame's rows (:func:`text_keys`), to read their states with.
+        """Encode the rows of ``frames`` this space lacks (each text once) with ``encoder``, and
+        keep them; the keys of each frame's rows (:func:`text_keys`), to read their states with.
         ``progress(done, total)`` as the pass goes."""
-        fmt = self.root.name.split("-", 1)[0]
+        fmt = self.input_format
         todo: dict[bool, list] = {}  # by how the rows' splits read text_b: one pass each
         seen: set[bytes] = set()
         every = []
@@ -290,8 +295,9 @@ class FeatureSpace:
             started = time.perf_counter()
             frame = pd.concat([part for part, _ in parts], ignore_index=True)
             keys = np.concatenate([k for _, k in parts])
-            split = encode(frame, backbone.tokenizer, fmt, template, max_length, pairs=pairs)
-            states = compute_states(backbone, split, device, progress=tick)
+            tokenizer = encoder.backbone.tokenizer
+            split = encode(frame, tokenizer, fmt, self.template, self.max_length, pairs=pairs)
+            states = compute_states(encoder.backbone, split, encoder.device, progress=tick)
             seconds = time.perf_counter() - started
             self.add(keys, states, int(split.lengths.sum()), seconds, what)
         return every
@@ -312,23 +318,56 @@ def feature_space(
         "template": template if input_format == "prompt" else None,
     }
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return FeatureSpace(Path(cache_dir) / f"{input_format}-{digest}")
+    return FeatureSpace(Path(cache_dir) / f"{input_format}-{digest}", max_length, template)
+
+
+@dataclass(frozen=True)
+class FeatureInputs:
+    """Which of a dataset's features a head reads: its input format, the length texts are cut
+    to, the pooling, and the training texts kept (``limit`` of them, picked by ``strategy``:
+    :func:`limited_splits`). Heads of equal inputs share one feature pass."""
+
+    input_format: str
+    max_length: int
+    pooling: str = "cls"
+    limit: int | None = None
+    strategy: str = "first"
+
+    @property
+    def feature_pass(self) -> tuple:
+        """What one feature pass encodes: these inputs but the pooling (a pass keeps both)."""
+        return self.input_format, self.max_length, self.limit, self.strategy
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """The frozen ``backbone`` encoding on ``device`` and keeping what it encodes in the feature
+    cache ``cache_dir`` (a store's ``.features``): every feature pass (training's, the health
+    check's, the label budget's, the pool's) goes through one."""
+
+    backbone: Backbone
+    device: torch.device
+    cache_dir: Path
+
+    def space(self, input_format: str, max_length: int, template: str | None) -> FeatureSpace:
+        """Where this backbone's states of these inputs are kept."""
+        fingerprint = self.backbone.fingerprint
+        return feature_space(self.cache_dir, fingerprint, input_format, max_length, template)
 
 
 def missing_share(
     cache_dir: str | os.PathLike,
     dataset: LongTailDataset,
     model_fingerprint: str,
-    input_format: str,
-    max_length: int,
-    limit: int | None = None,
-    strategy: str = "first",
+    inputs: FeatureInputs,
 ) -> float:
-    """The share of a feature pass over ``dataset`` (its splits as :func:`limited_splits` cuts
-    them) still to run: its texts ``cache_dir`` has not encoded with these inputs (0: all
-    cached; the estimate and the bar read it)."""
-    space = feature_space(cache_dir, model_fingerprint, input_format, max_length, dataset.template)
-    frames = list(limited_splits(dataset, limit, strategy).values())
+    """The share of a feature pass over ``dataset`` (its splits as ``inputs`` cut them) still to
+    run: its texts ``cache_dir`` has not encoded with these inputs (0: all cached; the estimate
+    and the bar read it)."""
+    space = feature_space(
+        cache_dir, model_fingerprint, inputs.input_format, inputs.max_length, dataset.template
+    )
+    frames = list(limited_splits(dataset, inputs.limit, inputs.strategy).values())
     total = sum(len(frame) for frame in frames)
     missing = sum(int(space.missing(text_keys(frame)).sum()) for frame in frames)
     return missing / total if total else 0.0
@@ -336,36 +375,26 @@ def missing_share(
 
 def cached_features(
     dataset: LongTailDataset,
-    backbone: Backbone,
-    input_format: str,
-    max_length: int,
-    cache_dir: str | os.PathLike,
-    device: torch.device,
+    encoder: Encoder,
+    inputs: FeatureInputs,
     progress: ProgressFn | None = None,
-    pooling: str = "cls",
-    limit: int | None = None,
-    strategy: str = "first",
 ) -> dict[str, FeatureSplit]:
-    """Pooled hidden states of every split: the texts the cache holds read from it, the others
-    encoded now (one pass for both poolings) and kept. ``limit`` encodes only N training
-    examples, picked by ``strategy`` (:func:`limited_splits`)."""
+    """Pooled hidden states of every split (as ``inputs`` read and cut them): the texts the
+    cache holds read from it, the others encoded now (one pass for both poolings) and kept."""
     progress = progress or (lambda event: None)
-    space = feature_space(
-        cache_dir, backbone.fingerprint, input_format, max_length, dataset.template
-    )
-    splits = limited_splits(dataset, limit, strategy)
+    fmt = inputs.input_format
+    space = encoder.space(fmt, inputs.max_length, dataset.template)
+    splits = limited_splits(dataset, inputs.limit, inputs.strategy)
     keys = space.encode_missing(
         list(splits.values()),
-        backbone,
-        device,
-        dataset.template,
-        max_length,
+        encoder,
         "the cached features",
-        lambda done, total: progress(FeaturePass(format=input_format, done=done, total=total)),
+        lambda done, total: progress(FeaturePass(format=fmt, done=done, total=total)),
     )
+    width = encoder.backbone.hidden_size
     return {
         name: FeatureSplit(
-            space.states(rows, pooling, backbone.hidden_size), frame["label"].to_numpy(), space.rate
+            space.states(rows, inputs.pooling, width), frame["label"].to_numpy(), space.rate
         )
         for (name, frame), rows in zip(splits.items(), keys, strict=True)
     }

@@ -16,7 +16,7 @@ from ..core.errors import GleeError
 from ..core.events import Note, ProgressFn
 from ..data.datasets import LongTailDataset
 from ..models.backbone import trained_pooling
-from ..models.features import cached_features
+from ..models.features import Encoder, FeatureInputs, cached_features
 from ..models.scoring import get_backbone
 from ..runs.store import RunStore
 from .files import PSEUDO, append_rows
@@ -95,26 +95,11 @@ def self_trained(
         return dataset
     backbone = get_backbone(model_name)
     pooling = trained_pooling(model_name) or "mean"
-    features = cached_features(
-        dataset,
-        backbone,
-        "plain",
-        dataset.max_length,
-        store.features_dir,
-        device,
-        progress,
-        pooling=pooling,
-    )
-    states = pool_features(
-        pool,
-        backbone,
-        "plain",
-        dataset.template,
-        dataset.max_length,
-        store.features_dir,
-        device,
-        progress,
-    )[pooling]
+    encoder = Encoder(backbone, device, store.features_dir)
+    inputs = FeatureInputs("plain", dataset.max_length, pooling)
+    features = cached_features(dataset, encoder, inputs, progress)
+    space = encoder.space("plain", dataset.max_length, dataset.template)
+    states = pool_features(pool, space, encoder, progress)[pooling]
     fresh = ~in_the_data(dataset, pool, states, features)
     if not fresh.any():
         raise GleeError(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,9 +26,15 @@ from ..core.errors import GleeError
 from ..core.events import FeaturePass, Note, ProgressFn
 from ..data.datasets import LongTailDataset
 from ..data.encoding import unknown_token_share
-from ..models.backbone import Backbone, trained_pooling
+from ..models.backbone import trained_pooling
 from ..models.config import POOLINGS, TrainConfig
-from ..models.features import FeatureSplit, cached_features, feature_space
+from ..models.features import (
+    Encoder,
+    FeatureInputs,
+    FeatureSpace,
+    FeatureSplit,
+    cached_features,
+)
 from ..models.methods import get_method
 from ..models.model import build_model
 from ..models.scoring import get_backbone, predict
@@ -83,14 +90,7 @@ class Suggestions:
 
 
 def pool_features(
-    pool: pd.DataFrame,
-    backbone: Backbone,
-    input_format: str,
-    template: str,
-    max_length: int,
-    cache_dir: str | os.PathLike,
-    device: torch.device,
-    progress: ProgressFn | None = None,
+    pool: pd.DataFrame, space: FeatureSpace, encoder: Encoder, progress: ProgressFn | None = None
 ) -> dict[str, np.ndarray]:
     """The frozen backbone's pooled states of every pool text (``{"cls", "mean"}``): those the
     feature cache holds (a pool text is kept by its content, as a dataset's are: once labelled
@@ -104,19 +104,15 @@ def pool_features(
             "label": np.zeros(len(pool), dtype=np.int64),
         }
     )
-    space = feature_space(cache_dir, backbone.fingerprint, input_format, max_length, template)
     (keys,) = space.encode_missing(
         [frame],
-        backbone,
-        device,
-        template,
-        max_length,
+        encoder,
         "the pool's features",
         lambda done, total: progress(
-            FeaturePass(format=f"{input_format} (the pool)", done=done, total=total)
+            FeaturePass(format=f"{space.input_format} (the pool)", done=done, total=total)
         ),
     )
-    return {p: space.states(keys, p, backbone.hidden_size) for p in POOLINGS}
+    return {p: space.states(keys, p, encoder.backbone.hidden_size) for p in POOLINGS}
 
 
 def near_duplicates(pool: np.ndarray, labelled: np.ndarray) -> np.ndarray:
@@ -221,16 +217,9 @@ def pool_probabilities(
     model.load_trained(run.weights_path)
     model = model.to(device).eval()
     spec, hyper = record.method, record.hyperparameters
-    states = pool_features(
-        pool,
-        backbone,
-        spec.input_format,
-        record.dataset.template,
-        hyper.max_length,
-        cache_dir,
-        device,
-        progress,
-    )
+    encoder = Encoder(backbone, device, Path(cache_dir))
+    space = encoder.space(spec.input_format, hyper.max_length, record.dataset.template)
+    states = pool_features(pool, space, encoder, progress)
     pooling = hyper.pooling if spec.input_format == "plain" else "cls"
     split = FeatureSplit(states[pooling], np.zeros(len(pool), dtype=np.int64))
     logits, _ = predict(model, split, 0, device)
@@ -286,28 +275,16 @@ def suggest(
     run = suggestion_run(dataset, model_name, store, progress)
     probs, states = pool_probabilities(run, pool, store.features_dir, device, progress)
     # near-duplicates of the labelled texts, on the plain input's mean-pooled states
+    encoder = Encoder(backbone, device, store.features_dir)
+    max_length = run.record.hyperparameters.max_length
     labelled = cached_features(
-        dataset,
-        backbone,
-        "plain",
-        run.record.hyperparameters.max_length,
-        store.features_dir,
-        device,
-        progress,
-        pooling="mean",
+        dataset, encoder, FeatureInputs("plain", max_length, "mean"), progress
     )
     plain = (
         states["mean"]
         if run.record.method.input_format == "plain"
         else pool_features(
-            pool,
-            backbone,
-            "plain",
-            dataset.template,
-            run.record.hyperparameters.max_length,
-            store.features_dir,
-            device,
-            progress,
+            pool, encoder.space("plain", max_length, dataset.template), encoder, progress
         )["mean"]
     )
     duplicate = in_the_data(dataset, pool, plain, labelled)

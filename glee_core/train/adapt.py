@@ -134,7 +134,7 @@ def adapt(
     key = _inputs_key(
         model_name, run.backbone.fingerprint, train_texts + ["\0held"] + held, options
     )
-    state = _resume(partial, key, run.model, run.optimizer, run.scheduler, run.masker)
+    state = _resume(partial, key, run)
     if state is None:
         state = {"key": key, "epoch": 0, "before": run.held_measure(), "losses": [], "seconds": 0.0}
     else:
@@ -146,7 +146,7 @@ def adapt(
         loss = run.train_epoch(epoch)
         state.update(epoch=epoch, seconds=state["seconds"] + time.perf_counter() - started)
         state["losses"].append(loss)
-        _checkpoint(partial, state, run.model, run.optimizer, run.scheduler, run.masker)
+        _checkpoint(partial, state, run)
     record = run.record(dataset, (len(texts), len(held)), extra, state)
     run.write(out, record)
     shutil.rmtree(partial, ignore_errors=True)
@@ -324,16 +324,18 @@ class _Adaptation:
             raise
 
 
-def _checkpoint(partial: Path, state: dict, model, optimizer, scheduler, masker: Masker) -> None:
-    """The state after a finished epoch, written whole or not at all."""
+def _checkpoint(partial: Path, state: dict, run: _Adaptation) -> None:
+    """The state after a finished epoch (``run``'s model, optimiser, schedule and masks), written
+    whole or not at all."""
+    masker = run.masker
     tmp = partial.with_name(partial.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     torch.save(
         {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
+            "model": run.model.state_dict(),
+            "optimizer": run.optimizer.state_dict(),
+            "scheduler": run.scheduler.state_dict(),
             "collator_rng": (
                 masker.collator.generator.get_state()
                 if masker.collator.generator is not None
@@ -347,11 +349,11 @@ def _checkpoint(partial: Path, state: dict, model, optimizer, scheduler, masker:
     tmp.rename(partial)
 
 
-def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: Masker) -> dict | None:
-    """The state of a partial adaptation of the same inputs, loaded into the model, optimizer
-    and schedule; None when there is none. One of other inputs is an error (nothing deleted);
-    a damaged one (unreadable, of the wrong shape) is set aside as ``.damaged`` and an error
-    says so: the next run starts anew."""
+def _resume(partial: Path, key: str, run: _Adaptation) -> dict | None:
+    """The state of a partial adaptation of the same inputs, loaded into ``run``'s model,
+    optimizer, schedule and masker; None when there is none. One of other inputs is an error
+    (nothing deleted); a damaged one (unreadable, of the wrong shape) is set aside as
+    ``.damaged`` and an error says so: the next run starts anew."""
     if not (partial / "state.json").is_file():
         return None
     try:
@@ -368,12 +370,12 @@ def _resume(partial: Path, key: str, model, optimizer, scheduler, masker: Masker
                 "options: delete it, or run again with the same ones to resume"
             )
         saved = torch.load(partial / "state.pt", map_location="cpu", weights_only=True)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
+        run.model.load_state_dict(saved["model"])
+        run.optimizer.load_state_dict(saved["optimizer"])
+        run.scheduler.load_state_dict(saved["scheduler"])
         if saved.get("collator_rng") is not None:
-            masker.collator.create_rng()
-            masker.collator.generator.set_state(saved["collator_rng"])
+            run.masker.collator.create_rng()
+            run.masker.collator.generator.set_state(saved["collator_rng"])
     except GleeError:
         raise
     except Exception as exc:  # noqa: BLE001 (torch's unpickling, shapes, keys: each is damage)

@@ -113,15 +113,14 @@ class JobKind:
 def _cached(here: Here, dataset: LongTailDataset, model: str, max_length: int | None) -> bool:
     """Are the plain input's frozen features of ``dataset`` by ``model`` cached in the store?"""
     from ..models.backbone import model_fingerprint  # noqa: PLC0415 (torch: pages read kinds)
-    from ..models.features import missing_share  # noqa: PLC0415
+    from ..models.features import FeatureInputs, missing_share  # noqa: PLC0415
 
     try:
         fingerprint = model_fingerprint(model)
     except GleeError:  # a backbone that cannot be read: the job says so when it runs
         return False
-    return not missing_share(
-        here.store.features_dir, dataset, fingerprint, "plain", max_length or dataset.max_length
-    )
+    inputs = FeatureInputs("plain", max_length or dataset.max_length)
+    return not missing_share(here.store.features_dir, dataset, fingerprint, inputs)
 
 
 def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) -> Estimate:

@@ -24,7 +24,7 @@ from ..core.errors import GleeError
 from ..data.datasets import LongTailDataset
 from ..models.backbone import Backbone, model_fingerprint, trained_pooling
 from ..models.config import TrainConfig
-from ..models.features import missing_share
+from ..models.features import FeatureInputs, missing_share
 from ..models.methods import MethodSpec
 from ..models.search import SearchLog, shared_key
 from ..runs.notes import untrained_head_note
@@ -239,10 +239,7 @@ def uncached_passes(
             store.features_dir,
             dataset,
             fingerprint,
-            fmt,
-            cfg.max_length,
-            cfg.limit,
-            cfg.limit_strategy,
+            FeatureInputs(fmt, cfg.max_length, limit=cfg.limit, strategy=cfg.limit_strategy),
         )
         for fmt, cfg in formats.items()
     )

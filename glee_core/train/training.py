@@ -41,7 +41,7 @@ from ..data.datasets import LongTailDataset
 from ..data.encoding import EncodedSplit, encode
 from ..models.backbone import Backbone, trained_pooling
 from ..models.config import POOLINGS, TrainConfig
-from ..models.features import cached_features, limited_splits
+from ..models.features import Encoder, FeatureInputs, cached_features, limited_splits
 from ..models.heads import head_of
 from ..models.methods import MethodSpec
 from ..models.scoring import Split
@@ -55,28 +55,16 @@ from .step import TrainingState
 def prepare_splits(
     dataset: LongTailDataset,
     spec: MethodSpec,
-    backbone: Backbone,
     config: TrainConfig,
-    device: torch.device,
-    feature_cache: Path | None,
+    encoder: Encoder,
     progress: ProgressFn,
 ) -> dict[str, Split]:
-    """Token ids (fine-tuning) or cached hidden states (frozen) of every split; ``--limit`` keeps
-    the first N training examples. ``config`` is resolved (its max length is set)."""
+    """Token ids (fine-tuning) or cached hidden states (frozen, through ``encoder``) of every
+    split; ``--limit`` keeps the first N training examples. ``config`` is resolved (its max
+    length is set)."""
+    backbone = encoder.backbone
     if config.frozen:
-        cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
-        splits = cached_features(
-            dataset,
-            backbone,
-            spec.input_format,
-            config.max_length,
-            cache,
-            device,
-            progress,
-            config.pooling,
-            config.limit,
-            config.limit_strategy,
-        )
+        splits = cached_features(dataset, encoder, feature_inputs(spec, config), progress)
     else:  # --limit: the rest of the training split is not even tokenised
         splits = {
             name: encode(
@@ -113,7 +101,9 @@ def prepare(
     if device.type == "cpu" and config.micro_batch_size:  # asked to save memory
         keep_large_blocks_mapped()
     if splits is None:
-        splits = prepare_splits(dataset, spec, backbone, config, device, feature_cache, progress)
+        cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
+        encoder = Encoder(backbone, device, Path(cache))
+        splits = prepare_splits(dataset, spec, config, encoder, progress)
     notes = [
         f"{n} of {len(splits[name])} {name} texts reached max length and were truncated to "
         f"{config.max_length} tokens"
@@ -308,15 +298,11 @@ def fit_packs(setups: list[Setup]) -> list[Fitted]:
     return out
 
 
-def feature_inputs(spec: MethodSpec, config: TrainConfig) -> tuple:
-    """What a head on cached features reads (its input format, pooling, max length and training
+def feature_inputs(spec: MethodSpec, config: TrainConfig) -> FeatureInputs:
+    """What a head on cached features reads (its input format, max length, pooling and training
     limit): heads with the same inputs share one feature pass and its arrays in memory."""
-    return (
-        spec.input_format,
-        config.pooling,
-        config.max_length,
-        config.limit,
-        config.limit_strategy,
+    return FeatureInputs(
+        spec.input_format, config.max_length, config.pooling, config.limit, config.limit_strategy
     )
 
 
@@ -335,10 +321,10 @@ def train_together(
     inputs = [feature_inputs(spec, config) for spec, config in zip(specs, configs, strict=True)]
     # each at most one feature pass (every pooling of an input comes from the same pass),
     # numbered for progress
-    passes = list(dict.fromkeys(key[:1] + key[2:] for key in inputs))
+    passes = list(dict.fromkeys(key.feature_pass for key in inputs))
 
     def numbered(key):
-        part = passes.index(key[:1] + key[2:]) + 1
+        part = passes.index(key.feature_pass) + 1
         return lambda event: progress(
             replace(event, part=part, parts=len(passes))
             if isinstance(event, FeaturePass)
