@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     from glee_core.data.datasets import load_dataset  # noqa: PLC0415
     from glee_core.models.backbone import estimate_parameters  # noqa: PLC0415
     from glee_core.runs.busy import other_work  # noqa: PLC0415
-    from glee_core.runs.estimate import estimate_seconds  # noqa: PLC0415
+    from glee_core.runs.estimate import Workload, estimate_seconds  # noqa: PLC0415
     from glee_core.runs.store import RunStore  # noqa: PLC0415
 
     env = {**os.environ}
@@ -101,7 +101,9 @@ def main(argv=None) -> int:
                 time.sleep(1.0)
                 busy = other_work()
                 guess = estimate_seconds(
-                    dataset, 1, config, record.model.name, parameters, "cpu", runs, busy=busy
+                    Workload(dataset, 1, config, record.model.name, parameters, "cpu"),
+                    runs,
+                    busy=busy,
                 )
                 took = train(args, f"{folder}/busy{hogs}", 10 + seed, env)
             finally:

@@ -46,7 +46,7 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.models.backbone import estimate_parameters  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import METHODS  # noqa: E402
-from glee_core.runs.estimate import estimate_seconds  # noqa: E402
+from glee_core.runs.estimate import Workload, estimate_seconds  # noqa: E402
 from glee_core.runs.recommend import recommend, top_for_finetuning  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
@@ -131,14 +131,16 @@ def main(argv=None) -> int:
             max_length=args.max_length, pooling=pooling, **{switch[2:].replace("-", "_"): value}
         )
         estimate = estimate_seconds(
-            dataset,
-            len(top),
-            config,
-            args.model,
-            estimate_parameters(args.model),
-            "cpu",
+            Workload(
+                dataset,
+                len(top),
+                config,
+                args.model,
+                estimate_parameters(args.model),
+                "cpu",
+                lp_ft_stages=0,
+            ),
             RunStore(store).runs(),
-            lp_ft_stages=0,
         )  # the quick runs
         log = store / "progress.jsonl"
         log.unlink(missing_ok=True)

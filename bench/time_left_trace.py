@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     from glee_core.models.options import DataOptions  # noqa: PLC0415
     from glee_core.models.requests import TrainRequest  # noqa: PLC0415
     from glee_core.runs.busy import other_work  # noqa: PLC0415
-    from glee_core.runs.estimate import estimate_seconds  # noqa: PLC0415
+    from glee_core.runs.estimate import Workload, estimate_seconds  # noqa: PLC0415
     from glee_core.runs.store import RunStore  # noqa: PLC0415
     from glee_core.train.jobs import launch as launch_job  # noqa: PLC0415
 
@@ -61,12 +61,7 @@ def main(argv=None) -> int:
         time.sleep(1.0)
         busy = other_work()
         estimate = estimate_seconds(
-            dataset,
-            1,
-            config,
-            args.model,
-            estimate_parameters(args.model),
-            "cpu",
+            Workload(dataset, 1, config, args.model, estimate_parameters(args.model), "cpu"),
             calibration,
             busy=busy,
         )

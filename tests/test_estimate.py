@@ -7,7 +7,7 @@ import pytest
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.search import search_cost
-from glee_core.runs.estimate import estimate_seconds
+from glee_core.runs.estimate import Workload, estimate_seconds
 from glee_core.runs.rates import STARTUP_SECONDS, UNMEASURED_STOP_SHARE
 from glee_core.runs.run_parts import Timing
 
@@ -16,12 +16,9 @@ def test_estimate_grows_with_work_and_counts_the_start(toy_dataset):
     def seconds(n_runs=2, **kw):
         config = TrainConfig(**{"epochs": 3, "max_length": 64, "recipe": "paper", **kw})
         return estimate_seconds(
-            toy_dataset,
-            n_runs,
-            config,
-            model_name="m",
-            parameters=22_700_000,
-            device="cpu",
+            Workload(
+                toy_dataset, n_runs, config, model_name="m", parameters=22_700_000, device="cpu"
+            ),
             runs=[],
         )
 
@@ -46,7 +43,7 @@ def test_the_practical_recipe_estimate_counts_its_search_floor_and_lp_ft(toy_dat
 
     def estimate(**kw):
         return estimate_seconds(
-            toy_dataset, 1, TrainConfig(max_length=64, **kw), "m", 22_700_000, "cpu", []
+            Workload(toy_dataset, 1, TrainConfig(max_length=64, **kw), "m", 22_700_000, "cpu"), []
         )
 
     paper, practical = estimate(recipe="paper"), estimate()
@@ -85,12 +82,14 @@ def test_the_quick_compare_estimate_comes_from_measured_rates(toy_dataset):
 
     def frozen(runs):
         return estimate_seconds(
-            toy_dataset,
-            19,
-            TrainConfig(mode="frozen", max_length=64, choose_by="dev"),
-            model_name="m",
-            parameters=22_700_000,
-            device="cpu",
+            Workload(
+                toy_dataset,
+                19,
+                TrainConfig(mode="frozen", max_length=64, choose_by="dev"),
+                model_name="m",
+                parameters=22_700_000,
+                device="cpu",
+            ),
             runs=runs,
         )
 
@@ -136,12 +135,14 @@ def test_runs_slowed_by_other_work_do_not_inflate_the_estimate(toy_dataset):
 
     def frozen(runs, mode="frozen"):
         return estimate_seconds(
-            toy_dataset,
-            19,
-            TrainConfig(mode=mode, max_length=64),
-            model_name="m",
-            parameters=22_700_000,
-            device="cpu",
+            Workload(
+                toy_dataset,
+                19,
+                TrainConfig(mode=mode, max_length=64),
+                model_name="m",
+                parameters=22_700_000,
+                device="cpu",
+            ),
             runs=runs,
         )
 
@@ -179,7 +180,9 @@ def test_a_run_on_short_texts_is_scaled_by_tokens_to_long_ones(toy_dataset):
 
     def per_run(timing):
         run = stored_run("finetune", {"train_seconds": 9.0, **timing})
-        return estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [run]).per_run
+        return estimate_seconds(
+            Workload(toy_dataset, 1, config, "m", 22_700_000, "cpu"), [run]
+        ).per_run
 
     tokens = mean_tokens(toy_dataset, 64)
     short = per_run({"train_examples_per_second": 10.0, "train_tokens_per_second": 10 * tokens})
@@ -196,7 +199,7 @@ def test_recipe_options_that_cost_more_a_step_are_in_the_estimate(toy_dataset):
 
     def estimate(runs=(), dataset=toy_dataset, **options):
         config = TrainConfig(max_length=64, recipe="paper", **options)
-        return estimate_seconds(dataset, 1, config, "m", 22_700_000, "cpu", list(runs))
+        return estimate_seconds(Workload(dataset, 1, config, "m", 22_700_000, "cpu"), list(runs))
 
     plain = estimate()
     distilled = estimate(self_distill=1.0)
@@ -247,8 +250,10 @@ def test_an_estimate_leaves_out_stored_runs_and_cached_feature_passes(
     assert passes(["cls-relu"]) == 0  # stored: nothing to encode
     assert passes(["cls-tanh"]) == 0  # the plain input's features are cached
     assert passes(["cls-tanh", "prompt"]) == 1  # the template's are not
-    cached = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [], feature_passes=0)
-    cold = estimate_seconds(toy_dataset, 1, config, "m", 22_700_000, "cpu", [])
+    cached = estimate_seconds(
+        Workload(toy_dataset, 1, config, "m", 22_700_000, "cpu", feature_passes=0), []
+    )
+    cold = estimate_seconds(Workload(toy_dataset, 1, config, "m", 22_700_000, "cpu"), [])
     assert cached.seconds < cold.seconds and "features are cached" in cached.basis
     # the bar's share of a compare's cross-validation counts the passes still to run as part of
     # the heads' runs (as much more as ENCODING_SHARE says), and none where they are cached
@@ -280,7 +285,9 @@ def test_a_cpu_without_bf16_is_estimated_at_its_fp32_rate(toy_dataset, monkeypat
 
     def seconds(precision="auto"):
         config = TrainConfig(mode=mode, max_length=64, recipe="paper", precision=precision)
-        return estimate_seconds(toy_dataset, 3, config, "m", 22_700_000, "cpu", []).seconds
+        return estimate_seconds(
+            Workload(toy_dataset, 3, config, "m", 22_700_000, "cpu"), []
+        ).seconds
 
     monkeypatch.setattr(devices, "cpu_has_bf16", lambda: True)
     monkeypatch.setattr(devices, "cpu_has_amx", lambda: False)
@@ -394,12 +401,9 @@ def test_a_search_once_is_paid_once_and_early_stopping_is_measured(toy_dataset):
 
     def estimate(runs=(), **kw):
         return estimate_seconds(
-            toy_dataset,
-            3,
-            TrainConfig(max_length=64, lp_ft="no", **kw),
-            "m",
-            22_700_000,
-            "cpu",
+            Workload(
+                toy_dataset, 3, TrainConfig(max_length=64, lp_ft="no", **kw), "m", 22_700_000, "cpu"
+            ),
             list(runs),
         )
 
@@ -441,14 +445,16 @@ def test_a_fine_tune_after_the_quick_compare_pays_no_lp_ft_stage(toy_dataset):
 
     def estimate(**kw):
         return estimate_seconds(
-            toy_dataset,
-            3,
-            TrainConfig(max_length=64, lp_ft="yes"),
-            "m",
-            22_700_000,
-            "cpu",
+            Workload(
+                toy_dataset,
+                3,
+                TrainConfig(max_length=64, lp_ft="yes"),
+                "m",
+                22_700_000,
+                "cpu",
+                **kw,
+            ),
             [],
-            **kw,
         )
 
     fresh, after = estimate(), estimate(lp_ft_stages=0)
@@ -480,14 +486,16 @@ def test_an_estimate_counts_the_work_already_on_the_cpu(toy_dataset, monkeypatch
     # one thread (x1.4 slower a step than two), its core shared with a third of the work (x1.5)
     assert busy == pytest.approx(1.5 / (1 - module.PARALLEL_SHARE / 2))
     config = TrainConfig(epochs=4, batch_size=4)
-    idle = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [])
-    loaded = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cpu", [], busy=busy)
+    idle = estimate_seconds(Workload(toy_dataset, 1, config, "x", 10_000_000, "cpu"), [])
+    loaded = estimate_seconds(
+        Workload(toy_dataset, 1, config, "x", 10_000_000, "cpu"), [], busy=busy
+    )
     start = STARTUP_SECONDS  # the start is imports on one thread: not scaled
     assert loaded.seconds == pytest.approx(start + busy * (idle.seconds - start))
     assert loaded.per_run == pytest.approx(busy * idle.per_run)
     assert f"x{busy:.1f} for the other work on this CPU now" in loaded.basis
     assert loaded.low < loaded.seconds < loaded.high  # the other work moves: a range
-    gpu = estimate_seconds(toy_dataset, 1, config, "x", 10_000_000, "cuda", [], busy=busy)
+    gpu = estimate_seconds(Workload(toy_dataset, 1, config, "x", 10_000_000, "cuda"), [], busy=busy)
     assert "other work" not in gpu.basis  # a GPU's pace is not the CPU's load
     monkeypatch.setattr(environment, "cpu_times", lambda: None)
     assert module.other_work(0.0) == 1.0  # no /proc/stat: no guess
@@ -605,7 +613,9 @@ def test_heads_over_many_classes_and_steps_of_small_batches_cost_more(toy_datase
 
     def heads(classes: int) -> float:
         wide = swap(toy_dataset, classes=[f"c{i}" for i in range(classes)])
-        per_run = estimate_seconds(wide, 19, quick, "m", 22_700_000, "cpu", [], 0).per_run
+        per_run = estimate_seconds(
+            Workload(wide, 19, quick, "m", 22_700_000, "cpu", feature_passes=0), []
+        ).per_run
         return per_run - HEAD_OVERHEAD_SECONDS[typical_kind("cpu", "auto")]  # a head's fixed part
 
     assert heads(2000) / heads(20) == pytest.approx(class_factor(2000), rel=0.05)
@@ -613,7 +623,7 @@ def test_heads_over_many_classes_and_steps_of_small_batches_cost_more(toy_datase
 
     def tune(batch: int) -> float:
         return estimate_seconds(
-            toy_dataset, 1, swap(config, batch_size=batch), "m", 22_700_000, "cpu", []
+            Workload(toy_dataset, 1, swap(config, batch_size=batch), "m", 22_700_000, "cpu"), []
         ).seconds
 
     n = len(toy_dataset.splits["train"])

@@ -24,7 +24,7 @@ from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.search import SURE, SearchLog, halve, sureness
-from glee_core.runs.estimate import estimate_seconds
+from glee_core.runs.estimate import Workload, estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
@@ -409,7 +409,10 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
 
     def estimate(**known):
         return estimate_seconds(
-            toy_dataset, 1, seed_two, str(tiny_bert), 10_000, "cpu", [], lp_ft_stages=0, **known
+            Workload(
+                toy_dataset, 1, seed_two, str(tiny_bert), 10_000, "cpu", lp_ft_stages=0, **known
+            ),
+            [],
         )
 
     assert estimate(rate_searched=True).seconds < estimate().seconds

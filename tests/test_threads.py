@@ -16,7 +16,7 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.testing import save_tiny_mlm
 from glee_core.runs.busy import other_work
-from glee_core.runs.estimate import estimate_seconds
+from glee_core.runs.estimate import Workload, estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
@@ -148,7 +148,9 @@ def test_a_small_fine_tune_beside_a_cpu_hog_takes_about_its_estimate(tmp_path, m
             time.sleep(1.0)
             busy = other_work()
             guess = estimate_seconds(
-                dataset, 1, config, model, estimate_parameters(model), "cpu", alone, busy=busy
+                Workload(dataset, 1, config, model, estimate_parameters(model), "cpu"),
+                alone,
+                busy=busy,
             )
             (run,) = trained(2, "busy")
         finally:

@@ -8,6 +8,8 @@ device and its precision.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 import pandas as pd
 
@@ -36,72 +38,61 @@ from .rates import (
 from .record import RunRecord
 from .store import Run
 
-__all__ = ["estimate_seconds", "frozen_estimate"]  # what this module offers
+__all__ = ["Workload", "estimate_seconds", "frozen_estimate"]  # what this module offers
 
 
-def estimate_seconds(
-    dataset: LongTailDataset,
-    n_runs: int,
-    config: TrainConfig,
-    model_name: str,
-    parameters: int,
-    device: str,
-    runs: list[Run] | None = None,
-    feature_passes: float = 2,
-    lp_ft_stages: int | None = None,
-    rate_searched: bool = False,
-    busy: float = 1.0,
-    validate: int | None = None,
-) -> Estimate:
-    """The :class:`Estimate` of ``n_runs`` runs of ``config`` (resolved here:
-    the dataset's length and batch size, the recipe's search and floor on steps). Fine-tuning:
-    its planned steps times early stopping's share of them (``stop``, also returned: the job's
-    bar reads it, ``glee_core.core.progress.ProgressState.share``), with the learning-rate
-    search's extra rounds and LP-FT's quick-mode head; frozen: measured runs carry their early
-    stopping. ``runs``: finished runs to calibrate on (the store's, as the app already holds
-    them): those with the same backbone, mode and device give the measured rates.
+@dataclass(frozen=True)
+class Workload:
+    """What a launch does, as its estimate reads it (the launch's plan answers the last four):
+    ``n_runs`` runs of ``config`` on ``dataset`` by a backbone of ``parameters`` parameters
+    (``model_name``: whose finished runs calibrate the rates) on ``device``.
     ``feature_passes``: the frozen backbone's passes still to run (one per input format whose
     features are not cached yet). ``lp_ft_stages``: the LP-FT heads still to fit (None: one a
     run; the quick compare's stored heads are re-used, so after it none). ``rate_searched``:
     the rate searched once for this backbone and data is stored already
-    (``glee_core.train.plan.searched_rate``): no search to pay. ``busy``: how much slower
-    the other work on this CPU makes it (:func:`glee_core.runs.busy.other_work`, measured by the
-    caller). ``validate``: the quick-mode heads whose cross-validation is due (the plan's: stored
-    runs made without it too; None: the ``n_runs`` trained)."""
-    estimate = _estimate_seconds(
-        dataset,
-        n_runs,
-        config,
-        model_name,
-        parameters,
-        device,
-        runs,
-        feature_passes,
-        lp_ft_stages,
-        rate_searched,
-        n_runs if validate is None else validate,
-    )
-    return with_busy(estimate, busy, device)
+    (``glee_core.train.plan.searched_rate``): no search to pay. ``validate``: the quick-mode
+    heads whose cross-validation is due (the plan's: stored runs made without it too; None: the
+    ``n_runs`` trained)."""
+
+    dataset: LongTailDataset
+    n_runs: int
+    config: TrainConfig
+    model_name: str
+    parameters: int
+    device: str
+    feature_passes: float = 2
+    lp_ft_stages: int | None = None
+    rate_searched: bool = False
+    validate: int | None = None
+
+    @property
+    def validated(self) -> int:
+        """The heads whose cross-validation the estimate counts."""
+        return self.n_runs if self.validate is None else self.validate
 
 
-def _estimate_seconds(
-    dataset,
-    n_runs,
-    config,
-    model_name,
-    parameters,
-    device,
-    runs,
-    feature_passes,
-    lp_ft_stages,
-    rate_searched,
-    validate,
-) -> Estimate:
-    config = config.resolved(dataset.max_length, dataset.batch_size)
+def estimate_seconds(work: Workload, runs: list[Run] | None = None, busy: float = 1.0) -> Estimate:
+    """The :class:`Estimate` of ``work`` (its config resolved here: the dataset's length and
+    batch size, the recipe's search and floor on steps). Fine-tuning: its planned steps times
+    early stopping's share of them (``stop``, also returned: the job's bar reads it,
+    ``glee_core.core.progress.ProgressState.share``), with the learning-rate search's extra
+    rounds and LP-FT's quick-mode head; frozen: measured runs carry their early stopping.
+    ``runs``: finished runs to calibrate on (the store's, as the app already holds them): those
+    with the same backbone, mode and device give the measured rates. ``busy``: how much slower
+    the other work on this CPU makes it (:func:`glee_core.runs.busy.other_work`, measured by
+    the caller)."""
+    return with_busy(_estimate_seconds(work, runs), busy, work.device)
+
+
+def _estimate_seconds(work: Workload, runs: list[Run] | None) -> Estimate:
+    dataset, n_runs, device = work.dataset, work.n_runs, work.device
+    config = work.config.resolved(dataset.max_length, dataset.batch_size)
+    work = replace(work, config=config)
+    parameters = work.parameters
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
     alike = {
-        mode: alike_records(runs, model_name, mode, device)
+        mode: alike_records(runs, work.model_name, mode, device)
         for mode in {"frozen", "finetune", config.mode}
     }
     if config.frozen:
@@ -110,23 +101,13 @@ def _estimate_seconds(
             for run in runs or []
             if run.record in alike["frozen"] and run.metrics.cv is not None
         ]
-        return frozen_estimate(
-            dataset,
-            n_runs,
-            config,
-            parameters,
-            device,
-            alike["frozen"],
-            passes=feature_passes,
-            validated=validated,
-            validate=validate,
-        )
+        return frozen_estimate(work, alike["frozen"], validated)
     rate, basis, measured = _training_rate(config, alike, tokens, parameters, device)
     epochs = config.planned_epochs(n_train)
     step, scoring, costs = _option_costs(config, dataset, device)
     basis += costs
     n_eval = len(dataset.splits["dev"]) * epochs * scoring + len(dataset.splits["test"])
-    search = 0.0 if rate_searched else search_cost(config, n_train)
+    search = 0.0 if work.rate_searched else search_cost(config, n_train)
     stop, stop_words = _stop_share(measured)
     overhead = _step_overhead(config, measured, device)
     base = (n_train * epochs * (step / rate + overhead) + n_eval / (rate * 4)) * stop
@@ -141,7 +122,7 @@ def _estimate_seconds(
             f"halving) adds up to {search:.0%} of a run"
             + (", once for the launch" if searches == 1 else " each")
         )
-    if rate_searched and len(config.lr_grid) > 1:
+    if work.rate_searched and len(config.lr_grid) > 1:
         basis += "; the learning rate searched once before for this backbone and data, re-used"
     seconds = STARTUP_SECONDS + n_runs * base + searches * base * search
     if config.races and n_runs > 1:  # one head trains to the end; the others a round or two
@@ -152,11 +133,10 @@ def _estimate_seconds(
             f"; the {n_runs} heads race (successive halving on dev): about "
             f"{1 + race:.1f} runs' training, not {n_runs}"
         )
-    stages = n_runs if lp_ft_stages is None else lp_ft_stages
+    stages = n_runs if work.lp_ft_stages is None else work.lp_ft_stages
     if config.lp_ft and stages:  # quick mode's heads first (one feature pass)
-        stage = frozen_estimate(
-            dataset, stages, config, parameters, device, alike["frozen"], passes=1
-        )
+        heads = replace(work, n_runs=stages, feature_passes=1, validate=None)
+        stage = frozen_estimate(heads, alike["frozen"])
         seconds += stage.seconds - STARTUP_SECONDS
         basis += "; LP-FT's heads on the frozen features first"
     elif config.lp_ft:
@@ -265,22 +245,16 @@ def _option_costs(config: TrainConfig, dataset: LongTailDataset, device: str):
 
 
 def frozen_estimate(
-    dataset: LongTailDataset,
-    n_runs: int,
-    config: TrainConfig,
-    parameters: int,
-    device: str,
-    alike: list[RunRecord],
-    passes: float = 2,
-    validated: list | None = None,
-    heads: str = "all",
-    validate: int | None = None,
+    work: Workload, alike: list[RunRecord], validated: list | None = None, heads: str = "all"
 ) -> Estimate:
-    """The quick compare: one feature pass per input format (``passes``: plain and template)
-    over every split, then heads on the cached states. Rates: those of finished frozen
-    runs with this backbone on this device (their feature pass's tokens/s, their heads' seconds
-    per training example and epoch, early stopping included), else typical ones of the device.
-    ``validate``: the heads whose cross-validation is due (None: the ``n_runs``)."""
+    """The quick compare: one feature pass per input format (``work.feature_passes``: plain and
+    template) over every split, then heads on the cached states, then the cross-validation
+    due. Rates: those of finished frozen runs with this backbone on this device (``alike``:
+    their feature pass's tokens/s, their heads' seconds per training example and epoch, early
+    stopping included; ``validated``: their cross-validations), else typical ones of the
+    device. ``heads``: ``cls`` where one CLS head is trained (the label budget's)."""
+    dataset, config, device, n_runs = work.dataset, work.config, work.device, work.n_runs
+    passes = work.feature_passes
     epochs = config.epochs
     n_train = min(config.limit or len(dataset.splits["train"]), len(dataset.splits["train"]))
     tokens = mean_tokens(dataset, config.max_length)
@@ -309,7 +283,7 @@ def frozen_estimate(
         pass_rate = measured_rate(pass_rates)
         measured.append(f"feature pass {pass_rate:,.0f} tokens/s")
     else:
-        pass_rate = typical_rates(device, config.precision)[1] / parameters
+        pass_rate = typical_rates(device, config.precision)[1] / work.parameters
     if head_costs:
         per_run = n_train * epochs / measured_rate([1 / cost for cost in head_costs])
         measured.append(f"heads {per_run:.1f} s each")
@@ -321,15 +295,8 @@ def frozen_estimate(
     n_all = n_train + len(dataset.splits["dev"]) + len(dataset.splits["test"])
     total = STARTUP_SECONDS + n_runs * per_run + passes * n_all * tokens / pass_rate
     cv = (
-        _cross_validation(
-            dataset,
-            n_runs if validate is None else validate,
-            config,
-            n_train,
-            per_run,
-            validated or [],
-        )
-        if config.cross_validates(dataset) and (validate is None or validate)
+        _cross_validation(work, n_train, per_run, validated or [])
+        if config.cross_validates(dataset) and (work.validate is None or work.validate)
         else None
     )
     passes_text = (
@@ -353,19 +320,13 @@ def frozen_estimate(
     return Estimate(total, basis, measured=bool(measured), per_run=per_run, runs=n_runs)
 
 
-def _cross_validation(
-    dataset: LongTailDataset,
-    n_runs: int,
-    config: TrainConfig,
-    n_train: int,
-    per_run: float,
-    validated: list,
-) -> Estimate:
-    """The quick compare's cross-validation of ``n_runs`` heads (a small dev split): each head
-    trained ``folds`` times on (folds - 1) / folds of train + dev. From the seconds finished
-    runs' cross-validations took a head, per text of train + dev, where there are any; else
-    from a head's training (``per_run``) times :data:`CV_OVER_TRAINING` a fold. ``validated``:
-    the (``CrossValidation`` record, classes) of finished frozen runs like these."""
+def _cross_validation(work: Workload, n_train: int, per_run: float, validated: list) -> Estimate:
+    """The quick compare's cross-validation of ``work.validated`` heads (a small dev split):
+    each head trained ``folds`` times on (folds - 1) / folds of train + dev. From the seconds
+    finished runs' cross-validations took a head, per text of train + dev, where there are any;
+    else from a head's training (``per_run``) times :data:`CV_OVER_TRAINING` a fold.
+    ``validated``: the (``CrossValidation`` record, classes) of finished frozen runs like these."""
+    dataset, config = work.dataset, work.config
     pooled = n_train + len(dataset.splits["dev"])
     costs = [
         cv.seconds / cv.texts * class_factor(dataset.num_classes, classes or dataset.num_classes)
@@ -392,4 +353,4 @@ def _cross_validation(
             f"{config.folds}-fold cross-validation of each head ({CV_OVER_TRAINING:g} x "
             "a head's training a fold, none measured yet)"
         )
-    return Estimate(n_runs * per_head, basis, measured=bool(costs))
+    return Estimate(work.validated * per_head, basis, measured=bool(costs))

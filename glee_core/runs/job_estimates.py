@@ -20,7 +20,7 @@ from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
 from ..pool.files import PoolSize
 from .busy import one_thread_slowdown
-from .estimate import frozen_estimate
+from .estimate import Workload, frozen_estimate
 from .rates import (
     BUSY_SPREAD,
     STARTUP_SECONDS,
@@ -163,16 +163,10 @@ def estimate_report_seconds(
     n_train = len(dataset.splits["train"])
     alike = alike_records(machine.runs, size.name, "frozen", machine.device)
     heads = len(options.fraction_list) * len(options.seed_list) if kind == "budget" else 0
-    frozen = frozen_estimate(
-        dataset,
-        heads,
-        config,
-        size.parameters,
-        machine.device,
-        alike,
-        passes=passes,
-        heads="cls",  # the budget retrains one CLS head
+    work = Workload(
+        dataset, heads, config, size.name, size.parameters, machine.device, feature_passes=passes
     )
+    frozen = frozen_estimate(work, alike, heads="cls")  # the budget retrains one CLS head
     seconds, basis, serial = frozen.seconds, frozen.basis, 0.0
     if kind == "budget":
         basis += (
@@ -216,9 +210,10 @@ def estimate_pool_seconds(
     alike = alike_records(machine.runs, size.name, "frozen", machine.device)
     seconds, basis = 0.0, ""
     if passes is not None:  # no stored head: the probe, on the data's features
-        frozen = frozen_estimate(
-            dataset, 0, config, size.parameters, machine.device, alike, passes=passes
+        work = Workload(
+            dataset, 0, config, size.name, size.parameters, machine.device, feature_passes=passes
         )
+        frozen = frozen_estimate(work, alike)
         n_train = len(dataset.splits["train"])
         probe = _probe_seconds(n_train, dataset.num_classes, size)
         seconds += frozen.seconds - STARTUP_SECONDS + probe

@@ -31,7 +31,7 @@ from ..models.requests import (
     TrainRequest,
 )
 from ..pool.files import PoolSize, pool_size
-from ..runs.estimate import estimate_seconds
+from ..runs.estimate import Workload, estimate_seconds
 from ..runs.job_estimates import (
     Machine,
     ModelSize,
@@ -170,20 +170,19 @@ def estimate_training(request: TrainRequest, here: Here, fresh: bool = False) ->
         )
     formats = None if plan is None else {job.spec.input_format for job in plan.to_train}
     machine = here.machine
-    estimate = estimate_seconds(
+    work = Workload(
         dataset,
         missing,
         config,
         model,
         estimate_parameters(model),
         machine.device,
-        machine.runs,
         feature_passes=2 if plan is None else len(formats) if fresh else plan.feature_passes,
         lp_ft_stages=None if plan is None else plan.lp_ft_stages,
         rate_searched=plan is not None and not fresh and plan.rate_searched,
-        busy=machine.busy,
         validate=None if plan is None else len(plan.validate),
     )
+    estimate = estimate_seconds(work, machine.runs, machine.busy)
     stored = planned - missing
     return replace(
         estimate,
