@@ -41,6 +41,7 @@ from glee_core.models.backbone import load_backbone  # noqa: E402
 from glee_core.models.config import TrainConfig  # noqa: E402
 from glee_core.models.methods import get_method  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
+from glee_core.train.setup import TrainingContext  # noqa: E402
 from glee_core.train.training import prepare  # noqa: E402
 
 HALF = (0.05, 0.1, 0.2, 0.35, 0.5)
@@ -112,12 +113,9 @@ def main(argv=None) -> int:
     for name in args.datasets.split(","):
         dataset = load_dataset(dataset_spec(name, Path(args.data_dir), work))
         prepare(
-            dataset,
+            TrainingContext(dataset, backbone, lambda event: None, work / "features"),
             get_method(args.method),
-            backbone,
             TrainConfig(mode="frozen"),
-            lambda event: None,
-            work / "features",
         )  # the feature pass, cached: not timed
         started = time.perf_counter()
         _, points = measure(dataset, backbone, options, work / "features", lambda event: None)

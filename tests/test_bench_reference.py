@@ -14,6 +14,7 @@ from glee_core.models.methods import get_method
 from glee_core.models.model import build_model
 from glee_core.models.scoring import predict
 from glee_core.train.optim import make_optimizer
+from glee_core.train.setup import TrainingContext
 from glee_core.train.step import TrainingState
 from glee_core.train.training import train_and_evaluate
 
@@ -64,7 +65,7 @@ def test_reference_strategy_trains_to_the_same_result(bert, toy_dataset):
     config = TrainConfig(
         epochs=2, batch_size=16, lr=1e-3, max_length=48, precision="fp32", recipe="paper"
     )
-    fast = train_and_evaluate(toy_dataset, spec, bert, config)
+    fast = train_and_evaluate(TrainingContext(toy_dataset, bert), spec, config)
     torch.manual_seed(config.seed)
     own = replace(bert, model=__import__("copy").deepcopy(bert.model))
     model = build_model(spec, own, toy_dataset.classes, toy_dataset.verbalizer)

@@ -202,6 +202,7 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
     """The quick compare trains every head and seed in one loop (one backward pass, one AdamW
     step): each head's own batches, dropout stream, gradient clipping and early stopping make it
     the same run, bit for bit, as training it alone, and as the one-run-at-a-time loop."""
+    from glee_core.train.setup import TrainingContext
     from glee_core.train.training import prepare, train_and_evaluate, train_together
 
     specs = [get_method(m) for m in PACK for _ in (1, 2)]
@@ -210,9 +211,11 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
         for _ in PACK
         for s in (1, 2)
     ]
-    together = train_together(toy_dataset, specs, bert, configs, feature_cache=tmp_path)
+    together = train_together(
+        TrainingContext(toy_dataset, bert, feature_cache=tmp_path), specs, configs
+    )
     alone = [
-        train_and_evaluate(toy_dataset, spec, bert, config, feature_cache=tmp_path)
+        train_and_evaluate(TrainingContext(toy_dataset, bert, feature_cache=tmp_path), spec, config)
         for spec, config in zip(specs, configs, strict=True)
     ]
     assert len({r.timing.epochs_run for r in together}) > 1  # some stopped early
@@ -220,7 +223,9 @@ def test_heads_trained_together_get_what_each_gets_alone(bert, toy_dataset, tmp_
         np.testing.assert_array_equal(a.logits, t.logits)
         assert [h["dev_f1"] for h in a.history] == [h["dev_f1"] for h in t.history]
     # the loop that trains one run at a time (a trial of the learning-rate search)
-    setup = prepare(toy_dataset, specs[3], bert, configs[3], lambda event: None, tmp_path)
+    setup = prepare(
+        TrainingContext(toy_dataset, bert, lambda event: None, tmp_path), specs[3], configs[3]
+    )
     trial = setup.new_trial(configs[3].lr_grid[0])
     trial.advance(None)
     trial.model.load_state_dict(trial.selection.best_state)

@@ -25,6 +25,7 @@ from glee_core.serve.inference import Scorer
 from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs
+from glee_core.train.setup import TrainingContext
 from glee_core.train.training import train_and_evaluate
 
 PEFT_MODES = [m for m in MODES.values() if m.parameter_efficient]
@@ -93,7 +94,9 @@ def stored(tiny_bert, toy_dataset, tmp_path_factory):
 def test_a_peft_run_trains_only_its_adapter_and_head(bert, toy_dataset, mode, method):
     pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
     result = train_and_evaluate(
-        toy_dataset, get_method(method), bert, TrainConfig(**FAST, mode=mode, lr=5e-3, seed=2)
+        TrainingContext(toy_dataset, bert),
+        get_method(method),
+        TrainConfig(**FAST, mode=mode, lr=5e-3, seed=2),
     )
     model = result.model
     losses = [r["train_loss"] for r in result.history]
@@ -131,9 +134,8 @@ def test_every_head_that_trains_through_the_encoder_trains_in_every_peft_mode(
     bert, toy_dataset, mode, method
 ):
     result = train_and_evaluate(
-        toy_dataset,
+        TrainingContext(toy_dataset, bert),
         get_method(method),
-        bert,
         TrainConfig(epochs=1, batch_size=16, recipe="paper", mode=mode),
     )
     assert np.isfinite(result.logits).all() and result.history[0]["train_loss"] > 0
@@ -399,7 +401,9 @@ def test_bitfit_trains_only_the_encoders_biases_and_the_head(bert, toy_dataset, 
     copies of what it starts from; the trainable count is the biases' and the head's."""
     pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
     result = train_and_evaluate(
-        toy_dataset, get_method(method), bert, TrainConfig(**FAST, mode="bitfit", lr=5e-3)
+        TrainingContext(toy_dataset, bert),
+        get_method(method),
+        TrainConfig(**FAST, mode="bitfit", lr=5e-3),
     )
     model = result.model
     changed = {
@@ -443,7 +447,9 @@ def test_adapters_train_alone_store_reload_and_leave_with_their_scores(
 
     pristine = {k: v.clone() for k, v in bert.model.state_dict().items()}
     config = TrainConfig(**FAST, mode="adapter", adapter_size=8, lr=1e-2)
-    result = train_and_evaluate(toy_dataset, get_method("cls-relu-pt-ln"), bert, config)
+    result = train_and_evaluate(
+        TrainingContext(toy_dataset, bert), get_method("cls-relu-pt-ln"), config
+    )
     trainable = {n for n, p in result.model.named_parameters() if p.requires_grad}
     inside = {n for n in trainable if not n.startswith("head.")}
     assert inside and all(n.rsplit(".", 2)[-2] in ("down", "up") for n in inside), inside

@@ -20,6 +20,7 @@ from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
 from glee_core.train.optim import make_optimizer
 from glee_core.train.plan import plan_runs
+from glee_core.train.setup import TrainingContext
 from glee_core.train.training import prepare, train_and_evaluate
 
 
@@ -50,7 +51,7 @@ def test_the_paper_recipe_trains_exactly_as_before(bert, toy_dataset):
         epochs=3, batch_size=8, lr=1e-2, patience=5, recipe="paper", seed=2, precision="fp32"
     )
     for method, (losses, dev, f1, logits) in pinned.items():
-        result = train_and_evaluate(toy_dataset, get_method(method), bert, config)
+        result = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method(method), config)
         assert [r["train_loss"] for r in result.history] == pytest.approx(losses, rel=1e-4)
         assert [r["dev_f1"] for r in result.history] == pytest.approx(dev)
         assert result.metrics.f1 == pytest.approx(f1)
@@ -152,7 +153,7 @@ def test_parameter_groups_carry_the_rates_asked_for(bert, toy_dataset, method):
     """The head at --head-lr; encoder layer l of L at lr x decay^(L+1-l); the embeddings (and
     the tied label-word rows, which are the embeddings) at lr x decay^(L+1)."""
     config = TrainConfig(lr=1e-4, head_lr=1e-3, layer_decay=0.5).resolved(32, 16)
-    setup = prepare(toy_dataset, get_method(method), bert, config, lambda e: None)
+    setup = prepare(TrainingContext(toy_dataset, bert, lambda e: None), get_method(method), config)
     model = setup.new_model()
     rates = optimizer_rates(model, config, 1e-4)
     encoder = model.mlm.base_model
@@ -194,11 +195,9 @@ def test_lp_ft_starts_from_the_head_fitted_on_frozen_features(bert, toy_dataset,
     assert "LP-FT" in run.record.protocol
     fitted = load_file(str(stage.path / "model.safetensors"))
     setup = prepare(
-        toy_dataset,
+        TrainingContext(toy_dataset, bert, lambda e: None),
         get_method(method),
-        bert,
         run.record.hyperparameters,
-        lambda e: None,
         init_head=fitted,
     )
     head = setup.new_model().head.state_dict()  # the weights before the first step
@@ -232,7 +231,9 @@ def search_config(**kw):
 
 
 def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
-    result = train_and_evaluate(toy_dataset, get_method("cls-relu-pt-ln"), bert, search_config())
+    result = train_and_evaluate(
+        TrainingContext(toy_dataset, bert), get_method("cls-relu-pt-ln"), search_config()
+    )
     (round_,) = result.tuning.lr_search  # two candidates: one round
     kept = result.tuning.lr
     assert set(round_["dev"]) == {"1e-05", "0.01"} and round_["kept"] == [f"{kept:g}"]
@@ -245,9 +246,8 @@ def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
 def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
     """Three rates: round 1 keeps the better two, round 2 the better one, which trains on."""
     result = train_and_evaluate(
-        toy_dataset,
+        TrainingContext(toy_dataset, bert),
         get_method("cls-tanh"),
-        bert,
         search_config(lr_candidates="1e-5,1e-3,1e-2", epochs=3),
     )
     first, second = result.tuning.lr_search
@@ -267,8 +267,8 @@ def test_the_search_never_reads_the_test_labels(bert, toy_dataset):
         },
     )
     spec = get_method("cls-relu")
-    a = train_and_evaluate(toy_dataset, spec, bert, search_config())
-    b = train_and_evaluate(poisoned, spec, bert, search_config())
+    a = train_and_evaluate(TrainingContext(toy_dataset, bert), spec, search_config())
+    b = train_and_evaluate(TrainingContext(poisoned, bert), spec, search_config())
     untimed = [{k: v for k, v in r.items() if "seconds" not in k} for r in a.history]
     assert a.tuning == b.tuning
     assert untimed == [{k: v for k, v in r.items() if "seconds" not in k} for r in b.history]
@@ -287,7 +287,7 @@ def test_the_floor_on_steps_adds_epochs_to_the_default_only(bert, toy_dataset):
         recipe="paper",
         epochs=2,
     )
-    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, floor)
+    result = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method("cls-tanh"), floor)
     assert result.timing.epochs_run == 5  # ceil(floor / steps an epoch)
     per_text = result.timing.train_tokens_per_second / result.timing.train_examples_per_second
     assert 3 < per_text <= result.config.max_length  # the real tokens of a training text
@@ -358,7 +358,9 @@ def test_self_ensemble_distillation_and_supcon_train_and_are_part_of_the_run(
     from glee_core.cli import main
 
     base = dict(epochs=2, batch_size=16, patience=10, recipe="paper", lr=1e-3)
-    plain = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, TrainConfig(**base))
+    plain = train_and_evaluate(
+        TrainingContext(toy_dataset, bert), get_method("cls-tanh"), TrainConfig(**base)
+    )
     for extra, shown in (
         ({"self_ensemble": "yes"}, "self-ensemble"),
         ({"self_distill": 1.0}, "self-distill 1"),
@@ -367,7 +369,9 @@ def test_self_ensemble_distillation_and_supcon_train_and_are_part_of_the_run(
         config = TrainConfig(**base, **extra)
         assert shown in config.protocol()
         assert config.identity() != TrainConfig(**base).identity()
-        result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
+        result = train_and_evaluate(
+            TrainingContext(toy_dataset, bert), get_method("cls-tanh"), config
+        )
         assert all(np.isfinite(r["train_loss"]) for r in result.history)
         # the hardware is on the record (bf16 results differ between kinds of CPU)
         assert torch.backends.cpu.get_cpu_capability() in result.timing.device_name

@@ -29,7 +29,7 @@ from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs, searched_rate
-from glee_core.train.setup import Setup
+from glee_core.train.setup import Setup, TrainingContext
 from glee_core.train.training import train_and_evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,11 +65,9 @@ def trials(monkeypatch):
 
 def train(dataset, bert, log=None, method="cls-relu", events=None):
     return train_and_evaluate(
-        dataset,
+        TrainingContext(dataset, bert, events.append if events is not None else None),
         get_method(method),
-        bert,
         SEARCH,
-        progress=(events.append if events is not None else None),
         search_log=log,
     )
 
@@ -134,15 +132,16 @@ def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path,
     trials.clear()
     log = SearchLog(tmp_path, "run-second", shared="k")
     once = TrainConfig(**{**SEARCH.__dict__, "lr_search": "once"})
-    second = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, once, search_log=log)
+    second = train_and_evaluate(
+        TrainingContext(toy_dataset, bert), get_method("cls-tanh"), once, search_log=log
+    )
     assert trials == [first.tuning.lr] and second.tuning.lr == first.tuning.lr
     assert second.tuning.lr_from == "run-first"
     # another backbone or data is another key: it searches
     trials.clear()
     train_and_evaluate(
-        toy_dataset,
+        TrainingContext(toy_dataset, bert),
         get_method("cls-tanh"),
-        bert,
         once,
         search_log=SearchLog(tmp_path, "run-third", shared="other"),
     )

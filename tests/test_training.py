@@ -6,6 +6,7 @@ from glee_core.data.encoding import encode, length_grouped_batches
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import METHODS, get_method
+from glee_core.train.setup import TrainingContext
 from glee_core.train.training import train_and_evaluate
 
 FAST = dict(epochs=4, batch_size=16, lr=3e-3, patience=10, log_every=1, recipe="paper")
@@ -20,7 +21,9 @@ def bert(tiny_bert):
 def test_every_method_trains_and_its_loss_falls(bert, toy_dataset, method):
     events = []
     config = TrainConfig(**FAST, seed=3)
-    result = train_and_evaluate(toy_dataset, get_method(method), bert, config, events.append)
+    result = train_and_evaluate(
+        TrainingContext(toy_dataset, bert, events.append), get_method(method), config
+    )
     losses = [r["train_loss"] for r in result.history]
     assert losses[-1] < losses[0], losses
     assert all(0 <= result.metrics.value(k) <= 1 for k in ("acc", "f1"))
@@ -34,15 +37,17 @@ def test_every_method_trains_and_its_loss_falls(bert, toy_dataset, method):
 
 def test_training_does_not_touch_the_shared_backbone(bert, toy_dataset):
     before = {k: v.clone() for k, v in bert.model.state_dict().items()}
-    train_and_evaluate(toy_dataset, get_method("prompt"), bert, TrainConfig(**FAST))
+    train_and_evaluate(
+        TrainingContext(toy_dataset, bert), get_method("prompt"), TrainConfig(**FAST)
+    )
     after = bert.model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
 def test_same_seed_same_result_and_the_best_dev_epoch_is_kept(bert, toy_dataset):
     config = TrainConfig(**FAST, seed=5)
-    a = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
-    b = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
+    a = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method("cls-relu"), config)
+    b = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method("cls-relu"), config)
     np.testing.assert_allclose(a.logits, b.logits, rtol=1e-5, atol=1e-5)
     best = max(a.history, key=lambda r: r["dev_f1"])
     assert a.metrics.best_dev_f1 == best["dev_f1"]
@@ -50,7 +55,7 @@ def test_same_seed_same_result_and_the_best_dev_epoch_is_kept(bert, toy_dataset)
 
 def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_dataset):
     config = TrainConfig(**FAST, seed=5, select_metric="acc")
-    result = train_and_evaluate(toy_dataset, get_method("cls-relu"), bert, config)
+    result = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method("cls-relu"), config)
     best = max(result.history, key=lambda r: r["dev_acc"])
     assert result.metrics.select_metric == "acc"
     assert (result.metrics.best_epoch, result.metrics.best_dev_acc) == (
@@ -64,7 +69,7 @@ def test_selection_on_dev_accuracy_keeps_the_best_accuracy_epoch(bert, toy_datas
 
 def test_early_stopping_after_patience_epochs_without_gain(bert, toy_dataset):
     config = TrainConfig(epochs=10, batch_size=16, lr=0.0, patience=2, recipe="paper")
-    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
+    result = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method("cls-tanh"), config)
     assert len(result.history) == 3  # lr 0: no gain after epoch 1, stop after two more
 
 
@@ -94,7 +99,7 @@ def test_dev_scored_every_n_steps_stops_after_patience_times_an_epoch_of_steps(b
         epochs=10, batch_size=16, lr=0.0, patience=1, eval_every_steps=3, recipe="paper"
     )
     steps_per_epoch = -(-len(toy_dataset.splits["train"]) // 16)
-    result = train_and_evaluate(toy_dataset, get_method("cls-tanh"), bert, config)
+    result = train_and_evaluate(TrainingContext(toy_dataset, bert), get_method("cls-tanh"), config)
     steps = [r["step"] for r in result.history]
     assert steps == list(range(3, 3 * len(steps) + 1, 3))  # every third step
     # lr 0: the first evaluation stays the best; training stops at the first evaluation at

@@ -28,7 +28,7 @@ from ..models.config import TrainConfig
 from ..models.features import Encoder
 from ..models.methods import get_method
 from ..train.evaluation import scored_logits
-from ..train.setup import Setup
+from ..train.setup import Setup, TrainingContext
 from ..train.training import fit_packs, prepare
 from .options import BudgetOptions
 from .report import BudgetReport, forecast
@@ -141,7 +141,9 @@ def measure(
         device=options.device,
         seed=seeds[0],
     )
-    base = prepare(dataset, spec, encoder.backbone, config, features, encoder.cache_dir)
+    base = prepare(
+        TrainingContext(dataset, encoder.backbone, features, encoder.cache_dir), spec, config
+    )
     labels = base.splits["train"].labels
     test = base.splits["test"].labels
     k = dataset.num_classes

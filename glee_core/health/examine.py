@@ -25,6 +25,7 @@ from ..models.features import Encoder, FeatureInputs, cached_features
 from ..models.heads import head_of
 from ..models.methods import get_method
 from ..train.evaluation import scored_logits
+from ..train.setup import TrainingContext
 from ..train.training import fit_packs, prepare
 from .options import HealthOptions
 from .report import HealthReport, examine, health_folds
@@ -91,12 +92,9 @@ def head_probabilities(
         seed=options.seed,
     )
     base = prepare(
-        dataset,
+        TrainingContext(dataset, encoder.backbone, feature_cache=encoder.cache_dir),
         spec,
-        encoder.backbone,
         config,
-        lambda event: None,
-        encoder.cache_dir,
         splits=plain if spec.input_format == "plain" else None,
     )
     train = base.splits["train"]

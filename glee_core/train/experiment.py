@@ -45,7 +45,7 @@ from .launch import Launch, cross_validation_share
 from .plan import PlannedRun, job_search_log, load_head, lp_ft_stage, run_record
 from .preflight import preflight
 from .selection import cross_validate
-from .setup import packable
+from .setup import TrainingContext, packable
 from .training import (
     feature_inputs,
     finish,
@@ -126,12 +126,9 @@ class Runner:
             queued = Queued(run_id=first.run_id)
             with self.store.training_slot(self.waiting(queued)), cpu_share(self.device):
                 results = train_together(
-                    self.dataset,
+                    self.context(backbone),
                     [job.spec for _, job in todo],
-                    backbone,
                     [job.config for _, job in todo],
-                    self.progress,
-                    feature_cache=self.store.features_dir,
                 )
             for (_, job), result in zip(todo, results, strict=True):
                 self.store.save(run_record(job, self.dataset, backbone, result, self.notes), result)
@@ -165,12 +162,9 @@ class Runner:
                     key = feature_inputs(job.spec, job.config)
                     setups.append(
                         prepare(
-                            self.dataset,
+                            self.context(backbone, tell),
                             job.spec,
-                            backbone,
                             job.config,
-                            tell,
-                            self.store.features_dir,
                             splits=loaded.get(key),
                         )
                     )
@@ -315,14 +309,13 @@ class Runner:
 
     def prepared(self, job: PlannedRun, backbone, init_head=None):
         """``job``'s setup on ``backbone`` (``init_head``: its LP-FT stage's head)."""
-        return prepare(
-            self.dataset,
-            job.spec,
-            backbone,
-            job.config,
-            self.progress,
-            self.store.features_dir,
-            init_head,
+        return prepare(self.context(backbone), job.spec, job.config, init_head=init_head)
+
+    def context(self, backbone, progress: ProgressFn | None = None) -> TrainingContext:
+        """What this launch's runs share: its data, ``backbone``, the progress (``progress``:
+        another way to it) and the store's feature cache."""
+        return TrainingContext(
+            self.dataset, backbone, progress or self.progress, self.store.features_dir
         )
 
     def waiting(self, queued: Queued):
@@ -371,14 +364,7 @@ class Runner:
             cpu_share(self.device),
         ):
             result = train_and_evaluate(
-                self.dataset,
-                job.spec,
-                backbone,
-                job.config,
-                self.progress,
-                feature_cache=self.store.features_dir,
-                init_head=init_head,
-                search_log=log,
+                self.context(backbone), job.spec, job.config, init_head=init_head, search_log=log
             )
         result.tuning.lp_ft_from = lp_ft_from
         if self.main:

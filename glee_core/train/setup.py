@@ -1,12 +1,14 @@
-"""What every step of a run shares, as types: the run's :class:`Setup` (data, method, backbone,
-resolved config, device, splits; it makes each trial's model and state), what fitting hands on
-(:class:`Fitted`) and what a finished run stores (:class:`RunResult`); and whether a run trains
-in a pack of heads (:func:`packable`)."""
+"""What every step of a run shares, as types: what every run of a launch shares
+(:class:`TrainingContext`: data, backbone, progress, feature cache), the run's :class:`Setup`
+(data, method, backbone, resolved config, device, splits; it makes each trial's model and
+state), what fitting hands on (:class:`Fitted`) and what a finished run stores
+(:class:`RunResult`); and whether a run trains in a pack of heads (:func:`packable`)."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,6 +30,25 @@ from ..runs.run_parts import Timing, Tuning
 from .loop import DevSelection, Trial
 from .optim import make_optimizer
 from .step import TrainingState
+
+
+def _quiet(event) -> None:
+    """Progress nobody reads."""
+
+
+@dataclass(frozen=True)
+class TrainingContext:
+    """What every run of a launch shares: the data, the backbone (each fine-tune trains a copy of
+    it), where the progress goes and the store's feature cache (None: a temporary folder)."""
+
+    dataset: LongTailDataset
+    backbone: Backbone
+    progress: ProgressFn | None = _quiet
+    feature_cache: Path | None = None
+
+    def __post_init__(self):
+        if self.progress is None:
+            object.__setattr__(self, "progress", _quiet)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from ..core.events import (
 )
 from ..data.datasets import LongTailDataset
 from ..data.encoding import EncodedSplit, encode
-from ..models.backbone import Backbone, trained_pooling
+from ..models.backbone import trained_pooling
 from ..models.config import POOLINGS, TrainConfig
 from ..models.features import Encoder, FeatureInputs, cached_features, limited_splits
 from ..models.heads import head_of
@@ -48,7 +48,7 @@ from ..models.scoring import Split
 from ..models.search import Searched, SearchLog, Work, choose_rate
 from .evaluation import evaluate
 from .loop import DevSelection, Pack, RngStream, Trial
-from .setup import Fitted, RunResult, Setup
+from .setup import Fitted, RunResult, Setup, TrainingContext
 from .step import TrainingState
 
 
@@ -78,17 +78,16 @@ def prepare_splits(
 
 
 def prepare(
-    dataset: LongTailDataset,
+    context: TrainingContext,
     spec: MethodSpec,
-    backbone: Backbone,
     config: TrainConfig,
-    progress: ProgressFn,
-    feature_cache: Path | None = None,
     init_head: dict[str, torch.Tensor] | None = None,
     splits: dict[str, Split] | None = None,
 ) -> Setup:
-    """Resolve the config, pick the device, encode (or load cached features of) every split;
-    ``splits``: those another run of the same inputs prepared (heads trained together)."""
+    """Resolve the config, pick the device, encode (or load cached features of) every split of
+    ``context``'s data; ``init_head``: LP-FT's head to start from; ``splits``: those another run
+    of the same inputs prepared (heads trained together)."""
+    dataset, backbone, progress = context.dataset, context.backbone, context.progress
     if config.pooling not in POOLINGS:  # before the recipe is resolved (paper: cls)
         config = replace(
             config, pooling=config.read_pooling(spec.input_format, trained_pooling(backbone.name))
@@ -101,7 +100,7 @@ def prepare(
     if device.type == "cpu" and config.micro_batch_size:  # asked to save memory
         keep_large_blocks_mapped()
     if splits is None:
-        cache = feature_cache or Path(tempfile.gettempdir()) / "glee-features"
+        cache = context.feature_cache or Path(tempfile.gettempdir()) / "glee-features"
         encoder = Encoder(backbone, device, Path(cache))
         splits = prepare_splits(dataset, spec, config, encoder, progress)
     notes = [
@@ -307,17 +306,12 @@ def feature_inputs(spec: MethodSpec, config: TrainConfig) -> FeatureInputs:
 
 
 def train_together(
-    dataset: LongTailDataset,
-    specs: list[MethodSpec],
-    backbone: Backbone,
-    configs: list[TrainConfig],
-    progress: ProgressFn | None = None,
-    feature_cache: Path | None = None,
+    context: TrainingContext, specs: list[MethodSpec], configs: list[TrainConfig]
 ) -> list[RunResult]:
     """Several heads on cached features (methods x seeds of one quick compare) trained in one
     loop (:func:`fit_together`), each evaluated as a run of its own: what
     :func:`train_and_evaluate` gives each of them alone."""
-    progress = progress or (lambda event: None)
+    progress = context.progress
     inputs = [feature_inputs(spec, config) for spec, config in zip(specs, configs, strict=True)]
     # each at most one feature pass (every pooling of an input comes from the same pass),
     # numbered for progress
@@ -334,15 +328,7 @@ def train_together(
     setups, loaded = [], {}  # the heads of one input format share its features in memory
     for spec, config, key in zip(specs, configs, inputs, strict=True):
         setups.append(
-            prepare(
-                dataset,
-                spec,
-                backbone,
-                config,
-                numbered(key),
-                feature_cache,
-                splits=loaded.get(key),
-            )
+            prepare(replace(context, progress=numbered(key)), spec, config, splits=loaded.get(key))
         )
         loaded.setdefault(key, setups[-1].splits)
     return [
@@ -351,22 +337,18 @@ def train_together(
 
 
 def train_and_evaluate(
-    dataset: LongTailDataset,
+    context: TrainingContext,
     spec: MethodSpec,
-    backbone: Backbone,
     config: TrainConfig,
-    progress: ProgressFn | None = None,
-    feature_cache: Path | None = None,
     init_head: dict[str, torch.Tensor] | None = None,
     search_log: SearchLog | None = None,
 ) -> RunResult:
-    """Train ``spec`` on a fresh copy of ``backbone`` (or, frozen, a head on its cached features)
-    and evaluate the best-on-dev weights: :func:`prepare`, :func:`fit`, :func:`evaluate`.
-    ``config`` may be unresolved: the dataset fills its max length and batch size, the recipe the
-    rest. ``init_head``: LP-FT's head, fitted on the frozen features, to start from;
-    ``search_log``: where the learning-rate search is kept (and resumed, and shared)."""
-    setup = prepare(
-        dataset, spec, backbone, config, progress or (lambda event: None), feature_cache, init_head
-    )
+    """Train ``spec`` on a fresh copy of ``context``'s backbone (or, frozen, a head on its cached
+    features) and evaluate the best-on-dev weights: :func:`prepare`, :func:`fit`,
+    :func:`evaluate`. ``config`` may be unresolved: the dataset fills its max length and batch
+    size, the recipe the rest. ``init_head``: LP-FT's head, fitted on the frozen features, to
+    start from; ``search_log``: where the learning-rate search is kept (and resumed, and
+    shared)."""
+    setup = prepare(context, spec, config, init_head)
     setup.search_log = search_log
     return evaluate(setup, fit(setup))
