@@ -34,7 +34,7 @@ def test_the_probe_is_scikit_learns_logistic_regression(tiny_bert, toy_dataset, 
         toy_dataset.verbalizer,
         TrainConfig(mode="frozen"),
     ).head
-    fit_probe(head, features, labels, 5, spec.class_balanced, seed=1)
+    fit_probe(head, features, labels, 5)
     clf = LogisticRegression(
         max_iter=2000, class_weight="balanced" if balanced else None, random_state=1
     ).fit(features, labels)
@@ -66,7 +66,7 @@ def test_the_seeds_of_a_probe_share_one_fit(tiny_bert, toy_dataset, monkeypatch)
         head = build_model(
             spec, backbone, toy_dataset.classes, toy_dataset.verbalizer, TrainConfig(mode="frozen")
         ).head
-        fit_probe(head, x, y, 5, balanced, seed=seed)
+        head.fit_closed_form(x, y, 5, seed)  # the seed a run passes: no part of the fit
         return torch.cat([head.predictor.weight.flatten(), head.predictor.bias]).clone()
 
     first = weights(1)
@@ -107,7 +107,7 @@ def test_a_probe_fits_on_one_blas_thread(tiny_bert, toy_dataset, monkeypatch):
         toy_dataset.verbalizer,
         TrainConfig(mode="frozen"),
     ).head
-    fit_probe(head, features, labels, len(toy_dataset.classes), False, seed=1)
+    fit_probe(head, features, labels, len(toy_dataset.classes))
     assert seen and seen[0] <= {1}  # empty where numpy's BLAS exposes no pool
     assert blas_threads() == before
 

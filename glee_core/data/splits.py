@@ -15,8 +15,10 @@ import pandas as pd
 from ..core.errors import GleeError, first_few
 
 __all__ = [  # what this module offers
+    "DEV_SHARE",
     "DROPPED_NAMED",
     "SPLIT_SEED",
+    "TEST_SHARE",
     "WITHOUT",
     "dropped_warning",
     "exclude_rows",
@@ -27,6 +29,7 @@ __all__ = [  # what this module offers
 ]
 
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
+DEV_SHARE, TEST_SHARE = 0.1, 0.2  # a split made here: the shares of the distinct texts
 WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows
 
 
@@ -119,20 +122,17 @@ def dropped_warning(dropped: dict[str, int], kept: bool = False) -> list[str]:
 
 
 def three_way_split(
-    frame: pd.DataFrame,
-    dev: float = 0.1,
-    test: float = 0.2,
-    seed: int = SPLIT_SEED,
-    min_test: int = 1,
-    keep_rare: bool = False,
+    frame: pd.DataFrame, min_test: int = 1, keep_rare: bool = False
 ) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
-    """Stratified train/dev/test split (by distinct text), at least ``min_test`` distinct test
+    """Stratified train/dev/test split (by distinct text: :data:`DEV_SHARE` and
+    :data:`TEST_SHARE` of it, seeded with :data:`SPLIT_SEED`), at least ``min_test`` distinct test
     texts per class. Classes with fewer than ``min_test + 2`` distinct texts cannot appear in every
     split: they are left out (or, ``keep_rare``, put in train alone) and returned, so the caller
     reports them."""
     sizes = frame.drop_duplicates(subset=["text", "text_b", "label"])["label"].value_counts()
     too_small = {str(k): int(v) for k, v in sizes.items() if v < min_test + 2}
     rare = frame["label"].isin(list(too_small))
+    dev, test, seed = DEV_SHARE, TEST_SHARE, SPLIT_SEED
     rest, test_part = stratified_holdout(
         frame[~rare].reset_index(drop=True), test, seed, minimum=min_test
     )

@@ -94,18 +94,18 @@ def compute_states(
     backbone: Backbone,
     split,
     device: torch.device,
-    batch_size: int | None = None,
     progress: Callable[[int], None] | None = None,
     precision: str = "auto",
 ) -> dict[str, np.ndarray]:
-    """The frozen encoder's states of every example, in one pass: ``cls`` at its read position
-    (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
+    """The frozen encoder's states of every example, in one pass (batches the device's size for
+    scoring: :func:`~glee_core.core.devices.resolve_eval_batch_size`): ``cls`` at its read
+    position (``[CLS]``, or ``[MASK]`` for the template) and ``mean`` over its tokens."""
     model = backbone.model.to(device).eval()
     pad_id = backbone.tokenizer.pad_token_id or 0
     out = {p: np.zeros((len(split), backbone.hidden_size), dtype=np.float32) for p in POOLINGS}
     lengths = split.lengths
     multiple, cap = resolve_pad_multiple(None, device), int(lengths.max()) if len(split) else 0
-    for index in eval_batches(lengths, resolve_eval_batch_size(batch_size, device)):
+    for index in eval_batches(lengths, resolve_eval_batch_size(None, device)):
         width = padded_width(int(lengths[index].max()), multiple, cap)
         batch = batch_to(split.batch(index, pad_id, width), device)
         with autocast(device, resolve_precision(precision, device)):

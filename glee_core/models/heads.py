@@ -266,7 +266,7 @@ class ProbeHead(nn.Module):
     def fit_closed_form(
         self, features: np.ndarray, labels: np.ndarray, num_classes: int, seed: int
     ) -> None:
-        fit_probe(self, features, labels, num_classes, self.class_balanced, seed)
+        fit_probe(self, features, labels, num_classes)  # lbfgs takes no seed
 
     def forward(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.predictor(hidden), hidden
@@ -310,19 +310,14 @@ def probe_classifier(
         return clf.fit(features, labels)
 
 
-def fit_probe(
-    head: ProbeHead,
-    features: np.ndarray,
-    labels: np.ndarray,
-    num_classes: int,
-    class_balanced: bool,
-    seed: int,
-) -> None:
-    """Fit scikit-learn's ``LogisticRegression`` (L2, lbfgs; ``class_weight="balanced"`` when
-    asked) and copy its coefficients into ``head``: the head's logits are the classifier's
-    ``decision_function``. A class absent from training gets a zero row and a -1e4 bias.
-    ``seed`` does not enter: lbfgs is deterministic, so another seed on the same features is
-    the same fit, taken from the last few fits of this process (:data:`_PROBE_FITS`)."""
+def fit_probe(head: ProbeHead, features: np.ndarray, labels: np.ndarray, num_classes: int) -> None:
+    """Fit scikit-learn's ``LogisticRegression`` (L2, lbfgs; ``class_weight="balanced"`` where
+    the head's method is class-balanced) and copy its coefficients into ``head``: the head's
+    logits are the classifier's ``decision_function``. A class absent from training gets a zero
+    row and a -1e4 bias. No seed enters: lbfgs is deterministic, so another seed on the same
+    features is the same fit, taken from the last few fits of this process
+    (:data:`_PROBE_FITS`)."""
+    class_balanced = head.class_balanced
     key = _probe_key(features, labels, num_classes, class_balanced)
     if key not in _PROBE_FITS:
         clf = probe_classifier(features, labels, class_balanced)

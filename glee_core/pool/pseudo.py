@@ -31,6 +31,7 @@ __all__ = ["GENERATIONS", "HARM", "PseudoLabels", "helps", "pseudo_labels"]
 
 GENERATIONS = 1  # the backtest's best: more generations gained nothing (module docstring)
 HARM = 2.0  # macro-F1 points the cross-validation must lose with the pseudo-labels to drop them
+HELP_FOLDS, HELP_SEED = 3, 1  # that cross-validation's folds and their shuffle
 
 
 @dataclass
@@ -56,7 +57,6 @@ def pseudo_labels(
     labels: np.ndarray,
     pool: np.ndarray,
     k: int,
-    generations: int = GENERATIONS,
     progress: Callable[[int, int], None] | None = None,
 ) -> PseudoLabels:
     """The pseudo-labels kept from ``pool`` (features) given the ``labelled`` features and their
@@ -67,6 +67,7 @@ def pseudo_labels(
     rows = np.zeros(0, dtype=np.int64)
     pseudo = np.zeros(0, dtype=np.int64)
     confidence = np.zeros(0)
+    generations = GENERATIONS
     for generation in range(1, generations + 1):
         clf = probe_classifier(
             np.concatenate([labelled, pool[rows]]), np.concatenate([labels, pseudo]), True
@@ -92,10 +93,9 @@ def helps(
     labels: np.ndarray,
     pool: np.ndarray,
     k: int,
-    folds: int = 3,
-    seed: int = 1,
 ) -> tuple[bool, float, float]:
-    """Do the pseudo-labels help here? ``folds``-fold cross-validation on the labelled texts
+    """Do the pseudo-labels help here? :data:`HELP_FOLDS`-fold cross-validation on the labelled
+    texts
     (stratified; classes with fewer texts than folds stay in every fit): the macro-F1 of the
     probe on each held-out fold without and with the pseudo-labels made from the other folds
     and the pool. (helps: not worse by more than :data:`HARM`, macro-F1 without, macro-F1
@@ -103,13 +103,14 @@ def helps(
     from sklearn.metrics import f1_score  # noqa: PLC0415 (only this test needs it)
     from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
 
+    folds = HELP_FOLDS
     counts = np.bincount(labels, minlength=k)
     judged = np.flatnonzero(counts[labels] >= folds)
     always = np.flatnonzero(counts[labels] < folds)
     if len(np.unique(labels[judged])) < 2:
         return False, float("nan"), float("nan")
     without, with_pseudo = [], []
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=HELP_SEED)
     for fit, held in splitter.split(judged, labels[judged]):
         train = np.concatenate([judged[fit], always])
         test = judged[held]
