@@ -9,8 +9,9 @@ this list (``tests/test_layers.py`` checks the import graph):
     data    sources (a new source: an entry + its loader), catalog, datasets, encoding
     models  modes (a new way of tuning: one entry), methods (a new method: one line) and heads,
             fields (a knob declared once), config (every knob of a run: a field of
-            TrainConfig), options (the other commands' options, the app's requests), backbone,
-            features, scoring, search (the learning-rate search and its schedule)
+            TrainConfig) and schedule (what it plans for a run), options (the other
+            commands' options, the app's requests), backbone, features, scoring, search (the
+            learning-rate search and its schedule)
     runs    record, metrics, runfiles, store, paper, tables, findings, calibration, estimate,
             recommend
     train   loop (the one training loop), training (prepare / fit / evaluate), experiment,

@@ -9,13 +9,7 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from glee_core.core.errors import GleeError
-from glee_core.models.config import (
-    ALL_POOLINGS,
-    AUTO_POOLING,
-    DEFAULT_EPOCHS,
-    POOLINGS,
-    TrainConfig,
-)
+from glee_core.models.config import ALL_POOLINGS, AUTO_POOLING, POOLINGS, TrainConfig
 from glee_core.models.fields import help_of, setting_of
 from glee_core.models.methods import METHODS
 from glee_core.models.modes import MODES
@@ -28,6 +22,7 @@ from glee_core.models.recipes import (
     recipe_rates,
 )
 from glee_core.models.requests import TrainRequest
+from glee_core.models.schedule import DEFAULT_EPOCHS
 from glee_core.runs.rates import Estimate
 
 from .access import policy

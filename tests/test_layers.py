@@ -195,6 +195,7 @@ APP_REACHES = {
     "models.options",
     "models.recipes",
     "models.requests",
+    "models.schedule",
     "models.scoring",
     "pool.files",
     "pool.labelling",

@@ -6,12 +6,13 @@ run's identity all follow. The other commands' options and the app's requests ar
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 
-from .checks import check_config, rate_list
+from .checks import check_config
 from .fields import option
 from .modes import MODES, mode_settings
-from .recipes import PAPER, PRACTICAL, RECIPE_DEFAULTS, RECIPES, recipe_rates
+from .recipes import PAPER, PRACTICAL, RECIPES
+from .schedule import Schedule
 from .tuning import TuningMode
 
 __all__ = [  # what this module offers
@@ -19,7 +20,6 @@ __all__ = [  # what this module offers
     "AUTO_POOLING",
     "CHOOSE_BY",
     "CV_FOLDS",
-    "DEFAULT_EPOCHS",
     "HEAD_RACES",
     "LIMIT_STRATEGIES",
     "LR_SEARCHES",
@@ -34,7 +34,6 @@ __all__ = [  # what this module offers
     "with_mode_settings",
 ]
 
-DEFAULT_EPOCHS = 10  # the paper's
 LIMIT_STRATEGIES = ("stratified", "first")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 PRECISION_HELP = (
@@ -70,9 +69,10 @@ SUPCON_TEMPERATURE = 0.3  # Gunel et al. 2021's middle for fine-tuning a masked 
 
 @dataclass
 @with_mode_settings
-class TrainConfig:
+class TrainConfig(Schedule):
     """Hyper-parameters of a run: the paper's protocol, or the practical recipe's where the
-    user leaves a switch unset (see :class:`Recipe`)."""
+    user leaves a switch unset (see :class:`Recipe`). What it plans for a run (the rate, the
+    values the dataset, mode and recipe fill in, the steps) is :class:`Schedule`'s."""
 
     recipe: str = option(
         PRACTICAL,
@@ -402,21 +402,6 @@ class TrainConfig:
     def folds(self) -> int:
         return self.cv_folds or CV_FOLDS
 
-    @property
-    def learning_rate(self) -> float | None:
-        """The one rate this configuration trains at; None when it searches one on dev."""
-        if self.lr is not None or self.lr_candidates is not None:
-            return self.lr
-        rate, candidates = recipe_rates(self.recipe, self.mode)
-        return None if candidates else rate
-
-    @property
-    def lr_grid(self) -> tuple[float, ...]:
-        """The rates a run tries on dev: the candidates, or the one rate (a resolved config)."""
-        if self.lr_candidates:
-            return tuple(float(v) for v in self.lr_candidates.split(","))
-        return (self.learning_rate,)
-
     def poolings(self, trained: str | None) -> tuple[str, ...]:
         """The poolings the plain-input runs of this (unresolved) configuration read, a run each;
         ``trained``: the pooling the backbone was trained with (a sentence-transformers
@@ -437,87 +422,6 @@ class TrainConfig:
         ``input_format``: a template input is read at ``[MASK]`` (``cls``, its read position)
         whatever the pooling; otherwise the first of :meth:`poolings`."""
         return "cls" if input_format == "prompt" else self.poolings(trained)[0]
-
-    def resolved(self, max_length: int, batch_size: int | None) -> TrainConfig:
-        """Defaults that depend on the dataset (its max length and batch size), the mode and the
-        recipe filled in: what a run really uses. Quick mode keeps its own protocol (heads at
-        1e-3): the fine-tuning recipe does not apply to it."""
-        strategy = (
-            "first"
-            if not self.limit
-            # "first": nothing to pick without one
-            else (self.limit_strategy or ("first" if self.recipe == PAPER else "stratified"))
-        )
-        base = replace(
-            self,
-            max_length=self.max_length or max_length,
-            batch_size=self.batch_size or batch_size or 32,
-            epochs=self.epochs or DEFAULT_EPOCHS,
-            limit_strategy=strategy,
-        )
-        if self.frozen:
-            return replace(
-                base,
-                recipe=PAPER,
-                lr=self.learning_rate,
-                lp_ft=False,
-                patience=self.patience or RECIPE_DEFAULTS[PAPER].patience,
-            )
-        preset = RECIPE_DEFAULTS[self.recipe]
-        candidates = self.lr_candidates
-        searched = recipe_rates(self.recipe, self.mode)[1]
-        if candidates is None and self.lr is None and searched:
-            candidates = rate_list(",".join(map(str, searched)))
-        base = replace(base, **self.tuning.defaults(self))  # its mode's settings
-        min_steps = self.min_steps
-        if min_steps is None and self.epochs is None:  # given epochs are exact
-            min_steps = preset.min_steps
-        return replace(
-            base,
-            lr=self.learning_rate,
-            lr_candidates=candidates,
-            lr_search=(self.lr_search or preset.lr_search or "each") if candidates else None,
-            lp_ft=preset.lp_ft if self.lp_ft is None else self.lp_ft,
-            head_lr=preset.head_lr if self.head_lr is None else self.head_lr,
-            min_steps=min_steps,
-            patience=self.patience or preset.patience,
-        )
-
-    def steps_per_epoch(self, n_train: int) -> int:
-        """Optimizer steps of one epoch over ``n_train`` examples (a resolved config)."""
-        return -(-n_train // self.batch_size)
-
-    def planned_epochs(self, n_train: int) -> int:
-        """The epochs a run plans (a resolved config): ``epochs``, or more where ``min_steps``
-        asks for them on small data."""
-        floor = -(-(self.min_steps or 0) // self.steps_per_epoch(n_train))
-        return max(self.epochs, floor)
-
-    def planned_evaluations(self, n_train: int) -> int:
-        """Dev evaluations a run plans (what one round of the learning-rate search is a share
-        of): one an epoch, or one every ``eval_every_steps`` steps."""
-        epochs = self.planned_epochs(n_train)
-        if self.eval_every_steps:
-            return max(1, self.steps_per_epoch(n_train) * epochs // self.eval_every_steps)
-        return epochs
-
-    def linear_probe_stage(self) -> TrainConfig:
-        """LP-FT's first stage: quick mode's run of the same method on the same inputs (max
-        length, pooling, training limit, seed, dev metric) with quick mode's own protocol, so a
-        quick compare's stored run is the one re-used."""
-        return TrainConfig(
-            mode="frozen",
-            seed=self.seed,
-            max_length=self.max_length,
-            pooling=self.pooling,
-            limit=self.limit,
-            limit_strategy=self.limit_strategy,
-            select_metric=self.select_metric,
-            device=self.device,
-            precision=self.precision,
-            eval_batch_size=self.eval_batch_size,
-            pad_multiple=self.pad_multiple,
-        )
 
     def identity(self) -> dict:
         """The fields that change a run's result. ``mode`` is stored under its first name,
