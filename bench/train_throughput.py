@@ -135,7 +135,7 @@ def measure_one(args) -> dict:
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
     from glee_core.models.model import build_model
-    from glee_core.models.scoring import batch_width, predict
+    from glee_core.models.scoring import Scoring, batch_width, predict
     from glee_core.train.loop import DevSelection, Trial
     from glee_core.train.optim import make_optimizer
     from glee_core.train.step import TrainingState
@@ -193,7 +193,10 @@ def measure_one(args) -> dict:
             reference.predict(model, split, pad_id, device, args.max_length)
         else:
             predict(
-                model, split, pad_id, device, precision=precision, pad_multiple=args.pad_multiple
+                model,
+                split,
+                device,
+                Scoring(pad_id, precision=precision, pad_multiple=args.pad_multiple),
             )
 
     cold = {}

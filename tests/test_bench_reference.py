@@ -12,7 +12,7 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.losses import classification_loss
 from glee_core.models.methods import get_method
 from glee_core.models.model import build_model
-from glee_core.models.scoring import predict
+from glee_core.models.scoring import Scoring, predict
 from glee_core.train.optim import make_optimizer
 from glee_core.train.setup import TrainingContext
 from glee_core.train.step import TrainingState
@@ -52,7 +52,7 @@ def test_fast_and_reference_paths_give_the_same_logits_and_loss(bert, toy_datase
     )
     np.testing.assert_allclose(
         reference.predict(model, full, pad, torch.device("cpu"), 64),
-        predict(model, full, pad, torch.device("cpu"), precision="fp32")[0],
+        predict(model, full, torch.device("cpu"), Scoring(pad, precision="fp32"))[0],
         rtol=1e-4,
         atol=1e-5,
     )

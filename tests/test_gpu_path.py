@@ -25,7 +25,7 @@ from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
 from glee_core.models.model import build_model
 from glee_core.models.modes import MODES
-from glee_core.models.scoring import predict
+from glee_core.models.scoring import Scoring, predict
 from glee_core.train.step import TrainingState, optimizer_step
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,8 +100,8 @@ def test_padding_to_a_multiple_changes_neither_the_scores_nor_the_run_id(tiny_be
             64,
         )
         assert len({int(n) for n in split.lengths}) > 3  # batches of several widths
-        own, _ = predict(model, split, 0, CPU, batch_size=8, precision="fp32")
-        wide, _ = predict(model, split, 0, CPU, batch_size=8, precision="fp32", pad_multiple=16)
+        own, _ = predict(model, split, CPU, Scoring(batch_size=8, precision="fp32"))
+        wide, _ = predict(model, split, CPU, Scoring(0, 8, "fp32", pad_multiple=16))
         np.testing.assert_allclose(own, wide, atol=1e-5)
 
 

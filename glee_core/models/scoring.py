@@ -9,6 +9,7 @@ prediction (:func:`predict`). :mod:`glee_core.train.training` and :mod:`glee_cor
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -36,6 +37,7 @@ from .heads import label_word_ids, unreadable_label_words
 from .model import GleeModel
 
 __all__ = [  # what this module offers
+    "Scoring",
     "Split",
     "batch_width",
     "get_backbone",
@@ -109,27 +111,43 @@ def model_inputs(batch: dict) -> dict:
 Split = EncodedSplit | FeatureSplit
 
 
+@dataclass(frozen=True)
+class Scoring:
+    """How a split is scored: the token id its batches pad with (the tokenizer's), the batch
+    size (None: the device's, :func:`resolve_eval_batch_size`), the precision and the padding
+    multiple (None: the device's, :func:`resolve_pad_multiple`)."""
+
+    pad_id: int = 0
+    batch_size: int | None = None
+    precision: str = "auto"
+    pad_multiple: int | None = None
+
+    @classmethod
+    def of(cls, pad_id: int, config) -> Scoring:
+        """As a run of ``config`` (a ``TrainConfig``) scores its dev and test splits."""
+        return cls(pad_id, config.eval_batch_size, config.precision, config.pad_multiple)
+
+
 @torch.inference_mode()
 def predict(
     model: GleeModel,
     split: Split,
-    pad_id: int,
     device: torch.device,
-    batch_size: int | None = None,
-    precision: str = "auto",
+    scoring: Scoring = Scoring(),
     calibrate: bool = True,
-    pad_multiple: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Logits (with the method's calibration, η-norm, unless ``calibrate=False``) and
-    classifier-input features for every example, in split order. Batches are length-sorted
-    (on a GPU padded to a few widths, see :func:`resolve_pad_multiple`); only one batch of
-    activations is alive at a time, and the outputs are copied back once, at the end."""
+    classifier-input features for every example, in split order, scored as ``scoring`` says.
+    Batches are length-sorted (on a GPU padded to a few widths, see
+    :func:`resolve_pad_multiple`); only one batch of activations is alive at a time, and the
+    outputs are copied back once, at the end."""
+    pad_id = scoring.pad_id
     model.eval()
     if device.type == "cpu" and isinstance(split, EncodedSplit):
         release_freed_memory()  # the training steps' freed activations: not under the encoder's
-    precision = resolve_precision(precision, device)
-    multiple = resolve_pad_multiple(pad_multiple, device)
-    batch_size = resolve_eval_batch_size(batch_size, device)
+    precision = resolve_precision(scoring.precision, device)
+    multiple = resolve_pad_multiple(scoring.pad_multiple, device)
+    batch_size = resolve_eval_batch_size(scoring.batch_size, device)
     cap = int(split.lengths.max()) if len(split) else 0
     order, outs, feats_out = [], [], []
     for index in eval_batches(split.lengths, batch_size):

@@ -222,7 +222,7 @@ def pool_probabilities(
     states = pool_features(pool, space, encoder, progress)
     pooling = hyper.pooling if spec.input_format == "plain" else "cls"
     split = FeatureSplit(states[pooling], np.zeros(len(pool), dtype=np.int64))
-    logits, _ = predict(model, split, 0, device)
+    logits, _ = predict(model, split, device)
     return torch.softmax(torch.from_numpy(logits), dim=1).numpy(), states
 
 

@@ -27,7 +27,7 @@ from ..models.features import FeatureSplit, compute_hidden
 from ..models.heads import head_of
 from ..models.methods import get_method
 from ..models.model import GleeModel, build_model
-from ..models.scoring import check_prompt, get_backbone, predict
+from ..models.scoring import Scoring, check_prompt, get_backbone, predict
 from ..runs.record import RunRecord, group_of
 from ..runs.store import Run, RunStore, load_checked
 
@@ -182,13 +182,8 @@ class Scorer:
                 compute_hidden(self.backbone, split, device, self.model.pooling, self.precision),
                 split.labels,
             )
-        logits, _ = predict(
-            self.model,
-            split,
-            self.backbone.tokenizer.pad_token_id or 0,
-            device,
-            precision=self.precision,
-        )
+        pad_id = self.backbone.tokenizer.pad_token_id or 0
+        logits, _ = predict(self.model, split, device, Scoring(pad_id, precision=self.precision))
         return logits
 
     def probabilities(self, texts: list[str], texts_b: list[str] | None = None) -> pd.DataFrame:

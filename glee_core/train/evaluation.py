@@ -16,7 +16,7 @@ from ..core.events import Testing
 from ..data.splits import SPLIT_SEED
 from ..models.losses import eta_normalise
 from ..models.model import GleeModel
-from ..models.scoring import Split, predict
+from ..models.scoring import Scoring, Split, predict
 from ..models.search import sureness
 from ..runs.metrics import classification_metrics, shot_f1
 from ..runs.record import MetricsRecord
@@ -47,14 +47,7 @@ def scored_logits(
     raw logits)."""
     config = setup.config
     raw_logits, features = predict(
-        model,
-        split,
-        setup.pad_id,
-        setup.device,
-        config.eval_batch_size,
-        config.precision,
-        calibrate=False,
-        pad_multiple=config.pad_multiple,
+        model, split, setup.device, Scoring.of(setup.pad_id, config), calibrate=False
     )
     logits = raw_logits
     if setup.spec.eta_norm:
@@ -155,14 +148,7 @@ def _calibration_inputs(setup: Setup, model, raw_logits, features) -> dict:
     dev and test example, and the predictor's W and b (logits = features @ W.T + b)."""
     config, dev, test = setup.config, setup.splits["dev"], setup.splits["test"]
     dev_raw, dev_features = predict(
-        model,
-        dev,
-        setup.pad_id,
-        setup.device,
-        config.eval_batch_size,
-        config.precision,
-        calibrate=False,
-        pad_multiple=config.pad_multiple,
+        model, dev, setup.device, Scoring.of(setup.pad_id, config), calibrate=False
     )
     weight, bias = model.head.linear_predictor()
     return {

@@ -20,7 +20,7 @@ from ..core.devices import resolve_precision
 from ..core.errors import GleeError
 from ..core.events import Evaluated, ProgressFn, TrainStep
 from ..models.model import GleeModel
-from ..models.scoring import Split, predict
+from ..models.scoring import Scoring, Split, predict
 from ..models.search import Work
 from ..runs.metrics import bootstrap_lead, macro_f1
 from .step import TrainingState, epoch_batches, forward_loss, train_step
@@ -86,15 +86,7 @@ class DevSelection:
 
     def dev_logits(self, model) -> np.ndarray:
         """``model``'s logits on the dev split, as the run scores it."""
-        logits, _ = predict(
-            model,
-            self.dev,
-            self.pad_id,
-            self.device,
-            self.config.eval_batch_size,
-            self.config.precision,
-            pad_multiple=self.config.pad_multiple,
-        )
+        logits, _ = predict(model, self.dev, self.device, Scoring.of(self.pad_id, self.config))
         return logits
 
     def evaluate(self, train_loss: float | None = None) -> None:
