@@ -15,7 +15,7 @@ from glee_core.core import environment
 from glee_core.core.errors import GleeError, disk_message
 from glee_core.core.files import size_text
 from glee_core.data.catalog import PAPER_DATASETS
-from glee_core.data.csvfile import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, find_column
+from glee_core.data.csvfile import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, Columns, find_column
 from glee_core.data.sources import SOURCES
 from glee_core.models.options import DataOptions
 from glee_core.serve.uploads import ACCEPTED_ENCODINGS, MAX_UPLOAD_BYTES, csv_columns, save_upload
@@ -169,7 +169,7 @@ def _keep_upload(rules, public: bool, name: str, data: bytes, columns: tuple) ->
             uploads_dir(),
             name,
             data,
-            *columns,
+            Columns(*columns),
             max_classes=rules.upload_classes if public else None,
         )
     except GleeError as exc:

@@ -13,7 +13,7 @@ import pytest
 from glee_core.cli import main
 from glee_core.core.errors import GleeError
 from glee_core.core.events import read_events
-from glee_core.data.csvfile import MAX_CSV_BYTES
+from glee_core.data.csvfile import MAX_CSV_BYTES, Columns
 from glee_core.data.datasets import load_dataset
 from glee_core.models.config import TrainConfig
 from glee_core.models.heads import head_of
@@ -760,7 +760,7 @@ def test_an_upload_over_the_class_cap_keeps_nothing_and_is_parsed_once(tmp_path,
     assert dataset.num_classes == 3 and len(reads) == 1  # parsed once
     # the same file again, with columns that do not work: refused, the kept one untouched
     with pytest.raises(GleeError, match="no text column named 'nope'"):
-        save_upload(folder, "three.csv", rows.encode(), text_column="nope")
+        save_upload(folder, "three.csv", rows.encode(), Columns(text="nope"))
     assert [u.path for u in list_uploads(folder)] == [upload.path] and upload.path.is_file()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -183,6 +184,28 @@ TEXT_COLUMN_NAMES = (
     "sentence1",
 )
 LABEL_COLUMN_NAMES = ("label", "labels", "class", "category", "intent", "target", "y")
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which columns of a user's file hold the text, the label and an optional second text
+    (None: found by their names, else by their contents: :func:`pick_column`)."""
+
+    text: str | None = None
+    label: str | None = None
+    text_b: str | None = None
+
+    def options(self) -> dict[str, str | None]:
+        """As the command line's options and an upload's record name them."""
+        return {"text_column": self.text, "label_column": self.label, "text_b_column": self.text_b}
+
+    @classmethod
+    def from_options(cls, values: dict) -> Columns:
+        """Read back :meth:`options` (an empty name: none given)."""
+        named = [
+            values.get(key) or None for key in ("text_column", "label_column", "text_b_column")
+        ]
+        return cls(*named)
 
 
 def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:

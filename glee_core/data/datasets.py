@@ -29,6 +29,7 @@ from ..core.errors import GleeError
 from ..core.plugins import named
 from ..pool.files import add_labelled, read_labelled_texts
 from .catalog import DEFAULT_THRESHOLD, PAPER_DATASETS, dataset_ids
+from .csvfile import Columns
 from .sources import source_of, source_usages
 from .splits import exclude_rows, read_excluded_rows
 from .verbalizers import (
@@ -336,16 +337,14 @@ def load_dataset(
         raise GleeError(
             f"--head-tail must be one of {', '.join(HEAD_TAIL_RULES)}, got {head_tail!r}"
         )
-    column_args = dict(
-        text_column=text_column, label_column=label_column, text_b_column=text_b_column
-    )
+    columns = Columns(text_column, label_column, text_b_column)
     if spec == "demo":
         dataset = named(DEMO_LOADER)(threshold, keep_rare)
     elif spec in PAPER_DATASETS:
         dataset = named(PAPER_LOADER)(spec, data_dir, threshold)
     elif (found := source_of(spec)) is not None:
         source, rest = found
-        dataset = source.load(rest, threshold, column_args, uploads_dir, keep_rare)
+        dataset = source.load(rest, threshold, columns, uploads_dir, keep_rare)
     else:
         raise GleeError(
             f"unknown dataset {spec!r}; use one of {', '.join(dataset_ids())}, {source_usages()}"

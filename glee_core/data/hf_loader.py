@@ -12,7 +12,7 @@ import numpy as np
 from ..core.errors import GleeError
 from ..core.hub import hub_reachable
 from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD
-from .csvfile import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, pick_column
+from .csvfile import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, Columns, pick_column
 from .datasets import SPLITS, LongTailDataset, _frame, _from_labelled_frames
 from .splits import stratified_holdout
 
@@ -20,15 +20,11 @@ __all__ = ["hf_source", "load_hf_dataset"]  # what this module offers
 
 
 def load_hf_dataset(
-    spec: str,
-    text_column: str | None = None,
-    label_column: str | None = None,
-    text_b_column: str | None = None,
-    threshold: float | None = None,
-    template: str | None = None,
-    max_length: int = 128,
+    spec: str, columns: Columns = Columns(), threshold: float | None = None
 ) -> LongTailDataset:
-    """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder)."""
+    """``hf:NAME[:CONFIG]`` through ``datasets.load_dataset`` (NAME may be a local folder); the
+    ``columns`` named, else found by their names."""
+    text_column, label_column, text_b_column = columns.text, columns.label, columns.text_b
     try:
         import datasets as hf_datasets  # noqa: PLC0415 (heavy: only for hf: specs)
     except ImportError:
@@ -85,14 +81,14 @@ def load_hf_dataset(
     return _from_labelled_frames(
         f"hf:{spec}",
         splits,
-        template=template or DEFAULT_TEMPLATE,
+        template=DEFAULT_TEMPLATE,
         verbalizer=None,
         threshold=threshold or DEFAULT_THRESHOLD,
-        max_length=max_length,
+        max_length=128,
         warnings=warnings,
     )
 
 
 # the loader of sources.SOURCES' hf: (its signature: see loaders.csv_source)
-def hf_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
-    return load_hf_dataset(rest, threshold=threshold, **columns)  # the hub's own splits
+def hf_source(rest, threshold, columns: Columns, uploads_dir, keep_rare) -> LongTailDataset:
+    return load_hf_dataset(rest, columns, threshold)  # the hub's own splits

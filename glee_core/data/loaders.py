@@ -24,6 +24,7 @@ from .catalog import DEFAULT_TEMPLATE, DEFAULT_THRESHOLD, PAPER_DATASETS, PAPER_
 from .csvfile import (
     LABEL_COLUMN_NAMES,
     TEXT_COLUMN_NAMES,
+    Columns,
     guess_columns,
     pick_column,
     read_csv_frame,
@@ -262,17 +263,16 @@ def look_alike_warnings(labels: pd.Series, source: str) -> list[str]:
 
 
 def read_labelled_csv(
-    path: str | os.PathLike,
-    text_column: str | None = None,
-    label_column: str | None = None,
-    text_b_column: str | None = None,
+    path: str | os.PathLike, columns: Columns = Columns()
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one).
+    """Read a user's CSV into ``text, text_b, label`` rows (plus ``split`` if it has one), from
+    the ``columns`` named (else found).
 
     Rows with an empty text or label are dropped and reported (see :func:`read_csv_frame`)."""
     source = str(Path(path).expanduser())
     frame, warnings = read_csv_frame(path)
-    columns = [str(c) for c in frame.columns]
+    named, columns = columns, [str(c) for c in frame.columns]
+    text_column, label_column, text_b_column = named.text, named.label, named.text_b
     guessed = guess_columns(frame)
     text_col = pick_column(
         columns, text_column, TEXT_COLUMN_NAMES, "text", source, guessed.get("text"), warnings
@@ -328,18 +328,15 @@ def read_labelled_csv(
 
 def load_csv_dataset(
     path: str,
-    text_column: str | None = None,
-    label_column: str | None = None,
-    text_b_column: str | None = None,
+    columns: Columns = Columns(),
     threshold: float | None = None,
-    template: str | None = None,
-    max_length: int = 128,
     keep_rare: bool = False,
 ) -> LongTailDataset:
-    """``csv:PATH``: a CSV with a text and a label column; a ``split`` column (train/dev/test) is
-    used when present, otherwise a stratified 70/10/20 split is made (``keep_rare``: a class
-    with too few texts for it is trained on, not left out)."""
-    frame, warnings = read_labelled_csv(path, text_column, label_column, text_b_column)
+    """``csv:PATH``: a CSV with a text and a label column (``columns``: named, else found); a
+    ``split`` column (train/dev/test) is used when present, otherwise a stratified 70/10/20
+    split is made (``keep_rare``: a class with too few texts for it is trained on, not left
+    out)."""
+    frame, warnings = read_labelled_csv(path, columns)
     rare: dict[str, int] = {}
     if "split" in frame and set(frame["split"]) <= set(SPLITS) and "train" in set(frame["split"]):
         splits = {
@@ -370,10 +367,10 @@ def load_csv_dataset(
     return _from_labelled_frames(
         f"csv:{path}",
         splits,
-        template=template or DEFAULT_TEMPLATE,
+        template=DEFAULT_TEMPLATE,
         verbalizer=None,
         threshold=threshold or DEFAULT_THRESHOLD,
-        max_length=max_length,
+        max_length=128,
         warnings=warnings,
         **_rare_fields(rare, keep_rare),
     )
@@ -410,11 +407,11 @@ def load_upload_dataset(
 
 # The loaders of sources.SOURCES, one signature: (rest of the id, threshold, columns, uploads,
 # keep_rare)
-def csv_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
-    return load_csv_dataset(rest, threshold=threshold, keep_rare=keep_rare, **columns)
+def csv_source(rest, threshold, columns: Columns, uploads_dir, keep_rare) -> LongTailDataset:
+    return load_csv_dataset(rest, columns, threshold, keep_rare)
 
 
-def upload_source(rest, threshold, columns, uploads_dir, keep_rare) -> LongTailDataset:
+def upload_source(rest, threshold, columns: Columns, uploads_dir, keep_rare) -> LongTailDataset:
     return load_upload_dataset(
-        rest, uploads_dir, threshold=threshold, keep_rare=keep_rare, **columns
+        rest, uploads_dir, columns=columns, threshold=threshold, keep_rare=keep_rare
     )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.plugins import named
+from .csvfile import Columns
 
 __all__ = [  # what this module offers
     "DataSource",
@@ -38,7 +39,7 @@ class DataSource:
     public: bool
     loader: str
 
-    def load(self, rest: str, threshold, columns: dict, uploads_dir, keep_rare: bool):
+    def load(self, rest: str, threshold, columns: Columns, uploads_dir, keep_rare: bool):
         """The dataset ``<prefix>:<rest>`` (its loader imported now)."""
         return named(self.loader)(rest, threshold, columns, uploads_dir, keep_rare)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.errors import GleeError
 from ..core.files import write_atomic
-from ..data.csvfile import guess_columns, read_csv_frame
+from ..data.csvfile import Columns, guess_columns, read_csv_frame
 from ..data.datasets import LongTailDataset
 from ..models.options import DataOptions
 
@@ -48,7 +48,7 @@ def safe_upload_name(filename: str, data: bytes) -> str:
 class Upload:
     path: Path
     original_name: str
-    columns: dict
+    columns: Columns
 
     @property
     def spec(self) -> str:
@@ -61,7 +61,7 @@ class Upload:
         return DataOptions(
             dataset=self.spec,
             uploads_dir=str(self.path.parent),
-            **{k: v for k, v in self.columns.items() if v},
+            **{k: v for k, v in self.columns.options().items() if v},
         )
 
     def load(self) -> LongTailDataset:
@@ -76,14 +76,12 @@ def save_upload(
     uploads_dir: str | os.PathLike,
     filename: str,
     data: bytes,
-    text_column: str | None = None,
-    label_column: str | None = None,
-    text_b_column: str | None = None,
+    columns: Columns = Columns(),
     max_classes: int | None = None,
 ) -> tuple[Upload, LongTailDataset]:
-    """Validate and keep an uploaded CSV, parsed once; on any problem nothing is kept (an
-    identical file kept before stays as it was). ``max_classes``: public mode's cap on the
-    classes of one upload."""
+    """Validate and keep an uploaded CSV, parsed once, read from the ``columns`` the user named
+    (else found); on any problem nothing is kept (an identical file kept before stays as it
+    was). ``max_classes``: public mode's cap on the classes of one upload."""
     if len(data) > MAX_UPLOAD_BYTES:
         raise GleeError(
             f"{filename}: {len(data) / 2**20:.1f} MiB is over the "
@@ -94,11 +92,7 @@ def save_upload(
     target = folder / safe_upload_name(filename, data)
     if not _inside(folder, target):  # cannot happen with safe_upload_name; belt and braces
         raise GleeError(f"refusing upload name {filename!r}")
-    columns = {
-        "text_column": text_column or None,
-        "label_column": label_column or None,
-        "text_b_column": text_b_column or None,
-    }
+    columns = Columns.from_options(columns.options())  # an empty name: none given
     upload = Upload(target, Path(str(filename)).name, columns)
     existed = target.is_file()  # the same bytes (the name holds their digest): not rewritten
     if not existed:
@@ -129,7 +123,7 @@ def save_upload(
         raise
     write_atomic(
         target.with_suffix(".json"),
-        json.dumps({"original_name": upload.original_name, "columns": columns}),
+        json.dumps({"original_name": upload.original_name, "columns": columns.options()}),
     )
     return upload, dataset
 
@@ -147,7 +141,8 @@ def list_uploads(uploads_dir: str | os.PathLike) -> list[Upload]:
             continue  # not a finished upload
         if not isinstance(meta, dict) or not isinstance(meta.get("columns", {}), dict):
             continue  # a damaged record: the upload is not offered (its CSV stays on disk)
-        uploads.append(Upload(path, meta.get("original_name", path.name), meta.get("columns", {})))
+        columns = Columns.from_options(meta.get("columns", {}))
+        uploads.append(Upload(path, meta.get("original_name", path.name), columns))
     return uploads
 
 
