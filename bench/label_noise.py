@@ -34,13 +34,19 @@ from glee_core.data.datasets import load_dataset  # noqa: E402
 from glee_core.health.options import HealthOptions  # noqa: E402
 from glee_core.health.report import examine, out_of_fold_probabilities  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
-from glee_core.models.features import Encoder, FeatureInputs, cached_features  # noqa: E402
+from glee_core.models.features import (  # noqa: E402
+    Encoder,
+    FeatureInputs,
+    FeatureSplit,
+    cached_features,
+)
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 
 def most_confused(features: np.ndarray, labels: np.ndarray, k: int, folds: int) -> dict:
     """Each class's most frequent wrong prediction by the out-of-fold probe on clean labels."""
-    probs, judged = out_of_fold_probabilities(features, labels, k, folds, True, seed=0)
+    options = HealthOptions(out="", folds=folds, method="probe-balanced", seed=0)
+    probs, judged = out_of_fold_probabilities(FeatureSplit(features, labels), k, options)
     pred = np.nan_to_num(probs, nan=-1.0).argmax(1)
     out = {}
     for c in range(k):

@@ -69,21 +69,18 @@ def train(args) -> int:
                 "--pool trains on this machine's executor only (its pseudo-labels "
                 "are made here): leave out --executor, or add the texts with --add"
             )
+        from ..models.features import Encoder
+        from ..models.scoring import get_backbone
         from ..pool.selftrain import self_trained
 
         pool, notes = read_pool(request.self_train.pool)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         with cpu_share(device):
-            dataset = self_trained(
-                dataset,
-                pool,
-                request.model,
-                RunStore(args.runs_dir),
-                request.self_train.self_train,
-                device,
-                progress,
-            )
+            features = RunStore(args.runs_dir).features_dir
+            encoder = Encoder(get_backbone(request.model), device, features)
+            how = request.self_train.self_train
+            dataset = self_trained(dataset, pool, encoder, how, progress)
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:

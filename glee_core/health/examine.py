@@ -63,7 +63,8 @@ def data_health(
         probabilities = head_probabilities(
             dataset, encoder, options, inputs, progress, split_features
         )
-    return examine(dataset, split_features, options, model, pooling, progress, probabilities)
+    report = examine(dataset, split_features, options, progress, probabilities)
+    return replace(report, model=model, pooling=pooling)
 
 
 def head_probabilities(

@@ -198,24 +198,25 @@ class HealthReport:
 
 
 def out_of_fold_probabilities(
-    features: np.ndarray,
-    labels: np.ndarray,
+    train,
     num_classes: int,
-    folds: int,
-    class_balanced: bool,
-    seed: int,
+    options: HealthOptions,
     progress: ProgressFn | None = None,
     left_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(probabilities, judged): each judged text's class probabilities from a probe fitted on
-    the other folds (:func:`health_folds`); a text of a class with fewer than ``folds`` texts is
-    not judged (its row is NaN) and is in every fold's training part. ``left_out`` (a mask):
-    rows no fold trains on (they are still scored: what training without them does)."""
+    """(probabilities, judged): each judged text's class probabilities from a probe (``train``:
+    the training split's features and labels, a ``FeatureSplit``) fitted on the other folds
+    (:func:`health_folds`, the options' folds and seed; class-balanced as ``probe-balanced``
+    is); a text of a class with fewer than ``folds`` texts is not judged (its row is NaN) and is
+    in every fold's training part. ``left_out`` (a mask): rows no fold trains on (they are
+    still scored: what training without them does)."""
     from ..models.heads import probe_classifier  # noqa: PLC0415
 
+    features, labels, folds = train.hidden, train.labels, options.folds
+    class_balanced = options.method == "probe-balanced"
     progress = progress or (lambda event: None)
     probs = np.full((len(labels), num_classes), np.nan)
-    judged, parts = health_folds(labels, num_classes, folds, seed)
+    judged, parts = health_folds(labels, num_classes, folds, options.seed)
     for number, (train, held) in enumerate(parts, 1):
         progress(
             Examining(
@@ -259,8 +260,6 @@ def examine(
     dataset: LongTailDataset,
     split_features: dict,
     options: HealthOptions,
-    model: str = "",
-    pooling: str = "",
     progress: ProgressFn | None = None,
     probabilities: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> HealthReport:
@@ -273,15 +272,7 @@ def examine(
     progress = progress or (lambda event: None)
     train = split_features["train"]
     labels, k = train.labels, dataset.num_classes
-    probs, judged = probabilities or out_of_fold_probabilities(
-        train.hidden,
-        labels,
-        k,
-        options.folds,
-        options.method == "probe-balanced",
-        options.seed,
-        progress,
-    )
+    probs, judged = probabilities or out_of_fold_probabilities(train, k, options, progress)
     progress(
         Examining(
             step=options.folds + 1,
@@ -320,8 +311,8 @@ def examine(
     strength, without = strength_with_and_without(train, probs, judged, suspected, options)
     return HealthReport(
         dataset=dataset.id,
-        model=model,
-        pooling=pooling,
+        model="",  # the features' backbone and pooling: data_health names them
+        pooling="",
         method=options.method,
         folds=options.folds,
         classes=classes,
@@ -340,7 +331,7 @@ def strength_with_and_without(
     what training without the flagged texts does to it (the probe's, refitted without them on
     every fold; scored on the same held-out texts); None where it cannot be said. ``train``:
     the training split's ``FeatureSplit``."""
-    hidden, labels, k = train.hidden, train.labels, probs.shape[1]
+    labels, k = train.labels, probs.shape[1]
 
     def oof_f1(found: np.ndarray) -> float | None:
         rows = np.flatnonzero(judged)
@@ -352,15 +343,7 @@ def strength_with_and_without(
 
     if not (suspected.any() and options.method in ("probe", "probe-balanced")):
         return oof_f1(probs), None
-    refit, _ = out_of_fold_probabilities(
-        hidden,
-        labels,
-        k,
-        options.folds,
-        options.method == "probe-balanced",
-        options.seed,
-        left_out=suspected,
-    )
+    refit, _ = out_of_fold_probabilities(train, k, options, left_out=suspected)
     return oof_f1(probs), oof_f1(refit)
 
 

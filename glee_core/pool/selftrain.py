@@ -17,8 +17,6 @@ from ..core.events import Note, ProgressFn
 from ..data.datasets import LongTailDataset
 from ..models.backbone import trained_pooling
 from ..models.features import Encoder, FeatureInputs, cached_features
-from ..models.scoring import get_backbone
-from ..runs.store import RunStore
 from .files import PSEUDO, append_rows
 from .pseudo import HARM, helps, pseudo_labels
 from .suggest import in_the_data, pool_features
@@ -81,21 +79,18 @@ def _with_pseudo_labels(dataset: LongTailDataset, texts, found, pooling: str):
 def self_trained(
     dataset: LongTailDataset,
     pool: pd.DataFrame,
-    model_name: str,
-    store: RunStore,
+    encoder: Encoder,
     how: str,
-    device,
     progress: ProgressFn | None = None,
 ) -> LongTailDataset:
     """``dataset`` with the pseudo-labels of ``pool`` in its training split (``how``:
     ``yes``, or ``auto``: only where cross-validation on the labelled texts says they help;
-    the dataset as it was otherwise, with a note saying why)."""
+    the dataset as it was otherwise, with a note saying why), on ``encoder``'s features (the
+    launch's backbone, its store's feature cache)."""
     progress = progress or (lambda event: None)
     if how not in ("yes", "auto"):
         return dataset
-    backbone = get_backbone(model_name)
-    pooling = trained_pooling(model_name) or "mean"
-    encoder = Encoder(backbone, device, store.features_dir)
+    pooling = trained_pooling(encoder.backbone.name) or "mean"
     inputs = FeatureInputs("plain", dataset.max_length, pooling)
     features = cached_features(dataset, encoder, inputs, progress)
     space = encoder.space("plain", dataset.max_length, dataset.template)

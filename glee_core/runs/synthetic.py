@@ -29,6 +29,9 @@ SYNTHETIC_NOTE = (
 )
 
 
+HIDDEN = 16  # a synthetic run's hidden size: its features and head are this wide
+
+
 def zipf_counts(n_classes: int, largest: int = 600, smallest: int = 3) -> dict[str, int]:
     """Training counts falling from ``largest`` to ``smallest`` along a power law, head first."""
     ranks = np.arange(1, n_classes + 1)
@@ -92,9 +95,9 @@ def _scores(dataset: DatasetRecord, skill: float, rng: np.random.Generator):
     return gold, logits, pred, metrics, rarity
 
 
-def _record(dataset: DatasetRecord, method: str, seed: int, mode: str, hidden: int) -> RunRecord:
+def _record(dataset: DatasetRecord, method: str, seed: int) -> RunRecord:
     """The record of a synthetic run (its id from what it is made of, as a real run's)."""
-    config = TrainConfig(mode=mode, seed=seed, epochs=3)
+    config = TrainConfig(mode="frozen", seed=seed, epochs=3)
     identity = {
         "synthetic": True,
         "method": method,
@@ -109,7 +112,7 @@ def _record(dataset: DatasetRecord, method: str, seed: int, mode: str, hidden: i
             name="synthetic",
             source="glee_core.runs.synthetic",
             family="bert",
-            hidden_size=hidden,
+            hidden_size=HIDDEN,
             mlm_head_pretrained=True,
         ),
         method=get_method(method),
@@ -127,16 +130,16 @@ def write_synthetic_run(
     method: str,
     seed: int,
     skill: float = 0.0,
-    mode: str = "frozen",
-    hidden: int = 16,
 ) -> Run:
-    """One finished run of ``method`` on ``dataset``. ``skill`` shifts how well it does on the
-    tail (the head is easy for every method, the tail harder the rarer the class)."""
+    """One finished quick-mode run of ``method`` on ``dataset`` (a backbone of :data:`HIDDEN`
+    units). ``skill`` shifts how well it does on the tail (the head is easy for every method,
+    the tail harder the rarer the class)."""
+    hidden = HIDDEN
     rng = np.random.default_rng(zlib.crc32(f"{dataset.id}|{method}|{seed}".encode()))
     classes, n = dataset.classes, len(dataset.classes)
     gold, logits, pred, metrics, rarity = _scores(dataset, skill, rng)
     norms = np.clip(1.0 + 0.3 * rarity * (1 - skill) + rng.normal(0, 0.03, n), 0.1, None)
-    record = _record(dataset, method, seed, mode, hidden)
+    record = _record(dataset, method, seed)
     run_id = record.run_id
     labels_rows = np.concatenate([np.flatnonzero(gold == c)[:64] for c in range(n)])
     features = rng.normal(0, 1, (len(gold), hidden)).astype(np.float32)
