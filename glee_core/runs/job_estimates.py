@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..budget.options import BudgetOptions
 from ..core.environment import core_count
 from ..data.datasets import LongTailDataset
 from ..models.config import TrainConfig
@@ -152,13 +153,14 @@ def _report_config(dataset: LongTailDataset, max_length: int | None) -> TrainCon
 
 
 def estimate_report_seconds(
-    dataset: LongTailDataset, kind: str, options, size: ModelSize, machine: Machine, passes: int
+    dataset: LongTailDataset, options, size: ModelSize, machine: Machine, passes: int
 ) -> Estimate:
-    """A data report of ``dataset`` (``kind``: ``health`` or ``budget``, ``options``: its
-    ``HealthOptions`` / ``BudgetOptions``) with the backbone of ``size``: the job's start, its
+    """A data report of ``dataset`` (``options``: a ``HealthOptions`` or a ``BudgetOptions``,
+    which says which) with the backbone of ``size``: the job's start, its
     feature pass (``passes``: 1, or 0 when the features are cached), then the health check's
     probe a fold (:data:`PROBE_SECONDS`) and cleanlab, or the budget's quick-mode head for each
     fraction and seed, each trained for the whole split's steps."""
+    kind = "budget" if isinstance(options, BudgetOptions) else "health"
     config = _report_config(dataset, options.max_length)
     n_train = len(dataset.splits["train"])
     alike = alike_records(machine.runs, size.name, "frozen", machine.device)

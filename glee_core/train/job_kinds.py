@@ -257,16 +257,12 @@ def _adapt(request: AdaptRequest, here: Here) -> Estimate:
     return settle(estimate, here.machine, "adapt")
 
 
-def _data_report(kind: str) -> Callable[[Any, Here], Estimate]:
-    def estimate(request, here: Here) -> Estimate:
-        dataset = here.data(request)
-        cached = _cached(here, dataset, request.model, request.options.max_length)
-        size = ModelSize.of(request.model)
-        return estimate_report_seconds(
-            dataset, kind, request.options, size, here.machine, 0 if cached else 1
-        )
-
-    return estimate
+def _data_report(request, here: Here) -> Estimate:
+    """A health check's or a label budget's estimate (its options say which)."""
+    dataset = here.data(request)
+    cached = _cached(here, dataset, request.model, request.options.max_length)
+    size = ModelSize.of(request.model)
+    return estimate_report_seconds(dataset, request.options, size, here.machine, 0 if cached else 1)
 
 
 def _suggest(request: SuggestRequest, here: Here) -> Estimate:
@@ -360,14 +356,14 @@ JOB_KINDS = {
             "health",
             HealthRequest,
             "The health check",
-            _data_report("health"),
+            _data_report,
             _said("the health report written (the Data page shows it)"),
         ),
         JobKind(
             "budget",
             BudgetRequest,
             "The label budget",
-            _data_report("budget"),
+            _data_report,
             _said("the label budget measured (the Data page shows it)"),
         ),
         JobKind(

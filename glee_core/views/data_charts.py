@@ -49,7 +49,6 @@ def chart_class_frequency(
     counts: Mapping[str, int],
     head: Iterable[str],
     log_scale: bool = False,
-    title: str = "Training examples per class",
     highlight: str | None = None,
     left_out: int = 0,
 ) -> alt.Chart:
@@ -57,7 +56,7 @@ def chart_class_frequency(
     named: columns up to 40 classes, rows (one per class, the chart grows) beyond. ``left_out``:
     how many classes the dataset left out for too few texts (said in the title)."""
     frame = pool_rare_classes(class_frequency_frame(counts, head), mean=["count", "share"], by=None)
-    title += _pooled_note(frame)
+    title = "Training examples per class" + _pooled_note(frame)
     if left_out:
         title += f" · {left_out} rarer class(es) left out (too few texts)"
     order = list(frame["class"])
@@ -189,13 +188,9 @@ def chart_label_budget(budget: BudgetReport, width: int = APP_WIDTH) -> alt.Char
     forecasts at 2x and 4x and the 2x band, with the smaller subsets' F1 faint behind."""
     points, curves, bands = label_budget_frames(budget)
     order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
-    color = _group_color()
-    title = (
-        f"Label budget: test F1 against a class's training texts ({budget.method}; "
-        f"target {budget.target_f1:g})"
-    )
+    color, title = _group_color(), _budget_title(budget)
     if len(order) > BUDGET_PANELS:
-        return _budget_rows(budget, points, bands, color, width, title)
+        return _budget_rows(budget, points, bands, width)
     room = 40 + FACET_GAP  # a panel's y axis and the gap
     columns = max(1, min(len(order), (width - MARGIN) // (130 + room)))
     panel_width = min(190, (width - MARGIN) // columns - room)
@@ -316,10 +311,18 @@ def _budget_row_frame(budget: BudgetReport) -> pd.DataFrame:
     )
 
 
+def _budget_title(budget: BudgetReport) -> str:
+    return (
+        f"Label budget: test F1 against a class's training texts ({budget.method}; "
+        f"target {budget.target_f1:g})"
+    )
+
+
 def _budget_rows(
-    budget: BudgetReport, points: pd.DataFrame, bands: pd.DataFrame, color, width: int, title: str
+    budget: BudgetReport, points: pd.DataFrame, bands: pd.DataFrame, width: int
 ) -> alt.Chart:
     """The label budget past :data:`BUDGET_PANELS` classes: a row a class."""
+    color, title = _group_color(), _budget_title(budget)
     order = list(dict.fromkeys(points.sort_values("rank")["panel"]))
     label = _label_width(order, ROW_LABEL_LIMIT)
     y = alt.Y(
