@@ -88,18 +88,22 @@ class _Ours:
         return None
 
 
-def _judge(
-    ours: _Ours,
-    claim: str,
-    paper: str,
-    methods: tuple[str, ...],
-    mlm: bool,
-    evidence,
-    decide,
-    undecidable=None,
-) -> Finding:
-    """``evidence()`` -> text and ``decide()`` -> bool run only when the methods were run;
-    ``undecidable()`` -> a reason when the numbers leave nothing to judge."""
+@dataclass(frozen=True)
+class _Claim:
+    """One of the paper's findings: what it says, what the paper measured, the methods it is
+    about, and whether it reads the MLM head (a backbone whose head is untrained says so)."""
+
+    text: str
+    paper: str
+    methods: tuple[str, ...]
+    mlm: bool
+
+
+def _judge(ours: _Ours, claim: _Claim, evidence, decide, undecidable=None) -> Finding:
+    """``evidence()`` -> text and ``decide()`` -> bool run only when ``claim``'s methods were
+    run; ``undecidable()`` -> a reason when the numbers leave nothing to judge."""
+    methods, mlm, paper = claim.methods, claim.mlm, claim.paper
+    claim = claim.text
     if ours.missing(*methods):
         return Finding(claim, paper, "cannot judge", ours.caveat(methods, mlm))
     why = ours.caveat(methods, mlm) or (undecidable() if undecidable else None)
@@ -137,15 +141,17 @@ def check_findings(runs: list[Run]) -> list[Finding]:
 def _prompt_beats_cls(ours: _Ours) -> Finding:
     return _judge(
         ours,
-        "Prompt-tuning beats CLS-tuning (∘ T) on macro-F1, and mostly on the tail",
-        f"paper AVG: F1 {_paper_avg(2, 'prompt', 'f1'):.1f} vs "
-        f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f}; Tail F1 "
-        f"{_paper_avg(2, 'prompt', 'tail_f1'):.1f} vs "
-        f"{_paper_avg(2, 'cls-tanh', 'tail_f1'):.1f}, "
-        f"Head F1 {_paper_avg(2, 'prompt', 'head_f1'):.1f} vs "
-        f"{_paper_avg(2, 'cls-tanh', 'head_f1'):.1f}: holds",
-        ("prompt", "cls-tanh"),
-        True,
+        _Claim(
+            "Prompt-tuning beats CLS-tuning (∘ T) on macro-F1, and mostly on the tail",
+            f"paper AVG: F1 {_paper_avg(2, 'prompt', 'f1'):.1f} vs "
+            f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f}; Tail F1 "
+            f"{_paper_avg(2, 'prompt', 'tail_f1'):.1f} vs "
+            f"{_paper_avg(2, 'cls-tanh', 'tail_f1'):.1f}, "
+            f"Head F1 {_paper_avg(2, 'prompt', 'head_f1'):.1f} vs "
+            f"{_paper_avg(2, 'cls-tanh', 'head_f1'):.1f}: holds",
+            ("prompt", "cls-tanh"),
+            True,
+        ),
         lambda: (
             f"ours: F1 {ours.f1('prompt'):.1f} vs {ours.f1('cls-tanh'):.1f}; tail gain "
             f"{ours.f1('prompt', 'tail_f1') - ours.f1('cls-tanh', 'tail_f1'):+.1f}, head "
@@ -166,13 +172,16 @@ def _remedies(ours: _Ours) -> list[Finding]:
         findings.append(
             _judge(
                 ours,
-                f"CLS-tuning w/ {name} brings small or no gain (under {SMALL_GAIN:g} F1)",
-                f"paper AVG: F1 {_paper_avg(2, remedy, 'f1'):.1f} vs "
-                f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f} (gain "
-                f"{_paper_avg(2, remedy, 'f1') - _paper_avg(2, 'cls-tanh', 'f1'):+.1f}, against "
-                f"{gap_paper:+.1f} for prompt-tuning): holds",
-                (remedy, "cls-tanh"),
-                False,
+                _Claim(
+                    f"CLS-tuning w/ {name} brings small or no gain (under {SMALL_GAIN:g} F1)",
+                    f"paper AVG: F1 {_paper_avg(2, remedy, 'f1'):.1f} vs "
+                    f"{_paper_avg(2, 'cls-tanh', 'f1'):.1f} (gain "
+                    f"{_paper_avg(2, remedy, 'f1') - _paper_avg(2, 'cls-tanh', 'f1'):+.1f}, "
+                    "against "
+                    f"{gap_paper:+.1f} for prompt-tuning): holds",
+                    (remedy, "cls-tanh"),
+                    False,
+                ),
                 lambda r=remedy: f"ours: F1 gain {ours.f1(r) - ours.f1('cls-tanh'):+.1f}",
                 lambda r=remedy: ours.f1(r) - ours.f1("cls-tanh") < SMALL_GAIN,
             )
@@ -183,12 +192,14 @@ def _remedies(ours: _Ours) -> list[Finding]:
 def _prompt_input(ours: _Ours) -> Finding:
     return _judge(
         ours,
-        f"The prompt input alone does not help: CLS ∘ R w/ prompt ≈ CLS ∘ R (within "
-        f"{SMALL_GAIN:g} F1)",
-        f"paper AVG: F1 {_paper_avg(3, 'cls-relu-prompt', 'f1'):.1f} vs "
-        f"{_paper_avg(3, 'cls-relu', 'f1'):.1f}: holds",
-        ("cls-relu-prompt", "cls-relu"),
-        False,
+        _Claim(
+            f"The prompt input alone does not help: CLS ∘ R w/ prompt ≈ CLS ∘ R (within "
+            f"{SMALL_GAIN:g} F1)",
+            f"paper AVG: F1 {_paper_avg(3, 'cls-relu-prompt', 'f1'):.1f} vs "
+            f"{_paper_avg(3, 'cls-relu', 'f1'):.1f}: holds",
+            ("cls-relu-prompt", "cls-relu"),
+            False,
+        ),
         lambda: f"ours: F1 {ours.f1('cls-relu-prompt'):.1f} vs {ours.f1('cls-relu'):.1f}",
         lambda: abs(ours.f1("cls-relu-prompt") - ours.f1("cls-relu")) < SMALL_GAIN,
     )
@@ -207,11 +218,14 @@ def _ln_closes(ours: _Ours) -> list[Finding]:
         findings.append(
             _judge(
                 ours,
-                f"CLS ∘ R {name} closes most (≥ {CLOSES_MOST:.0%}) of the F1 gap to prompt-tuning",
-                f"paper AVG: closes {paper_closed:.0%} of a {paper_gap:.1f}-point gap: "
-                + ("holds" if paper_closed >= CLOSES_MOST else "does not hold"),
-                (head, "cls-relu", "prompt"),
-                mlm,
+                _Claim(
+                    f"CLS ∘ R {name} closes most (≥ {CLOSES_MOST:.0%}) of the F1 gap to "
+                    "prompt-tuning",
+                    f"paper AVG: closes {paper_closed:.0%} of a {paper_gap:.1f}-point gap: "
+                    + ("holds" if paper_closed >= CLOSES_MOST else "does not hold"),
+                    (head, "cls-relu", "prompt"),
+                    mlm,
+                ),
                 lambda h=head: (
                     f"ours: CLS ∘ R {ours.f1('cls-relu'):.1f}, {h} {ours.f1(h):.1f}, "
                     f"prompt {ours.f1('prompt'):.1f}"
@@ -244,10 +258,7 @@ def _flatter_norms(ours: _Ours, runs: list[Run]) -> Finding:
         )
     return _judge(
         ours,
-        claim,
-        paper,
-        ("prompt", "cls-tanh"),
-        True,
+        _Claim(claim, paper, ("prompt", "cls-tanh"), True),
         lambda: (
             f"ours: slope {slopes('prompt'):+.3f} (prompt) vs {slopes('cls-tanh'):+.3f} (CLS ∘ T)"
         ),
