@@ -5,7 +5,7 @@ or template) is made literal: the Hub renders a card's Markdown and HTML."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from huggingface_hub import ModelCardData
@@ -19,7 +19,7 @@ from ..runs.record import METRIC_KEYS, METRIC_TITLES
 from ..runs.store import Run
 from .export_formats import export_format
 
-__all__ = ["PAPER_CITATION", "model_card", "note_text", "text"]  # what this module offers
+__all__ = ["Form", "PAPER_CITATION", "model_card", "note_text", "text"]  # what this module offers
 
 PAPER_CITATION = (
     'Zhang, Ren, Wang, Wu and Song, "Making Pretrained Language Models Good '
@@ -63,20 +63,26 @@ def note_text(note: str) -> str:
     )
 
 
-def model_card(
-    run: Run,
-    include_backbone: bool = False,
-    form: str = "glee",
-    kind: str = "",
-    loading: list[str] | None = None,
-    quantized: dict | None = None,
-) -> str:
-    """A Hugging Face model card for ``run`` exported in ``form`` (``kind`` and ``loading``:
-    what loads a non-glee form and how; ``quantized``: the int8 ONNX model's scores beside the
-    fp32 one's)."""
+@dataclass(frozen=True)
+class Form:
+    """The form a run was exported in, as its card tells it: its name (``glee``, or one of
+    :mod:`glee_core.serve.formats`'s), what loads it and how (``kind``, ``loading``: the lines
+    of code; a non-glee form's), and ``quantized``: the int8 ONNX model's scores beside the
+    fp32 one's."""
+
+    name: str = "glee"
+    kind: str = ""
+    loading: tuple[str, ...] = ()
+    quantized: dict | None = None
+
+
+def model_card(run: Run, include_backbone: bool = False, exported: Form = Form()) -> str:
+    """A Hugging Face model card for ``run`` exported in the ``exported`` form (the backbone's
+    weights in the folder with ``include_backbone``)."""
+    form, quantized = exported.name, exported.quantized
     record = run.record
     lines = _heading(run, form)
-    lines += _use(kind, loading) if form != "glee" else _use_glee()
+    lines += _use(exported.kind, list(exported.loading)) if form != "glee" else _use_glee()
     lines += _quantized(quantized) if quantized else []
     lines += _results(run)
     lines += _training(run, export_format(form).weights(record, include_backbone, bool(quantized)))

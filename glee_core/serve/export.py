@@ -37,7 +37,7 @@ from ..runs.record import (
     mapping,
 )
 from ..runs.store import Run, RunStore
-from .card import model_card
+from .card import Form, model_card
 from .ensemble import (
     ENSEMBLE_FILE,
     EnsembleScorer,
@@ -239,13 +239,8 @@ def _export_form(run: Run, out: Path, target: ExportFormat, quantize: str | None
     """A form with a writer of its own: its files and a card saying how to load them."""
     with staged(out) as tmp:
         lines, kind, change = target.write(run, tmp, quantize)
-        card = model_card(
-            run,
-            form=target.name,
-            kind=kind,
-            loading=[line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines],
-            quantized=change,
-        )
+        loading = tuple(line.replace(f'"{tmp.name}"', '"path/to/this/folder"') for line in lines)
+        card = model_card(run, exported=Form(target.name, kind, loading, change))
         (tmp / "README.md").write_text(card, encoding="utf-8")
     return out
 
