@@ -38,7 +38,7 @@ from ..core.files import folder_bytes, size_text, write_atomic
 from ..runs.rates import Estimate
 from ..runs.store import RunStore
 from ..train.job_kinds import kind_of
-from ..train.jobs import Job, launch, list_jobs, running_job
+from ..train.jobs import Job, Visitor, launch, list_jobs, running_job
 from .policy import LimitReached, Policy
 
 __all__ = [  # what this module offers
@@ -448,7 +448,7 @@ def launch_in_workspace(
             estimate.seconds,
             sum(job.record.estimate.seconds for job in mine if job.record.estimate),
         )
-        return launch(own.store, request, label, estimate, env, visitor)
+        return launch(own.store, request, label, estimate, Visitor(visitor, env))
 
 
 def expire(

@@ -40,6 +40,7 @@ __all__ = [  # what this module offers
     "Job",
     "JobRecord",
     "LOG_LINES",
+    "Visitor",
     "broken_jobs",
     "launch",
     "list_jobs",
@@ -268,20 +269,29 @@ def _job_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
+@dataclass(frozen=True)
+class Visitor:
+    """Who launched a job in public mode (hashed: the per-visitor limits count it) and the
+    limits its process works within (variables added to its environment: its workspace's quota,
+    its slot, its minutes)."""
+
+    id: str
+    env: dict[str, str] = field(default_factory=dict)
+
+
 def launch(
     store: RunStore,
     request,
     label: str = "",
     estimate: Estimate | None = None,
-    env: dict[str, str] | None = None,
-    visitor: str | None = None,
+    visitor: Visitor | None = None,
 ) -> Job:
     """Start ``request``'s kind of work (:func:`~glee_core.train.job_kinds.kind_of`) on ``store``
     in the background: ``python -m glee_core <kind> --request FILE``. ``estimate``: its estimated
-    time, kept in the job's record for the session's limit and its bar's time left; ``env``:
-    variables to add to its environment; ``visitor``: who launched it (public mode's per-visitor
-    limits count it). The same request already running in ``store`` is not started again: its
-    job comes back with :attr:`Job.attached` set (two tabs asking for the same report at once)."""
+    time, kept in the job's record for the session's limit and its bar's time left; ``visitor``:
+    who launched it in public mode, and within what. The same request already running in
+    ``store`` is not started again: its job comes back with :attr:`Job.attached` set (two tabs
+    asking for the same report at once)."""
     kind = kind_of(request)
     folder = store.jobs_dir
     folder.mkdir(parents=True, exist_ok=True)
@@ -319,7 +329,7 @@ def launch(
                     **os.environ,
                     "PYTHONUNBUFFERED": "1",
                     "GLEE_JOB_NICE": str(job_nice()),  # its own priority, for its children
-                    **(env or {}),
+                    **(visitor.env if visitor else {}),
                 },
             )
         started(process, nice)
@@ -333,7 +343,7 @@ def launch(
             pid_start=process_start(process.pid),
             argv=argv,
             estimate=estimate,
-            visitor=visitor,
+            visitor=visitor.id if visitor else None,
         )
         write_json_atomic(job.path, record.to_dict())
     return job
