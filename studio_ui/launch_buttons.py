@@ -17,13 +17,13 @@ from .choice import current_choice, current_model
 from .estimates import estimate_of, trainable_parameters
 from .jobs import launch as launch_job
 from .jobs import launch_here, running_step
-from .launches import Launch
+from .launches import LaunchForm
 from .navigation import label_words_button
 from .stores import dataset_runs
 from .text import md
 
 
-def estimate_words(launch: Launch, dataset, device: str) -> None:
+def estimate_words(launch: LaunchForm, dataset, device: str) -> None:
     """The launch's estimate in words: its time and basis, or that its runs are stored (and what
     it still does with them), with a warning where a CPU would take long."""
     estimate = launch.estimate
@@ -59,7 +59,7 @@ def estimate_words(launch: Launch, dataset, device: str) -> None:
         st.info(message)
 
 
-def launch_button(launch: Launch, dataset) -> None:
+def launch_button(launch: LaunchForm, dataset) -> None:
     """Launch: the request as a job (none on a read-only deployment); the jobs panel shows it."""
     if policy().read_only:
         st.info("Training is switched off on this deployment (read-only): browse the shipped runs.")

@@ -40,7 +40,7 @@ SWITCH_FIELDS = ("min_steps", "head_lr", "layer_decay", "self_distill", "supcon"
 
 
 @dataclass
-class Launch:
+class LaunchForm:
     """What the form made: the request (None while the form is incomplete or refused), its
     estimate, and the words the Launch button's job is titled with."""
 
@@ -50,7 +50,7 @@ class Launch:
     frozen: bool
 
 
-def launch_form(dataset) -> Launch:
+def launch_form(dataset) -> LaunchForm:
     """The launch's form, drawn: every choice a :class:`TrainRequest` holds, with what each
     trains; errors said where a choice is refused."""
     unread, why = label_word_heads_left_out(dataset)
@@ -134,7 +134,7 @@ def launch_form(dataset) -> Launch:
         f"{'' if frozen else f', {recipe} recipe'})"
         f"{f' on {executor.executor}' if executor.remote else ''}"
     )
-    return Launch(request, estimate, label, frozen)
+    return LaunchForm(request, estimate, label, frozen)
 
 
 def _mode_input() -> str:
