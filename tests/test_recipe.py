@@ -236,11 +236,11 @@ def test_the_search_keeps_the_better_rate_and_continues_it(bert, toy_dataset):
     )
     (round_,) = result.tuning.lr_search  # two candidates: one round
     kept = result.tuning.lr
-    assert set(round_["dev"]) == {"1e-05", "0.01"} and round_["kept"] == [f"{kept:g}"]
-    assert round_["dev"][f"{kept:g}"] == max(round_["dev"].values())
+    assert set(round_.dev) == {"1e-05", "0.01"} and round_.kept == [f"{kept:g}"]
+    assert round_.dev[f"{kept:g}"] == max(round_.dev.values())
     # the kept trial went on from where its round ended: one history, every epoch
     assert [r["epoch"] for r in result.history] == list(range(1, 5))
-    assert result.metrics.best_dev_f1 >= round_["dev"][f"{kept:g}"]
+    assert result.metrics.best_dev_f1 >= round_.dev[f"{kept:g}"]
 
 
 def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
@@ -251,8 +251,8 @@ def test_the_search_halves_an_odd_number_of_candidates(bert, toy_dataset):
         search_config(lr_candidates="1e-5,1e-3,1e-2", epochs=3),
     )
     first, second = result.tuning.lr_search
-    assert len(first["dev"]) == 3 and len(first["kept"]) == 2
-    assert set(second["dev"]) == set(first["kept"]) and second["kept"] == [f"{result.tuning.lr:g}"]
+    assert len(first.dev) == 3 and len(first.kept) == 2
+    assert set(second.dev) == set(first.kept) and second.kept == [f"{result.tuning.lr:g}"]
 
 
 def test_the_search_never_reads_the_test_labels(bert, toy_dataset):

@@ -23,7 +23,7 @@ from glee_core.core.progress import fold
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.models.search import SURE, SearchLog, halve, sureness
+from glee_core.models.search import SURE, Cut, Round, SearchLog, halve, sureness
 from glee_core.runs.estimate import Workload, estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch
@@ -77,14 +77,14 @@ def test_a_stopped_search_resumes_after_its_last_round_with_the_same_result(
 ):
     whole = train(toy_dataset, bert)
     rounds = whole.tuning.lr_search
-    assert len(rounds) == 2 and [len(r["dev"]) for r in rounds] == [4, 2]
+    assert len(rounds) == 2 and [len(r.dev) for r in rounds] == [4, 2]
     # a launch stopped after round 1 left this behind
     log = SearchLog(tmp_path, "run-a")
     grid = [f"{lr:g}" for lr in SEARCH.lr_grid]
     log.write(grid, rounds[:1])
     trials.clear()
     resumed = train(toy_dataset, bert, log)
-    assert sorted(trials) == sorted(float(lr) for lr in rounds[0]["kept"])  # not the dropped
+    assert sorted(trials) == sorted(float(lr) for lr in rounds[0].kept)  # not the dropped
     assert resumed.tuning.lr_search == rounds and resumed.tuning.lr == whole.tuning.lr
     np.testing.assert_allclose(resumed.logits, whole.logits, rtol=1e-5, atol=1e-6)
     # stopped after the search had ended: the chosen rate alone, the same model
@@ -105,25 +105,28 @@ def test_each_cut_of_the_search_says_how_sure_dev_is_and_a_close_call_is_noted(b
     result = train(toy_dataset, bert, events=events)
     rounds = result.tuning.lr_search
     for r in rounds:
-        cut = r["sure"]
-        assert cut["kept"] in r["kept"] and cut["over"] in r["dev"]
-        assert cut["over"] not in r["kept"] and 0 <= cut["share"] <= 1
+        cut = r.sure
+        assert cut.kept in r.kept and cut.over in r.dev
+        assert cut.over not in r.kept and 0 <= cut.share <= 1
     chosen = [e.message for e in events if isinstance(e, Note) and "chosen on dev" in e.message]
     assert "how sure the search was" in chosen[0]
-    assert f"round 2 kept {rounds[1]['kept'][0]} over {rounds[1]['sure']['over']}" in chosen[0]
-    close = any(r["sure"]["share"] < SURE for r in rounds)
+    assert f"round 2 kept {rounds[1].kept[0]} over {rounds[1].sure.over}" in chosen[0]
+    close = any(r.sure.share < SURE for r in rounds)
     assert any("how sure the search was" in note for note in result.notes) == close
 
 
 def test_the_words_for_how_sure_a_search_was():
     def cut(number, kept, over, share):
-        return {"round": number, "sure": {"kept": kept, "over": over, "share": share}}
+        return Round([kept], number, sure=Cut(kept, over, share))
 
     clear = sureness([cut(1, "2e-05", "0.0002", 0.97), cut(2, "2e-05", "5e-05", 0.95)])
     assert clear[1] is False and "round 1 kept 2e-05 over 0.0002 on 97%" in clear[0]
     close = sureness([cut(1, "5e-05", "0.0001", 0.58), cut(2, "2e-05", "5e-05", 0.97)])
     assert close[1] is True and "dev cannot tell the two apart" in close[0]
-    assert sureness([{"round": 1, "kept": ["a"]}]) is None  # a log from before it was kept
+    assert sureness([Round(["a"], 1)]) is None  # a log from before it was kept
+    # a record's round reads back as it was written, a cut that is not one kept and not believed
+    old = {"round": 1, "kept": ["a"], "sure": {"kept": "a", "over": "b", "share": 2}}
+    assert Round.from_dict(old).to_dict() == old and Round.from_dict(old).sure is None
 
 
 def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path, trials):
@@ -254,7 +257,7 @@ def test_a_killed_fine_tune_resumes_its_search_where_it_stopped(tiny_bert, toy_c
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert f"resumes after round 1 of 2: {', '.join(kept)}" in finished.stderr
     [run] = RunStore(runs).runs()
-    assert [len(r["dev"]) for r in run.record.tuning.lr_search] == [4, 2]
+    assert [len(r.dev) for r in run.record.tuning.lr_search] == [4, 2]
     assert not list(logs.glob("*-s1-*.json"))  # the run's own log goes; the shared rate stays
     assert json.loads(next(logs.glob("shared-*.json")).read_text())["run_id"] == run.run_id
 
@@ -319,8 +322,8 @@ def test_a_trial_that_comes_trained_is_ranked_where_it_stood_and_trains_only_whe
         lambda *a: None,
         lambda event: None,
     )
-    assert rounds[0]["dev"] == {"a": 0.5, "b": 0.6, "c": 0.4}  # where each stood at round 1
-    assert rounds[0]["kept"] == ["b", "a"] and rounds[1]["kept"] == ["a"]
+    assert rounds[0].dev == {"a": 0.5, "b": 0.6, "c": 0.4}  # where each stood at round 1
+    assert rounds[0].kept == ["b", "a"] and rounds[1].kept == ["a"]
     assert winner is ahead and ahead.trained_here == 0  # never trained again
     assert (second.trained_here, third.trained_here) == (2, 1)
     assert steps == 20 + 10  # the dropped trials' steps: second's two rounds, third's one
@@ -355,12 +358,12 @@ def test_the_best_of_several_heads_races_and_is_what_it_would_be_alone(
     )
     [winner] = runs
     race = winner.record.tuning.race
-    assert [len(r["dev"]) for r in race] == [3, 2] and race[-1]["kept"] == [winner.method]
+    assert [len(r.dev) for r in race] == [3, 2] and race[-1].kept == [winner.method]
     # each cut says how sure dev was, in the race's note too; a close call stays with the run
-    assert race[-1]["sure"]["kept"] == winner.method and 0 <= race[-1]["sure"]["share"] <= 1
+    assert race[-1].sure.kept == winner.method and 0 <= race[-1].sure.share <= 1
     won = next(e.message for e in events if isinstance(e, Note) and "won the race" in e.message)
     assert "how sure the race was" in won
-    close = any(r["sure"]["share"] < SURE for r in race)
+    close = any(r.sure.share < SURE for r in race)
     assert any("how sure the race was" in n for n in winner.record.notes) == close
     assert winner.record.tuning.lr_search  # the rate's search, on the first head
     assert winner.record.tuning.lr_from != winner.run_id

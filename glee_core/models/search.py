@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -71,18 +71,85 @@ SEARCH_SHARE = 0.1  # one round of the learning-rate search: this share of the p
 SURE = 0.9  # a cut kept on fewer of dev's bootstrap resamples than this, dev cannot call
 
 
-def sureness(rounds: list[dict], what: str = "search") -> tuple[str, bool] | None:
+@dataclass(frozen=True)
+class Cut:
+    """How sure a round's cut was: the one kept last (``kept``) over the best one dropped
+    (``over``), on ``share`` of dev's bootstrap resamples."""
+
+    kept: str
+    over: str
+    share: float
+
+
+@dataclass
+class Round:
+    """One round of successive halving, as a search log and a run's record keep it: its
+    ``number``, the dev ``evaluations`` each trial trained for it, every trial's ``dev`` score at
+    its point, the names ``kept``, the optimizer steps of those dropped and how sure the cut was
+    (``sure``). What a log of before lacks is None; a key of another release is kept as read
+    (``other``) and written back."""
+
+    kept: list[str]
+    number: int | None = None
+    evaluations: int | None = None
+    dev: dict[str, float] | None = None
+    dropped_steps: int | None = None
+    sure: Cut | None = None
+    other: dict = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        """The optimizer steps of the trials this round dropped (0 where a log did not say)."""
+        return self.dropped_steps or 0
+
+    def to_dict(self) -> dict:
+        """The round as it is written: the keys it always had, in their order."""
+        values = {
+            "round": self.number,
+            "evaluations": self.evaluations,
+            "dev": self.dev,
+            "kept": self.kept,
+            "dropped_steps": self.dropped_steps,
+            "sure": asdict(self.sure) if self.sure is not None else None,
+        }
+        return {**{k: v for k, v in values.items() if v is not None}, **self.other}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Round:
+        """A round as written (a search log's are checked first: :func:`_log_problem`); a
+        ``sure`` that is not a cut is kept as read and not believed."""
+        known = ("round", "evaluations", "dev", "kept", "dropped_steps", "sure")
+        other = {k: v for k, v in values.items() if k not in known}
+        sure = values.get("sure")
+        if sure is not None and _cut_problem(values) is not None:
+            other["sure"], sure = sure, None
+        return cls(
+            kept=list(values.get("kept") or []),
+            number=values.get("round"),
+            evaluations=values.get("evaluations"),
+            dev=values.get("dev"),
+            dropped_steps=values.get("dropped_steps"),
+            sure=Cut(sure["kept"], sure["over"], sure["share"]) if sure is not None else None,
+            other=other,
+        )
+
+
+def rounds_of(values: list) -> list[Round]:
+    """Rounds as written (a log's, a record's) read back."""
+    return [Round.from_dict(r) for r in values]
+
+
+def sureness(rounds: list[Round], what: str = "search") -> tuple[str, bool] | None:
     """How sure a search's (or a race's: ``what``) cuts were, in words (each round: the one
     kept last over the best one dropped, on what share of dev's bootstrap resamples), and
     whether any is below :data:`SURE`; None where no round recorded it (a log from before)."""
-    cuts = [(r.get("round"), r["sure"]) for r in rounds if _cut_problem(r) is None and "sure" in r]
+    cuts = [(r.number, r.sure) for r in rounds if r.sure is not None]
     if not cuts:
         return None
     words = "; ".join(
-        f"round {number} kept {cut['kept']} over {cut['over']} on {cut['share']:.0%}"
-        for number, cut in cuts
+        f"round {number} kept {cut.kept} over {cut.over} on {cut.share:.0%}" for number, cut in cuts
     )
-    close = any(cut["share"] < SURE for _, cut in cuts)
+    close = any(cut.share < SURE for _, cut in cuts)
     text = (
         f"how sure the {what} was (the share of {RESAMPLES:,} bootstrap resamples of dev where "
         f"the one kept scored above the one dropped, at that round's point): {words}"
@@ -158,7 +225,9 @@ class SearchLog:
         except (OSError, ValueError) as exc:
             return self._set_aside(path, f"not JSON ({exc})")
         problem = _log_problem(values, shared=name.startswith("shared-"))
-        return self._set_aside(path, problem) if problem else values
+        if problem:
+            return self._set_aside(path, problem)
+        return {**values, "rounds": rounds_of(values["rounds"])}
 
     def _set_aside(self, path: Path, problem: str) -> None:
         aside = path.with_name(f"{path.name}.damaged")
@@ -178,14 +247,14 @@ class SearchLog:
 
     def resumed(self, grid: list[str]) -> dict | None:
         """This search so far, if it had the same candidates (``grid``: their names, rates as
-        ``f"{lr:g}"``): ``rounds`` and, once it ended, ``chosen``."""
+        ``f"{lr:g}"``): its ``rounds`` (:class:`Round`) and, once it ended, ``chosen``."""
         found = self._read(self.run_id)
         if found is None or found.get("grid") != list(grid):
             return None
         return found
 
-    def write(self, grid: list[str], rounds: list[dict], chosen: str | None = None) -> None:
-        values = {"grid": list(grid), "rounds": rounds, "chosen": chosen}
+    def write(self, grid: list[str], rounds: list[Round], chosen: str | None = None) -> None:
+        values = {"grid": list(grid), "rounds": [r.to_dict() for r in rounds], "chosen": chosen}
         write_json_atomic(self.folder / f"{self.run_id}.json", values)
         if chosen is not None and self.shared_name:
             write_json_atomic(
@@ -275,7 +344,7 @@ class Searched:
     chose the rate when another run's did."""
 
     winner: Trial
-    rounds: list[dict] = field(default_factory=list)
+    rounds: list[Round] = field(default_factory=list)
     spent_steps: int = 0
     spent_eval: float = 0.0
     shared_from: str | None = None
@@ -351,10 +420,10 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
         return Searched(
             setup.new_trial(rate, work),
             rounds,
-            spent_steps=sum(r.get("dropped_steps", 0) for r in rounds),
+            spent_steps=sum(r.steps for r in rounds),
         )
-    alive = [float(lr) for lr in rounds[-1]["kept"]] if rounds else list(grid)
-    spent_steps = sum(r.get("dropped_steps", 0) for r in rounds)
+    alive = [float(lr) for lr in rounds[-1].kept] if rounds else list(grid)
+    spent_steps = sum(r.steps for r in rounds)
     work.total = work.total or planned_steps(setup, len(grid), spent_steps)
     trials = [setup.new_trial(lr, work) for lr in grid if lr in alive]
     labels = [f"{t.lr:g}" for t in trials]
@@ -367,7 +436,7 @@ def choose_rate(setup: Setup, log: SearchLog | None, work: Work) -> Searched:
             )
         )
 
-    def record(done: list[dict], left: list[str]) -> None:
+    def record(done: list[Round], left: list[str]) -> None:
         if log is not None:
             log.write([f"{lr:g}" for lr in grid], done, left[0] if len(left) == 1 else None)
 
@@ -399,7 +468,7 @@ def halve(
     labels: list[str],
     per_round: int,
     schedule: list[int],
-    rounds: list[dict],
+    rounds: list[Round],
     record,
     event,
     progress: ProgressFn,
@@ -441,24 +510,18 @@ def halve(
         spent_steps += steps
         spent_eval += sum(r["eval_seconds"] for t in dropped for r in t.selection.history)
         rounds.append(
-            {
-                "round": number,
-                "evaluations": per_round,
-                "dev": {names[id(t)]: round(at[id(t)][0], 5) for t in trials},
-                "kept": [names[id(t)] for t in ranked[:keep]],
-                "dropped_steps": steps,
-                **(
-                    {
-                        "sure": {
-                            "kept": names[id(last)],
-                            "over": names[id(first_out)],
-                            "share": round(share, 3),
-                        }
-                    }
+            Round(
+                kept=[names[id(t)] for t in ranked[:keep]],
+                number=number,
+                evaluations=per_round,
+                dev={names[id(t)]: round(at[id(t)][0], 5) for t in trials},
+                dropped_steps=steps,
+                sure=(
+                    Cut(names[id(last)], names[id(first_out)], round(share, 3))
                     if share is not None
-                    else {}
+                    else None
                 ),
-            }
+            )
         )
         trials = ranked[:keep]
         record(rounds, [names[id(t)] for t in trials])

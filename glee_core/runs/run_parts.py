@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from ..models.search import Round, rounds_of
 from .json_values import RecordError, described, integer, number
 
 __all__ = ["Timing", "Tuning"]
@@ -98,11 +99,31 @@ class Tuning(_Part):
     what it trained (``trainable_parameters``, LoRA's ``adapted_modules``)."""
 
     lr: float | None = None
-    lr_search: list | None = None
+    lr_search: list[Round] | None = None
     lr_from: str | None = None
-    race: list | None = None
+    race: list[Round] | None = None
     lp_ft_from: str | None = None
     kept: str | None = None
     trainable_parameters: int | None = None
     adapted_modules: list | None = None
     other: dict = field(default_factory=dict)
+
+    ROUNDS = ("lr_search", "race")  # lists of search rounds (models.search.Round)
+
+    def to_dict(self) -> dict:
+        values = super().to_dict()
+        for name in self.ROUNDS:
+            if name in values:
+                values[name] = [r.to_dict() for r in values[name]]
+        return values
+
+    @classmethod
+    def from_dict(cls, values, where: str):
+        tuning = super().from_dict(values, where)
+        for name in cls.ROUNDS:
+            rounds = getattr(tuning, name)
+            if rounds is not None:
+                if not all(isinstance(r, dict) for r in rounds):
+                    raise RecordError(f"{where}.{name} is not a list of rounds")
+                setattr(tuning, name, rounds_of(rounds))
+        return tuning

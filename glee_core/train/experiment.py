@@ -27,6 +27,7 @@ from ..core.events import (
 )
 from ..models.scoring import get_backbone
 from ..models.search import (
+    Round,
     Searched,
     SearchLog,
     Work,
@@ -201,7 +202,7 @@ class Runner:
             for note in log.take_notes():  # a damaged race log, set aside: the race starts anew
                 self.progress(Note(message=note))
             rounds = list(before["rounds"]) if before else []
-            alive = rounds[-1]["kept"] if rounds else labels
+            alive = rounds[-1].kept if rounds else labels
             per_round, schedule = search_schedule(len(jobs), setups[0].evaluations)
             rate_log = self.search_log(
                 replace(first, config=replace(first.config, lr_search="once"))
@@ -211,7 +212,7 @@ class Runner:
             work = Work(
                 total=(search_steps(setups[0]) if searching else 0)
                 + planned_steps(setups[0], len(jobs))
-                - sum(r.get("dropped_steps", 0) for r in rounds)
+                - sum(r.steps for r in rounds)
             )
             rate, rate_from, rate_rounds, rate_steps, searched_trial = self.race_rate(
                 setups[0], first, rate_log, work
@@ -271,7 +272,7 @@ class Runner:
         return Run(self.store.path(job.run_id))
 
     def _winner(
-        self, jobs: list[PlannedRun], head: str, result, starts: list, rounds: list
+        self, jobs: list[PlannedRun], head: str, result, starts: list, rounds: list[Round]
     ) -> PlannedRun:
         """The race's winning run (``head``'s), its result told where its rate and LP-FT stage
         came from and the race's rounds, and how sure dev was of it (a close call is kept with

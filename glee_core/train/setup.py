@@ -24,7 +24,7 @@ from ..models.heads import head_of
 from ..models.methods import MethodSpec
 from ..models.model import GleeModel, build_model
 from ..models.scoring import Split
-from ..models.search import SearchLog, Work
+from ..models.search import Round, SearchLog, Work
 from ..runs.record import MetricsRecord
 from ..runs.run_parts import Timing, Tuning
 from .loop import DevSelection, Trial
@@ -201,7 +201,7 @@ class Fitted:
     history: list[dict]  # the kept trial's dev evaluations
     epochs_run: int
     lr: float | None  # the rate the kept weights trained at (None: closed form)
-    search: list[dict]  # the learning-rate search's rounds (empty without one)
+    search: list[Round]  # the learning-rate search's rounds (empty without one)
     steps: int  # optimizer steps of every trial
     seconds: float  # wall time of training, search and dev scoring included
     eval_seconds: float  # of that, dev scoring
