@@ -490,7 +490,7 @@ def test_a_damaged_search_log_is_set_aside_not_trained_on(tmp_path, values, why)
     """RS5a / RS5b / RS5d: a search, race or shared-rate log with wrong types (a rate, a round,
     how sure a round's cut was) ended every relaunch in a traceback; a logged rate of nan, -5 or
     1e9 was trained on without a word."""
-    from glee_core.models.search import SearchLog
+    from glee_core.models.search_log import SearchLog
 
     log = SearchLog(tmp_path, "run-1", shared="key")
     for name in ("run-1", "shared-key"):

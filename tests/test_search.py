@@ -23,7 +23,8 @@ from glee_core.core.progress import fold
 from glee_core.models.backbone import load_backbone
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.models.search import SURE, Cut, Round, SearchLog, halve, sureness
+from glee_core.models.search import halve
+from glee_core.models.search_log import SURE, Cut, Round, SearchLog, sureness
 from glee_core.runs.estimate import Workload, estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from ..models.search import Round, rounds_of
+from ..models.search_log import Round, rounds_of
 from .json_values import RecordError, described, integer, number
 
 __all__ = ["Timing", "Tuning"]
@@ -108,7 +108,7 @@ class Tuning(_Part):
     adapted_modules: list | None = None
     other: dict = field(default_factory=dict)
 
-    ROUNDS = ("lr_search", "race")  # lists of search rounds (models.search.Round)
+    ROUNDS = ("lr_search", "race")  # lists of search rounds (models.search_log.Round)
 
     def to_dict(self) -> dict:
         values = super().to_dict()

@@ -17,7 +17,7 @@ from ..data.splits import SPLIT_SEED
 from ..models.losses import eta_normalise
 from ..models.model import GleeModel
 from ..models.scoring import Scoring, Split, predict
-from ..models.search import sureness
+from ..models.search_log import sureness
 from ..runs.metrics import classification_metrics, shot_f1
 from ..runs.record import MetricsRecord
 from ..runs.run_parts import Timing, Tuning

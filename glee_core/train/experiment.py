@@ -27,9 +27,7 @@ from ..core.events import (
 )
 from ..models.scoring import get_backbone
 from ..models.search import (
-    Round,
     Searched,
-    SearchLog,
     Work,
     choose_rate,
     halve,
@@ -37,8 +35,8 @@ from ..models.search import (
     search_schedule,
     search_steps,
     steps_per_evaluation,
-    sureness,
 )
+from ..models.search_log import Round, SearchLog, sureness
 from ..runs.store import Run
 from .evaluation import evaluate
 from .jobs import running_summary

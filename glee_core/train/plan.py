@@ -26,7 +26,7 @@ from ..models.backbone import Backbone, model_fingerprint, trained_pooling
 from ..models.config import TrainConfig
 from ..models.features import FeatureInputs, missing_share
 from ..models.methods import MethodSpec
-from ..models.search import SearchLog, shared_key
+from ..models.search_log import SearchLog, shared_key
 from ..runs.notes import untrained_head_note
 from ..runs.record import DatasetRecord, ModelRecord, RunRecord
 from ..runs.store import Run, RunStore, make_run_id

@@ -24,7 +24,8 @@ from ..models.heads import head_of
 from ..models.methods import MethodSpec
 from ..models.model import GleeModel, build_model
 from ..models.scoring import Split
-from ..models.search import Round, SearchLog, Work
+from ..models.search import Work
+from ..models.search_log import Round, SearchLog
 from ..runs.record import MetricsRecord
 from ..runs.run_parts import Timing, Tuning
 from .loop import DevSelection, Trial

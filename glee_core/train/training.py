@@ -45,7 +45,8 @@ from ..models.features import Encoder, FeatureInputs, cached_features, limited_s
 from ..models.heads import head_of
 from ..models.methods import MethodSpec
 from ..models.scoring import Split
-from ..models.search import Searched, SearchLog, Work, choose_rate
+from ..models.search import Searched, Work, choose_rate
+from ..models.search_log import SearchLog
 from .evaluation import evaluate
 from .loop import DevSelection, Pack, RngStream, Trial
 from .setup import Fitted, RunResult, Setup, TrainingContext
