@@ -242,17 +242,16 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(
     events = []
     methods = [get_method(m) for m in PACK + ("probe",)]
     config = TrainConfig(epochs=2, batch_size=16, mode="frozen", pooling="cls", choose_by="dev")
-    runs = run_launch(
-        Launch(
-            toy_dataset,
-            methods,
-            [1, 2],
-            str(tiny_bert),
-            config,
-            RunStore(runs_dir),
-            progress=events.append,
+
+    def compare():  # the same launch, as a second click makes it
+        store = RunStore(runs_dir)
+        return run_launch(
+            Launch(
+                toy_dataset, methods, [1, 2], str(tiny_bert), config, store, progress=events.append
+            )
         )
-    )
+
+    runs = compare()
     started = [e for e in events if isinstance(e, RunStarted)]
     assert [e.together for e in started] == [8, 1, 1]  # the pack, then the closed-form probes
     assert fold(started[:1]).describe() == "runs 1-8/10: 8 heads trained together"
@@ -270,17 +269,7 @@ def test_a_quick_compare_trains_its_heads_in_one_pack_and_stores_each(
     assert [r.record.method.id for r in runs] == [m.id for m in methods for _ in (1, 2)]
     assert all(r.metrics is not None for r in runs)
     events.clear()
-    again = run_launch(
-        Launch(
-            toy_dataset,
-            methods,
-            [1, 2],
-            str(tiny_bert),
-            config,
-            RunStore(runs_dir),
-            progress=events.append,
-        )
-    )
+    again = compare()
     assert [r.run_id for r in again] == [r.run_id for r in runs]
     assert all(e.cached for e in events if isinstance(e, RunStarted))  # nothing trains again
     events.clear()

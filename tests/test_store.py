@@ -21,17 +21,22 @@ CONFIG = TrainConfig(epochs=2, batch_size=16, lr=3e-3, recipe="paper")
 def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_dataset, runs_dir):
     store = RunStore(runs_dir)
     events = []
-    first = run_launch(
-        Launch(
-            toy_dataset,
-            [get_method("prompt")],
-            [1],
-            str(tiny_bert),
-            CONFIG,
-            store,
-            progress=events.append,
+
+    def launch():  # the same launch each time, as a second click makes it
+        return run_launch(
+            Launch(
+                toy_dataset,
+                [get_method("prompt")],
+                [1],
+                str(tiny_bert),
+                CONFIG,
+                store,
+                False,
+                events.append,
+            )
         )
-    )
+
+    first = launch()
     assert [e.cached for e in events if e.stage == "run"] == [False]
     run = first[0]
     for name in (
@@ -48,17 +53,7 @@ def test_a_repeated_configuration_is_served_from_the_store(tiny_bert, toy_datase
     stamp = (run.path / "metrics.json").stat().st_mtime_ns
 
     events.clear()
-    again = run_launch(
-        Launch(
-            toy_dataset,
-            [get_method("prompt")],
-            [1],
-            str(tiny_bert),
-            CONFIG,
-            store,
-            progress=events.append,
-        )
-    )
+    again = launch()
     assert again[0].run_id == run.run_id
     assert [e.cached for e in events if e.stage == "run"] == [True]
     assert not [e for e in events if e.stage == "train"]  # nothing trained
