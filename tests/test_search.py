@@ -128,6 +128,8 @@ def test_the_words_for_how_sure_a_search_was():
     # a record's round reads back as it was written, a cut that is not one kept and not believed
     old = {"round": 1, "kept": ["a"], "sure": {"kept": "a", "over": "b", "share": 2}}
     assert Round.from_dict(old).to_dict() == old and Round.from_dict(old).sure is None
+    damaged = {"round": 2, "kept": "0.01"}  # not a list of names: kept as read, none believed
+    assert Round.from_dict(damaged).to_dict() == damaged and Round.from_dict(damaged).kept == []
 
 
 def test_a_rate_searched_once_serves_the_next_heads(bert, toy_dataset, tmp_path, trials):

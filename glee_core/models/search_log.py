@@ -78,11 +78,13 @@ class Round:
         ``sure`` that is not a cut is kept as read and not believed."""
         known = ("round", "evaluations", "dev", "kept", "dropped_steps", "sure")
         other = {k: v for k, v in values.items() if k not in known}
-        sure = values.get("sure")
+        sure, kept = values.get("sure"), values.get("kept")
         if sure is not None and _cut_problem(values) is not None:
             other["sure"], sure = sure, None
+        if not isinstance(kept, list):  # a damaged record's: written back as it was read
+            other["kept"], kept = kept, []
         return cls(
-            kept=list(values.get("kept") or []),
+            kept=list(kept),
             number=values.get("round"),
             evaluations=values.get("evaluations"),
             dev=values.get("dev"),
