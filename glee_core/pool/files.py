@@ -114,6 +114,12 @@ def pool_size(path: str | os.PathLike) -> PoolSize:
     return PoolSize(max(lines - (path.suffix.lower() != ".txt"), 0), len(data))
 
 
+def _label_column(read: pd.DataFrame):
+    """The first column of a suggestions file named as a label column is
+    (:data:`~glee_core.data.csvfile.LABEL_COLUMN_NAMES`), or None."""
+    return next((c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES), None)
+
+
 def _filled_rows(path: str | os.PathLike) -> pd.DataFrame | None:
     """The rows of a suggestions file (``suggest``'s CSV) whose label is filled in; None for a
     file that is not one (no label column, unreadable)."""
@@ -121,7 +127,7 @@ def _filled_rows(path: str | os.PathLike) -> pd.DataFrame | None:
         read, _, _ = read_texts_csv(Path(path).expanduser())
     except (GleeError, OSError):
         return None
-    label = next((c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES), None)
+    label = _label_column(read)
     if label is None:
         return None
     return read[read[label].astype(str).str.strip() != ""]
@@ -156,9 +162,7 @@ def read_labelled_texts(
     if not path.is_file():
         raise GleeError(f"labelled file not found: {path}")
     read, column, _ = read_texts_csv(path)
-    label_column = next(
-        (c for c in read.columns if str(c).strip().lower() in LABEL_COLUMN_NAMES), None
-    )
+    label_column = _label_column(read)
     if label_column is None:
         raise GleeError(
             f"{source}: no label column; fill the 'label' column of suggest's CSV "
