@@ -195,17 +195,18 @@ class Columns:
     label: str | None = None
     text_b: str | None = None
 
+    def __post_init__(self):  # an empty name (a form's blank box): none given
+        for name in ("text", "label", "text_b"):
+            object.__setattr__(self, name, getattr(self, name) or None)
+
     def options(self) -> dict[str, str | None]:
         """As the command line's options and an upload's record name them."""
         return {"text_column": self.text, "label_column": self.label, "text_b_column": self.text_b}
 
     @classmethod
     def from_options(cls, values: dict) -> Columns:
-        """Read back :meth:`options` (an empty name: none given)."""
-        named = [
-            values.get(key) or None for key in ("text_column", "label_column", "text_b_column")
-        ]
-        return cls(*named)
+        """Read back :meth:`options`."""
+        return cls(*(values.get(key) for key in ("text_column", "label_column", "text_b_column")))
 
 
 def find_column(columns: list[str], candidates: tuple[str, ...]) -> str | None:

@@ -92,7 +92,6 @@ def save_upload(
     target = folder / safe_upload_name(filename, data)
     if not _inside(folder, target):  # cannot happen with safe_upload_name; belt and braces
         raise GleeError(f"refusing upload name {filename!r}")
-    columns = Columns.from_options(columns.options())  # an empty name: none given
     upload = Upload(target, Path(str(filename)).name, columns)
     existed = target.is_file()  # the same bytes (the name holds their digest): not rewritten
     if not existed:
