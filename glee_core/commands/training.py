@@ -76,11 +76,12 @@ def train(args) -> int:
         pool, notes = read_pool(request.self_train.pool)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-        with cpu_share(device):
-            features = RunStore(args.runs_dir).features_dir
-            encoder = Encoder(get_backbone(request.model), device, features)
-            how = request.self_train.self_train
-            dataset = self_trained(dataset, pool, encoder, how, progress)
+        how = request.self_train.self_train
+        if how != "no":  # the backbone is loaded for the pool only where it is learned from
+            with cpu_share(device):
+                features = RunStore(args.runs_dir).features_dir
+                encoder = Encoder(get_backbone(request.model), device, features)
+                dataset = self_trained(dataset, pool, encoder, how, progress)
     try:
         runs = execute(request, RunStore(args.runs_dir), progress, dataset)
     finally:
