@@ -33,13 +33,6 @@ from ..train.training import fit_packs, prepare
 from .options import BudgetOptions
 from .report import BudgetReport, forecast
 
-__all__ = [  # what this module offers
-    "label_budget",
-    "measure",
-    "nested_subsets",
-    "per_class_f1",
-]
-
 
 def nested_subsets(
     labels: np.ndarray, fractions: tuple[float, ...], seed: int

@@ -10,9 +10,6 @@ from ..models.fields import option
 from ..models.methods import get_method
 from ..models.options import parse_seeds
 
-__all__ = ["BUDGET_FRACTIONS", "BudgetOptions"]
-
-
 BUDGET_FRACTIONS = "0.1,0.2,0.4,0.7,1"
 
 

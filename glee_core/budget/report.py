@@ -37,27 +37,6 @@ import pandas as pd
 
 from ..core.files import write_report_files
 
-__all__ = [  # what this module offers
-    "BUDGET_COLUMNS",
-    "BUDGET_CSV",
-    "BUDGET_FILE",
-    "BudgetReport",
-    "ClassCurve",
-    "EXPONENTS",
-    "INTERVAL_Z",
-    "MIN_SIZES",
-    "NOT_REACHED",
-    "REACH",
-    "SHRINK",
-    "TOO_FEW",
-    "budget_line",
-    "forecast",
-    "most_helped",
-    "pooled_curve",
-    "read_budget",
-    "target_text",
-]
-
 BUDGET_FILE, BUDGET_CSV = "budget.json", "budget.csv"
 BUDGET_COLUMNS = [
     "class",

@@ -18,40 +18,6 @@ from filelock import FileLock
 from . import environment
 from .errors import GleeError
 
-__all__ = [  # what this module offers
-    "AUTOCAST_DTYPES",
-    "CpuShare",
-    "EVAL_BATCH_SIZES",
-    "GPU_MEMORY_PER_RUN",
-    "GPU_PAD_MULTIPLE",
-    "GPU_RUNS_AT_ONCE_BEST",
-    "MMAP_THRESHOLD_BYTES",
-    "M_MMAP_THRESHOLD",
-    "REBALANCE_SECONDS",
-    "THREAD_ENV",
-    "adamw",
-    "autocast",
-    "batch_to",
-    "clipped_step",
-    "configure_cuda",
-    "cpu_has_amx",
-    "cpu_has_bf16",
-    "cpu_share",
-    "cuda_has_bf16",
-    "device_name",
-    "grad_scaler",
-    "keep_large_blocks_mapped",
-    "padded_width",
-    "rebalance_threads",
-    "release_freed_memory",
-    "resolve_device",
-    "resolve_eval_batch_size",
-    "resolve_pad_multiple",
-    "resolve_precision",
-    "resolve_runs_at_once",
-    "scaled_backward",
-]
-
 
 def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":

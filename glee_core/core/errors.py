@@ -10,15 +10,6 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-__all__ = [  # what this module offers
-    "FULL",
-    "GleeError",
-    "INTERRUPTED",
-    "disk_message",
-    "first_few",
-    "one_line",
-]
-
 
 class GleeError(ValueError):
     """Bad input (unknown id, missing file, malformed CSV, ...) with a message that says the fix."""

@@ -16,29 +16,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
-__all__ = [  # what this module offers
-    "CrossValidating",
-    "EVENT_TYPES",
-    "Evaluated",
-    "Event",
-    "Examining",
-    "FeaturePass",
-    "Loading",
-    "Note",
-    "ProgressFn",
-    "ProgressLog",
-    "Queued",
-    "RunStarted",
-    "Searching",
-    "SweepProgress",
-    "Testing",
-    "TrainStep",
-    "WaitingForRun",
-    "Working",
-    "event_from_dict",
-    "read_events",
-]
-
 
 @dataclass
 class Event:

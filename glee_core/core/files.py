@@ -16,19 +16,6 @@ from pathlib import Path
 from . import environment
 from .errors import GleeError
 
-__all__ = [  # what this module offers
-    "DiskLimitReached",
-    "append_line",
-    "check_quota",
-    "dumps",
-    "folder_bytes",
-    "size_text",
-    "write_atomic",
-    "write_json",
-    "write_json_atomic",
-    "write_report_files",
-]
-
 
 def _json_default(value):
     """numpy scalars and arrays (without importing numpy: they all have ``tolist``)."""

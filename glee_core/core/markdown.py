@@ -10,14 +10,6 @@ from __future__ import annotations
 import html
 import re
 
-__all__ = [  # what this module offers
-    "AUTOLINK",
-    "INLINE_SPECIAL",
-    "LINE_START",
-    "MARKDOWN_SPECIAL",
-    "literal",
-]
-
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:])")
 # A renderer without the app's extras (the Hub's cards: no :emoji: shortcodes, no $math$) needs
 # fewer escapes mid-line: only what makes markup anywhere, and a block marker at the start

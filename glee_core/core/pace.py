@@ -22,15 +22,6 @@ from .progress import ProgressState
 
 WORK_EVENTS = (TrainStep, FeaturePass, Examining, Working)  # what a job's pace is timed on
 
-__all__ = [  # what this module offers
-    "PACE_KNOWN_AFTER",
-    "PACE_SLACK",
-    "PaceGuard",
-    "TRUST_PROGRESS",
-    "WORK_EVENTS",
-    "time_left",
-]
-
 
 TRUST_PROGRESS = 0.25  # from this share done on, the time left is the progress's own
 

@@ -25,16 +25,6 @@ from .events import (
     Working,
 )
 
-__all__ = [  # what this module offers
-    "EARLY_STOP_TRUST",
-    "ENCODING_SHARE",
-    "ProgressState",
-    "UNRUN_PHASES",
-    "expected_share",
-    "fold",
-]
-
-
 # The share of a frozen run's time (or a pack's) its feature passes take, for the overall
 # fraction: the middle of what the demo's quick compare measured on a CPU (BENCHMARKS.md,
 # "Quick mode"); less on a GPU.

@@ -28,14 +28,6 @@ from filelock import FileLock, Timeout
 
 from . import environment
 
-__all__ = [  # what this module offers
-    "POLL_SECONDS",
-    "SlotQueue",
-    "hold_first",
-    "machine_queue",
-    "release_first",
-]
-
 POLL_SECONDS = 0.2
 _FIRST: list[ExitStack] = []  # a slot this process took before loading (see hold_first)
 

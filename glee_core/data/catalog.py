@@ -11,16 +11,6 @@ from dataclasses import dataclass
 
 from .sources import source_of
 
-__all__ = [  # what this module offers
-    "DEFAULT_TEMPLATE",
-    "DEFAULT_THRESHOLD",
-    "PAPER_DATASETS",
-    "PAPER_REPO",
-    "PaperDataset",
-    "dataset_ids",
-    "dataset_name",
-]
-
 DEFAULT_THRESHOLD = 0.65
 DEFAULT_TEMPLATE = "{text} This is about [MASK] ."
 PAPER_REPO = "https://github.com/GeneZC/Glee"

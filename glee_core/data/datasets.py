@@ -40,20 +40,6 @@ from .verbalizers import (
     prompt_variant,
 )
 
-__all__ = [  # what this module offers
-    "DEMO_LOADER",
-    "HEAD_TAIL_RULES",
-    "LongTailDataset",
-    "MIN_DEV_MEAN",
-    "MIN_DEV_PER_CLASS",
-    "PAPER_LOADER",
-    "RARE_KEPT",
-    "SOURCE_ROW",
-    "SPLITS",
-    "load_dataset",
-    "split_head_tail",
-]
-
 SPLITS = ("train", "dev", "test")
 
 

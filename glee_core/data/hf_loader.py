@@ -16,8 +16,6 @@ from .csvfile import LABEL_COLUMN_NAMES, TEXT_COLUMN_NAMES, Columns, pick_column
 from .datasets import SPLITS, LongTailDataset, _frame, _from_labelled_frames
 from .splits import stratified_holdout
 
-__all__ = ["hf_source", "load_hf_dataset"]  # what this module offers
-
 
 def load_hf_dataset(
     spec: str, columns: Columns = Columns(), threshold: float | None = None

@@ -41,23 +41,6 @@ from .splits import (
     three_way_split,
 )
 
-__all__ = [  # what this module offers
-    "DEMO_MIN_TEST",
-    "DEMO_THRESHOLD",
-    "INVISIBLE",
-    "LOOK_ALIKE",
-    "UPLOAD_NAME",
-    "csv_source",
-    "load_csv_dataset",
-    "load_demo",
-    "load_paper_dataset",
-    "load_upload_dataset",
-    "look_alike_warnings",
-    "read_labelled_csv",
-    "resolve_data_dir",
-    "upload_source",
-]
-
 DEMO_THRESHOLD = 0.5  # two head classes (trivia, ai) on the demo
 DEMO_MIN_TEST = 3  # distinct test texts every demo class keeps
 

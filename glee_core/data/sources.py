@@ -16,13 +16,6 @@ from dataclasses import dataclass
 from ..core.plugins import named
 from .csvfile import Columns
 
-__all__ = [  # what this module offers
-    "DataSource",
-    "SOURCES",
-    "source_of",
-    "source_usages",
-]
-
 
 @dataclass(frozen=True)
 class DataSource:

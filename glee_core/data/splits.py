@@ -14,20 +14,6 @@ import pandas as pd
 
 from ..core.errors import GleeError, first_few
 
-__all__ = [  # what this module offers
-    "DEV_SHARE",
-    "DROPPED_NAMED",
-    "SPLIT_SEED",
-    "TEST_SHARE",
-    "WITHOUT",
-    "dropped_warning",
-    "exclude_rows",
-    "read_excluded_rows",
-    "stratified_holdout",
-    "stratified_sample",
-    "three_way_split",
-]
-
 SPLIT_SEED = 42  # fixes derived dev/test splits, independent of the run seed
 DEV_SHARE, TEST_SHARE = 0.1, 0.2  # a split made here: the shares of the distinct texts
 WITHOUT = "+without-"  # a dataset id's part naming a variant without flagged training rows

@@ -12,23 +12,6 @@ from pathlib import Path
 
 from ..core.errors import GleeError
 
-__all__ = [  # what this module offers
-    "MAX_TEMPLATE_CHARS",
-    "MAX_VERBALIZER_BYTES",
-    "MAX_WORDS_PER_CLASS",
-    "MAX_WORD_CHARS",
-    "PROMPT_VARIANT",
-    "TEMPLATE_SLOTS",
-    "check_template",
-    "derive_verbalizer",
-    "label_words_from_name",
-    "load_verbalizer_file",
-    "parse_verbalizer",
-    "prompt_variant",
-    "read_verbalizer_json",
-    "verbalizer_json",
-]
-
 TEMPLATE_SLOTS = {"text": "text", "text_a": "text", "text_b": "text_b", "entity": "text_b"}
 # Bounds on what a visitor may give as label words and a template (a head averages a class's
 # label-word rows, the template is in every input): checked on the characters before anything

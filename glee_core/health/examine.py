@@ -30,12 +30,6 @@ from ..train.training import fit_packs, prepare
 from .options import HealthOptions
 from .report import HealthReport, examine, health_folds
 
-__all__ = [  # what this module offers
-    "PROBES",
-    "data_health",
-    "head_probabilities",
-]
-
 PROBES = ("probe-balanced", "probe")  # the closed-form probes: fitted here, per fold, in seconds
 
 

@@ -15,16 +15,6 @@ import pandas as pd
 
 from ..data.datasets import SOURCE_ROW, SPLITS, LongTailDataset
 
-__all__ = [
-    "LabelIssues",
-    "Neighbours",
-    "confused_pairs",
-    "duplicate_groups",
-    "duplicates_and_outliers",
-    "issues_table",
-    "label_issues",
-]
-
 
 class LabelIssues(NamedTuple):
     """Each training text's label quality (NaN where not judged), whether it is a suspected

@@ -9,8 +9,6 @@ from ..models.config import POOLINGS
 from ..models.fields import option
 from ..models.methods import get_method
 
-__all__ = ["HealthOptions"]
-
 
 @dataclass
 class HealthOptions:

@@ -35,20 +35,6 @@ from .issues import (
 )
 from .options import HealthOptions
 
-__all__ = [  # what this module offers
-    "CONFUSED_PAIRS",
-    "ClassHealth",
-    "HEALTH_FILE",
-    "HealthReport",
-    "ISSUES_FILE",
-    "ISSUE_COLUMNS",
-    "examine",
-    "health_folds",
-    "out_of_fold_probabilities",
-    "read_health",
-    "strength_with_and_without",
-]
-
 # torch, transformers and scikit-learn load when a check runs: the app's Data page imports this
 # module to read a written report
 

@@ -9,12 +9,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = [  # what this module offers
-    "BottleneckAdapter",
-    "adapter_place",
-    "insert_adapters",
-]
-
 
 class BottleneckAdapter(nn.Module):
     """``base`` (an ``nn.Linear``, frozen) followed by its adapter of bottleneck ``size``."""

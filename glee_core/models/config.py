@@ -15,25 +15,6 @@ from .recipes import PAPER, PRACTICAL, RECIPES
 from .schedule import Schedule
 from .tuning import TuningMode
 
-__all__ = [  # what this module offers
-    "ALL_POOLINGS",
-    "AUTO_POOLING",
-    "CHOOSE_BY",
-    "CV_FOLDS",
-    "HEAD_RACES",
-    "LIMIT_STRATEGIES",
-    "LR_SEARCHES",
-    "POOLINGS",
-    "PRECISIONS",
-    "PRECISION_HELP",
-    "RESAMPLES",
-    "EMA_DECAY",
-    "SUPCON_TEMPERATURE",
-    "TUNED_MODES",
-    "TrainConfig",
-    "with_mode_settings",
-]
-
 LIMIT_STRATEGIES = ("stratified", "first")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 PRECISION_HELP = (

@@ -44,21 +44,6 @@ from .backbone import Backbone
 from .config import POOLINGS
 from .model import encoder_hidden_states, pool
 
-__all__ = [  # what this module offers
-    "Encoder",
-    "FeatureInputs",
-    "FeatureSpace",
-    "FeatureSplit",
-    "LEGACY_CACHE",
-    "cached_features",
-    "compute_hidden",
-    "compute_states",
-    "feature_space",
-    "limited_splits",
-    "missing_share",
-    "text_keys",
-]
-
 
 @dataclass
 class FeatureSplit:

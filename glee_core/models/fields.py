@@ -15,16 +15,6 @@ from typing import Any
 from ..core.errors import GleeError
 from .tuning import Setting
 
-__all__ = [  # what this module offers
-    "add_arguments",
-    "check_bounds",
-    "default_of",
-    "from_args",
-    "help_of",
-    "option",
-    "setting_of",
-]
-
 
 def option(
     default: Any,

@@ -27,19 +27,6 @@ from ..core.errors import GleeError
 from .modes import get_mode
 from .tuning import TuningMode
 
-__all__ = [  # what this module offers
-    "BEYOND",
-    "ETA",
-    "METHODS",
-    "MethodSpec",
-    "PARTS",
-    "eta_scale",
-    "get_method",
-    "method_label",
-    "parse_methods",
-    "registry_order",
-]
-
 ETA = 1.1  # η-norm: a logit of class c divided by ||w_c|| ** ETA (the paper's value)
 
 

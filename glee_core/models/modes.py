@@ -33,23 +33,6 @@ from functools import cache
 from ..core.errors import GleeError
 from .tuning import Setting, TuningMode
 
-__all__ = [  # what this module offers
-    "ADAPTER_PLACES",
-    "AdapterMode",
-    "BitFitMode",
-    "Ia3Mode",
-    "LoraMode",
-    "MODES",
-    "MODE_LABELS",
-    "PROMPT_INITS",
-    "PrefixMode",
-    "PromptTuningMode",
-    "get_mode",
-    "mode_settings",
-    "setting_default",
-    "setting_modes",
-]
-
 
 @dataclass(frozen=True)
 class LoraMode(TuningMode):

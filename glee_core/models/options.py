@@ -15,17 +15,6 @@ from .config import PRECISION_HELP, PRECISIONS
 from .fields import _boolean, option
 from .tuning import Setting
 
-__all__ = [  # what this module offers
-    "ADAPT_OBJECTIVES",
-    "AdaptObjective",
-    "AdaptOptions",
-    "DataOptions",
-    "EXECUTORS",
-    "Executor",
-    "ExecutorOptions",
-    "parse_seeds",
-]
-
 
 @dataclass
 class DataOptions:

@@ -9,17 +9,6 @@ from dataclasses import dataclass
 
 from .modes import get_mode
 
-__all__ = [  # what this module offers
-    "PAPER",
-    "PRACTICAL",
-    "RECIPES",
-    "RECIPE_DEFAULTS",
-    "RECIPE_LABELS",
-    "RECIPE_LINES",
-    "Recipe",
-    "recipe_rates",
-]
-
 PAPER, PRACTICAL = "paper", "practical"
 RECIPES = (PRACTICAL, PAPER)
 

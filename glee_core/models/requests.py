@@ -19,17 +19,6 @@ from ..pool.options import SelfTrainOptions, SuggestOptions
 from .config import TrainConfig
 from .options import AdaptOptions, DataOptions, ExecutorOptions
 
-__all__ = [  # what this module offers
-    "AdaptRequest",
-    "BudgetRequest",
-    "ExportRequest",
-    "HealthRequest",
-    "PredictRequest",
-    "ReportRequest",
-    "SuggestRequest",
-    "TrainRequest",
-]
-
 
 class _Request:
     """A request written as JSON for a child process (``--request FILE``)."""

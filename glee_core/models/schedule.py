@@ -12,8 +12,6 @@ from typing import Self
 from .checks import rate_list
 from .recipes import PAPER, RECIPE_DEFAULTS, recipe_rates
 
-__all__ = ["DEFAULT_EPOCHS", "Schedule"]  # what this module offers
-
 DEFAULT_EPOCHS = 10  # the paper's
 
 

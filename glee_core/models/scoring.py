@@ -36,18 +36,6 @@ from .features import FeatureSplit
 from .heads import label_word_ids, unreadable_label_words
 from .model import GleeModel
 
-__all__ = [  # what this module offers
-    "Scoring",
-    "Split",
-    "batch_width",
-    "get_backbone",
-    "check_prompt",
-    "get_tokenizer",
-    "model_inputs",
-    "predict",
-    "unreadable_words",
-]
-
 
 @cache
 def get_backbone(name: str) -> Backbone:

@@ -16,16 +16,6 @@ from pathlib import Path
 from ..core.files import write_json_atomic
 from .config import RESAMPLES
 
-__all__ = [  # what this module offers
-    "SURE",
-    "Cut",
-    "Round",
-    "SearchLog",
-    "rounds_of",
-    "shared_key",
-    "sureness",
-]
-
 SURE = 0.9  # a cut kept on fewer of dev's bootstrap resamples than this, dev cannot call
 
 

@@ -9,11 +9,6 @@ from dataclasses import dataclass
 
 from ..core.errors import GleeError
 
-__all__ = [  # what this module offers
-    "Setting",
-    "TuningMode",
-]
-
 
 @dataclass(frozen=True)
 class Setting:

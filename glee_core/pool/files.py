@@ -22,22 +22,6 @@ import pandas as pd
 from ..core.errors import GleeError, first_few
 from ..data.csvfile import LABEL_COLUMN_NAMES, MAX_CSV_BYTES, as_written, decode, read_texts_csv
 
-__all__ = [
-    "ADDED",
-    "MAX_TEXT_CHARS",
-    "NONE_OF_THESE",
-    "POOL_LIMIT",
-    "PSEUDO",
-    "PoolSize",
-    "add_labelled",
-    "append_rows",
-    "labels_given",
-    "picked_by",
-    "pool_size",
-    "read_labelled_texts",
-    "read_pool",
-]
-
 ADDED = "+added-"  # a dataset id's ending when labelled pool texts joined its training split
 PSEUDO = "+pseudo-"  # a dataset id's ending when pseudo-labelled pool texts joined its training
 NONE_OF_THESE = "(none of these)"  # a pool text that belongs to no class: answered, not added

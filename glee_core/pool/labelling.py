@@ -27,18 +27,6 @@ from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore, slug
 from .files import ADDED, NONE_OF_THESE
 
-__all__ = [  # what this module offers
-    "added_base",
-    "ANSWERS",
-    "BACKTEST",
-    "before_after",
-    "BeforeAfter",
-    "LabellingSession",
-    "random_share",
-    "RandomShare",
-    "SKIPPED",
-]
-
 SKIPPED = "(skipped)"  # a suggestion passed over for now: asked again later, never added
 ANSWERS = ".answers.jsonl"  # a session's answers log, beside it
 

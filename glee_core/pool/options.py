@@ -9,8 +9,6 @@ from ..core.errors import GleeError
 from ..models.fields import option
 from .strategies import AUTO_RULE, QUERY_STRATEGIES
 
-__all__ = ["SelfTrainOptions", "SuggestOptions"]
-
 
 @dataclass
 class SuggestOptions:

@@ -27,16 +27,6 @@ import numpy as np
 
 from ..models.heads import probe_classifier
 
-__all__ = [
-    "GENERATIONS",
-    "HARM",
-    "HELP_FOLDS",
-    "HELP_SEED",
-    "PseudoLabels",
-    "helps",
-    "pseudo_labels",
-]
-
 GENERATIONS = 1  # the backtest's best: more generations gained nothing (module docstring)
 HARM = 2.0  # macro-F1 points the cross-validation must lose with the pseudo-labels to drop them
 HELP_FOLDS, HELP_SEED = 3, 1  # that cross-validation's folds and their shuffle

@@ -21,10 +21,6 @@ from .files import PSEUDO, append_rows
 from .pseudo import HARM, helps, pseudo_labels
 from .suggest import in_the_data, pool_features
 
-__all__ = [  # what this module offers
-    "self_trained",
-]
-
 
 def _pseudo_labels_help(train, states, k: int, progress: ProgressFn) -> bool:
     """``auto``: does cross-validation on the labelled texts say the pseudo-labels help (or

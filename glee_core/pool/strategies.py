@@ -27,22 +27,6 @@ import numpy as np
 
 from ..core.errors import GleeError
 
-__all__ = [  # what this module offers
-    "AUTO_RULE",
-    "Auto",
-    "Balanced",
-    "Margin",
-    "QUERY_STRATEGIES",
-    "QueryStrategy",
-    "Random",
-    "Rare",
-    "RareMargin",
-    "in_turns",
-    "margins",
-    "resolve_strategy",
-    "select",
-]
-
 AUTO_RULE = "rare-margin where the data has tail classes, else margin"
 
 

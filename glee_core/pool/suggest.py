@@ -46,19 +46,6 @@ from ..train.launch import Launch
 from ..train.preflight import UNKNOWN_SHARE_WARNING
 from .strategies import resolve_strategy, select
 
-__all__ = [
-    "DEFAULT_PROBE",
-    "NEAR_DUPLICATE",
-    "Suggestions",
-    "in_the_data",
-    "likely_in_pool",
-    "near_duplicates",
-    "pool_features",
-    "pool_probabilities",
-    "suggest",
-    "suggestion_run",
-]
-
 NEAR_DUPLICATE = 0.13  # cleanlab's near-duplicate threshold, of the median neighbour distance
 DEFAULT_PROBE = "probe-balanced"  # the classifier where no quick compare chose one: seconds
 

@@ -31,16 +31,6 @@ from ..core.environment import (
     spare_cores,
 )
 
-__all__ = [  # what this module offers
-    "BusySampler",
-    "PARALLEL_SHARE",
-    "beside",
-    "one_thread_slowdown",
-    "other_work",
-    "slowdown",
-    "work_beside",
-]
-
 # The share of a training step that runs in parallel over a CPU job's threads (Amdahl's law): the
 # middle of the runs measured (BENCHMARKS.md, "How long does a fine-tune take, alone and beside
 # other work?": one thread of two, x1.06 to x1.94)

@@ -29,22 +29,6 @@ from .metrics import classification_metrics, shot_f1
 from .record import METRIC_KEYS
 from .store import Run
 
-__all__ = [  # what this module offers
-    "calibration_frame",
-    "CALIBRATIONS",
-    "Calibration",
-    "Calibrator",
-    "GRID",
-    "NAMES",
-    "SHOWN",
-    "calibrate",
-    "calibration_table",
-    "calibration_text",
-    "eta_norm",
-    "logit_adjustment",
-    "tau_norm",
-]
-
 GRID = np.round(np.linspace(0.0, 2.0, 21), 2)  # tau / p / eta, 0 = no calibration (but eta-norm)
 
 

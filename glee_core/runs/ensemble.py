@@ -27,16 +27,6 @@ from .metrics import classification_metrics, shot_f1
 from .record import MetricsRecord
 from .store import Run
 
-__all__ = [  # what this module offers
-    "ENSEMBLE_MOST",
-    "AveragedRun",
-    "Ensemble",
-    "average_probabilities",
-    "contenders",
-    "ensemble_of",
-    "ensemble_test_scores",
-]
-
 ENSEMBLE_MOST = 5  # contenders averaged, at most
 
 

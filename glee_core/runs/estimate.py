@@ -38,8 +38,6 @@ from .rates import (
 from .record import RunRecord
 from .store import Run
 
-__all__ = ["Workload", "estimate_seconds", "frozen_estimate"]  # what this module offers
-
 
 @dataclass(frozen=True)
 class Workload:

@@ -18,15 +18,6 @@ from .paper import paper_cells
 from .store import Run
 from .tables import aggregate
 
-__all__ = [  # what this module offers
-    "CLOSES_MOST",
-    "Finding",
-    "SMALL_GAIN",
-    "check_findings",
-    "findings_frame",
-    "norm_slope",
-]
-
 SMALL_GAIN = 2.0  # F1 points: "small or no gain" / "about the same", the paper's reading
 CLOSES_MOST = 0.5  # share of the CLS -> prompt F1 gap a head must close to "close most of it"
 

@@ -35,26 +35,6 @@ from .rates import (
 )
 from .store import Run
 
-__all__ = [  # what this module offers
-    "CLEANLAB_OVERHEAD",
-    "CLEANLAB_SECONDS",
-    "EXPORT_SECONDS",
-    "Machine",
-    "ModelSize",
-    "PDF_CHARTS",
-    "PDF_SECONDS",
-    "PROBE_OVERHEAD",
-    "PROBE_SECONDS",
-    "estimate_adapt_seconds",
-    "estimate_export_seconds",
-    "estimate_pdf_seconds",
-    "estimate_pool_seconds",
-    "estimate_predict_seconds",
-    "estimate_report_seconds",
-    "estimate_suggest_seconds",
-    "settle",
-]
-
 # The data health check's parts after its feature pass: each fold's probe (lbfgs over every
 # class) costs PROBE_SECONDS a fit text x class x hidden unit, cleanlab's reading
 # CLEANLAB_SECONDS a training text x class beyond CLEANLAB_OVERHEAD; fitted on a 2,000-class

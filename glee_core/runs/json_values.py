@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from ..core.errors import GleeError
 
-__all__ = ["RecordError", "described", "integer", "mapping", "number", "strings"]
-
 
 class RecordError(GleeError):
     """A stored file parses but does not hold what its record says (a field missing, of the

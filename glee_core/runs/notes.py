@@ -11,15 +11,6 @@ from ..core.environment import AUTO_MODEL
 from ..core.errors import first_few
 from .record import RunRecord
 
-__all__ = [  # what this module offers
-    "UNREADABLE",
-    "merged_notes",
-    "unreadable_note",
-    "untrained_head_line",
-    "untrained_head_note",
-    "vocabulary_note",
-]
-
 
 def untrained_head_note(model: str, methods: list[str]) -> str:
     """Why the paper's prompt / pt. LN advantage cannot show with a backbone whose MLM head

@@ -21,20 +21,6 @@ import pandas as pd
 from ..core.errors import GleeError
 from .record import METRIC_KEYS
 
-__all__ = [  # what this module offers
-    "LONG_TAILED_BLOCKS",
-    "NEAREST_REFERENCE",
-    "PAPER_SEEDS",
-    "REFERENCE_DIR",
-    "SCRIPT_METHODS",
-    "PaperTable",
-    "paper_cells",
-    "reference_results",
-    "reference_sources",
-    "released_log_runs",
-    "script_protocols",
-]
-
 REFERENCE_DIR = Path(__file__).with_name("reference")
 PAPER_SEEDS = (775, 776, 777, 778, 779)  # the released scripts' seeds
 # A dataset the paper does not report, and the paper's dataset nearest to it (R8's classes are a

@@ -18,15 +18,6 @@ from .record import METRIC_TITLES
 from .store import Run
 from .tables import aggregate, markdown_table, mean_std
 
-__all__ = [  # what this module offers
-    "comparison",
-    "comparison_block",
-    "comparison_markdown",
-    "comparison_text",
-    "findings_text",
-    "reference_note",
-]
-
 if TYPE_CHECKING:
     from .paper import PaperTable
 

@@ -13,33 +13,6 @@ from ..data.datasets import LongTailDataset
 from .record import RunRecord
 from .store import Run
 
-__all__ = [  # what this module offers
-    "BUSY_SPREAD",
-    "CLS_HEAD_CLASS_POWER",
-    "CV_OVER_TRAINING",
-    "Estimate",
-    "HEAD_CLASS_SCALE",
-    "HEAD_EXAMPLES_PER_S",
-    "HEAD_OVERHEAD_SECONDS",
-    "RATE_QUANTILE",
-    "STARTUP_SECONDS",
-    "STEP_SECONDS",
-    "TYPICAL_CLASSES",
-    "TYPICAL_RATES",
-    "UNMEASURED_STOP_SHARE",
-    "UNSURE_SPREAD",
-    "about",
-    "alike_records",
-    "class_factor",
-    "mean_tokens",
-    "measured_basis",
-    "measured_rate",
-    "text_tokens",
-    "typical_kind",
-    "typical_rates",
-    "with_busy",
-]
-
 # Real tokens per second x parameters (training: forward and backward; the frozen feature
 # pass: forward only; adapt's masked-LM training, its head counted at the masked share), used
 # without stored runs: typical of a CPU with native bf16 (AVX512-BF16), one with AMX tiles

@@ -32,25 +32,6 @@ from .metrics import within_noise
 from .store import Run
 from .tables import aggregate
 
-__all__ = [  # what this module offers
-    "CONTENDERS",
-    "CV",
-    "DEV",
-    "ENOUGH_SEEDS",
-    "FINETUNE_FIRST_MINUTES",
-    "FINETUNE_TOP",
-    "NextStep",
-    "Pick",
-    "Recommendation",
-    "cv_scale",
-    "order_steps",
-    "ranked",
-    "recommend",
-    "recommended_first",
-    "report_setting",
-    "top_for_finetuning",
-]
-
 FINETUNE_TOP = 3  # heads taken from a quick compare to fine-tuning
 ENOUGH_SEEDS = 3  # below it the recommendation asks for more seeds first
 CONTENDERS = 6  # the candidates whose wins across folds and seeds are counted

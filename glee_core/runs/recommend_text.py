@@ -9,8 +9,6 @@ from ..core.errors import first_few
 from ..models.config import POOLINGS
 from .recommend import CV, DEV, Pick, Recommendation
 
-__all__ = ["recommendation_text"]  # what this module offers
-
 
 def recommendation_text(rec: Recommendation, literal: Callable[[str], str] = str) -> str:
     """The recommendation in a few Markdown sentences (method ids in code spans). The settings'

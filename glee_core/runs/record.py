@@ -21,21 +21,6 @@ from ..models.modes import MODE_LABELS
 from .json_values import RecordError, described, integer, mapping, number, strings
 from .run_parts import Timing, Tuning
 
-__all__ = [  # what this module offers
-    "ClassMetrics",
-    "CV_PROTOCOL",
-    "CrossValidation",
-    "DatasetRecord",
-    "METRIC_KEYS",
-    "METRIC_TITLES",
-    "MetricsRecord",
-    "ModelRecord",
-    "RunRecord",
-    "SCHEMA_VERSION",
-    "SHOT_TITLES",
-    "group_of",
-]
-
 SCHEMA_VERSION = 2
 METRIC_KEYS = ("acc", "f1", "head_f1", "tail_f1")
 METRIC_TITLES = {"acc": "Acc", "f1": "F1", "head_f1": "Head F1", "tail_f1": "Tail F1"}

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field, fields
 from ..models.search_log import Round, rounds_of
 from .json_values import RecordError, described, integer, number
 
-__all__ = ["Timing", "Tuning"]
-
 
 class _Part:
     """A record part: its fields as the JSON keys, unset (None) left out."""

@@ -52,19 +52,6 @@ from .runfiles import (
     load_record,
 )
 
-__all__ = [  # what this module offers
-    "Run",
-    "RunStore",
-    "SAFE_ID",
-    "TEMP_PREFIXES",
-    "UNOWNED_TEMP_SECONDS",
-    "VERSION",
-    "config_hash",
-    "load_checked",
-    "make_run_id",
-    "slug",
-]
-
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # fullmatch: no trailing newline
 
 

@@ -18,24 +18,6 @@ from .metrics import within_noise
 from .record import METRIC_KEYS, METRIC_TITLES, SHOT_TITLES
 from .store import Run
 
-__all__ = [  # what this module offers
-    "SELECTION_NOTE",
-    "STD_NOTE",
-    "aggregate",
-    "backbone_text",
-    "comparison_csv",
-    "comparison_table",
-    "count_text",
-    "markdown_table",
-    "mean_std",
-    "modes_table",
-    "neutral_cells",
-    "spreadsheet_csv",
-    "to_markdown",
-    "tuning_gain",
-    "twin_notes",
-]
-
 if TYPE_CHECKING:
     pass
 

@@ -9,12 +9,6 @@ from ..pool.files import PSEUDO
 from .metrics import within_noise
 from .recommend import Pick, Recommendation
 
-__all__ = [  # what this module offers
-    "dev_winner",
-    "variant_base",
-    "variant_line",
-]
-
 
 def variant_base(dataset_id: str) -> str:
     """The dataset a variant was made from: ``+without-N-<digest>`` (training rows left out) or

@@ -19,8 +19,6 @@ from ..runs.record import METRIC_KEYS, METRIC_TITLES
 from ..runs.store import Run
 from .export_formats import export_format
 
-__all__ = ["Form", "PAPER_CITATION", "model_card", "note_text", "text"]  # what this module offers
-
 PAPER_CITATION = (
     'Zhang, Ren, Wang, Wu and Song, "Making Pretrained Language Models Good '
     'Long-tailed Learners", EMNLP 2022 (arXiv 2205.05461)'

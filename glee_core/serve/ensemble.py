@@ -28,17 +28,6 @@ from ..runs.json_values import integer, mapping
 from ..runs.store import Run
 from .inference import Scorer
 
-__all__ = [  # what this module offers
-    "ENSEMBLE_FILE",
-    "EnsembleScorer",
-    "check_form",
-    "ensemble_card",
-    "ensemble_manifest",
-    "member_folders",
-    "run_ids",
-    "same_classes",
-]
-
 ENSEMBLE_FILE = "glee_ensemble.json"  # what marks an ensemble's folder
 _FORMAT_VERSION = 1
 

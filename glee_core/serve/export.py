@@ -29,13 +29,8 @@ from ..core.files import write_json
 from ..models.backbone import backbone_from_config, load_backbone
 from ..models.scoring import get_backbone
 from ..runs.ensemble import ensemble_test_scores
-from ..runs.record import (
-    METRIC_KEYS,
-    RecordError,
-    RunRecord,
-    integer,
-    mapping,
-)
+from ..runs.json_values import RecordError, integer, mapping
+from ..runs.record import METRIC_KEYS, RunRecord
 from ..runs.store import Run, RunStore
 from .card import Form, model_card
 from .ensemble import (
@@ -48,21 +43,6 @@ from .ensemble import (
 )
 from .export_formats import EXPORT_FORMATS, ExportFormat, either, export_format
 from .inference import Scorer
-
-__all__ = [  # what this module offers
-    "BACKBONE_FOLDER",
-    "CLASSIFIER_FILE",
-    "FORMAT_VERSION",
-    "WEIGHTS_FILE",
-    "export_ensemble",
-    "export_run",
-    "export_zip",
-    "load_classifier",
-    "new_folder",
-    "onnx_folder",
-    "push_to_hub",
-    "staged",
-]
 
 FORMAT_VERSION = 1
 CLASSIFIER_FILE = "glee_classifier.json"

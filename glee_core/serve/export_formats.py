@@ -14,14 +14,6 @@ from ..core.errors import GleeError
 from ..core.plugins import named
 from ..models.modes import MODES
 
-__all__ = [  # what this module offers
-    "EXPORT_FORMATS",
-    "ExportFormat",
-    "FORMATS",
-    "either",
-    "export_format",
-]
-
 
 @dataclass(frozen=True)
 class ExportFormat:

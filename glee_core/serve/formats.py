@@ -37,21 +37,6 @@ from .inference import ONNX_SPEC
 from .modeling_glee import GleeConfig, GleeForSequenceClassification
 from .portable import glee_model, portable, stock_model
 
-__all__ = [  # what this module offers
-    "HERE",
-    "INT8_OPTIONS",
-    "export_hf",
-    "export_onnx",
-    "export_peft",
-    "onnx_classifiers",
-    "quantization_change",
-    "refusal",
-    "scores_on_test",
-    "write_hf",
-    "write_onnx",
-    "write_peft",
-]
-
 HERE = Path(__file__).resolve().parent
 
 

@@ -31,18 +31,6 @@ from ..models.scoring import Scoring, check_prompt, get_backbone, predict
 from ..runs.record import RunRecord, group_of
 from ..runs.store import Run, RunStore, load_checked
 
-__all__ = [  # what this module offers
-    "ONNX_SPEC",
-    "OnnxScorer",
-    "PREDICT_CHUNK",
-    "Scorer",
-    "blank_warning",
-    "load_run",
-    "predict_csv",
-    "predict_table",
-    "score_texts",
-]
-
 
 def load_run(ref: str | Path, runs_dir: str | Path | None = None) -> Run:
     """A finished run from its directory, or from its id in the run store (``runs_dir``, else

@@ -11,13 +11,6 @@ from ..core import environment
 from ..core.errors import GleeError
 from ..core.files import size_text
 
-__all__ = [  # what this module offers
-    "LIMIT_FIELDS",
-    "LimitReached",
-    "Policy",
-    "minutes_text",
-]
-
 
 class LimitReached(GleeError):
     """A per-session limit refused a launch or an upload (the message says which and why)."""

@@ -21,15 +21,6 @@ from ..runs.store import Run
 from .inference import Scorer
 from .modeling_glee import GleeConfig, GleeForSequenceClassification
 
-__all__ = [  # what this module offers
-    "Portable",
-    "glee_model",
-    "portable",
-    "prompt_template",
-    "special_tokens",
-    "stock_model",
-]
-
 
 @dataclass
 class Portable:

@@ -21,16 +21,6 @@ from ..data.csvfile import Columns, guess_columns, read_csv_frame
 from ..data.datasets import LongTailDataset
 from ..models.options import DataOptions
 
-__all__ = [  # what this module offers
-    "ACCEPTED_ENCODINGS",
-    "MAX_UPLOAD_BYTES",
-    "Upload",
-    "csv_columns",
-    "list_uploads",
-    "safe_upload_name",
-    "save_upload",
-]
-
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 ACCEPTED_ENCODINGS = "UTF-8 (with or without BOM), UTF-16 with BOM, latin-1"
 

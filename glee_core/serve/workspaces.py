@@ -41,27 +41,6 @@ from ..train.job_kinds import kind_of
 from ..train.jobs import Job, Visitor, launch, list_jobs, running_job
 from .policy import LimitReached, Policy
 
-__all__ = [  # what this module offers
-    "COOKIE",
-    "CREATED_LOG",
-    "EMPTY_AFTER_SECONDS",
-    "FREE_RESERVE",
-    "KEY",
-    "SHARES_DIR",
-    "SHARE_FILE",
-    "SHARE_MODELS_FILE",
-    "USED_MARKER",
-    "VISITOR_FILE",
-    "Workspace",
-    "expire",
-    "keys_in",
-    "check_machine",
-    "launch_in_workspace",
-    "launch_lock",
-    "reclaim_empty",
-    "unfinished_jobs",
-]
-
 KEY = re.compile(r"[A-Za-z0-9_-]{32}")  # fullmatch: no trailing newline
 USED_MARKER = ".last-used"
 VISITOR_FILE = ".visitor"  # the hashed address that made a workspace (its share of them)

@@ -13,17 +13,6 @@ from transformers import DataCollatorForLanguageModeling
 from ..models.backbone import Backbone
 from ..models.options import AdaptOptions
 
-__all__ = [  # what this module offers
-    "SIMCSE_TEMPERATURE",
-    "Masker",
-    "masked_logits",
-    "measure",
-    "measure_simcse",
-    "plain_batch",
-    "simcse_loss",
-]
-
-
 SIMCSE_TEMPERATURE = 0.05  # SimCSE's
 
 

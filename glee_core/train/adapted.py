@@ -11,14 +11,6 @@ from pathlib import Path
 
 from ..runs.store import slug
 
-__all__ = [  # what this module offers
-    "FORMAT",
-    "RECORD_FILE",
-    "adapted_backbones",
-    "adapted_folder_name",
-    "adapted_record",
-]
-
 RECORD_FILE = "glee_adapted.json"
 FORMAT = "glee-adapted-backbone"
 

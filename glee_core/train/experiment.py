@@ -53,8 +53,6 @@ from .training import (
     train_together,
 )
 
-__all__ = ["PACK_HEADS", "Runner", "run_launch"]  # what this module offers
-
 PACK_HEADS = 64  # heads on cached features trained in one loop at most (memory stays small)
 
 

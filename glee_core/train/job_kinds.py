@@ -48,16 +48,6 @@ from ..runs.rates import STARTUP_SECONDS, Estimate
 from ..runs.store import Run, RunStore
 from .adapted import adapted_backbones
 
-__all__ = [  # what this module offers
-    "Here",
-    "JOB_KINDS",
-    "JobKind",
-    "Made",
-    "estimate_self_training",
-    "estimate_training",
-    "kind_of",
-]
-
 
 @dataclass
 class Here:

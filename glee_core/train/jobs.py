@@ -36,20 +36,6 @@ from ..runs.store import RunStore
 from .job_kinds import JOB_KINDS, JobKind, Made, kind_of
 from .priority import start_nice, started, started_here
 
-__all__ = [  # what this module offers
-    "Job",
-    "JobRecord",
-    "LOG_LINES",
-    "Visitor",
-    "broken_jobs",
-    "launch",
-    "list_jobs",
-    "past_jobs",
-    "process_start",
-    "running_job",
-    "running_summary",
-]
-
 LOG_LINES = 40  # the last lines of a job's log the jobs panel shows
 
 

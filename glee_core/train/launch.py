@@ -30,14 +30,6 @@ from .plan import (
     uncached_passes,
 )
 
-__all__ = [  # what this module offers
-    "Launch",
-    "LaunchPlan",
-    "cross_validation_share",
-    "plan_launch",
-    "unreadable_heads",
-]
-
 
 @dataclass
 class Launch:

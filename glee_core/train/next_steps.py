@@ -14,11 +14,6 @@ from ..runs.recommend import ENOUGH_SEEDS, NextStep, Recommendation
 from ..runs.store import Run
 from .plan import plan_runs
 
-__all__ = [  # what this module offers
-    "step_request",
-    "with_requests",
-]
-
 
 def step_request(
     step: NextStep, rec: Recommendation, runs: list[Run], data: DataOptions, dataset

@@ -32,21 +32,6 @@ from ..runs.record import DatasetRecord, ModelRecord, RunRecord
 from ..runs.store import Run, RunStore, make_run_id
 from .setup import RunResult
 
-__all__ = [  # what this module offers
-    "PlannedRun",
-    "by_seed",
-    "dataset_record",
-    "job_search_log",
-    "load_head",
-    "lp_ft_stage",
-    "package_versions",
-    "plan_runs",
-    "run_identity",
-    "run_record",
-    "searched_rate",
-    "uncached_passes",
-]
-
 
 def run_identity(
     dataset: LongTailDataset, spec: MethodSpec, model_name: str, config: TrainConfig

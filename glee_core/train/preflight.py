@@ -18,14 +18,6 @@ from ..runs.notes import vocabulary_note
 from ..runs.store import RunStore
 from .plan import PlannedRun
 
-__all__ = [  # what this module offers
-    "UNKNOWN_SHARE_WARNING",
-    "VOCABULARY_SAMPLE",
-    "backbone_positions",
-    "label_word_methods",
-    "preflight",
-]
-
 UNKNOWN_SHARE_WARNING = 0.05
 VOCABULARY_SAMPLE = 500
 

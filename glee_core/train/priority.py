@@ -19,15 +19,6 @@ import time
 
 from ..core.environment import JOB_NICE, job_nice, niced_work_yields, set_group_nice
 
-__all__ = [  # what this module offers
-    "DRAW_NICE",
-    "GRACE",
-    "pages_drawing",
-    "start_nice",
-    "started",
-    "started_here",
-]
-
 DRAW_NICE = JOB_NICE  # the jobs' group nice while a page draws
 GRACE = 2.0  # seconds the jobs stay niced after a draw: the browser's drawing of it
 _TICK = 0.25  # how often the jobs are looked at once the pages are idle

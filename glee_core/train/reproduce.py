@@ -42,23 +42,6 @@ from ..runs.paper import (
 from ..runs.paper_tables import comparison, comparison_markdown
 from ..runs.store import Run, RunStore, config_hash, slug
 
-__all__ = [  # what this module offers
-    "FEW_SHOT_EXAMPLES",
-    "PAPER_MODELS",
-    "PAPER_TABLES",
-    "get_table",
-    "header_lines",
-    "manifest_findings",
-    "model_for",
-    "output_stem",
-    "paper_seeds",
-    "protocol_config",
-    "reproduce",
-    "saved_comparisons",
-    "table_of",
-    "write_outputs",
-]
-
 PAPER_MODELS = {"en": "bert-base-uncased", "zh": "bert-base-chinese"}  # --model paper
 FEW_SHOT_EXAMPLES = 32
 

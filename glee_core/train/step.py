@@ -36,15 +36,6 @@ from ..models.methods import MethodSpec
 from ..models.scoring import Split, batch_width, model_inputs
 from .contrastive import supervised_contrastive
 
-__all__ = [  # what this module offers
-    "TrainingState",
-    "batch_loss",
-    "epoch_batches",
-    "forward_loss",
-    "optimizer_step",
-    "train_step",
-]
-
 
 @dataclass
 class TrainingState:

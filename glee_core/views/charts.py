@@ -27,9 +27,6 @@ from .norm_charts import chart_norm_evolution, chart_norm_vs_count, chart_weight
 from .prediction_charts import chart_confusion, confusion_fits
 from .results_charts import chart_head_tail, chart_per_class_f1
 
-__all__ = ["LEGIBLE_SIZES", "RUN_CHARTS", "RunChart"]
-
-
 LEGIBLE_SIZES = tuple((c, m) for c in (2, 20, 60) for m in (1, 6, 19)) + ((120, 16),)
 
 

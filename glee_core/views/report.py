@@ -30,21 +30,6 @@ from . import charts
 from .data_charts import chart_label_budget
 from .style import FACET_GAP, PDF_WIDTH
 
-__all__ = [  # what this module offers
-    "CHART_SCALE",
-    "CUT_BAND",
-    "FIRST_PART",
-    "FONT_FOLDERS",
-    "MM_PER_PX",
-    "TITLE_ROWS",
-    "ReportProgress",
-    "blank_rows",
-    "build_report",
-    "chart_png",
-    "slice_rows",
-    "write_report",
-]
-
 FONT_FOLDERS = (
     "/usr/share/fonts/truetype/dejavu",
     "/usr/share/fonts/dejavu",
