@@ -81,12 +81,12 @@ from glee_core.models.model import build_model  # noqa: E402
 from glee_core.models.modes import MODES  # noqa: E402
 from glee_core.models.options import AdaptOptions  # noqa: E402
 from glee_core.models.scoring import get_backbone, model_inputs  # noqa: E402
-from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 from glee_core.runs.store import RunStore, slug  # noqa: E402
 from glee_core.serve.inference import Scorer  # noqa: E402
 from glee_core.train.adapt import adapt  # noqa: E402
 from glee_core.train.experiment import run_launch  # noqa: E402
 from glee_core.train.launch import Launch  # noqa: E402
+from tests.helpers.tiny_models import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
 SECTIONS = (
     "methods",

@@ -2,9 +2,10 @@
 
     python bench/report_scale.py [--classes 120 1000 1500] [--methods 3]
 
-Synthetic stores (``glee_core.runs.synthetic``) of the given class counts, the first ``--methods``
-methods of the registry, one seed: for each registered report chart (``charts.RUN_CHARTS``) the
-seconds and PNG size through the PDF's path (vl-convert), then ``build_report`` end to end.
+Synthetic stores (``tests.helpers.synthetic_runs``) of the given class counts, the first
+``--methods`` methods of the registry, one seed: for each registered report chart
+(``charts.RUN_CHARTS``) the seconds and PNG size through the PDF's path (vl-convert), then
+``build_report`` end to end.
 Run by hand; CI never runs it.
 """
 
@@ -20,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from glee_core.models.methods import METHODS, registry_order  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
-from glee_core.runs.synthetic import write_synthetic_store  # noqa: E402
 from glee_core.views.charts import RUN_CHARTS  # noqa: E402
 from glee_core.views.report import build_report, chart_png  # noqa: E402
 from glee_core.views.style import PDF_WIDTH  # noqa: E402
+from tests.helpers.synthetic_runs import write_synthetic_store  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -2,12 +2,12 @@
 
     python bench/store_scale.py [--sizes 10 100 1000 5000] [--pages Results Diagnostics ...]
 
-Builds synthetic stores (``glee_core.runs.synthetic``: every file of a real run, made-up numbers) of
-``r8`` runs of Table 2's methods over as many seeds as it takes, then times, per size:
-``compare`` (the CLI, in-process), ``reproduce``'s table step (``comparison`` of Table 2 on the
-store's runs), and each app page's render with Streamlit's AppTest, first (cold: the page reads the
-store) and again (warm: the app's cache keyed on the store's state). Prints one table and the
-growth factor of each column from one size to the next (10x runs: linear is 10x).
+Builds synthetic stores (``tests.helpers.synthetic_runs``: every file of a real run, made-up
+numbers) of ``r8`` runs of Table 2's methods over as many seeds as it takes, then times, per
+size: ``compare`` (the CLI, in-process), ``reproduce``'s table step (``comparison`` of Table 2
+on the store's runs), and each app page's render with Streamlit's AppTest, first (cold: the page
+reads the store) and again (warm: the app's cache keyed on the store's state). Prints one table
+and the growth factor of each column from one size to the next (10x runs: linear is 10x).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from glee_core.cli import main as cli  # noqa: E402
 from glee_core.models.options import DataOptions  # noqa: E402
 from glee_core.runs.paper_tables import comparison  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
-from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run  # noqa: E402
 from glee_core.train.reproduce import get_table  # noqa: E402
+from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run  # noqa: E402
 
 PAGES = {
     "Home": "app_pages/0_Home.py",

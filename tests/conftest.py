@@ -17,7 +17,7 @@ import torch  # noqa: E402
 
 from glee_core.data.catalog import DEFAULT_TEMPLATE  # noqa: E402
 from glee_core.data.datasets import load_dataset  # noqa: E402
-from glee_core.models.testing import dataset_vocabulary, save_tiny_mlm  # noqa: E402
+from tests.helpers.tiny_models import dataset_vocabulary, save_tiny_mlm  # noqa: E402
 
 # the cores shared out among pytest-xdist's workers (two workers on CI's two cores: one thread
 # each, not two fighting over each core)

@@ -294,11 +294,11 @@ def test_simcse_adapts_the_encoder_alone_on_the_texts_and_a_pool(toy_dataset, tm
     from glee_core.models.backbone import trained_pooling
     from glee_core.models.config import TrainConfig
     from glee_core.models.methods import get_method
-    from glee_core.models.testing import save_tiny_sentence_encoder
     from glee_core.runs.store import RunStore
     from glee_core.train.experiment import run_launch
     from glee_core.train.launch import Launch
     from tests.conftest import TOY_WORDS
+    from tests.helpers.tiny_models import save_tiny_sentence_encoder
 
     encoder = save_tiny_sentence_encoder(tmp_path / "st", TOY_WORDS, seed=2)
     pool = tmp_path / "pool.csv"

@@ -672,7 +672,7 @@ def test_results_recommend_even_when_the_runs_data_no_longer_loads(
     """Runs outlive their data (a deleted upload): Results still leads with the recommendation,
     and names the next step instead of offering a launch it could not make."""
     from glee_core.models.options import DataOptions
-    from glee_core.runs.synthetic import write_synthetic_store
+    from tests.helpers.synthetic_runs import write_synthetic_store
 
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
     write_synthetic_store(
@@ -694,7 +694,7 @@ def test_results_recommend_even_when_the_runs_data_no_longer_loads(
 def test_a_dataset_known_only_by_its_runs_is_offered_and_its_runs_shown(app, tmp_path, monkeypatch):
     """Runs copied from a GPU server (their texts not here) are a choice of the Data page,
     remembered across a reload, and shown by Results; the Data page says what needs texts."""
-    from glee_core.runs.synthetic import write_synthetic_store
+    from tests.helpers.synthetic_runs import write_synthetic_store
 
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
     write_synthetic_store(
@@ -878,7 +878,7 @@ def test_the_data_page_measures_the_label_budget_and_home_names_the_tail_it_help
 def test_home_says_whether_training_without_the_flagged_rows_won_on_dev(app, tmp_path, monkeypatch):
     """A variant without flagged rows (+without-N-...) beside its dataset: Home and Results say,
     on dev (the texts both share), whether it won, whichever of the two is chosen."""
-    from glee_core.runs.synthetic import write_synthetic_store
+    from tests.helpers.synthetic_runs import write_synthetic_store
 
     monkeypatch.setenv("GLEE_RUNS_DIR", str(tmp_path / "runs"))
     store = RunStore(tmp_path / "runs")

@@ -13,10 +13,10 @@ import pytest
 
 from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
-from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views.charts import LEGIBLE_SIZES
 from studio_ui.navigation import APP_PAGES
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS, open_page, serve
+from tests.helpers.synthetic_runs import write_synthetic_store
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

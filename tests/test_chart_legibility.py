@@ -9,7 +9,6 @@ import pytest
 
 from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
-from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views import charts
 from glee_core.views.prediction_charts import (
     CONFUSION_COUNTS,
@@ -21,6 +20,7 @@ from glee_core.views.prediction_charts import (
 from glee_core.views.report import chart_png
 from glee_core.views.results_charts import chart_calibration_curve, chart_head_tail, head_tail_frame
 from glee_core.views.style import APP_WIDTH
+from tests.helpers.synthetic_runs import write_synthetic_store
 from tools.chart_gallery import gallery_charts
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "gallery"

@@ -17,7 +17,6 @@ import vl_convert
 
 from glee_core.models.methods import METHODS, registry_order
 from glee_core.runs.store import RunStore
-from glee_core.runs.synthetic import write_synthetic_store
 from glee_core.views import charts
 from glee_core.views.diagnostics_charts import FIGURE4_METHODS
 from glee_core.views.results_charts import (
@@ -27,6 +26,7 @@ from glee_core.views.results_charts import (
 )
 from glee_core.views.style import APP_WIDTH, CLASS_ROWS, PDF_WIDTH
 from tests.helpers.streamlit_server import CHROMIUM, FLAGS
+from tests.helpers.synthetic_runs import write_synthetic_store
 from tests.helpers.text_geometry import TEXT_CORNERS, text_clashes
 
 SIZES = [s for s in charts.LEGIBLE_SIZES if s[0] <= 60]

@@ -18,8 +18,8 @@ from streamlit.testing.v1 import AppTest
 from glee_core.core.errors import GleeError
 from glee_core.runs.runfiles import RUN_FILE_NAMES
 from glee_core.runs.store import RunStore, load_checked
-from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from tests.helpers.markdown import plain
+from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py"))]

@@ -568,8 +568,8 @@ def test_the_model_card_escapes_hostile_class_names_and_promises_no_pipeline(tmp
     """Class names are the user's text: a link, an HTML tag, a '|' or a line break in one must
     read as itself on the Hub (which renders HTML), never break the per-class table; a glee
     folder is not a pipeline() folder, so the card declares no pipeline_tag."""
-    from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
     from glee_core.serve.card import model_card
+    from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
     base = synthetic_dataset(4, "demo")
     hostile = [

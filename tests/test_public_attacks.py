@@ -237,7 +237,7 @@ def test_an_unforeseen_error_reaches_a_visitor_as_one_line(public, monkeypatch, 
 def test_a_share_hands_out_no_model_unless_its_sharer_allows_it(public, tiny_bert):
     """EX7a: a visitor with a share link built the sharer's run as ONNX and downloaded it."""
     from glee_core.models.options import DataOptions
-    from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+    from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
     owner = Workspace.create()
     dataset_id = "upload:private-0123abcd.csv"

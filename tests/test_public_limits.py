@@ -20,10 +20,10 @@ from streamlit.testing.v1 import AppTest
 from glee_core.core.files import folder_bytes
 from glee_core.core.slots import SlotQueue
 from glee_core.runs.store import RunStore
-from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.policy import LimitReached, Policy
 from glee_core.serve.workspaces import Workspace, check_machine
 from tests.helpers.markdown import plain
+from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 from tests.helpers.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,7 +334,7 @@ def test_the_data_page_shows_no_server_path_to_a_visitor(public, tiny_bert):
     """Not the data folder, nor a CSV path that names a dataset of the owner's stored runs
     (whose uploads' runs are offered: their ids name no path)."""
     from glee_core.runs.store import RunStore
-    from glee_core.runs.synthetic import write_synthetic_store
+    from tests.helpers.synthetic_runs import write_synthetic_store
 
     (public / "data" / "r8").mkdir(parents=True)
     (public / "data" / "r8" / "train.txt").write_text("x\tearn\n")

@@ -16,7 +16,6 @@ import pytest
 from pypdf import PdfReader
 
 from glee_core.data.datasets import load_dataset
-from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.workspaces import COOKIE, Workspace
 from tests.helpers.streamlit_server import (
     CHROMIUM,
@@ -27,6 +26,7 @@ from tests.helpers.streamlit_server import (
     upload_in_browser,
     wait_for_cookie,
 )
+from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -300,9 +300,9 @@ def test_notes_that_differ_only_by_method_are_said_once():
 def test_a_report_of_1500_classes_pools_the_rare_ones_and_says_how_far_it_got(tmp_path):
     """vl-convert overflowed its stack at ~1,500 classes, and 1,000 took 30 s in the page's
     thread: per-class charts now name the head's classes and pool the rarer ones by rank."""
-    from glee_core.runs.synthetic import write_synthetic_store
     from glee_core.views.results_charts import chart_per_class_f1
     from glee_core.views.style import CLASS_ROWS
+    from tests.helpers.synthetic_runs import write_synthetic_store
 
     runs = write_synthetic_store(RunStore(tmp_path), 1500, ["cls-tanh", "prompt"])
     heard = []

@@ -14,7 +14,6 @@ from glee_core.data.datasets import load_dataset
 from glee_core.models.backbone import trained_pooling
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.models.testing import save_tiny_sentence_encoder
 from glee_core.runs.recommend import recommend
 from glee_core.runs.recommend_text import recommendation_text
 from glee_core.runs.record import CV_PROTOCOL
@@ -24,6 +23,7 @@ from glee_core.train.launch import Launch
 from glee_core.train.plan import plan_runs
 from glee_core.train.selection import choosing_rows, fold_indices
 from tests.conftest import TOY_WORDS, toy_rows
+from tests.helpers.tiny_models import save_tiny_sentence_encoder
 
 QUICK = TrainConfig(mode="frozen", epochs=3, batch_size=16)
 

@@ -13,7 +13,6 @@ from huggingface_hub import RepoCard
 from PIL import Image
 
 from glee_core.runs.store import RunStore
-from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.workspaces import COOKIE
 from tests.helpers.streamlit_server import (
     CHROMIUM,
@@ -22,6 +21,7 @@ from tests.helpers.streamlit_server import (
     upload_in_browser,
     wait_for_cookie,
 )
+from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
 ROWS = "text,label\n" + "".join(f"ticket number {i},{'ab'[i % 2] * 3}\n" for i in range(30))
 

@@ -256,7 +256,7 @@ def test_a_second_launch_of_a_run_in_training_says_it_waits_for_it(
 
 def test_runs_of_different_head_tail_splits_are_never_averaged(tmp_path):
     """The same method and seed scored with two thresholds: two settings, one seed each."""
-    from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
+    from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
     store = RunStore(tmp_path)
     for threshold in (0.5, 0.7):

@@ -14,13 +14,13 @@ from glee_core.data.datasets import load_dataset
 from glee_core.models.backbone import estimate_parameters
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
-from glee_core.models.testing import save_tiny_mlm
 from glee_core.runs.busy import other_work
 from glee_core.runs.estimate import Workload, estimate_seconds
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
 from tests.conftest import TOY_WORDS, toy_rows
+from tests.helpers.tiny_models import save_tiny_mlm
 
 HOLD = """
 import sys, time

@@ -18,11 +18,11 @@ from glee_core.core import environment
 from glee_core.core.errors import GleeError
 from glee_core.models.options import DataOptions
 from glee_core.runs.store import RunStore
-from glee_core.runs.synthetic import synthetic_dataset, write_synthetic_run
 from glee_core.serve.policy import LimitReached, Policy
 from glee_core.serve.workspaces import Workspace, expire
 from glee_core.train.jobs import process_start
 from tests.helpers.markdown import plain
+from tests.helpers.synthetic_runs import synthetic_dataset, write_synthetic_run
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = "text,intent\n" + "".join(f"question number {i},{'ab'[i % 2] * 3}\n" for i in range(30))

@@ -3,7 +3,7 @@
     python tools/chart_gallery.py [--out test-artifacts/gallery] [--classes 2 8 20 120]
                                   [--methods 1 3 12 16]
 
-Draws from synthetic stores (``glee_core.runs.synthetic``) through the same PNG path as the PDF
+Draws from synthetic stores (``tests.helpers.synthetic_runs``) through the same PNG path as the PDF
 report, so a person can look at each chart at each size (a chart that renders but cannot be read
 is a defect). ``tests/test_chart_legibility.py`` renders a subset and checks marks and labels.
 """
@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from glee_core.models.methods import METHODS, registry_order  # noqa: E402
 from glee_core.runs.store import RunStore  # noqa: E402
-from glee_core.runs.synthetic import write_synthetic_store  # noqa: E402
 from glee_core.views import charts  # noqa: E402
 from glee_core.views.report import chart_png  # noqa: E402
 from glee_core.views.style import APP_WIDTH
+from tests.helpers.synthetic_runs import write_synthetic_store  # noqa: E402
 
 
 def gallery_charts(runs, width: int = APP_WIDTH):

@@ -18,8 +18,8 @@ from transformers import (
     RobertaForMaskedLM,
 )
 
-from ..core.errors import GleeError
-from .backbone import MLM_HEAD_LAYOUTS, _get
+from glee_core.core.errors import GleeError
+from glee_core.models.backbone import MLM_HEAD_LAYOUTS
 
 
 def save_tiny_mlm(
@@ -92,12 +92,8 @@ def save_tiny_mlm(
             )
         )
     with torch.no_grad():  # a "pretrained" head: non-trivial LayerNorm so tests can see it copied
-        layout = next(
-            candidate
-            for candidate in MLM_HEAD_LAYOUTS
-            if _get(model, candidate.layer_norm) is not None
-        )
-        ln = _get(model, layout.layer_norm)
+        modules = dict(model.named_modules())
+        ln = next(modules[c.layer_norm] for c in MLM_HEAD_LAYOUTS if c.layer_norm in modules)
         ln.weight.uniform_(0.5, 1.5)
         ln.bias.uniform_(-0.1, 0.1)
     model.save_pretrained(folder)

@@ -17,15 +17,15 @@ import numpy as np
 import pandas as pd
 from safetensors.numpy import save_file
 
-from ..core.files import write_json
-from ..models.config import TrainConfig
-from ..models.methods import get_method
-from .metrics import classification_metrics, shot_f1
-from .record import DatasetRecord, ModelRecord, RunRecord
-from .store import Run, RunStore, make_run_id
+from glee_core.core.files import write_json
+from glee_core.models.config import TrainConfig
+from glee_core.models.methods import get_method
+from glee_core.runs.metrics import classification_metrics, shot_f1
+from glee_core.runs.record import DatasetRecord, ModelRecord, RunRecord
+from glee_core.runs.store import Run, RunStore, make_run_id
 
 SYNTHETIC_NOTE = (
-    "synthetic run (glee_core.runs.synthetic): made-up predictions, not a trained model"
+    "synthetic run (tests/helpers/synthetic_runs.py): made-up predictions, not a trained model"
 )
 
 
@@ -110,7 +110,7 @@ def _record(dataset: DatasetRecord, method: str, seed: int) -> RunRecord:
         dataset=dataset,
         model=ModelRecord(
             name="synthetic",
-            source="glee_core.runs.synthetic",
+            source="tests/helpers/synthetic_runs.py",
             family="bert",
             hidden_size=HIDDEN,
             mlm_head_pretrained=True,
