@@ -135,7 +135,9 @@ def measure(
         seed=seeds[0],
     )
     base = prepare(
-        TrainingContext(dataset, encoder.backbone, features, encoder.cache_dir), spec, config
+        TrainingContext(dataset, encoder.backbone, features, encoder.cache_dir, encoder.device),
+        spec,
+        config,
     )
     labels = base.splits["train"].labels
     test = base.splits["test"].labels

@@ -87,7 +87,9 @@ def head_probabilities(
         seed=options.seed,
     )
     base = prepare(
-        TrainingContext(dataset, encoder.backbone, feature_cache=encoder.cache_dir),
+        TrainingContext(
+            dataset, encoder.backbone, feature_cache=encoder.cache_dir, device=encoder.device
+        ),
         spec,
         config,
         splits=plain if spec.input_format == "plain" else None,

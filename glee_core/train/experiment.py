@@ -310,9 +310,9 @@ class Runner:
 
     def context(self, backbone, progress: ProgressFn | None = None) -> TrainingContext:
         """What this launch's runs share: its data, ``backbone``, the progress (``progress``:
-        another way to it) and the store's feature cache."""
+        another way to it), the store's feature cache and the device resolved once."""
         return TrainingContext(
-            self.dataset, backbone, progress or self.progress, self.store.features_dir
+            self.dataset, backbone, progress or self.progress, self.store.features_dir, self.device
         )
 
     def waiting(self, queued: Queued):

@@ -1,7 +1,7 @@
 """What every step of a run shares, as types: what every run of a launch shares
-(:class:`TrainingContext`: data, backbone, progress, feature cache), the run's :class:`Setup`
-(data, method, backbone, resolved config, device, splits; it makes each trial's model and
-state), what fitting hands on (:class:`Fitted`) and what a finished run stores
+(:class:`TrainingContext`: data, backbone, progress, feature cache, device), the run's
+:class:`Setup` (data, method, backbone, resolved config, device, splits; it makes each trial's
+model and state), what fitting hands on (:class:`Fitted`) and what a finished run stores
 (:class:`RunResult`); and whether a run trains in a pack of heads (:func:`packable`)."""
 
 from __future__ import annotations
@@ -40,12 +40,14 @@ def _quiet(event) -> None:
 @dataclass(frozen=True)
 class TrainingContext:
     """What every run of a launch shares: the data, the backbone (each fine-tune trains a copy of
-    it), where the progress goes and the store's feature cache (None: a temporary folder)."""
+    it), where the progress goes, the store's feature cache (None: a temporary folder) and the
+    device, resolved once by whoever made the context (None: each run resolves its config's)."""
 
     dataset: LongTailDataset
     backbone: Backbone
     progress: ProgressFn | None = _quiet
     feature_cache: Path | None = None
+    device: torch.device | None = None
 
     def __post_init__(self):
         if self.progress is None:

@@ -85,9 +85,10 @@ def prepare(
     init_head: dict[str, torch.Tensor] | None = None,
     splits: dict[str, Split] | None = None,
 ) -> Setup:
-    """Resolve the config, pick the device, encode (or load cached features of) every split of
-    ``context``'s data; ``init_head``: LP-FT's head to start from; ``splits``: those another run
-    of the same inputs prepared (heads trained together)."""
+    """Resolve the config, take the context's device (else resolve the config's), encode (or
+    load cached features of) every split of ``context``'s data; ``init_head``: LP-FT's head to
+    start from; ``splits``: those another run of the same inputs prepared (heads trained
+    together)."""
     dataset, backbone, progress = context.dataset, context.backbone, context.progress
     if config.pooling not in POOLINGS:  # before the recipe is resolved (paper: cls)
         config = replace(
@@ -97,7 +98,7 @@ def prepare(
     if head_of(spec).closed_form and not config.frozen:
         raise GleeError(f"{spec.id} is fitted on a frozen backbone's features; use --mode frozen")
     ddp = data_parallel(config.device)
-    device = ddp.device if ddp else resolve_device(config.device)
+    device = context.device or (ddp.device if ddp else resolve_device(config.device))
     if device.type == "cpu" and config.micro_batch_size:  # asked to save memory
         keep_large_blocks_mapped()
     if splits is None:
