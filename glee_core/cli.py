@@ -356,6 +356,22 @@ def _score_command(sub) -> None:
     score.add_argument("--device", default="cpu")
 
 
+# each command's handler (its module imports what the command needs when it runs)
+COMMANDS = {
+    "train": training.train,
+    "adapt": training.adapt,
+    "compare": stored.compare,
+    "score": stored.score,
+    "predict": stored.predict,
+    "export": stored.export,
+    "calibrate": stored.calibrate,
+    "report": stored.report,
+    "health": data.health,
+    "budget": data.budget,
+    "suggest": data.suggest,
+}
+
+
 def _terminate(signum, frame):
     """SIGTERM (the app's Stop button) unwinds like Ctrl-C: a half-written run folder is
     removed on the way out."""
@@ -384,30 +400,10 @@ def _main(argv: list[str] | None) -> int:
         elif args.command == "inspect":
             info = from_args(DataOptions, args).load().info()
             print(json.dumps(info, indent=1, ensure_ascii=False))
-        elif args.command == "train":
-            return training.train(args)
         elif args.command == "reproduce":
             return training.reproduce(args, sys.argv[1:] if argv is None else argv)
-        elif args.command == "compare":
-            return stored.compare(args)
-        elif args.command == "score":
-            return stored.score(args)
-        elif args.command == "predict":
-            return stored.predict(args)
-        elif args.command == "export":
-            return stored.export(args)
-        elif args.command == "calibrate":
-            return stored.calibrate(args)
-        elif args.command == "adapt":
-            return training.adapt(args)
-        elif args.command == "report":
-            return stored.report(args)
-        elif args.command == "health":
-            return data.health(args)
-        elif args.command == "budget":
-            return data.budget(args)
-        elif args.command == "suggest":
-            return data.suggest(args)
+        elif args.command in COMMANDS:
+            return COMMANDS[args.command](args)
         return 0
     except GleeError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -415,6 +411,9 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(f"error: {INTERRUPTED}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (``| head``): Python's advice, stdout to devnull
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         if exc.errno not in FULL:
             report_unexpected(exc)

@@ -38,6 +38,21 @@ def test_methods_and_datasets_list_one_id_per_line(capsys):
     ]
 
 
+@pytest.mark.slow
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """``python -m glee_core methods | head -1``: the pipe closed before the list is written is
+    the reader's choice, not a bug to report."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "glee_core", "methods"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    child.stdout.close()
+    error = child.stderr.read().decode()
+    assert child.wait() == 141 and "Traceback" not in error and "error:" not in error
+
+
 def test_inspect_prints_sizes_counts_and_head_tail(capsys):
     code, out, _ = run_cli(capsys, "inspect", "--dataset", "demo")
     info = json.loads(out)
