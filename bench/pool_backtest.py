@@ -173,7 +173,8 @@ class Backtest:
         self, start: np.ndarray, strategy: str, budget: int, rounds: bool, seed: int
     ) -> np.ndarray:
         """The training rows labelled once ``strategy`` (a strategy's or a peer's name, or a
-        function of the probabilities, labelled counts, features, n and seed) has picked
+        function of the probabilities, labelled counts, features, n, seed and the labelled
+        features and labels) has picked
         ``budget`` pool texts (the probe refitted between rounds of 50 where ``rounds``)."""
         labelled = start.copy()
         step = ROUND if rounds else budget
@@ -197,7 +198,8 @@ class Backtest:
                 )
             elif callable(strategy):  # bench/pool_variants.py's: it reads the features too
                 probs = probabilities(clf, self.train.hidden[pool], self.k)
-                picked = pool[strategy(probs, counts, self.train.hidden[pool], take, seed)]
+                known = (self.train.hidden[labelled], self.train.labels[labelled])
+                picked = pool[strategy(probs, counts, self.train.hidden[pool], take, seed, known)]
             else:
                 picked = pool[
                     select(
