@@ -22,6 +22,12 @@ labelled texts, as ``rare-margin``'s first factor):
 * ``error-rare``, ``error-sqrt``, ``error-only``: auto's score with each class weighed by its
   error (1 - F1 in 2-fold cross-validation of the probe on the labelled texts) over its labelled
   texts to the power 1, 1/2 or 0: the tail classes still got wrong first (round three).
+* ``auto-norm``: auto's score times the features' norm (rare-gradient's lift on r52-lt was the
+  norm's, round two found).
+* ``norm-lean``, ``norm-lean-soft``: auto's score times the norm to the power of the sign (or 2 x
+  the strength) of the correlation of the norm with the class's rarity among the labelled texts.
+* ``badge``: k-means++ seeding over the gradient embeddings (BADGE, Ash et al. 2020);
+  ``rare-badge``: each embedding scaled by auto's score (round three).
 
 Printed: tail F1 (mean ± std over seeds) at once and in rounds of 50, and each variant's paired
 lead over auto. A few seconds a dataset: the features are the backtest's, cached in ``--work``.
@@ -129,6 +135,50 @@ def error_weighted(p, c, known, power: float) -> np.ndarray:
     return (p @ weight) * (1 - margins(p) / 2)
 
 
+def norm_lean(known: tuple[np.ndarray, np.ndarray], counts: np.ndarray) -> float:
+    """How the features' norm leans to the rare classes among the labelled texts: the
+    correlation of a text's log norm with the log of its class's rarity (1 / its labelled texts);
+    positive where rarer classes' texts have larger norms."""
+    features, labels = known
+    rarity = np.log(1.0 / np.maximum(counts[labels].astype(float), 1.0))
+    norm = np.log(np.linalg.norm(features, axis=1))
+    if rarity.std() == 0 or norm.std() == 0:
+        return 0.0
+    return float(np.corrcoef(norm, rarity)[0, 1])
+
+
+def leaning(p, c, x, known, soft: bool) -> np.ndarray:
+    """auto's score times the norm to the power of the way (``soft``: 2 x the strength) it
+    leans to the rare classes among the labelled texts."""
+    lean = norm_lean(known, c)
+    power = 2 * lean if soft else np.sign(lean)
+    return auto_score(p, c) * np.linalg.norm(x, axis=1) ** power
+
+
+def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=None) -> np.ndarray:
+    """BADGE (Ash et al. 2020): k-means++ seeding over each text's gradient embedding, the loss
+    gradient of a softmax layer's weights at its predicted label ((p - e_y) x its features):
+    uncertain and different texts. ``weight`` scales each embedding (rare-badge: auto's score,
+    so the likely tail texts are seeded more). The embeddings' inner products are those of the
+    two factors multiplied, so the k x d embeddings are never built."""
+    residual = probs.copy()
+    residual[np.arange(len(probs)), probs.argmax(1)] -= 1
+    gram = (residual @ residual.T) * (features @ features.T)
+    if weight is not None:
+        gram *= np.outer(weight, weight)
+    norms = np.diag(gram).copy()
+    rng = np.random.default_rng(seed)
+    chosen = [int(np.argmax(norms))]
+    nearest = np.clip(norms + norms[chosen[0]] - 2 * gram[:, chosen[0]], 0, None)
+    while len(chosen) < min(n, len(probs)):
+        if nearest.sum() <= 0:
+            break
+        pick = int(rng.choice(len(probs), p=nearest / nearest.sum()))
+        chosen.append(pick)
+        nearest = np.minimum(nearest, np.clip(norms + norms[pick] - 2 * gram[:, pick], 0, None))
+    return np.array(chosen, dtype=np.int64)
+
+
 VARIANTS = {  # name -> (probs, counts, features, n, seed, labelled (x, y)) -> the pool rows
     "auto": lambda p, c, x, n, s, k: select("rare-margin", p, c, n, s),
     "least-confidence": lambda p, c, x, n, s, k: best(1 - p.max(1), n),
@@ -141,6 +191,13 @@ VARIANTS = {  # name -> (probs, counts, features, n, seed, labelled (x, y)) -> t
     "error-rare": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 1.0), n),
     "error-sqrt": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 0.5), n),
     "error-only": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 0.0), n),
+    "auto-norm": lambda p, c, x, n, s, k: best(auto_score(p, c) * np.linalg.norm(x, axis=1), n),
+    "norm-lean": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, False), n),
+    "norm-lean-soft": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, True), n),
+    "badge": lambda p, c, x, n, s, k: badge(p, x, n, s),
+    "rare-badge": lambda p, c, x, n, s, k: badge(
+        p, x, n, s, auto_score(p, c) / auto_score(p, c).mean()
+    ),
 }
 
 
