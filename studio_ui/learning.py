@@ -131,6 +131,12 @@ def gain_table(
         f"({high[1] - high[0]:+.1f}): {code(result.method_before)} before, "
         f"{code(result.method_after)} after, each the quick compare's recommendation, on the "
         f"same test texts; {sure}."
+        + (
+            " The recommendation changed head, so part of the change is the head's, not only "
+            "the texts'."
+            if result.method_after != result.method_before
+            else ""
+        )
     )
     gain = low[1] - low[0]
     auto = suggested == {RareMargin.name}  # the backtest's ratio is auto's

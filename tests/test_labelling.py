@@ -5,6 +5,7 @@ labelled texts added as a +added- variant that Home compares with the data as it
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -508,11 +509,16 @@ def test_the_random_line_is_said_only_for_texts_auto_picked(tmp_path, monkeypatc
         at = AppTest.from_function(page, args=(picked,)).run()
         assert not at.exception
         texts[str(picked)] = " ".join(plain(c.value) for c in at.caption)
+        # "a" before, "b" after: Home says the head changed with the texts
+        assert "The recommendation changed head" in " ".join(m.value for m in at.markdown)
     assert "Texts picked at random would have been expected" in texts["{'rare-margin'}"]
     assert "picked by `margin`" in texts["{'margin'}"]
     assert "Texts picked at random" not in texts["{'margin'}"]
     assert "a strategy the file does not name" in texts["set()"]
     assert "random" not in texts["None"]  # pseudo-labels: no comparison with random texts
+    said = replace(said, method_after="a")  # the same head before and after: nothing to say
+    at = AppTest.from_function(page, args=({"rare-margin"},)).run()
+    assert "changed head" not in " ".join(m.value for m in at.markdown)
     labelled = tmp_path / "labelled.csv"
     pd.DataFrame(
         {"text": ["a", "b", "c"], "label": ["x", "", "y"], "strategy": ["margin", "rare", "margin"]}
