@@ -23,9 +23,11 @@ splits and budgets (``BreakingTies``, ``SEALS(BreakingTies)``, ``LeastConfidence
 ``--one-click N``: instead, the learner the user keeps (issue #80 item 3). For the first N seeds,
 at 10% labelled, 200 texts picked in rounds of 50 by auto and by random (the probe choosing, as
 the app's suggestions do); on each, the whole quick compare and Home's choice among its
-candidates (cross-validated where dev is small), its tail F1 on the same test: auto's gain over
-random with that answer beside its gain with the probe. ``--reference FILE``: each cell's gains
-over nothing added as JSON (``glee_core/pool/backtest.json``, what Home's before/after reads).
+candidates (cross-validated where dev is small), its tail F1 on the same test (Home's answer:
+the best few's average where the data cannot tell them apart; and the chosen head alone): auto's
+gain over random with that answer beside its gain with the probe. ``--reference FILE``: each
+cell's gains over nothing added as JSON (``glee_core/pool/backtest.json``, what Home's
+before/after reads).
 """
 
 from __future__ import annotations
@@ -214,10 +216,12 @@ class Backtest:
         return labelled
 
 
-def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> float:
+def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> tuple[float, float]:
     """The tail F1 (over ``tail``, the whole training split's tail classes, as the probe's) of
     the one-click answer on ``dataset``'s training ``rows``: every head of the quick compare on
-    them, chosen by cross-validation as Home chooses (``recommend``), scored on the same test."""
+    them, chosen by cross-validation as Home chooses (``recommend``), scored on the same test;
+    the answer Home gives (the best few's average where the data cannot tell them apart) and
+    the chosen head alone."""
     from dataclasses import replace  # noqa: PLC0415
 
     from glee_core.models.config import TrainConfig  # noqa: PLC0415
@@ -237,10 +241,15 @@ def one_click(dataset, rows: np.ndarray, store, model: str, tail: list[str]) -> 
     runs = run_launch(
         Launch(variant, list(METHODS.values()), [1], model, TrainConfig(mode="frozen"), store)
     )
-    chosen = recommend(runs).chosen
-    run = next(r for r in runs if r.setting == chosen.setting and r.method == chosen.method)
-    scores = run.metrics.per_class
-    return 100 * float(np.mean([scores[c].f1 for c in tail if c in scores]))
+    rec = recommend(runs)
+    run = next(r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method)
+    answer = rec.ensemble.averaged if rec.ensemble is not None else run
+
+    def tail_f1(scored) -> float:
+        scores = scored.metrics.per_class
+        return 100 * float(np.mean([scores[c].f1 for c in tail if c in scores]))
+
+    return tail_f1(answer), tail_f1(run)
 
 
 def backtest_of(name: str, args, backbone, device, pooling: str, work: Path):
@@ -265,7 +274,7 @@ def one_click_table(args, backbone, device, pooling: str, work: Path) -> None:
     rows = []
     for name in args.datasets.split(","):
         dataset, bench = backtest_of(name, args, backbone, device, pooling, work)
-        gains = {"probe": [], "one-click": []}
+        gains = {"probe": [], "one-click": [], "chosen head": []}
         for seed in seeds:
             start = labelled_start(bench.train.labels, 0.1, np.random.default_rng(seed))
             tails = {}
@@ -273,24 +282,25 @@ def one_click_table(args, backbone, device, pooling: str, work: Path) -> None:
                 picked = bench.label(start, strategy, 200, True, seed)
                 tails[strategy] = (
                     bench.score(bench.fit(picked))[1],
-                    one_click(dataset, picked, store, args.model, bench.tail),
+                    *one_click(dataset, picked, store, args.model, bench.tail),
                 )
                 print(
-                    f"{name} seed {seed} {strategy}: probe / one-click tail F1 "
-                    f"{tails[strategy][0]:.1f} / {tails[strategy][1]:.1f}",
+                    f"{name} seed {seed} {strategy}: probe / one-click / chosen head tail F1 "
+                    + " / ".join(f"{t:.1f}" for t in tails[strategy]),
                     file=sys.stderr,
                     flush=True,
                 )
-            (probe_r, click_r), (probe_a, click_a) = tails.values()
-            gains["probe"].append(probe_a - probe_r)
-            gains["one-click"].append(click_a - click_r)
-        probe, click = np.array(gains["probe"]), np.array(gains["one-click"])
+            random_tails, auto_tails = tails.values()
+            for what, r, a in zip(gains, random_tails, auto_tails, strict=True):
+                gains[what].append(a - r)
+        probe, click, head = (np.array(g) for g in gains.values())
         rows.append(
             [
                 name,
                 str(len(seeds)),
                 mean_std(list(probe)),
                 mean_std(list(click)),
+                mean_std(list(head)),
                 "yes" if click.mean() >= probe.mean() - 1 else "no",
             ]
         )
@@ -298,7 +308,8 @@ def one_click_table(args, backbone, device, pooling: str, work: Path) -> None:
         "dataset",
         "seeds",
         "auto - random, probe",
-        "auto - random, one-click",
+        "auto - random, one-click (Home's answer)",
+        "the chosen head alone",
         "one-click >= probe - 1",
     ]
     print("\n200 texts in rounds of 50, 10% labelled: auto's tail-F1 gain over random, paired")
