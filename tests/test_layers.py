@@ -53,15 +53,23 @@ def module_name(path: Path) -> str:
     return ".".join(p for p in parts if p != "__init__") or "__init__"
 
 
-def resolve(path: Path, node: ast.ImportFrom) -> set[str]:
-    """The glee_core modules (``pkg.mod`` or a package) an import statement names."""
+def imported_from(path: Path, node: ast.ImportFrom) -> str | None:
+    """The glee_core module or package (dotted, below ``glee_core``; "" for the package itself)
+    that an import statement of ``path`` imports from, relative or not; None when it is not
+    the engine's."""
     if node.level:
         base = path.relative_to(PACKAGE).parent.parts
         base = base[: len(base) - (node.level - 1)]
-        prefix = ".".join(base + tuple(node.module.split("."))) if node.module else ".".join(base)
-    elif (node.module or "").startswith("glee_core"):
-        prefix = node.module.removeprefix("glee_core").lstrip(".")
-    else:
+        return ".".join(base + tuple(node.module.split("."))) if node.module else ".".join(base)
+    if (node.module or "").startswith("glee_core"):
+        return node.module.removeprefix("glee_core").lstrip(".")
+    return None
+
+
+def resolve(path: Path, node: ast.ImportFrom) -> set[str]:
+    """The glee_core modules (``pkg.mod`` or a package) an import statement names."""
+    prefix = imported_from(path, node)
+    if prefix is None:
         return set()
     if (PACKAGE / prefix.replace(".", "/")).is_dir():  # a package: the names are its modules
         return {f"{prefix}.{alias.name}".lstrip(".") for alias in node.names}
@@ -292,18 +300,10 @@ def test_the_face_imports_each_engine_name_from_its_home():
 
 def imported_homes(path: Path):
     """(module path, name) of each engine name an engine module imports, relative or not."""
-    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level:
-            parts = [*package[: len(package) - node.level + 1], *(node.module or "").split(".")]
-        elif (node.module or "").startswith("glee_core"):
-            parts = node.module.split(".")
-        else:
-            continue
-        home = PACKAGE.parent.joinpath(*filter(None, parts)).with_suffix(".py")
-        yield from ((home, alias.name) for alias in node.names)
+        if isinstance(node, ast.ImportFrom) and (prefix := imported_from(path, node)) is not None:
+            home = PACKAGE.joinpath(*filter(None, prefix.split("."))).with_suffix(".py")
+            yield from ((home, alias.name) for alias in node.names)
 
 
 def test_an_engine_name_has_one_home_and_no_list_to_keep_in_step():
