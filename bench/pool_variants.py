@@ -54,6 +54,7 @@ from bench.pool_backtest import (  # noqa: E402
 )
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
+from glee_core.models.heads import probe_classifier  # noqa: E402
 from glee_core.pool.strategies import in_turns, margins, select  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
@@ -109,23 +110,20 @@ def class_errors(known: tuple[np.ndarray, np.ndarray], k: int) -> np.ndarray:
     """1 - each class's F1 in 2-fold cross-validation of the probe on the labelled texts (how
     badly the classifier still does on it: where a label may move the tail F1)."""
     from sklearn.metrics import f1_score  # noqa: PLC0415
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict  # noqa: PLC0415
+    from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
 
     features, labels = known
     present = np.unique(labels)
+    predicted = np.empty_like(labels)
     folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=0)
     with warnings.catch_warnings():  # a class of one labelled text leaves one fold without it
         warnings.simplefilter("ignore", UserWarning)
-        predicted = cross_val_predict(probe(), features, labels, cv=folds)
+        for fit_rows, held in folds.split(features, labels):
+            clf = probe_classifier(features[fit_rows], labels[fit_rows], True)
+            predicted[held] = clf.predict(features[held])
     errors = np.ones(k)
     errors[present] = 1 - f1_score(labels, predicted, labels=present, average=None, zero_division=0)
     return errors
-
-
-def probe():
-    from sklearn.linear_model import LogisticRegression  # noqa: PLC0415
-
-    return LogisticRegression(solver="lbfgs", max_iter=2000, class_weight="balanced")
 
 
 def error_weighted(p, c, known, power: float) -> np.ndarray:
@@ -164,8 +162,8 @@ def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=Non
     residual = probs.copy()
     residual[np.arange(len(probs)), probs.argmax(1)] -= 1
     gram = (residual @ residual.T) * (features @ features.T)
-    if weight is not None:
-        gram *= np.outer(weight, weight)
+    if weight is not None:  # relative to its mean: the embeddings keep their scale
+        gram *= np.outer(weight, weight) / weight.mean() ** 2
     norms = np.diag(gram).copy()
     rng = np.random.default_rng(seed)
     chosen = [int(np.argmax(norms))]
@@ -195,9 +193,7 @@ VARIANTS = {  # name -> (probs, counts, features, n, seed, labelled (x, y)) -> t
     "norm-lean": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, False), n),
     "norm-lean-soft": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, True), n),
     "badge": lambda p, c, x, n, s, k: badge(p, x, n, s),
-    "rare-badge": lambda p, c, x, n, s, k: badge(
-        p, x, n, s, auto_score(p, c) / auto_score(p, c).mean()
-    ),
+    "rare-badge": lambda p, c, x, n, s, k: badge(p, x, n, s, auto_score(p, c)),
 }
 
 
