@@ -1,33 +1,39 @@
-"""What to label next, round two (issue #80 item 2): variants of ``auto`` (``rare-margin``) that
-might turn the tail texts it finds into more tail F1, on the backtest's probe, features, splits
-and seeds (``bench/pool_backtest.py``), each beside auto, paired by seed.
+"""What to label next, round two (issue #80 item 2): variants of ``auto`` that might turn the
+tail texts it finds into more tail F1, on the backtest's probe, features, splits and seeds
+(``bench/pool_backtest.py``), each beside auto, paired by seed. ``auto`` is ``tail-margin``
+(round four's, :mod:`glee_core.pool.strategies`); ``rare-margin`` was auto until then, and the
+variants of rounds one to three build on its score (the one they were measured beside).
 
     python bench/pool_variants.py [--datasets demo,r8-1500,r52-lt] [--labelled 0.1] [--budget 200]
                                   [--seeds 1,2,3,4,5,6] [--variants NAME,...]
 
-The variants (``rare``: each text's probability mass on the classes weighed by the inverse of their
+The variants (``rare-margin``: round one's auto; ``prior-margin``: ``tail-margin`` without the
+features' length, the share the class weight ``1 / (labelled + 3)`` and ``1 - margin`` give;
+``prior-1``, ``prior-10``, ``prior-30``: ``prior-margin`` with the class weight's 3 another
+prior; ``rare``: each text's probability mass on the classes weighed by the inverse of their
 labelled texts, as ``rare-margin``'s first factor):
 
 * ``least-confidence``: 1 - the top probability (small-text's ``LeastConfidence``).
-* ``round-robin``: auto's score within each predicted class, the fewest-labelled class first, in
-  turns (no class's texts crowd out another's).
-* ``clusters``: diversity in the batch: the 3n best by auto's score, k-means into n clusters of
-  their features, the best of each (Cluster-Margin's idea, Citovsky et al. 2021).
+* ``round-robin``: rare-margin's score within each predicted class, the fewest-labelled class
+  first, in turns (no class's texts crowd out another's).
+* ``clusters``: diversity in the batch: the 3n best by rare-margin's score, k-means into n
+  clusters of their features, the best of each (Cluster-Margin's idea, Citovsky et al. 2021).
 * ``prob-clusters``: the same clusters in the space of the class probabilities.
-* ``density``: auto's score times the mean cosine similarity to the 10 nearest pool texts
+* ``density``: rare-margin's score times the mean cosine similarity to the 10 nearest pool texts
   (information density, Settles and Craven 2008).
 * ``rare-margin^2``: rare x (1 - margin)^2, uncertainty weighed more.
 * ``rare-gradient``: rare x the expected length of the softmax weights' gradient
   (E_y ||p - e_y|| x ||x||, expected gradient length, Settles et al. 2008).
-* ``error-rare``, ``error-sqrt``, ``error-only``: auto's score with each class weighed by its
+* ``error-rare``, ``error-sqrt``, ``error-only``: rare-margin's score with each class weighed by its
   error (1 - F1 in 2-fold cross-validation of the probe on the labelled texts) over its labelled
   texts to the power 1, 1/2 or 0: the tail classes still got wrong first (round three).
-* ``auto-norm``: auto's score times the features' norm (rare-gradient's lift on r52-lt was the
-  norm's, round two found).
-* ``norm-lean``, ``norm-lean-soft``: auto's score times the norm to the power of the sign (or 2 x
-  the strength) of the correlation of the norm with the class's rarity among the labelled texts.
+* ``auto-norm``: rare-margin's score times the features' norm (rare-gradient's lift on r52-lt
+  was the norm's, round two found).
+* ``norm-lean``, ``norm-lean-soft``: rare-margin's score times the norm to the power of the sign
+  (or 2 x the strength) of the correlation of the norm with the class's rarity among the
+  labelled texts.
 * ``badge``: k-means++ seeding over the gradient embeddings (BADGE, Ash et al. 2020);
-  ``rare-badge``: each embedding scaled by auto's score (round three).
+  ``rare-badge``: each embedding scaled by rare-margin's score (round three).
 
 Printed: tail F1 (mean ± std over seeds) at once and in rounds of 50, and each variant's paired
 lead over auto. A few seconds a dataset: the features are the backtest's, cached in ``--work``.
@@ -55,7 +61,7 @@ from bench.pool_backtest import (  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
 from glee_core.models.heads import probe_classifier  # noqa: E402
-from glee_core.pool.strategies import in_turns, margins, select  # noqa: E402
+from glee_core.pool.strategies import PoolFeatures, in_turns, margins, select  # noqa: E402
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 
@@ -63,12 +69,17 @@ def rare(probs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return probs @ (1.0 / np.maximum(counts.astype(float), 1.0))
 
 
-def auto_score(probs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def rare_margin_score(probs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return rare(probs, counts) * (1 - margins(probs) / 2)
 
 
 def best(score: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-score, kind="stable")[:n]
+
+
+def prior_margin(probs: np.ndarray, counts: np.ndarray, prior: float) -> np.ndarray:
+    """tail-margin's score without the length, its class weight 1 / (labelled + ``prior``)."""
+    return probs @ (1.0 / (counts.astype(float) + prior)) * (1 - margins(probs))
 
 
 def clustered(score: np.ndarray, space: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -127,8 +138,8 @@ def class_errors(known: tuple[np.ndarray, np.ndarray], k: int) -> np.ndarray:
 
 
 def error_weighted(p, c, known, power: float) -> np.ndarray:
-    """auto's score with each class weighed by its cross-validated error over its labelled texts
-    to ``power``: the tail classes the classifier still gets wrong first."""
+    """rare-margin's score with each class weighed by its cross-validated error over its
+    labelled texts to ``power``: the tail classes the classifier still gets wrong first."""
     weight = class_errors(known, p.shape[1]) / np.maximum(c.astype(float), 1.0) ** power
     return (p @ weight) * (1 - margins(p) / 2)
 
@@ -146,19 +157,19 @@ def norm_lean(known: tuple[np.ndarray, np.ndarray], counts: np.ndarray) -> float
 
 
 def leaning(p, c, x, known, soft: bool) -> np.ndarray:
-    """auto's score times the norm to the power of the way (``soft``: 2 x the strength) it
+    """rare-margin's score times the norm to the power of the way (``soft``: 2 x the strength) it
     leans to the rare classes among the labelled texts."""
     lean = norm_lean(known, c)
     power = 2 * lean if soft else np.sign(lean)
-    return auto_score(p, c) * np.linalg.norm(x, axis=1) ** power
+    return rare_margin_score(p, c) * np.linalg.norm(x, axis=1) ** power
 
 
 def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=None) -> np.ndarray:
     """BADGE (Ash et al. 2020): k-means++ seeding over each text's gradient embedding, the loss
     gradient of a softmax layer's weights at its predicted label ((p - e_y) x its features):
-    uncertain and different texts. ``weight`` scales each embedding (rare-badge: auto's score,
-    so the likely tail texts are seeded more). The embeddings' inner products are those of the
-    two factors multiplied, so the k x d embeddings are never built."""
+    uncertain and different texts. ``weight`` scales each embedding (rare-badge: rare-margin's
+    score, so the likely tail texts are seeded more). The embeddings' inner products are those of
+    the two factors multiplied, so the k x d embeddings are never built."""
     residual = probs.copy()
     residual[np.arange(len(probs)), probs.argmax(1)] -= 1
     gram = (residual @ residual.T) * (features @ features.T)
@@ -178,22 +189,29 @@ def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=Non
 
 
 VARIANTS = {  # name -> (probs, counts, features, n, seed, labelled (x, y)) -> the pool rows
-    "auto": lambda p, c, x, n, s, k: select("rare-margin", p, c, n, s),
+    "auto": lambda p, c, x, n, s, k: select("tail-margin", p, c, n, s, PoolFeatures(x, *k)),
+    "rare-margin": lambda p, c, x, n, s, k: select("rare-margin", p, c, n, s),
+    "prior-margin": lambda p, c, x, n, s, k: select("tail-margin", p, c, n, s),
+    "prior-1": lambda p, c, x, n, s, k: best(prior_margin(p, c, 1), n),
+    "prior-10": lambda p, c, x, n, s, k: best(prior_margin(p, c, 10), n),
+    "prior-30": lambda p, c, x, n, s, k: best(prior_margin(p, c, 30), n),
     "least-confidence": lambda p, c, x, n, s, k: best(1 - p.max(1), n),
-    "round-robin": lambda p, c, x, n, s, k: round_robin(auto_score(p, c), p, c, n),
-    "clusters": lambda p, c, x, n, s, k: clustered(auto_score(p, c), x, n, s),
-    "prob-clusters": lambda p, c, x, n, s, k: clustered(auto_score(p, c), p, n, s),
-    "density": lambda p, c, x, n, s, k: best(auto_score(p, c) * density(x), n),
+    "round-robin": lambda p, c, x, n, s, k: round_robin(rare_margin_score(p, c), p, c, n),
+    "clusters": lambda p, c, x, n, s, k: clustered(rare_margin_score(p, c), x, n, s),
+    "prob-clusters": lambda p, c, x, n, s, k: clustered(rare_margin_score(p, c), p, n, s),
+    "density": lambda p, c, x, n, s, k: best(rare_margin_score(p, c) * density(x), n),
     "rare-margin^2": lambda p, c, x, n, s, k: best(rare(p, c) * (1 - margins(p)) ** 2, n),
     "rare-gradient": lambda p, c, x, n, s, k: best(rare(p, c) * gradient_length(p, x), n),
     "error-rare": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 1.0), n),
     "error-sqrt": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 0.5), n),
     "error-only": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 0.0), n),
-    "auto-norm": lambda p, c, x, n, s, k: best(auto_score(p, c) * np.linalg.norm(x, axis=1), n),
+    "auto-norm": lambda p, c, x, n, s, k: best(
+        rare_margin_score(p, c) * np.linalg.norm(x, axis=1), n
+    ),
     "norm-lean": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, False), n),
     "norm-lean-soft": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, True), n),
     "badge": lambda p, c, x, n, s, k: badge(p, x, n, s),
-    "rare-badge": lambda p, c, x, n, s, k: badge(p, x, n, s, auto_score(p, c)),
+    "rare-badge": lambda p, c, x, n, s, k: badge(p, x, n, s, rare_margin_score(p, c)),
 }
 
 

@@ -18,7 +18,13 @@ from glee_core.models.heads import probe_classifier
 from glee_core.pool.files import NONE_OF_THESE, read_labelled_texts, read_pool
 from glee_core.pool.options import SuggestOptions
 from glee_core.pool.pseudo import pseudo_labels
-from glee_core.pool.strategies import QUERY_STRATEGIES, resolve_strategy, select
+from glee_core.pool.strategies import (
+    LEAN,
+    QUERY_STRATEGIES,
+    PoolFeatures,
+    resolve_strategy,
+    select,
+)
 from tests.conftest import FILLER
 
 RARE = ("food", "tech_support")  # the toy set's two smallest classes (6 and 4 texts, x2)
@@ -66,13 +72,43 @@ def test_the_strategies_pick_what_they_say():
     tied = np.vstack([probs, [0.02, 0.46, 0.52]])
     assert select("rare", tied, labelled, 1)[0] == 2
     assert select("rare-margin", tied, labelled, 1)[0] == 5
-    assert resolve_strategy("auto", True) == "rare-margin"
+    assert resolve_strategy("auto", True) == "tail-margin"
     assert resolve_strategy("auto", False) == "margin"
     assert SuggestOptions.__dataclass_fields__["strategy"].metadata["choices"] == tuple(
         QUERY_STRATEGIES
     )
     with pytest.raises(GleeError, match="--strategy must be one of auto, random"):
         resolve_strategy("best", True)
+
+
+def test_tail_margin_weighs_rarity_softly_and_reads_the_lengths_where_they_lean_to_the_tail():
+    """tail-margin (auto where there is a tail): each class weighed by 1 / (labelled + 3), so
+    the one-label class's sure text no longer outranks a middle class's near tie, as it does
+    for rare-margin; times the pool texts' feature lengths only where the labelled texts show
+    the rarer classes' texts are the longer ones."""
+    labelled = np.array([100, 10, 1])
+    probs = np.array([[0.05, 0.0, 0.95], [0.1, 0.55, 0.35]])  # sure and rarest; a middle tie
+    assert select("rare-margin", probs, labelled, 1)[0] == 0
+    assert select("tail-margin", probs, labelled, 1)[0] == 1
+    labels = np.repeat([0, 1, 2], labelled)
+    unit = np.ones((len(labels), 2)) / np.sqrt(2)
+    pool = np.array([[10.0, 0.0], [1.0, 0.0]])  # the sure rarest text has the longer vector
+    to_tail = PoolFeatures(pool, unit * (1.0 + labels[:, None]), labels)  # rarer: longer
+    to_head = PoolFeatures(pool, unit * (3.0 - labels[:, None]), labels)  # rarer: shorter
+    assert to_tail.norm_lean(labelled) > 0 > to_head.norm_lean(labelled)
+    assert select("tail-margin", probs, labelled, 1, features=to_tail)[0] == 0
+    assert select("tail-margin", probs, labelled, 1, features=to_head)[0] == 1
+    # a lean too slight to read (the head's texts half short, half long; the tail's between)
+    lengths = np.where(np.arange(len(labels)) % 2, 2.0, 1.0)
+    lengths[labels > 0] = 1.5
+    slight = PoolFeatures(pool, np.stack([lengths, 0 * lengths], 1), labels)
+    assert 0 < slight.norm_lean(labelled) < LEAN
+    assert select("tail-margin", probs, labelled, 1, features=slight)[0] == 1
+    # the strategies that read no features pick the same with them
+    for name in ("margin", "rare", "rare-margin", "balanced", "random"):
+        assert list(select(name, probs, labelled, 2, features=to_tail)) == list(
+            select(name, probs, labelled, 2)
+        )
 
 
 def test_pseudo_labels_keep_each_class_to_its_labelled_share_of_the_pool():

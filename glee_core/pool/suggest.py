@@ -44,7 +44,7 @@ from ..runs.store import Run, RunStore
 from ..train.experiment import run_launch
 from ..train.launch import Launch
 from ..train.preflight import UNKNOWN_SHARE_WARNING
-from .strategies import resolve_strategy, select
+from .strategies import PoolFeatures, resolve_strategy, select
 
 NEAR_DUPLICATE = 0.13  # cleanlab's near-duplicate threshold, of the median neighbour distance
 DEFAULT_PROBE = "probe-balanced"  # the classifier where no quick compare chose one: seconds
@@ -289,7 +289,9 @@ def suggest(
         )
     strategy = resolve_strategy(options.strategy, bool(dataset.head_tail()[1]))
     counts = dataset.class_counts("train").reindex(dataset.classes).fillna(0).to_numpy()
-    order = keep[select(strategy, probs[keep], counts, options.n, options.seed)]
+    train = labelled["train"]  # the labelled texts' features, for a strategy that reads them
+    features = PoolFeatures(plain[keep], train.hidden, train.labels)
+    order = keep[select(strategy, probs[keep], counts, options.n, options.seed, features)]
     frame = pd.DataFrame(
         {
             "pool_row": pool["pool_row"].to_numpy()[order],
