@@ -94,13 +94,14 @@ def gain_table(
     suggested: set[str] | None = None,
 ) -> None:
     """Per class, the texts a variant added (``gained``) and the F1 before and after: each
-    dataset's recommended quick-mode head on the same test texts, tail as the data was.
+    dataset's answer on Home (its recommended quick-mode head, or the best few averaged) on the
+    same test texts, tail as the data was.
     ``suggested``: the strategies that picked the texts, where they were suggested and labelled
-    (None: pseudo-labels). Where auto's (rare-margin) alone picked them, what random ones would
+    (None: pseudo-labels). Where auto's strategy alone picked them, what random ones would
     have been expected to give (the backtest's ratio, measured for auto) is said beside the
     gain; else why it is not."""
     from glee_core.pool.labelling import before_after, random_share  # noqa: PLC0415 (numpy)
-    from glee_core.pool.strategies import RareMargin  # noqa: PLC0415
+    from glee_core.pool.strategies import resolve_strategy  # noqa: PLC0415
 
     added = {c: n for c, n in gained.items() if n}
     st.caption(
@@ -129,8 +130,8 @@ def gain_table(
         f"Tail F1 **{low[0]:.1f}{spreads[0]} → {low[1]:.1f}{spreads[1]}** "
         f"({low[1] - low[0]:+.1f}), macro-F1 {high[0]:.1f} → {high[1]:.1f} "
         f"({high[1] - high[0]:+.1f}): {code(result.method_before)} before, "
-        f"{code(result.method_after)} after, each the quick compare's recommendation, on the "
-        f"same test texts; {sure}."
+        f"{code(result.method_after)} after, each Home's answer on its version (the "
+        f"recommended head, or the best few averaged), on the same test texts; {sure}."
         + (
             " The recommendation changed head, so part of the change is the head's, not only "
             "the texts'."
@@ -139,12 +140,14 @@ def gain_table(
         )
     )
     gain = low[1] - low[0]
-    auto = suggested == {RareMargin.name}  # the backtest's ratio is auto's
-    backtest = random_share(sum(added.values())) if auto and gain > 0 else None
-    if suggested is not None and not auto and gain > 0:
+    measured = random_share(sum(added.values())) if gain > 0 else None
+    # the backtest's ratio is the strategy's auto stood for there
+    backtest = measured if measured and suggested == {measured.strategy} else None
+    if suggested is not None and backtest is None and gain > 0:
         st.caption(
-            "What random texts would have given is said for texts auto picked (rare-margin, "
-            "the backtest's); these were picked by "
+            "What random texts would have given is said for texts auto picked ("
+            + (measured.strategy if measured else resolve_strategy("auto", True))
+            + ", the backtest's); these were picked by "
             + (
                 ", ".join(f"`{s}`" for s in sorted(suggested))
                 or "a strategy the file does not name"

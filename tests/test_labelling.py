@@ -25,6 +25,7 @@ from glee_core.pool.labelling import (
     before_after,
     random_share,
 )
+from glee_core.pool.strategies import resolve_strategy
 from glee_core.runs.store import RunStore
 from glee_core.train.experiment import run_launch
 from glee_core.train.launch import Launch
@@ -69,7 +70,7 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert not at.exception and not at.error, [e.value for e in at.error]
     finished(tmp_path / "runs", "suggest")  # a job: the click returned at once
     at.run()
-    assert any("suggestion(s) by rare-margin" in plain(c.value) for c in at.caption)
+    assert any("suggestion(s) by tail-margin" in plain(c.value) for c in at.caption)
     store = RunStore(tmp_path / "runs")
     [path] = store.labelling_dir.glob("demo-*.json")
     session = LabellingSession.read(path)
@@ -117,7 +118,7 @@ def test_suggest_label_and_add_in_the_app(app, tmp_path, tiny_bert):
     assert not reloaded.exception and not reloaded.error
     chosen = reloaded.session_state["dataset"]
     assert chosen.add and chosen.load().id.startswith("demo+added-3-")
-    assert picked_by(chosen.add) == {"rare-margin"}  # the file says what picked its texts
+    assert picked_by(chosen.add) == {"tail-margin"}  # the file says what picked its texts
     home = app("app.py").run()  # remembered across a reload; Home offers its compare
     assert home.session_state["dataset"].add == chosen.add
     assert any(plain(b.label).startswith("Quick compare on demo+added-3-") for b in home.button)
@@ -475,6 +476,7 @@ def test_what_random_texts_would_have_given_comes_from_the_stored_backtest(tmp_p
     )
     near = random_share(60, path)
     assert near.added == 50 and near.sets == ("a", "b") and near.seeds == 6
+    assert near.strategy == "rare-margin"  # a file that does not say: auto was rare-margin
     assert near.share == pytest.approx(5.0 / 10.0) and near.expected(3.0) == pytest.approx(1.5)
     assert random_share(180, path).share == pytest.approx(6.0 / 8.0)
     assert random_share(1000, path) is None  # auto gained nothing at 400: no share to take
@@ -482,13 +484,15 @@ def test_what_random_texts_would_have_given_comes_from_the_stored_backtest(tmp_p
     shipped = random_share(50)  # the one the package ships, measured
     assert shipped is not None and BACKTEST.is_file() and 0 < shipped.share < 1.5
     assert "pool_backtest.py" in shipped.command
+    # measured for the strategy auto stands for today: its ratio is the one Home applies
+    assert shipped.strategy == resolve_strategy("auto", True)
 
 
 def test_the_random_line_is_said_only_for_texts_auto_picked(tmp_path, monkeypatch):
     """Issue #80: Home's "texts picked at random would have been expected to give" applies the
-    backtest's ratio, measured for auto (rare-margin); texts another strategy picked (or a file
-    that does not say) get a line saying so instead, and the file written on "Add" names its
-    strategy."""
+    backtest's ratio, measured for what auto stood for (tail-margin); texts another strategy
+    picked (or a file that does not say) get a line saying so instead, and the file written on
+    "Add" names its strategy."""
     from streamlit.testing.v1 import AppTest
 
     from glee_core.pool import labelling
@@ -505,19 +509,19 @@ def test_the_random_line_is_said_only_for_texts_auto_picked(tmp_path, monkeypatc
         gain_table([], [], {"c": 3}, {"c": 50}, ["c"], "labelled text(s)", suggested=picked)
 
     texts = {}
-    for picked in ({"rare-margin"}, {"margin"}, set(), None):
+    for picked in ({"tail-margin"}, {"margin"}, set(), None):
         at = AppTest.from_function(page, args=(picked,)).run()
         assert not at.exception
         texts[str(picked)] = " ".join(plain(c.value) for c in at.caption)
         # "a" before, "b" after: Home says the head changed with the texts
         assert "The recommendation changed head" in " ".join(m.value for m in at.markdown)
-    assert "Texts picked at random would have been expected" in texts["{'rare-margin'}"]
+    assert "Texts picked at random would have been expected" in texts["{'tail-margin'}"]
     assert "picked by `margin`" in texts["{'margin'}"]
     assert "Texts picked at random" not in texts["{'margin'}"]
     assert "a strategy the file does not name" in texts["set()"]
     assert "random" not in texts["None"]  # pseudo-labels: no comparison with random texts
     said = replace(said, method_after="a")  # the same head before and after: nothing to say
-    at = AppTest.from_function(page, args=({"rare-margin"},)).run()
+    at = AppTest.from_function(page, args=({"tail-margin"},)).run()
     assert "changed head" not in " ".join(m.value for m in at.markdown)
     labelled = tmp_path / "labelled.csv"
     pd.DataFrame(

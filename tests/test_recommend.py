@@ -10,6 +10,7 @@ import pytest
 
 from glee_core.models.config import TrainConfig
 from glee_core.models.methods import get_method
+from glee_core.pool.labelling import before_after
 from glee_core.runs.metrics import within_noise
 from glee_core.runs.recommend import NextStep, order_steps, ranked, recommend
 from glee_core.runs.recommend_text import recommendation_text
@@ -363,6 +364,11 @@ def test_candidates_within_a_standard_error_of_the_best_are_averaged_and_that_is
     assert averaged.run_id == ",".join(e.run_ids) and averaged.seed == 1
     assert averaged.metrics.f1 == pytest.approx(1.0) and averaged.predictions["correct"].all()
     assert list(averaged.predictions["pred"]) == ["a", "b"] * 50
+    # Home's before/after of adding texts compares this answer, the one the user keeps, not
+    # the best head alone (issue #80): a seed each, so the spread is the average's
+    said = before_after(runs, runs, {"a": 60, "b": 10}, {"b": 5}, ["b"])
+    assert said.method_before == "the average of cls-relu-pt-ln + cls-tanh + probe-balanced"
+    assert said.tail_f1 == (100.0, 100.0) and said.seeds == (2, 2)
     # the members share no seed: nothing to average
     apart = [r for r in runs if not (r.method == "cls-tanh" and r.seed == 1)]
     apart = [r for r in apart if not (r.method != "cls-tanh" and r.seed == 2)]

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..core.errors import GleeError
 from ..core.files import append_line, write_json_atomic
+from ..runs.ensemble import averaged_by_seed
 from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore, slug
 from .files import ADDED, NONE_OF_THESE
@@ -271,12 +272,18 @@ def added_base(dataset_id: str) -> str:
 
 
 def _class_f1(runs: list[Run], tail: list[str]) -> tuple[str, dict[str, float], list] | None:
-    """The recommended candidate of ``runs``: its name, its per-class test F1 (mean over
-    seeds) and, a seed each, its tail F1 over ``tail`` (the classes present)."""
+    """Home's answer on ``runs``: the recommended candidate, or where the best few are within
+    noise their probabilities averaged (issue #81), as Home answers and exports; its name, its
+    per-class test F1 (mean over seeds) and, a seed each, its tail F1 over ``tail`` (the classes
+    present)."""
     rec = recommend(runs)
     if rec is None:
         return None
-    chosen = [r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method]
+    averaged = averaged_by_seed(rec.ensemble.members, runs) if rec.ensemble else {}
+    chosen = list(averaged.values()) or [
+        r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method
+    ]
+    name = chosen[0].method if averaged else rec.chosen.method
     classes = chosen[0].metrics.per_class
     per_seed = [
         100 * float(np.mean([r.metrics.per_class[c].f1 for c in tail if c in r.metrics.per_class]))
@@ -284,7 +291,7 @@ def _class_f1(runs: list[Run], tail: list[str]) -> tuple[str, dict[str, float], 
         if any(c in r.metrics.per_class for c in tail)
     ]
     return (
-        rec.chosen.method,
+        name,
         {
             c: 100
             * float(
@@ -352,13 +359,15 @@ class RandomShare:
     """What the backtest measured of random texts against ``auto``'s: the tail-F1 gain random
     texts gave as a share of the gain ``auto``'s gave (``share``), summed over its datasets
     (``sets``) at the budget nearest the texts added (``added``, in rounds of 50, 10% of every
-    class labelled), each the mean over ``seeds``; ``command``: what measured it."""
+    class labelled), each the mean over ``seeds``; ``command``: what measured it; ``strategy``:
+    the one ``auto`` stood for there (the ratio is that strategy's)."""
 
     share: float
     added: int
     sets: tuple[str, ...]
     seeds: int
     command: str
+    strategy: str
 
     def expected(self, gain: float) -> float:
         """What random texts would have been expected to give where ``auto``'s gave ``gain``."""
@@ -395,4 +404,5 @@ def random_share(added: int, path: Path = BACKTEST) -> RandomShare | None:
         sets=tuple(sorted({c["dataset"] for c in here})),
         seeds=min(c["seeds"] for c in here),
         command=values.get("command", ""),
+        strategy=values.get("auto", "rare-margin"),  # a file from before it said: auto's then
     )

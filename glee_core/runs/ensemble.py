@@ -145,6 +145,26 @@ def ensemble_test_scores(runs: list[Run]) -> dict[str, float]:
     return {"f1": 100 * metrics.f1, "tail_f1": 100 * metrics.tail_f1}
 
 
+def averaged_by_seed(members, runs: list[Run]) -> dict[int, AveragedRun]:
+    """``members``' (``recommend.Pick``) runs averaged, a seed each, for every seed all of them
+    have in ``runs`` (one dataset) and whose stored logits read (a broken file of a member's run
+    leaves that seed out)."""
+    keys = [(p.setting, p.method) for p in members]
+    by_seed: dict[int, dict[tuple[str, str], Run]] = {}
+    for run in runs:
+        if (run.setting, run.method) in keys:
+            by_seed.setdefault(run.seed, {})[(run.setting, run.method)] = run
+    averaged = {}
+    for seed in sorted(seed for seed, found in by_seed.items() if len(found) == len(keys)):
+        answer = AveragedRun(tuple(by_seed[seed][key] for key in keys))
+        try:
+            answer.metrics  # noqa: B018 (read now: a broken file leaves the seed out)
+        except GleeError:
+            continue
+        averaged[seed] = answer
+    return averaged
+
+
 def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
     """The ensemble of ``picks``' contenders (``recommend.Pick``, best first, all on the
     cross-validation scale) over ``runs`` (one dataset): None with fewer than two contenders or
@@ -152,35 +172,21 @@ def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
     members = contenders(picks)
     if len(members) < 2:
         return None
-    keys = [(p.setting, p.method) for p in members]
-    by_seed: dict[int, dict[tuple[str, str], Run]] = {}
-    for run in runs:
-        if (run.setting, run.method) in keys:
-            by_seed.setdefault(run.seed, {})[(run.setting, run.method)] = run
-    shared = sorted(seed for seed, found in by_seed.items() if len(found) == len(keys))
-    if not shared:
+    averaged = averaged_by_seed(members, runs)
+    if not averaged:
         return None
-    f1, tail_f1, scored = [], [], []
-    for seed in shared:
-        try:
-            scores = ensemble_test_scores([by_seed[seed][key] for key in keys])
-        except GleeError:  # a broken file of a member's run: that seed is left out
-            continue
-        f1.append(scores["f1"])
-        tail_f1.append(scores["tail_f1"])
-        scored.append(seed)
-    if not scored:
-        return None
+    f1 = [100 * answer.metrics.f1 for answer in averaged.values()]
+    tail_f1 = [100 * answer.metrics.tail_f1 for answer in averaged.values()]
 
     def spread(values: list[float]) -> float:
         return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
 
     return Ensemble(
         tuple(members),
-        len(scored),
+        len(averaged),
         float(np.mean(f1)),
         spread(f1),
         float(np.mean(tail_f1)),
         spread(tail_f1),
-        tuple(by_seed[scored[0]][key] for key in keys),
+        next(iter(averaged.values())).members,
     )
