@@ -209,7 +209,7 @@ class Backtest:
                     self.train.labels[labelled],
                 )
                 probs = probabilities(clf, self.train.hidden[pool], self.k)
-                picked = pool[select(strategy, probs, counts, take, seed, features)]
+                picked = pool[select(strategy, probs, counts, seed, features)[:take]]
             labelled = np.concatenate([labelled, np.asarray(picked, dtype=np.int64)])
         return labelled
 

@@ -189,9 +189,9 @@ def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=Non
 
 
 VARIANTS = {  # name -> (probs, counts, features, n, seed, labelled (x, y)) -> the pool rows
-    "auto": lambda p, c, x, n, s, k: select("tail-margin", p, c, n, s, PoolFeatures(x, *k)),
-    "rare-margin": lambda p, c, x, n, s, k: select("rare-margin", p, c, n, s),
-    "prior-margin": lambda p, c, x, n, s, k: select("tail-margin", p, c, n, s),
+    "auto": lambda p, c, x, n, s, k: select("tail-margin", p, c, s, PoolFeatures(x, *k))[:n],
+    "rare-margin": lambda p, c, x, n, s, k: select("rare-margin", p, c, s)[:n],
+    "prior-margin": lambda p, c, x, n, s, k: select("tail-margin", p, c, s)[:n],
     "prior-1": lambda p, c, x, n, s, k: best(prior_margin(p, c, 1), n),
     "prior-10": lambda p, c, x, n, s, k: best(prior_margin(p, c, 10), n),
     "prior-30": lambda p, c, x, n, s, k: best(prior_margin(p, c, 30), n),

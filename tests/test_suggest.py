@@ -61,17 +61,17 @@ def test_the_strategies_pick_what_they_say():
         ]
     )
     labelled = np.array([100, 20, 2])
-    assert set(select("margin", probs, labelled, 2)) == {1, 3}
-    assert select("rare", probs, labelled, 1)[0] == 2
+    assert set(select("margin", probs, labelled)[:2]) == {1, 3}
+    assert select("rare", probs, labelled)[0] == 2
     # balanced: the fewest-labelled predicted class first, then the next, in turns
-    assert list(select("balanced", probs, labelled, 3)) == [2, 4, 3]
-    assert sorted(select("random", probs, labelled, 5)) == [0, 1, 2, 3, 4]
-    assert len(select("margin", probs, labelled, 50)) == 5  # all, when the pool holds fewer
+    assert list(select("balanced", probs, labelled)[:3]) == [2, 4, 3]
+    assert sorted(select("random", probs, labelled)[:5]) == [0, 1, 2, 3, 4]
+    assert len(select("margin", probs, labelled)) == 5  # every row, in the order to ask
     # rare-margin: of the likely tail texts, the least sure first (row 2's rare share is the
     # larger, row 5 - a near tie between the two rarest - wins on the margin)
     tied = np.vstack([probs, [0.02, 0.46, 0.52]])
-    assert select("rare", tied, labelled, 1)[0] == 2
-    assert select("rare-margin", tied, labelled, 1)[0] == 5
+    assert select("rare", tied, labelled)[0] == 2
+    assert select("rare-margin", tied, labelled)[0] == 5
     assert resolve_strategy("auto", True) == "tail-margin"
     assert resolve_strategy("auto", False) == "margin"
     assert SuggestOptions.__dataclass_fields__["strategy"].metadata["choices"] == tuple(
@@ -88,26 +88,26 @@ def test_tail_margin_weighs_rarity_softly_and_reads_the_lengths_where_they_lean_
     the rarer classes' texts are the longer ones."""
     labelled = np.array([100, 10, 1])
     probs = np.array([[0.05, 0.0, 0.95], [0.1, 0.55, 0.35]])  # sure and rarest; a middle tie
-    assert select("rare-margin", probs, labelled, 1)[0] == 0
-    assert select("tail-margin", probs, labelled, 1)[0] == 1
+    assert select("rare-margin", probs, labelled)[0] == 0
+    assert select("tail-margin", probs, labelled)[0] == 1
     labels = np.repeat([0, 1, 2], labelled)
     unit = np.ones((len(labels), 2)) / np.sqrt(2)
     pool = np.array([[10.0, 0.0], [1.0, 0.0]])  # the sure rarest text has the longer vector
     to_tail = PoolFeatures(pool, unit * (1.0 + labels[:, None]), labels)  # rarer: longer
     to_head = PoolFeatures(pool, unit * (3.0 - labels[:, None]), labels)  # rarer: shorter
     assert to_tail.norm_lean(labelled) > 0 > to_head.norm_lean(labelled)
-    assert select("tail-margin", probs, labelled, 1, features=to_tail)[0] == 0
-    assert select("tail-margin", probs, labelled, 1, features=to_head)[0] == 1
+    assert select("tail-margin", probs, labelled, features=to_tail)[0] == 0
+    assert select("tail-margin", probs, labelled, features=to_head)[0] == 1
     # a lean too slight to read (the head's texts half short, half long; the tail's between)
     lengths = np.where(np.arange(len(labels)) % 2, 2.0, 1.0)
     lengths[labels > 0] = 1.5
     slight = PoolFeatures(pool, np.stack([lengths, 0 * lengths], 1), labels)
     assert 0 < slight.norm_lean(labelled) < LEAN
-    assert select("tail-margin", probs, labelled, 1, features=slight)[0] == 1
+    assert select("tail-margin", probs, labelled, features=slight)[0] == 1
     # the strategies that read no features pick the same with them
     for name in ("margin", "rare", "rare-margin", "balanced", "random"):
-        assert list(select(name, probs, labelled, 2, features=to_tail)) == list(
-            select(name, probs, labelled, 2)
+        assert list(select(name, probs, labelled, features=to_tail)) == list(
+            select(name, probs, labelled)
         )
 
 

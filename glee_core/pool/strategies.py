@@ -206,15 +206,13 @@ def select(
     strategy: str,
     probs: np.ndarray,
     labelled: np.ndarray,
-    n: int,
     seed: int = 1,
     features: PoolFeatures | None = None,
 ) -> np.ndarray:
-    """The rows of ``probs`` to label next, best first: ``n`` of them (all, when the pool holds
-    fewer) by the strategy named (a resolved one, not ``auto``), reading ``features`` where it
-    uses them."""
+    """Every row of ``probs`` in the order to label them, best first, by the strategy named (a
+    resolved one, not ``auto``), reading ``features`` where it uses them: the first ``n`` are
+    the ``n`` to label next."""
     if strategy not in QUERY_STRATEGIES:
         raise GleeError(f"unknown query strategy {strategy!r}")
-    n = min(n, len(probs))
     rng = np.random.default_rng(seed)
-    return QUERY_STRATEGIES[strategy].select(probs, labelled, n, rng, features)
+    return QUERY_STRATEGIES[strategy].select(probs, labelled, len(probs), rng, features)

@@ -291,7 +291,7 @@ def suggest(
     counts = dataset.class_counts("train").reindex(dataset.classes).fillna(0).to_numpy()
     train = labelled["train"]  # the labelled texts' features, for a strategy that reads them
     features = PoolFeatures(plain[keep], train.hidden, train.labels)
-    order = keep[select(strategy, probs[keep], counts, options.n, options.seed, features)]
+    order = keep[select(strategy, probs[keep], counts, options.seed, features)[: options.n]]
     frame = pd.DataFrame(
         {
             "pool_row": pool["pool_row"].to_numpy()[order],
