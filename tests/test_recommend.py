@@ -367,7 +367,9 @@ def test_candidates_within_a_standard_error_of_the_best_are_averaged_and_that_is
     # Home's before/after of adding texts compares this answer, the one the user keeps, not
     # the best head alone (issue #80): a seed each, so the spread is the average's
     said = before_after(runs, runs, {"a": 60, "b": 10}, {"b": 5}, ["b"])
-    assert said.method_before == "the average of cls-relu-pt-ln + cls-tanh + probe-balanced"
+    assert said.method_before == (
+        "the average of cls-relu-pt-ln (cls) + cls-tanh (cls) + probe-balanced (cls)"
+    )
     assert said.tail_f1 == (100.0, 100.0) and said.seeds == (2, 2)
     # the members share no seed: nothing to average
     apart = [r for r in runs if not (r.method == "cls-tanh" and r.seed == 1)]

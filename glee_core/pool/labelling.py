@@ -283,7 +283,11 @@ def _class_f1(runs: list[Run], tail: list[str]) -> tuple[str, dict[str, float], 
     chosen = list(averaged.values()) or [
         r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method
     ]
-    name = chosen[0].method if averaged else rec.chosen.method
+    name = (  # the members named as the recommendation names them: head (pooling)
+        "the average of " + " + ".join(f"{p.method} ({p.pooling})" for p in rec.ensemble.members)
+        if averaged
+        else rec.chosen.method
+    )
     classes = chosen[0].metrics.per_class
     per_seed = [
         100 * float(np.mean([r.metrics.per_class[c].f1 for c in tail if c in r.metrics.per_class]))
