@@ -23,7 +23,6 @@ import pandas as pd
 
 from ..core.errors import GleeError
 from ..core.files import append_line, write_json_atomic
-from ..runs.ensemble import averaged_by_seed
 from ..runs.recommend import recommend
 from ..runs.store import Run, RunStore, slug
 from .files import ADDED, NONE_OF_THESE
@@ -279,15 +278,16 @@ def _class_f1(runs: list[Run], tail: list[str]) -> tuple[str, dict[str, float], 
     rec = recommend(runs)
     if rec is None:
         return None
-    averaged = averaged_by_seed(rec.ensemble.members, runs) if rec.ensemble else {}
-    chosen = list(averaged.values()) or [
-        r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method
-    ]
-    name = (  # the members named as the recommendation names them: head (pooling)
-        "the average of " + " + ".join(f"{p.method} ({p.pooling})" for p in rec.ensemble.members)
-        if averaged
-        else rec.chosen.method
-    )
+    if rec.ensemble is not None:  # named as the recommendation names them: head (pooling)
+        chosen = list(rec.ensemble.answers)
+        name = "the average of " + " + ".join(
+            f"{p.method} ({p.pooling})" for p in rec.ensemble.members
+        )
+    else:
+        chosen = [
+            r for r in runs if r.setting == rec.chosen.setting and r.method == rec.chosen.method
+        ]
+        name = rec.chosen.method
     classes = chosen[0].metrics.per_class
     per_seed = [
         100 * float(np.mean([r.metrics.per_class[c].f1 for c in tail if c in r.metrics.per_class]))

@@ -32,27 +32,50 @@ ENSEMBLE_MOST = 5  # contenders averaged, at most
 
 @dataclass(frozen=True)
 class Ensemble:
-    """The contenders' probabilities averaged: its ``members`` (``Pick``s, best first), its test
-    scores over the ``seeds`` every member has (%, mean and sample spread; NaN spread for one
-    seed) and, per member, the run of the first of those seeds (``runs``: what is exported and
-    scores new text)."""
+    """The contenders' probabilities averaged: its ``members`` (``Pick``s, best first) and
+    ``answers``, their runs averaged at each seed every member has (seed order); its test scores
+    over those seeds (%, mean and sample spread; NaN spread for one seed) and, per member, the
+    run of the first seed (``runs``: what is exported and scores new text)."""
 
     members: tuple  # recommend.Pick, best first
-    seeds: int
-    f1: float
-    f1_std: float
-    tail_f1: float
-    tail_f1_std: float
-    runs: tuple[Run, ...]
+    answers: tuple[AveragedRun, ...]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.answers)
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        return self.averaged.members
 
     @property
     def run_ids(self) -> list[str]:
         return [run.run_id for run in self.runs]
 
-    @cached_property
+    @property
     def averaged(self) -> AveragedRun:
         """Its members' runs (the first shared seed) as the run pages read one run."""
-        return AveragedRun(self.runs)
+        return self.answers[0]
+
+    @property
+    def f1(self) -> float:
+        return float(np.mean([100 * answer.metrics.f1 for answer in self.answers]))
+
+    @property
+    def f1_std(self) -> float:
+        return _spread([100 * answer.metrics.f1 for answer in self.answers])
+
+    @property
+    def tail_f1(self) -> float:
+        return float(np.mean([100 * answer.metrics.tail_f1 for answer in self.answers]))
+
+    @property
+    def tail_f1_std(self) -> float:
+        return _spread([100 * answer.metrics.tail_f1 for answer in self.answers])
+
+
+def _spread(values: list[float]) -> float:
+    return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -145,48 +168,25 @@ def ensemble_test_scores(runs: list[Run]) -> dict[str, float]:
     return {"f1": 100 * metrics.f1, "tail_f1": 100 * metrics.tail_f1}
 
 
-def averaged_by_seed(members, runs: list[Run]) -> dict[int, AveragedRun]:
-    """``members``' (``recommend.Pick``) runs averaged, a seed each, for every seed all of them
-    have in ``runs`` (one dataset) and whose stored logits read (a broken file of a member's run
-    leaves that seed out)."""
+def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
+    """The ensemble of ``picks``' contenders (``recommend.Pick``, best first, all on the
+    cross-validation scale) over ``runs`` (one dataset), averaged at every seed all of them have
+    whose stored logits read (a broken file of a member's run leaves that seed out): None with
+    fewer than two contenders or no such seed."""
+    members = contenders(picks)
+    if len(members) < 2:
+        return None
     keys = [(p.setting, p.method) for p in members]
     by_seed: dict[int, dict[tuple[str, str], Run]] = {}
     for run in runs:
         if (run.setting, run.method) in keys:
             by_seed.setdefault(run.seed, {})[(run.setting, run.method)] = run
-    averaged = {}
+    answers = []
     for seed in sorted(seed for seed, found in by_seed.items() if len(found) == len(keys)):
         answer = AveragedRun(tuple(by_seed[seed][key] for key in keys))
         try:
             answer.metrics  # noqa: B018 (read now: a broken file leaves the seed out)
         except GleeError:
             continue
-        averaged[seed] = answer
-    return averaged
-
-
-def ensemble_of(picks, runs: list[Run]) -> Ensemble | None:
-    """The ensemble of ``picks``' contenders (``recommend.Pick``, best first, all on the
-    cross-validation scale) over ``runs`` (one dataset): None with fewer than two contenders or
-    no seed every one of them has."""
-    members = contenders(picks)
-    if len(members) < 2:
-        return None
-    averaged = averaged_by_seed(members, runs)
-    if not averaged:
-        return None
-    f1 = [100 * answer.metrics.f1 for answer in averaged.values()]
-    tail_f1 = [100 * answer.metrics.tail_f1 for answer in averaged.values()]
-
-    def spread(values: list[float]) -> float:
-        return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
-
-    return Ensemble(
-        tuple(members),
-        len(averaged),
-        float(np.mean(f1)),
-        spread(f1),
-        float(np.mean(tail_f1)),
-        spread(tail_f1),
-        next(iter(averaged.values())).members,
-    )
+        answers.append(answer)
+    return Ensemble(tuple(members), tuple(answers)) if answers else None
