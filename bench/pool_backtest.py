@@ -175,9 +175,9 @@ class Backtest:
         self, start: np.ndarray, strategy: str, budget: int, rounds: bool, seed: int
     ) -> np.ndarray:
         """The training rows labelled once ``strategy`` (a strategy's or a peer's name, or a
-        function of the probabilities, labelled counts, features, n, seed and the labelled
-        features and labels) has picked
-        ``budget`` pool texts (the probe refitted between rounds of 50 where ``rounds``)."""
+        function of the probabilities, labelled counts, n, seed and the texts' ``PoolFeatures``)
+        has picked ``budget`` pool texts (the probe refitted between rounds of 50 where
+        ``rounds``)."""
         labelled = start.copy()
         step = ROUND if rounds else budget
         other = peer(strategy) if strategy in PEERS else None
@@ -198,10 +198,6 @@ class Backtest:
                     self.train.labels[labelled],
                     n=take,
                 )
-            elif callable(strategy):  # bench/pool_variants.py's: it reads the features too
-                probs = probabilities(clf, self.train.hidden[pool], self.k)
-                known = (self.train.hidden[labelled], self.train.labels[labelled])
-                picked = pool[strategy(probs, counts, self.train.hidden[pool], take, seed, known)]
             else:
                 features = PoolFeatures(
                     self.train.hidden[pool],
@@ -209,7 +205,10 @@ class Backtest:
                     self.train.labels[labelled],
                 )
                 probs = probabilities(clf, self.train.hidden[pool], self.k)
-                picked = pool[select(strategy, probs, counts, seed, features)[:take]]
+                if callable(strategy):  # bench/pool_variants.py's
+                    picked = pool[strategy(probs, counts, take, seed, features)]
+                else:
+                    picked = pool[select(strategy, probs, counts, seed, features)[:take]]
             labelled = np.concatenate([labelled, np.asarray(picked, dtype=np.int64)])
         return labelled
 

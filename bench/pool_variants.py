@@ -61,7 +61,13 @@ from bench.pool_backtest import (  # noqa: E402
 from glee_core.core.devices import resolve_device  # noqa: E402
 from glee_core.models.backbone import load_backbone, trained_pooling  # noqa: E402
 from glee_core.models.heads import probe_classifier  # noqa: E402
-from glee_core.pool.strategies import PoolFeatures, in_turns, margins, select  # noqa: E402
+from glee_core.pool.strategies import (  # noqa: E402
+    PoolFeatures,
+    TailMargin,
+    in_turns,
+    margins,
+    select,
+)
 from glee_core.runs.tables import markdown_table  # noqa: E402
 
 
@@ -75,11 +81,6 @@ def rare_margin_score(probs: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def best(score: np.ndarray, n: int) -> np.ndarray:
     return np.argsort(-score, kind="stable")[:n]
-
-
-def prior_margin(probs: np.ndarray, counts: np.ndarray, prior: float) -> np.ndarray:
-    """tail-margin's score without the length, its class weight 1 / (labelled + ``prior``)."""
-    return probs @ (1.0 / (counts.astype(float) + prior)) * (1 - margins(probs))
 
 
 def clustered(score: np.ndarray, space: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -117,13 +118,13 @@ def gradient_length(probs: np.ndarray, features: np.ndarray) -> np.ndarray:
     return (probs * per_label).sum(1) * np.linalg.norm(features, axis=1)
 
 
-def class_errors(known: tuple[np.ndarray, np.ndarray], k: int) -> np.ndarray:
+def class_errors(f: PoolFeatures, k: int) -> np.ndarray:
     """1 - each class's F1 in 2-fold cross-validation of the probe on the labelled texts (how
     badly the classifier still does on it: where a label may move the tail F1)."""
     from sklearn.metrics import f1_score  # noqa: PLC0415
     from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
 
-    features, labels = known
+    features, labels = f.labelled, f.labels
     present = np.unique(labels)
     predicted = np.empty_like(labels)
     folds = StratifiedKFold(n_splits=2, shuffle=True, random_state=0)
@@ -137,31 +138,19 @@ def class_errors(known: tuple[np.ndarray, np.ndarray], k: int) -> np.ndarray:
     return errors
 
 
-def error_weighted(p, c, known, power: float) -> np.ndarray:
+def error_weighted(p, c, f: PoolFeatures, power: float) -> np.ndarray:
     """rare-margin's score with each class weighed by its cross-validated error over its
     labelled texts to ``power``: the tail classes the classifier still gets wrong first."""
-    weight = class_errors(known, p.shape[1]) / np.maximum(c.astype(float), 1.0) ** power
+    weight = class_errors(f, p.shape[1]) / np.maximum(c.astype(float), 1.0) ** power
     return (p @ weight) * (1 - margins(p) / 2)
 
 
-def norm_lean(known: tuple[np.ndarray, np.ndarray], counts: np.ndarray) -> float:
-    """How the features' norm leans to the rare classes among the labelled texts: the
-    correlation of a text's log norm with the log of its class's rarity (1 / its labelled texts);
-    positive where rarer classes' texts have larger norms."""
-    features, labels = known
-    rarity = np.log(1.0 / np.maximum(counts[labels].astype(float), 1.0))
-    norm = np.log(np.linalg.norm(features, axis=1))
-    if rarity.std() == 0 or norm.std() == 0:
-        return 0.0
-    return float(np.corrcoef(norm, rarity)[0, 1])
-
-
-def leaning(p, c, x, known, soft: bool) -> np.ndarray:
+def leaning(p, c, f: PoolFeatures, soft: bool) -> np.ndarray:
     """rare-margin's score times the norm to the power of the way (``soft``: 2 x the strength) it
-    leans to the rare classes among the labelled texts."""
-    lean = norm_lean(known, c)
+    leans to the rare classes among the labelled texts (``PoolFeatures.norm_lean``)."""
+    lean = f.norm_lean(c)
     power = 2 * lean if soft else np.sign(lean)
-    return rare_margin_score(p, c) * np.linalg.norm(x, axis=1) ** power
+    return rare_margin_score(p, c) * np.linalg.norm(f.pool, axis=1) ** power
 
 
 def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=None) -> np.ndarray:
@@ -188,30 +177,30 @@ def badge(probs: np.ndarray, features: np.ndarray, n: int, seed: int, weight=Non
     return np.array(chosen, dtype=np.int64)
 
 
-VARIANTS = {  # name -> (probs, counts, features, n, seed, labelled (x, y)) -> the pool rows
-    "auto": lambda p, c, x, n, s, k: select("tail-margin", p, c, s, PoolFeatures(x, *k))[:n],
-    "rare-margin": lambda p, c, x, n, s, k: select("rare-margin", p, c, s)[:n],
-    "prior-margin": lambda p, c, x, n, s, k: select("tail-margin", p, c, s)[:n],
-    "prior-1": lambda p, c, x, n, s, k: best(prior_margin(p, c, 1), n),
-    "prior-10": lambda p, c, x, n, s, k: best(prior_margin(p, c, 10), n),
-    "prior-30": lambda p, c, x, n, s, k: best(prior_margin(p, c, 30), n),
-    "least-confidence": lambda p, c, x, n, s, k: best(1 - p.max(1), n),
-    "round-robin": lambda p, c, x, n, s, k: round_robin(rare_margin_score(p, c), p, c, n),
-    "clusters": lambda p, c, x, n, s, k: clustered(rare_margin_score(p, c), x, n, s),
-    "prob-clusters": lambda p, c, x, n, s, k: clustered(rare_margin_score(p, c), p, n, s),
-    "density": lambda p, c, x, n, s, k: best(rare_margin_score(p, c) * density(x), n),
-    "rare-margin^2": lambda p, c, x, n, s, k: best(rare(p, c) * (1 - margins(p)) ** 2, n),
-    "rare-gradient": lambda p, c, x, n, s, k: best(rare(p, c) * gradient_length(p, x), n),
-    "error-rare": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 1.0), n),
-    "error-sqrt": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 0.5), n),
-    "error-only": lambda p, c, x, n, s, k: best(error_weighted(p, c, k, 0.0), n),
-    "auto-norm": lambda p, c, x, n, s, k: best(
-        rare_margin_score(p, c) * np.linalg.norm(x, axis=1), n
+VARIANTS = {  # name -> (probs, counts, n, seed, PoolFeatures) -> the pool rows picked
+    "auto": lambda p, c, n, s, f: select("tail-margin", p, c, s, f)[:n],
+    "rare-margin": lambda p, c, n, s, f: select("rare-margin", p, c, s)[:n],
+    "prior-margin": lambda p, c, n, s, f: select("tail-margin", p, c, s)[:n],
+    "prior-1": lambda p, c, n, s, f: best(TailMargin(1).score(p, c), n),
+    "prior-10": lambda p, c, n, s, f: best(TailMargin(10).score(p, c), n),
+    "prior-30": lambda p, c, n, s, f: best(TailMargin(30).score(p, c), n),
+    "least-confidence": lambda p, c, n, s, f: best(1 - p.max(1), n),
+    "round-robin": lambda p, c, n, s, f: round_robin(rare_margin_score(p, c), p, c, n),
+    "clusters": lambda p, c, n, s, f: clustered(rare_margin_score(p, c), f.pool, n, s),
+    "prob-clusters": lambda p, c, n, s, f: clustered(rare_margin_score(p, c), p, n, s),
+    "density": lambda p, c, n, s, f: best(rare_margin_score(p, c) * density(f.pool), n),
+    "rare-margin^2": lambda p, c, n, s, f: best(rare(p, c) * (1 - margins(p)) ** 2, n),
+    "rare-gradient": lambda p, c, n, s, f: best(rare(p, c) * gradient_length(p, f.pool), n),
+    "error-rare": lambda p, c, n, s, f: best(error_weighted(p, c, f, 1.0), n),
+    "error-sqrt": lambda p, c, n, s, f: best(error_weighted(p, c, f, 0.5), n),
+    "error-only": lambda p, c, n, s, f: best(error_weighted(p, c, f, 0.0), n),
+    "auto-norm": lambda p, c, n, s, f: best(
+        rare_margin_score(p, c) * np.linalg.norm(f.pool, axis=1), n
     ),
-    "norm-lean": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, False), n),
-    "norm-lean-soft": lambda p, c, x, n, s, k: best(leaning(p, c, x, k, True), n),
-    "badge": lambda p, c, x, n, s, k: badge(p, x, n, s),
-    "rare-badge": lambda p, c, x, n, s, k: badge(p, x, n, s, rare_margin_score(p, c)),
+    "norm-lean": lambda p, c, n, s, f: best(leaning(p, c, f, False), n),
+    "norm-lean-soft": lambda p, c, n, s, f: best(leaning(p, c, f, True), n),
+    "badge": lambda p, c, n, s, f: badge(p, f.pool, n, s),
+    "rare-badge": lambda p, c, n, s, f: badge(p, f.pool, n, s, rare_margin_score(p, c)),
 }
 
 

@@ -143,8 +143,11 @@ class TailMargin(QueryStrategy):
         "(1 - margin), x the feature length where it leans to the rare classes)"
     )
 
+    def __init__(self, prior: float = PRIOR_LABELS):
+        self.prior = prior  # the class weight's: 1 / (labelled + prior)
+
     def score(self, probs, labelled, features=None):
-        worth = probs @ (1.0 / (labelled.astype(float) + PRIOR_LABELS)) * (1.0 - margins(probs))
+        worth = probs @ (1.0 / (labelled.astype(float) + self.prior)) * (1.0 - margins(probs))
         if features is not None and features.norm_lean(labelled) > LEAN:
             worth = worth * np.linalg.norm(features.pool, axis=1)
         return worth
