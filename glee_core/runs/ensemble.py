@@ -57,25 +57,29 @@ class Ensemble:
         """Its members' runs (the first shared seed) as the run pages read one run."""
         return self.answers[0]
 
+    def _test(self, metric: str) -> np.ndarray:
+        """``metric`` (%) of each answer on test, a seed each."""
+        return np.array([100 * getattr(answer.metrics, metric) for answer in self.answers])
+
     @property
     def f1(self) -> float:
-        return float(np.mean([100 * answer.metrics.f1 for answer in self.answers]))
+        return float(self._test("f1").mean())
 
     @property
     def f1_std(self) -> float:
-        return _spread([100 * answer.metrics.f1 for answer in self.answers])
+        return _spread(self._test("f1"))
 
     @property
     def tail_f1(self) -> float:
-        return float(np.mean([100 * answer.metrics.tail_f1 for answer in self.answers]))
+        return float(self._test("tail_f1").mean())
 
     @property
     def tail_f1_std(self) -> float:
-        return _spread([100 * answer.metrics.tail_f1 for answer in self.answers])
+        return _spread(self._test("tail_f1"))
 
 
-def _spread(values: list[float]) -> float:
-    return float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+def _spread(values: np.ndarray) -> float:
+    return float(values.std(ddof=1)) if len(values) > 1 else float("nan")
 
 
 @dataclass(frozen=True)
