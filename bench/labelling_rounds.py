@@ -4,7 +4,7 @@ and a pool of unlabelled texts, then three rounds of 50: suggest, answer each te
 in mind), add, Home's quick compare on the version with them, and what Home then says (tail F1
 before and after, what random texts would have given).
 
-    python bench/labelling_rounds.py [--rounds 3] [--n 50] [--random] [--work DIR]
+    python bench/labelling_rounds.py [--rounds 3] [--n 50] [--classes 17] [--random] [--work DIR]
 
 The data: R52's 17 most frequent classes from its dev and test files, half of every class held
 out as the pool (:func:`data_and_pool`: ~1,000 texts in the CSV, split 70/10/20 by the loader;
@@ -176,6 +176,9 @@ def main(argv=None) -> int:
         action="store_true",
         help="then the same numbers of random pool texts added, each compared as Home compares",
     )
+    parser.add_argument(
+        "--classes", type=int, default=17, help="R52's most frequent classes to keep (few: 4)"
+    )
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--work", default=str(ROOT / ".glee" / "bench-labelling"), type=Path)
     args = parser.parse_args(argv)
@@ -184,7 +187,7 @@ def main(argv=None) -> int:
     work = args.work
     shots = work / "shots"
     shots.mkdir(parents=True, exist_ok=True)
-    csv, pool, truth = data_and_pool(Path(args.data_dir), work)
+    csv, pool, truth = data_and_pool(Path(args.data_dir), work, args.classes)
     tail = set(load_dataset(f"csv:{csv}").head_tail()[1])
     store = RunStore(work / "runs")
     env = {
