@@ -45,10 +45,10 @@ from tests.helpers.streamlit_server import (  # noqa: E402
 
 
 def data_and_pool(data_dir: Path, folder: Path, classes: int = 17) -> tuple[Path, Path, dict]:
-    """R52's 17 most frequent classes from its dev and test files: half of every class held out
-    as the pool (a class's half cut to 150 texts), the rest the CSV (each class cut to 300); the
-    pool file holds a text column alone, and each pool text's true class is returned (the user's
-    answers)."""
+    """R52's ``classes`` most frequent classes from its dev and test files: half of every class
+    held out as the pool (a class's half cut to 150 texts), the rest the CSV (each class cut to
+    300); the pool file holds a text column alone, and each pool text's true class is returned
+    (the user's answers)."""
     frames = [pd.read_csv(data_dir / "r52" / f"{s}.tsv", sep="\t") for s in ("dev", "test")]
     frame = pd.concat(frames)[["text", "label"]].dropna().drop_duplicates("text")
     frame = frame[frame["label"].isin(frame["label"].value_counts().index[:classes])]
@@ -59,7 +59,7 @@ def data_and_pool(data_dir: Path, folder: Path, classes: int = 17) -> tuple[Path
         pool_parts.append(group.iloc[: min(held, 150)])
         data_parts.append(group.iloc[held:].iloc[:300])
     pool, data = pd.concat(pool_parts).sample(frac=1.0, random_state=1), pd.concat(data_parts)
-    csv, pool_path = folder / "r52-17-labelled.csv", folder / "pool.csv"
+    csv, pool_path = folder / f"r52-{classes}-labelled.csv", folder / "pool.csv"
     data.to_csv(csv, index=False)
     pool[["text"]].to_csv(pool_path, index=False)
     return csv, pool_path, {_key(t): c for t, c in zip(pool["text"], pool["label"], strict=True)}
